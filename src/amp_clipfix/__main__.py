@@ -1,0 +1,4 @@
+from amp_clipfix.cli import main
+
+if __name__ == "__main__":
+    main()

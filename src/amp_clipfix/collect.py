@@ -1,0 +1,382 @@
+"""Parse one file and collect the sites that take part in the clipping failure.
+
+Names are resolved with libcst's QualifiedNameProvider, never by text, so aliases and
+`from ... import ... as` forms are recognised and look-alikes (`numpy`, `torchmetrics`) are not.
+Linking sites into findings happens later, per project (see `link.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import (
+    Assignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
+
+from amp_clipfix import names
+from amp_clipfix.codemods.guard import clip_call_of, guard_test
+from amp_clipfix.codemods.guard_helper import HELPER_NAME
+from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+from amp_clipfix.syntax import keyword_arg, literal_value, positional_or_keyword, star_kwargs
+
+
+def collect_sites(path: Path, module: cst.Module) -> FileSites:
+    """Collect the sites of one parsed module."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    collector = SiteCollector(path)
+    wrapper.visit(collector)
+    return FileSites(
+        path=path,
+        sites=tuple(collector.sites),
+        classes=tuple(collector.classes),
+        has_guard_helper=collector.has_guard_helper,
+    )
+
+
+def is_clip_positive(value: str | None) -> bool:
+    """`gradient_clip_val` clips only when it is a number above zero (None and 0 do not)."""
+    try:
+        return value is not None and float(value) > 0
+    except ValueError:
+        return False
+
+
+class SiteCollector(m.MatcherDecoratableVisitor):
+    METADATA_DEPENDENCIES = (
+        PositionProvider,
+        QualifiedNameProvider,
+        ScopeProvider,
+        ParentNodeProvider,
+    )
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self.sites: list[Site] = []
+        self.classes: list[ClassInfo] = []
+        self.has_guard_helper = False
+        self.class_stack: list[str] = []
+        self.fabric_bindings: set[str] = set()
+        self.guard_depth = 0
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        return {qn.name for qn in self.get_metadata(QualifiedNameProvider, node, set())}
+
+    def span(self, node: cst.CSTNode) -> Span:
+        code_range = self.get_metadata(PositionProvider, node)
+        return Span(
+            code_range.start.line,
+            code_range.start.column,
+            code_range.end.line,
+            code_range.end.column,
+        )
+
+    def code(self, node: cst.CSTNode) -> str:
+        return cst.Module([]).code_for_node(node)
+
+    def add(
+        self,
+        kind: SiteKind,
+        node: cst.CSTNode,
+        certainty: Certainty,
+        detail: str,
+        value: str | None = None,
+        fixable: bool = True,
+    ) -> None:
+        self.sites.append(
+            Site(
+                kind=kind,
+                path=self.path,
+                span=self.span(node),
+                certainty=certainty,
+                detail=detail,
+                value=value,
+                owner=self.class_stack[-1] if self.class_stack else None,
+                fixable=fixable,
+            )
+        )
+
+    # -- structure -----------------------------------------------------------------------------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        base_names: list[str] = []
+        for base in node.bases:
+            if base.keyword is not None:
+                continue
+            qualified = self.qualified_names(base.value)
+            base_names.extend(sorted(qualified) or [self.code(base.value)])
+        self.classes.append(
+            ClassInfo(
+                name=node.name.value,
+                path=self.path,
+                base_names=tuple(base_names),
+                is_lightning_module=any(n in names.LIGHTNING_MODULE_CLASSES for n in base_names),
+            )
+        )
+        self.class_stack.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == HELPER_NAME and not self.class_stack:
+            self.has_guard_helper = True
+        for param in (*node.params.params, *node.params.kwonly_params):
+            annotation = param.annotation
+            if annotation is not None and self.qualified_names(annotation.annotation) & (
+                names.FABRIC_CLASSES
+            ):
+                self.fabric_bindings.add(param.name.value)
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.is_guard_test(node.test):
+            self.guard_depth += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        if self.is_guard_test(original_node.test):
+            self.guard_depth -= 1
+
+    def is_guard_test(self, test: cst.BaseExpression) -> bool:
+        """A clip call already wrapped by the guard fix is no longer a site."""
+        return any(
+            isinstance(call.func, cst.Name) and call.func.value == HELPER_NAME
+            for call in m.findall(test, m.Call())
+            if isinstance(call, cst.Call)
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and self.qualified_names(node.value.func) & (
+            names.FABRIC_CLASSES
+        ):
+            for target in node.targets:
+                self.fabric_bindings.add(self.code(target.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        value = node.value
+        if (
+            isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES
+        ) or self.qualified_names(node.annotation.annotation) & names.FABRIC_CLASSES:
+            self.fabric_bindings.add(self.code(node.target))
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.qualified_names(node.func)
+        if qualified & names.FABRIC_CLASSES:
+            self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)
+        elif qualified & names.TRAINER_CLASSES:
+            self.collect_entry_point(node, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
+        elif qualified & names.FUSABLE_OPTIMIZERS:
+            self.collect_fused(node, self.code(node.func))
+        elif qualified & names.PARTIAL_FUNCTIONS:
+            self.collect_partial(node)
+        else:
+            for qualified_name in qualified:
+                plugin = names.plugin_scaler_index(qualified_name)
+                if plugin is not None:
+                    self.collect_plugin(node, plugin[0])
+                    break
+        if m.matches(node.func, m.Attribute(attr=m.Name("clip_gradients"))):
+            self.collect_clip(node)
+
+    def collect_entry_point(
+        self, call: cst.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
+    ) -> None:
+        """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`."""
+        name = self.code(call.func)
+        spreads = star_kwargs(call)
+        precision = keyword_arg(call, "precision")
+        if precision is not None:
+            value = literal_value(precision.value)
+            if value is None:
+                self.add(
+                    precision_kind,
+                    precision.value,
+                    Certainty.RUNTIME,
+                    f"{name}(precision={self.code(precision.value)})",
+                    fixable=False,
+                )
+            elif value in names.MIXED_PRECISIONS:
+                self.add(
+                    precision_kind,
+                    precision.value,
+                    Certainty.KNOWN,
+                    f"{name}(precision={self.code(precision.value)})",
+                    value,
+                )
+        elif keyword_arg(call, "plugins") is None:
+            for spread in spreads:
+                self.add(
+                    precision_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    f"{name}({self.code(spread)}) may set precision",
+                    fixable=False,
+                )
+        if clip_kind is None:
+            return
+        clip = keyword_arg(call, "gradient_clip_val")
+        if clip is not None:
+            value = literal_value(clip.value)
+            if value is None:
+                self.add(
+                    clip_kind,
+                    clip.value,
+                    Certainty.RUNTIME,
+                    f"{name}(gradient_clip_val={self.code(clip.value)})",
+                    fixable=False,
+                )
+            elif is_clip_positive(value):
+                self.add(
+                    clip_kind,
+                    clip.value,
+                    Certainty.KNOWN,
+                    f"{name}(gradient_clip_val={self.code(clip.value)})",
+                    value,
+                    fixable=False,
+                )
+        else:
+            for spread in spreads:
+                self.add(
+                    clip_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    f"{name}({self.code(spread)}) may set gradient_clip_val",
+                    fixable=False,
+                )
+
+    def collect_plugin(self, call: cst.Call, side: str) -> None:
+        kind = SiteKind.FABRIC_PRECISION if side == "fabric" else SiteKind.TRAINER_PRECISION
+        precision = positional_or_keyword(call, 0, "precision")
+        if precision is None:
+            return
+        value = literal_value(precision.value)
+        detail = f"{self.code(call.func)}({self.code(precision.value)}, ...)"
+        if value is None:
+            self.add(kind, call, Certainty.RUNTIME, detail, fixable=False)
+        elif value in names.MIXED_PRECISIONS:
+            self.add(kind, call, Certainty.KNOWN, detail, value)
+
+    def collect_partial(self, call: cst.Call) -> None:
+        positional = [arg for arg in call.args if arg.keyword is None and arg.star == ""]
+        if positional and self.qualified_names(positional[0].value) & names.FUSABLE_OPTIMIZERS:
+            self.collect_fused(call, f"partial({self.code(positional[0].value)})")
+
+    def collect_fused(self, call: cst.Call, name: str) -> None:
+        """`fused=` written in the call, or inside a `**dict(...)` / `**{...}` spread."""
+        fused = keyword_arg(call, "fused")
+        if fused is not None:
+            self.add_fused_value(fused.value, f"{name}(fused={self.code(fused.value)})", False)
+            return
+        for spread in star_kwargs(call):
+            for value, conditional in self.fused_in_spread(spread.value, conditional=False):
+                self.add_fused_value(
+                    value, f"{name}({self.code(spread)}) with fused={self.code(value)}", conditional
+                )
+
+    def add_fused_value(self, value: cst.BaseExpression, detail: str, conditional: bool) -> None:
+        literal = literal_value(value)
+        if literal == "True":
+            certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
+            self.add(SiteKind.FUSED_OPTIMIZER, value, certainty, detail, literal)
+        elif literal is None:
+            self.add(SiteKind.FUSED_OPTIMIZER, value, Certainty.RUNTIME, detail, fixable=False)
+
+    def fused_in_spread(
+        self, node: cst.BaseExpression, conditional: bool, depth: int = 0
+    ) -> Iterator[tuple[cst.BaseExpression, bool]]:
+        """The `fused` values a `**spread` can carry, and whether a condition picks them."""
+        if depth > 4:
+            return
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if (
+                    isinstance(element, cst.DictElement)
+                    and literal_value(element.key) == "fused"
+                    and isinstance(element.key, cst.SimpleString)
+                ):
+                    yield element.value, conditional
+        elif isinstance(node, cst.Call) and self.qualified_names(node.func) & (
+            names.DICT_CONSTRUCTORS
+        ):
+            fused = keyword_arg(node, "fused")
+            if fused is not None:
+                yield fused.value, conditional
+        elif isinstance(node, cst.IfExp):
+            yield from self.fused_in_spread(node.body, True, depth + 1)
+            yield from self.fused_in_spread(node.orelse, True, depth + 1)
+        elif isinstance(node, cst.Name):
+            assigned = self.single_assigned_value(node)
+            if assigned is not None:
+                yield from self.fused_in_spread(assigned, conditional, depth + 1)
+
+    def single_assigned_value(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value of `name` when it is bound exactly once by a plain assignment in scope."""
+        scope = self.get_metadata(ScopeProvider, name, None)
+        if scope is None:
+            return None
+        assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
+        if len(assignments) != 1:
+            return None
+        target = assignments[0].node
+        parent = self.get_metadata(ParentNodeProvider, target, None)
+        if isinstance(parent, cst.AssignTarget):
+            statement = self.get_metadata(ParentNodeProvider, parent, None)
+            if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+                return statement.value
+        if isinstance(parent, cst.AnnAssign) and parent.value is not None:
+            return parent.value
+        return None
+
+    def collect_clip(self, call: cst.Call) -> None:
+        if self.guard_depth:
+            return
+        receiver = call.func.value  # type: ignore[attr-defined]
+        receiver_code = self.code(receiver)
+        last_name = receiver_code.rsplit(".", 1)[-1].lower()
+        if receiver_code == "self" and self.class_stack:
+            clip = positional_or_keyword(call, 1, "gradient_clip_val")
+            value = None if clip is None else literal_value(clip.value)
+            if value is not None and not is_clip_positive(value):
+                return
+            certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
+            kind = SiteKind.MODULE_CLIP
+        elif receiver_code in self.fabric_bindings or "fabric" in last_name:
+            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.KNOWN, None
+        else:
+            return
+        detail = f"{self.code(call.func)}(...)"
+        self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+
+    def is_guardable(self, call: cst.Call) -> bool:
+        """The guard fix wraps a whole statement line that only calls or assigns the clip."""
+        statement = self.get_metadata(ParentNodeProvider, call, None)
+        line = self.get_metadata(ParentNodeProvider, statement, None) if statement else None
+        if (
+            statement is None
+            or clip_call_of(statement) is not call
+            or not isinstance(line, cst.SimpleStatementLine)
+            or len(line.body) != 1
+        ):
+            return False
+        if isinstance(statement, cst.Assign) and not all(
+            isinstance(target.target, (cst.Name, cst.Attribute, cst.Subscript))
+            for target in statement.targets
+        ):
+            return False
+        return guard_test(call) is not None
+
+
+def spans_of(sites: Sequence[Site]) -> set[tuple[int, int]]:
+    """Start positions of sites, the key codemods use to find their nodes again."""
+    return {(site.span.line, site.span.column) for site in sites}

@@ -1,0 +1,83 @@
+"""Show one file's diff on a terminal with rich.
+
+Source lines are user code, so they only ever go into `rich.text.Text` objects: a `[red]` in the
+code is printed literally instead of being read as markup.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from amp_clipfix.diff import DiffLine, Hunk
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["render_file_diff"]
+
+_STYLES = {" ": "dim", "-": "red", "+": "green"}
+# Control characters (tab aside) would move the cursor or start terminal escapes: show them as \xNN.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _display_rows(line: DiffLine, encoding: str) -> list[str]:
+    """Decode a line for display: ending stripped, tabs expanded, control characters escaped.
+
+    A line holding bare CRs (old Mac files, which git sees as one line) is shown as several rows.
+    """
+    text = line.text.decode(encoding, errors="replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if text.endswith("\r"):
+        text = text[:-1]
+    rows = text.split("\r") if text else [""]
+    return [_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", row.expandtabs(4)) for row in rows]
+
+
+def render_file_diff(
+    console: Console,
+    path: str,
+    hunks: Sequence[Hunk],
+    encoding: str,
+    notes: Sequence[str] = (),
+) -> None:
+    """Print `path` in bold, its notes, then its hunks with old/new line numbers in a gutter.
+
+    Prints nothing when `hunks` is empty, so callers can render every file unconditionally.
+    """
+    if not hunks:
+        return
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        encoding = "utf-8"  # an unknown encoding name must not stop the report
+
+    # Wide enough for the largest line number of either side.
+    width = len(str(max(max(h.old_start + h.old_count, h.new_start + h.new_count) for h in hunks)))
+    blank = " " * width
+
+    console.print(Text(path, style="bold"))
+    for note in notes:
+        console.print(Text("  " + note))
+    for hunk in hunks:
+        header = f"@@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@"
+        console.print(Text(header, style="cyan"))
+        old_no, new_no = hunk.old_start, hunk.new_start
+        for line in hunk.lines:
+            old_col = f"{old_no:>{width}}" if line.tag != "+" else blank
+            new_col = f"{new_no:>{width}}" if line.tag != "-" else blank
+            style = _STYLES[line.tag]
+            for i, row in enumerate(_display_rows(line, encoding)):
+                gutter = f"{old_col} {new_col} " if i == 0 else f"{blank} {blank} "
+                console.print(
+                    Text.assemble((gutter, "dim"), (line.tag + row, style)), soft_wrap=True
+                )
+            if not line.text.endswith(b"\n"):
+                console.print(Text(f"{blank} {blank}  \\ No newline at end of file", style="dim"))
+            old_no += line.tag != "+"
+            new_no += line.tag != "-"

@@ -1,0 +1,91 @@
+"""Choose the fix for each finding from the strategy and the target Lightning version.
+
+A fix only rewrites sites whose value is written in the code; what depends on a run-time value
+is left to a person (the finding says what to decide). DESIGN.md §2 has the strategy table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from amp_clipfix import names
+from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.version import Version, format_version, trainer_fails_without_scaler
+
+SAFETY = {
+    Strategy.BF16: (
+        "changes numerics: trains in bfloat16 instead of float16 with loss scaling; "
+        "needs bf16 hardware (Ampere or newer)"
+    ),
+    Strategy.UNFUSE: (
+        "keeps numerics: the optimizer runs its foreach kernels instead of the fused one; "
+        "the step is a little slower"
+    ),
+    Strategy.GUARD: (
+        "changes behaviour: where Lightning cannot clip, clipping is skipped at run time "
+        "(warned once), so training runs WITHOUT gradient clipping"
+    ),
+}
+
+
+def choose_fixes(
+    findings: Sequence[Finding], strategy: Strategy, version: Version
+) -> list[Finding]:
+    return [choose_fix(finding, strategy, version) for finding in findings]
+
+
+def choose_fix(finding: Finding, strategy: Strategy, version: Version) -> Finding:
+    if finding.suppressed:
+        return finding
+    if strategy is Strategy.AUTO:
+        order = (
+            (Strategy.BF16, Strategy.UNFUSE)
+            if finding.lightning_path is LightningPath.FABRIC
+            else (Strategy.UNFUSE,)
+        )
+        refusals = []
+        for candidate in order:
+            chosen = choose_fix(finding, candidate, version)
+            if chosen.fix is not None:
+                return chosen
+            refusals.append(chosen.refusal)
+        return replace(finding, refusal=refusals[0])
+    targets, refusal = fix_targets(finding, strategy, version)
+    if refusal is not None:
+        return replace(finding, refusal=refusal)
+    return replace(finding, fix=Fix(strategy, targets, SAFETY[strategy]))
+
+
+def fix_targets(
+    finding: Finding, strategy: Strategy, version: Version
+) -> tuple[tuple[Site, ...], str | None]:
+    """The sites the strategy rewrites, or why it does not apply to this finding."""
+    sites = finding.sites
+    trainer = finding.lightning_path is LightningPath.TRAINER
+    if strategy is Strategy.BF16:
+        if trainer and trainer_fails_without_scaler(version):
+            return (), (
+                f"bf16 is not a fix on the Trainer path of Lightning {format_version(version)}: "
+                "it refuses to clip fused optimizers under bf16-mixed too; use --strategy unfuse"
+            )
+        kind = SiteKind.TRAINER_PRECISION if trainer else SiteKind.FABRIC_PRECISION
+        targets = fixable(sites, kind, lambda s: s.value in names.SCALER_PRECISIONS)
+        return targets, None if targets else "the precision is not written as a literal to rewrite"
+    if strategy is Strategy.UNFUSE:
+        targets = fixable(sites, SiteKind.FUSED_OPTIMIZER, lambda s: s.value == "True")
+        return targets, None if targets else "fused is not written as a literal True to rewrite"
+    kind = SiteKind.MODULE_CLIP if trainer else SiteKind.FABRIC_CLIP
+    targets = fixable(sites, kind, lambda s: True)
+    if targets:
+        return targets, None
+    if trainer and not any(s.kind is SiteKind.MODULE_CLIP for s in sites):
+        return (), (
+            "clipping comes only from Trainer(gradient_clip_val=...): there is no clip call to "
+            "guard; use --strategy unfuse"
+        )
+    return (), "the clip call is not a plain statement or assignment that can be guarded"
+
+
+def fixable(sites: Sequence[Site], kind: SiteKind, accept) -> tuple[Site, ...]:  # noqa: ANN001
+    return tuple(site for site in sites if site.kind is kind and site.fixable and accept(site))

@@ -1,0 +1,179 @@
+"""Link the sites of one project into findings.
+
+The linking rule (also in the README):
+- Fabric path: within one module, a Fabric precision with a GradScaler (`16`, `"16"`, `"16-mixed"`
+  or a fabric `MixedPrecision` / `FSDPPrecision` plugin with one), a fused optimizer and a
+  `clip_gradients` call on a Fabric object make one finding.
+- Trainer path: within one project, every mixed-precision `Trainer` is assumed to train every
+  `LightningModule` subclass (direct or through project base classes). A module class whose methods
+  build a fused optimizer is a finding when some Trainer clips (`gradient_clip_val` > 0) or the
+  class itself calls `self.clip_gradients(...)`.
+A piece decided at run time turns the finding into a review finding (ACF003).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from amp_clipfix import names
+from amp_clipfix.models import (
+    Certainty,
+    ClassInfo,
+    FileSites,
+    Finding,
+    LightningPath,
+    Site,
+    SiteKind,
+)
+from amp_clipfix.version import Version, trainer_fails_without_scaler
+
+FABRIC_MESSAGE = (
+    "Fabric clips gradients of a fused optimizer under fp16 mixed precision: Lightning raises "
+    "NotImplementedError (Gradient clipping is not implemented for optimizers handling the "
+    "unscaling)"
+)
+TRAINER_MESSAGE = (
+    "Trainer clips gradients of a fused optimizer under mixed precision: Lightning raises "
+    "RuntimeError (the current optimizer does not allow for gradient clipping)"
+)
+
+
+@dataclass(frozen=True)
+class PathPieces:
+    """The three pieces of one finding, before deciding whether it is certain."""
+
+    precision: tuple[Site, ...]
+    optimizers: tuple[Site, ...]
+    clips: tuple[Site, ...]
+
+
+def link_project(files: Sequence[FileSites], version: Version) -> list[Finding]:
+    """All findings of one project, in a deterministic order."""
+    findings = [f for file in files if (f := link_fabric(file)) is not None]
+    findings.extend(link_trainer(files, version))
+    return sorted(findings, key=lambda f: sort_key(f.sites[0]))
+
+
+def sort_key(site: Site) -> tuple[str, int, int]:
+    return (str(site.path), site.span.line, site.span.column)
+
+
+def is_known(sites: Iterable[Site]) -> bool:
+    return any(site.certainty is Certainty.KNOWN for site in sites)
+
+
+def of_kind(sites: Iterable[Site], kind: SiteKind) -> tuple[Site, ...]:
+    return tuple(site for site in sites if site.kind is kind)
+
+
+def link_fabric(file: FileSites) -> Finding | None:
+    precision = tuple(
+        site
+        for site in of_kind(file.sites, SiteKind.FABRIC_PRECISION)
+        if site.certainty is Certainty.RUNTIME or site.value in names.SCALER_PRECISIONS
+    )
+    pieces = PathPieces(
+        precision,
+        of_kind(file.sites, SiteKind.FUSED_OPTIMIZER),
+        of_kind(file.sites, SiteKind.FABRIC_CLIP),
+    )
+    return make_finding(LightningPath.FABRIC, "ACF001", FABRIC_MESSAGE, pieces, clip_known=True)
+
+
+def link_trainer(files: Sequence[FileSites], version: Version) -> list[Finding]:
+    sites = [site for file in files for site in file.sites]
+    failing = (
+        names.MIXED_PRECISIONS if trainer_fails_without_scaler(version) else names.SCALER_PRECISIONS
+    )
+    trainer_precision = tuple(
+        site
+        for site in of_kind(sites, SiteKind.TRAINER_PRECISION)
+        if site.certainty is Certainty.RUNTIME or site.value in failing
+    )
+    trainer_clips = of_kind(sites, SiteKind.TRAINER_CLIP)
+    if not trainer_precision:
+        return []
+    findings = []
+    for module_class in lightning_module_classes(files):
+        owned = [
+            site
+            for site in sites
+            if site.owner == module_class.name and site.path == module_class.path
+        ]
+        module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
+        pieces = PathPieces(
+            trainer_precision,
+            of_kind(owned, SiteKind.FUSED_OPTIMIZER),
+            trainer_clips + module_clips,
+        )
+        clip_known = is_known(trainer_clips) or any(
+            site.certainty is Certainty.KNOWN for site in module_clips
+        )
+        finding = make_finding(
+            LightningPath.TRAINER, "ACF002", TRAINER_MESSAGE, pieces, clip_known=clip_known
+        )
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def make_finding(
+    path: LightningPath, code: str, message: str, pieces: PathPieces, clip_known: bool
+) -> Finding | None:
+    if not (pieces.precision and pieces.optimizers and pieces.clips):
+        return None
+    unknown = []
+    if not is_known(pieces.precision):
+        unknown.append("the precision")
+    if not is_known(pieces.optimizers):
+        unknown.append("whether the optimizer is fused")
+    if not clip_known:
+        unknown.append("whether gradients are clipped")
+    sites = tuple(
+        sorted(
+            {*pieces.precision, *pieces.optimizers, *pieces.clips},
+            key=sort_key,
+        )
+    )
+    if not unknown:
+        return Finding(code, path, message, "high", sites)
+    review = f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
+    conditions = " and ".join(UNKNOWN_CONDITIONS[piece] for piece in unknown)
+    return Finding("ACF003", path, f"{message}, if {conditions}", "review", sites, review=review)
+
+
+UNKNOWN_CONDITIONS = {
+    "the precision": "the precision chosen at run time is mixed",
+    "whether the optimizer is fused": "the optimizer is fused",
+    "whether gradients are clipped": "gradients are clipped",
+}
+
+
+def lightning_module_classes(files: Sequence[FileSites]) -> list[ClassInfo]:
+    """Classes that derive from LightningModule, directly or through classes of the project.
+
+    Bases are matched by their last name component, since a project class may be imported under
+    a relative or aliased name.
+    """
+    classes = [info for file in files for info in file.classes]
+    by_name: dict[str, list[ClassInfo]] = {}
+    for info in classes:
+        by_name.setdefault(info.name, []).append(info)
+    known: set[tuple[str, str]] = set()
+    changed = True
+    while changed:
+        changed = False
+        for info in classes:
+            key = (str(info.path), info.name)
+            if key in known:
+                continue
+            if info.is_lightning_module or any(
+                (str(base.path), base.name) in known
+                for base_name in info.base_names
+                for base in by_name.get(base_name.rsplit(".", 1)[-1], [])
+                if base is not info
+            ):
+                known.add(key)
+                changed = True
+    return [info for info in classes if (str(info.path), info.name) in known]

@@ -1,0 +1,134 @@
+"""Plain data that flows between the pipeline stages: sites, findings, fixes and edits.
+
+Every stage reads these and returns new ones; none of them is mutated after it is made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+
+class SiteKind(str, Enum):
+    """What a piece of code contributes to the failure."""
+
+    FABRIC_PRECISION = "fabric-precision"  # Fabric(precision=...) or its plugin
+    FABRIC_CLIP = "fabric-clip"  # fabric.clip_gradients(...)
+    TRAINER_PRECISION = "trainer-precision"  # Trainer(precision=...) or its plugin
+    TRAINER_CLIP = "trainer-clip"  # Trainer(gradient_clip_val=...)
+    MODULE_CLIP = "module-clip"  # self.clip_gradients(...) in a LightningModule
+    FUSED_OPTIMIZER = "fused-optimizer"  # torch.optim.X(..., fused=True)
+
+
+class Certainty(str, Enum):
+    """Whether the site's value is written in the code or decided at run time."""
+
+    KNOWN = "known"
+    RUNTIME = "runtime"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range in a file: 1-based lines, 0-based columns, like libcst's CodeRange."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text at `span` of `path` with `replacement` (a whole-statement rewrite may
+    also be expressed by a codemod; edits are what machine output reports)."""
+
+    path: Path
+    span: Span
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Site:
+    """One place in the code that takes part in the failure.
+
+    `value` is the literal as written (e.g. `"16-mixed"`, `True`, `1.0`), or `None` when the value
+    is decided at run time; `owner` names the class the site belongs to (for module sites and
+    optimizers built in `configure_optimizers`), `fixable` tells whether a codemod can rewrite it.
+    """
+
+    kind: SiteKind
+    path: Path
+    span: Span
+    certainty: Certainty
+    detail: str
+    value: str | None = None
+    owner: str | None = None
+    fixable: bool = True
+    suppressed_codes: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    """A class definition, kept so that LightningModule subclasses can be found across files."""
+
+    name: str
+    path: Path
+    base_names: tuple[str, ...]  # qualified names of the bases as imported in its module
+    is_lightning_module: bool  # a base is Lightning's own LightningModule
+
+
+@dataclass(frozen=True)
+class FileSites:
+    """Everything the collector learned from one file."""
+
+    path: Path
+    sites: tuple[Site, ...] = ()
+    classes: tuple[ClassInfo, ...] = ()
+    has_guard_helper: bool = False
+
+
+class Strategy(str, Enum):
+    AUTO = "auto"
+    BF16 = "bf16"
+    UNFUSE = "unfuse"
+    GUARD = "guard"
+
+
+class LightningPath(str, Enum):
+    """Which Lightning entry point raises: they differ in error and in which fixes work."""
+
+    FABRIC = "fabric"
+    TRAINER = "trainer"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix chosen for a finding: which codemod runs on which sites, and what it changes."""
+
+    strategy: Strategy
+    targets: tuple[Site, ...]
+    safety: str  # what it changes in behaviour, shown in the diff view and machine output
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A linked set of sites that makes Lightning raise, with the fix chosen for it (if any)."""
+
+    code: str
+    lightning_path: LightningPath
+    message: str
+    confidence: str  # "high" or "review"
+    sites: tuple[Site, ...]
+    fix: Fix | None = None
+    refusal: str | None = None  # why the requested strategy does not apply
+    review: str | None = None  # what a person must decide (ACF003)
+    suppressed: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def primary(self) -> Site:
+        """The site reported first: the one the fix changes, else the first site."""
+        if self.fix is not None and self.fix.targets:
+            return self.fix.targets[0]
+        return min(self.sites, key=lambda site: (str(site.path), site.span.line, site.span.column))

@@ -1,0 +1,78 @@
+"""The Lightning and torch names the detector recognises, by qualified name.
+
+Qualified names come from libcst's QualifiedNameProvider, so `import lightning as L; L.Fabric`,
+`from lightning.fabric import Fabric as F` and the legacy packages all resolve to one of these.
+"""
+
+from __future__ import annotations
+
+FABRIC_CLASSES = frozenset(
+    {
+        "lightning.Fabric",
+        "lightning.fabric.Fabric",
+        "lightning.fabric.fabric.Fabric",
+        "lightning_fabric.Fabric",
+        "lightning_fabric.fabric.Fabric",
+    }
+)
+
+TRAINER_CLASSES = frozenset(
+    {
+        "lightning.Trainer",
+        "lightning.pytorch.Trainer",
+        "lightning.pytorch.trainer.Trainer",
+        "lightning.pytorch.trainer.trainer.Trainer",
+        "pytorch_lightning.Trainer",
+        "pytorch_lightning.trainer.Trainer",
+        "pytorch_lightning.trainer.trainer.Trainer",
+    }
+)
+
+LIGHTNING_MODULE_CLASSES = frozenset(
+    {
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+        "lightning.pytorch.core.module.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "pytorch_lightning.core.LightningModule",
+        "pytorch_lightning.core.module.LightningModule",
+        "pytorch_lightning.core.lightning.LightningModule",
+    }
+)
+
+FABRIC_PACKAGES = ("lightning.fabric.", "lightning_fabric.")
+TRAINER_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.")
+
+# Precision plugins whose clip path raises with a fused optimizer, and the index of their
+# positional `scaler` argument (FSDPPrecision takes no device).
+FABRIC_PLUGINS = {"MixedPrecision": 2, "FSDPPrecision": 1}
+TRAINER_PLUGINS = {
+    "MixedPrecision": 2,
+    "MixedPrecisionPlugin": 2,
+    "NativeMixedPrecisionPlugin": 2,
+}
+
+OPTIMIZER_MODULES = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "Adagrad": "adagrad"}
+FUSABLE_OPTIMIZERS = frozenset(
+    name
+    for cls, module in OPTIMIZER_MODULES.items()
+    for name in (f"torch.optim.{cls}", f"torch.optim.{module}.{cls}")
+)
+
+PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
+DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})
+
+# Precision values as Lightning normalises them (ints are compared as their str()).
+SCALER_PRECISIONS = frozenset({"16", "16-mixed"})
+MIXED_PRECISIONS = SCALER_PRECISIONS | {"bf16", "bf16-mixed"}
+
+
+def plugin_scaler_index(qualified_name: str) -> tuple[str, int] | None:
+    """Return ("fabric" | "trainer", scaler position) for a known precision plugin class."""
+    short = qualified_name.rsplit(".", 1)[-1]
+    if qualified_name.startswith(FABRIC_PACKAGES) and short in FABRIC_PLUGINS:
+        return "fabric", FABRIC_PLUGINS[short]
+    if qualified_name.startswith(TRAINER_PACKAGES) and short in TRAINER_PLUGINS:
+        return "trainer", TRAINER_PLUGINS[short]
+    return None

@@ -1,0 +1,76 @@
+"""Text output of findings, for people: one line per finding, the sites and fix under it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from amp_clipfix.models import Finding, Site, SiteKind
+
+SITE_ROLES = {
+    SiteKind.FABRIC_PRECISION: "precision",
+    SiteKind.TRAINER_PRECISION: "precision",
+    SiteKind.FUSED_OPTIMIZER: "fused optimizer",
+    SiteKind.FABRIC_CLIP: "clip",
+    SiteKind.TRAINER_CLIP: "clip",
+    SiteKind.MODULE_CLIP: "clip",
+}
+
+
+def display_path(path: Path) -> str:
+    """Paths relative to the current folder with forward slashes, as in the patch."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        relative = str(path)
+    return relative.replace(os.sep, "/")
+
+
+def site_location(site: Site) -> str:
+    return f"{display_path(site.path)}:{site.span.line}"
+
+
+def finding_line(finding: Finding) -> str:
+    site = finding.primary
+    return (
+        f"{display_path(site.path)}:{site.span.line}:{site.span.column + 1}: "
+        f"{finding.code} {finding.message}"
+    )
+
+
+def finding_details(finding: Finding) -> list[str]:
+    """The lines under a finding: its sites, then the fix, the refusal or what to review."""
+    lines = [
+        f"  {SITE_ROLES[site.kind]}: {site_location(site)} {site.detail}"
+        + (" (decided at run time)" if site.certainty.value == "runtime" else "")
+        for site in finding.sites
+    ]
+    if finding.review:
+        lines.append(f"  review: {finding.review}")
+    if finding.fix is not None:
+        lines.append(f"  fix ({finding.fix.strategy.value}): {finding.fix.safety}")
+    elif finding.refusal:
+        lines.append(f"  no fix: {finding.refusal}")
+    return lines
+
+
+def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
+    def key(finding: Finding) -> tuple[str, int, int, str]:
+        site = finding.primary
+        return (display_path(site.path), site.span.line, site.span.column, finding.code)
+
+    return sorted(findings, key=key)
+
+
+def format_findings(findings: Sequence[Finding], verbose_details: bool = True) -> list[str]:
+    lines = []
+    for finding in sorted_findings(findings):
+        lines.append(finding_line(finding))
+        if verbose_details:
+            lines.extend(finding_details(finding))
+    return lines
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

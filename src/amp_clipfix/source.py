@@ -1,0 +1,131 @@
+"""Read Python source files so that writing them back changes nothing but the edits.
+
+The text keeps every byte's meaning: no newline translation (CRLF, CR and mixed endings survive),
+the PEP 263 encoding and a UTF-8 BOM are remembered, and `encode_text(source, source.text)` gives
+back exactly the bytes that were read. Anything we could not write back faithfully is refused with
+a one-line `SourceError` instead.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+# The PEP 263 patterns, as the tokenize module spells them; kept here so that a cookie line with
+# non-UTF-8 bytes (legal for Python itself) can still be read.
+_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+_BLANK_RE = re.compile(rb"^[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
+
+
+class SourceError(Exception):
+    """A file that cannot be read or written back faithfully; str() is one line for the report."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file's exact bytes plus the text the codemods edit and what is needed to encode it back."""
+
+    path: Path
+    data: bytes
+    text: str
+    encoding: str
+    bom: bool
+
+
+def read_source(path: Path) -> SourceFile:
+    """Read `path` strictly: refuse binary, undecodable or mis-declared files with a SourceError."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise SourceError(f"cannot read: {_reason(error)}") from None
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+
+    bom = data.startswith(codecs.BOM_UTF8)
+    encoding = _declared_encoding(data, bom)
+    body = data[len(codecs.BOM_UTF8) :] if bom else data
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as error:
+        offset = error.start + (len(codecs.BOM_UTF8) if bom else 0)
+        raise SourceError(f"cannot decode as {encoding} at byte {offset}") from None
+    except LookupError:
+        raise SourceError(f"unknown encoding: {encoding} (not a text encoding)") from None
+    # Stateful or BOM-writing codecs (utf-16, iso-2022-*) may not give the same bytes back; such a
+    # file could only be damaged by an edit, so it is refused up front.
+    if _encode_or_none(text, encoding) != body:
+        raise SourceError(f"encoding {encoding} does not round-trip; not editable")
+    return SourceFile(path=Path(path), data=data, text=text, encoding=encoding, bom=bom)
+
+
+def encode_text(source: SourceFile, text: str) -> bytes:
+    """Encode edited text the way `source` was encoded, BOM included."""
+    try:
+        encoded = text.encode(source.encoding)
+    except UnicodeEncodeError as error:
+        character = error.object[error.start]
+        line = _line_number(text, error.start)
+        raise SourceError(
+            f"cannot encode {character!r} as {source.encoding} (line {line})"
+        ) from None
+    return codecs.BOM_UTF8 + encoded if source.bom else encoded
+
+
+def _declared_encoding(data: bytes, bom: bool) -> str:
+    """The codec named by the PEP 263 cookie (utf-8 by default), as Python itself would pick it."""
+    # Only the first two lines can carry a cookie. Splitting on CR too matters for old-Mac files,
+    # where a plain readline() would hand over the whole file as one line.
+    first_lines = data.splitlines(keepends=True)[:2]
+    try:
+        detected, _ = tokenize.detect_encoding(iter(first_lines).__next__)
+    except SyntaxError as error:
+        if not str(error.msg).startswith("invalid or missing encoding declaration"):
+            raise SourceError(f"bad encoding declaration: {error.msg}") from None
+        # The cookie line itself holds non-UTF-8 bytes (e.g. a latin-1 comment after the cookie).
+        detected = _cookie_in_raw_lines(first_lines, bom)
+    if detected == "utf-8-sig":
+        return "utf-8"
+    return codecs.lookup(detected).name
+
+
+def _cookie_in_raw_lines(lines: list[bytes], bom: bool) -> str:
+    """Find the cookie without assuming UTF-8; the fallback when tokenize cannot decode a line."""
+    if bom and lines:
+        lines = [lines[0][len(codecs.BOM_UTF8) :], *lines[1:]]
+    for index, line in enumerate(lines):
+        match = _COOKIE_RE.match(line.decode("latin-1"))
+        if match:
+            name = match.group(1)
+            try:
+                codec_name = codecs.lookup(name).name
+            except LookupError:
+                raise SourceError(f"bad encoding declaration: unknown encoding: {name}") from None
+            if bom and codec_name != "utf-8":
+                raise SourceError("bad encoding declaration: encoding problem: utf-8") from None
+            return codec_name
+        if index == 0 and not _BLANK_RE.match(line):
+            break
+    return "utf-8"
+
+
+def _encode_or_none(text: str, encoding: str) -> bytes | None:
+    try:
+        return text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return None
+
+
+def _line_number(text: str, index: int) -> int:
+    """1-based line of `index`, counting CRLF, CR and LF endings alike."""
+    before = text[:index]
+    return before.count("\n") + before.count("\r") - before.count("\r\n") + 1
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error) or type(error).__name__

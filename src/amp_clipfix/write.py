@@ -1,0 +1,106 @@
+"""Replace a source file atomically, so that a crash or a full disk never leaves it half written.
+
+The new bytes go to a temporary file in the same folder (same file system, so the final rename is
+atomic), are flushed to disk, get the original permission bits, and only then replace the file.
+A file that changed since it was read is left alone rather than overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from amp_clipfix.source import SourceFile
+
+TEMP_SUFFIX = ".amp-clipfix.tmp"
+
+
+class WriteError(Exception):
+    """The file could not be replaced; the original is intact. str() is one line for the report."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+def write_atomic(source: SourceFile, new_data: bytes) -> None:
+    """Replace the file read as `source` with `new_data`, or raise WriteError and change nothing."""
+    target = _write_target(source.path)
+    _ensure_unchanged(target, source.data)
+    try:
+        original = os.stat(target)
+    except OSError as error:
+        raise WriteError(f"cannot write: {_reason(error)}") from None
+
+    try:
+        handle, temp_name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX
+        )
+    except OSError as error:
+        raise WriteError(f"cannot write: {_reason(error)}") from None
+
+    try:
+        with os.fdopen(handle, "wb") as temp_file:
+            temp_file.write(new_data)
+            temp_file.flush()
+            os.fsync(temp_file.fileno())
+        _copy_owner(temp_name, original)
+        os.chmod(temp_name, stat.S_IMODE(original.st_mode))
+        # Checked again right before the swap to keep the window for a concurrent edit small.
+        _ensure_unchanged(target, source.data)
+        os.replace(temp_name, target)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+        if isinstance(error, OSError):
+            raise WriteError(f"cannot write: {_reason(error)}") from None
+        raise
+    _fsync_folder(target.parent)
+
+
+def _write_target(path: Path) -> Path:
+    """The real file behind a symlink, so that replacing it keeps the link a link."""
+    path = Path(path)
+    if path.is_symlink():
+        return Path(os.path.realpath(path))
+    return path
+
+
+def _ensure_unchanged(target: Path, expected: bytes) -> None:
+    try:
+        current = target.read_bytes()
+    except OSError as error:
+        raise WriteError(f"cannot re-read before writing: {_reason(error)}") from None
+    if current != expected:
+        raise WriteError("changed on disk since it was read; not written")
+
+
+def _copy_owner(temp_name: str, original: os.stat_result) -> None:
+    """Keep the file's owner and group when we may (e.g. running as root); best effort."""
+    if not hasattr(os, "chown"):
+        return
+    created = os.stat(temp_name)
+    if (created.st_uid, created.st_gid) == (original.st_uid, original.st_gid):
+        return
+    with contextlib.suppress(OSError):
+        os.chown(temp_name, original.st_uid, original.st_gid)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable; not every platform can open a folder, so best effort."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error) or type(error).__name__
