@@ -188,6 +188,11 @@ def show_changes(changes: Sequence[FileChange]) -> None:
         )
 
 
+def is_interactive() -> bool:
+    """Someone can answer the prompt: stdin and stderr (where the prompt goes) are terminals."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
 def write_changes(changes: Sequence[FileChange], yes: bool, dry_run: bool) -> int | None:
     """Write (or not) and return how many files were written; None when a write failed."""
     if not changes:
@@ -196,7 +201,7 @@ def write_changes(changes: Sequence[FileChange], yes: bool, dry_run: bool) -> in
         click.echo("Dry run: nothing written.", err=True)
         return 0
     if not yes:
-        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        if not is_interactive():
             click.echo(
                 "Not a terminal and no --yes: nothing written (use --yes to write, --dry-run "
                 "to only show).",

@@ -1,0 +1,160 @@
+"""The command line as a user drives it: exit codes, streams, the patch, the prompt, errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "examples" / "sample_project"
+
+
+@pytest.fixture
+def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the bundled sample project, with the current folder set to its parent."""
+    project = tmp_path / "sample_project"
+    shutil.copytree(SAMPLE, project)
+    monkeypatch.chdir(tmp_path)
+    return project
+
+
+def invoke(*args: str, input: str | None = None):  # noqa: ANN201
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.py")}
+
+
+def test_help_explains_the_commands() -> None:
+    result = invoke("--help")
+    assert result.exit_code == 0
+    assert "check" in result.output and "apply" in result.output
+    assert "fused" in result.output
+    apply_help = invoke("apply", "--help").output
+    for option in ("--yes", "--dry-run", "--strategy", "--lightning-version", "--exclude"):
+        assert option in apply_help
+
+
+def test_check_exits_1_before_and_0_after_apply(sample: Path) -> None:
+    before = invoke("check", "sample_project")
+    assert before.exit_code == 1
+    assert "sample_project/train_fabric.py:9:53: ACF001" in before.output
+    assert "sample_project/model.py:21:76: ACF002" in before.output
+    assert "assumed Lightning" in before.output
+    applied = invoke("apply", "--yes", "sample_project")
+    assert applied.exit_code == 0, applied.output
+    after = invoke("check", "sample_project")
+    assert after.exit_code == 0, after.output
+    assert "0 findings" in after.output
+
+
+def test_apply_without_terminal_or_yes_writes_nothing(sample: Path) -> None:
+    before = snapshot(sample)
+    result = invoke("apply", "sample_project")
+    assert result.exit_code == 1
+    assert "nothing written" in result.output
+    assert snapshot(sample) == before
+
+
+def test_dry_run_patch_applies_with_git_to_the_same_bytes(sample: Path, tmp_path: Path) -> None:
+    patch = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "apply", "--dry-run", "sample_project"],
+        capture_output=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert patch.returncode == 1, patch.stderr
+    assert patch.stdout.startswith(b"--- a/sample_project/")
+    assert b"Dry run" in patch.stderr and b"Dry run" not in patch.stdout
+    patched = tmp_path / "patched"
+    shutil.copytree(sample, patched / "sample_project")
+    subprocess.run(["git", "init", "-q"], cwd=patched, check=True)
+    subprocess.run(["git", "apply", "-"], input=patch.stdout, cwd=patched, check=True)
+    assert invoke("apply", "--yes", "sample_project").exit_code == 0
+    assert snapshot(patched / "sample_project") == snapshot(sample)
+
+
+def test_dry_run_never_writes(sample: Path) -> None:
+    before = snapshot(sample)
+    assert invoke("apply", "--dry-run", "--yes", "sample_project").exit_code == 1
+    assert snapshot(sample) == before
+
+
+def test_bf16_on_the_trainer_path_is_refused_with_a_reason(sample: Path) -> None:
+    trainer_file = (sample / "train_trainer.py").read_bytes()
+    model_file = (sample / "model.py").read_bytes()
+    result = invoke("apply", "--yes", "--strategy", "bf16", "sample_project")
+    assert result.exit_code == 1
+    assert "bf16 is not a fix on the Trainer path of Lightning 2.6.6" in result.output
+    assert "use --strategy unfuse" in result.output
+    assert (sample / "train_trainer.py").read_bytes() == trainer_file
+    assert (sample / "model.py").read_bytes() == model_file
+    assert b'precision="bf16-mixed"' in (sample / "train_fabric.py").read_bytes()
+
+
+def test_unparsable_file_is_reported_and_the_rest_is_fixed(sample: Path) -> None:
+    broken = sample / "broken.py"
+    broken.write_bytes(b"def broken(:\n    pass\n")
+    result = invoke("apply", "--yes", "sample_project")
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "broken.py" in errors[0] and "cannot parse" in errors[0]
+    assert broken.read_bytes() == b"def broken(:\n    pass\n"
+    assert b"fused=False" in (sample / "model.py").read_bytes()
+
+
+def test_missing_path_is_an_error_but_other_paths_run(sample: Path) -> None:
+    result = invoke("check", "does-not-exist", "sample_project")
+    assert result.exit_code == 2
+    assert "does-not-exist" in result.output
+    assert "ACF001" in result.output
+
+
+def test_bad_lightning_version_is_a_usage_error(sample: Path) -> None:
+    result = invoke("check", "--lightning-version", "two", "sample_project")
+    assert result.exit_code == 2
+    assert "--lightning-version" in result.output
+
+
+def test_newer_lightning_accepts_bf16_on_the_trainer_path(sample: Path) -> None:
+    result = invoke(
+        "apply", "--yes", "--strategy", "bf16", "--lightning-version", "2.7", "sample_project"
+    )
+    assert result.exit_code == 0, result.output
+    assert b'precision="bf16-mixed"' in (sample / "train_trainer.py").read_bytes()
+    assert b"fused=True" in (sample / "model.py").read_bytes()
+
+
+def test_confirmation_on_a_terminal(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("amp_clipfix.cli.is_interactive", lambda: True)
+    declined = invoke("apply", "sample_project", input="n\n")
+    assert declined.exit_code == 1 and "Nothing written" in declined.output
+    assert b"fused=True" in (sample / "model.py").read_bytes()
+    accepted = invoke("apply", "sample_project", input="y\n")
+    assert accepted.exit_code == 0, accepted.output
+    assert b"fused=False" in (sample / "model.py").read_bytes()
+
+
+def test_console_script_runs_in_a_subprocess_without_torch_or_lightning(sample: Path) -> None:
+    code = (
+        "import sys, runpy; sys.argv = ['amp-clipfix', 'check', 'sample_project']\n"
+        "try:\n    runpy.run_module('amp_clipfix', run_name='__main__')\n"
+        "except SystemExit as exit:\n"
+        "    assert not {'torch', 'lightning'} & set(sys.modules), 'imported torch/lightning'\n"
+        "    raise\n"
+    )
+    env = {**os.environ, "NO_COLOR": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=sample.parent, env=env
+    )
+    assert result.returncode == 1, result.stderr
+    assert "ACF001" in result.stdout

@@ -1,0 +1,97 @@
+"""Every before/after case under fixtures/ is picked up here.
+
+A case is a folder with `input/` (the project as a user has it), `expected/` (the project after
+`amp-clipfix apply --yes`; absent when nothing may change) and `case.json`:
+
+    {"description": "...", "strategy": "auto", "lightning_version": "2.6.6",
+     "findings": ["train.py:8:50: ACF001"], "remaining": []}
+
+`findings` are what `check` reports before the fix; `remaining` what it reports after it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CASES = sorted(path for path in FIXTURES.iterdir() if (path / "input").is_dir())
+FINDING_LINE = re.compile(r"^(\S.*?:\d+:\d+: ACF\d{3}) ")
+
+
+def load_case(case: Path) -> dict:
+    return json.loads((case / "case.json").read_text(encoding="utf-8"))
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def run_cli(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str):  # noqa: ANN201
+    monkeypatch.chdir(project)
+    return CliRunner().invoke(main, [*args, "."], catch_exceptions=False)
+
+
+def options(spec: dict) -> list[str]:
+    return [
+        "--strategy",
+        spec.get("strategy", "auto"),
+        "--lightning-version",
+        spec.get("lightning_version", "2.6.6"),
+    ]
+
+
+def reported(output: str) -> list[str]:
+    return [match.group(1) for line in output.splitlines() if (match := FINDING_LINE.match(line))]
+
+
+@pytest.fixture(params=CASES, ids=[case.name for case in CASES])
+def case(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, dict, Path]:
+    project = tmp_path / "project"
+    shutil.copytree(request.param / "input", project)
+    return request.param, load_case(request.param), project
+
+
+def test_there_are_enough_cases() -> None:
+    assert len(CASES) >= 30
+
+
+def test_check_reports_the_expected_findings(case, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, spec, project = case
+    result = run_cli(project, monkeypatch, "check", *options(spec))
+    assert reported(result.output) == spec["findings"], result.output
+    assert result.exit_code == (1 if spec["findings"] else 0), result.output
+
+
+def test_apply_gives_the_expected_project(case, monkeypatch: pytest.MonkeyPatch) -> None:
+    source, spec, project = case
+    expected_root = source / "expected" if (source / "expected").is_dir() else source / "input"
+    result = run_cli(project, monkeypatch, "apply", "--yes", *options(spec))
+    assert tree_bytes(project) == tree_bytes(expected_root), result.output
+    remaining = spec.get("remaining", [])
+    assert result.exit_code == (1 if remaining else 0), result.output
+    after = run_cli(project, monkeypatch, "check", *options(spec))
+    assert reported(after.output) == remaining, after.output
+
+
+def test_apply_is_idempotent_and_output_parses(case, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, spec, project = case
+    run_cli(project, monkeypatch, "apply", "--yes", *options(spec))
+    once = tree_bytes(project)
+    for name, data in once.items():
+        if name.endswith(".py"):
+            ast.parse(data)
+    run_cli(project, monkeypatch, "apply", "--yes", *options(spec))
+    assert tree_bytes(project) == once
