@@ -98,10 +98,14 @@ def parse_project(project: Project) -> tuple[dict[Path, ParsedFile], list[str]]:
                 f"{path}:{error.raw_line}:{error.raw_column}: cannot parse: {error.message}"
             )
             continue
-        except (RecursionError, MemoryError):
-            errors.append(f"{path}: cannot parse: file is too deeply nested")
+        except RecursionError:
+            errors.append(f"{path}: cannot parse: the code is nested too deeply")
             continue
-        sites = collect_sites(path, module)
+        try:
+            sites = collect_sites(path, module)
+        except Exception as error:  # noqa: BLE001 - one odd file must not stop the run
+            errors.append(f"{path}: internal error while reading sites: {error!r}")
+            continue
         if sites.sites or sites.classes:
             parsed[path] = ParsedFile(source, module, sites)
     return parsed, errors
@@ -128,6 +132,9 @@ def fix_project(
             new_data = encode_text(file.source, module.code)
         except (VerifyError, SourceError) as error:
             errors.append(f"{path}: not fixed: {error}")
+            continue
+        except Exception as error:  # noqa: BLE001 - a codemod bug must not stop the run
+            errors.append(f"{path}: not fixed: internal error: {error!r}")
             continue
         if new_data != file.source.data:
             changes.append(FileChange(file.source, new_data, tuple(by_file[path])))

@@ -1,0 +1,62 @@
+"""The codemods used on their own, as `python -m libcst.tool codemod` would run them."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from amp_clipfix.codemods.bf16 import Bf16Command
+from amp_clipfix.codemods.guard import GuardCommand
+from amp_clipfix.codemods.unfuse import UnfuseCommand
+
+FABRIC_SCRIPT = textwrap.dedent(
+    """\
+    import torch
+    from lightning.fabric import Fabric
+    from lightning.fabric.plugins import MixedPrecision
+
+    fabric = Fabric(
+        plugins=MixedPrecision(
+            "16-mixed",
+            "cuda",
+            torch.amp.GradScaler(),
+        ),
+    )
+    opt = torch.optim.Adam(params, fused=True)
+    other = torch.optim.Adam(params, fused=True) if False else None
+    fabric.clip_gradients(model, opt, max_norm=1.0)
+    """
+)
+
+
+def run(command: type, code: str) -> str:
+    context = CodemodContext(filename="train.py")
+    return command(context).transform_module(cst.parse_module(code)).code
+
+
+def test_unfuse_alone_flips_only_the_fused_literals_it_finds() -> None:
+    fixed = run(UnfuseCommand, FABRIC_SCRIPT)
+    assert fixed.count("fused=False") == 2
+    assert fixed.replace("fused=False", "fused=True") == FABRIC_SCRIPT
+
+
+def test_bf16_alone_rewrites_the_plugin_and_drops_its_scaler() -> None:
+    fixed = run(Bf16Command, FABRIC_SCRIPT)
+    assert '"bf16-mixed",\n        "cuda",\n    ),\n)\n' in fixed
+    assert "GradScaler" not in fixed
+    assert "fused=True" in fixed
+
+
+def test_guard_alone_inserts_the_helper_once_and_is_idempotent() -> None:
+    once = run(GuardCommand, FABRIC_SCRIPT)
+    assert once.count("def can_clip_gradients(") == 1
+    assert "if can_clip_gradients(fabric, opt):\n    fabric.clip_gradients(" in once
+    assert run(GuardCommand, once) == once
+
+
+def test_codemods_leave_a_module_without_findings_alone() -> None:
+    code = "import torch\nopt = torch.optim.AdamW(params, fused=True)\n"
+    for command in (UnfuseCommand, Bf16Command, GuardCommand):
+        assert run(command, code) == code
