@@ -103,12 +103,12 @@ def test_bf16_on_the_trainer_path_is_refused_with_a_reason(sample: Path) -> None
 
 def test_unparsable_file_is_reported_and_the_rest_is_fixed(sample: Path) -> None:
     broken = sample / "broken.py"
-    broken.write_bytes(b"def broken(:\n    pass\n")
+    broken.write_bytes(b"opt = torch.optim.AdamW(params, fused=True\n")
     result = invoke("apply", "--yes", "sample_project")
     assert result.exit_code == 2
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "broken.py" in errors[0] and "cannot parse" in errors[0]
-    assert broken.read_bytes() == b"def broken(:\n    pass\n"
+    assert broken.read_bytes() == b"opt = torch.optim.AdamW(params, fused=True\n"
     assert b"fused=False" in (sample / "model.py").read_bytes()
 
 

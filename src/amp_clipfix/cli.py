@@ -55,6 +55,14 @@ def common_options(function):  # noqa: ANN001, ANN201
             metavar="GLOB",
             help="Skip files and folders matching GLOB (repeatable).",
         ),
+        click.option(
+            "--jobs",
+            "-j",
+            type=click.IntRange(min=1),
+            default=os.cpu_count() or 1,
+            show_default="the number of cores",
+            help="Processes that parse files in parallel.",
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
@@ -98,13 +106,14 @@ def check(
     strategy: str,
     lightning_version: str | None,
     exclude: tuple[str, ...],
+    jobs: int,
 ) -> None:
     """Report findings in PATHS (files or folders; default: the current folder).
 
     Exit 0 when clean, 1 when there are findings, 2 on usage or file errors.
     """
     targets, chosen, version, version_source = prepare(paths, strategy, lightning_version)
-    result = run(targets, chosen, version, exclude)
+    result = run(targets, chosen, version, exclude, jobs=jobs)
     for line in format_findings(result.findings):
         click.echo(line)
     fixable = sum(1 for finding in result.findings if finding.fix is not None)
@@ -128,6 +137,7 @@ def apply(
     strategy: str,
     lightning_version: str | None,
     exclude: tuple[str, ...],
+    jobs: int,
     yes: bool,
     dry_run: bool,
 ) -> None:
@@ -139,7 +149,7 @@ def apply(
     pending (dry run, declined), 2 on errors.
     """
     targets, chosen, version, version_source = prepare(paths, strategy, lightning_version)
-    result = run(targets, chosen, version, exclude, fix=True)
+    result = run(targets, chosen, version, exclude, fix=True, jobs=jobs)
     show_changes(result.changes)
     unfixed = [finding for finding in result.findings if finding.fix is None]
     for line in format_findings(unfixed):

@@ -7,15 +7,13 @@ Linking sites into findings happens later, per project (see `link.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import (
     Assignment,
     MetadataWrapper,
-    ParentNodeProvider,
     PositionProvider,
     QualifiedNameProvider,
     ScopeProvider,
@@ -49,12 +47,11 @@ def is_clip_positive(value: str | None) -> bool:
         return False
 
 
-class SiteCollector(m.MatcherDecoratableVisitor):
+class SiteCollector(cst.CSTVisitor):
     METADATA_DEPENDENCIES = (
         PositionProvider,
         QualifiedNameProvider,
         ScopeProvider,
-        ParentNodeProvider,
     )
 
     def __init__(self, path: Path) -> None:
@@ -66,6 +63,9 @@ class SiteCollector(m.MatcherDecoratableVisitor):
         self.class_stack: list[str] = []
         self.fabric_bindings: set[str] = set()
         self.guard_depth = 0
+        # Filled while visiting, so that no parent-node metadata is needed:
+        self.assigned_values: dict[cst.Name, cst.BaseExpression] = {}  # target name -> value
+        self.statement_calls: dict[cst.Call, cst.BaseSmallStatement] = {}  # whole-line calls
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -148,13 +148,21 @@ class SiteCollector(m.MatcherDecoratableVisitor):
 
     def is_guard_test(self, test: cst.BaseExpression) -> bool:
         """A clip call already wrapped by the guard fix is no longer a site."""
-        return any(
-            isinstance(call.func, cst.Name) and call.func.value == HELPER_NAME
-            for call in m.findall(test, m.Call())
-            if isinstance(call, cst.Call)
+        return (
+            isinstance(test, cst.Call)
+            and isinstance(test.func, cst.Name)
+            and test.func.value == HELPER_NAME
         )
 
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) == 1:
+            call = clip_call_of(node.body[0])
+            if call is not None:
+                self.statement_calls[call] = node.body[0]
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.assigned_values[node.targets[0].target] = node.value
         if isinstance(node.value, cst.Call) and self.qualified_names(node.value.func) & (
             names.FABRIC_CLASSES
         ):
@@ -162,6 +170,8 @@ class SiteCollector(m.MatcherDecoratableVisitor):
                 self.fabric_bindings.add(self.code(target.target))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.assigned_values[node.target] = node.value
         value = node.value
         if (
             isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES
@@ -186,7 +196,7 @@ class SiteCollector(m.MatcherDecoratableVisitor):
                 if plugin is not None:
                     self.collect_plugin(node, plugin[0])
                     break
-        if m.matches(node.func, m.Attribute(attr=m.Name("clip_gradients"))):
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "clip_gradients":
             self.collect_clip(node)
 
     def collect_entry_point(
@@ -329,14 +339,7 @@ class SiteCollector(m.MatcherDecoratableVisitor):
         if len(assignments) != 1:
             return None
         target = assignments[0].node
-        parent = self.get_metadata(ParentNodeProvider, target, None)
-        if isinstance(parent, cst.AssignTarget):
-            statement = self.get_metadata(ParentNodeProvider, parent, None)
-            if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
-                return statement.value
-        if isinstance(parent, cst.AnnAssign) and parent.value is not None:
-            return parent.value
-        return None
+        return self.assigned_values.get(target) if isinstance(target, cst.Name) else None
 
     def collect_clip(self, call: cst.Call) -> None:
         if self.guard_depth:
@@ -360,14 +363,8 @@ class SiteCollector(m.MatcherDecoratableVisitor):
 
     def is_guardable(self, call: cst.Call) -> bool:
         """The guard fix wraps a whole statement line that only calls or assigns the clip."""
-        statement = self.get_metadata(ParentNodeProvider, call, None)
-        line = self.get_metadata(ParentNodeProvider, statement, None) if statement else None
-        if (
-            statement is None
-            or clip_call_of(statement) is not call
-            or not isinstance(line, cst.SimpleStatementLine)
-            or len(line.body) != 1
-        ):
+        statement = self.statement_calls.get(call)
+        if statement is None:
             return False
         if isinstance(statement, cst.Assign) and not all(
             isinstance(target.target, (cst.Name, cst.Attribute, cst.Subscript))
@@ -375,8 +372,3 @@ class SiteCollector(m.MatcherDecoratableVisitor):
         ):
             return False
         return guard_test(call) is not None
-
-
-def spans_of(sites: Sequence[Site]) -> set[tuple[int, int]]:
-    """Start positions of sites, the key codemods use to find their nodes again."""
-    return {(site.span.line, site.span.column) for site in sites}

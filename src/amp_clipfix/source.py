@@ -44,6 +44,11 @@ def read_source(path: Path) -> SourceFile:
         data = Path(path).read_bytes()
     except OSError as error:
         raise SourceError(f"cannot read: {_reason(error)}") from None
+    return decode_source(path, data)
+
+
+def decode_source(path: Path, data: bytes) -> SourceFile:
+    """Decode bytes already read from `path` (the prefilter reads every file once)."""
     if b"\x00" in data:
         raise SourceError("binary file (contains NUL bytes)")
 

@@ -1,0 +1,113 @@
+"""Settings from `[tool.amp-clipfix]` of the nearest `pyproject.toml`, as ruff reads its own.
+
+The nearest `pyproject.toml` at or above the start folder wins, even without the table, so a
+project never picks up a parent project's settings. Command-line options override these.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from amp_clipfix.models import Strategy
+from amp_clipfix.report import display_path
+from amp_clipfix.version import parse_version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+TABLE = "amp-clipfix"
+KEYS = ("strategy", "lightning-version", "exclude", "extend-exclude")
+STRATEGIES = tuple(strategy.value for strategy in Strategy)
+
+
+class ConfigError(Exception):
+    """A one-line error naming the file and, where there is one, the key."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings found; `None` (or empty) means "not set". `exclude` replaces the default
+    user excludes, `extend_exclude` adds to them; `path` is the file they were read from."""
+
+    strategy: str | None = None
+    lightning_version: str | None = None
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    path: Path | None = None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest `pyproject.toml` at or above `start` (a folder, or a file's folder)."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / "pyproject.toml").is_file():
+            return candidate / "pyproject.toml"
+    return None
+
+
+def load_config(start: Path) -> Config:
+    """The configuration for files under `start`; an empty `Config` when there is none."""
+    path = find_pyproject(start)
+    if path is None:
+        return Config()
+    name = display_path(path)
+    try:
+        with path.open("rb") as file:
+            data = tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{name}: invalid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
+    tool = data.get("tool", {})
+    table = tool.get(TABLE) if isinstance(tool, dict) else None
+    if table is None:
+        return Config()
+    where = f"{name}: [tool.{TABLE}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    for key in table:
+        if key not in KEYS:
+            raise ConfigError(f"{where} unknown key {key!r} (known keys: {', '.join(KEYS)})")
+    return Config(
+        strategy=_strategy(where, table.get("strategy")),
+        lightning_version=_lightning_version(where, table.get("lightning-version")),
+        exclude=_globs(where, "exclude", table["exclude"]) if "exclude" in table else None,
+        extend_exclude=_globs(where, "extend-exclude", table.get("extend-exclude", [])),
+        path=path,
+    )
+
+
+def _strategy(where: str, value: Any) -> str | None:
+    if value is None or value in STRATEGIES:
+        return value
+    shown = repr(value) if isinstance(value, str) else f"{value!r} ({type(value).__name__})"
+    raise ConfigError(f"{where} 'strategy' must be one of {', '.join(STRATEGIES)}, not {shown}")
+
+
+def _lightning_version(where: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        # `lightning-version = 2.10` would be the float 2.1: insist on a string.
+        raise ConfigError(
+            f"{where} 'lightning-version' must be a quoted string like \"2.6.6\", not {value!r}"
+        )
+    try:
+        parse_version(value)
+    except ValueError:
+        raise ConfigError(
+            f"{where} 'lightning-version' must be X.Y or X.Y.Z, not {value!r}"
+        ) from None
+    return value.strip()
+
+
+def _globs(where: str, key: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where} {key!r} must be a list of glob strings, not {value!r}")
+    return tuple(value)

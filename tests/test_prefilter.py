@@ -1,0 +1,46 @@
+"""The prefilter only saves work: results with and without it are identical."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amp_clipfix.models import Strategy
+from amp_clipfix.pipeline import run
+from amp_clipfix.version import LATEST_RELEASE
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECTS = sorted(
+    [path / "input" for path in (REPO / "fixtures").iterdir() if (path / "input").is_dir()]
+    + [path / "project" for path in (REPO / "fixtures" / "runtime").glob("*")]
+    + [REPO / "examples" / "sample_project"]
+)
+
+
+def outcome(project: Path, prefilter: bool, strategy: Strategy) -> tuple:
+    result = run([project], strategy, LATEST_RELEASE, fix=True, prefilter=prefilter)
+    changes = {change.source.path: change.new_data for change in result.changes}
+    return result.findings, changes, result.errors
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda path: path.parent.name)
+def test_prefilter_changes_no_result(project: Path) -> None:
+    assert outcome(project, True, Strategy.AUTO) == outcome(project, False, Strategy.AUTO)
+
+
+def test_prefilter_skips_files_without_a_fused_optimizer(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "import lightning as L\ntrainer = L.Trainer(precision='16-mixed', gradient_clip_val=1)\n"
+    )
+    (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
+    result = run([tmp_path], Strategy.AUTO, LATEST_RELEASE)
+    assert result.files_seen == 2 and result.files_parsed == 0
+    assert result.findings == ()
+
+
+def test_parallel_collection_gives_the_same_results(tmp_path: Path) -> None:
+    sample = REPO / "examples" / "sample_project"
+    serial = run([sample], Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=1)
+    parallel = run([sample], Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=2)
+    assert serial == parallel
