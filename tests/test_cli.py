@@ -158,3 +158,72 @@ def test_console_script_runs_in_a_subprocess_without_torch_or_lightning(sample: 
     )
     assert result.returncode == 1, result.stderr
     assert "ACF001" in result.stdout
+
+
+def test_suppression_comment_silences_exactly_its_finding(sample: Path) -> None:
+    fabric = sample / "train_fabric.py"
+    text = fabric.read_text()
+    fabric.write_text(text.replace("fused=True)", "fused=True)  # amp-clipfix: ignore[ACF001]"))
+    result = invoke("check", "sample_project")
+    assert "ACF001" not in result.output.replace("ignore[ACF001]", "")
+    assert "ACF002" in result.output and "1 suppressed" in result.output
+    assert result.exit_code == 1
+    fixed = invoke("apply", "--yes", "sample_project")
+    assert fixed.exit_code == 0, fixed.output
+    assert b'precision="16-mixed"' in fabric.read_bytes()
+
+
+def test_noqa_with_another_code_does_not_suppress(sample: Path) -> None:
+    fabric = sample / "train_fabric.py"
+    fabric.write_text(fabric.read_text().replace("fused=True)", "fused=True)  # noqa: ACF002"))
+    assert "train_fabric.py:9:53: ACF001" in invoke("check", "sample_project").output
+
+
+def test_config_sets_the_strategy_and_the_command_line_overrides_it(sample: Path) -> None:
+    pyproject = sample / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[tool.amp-clipfix]\nstrategy = "unfuse"\n')
+    configured = invoke("check", "sample_project")
+    assert "fix (unfuse)" in configured.output and "fix (bf16)" not in configured.output
+    overridden = invoke("check", "--strategy", "bf16", "sample_project")
+    assert "fix (bf16)" in overridden.output
+
+
+def test_bad_config_is_a_one_line_usage_error(sample: Path) -> None:
+    pyproject = sample / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[tool.amp-clipfix]\nstratgy = "unfuse"\n')
+    result = invoke("check", "sample_project")
+    assert result.exit_code == 2
+    assert "unknown key 'stratgy'" in result.output
+
+
+def test_json_and_github_formats(sample: Path) -> None:
+    import json
+
+    document = json.loads(invoke("check", "--format", "json", "sample_project").output)
+    codes = sorted(finding["code"] for finding in document["findings"])
+    assert codes == ["ACF001", "ACF002"]
+    fabric = next(f for f in document["findings"] if f["code"] == "ACF001")
+    assert (fabric["path"], fabric["line"], fabric["column"]) == (
+        "sample_project/train_fabric.py",
+        9,
+        53,
+    )
+    assert fabric["fix"]["edits"][0]["replacement"].strip().endswith('precision="bf16-mixed")')
+    github = invoke("check", "--format", "github", "sample_project").output
+    assert "::error file=sample_project/train_fabric.py,line=9,col=53" in github
+
+
+def test_explain_prints_the_rule_page() -> None:
+    page = invoke("explain", "acf002")
+    assert page.exit_code == 0
+    assert "does not allow for gradient clipping" in page.output
+    assert invoke("explain", "ACF999").exit_code == 2
+
+
+def test_stdin_check_and_apply(sample: Path) -> None:
+    code = (sample / "train_fabric.py").read_bytes()
+    checked = CliRunner().invoke(main, ["check", "-", "--stdin-filename", "train.py"], input=code)
+    assert checked.exit_code == 1 and "train.py:9:53: ACF001" in checked.output
+    fixed = CliRunner().invoke(main, ["apply", "-", "--stdin-filename", "train.py"], input=code)
+    assert fixed.exit_code == 0
+    assert fixed.stdout_bytes == code.replace(b'"16-mixed"', b'"bf16-mixed"')

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from amp_clipfix.models import Strategy
-from amp_clipfix.pipeline import run
+from amp_clipfix.pipeline import Options, run
 from amp_clipfix.version import LATEST_RELEASE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,7 +19,8 @@ PROJECTS = sorted(
 
 
 def outcome(project: Path, prefilter: bool, strategy: Strategy) -> tuple:
-    result = run([project], strategy, LATEST_RELEASE, fix=True, prefilter=prefilter)
+    options = Options(strategy, LATEST_RELEASE, fix=True, prefilter=prefilter)
+    result = run([project], options)
     changes = {change.source.path: change.new_data for change in result.changes}
     return result.findings, changes, result.errors
 
@@ -34,13 +35,13 @@ def test_prefilter_skips_files_without_a_fused_optimizer(tmp_path: Path) -> None
         "import lightning as L\ntrainer = L.Trainer(precision='16-mixed', gradient_clip_val=1)\n"
     )
     (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
-    result = run([tmp_path], Strategy.AUTO, LATEST_RELEASE)
+    result = run([tmp_path], Options(Strategy.AUTO, LATEST_RELEASE))
     assert result.files_seen == 2 and result.files_parsed == 0
     assert result.findings == ()
 
 
 def test_parallel_collection_gives_the_same_results(tmp_path: Path) -> None:
     sample = REPO / "examples" / "sample_project"
-    serial = run([sample], Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=1)
-    parallel = run([sample], Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=2)
+    serial = run([sample], Options(Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=1))
+    parallel = run([sample], Options(Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=2))
     assert serial == parallel

@@ -1,4 +1,4 @@
-"""The command line: `amp-clipfix check` and `amp-clipfix apply` (contract in DESIGN.md §3).
+"""The command line: `amp-clipfix check`, `apply` and `explain` (contract in DESIGN.md §3).
 
 Exit codes: 0 nothing (left) to fix, 1 findings remain or changes are pending, 2 usage or file
 errors. Piped, `apply` prints a plain patch on stdout and everything else on stderr.
@@ -9,27 +9,48 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 from rich.console import Console
 
 from amp_clipfix import __version__
+from amp_clipfix.config import ConfigError, load_config
 from amp_clipfix.diff import diff_hunks, format_patch
 from amp_clipfix.diff_view import render_file_diff
+from amp_clipfix.formats import Summary, to_github, to_json, to_sarif
 from amp_clipfix.models import Strategy
-from amp_clipfix.pipeline import FileChange, RunResult, run
+from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.report import display_path, format_findings, plural
+from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.version import Version, format_version, resolve_version
 from amp_clipfix.write import WriteError, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FORMATS = ("text", "json", "sarif", "github")
+STDIN = Path("-")
 
 STRATEGY_HELP = (
     "How to fix: bf16 rewrites the precision to bf16-mixed (Fabric; changes numerics), unfuse "
     "sets fused=False (keeps numerics, slower step), guard skips clipping where Lightning cannot "
-    "clip (warns at run time), auto picks bf16 on Fabric and unfuse on the Trainer."
+    "clip (warns at run time), auto picks bf16 on Fabric and unfuse on the Trainer. "
+    "[default: auto, or `strategy` in [tool.amp-clipfix]]"
 )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Command-line options merged over `[tool.amp-clipfix]` of the nearest pyproject.toml."""
+
+    paths: tuple[Path, ...]
+    strategy: Strategy
+    version: Version
+    version_source: str
+    exclude: tuple[str, ...]
+    output_format: str
+    jobs: int
+    stdin_filename: Path | None
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -37,11 +58,7 @@ def common_options(function):  # noqa: ANN001, ANN201
     decorators = [
         click.argument("paths", nargs=-1, type=click.Path(path_type=Path), metavar="[PATHS]..."),
         click.option(
-            "--strategy",
-            type=click.Choice([s.value for s in Strategy]),
-            default=Strategy.AUTO.value,
-            show_default=True,
-            help=STRATEGY_HELP,
+            "--strategy", type=click.Choice([s.value for s in Strategy]), help=STRATEGY_HELP
         ),
         click.option(
             "--lightning-version",
@@ -53,7 +70,17 @@ def common_options(function):  # noqa: ANN001, ANN201
             "--exclude",
             multiple=True,
             metavar="GLOB",
-            help="Skip files and folders matching GLOB (repeatable).",
+            help="Skip files and folders matching GLOB (repeatable; replaces `exclude` of the "
+            "configuration).",
+        ),
+        click.option(
+            "--format",
+            "output_format",
+            type=click.Choice(FORMATS),
+            default="text",
+            show_default=True,
+            help="Report format: text for people, json, sarif (code scanning) or github "
+            "(workflow annotations).",
         ),
         click.option(
             "--jobs",
@@ -63,10 +90,71 @@ def common_options(function):  # noqa: ANN001, ANN201
             show_default="the number of cores",
             help="Processes that parse files in parallel.",
         ),
+        click.option(
+            "--stdin-filename",
+            type=click.Path(path_type=Path),
+            help="With PATH `-`: the name to report the code read from stdin under.",
+        ),
     ]
     for decorator in reversed(decorators):
         function = decorator(function)
     return function
+
+
+def settings_from(
+    paths: Sequence[Path],
+    strategy: str | None,
+    lightning_version: str | None,
+    exclude: Sequence[str],
+    output_format: str,
+    jobs: int,
+    stdin_filename: Path | None,
+) -> Settings:
+    """Merge options over the configuration; bad values are usage errors (exit 2)."""
+    targets = tuple(paths) or (Path("."),)
+    if STDIN in targets and len(targets) > 1:
+        raise click.UsageError("`-` (stdin) cannot be combined with other paths")
+    start = stdin_filename or Path(".") if targets == (STDIN,) else targets[0]
+    try:
+        config = load_config(start if start.exists() else Path("."))
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from None
+    try:
+        version, version_source = resolve_version(lightning_version or config.lightning_version)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--lightning-version") from None
+    if not lightning_version and config.lightning_version:
+        version_source = f"{display_path(config.path)}" if config.path else version_source
+    excludes = tuple(exclude) or tuple(config.exclude or ())
+    return Settings(
+        paths=targets,
+        strategy=Strategy(strategy or config.strategy or Strategy.AUTO.value),
+        version=version,
+        version_source=version_source,
+        exclude=excludes + config.extend_exclude,
+        output_format=output_format,
+        jobs=jobs,
+        stdin_filename=stdin_filename,
+    )
+
+
+def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> RunResult:
+    """Run the pipeline on the paths, or on `stdin_data` when the path is `-`."""
+    options = Options(
+        strategy=settings.strategy,
+        version=settings.version,
+        fix=fix,
+        with_edits=settings.output_format in ("json", "sarif"),
+        jobs=settings.jobs,
+    )
+    if stdin_data is not None:
+        name = settings.stdin_filename or Path("stdin.py")
+        return run_source(name, stdin_data, options)
+    return run(settings.paths, options, settings.exclude)
+
+
+def read_stdin(settings: Settings) -> bytes | None:
+    return sys.stdin.buffer.read() if settings.paths == (STDIN,) else None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -81,91 +169,123 @@ def main() -> None:
     amp-clipfix check src/              report findings
     amp-clipfix apply src/              show the fix as a diff, ask, then write
     amp-clipfix apply --dry-run src/ > fix.patch   write nothing; the patch goes to stdout
+    amp-clipfix explain ACF001          what a finding means and how each fix behaves
     """
-
-
-def prepare(
-    paths: Sequence[Path], strategy: str, lightning_version: str | None
-) -> tuple[list[Path], Strategy, Version, str]:
-    try:
-        version, version_source = resolve_version(lightning_version)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--lightning-version") from None
-    return list(paths) or [Path(".")], Strategy(strategy), version, version_source
-
-
-def report_errors(result: RunResult) -> None:
-    for error in result.errors:
-        click.echo(f"error: {error}", err=True)
 
 
 @main.command()
 @common_options
-def check(
-    paths: tuple[Path, ...],
-    strategy: str,
-    lightning_version: str | None,
-    exclude: tuple[str, ...],
-    jobs: int,
-) -> None:
-    """Report findings in PATHS (files or folders; default: the current folder).
+def check(**options: object) -> None:
+    """Report findings in PATHS (files or folders; default: the current folder; `-`: stdin).
 
     Exit 0 when clean, 1 when there are findings, 2 on usage or file errors.
     """
-    targets, chosen, version, version_source = prepare(paths, strategy, lightning_version)
-    result = run(targets, chosen, version, exclude, jobs=jobs)
-    for line in format_findings(result.findings):
-        click.echo(line)
-    fixable = sum(1 for finding in result.findings if finding.fix is not None)
-    click.echo(
-        f"{plural(len(result.findings), 'finding')} ({fixable} fixable with --strategy "
-        f"{chosen.value}) in {plural(result.files_seen, 'file')}; "
-        f"assumed Lightning {format_version(version)} ({version_source})."
-    )
+    settings = settings_from(**options)  # type: ignore[arg-type]
+    result = execute(settings, fix=False, stdin_data=read_stdin(settings))
+    emit_report(result, settings, stream_is_stdout=True)
     report_errors(result)
     if result.errors:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if active(result) else EXIT_CLEAN)
 
 
 @main.command()
 @common_options
 @click.option("--yes", "-y", is_flag=True, help="Write the fixes without asking.")
 @click.option("--dry-run", is_flag=True, help="Show the fixes; never write.")
-def apply(
-    paths: tuple[Path, ...],
-    strategy: str,
-    lightning_version: str | None,
-    exclude: tuple[str, ...],
-    jobs: int,
-    yes: bool,
-    dry_run: bool,
-) -> None:
+def apply(yes: bool, dry_run: bool, **options: object) -> None:
     """Fix the findings in PATHS: show the change as a unified diff, then write it.
 
     On a terminal it asks before writing; --yes writes without asking; --dry-run never writes.
     Piped, the diff is a plain patch on stdout (`git apply` takes it) and everything else goes to
-    stderr. Exit 0 when nothing is left to fix, 1 when findings remain unfixed or changes are
-    pending (dry run, declined), 2 on errors.
+    stderr. With PATH `-`, the fixed code is printed on stdout. Exit 0 when nothing is left to
+    fix, 1 when findings remain unfixed or changes are pending (dry run, declined), 2 on errors.
     """
-    targets, chosen, version, version_source = prepare(paths, strategy, lightning_version)
-    result = run(targets, chosen, version, exclude, fix=True, jobs=jobs)
-    show_changes(result.changes)
-    unfixed = [finding for finding in result.findings if finding.fix is None]
-    for line in format_findings(unfixed):
-        click.echo(line, err=True)
-    click.echo(
-        f"{plural(len(result.findings), 'finding')}, {plural(len(result.changes), 'file')} to "
-        f"change, {len(unfixed)} left unfixed (strategy {chosen.value}); assumed Lightning "
-        f"{format_version(version)} ({version_source}).",
-        err=True,
-    )
+    settings = settings_from(**options)  # type: ignore[arg-type]
+    stdin_data = read_stdin(settings)
+    result = execute(settings, fix=True, stdin_data=stdin_data)
+    unfixed = [finding for finding in active(result) if finding.fix is None]
+    if stdin_data is not None:
+        emit_report(result, settings, stream_is_stdout=False)
+        report_errors(result)
+        sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
+        sys.exit(EXIT_ERROR if result.errors else EXIT_FINDINGS if unfixed else EXIT_CLEAN)
+    if settings.output_format == "text":
+        show_changes(result.changes)
+        emit_report(result, settings, stream_is_stdout=False, only=unfixed)
+    else:
+        emit_report(result, settings, stream_is_stdout=True)
     written = write_changes(result.changes, yes=yes, dry_run=dry_run)
     report_errors(result)
     if result.errors or written is None:
         sys.exit(EXIT_ERROR)
     pending = len(result.changes) - written
     sys.exit(EXIT_FINDINGS if unfixed or pending else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Print the rule page of CODE (ACF001, ACF002, ACF003): what it detects, why Lightning
+    fails, an example before and after, and the safety of each fix."""
+    rule = RULES.get(code.upper())
+    if rule is None:
+        raise click.BadParameter(
+            f"unknown code {code!r}; known codes: {', '.join(RULES)}", param_hint="CODE"
+        )
+    click.echo(render_rule(rule))
+
+
+def active(result: RunResult) -> list:
+    return [finding for finding in result.findings if not finding.suppressed]
+
+
+def emit_report(
+    result: RunResult, settings: Settings, stream_is_stdout: bool, only: Sequence | None = None
+) -> None:
+    """The findings in the chosen format; machine formats always go to stdout."""
+    summary = Summary.from_findings(
+        result.findings,
+        files_seen=result.files_seen,
+        lightning_version=format_version(settings.version),
+        strategy=settings.strategy.value,
+        errors=len(result.errors),
+    )
+    if settings.output_format == "json":
+        click.echo(to_json(result.findings, summary, result.edits))
+        return
+    if settings.output_format == "sarif":
+        click.echo(to_sarif(result.findings, summary, result.edits))
+        return
+    err = not stream_is_stdout
+    if settings.output_format == "github":
+        click.echo(to_github(result.findings), nl=False)
+        err = True
+    else:
+        for line in format_findings(active(result) if only is None else only):
+            click.echo(line, err=err)
+    click.echo(summary_line(result, summary, settings), err=err)
+
+
+def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str:
+    findings = active(result)
+    parts = [
+        f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with --strategy "
+        f"{settings.strategy.value}) in {plural(result.files_seen, 'file')}"
+    ]
+    if summary.suppressed:
+        parts.append(f"{summary.suppressed} suppressed")
+    if result.changes:
+        parts.append(f"{plural(len(result.changes), 'file')} to change")
+    line = ", ".join(parts)
+    return (
+        f"{line}; assumed Lightning {format_version(settings.version)} ({settings.version_source})."
+    )
+
+
+def report_errors(result: RunResult) -> None:
+    for error in result.errors:
+        click.echo(f"error: {error}", err=True)
 
 
 def plain_output() -> bool:
@@ -177,9 +297,8 @@ def show_changes(changes: Sequence[FileChange]) -> None:
     if plain_output():
         out = sys.stdout.buffer
         for change in changes:
-            out.write(
-                format_patch(change.source.data, change.new_data, display_path(change.source.path))
-            )
+            path = display_path(change.source.path)
+            out.write(format_patch(change.source.data, change.new_data, path))
         out.flush()
         return
     console = Console()

@@ -7,7 +7,9 @@ Linking sites into findings happens later, per project (see `link.py`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
@@ -25,15 +27,43 @@ from amp_clipfix.codemods.guard_helper import HELPER_NAME
 from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
 from amp_clipfix.syntax import keyword_arg, literal_value, positional_or_keyword, star_kwargs
 
+SUPPRESSION = re.compile(
+    r"#\s*amp-clipfix:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?|#\s*noqa:\s*(?P<noqa>[A-Z0-9,\s]+)",
+    re.IGNORECASE,
+)
+ALL_CODES = "*"
+
+
+def suppressed_codes(comment: str) -> frozenset[str]:
+    """Codes a comment silences: `# amp-clipfix: ignore` (all), `ignore[ACF001,ACF002]`,
+    `# noqa: ACF001` (a bare `# noqa` is left to other tools)."""
+    codes: set[str] = set()
+    for match in SUPPRESSION.finditer(comment):
+        listed = match.group("codes") if match.group("noqa") is None else match.group("noqa")
+        if listed is None:
+            codes.add(ALL_CODES)
+        else:
+            codes.update(code.strip().upper() for code in listed.split(",") if code.strip())
+    return frozenset(code for code in codes if code == ALL_CODES or code.startswith("ACF"))
+
 
 def collect_sites(path: Path, module: cst.Module) -> FileSites:
     """Collect the sites of one parsed module."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     collector = SiteCollector(path)
     wrapper.visit(collector)
+    sites = []
+    for site in collector.sites:
+        codes = frozenset().union(
+            *(
+                collector.suppressions.get(line, ())
+                for line in range(site.span.line, site.span.end_line + 1)
+            )
+        )
+        sites.append(replace(site, suppressed_codes=codes) if codes else site)
     return FileSites(
         path=path,
-        sites=tuple(collector.sites),
+        sites=tuple(sites),
         classes=tuple(collector.classes),
         has_guard_helper=collector.has_guard_helper,
     )
@@ -63,6 +93,7 @@ class SiteCollector(cst.CSTVisitor):
         self.class_stack: list[str] = []
         self.fabric_bindings: set[str] = set()
         self.guard_depth = 0
+        self.suppressions: dict[int, frozenset[str]] = {}  # line -> codes silenced there
         # Filled while visiting, so that no parent-node metadata is needed:
         self.assigned_values: dict[cst.Name, cst.BaseExpression] = {}  # target name -> value
         self.statement_calls: dict[cst.Call, cst.BaseSmallStatement] = {}  # whole-line calls
@@ -137,6 +168,12 @@ class SiteCollector(cst.CSTVisitor):
                 names.FABRIC_CLASSES
             ):
                 self.fabric_bindings.add(param.name.value)
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        codes = suppressed_codes(node.value)
+        if codes:
+            line = self.get_metadata(PositionProvider, node).start.line
+            self.suppressions[line] = self.suppressions.get(line, frozenset()) | codes
 
     def visit_If(self, node: cst.If) -> None:
         if self.is_guard_test(node.test):

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from amp_clipfix import names
+from amp_clipfix.collect import ALL_CODES
 from amp_clipfix.models import (
     Certainty,
     ClassInfo,
@@ -137,10 +138,27 @@ def make_finding(
         )
     )
     if not unknown:
-        return Finding(code, path, message, "high", sites)
+        return Finding(code, path, message, "high", sites, suppressed=is_suppressed(code, sites))
     review = f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
     conditions = " and ".join(UNKNOWN_CONDITIONS[piece] for piece in unknown)
-    return Finding("ACF003", path, f"{message}, if {conditions}", "review", sites, review=review)
+    return Finding(
+        "ACF003",
+        path,
+        f"{message}, if {conditions}",
+        "review",
+        sites,
+        review=review,
+        suppressed=is_suppressed("ACF003", sites),
+    )
+
+
+def is_suppressed(code: str, sites: Sequence[Site]) -> bool:
+    """A suppression comment on any line of any of the finding's sites silences it."""
+    return any(
+        site.suppressed_codes
+        and (ALL_CODES in site.suppressed_codes or code in site.suppressed_codes)
+        for site in sites
+    )
 
 
 UNKNOWN_CONDITIONS = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +17,11 @@ from pathlib import Path
 import libcst as cst
 
 from amp_clipfix.collect import collect_sites
+from amp_clipfix.diff import diff_hunks
 from amp_clipfix.discover import Project, discover
 from amp_clipfix.fixes import choose_fixes
 from amp_clipfix.link import link_project
-from amp_clipfix.models import FileSites, Finding, Site, SiteKind, Strategy
+from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
 from amp_clipfix.prefilter import may_define_class, may_have_fused_optimizer, may_have_sites
 from amp_clipfix.report import display_path
 from amp_clipfix.source import SourceError, SourceFile, decode_source, encode_text
@@ -58,44 +59,78 @@ class RunResult:
     files_seen: int
     files_parsed: int
     projects: int
+    edits: Mapping[Finding, tuple[Edit, ...]] = field(default_factory=dict)
 
 
-def run(
-    paths: Sequence[Path],
-    strategy: Strategy,
-    version: Version,
-    exclude: Sequence[str] = (),
-    fix: bool = False,
-    jobs: int = 1,
-    prefilter: bool = True,
-) -> RunResult:
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for, the same for every project of a run."""
+
+    strategy: Strategy
+    version: Version
+    fix: bool = False
+    with_edits: bool = False  # per-finding edits, for JSON and SARIF output
+    jobs: int = 1
+    prefilter: bool = True
+
+
+def run(paths: Sequence[Path], options: Options, exclude: Sequence[str] = ()) -> RunResult:
     discovery = discover(paths, exclude)
-    errors = list(discovery.errors)
-    findings: list[Finding] = []
-    changes: list[FileChange] = []
-    files_seen = files_parsed = 0
-    for project in discovery.projects:
-        files_seen += len(project.files)
-        collection = collect_project(project, jobs, prefilter)
-        files_parsed += collection.files_parsed
-        errors.extend(collection.errors)
-        project_findings = choose_fixes(
-            link_project([file.sites for file in collection.parsed.values()], version),
-            strategy,
-            version,
+    results = [
+        process(
+            collect_project(project, options.jobs, options.prefilter), options, len(project.files)
         )
-        findings.extend(project_findings)
-        if fix:
-            project_changes, fix_errors = fix_project(collection.parsed, project_findings)
-            changes.extend(project_changes)
-            errors.extend(fix_errors)
+        for project in discovery.projects
+    ]
+    return merge(results, list(discovery.errors), projects=len(discovery.projects))
+
+
+def run_source(path: Path, data: bytes, options: Options) -> RunResult:
+    """One file's contents given directly (stdin); linking stays within it."""
+    collection = Collection()
+    collect_outcome(collection, path, parse_and_collect(path, data))
+    return process(collection, options, files_seen=1)
+
+
+def process(collection: Collection, options: Options, files_seen: int) -> RunResult:
+    """Link, choose fixes and (when asked) fix the files of one project."""
+    files = [file.sites for file in collection.parsed.values()]
+    findings = choose_fixes(link_project(files, options.version), options.strategy, options.version)
+    changes: list[FileChange] = []
+    errors = list(collection.errors)
+    if options.fix:
+        changes, fix_errors = fix_project(collection.parsed, findings)
+        errors.extend(fix_errors)
+    edits = (
+        {f: finding_edits(collection.parsed, f) for f in findings if f.fix is not None}
+        if options.with_edits
+        else {}
+    )
     return RunResult(
-        findings=tuple(findings),
-        changes=tuple(sorted(changes, key=lambda change: str(change.source.path))),
-        errors=tuple(errors),
-        files_seen=files_seen,
-        files_parsed=files_parsed,
-        projects=len(discovery.projects),
+        tuple(findings),
+        tuple(changes),
+        tuple(errors),
+        files_seen,
+        collection.files_parsed,
+        1,
+        edits,
+    )
+
+
+def merge(results: Sequence[RunResult], errors: list[str], projects: int) -> RunResult:
+    return RunResult(
+        findings=tuple(f for result in results for f in result.findings),
+        changes=tuple(
+            sorted(
+                (change for result in results for change in result.changes),
+                key=lambda change: str(change.source.path),
+            )
+        ),
+        errors=tuple(errors + [e for result in results for e in result.errors]),
+        files_seen=sum(result.files_seen for result in results),
+        files_parsed=sum(result.files_parsed for result in results),
+        projects=projects,
+        edits={k: v for result in results for k, v in result.edits.items()},
     )
 
 
@@ -172,12 +207,19 @@ def collect_files(
             outcomes = list(pool.map(parse_and_collect, *zip(*work), chunksize=4))
     else:
         outcomes = [parse_and_collect(path, data) for path, data in work]
-    for path, (parsed, error) in zip(paths, outcomes):
-        collection.files_parsed += 1
-        if error is not None:
-            collection.errors.append(error)
-        elif parsed is not None and (parsed.sites.sites or parsed.sites.classes):
-            collection.parsed[path] = parsed
+    for path, outcome in zip(paths, outcomes):
+        collect_outcome(collection, path, outcome)
+
+
+def collect_outcome(
+    collection: Collection, path: Path, outcome: tuple[ParsedFile | None, str | None]
+) -> None:
+    parsed, error = outcome
+    collection.files_parsed += 1
+    if error is not None:
+        collection.errors.append(error)
+    elif parsed is not None and (parsed.sites.sites or parsed.sites.classes):
+        collection.parsed[path] = parsed
 
 
 def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str | None]:
@@ -215,26 +257,33 @@ def syntax_error(text: str, error: cst.ParserSyntaxError) -> str:
     return f"{line}:{int(column) + 1}: cannot parse: {reason}"
 
 
+def fix_targets_by_file(
+    findings: Sequence[Finding],
+) -> dict[Path, dict[Strategy, list[Site]]]:
+    targets: dict[Path, dict[Strategy, list[Site]]] = defaultdict(lambda: defaultdict(list))
+    for finding in findings:
+        if finding.fix is not None:
+            for site in finding.fix.targets:
+                targets[site.path][finding.fix.strategy].append(site)
+    return targets
+
+
+def fixed_data(file: ParsedFile, targets: Mapping[Strategy, Sequence[Site]]) -> bytes:
+    """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
+    assert file.module is not None, "files with sites keep their module"
+    module = transform_module(file.source.path, file.module, file.sites.sites, targets)
+    verify(file.source.text, module.code)
+    return encode_text(file.source, module.code)
+
+
 def fix_project(
     parsed: dict[Path, ParsedFile], findings: Sequence[Finding]
 ) -> tuple[list[FileChange], list[str]]:
-    targets: dict[Path, dict[Strategy, list[Site]]] = defaultdict(lambda: defaultdict(list))
-    by_file: dict[Path, list[Finding]] = defaultdict(list)
-    for finding in findings:
-        if finding.fix is None:
-            continue
-        for site in finding.fix.targets:
-            targets[site.path][finding.fix.strategy].append(site)
-            if finding not in by_file[site.path]:
-                by_file[site.path].append(finding)
     changes, errors = [], []
-    for path in sorted(targets):
+    for path, targets in sorted(fix_targets_by_file(findings).items()):
         file = parsed[path]
-        assert file.module is not None, "files with sites keep their module"
         try:
-            module = transform_module(path, file.module, file.sites.sites, targets[path])
-            verify(file.source.text, module.code)
-            new_data = encode_text(file.source, module.code)
+            new_data = fixed_data(file, targets)
         except (VerifyError, SourceError) as error:
             errors.append(f"{display_path(path)}: not fixed: {error}")
             continue
@@ -242,5 +291,30 @@ def fix_project(
             errors.append(f"{display_path(path)}: not fixed: internal error: {error!r}")
             continue
         if new_data != file.source.data:
-            changes.append(FileChange(file.source, new_data, tuple(by_file[path])))
+            fixing = tuple(
+                finding
+                for finding in findings
+                if finding.fix is not None and any(s.path == path for s in finding.fix.targets)
+            )
+            changes.append(FileChange(file.source, new_data, fixing))
     return changes, errors
+
+
+def finding_edits(parsed: dict[Path, ParsedFile], finding: Finding) -> tuple[Edit, ...]:
+    """The edits of one finding's fix alone, as whole-line ranges and their new text."""
+    edits: list[Edit] = []
+    for path, targets in sorted(fix_targets_by_file([finding]).items()):
+        file = parsed[path]
+        try:
+            new_data = fixed_data(file, targets)
+        except Exception:  # noqa: BLE001 - reported by fix_project already
+            continue
+        for hunk in diff_hunks(file.source.data, new_data, context=0):
+            first = hunk.old_start if hunk.old_count else hunk.old_start + 1
+            added = b"".join(line.text for line in hunk.lines if line.tag == "+")
+            replacement = added.decode(file.source.encoding, errors="replace")
+            if file.source.bom and first == 1:
+                replacement = replacement.removeprefix("\ufeff")
+            span = Span(first, 0, first + hunk.old_count, 0)
+            edits.append(Edit(path, span, replacement))
+    return tuple(edits)

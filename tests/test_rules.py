@@ -1,0 +1,81 @@
+"""The rule pages: one per code, with the exact Lightning errors, an example and every fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from amp_clipfix.fixes import SAFETY
+from amp_clipfix.models import Strategy
+from amp_clipfix.pipeline import Options, run
+from amp_clipfix.rules import RULES, help_uri, render_rule
+
+FABRIC_ERROR = "Gradient clipping is not implemented for optimizers handling the unscaling."
+TRAINER_ERROR = (
+    "The current optimizer, AdamW, does not allow for gradient clipping because it performs "
+    "unscaling of gradients internally. HINT: Are you using a 'fused' optimizer?"
+)
+PAGE_ERRORS = {
+    "ACF001": [FABRIC_ERROR],
+    "ACF002": [TRAINER_ERROR],
+    "ACF003": [FABRIC_ERROR, TRAINER_ERROR],
+}
+
+
+def test_the_codes_are_the_documented_ones() -> None:
+    assert sorted(RULES) == ["ACF001", "ACF002", "ACF003"]
+    assert all(code == rule.code for code, rule in RULES.items())
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_page_has_errors_example_and_every_strategy(code: str) -> None:
+    rule = RULES[code]
+    page = render_rule(rule)
+    assert page.startswith(f"# {code}\n")
+    for error in PAGE_ERRORS[code]:
+        assert error in page
+    for section in ("What it detects", "Why Lightning fails", "Example", "Fix safety"):
+        assert f"## {section}" in page
+    assert rule.example_before in page and rule.example_after in page
+    assert rule.example_before != rule.example_after
+    for strategy in ("bf16", "unfuse", "guard"):
+        assert f"- `{strategy}`: {rule.fix_safety[strategy]}" in page
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_safety_texts_come_from_the_fixes(code: str) -> None:
+    """Written once: each page carries the text the diff view and machine output show."""
+    for strategy in (Strategy.BF16, Strategy.UNFUSE, Strategy.GUARD):
+        safety = RULES[code].fix_safety[strategy.value].lower()
+        assert SAFETY[strategy].lower() in safety
+
+
+def test_trainer_page_says_bf16_is_not_a_fix_on_released_lightning() -> None:
+    page = render_rule(RULES["ACF002"])
+    assert "bf16-mixed" in page and "2.6.6" in page
+    assert RULES["ACF002"].fix_safety["bf16"].startswith("Not a fix")
+
+
+def test_fabric_bf16_fix_explains_dropping_the_scaler() -> None:
+    assert "does not use a scaler" in RULES["ACF001"].fix_safety["bf16"]
+
+
+def test_heading_level_nests_the_page() -> None:
+    page = render_rule(RULES["ACF001"], heading_level=3)
+    assert page.startswith("### ACF001\n") and "#### Fix safety" in page
+
+
+def test_help_uri_points_to_the_readme_anchor() -> None:
+    assert help_uri("ACF002") == "https://github.com/amp-clipfix/amp-clipfix#acf002"
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_examples_are_what_the_tool_finds_and_fixes(tmp_path: Path, code: str) -> None:
+    """The page's example is detected under its own code and `auto` turns it into the after."""
+    rule = RULES[code]
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "train.py").write_text(rule.example_before, encoding="utf-8")
+    result = run([tmp_path], Options(Strategy.AUTO, (2, 6, 6), fix=True))
+    assert [finding.code for finding in result.findings] == [code]
+    assert [change.new_data.decode() for change in result.changes] == [rule.example_after]
