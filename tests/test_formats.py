@@ -181,6 +181,8 @@ def test_json_document_shape_and_round_trip(project: Path) -> None:
         "fix": {
             "strategy": "bf16",
             "safety": SAFETY[Strategy.BF16],
+            "complete": True,
+            "left_for_review": [],
             "edits": [
                 {
                     "path": "src/train.py",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +25,14 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.report import display_path, format_findings, plural
 from amp_clipfix.rules import RULES, render_rule
+from amp_clipfix.terminal import ProgressBar, RunStats, render_summary
 from amp_clipfix.version import Version, format_version, resolve_version
 from amp_clipfix.write import WriteError, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github")
 STDIN = Path("-")
+STDERR = Console(stderr=True)
 
 STRATEGY_HELP = (
     "How to fix: bf16 rewrites the precision to bf16-mixed (Fabric; changes numerics), unfuse "
@@ -51,6 +54,7 @@ class Settings:
     output_format: str
     jobs: int
     stdin_filename: Path | None
+    verbosity: int  # -1 quiet, 0 normal, 1 verbose
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -90,6 +94,10 @@ def common_options(function):  # noqa: ANN001, ANN201
             show_default="the number of cores",
             help="Processes that parse files in parallel.",
         ),
+        click.option("--quiet", "-q", is_flag=True, help="No summary and no progress bar."),
+        click.option(
+            "--verbose", "-v", is_flag=True, help="Also print the summary table when piped."
+        ),
         click.option(
             "--stdin-filename",
             type=click.Path(path_type=Path),
@@ -109,6 +117,8 @@ def settings_from(
     output_format: str,
     jobs: int,
     stdin_filename: Path | None,
+    quiet: bool = False,
+    verbose: bool = False,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
     targets = tuple(paths) or (Path("."),)
@@ -135,6 +145,7 @@ def settings_from(
         output_format=output_format,
         jobs=jobs,
         stdin_filename=stdin_filename,
+        verbosity=-1 if quiet else 1 if verbose else 0,
     )
 
 
@@ -150,7 +161,27 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
     if stdin_data is not None:
         name = settings.stdin_filename or Path("stdin.py")
         return run_source(name, stdin_data, options)
-    return run(settings.paths, options, settings.exclude)
+    if settings.verbosity < 0 or not STDERR.is_terminal:
+        return run(settings.paths, options, settings.exclude)
+    with ProgressBar(STDERR) as progress:
+        return run(settings.paths, options, settings.exclude, progress)
+
+
+def finish(settings: Settings, result: RunResult, started: float, files_fixed: int = 0) -> None:
+    """The errors, then the summary table on a terminal (or with -v)."""
+    report_errors(result)
+    if settings.verbosity < 0 or not (STDERR.is_terminal or settings.verbosity > 0):
+        return
+    stats = RunStats(
+        projects=result.projects,
+        files_seen=result.files_seen,
+        files_parsed=result.files_parsed,
+        findings=result.findings,
+        files_fixed=files_fixed,
+        errors=len(result.errors),
+        seconds=time.perf_counter() - started,
+    )
+    render_summary(STDERR, stats)
 
 
 def read_stdin(settings: Settings) -> bytes | None:
@@ -180,10 +211,11 @@ def check(**options: object) -> None:
 
     Exit 0 when clean, 1 when there are findings, 2 on usage or file errors.
     """
+    started = time.perf_counter()
     settings = settings_from(**options)  # type: ignore[arg-type]
     result = execute(settings, fix=False, stdin_data=read_stdin(settings))
     emit_report(result, settings, stream_is_stdout=True)
-    report_errors(result)
+    finish(settings, result, started)
     if result.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if active(result) else EXIT_CLEAN)
@@ -201,13 +233,14 @@ def apply(yes: bool, dry_run: bool, **options: object) -> None:
     stderr. With PATH `-`, the fixed code is printed on stdout. Exit 0 when nothing is left to
     fix, 1 when findings remain unfixed or changes are pending (dry run, declined), 2 on errors.
     """
+    started = time.perf_counter()
     settings = settings_from(**options)  # type: ignore[arg-type]
     stdin_data = read_stdin(settings)
     result = execute(settings, fix=True, stdin_data=stdin_data)
-    unfixed = [finding for finding in active(result) if finding.fix is None]
+    unfixed = [finding for finding in active(result) if not finding.resolved]
     if stdin_data is not None:
         emit_report(result, settings, stream_is_stdout=False)
-        report_errors(result)
+        finish(settings, result, started)
         sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
         sys.exit(EXIT_ERROR if result.errors else EXIT_FINDINGS if unfixed else EXIT_CLEAN)
     if settings.output_format == "text":
@@ -216,7 +249,7 @@ def apply(yes: bool, dry_run: bool, **options: object) -> None:
     else:
         emit_report(result, settings, stream_is_stdout=True)
     written = write_changes(result.changes, yes=yes, dry_run=dry_run)
-    report_errors(result)
+    finish(settings, result, started, files_fixed=written or 0)
     if result.errors or written is None:
         sys.exit(EXIT_ERROR)
     pending = len(result.changes) - written
@@ -258,6 +291,10 @@ def emit_report(
         click.echo(to_sarif(result.findings, summary, result.edits))
         return
     err = not stream_is_stdout
+    if settings.verbosity < 0 and settings.output_format == "text":
+        for line in format_findings(active(result) if only is None else only):
+            click.echo(line, err=err)
+        return
     if settings.output_format == "github":
         click.echo(to_github(result.findings), nl=False)
         err = True

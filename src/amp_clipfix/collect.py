@@ -22,16 +22,21 @@ from libcst.metadata import (
 )
 
 from amp_clipfix import names
-from amp_clipfix.codemods.guard import clip_call_of, guard_test
 from amp_clipfix.codemods.guard_helper import HELPER_NAME
-from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
-from amp_clipfix.syntax import keyword_arg, literal_value, positional_or_keyword, star_kwargs
+from amp_clipfix.models import ALL_CODES, Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+from amp_clipfix.syntax import (
+    clip_call_of,
+    guard_test,
+    keyword_arg,
+    literal_value,
+    positional_or_keyword,
+    star_kwargs,
+)
 
 SUPPRESSION = re.compile(
     r"#\s*amp-clipfix:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?|#\s*noqa:\s*(?P<noqa>[A-Z0-9,\s]+)",
     re.IGNORECASE,
 )
-ALL_CODES = "*"
 
 
 def suppressed_codes(comment: str) -> frozenset[str]:
@@ -91,8 +96,10 @@ class SiteCollector(cst.CSTVisitor):
         self.classes: list[ClassInfo] = []
         self.has_guard_helper = False
         self.class_stack: list[str] = []
-        self.fabric_bindings: set[str] = set()
+        # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
+        self.fabric_bindings: dict[str, Span | None] = {}
         self.guard_depth = 0
+        self.entry_calls: list[Span] = []  # Fabric(...) / Trainer(...) calls being visited
         self.suppressions: dict[int, frozenset[str]] = {}  # line -> codes silenced there
         # Filled while visiting, so that no parent-node metadata is needed:
         self.assigned_values: dict[cst.Name, cst.BaseExpression] = {}  # target name -> value
@@ -134,6 +141,7 @@ class SiteCollector(cst.CSTVisitor):
                 value=value,
                 owner=self.class_stack[-1] if self.class_stack else None,
                 fixable=fixable,
+                entry_call=self.entry_calls[-1] if self.entry_calls else None,
             )
         )
 
@@ -167,7 +175,7 @@ class SiteCollector(cst.CSTVisitor):
             if annotation is not None and self.qualified_names(annotation.annotation) & (
                 names.FABRIC_CLASSES
             ):
-                self.fabric_bindings.add(param.name.value)
+                self.bind_fabric(param.name.value, None)
 
     def visit_Comment(self, node: cst.Comment) -> None:
         codes = suppressed_codes(node.value)
@@ -204,24 +212,32 @@ class SiteCollector(cst.CSTVisitor):
             names.FABRIC_CLASSES
         ):
             for target in node.targets:
-                self.fabric_bindings.add(self.code(target.target))
+                self.bind_fabric(self.code(target.target), self.span(node.value))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
             self.assigned_values[node.target] = node.value
         value = node.value
-        if (
-            isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES
-        ) or self.qualified_names(node.annotation.annotation) & names.FABRIC_CLASSES:
-            self.fabric_bindings.add(self.code(node.target))
+        if isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES:
+            self.bind_fabric(self.code(node.target), self.span(value))
+        elif self.qualified_names(node.annotation.annotation) & names.FABRIC_CLASSES:
+            self.bind_fabric(self.code(node.target), None)
+
+    def bind_fabric(self, receiver: str, call: Span | None) -> None:
+        """Remember which Fabric a name holds; a name bound to two Fabrics could be either."""
+        if receiver in self.fabric_bindings and self.fabric_bindings[receiver] != call:
+            call = None
+        self.fabric_bindings[receiver] = call
 
     # -- calls ---------------------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.qualified_names(node.func)
         if qualified & names.FABRIC_CLASSES:
+            self.entry_calls.append(self.span(node))
             self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)
         elif qualified & names.TRAINER_CLASSES:
+            self.entry_calls.append(self.span(node))
             self.collect_entry_point(node, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
         elif qualified & names.FUSABLE_OPTIMIZERS:
             self.collect_fused(node, self.code(node.func))
@@ -235,6 +251,10 @@ class SiteCollector(cst.CSTVisitor):
                     break
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "clip_gradients":
             self.collect_clip(node)
+
+    def leave_Call(self, original_node: cst.Call) -> None:
+        if self.entry_calls and self.entry_calls[-1] == self.span(original_node):
+            self.entry_calls.pop()
 
     def collect_entry_point(
         self, call: cst.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
@@ -397,6 +417,10 @@ class SiteCollector(cst.CSTVisitor):
             return
         detail = f"{self.code(call.func)}(...)"
         self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+        if kind is SiteKind.FABRIC_CLIP:
+            # The clip belongs to the Fabric its receiver holds, when that is known.
+            bound = self.fabric_bindings.get(receiver_code)
+            self.sites[-1] = replace(self.sites[-1], entry_call=bound)
 
     def is_guardable(self, call: cst.Call) -> bool:
         """The guard fix wraps a whole statement line that only calls or assigns the clip."""

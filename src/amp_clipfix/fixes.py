@@ -6,7 +6,7 @@ is left to a person (the finding says what to decide). DESIGN.md §2 has the str
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from amp_clipfix import names
@@ -44,17 +44,16 @@ def choose_fix(finding: Finding, strategy: Strategy, version: Version) -> Findin
             if finding.lightning_path is LightningPath.FABRIC
             else (Strategy.UNFUSE,)
         )
-        refusals = []
-        for candidate in order:
-            chosen = choose_fix(finding, candidate, version)
-            if chosen.fix is not None:
-                return chosen
-            refusals.append(chosen.refusal)
-        return replace(finding, refusal=refusals[0])
+        chosen = [choose_fix(finding, candidate, version) for candidate in order]
+        resolved = [option for option in chosen if option.resolved]
+        partial = [option for option in chosen if option.fix is not None]
+        return (resolved or partial or chosen)[0]
     targets, refusal = fix_targets(finding, strategy, version)
     if refusal is not None:
         return replace(finding, refusal=refusal)
-    return replace(finding, fix=Fix(strategy, targets, SAFETY[strategy]))
+    kind = targets[0].kind
+    leftover = tuple(site for site in finding.sites if site.kind is kind and site not in targets)
+    return replace(finding, fix=Fix(strategy, targets, SAFETY[strategy], leftover))
 
 
 def fix_targets(
@@ -87,5 +86,7 @@ def fix_targets(
     return (), "the clip call is not a plain statement or assignment that can be guarded"
 
 
-def fixable(sites: Sequence[Site], kind: SiteKind, accept) -> tuple[Site, ...]:  # noqa: ANN001
+def fixable(
+    sites: Sequence[Site], kind: SiteKind, accept: Callable[[Site], bool]
+) -> tuple[Site, ...]:
     return tuple(site for site in sites if site.kind is kind and site.fixable and accept(site))

@@ -111,6 +111,8 @@ def _finding_json(finding: Finding, edits: EditMap) -> dict[str, Any]:
         fix = {
             "strategy": finding.fix.strategy.value,
             "safety": finding.fix.safety,
+            "complete": not finding.fix.leftover,
+            "left_for_review": [_site_json(site) for site in finding.fix.leftover],
             "edits": [
                 {"path": display_path(e.path), **_range(e.span), "replacement": e.replacement}
                 for e in _edits_for(finding, edits)

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from amp_clipfix import names
-from amp_clipfix.collect import ALL_CODES
 from amp_clipfix.models import (
+    ALL_CODES,
     Certainty,
     ClassInfo,
     FileSites,
@@ -47,6 +47,29 @@ class PathPieces:
     precision: tuple[Site, ...]
     optimizers: tuple[Site, ...]
     clips: tuple[Site, ...]
+    clip_known: bool
+
+    def unknown(self) -> list[str]:
+        """The pieces decided at run time, in the words the review message uses."""
+        unknown = []
+        if not is_known(self.precision):
+            unknown.append("the precision")
+        if not is_known(self.optimizers):
+            unknown.append("whether the optimizer is fused")
+        if not self.clip_known:
+            unknown.append("whether gradients are clipped")
+        return unknown
+
+    def complete(self) -> bool:
+        return bool(self.precision and self.optimizers and self.clips)
+
+
+@dataclass(frozen=True)
+class TrainerSettings:
+    """The failing precision and the clipping of one `Trainer(...)` call."""
+
+    precision: tuple[Site, ...]
+    clips: tuple[Site, ...]
 
 
 def link_project(files: Sequence[FileSites], version: Version) -> list[Finding]:
@@ -69,71 +92,103 @@ def of_kind(sites: Iterable[Site], kind: SiteKind) -> tuple[Site, ...]:
 
 
 def link_fabric(file: FileSites) -> Finding | None:
-    precision = tuple(
+    """Per clip call: the precision of the Fabric its receiver holds (any Fabric's when the
+    receiver is not bound to a known `Fabric(...)` call in this module)."""
+    precision = [
         site
         for site in of_kind(file.sites, SiteKind.FABRIC_PRECISION)
         if site.certainty is Certainty.RUNTIME or site.value in names.SCALER_PRECISIONS
+    ]
+    optimizers = of_kind(file.sites, SiteKind.FUSED_OPTIMIZER)
+    candidates = [
+        PathPieces(
+            tuple(
+                site
+                for site in precision
+                if clip.entry_call is None or site.entry_call in (None, clip.entry_call)
+            ),
+            optimizers,
+            (clip,),
+            clip_known=True,
+        )
+        for clip in of_kind(file.sites, SiteKind.FABRIC_CLIP)
+    ]
+    candidates = [pieces for pieces in candidates if pieces.complete()]
+    if not candidates:
+        return None
+    return make_finding(LightningPath.FABRIC, "ACF001", FABRIC_MESSAGE, candidates)
+
+
+def trainer_settings(sites: Sequence[Site], version: Version) -> list[TrainerSettings]:
+    """One entry per Trainer call; a plugin built outside any Trainer call may be passed to any."""
+    failing = (
+        names.MIXED_PRECISIONS if trainer_fails_without_scaler(version) else names.SCALER_PRECISIONS
     )
-    pieces = PathPieces(
-        precision,
-        of_kind(file.sites, SiteKind.FUSED_OPTIMIZER),
-        of_kind(file.sites, SiteKind.FABRIC_CLIP),
+    precision = [
+        site
+        for site in of_kind(sites, SiteKind.TRAINER_PRECISION)
+        if site.certainty is Certainty.RUNTIME or site.value in failing
+    ]
+    clips = of_kind(sites, SiteKind.TRAINER_CLIP)
+    free_plugins = tuple(site for site in precision if site.entry_call is None)
+    calls = sorted(
+        {(str(s.path), s.entry_call) for s in (*precision, *clips) if s.entry_call is not None},
+        key=lambda call: (call[0], call[1].line, call[1].column),
     )
-    return make_finding(LightningPath.FABRIC, "ACF001", FABRIC_MESSAGE, pieces, clip_known=True)
+    settings = [
+        TrainerSettings(
+            precision=free_plugins
+            + tuple(s for s in precision if (str(s.path), s.entry_call) == call),
+            clips=tuple(s for s in clips if (str(s.path), s.entry_call) == call),
+        )
+        for call in calls
+    ]
+    return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
 
 
 def link_trainer(files: Sequence[FileSites], version: Version) -> list[Finding]:
     sites = [site for file in files for site in file.sites]
-    failing = (
-        names.MIXED_PRECISIONS if trainer_fails_without_scaler(version) else names.SCALER_PRECISIONS
-    )
-    trainer_precision = tuple(
-        site
-        for site in of_kind(sites, SiteKind.TRAINER_PRECISION)
-        if site.certainty is Certainty.RUNTIME or site.value in failing
-    )
-    trainer_clips = of_kind(sites, SiteKind.TRAINER_CLIP)
-    if not trainer_precision:
-        return []
+    trainers = trainer_settings(sites, version)
     findings = []
-    for module_class in lightning_module_classes(files):
+    for module_class in lightning_module_classes(files) if trainers else []:
         owned = [
             site
             for site in sites
             if site.owner == module_class.name and site.path == module_class.path
         ]
         module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
-        pieces = PathPieces(
-            trainer_precision,
-            of_kind(owned, SiteKind.FUSED_OPTIMIZER),
-            trainer_clips + module_clips,
-        )
-        clip_known = is_known(trainer_clips) or any(
-            site.certainty is Certainty.KNOWN for site in module_clips
-        )
-        finding = make_finding(
-            LightningPath.TRAINER, "ACF002", TRAINER_MESSAGE, pieces, clip_known=clip_known
-        )
-        if finding is not None:
-            findings.append(finding)
+        candidates = [
+            PathPieces(
+                trainer.precision,
+                of_kind(owned, SiteKind.FUSED_OPTIMIZER),
+                trainer.clips + module_clips,
+                clip_known=is_known(trainer.clips) or is_known(module_clips),
+            )
+            for trainer in trainers
+        ]
+        candidates = [pieces for pieces in candidates if pieces.complete()]
+        if candidates:
+            findings.append(
+                make_finding(LightningPath.TRAINER, "ACF002", TRAINER_MESSAGE, candidates)
+            )
     return findings
 
 
 def make_finding(
-    path: LightningPath, code: str, message: str, pieces: PathPieces, clip_known: bool
-) -> Finding | None:
-    if not (pieces.precision and pieces.optimizers and pieces.clips):
-        return None
-    unknown = []
-    if not is_known(pieces.precision):
-        unknown.append("the precision")
-    if not is_known(pieces.optimizers):
-        unknown.append("whether the optimizer is fused")
-    if not clip_known:
-        unknown.append("whether gradients are clipped")
+    path: LightningPath,
+    code: str,
+    message: str,
+    candidates: Sequence[PathPieces],
+) -> Finding:
+    """One finding from every way its pieces combine; it is certain when one way is."""
+    unknown = min((pieces.unknown() for pieces in candidates), key=len)
     sites = tuple(
         sorted(
-            {*pieces.precision, *pieces.optimizers, *pieces.clips},
+            {
+                site
+                for pieces in candidates
+                for site in (*pieces.precision, *pieces.optimizers, *pieces.clips)
+            },
             key=sort_key,
         )
     )

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+ALL_CODES = "*"  # a suppression comment without codes silences every code
+
 
 class SiteKind(str, Enum):
     """What a piece of code contributes to the failure."""
@@ -66,6 +68,7 @@ class Site:
     owner: str | None = None
     fixable: bool = True
     suppressed_codes: frozenset[str] | None = None
+    entry_call: Span | None = None  # the Fabric(...) / Trainer(...) call it is an argument of
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ class Fix:
     strategy: Strategy
     targets: tuple[Site, ...]
     safety: str  # what it changes in behaviour, shown in the diff view and machine output
+    leftover: tuple[Site, ...] = ()  # sites of the same kind it cannot rewrite: a partial fix
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,11 @@ class Finding:
     review: str | None = None  # what a person must decide (ACF003)
     suppressed: bool = False
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def resolved(self) -> bool:
+        """Fixed completely by its fix: nothing of it is left for a person."""
+        return self.fix is not None and not self.fix.leftover
 
     @property
     def primary(self) -> Site:

@@ -13,10 +13,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-import libcst as cst
-
-from amp_clipfix.collect import collect_sites
 from amp_clipfix.diff import diff_hunks
 from amp_clipfix.discover import Project, discover
 from amp_clipfix.fixes import choose_fixes
@@ -25,8 +23,10 @@ from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, S
 from amp_clipfix.prefilter import may_define_class, may_have_fused_optimizer, may_have_sites
 from amp_clipfix.report import display_path
 from amp_clipfix.source import SourceError, SourceFile, decode_source, encode_text
-from amp_clipfix.transform import VerifyError, transform_module, verify
 from amp_clipfix.version import Version
+
+if TYPE_CHECKING:  # libcst is imported on first use: a run that parses nothing never pays for it
+    import libcst as cst
 
 # Below this much source a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 512 * 1024
@@ -74,14 +74,33 @@ class Options:
     prefilter: bool = True
 
 
-def run(paths: Sequence[Path], options: Options, exclude: Sequence[str] = ()) -> RunResult:
+class Progress(Protocol):
+    """Told how many files are to be parsed and how many are done (a progress bar listens)."""
+
+    def planned(self, files: int) -> None: ...
+
+    def done(self, files: int) -> None: ...
+
+
+class NoProgress:
+    def planned(self, files: int) -> None:
+        pass
+
+    def done(self, files: int) -> None:
+        pass
+
+
+def run(
+    paths: Sequence[Path],
+    options: Options,
+    exclude: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> RunResult:
     discovery = discover(paths, exclude)
-    results = [
-        process(
-            collect_project(project, options.jobs, options.prefilter), options, len(project.files)
-        )
-        for project in discovery.projects
-    ]
+    results = []
+    for project in discovery.projects:
+        collection = collect_project(project, options.jobs, options.prefilter, progress)
+        results.append(process(collection, options, files_seen=len(project.files)))
     return merge(results, list(discovery.errors), projects=len(discovery.projects))
 
 
@@ -140,17 +159,20 @@ class Collection:
 
     parsed: dict[Path, ParsedFile] = field(default_factory=dict)
     attempted: set[Path] = field(default_factory=set)
+    progress: Progress = field(default_factory=NoProgress)
     errors: list[str] = field(default_factory=list)
     files_parsed: int = 0
 
 
-def collect_project(project: Project, jobs: int, prefilter: bool = True) -> Collection:
+def collect_project(
+    project: Project, jobs: int, prefilter: bool = True, progress: Progress | None = None
+) -> Collection:
     """Parse and collect the files of a project that can matter, in up to three stages.
 
     With the prefilter: first the files that may build a fused optimizer; only when one does,
     the files that may hold any other site; then files defining base classes still unknown.
     """
-    collection = Collection()
+    collection = Collection(progress=progress or NoProgress())
     contents: dict[Path, bytes] = {}
     for path in project.files:
         try:
@@ -201,14 +223,15 @@ def collect_files(
 ) -> None:
     """Parse and collect `paths`, in a process pool when it pays; results in input order."""
     collection.attempted.update(paths)
+    collection.progress.planned(len(paths))
     work = [(path, contents[path]) for path in paths]
     if jobs > 1 and len(work) > 1 and sum(len(data) for _, data in work) > PARALLEL_MIN_BYTES:
         with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            outcomes = list(pool.map(parse_and_collect, *zip(*work), chunksize=4))
+            for path, outcome in zip(paths, pool.map(parse_and_collect, *zip(*work))):
+                collect_outcome(collection, path, outcome)
     else:
-        outcomes = [parse_and_collect(path, data) for path, data in work]
-    for path, outcome in zip(paths, outcomes):
-        collect_outcome(collection, path, outcome)
+        for path, data in work:
+            collect_outcome(collection, path, parse_and_collect(path, data))
 
 
 def collect_outcome(
@@ -216,6 +239,7 @@ def collect_outcome(
 ) -> None:
     parsed, error = outcome
     collection.files_parsed += 1
+    collection.progress.done(1)
     if error is not None:
         collection.errors.append(error)
     elif parsed is not None and (parsed.sites.sites or parsed.sites.classes):
@@ -224,6 +248,10 @@ def collect_outcome(
 
 def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str | None]:
     """One file: decode, parse once, collect sites. Errors come back as one line."""
+    import libcst as cst
+
+    from amp_clipfix.collect import collect_sites
+
     shown = display_path(path)
     try:
         source = decode_source(path, data)
@@ -270,6 +298,8 @@ def fix_targets_by_file(
 
 def fixed_data(file: ParsedFile, targets: Mapping[Strategy, Sequence[Site]]) -> bytes:
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
+    from amp_clipfix.transform import transform_module, verify
+
     assert file.module is not None, "files with sites keep their module"
     module = transform_module(file.source.path, file.module, file.sites.sites, targets)
     verify(file.source.text, module.code)
@@ -279,6 +309,8 @@ def fixed_data(file: ParsedFile, targets: Mapping[Strategy, Sequence[Site]]) -> 
 def fix_project(
     parsed: dict[Path, ParsedFile], findings: Sequence[Finding]
 ) -> tuple[list[FileChange], list[str]]:
+    from amp_clipfix.transform import VerifyError
+
     changes, errors = [], []
     for path, targets in sorted(fix_targets_by_file(findings).items()):
         file = parsed[path]

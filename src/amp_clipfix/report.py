@@ -50,6 +50,10 @@ def finding_details(finding: Finding) -> list[str]:
         lines.append(f"  review: {finding.review}")
     if finding.fix is not None:
         lines.append(f"  fix ({finding.fix.strategy.value}): {finding.fix.safety}")
+        lines.extend(
+            f"  left for a person: {site_location(site)} {site.detail} cannot be rewritten"
+            for site in finding.fix.leftover
+        )
     elif finding.refusal:
         lines.append(f"  no fix: {finding.refusal}")
     return lines

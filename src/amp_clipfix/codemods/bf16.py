@@ -60,8 +60,11 @@ class Bf16Command(SiteCodemod):
             index = args.index(scaler)
             del args[index]
             if index == len(args) and args:
-                # The new last argument takes over the removed one's trailing comma (or none).
-                args[-1] = args[-1].with_changes(comma=scaler.comma)
+                # The new last argument takes over the removed one's ending: its trailing comma
+                # (or none) and the space before `)`, so the closing line keeps its place.
+                args[-1] = args[-1].with_changes(
+                    comma=scaler.comma, whitespace_after_arg=scaler.whitespace_after_arg
+                )
         return updated_node.with_changes(args=args)
 
     def scaler_index(self, call: cst.Call) -> int | None:

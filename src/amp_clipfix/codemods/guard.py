@@ -12,44 +12,7 @@ import libcst as cst
 from amp_clipfix.codemods.base import SiteCodemod
 from amp_clipfix.codemods.guard_helper import HELPER_NAME, HELPER_SOURCE
 from amp_clipfix.models import Strategy
-from amp_clipfix.syntax import positional_or_keyword
-
-MODULE_PRECISION = "self.trainer.precision_plugin"
-
-
-def clip_call_of(statement: cst.BaseSmallStatement) -> cst.Call | None:
-    """The clip call a guardable statement makes: `x.clip_gradients(...)` alone or assigned."""
-    value = getattr(statement, "value", None)
-    if isinstance(statement, (cst.Expr, cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Call):
-        return value
-    return None
-
-
-def guard_test(call: cst.Call) -> cst.Call | None:
-    """`can_clip_gradients(<fabric or self.trainer.precision_plugin>, <optimizer>)`.
-
-    None when the optimizer argument is missing or is an expression that should not be
-    evaluated twice.
-    """
-    receiver = call.func.value  # type: ignore[attr-defined]
-    if isinstance(receiver, cst.Name) and receiver.value == "self":
-        owner, optimizer = (
-            cst.parse_expression(MODULE_PRECISION),
-            positional_or_keyword(call, 0, "optimizer"),
-        )
-    else:
-        owner, optimizer = receiver, positional_or_keyword(call, 1, "optimizer")
-    if optimizer is None or not isinstance(
-        optimizer.value, (cst.Name, cst.Attribute, cst.Subscript)
-    ):
-        return None
-    return cst.Call(
-        func=cst.Name(HELPER_NAME),
-        args=[
-            cst.Arg(owner, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(optimizer.value),
-        ],
-    )
+from amp_clipfix.syntax import clip_call_of, guard_test
 
 
 class GuardCommand(SiteCodemod):

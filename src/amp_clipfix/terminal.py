@@ -1,0 +1,85 @@
+"""What a person sees on a terminal's stderr: a progress bar for long runs, the summary table."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from amp_clipfix.models import Finding
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """The figures of the end-of-run summary."""
+
+    projects: int
+    files_seen: int
+    files_parsed: int
+    findings: tuple[Finding, ...]
+    files_fixed: int
+    errors: int
+    seconds: float
+
+    def rows(self) -> list[tuple[str, str]]:
+        active = [finding for finding in self.findings if not finding.suppressed]
+        by_code = Counter(finding.code for finding in active)
+        codes = ", ".join(f"{code} {count}" for code, count in sorted(by_code.items()))
+        fixes = sum(1 for finding in active if finding.fix is not None)
+        return [
+            ("projects", str(self.projects)),
+            ("files seen", str(self.files_seen)),
+            ("files parsed", str(self.files_parsed)),
+            ("findings", f"{len(active)}" + (f" ({codes})" if codes else "")),
+            ("fixes", f"{fixes} chosen, {self.files_fixed} files written"),
+            ("suppressed", str(len(self.findings) - len(active))),
+            ("errors", str(self.errors)),
+            ("wall time", f"{self.seconds:.2f} s"),
+        ]
+
+
+def render_summary(console: Console, stats: RunStats) -> None:
+    table = Table(title="amp-clipfix summary", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for name, value in stats.rows():
+        table.add_row(name, value)
+    console.print(table)
+
+
+class ProgressBar:
+    """A transient rich progress bar fed by the pipeline's `planned` / `done` calls."""
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("parsing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._task = self._progress.add_task("parse", total=0)
+
+    def __enter__(self) -> ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._progress.stop()
+
+    def planned(self, files: int) -> None:
+        total = self._progress.tasks[0].total or 0
+        self._progress.update(self._task, total=total + files)
+
+    def done(self, files: int) -> None:
+        self._progress.advance(self._task, files)

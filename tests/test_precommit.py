@@ -1,0 +1,223 @@
+"""The pre-commit hooks as a user meets them: real `pre-commit`, real git commits, temporary repos.
+
+The hook repository is a fresh git repository holding a copy of this checkout's installable files
+(not a clone of it), so uncommitted work is what gets tested. Its hook environment is built once
+per session (pip installs the package and its dependencies from the configured package index).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+HOOKS_FILE = ".pre-commit-hooks.yaml"
+# What `pip install` of the hook repository needs; nothing else is copied.
+INSTALLABLE = ("pyproject.toml", "README.md", "src", HOOKS_FILE)
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
+
+TRAIN = """\
+import lightning as L
+import torch
+from torch import nn
+
+
+def main():
+    fabric = L.Fabric(accelerator="cuda", devices=1, precision="16-mixed")
+    fabric.launch()
+    model = nn.Linear(32, 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+    model, optimizer = fabric.setup(model, optimizer)
+    for _ in range(10):
+        loss = model(torch.randn(8, 32, device=fabric.device)).pow(2).mean()
+        optimizer.zero_grad()
+        fabric.backward(loss)
+        fabric.clip_gradients(model, optimizer, max_norm=1.0)
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@dataclass(frozen=True)
+class HookRepo:
+    """A committed hook repository, the pinned revision, and the environment to run git in."""
+
+    path: Path
+    sha: str
+    env: dict[str, str]
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a command, capturing stdout and stderr together as pre-commit prints to both."""
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def git(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """git that must succeed: test setup, not the behaviour under test."""
+    result = run(["git", *args], repo, env)
+    assert result.returncode == 0, f"git {' '.join(args)} failed:\n{result.stdout}"
+    return result
+
+
+def pre_commit(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The pre-commit of this interpreter: the one the test extra installs."""
+    return run([sys.executable, "-m", "pre_commit", *args], repo, env)
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """Environment for git and pre-commit that ignores the user's git config and hook settings.
+
+    Identity comes from GIT_AUTHOR_* / GIT_COMMITTER_*, never from a global config; PIP_* is
+    kept because building the hook environment installs from the machine's package index.
+    """
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GIT_", "PRE_COMMIT")) and key not in {"SKIP", "NO_COLOR"}
+    }
+    empty_config = home / "gitconfig"
+    empty_config.touch()
+    env.update(
+        GIT_CONFIG_GLOBAL=str(empty_config),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="amp-clipfix tests",
+        GIT_AUTHOR_EMAIL="tests@amp-clipfix.invalid",
+        GIT_COMMITTER_NAME="amp-clipfix tests",
+        GIT_COMMITTER_EMAIL="tests@amp-clipfix.invalid",
+        PRE_COMMIT_HOME=str(home / "pre-commit-home"),
+    )
+    return env
+
+
+def init_repo(path: Path, env: dict[str, str]) -> None:
+    git(path, env, "init", "--quiet", "--initial-branch=main", str(path))
+
+
+def write_config(root: Path, hooks: HookRepo, hook_ids: list[str]) -> Path:
+    """A git repository whose .pre-commit-config.yaml pins the hook repository's revision."""
+    root.mkdir()
+    init_repo(root, hooks.env)
+    listed = "".join(f"      - id: {hook_id}\n" for hook_id in hook_ids)
+    (root / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hooks.path}\n    rev: {hooks.sha}\n    hooks:\n{listed}"
+    )
+    return root
+
+
+def user_repo(root: Path, hooks: HookRepo, hook_ids: list[str]) -> Path:
+    """A user's repository with the hooks installed into git, so `git commit` runs them."""
+    write_config(root, hooks, hook_ids)
+    installed = pre_commit(root, hooks.env, "install")
+    assert installed.returncode == 0, installed.stdout
+    return root
+
+
+def commit(repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Stage everything and commit, so the git pre-commit hook decides."""
+    git(repo, env, "add", "--all")
+    return run(["git", "commit", "--message", "train"], repo, env)
+
+
+def has_commit(repo: Path, env: dict[str, str]) -> bool:
+    return run(["git", "rev-parse", "--verify", "--quiet", "HEAD"], repo, env).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
+    """Hook repository + its pre-commit environment, built once for every test in this file."""
+    if importlib.util.find_spec("pre_commit") is None:
+        pytest.fail(
+            "pre-commit is not installed: install the test extra (pip install -e '.[test]')",
+            pytrace=False,
+        )
+    base = tmp_path_factory.mktemp("precommit")
+    env = isolated_env(base)
+    path = base / "hook-repo"
+    path.mkdir()
+    for name in INSTALLABLE:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, path / name, ignore=IGNORED)
+        else:
+            shutil.copy2(source, path / name)
+    init_repo(path, env)
+    git(path, env, "add", "--all")
+    git(path, env, "commit", "--quiet", "--message", "hook repository")
+    sha = git(path, env, "rev-parse", "HEAD").stdout.strip()
+    hooks = HookRepo(path=path, sha=sha, env=env)
+
+    # Both hooks share one environment (same repository and revision); build it here, once.
+    builder = write_config(base / "build", hooks, ["amp-clipfix", "amp-clipfix-check"])
+    built = pre_commit(builder, env, "install-hooks")
+    assert built.returncode == 0, f"building the hook environment failed:\n{built.stdout}"
+    return hooks
+
+
+def test_check_hook_blocks_the_commit_then_lets_the_fixed_file_through(
+    hook_repo: HookRepo, tmp_path: Path
+) -> None:
+    """The check-only hook is the CI gate: it must block the pattern and change nothing."""
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check"])
+    train = repo / "train.py"
+    train.write_text(TRAIN)
+
+    blocked = commit(repo, env)
+    assert blocked.returncode != 0, blocked.stdout
+    assert "amp-clipfix (check only)" in blocked.stdout and "Failed" in blocked.stdout
+    assert "train.py:7:" in blocked.stdout and "ACF001" in blocked.stdout
+    assert "files were modified by this hook" not in blocked.stdout
+    assert not has_commit(repo, env)
+    assert train.read_text() == TRAIN
+
+    train.write_text(TRAIN.replace('precision="16-mixed"', 'precision="bf16-mixed"'))
+    passed = commit(repo, env)
+    assert passed.returncode == 0, passed.stdout
+    assert "Passed" in passed.stdout
+    assert has_commit(repo, env)
+
+
+def test_fixing_hook_rewrites_the_file_and_the_fixed_commit_goes_through(
+    hook_repo: HookRepo, tmp_path: Path
+) -> None:
+    """The fixing hook writes the fix and fails once, as pre-commit fixers do, then passes.
+
+    Its output equals the hand fix that the check hook lets through in the test above.
+    """
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix"])
+    train = repo / "train.py"
+    train.write_text(TRAIN)
+
+    fixed = commit(repo, env)
+    assert fixed.returncode != 0, fixed.stdout
+    assert "files were modified by this hook" in fixed.stdout
+    assert not has_commit(repo, env)
+    text = train.read_text()
+    assert 'precision="bf16-mixed"' in text
+    assert text == TRAIN.replace('precision="16-mixed"', 'precision="bf16-mixed"')
+
+    passed = commit(repo, env)
+    assert passed.returncode == 0, passed.stdout
+    assert "amp-clipfix" in passed.stdout and "Passed" in passed.stdout
+    committed = git(repo, env, "show", "HEAD:train.py").stdout
+    assert 'precision="bf16-mixed"' in committed
