@@ -1,0 +1,264 @@
+"""Real training programs fail before amp-clipfix and train after it (fixtures/runtime/<case>/).
+
+Each case is a small CPU program that raises one of Lightning's two clipping errors. For every
+strategy its case.json lists, the test copies the project, checks the failure, applies the fix
+with the CLI and runs the program again. With AMP_CLIPFIX_EXPECT_CLIPPING=1 the programs also
+assert that their gradients really were clipped; the guard fix skips clipping, so it is run
+without that variable and must warn exactly once instead. Every program prints the largest
+gradient norm its optimizer stepped with; after the guard that norm stays above the threshold,
+which shows that the programs' clipping check has teeth: bf16 and unfuse passing it means
+"clipped", not merely "trained".
+
+Each program pays a few seconds of torch and Lightning import, so the runs of the selected tests
+start together in a small thread pool and each test waits for its own results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pytest import FixtureRequest, TempPathFactory
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES_DIR = ROOT / "fixtures" / "runtime"
+STRATEGIES = ("bf16", "unfuse", "guard")
+EXPECT_CLIPPING = "AMP_CLIPFIX_EXPECT_CLIPPING"
+SKIP_WARNING = "amp-clipfix: gradient clipping skipped"
+CLIP = 1.0  # every program clips at 1.0
+STEPPED_NORM = re.compile(r"max grad norm at optimizer step: (\S+)")
+TIMEOUT = 300
+
+
+@dataclass(frozen=True)
+class Case:
+    """One runtime fixture: the project, its entry point, the error it raises, the fixes."""
+
+    name: str
+    project: Path
+    entry: str
+    error: str
+    strategies: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def load_cases() -> list[Case]:
+    """Every fixtures/runtime/<case>/case.json, in name order."""
+    cases = []
+    for spec in sorted(CASES_DIR.glob("*/case.json")):
+        data = json.loads(spec.read_text(encoding="utf-8"))
+        cases.append(
+            Case(
+                name=spec.parent.name,
+                project=spec.parent / "project",
+                entry=data["entry"],
+                error=data["error"],
+                strategies=tuple(data["strategies"]),
+            )
+        )
+    return cases
+
+
+CASES = load_cases()
+FIX_PAIRS = [pytest.param(c, s, id=f"{c}-{s}") for c in CASES for s in c.strategies]
+
+
+@dataclass(frozen=True)
+class Proc:
+    """What a child process did; str() is a readable summary for assertion messages."""
+
+    command: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def __str__(self) -> str:
+        return (
+            f"$ {self.command}\nexit code {self.returncode}\n"
+            f"--- stdout (tail) ---\n{self.stdout[-3000:]}\n"
+            f"--- stderr (tail) ---\n{self.stderr[-3000:]}"
+        )
+
+    def __repr__(self) -> str:
+        return f"Proc({self.command!r}, exit {self.returncode})"
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
+    """Run a child Python with a clean, predictable environment and capture its output."""
+    child_env = {k: v for k, v in os.environ.items() if k != EXPECT_CLIPPING}
+    child_env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="utf-8", NO_COLOR="1")
+    child_env.update(env or {})
+    completed = subprocess.run(
+        args,
+        cwd=cwd,
+        env=child_env,
+        capture_output=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=TIMEOUT,
+        check=False,
+    )
+    return Proc(" ".join(args), completed.returncode, completed.stdout, completed.stderr)
+
+
+def copy_project(case: Case, workdir: Path) -> Path:
+    """A private copy of the case's project: apply rewrites files in place."""
+    target = workdir / "project"
+    shutil.copytree(case.project, target)
+    return target
+
+
+def run_program(case: Case, project: Path, expect_clipping: bool = False) -> Proc:
+    """Run the case's entry point from inside the project, as its author would."""
+    env = {EXPECT_CLIPPING: "1"} if expect_clipping else {}
+    return run([sys.executable, case.entry], cwd=project, env=env)
+
+
+def amp_clipfix(*args: str, cwd: Path) -> Proc:
+    """Run the CLI with the interpreter under test; src/ first so a plain checkout works."""
+    paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
+    env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    return run([sys.executable, "-m", "amp_clipfix", *args], cwd=cwd, env=env)
+
+
+@dataclass(frozen=True)
+class FixRun:
+    """The apply step and the run of the fixed program for one (case, strategy)."""
+
+    apply: Proc
+    after: Proc | None = None
+
+
+def fix_and_run(case: Case, strategy: str, workdir: Path) -> FixRun:
+    """Apply one strategy to a fresh copy and run the result; the guard cannot promise clipping."""
+    project = copy_project(case, workdir)
+    applied = amp_clipfix("apply", "--yes", "--strategy", strategy, str(project), cwd=workdir)
+    if applied.returncode != 0:
+        return FixRun(applied)
+    return FixRun(applied, run_program(case, project, expect_clipping=strategy != "guard"))
+
+
+def stepped_norm(program: Proc) -> float:
+    """The largest gradient norm the program's optimizer stepped with, as it printed it."""
+    found = STEPPED_NORM.search(program.stdout)
+    assert found, f"the program should print its stepped gradient norm\n{program}"
+    return float(found.group(1))
+
+
+def failing_run(case: Case, workdir: Path) -> Proc:
+    """The unfixed program, run once per case and shared by all its strategies."""
+    return run_program(case, copy_project(case, workdir))
+
+
+def check_run(case: Case, workdir: Path) -> Proc:
+    """`amp-clipfix check` on an unfixed copy."""
+    return amp_clipfix("check", str(copy_project(case, workdir)), cwd=workdir)
+
+
+class Runs:
+    """Starts program runs in a thread pool, at most once each, and hands out their futures."""
+
+    def __init__(self, tmp: TempPathFactory, workers: int) -> None:
+        self._tmp = tmp
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="runtime")
+        self._before: dict[str, Future[Proc]] = {}
+        self._checked: dict[str, Future[Proc]] = {}
+        self._fixed: dict[tuple[str, str], Future[FixRun]] = {}
+
+    def before(self, case: Case) -> Future[Proc]:
+        if case.name not in self._before:
+            workdir = self._tmp.mktemp(f"{case.name}-before")
+            self._before[case.name] = self._pool.submit(failing_run, case, workdir)
+        return self._before[case.name]
+
+    def checked(self, case: Case) -> Future[Proc]:
+        if case.name not in self._checked:
+            workdir = self._tmp.mktemp(f"{case.name}-check")
+            self._checked[case.name] = self._pool.submit(check_run, case, workdir)
+        return self._checked[case.name]
+
+    def fixed(self, case: Case, strategy: str) -> Future[FixRun]:
+        key = (case.name, strategy)
+        if key not in self._fixed:
+            workdir = self._tmp.mktemp(f"{case.name}-{strategy}")
+            self._fixed[key] = self._pool.submit(fix_and_run, case, strategy, workdir)
+        return self._fixed[key]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def worker_count() -> int:
+    """One program per core (they are CPU-bound), capped to keep memory modest."""
+    if "AMP_CLIPFIX_TEST_JOBS" in os.environ:
+        return max(1, int(os.environ["AMP_CLIPFIX_TEST_JOBS"]))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cores or 1))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator[Runs]:
+    """Queue the runs of every selected test of this module now, in test order, so they overlap."""
+    runs = Runs(tmp_path_factory, worker_count())
+    for item in request.session.items:
+        params = getattr(item, "callspec", None) and item.callspec.params
+        if not params or item.module is not request.module:
+            continue
+        if item.originalname == test_check_reports_the_unfixed_program.__name__:
+            runs.checked(params["case"])
+        if item.originalname == test_fix_makes_the_program_train.__name__:
+            runs.before(params["case"])
+        if "strategy" in params:
+            runs.fixed(params["case"], params["strategy"])
+    yield runs
+    runs.close()
+
+
+def test_cases_are_well_formed() -> None:
+    """The walk found the cases, and each one is a runnable project amp-clipfix can be aimed at."""
+    assert len(CASES) >= 8, f"expected the runtime fixtures under {CASES_DIR}"
+    for case in CASES:
+        assert (case.project / case.entry).is_file(), case
+        assert not (case.project / "pyproject.toml").exists(), f"{case}: config would leak in"
+        assert case.error, case
+        assert case.strategies and set(case.strategies) <= set(STRATEGIES), case
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_check_reports_the_unfixed_program(case: Case, runs: Runs) -> None:
+    """`amp-clipfix check` finds what makes the program fail."""
+    checked = runs.checked(case).result()
+    assert checked.returncode == 1, f"check should report findings\n{checked}"
+
+
+@pytest.mark.parametrize(("case", "strategy"), FIX_PAIRS)
+def test_fix_makes_the_program_train(case: Case, strategy: str, runs: Runs) -> None:
+    """Fails with Lightning's error before; after `apply --strategy S` it trains (and clips)."""
+    before = runs.before(case).result()
+    assert before.returncode != 0, f"the unfixed program should fail\n{before}"
+    assert case.error in before.stderr, f"expected {case.error!r} in stderr\n{before}"
+
+    fixed = runs.fixed(case, strategy).result()
+    assert fixed.apply.returncode == 0, f"apply should fix everything\n{fixed.apply}"
+    after = fixed.after
+    assert after is not None
+    assert after.returncode == 0, f"the fixed program should train\n{after}\n\n{fixed.apply}"
+    assert "TRAINED OK" in after.stdout, after
+    warnings = after.stderr.count(SKIP_WARNING)
+    if strategy == "guard":
+        assert warnings == 1, f"the guard must warn exactly once, not {warnings} times\n{after}"
+        assert stepped_norm(after) > 2 * CLIP, f"the guard skips clipping: norms stay high\n{after}"
+    else:
+        assert warnings == 0, f"{strategy} must not skip clipping\n{after}"
+        assert stepped_norm(after) <= CLIP + 1e-3, after
