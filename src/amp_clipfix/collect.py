@@ -8,7 +8,7 @@ Linking sites into findings happens later, per project (see `link.py`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,6 +72,11 @@ def collect_sites(path: Path, module: cst.Module) -> FileSites:
         classes=tuple(collector.classes),
         has_guard_helper=collector.has_guard_helper,
     )
+
+
+def is_mixed_precision(value: str) -> bool:
+    """Only mixed precision takes part; `"32-true"` and `"16-true"` never hit the error."""
+    return value in names.MIXED_PRECISIONS
 
 
 def is_clip_positive(value: str | None) -> bool:
@@ -264,70 +269,58 @@ class SiteCollector(cst.CSTVisitor):
         spreads = star_kwargs(call)
         precision = keyword_arg(call, "precision")
         if precision is not None:
-            value = literal_value(precision.value)
-            if value is None:
-                self.add(
-                    precision_kind,
-                    precision.value,
-                    Certainty.RUNTIME,
-                    f"{name}(precision={self.code(precision.value)})",
-                    fixable=False,
-                )
-            elif value in names.MIXED_PRECISIONS:
-                self.add(
-                    precision_kind,
-                    precision.value,
-                    Certainty.KNOWN,
-                    f"{name}(precision={self.code(precision.value)})",
-                    value,
-                )
+            detail = f"{name}(precision={self.code(precision.value)})"
+            self.add_value(
+                precision_kind, precision.value, detail, names.MIXED_PRECISIONS.__contains__
+            )
         elif keyword_arg(call, "plugins") is None:
             for spread in spreads:
-                self.add(
-                    precision_kind,
-                    spread,
-                    Certainty.RUNTIME,
-                    f"{name}({self.code(spread)}) may set precision",
-                    fixable=False,
-                )
+                detail = f"{name}({self.code(spread)}) may set precision"
+                self.add(precision_kind, spread, Certainty.RUNTIME, detail, fixable=False)
         if clip_kind is None:
             return
         clip = keyword_arg(call, "gradient_clip_val")
         if clip is not None:
-            value = literal_value(clip.value)
-            if value is None:
-                self.add(
-                    clip_kind,
-                    clip.value,
-                    Certainty.RUNTIME,
-                    f"{name}(gradient_clip_val={self.code(clip.value)})",
-                    fixable=False,
-                )
-            elif is_clip_positive(value):
-                self.add(
-                    clip_kind,
-                    clip.value,
-                    Certainty.KNOWN,
-                    f"{name}(gradient_clip_val={self.code(clip.value)})",
-                    value,
-                    fixable=False,
-                )
+            detail = f"{name}(gradient_clip_val={self.code(clip.value)})"
+            self.add_value(clip_kind, clip.value, detail, is_clip_positive, fixable=False)
         else:
             for spread in spreads:
-                self.add(
-                    clip_kind,
-                    spread,
-                    Certainty.RUNTIME,
-                    f"{name}({self.code(spread)}) may set gradient_clip_val",
-                    fixable=False,
-                )
+                detail = f"{name}({self.code(spread)}) may set gradient_clip_val"
+                self.add(clip_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+
+    def add_value(
+        self,
+        kind: SiteKind,
+        node: cst.BaseExpression,
+        detail: str,
+        counts: Callable[[str], bool],
+        fixable: bool = True,
+    ) -> None:
+        """A site for an argument value: known when it is a literal (or a name bound once to
+        one, reported at that literal), decided at run time otherwise; literals that do not
+        take part in the failure (`"32-true"`, `0`) are no site."""
+        literal_node, value = self.resolve_literal(node)
+        if value is None:
+            self.add(kind, node, Certainty.RUNTIME, detail, fixable=False)
+        elif counts(value):
+            self.add(kind, literal_node, Certainty.KNOWN, detail, value, fixable=fixable)
+
+    def resolve_literal(self, node: cst.BaseExpression) -> tuple[cst.BaseExpression, str | None]:
+        """The literal behind `node`: itself, or the value of a name bound once to a literal
+        (a module constant such as `PRECISION = "16-mixed"`)."""
+        value = literal_value(node)
+        if value is None and isinstance(node, cst.Name):
+            assigned = self.single_assigned_value(node)
+            if assigned is not None and literal_value(assigned) is not None:
+                return assigned, literal_value(assigned)
+        return node, value
 
     def collect_plugin(self, call: cst.Call, side: str) -> None:
         kind = SiteKind.FABRIC_PRECISION if side == "fabric" else SiteKind.TRAINER_PRECISION
         precision = positional_or_keyword(call, 0, "precision")
         if precision is None:
             return
-        value = literal_value(precision.value)
+        _, value = self.resolve_literal(precision.value)
         detail = f"{self.code(call.func)}({self.code(precision.value)}, ...)"
         if value is None:
             self.add(kind, call, Certainty.RUNTIME, detail, fixable=False)
@@ -352,7 +345,7 @@ class SiteCollector(cst.CSTVisitor):
                 )
 
     def add_fused_value(self, value: cst.BaseExpression, detail: str, conditional: bool) -> None:
-        literal = literal_value(value)
+        value, literal = self.resolve_literal(value)
         if literal == "True":
             certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
             self.add(SiteKind.FUSED_OPTIMIZER, value, certainty, detail, literal)
@@ -406,7 +399,7 @@ class SiteCollector(cst.CSTVisitor):
         last_name = receiver_code.rsplit(".", 1)[-1].lower()
         if receiver_code == "self" and self.class_stack:
             clip = positional_or_keyword(call, 1, "gradient_clip_val")
-            value = None if clip is None else literal_value(clip.value)
+            value = None if clip is None else self.resolve_literal(clip.value)[1]
             if value is not None and not is_clip_positive(value):
                 return
             certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME

@@ -5,15 +5,8 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
-
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-# Let the tests run from a plain checkout too; an installed (editable) package wins.
-if importlib.util.find_spec("amp_clipfix") is None:
-    sys.path.insert(0, str(SRC))
 
 REQUIRED = {"torch": "2.13.0", "lightning": "2.6.6"}
 
