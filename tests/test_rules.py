@@ -79,3 +79,9 @@ def test_examples_are_what_the_tool_finds_and_fixes(tmp_path: Path, code: str) -
     result = run([tmp_path], Options(Strategy.AUTO, (2, 6, 6), fix=True))
     assert [finding.code for finding in result.findings] == [code]
     assert [change.new_data.decode() for change in result.changes] == [rule.example_after]
+
+
+def test_readme_carries_every_rule_page_verbatim() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for rule in RULES.values():
+        assert render_rule(rule, heading_level=3) in readme, f"README is stale for {rule.code}"
