@@ -345,13 +345,14 @@ def show_changes(changes: Sequence[FileChange]) -> None:
             notes.append(f"{finding.code} {finding.message}")
             if finding.fix is not None:
                 notes.append(f"fix: {finding.fix.strategy.value} — {finding.fix.safety}")
-        render_file_diff(
-            console,
-            display_path(change.source.path),
-            diff_hunks(change.source.data, change.new_data),
-            change.source.encoding,
-            notes,
-        )
+        path = display_path(change.source.path)
+        if not change.cells:
+            hunks = diff_hunks(change.source.data, change.new_data)
+            render_file_diff(console, path, hunks, change.source.encoding, notes)
+        for number, old, new in change.cells:  # a notebook: one diff per changed cell
+            hunks = diff_hunks(old.encode(), new.encode())
+            render_file_diff(console, f"{path} (cell {number})", hunks, "utf-8", notes)
+            notes = []
 
 
 def is_interactive() -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+SOURCE_SUFFIXES = (".py", ".ipynb")  # files found by walking folders
 
 DEFAULT_EXCLUDES = (
     ".git",
@@ -124,7 +125,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[str]) -> l
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name not in DEFAULT_EXCLUDES:
                         subfolders.append(entry_path)
-                elif entry.name.endswith(".py") and entry.is_file():
+                elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
                     is_link = entry.is_symlink()
                     if is_link and not _is_inside(Path(os.path.realpath(entry_path)), real_root):
                         continue

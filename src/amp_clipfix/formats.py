@@ -97,7 +97,8 @@ def _site_json(site: Site) -> dict[str, Any]:
         "role": SITE_ROLES[site.kind],
         "kind": site.kind.value,
         "path": display_path(site.path),
-        **_range(site.span),
+        **_range(site.shown_span),
+        **({"cell": site.cell} if site.cell is not None else {}),
         "detail": site.detail,
         "value": site.value,
         "decided_at_run_time": site.certainty is Certainty.RUNTIME,
@@ -120,7 +121,8 @@ def _finding_json(finding: Finding, edits: EditMap) -> dict[str, Any]:
         }
     return {
         "path": display_path(primary.path),
-        **_range(primary.span),
+        **_range(primary.shown_span),
+        **({"cell": primary.cell} if primary.cell is not None else {}),
         "code": finding.code,
         "lightning_path": finding.lightning_path.value,
         "message": finding.message,
@@ -163,7 +165,10 @@ def _artifact(path: Path) -> dict[str, str]:
 
 def _location(site: Site) -> dict[str, Any]:
     return {
-        "physicalLocation": {"artifactLocation": _artifact(site.path), "region": _region(site.span)}
+        "physicalLocation": {
+            "artifactLocation": _artifact(site.path),
+            "region": _region(site.shown_span),
+        }
     }
 
 
@@ -284,10 +289,10 @@ def to_github(findings: Sequence[Finding]) -> str:
             f"{name}={_escape_property(str(value))}"
             for name, value in (
                 ("file", display_path(site.path)),
-                ("line", site.span.line),
-                ("col", site.span.column + 1),
-                ("endLine", site.span.end_line),
-                ("endColumn", site.span.end_column + 1),
+                ("line", site.shown_span.line),
+                ("col", site.shown_span.column + 1),
+                ("endLine", site.shown_span.end_line),
+                ("endColumn", site.shown_span.end_column + 1),
                 ("title", finding.code),
             )
         )

@@ -69,6 +69,13 @@ class Site:
     fixable: bool = True
     suppressed_codes: frozenset[str] | None = None
     entry_call: Span | None = None  # the Fabric(...) / Trainer(...) call it is an argument of
+    cell: int | None = None  # in a notebook: the cell number, and the span within that cell
+    cell_span: Span | None = None
+
+    @property
+    def shown_span(self) -> Span:
+        """The position a person sees: within the cell for notebooks, else in the file."""
+        return self.cell_span or self.span
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,12 @@ discover -> read + parse + collect (per file) -> link (per project) -> choose fi
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,6 +21,7 @@ from amp_clipfix.discover import Project, discover
 from amp_clipfix.fixes import choose_fixes
 from amp_clipfix.link import link_project
 from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
+from amp_clipfix.notebook import Notebook, cells_from_module, notebook_text_with, read_notebook
 from amp_clipfix.prefilter import may_define_class, may_have_fused_optimizer, may_have_sites
 from amp_clipfix.report import display_path
 from amp_clipfix.source import SourceError, SourceFile, decode_source, encode_text
@@ -40,6 +42,7 @@ class ParsedFile:
     source: SourceFile
     module: cst.Module | None
     sites: FileSites
+    notebook: Notebook | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class FileChange:
     source: SourceFile
     new_data: bytes
     findings: tuple[Finding, ...]
+    cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
 
 
 @dataclass(frozen=True)
@@ -174,15 +178,20 @@ def collect_project(
     """
     collection = Collection(progress=progress or NoProgress())
     contents: dict[Path, bytes] = {}
+    searchable: dict[Path, bytes] = {}  # what the prefilter reads: a notebook's code cells
     for path in project.files:
         try:
             contents[path] = path.read_bytes()
+            searchable[path] = code_of(path, contents[path])
         except OSError as error:
             collection.errors.append(f"{display_path(path)}: cannot read: {error.strerror}")
+        except SourceError as error:
+            collection.errors.append(f"{display_path(path)}: {error}")
+            del contents[path]
     if not prefilter:
         collect_files(contents, list(contents), jobs, collection)
         return collection
-    stage = [path for path, data in contents.items() if may_have_fused_optimizer(data)]
+    stage = [path for path, data in searchable.items() if may_have_fused_optimizer(data)]
     collect_files(contents, stage, jobs, collection)
     if not any(
         site.kind is SiteKind.FUSED_OPTIMIZER
@@ -192,13 +201,25 @@ def collect_project(
         return collection
     stage = [
         path
-        for path, data in contents.items()
+        for path, data in searchable.items()
         if path not in collection.attempted and may_have_sites(data)
     ]
     collect_files(contents, stage, jobs, collection)
-    while stage := files_defining_missing_bases(contents, collection):
+    while stage := files_defining_missing_bases(searchable, collection):
         collect_files(contents, stage, jobs, collection)
     return collection
+
+
+def is_notebook(path: Path) -> bool:
+    return path.suffix == ".ipynb"
+
+
+def code_of(path: Path, data: bytes) -> bytes:
+    """The Python a file holds: itself, or a notebook's code cells (SourceError when the
+    notebook cannot be read)."""
+    if not is_notebook(path):
+        return data
+    return read_notebook(decode_source(path, data)).module_text.encode("utf-8")
 
 
 def files_defining_missing_bases(contents: dict[Path, bytes], collection: Collection) -> list[Path]:
@@ -253,36 +274,52 @@ def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str |
     from amp_clipfix.collect import collect_sites
 
     shown = display_path(path)
+    notebook = None
     try:
         source = decode_source(path, data)
-        module = cst.parse_module(source.text)
+        notebook = read_notebook(source) if is_notebook(path) else None
+        text = notebook.module_text if notebook else source.text
+        module = cst.parse_module(text)
     except SourceError as error:
         return None, f"{shown}: {error}"
     except cst.ParserSyntaxError as error:
-        return None, f"{shown}:{syntax_error(source.text, error)}"
+        line, column, reason = syntax_error(text, error)
+        if notebook is not None:
+            cell, line = notebook.locate(line)
+            shown = f"{shown}:cell {cell}"
+        return None, f"{shown}:{line}:{column}: cannot parse: {reason}"
     except RecursionError:
         return None, f"{shown}: cannot parse: the code is nested too deeply"
     try:
         sites = collect_sites(path, module)
     except Exception as error:  # noqa: BLE001 - one odd file must not stop the run
         return None, f"{shown}: internal error while reading sites: {error!r}"
-    return ParsedFile(source, module if sites.sites else None, sites), None
+    if notebook is not None:
+        sites = replace(sites, sites=tuple(in_cells(site, notebook) for site in sites.sites))
+    return ParsedFile(source, module if sites.sites else None, sites, notebook), None
 
 
-def syntax_error(text: str, error: cst.ParserSyntaxError) -> str:
-    """`line:column: cannot parse: reason` in one line, in Python's words where it has them."""
+def in_cells(site: Site, notebook: Notebook) -> Site:
+    """Give a notebook site the cell it is in and its span within that cell."""
+    cell, line = notebook.locate(site.span.line)
+    shift = site.span.line - line
+    span = Span(line, site.span.column, site.span.end_line - shift, site.span.end_column)
+    return replace(site, cell=cell, cell_span=span)
+
+
+def syntax_error(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
+    """(line, column, reason) of a parse failure, in Python's words where it has them."""
     try:
         ast.parse(text)
     except SyntaxError as python_error:
-        return f"{python_error.lineno}:{python_error.offset}: cannot parse: {python_error.msg}"
+        return python_error.lineno or 1, python_error.offset or 1, python_error.msg
     except (ValueError, RecursionError):
         pass
     match = re.search(r"error at (\d+):(\d+): (.*)", error.message)
     if match is None:
-        reason = " ".join(error.message.split())
-        return f"{error.raw_line}:{error.raw_column + 1}: cannot parse: {reason}"
+        return error.raw_line, error.raw_column + 1, " ".join(error.message.split())
     line, column, reason = match.groups()
-    return f"{line}:{int(column) + 1}: cannot parse: {reason}"
+    return int(line), int(column) + 1, reason
 
 
 def fix_targets_by_file(
@@ -296,14 +333,27 @@ def fix_targets_by_file(
     return targets
 
 
-def fixed_data(file: ParsedFile, targets: Mapping[Strategy, Sequence[Site]]) -> bytes:
-    """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
-    from amp_clipfix.transform import transform_module, verify
+def fixed_data(
+    file: ParsedFile, targets: Mapping[Strategy, Sequence[Site]]
+) -> tuple[bytes, tuple[tuple[int, str, str], ...]]:
+    """The file's bytes after the fixes, and for a notebook the cells they changed; raises
+    VerifyError / SourceError when they fail."""
+    from amp_clipfix.transform import VerifyError, transform_module, verify
 
     assert file.module is not None, "files with sites keep their module"
     module = transform_module(file.source.path, file.module, file.sites.sites, targets)
-    verify(file.source.text, module.code)
-    return encode_text(file.source, module.code)
+    verify(file.module.code, module.code)
+    if file.notebook is None:
+        return encode_text(file.source, module.code), ()
+    changed = cells_from_module(file.notebook, module.code)
+    text = notebook_text_with(file.notebook, changed)
+    try:
+        json.loads(text)
+    except ValueError:
+        raise VerifyError("the fixed notebook is not valid JSON") from None
+    old_cells = {cell.number: cell.text for cell in file.notebook.cells}
+    cells = tuple((number, old_cells[number], new) for number, new in sorted(changed.items()))
+    return encode_text(file.source, text), cells
 
 
 def fix_project(
@@ -315,7 +365,7 @@ def fix_project(
     for path, targets in sorted(fix_targets_by_file(findings).items()):
         file = parsed[path]
         try:
-            new_data = fixed_data(file, targets)
+            new_data, cells = fixed_data(file, targets)
         except (VerifyError, SourceError) as error:
             errors.append(f"{display_path(path)}: not fixed: {error}")
             continue
@@ -328,7 +378,7 @@ def fix_project(
                 for finding in findings
                 if finding.fix is not None and any(s.path == path for s in finding.fix.targets)
             )
-            changes.append(FileChange(file.source, new_data, fixing))
+            changes.append(FileChange(file.source, new_data, fixing, cells))
     return changes, errors
 
 
@@ -338,7 +388,7 @@ def finding_edits(parsed: dict[Path, ParsedFile], finding: Finding) -> tuple[Edi
     for path, targets in sorted(fix_targets_by_file([finding]).items()):
         file = parsed[path]
         try:
-            new_data = fixed_data(file, targets)
+            new_data, _ = fixed_data(file, targets)
         except Exception:  # noqa: BLE001 - reported by fix_project already
             continue
         for hunk in diff_hunks(file.source.data, new_data, context=0):

@@ -27,16 +27,20 @@ def display_path(path: Path) -> str:
     return relative.replace(os.sep, "/")
 
 
+def site_prefix(site: Site) -> str:
+    """`path` or, in a notebook, `path:cell N`."""
+    path = display_path(site.path)
+    return path if site.cell is None else f"{path}:cell {site.cell}"
+
+
 def site_location(site: Site) -> str:
-    return f"{display_path(site.path)}:{site.span.line}"
+    return f"{site_prefix(site)}:{site.shown_span.line}"
 
 
 def finding_line(finding: Finding) -> str:
     site = finding.primary
-    return (
-        f"{display_path(site.path)}:{site.span.line}:{site.span.column + 1}: "
-        f"{finding.code} {finding.message}"
-    )
+    span = site.shown_span
+    return f"{site_prefix(site)}:{span.line}:{span.column + 1}: {finding.code} {finding.message}"
 
 
 def finding_details(finding: Finding) -> list[str]:

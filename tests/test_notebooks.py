@@ -1,0 +1,85 @@
+"""Notebooks: findings name the cell, fixes touch only the cells' sources, the file stays valid."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NOTEBOOK_CASES = sorted(path for path in FIXTURES.glob("notebook_*") if (path / "input").is_dir())
+
+
+@pytest.fixture
+def magics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "notebook_magics_guard" / "input", project)
+    monkeypatch.chdir(project)
+    return project / "train.ipynb"
+
+
+def invoke(*args: str):  # noqa: ANN201
+    return CliRunner().invoke(main, [*args, "--lightning-version", "2.6.6"], catch_exceptions=False)
+
+
+def test_there_are_enough_notebook_cases() -> None:
+    assert len(NOTEBOOK_CASES) >= 5
+
+
+@pytest.mark.parametrize("case", NOTEBOOK_CASES, ids=lambda path: path.name)
+def test_fixed_notebooks_validate_with_nbformat(case: Path) -> None:
+    for notebook in (case / "expected").glob("*.ipynb"):
+        nbformat.validate(nbformat.read(notebook, as_version=nbformat.NO_CONVERT))
+
+
+def test_only_the_affected_cells_change_and_magics_stay(magics: Path) -> None:
+    before = json.loads(magics.read_text())
+    assert invoke("apply", "--yes", "--strategy", "guard", ".").exit_code == 0
+    after = json.loads(magics.read_text())
+    changed = [i for i, (a, b) in enumerate(zip(before["cells"], after["cells"])) if a != b]
+    assert changed == [0, 3]  # the imports cell (helper) and the loop cell (guard)
+    for old, new in zip(before["cells"], after["cells"]):
+        assert {k: v for k, v in old.items() if k != "source"} == {
+            k: v for k, v in new.items() if k != "source"
+        }
+    assert after["cells"][0]["source"][0] == "%pip install -q lightning\n"
+    assert after["cells"][1] == before["cells"][1]  # the %%time cell
+    assert "    !nvidia-smi --query-gpu=memory.used --format=csv\n" in after["cells"][3]["source"]
+
+
+def test_json_output_points_to_the_cell(magics: Path) -> None:
+    document = json.loads(invoke("check", "--format", "json", ".").output)
+    (finding,) = document["findings"]
+    assert (finding["path"], finding["cell"], finding["line"]) == ("train.ipynb", 3, 1)
+    assert {site.get("cell") for site in finding["sites"]} == {3, 4}
+
+
+def test_terminal_diff_names_the_cells(magics: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("amp_clipfix.cli.plain_output", lambda: False)
+    shown = invoke("apply", "--dry-run", "--strategy", "guard", ".").output
+    assert "train.ipynb (cell 1)" in shown and "train.ipynb (cell 4)" in shown
+    assert "+    if can_clip_gradients(fabric, optimizer):" in shown
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"cells": [', "not a valid notebook: invalid JSON"),
+        ('{"cells": [], "nbformat": 3}', "only nbformat 4 is supported"),
+    ],
+)
+def test_broken_notebook_is_one_line_and_the_run_goes_on(
+    magics: Path, content: str, message: str
+) -> None:
+    (magics.parent / "broken.ipynb").write_text(content)
+    result = invoke("apply", "--yes", ".")
+    assert result.exit_code == 2
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "broken.ipynb" in errors[0] and message in errors[0]
+    assert "bf16-mixed" in magics.read_text()
