@@ -102,9 +102,9 @@ class SiteCollector(cst.CSTVisitor):
         self.has_guard_helper = False
         self.class_stack: list[str] = []
         # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
-        self.fabric_bindings: dict[str, Span | None] = {}
+        self.fabric_bindings: dict[str, str | None] = {}
         self.guard_depth = 0
-        self.entry_calls: list[Span] = []  # Fabric(...) / Trainer(...) calls being visited
+        self.entry_calls: list[str] = []  # Fabric(...) / Trainer(...) calls being visited
         self.suppressions: dict[int, frozenset[str]] = {}  # line -> codes silenced there
         # Filled while visiting, so that no parent-node metadata is needed:
         self.assigned_values: dict[cst.Name, cst.BaseExpression] = {}  # target name -> value
@@ -146,7 +146,7 @@ class SiteCollector(cst.CSTVisitor):
                 value=value,
                 owner=self.class_stack[-1] if self.class_stack else None,
                 fixable=fixable,
-                entry_call=self.entry_calls[-1] if self.entry_calls else None,
+                entry=self.entry_calls[-1] if self.entry_calls else None,
             )
         )
 
@@ -217,18 +217,23 @@ class SiteCollector(cst.CSTVisitor):
             names.FABRIC_CLASSES
         ):
             for target in node.targets:
-                self.bind_fabric(self.code(target.target), self.span(node.value))
+                self.bind_fabric(self.code(target.target), self.entry_of(node.value))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
             self.assigned_values[node.target] = node.value
         value = node.value
         if isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES:
-            self.bind_fabric(self.code(node.target), self.span(value))
+            self.bind_fabric(self.code(node.target), self.entry_of(value))
         elif self.qualified_names(node.annotation.annotation) & names.FABRIC_CLASSES:
             self.bind_fabric(self.code(node.target), None)
 
-    def bind_fabric(self, receiver: str, call: Span | None) -> None:
+    def entry_of(self, call: cst.Call) -> str:
+        """The id of a Fabric(...) / Trainer(...) call: its path and position."""
+        start = self.get_metadata(PositionProvider, call).start
+        return f"{self.path}:{start.line}:{start.column}"
+
+    def bind_fabric(self, receiver: str, call: str | None) -> None:
         """Remember which Fabric a name holds; a name bound to two Fabrics could be either."""
         if receiver in self.fabric_bindings and self.fabric_bindings[receiver] != call:
             call = None
@@ -239,10 +244,10 @@ class SiteCollector(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.qualified_names(node.func)
         if qualified & names.FABRIC_CLASSES:
-            self.entry_calls.append(self.span(node))
+            self.entry_calls.append(self.entry_of(node))
             self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)
         elif qualified & names.TRAINER_CLASSES:
-            self.entry_calls.append(self.span(node))
+            self.entry_calls.append(self.entry_of(node))
             self.collect_entry_point(node, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
         elif qualified & names.FUSABLE_OPTIMIZERS:
             self.collect_fused(node, self.code(node.func))
@@ -258,7 +263,7 @@ class SiteCollector(cst.CSTVisitor):
             self.collect_clip(node)
 
     def leave_Call(self, original_node: cst.Call) -> None:
-        if self.entry_calls and self.entry_calls[-1] == self.span(original_node):
+        if self.entry_calls and self.entry_calls[-1] == self.entry_of(original_node):
             self.entry_calls.pop()
 
     def collect_entry_point(
@@ -413,7 +418,7 @@ class SiteCollector(cst.CSTVisitor):
         if kind is SiteKind.FABRIC_CLIP:
             # The clip belongs to the Fabric its receiver holds, when that is known.
             bound = self.fabric_bindings.get(receiver_code)
-            self.sites[-1] = replace(self.sites[-1], entry_call=bound)
+            self.sites[-1] = replace(self.sites[-1], entry=bound)
 
     def is_guardable(self, call: cst.Call) -> bool:
         """The guard fix wraps a whole statement line that only calls or assigns the clip."""

@@ -103,9 +103,7 @@ def link_fabric(file: FileSites) -> Finding | None:
     candidates = [
         PathPieces(
             tuple(
-                site
-                for site in precision
-                if clip.entry_call is None or site.entry_call in (None, clip.entry_call)
+                site for site in precision if clip.entry is None or site.entry in (None, clip.entry)
             ),
             optimizers,
             (clip,),
@@ -130,18 +128,14 @@ def trainer_settings(sites: Sequence[Site], version: Version) -> list[TrainerSet
         if site.certainty is Certainty.RUNTIME or site.value in failing
     ]
     clips = of_kind(sites, SiteKind.TRAINER_CLIP)
-    free_plugins = tuple(site for site in precision if site.entry_call is None)
-    calls = sorted(
-        {(str(s.path), s.entry_call) for s in (*precision, *clips) if s.entry_call is not None},
-        key=lambda call: (call[0], call[1].line, call[1].column),
-    )
+    free_plugins = tuple(site for site in precision if site.entry is None)
+    entries = sorted({s.entry for s in (*precision, *clips) if s.entry is not None})
     settings = [
         TrainerSettings(
-            precision=free_plugins
-            + tuple(s for s in precision if (str(s.path), s.entry_call) == call),
-            clips=tuple(s for s in clips if (str(s.path), s.entry_call) == call),
+            precision=free_plugins + tuple(s for s in precision if s.entry == entry),
+            clips=tuple(s for s in clips if s.entry == entry),
         )
-        for call in calls
+        for entry in entries
     ]
     return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
 

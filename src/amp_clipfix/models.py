@@ -68,7 +68,7 @@ class Site:
     owner: str | None = None
     fixable: bool = True
     suppressed_codes: frozenset[str] | None = None
-    entry_call: Span | None = None  # the Fabric(...) / Trainer(...) call it is an argument of
+    entry: str | None = None  # which Fabric / Trainer it configures, e.g. "train.py:12:10"
     cell: int | None = None  # in a notebook: the cell number, and the span within that cell
     cell_span: Span | None = None
 
