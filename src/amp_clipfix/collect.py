@@ -7,7 +7,6 @@ Linking sites into findings happens later, per project (see `link.py`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,8 @@ from libcst.metadata import (
 
 from amp_clipfix import names
 from amp_clipfix.codemods.guard_helper import HELPER_NAME
-from amp_clipfix.models import ALL_CODES, Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+from amp_clipfix.suppression import suppressed_codes
 from amp_clipfix.syntax import (
     clip_call_of,
     guard_test,
@@ -32,24 +32,6 @@ from amp_clipfix.syntax import (
     positional_or_keyword,
     star_kwargs,
 )
-
-SUPPRESSION = re.compile(
-    r"#\s*amp-clipfix:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?|#\s*noqa:\s*(?P<noqa>[A-Z0-9,\s]+)",
-    re.IGNORECASE,
-)
-
-
-def suppressed_codes(comment: str) -> frozenset[str]:
-    """Codes a comment silences: `# amp-clipfix: ignore` (all), `ignore[ACF001,ACF002]`,
-    `# noqa: ACF001` (a bare `# noqa` is left to other tools)."""
-    codes: set[str] = set()
-    for match in SUPPRESSION.finditer(comment):
-        listed = match.group("codes") if match.group("noqa") is None else match.group("noqa")
-        if listed is None:
-            codes.add(ALL_CODES)
-        else:
-            codes.update(code.strip().upper() for code in listed.split(",") if code.strip())
-    return frozenset(code for code in codes if code == ALL_CODES or code.startswith("ACF"))
 
 
 def collect_sites(path: Path, module: cst.Module) -> FileSites:

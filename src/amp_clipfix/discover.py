@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
-SOURCE_SUFFIXES = (".py", ".ipynb")  # files found by walking folders
+SOURCE_SUFFIXES = (".py", ".ipynb", ".yaml", ".yml")  # files found by walking folders
 
 DEFAULT_EXCLUDES = (
     ".git",

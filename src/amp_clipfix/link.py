@@ -28,6 +28,7 @@ from amp_clipfix.models import (
     SiteKind,
 )
 from amp_clipfix.version import Version, trainer_fails_without_scaler
+from amp_clipfix.yamlconfig import is_config
 
 FABRIC_MESSAGE = (
     "Fabric clips gradients of a fused optimizer under fp16 mixed precision: Lightning raises "
@@ -144,6 +145,22 @@ def link_trainer(files: Sequence[FileSites], version: Version) -> list[Finding]:
     sites = [site for file in files for site in file.sites]
     trainers = trainer_settings(sites, version)
     findings = []
+    config_optimizers = tuple(
+        site
+        for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)
+        if site.owner is None and is_config(site.path)
+    )
+    if config_optimizers and trainers:
+        # An optimizer in a LightningCLI / Hydra config belongs to the model the config trains.
+        candidates = [
+            PathPieces(trainer.precision, config_optimizers, trainer.clips, is_known(trainer.clips))
+            for trainer in trainers
+        ]
+        candidates = [pieces for pieces in candidates if pieces.complete()]
+        if candidates:
+            findings.append(
+                make_finding(LightningPath.TRAINER, "ACF002", TRAINER_MESSAGE, candidates)
+            )
     for module_class in lightning_module_classes(files) if trainers else []:
         owned = [
             site

@@ -22,10 +22,17 @@ from amp_clipfix.fixes import choose_fixes
 from amp_clipfix.link import link_project
 from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
 from amp_clipfix.notebook import Notebook, cells_from_module, notebook_text_with, read_notebook
-from amp_clipfix.prefilter import may_define_class, may_have_fused_optimizer, may_have_sites
+from amp_clipfix.prefilter import (
+    may_configure_fused_optimizer,
+    may_configure_sites,
+    may_define_class,
+    may_have_fused_optimizer,
+    may_have_sites,
+)
 from amp_clipfix.report import display_path
 from amp_clipfix.source import SourceError, SourceFile, decode_source, encode_text
 from amp_clipfix.version import Version
+from amp_clipfix.yamlconfig import collect_config_sites, fix_config, is_config
 
 if TYPE_CHECKING:  # libcst is imported on first use: a run that parses nothing never pays for it
     import libcst as cst
@@ -191,7 +198,11 @@ def collect_project(
     if not prefilter:
         collect_files(contents, list(contents), jobs, collection)
         return collection
-    stage = [path for path, data in searchable.items() if may_have_fused_optimizer(data)]
+    stage = [
+        path
+        for path, data in searchable.items()
+        if (may_configure_fused_optimizer if is_config(path) else may_have_fused_optimizer)(data)
+    ]
     collect_files(contents, stage, jobs, collection)
     if not any(
         site.kind is SiteKind.FUSED_OPTIMIZER
@@ -202,7 +213,8 @@ def collect_project(
     stage = [
         path
         for path, data in searchable.items()
-        if path not in collection.attempted and may_have_sites(data)
+        if path not in collection.attempted
+        and (may_configure_sites if is_config(path) else may_have_sites)(data)
     ]
     collect_files(contents, stage, jobs, collection)
     while stage := files_defining_missing_bases(searchable, collection):
@@ -275,6 +287,12 @@ def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str |
 
     shown = display_path(path)
     notebook = None
+    if is_config(path):
+        try:
+            source = decode_source(path, data)
+            return ParsedFile(source, None, collect_config_sites(path, source.text)), None
+        except SourceError as error:
+            return None, f"{shown}:{error}" if str(error)[:1].isdigit() else f"{shown}: {error}"
     try:
         source = decode_source(path, data)
         notebook = read_notebook(source) if is_notebook(path) else None
@@ -340,6 +358,13 @@ def fixed_data(
     VerifyError / SourceError when they fail."""
     from amp_clipfix.transform import VerifyError, transform_module, verify
 
+    if is_config(file.source.path):
+        text = fix_config(file.source.text, [site for sites in targets.values() for site in sites])
+        try:
+            collect_config_sites(file.source.path, text)
+        except SourceError as error:
+            raise VerifyError(f"the fixed config does not parse: {error}") from None
+        return encode_text(file.source, text), ()
     assert file.module is not None, "files with sites keep their module"
     module = transform_module(file.source.path, file.module, file.sites.sites, targets)
     verify(file.module.code, module.code)

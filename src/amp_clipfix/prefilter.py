@@ -62,6 +62,19 @@ def called_name(func: ast.expr) -> str | None:
     return None
 
 
+CONFIG_FUSED = re.compile(rb"\bfused\s*:")
+CONFIG_WORDS = (b"fused", b"precision", b"gradient_clip_val")
+
+
+def may_configure_fused_optimizer(data: bytes) -> bool:
+    """A YAML config with a `fused:` key (LightningCLI `init_args`, Hydra, a flat optimizer)."""
+    return FUSED_WORD in data and CONFIG_FUSED.search(data) is not None
+
+
+def may_configure_sites(data: bytes) -> bool:
+    return any(word in data for word in CONFIG_WORDS)
+
+
 def may_have_sites(data: bytes) -> bool:
     return any(word in data for word in SITE_WORDS)
 
