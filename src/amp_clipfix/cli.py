@@ -321,6 +321,8 @@ def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str
 
 
 def report_errors(result: RunResult) -> None:
+    for note in result.notes:
+        click.echo(f"warning: {note}", err=True)
     for error in result.errors:
         click.echo(f"error: {error}", err=True)
 
@@ -383,7 +385,7 @@ def write_changes(changes: Sequence[FileChange], yes: bool, dry_run: bool) -> in
     written, failed = 0, False
     for change in changes:
         try:
-            write_atomic(change.source, change.new_data)
+            write_atomic(change.source, change.new_data, change.keep_hard_links)
             written += 1
         except WriteError as error:
             click.echo(f"error: {display_path(change.source.path)}: {error}", err=True)

@@ -43,14 +43,20 @@ class Project:
 
     root: Path
     files: tuple[Path, ...]
+    # Files with several hard links, every one of which was found here: rewriting them in
+    # place keeps the names linked. Other hard-linked files are replaced, so that a name
+    # outside the tree is never written through.
+    linked_inside: frozenset[Path] = frozenset()
 
 
 @dataclass(frozen=True)
 class Discovery:
-    """Projects sorted by root, plus one-line errors for paths that could not be used."""
+    """Projects sorted by root, one-line errors for paths that could not be used, and notes
+    for paths that held nothing to read (not an error: the run's exit code does not change)."""
 
     projects: tuple[Project, ...]
     errors: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
     globs = tuple(pattern.rstrip("/") for pattern in exclude if pattern.rstrip("/"))
     found: list[_Found] = []
     errors: list[str] = []
+    notes: list[str] = []
     for given in paths:
         absolute = _absolute(given)
         if not absolute.exists():
@@ -86,21 +93,33 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
             errors.append(f"{given}: {kind}")
         elif absolute.is_dir():
             root = find_project_root(absolute)
-            found.extend(_walk(absolute, root, globs, errors))
+            walked = _walk(absolute, root, globs, errors)
+            if not walked:
+                notes.append(f"{given}: no Python files, notebooks or configs found")
+            found.extend(walked)
         elif absolute.is_file():
             root = find_project_root(absolute)
+            real = Path(os.path.realpath(absolute))
+            if absolute.is_symlink() and not _is_inside(real, Path(os.path.realpath(root))):
+                errors.append(f"{given}: a link to a file outside the project; not processed")
+                continue
             found.append(_Found(absolute, root, absolute.is_symlink()))
         else:
             errors.append(f"{given}: not a regular file or directory")
 
     files_by_root: dict[Path, list[Path]] = {}
-    for item in _dedupe(found):
+    chosen, linked_inside = _dedupe(found)
+    for item in chosen:
         files_by_root.setdefault(item.root, []).append(item.path)
     projects = tuple(
-        Project(root=root, files=tuple(sorted(set(files))))
+        Project(
+            root=root,
+            files=tuple(sorted(set(files))),
+            linked_inside=frozenset(files) & linked_inside,
+        )
         for root, files in sorted(files_by_root.items())
     )
-    return Discovery(projects=projects, errors=tuple(errors))
+    return Discovery(projects=projects, errors=tuple(errors), notes=tuple(notes))
 
 
 def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[str]) -> list[_Found]:
@@ -146,15 +165,30 @@ def _is_excluded(path: Path, root: Path, globs: tuple[str, ...]) -> bool:
     )
 
 
-def _dedupe(found: list[_Found]) -> list[_Found]:
-    """One entry per real file: the first plain path to it, else the first link to it."""
-    chosen: dict[str, _Found] = {}
+def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
+    """One entry per real file (symlinks and hard links alike): the first plain path to it,
+    else the first link to it; and the chosen paths whose hard links were all found."""
+    chosen: dict[tuple[int, int] | str, _Found] = {}
+    names: dict[tuple[int, int] | str, set[str]] = {}
+    links: dict[tuple[int, int] | str, int] = {}
     for item in found:
-        real = os.path.realpath(item.path)
-        current = chosen.get(real)
+        try:
+            status = os.stat(item.path)
+            key: tuple[int, int] | str = (status.st_dev, status.st_ino)
+            links[key] = status.st_nlink
+        except OSError:
+            key = os.path.realpath(item.path)
+        if not item.is_link:
+            names.setdefault(key, set()).add(str(item.path))
+        current = chosen.get(key)
         if current is None or (current.is_link and not item.is_link):
-            chosen[real] = item
-    return list(chosen.values())
+            chosen[key] = item
+    linked_inside = frozenset(
+        chosen[key].path
+        for key, count in links.items()
+        if count > 1 and len(names.get(key, ())) == count
+    )
+    return list(chosen.values()), linked_inside
 
 
 def _is_inside(path: Path, folder: Path) -> bool:

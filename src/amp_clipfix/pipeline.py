@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -24,10 +25,10 @@ from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, S
 from amp_clipfix.notebook import Notebook, cells_from_module, notebook_text_with, read_notebook
 from amp_clipfix.prefilter import (
     may_configure_fused_optimizer,
-    may_configure_sites,
+    may_configure_trainer,
+    may_configure_trainer_in_config,
     may_define_class,
     may_have_fused_optimizer,
-    may_have_sites,
 )
 from amp_clipfix.report import display_path
 from amp_clipfix.source import SourceError, SourceFile, decode_source, encode_text
@@ -60,6 +61,7 @@ class FileChange:
     new_data: bytes
     findings: tuple[Finding, ...]
     cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
+    keep_hard_links: bool = False  # all its hard-linked names are in the tree: rewrite in place
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class RunResult:
     files_parsed: int
     projects: int
     edits: Mapping[Finding, tuple[Edit, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # paths with nothing to read
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,16 @@ def run(
     results = []
     for project in discovery.projects:
         collection = collect_project(project, options.jobs, options.prefilter, progress)
-        results.append(process(collection, options, files_seen=len(project.files)))
-    return merge(results, list(discovery.errors), projects=len(discovery.projects))
+        result = process(collection, options, files_seen=len(project.files))
+        changes = tuple(
+            replace(change, keep_hard_links=change.source.path in project.linked_inside)
+            for change in result.changes
+        )
+        results.append(replace(result, changes=changes))
+    return replace(
+        merge(results, list(discovery.errors), projects=len(discovery.projects)),
+        notes=discovery.notes,
+    )
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
@@ -180,8 +191,9 @@ def collect_project(
 ) -> Collection:
     """Parse and collect the files of a project that can matter, in up to three stages.
 
-    With the prefilter: first the files that may build a fused optimizer; only when one does,
-    the files that may hold any other site; then files defining base classes still unknown.
+    With the prefilter: first the files that may build a fused optimizer; only when a class or
+    a config does, the files that may configure a Trainer; then files defining base classes
+    still unknown.
     """
     collection = Collection(progress=progress or NoProgress())
     contents: dict[Path, bytes] = {}
@@ -189,6 +201,8 @@ def collect_project(
     for path in project.files:
         try:
             contents[path] = path.read_bytes()
+            if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
+                raise SourceError("binary file (contains NUL bytes)")
             searchable[path] = code_of(path, contents[path])
         except OSError as error:
             collection.errors.append(f"{display_path(path)}: cannot read: {error.strerror}")
@@ -205,16 +219,16 @@ def collect_project(
     ]
     collect_files(contents, stage, jobs, collection)
     if not any(
-        site.kind is SiteKind.FUSED_OPTIMIZER
+        site.kind is SiteKind.FUSED_OPTIMIZER and (site.owner is not None or is_config(site.path))
         for file in collection.parsed.values()
         for site in file.sites.sites
     ):
-        return collection
+        return collection  # no Trainer finding possible; a Fabric finding lies in one file
     stage = [
         path
         for path, data in searchable.items()
         if path not in collection.attempted
-        and (may_configure_sites if is_config(path) else may_have_sites)(data)
+        and (may_configure_trainer_in_config if is_config(path) else may_configure_trainer)(data)
     ]
     collect_files(contents, stage, jobs, collection)
     while stage := files_defining_missing_bases(searchable, collection):
@@ -259,9 +273,15 @@ def collect_files(
     collection.progress.planned(len(paths))
     work = [(path, contents[path]) for path in paths]
     if jobs > 1 and len(work) > 1 and sum(len(data) for _, data in work) > PARALLEL_MIN_BYTES:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-            for path, outcome in zip(paths, pool.map(parse_and_collect, *zip(*work))):
-                collect_outcome(collection, path, outcome)
+        try:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+                for path, outcome in zip(paths, pool.map(parse_and_collect, *zip(*work))):
+                    collect_outcome(collection, path, outcome)
+        except BrokenProcessPool:
+            collection.errors.append(
+                "a parsing process died; the files it had were not read (run with --jobs 1 to "
+                "see which file)"
+            )
     else:
         for path, data in work:
             collect_outcome(collection, path, parse_and_collect(path, data))
@@ -297,6 +317,9 @@ def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str |
         source = decode_source(path, data)
         notebook = read_notebook(source) if is_notebook(path) else None
         text = notebook.module_text if notebook else source.text
+        too_deep = nesting_problem(text)
+        if too_deep is not None:
+            return None, f"{shown}: cannot parse: {too_deep}"
         module = cst.parse_module(text)
     except SourceError as error:
         return None, f"{shown}: {error}"
@@ -323,6 +346,27 @@ def in_cells(site: Site, notebook: Notebook) -> Site:
     shift = site.span.line - line
     span = Span(line, site.span.column, site.span.end_line - shift, site.span.end_column)
     return replace(site, cell=cell, cell_span=span)
+
+
+MAX_NESTING = 1000
+
+
+def nesting_problem(text: str) -> str | None:
+    """libcst's native parser overflows its stack (and kills the process) on code nested deeper
+    than Python itself accepts, so Python's parser looks first."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        return error.msg if "nested" in error.msg else None
+    except (RecursionError, MemoryError):
+        return "the code is nested too deeply"
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return "the code is nested too deeply"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
 
 
 def syntax_error(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
@@ -369,7 +413,7 @@ def fixed_data(
     module = transform_module(file.source.path, file.module, file.sites.sites, targets)
     verify(file.module.code, module.code)
     if file.notebook is None:
-        return encode_text(file.source, module.code), ()
+        return encode_text(file.source, with_lost_ending(file, module.code)), ()
     changed = cells_from_module(file.notebook, module.code)
     text = notebook_text_with(file.notebook, changed)
     try:
@@ -379,6 +423,19 @@ def fixed_data(
     old_cells = {cell.number: cell.text for cell in file.notebook.cells}
     cells = tuple((number, old_cells[number], new) for number, new in sorted(changed.items()))
     return encode_text(file.source, text), cells
+
+
+def with_lost_ending(file: ParsedFile, code: str) -> str:
+    """libcst drops a final bare CR (`x = 1\r`); give back any ending its round trip lost."""
+    assert file.module is not None
+    round_trip = file.module.code
+    if round_trip == file.source.text:
+        return code
+    if file.source.text.startswith(round_trip):
+        return code + file.source.text[len(round_trip) :]
+    from amp_clipfix.transform import VerifyError
+
+    raise VerifyError("libcst does not give this file back byte for byte; not fixed")
 
 
 def fix_project(

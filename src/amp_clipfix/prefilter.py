@@ -1,55 +1,69 @@
-"""A cheap byte-level test that decides which files need parsing at all.
+"""Cheap tests that decide which files need parsing with libcst at all.
 
-Every site has a tell-tale word in its file: a fused optimizer `fused=` or a `"fused"` key plus
-the optimizer's class name (`Adam`, `AdamW`, `SGD`, `Adagrad`, however it is imported), the
-others a Lightning name (`Fabric`, `Trainer`, `...Precision`, `LightningModule`) or a clip
-keyword. A finding always needs a fused optimizer, so a project in which no file has
-a fused site needs nothing else parsed. The tests check that results with and without this
-prefilter are identical.
+Every site has a tell-tale word in its file, and the few files that have the word are then read
+with Python's own (fast) parser, which looks for the call the site needs under any import alias:
+- a fused optimizer: `Adam` / `AdamW` / `SGD` / `Adagrad` / `partial` called with `fused=` or a
+  `**spread` (configs: a `fused:` key);
+- a Trainer's precision or clipping: a call to `Trainer` or a `MixedPrecision...` plugin
+  (configs: `precision`, `gradient_clip_val`).
+A finding always needs a fused optimizer, so a project in which no file builds one needs nothing
+else parsed, and a Fabric finding lies within one file. The tests check that results with and
+without this prefilter are identical.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 FUSED_WORD = b"fused"
 FUSED_ARGUMENT = re.compile(rb"\bfused\s*=(?!=)|[\'\"]fused[\'\"]")
 OPTIMIZER_WORDS = (b"Adam", b"SGD", b"Adagrad")
-OPTIMIZER_NAMES = ("Adam", "AdamW", "SGD", "Adagrad", "partial")
-SITE_WORDS = (
-    FUSED_WORD,
-    b"clip_gradients",
-    b"gradient_clip_val",
-    b"Trainer",
-    b"Fabric",
-    b"Precision",
-    b"LightningModule",
+OPTIMIZER_CALLS = frozenset({"Adam", "AdamW", "SGD", "Adagrad", "partial"})
+TRAINER_WORDS = (b"Trainer", b"MixedPrecision")
+TRAINER_CALLS = frozenset(
+    {"Trainer", "MixedPrecision", "MixedPrecisionPlugin", "NativeMixedPrecisionPlugin"}
 )
+CONFIG_FUSED = re.compile(rb"\bfused\s*:")
+CONFIG_WORDS = (b"precision", b"gradient_clip_val")
 
 
 def may_have_fused_optimizer(data: bytes) -> bool:
-    """Bytes first; then, for the few files that pass, Python's own (fast) parser looks for a
-    call to an optimizer class or `partial` under any import alias with a `fused=` keyword or a
-    `**spread` in a file that spells a `fused` key."""
     if not (
         FUSED_WORD in data
         and any(word in data for word in OPTIMIZER_WORDS)
         and FUSED_ARGUMENT.search(data) is not None
     ):
         return False
+    return calls_any(
+        data, OPTIMIZER_CALLS, lambda call: any(k.arg in ("fused", None) for k in call.keywords)
+    )
+
+
+def may_configure_trainer(data: bytes) -> bool:
+    """A `Trainer(...)` call or a Trainer precision plugin (their arguments are checked later)."""
+    if not any(word in data for word in TRAINER_WORDS):
+        return False
+    return calls_any(data, TRAINER_CALLS, lambda call: bool(call.args or call.keywords))
+
+
+def calls_any(data: bytes, wanted: frozenset[str], accept: Callable[[ast.Call], bool]) -> bool:
+    """Whether the code calls one of `wanted` (or an import alias of it) in a way `accept`s."""
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # let the real parser report it
-    names = set(OPTIMIZER_NAMES)
+        return True  # the real parser will report it
+    names = set(wanted)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(alias.asname for alias in node.names if alias.asname)
+            names.update(
+                alias.asname
+                for alias in node.names
+                if alias.asname and alias.name.rsplit(".", 1)[-1] in wanted
+            )
     return any(
-        isinstance(node, ast.Call)
-        and called_name(node.func) in names
-        and any(keyword.arg in ("fused", None) for keyword in node.keywords)
+        isinstance(node, ast.Call) and called_name(node.func) in names and accept(node)
         for node in ast.walk(tree)
     )
 
@@ -62,21 +76,13 @@ def called_name(func: ast.expr) -> str | None:
     return None
 
 
-CONFIG_FUSED = re.compile(rb"\bfused\s*:")
-CONFIG_WORDS = (b"fused", b"precision", b"gradient_clip_val")
-
-
 def may_configure_fused_optimizer(data: bytes) -> bool:
     """A YAML config with a `fused:` key (LightningCLI `init_args`, Hydra, a flat optimizer)."""
     return FUSED_WORD in data and CONFIG_FUSED.search(data) is not None
 
 
-def may_configure_sites(data: bytes) -> bool:
+def may_configure_trainer_in_config(data: bytes) -> bool:
     return any(word in data for word in CONFIG_WORDS)
-
-
-def may_have_sites(data: bytes) -> bool:
-    return any(word in data for word in SITE_WORDS)
 
 
 def may_define_class(data: bytes, name: str) -> bool:

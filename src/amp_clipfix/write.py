@@ -25,8 +25,11 @@ class WriteError(Exception):
         super().__init__(" ".join(message.split()))
 
 
-def write_atomic(source: SourceFile, new_data: bytes) -> None:
-    """Replace the file read as `source` with `new_data`, or raise WriteError and change nothing."""
+def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = False) -> None:
+    """Replace the file read as `source` with `new_data`, or raise WriteError and change nothing.
+
+    `keep_hard_links`: the file's other names all lie in the tree being fixed, so it is
+    rewritten in place (after the new bytes are safe in a synced temp file) to stay linked."""
     target = _write_target(source.path)
     _ensure_unchanged(target, source.data)
     try:
@@ -50,7 +53,11 @@ def write_atomic(source: SourceFile, new_data: bytes) -> None:
         os.chmod(temp_name, stat.S_IMODE(original.st_mode))
         # Checked again right before the swap to keep the window for a concurrent edit small.
         _ensure_unchanged(target, source.data)
-        os.replace(temp_name, target)
+        if keep_hard_links and original.st_nlink > 1:
+            _rewrite_in_place(target, new_data, source.data)
+            os.unlink(temp_name)
+        else:
+            os.replace(temp_name, target)
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
@@ -58,6 +65,23 @@ def write_atomic(source: SourceFile, new_data: bytes) -> None:
             raise WriteError(f"cannot write: {_reason(error)}") from None
         raise
     _fsync_folder(target.parent)
+
+
+def _rewrite_in_place(target: Path, new_data: bytes, old_data: bytes) -> None:
+    """A file with several hard links keeps its inode, so that every name sees the fix (a
+    rename would split them). The new bytes are already safe in the synced temp file; should
+    the in-place write fail, the old bytes are put back."""
+    try:
+        with open(target, "r+b") as file:
+            file.write(new_data)
+            file.truncate()
+            file.flush()
+            os.fsync(file.fileno())
+    except OSError:
+        with contextlib.suppress(OSError), open(target, "r+b") as file:
+            file.write(old_data)
+            file.truncate()
+        raise
 
 
 def _write_target(path: Path) -> Path:
