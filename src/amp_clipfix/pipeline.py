@@ -24,10 +24,10 @@ from amp_clipfix.link import link_project
 from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
 from amp_clipfix.notebook import Notebook, cells_from_module, notebook_text_with, read_notebook
 from amp_clipfix.prefilter import (
+    defined_class_names,
     may_configure_fused_optimizer,
     may_configure_trainer,
     may_configure_trainer_in_config,
-    may_define_class,
     may_have_fused_optimizer,
 )
 from amp_clipfix.report import display_path
@@ -231,7 +231,8 @@ def collect_project(
         and (may_configure_trainer_in_config if is_config(path) else may_configure_trainer)(data)
     ]
     collect_files(contents, stage, jobs, collection)
-    while stage := files_defining_missing_bases(searchable, collection):
+    class_names = {path: defined_class_names(data) for path, data in searchable.items()}
+    while stage := files_defining_missing_bases(class_names, collection):
         collect_files(contents, stage, jobs, collection)
     return collection
 
@@ -248,7 +249,9 @@ def code_of(path: Path, data: bytes) -> bytes:
     return read_notebook(decode_source(path, data)).module_text.encode("utf-8")
 
 
-def files_defining_missing_bases(contents: dict[Path, bytes], collection: Collection) -> list[Path]:
+def files_defining_missing_bases(
+    class_names: dict[Path, frozenset[str]], collection: Collection
+) -> list[Path]:
     """Unparsed files that may define a base class of a parsed class (a LightningModule may
     derive from project classes in files without any site word)."""
     known = {info.name for file in collection.parsed.values() for info in file.sites.classes}
@@ -260,8 +263,8 @@ def files_defining_missing_bases(contents: dict[Path, bytes], collection: Collec
     } - known
     return [
         path
-        for path, data in contents.items()
-        if path not in collection.attempted and any(may_define_class(data, name) for name in wanted)
+        for path, names in class_names.items()
+        if path not in collection.attempted and names & wanted
     ]
 
 

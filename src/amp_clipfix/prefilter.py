@@ -54,18 +54,19 @@ def calls_any(data: bytes, wanted: frozenset[str], accept: Callable[[ast.Call], 
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True  # the real parser will report it
-    names = set(wanted)
+    aliases = set()
+    calls = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update(
+            aliases.update(
                 alias.asname
                 for alias in node.names
                 if alias.asname and alias.name.rsplit(".", 1)[-1] in wanted
             )
-    return any(
-        isinstance(node, ast.Call) and called_name(node.func) in names and accept(node)
-        for node in ast.walk(tree)
-    )
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+    names = wanted | aliases
+    return any(called_name(call.func) in names and accept(call) for call in calls)
 
 
 def called_name(func: ast.expr) -> str | None:
@@ -85,6 +86,9 @@ def may_configure_trainer_in_config(data: bytes) -> bool:
     return any(word in data for word in CONFIG_WORDS)
 
 
-def may_define_class(data: bytes, name: str) -> bool:
-    """Whether the file may define class `name` (a base class of a LightningModule)."""
-    return re.search(rb"\bclass\s+" + re.escape(name.encode()) + rb"\b", data) is not None
+CLASS_NAME = re.compile(rb"\bclass\s+(\w+)")
+
+
+def defined_class_names(data: bytes) -> frozenset[str]:
+    """Names of the classes a file may define (to find base classes of a LightningModule)."""
+    return frozenset(name.decode("ascii", "replace") for name in CLASS_NAME.findall(data))
