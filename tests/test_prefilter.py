@@ -45,3 +45,21 @@ def test_parallel_collection_gives_the_same_results(tmp_path: Path) -> None:
     serial = run([sample], Options(Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=1))
     parallel = run([sample], Options(Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=2))
     assert serial == parallel
+
+
+def test_base_class_chain_through_a_file_without_site_words(tmp_path: Path) -> None:
+    (tmp_path / "base.py").write_text(
+        "import lightning as L\n\n\nclass Base(L.LightningModule):\n    pass\n"
+    )
+    (tmp_path / "mid.py").write_text("from base import Base\n\n\nclass Middle(Base):\n    pass\n")
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom mid import Middle\n\n\nclass Model(Middle):\n"
+        "    def configure_optimizers(self):\n"
+        "        return torch.optim.AdamW(self.parameters(), fused=True)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import lightning as L\n\nL.Trainer(precision='16-mixed', gradient_clip_val=1.0)\n"
+    )
+    with_prefilter = outcome(tmp_path, True, Strategy.AUTO)
+    assert [finding.code for finding in with_prefilter[0]] == ["ACF002"]
+    assert with_prefilter == outcome(tmp_path, False, Strategy.AUTO)

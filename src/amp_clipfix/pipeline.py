@@ -252,15 +252,31 @@ def code_of(path: Path, data: bytes) -> bytes:
 def files_defining_missing_bases(
     class_names: dict[Path, frozenset[str]], collection: Collection
 ) -> list[Path]:
-    """Unparsed files that may define a base class of a parsed class (a LightningModule may
-    derive from project classes in files without any site word)."""
-    known = {info.name for file in collection.parsed.values() for info in file.sites.classes}
-    wanted = {
-        base.rsplit(".", 1)[-1]
+    """Unparsed files that may define a base class still unknown on the way from a class that
+    builds a fused optimizer up to LightningModule (the chain may pass through project classes
+    in files without any site word)."""
+    classes = [info for file in collection.parsed.values() for info in file.sites.classes]
+    by_name: dict[str, list] = {}
+    for info in classes:
+        by_name.setdefault(info.name, []).append(info)
+    owners = {
+        (site.path, site.owner)
         for file in collection.parsed.values()
-        for info in file.sites.classes
-        for base in info.base_names
-    } - known
+        for site in file.sites.sites
+        if site.kind is SiteKind.FUSED_OPTIMIZER and site.owner is not None
+    }
+    frontier = [info for info in classes if (info.path, info.name) in owners]
+    seen: set[tuple[Path, str]] = set()
+    wanted: set[str] = set()
+    while frontier:
+        info = frontier.pop()
+        if (info.path, info.name) in seen or info.is_lightning_module:
+            continue
+        seen.add((info.path, info.name))
+        for base in info.base_names:
+            short = base.rsplit(".", 1)[-1]
+            frontier.extend(by_name.get(short, ()))
+            wanted.add(short)  # every class of that name counts, as the linker matches names
     return [
         path
         for path, names in class_names.items()
