@@ -63,3 +63,21 @@ def test_base_class_chain_through_a_file_without_site_words(tmp_path: Path) -> N
     with_prefilter = outcome(tmp_path, True, Strategy.AUTO)
     assert [finding.code for finding in with_prefilter[0]] == ["ACF002"]
     assert with_prefilter == outcome(tmp_path, False, Strategy.AUTO)
+
+
+def test_prefilter_changes_no_result_on_real_lightning_sources(tmp_path: Path) -> None:
+    """Real code (Lightning's own core and precision plugins, where every site word abounds)
+    plus one project file with a finding, so that every prefilter stage runs."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.find_spec("lightning")
+    assert spec is not None and spec.origin, "the test extra installs lightning"
+    package = Path(spec.origin).parent
+    for part in ("pytorch/core", "pytorch/plugins", "fabric/plugins"):
+        shutil.copytree(package / part, tmp_path / part, ignore=shutil.ignore_patterns("*.pyc"))
+    shutil.copy(REPO / "examples" / "sample_project" / "model.py", tmp_path / "model.py")
+    shutil.copy(REPO / "examples" / "sample_project" / "train_trainer.py", tmp_path / "train.py")
+    with_prefilter = outcome(tmp_path, True, Strategy.AUTO)
+    assert [finding.code for finding in with_prefilter[0]] == ["ACF002"]
+    assert with_prefilter == outcome(tmp_path, False, Strategy.AUTO)
