@@ -114,12 +114,7 @@ def run(
     results = []
     for project in discovery.projects:
         collection = collect_project(project, options.jobs, options.prefilter, progress)
-        result = process(collection, options, files_seen=len(project.files))
-        changes = tuple(
-            replace(change, keep_hard_links=change.source.path in project.linked_inside)
-            for change in result.changes
-        )
-        results.append(replace(result, changes=changes))
+        results.append(process(collection, options, len(project.files), project.linked_inside))
     return replace(
         merge(results, list(discovery.errors), projects=len(discovery.projects)),
         notes=discovery.notes,
@@ -133,14 +128,19 @@ def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     return process(collection, options, files_seen=1)
 
 
-def process(collection: Collection, options: Options, files_seen: int) -> RunResult:
+def process(
+    collection: Collection,
+    options: Options,
+    files_seen: int,
+    linked_inside: frozenset[Path] = frozenset(),
+) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
     findings = choose_fixes(link_project(files, options.version), options.strategy, options.version)
     changes: list[FileChange] = []
     errors = list(collection.errors)
     if options.fix:
-        changes, fix_errors = fix_project(collection.parsed, findings)
+        changes, fix_errors = fix_project(collection.parsed, findings, linked_inside)
         errors.extend(fix_errors)
     edits = (
         {f: finding_edits(collection.parsed, f) for f in findings if f.fix is not None}
@@ -148,13 +148,13 @@ def process(collection: Collection, options: Options, files_seen: int) -> RunRes
         else {}
     )
     return RunResult(
-        tuple(findings),
-        tuple(changes),
-        tuple(errors),
-        files_seen,
-        collection.files_parsed,
-        1,
-        edits,
+        findings=tuple(findings),
+        changes=tuple(changes),
+        errors=tuple(errors),
+        files_seen=files_seen,
+        files_parsed=collection.files_parsed,
+        projects=1,
+        edits=edits,
     )
 
 
@@ -458,7 +458,9 @@ def with_lost_ending(file: ParsedFile, code: str) -> str:
 
 
 def fix_project(
-    parsed: dict[Path, ParsedFile], findings: Sequence[Finding]
+    parsed: dict[Path, ParsedFile],
+    findings: Sequence[Finding],
+    linked_inside: frozenset[Path] = frozenset(),
 ) -> tuple[list[FileChange], list[str]]:
     from amp_clipfix.transform import VerifyError
 
@@ -479,7 +481,8 @@ def fix_project(
                 for finding in findings
                 if finding.fix is not None and any(s.path == path for s in finding.fix.targets)
             )
-            changes.append(FileChange(file.source, new_data, fixing, cells))
+            keep_links = path in linked_inside
+            changes.append(FileChange(file.source, new_data, fixing, cells, keep_links))
     return changes, errors
 
 
