@@ -292,3 +292,19 @@ def test_deep_tree_is_walked_without_recursion(tmp_path: Path) -> None:
     project = only_project(discover([root]))
 
     assert len(project.files) == 1
+
+
+def test_gitignore_is_honoured_in_a_git_checkout_nested_ones_too(tmp_path: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    for name in ("keep.py", "build_out/skip.py", "sub/keep.py", "sub/gen/skip.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("build_out/\n")
+    (tmp_path / "sub" / ".gitignore").write_text("gen/\n")
+    walked = discover([tmp_path])
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in walked.projects[0].files)
+    assert names == ["keep.py", "sub/keep.py"]
+    explicit = discover([tmp_path / "sub" / "gen" / "skip.py"])
+    assert [p.name for p in explicit.projects[0].files] == ["skip.py"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
             errors.append(f"{given}: {kind}")
         elif absolute.is_dir():
             root = find_project_root(absolute)
-            walked = _walk(absolute, root, globs, errors)
+            walked = _not_git_ignored(absolute, _walk(absolute, root, globs, errors))
             if not walked:
                 notes.append(f"{given}: no Python files, notebooks or configs found")
             found.extend(walked)
@@ -163,6 +164,31 @@ def _is_excluded(path: Path, root: Path, globs: tuple[str, ...]) -> bool:
     return any(
         fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(path.name, glob) for glob in globs
     )
+
+
+def _not_git_ignored(folder: Path, walked: list[_Found]) -> list[_Found]:
+    """Inside a git checkout, drop what git ignores (every `.gitignore`, nested ones too, and
+    the repository's exclude files): git itself answers, so its rules hold exactly. Outside a
+    checkout, without git, or inside a nested repository git does not list, files stay."""
+    if not walked or not any((p / ".git").exists() for p in (folder, *folder.parents)):
+        return walked
+    command = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
+    try:
+        listing = subprocess.run(
+            command, cwd=folder, capture_output=True, check=True, timeout=120
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return walked
+    listed = {os.path.normpath(os.fsdecode(name)) for name in listing.split(b"\0") if name}
+    return [item for item in walked if _listed_or_nested(item.path, folder, listed)]
+
+
+def _listed_or_nested(path: Path, folder: Path, listed: set[str]) -> bool:
+    relative = Path(os.path.relpath(path, folder))
+    if os.path.normpath(relative) in listed:
+        return True
+    # git lists a nested repository as a folder, not its files: those are not ignored.
+    return any((folder / parent / ".git").exists() for parent in relative.parents if parent.parts)
 
 
 def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
