@@ -83,3 +83,24 @@ def test_broken_notebook_is_one_line_and_the_run_goes_on(
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "broken.ipynb" in errors[0] and message in errors[0]
     assert "bf16-mixed" in magics.read_text()
+
+
+def test_plain_patch_applies_to_the_notebook_on_disk(magics: Path) -> None:
+    import subprocess
+
+    project = magics.parent
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    patch = (
+        CliRunner()
+        .invoke(
+            main, ["apply", "--dry-run", "--strategy", "guard", "--lightning-version", "2.6.6", "."]
+        )
+        .stdout_bytes
+    )
+    assert patch.startswith(b"--- a/train.ipynb\n")
+    original = magics.read_bytes()
+    subprocess.run(["git", "apply", "-"], input=patch, cwd=project, check=True)
+    patched = magics.read_bytes()
+    magics.write_bytes(original)
+    assert invoke("apply", "--yes", "--strategy", "guard", ".").exit_code == 0
+    assert magics.read_bytes() == patched
