@@ -291,17 +291,14 @@ def emit_report(
         click.echo(to_sarif(result.findings, summary, result.edits))
         return
     err = not stream_is_stdout
-    if settings.verbosity < 0 and settings.output_format == "text":
-        for line in format_findings(active(result) if only is None else only):
-            click.echo(line, err=err)
-        return
     if settings.output_format == "github":
         click.echo(to_github(result.findings), nl=False)
         err = True
     else:
         for line in format_findings(active(result) if only is None else only):
             click.echo(line, err=err)
-    click.echo(summary_line(result, summary, settings), err=err)
+    if settings.verbosity >= 0:
+        click.echo(summary_line(result, summary, settings), err=err)
 
 
 def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str:

@@ -56,11 +56,6 @@ def collect_sites(path: Path, module: cst.Module) -> FileSites:
     )
 
 
-def is_mixed_precision(value: str) -> bool:
-    """Only mixed precision takes part; `"32-true"` and `"16-true"` never hit the error."""
-    return value in names.MIXED_PRECISIONS
-
-
 def is_clip_positive(value: str | None) -> bool:
     """`gradient_clip_val` clips only when it is a number above zero (None and 0 do not)."""
     try:
@@ -257,9 +252,7 @@ class SiteCollector(cst.CSTVisitor):
         precision = keyword_arg(call, "precision")
         if precision is not None:
             detail = f"{name}(precision={self.code(precision.value)})"
-            self.add_value(
-                precision_kind, precision.value, detail, names.MIXED_PRECISIONS.__contains__
-            )
+            self.add_value(precision_kind, precision.value, detail, names.is_mixed_precision)
         elif keyword_arg(call, "plugins") is None:
             for spread in spreads:
                 detail = f"{name}({self.code(spread)}) may set precision"
@@ -311,7 +304,7 @@ class SiteCollector(cst.CSTVisitor):
         detail = f"{self.code(call.func)}({self.code(precision.value)}, ...)"
         if value is None:
             self.add(kind, call, Certainty.RUNTIME, detail, fixable=False)
-        elif value in names.MIXED_PRECISIONS:
+        elif names.is_mixed_precision(value):
             self.add(kind, call, Certainty.KNOWN, detail, value)
 
     def collect_partial(self, call: cst.Call) -> None:

@@ -68,6 +68,11 @@ SCALER_PRECISIONS = frozenset({"16", "16-mixed"})
 MIXED_PRECISIONS = SCALER_PRECISIONS | {"bf16", "bf16-mixed"}
 
 
+def is_mixed_precision(value: str) -> bool:
+    """Only mixed precision takes part; `"32-true"` and `"16-true"` never hit the error."""
+    return value in MIXED_PRECISIONS
+
+
 def plugin_scaler_index(qualified_name: str) -> tuple[str, int] | None:
     """Return ("fabric" | "trainer", scaler position) for a known precision plugin class."""
     short = qualified_name.rsplit(".", 1)[-1]

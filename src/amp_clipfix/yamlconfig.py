@@ -132,7 +132,7 @@ class ConfigReader:
         detail = f"trainer precision: {self.token(node, key)}"
         if is_interpolation(value):
             self.add(SiteKind.TRAINER_PRECISION, node, key, Certainty.RUNTIME, detail)
-        elif str(value) in names.MIXED_PRECISIONS:
+        elif names.is_mixed_precision(str(value)):
             self.add(
                 SiteKind.TRAINER_PRECISION,
                 node,
