@@ -549,7 +549,7 @@ def prefilter_line(tree: Tree) -> str | None:
     that may build a fused optimizer: the only ones parsed when none does); None when the
     prefilter cannot be asked (its functions are amp-clipfix internals and may change)."""
     try:
-        from amp_clipfix import prefilter
+        from amp_clipfix.sources import prefilter
 
         test = prefilter.may_have_fused_optimizer
         passed = [path for path in tree.path.rglob("*.py") if test(path.read_bytes())]

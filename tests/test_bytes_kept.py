@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 import amp_clipfix.cli as cli_module
-import amp_clipfix.write as write_module
+import amp_clipfix.output.write as write_module
 from amp_clipfix.cli import main
-from amp_clipfix.write import TEMP_SUFFIX
+from amp_clipfix.output.write import TEMP_SUFFIX
 
 # A Fabric program with the finding: fp16 AMP, a fused AdamW and a clip call. `{I}` is one indent.
 BODY = [

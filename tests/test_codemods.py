@@ -7,9 +7,9 @@ import textwrap
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from amp_clipfix.codemods.bf16 import Bf16Command
-from amp_clipfix.codemods.guard import GuardCommand
-from amp_clipfix.codemods.unfuse import UnfuseCommand
+from amp_clipfix.fixes.codemods.bf16 import Bf16Command
+from amp_clipfix.fixes.codemods.guard import GuardCommand
+from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
 
 FABRIC_SCRIPT = textwrap.dedent(
     """\

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.config import Config, ConfigError, load_config
+from amp_clipfix.project.config import Config, ConfigError, load_config
 
 
 def write(folder: Path, text: str) -> Path:

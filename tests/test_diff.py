@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from amp_clipfix.diff import DiffLine, Hunk, diff_hunks, format_patch, split_lines
-from amp_clipfix.diff_view import render_file_diff
+from amp_clipfix.output.diff import DiffLine, Hunk, diff_hunks, format_patch, split_lines
+from amp_clipfix.output.diff_view import render_file_diff
 
 # ---------------------------------------------------------------------------------------------
 # Helpers

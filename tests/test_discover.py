@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.discover import (
+from amp_clipfix.project.discover import (
     DEFAULT_EXCLUDES,
     PROJECT_MARKERS,
     Discovery,
@@ -261,7 +261,7 @@ def test_folder_without_python_files_yields_no_files(tmp_path: Path) -> None:
 def test_unreadable_subfolder_is_an_error_not_a_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import amp_clipfix.discover as discover_module
+    import amp_clipfix.project.discover as discover_module
 
     root = make_project(tmp_path / "proj")
     touch(root / "a.py")

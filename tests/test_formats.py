@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from amp_clipfix import __version__
-from amp_clipfix.fixes import SAFETY
-from amp_clipfix.formats import Summary, to_github, to_json, to_sarif
 from amp_clipfix.models import (
     Certainty,
     Edit,
@@ -22,7 +20,9 @@ from amp_clipfix.models import (
     Span,
     Strategy,
 )
+from amp_clipfix.output.formats import Summary, to_github, to_json, to_sarif
 from amp_clipfix.rules import RULES
+from amp_clipfix.strategies import SAFETY
 
 SARIF_SCHEMA = (
     Path(__file__).resolve().parents[2] / "shared" / "schemas" / "sarif-schema-2.1.0.json"

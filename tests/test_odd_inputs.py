@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import amp_clipfix.discover as discover_module
+import amp_clipfix.project.discover as discover_module
 from amp_clipfix.cli import main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import pytest
 
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
-from amp_clipfix.version import LATEST_RELEASE
+from amp_clipfix.project.version import LATEST_RELEASE
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.fixes import SAFETY
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.rules import RULES, help_uri, render_rule
+from amp_clipfix.strategies import SAFETY
 
 FABRIC_ERROR = "Gradient clipping is not implemented for optimizers handling the unscaling."
 TRAINER_ERROR = (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.source import SourceError, SourceFile, encode_text, read_source
+from amp_clipfix.sources.text import SourceError, SourceFile, encode_text, read_source
 
 ROUND_TRIP_CASES = {
     "crlf": b"import torch\r\n\r\nx = 1\r\n",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import amp_clipfix.write as write_module
-from amp_clipfix.source import read_source
-from amp_clipfix.write import WriteError, write_atomic
+import amp_clipfix.output.write as write_module
+from amp_clipfix.output.write import WriteError, write_atomic
+from amp_clipfix.sources.text import read_source
 
 ORIGINAL = b"import torch\r\nx = 1\r\n"
 EDITED = b"import torch\r\nx = 2\r\n"

@@ -17,17 +17,18 @@ import click
 from rich.console import Console
 
 from amp_clipfix import __version__
-from amp_clipfix.config import ConfigError, load_config
-from amp_clipfix.diff import diff_hunks, format_patch
-from amp_clipfix.diff_view import render_file_diff
-from amp_clipfix.formats import Summary, to_github, to_json, to_sarif
 from amp_clipfix.models import Strategy
+from amp_clipfix.output.diff import diff_hunks, format_patch
+from amp_clipfix.output.diff_view import render_file_diff
+from amp_clipfix.output.formats import Summary, to_github, to_json, to_sarif
+from amp_clipfix.output.report import format_findings, plural
+from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
+from amp_clipfix.output.write import WriteError, write_atomic
+from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
-from amp_clipfix.report import display_path, format_findings, plural
+from amp_clipfix.project.config import ConfigError, load_config
+from amp_clipfix.project.version import Version, format_version, resolve_version
 from amp_clipfix.rules import RULES, render_rule
-from amp_clipfix.terminal import ProgressBar, RunStats, render_summary
-from amp_clipfix.version import Version, format_version, resolve_version
-from amp_clipfix.write import WriteError, write_atomic
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github")

@@ -17,23 +17,28 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from amp_clipfix.diff import diff_hunks
-from amp_clipfix.discover import Project, discover
-from amp_clipfix.fixes import choose_fixes
-from amp_clipfix.link import link_project
+from amp_clipfix.analysis.link import link_project
+from amp_clipfix.fixes.choose import choose_fixes
 from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
-from amp_clipfix.notebook import Notebook, cells_from_module, notebook_text_with, read_notebook
-from amp_clipfix.prefilter import (
+from amp_clipfix.output.diff import diff_hunks
+from amp_clipfix.paths import display_path
+from amp_clipfix.project.discover import Project, discover
+from amp_clipfix.project.version import Version
+from amp_clipfix.sources.notebook import (
+    Notebook,
+    cells_from_module,
+    notebook_text_with,
+    read_notebook,
+)
+from amp_clipfix.sources.prefilter import (
     defined_class_names,
     may_configure_fused_optimizer,
     may_configure_trainer,
     may_configure_trainer_in_config,
     may_have_fused_optimizer,
 )
-from amp_clipfix.report import display_path
-from amp_clipfix.source import SourceError, SourceFile, decode_source, encode_text
-from amp_clipfix.version import Version
-from amp_clipfix.yamlconfig import collect_config_sites, fix_config, is_config
+from amp_clipfix.sources.text import SourceError, SourceFile, decode_source, encode_text
+from amp_clipfix.sources.yaml import collect_config_sites, fix_config, is_config
 
 if TYPE_CHECKING:  # libcst is imported on first use: a run that parses nothing never pays for it
     import libcst as cst
@@ -322,7 +327,7 @@ def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str |
     """One file: decode, parse once, collect sites. Errors come back as one line."""
     import libcst as cst
 
-    from amp_clipfix.collect import collect_sites
+    from amp_clipfix.analysis.collect import collect_sites
 
     shown = display_path(path)
     notebook = None
@@ -419,7 +424,7 @@ def fixed_data(
 ) -> tuple[bytes, tuple[tuple[int, str, str], ...]]:
     """The file's bytes after the fixes, and for a notebook the cells they changed; raises
     VerifyError / SourceError when they fail."""
-    from amp_clipfix.transform import VerifyError, transform_module, verify
+    from amp_clipfix.fixes.transform import VerifyError, transform_module, verify
 
     if is_config(file.source.path):
         text = fix_config(file.source.text, [site for sites in targets.values() for site in sites])
@@ -452,7 +457,7 @@ def with_lost_ending(file: ParsedFile, code: str) -> str:
         return code
     if file.source.text.startswith(round_trip):
         return code + file.source.text[len(round_trip) :]
-    from amp_clipfix.transform import VerifyError
+    from amp_clipfix.fixes.transform import VerifyError
 
     raise VerifyError("libcst does not give this file back byte for byte; not fixed")
 
@@ -462,7 +467,7 @@ def fix_project(
     findings: Sequence[Finding],
     linked_inside: frozenset[Path] = frozenset(),
 ) -> tuple[list[FileChange], list[str]]:
-    from amp_clipfix.transform import VerifyError
+    from amp_clipfix.fixes.transform import VerifyError
 
     changes, errors = [], []
     for path, targets in sorted(fix_targets_by_file(findings).items()):

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from amp_clipfix.codemods.guard_helper import HELPER_NAME, HELPER_SOURCE
+from amp_clipfix.fixes.codemods.guard_helper import HELPER_NAME, HELPER_SOURCE
 
 try:
     import torch

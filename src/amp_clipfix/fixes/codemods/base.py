@@ -46,10 +46,10 @@ def standalone_targets(
     tree: cst.Module, context: CodemodContext, strategy: Strategy
 ) -> set[Position]:
     """Detect, link (within this module only) and choose fixes, as the pipeline would."""
-    from amp_clipfix.collect import collect_sites
-    from amp_clipfix.fixes import choose_fixes
-    from amp_clipfix.link import link_project
-    from amp_clipfix.version import resolve_version
+    from amp_clipfix.analysis.collect import collect_sites
+    from amp_clipfix.analysis.link import link_project
+    from amp_clipfix.fixes.choose import choose_fixes
+    from amp_clipfix.project.version import resolve_version
 
     version, _ = resolve_version(None)
     path = Path(context.filename or "<module>")

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from amp_clipfix.source import SourceError, SourceFile
+from amp_clipfix.sources.text import SourceError, SourceFile
 
 CELL_MARKER = "# amp-clipfix: cell {number}"
 CELL_MARKER_LINE = re.compile(r"^# amp-clipfix: cell (\d+)$")

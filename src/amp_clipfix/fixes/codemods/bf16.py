@@ -11,10 +11,10 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from amp_clipfix import names
-from amp_clipfix.codemods.base import SiteCodemod
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.syntax import keyword_arg
+from amp_clipfix.fixes.codemods.base import SiteCodemod
 from amp_clipfix.models import Strategy
-from amp_clipfix.syntax import keyword_arg
 
 BF16 = "bf16-mixed"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from amp_clipfix import names
+from amp_clipfix.analysis import names
 from amp_clipfix.models import (
     ALL_CODES,
     Certainty,
@@ -27,8 +27,8 @@ from amp_clipfix.models import (
     Site,
     SiteKind,
 )
-from amp_clipfix.version import Version, trainer_fails_without_scaler
-from amp_clipfix.yamlconfig import is_config
+from amp_clipfix.project.version import Version, trainer_fails_without_scaler
+from amp_clipfix.sources.yaml import is_config
 
 FABRIC_MESSAGE = (
     "Fabric clips gradients of a fused optimizer under fp16 mixed precision: Lightning raises "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amp_clipfix.codemods.base import SiteCodemod
+from amp_clipfix.fixes.codemods.base import SiteCodemod
 from amp_clipfix.models import Strategy
 
 

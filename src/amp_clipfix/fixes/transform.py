@@ -14,11 +14,11 @@ from pathlib import Path
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from amp_clipfix.codemods.base import SiteCodemod
-from amp_clipfix.codemods.bf16 import Bf16Command
-from amp_clipfix.codemods.guard import GuardCommand
-from amp_clipfix.codemods.unfuse import UnfuseCommand
-from amp_clipfix.collect import collect_sites
+from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.fixes.codemods.base import SiteCodemod
+from amp_clipfix.fixes.codemods.bf16 import Bf16Command
+from amp_clipfix.fixes.codemods.guard import GuardCommand
+from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
 from amp_clipfix.models import Site, SiteKind, Strategy
 
 # unfuse only flips a literal, so it goes first; guard inserts lines, so it goes last.

@@ -20,11 +20,9 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from amp_clipfix import names
-from amp_clipfix.codemods.guard_helper import HELPER_NAME
-from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
-from amp_clipfix.suppression import suppressed_codes
-from amp_clipfix.syntax import (
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.suppression import suppressed_codes
+from amp_clipfix.analysis.syntax import (
     clip_call_of,
     guard_test,
     keyword_arg,
@@ -32,6 +30,7 @@ from amp_clipfix.syntax import (
     positional_or_keyword,
     star_kwargs,
 )
+from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
 
 
 def collect_sites(path: Path, module: cst.Module) -> FileSites:
@@ -150,7 +149,7 @@ class SiteCollector(cst.CSTVisitor):
         self.class_stack.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value == HELPER_NAME and not self.class_stack:
+        if node.name.value == names.GUARD_HELPER and not self.class_stack:
             self.has_guard_helper = True
         for param in (*node.params.params, *node.params.kwonly_params):
             annotation = param.annotation
@@ -178,7 +177,7 @@ class SiteCollector(cst.CSTVisitor):
         return (
             isinstance(test, cst.Call)
             and isinstance(test.func, cst.Name)
-            and test.func.value == HELPER_NAME
+            and test.func.value == names.GUARD_HELPER
         )
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:

@@ -60,6 +60,9 @@ FUSABLE_OPTIMIZERS = frozenset(
     for name in (f"torch.optim.{cls}", f"torch.optim.{module}.{cls}")
 )
 
+# The function the guard fix inserts: a clip call inside `if can_clip_gradients(...)` is fixed.
+GUARD_HELPER = "can_clip_gradients"
+
 PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
 DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})
 

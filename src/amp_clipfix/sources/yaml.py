@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from amp_clipfix import names
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, FileSites, Site, SiteKind, Span
-from amp_clipfix.source import SourceError
-from amp_clipfix.suppression import suppressed_codes
+from amp_clipfix.sources.text import SourceError
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 YAML_TRAINER = "yaml:trainer"  # every trainer section of a project configures the one Trainer

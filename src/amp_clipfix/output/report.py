@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 from amp_clipfix.models import Finding, Site, SiteKind
+from amp_clipfix.paths import display_path
 
 SITE_ROLES = {
     SiteKind.FABRIC_PRECISION: "precision",
@@ -16,15 +15,6 @@ SITE_ROLES = {
     SiteKind.TRAINER_CLIP: "clip",
     SiteKind.MODULE_CLIP: "clip",
 }
-
-
-def display_path(path: Path) -> str:
-    """Paths relative to the current folder with forward slashes, as in the patch."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        relative = str(path)
-    return relative.replace(os.sep, "/")
 
 
 def site_prefix(site: Site) -> str:

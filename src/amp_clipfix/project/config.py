@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from amp_clipfix.models import Strategy
-from amp_clipfix.report import display_path
-from amp_clipfix.version import parse_version
+from amp_clipfix.paths import display_path
+from amp_clipfix.project.version import parse_version
 
 if sys.version_info >= (3, 11):
     import tomllib

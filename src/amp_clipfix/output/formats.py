@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 from amp_clipfix import __version__
 from amp_clipfix.models import Certainty, Edit, Finding, Site, Span
-from amp_clipfix.report import SITE_ROLES, display_path, sorted_findings
+from amp_clipfix.output.report import SITE_ROLES, sorted_findings
+from amp_clipfix.paths import display_path
 from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
 # Optional[...] rather than `| None`: this alias is evaluated at import time on Python 3.9.

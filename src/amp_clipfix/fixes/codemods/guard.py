@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amp_clipfix.codemods.base import SiteCodemod
-from amp_clipfix.codemods.guard_helper import HELPER_NAME, HELPER_SOURCE
+from amp_clipfix.analysis.syntax import clip_call_of, guard_test
+from amp_clipfix.fixes.codemods.base import SiteCodemod
+from amp_clipfix.fixes.codemods.guard_helper import HELPER_NAME, HELPER_SOURCE
 from amp_clipfix.models import Strategy
-from amp_clipfix.syntax import clip_call_of, guard_test
 
 
 class GuardCommand(SiteCodemod):

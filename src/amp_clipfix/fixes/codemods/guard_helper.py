@@ -6,7 +6,9 @@ It imports nothing private and nothing from Lightning, so it works with every 2.
 
 from __future__ import annotations
 
-HELPER_NAME = "can_clip_gradients"
+from amp_clipfix.analysis import names
+
+HELPER_NAME = names.GUARD_HELPER
 
 HELPER_SOURCE = '''\
 def can_clip_gradients(precision, optimizer):

@@ -13,7 +13,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from amp_clipfix.source import SourceFile
+from amp_clipfix.sources.text import SourceFile
 
 TEMP_SUFFIX = ".amp-clipfix.tmp"
 

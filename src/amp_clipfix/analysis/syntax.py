@@ -6,7 +6,7 @@ import ast
 
 import libcst as cst
 
-from amp_clipfix.codemods.guard_helper import HELPER_NAME
+from amp_clipfix.analysis import names
 
 # What the guard passes for a LightningModule: the Trainer's precision plugin.
 MODULE_PRECISION = "self.trainer.precision_plugin"
@@ -73,7 +73,7 @@ def guard_test(call: cst.Call) -> cst.Call | None:
     ):
         return None
     return cst.Call(
-        func=cst.Name(HELPER_NAME),
+        func=cst.Name(names.GUARD_HELPER),
         args=[
             cst.Arg(owner, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
             cst.Arg(optimizer.value),

@@ -1,15 +1,15 @@
 """The rule pages, written once: `amp-clipfix explain CODE`, the SARIF rules and the README all
 render them from here, so the three never disagree.
 
-Safety texts come from `amp_clipfix.fixes.SAFETY`; a page only adds where a fix applies.
+Safety texts come from `amp_clipfix.strategies.SAFETY`; a page only adds where a fix applies.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amp_clipfix.fixes import SAFETY
 from amp_clipfix.models import Strategy
+from amp_clipfix.strategies import SAFETY
 
 HOMEPAGE = "https://github.com/amp-clipfix/amp-clipfix"
 

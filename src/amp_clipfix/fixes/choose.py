@@ -9,24 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from amp_clipfix import names
+from amp_clipfix.analysis import names
 from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
-from amp_clipfix.version import Version, format_version, trainer_fails_without_scaler
-
-SAFETY = {
-    Strategy.BF16: (
-        "changes numerics: trains in bfloat16 instead of float16 with loss scaling; "
-        "needs bf16 hardware (Ampere or newer)"
-    ),
-    Strategy.UNFUSE: (
-        "keeps numerics: the optimizer runs its foreach kernels instead of the fused one; "
-        "the step is a little slower"
-    ),
-    Strategy.GUARD: (
-        "changes behaviour: where Lightning cannot clip, clipping is skipped at run time "
-        "(warned once), so training runs WITHOUT gradient clipping"
-    ),
-}
+from amp_clipfix.project.version import Version, format_version, trainer_fails_without_scaler
+from amp_clipfix.strategies import SAFETY
 
 
 def choose_fixes(

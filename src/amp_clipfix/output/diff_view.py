@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from amp_clipfix.diff import DiffLine, Hunk
+from amp_clipfix.output.diff import DiffLine, Hunk
 
 if TYPE_CHECKING:
     from rich.console import Console
