@@ -22,12 +22,26 @@ class SiteKind(str, Enum):
     MODULE_CLIP = "module-clip"  # self.clip_gradients(...) in a LightningModule
     FUSED_OPTIMIZER = "fused-optimizer"  # torch.optim.X(..., fused=True)
 
+    @property
+    def role(self) -> str:
+        """The piece of the failure it is, in the words reports use."""
+        if self is SiteKind.FUSED_OPTIMIZER:
+            return "fused optimizer"
+        return "precision" if self.value.endswith("precision") else "clip"
+
 
 class Certainty(str, Enum):
     """Whether the site's value is written in the code or decided at run time."""
 
     KNOWN = "known"
     RUNTIME = "runtime"
+
+
+class Confidence(str, Enum):
+    """A finding is certain, or depends on a value decided at run time (a person reviews)."""
+
+    HIGH = "high"
+    REVIEW = "review"
 
 
 @dataclass(frozen=True)
@@ -129,13 +143,18 @@ class Finding:
     code: str
     lightning_path: LightningPath
     message: str
-    confidence: str  # "high" or "review"
+    confidence: Confidence
     sites: tuple[Site, ...]
     fix: Fix | None = None
     refusal: str | None = None  # why the requested strategy does not apply
     review: str | None = None  # what a person must decide (ACF003)
     suppressed: bool = False
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def active(self) -> bool:
+        """Reported and counted: not silenced by a suppression comment."""
+        return not self.suppressed
 
     @property
     def resolved(self) -> bool:

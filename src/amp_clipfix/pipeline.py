@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from amp_clipfix.analysis.link import link_project
 from amp_clipfix.fixes.choose import choose_fixes
 from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import display_path
 from amp_clipfix.project.discover import Project, discover
 from amp_clipfix.project.version import Version
+from amp_clipfix.rules import find_findings
 from amp_clipfix.sources.notebook import (
     Notebook,
     cells_from_module,
@@ -141,7 +141,9 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    findings = choose_fixes(link_project(files, options.version), options.strategy, options.version)
+    findings = choose_fixes(
+        find_findings(files, options.version), options.strategy, options.version
+    )
     changes: list[FileChange] = []
     errors = list(collection.errors)
     if options.fix:

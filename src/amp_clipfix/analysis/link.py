@@ -1,4 +1,4 @@
-"""Link the sites of one project into findings.
+"""Link the sites of one project into groups of pieces; the rules (rules/) name them findings.
 
 The linking rule (also in the README):
 - Fabric path: within one module, a Fabric precision with a GradScaler (`16`, `"16"`, `"16-mixed"`
@@ -13,32 +13,19 @@ A piece decided at run time turns the finding into a review finding (ACF003).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from amp_clipfix.analysis import names
 from amp_clipfix.models import (
-    ALL_CODES,
     Certainty,
     ClassInfo,
     FileSites,
-    Finding,
-    LightningPath,
     Site,
     SiteKind,
 )
 from amp_clipfix.project.version import Version, trainer_fails_without_scaler
 from amp_clipfix.sources.yaml import is_config
-
-FABRIC_MESSAGE = (
-    "Fabric clips gradients of a fused optimizer under fp16 mixed precision: Lightning raises "
-    "NotImplementedError (Gradient clipping is not implemented for optimizers handling the "
-    "unscaling)"
-)
-TRAINER_MESSAGE = (
-    "Trainer clips gradients of a fused optimizer under mixed precision: Lightning raises "
-    "RuntimeError (the current optimizer does not allow for gradient clipping)"
-)
 
 
 @dataclass(frozen=True)
@@ -73,13 +60,6 @@ class TrainerSettings:
     clips: tuple[Site, ...]
 
 
-def link_project(files: Sequence[FileSites], version: Version) -> list[Finding]:
-    """All findings of one project, in a deterministic order."""
-    findings = [f for file in files if (f := link_fabric(file)) is not None]
-    findings.extend(link_trainer(files, version))
-    return sorted(findings, key=lambda f: sort_key(f.sites[0]))
-
-
 def sort_key(site: Site) -> tuple[str, int, int]:
     return (str(site.path), site.span.line, site.span.column)
 
@@ -92,7 +72,15 @@ def of_kind(sites: Iterable[Site], kind: SiteKind) -> tuple[Site, ...]:
     return tuple(site for site in sites if site.kind is kind)
 
 
-def link_fabric(file: FileSites) -> Finding | None:
+def fabric_groups(files: Sequence[FileSites], version: Version) -> Iterator[list[PathPieces]]:
+    """One group per module that clips on a Fabric (a Fabric finding lies in one module)."""
+    for file in files:
+        group = fabric_pieces(file)
+        if group:
+            yield group
+
+
+def fabric_pieces(file: FileSites) -> list[PathPieces]:
     """Per clip call: the precision of the Fabric its receiver holds (any Fabric's when the
     receiver is not bound to a known `Fabric(...)` call in this module)."""
     precision = [
@@ -112,10 +100,7 @@ def link_fabric(file: FileSites) -> Finding | None:
         )
         for clip in of_kind(file.sites, SiteKind.FABRIC_CLIP)
     ]
-    candidates = [pieces for pieces in candidates if pieces.complete()]
-    if not candidates:
-        return None
-    return make_finding(LightningPath.FABRIC, "ACF001", FABRIC_MESSAGE, candidates)
+    return [pieces for pieces in candidates if pieces.complete()]
 
 
 def trainer_settings(sites: Sequence[Site], version: Version) -> list[TrainerSettings]:
@@ -141,10 +126,10 @@ def trainer_settings(sites: Sequence[Site], version: Version) -> list[TrainerSet
     return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
 
 
-def link_trainer(files: Sequence[FileSites], version: Version) -> list[Finding]:
+def trainer_groups(files: Sequence[FileSites], version: Version) -> Iterator[list[PathPieces]]:
+    """One group for the optimizers of YAML configs, one per LightningModule class."""
     sites = [site for file in files for site in file.sites]
     trainers = trainer_settings(sites, version)
-    findings = []
     config_optimizers = tuple(
         site
         for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)
@@ -158,9 +143,7 @@ def link_trainer(files: Sequence[FileSites], version: Version) -> list[Finding]:
         ]
         candidates = [pieces for pieces in candidates if pieces.complete()]
         if candidates:
-            findings.append(
-                make_finding(LightningPath.TRAINER, "ACF002", TRAINER_MESSAGE, candidates)
-            )
+            yield candidates
     for module_class in lightning_module_classes(files) if trainers else []:
         owned = [
             site
@@ -179,59 +162,7 @@ def link_trainer(files: Sequence[FileSites], version: Version) -> list[Finding]:
         ]
         candidates = [pieces for pieces in candidates if pieces.complete()]
         if candidates:
-            findings.append(
-                make_finding(LightningPath.TRAINER, "ACF002", TRAINER_MESSAGE, candidates)
-            )
-    return findings
-
-
-def make_finding(
-    path: LightningPath,
-    code: str,
-    message: str,
-    candidates: Sequence[PathPieces],
-) -> Finding:
-    """One finding from every way its pieces combine; it is certain when one way is."""
-    unknown = min((pieces.unknown() for pieces in candidates), key=len)
-    sites = tuple(
-        sorted(
-            {
-                site
-                for pieces in candidates
-                for site in (*pieces.precision, *pieces.optimizers, *pieces.clips)
-            },
-            key=sort_key,
-        )
-    )
-    if not unknown:
-        return Finding(code, path, message, "high", sites, suppressed=is_suppressed(code, sites))
-    review = f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
-    conditions = " and ".join(UNKNOWN_CONDITIONS[piece] for piece in unknown)
-    return Finding(
-        "ACF003",
-        path,
-        f"{message}, if {conditions}",
-        "review",
-        sites,
-        review=review,
-        suppressed=is_suppressed("ACF003", sites),
-    )
-
-
-def is_suppressed(code: str, sites: Sequence[Site]) -> bool:
-    """A suppression comment on any line of any of the finding's sites silences it."""
-    return any(
-        site.suppressed_codes
-        and (ALL_CODES in site.suppressed_codes or code in site.suppressed_codes)
-        for site in sites
-    )
-
-
-UNKNOWN_CONDITIONS = {
-    "the precision": "the precision chosen at run time is mixed",
-    "whether the optimizer is fused": "the optimizer is fused",
-    "whether gradients are clipped": "gradients are clipped",
-}
+            yield candidates
 
 
 def lightning_module_classes(files: Sequence[FileSites]) -> list[ClassInfo]:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from amp_clipfix import __version__
 from amp_clipfix.models import Certainty, Edit, Finding, Site, Span
-from amp_clipfix.output.report import SITE_ROLES, sorted_findings
+from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.paths import display_path
 from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
@@ -95,7 +95,7 @@ def _edits_for(finding: Finding, edits: EditMap) -> list[Edit]:
 
 def _site_json(site: Site) -> dict[str, Any]:
     return {
-        "role": SITE_ROLES[site.kind],
+        "role": site.kind.role,
         "kind": site.kind.value,
         "path": display_path(site.path),
         **_range(site.shown_span),
@@ -218,7 +218,7 @@ def _sarif_result(finding: Finding, rule_index: dict[str, int], edits: EditMap) 
         {
             "id": number,
             **_location(site),
-            "message": {"text": f"{SITE_ROLES[site.kind]}: {site.detail}"},
+            "message": {"text": f"{site.kind.role}: {site.detail}"},
         }
         for number, site in enumerate((s for s in finding.sites if s != primary), start=1)
     ]

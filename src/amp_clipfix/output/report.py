@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amp_clipfix.models import Finding, Site, SiteKind
+from amp_clipfix.models import Finding, Site
 from amp_clipfix.paths import display_path
-
-SITE_ROLES = {
-    SiteKind.FABRIC_PRECISION: "precision",
-    SiteKind.TRAINER_PRECISION: "precision",
-    SiteKind.FUSED_OPTIMIZER: "fused optimizer",
-    SiteKind.FABRIC_CLIP: "clip",
-    SiteKind.TRAINER_CLIP: "clip",
-    SiteKind.MODULE_CLIP: "clip",
-}
 
 
 def site_prefix(site: Site) -> str:
@@ -36,7 +27,7 @@ def finding_line(finding: Finding) -> str:
 def finding_details(finding: Finding) -> list[str]:
     """The lines under a finding: its sites, then the fix, the refusal or what to review."""
     lines = [
-        f"  {SITE_ROLES[site.kind]}: {site_location(site)} {site.detail}"
+        f"  {site.kind.role}: {site_location(site)} {site.detail}"
         + (" (decided at run time)" if site.certainty.value == "runtime" else "")
         for site in finding.sites
     ]

@@ -10,7 +10,10 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import PositionProvider
 
+from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.models import Strategy
+from amp_clipfix.project.version import resolve_version
+from amp_clipfix.rules import find_findings
 
 Position = tuple[int, int]  # (line, column) where a target node starts
 
@@ -46,14 +49,11 @@ def standalone_targets(
     tree: cst.Module, context: CodemodContext, strategy: Strategy
 ) -> set[Position]:
     """Detect, link (within this module only) and choose fixes, as the pipeline would."""
-    from amp_clipfix.analysis.collect import collect_sites
-    from amp_clipfix.analysis.link import link_project
     from amp_clipfix.fixes.choose import choose_fixes
-    from amp_clipfix.project.version import resolve_version
 
     version, _ = resolve_version(None)
     path = Path(context.filename or "<module>")
-    findings = choose_fixes(link_project([collect_sites(path, tree)], version), strategy, version)
+    findings = choose_fixes(find_findings([collect_sites(path, tree)], version), strategy, version)
     return {
         (site.span.line, site.span.column)
         for finding in findings

@@ -1,0 +1,77 @@
+"""ACF001: Fabric clips the gradients of a fused optimizer while a GradScaler is in play."""
+
+from __future__ import annotations
+
+from amp_clipfix.analysis.link import fabric_groups
+from amp_clipfix.models import LightningPath, Strategy
+from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
+
+BF16_SCALER_ERROR = "ValueError: `precision='bf16-mixed'` does not use a scaler"
+
+MESSAGE = (
+    "Fabric clips gradients of a fused optimizer under fp16 mixed precision: Lightning raises "
+    "NotImplementedError (Gradient clipping is not implemented for optimizers handling the "
+    "unscaling)"
+)
+
+WHY = (
+    "Torch's fused optimizers (`fused=True` on Adam, AdamW, SGD, Adagrad) unscale their own "
+    'gradients inside `step()`. With a GradScaler in play (precision `16-mixed`, `16` or `"16"`, '
+    "or a `MixedPrecision`/`FSDPPrecision` plugin given a scaler), Lightning's "
+    "`MixedPrecision.unscale_gradients` refuses to unscale them for clipping, so "
+    "`fabric.clip_gradients(...)` raises:\n\n"
+    f"    {FABRIC_ERROR}\n\n"
+    "Plain torch has no such limit (`GradScaler.unscale_` + `clip_grad_norm_` work with fused "
+    "optimizers): the limitation is Lightning's."
+)
+
+BEFORE = """\
+import torch
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cuda", precision="16-mixed")
+model = torch.nn.Linear(32, 2)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
+model, optimizer = fabric.setup(model, optimizer)
+
+loss = model(torch.randn(8, 32, device=fabric.device)).sum()
+fabric.backward(loss)
+fabric.clip_gradients(model, optimizer, max_norm=1.0)
+optimizer.step()
+"""
+
+RULE = Rule(
+    code="ACF001",
+    message=MESSAGE,
+    why=WHY,
+    lightning_path=LightningPath.FABRIC,
+    find=fabric_groups,
+    name="fabric-clip-fused-fp16",
+    short="Fabric clips gradients of a fused optimizer under fp16 mixed precision.",
+    full=(
+        "Within one module, a Fabric whose precision uses a GradScaler (`16-mixed`, `16`, "
+        '`"16"`, or a Fabric `MixedPrecision`/`FSDPPrecision` plugin with a scaler), an '
+        "optimizer built with `fused=True` and a `clip_gradients(...)` call on the Fabric "
+        "object. Lightning raises NotImplementedError at the clip call."
+    ),
+    example_before=BEFORE,
+    example_after=BEFORE.replace('"16-mixed"', '"bf16-mixed"'),
+    fix_safety={
+        Strategy.BF16.value: safety(
+            Strategy.BF16,
+            'The default (`auto`). Rewrites the precision to `"bf16-mixed"`; a plugin '
+            "loses its scaler argument, since bf16-mixed refuses one "
+            f"({BF16_SCALER_ERROR}).",
+        ),
+        Strategy.UNFUSE.value: safety(
+            Strategy.UNFUSE,
+            "Rewrites `fused=True` to `fused=False` where the optimizer is built. "
+            "Used by `auto` when the precision is not written as a literal.",
+        ),
+        Strategy.GUARD.value: safety(
+            Strategy.GUARD,
+            "Wraps the clip call in `if can_clip_gradients(fabric, optimizer):`, a helper "
+            "inserted once into the module (it imports nothing private).",
+        ),
+    },
+)
