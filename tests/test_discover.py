@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from amp_clipfix.models import ErrorKind, FileError
 from amp_clipfix.project.discover import (
     DEFAULT_EXCLUDES,
     PROJECT_MARKERS,
@@ -233,7 +234,7 @@ def test_missing_path_is_an_error_and_others_still_work(tmp_path: Path) -> None:
 
     discovery = discover([missing, root])
 
-    assert discovery.errors == ("missing/path: no such file or directory",)
+    assert discovery.errors == (FileError(missing, "no such file or directory", ErrorKind.PATH),)
     (project,) = discovery.projects
     assert project.files == (module,)
 
@@ -244,7 +245,7 @@ def test_broken_symlink_argument_is_an_error(tmp_path: Path) -> None:
 
     discovery = discover([broken])
 
-    assert discovery.errors == (f"{broken}: broken symbolic link",)
+    assert discovery.errors == (FileError(broken, "broken symbolic link", ErrorKind.PATH),)
     assert discovery.projects == ()
 
 
@@ -278,7 +279,9 @@ def test_unreadable_subfolder_is_an_error_not_a_crash(
 
     discovery = discover([root])
 
-    assert discovery.errors == (f"{locked}: cannot read folder: Permission denied",)
+    assert discovery.errors == (
+        FileError(locked, "cannot read folder: Permission denied", ErrorKind.READ),
+    )
     assert relative_names(discovery.projects[0]) == ["a.py"]
 
 

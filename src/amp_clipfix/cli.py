@@ -21,7 +21,7 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.output.diff import diff_hunks, format_patch
 from amp_clipfix.output.diff_view import render_file_diff
 from amp_clipfix.output.formats import Summary, to_github, to_json, to_sarif
-from amp_clipfix.output.report import format_findings, plural
+from amp_clipfix.output.report import error_line, format_findings, plural
 from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
 from amp_clipfix.output.write import WriteError, write_atomic
 from amp_clipfix.paths import display_path
@@ -322,7 +322,7 @@ def report_errors(result: RunResult) -> None:
     for note in result.notes:
         click.echo(f"warning: {note}", err=True)
     for error in result.errors:
-        click.echo(f"error: {error}", err=True)
+        click.echo(f"error: {error_line(error)}", err=True)
 
 
 def plain_output() -> bool:

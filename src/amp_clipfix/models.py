@@ -85,6 +85,7 @@ class Site:
     entry: str | None = None  # which Fabric / Trainer it configures, e.g. "train.py:12:10"
     cell: int | None = None  # in a notebook: the cell number, and the span within that cell
     cell_span: Span | None = None
+    in_config: bool = False  # read from a YAML config (LightningCLI / Hydra), not from code
 
     @property
     def shown_span(self) -> Span:
@@ -167,3 +168,26 @@ class Finding:
         if self.fix is not None and self.fix.targets:
             return self.fix.targets[0]
         return min(self.sites, key=lambda site: (str(site.path), site.span.line, site.span.column))
+
+
+class ErrorKind(str, Enum):
+    """Why a file could not be processed; machine output reports it beside path and message."""
+
+    PATH = "path"  # a path given that cannot be used (missing, a link out of the project)
+    READ = "read"  # cannot be read or decoded faithfully
+    PARSE = "parse"  # does not parse
+    FIX = "fix"  # a fix would not give a file that parses, or could not be made exactly
+    WRITE = "write"  # writing failed, or the file changed on disk meanwhile
+    INTERNAL = "internal"  # a bug of ours, kept to this one file
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A problem with one file (or path); the run goes on with the others and exits 2."""
+
+    path: Path | None
+    message: str
+    kind: ErrorKind
+    line: int | None = None
+    column: int | None = None
+    cell: int | None = None

@@ -6,56 +6,37 @@ discover -> read + parse + collect (per file) -> link (per project) -> choose fi
 
 from __future__ import annotations
 
-import ast
-import json
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
 from amp_clipfix.fixes.choose import choose_fixes
-from amp_clipfix.models import Edit, FileSites, Finding, Site, SiteKind, Span, Strategy
+from amp_clipfix.models import (
+    Edit,
+    ErrorKind,
+    FileError,
+    Finding,
+    Site,
+    SiteKind,
+    Span,
+    Strategy,
+)
 from amp_clipfix.output.diff import diff_hunks
-from amp_clipfix.paths import display_path
 from amp_clipfix.project.discover import Project, discover
 from amp_clipfix.project.version import Version
 from amp_clipfix.rules import find_findings
-from amp_clipfix.sources.notebook import (
-    Notebook,
-    cells_from_module,
-    notebook_text_with,
-    read_notebook,
-)
-from amp_clipfix.sources.prefilter import (
-    defined_class_names,
-    may_configure_fused_optimizer,
-    may_configure_trainer,
-    may_configure_trainer_in_config,
-    may_have_fused_optimizer,
-)
-from amp_clipfix.sources.text import SourceError, SourceFile, decode_source, encode_text
-from amp_clipfix.sources.yaml import collect_config_sites, fix_config, is_config
-
-if TYPE_CHECKING:  # libcst is imported on first use: a run that parses nothing never pays for it
-    import libcst as cst
+from amp_clipfix.sources import adapter_for
+from amp_clipfix.sources.base import Rendered, SourceError, Stage, VerifyError
+from amp_clipfix.sources.prefilter import defined_class_names
+from amp_clipfix.sources.text import SourceFile
 
 # Below this much source a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 512 * 1024
-
-
-@dataclass(frozen=True)
-class ParsedFile:
-    """What collection learned from one file; `module` is kept (parsed once per run) only when
-    the file has sites, since only those files can be fixed."""
-
-    source: SourceFile
-    module: cst.Module | None
-    sites: FileSites
-    notebook: Notebook | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +54,7 @@ class FileChange:
 class RunResult:
     findings: tuple[Finding, ...]
     changes: tuple[FileChange, ...]
-    errors: tuple[str, ...]
+    errors: tuple[FileError, ...]
     files_seen: int
     files_parsed: int
     projects: int
@@ -146,14 +127,17 @@ def process(
     )
     changes: list[FileChange] = []
     errors = list(collection.errors)
-    if options.fix:
+    edits: dict[Finding, tuple[Edit, ...]] = {}
+    if options.fix or options.with_edits:
         changes, fix_errors = fix_project(collection.parsed, findings, linked_inside)
         errors.extend(fix_errors)
-    edits = (
-        {f: finding_edits(collection.parsed, f) for f in findings if f.fix is not None}
-        if options.with_edits
-        else {}
-    )
+    if options.with_edits:
+        edits = {f: () for f in findings if f.fix is not None}
+        for change in changes:
+            for finding, found in change_edits(change).items():
+                edits[finding] += tuple(found)
+    if not options.fix:
+        changes = []
     return RunResult(
         findings=tuple(findings),
         changes=tuple(changes),
@@ -165,7 +149,7 @@ def process(
     )
 
 
-def merge(results: Sequence[RunResult], errors: list[str], projects: int) -> RunResult:
+def merge(results: Sequence[RunResult], errors: list[FileError], projects: int) -> RunResult:
     return RunResult(
         findings=tuple(f for result in results for f in result.findings),
         changes=tuple(
@@ -186,10 +170,10 @@ def merge(results: Sequence[RunResult], errors: list[str], projects: int) -> Run
 class Collection:
     """The parsed files of one project, filled stage by stage."""
 
-    parsed: dict[Path, ParsedFile] = field(default_factory=dict)
+    parsed: dict[Path, ReadFile] = field(default_factory=dict)
     attempted: set[Path] = field(default_factory=set)
     progress: Progress = field(default_factory=NoProgress)
-    errors: list[str] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
     files_parsed: int = 0
 
 
@@ -210,50 +194,34 @@ def collect_project(
             contents[path] = path.read_bytes()
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
-            searchable[path] = code_of(path, contents[path])
+            searchable[path] = adapter_for(path).searchable(path, contents[path])
         except OSError as error:
-            collection.errors.append(f"{display_path(path)}: cannot read: {error.strerror}")
+            message = f"cannot read: {error.strerror}"
+            collection.errors.append(FileError(path, message, ErrorKind.READ))
         except SourceError as error:
-            collection.errors.append(f"{display_path(path)}: {error}")
+            collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
     if not prefilter:
         collect_files(contents, list(contents), jobs, collection)
         return collection
-    stage = [
-        path
-        for path, data in searchable.items()
-        if (may_configure_fused_optimizer if is_config(path) else may_have_fused_optimizer)(data)
-    ]
-    collect_files(contents, stage, jobs, collection)
+    collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
     if not any(
-        site.kind is SiteKind.FUSED_OPTIMIZER and (site.owner is not None or is_config(site.path))
+        site.kind is SiteKind.FUSED_OPTIMIZER and (site.owner is not None or site.in_config)
         for file in collection.parsed.values()
         for site in file.sites.sites
     ):
         return collection  # no Trainer finding possible; a Fabric finding lies in one file
-    stage = [
-        path
-        for path, data in searchable.items()
-        if path not in collection.attempted
-        and (may_configure_trainer_in_config if is_config(path) else may_configure_trainer)(data)
-    ]
-    collect_files(contents, stage, jobs, collection)
+    unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
+    collect_files(contents, passing(unread, Stage.TRAINER), jobs, collection)
     class_names = {path: defined_class_names(data) for path, data in searchable.items()}
     while stage := files_defining_missing_bases(class_names, collection):
         collect_files(contents, stage, jobs, collection)
     return collection
 
 
-def is_notebook(path: Path) -> bool:
-    return path.suffix == ".ipynb"
-
-
-def code_of(path: Path, data: bytes) -> bytes:
-    """The Python a file holds: itself, or a notebook's code cells (SourceError when the
-    notebook cannot be read)."""
-    if not is_notebook(path):
-        return data
-    return read_notebook(decode_source(path, data)).module_text.encode("utf-8")
+def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
+    """The files whose adapter's prefilter says they may hold this stage's sites."""
+    return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
 
 
 def files_defining_missing_bases(
@@ -304,17 +272,18 @@ def collect_files(
                 for path, outcome in zip(paths, pool.map(parse_and_collect, *zip(*work))):
                     collect_outcome(collection, path, outcome)
         except BrokenProcessPool:
-            collection.errors.append(
+            message = (
                 "a parsing process died; the files it had were not read (run with --jobs 1 to "
                 "see which file)"
             )
+            collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
     else:
         for path, data in work:
             collect_outcome(collection, path, parse_and_collect(path, data))
 
 
 def collect_outcome(
-    collection: Collection, path: Path, outcome: tuple[ParsedFile | None, str | None]
+    collection: Collection, path: Path, outcome: tuple[ReadFile | None, FileError | None]
 ) -> None:
     parsed, error = outcome
     collection.files_parsed += 1
@@ -325,89 +294,20 @@ def collect_outcome(
         collection.parsed[path] = parsed
 
 
-def parse_and_collect(path: Path, data: bytes) -> tuple[ParsedFile | None, str | None]:
-    """One file: decode, parse once, collect sites. Errors come back as one line."""
-    import libcst as cst
-
-    from amp_clipfix.analysis.collect import collect_sites
-
-    shown = display_path(path)
-    notebook = None
-    if is_config(path):
-        try:
-            source = decode_source(path, data)
-            return ParsedFile(source, None, collect_config_sites(path, source.text)), None
-        except SourceError as error:
-            return None, f"{shown}:{error}" if str(error)[:1].isdigit() else f"{shown}: {error}"
+def parse_and_collect(path: Path, data: bytes) -> tuple[ReadFile | None, FileError | None]:
+    """One file: load it through its adapter, parse once, read its sites. Errors come back as
+    values, so that one odd file never stops the run (and survives a process pool)."""
     try:
-        source = decode_source(path, data)
-        notebook = read_notebook(source) if is_notebook(path) else None
-        text = notebook.module_text if notebook else source.text
-        too_deep = nesting_problem(text)
-        if too_deep is not None:
-            return None, f"{shown}: cannot parse: {too_deep}"
-        module = cst.parse_module(text)
+        return read_document(adapter_for(path).load(path, data)), None
+    except ParseError as error:
+        where = (error.line, error.column, error.cell)
+        return None, FileError(path, str(error), ErrorKind.PARSE, *where)
     except SourceError as error:
-        return None, f"{shown}: {error}"
-    except cst.ParserSyntaxError as error:
-        line, column, reason = syntax_error(text, error)
-        if notebook is not None:
-            cell, line = notebook.locate(line)
-            shown = f"{shown}:cell {cell}"
-        return None, f"{shown}:{line}:{column}: cannot parse: {reason}"
-    except RecursionError:
-        return None, f"{shown}: cannot parse: the code is nested too deeply"
-    try:
-        sites = collect_sites(path, module)
+        kind = ErrorKind.PARSE if str(error).startswith("cannot parse") else ErrorKind.READ
+        return None, FileError(path, str(error), kind)
     except Exception as error:  # noqa: BLE001 - one odd file must not stop the run
-        return None, f"{shown}: internal error while reading sites: {error!r}"
-    if notebook is not None:
-        sites = replace(sites, sites=tuple(in_cells(site, notebook) for site in sites.sites))
-    return ParsedFile(source, module if sites.sites else None, sites, notebook), None
-
-
-def in_cells(site: Site, notebook: Notebook) -> Site:
-    """Give a notebook site the cell it is in and its span within that cell."""
-    cell, line = notebook.locate(site.span.line)
-    shift = site.span.line - line
-    span = Span(line, site.span.column, site.span.end_line - shift, site.span.end_column)
-    return replace(site, cell=cell, cell_span=span)
-
-
-MAX_NESTING = 1000
-
-
-def nesting_problem(text: str) -> str | None:
-    """libcst's native parser overflows its stack (and kills the process) on code nested deeper
-    than Python itself accepts, so Python's parser looks first."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as error:
-        return error.msg if "nested" in error.msg else None
-    except (RecursionError, MemoryError):
-        return "the code is nested too deeply"
-    stack = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_NESTING:
-            return "the code is nested too deeply"
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return None
-
-
-def syntax_error(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
-    """(line, column, reason) of a parse failure, in Python's words where it has them."""
-    try:
-        ast.parse(text)
-    except SyntaxError as python_error:
-        return python_error.lineno or 1, python_error.offset or 1, python_error.msg
-    except (ValueError, RecursionError):
-        pass
-    match = re.search(r"error at (\d+):(\d+): (.*)", error.message)
-    if match is None:
-        return error.raw_line, error.raw_column + 1, " ".join(error.message.split())
-    line, column, reason = match.groups()
-    return int(line), int(column) + 1, reason
+        message = f"internal error while reading sites: {error!r}"
+        return None, FileError(path, message, ErrorKind.INTERNAL)
 
 
 def fix_targets_by_file(
@@ -421,93 +321,66 @@ def fix_targets_by_file(
     return targets
 
 
-def fixed_data(
-    file: ParsedFile, targets: Mapping[Strategy, Sequence[Site]]
-) -> tuple[bytes, tuple[tuple[int, str, str], ...]]:
-    """The file's bytes after the fixes, and for a notebook the cells they changed; raises
-    VerifyError / SourceError when they fail."""
-    from amp_clipfix.fixes.transform import VerifyError, transform_module, verify
+def fixed_file(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> Rendered:
+    """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
+    from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
-    if is_config(file.source.path):
-        text = fix_config(file.source.text, [site for sites in targets.values() for site in sites])
-        try:
-            collect_config_sites(file.source.path, text)
-        except SourceError as error:
-            raise VerifyError(f"the fixed config does not parse: {error}") from None
-        return encode_text(file.source, text), ()
-    assert file.module is not None, "files with sites keep their module"
-    module = transform_module(file.source.path, file.module, file.sites.sites, targets)
-    verify(file.module.code, module.code)
-    if file.notebook is None:
-        return encode_text(file.source, with_lost_ending(file, module.code)), ()
-    changed = cells_from_module(file.notebook, module.code)
-    text = notebook_text_with(file.notebook, changed)
-    try:
-        json.loads(text)
-    except ValueError:
-        raise VerifyError("the fixed notebook is not valid JSON") from None
-    old_cells = {cell.number: cell.text for cell in file.notebook.cells}
-    cells = tuple((number, old_cells[number], new) for number, new in sorted(changed.items()))
-    return encode_text(file.source, text), cells
-
-
-def with_lost_ending(file: ParsedFile, code: str) -> str:
-    """libcst drops a final bare CR (`x = 1\r`); give back any ending its round trip lost."""
-    assert file.module is not None
-    round_trip = file.module.code
-    if round_trip == file.source.text:
-        return code
-    if file.source.text.startswith(round_trip):
-        return code + file.source.text[len(round_trip) :]
-    from amp_clipfix.fixes.transform import VerifyError
-
-    raise VerifyError("libcst does not give this file back byte for byte; not fixed")
+    return file.document.adapter.render(file.document, fixed_text(file, targets))
 
 
 def fix_project(
-    parsed: dict[Path, ParsedFile],
+    parsed: dict[Path, ReadFile],
     findings: Sequence[Finding],
     linked_inside: frozenset[Path] = frozenset(),
-) -> tuple[list[FileChange], list[str]]:
-    from amp_clipfix.fixes.transform import VerifyError
-
+) -> tuple[list[FileChange], list[FileError]]:
+    """Each file's fixes, made once: the diff, the written bytes and machine output's edits all
+    come from these changes."""
     changes, errors = [], []
     for path, targets in sorted(fix_targets_by_file(findings).items()):
         file = parsed[path]
         try:
-            new_data, cells = fixed_data(file, targets)
+            rendered = fixed_file(file, targets)
         except (VerifyError, SourceError) as error:
-            errors.append(f"{display_path(path)}: not fixed: {error}")
+            errors.append(FileError(path, f"not fixed: {error}", ErrorKind.FIX))
             continue
         except Exception as error:  # noqa: BLE001 - a codemod bug must not stop the run
-            errors.append(f"{display_path(path)}: not fixed: internal error: {error!r}")
+            message = f"not fixed: internal error: {error!r}"
+            errors.append(FileError(path, message, ErrorKind.INTERNAL))
             continue
-        if new_data != file.source.data:
+        source = file.document.source
+        if rendered.data != source.data:
             fixing = tuple(
                 finding
                 for finding in findings
                 if finding.fix is not None and any(s.path == path for s in finding.fix.targets)
             )
             keep_links = path in linked_inside
-            changes.append(FileChange(file.source, new_data, fixing, cells, keep_links))
+            changes.append(FileChange(source, rendered.data, fixing, rendered.cells, keep_links))
     return changes, errors
 
 
-def finding_edits(parsed: dict[Path, ParsedFile], finding: Finding) -> tuple[Edit, ...]:
-    """The edits of one finding's fix alone, as whole-line ranges and their new text."""
-    edits: list[Edit] = []
-    for path, targets in sorted(fix_targets_by_file([finding]).items()):
-        file = parsed[path]
-        try:
-            new_data, _ = fixed_data(file, targets)
-        except Exception:  # noqa: BLE001 - reported by fix_project already
-            continue
-        for hunk in diff_hunks(file.source.data, new_data, context=0):
-            first = hunk.old_start if hunk.old_count else hunk.old_start + 1
-            added = b"".join(line.text for line in hunk.lines if line.tag == "+")
-            replacement = added.decode(file.source.encoding, errors="replace")
-            if file.source.bom and first == 1:
-                replacement = replacement.removeprefix("\ufeff")
-            span = Span(first, 0, first + hunk.old_count, 0)
-            edits.append(Edit(path, span, replacement))
-    return tuple(edits)
+def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:
+    """The change's hunks as edits (whole-line ranges and their new text), each given to the
+    findings whose fix targets a line in it; a hunk no target line is in (an inserted helper)
+    belongs to every finding fixed in the file."""
+    source = change.source
+    edits: dict[Finding, list[Edit]] = {finding: [] for finding in change.findings}
+    for hunk in diff_hunks(source.data, change.new_data, context=0):
+        first = hunk.old_start if hunk.old_count else hunk.old_start + 1
+        added = b"".join(line.text for line in hunk.lines if line.tag == "+")
+        replacement = added.decode(source.encoding, errors="replace")
+        if source.bom and first == 1:
+            replacement = replacement.removeprefix("\ufeff")
+        edit = Edit(source.path, Span(first, 0, first + hunk.old_count, 0), replacement)
+        owners = [
+            finding
+            for finding in change.findings
+            if finding.fix is not None
+            and any(
+                site.path == source.path and first <= site.span.line < first + hunk.old_count
+                for site in finding.fix.targets
+            )
+        ]
+        for finding in owners or change.findings:
+            edits[finding].append(edit)
+    return edits

@@ -25,7 +25,6 @@ from amp_clipfix.models import (
     SiteKind,
 )
 from amp_clipfix.project.version import Version, trainer_fails_without_scaler
-from amp_clipfix.sources.yaml import is_config
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def trainer_groups(files: Sequence[FileSites], version: Version) -> Iterator[lis
     config_optimizers = tuple(
         site
         for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)
-        if site.owner is None and is_config(site.path)
+        if site.owner is None and site.in_config
     )
     if config_optimizers and trainers:
         # An optimizer in a LightningCLI / Hydra config belongs to the model the config trains.

@@ -1,4 +1,5 @@
-"""Run the chosen codemods on one parsed file and verify that the result still parses.
+"""Run the chosen fixes on one file and give its new text (the source adapter renders and
+verifies it).
 
 A file may need several codemods (under `auto`, a Fabric finding takes bf16 and a Trainer finding
 unfuse). Codemods find their targets by start position, and an earlier pass may move later
@@ -7,7 +8,6 @@ targets, so between passes the file's sites are collected again and matched by (
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,11 +15,14 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.read import ReadFile
 from amp_clipfix.fixes.codemods.base import SiteCodemod
 from amp_clipfix.fixes.codemods.bf16 import Bf16Command
 from amp_clipfix.fixes.codemods.guard import GuardCommand
 from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
 from amp_clipfix.models import Site, SiteKind, Strategy
+from amp_clipfix.sources.base import Language, VerifyError
+from amp_clipfix.sources.yaml import fix_config
 
 # unfuse only flips a literal, so it goes first; guard inserts lines, so it goes last.
 PASSES: tuple[tuple[Strategy, type[SiteCodemod]], ...] = (
@@ -27,10 +30,6 @@ PASSES: tuple[tuple[Strategy, type[SiteCodemod]], ...] = (
     (Strategy.BF16, Bf16Command),
     (Strategy.GUARD, GuardCommand),
 )
-
-
-class VerifyError(Exception):
-    """The transformed code does not parse: it is never written."""
 
 
 def site_keys(sites: Sequence[Site]) -> dict[Site, tuple[SiteKind, int]]:
@@ -67,17 +66,20 @@ def transform_module(
     return current
 
 
-def verify(original: str, new: str) -> None:
-    """The new code must parse with libcst, and with Python's own parser where the old did."""
-    try:
-        cst.parse_module(new)
-    except cst.ParserSyntaxError as error:
-        raise VerifyError(f"fixed code does not parse: {error.message}") from None
-    try:
-        ast.parse(original)
-    except (SyntaxError, ValueError):
-        return
-    try:
-        ast.parse(new)
-    except (SyntaxError, ValueError) as error:
-        raise VerifyError(f"fixed code does not parse: {error}") from None
+def fixed_text(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> str:
+    """The document's text after the fixes (one combined result per file); raises VerifyError
+    when libcst cannot give the file back byte for byte."""
+    document = file.document
+    if document.language is Language.YAML or file.tree is None:  # exact token edits
+        return fix_config(document.text, [site for sites in targets.values() for site in sites])
+    module = transform_module(document.path, file.tree, file.sites.sites, targets)
+    return with_lost_ending(document.text, file.tree.code, module.code)
+
+
+def with_lost_ending(original: str, round_trip: str, code: str) -> str:
+    """libcst drops a final bare CR (`x = 1\r`); give back any ending its round trip lost."""
+    if round_trip == original:
+        return code
+    if original.startswith(round_trip):
+        return code + original[len(round_trip) :]
+    raise VerifyError("libcst does not give this file back byte for byte; not fixed")

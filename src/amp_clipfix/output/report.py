@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amp_clipfix.models import Finding, Site
+from amp_clipfix.models import FileError, Finding, Site
 from amp_clipfix.paths import display_path
 
 
@@ -63,3 +63,13 @@ def format_findings(findings: Sequence[Finding], verbose_details: bool = True) -
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def error_line(error: FileError) -> str:
+    """`path[:cell N][:line:column]: message`, as compilers and ruff print them."""
+    where = [] if error.path is None else [display_path(error.path)]
+    if error.cell is not None:
+        where.append(f"cell {error.cell}")
+    if error.line is not None:
+        where.append(f"{error.line}:{error.column or 1}")
+    return ":".join(where) + f": {error.message}" if where else error.message

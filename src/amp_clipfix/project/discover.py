@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from amp_clipfix.models import ErrorKind, FileError
+
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 SOURCE_SUFFIXES = (".py", ".ipynb", ".yaml", ".yml")  # files found by walking folders
 
@@ -56,7 +58,7 @@ class Discovery:
     for paths that held nothing to read (not an error: the run's exit code does not change)."""
 
     projects: tuple[Project, ...]
-    errors: tuple[str, ...]
+    errors: tuple[FileError, ...]
     notes: tuple[str, ...] = ()
 
 
@@ -85,13 +87,13 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
     """
     globs = tuple(pattern.rstrip("/") for pattern in exclude if pattern.rstrip("/"))
     found: list[_Found] = []
-    errors: list[str] = []
+    errors: list[FileError] = []
     notes: list[str] = []
     for given in paths:
         absolute = _absolute(given)
         if not absolute.exists():
             kind = "broken symbolic link" if absolute.is_symlink() else "no such file or directory"
-            errors.append(f"{given}: {kind}")
+            errors.append(FileError(given, kind, ErrorKind.PATH))
         elif absolute.is_dir():
             root = find_project_root(absolute)
             walked = _not_git_ignored(absolute, _walk(absolute, root, globs, errors))
@@ -102,11 +104,12 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
             root = find_project_root(absolute)
             real = Path(os.path.realpath(absolute))
             if absolute.is_symlink() and not _is_inside(real, Path(os.path.realpath(root))):
-                errors.append(f"{given}: a link to a file outside the project; not processed")
+                message = "a link to a file outside the project; not processed"
+                errors.append(FileError(given, message, ErrorKind.PATH))
                 continue
             found.append(_Found(absolute, root, absolute.is_symlink()))
         else:
-            errors.append(f"{given}: not a regular file or directory")
+            errors.append(FileError(given, "not a regular file or directory", ErrorKind.PATH))
 
     files_by_root: dict[Path, list[Path]] = {}
     chosen, linked_inside = _dedupe(found)
@@ -123,7 +126,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
     return Discovery(projects=projects, errors=tuple(errors), notes=tuple(notes))
 
 
-def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[str]) -> list[_Found]:
+def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]) -> list[_Found]:
     """Python files under `top`, iteratively and in sorted order, without following folder links."""
     real_root = Path(os.path.realpath(root))
     found: list[_Found] = []
@@ -134,7 +137,8 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[str]) -> l
             with os.scandir(folder) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError as error:
-            errors.append(f"{folder}: cannot read folder: {_reason(error)}")
+            message = f"cannot read folder: {_reason(error)}"
+            errors.append(FileError(folder, message, ErrorKind.READ))
             continue
         subfolders: list[Path] = []
         for entry in entries:
@@ -151,7 +155,8 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[str]) -> l
                         continue
                     found.append(_Found(entry_path, root, is_link))
             except OSError as error:
-                errors.append(f"{entry_path}: cannot read: {_reason(error)}")
+                message = f"cannot read: {_reason(error)}"
+                errors.append(FileError(entry_path, message, ErrorKind.READ))
         # Reversed so that popping from the end visits subfolders in sorted order.
         pending.extend(reversed(subfolders))
     return found

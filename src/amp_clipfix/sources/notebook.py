@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from amp_clipfix.sources.text import SourceError, SourceFile
+from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
+from amp_clipfix.sources.python import PYTHON_PREFILTER, check_nesting, verify_python
+from amp_clipfix.sources.text import SourceError, SourceFile, decode_source, encode_text
 
 CELL_MARKER = "# amp-clipfix: cell {number}"
 CELL_MARKER_LINE = re.compile(r"^# amp-clipfix: cell (\d+)$")
@@ -226,3 +230,46 @@ class PositionalJson:
             raise ValueError(f"unexpected JSON at offset {start}")
         self.index = match.end()
         return JsonNode(json.loads(match.group()), start, self.index)
+
+
+class NotebookSource:
+    """Jupyter notebooks: their code cells are analysed as one module; only changed cells'
+    `"source"` values are rewritten."""
+
+    language = Language.PYTHON
+
+    def handles(self, path: Path) -> bool:
+        return path.suffix == ".ipynb"
+
+    def searchable(self, path: Path, data: bytes) -> bytes:
+        return read_notebook(decode_source(path, data)).module_text.encode("utf-8")
+
+    def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
+        return PYTHON_PREFILTER[stage]
+
+    def load(self, path: Path, data: bytes) -> Document:
+        notebook = read_notebook(decode_source(path, data))
+        check_nesting(notebook.module_text)
+        return Document(notebook.source, Language.PYTHON, notebook.module_text, self, notebook)
+
+    def locate(self, document: Document, line: int) -> tuple[int | None, int]:
+        notebook = document.layout
+        assert isinstance(notebook, Notebook)
+        return notebook.locate(line)
+
+    def render(self, document: Document, new_text: str) -> Rendered:
+        notebook = document.layout
+        assert isinstance(notebook, Notebook)
+        verify_python(document.text, new_text)
+        changed = cells_from_module(notebook, new_text)
+        text = notebook_text_with(notebook, changed)
+        try:
+            json.loads(text)
+        except ValueError:
+            raise VerifyError("the fixed notebook is not valid JSON") from None
+        old_cells = {cell.number: cell.text for cell in notebook.cells}
+        cells = tuple((number, old_cells[number], new) for number, new in sorted(changed.items()))
+        try:
+            return Rendered(encode_text(notebook.source, text), cells)
+        except SourceError as error:
+            raise VerifyError(str(error)) from None

@@ -8,13 +8,15 @@ key order and every other byte stay as they were.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, FileSites, Site, SiteKind, Span
-from amp_clipfix.sources.text import SourceError
+from amp_clipfix.sources import prefilter
+from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
+from amp_clipfix.sources.text import SourceError, decode_source, encode_text
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 YAML_TRAINER = "yaml:trainer"  # every trainer section of a project configures the one Trainer
@@ -172,6 +174,7 @@ class ConfigReader:
                 value=value,
                 fixable=certainty is Certainty.KNOWN if fixable is None else fixable,
                 entry=YAML_TRAINER if trainer_site else None,
+                in_config=True,
                 suppressed_codes=suppressions(self.lines[line]),
             )
         )
@@ -212,3 +215,34 @@ def replacement(site: Site, token: str) -> str:
     if token[:1] in "\"'":
         return f"{token[0]}bf16-mixed{token[0]}"
     return "bf16-mixed"
+
+
+class YamlSource:
+    """LightningCLI and Hydra configs: read for their sites, fixed by exact token edits."""
+
+    language = Language.YAML
+
+    def handles(self, path: Path) -> bool:
+        return is_config(path)
+
+    def searchable(self, path: Path, data: bytes) -> bytes:
+        return data
+
+    def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
+        if stage is Stage.FUSED_OPTIMIZER:
+            return prefilter.may_configure_fused_optimizer
+        return prefilter.may_configure_trainer_in_config
+
+    def load(self, path: Path, data: bytes) -> Document:
+        source = decode_source(path, data)
+        return Document(source, Language.YAML, source.text, self)
+
+    def locate(self, document: Document, line: int) -> tuple[int | None, int]:
+        return None, line
+
+    def render(self, document: Document, new_text: str) -> Rendered:
+        try:
+            collect_config_sites(document.path, new_text)
+            return Rendered(encode_text(document.source, new_text))
+        except SourceError as error:
+            raise VerifyError(f"the fixed config does not parse: {error}") from None

@@ -1,0 +1,88 @@
+"""Python modules: decoded exactly (sources/text.py), written back only when they still parse."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+from amp_clipfix.sources import prefilter
+from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
+from amp_clipfix.sources.text import SourceError, decode_source, encode_text
+
+MAX_NESTING = 1000
+
+PYTHON_PREFILTER: dict[Stage, Callable[[bytes], bool]] = {
+    Stage.FUSED_OPTIMIZER: prefilter.may_have_fused_optimizer,
+    Stage.TRAINER: prefilter.may_configure_trainer,
+}
+
+
+class PythonSource:
+    language = Language.PYTHON
+
+    def handles(self, path: Path) -> bool:
+        return True  # the fallback: every file named that no other adapter takes
+
+    def searchable(self, path: Path, data: bytes) -> bytes:
+        return data
+
+    def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
+        return PYTHON_PREFILTER[stage]
+
+    def load(self, path: Path, data: bytes) -> Document:
+        source = decode_source(path, data)
+        check_nesting(source.text)
+        return Document(source, Language.PYTHON, source.text, self)
+
+    def locate(self, document: Document, line: int) -> tuple[int | None, int]:
+        return None, line
+
+    def render(self, document: Document, new_text: str) -> Rendered:
+        verify_python(document.text, new_text)
+        try:
+            return Rendered(encode_text(document.source, new_text))
+        except SourceError as error:
+            raise VerifyError(str(error)) from None
+
+
+def check_nesting(text: str) -> None:
+    """libcst's native parser overflows its stack (and kills the process) on code nested deeper
+    than Python itself accepts, so Python's parser looks first."""
+    problem = nesting_problem(text)
+    if problem is not None:
+        raise SourceError(f"cannot parse: {problem}")
+
+
+def nesting_problem(text: str) -> str | None:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        return error.msg if "nested" in error.msg else None
+    except (RecursionError, MemoryError):
+        return "the code is nested too deeply"
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return "the code is nested too deeply"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def verify_python(original: str, new: str) -> None:
+    """The new code must parse with libcst, and with Python's own parser where the old did."""
+    import libcst as cst  # only files that change reach this
+
+    try:
+        cst.parse_module(new)
+    except cst.ParserSyntaxError as error:
+        raise VerifyError(f"fixed code does not parse: {error.message}") from None
+    try:
+        ast.parse(original)
+    except (SyntaxError, ValueError):
+        return
+    try:
+        ast.parse(new)
+    except (SyntaxError, ValueError) as error:
+        raise VerifyError(f"fixed code does not parse: {error}") from None
