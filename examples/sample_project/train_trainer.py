@@ -1,10 +1,9 @@
-"""Trainer run: mixed precision + gradient_clip_val + the fused optimizer in model.py -> RuntimeError."""
+"""Trainer run: mixed precision + gradient_clip_val + the fused optimizer of model.py."""
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, TensorDataset
-
 from model import Regressor
+from torch.utils.data import DataLoader, TensorDataset
 
 
 def main() -> None:

@@ -153,8 +153,12 @@ def source_value_offsets(text: str) -> list[tuple[int, int]]:
     """Offsets of every cell's `"source"` value ((-1, -1) for a cell without one). The standard
     JSON parser gives no positions, so the file is read once more by a small positional one."""
     try:
-        root = PositionalJson(text).parse()
-        cells = root.value["cells"].value
+        root = PositionalJson(text).parse().value
+        if not isinstance(root, dict):
+            raise TypeError("the notebook is not a JSON object")
+        cells = root["cells"].value
+        if not isinstance(cells, list):
+            raise TypeError("no cell list")
         return [
             (cell.value["source"].start, cell.value["source"].end)
             if isinstance(cell.value, dict) and "source" in cell.value

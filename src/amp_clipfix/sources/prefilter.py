@@ -54,7 +54,7 @@ def calls_any(data: bytes, wanted: frozenset[str], accept: Callable[[ast.Call], 
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True  # the real parser will report it
-    aliases = set()
+    aliases: set[str | None] = set()
     calls = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):

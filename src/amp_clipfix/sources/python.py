@@ -61,7 +61,7 @@ def nesting_problem(text: str) -> str | None:
         return error.msg if "nested" in error.msg else None
     except (RecursionError, MemoryError):
         return "the code is nested too deeply"
-    stack = [(tree, 0)]
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_NESTING:

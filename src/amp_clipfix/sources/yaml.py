@@ -96,9 +96,7 @@ class ConfigReader:
         if "precision" in node:
             self.precision(node, "precision", fixable=True)
         for plugin in self.plugins(node.get("plugins")):
-            holder = (
-                plugin.get("init_args") if isinstance(plugin.get("init_args"), dict) else plugin
-            )
+            holder = init_args(plugin)
             if "precision" in holder:
                 self.precision(holder, "precision", fixable=False)
         if "gradient_clip_val" in node:

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.metadata import PositionProvider
+from libcst.metadata import PositionProvider, ProviderT
 
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.models import Strategy
@@ -27,7 +27,7 @@ class SiteCodemod(VisitorBasedCodemodCommand):
     """
 
     STRATEGY: ClassVar[Strategy]
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES: ClassVar[tuple[ProviderT, ...]] = (PositionProvider,)
 
     def __init__(self, context: CodemodContext, targets: Collection[Position] | None = None):
         super().__init__(context)

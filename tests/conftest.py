@@ -1,0 +1,19 @@
+"""Marks for the whole suite: the runtime proof (real torch and Lightning) is `runtime`.
+
+`python -m pytest` skips it for a quick local run (a few minutes); CI and the README's test
+command select everything with `-m "runtime or not runtime"`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+RUNTIME_TESTS = Path(__file__).resolve().parent / "runtime"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if RUNTIME_TESTS in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.runtime)
