@@ -1,30 +1,30 @@
 """Run the chosen fixes on one file and give its new text (the source adapter renders and
 verifies it).
 
-A file may need several codemods (under `auto`, a Fabric finding takes bf16 and a Trainer finding
-unfuse). Codemods find their targets by start position, and an earlier pass may move later
-targets, so between passes the file's sites are collected again and matched by (kind, ordinal).
+A file may need several codemods (a Fabric finding and a Trainer finding can take different
+fixes). Codemods find their targets by start position, so they all run in one walk over the tree
+the sites were read from: nothing is collected twice, and no codemod moves another's targets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import libcst as cst
-from libcst.codemod import CodemodContext
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
-from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.read import ReadFile
 from amp_clipfix.fixes.codemods.base import SiteCodemod
 from amp_clipfix.fixes.codemods.bf16 import Bf16Command
 from amp_clipfix.fixes.codemods.guard import GuardCommand
 from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
-from amp_clipfix.models import Site, SiteKind, Strategy
+from amp_clipfix.models import Site, Strategy
 from amp_clipfix.sources.base import Language, VerifyError
 from amp_clipfix.sources.yaml import fix_config
 
-# unfuse only flips a literal, so it goes first; guard inserts lines, so it goes last.
+# The order in which codemods see a node when several rewrite the same one.
 PASSES: tuple[tuple[Strategy, type[SiteCodemod]], ...] = (
     (Strategy.UNFUSE, UnfuseCommand),
     (Strategy.BF16, Bf16Command),
@@ -32,38 +32,54 @@ PASSES: tuple[tuple[Strategy, type[SiteCodemod]], ...] = (
 )
 
 
-def site_keys(sites: Sequence[Site]) -> dict[Site, tuple[SiteKind, int]]:
-    counts: dict[SiteKind, int] = {}
-    keys = {}
-    for site in sites:
-        keys[site] = (site.kind, counts.get(site.kind, 0))
-        counts[site.kind] = keys[site][1] + 1
-    return keys
+class CombinedFixes(VisitorBasedCodemodCommand):
+    """Every chosen codemod of one file in a single walk over the tree the sites were read from,
+    so target positions are the sites' own and no codemod looks for its targets again after
+    another has moved them. Imports the parts ask for are added once at the end."""
+
+    DESCRIPTION = "Run the fixes chosen for one file together."
+
+    def __init__(self, context: CodemodContext, parts: Sequence[SiteCodemod]) -> None:
+        super().__init__(context)
+        self.parts = tuple(parts)
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        assert self.context.wrapper is not None, "set by Codemod.transform_module"
+        with ExitStack() as stack:
+            for part in self.parts:
+                stack.enter_context(part.resolve(self.context.wrapper))
+            return tree.visit(self)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        for part in self.parts:
+            part.on_visit(node)
+        return True
+
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        result: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]
+        result = updated_node
+        for part in self.parts:
+            if not isinstance(result, cst.CSTNode):
+                break  # removed or split: nothing is left for the others to rewrite
+            result = part.on_leave(original_node, result)
+        return result
 
 
 def transform_module(
     path: Path,
     module: cst.Module,
-    sites: Sequence[Site],
     targets: Mapping[Strategy, Sequence[Site]],
 ) -> cst.Module:
-    """Apply each strategy's codemod to its target sites of this file."""
-    wanted_keys = site_keys(sites)
-    current, current_sites = module, list(sites)
-    for strategy, codemod in PASSES:
-        wanted = {wanted_keys[site] for site in targets.get(strategy, ())}
-        if not wanted:
-            continue
-        if current is not module:
-            current_sites = list(collect_sites(path, current).sites)
-        positions = {
-            (site.span.line, site.span.column)
-            for site, key in site_keys(current_sites).items()
-            if key in wanted
-        }
-        context = CodemodContext(filename=str(path))
-        current = codemod(context, positions).transform_module(current)
-    return current
+    """Apply each strategy's codemod to its target sites of this file, in one walk."""
+    context = CodemodContext(filename=str(path))
+    parts = [
+        codemod(context, {(site.span.line, site.span.column) for site in targets[strategy]})
+        for strategy, codemod in PASSES
+        if targets.get(strategy)
+    ]
+    return CombinedFixes(context, parts).transform_module(module)
 
 
 def fixed_text(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> str:
@@ -72,7 +88,7 @@ def fixed_text(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> st
     document = file.document
     if document.language is Language.YAML or file.tree is None:  # exact token edits
         return fix_config(document.text, [site for sites in targets.values() for site in sites])
-    module = transform_module(document.path, file.tree, file.sites.sites, targets)
+    module = transform_module(document.path, file.tree, targets)
     return with_lost_ending(document.text, file.tree.code, module.code)
 
 
