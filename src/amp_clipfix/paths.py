@@ -1,7 +1,8 @@
-"""How paths are shown to people and in patches: relative to the current folder, forward slashes.
+"""How paths, and what went wrong with them, are shown to people: relative to the current folder,
+forward slashes, and the operating system's reason in its own words.
 
-Every stage that names a file (errors, reports, patches) uses this one function, so a path reads the
-same everywhere.
+Every stage that names a file (errors, reports, patches) uses these, so a path reads the same
+everywhere.
 """
 
 from __future__ import annotations
@@ -17,3 +18,8 @@ def display_path(path: Path) -> str:
     except ValueError:  # another drive on Windows
         relative = str(path)
     return relative.replace(os.sep, "/")
+
+
+def os_error_reason(error: OSError) -> str:
+    """`Permission denied`, not `[Errno 13] Permission denied: '/x'` (the path is said apart)."""
+    return error.strerror or str(error) or type(error).__name__

@@ -27,6 +27,7 @@ from amp_clipfix.models import (
     Strategy,
 )
 from amp_clipfix.output.diff import diff_hunks
+from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.discover import Project, discover
 from amp_clipfix.project.version import Version
 from amp_clipfix.rules import find_findings
@@ -196,7 +197,7 @@ def collect_project(
                 raise SourceError("binary file (contains NUL bytes)")
             searchable[path] = adapter_for(path).searchable(path, contents[path])
         except OSError as error:
-            message = f"cannot read: {error.strerror}"
+            message = f"cannot read: {os_error_reason(error)}"
             collection.errors.append(FileError(path, message, ErrorKind.READ))
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))

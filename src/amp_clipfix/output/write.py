@@ -13,6 +13,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from amp_clipfix.paths import os_error_reason
 from amp_clipfix.sources.text import SourceFile
 
 TEMP_SUFFIX = ".amp-clipfix.tmp"
@@ -35,14 +36,14 @@ def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = Fa
     try:
         original = os.stat(target)
     except OSError as error:
-        raise WriteError(f"cannot write: {_reason(error)}") from None
+        raise WriteError(f"cannot write: {os_error_reason(error)}") from None
 
     try:
         handle, temp_name = tempfile.mkstemp(
             dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX
         )
     except OSError as error:
-        raise WriteError(f"cannot write: {_reason(error)}") from None
+        raise WriteError(f"cannot write: {os_error_reason(error)}") from None
 
     try:
         with os.fdopen(handle, "wb") as temp_file:
@@ -62,7 +63,7 @@ def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = Fa
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         if isinstance(error, OSError):
-            raise WriteError(f"cannot write: {_reason(error)}") from None
+            raise WriteError(f"cannot write: {os_error_reason(error)}") from None
         raise
     _fsync_folder(target.parent)
 
@@ -96,7 +97,7 @@ def _ensure_unchanged(target: Path, expected: bytes) -> None:
     try:
         current = target.read_bytes()
     except OSError as error:
-        raise WriteError(f"cannot re-read before writing: {_reason(error)}") from None
+        raise WriteError(f"cannot re-read before writing: {os_error_reason(error)}") from None
     if current != expected:
         raise WriteError("changed on disk since it was read; not written")
 
@@ -124,7 +125,3 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(descriptor)
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or str(error) or type(error).__name__

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.models import ErrorKind, FileError
+from amp_clipfix.paths import os_error_reason
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 SOURCE_SUFFIXES = (".py", ".ipynb", ".yaml", ".yml")  # files found by walking folders
@@ -137,7 +138,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
             with os.scandir(folder) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError as error:
-            message = f"cannot read folder: {_reason(error)}"
+            message = f"cannot read folder: {os_error_reason(error)}"
             errors.append(FileError(folder, message, ErrorKind.READ))
             continue
         subfolders: list[Path] = []
@@ -155,7 +156,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
                         continue
                     found.append(_Found(entry_path, root, is_link))
             except OSError as error:
-                message = f"cannot read: {_reason(error)}"
+                message = f"cannot read: {os_error_reason(error)}"
                 errors.append(FileError(entry_path, message, ErrorKind.READ))
         # Reversed so that popping from the end visits subfolders in sorted order.
         pending.extend(reversed(subfolders))
@@ -229,7 +230,3 @@ def _is_inside(path: Path, folder: Path) -> bool:
 def _absolute(path: Path) -> Path:
     """Absolute and normalized (`..` removed) without resolving symlinks."""
     return Path(os.path.abspath(path))
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or str(error) or type(error).__name__

@@ -14,6 +14,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from amp_clipfix.paths import os_error_reason
+
 # The PEP 263 patterns, as the tokenize module spells them; kept here so that a cookie line with
 # non-UTF-8 bytes (legal for Python itself) can still be read.
 _COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
@@ -43,7 +45,7 @@ def read_source(path: Path) -> SourceFile:
     try:
         data = Path(path).read_bytes()
     except OSError as error:
-        raise SourceError(f"cannot read: {_reason(error)}") from None
+        raise SourceError(f"cannot read: {os_error_reason(error)}") from None
     return decode_source(path, data)
 
 
@@ -130,7 +132,3 @@ def _line_number(text: str, index: int) -> int:
     """1-based line of `index`, counting CRLF, CR and LF endings alike."""
     before = text[:index]
     return before.count("\n") + before.count("\r") - before.count("\r\n") + 1
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or str(error) or type(error).__name__
