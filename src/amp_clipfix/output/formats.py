@@ -242,7 +242,7 @@ def _sarif_rule(code: str) -> dict[str, Any]:
         "fullDescription": {"text": rule.full},
         "help": {"text": page, "markdown": page},
         "helpUri": help_uri(rule.code),
-        "defaultConfiguration": {"level": "warning" if code == "ACF003" else "error"},
+        "defaultConfiguration": {"level": rule.level},
     }
 
 
