@@ -11,11 +11,12 @@ folder, then measures, interleaved, the median wall time of N runs of
 * `amp-clipfix check` vs `ruff check --no-cache --isolated --select E9` on torch + lightning,
 * `amp-clipfix check` vs `python -m libcst.tool codemod noop.NOOPCommand --no-format` on lightning,
 
-and the peak memory of every run: the largest single process (`ru_maxrss` from `os.wait4`, which
-on Linux covers the reaped worker processes too) and the whole process tree (main process plus
-workers), sampled as the sum of PSS every 20 ms. It prints a markdown table, the ratios against
-the targets of issue 7 and the machine. `--fused-site-runs N` adds a row for the same corpus
-plus one file with a finding (the prefilter's later stages then run too). `--profile` runs
+and the peak memory of every run: the largest single process (`ru_maxrss` as GNU time reports it,
+which on Linux covers the reaped worker processes too) and the whole process tree (main process
+plus workers), sampled as the sum of PSS every 20 ms; both are measured by scripts/corpus.py,
+shared with scripts/sweep.py, which also builds the corpus. It prints a markdown table, the ratios
+against the targets of issue 7 and the machine. `--fused-site-runs N` adds a row for the same
+corpus plus one file with a finding (the prefilter's later stages then run too). `--profile` runs
 `amp-clipfix check -j 1` once under cProfile and prints where the time goes. Progress goes to
 stderr, the report to stdout.
 
@@ -40,18 +41,20 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# The corpus and timer helpers are shared with scripts/sweep.py (scripts/corpus.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from corpus import MB, Measurement, Tree, measure, package_folder, tree_from_folder  # noqa: E402
 
 PACKAGES = ("torch", "lightning")
 LIGHTNING = "lightning"
 TARGET_RUFF_RATIO = 3.0  # amp-clipfix wall time at most 3x ruff's on torch + lightning
 TARGET_LIBCST_SPEEDUP = 20.0  # amp-clipfix at least 20x faster than the libcst runner
 TARGET_PEAK_MB = 300.0
-SAMPLE_SECONDS = 0.02
 # With --fused-site-runs this file is added at the corpus root: one real finding, so the
 # prefilter's later stages run (files that may configure a Trainer, then base-class files).
 FUSED_SITE_NAME = "fused_site.py"
@@ -72,46 +75,10 @@ WARM_IMPORTS = (
     "for module in pkgutil.walk_packages(amp_clipfix.__path__, 'amp_clipfix.'):\n"
     "    importlib.import_module(module.name)\n"
 )
-MB = 1_000_000  # decimal megabytes, for sizes and memory alike
 AMP_LABEL = "amp-clipfix check"
 
 
 # --- the corpus ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tree:
-    """A folder of the corpus and what it holds."""
-
-    name: str
-    path: Path
-    files: int
-    size: int
-
-
-def package_folder(name: str) -> Path:
-    """The installed package's folder, found without importing it (importing torch is slow)."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit(f"benchmark: package {name!r} is not installed for {sys.executable}")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def copy_sources(source: Path, target: Path) -> tuple[int, int]:
-    """Copy every *.py file under `source` to `target`, keeping the layout."""
-    files = size = 0
-    for folder, subfolders, names in os.walk(source):
-        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-        relative = Path(folder).relative_to(source)
-        for name in sorted(names):
-            if not name.endswith(".py"):
-                continue
-            destination = target / relative / name
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(folder) / name, destination)
-            files += 1
-            size += destination.stat().st_size
-    return files, size
 
 
 def build_corpus(root: Path) -> dict[str, Tree]:
@@ -119,8 +86,10 @@ def build_corpus(root: Path) -> dict[str, Tree]:
     root.mkdir(parents=True, exist_ok=True)
     trees: dict[str, Tree] = {}
     for name in PACKAGES:
-        files, size = copy_sources(package_folder(name), root / name)
-        trees[name] = Tree(name, root / name, files, size)
+        folder = package_folder(name)
+        if folder is None:
+            sys.exit(f"benchmark: package {name!r} is not installed for {sys.executable}")
+        trees[name] = tree_from_folder(name, folder, root / name)
     trees["all"] = Tree(
         " + ".join(PACKAGES),
         root,
@@ -128,100 +97,6 @@ def build_corpus(root: Path) -> dict[str, Tree]:
         sum(trees[name].size for name in PACKAGES),
     )
     return trees
-
-
-# --- running one command -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Measurement:
-    seconds: float
-    max_rss_mb: float  # the largest single process, workers included (ru_maxrss of wait4)
-    tree_mb: float  # the largest sampled sum of PSS over the process and its descendants
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def descendants(pid: int) -> list[int]:
-    """`pid` and every live process below it (via /proc/PID/task/TID/children)."""
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    pending.extend(int(child) for child in children.read().split())
-            except OSError:
-                continue
-    return found
-
-
-def tree_memory(pid: int) -> int:
-    """Bytes of proportional set size (shared pages split between sharers) of the tree."""
-    total = 0
-    for process in descendants(pid):
-        try:
-            with open(f"/proc/{process}/smaps_rollup") as rollup:
-                for line in rollup:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-class TreeSampler(threading.Thread):
-    """Samples the memory of a process tree until told to stop; Linux only (else 0)."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.peak = 0
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        if not Path("/proc/self/smaps_rollup").exists():
-            return
-        while not self.stopped.is_set():
-            self.peak = max(self.peak, tree_memory(self.pid))
-            self.stopped.wait(SAMPLE_SECONDS)
-
-
-def measure(command: Sequence[str], cwd: Path, env: dict[str, str], scratch: Path) -> Measurement:
-    """Run `command` once; wall time from start to reaping, memory via wait4 and sampling.
-
-    Output goes to files (never a pipe that could fill up), so nothing is shown on a terminal
-    and a progress bar, if any, stays off."""
-    out_path, err_path = scratch / "stdout.txt", scratch / "stderr.txt"
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
-        )
-        sampler = TreeSampler(process.pid)
-        sampler.start()
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        sampler.stopped.set()
-        sampler.join()
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    # ru_maxrss is in KiB on Linux, bytes on macOS.
-    max_rss = usage.ru_maxrss if sys.platform == "darwin" else usage.ru_maxrss * 1024
-    return Measurement(
-        seconds,
-        max_rss / MB,
-        sampler.peak / MB,
-        process.returncode,
-        out_path.read_text(errors="replace"),
-        err_path.read_text(errors="replace"),
-    )
 
 
 # --- the tools -----------------------------------------------------------------------------
@@ -244,7 +119,7 @@ class Tool:
         return statistics.median(run.seconds for run in self.runs)
 
     def max_rss_mb(self) -> float:
-        return max(run.max_rss_mb for run in self.runs)
+        return max(run.peak_mb for run in self.runs)
 
     def tree_mb(self) -> float:
         return max(run.tree_mb for run in self.runs)
@@ -322,8 +197,8 @@ def ruff_file_count(tree: Tree, env: dict[str, str]) -> int | None:
     return sum(1 for line in result.stdout.splitlines() if line.strip().endswith(".py"))
 
 
-def run_once(tool: Tool, env: dict[str, str], scratch: Path, timed: bool) -> Measurement:
-    measurement = measure(tool.command, tool.cwd, env, scratch)
+def run_once(tool: Tool, env: dict[str, str], timed: bool) -> Measurement:
+    measurement = measure(tool.command, tool.cwd, env, sample_tree=True)
     if measurement.returncode not in tool.ok_codes:
         tail = "\n".join((measurement.stdout + measurement.stderr).splitlines()[-15:])
         sys.exit(f"benchmark: `{' '.join(tool.command)}` exited {measurement.returncode}:\n{tail}")
@@ -334,7 +209,7 @@ def run_once(tool: Tool, env: dict[str, str], scratch: Path, timed: bool) -> Mea
     note = "" if timed else " (warm-up, not counted)"
     print(
         f"  {tool.label} on {tool.tree.name}: {measurement.seconds:.2f} s, "
-        f"{measurement.max_rss_mb:.0f} MB{note}",
+        f"{measurement.peak_mb:.0f} MB{note}",
         file=sys.stderr,
         flush=True,
     )
@@ -511,9 +386,7 @@ def target_lines(
     return lines
 
 
-def measure_fused_site(
-    arguments: argparse.Namespace, tree: Tree, env: dict[str, str], scratch: Path
-) -> Tool:
+def measure_fused_site(arguments: argparse.Namespace, tree: Tree, env: dict[str, str]) -> Tool:
     """`amp-clipfix check` on the corpus plus one file with a fused-optimizer finding: what a
     project that has something to fix pays. The file is removed afterwards."""
     site = tree.path / FUSED_SITE_NAME
@@ -529,7 +402,7 @@ def measure_fused_site(
         # No warm-up: byte code and page cache are warm from the runs before.
         print(f"with {FUSED_SITE_NAME} (one finding):", file=sys.stderr)
         for _ in range(arguments.fused_site_runs):
-            run_once(tool, env, scratch, timed=True)
+            run_once(tool, env, timed=True)
     finally:
         site.unlink()
     return tool
@@ -714,27 +587,23 @@ def benchmark(arguments: argparse.Namespace, trees: dict[str, Tree], scratch: Pa
 
     print("warm-up (byte-code cache, page cache):", file=sys.stderr)
     for tool in (amp_all, ruff_all, amp_lightning):
-        run_once(tool, env, scratch, timed=False)
+        run_once(tool, env, timed=False)
     if libcst is not None:  # one small file: compiles and caches libcst's byte code
         command = [*libcst.command[:-1], str(trees[LIGHTNING].path / "__init__.py")]
         small = Tool(libcst.label, trees[LIGHTNING], command, libcst.cwd, ok_codes=(0,))
-        run_once(small, env, scratch, timed=False)
+        run_once(small, env, timed=False)
 
     for index in range(arguments.runs):
         print(f"run {index + 1} of {arguments.runs}:", file=sys.stderr)
         for tool in (amp_all, ruff_all, amp_lightning):
-            run_once(tool, env, scratch, timed=True)
+            run_once(tool, env, timed=True)
         if libcst is not None and index < arguments.libcst_runs:
-            run_once(libcst, env, scratch, timed=True)
+            run_once(libcst, env, timed=True)
     if libcst is not None:
         for _ in range(arguments.runs, arguments.libcst_runs):
-            run_once(libcst, env, scratch, timed=True)
+            run_once(libcst, env, timed=True)
 
-    fused = (
-        measure_fused_site(arguments, trees["all"], env, scratch)
-        if arguments.fused_site_runs
-        else None
-    )
+    fused = measure_fused_site(arguments, trees["all"], env) if arguments.fused_site_runs else None
 
     if amp_all.files is not None and amp_all.files != trees["all"].files:
         print(

@@ -22,7 +22,6 @@ import ast
 import contextlib
 import difflib
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -37,6 +36,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from corpus import Measurement, measure, package_folder, tree_from_folder
 
 INSTALLED = ("torch", "lightning")
 # Packages whose sources hold Lightning training code (Trainer / Fabric / LightningModule).
@@ -64,30 +65,18 @@ TIMEOUT = 3600
 MEMORY_LIMIT_MB = 300
 
 
-@dataclass
-class Run:
-    """One subprocess: its exit code, output, wall time and peak resident memory."""
+def crashed(run: Measurement) -> bool:
+    """A crash is anything but a reported result: an exit code other than 0/1/2 (a run killed
+    after TIMEOUT included), a traceback, or an internal-error line."""
+    return (
+        run.returncode not in (0, 1, 2)
+        or "Traceback (most recent call last)" in run.stderr
+        or "internal error" in run.stderr
+    )
 
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-    peak_mb: float
 
-    @property
-    def crashed(self) -> bool:
-        """A crash is anything but a reported result: an exit code other than 0/1/2, a
-        traceback, or an internal-error line."""
-        return (
-            self.returncode not in (0, 1, 2)
-            or "Traceback (most recent call last)" in self.stderr
-            or "internal error" in self.stderr
-        )
-
-    @property
-    def error_lines(self) -> list[str]:
-        return [line for line in self.stderr.splitlines() if line.startswith("error:")]
+def error_lines(run: Measurement) -> list[str]:
+    return [line for line in run.stderr.splitlines() if line.startswith("error:")]
 
 
 @dataclass
@@ -119,82 +108,11 @@ class CorpusReport:
     findings: list[dict] = field(default_factory=list)
 
 
-def run_tool(args: Sequence[str], cwd: Path) -> Run:
-    """Run the CLI and measure its wall time and peak resident memory.
-
-    GNU time reports the largest of the process and the parse workers it waited for. Without it,
-    os.wait4 gives the same figure but only as an upper bound: Linux carries the RSS high-water
-    mark of the forking process (this script, ~50 MB) across exec into the child's figure.
-    """
-    with tempfile.TemporaryDirectory() as folder:
-        out, err, peak = (Path(folder) / name for name in ("out", "err", "peak"))
-        command = [*TOOL, *args]
-        if GNU_TIME:
-            command = [GNU_TIME, "-f", "%M", "-o", str(peak), *command]
-        env = {**os.environ, "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        start = time.perf_counter()
-        with out.open("wb") as stdout, err.open("wb") as stderr:
-            process = subprocess.Popen(command, cwd=cwd, stdout=stdout, stderr=stderr, env=env)
-            while True:
-                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.perf_counter() - start > TIMEOUT:
-                    process.kill()
-                    pid, status, usage = os.wait4(process.pid, 0)
-                    break
-                time.sleep(0.02)
-        seconds = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
-        peak_kb = usage.ru_maxrss  # kilobytes on Linux
-        if GNU_TIME and peak.exists():
-            lines = peak.read_text().split()
-            peak_kb = int(lines[-1]) if lines and lines[-1].isdigit() else peak_kb
-        return Run(
-            args=list(args),
-            returncode=process.returncode,
-            stdout=out.read_bytes().decode("utf-8", "replace"),
-            stderr=err.read_bytes().decode("utf-8", "replace"),
-            seconds=seconds,
-            peak_mb=peak_kb / 1024,
-        )
-
-
-def gnu_time() -> str | None:
-    """/usr/bin/time when it is GNU time (it takes -f), else None."""
-    candidate = shutil.which("time", path="/usr/bin:/bin")
-    if candidate is None:
-        return None
-    probe = subprocess.run(
-        [candidate, "-f", "%M", "true"], capture_output=True, check=False, timeout=30
-    )
-    return candidate if probe.returncode == 0 else None
-
-
-GNU_TIME = gnu_time()
-
-
-def copy_python_tree(source: Path, target: Path) -> int:
-    """Copy only the .py files of `source` (an installed package is mostly binaries)."""
-    count = 0
-    for folder, subfolders, files in os.walk(source):
-        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                relative = Path(folder, name).relative_to(source)
-                destination = target / relative
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(Path(folder, name), destination)
-                count += 1
-    return count
-
-
-def installed_location(package: str) -> Path | None:
-    """The folder of an installed package, found without importing it."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+def run_tool(args: Sequence[str], cwd: Path) -> Measurement:
+    """Run the CLI and measure its wall time and peak resident memory (scripts/corpus.py: the
+    largest of the process and the parse workers it waited for)."""
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return measure([*TOOL, *args], cwd, env, timeout=TIMEOUT)
 
 
 def download(package: str, folder: Path, prefer_sdist: bool) -> Path:
@@ -304,7 +222,7 @@ def sweep_corpus(name: str, source: str, root: Path, pristine: Path) -> CorpusRe
 
     check = run_tool(["check", "--format", "json", name], cwd=root)
     report.check_seconds, report.check_peak_mb = check.seconds, check.peak_mb
-    report.errors = check.error_lines
+    report.errors = error_lines(check)
     try:
         document = json.loads(check.stdout)
         report.files_seen = document["summary"]["files"]
@@ -343,8 +261,8 @@ def sweep_corpus(name: str, source: str, root: Path, pristine: Path) -> CorpusRe
     return report
 
 
-def record_crash(report: CorpusReport, what: str, run: Run) -> None:
-    if run.crashed:
+def record_crash(report: CorpusReport, what: str, run: Measurement) -> None:
+    if crashed(run):
         tail = " | ".join(run.stderr.strip().splitlines()[-3:])
         report.crashes.append(f"{what}: exit {run.returncode}: {tail}")
 
@@ -361,11 +279,11 @@ def build_corpus(
     shutil.copytree(CONTROL, root / "control" / CONTROL.name)
     corpora.append(("control", "examples/sample_project (has findings)"))
     for package in INSTALLED:
-        location = installed_location(package)
+        location = package_folder(package)
         if location is None:
             skipped.append(f"{package}: not installed")
             continue
-        copy_python_tree(location, root / package / package)
+        tree_from_folder(package, location, root / package / package)
         corpora.append((package, f"installed ({location.parent})"))
     if not offline:
         downloads = root.parent / "downloads"
