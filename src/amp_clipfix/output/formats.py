@@ -176,7 +176,7 @@ def _location(site: Site) -> dict[str, Any]:
 def _sarif_level(finding: Finding) -> str:
     if finding.suppressed:
         return "note"
-    return "error" if finding.confidence == "high" else "warning"
+    return RULES[finding.code].level
 
 
 def _sarif_fixes(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
@@ -278,13 +278,13 @@ def _escape_property(text: str) -> str:
 
 
 def to_github(findings: Sequence[Finding]) -> str:
-    """GitHub workflow commands, one annotation line per finding that is not suppressed:
-    `error` for certain findings, `warning` for those to review."""
+    """GitHub workflow commands, one annotation line per finding that is not suppressed, at its
+    rule's level: `error` for certain findings, `warning` for those to review."""
     lines = []
     for finding in sorted_findings(findings):
         if finding.suppressed:
             continue
-        command = "error" if finding.confidence == "high" else "warning"
+        command = RULES[finding.code].level
         site = finding.primary
         properties = ",".join(
             f"{name}={_escape_property(str(value))}"
