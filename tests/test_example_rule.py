@@ -20,6 +20,8 @@ from example_rule import acf900
 
 from amp_clipfix import rules
 from amp_clipfix.cli import main
+from amp_clipfix.models import Strategy
+from amp_clipfix.pipeline import Options, run
 
 FIXTURE = Path(__file__).resolve().parent / "example_rule" / "fixtures" / "fabric_clip_fused_bf16"
 CASE = json.loads((FIXTURE / "case.json").read_text(encoding="utf-8"))
@@ -120,3 +122,13 @@ def test_github_annotation_is_a_warning(project: Path) -> None:
     output = invoke("check", "--format", "github", *options(), ".").output
     assert output.startswith("::warning file=train.py,line=6,col=66,")
     assert "title=ACF900::" in output
+
+
+@pytest.mark.usefixtures("registered")
+def test_the_page_example_is_what_the_tool_finds_and_fixes(tmp_path: Path) -> None:
+    """The page shows `example_before` and, as fixed by `auto`, `example_after`: both hold."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "train.py").write_text(acf900.RULE.example_before, encoding="utf-8")
+    result = run([tmp_path], Options(Strategy.AUTO, (2, 6, 6), fix=True))
+    assert [finding.code for finding in result.findings] == ["ACF900"]
+    assert [change.new_data.decode() for change in result.changes] == [acf900.RULE.example_after]
