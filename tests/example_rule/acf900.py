@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from amp_clipfix.analysis.link import PathPieces, of_kind
 from amp_clipfix.models import Certainty, FileSites, LightningPath, SiteKind, Strategy
 from amp_clipfix.project.version import Version
+from amp_clipfix.rules import acf001
 from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
 
 BF16_PRECISIONS = frozenset({"bf16", "bf16-mixed"})
@@ -23,20 +24,8 @@ MESSAGE = (
     "Lightning raises NotImplementedError once the precision becomes 16-mixed"
 )
 
-BEFORE = """\
-import torch
-from lightning.fabric import Fabric
-
-fabric = Fabric(accelerator="cuda", precision="bf16-mixed")
-model = torch.nn.Linear(32, 2)
-optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
-model, optimizer = fabric.setup(model, optimizer)
-
-loss = model(torch.randn(8, 32, device=fabric.device)).sum()
-fabric.backward(loss)
-fabric.clip_gradients(model, optimizer, max_norm=1.0)
-optimizer.step()
-"""
+# ACF001's example, one word apart: the file that raises once the precision becomes 16-mixed.
+BEFORE = acf001.BEFORE.replace('"16-mixed"', '"bf16-mixed"')
 
 
 def find(files: Sequence[FileSites], version: Version) -> Iterator[list[PathPieces]]:
