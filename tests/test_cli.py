@@ -73,7 +73,8 @@ def test_dry_run_patch_applies_with_git_to_the_same_bytes(sample: Path, tmp_path
         check=False,
     )
     assert patch.returncode == 1, patch.stderr
-    assert patch.stdout.startswith(b"--- a/sample_project/")
+    assert patch.stdout.startswith(b"# ACF")  # what each file's patch fixes, then its header
+    assert b"\n--- a/sample_project/" in patch.stdout
     assert b"Dry run" in patch.stderr and b"Dry run" not in patch.stdout
     patched = tmp_path / "patched"
     shutil.copytree(sample, patched / "sample_project")

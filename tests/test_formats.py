@@ -4,6 +4,8 @@ GitHub workflow-command lines, from findings built by hand."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,9 +26,40 @@ from amp_clipfix.output.formats import Summary, to_github, to_json, to_sarif
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import SAFETY
 
-SARIF_SCHEMA = (
-    Path(__file__).resolve().parents[2] / "shared" / "schemas" / "sarif-schema-2.1.0.json"
-)
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA_NAME = "sarif-schema-2.1.0.json"
+
+
+def sarif_schema_path() -> Path:
+    """The official schema in `../shared/schemas` beside the checkout (for a git worktree, also
+    beside its main checkout). It is never copied into the repository."""
+    candidates = [REPO.parent / "shared" / "schemas" / SCHEMA_NAME]
+    try:
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        candidates.append(Path(common).parent.parent / "shared" / "schemas" / SCHEMA_NAME)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return next((path for path in candidates if path.is_file()), candidates[0])
+
+
+SARIF_SCHEMA = sarif_schema_path()
+
+
+def require_sarif_schema() -> dict:
+    """The schema; a missing schema skips locally but FAILS under CI=true, so no CI run can
+    pass without validating SARIF."""
+    if not SARIF_SCHEMA.is_file():
+        message = f"the SARIF 2.1.0 schema is not beside the checkout ({SARIF_SCHEMA})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{message}; CI=true requires it", pytrace=False)
+        pytest.skip(message)
+    return json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
 
 
 def site(kind: SiteKind, path: Path, line: int, column: int, end: int, **extra) -> Site:  # noqa: ANN003
@@ -126,8 +159,9 @@ def test_json_document_shape_and_round_trip(project: Path) -> None:
     findings = [review_finding(project), fabric]
     text = to_json(findings, summary_of(findings), edits={fabric: [edit]})
     document = json.loads(text)
-    assert list(document) == ["version", "findings", "summary"]
-    assert document["version"] == __version__
+    assert list(document) == ["schema_version", "tool", "findings", "errors", "summary"]
+    assert document["schema_version"] == 2
+    assert document["tool"] == {"name": "amp-clipfix", "version": __version__}
     assert [f["path"] for f in document["findings"]] == ["model.py", "src/train.py"]
     first = document["findings"][1]
     assert first == {
@@ -197,6 +231,7 @@ def test_json_document_shape_and_round_trip(project: Path) -> None:
         "refusal": None,
         "review": None,
         "suppressed": False,
+        "fixed": False,
     }
     review = document["findings"][0]
     assert (review["line"], review["column"], review["code"]) == (12, 16, "ACF003")
@@ -294,10 +329,9 @@ def test_sarif_uri_is_percent_encoded(project: Path) -> None:
 
 @pytest.mark.parametrize("with_edits", [True, False])
 def test_sarif_validates_against_the_official_schema(project: Path, with_edits: bool) -> None:
-    if not SARIF_SCHEMA.is_file():
-        pytest.skip(f"the SARIF 2.1.0 schema is not beside the checkout ({SARIF_SCHEMA})")
-    jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    schema = require_sarif_schema()
+    import jsonschema
+
     jsonschema.Draft4Validator(schema).validate(sarif_log(project, with_edits))
 
 

@@ -1,27 +1,39 @@
-"""The command line: `amp-clipfix check`, `apply` and `explain` (contract in DESIGN.md §3).
+"""The command line: `amp-clipfix check`, `apply`, `explain` and `schema` (DESIGN.md §3, §6).
 
 Exit codes: 0 nothing (left) to fix, 1 findings remain or changes are pending, 2 usage or file
-errors. Piped, `apply` prints a plain patch on stdout and everything else on stderr.
+errors; `--exit-zero` turns 1 into 0. Piped, `apply` prints a plain patch on stdout and
+everything else on stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
+from typing import IO
 
 import click
 from rich.console import Console
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Strategy
-from amp_clipfix.output.diff import diff_hunks, format_patch
+from amp_clipfix.models import ErrorKind, FileError, Finding, Strategy
+from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.output.diff_view import render_file_diff
-from amp_clipfix.output.formats import Summary, to_github, to_json, to_sarif
-from amp_clipfix.output.report import error_line, format_findings, plural
+from amp_clipfix.output.formats import (
+    Summary,
+    to_github,
+    to_gitlab,
+    to_json,
+    to_rdjson,
+    to_sarif,
+)
+from amp_clipfix.output.patches import patch_of, patch_with_base, project_patch_names
+from amp_clipfix.output.report import error_line, format_findings, plural, project_rows
 from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
 from amp_clipfix.output.write import WriteError, write_atomic
 from amp_clipfix.paths import display_path
@@ -29,9 +41,21 @@ from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.version import Version, format_version, resolve_version
 from amp_clipfix.rules import RULES, render_rule
+from amp_clipfix.settings import (
+    CommandLine,
+    ProjectConfigurer,
+    Scope,
+    partial_scope,
+    project_keep,
+    selection_for,
+    split_codes,
+    suppression_warnings,
+    unknown_code_warning,
+)
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "json", "sarif", "github", "rdjson", "gitlab")
+MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
 STDIN = Path("-")
 STDERR = Console(stderr=True)
 
@@ -56,6 +80,11 @@ class Settings:
     jobs: int
     stdin_filename: Path | None
     verbosity: int  # -1 quiet, 0 normal, 1 verbose
+    command_line: CommandLine = field(default_factory=CommandLine)
+    exit_zero: bool = False
+    output_file: Path | None = None
+    warnings: tuple[str, ...] = ()
+    configurer: ProjectConfigurer | None = None
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -84,8 +113,39 @@ def common_options(function):  # noqa: ANN001, ANN201
             type=click.Choice(FORMATS),
             default="text",
             show_default=True,
-            help="Report format: text for people, json, sarif (code scanning) or github "
-            "(workflow annotations).",
+            help="Report format: text for people, json (schema: `amp-clipfix schema`), sarif "
+            "(code scanning), github (workflow annotations), rdjson (reviewdog, with "
+            "suggestions) or gitlab (code quality report).",
+        ),
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="CODES",
+            help="Report only these codes or prefixes (comma-separated, repeatable; replaces "
+            "`select` of the configuration).",
+        ),
+        click.option(
+            "--ignore",
+            multiple=True,
+            metavar="CODES",
+            help="Never report these codes or prefixes (added to `ignore` of the configuration).",
+        ),
+        click.option(
+            "--exit-zero",
+            is_flag=True,
+            help="Exit 0 even when findings remain (errors still exit 2).",
+        ),
+        click.option(
+            "--output-file",
+            "-o",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Write the report there instead of stdout (the patch of `apply` stays on stdout).",
+        ),
+        click.option(
+            "--tracked-only",
+            is_flag=True,
+            help="Read only files git tracks (what pre-commit sees): untracked files are "
+            "neither read nor written.",
         ),
         click.option(
             "--jobs",
@@ -120,6 +180,11 @@ def settings_from(
     stdin_filename: Path | None,
     quiet: bool = False,
     verbose: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    exit_zero: bool = False,
+    output_file: Path | None = None,
+    tracked_only: bool = False,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
     targets = tuple(paths) or (Path("."),)
@@ -137,6 +202,25 @@ def settings_from(
     if not lightning_version and config.lightning_version:
         version_source = f"{display_path(config.path)}" if config.path else version_source
     excludes = tuple(exclude) or tuple(config.exclude or ())
+    command_line = CommandLine(
+        strategy=strategy,
+        lightning_version=lightning_version,
+        select=split_codes(select) if select else None,
+        ignore=split_codes(ignore),
+        scope=Scope(targets) if targets == (STDIN,) else partial_scope(targets),
+        tracked_only=tracked_only,
+        start_config=config.path,
+        default_version=None if lightning_version else format_version(resolve_version(None)[0]),
+    )
+    warnings = [
+        unknown_code_warning(where, codes)
+        for where, codes in (
+            ("--select", command_line.select or ()),
+            ("--ignore", command_line.ignore),
+            (f"{display_path(config.path)}: select" if config.path else "", config.select or ()),
+            (f"{display_path(config.path)}: ignore" if config.path else "", config.ignore),
+        )
+    ]
     return Settings(
         paths=targets,
         strategy=Strategy(strategy or config.strategy or Strategy.AUTO.value),
@@ -147,30 +231,47 @@ def settings_from(
         jobs=jobs,
         stdin_filename=stdin_filename,
         verbosity=-1 if quiet else 1 if verbose else 0,
+        command_line=command_line,
+        exit_zero=exit_zero,
+        output_file=output_file,
+        warnings=tuple(warning for warning in warnings if warning),
+        configurer=ProjectConfigurer(command_line),
     )
 
 
 def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> RunResult:
     """Run the pipeline on the paths, or on `stdin_data` when the path is `-`."""
+    line = settings.command_line
     options = Options(
         strategy=settings.strategy,
         version=settings.version,
         fix=fix,
-        with_edits=settings.output_format in ("json", "sarif"),
+        with_edits=settings.output_format in MACHINE_FORMATS,
         jobs=settings.jobs,
+        keep=project_keep(selection_for(line, load_config_quietly(settings)), line.scope),
+        configure=settings.configurer,
     )
     if stdin_data is not None:
         name = settings.stdin_filename or Path("stdin.py")
         return run_source(name, stdin_data, options)
+    targets = line.scope.targets
     if settings.verbosity < 0 or not STDERR.is_terminal:
-        return run(settings.paths, options, settings.exclude)
+        return run(targets, options, settings.exclude)
     with ProgressBar(STDERR) as progress:
-        return run(settings.paths, options, settings.exclude, progress)
+        return run(targets, options, settings.exclude, progress)
+
+
+def load_config_quietly(settings: Settings):  # noqa: ANN201 - a Config
+    """The first PATH's configuration again (already validated by `settings_from`)."""
+    from amp_clipfix.project.config import Config
+
+    start = settings.command_line.start_config
+    return load_config(start) if start is not None else Config()
 
 
 def finish(settings: Settings, result: RunResult, started: float, files_fixed: int = 0) -> None:
-    """The errors, then the summary table on a terminal (or with -v)."""
-    report_errors(result)
+    """The warnings and errors, then the summary table on a terminal (or with -v)."""
+    report_errors(result, settings)
     if settings.verbosity < 0 or not (STDERR.is_terminal or settings.verbosity > 0):
         return
     stats = RunStats(
@@ -203,6 +304,17 @@ def main() -> None:
     amp-clipfix apply --dry-run src/ > fix.patch   write nothing; the patch goes to stdout
     amp-clipfix explain ACF001          what a finding means and how each fix behaves
     """
+    never_fail_to_encode()
+
+
+def never_fail_to_encode() -> None:
+    """A terminal whose encoding cannot show a character (`PYTHONIOENCODING=ascii`, a legacy
+    code page) gets an escape instead of a UnicodeEncodeError traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
 
 
 @main.command()
@@ -210,29 +322,37 @@ def main() -> None:
 def check(**options: object) -> None:
     """Report findings in PATHS (files or folders; default: the current folder; `-`: stdin).
 
-    Exit 0 when clean, 1 when there are findings, 2 on usage or file errors.
+    A file brings in the whole project it belongs to (a Trainer in another file still links),
+    and only findings with a site in a given file are reported. Exit 0 when clean, 1 when there
+    are findings (0 with --exit-zero), 2 on usage or file errors.
     """
     started = time.perf_counter()
     settings = settings_from(**options)  # type: ignore[arg-type]
     result = execute(settings, fix=False, stdin_data=read_stdin(settings))
-    emit_report(result, settings, stream_is_stdout=True)
+    with report_stream(settings, stdout_ok=True) as stream:
+        emit_report(result, settings, stream)
     finish(settings, result, started)
-    if result.errors:
-        sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if active(result) else EXIT_CLEAN)
+    sys.exit(exit_code(settings, result, findings_left=bool(active(result))))
 
 
 @main.command()
 @common_options
 @click.option("--yes", "-y", is_flag=True, help="Write the fixes without asking.")
 @click.option("--dry-run", is_flag=True, help="Show the fixes; never write.")
-def apply(yes: bool, dry_run: bool, **options: object) -> None:
+@click.option(
+    "--patch-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write one <project>.patch per project there (paths relative to each project's root: "
+    "`git -C PROJECT apply DIR/PROJECT.patch`) instead of the patch on stdout.",
+)
+def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -> None:
     """Fix the findings in PATHS: show the change as a unified diff, then write it.
 
     On a terminal it asks before writing; --yes writes without asking; --dry-run never writes.
     Piped, the diff is a plain patch on stdout (`git apply` takes it) and everything else goes to
-    stderr. With PATH `-`, the fixed code is printed on stdout. Exit 0 when nothing is left to
-    fix, 1 when findings remain unfixed or changes are pending (dry run, declined), 2 on errors.
+    stderr. With PATH `-`, the fixed code is printed on stdout and the report (any format) on
+    stderr. Exit 0 when nothing is left to fix, 1 when findings remain unfixed or changes are
+    pending (dry run, declined; 0 with --exit-zero), 2 on errors.
     """
     started = time.perf_counter()
     settings = settings_from(**options)  # type: ignore[arg-type]
@@ -240,28 +360,40 @@ def apply(yes: bool, dry_run: bool, **options: object) -> None:
     result = execute(settings, fix=True, stdin_data=stdin_data)
     unfixed = [finding for finding in active(result) if not finding.resolved]
     if stdin_data is not None:
-        emit_report(result, settings, stream_is_stdout=False)
+        with report_stream(settings, stdout_ok=False) as stream:
+            emit_report(result, settings, stream)
         finish(settings, result, started)
         sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
-        sys.exit(EXIT_ERROR if result.errors else EXIT_FINDINGS if unfixed else EXIT_CLEAN)
-    if settings.output_format == "text":
-        show_changes(result.changes)
-        emit_report(result, settings, stream_is_stdout=False, only=unfixed)
-    else:
-        emit_report(result, settings, stream_is_stdout=True)
-    written = write_changes(result.changes, yes=yes, dry_run=dry_run)
-    finish(settings, result, started, files_fixed=written or 0)
-    if result.errors or written is None:
-        sys.exit(EXIT_ERROR)
-    pending = len(result.changes) - written
-    sys.exit(EXIT_FINDINGS if unfixed or pending else EXIT_CLEAN)
+        sys.exit(exit_code(settings, result, findings_left=bool(unfixed)))
+    machine = settings.output_format in MACHINE_FORMATS
+    if patch_dir is not None:
+        write_patch_dir(result, patch_dir)
+    elif settings.output_format == "text":
+        show_changes(result)
+    if settings.output_format != "text" and settings.output_format != "json":
+        with report_stream(settings, stdout_ok=True) as stream:
+            emit_report(result, settings, stream)
+    elif not machine:
+        with report_stream(settings, stdout_ok=False) as stream:
+            emit_report(result, settings, stream, only=unfixed)
+    written, write_errors = write_changes(result.changes, yes=yes, dry_run=dry_run)
+    result = replace(result, errors=result.errors + tuple(write_errors))
+    fixed = fixed_findings(result, written)
+    if settings.output_format == "json":  # after writing: it says which findings were fixed
+        with report_stream(settings, stdout_ok=True) as stream:
+            emit_report(result, settings, stream, fixed=fixed)
+    finish(settings, result, started, files_fixed=len(written))
+    if settings.verbosity >= 0:
+        render_project_table(result, fixed, wrote=bool(written) or not result.changes)
+    pending = len(result.changes) - len(written)
+    sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
 
 
 @main.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print the rule page of CODE (ACF001, ACF002, ACF003): what it detects, why Lightning
-    fails, an example before and after, and the safety of each fix."""
+    """Print the rule page of CODE (see `amp-clipfix explain --help` for the list): what it
+    detects, why Lightning fails, an example before and after, and the safety of each fix."""
     rule = RULES.get(code.upper())
     if rule is None:
         raise click.BadParameter(
@@ -270,14 +402,46 @@ def explain(code: str) -> None:
     click.echo(render_rule(rule))
 
 
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of `--format json` (draft 7)."""
+    text = resources.files("amp_clipfix").joinpath("output/schema.json").read_text("utf-8")
+    click.echo(text, nl=not text.endswith("\n"))
+
+
+def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int:
+    """2 on errors; 1 when findings are left (or changes pending) unless --exit-zero; else 0."""
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings_left and not settings.exit_zero else EXIT_CLEAN
+
+
 def active(result: RunResult) -> list:
     return [finding for finding in result.findings if not finding.suppressed]
 
 
+@contextlib.contextmanager
+def report_stream(settings: Settings, stdout_ok: bool) -> Iterator[IO[str]]:
+    """Where the report goes: --output-file, else stdout (or stderr when stdout carries code
+    or a patch)."""
+    if settings.output_file is None:
+        yield sys.stdout if stdout_ok else sys.stderr
+        return
+    try:
+        with settings.output_file.open("w", encoding="utf-8", newline="\n") as stream:
+            yield stream
+    except OSError as error:
+        raise click.FileError(str(settings.output_file), error.strerror or str(error)) from None
+
+
 def emit_report(
-    result: RunResult, settings: Settings, stream_is_stdout: bool, only: Sequence | None = None
+    result: RunResult,
+    settings: Settings,
+    stream: IO[str],
+    only: Sequence | None = None,
+    fixed: frozenset[Finding] = frozenset(),
 ) -> None:
-    """The findings in the chosen format; machine formats always go to stdout."""
+    """The findings in the chosen format, on `stream`."""
     summary = Summary.from_findings(
         result.findings,
         files_seen=result.files_seen,
@@ -285,21 +449,23 @@ def emit_report(
         strategy=settings.strategy.value,
         errors=len(result.errors),
     )
-    if settings.output_format == "json":
-        click.echo(to_json(result.findings, summary, result.edits))
+    machine = {
+        "json": lambda: to_json(result.findings, summary, result.edits, result.errors, fixed),
+        "sarif": lambda: to_sarif(result.findings, summary, result.edits, result.errors),
+        "rdjson": lambda: to_rdjson(result.findings, result.edits),
+        "gitlab": lambda: to_gitlab(result.findings),
+    }
+    if settings.output_format in machine:
+        click.echo(machine[settings.output_format](), nl=False, file=stream)
         return
-    if settings.output_format == "sarif":
-        click.echo(to_sarif(result.findings, summary, result.edits))
-        return
-    err = not stream_is_stdout
     if settings.output_format == "github":
-        click.echo(to_github(result.findings), nl=False)
-        err = True
+        click.echo(to_github(result.findings), nl=False, file=stream)
+        stream = sys.stderr
     else:
         for line in format_findings(active(result) if only is None else only):
-            click.echo(line, err=err)
+            click.echo(line, file=stream)
     if settings.verbosity >= 0:
-        click.echo(summary_line(result, summary, settings), err=err)
+        click.echo(summary_line(result, summary, settings), file=stream)
 
 
 def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str:
@@ -318,9 +484,16 @@ def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str
     )
 
 
-def report_errors(result: RunResult) -> None:
-    for note in result.notes:
-        click.echo(f"warning: {note}", err=True)
+def report_errors(result: RunResult, settings: Settings) -> None:
+    """Warnings (unknown codes anywhere, untracked files, empty paths), then errors: one line
+    each, on stderr."""
+    warnings = list(settings.warnings)
+    if settings.configurer is not None:
+        warnings.extend(settings.configurer.warnings)
+    warnings.extend(suppression_warnings(result.findings))
+    warnings.extend(result.notes)
+    for warning in dict.fromkeys(warnings):
+        click.echo(f"warning: {warning}", err=True)
     for error in result.errors:
         click.echo(f"error: {error_line(error)}", err=True)
 
@@ -330,12 +503,20 @@ def plain_output() -> bool:
     return not sys.stdout.isatty() or "NO_COLOR" in os.environ
 
 
-def show_changes(changes: Sequence[FileChange]) -> None:
+def project_roots(result: RunResult) -> dict[Path, Path]:
+    """The project root of each changed file."""
+    return {
+        change.source.path: project.root
+        for project in result.per_project
+        for change in project.changes
+    }
+
+
+def show_changes(result: RunResult) -> None:
+    changes = result.changes
     if plain_output():
         out = sys.stdout.buffer
-        for change in changes:
-            path = display_path(change.source.path)
-            out.write(format_patch(change.source.data, change.new_data, path))
+        out.write(patch_with_base(changes, project_roots(result)))
         out.flush()
         return
     console = Console()
@@ -355,18 +536,65 @@ def show_changes(changes: Sequence[FileChange]) -> None:
             notes = []
 
 
+def write_patch_dir(result: RunResult, folder: Path) -> None:
+    """One `<project>.patch` per project with changes, paths relative to the project's root."""
+    projects = [project for project in result.per_project if project.changes]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, project in zip(project_patch_names([p.root for p in projects]), projects):
+            target = folder / name
+            target.write_bytes(b"".join(patch_of(c, project.root) for c in project.changes))
+            click.echo(f"wrote {display_path(target)} ({display_path(project.root)})", err=True)
+    except OSError as error:
+        raise click.FileError(str(folder), error.strerror or str(error)) from None
+
+
+def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozenset[Finding]:
+    """Findings whose fix is complete and every file of which was written."""
+    paths = {change.source.path for change in written}
+    return frozenset(
+        finding
+        for finding in active(result)
+        if finding.resolved
+        and finding.fix is not None
+        and all(site.path in paths for site in finding.fix.targets)
+    )
+
+
+def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bool) -> None:
+    """The per-project table that ends `apply` (stderr): what a bulk migration needs to read."""
+    from rich import box
+    from rich.table import Table
+
+    if not result.per_project:
+        return
+    utf = (getattr(sys.stderr, "encoding", "") or "").lower().replace("-", "") == "utf8"
+    table = Table(
+        title="amp-clipfix per project", title_justify="left", box=None if not utf else box.SIMPLE
+    )
+    for column in ("project", "release assumed", "findings", "fixed", "left for review", "errors"):
+        table.add_column(column, justify="left" if column == "project" else "right")
+    for row in project_rows(result.per_project, fixed, wrote):
+        table.add_row(*row)
+    Console(stderr=True, width=max(STDERR.width, 100) if not STDERR.is_terminal else None).print(
+        table
+    )
+
+
 def is_interactive() -> bool:
     """Someone can answer the prompt: stdin and stderr (where the prompt goes) are terminals."""
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def write_changes(changes: Sequence[FileChange], yes: bool, dry_run: bool) -> int | None:
-    """Write (or not) and return how many files were written; None when a write failed."""
+def write_changes(
+    changes: Sequence[FileChange], yes: bool, dry_run: bool
+) -> tuple[list[FileChange], list[FileError]]:
+    """Write (or not); the changes written, and the writes that failed."""
     if not changes:
-        return 0
+        return [], []
     if dry_run:
         click.echo("Dry run: nothing written.", err=True)
-        return 0
+        return [], []
     if not yes:
         if not is_interactive():
             click.echo(
@@ -374,19 +602,20 @@ def write_changes(changes: Sequence[FileChange], yes: bool, dry_run: bool) -> in
                 "to only show).",
                 err=True,
             )
-            return 0
+            return [], []
         if not click.confirm(
             f"Write these fixes to {plural(len(changes), 'file')}?", default=False, err=True
         ):
             click.echo("Nothing written.", err=True)
-            return 0
-    written, failed = 0, False
+            return [], []
+    written: list[FileChange] = []
+    failed: list[FileError] = []
     for change in changes:
         try:
             write_atomic(change.source, change.new_data, change.keep_hard_links)
-            written += 1
+            written.append(change)
         except WriteError as error:
-            click.echo(f"error: {display_path(change.source.path)}: {error}", err=True)
-            failed = True
-    click.echo(f"Fixed {plural(written, 'file')}.", err=True)
-    return None if failed else written
+            # reported with the run's other errors (and in JSON/SARIF) by `finish`
+            failed.append(FileError(change.source.path, str(error), ErrorKind.WRITE))
+    click.echo(f"Fixed {plural(len(written), 'file')}.", err=True)
+    return written, failed

@@ -7,7 +7,7 @@ discover -> read + parse + collect (per file) -> link (per project) -> choose fi
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -61,6 +61,18 @@ class RunResult:
     projects: int
     edits: Mapping[Finding, tuple[Edit, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # paths with nothing to read
+    per_project: tuple[ProjectResult, ...] = ()  # the same run, one entry per project
+
+
+@dataclass(frozen=True)
+class ProjectResult:
+    """One project's share of a run, for the per-project table and `--patch-dir`."""
+
+    root: Path
+    release: str  # the Lightning release assumed for this project
+    findings: tuple[Finding, ...]
+    changes: tuple[FileChange, ...]
+    errors: tuple[FileError, ...]
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,11 @@ class Options:
     with_edits: bool = False  # per-finding edits, for JSON and SARIF output
     jobs: int = 1
     prefilter: bool = True
+    # Report (and fix) only findings these keep, e.g. selected codes with a site in given files.
+    keep: Callable[[Finding], bool] | None = None
+    # Each project's own settings (its `[tool.amp-clipfix]`): its files and options, or an
+    # error line when its configuration is broken.
+    configure: Callable[[Project, Options], tuple[Project, Options] | FileError] | None = None
 
 
 class Progress(Protocol):
@@ -99,12 +116,30 @@ def run(
 ) -> RunResult:
     discovery = discover(paths, exclude)
     results = []
+    summaries = []
+    errors = list(discovery.errors)
     for project in discovery.projects:
+        configured = options.configure(project, options) if options.configure else None
+        if isinstance(configured, FileError):  # its configuration is broken: skip it, go on
+            errors.append(configured)
+            continue
+        project, project_options = configured or (project, options)
         collection = collect_project(project, options.jobs, options.prefilter, progress)
-        results.append(process(collection, options, len(project.files), project.linked_inside))
+        result = process(collection, project_options, len(project.files), project.linked_inside)
+        results.append(result)
+        summaries.append(project_result(project.root, project_options, result))
     return replace(
-        merge(results, list(discovery.errors), projects=len(discovery.projects)),
+        merge(results, errors, projects=len(discovery.projects)),
         notes=discovery.notes,
+        per_project=tuple(summaries),
+    )
+
+
+def project_result(root: Path, options: Options, result: RunResult) -> ProjectResult:
+    from amp_clipfix.project.version import format_version
+
+    return ProjectResult(
+        root, format_version(options.version), result.findings, result.changes, result.errors
     )
 
 
@@ -123,9 +158,10 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    findings = choose_fixes(
-        find_findings(files, options.version), options.strategy, options.version
-    )
+    linked = find_findings(files, options.version)
+    if options.keep is not None:
+        linked = [finding for finding in linked if options.keep(finding)]
+    findings = choose_fixes(linked, options.strategy, options.version)
     changes: list[FileChange] = []
     errors = list(collection.errors)
     edits: dict[Finding, tuple[Edit, ...]] = {}

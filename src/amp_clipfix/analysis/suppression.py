@@ -7,19 +7,20 @@ import re
 from amp_clipfix.models import ALL_CODES
 
 SUPPRESSION = re.compile(
-    r"#\s*amp-clipfix:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?|#\s*noqa:\s*(?P<noqa>[A-Z0-9,\s]+)",
+    r"#\s*amp-clipfix:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?"
+    r"|#\s*(?P<is_noqa>noqa)(?::\s*(?P<noqa>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
 
 
 def suppressed_codes(comment: str) -> frozenset[str]:
     """Codes a comment silences: `# amp-clipfix: ignore` (all), `ignore[ACF001,ACF002]`,
-    `# noqa: ACF001` (a bare `# noqa` is left to other tools)."""
+    `# noqa: ACF001`, and a bare `# noqa` (all codes, as ruff reads it)."""
     codes: set[str] = set()
     for match in SUPPRESSION.finditer(comment):
-        listed = match.group("codes") if match.group("noqa") is None else match.group("noqa")
+        listed = match.group("noqa") if match.group("is_noqa") else match.group("codes")
         if listed is None:
             codes.add(ALL_CODES)
         else:
-            codes.update(code.strip().upper() for code in listed.split(",") if code.strip())
+            codes.update(code.upper() for code in re.split(r"[,\s]+", listed) if code)
     return frozenset(code for code in codes if code == ALL_CODES or code.startswith("ACF"))

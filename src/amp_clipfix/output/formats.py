@@ -1,4 +1,5 @@
-"""Machine output of findings: JSON (our own schema), SARIF 2.1.0 and GitHub workflow commands.
+"""Machine output of findings: JSON (our own schema, shipped as `schema.json`), SARIF 2.1.0,
+reviewdog's rdjson, GitLab code quality and GitHub workflow commands.
 
 Positions are 1-based lines and columns everywhere (`Span` columns are 0-based, so +1); end
 columns point just past the range, as in SARIF. Output is deterministic: findings are sorted by
@@ -7,17 +8,19 @@ path, line, column and code, and keys come in a fixed order.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import quote
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Certainty, Edit, Finding, Site, Span
-from amp_clipfix.output.report import sorted_findings
+from amp_clipfix.models import Certainty, Confidence, Edit, FileError, Finding, Site, Span
+from amp_clipfix.output.locations import file_span
+from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.paths import display_path
 from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
@@ -28,6 +31,10 @@ SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 SRCROOT = "%SRCROOT%"
+# The JSON document's own version: bumped when a key changes meaning or goes away (new keys
+# may appear without a bump). The shipped schema.json describes this version.
+JSON_SCHEMA_VERSION = 2
+FINGERPRINT_KEY = "ampClipfix/v1"
 
 
 @dataclass(frozen=True)
@@ -136,11 +143,37 @@ def _finding_json(finding: Finding, edits: EditMap) -> dict[str, Any]:
     }
 
 
-def to_json(findings: Sequence[Finding], summary: Summary, edits: EditMap = None) -> str:
-    """One JSON document: `{"version", "findings", "summary"}`; edits are `[]` unless given."""
+def error_json(error: FileError) -> dict[str, Any]:
+    """An error as an object: the file (null when it names none), why (`kind`), where in the
+    file when known, and the message."""
+    document: dict[str, Any] = {
+        "path": None if error.path is None else display_path(error.path),
+        "kind": error.kind.value,
+    }
+    for key in ("cell", "line", "column"):
+        value = getattr(error, key)
+        if value is not None:
+            document[key] = value
+    document["message"] = error.message
+    return document
+
+
+def to_json(
+    findings: Sequence[Finding],
+    summary: Summary,
+    edits: EditMap = None,
+    errors: Sequence[FileError] = (),
+    fixed: Collection[Finding] = (),
+) -> str:
+    """One JSON document (schema.json): `schema_version`, the tool, the findings (each saying
+    whether `apply` wrote its fix), the errors and the summary."""
     document = {
-        "version": __version__,
-        "findings": [_finding_json(f, edits) for f in sorted_findings(findings)],
+        "schema_version": JSON_SCHEMA_VERSION,
+        "tool": {"name": "amp-clipfix", "version": __version__},
+        "findings": [
+            {**_finding_json(f, edits), "fixed": f in fixed} for f in sorted_findings(findings)
+        ],
+        "errors": [error_json(error) for error in errors],
         "summary": summary.as_dict(),
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -165,12 +198,40 @@ def _artifact(path: Path) -> dict[str, str]:
 
 
 def _location(site: Site) -> dict[str, Any]:
-    return {
-        "physicalLocation": {
-            "artifactLocation": _artifact(site.path),
-            "region": _region(site.shown_span),
+    """A SARIF location in file coordinates; a notebook site names its cell in `properties`."""
+    in_file = file_span(site)
+    if site.cell is None or in_file is None:
+        region = _region(site.span if site.cell is None else site.shown_span)
+        location: dict[str, Any] = {
+            "physicalLocation": {"artifactLocation": _artifact(site.path), "region": region}
         }
-    }
+    else:
+        location = {
+            "physicalLocation": {
+                "artifactLocation": _artifact(site.path),
+                "region": {"startLine": in_file.line, "endLine": in_file.end_line},
+            }
+        }
+    if site.cell is not None:
+        location["properties"] = {"cell": site.cell, "cellRegion": _region(site.shown_span)}
+    return location
+
+
+def fingerprints(findings: Sequence[Finding]) -> dict[Finding, str]:
+    """A stable identity per finding that survives lines moving: the code, the files and what
+    each site says, plus a count among findings that say the same (like GitHub's own)."""
+    seen: Counter[str] = Counter()
+    result = {}
+    for finding in sorted_findings(findings):
+        parts = [finding.code, display_path(finding.primary.path)]
+        parts.extend(
+            f"{site.kind.value}|{display_path(site.path)}|{site.detail}|{site.value}"
+            for site in finding.sites
+        )
+        base = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+        seen[base] += 1
+        result[finding] = f"{base[:32]}:{seen[base]}"
+    return result
 
 
 def _sarif_level(finding: Finding) -> str:
@@ -200,19 +261,26 @@ def _sarif_fixes(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
     return [{"description": {"text": description}, "artifactChanges": changes}]
 
 
-def _sarif_result(finding: Finding, rule_index: dict[str, int], edits: EditMap) -> dict[str, Any]:
-    primary = finding.primary
+def _full_message(finding: Finding) -> str:
     text = finding.message
     if finding.review:
         text += f". Review: {finding.review}"
     elif finding.fix is None and finding.refusal:
         text += f". No fix: {finding.refusal}"
+    return text
+
+
+def _sarif_result(
+    finding: Finding, rule_index: dict[str, int], edits: EditMap, fingerprint: str
+) -> dict[str, Any]:
+    primary = finding.primary
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": rule_index[finding.code],
         "level": _sarif_level(finding),
-        "message": {"text": text},
+        "message": {"text": _full_message(finding)},
         "locations": [_location(primary)],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
     }
     related = [
         {
@@ -246,9 +314,33 @@ def _sarif_rule(code: str) -> dict[str, Any]:
     }
 
 
-def to_sarif(findings: Sequence[Finding], summary: Summary, edits: EditMap = None) -> str:
+def _notification(error: FileError) -> dict[str, Any]:
+    """One toolExecutionNotification per failed file, naming it."""
+    notification: dict[str, Any] = {
+        "level": "error",
+        "message": {"text": error_line(error)},
+        "properties": {"kind": error.kind.value},
+    }
+    if error.path is not None:
+        physical: dict[str, Any] = {"artifactLocation": _artifact(error.path)}
+        if error.line is not None and error.cell is None:
+            physical["region"] = {"startLine": error.line}
+        notification["locations"] = [{"physicalLocation": physical}]
+    return notification
+
+
+def to_sarif(
+    findings: Sequence[Finding],
+    summary: Summary,
+    edits: EditMap = None,
+    errors: Sequence[FileError] = (),
+) -> str:
     """A SARIF 2.1.0 log with one run; paths are relative to `%SRCROOT%`, the current folder."""
     codes = sorted(RULES)
+    prints = fingerprints(findings)
+    invocation: dict[str, Any] = {"executionSuccessful": not errors and summary.errors == 0}
+    if errors:
+        invocation["toolExecutionNotifications"] = [_notification(error) for error in errors]
     rule_index = {code: index for index, code in enumerate(codes)}
     run = {
         "tool": {
@@ -261,8 +353,10 @@ def to_sarif(findings: Sequence[Finding], summary: Summary, edits: EditMap = Non
         },
         "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
         "columnKind": "unicodeCodePoints",
-        "invocations": [{"executionSuccessful": summary.errors == 0}],
-        "results": [_sarif_result(f, rule_index, edits) for f in sorted_findings(findings)],
+        "invocations": [invocation],
+        "results": [
+            _sarif_result(f, rule_index, edits, prints[f]) for f in sorted_findings(findings)
+        ],
         "properties": summary.as_dict(),
     }
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
@@ -299,3 +393,91 @@ def to_github(findings: Sequence[Finding]) -> str:
         )
         lines.append(f"::{command} {properties}::{_escape_data(finding.message)}\n")
     return "".join(lines)
+
+
+def _position(line: int, column: int | None = None) -> dict[str, int]:
+    return {"line": line} if column is None else {"line": line, "column": column}
+
+
+def _rd_range(site: Site) -> dict[str, Any]:
+    """reviewdog ranges: 1-based, end exclusive; a notebook site covers whole file lines."""
+    in_file = file_span(site)
+    if in_file is not None:
+        return {"start": _position(in_file.line), "end": _position(in_file.end_line)}
+    span = site.span
+    return {
+        "start": _position(span.line, span.column + 1),
+        "end": _position(span.end_line, span.end_column + 1),
+    }
+
+
+def _rd_suggestions(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
+    """The fix's edits on the finding's own file (reviewdog suggests in one file per comment);
+    an edit covers whole lines: from column 1 of its first line to column 1 of the next."""
+    return [
+        {
+            "range": {
+                "start": _position(edit.span.line, edit.span.column + 1),
+                "end": _position(edit.span.end_line, edit.span.end_column + 1),
+            },
+            "text": edit.replacement,
+        }
+        for edit in _edits_for(finding, edits)
+        if edit.path == finding.primary.path
+    ]
+
+
+def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
+    """reviewdog's Diagnostic Format (rdjson, a `DiagnosticResult`), findings that are not
+    suppressed; the fix's edits are `suggestions`, so a pull request shows "commit suggestion"."""
+    diagnostics = []
+    for finding in sorted_findings(findings):
+        if finding.suppressed:
+            continue
+        diagnostic: dict[str, Any] = {
+            "message": _full_message(finding),
+            "location": {
+                "path": display_path(finding.primary.path),
+                "range": _rd_range(finding.primary),
+            },
+            "severity": "ERROR" if finding.confidence == "high" else "WARNING",
+            "code": {"value": finding.code, "url": help_uri(finding.code)},
+        }
+        suggestions = _rd_suggestions(finding, edits)
+        if suggestions:
+            diagnostic["suggestions"] = suggestions
+        diagnostics.append(diagnostic)
+    document = {
+        "source": {"name": "amp-clipfix", "url": HOMEPAGE},
+        "severity": "ERROR" if diagnostics else "INFO",
+        "diagnostics": diagnostics,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+GITLAB_SEVERITY = {Confidence.HIGH: "major", Confidence.REVIEW: "minor"}
+
+
+def to_gitlab(findings: Sequence[Finding]) -> str:
+    """A GitLab code quality report (a JSON array, `artifacts:reports:codequality`), one issue
+    per finding that is not suppressed, with a stable fingerprint."""
+    prints = fingerprints(findings)
+    issues = []
+    for finding in sorted_findings(findings):
+        if finding.suppressed:
+            continue
+        primary = finding.primary
+        in_file = file_span(primary) or primary.span
+        issues.append(
+            {
+                "description": f"{finding.code} {_full_message(finding)}",
+                "check_name": finding.code,
+                "fingerprint": hashlib.sha256(prints[finding].encode()).hexdigest(),
+                "severity": GITLAB_SEVERITY.get(finding.confidence, "major"),
+                "location": {
+                    "path": display_path(primary.path),
+                    "lines": {"begin": in_file.line, "end": in_file.end_line},
+                },
+            }
+        )
+    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"

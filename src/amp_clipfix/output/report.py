@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Protocol
 
 from amp_clipfix.models import FileError, Finding, Site
 from amp_clipfix.paths import display_path
+
+
+class ProjectSummaryLike(Protocol):
+    """What the table reads of a project's result (the pipeline's ProjectResult)."""
+
+    root: Path
+    release: str
+    findings: tuple[Finding, ...]
+    errors: tuple[str, ...]
 
 
 def site_prefix(site: Site) -> str:
@@ -73,3 +84,28 @@ def error_line(error: FileError) -> str:
     if error.line is not None:
         where.append(f"{error.line}:{error.column or 1}")
     return ":".join(where) + f": {error.message}" if where else error.message
+
+
+def project_rows(
+    projects: Sequence[ProjectSummaryLike], fixed: Collection[Finding], wrote: bool
+) -> list[tuple[str, ...]]:
+    """The rows of `apply`'s per-project table: project, release assumed, findings, fixed (or
+    pending in a dry run), left for review, errors."""
+    rows = []
+    for project in projects:
+        findings = [finding for finding in project.findings if not finding.suppressed]
+        done = sum(1 for finding in findings if finding in fixed)
+        fixable = sum(1 for finding in findings if finding.resolved)
+        review = sum(1 for finding in findings if not finding.resolved)
+        fixed_cell = str(done) if wrote or not fixable else f"{done} ({fixable} pending)"
+        rows.append(
+            (
+                display_path(project.root),
+                project.release,
+                str(len(findings)),
+                fixed_cell,
+                str(review),
+                str(len(project.errors)),
+            )
+        )
+    return rows

@@ -21,7 +21,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 TABLE = "amp-clipfix"
-KEYS = ("strategy", "lightning-version", "exclude", "extend-exclude")
+KEYS = ("strategy", "lightning-version", "exclude", "extend-exclude", "select", "ignore")
 STRATEGIES = tuple(strategy.value for strategy in Strategy)
 
 
@@ -38,6 +38,8 @@ class Config:
     lightning_version: str | None = None
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
+    select: tuple[str, ...] | None = None  # finding codes (or prefixes) to report; None: all
+    ignore: tuple[str, ...] = ()  # codes (or prefixes) never reported
     path: Path | None = None
 
 
@@ -79,6 +81,8 @@ def load_config(start: Path) -> Config:
         lightning_version=_lightning_version(where, table.get("lightning-version")),
         exclude=_globs(where, "exclude", table["exclude"]) if "exclude" in table else None,
         extend_exclude=_globs(where, "extend-exclude", table.get("extend-exclude", [])),
+        select=_codes(where, "select", table["select"]) if "select" in table else None,
+        ignore=_codes(where, "ignore", table.get("ignore", [])),
         path=path,
     )
 
@@ -111,3 +115,11 @@ def _globs(where: str, key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where} {key!r} must be a list of glob strings, not {value!r}")
     return tuple(value)
+
+
+def _codes(where: str, key: str, value: Any) -> tuple[str, ...]:
+    """Codes as written, upper-cased; whether they exist is checked (with a warning) by the
+    caller, which knows the rules."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f'{where} {key!r} must be a list of codes like "ACF001", not {value!r}')
+    return tuple(item.strip().upper() for item in value if item.strip())

@@ -1,0 +1,277 @@
+"""What a run looks at, per project: code selection (`--select`/`--ignore`, like ruff), each
+project's own `[tool.amp-clipfix]`, partial runs (`check FILE...`) and git-tracked-only runs
+(pre-commit).
+
+Partial runs follow DESIGN.md §6: a file named on the command line brings in the whole project it
+belongs to (a Trainer finding links files that are not committed together), and only findings
+with a site in a named file (or under a named folder) are reported and fixed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from amp_clipfix.models import ALL_CODES, ErrorKind, FileError, Finding, Strategy
+from amp_clipfix.paths import display_path
+from amp_clipfix.pipeline import Options
+from amp_clipfix.project.config import Config, ConfigError, find_pyproject, load_config
+from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
+from amp_clipfix.project.version import parse_version
+from amp_clipfix.rules import RULES
+
+SELECT_ALL = "ALL"
+
+
+def known_codes() -> tuple[str, ...]:
+    return tuple(sorted(RULES))
+
+
+def unknown_codes(entries: Iterable[str]) -> list[str]:
+    """Entries that name no rule: neither a code nor a prefix of one (nor `ALL`)."""
+    codes = known_codes()
+    return [
+        entry
+        for entry in entries
+        if entry != SELECT_ALL and not any(code.startswith(entry) for code in codes)
+    ]
+
+
+def unknown_code_warning(where: str, entries: Iterable[str]) -> str | None:
+    """One line naming the unknown codes of `where`, or None when all are known."""
+    unknown = unknown_codes(entries)
+    if not unknown:
+        return None
+    names = ", ".join(repr(code) for code in unknown)
+    return f"{where}: unknown code{'s' if len(unknown) > 1 else ''} {names} (known codes: " + (
+        f"{', '.join(known_codes())})"
+    )
+
+
+def split_codes(values: Sequence[str]) -> tuple[str, ...]:
+    """`--select ACF001,ACF002 --select ACF003` -> the codes, upper-cased."""
+    return tuple(
+        part.strip().upper() for value in values for part in value.split(",") if part.strip()
+    )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which codes are reported: `select` (None: all) minus `ignore`; entries may be prefixes."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+
+    def allows(self, code: str) -> bool:
+        selected = self.select is None or any(_matches(code, entry) for entry in self.select)
+        return selected and not any(_matches(code, entry) for entry in self.ignore)
+
+
+def _matches(code: str, entry: str) -> bool:
+    return entry == SELECT_ALL or code.startswith(entry)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The paths discovery walks, and the paths findings must touch (None: every finding)."""
+
+    targets: tuple[Path, ...]
+    only: tuple[Path, ...] | None = None
+
+    def touches(self, finding: Finding) -> bool:
+        if self.only is None:
+            return True
+        return any(
+            _absolute(site.path) == given or given in _absolute(site.path).parents
+            for site in finding.sites
+            for given in self.only
+        )
+
+
+def partial_scope(paths: Sequence[Path]) -> Scope:
+    """A named file that lies in a project (a folder with a project marker) brings in that
+    whole project; findings are then limited to those with a site under a named path."""
+    targets: list[Path] = []
+    partial = False
+    for path in paths:
+        targets.append(path)
+        if not path.is_file():
+            continue
+        root = find_project_root(path)
+        if any(os.path.lexists(root / marker) for marker in PROJECT_MARKERS):
+            targets.append(root)
+            partial = True
+    if not partial:
+        return Scope(tuple(paths))
+    unique = tuple(dict.fromkeys(targets))
+    return Scope(unique, tuple(_absolute(path) for path in paths))
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """What the command line fixed for every project; unset values come from each project's
+    configuration."""
+
+    strategy: str | None = None
+    lightning_version: str | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    scope: Scope = field(default_factory=lambda: Scope(()))
+    tracked_only: bool = False
+    start_config: Path | None = None  # already applied to the run's base options
+    default_version: str | None = None  # when neither the line nor the configuration sets one
+
+
+def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closure
+    def keep(finding: Finding) -> bool:
+        return selection.allows(finding.code) and scope.touches(finding)
+
+    return keep
+
+
+class ProjectConfigurer:
+    """`Options.configure`: a project's own `[tool.amp-clipfix]` (its nearest pyproject.toml)
+    applies to its files; command-line options win; git-untracked files are dropped when asked.
+    Warnings (unknown codes) are kept for the CLI to print once."""
+
+    def __init__(self, command_line: CommandLine) -> None:
+        self.command_line = command_line
+        self.warnings: list[str] = []
+        self._warned: set[Path] = set()
+
+    def __call__(self, project: Project, options: Options) -> tuple[Project, Options] | FileError:
+        if self.command_line.tracked_only:
+            project = self._tracked(project)
+        try:
+            config = load_config(project.root)
+        except ConfigError as error:
+            return FileError(
+                find_pyproject(project.root),
+                f"{error_message(error)}; project {display_path(project.root)} skipped",
+                ErrorKind.READ,
+            )
+        if config.path is not None and config.path != self.command_line.start_config:
+            self._warn_codes(config)
+            try:
+                options = self._with_config(options, config)
+            except ValueError as error:
+                return FileError(config.path, f"{error}; project skipped", ErrorKind.READ)
+            project = _without_excluded(project, config)
+        selection = selection_for(self.command_line, config)
+        return project, replace(options, keep=project_keep(selection, self.command_line.scope))
+
+    def _with_config(self, options: Options, config: Config) -> Options:
+        """The nearest configuration wins whole (as in ruff): what it leaves unset takes the
+        defaults, not the first PATH's configuration."""
+        line = self.command_line
+        strategy = line.strategy or config.strategy or Strategy.AUTO.value
+        version = line.lightning_version or config.lightning_version or line.default_version
+        return replace(
+            options,
+            strategy=Strategy(strategy),
+            version=parse_version(version) if version else options.version,
+        )
+
+    def _warn_codes(self, config: Config) -> None:
+        if config.path is None or config.path in self._warned:
+            return
+        self._warned.add(config.path)
+        for key, codes in (("select", config.select or ()), ("ignore", config.ignore)):
+            warning = unknown_code_warning(f"{display_path(config.path)}: {key}", codes)
+            if warning:
+                self.warnings.append(warning)
+
+    def _tracked(self, project: Project) -> Project:
+        tracked = git_tracked(project.root)
+        if tracked is None:
+            self.warnings.append(
+                f"{display_path(project.root)}: not a git checkout (or git cannot be asked); "
+                "every file is read"
+            )
+            return project
+        kept = tuple(path for path in project.files if _absolute(path) in tracked)
+        for path in project.files:
+            if path not in kept and path in (self.command_line.scope.only or ()):
+                self.warnings.append(f"{display_path(path)}: not tracked by git; skipped")
+        return replace(project, files=kept, linked_inside=project.linked_inside & set(kept))
+
+
+def error_message(error: ConfigError) -> str:
+    """The message without the file name it starts with (the error's path carries it)."""
+    text = str(error)
+    head, separator, rest = text.partition(": ")
+    return rest if separator and head.endswith("pyproject.toml") else text
+
+
+def selection_for(command_line: CommandLine, config: Config) -> Selection:
+    """ruff's rule: `--select` replaces the configuration's `select`; ignores add up."""
+    select = command_line.select if command_line.select is not None else config.select
+    return Selection(select, command_line.ignore + config.ignore)
+
+
+def _without_excluded(project: Project, config: Config) -> Project:
+    globs = tuple(g.rstrip("/") for g in (*(config.exclude or ()), *config.extend_exclude))
+    if not globs:
+        return project
+
+    def excluded(path: Path) -> bool:
+        relative = Path(os.path.relpath(path, project.root))
+        names = [relative.as_posix(), *(part for part in relative.parts)]
+        return any(fnmatch.fnmatch(name, glob) for name in names for glob in globs) or any(
+            fnmatch.fnmatch(parent.as_posix(), glob)
+            for parent in relative.parents
+            for glob in globs
+            if parent.parts
+        )
+
+    kept = tuple(path for path in project.files if not excluded(path))
+    return replace(project, files=kept, linked_inside=project.linked_inside & set(kept))
+
+
+def git_tracked(root: Path) -> set[Path] | None:
+    """Absolute paths of the files git tracks under `root` (None outside a checkout)."""
+    try:
+        listing = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--", "."],
+            cwd=root,
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {
+        Path(os.path.normpath(os.path.join(root, os.fsdecode(name))))
+        for name in listing.split(b"\0")
+        if name
+    }
+
+
+def suppression_warnings(findings: Sequence[Finding]) -> list[str]:
+    """One line per suppression comment (on a site's line) that names an unknown code."""
+    codes = set(known_codes())
+    seen: set[tuple[Path, int, str]] = set()
+    warnings = []
+    for finding in findings:
+        for site in finding.sites:
+            for code in sorted(site.suppressed_codes or ()):
+                key = (site.path, site.span.line, code)
+                if code == ALL_CODES or code in codes or key in seen:
+                    continue
+                seen.add(key)
+                where = f"{display_path(site.path)}:{site.shown_span.line}"
+                if site.cell is not None:
+                    where = f"{display_path(site.path)}:cell {site.cell}:{site.shown_span.line}"
+                warnings.append(
+                    f"{where}: unknown code {code!r} in a suppression comment (known codes: "
+                    f"{', '.join(sorted(codes))})"
+                )
+    return warnings
