@@ -1,0 +1,273 @@
+"""Machine output of real runs: the JSON document against the schema the package ships, SARIF
+against the official 2.1.0 schema (notebooks in file coordinates, failed files named,
+fingerprints), reviewdog's rdjson against its documented format, GitLab code quality; and the
+GitHub Action and example workflow against their published schemas."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from test_formats import require_sarif_schema
+
+from amp_clipfix.cli import main
+from amp_clipfix.rules import RULES
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "examples" / "sample_project"
+NOTEBOOK = REPO / "fixtures" / "notebook_trainer_unfuse" / "input" / "train.ipynb"
+FABRIC_CODE, TRAINER_CODE = sorted(RULES)[:2]
+
+# reviewdog's Diagnostic Format as documented in reviewdog/reviewdog, proto/rdf/reviewdog.proto
+# (messages DiagnosticResult, Diagnostic, Location, Range, Position, Suggestion, Source, Code,
+# enum Severity) and proto/rdf/README.md ("rdjson: JSON format of the DiagnosticResult
+# message"; positions 1-based, end exclusive). Written from that documentation, not copied.
+_POSITION = {
+    "type": "object",
+    "properties": {
+        "line": {"type": "integer", "minimum": 1},
+        "column": {"type": "integer", "minimum": 1},
+    },
+    "additionalProperties": False,
+}
+_RANGE = {
+    "type": "object",
+    "required": ["start"],
+    "properties": {"start": _POSITION, "end": _POSITION},
+    "additionalProperties": False,
+}
+_SEVERITY = {"enum": ["UNKNOWN_SEVERITY", "ERROR", "WARNING", "INFO"]}
+_SOURCE = {
+    "type": "object",
+    "required": ["name"],
+    "properties": {"name": {"type": "string"}, "url": {"type": "string"}},
+    "additionalProperties": False,
+}
+RDJSON_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "source": _SOURCE,
+        "severity": _SEVERITY,
+        "diagnostics": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["message", "location"],
+                "additionalProperties": False,
+                "properties": {
+                    "message": {"type": "string"},
+                    "location": {
+                        "type": "object",
+                        "required": ["path"],
+                        "properties": {"path": {"type": "string"}, "range": _RANGE},
+                        "additionalProperties": False,
+                    },
+                    "severity": _SEVERITY,
+                    "source": _SOURCE,
+                    "code": {
+                        "type": "object",
+                        "required": ["value"],
+                        "properties": {"value": {"type": "string"}, "url": {"type": "string"}},
+                        "additionalProperties": False,
+                    },
+                    "suggestions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["range", "text"],
+                            "properties": {"range": _RANGE, "text": {"type": "string"}},
+                            "additionalProperties": False,
+                        },
+                    },
+                    "original_output": {"type": "string"},
+                },
+            },
+        },
+    },
+    "additionalProperties": False,
+}
+
+# GitLab code quality report: the fields GitLab documents as required for each issue
+# (docs.gitlab.com, "Code Quality report format").
+GITLAB_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["description", "check_name", "fingerprint", "severity", "location"],
+        "properties": {
+            "description": {"type": "string"},
+            "check_name": {"type": "string"},
+            "fingerprint": {"type": "string", "minLength": 1},
+            "severity": {"enum": ["info", "minor", "major", "critical", "blocker"]},
+            "location": {
+                "type": "object",
+                "required": ["path", "lines"],
+                "properties": {
+                    "path": {"type": "string"},
+                    "lines": {
+                        "type": "object",
+                        "required": ["begin"],
+                        "properties": {"begin": {"type": "integer", "minimum": 1}},
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def invoke(*args: str):  # noqa: ANN201
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The sample project plus a notebook and a file that cannot be parsed."""
+    root = tmp_path / "sample_project"
+    shutil.copytree(SAMPLE, root)
+    shutil.copy(NOTEBOOK, root / "train.ipynb")
+    (root / "broken.py").write_text("import torch\nopt = torch.optim.AdamW(fused=True\n")
+    monkeypatch.chdir(tmp_path)
+    return root
+
+
+def shipped_schema() -> dict:
+    printed = invoke("schema")
+    assert printed.exit_code == 0
+    return json.loads(printed.stdout)
+
+
+def test_schema_command_prints_the_shipped_schema() -> None:
+    schema = shipped_schema()
+    jsonschema.Draft7Validator.check_schema(schema)
+    assert schema["properties"]["schema_version"] == {"const": 2}
+
+
+def test_json_of_check_and_apply_validates_and_says_what_was_fixed(project: Path) -> None:
+    validator = jsonschema.Draft7Validator(shipped_schema())
+    checked = json.loads(invoke("check", "--format", "json", "sample_project").stdout)
+    validator.validate(checked)
+    assert checked["schema_version"] == 2
+    assert {f["code"] for f in checked["findings"]} == {FABRIC_CODE, TRAINER_CODE}
+    assert not any(f["fixed"] for f in checked["findings"])
+    assert checked["errors"] == [
+        {
+            "path": "sample_project/broken.py",
+            "line": 2,
+            "column": 24,
+            "message": checked["errors"][0]["message"],
+        }
+    ]
+    assert "cannot parse" in checked["errors"][0]["message"]
+    applied = invoke("apply", "--yes", "--format", "json", "sample_project")
+    document = json.loads(applied.stdout)
+    validator.validate(document)
+    assert document["findings"] and all(f["fixed"] for f in document["findings"])
+    assert applied.exit_code == 2  # the broken file is still an error
+
+
+def sarif_of(*args: str) -> dict:
+    return json.loads(invoke("check", "--format", "sarif", *args).stdout)
+
+
+def test_sarif_of_a_real_run_validates_against_the_official_schema(project: Path) -> None:
+    log = sarif_of("sample_project")
+    jsonschema.Draft4Validator(require_sarif_schema()).validate(log)
+
+
+def test_sarif_places_notebook_results_on_file_lines_with_the_cell_apart(project: Path) -> None:
+    log = sarif_of("sample_project/train.ipynb")
+    (result,) = [
+        r
+        for r in log["runs"][0]["results"]
+        if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(".ipynb")
+    ]
+    location = result["locations"][0]
+    region = location["physicalLocation"]["region"]
+    line = NOTEBOOK.read_text().splitlines()[region["startLine"] - 1]
+    assert "fused=True" in line  # the .ipynb's own line, where the fix also points
+    assert location["properties"]["cell"] == 2
+    assert location["properties"]["cellRegion"]["startLine"] == 10
+    replacement = result["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    assert replacement["deletedRegion"]["startLine"] == region["startLine"]
+
+
+def test_sarif_names_each_failed_file_and_fingerprints_results(project: Path) -> None:
+    (project / "also_broken.ipynb").write_text("{not json")
+    log = sarif_of("sample_project")
+    invocation = log["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    named = sorted(
+        n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for n in invocation["toolExecutionNotifications"]
+    )
+    assert named == ["sample_project/also_broken.ipynb", "sample_project/broken.py"]
+    prints = [r["partialFingerprints"]["ampClipfix/v1"] for r in log["runs"][0]["results"]]
+    assert len(set(prints)) == len(prints) == 3
+    # lines moving does not change a fingerprint
+    model = project / "model.py"
+    model.write_text("# a new first line\n" + model.read_text())
+    moved = sarif_of("sample_project")["runs"][0]["results"]
+    assert [r["partialFingerprints"]["ampClipfix/v1"] for r in moved] == prints
+    lines = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in moved]
+    before = [
+        r["locations"][0]["physicalLocation"]["region"]["startLine"]
+        for r in log["runs"][0]["results"]
+    ]
+    assert lines != before
+
+
+def test_rdjson_follows_reviewdogs_format_with_suggestions(project: Path) -> None:
+    document = json.loads(invoke("check", "--format", "rdjson", "sample_project").stdout)
+    jsonschema.Draft7Validator(RDJSON_SCHEMA).validate(document)
+    by_path = {d["location"]["path"]: d for d in document["diagnostics"]}
+    fabric = by_path["sample_project/train_fabric.py"]
+    assert fabric["code"]["value"] == FABRIC_CODE and fabric["severity"] == "ERROR"
+    (suggestion,) = fabric["suggestions"]
+    assert suggestion["range"] == {
+        "start": {"line": 9, "column": 1},
+        "end": {"line": 10, "column": 1},
+    }
+    assert suggestion["text"].endswith('precision="16-mixed")\n'.replace("16", "bf16"))
+    notebook = by_path["sample_project/train.ipynb"]
+    line = NOTEBOOK.read_text().splitlines()[notebook["location"]["range"]["start"]["line"] - 1]
+    assert "fused=True" in line
+
+
+def test_gitlab_code_quality_report(project: Path) -> None:
+    issues = json.loads(invoke("check", "--format", "gitlab", "sample_project").stdout)
+    jsonschema.Draft7Validator(GITLAB_SCHEMA).validate(issues)
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues) == 3
+    fabric = next(i for i in issues if i["location"]["path"].endswith("train_fabric.py"))
+    assert fabric["check_name"] == FABRIC_CODE and fabric["location"]["lines"]["begin"] == 9
+    assert fabric["severity"] == "major"
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        ("vendor.github-actions", REPO / "action.yml"),
+        ("vendor.github-workflows", REPO / "examples" / "github-workflow.yml"),
+    ],
+)
+def test_action_and_example_workflow_validate(schema: str, path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_readme_workflow_is_the_example_file() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    example = (REPO / "examples" / "github-workflow.yml").read_text(encoding="utf-8")
+    assert example in readme
