@@ -221,3 +221,121 @@ def test_fixing_hook_rewrites_the_file_and_the_fixed_commit_goes_through(
     assert "amp-clipfix" in passed.stdout and "Passed" in passed.stdout
     committed = git(repo, env, "show", "HEAD:train.py").stdout
     assert 'precision="bf16-mixed"' in committed
+
+
+MODEL = """\
+import lightning as L
+import torch
+from torch import nn
+
+
+class Model(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Linear(32, 1)
+
+    def training_step(self, batch, batch_idx):
+        return self.net(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3, fused=True)
+"""
+CLI_MAIN = """\
+from lightning.pytorch.cli import LightningCLI
+
+from model import Model
+
+if __name__ == "__main__":
+    LightningCLI(Model)
+"""
+CONFIG = 'trainer:\n  precision: "32-true"\n  gradient_clip_val: 0.5\n'
+TRAINER = """\
+import lightning as L
+
+from scratch_model import Model
+
+trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
+trainer.fit(Model())
+"""
+NOTEBOOK = REPO / "fixtures" / "notebook_trainer_unfuse" / "input" / "train.ipynb"
+
+
+def commit_without_hooks(repo: Path, env: dict[str, str], *paths: str) -> None:
+    git(repo, env, "add", *paths)
+    git(repo, env, "commit", "--quiet", "--no-verify", "--message", "setup")
+
+
+def test_a_yaml_only_commit_is_checked_with_the_python_it_links_to(
+    hook_repo: HookRepo, tmp_path: Path
+) -> None:
+    """LightningCLI: the YAML turns on mixed precision; the fused optimizer is in model.py,
+    committed before and not staged now."""
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check"])
+    (repo / "model.py").write_text(MODEL)
+    (repo / "main.py").write_text(CLI_MAIN)
+    (repo / "config.yaml").write_text(CONFIG)
+    commit_without_hooks(repo, env, ".")
+    (repo / "config.yaml").write_text(CONFIG.replace("32-true", "16-mixed"))
+
+    blocked = commit(repo, env)
+    assert blocked.returncode != 0, blocked.stdout
+    assert "amp-clipfix (check only)" in blocked.stdout and "Failed" in blocked.stdout
+    assert "model.py:15:" in blocked.stdout and "ACF002" in blocked.stdout
+    assert "config.yaml:2" in blocked.stdout  # the site in the staged file
+    assert "(no files to check)" not in blocked.stdout
+
+
+def test_the_fix_hook_fixes_a_yaml_only_commit_in_the_tracked_python(
+    hook_repo: HookRepo, tmp_path: Path
+) -> None:
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix"])
+    (repo / "model.py").write_text(MODEL)
+    (repo / "main.py").write_text(CLI_MAIN)
+    (repo / "config.yaml").write_text(CONFIG)
+    commit_without_hooks(repo, env, ".")
+    (repo / "config.yaml").write_text(CONFIG.replace("32-true", "16-mixed"))
+
+    fixed = commit(repo, env)
+    assert fixed.returncode != 0 and "files were modified by this hook" in fixed.stdout
+    assert (repo / "model.py").read_text() == MODEL.replace("fused=True", "fused=False")
+    assert commit(repo, env).returncode == 0
+
+
+def test_a_notebook_only_commit_is_checked(hook_repo: HookRepo, tmp_path: Path) -> None:
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check"])
+    shutil.copy(NOTEBOOK, repo / "train.ipynb")
+
+    blocked = commit(repo, env)
+    assert blocked.returncode != 0, blocked.stdout
+    assert "train.ipynb:cell 2:10:68: ACF002" in blocked.stdout
+    assert not has_commit(repo, env)
+
+
+def test_an_untracked_file_is_neither_read_nor_written(hook_repo: HookRepo, tmp_path: Path) -> None:
+    """An untracked scratch module with a fused optimizer must not block (or be rewritten by)
+    the commit of a Trainer script: git does not know it, so neither do the hooks. The same
+    file committed is linked and fixed."""
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check", "amp-clipfix"])
+    scratch = repo / "scratch_model.py"
+    scratch.write_text(MODEL)
+    standalone = repo / "scratch_fabric.py"
+    standalone.write_text(TRAIN)
+    (repo / "train.py").write_text(TRAINER)
+    git(repo, env, "add", "train.py", ".pre-commit-config.yaml")
+
+    passed = run(["git", "commit", "--message", "train"], repo, env)
+    assert passed.returncode == 0, passed.stdout
+    assert "Failed" not in passed.stdout
+    assert scratch.read_text() == MODEL and standalone.read_text() == TRAIN
+    assert git(repo, env, "status", "--porcelain").stdout.count("??") == 2
+
+    (repo / "train.py").write_text(TRAINER + "\n")
+    git(repo, env, "add", "train.py", "scratch_model.py")
+    blocked = run(["git", "commit", "--message", "tracked now"], repo, env)
+    assert blocked.returncode != 0 and "ACF002" in blocked.stdout, blocked.stdout
+    assert scratch.read_text() == MODEL.replace("fused=True", "fused=False")
+    assert standalone.read_text() == TRAIN  # still untracked: untouched

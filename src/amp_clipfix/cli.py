@@ -383,7 +383,7 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream, fixed=fixed)
     finish(settings, result, started, files_fixed=len(written))
-    if settings.verbosity >= 0:
+    if wants_project_table(settings, result, patch_dir):
         render_project_table(result, fixed, wrote=bool(written) or not result.changes)
     pending = len(result.changes) - len(written)
     sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
@@ -559,6 +559,15 @@ def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozense
         and finding.fix is not None
         and all(site.path in paths for site in finding.fix.targets)
     )
+
+
+def wants_project_table(settings: Settings, result: RunResult, patch_dir: Path | None) -> bool:
+    """The per-project table ends a bulk run (several projects, --patch-dir), a run on a
+    terminal and a -v run; a piped single-project run (a pre-commit hook) stays short."""
+    if settings.verbosity < 0:
+        return False
+    bulk = len(result.per_project) > 1 or patch_dir is not None
+    return bulk or settings.verbosity > 0 or STDERR.is_terminal
 
 
 def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bool) -> None:

@@ -83,13 +83,16 @@ class Scope:
     only: tuple[Path, ...] | None = None
 
     def touches(self, finding: Finding) -> bool:
+        """A site in a named file or under a named folder; links count as what they name (a
+        named link and its target found by the walk are one file)."""
         if self.only is None:
             return True
-        return any(
-            _absolute(site.path) == given or given in _absolute(site.path).parents
-            for site in finding.sites
-            for given in self.only
-        )
+        named = {*self.only, *(Path(os.path.realpath(path)) for path in self.only)}
+        for site in finding.sites:
+            for path in {_absolute(site.path), Path(os.path.realpath(site.path))}:
+                if path in named or any(folder in named for folder in path.parents):
+                    return True
+        return False
 
 
 def partial_scope(paths: Sequence[Path]) -> Scope:
