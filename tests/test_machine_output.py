@@ -160,6 +160,7 @@ def test_json_of_check_and_apply_validates_and_says_what_was_fixed(project: Path
     assert checked["errors"] == [
         {
             "path": "sample_project/broken.py",
+            "kind": "parse",
             "line": 2,
             "column": 24,
             "message": checked["errors"][0]["message"],

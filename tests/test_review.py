@@ -166,7 +166,7 @@ def test_check_a_file_reads_its_whole_project_and_reports_what_touches_it(sample
     result = invoke("check", "sample_project/model.py")
     assert result.exit_code == 1, result.output
     assert f"sample_project/model.py:21:76: {TRAINER_CODE}" in result.output
-    assert "train_trainer.py:12" in result.output
+    assert "precision: sample_project/train_trainer.py:" in result.output
     assert FABRIC_CODE not in result.output  # train_fabric.py was not named
     trainer_only = invoke("check", "sample_project/train_trainer.py")
     assert f"model.py:21:76: {TRAINER_CODE}" in trainer_only.output  # a site in the named file
