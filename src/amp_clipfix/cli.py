@@ -8,6 +8,7 @@ everything else on stderr.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import time
@@ -392,14 +393,19 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
 @main.command()
 @click.argument("code")
 def explain(code: str) -> None:
-    """Print the rule page of CODE (see `amp-clipfix explain --help` for the list): what it
-    detects, why Lightning fails, an example before and after, and the safety of each fix."""
+    """Print the rule page of CODE: what it detects, why Lightning fails, an example before and
+    after, and the safety of each fix."""
     rule = RULES.get(code.upper())
     if rule is None:
         raise click.BadParameter(
             f"unknown code {code!r}; known codes: {', '.join(RULES)}", param_hint="CODE"
         )
     click.echo(render_rule(rule))
+
+
+explain.help = (
+    f"{inspect.cleandoc(explain.help or '')}\n\nCODE is one of {', '.join(sorted(RULES))}."
+)
 
 
 @main.command()
