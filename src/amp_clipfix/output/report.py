@@ -13,10 +13,17 @@ from amp_clipfix.paths import display_path
 class ProjectSummaryLike(Protocol):
     """What the table reads of a project's result (the pipeline's ProjectResult)."""
 
-    root: Path
-    release: str
-    findings: tuple[Finding, ...]
-    errors: tuple[str, ...]
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def release(self) -> str: ...
+
+    @property
+    def findings(self) -> tuple[Finding, ...]: ...
+
+    @property
+    def errors(self) -> Sequence[object]: ...
 
 
 def site_prefix(site: Site) -> str:
@@ -91,7 +98,7 @@ def project_rows(
 ) -> list[tuple[str, ...]]:
     """The rows of `apply`'s per-project table: project, release assumed, findings, fixed (or
     pending in a dry run), left for review, errors."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for project in projects:
         findings = [finding for finding in project.findings if not finding.suppressed]
         done = sum(1 for finding in findings if finding in fixed)
