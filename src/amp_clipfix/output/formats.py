@@ -18,7 +18,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Certainty, Confidence, Edit, FileError, Finding, Site, Span
+from amp_clipfix.models import Certainty, Edit, FileError, Finding, Site, Span
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.paths import display_path
@@ -440,7 +440,7 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
                 "path": display_path(finding.primary.path),
                 "range": _rd_range(finding.primary),
             },
-            "severity": "ERROR" if finding.confidence == "high" else "WARNING",
+            "severity": RULES[finding.code].level.upper(),  # ERROR or WARNING
             "code": {"value": finding.code, "url": help_uri(finding.code)},
         }
         suggestions = _rd_suggestions(finding, edits)
@@ -455,7 +455,7 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-GITLAB_SEVERITY = {Confidence.HIGH: "major", Confidence.REVIEW: "minor"}
+GITLAB_SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
 
 
 def to_gitlab(findings: Sequence[Finding]) -> str:
@@ -473,7 +473,7 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
                 "description": f"{finding.code} {_full_message(finding)}",
                 "check_name": finding.code,
                 "fingerprint": hashlib.sha256(prints[finding].encode()).hexdigest(),
-                "severity": GITLAB_SEVERITY.get(finding.confidence, "major"),
+                "severity": GITLAB_SEVERITY.get(RULES[finding.code].level, "major"),
                 "location": {
                     "path": display_path(primary.path),
                     "lines": {"begin": in_file.line, "end": in_file.end_line},
