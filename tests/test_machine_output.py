@@ -272,3 +272,18 @@ def test_readme_workflow_is_the_example_file() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     example = (REPO / "examples" / "github-workflow.yml").read_text(encoding="utf-8")
     assert example in readme
+
+
+def test_a_notebook_cell_stored_as_one_string_maps_to_that_strings_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nbformat allows a cell's source as one string: every cell line is on the file line of
+    that string."""
+    shutil.copytree(REPO / "fixtures" / "notebook_source_as_one_string" / "input", tmp_path / "nb")
+    monkeypatch.chdir(tmp_path)
+    (result,) = sarif_of("--strategy", "unfuse", "nb")["runs"][0]["results"]
+    location = result["locations"][0]
+    assert location["physicalLocation"]["region"]["startLine"] == 17
+    assert location["properties"]["cellRegion"]["startLine"] == 3
+    related = {r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]}
+    assert related == {17}

@@ -366,17 +366,16 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
         finish(settings, result, started)
         sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
         sys.exit(exit_code(settings, result, findings_left=bool(unfixed)))
-    machine = settings.output_format in MACHINE_FORMATS
     if patch_dir is not None:
         write_patch_dir(result, patch_dir)
     elif settings.output_format == "text":
         show_changes(result)
-    if settings.output_format != "text" and settings.output_format != "json":
-        with report_stream(settings, stdout_ok=True) as stream:
-            emit_report(result, settings, stream)
-    elif not machine:
+    if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
         with report_stream(settings, stdout_ok=False) as stream:
             emit_report(result, settings, stream, only=unfixed)
+    elif settings.output_format != "json":  # before writing: notebook lines are read from disk
+        with report_stream(settings, stdout_ok=True) as stream:
+            emit_report(result, settings, stream)
     written, write_errors = write_changes(result.changes, yes=yes, dry_run=dry_run)
     result = replace(result, errors=result.errors + tuple(write_errors))
     fixed = fixed_findings(result, written)

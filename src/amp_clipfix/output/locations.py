@@ -8,6 +8,7 @@ the line of the JSON string of the cell's `"source"` where that cell line starts
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,8 +29,19 @@ def file_span(site: Site) -> Span | None:
     return Span(first, 0, max(first, last), 0)
 
 
-@lru_cache(maxsize=256)
 def _source_values(path: str) -> tuple[str, tuple[tuple[int, int], ...]] | None:
+    """Read once per version of the file (a later run in the same process may see it fixed)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return _read_source_values(path, status.st_mtime_ns, status.st_size)
+
+
+@lru_cache(maxsize=256)
+def _read_source_values(
+    path: str, mtime_ns: int, size: int
+) -> tuple[str, tuple[tuple[int, int], ...]] | None:
     try:
         text = decode_source(Path(path), Path(path).read_bytes()).text
         return text, tuple(source_value_offsets(text))
