@@ -358,3 +358,15 @@ def test_github_escapes_commas_and_colons_in_properties(project: Path) -> None:
 
 def test_github_is_empty_without_findings() -> None:
     assert to_github([]) == ""
+
+
+def test_a_missing_sarif_schema_fails_under_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(f"{__name__}.SARIF_SCHEMA", tmp_path / "missing.json")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true requires it"):
+        require_sarif_schema()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        require_sarif_schema()
