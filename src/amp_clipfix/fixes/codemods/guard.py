@@ -66,9 +66,10 @@ class GuardCommand(SiteCodemod):
         receiver = call.func.value  # type: ignore[attr-defined]
         by_value = keyword_arg(call, "clip_val") is not None
         if not (isinstance(receiver, cst.Name) and receiver.value == "self") and not by_value:
-            # fabric.clip_gradients(module, optimizer, ...) -> helper(fabric, module, optimizer, ...)
+            # fabric.clip_gradients(module, opt, ...) -> the helper (fabric, module, opt, ...)
             first = cst.Arg(receiver, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            value = cst.Call(cst.Name(NORM_HELPER_NAME), args=[first, *(arg.deep_clone() for arg in call.args)])
+            args = [first, *(arg.deep_clone() for arg in call.args)]
+            value = cst.Call(cst.Name(NORM_HELPER_NAME), args=args)
             self.needs_norm_helper = True
         line = cst.SimpleStatementLine([cst.Assign(targets, value)])
         return cst.Else(body=cst.IndentedBlock([line]))
