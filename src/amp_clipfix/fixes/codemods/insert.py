@@ -10,6 +10,8 @@ the blank lines PEP 8 asks for around a top-level function (ruff E30x).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 TWO_BLANK_LINES = (cst.EmptyLine(), cst.EmptyLine())
@@ -60,6 +62,14 @@ def branches(statement: cst.Try | cst.If) -> list[cst.BaseSuite]:
     return blocks
 
 
+def suite_lines(block: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """The statements of a block; a one-line suite (`try: import x`) counts as one line."""
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    assert isinstance(block, cst.SimpleStatementSuite)
+    return [cst.SimpleStatementLine(body=block.body)]
+
+
 def is_import_statement(statement: cst.BaseStatement) -> bool:
     """An import line, or a block that exists to import: `if TYPE_CHECKING: ...`, `try: import x
     except ImportError: x = None`, `if sys.version_info >= ...: import a else: import b`: simple
@@ -70,7 +80,7 @@ def is_import_statement(statement: cst.BaseStatement) -> bool:
         return True
     if not isinstance(statement, (cst.Try, cst.If)):
         return False
-    lines = [line for block in branches(statement) for line in block.body]
+    lines = [line for block in branches(statement) for line in suite_lines(block)]
     return all(
         isinstance(line, cst.SimpleStatementLine) or is_import_statement(line) for line in lines
     ) and any(is_import_statement(line) for line in lines)
@@ -89,7 +99,7 @@ def uses_name(node: cst.CSTNode, name: str) -> bool:
     return found
 
 
-def insertion_index(body: list[cst.BaseStatement], name: str) -> int:
+def insertion_index(body: Sequence[cst.BaseStatement], name: str) -> int:
     """Just after the last statement of the import section.
 
     The section runs from the top to the first compound statement that is not an import block
