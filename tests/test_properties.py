@@ -392,19 +392,46 @@ def lines_with(program: Lines, tag: str) -> set[int]:
     return {index for index, tags in program.tags.items() if tag in tags.split(",")}
 
 
+def without_helper(lines: list[str], header: str) -> list[str]:
+    """The lines without the top-level function that starts with `header` (if there is one)."""
+    matches = [index for index, line in enumerate(lines) if line.startswith(header)]
+    assert len(matches) <= 1, f"{header} inserted {len(matches)} times"
+    if not matches:
+        return lines
+    start = matches[0]
+    end = start + 1
+    while end < len(lines) and (not lines[end] or lines[end][0].isspace() or lines[end] == "):"):
+        end += 1
+    return lines[:start] + lines[end:]
+
+
+def skipped_result(clip: str) -> str:
+    """What the guard binds on the else branch of `norm = X.clip_gradients(args)` ("" when the
+    result is not assigned: no else branch)."""
+    if not clip.strip().startswith("norm = "):
+        return ""
+    receiver, args = clip.strip()[len("norm = ") :].split(".clip_gradients(", 1)
+    if receiver == "self" or "clip_val" in args:
+        return "norm = None"
+    return f"norm = unclipped_gradient_norm({receiver}, {args}"
+
+
 def assert_only_guarded(program: Program, style: Style, old: list[str], new: list[str]) -> None:
-    """The helper once at top level, the clip line one indent deeper under the guard, and
-    nothing else but the guard's `if`, `else:` and `norm = None` lines (and blank lines)."""
+    """The helpers once at top level, the clip line one indent deeper under the guard, and
+    nothing else but the guard's `if`, `else:` and the else branch's `norm = ...` lines (the
+    result the skipped call would give: `unclipped_gradient_norm(...)`, or None), and blanks."""
     (clip_index,) = lines_with(program.lines, "clip")
     clip = old[clip_index]
     indent = clip[: len(clip) - len(clip.lstrip())]
     # A module without any block shows no indent unit; libcst then uses four spaces (PEP 8).
     unit = style.unit if any(line.rstrip().endswith(":") for line in old) else "    "
-    allowed = {indent + program.guard, f"{indent}else:", f"{indent}{unit}norm = None", ""}
+    else_line = f"{indent}{unit}{skipped_result(clip)}"
+    allowed = {indent + program.guard, f"{indent}else:", else_line, ""}
     assert new.count("def can_clip_gradients(precision, optimizer):") == 1
-    start = new.index("def can_clip_gradients(precision, optimizer):")
-    end = next(i for i in range(start + 1, len(new)) if new[i] and not new[i][0].isspace())
-    rest = new[:start] + new[end:]
+    rest = without_helper(new, "def can_clip_gradients(precision, optimizer):")
+    rest = without_helper(rest, "def unclipped_gradient_norm(")
+    norm_helper = any(line.startswith("def unclipped_gradient_norm(") for line in new)
+    assert norm_helper == ("unclipped_gradient_norm(" in else_line)
     matcher = difflib.SequenceMatcher(a=old, b=rest, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from amp_clipfix.fixes.codemods.guard_helper import HELPER_NAME, HELPER_SOURCE
+from amp_clipfix.fixes.codemods.guard_helper import (
+    HELPER_NAME,
+    HELPER_SOURCE,
+    NORM_HELPER_NAME,
+    NORM_HELPER_SOURCE,
+)
 
 try:
     import torch
@@ -332,3 +337,70 @@ def test_helper_imports_nothing_but_warnings() -> None:
     assert imported == {"warnings"}
     assert [type(node) for node in tree.body] == [ast.FunctionDef]
     assert tree.body[0].name == HELPER_NAME
+
+
+# The guard's else branch for an assigned Fabric clip: `unclipped_gradient_norm(fabric, ...)` must
+# return what `fabric.clip_gradients` returns, so code that uses the result keeps working.
+NormHelper = Callable[..., Any]
+
+
+@pytest.fixture
+def unclipped_norm() -> NormHelper:
+    namespace: dict[str, Any] = {}
+    exec(NORM_HELPER_SOURCE, namespace)
+    return namespace[NORM_HELPER_NAME]
+
+
+def scaled_fabric_step(fused: bool) -> tuple[Fabric, nn.Module, Any]:
+    """A Fabric with a real GradScaler (16-mixed plugin) after one backward."""
+    fabric = Fabric(
+        accelerator="cpu",
+        devices=1,
+        plugins=FabricMixedPrecision("16-mixed", "cpu", cpu_scaler()),
+    )
+    model, optimizer = fabric.setup(*model_and_optimizer(fused))
+    fabric.backward(loss_of(model))
+    return fabric, model, optimizer
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, float("inf"), "inf"])
+@pytest.mark.parametrize("torch_has_get_total_norm", [True, False])
+def test_unclipped_norm_is_what_fabric_returns(
+    unclipped_norm: NormHelper,
+    monkeypatch: pytest.MonkeyPatch,
+    norm_type: Any,
+    torch_has_get_total_norm: bool,
+) -> None:
+    """Fused (skipped, gradients still scaled) == Lightning's own clip of the same unfused step."""
+    if not torch_has_get_total_norm:  # torch < 2.6 has no get_total_norm: the fallback is used
+        monkeypatch.delattr(torch.nn.utils, "get_total_norm")
+    fabric, model, optimizer = scaled_fabric_step(fused=True)
+    reference_fabric, reference_model, reference_optimizer = scaled_fabric_step(fused=False)
+
+    norm = unclipped_norm(fabric, model, optimizer, max_norm=1.0, norm_type=norm_type)
+    expected = reference_fabric.clip_gradients(
+        reference_model, reference_optimizer, max_norm=1.0, norm_type=norm_type
+    )
+
+    assert isinstance(norm, torch.Tensor) and norm.ndim == 0
+    assert norm.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert norm > 0 and float(norm) == norm.item()  # used as scripts use it
+    # Nothing was unscaled: the gradients still carry the loss scale, which the norm does not.
+    scale = fabric.strategy.precision.scaler.get_scale()
+    assert scale > 1.0
+    largest = max(p.grad.abs().max().item() for p in model.parameters())
+    assert largest > 100 * norm.item()
+
+
+def test_unclipped_norm_without_a_scaler_and_for_clip_val(unclipped_norm: NormHelper) -> None:
+    """No scaler: the plain gradient norm. Clipping by value: None, as Fabric returns."""
+    fabric = Fabric(accelerator="cpu", devices=1)
+    model, optimizer = fabric.setup(*model_and_optimizer(fused=True))
+    fabric.backward(loss_of(model))
+    expected = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e9)
+
+    assert unclipped_norm(fabric, model, optimizer, max_norm=1.0).item() == pytest.approx(
+        expected.item()
+    )
+    assert unclipped_norm(fabric, model, optimizer, clip_val=0.5) is None
+    assert unclipped_norm(fabric, model, optimizer, 0.5) is None  # clip_val is the 3rd argument

@@ -61,7 +61,10 @@ RULE = Rule(
             Strategy.BF16,
             'The default (`auto`). Rewrites the precision to `"bf16-mixed"`; a plugin '
             "loses its scaler argument, since bf16-mixed refuses one "
-            f"({BF16_SCALER_ERROR}).",
+            f"({BF16_SCALER_ERROR}). "
+            "A `scaler = GradScaler(...)` line only the plugin read, and an import nothing "
+            "uses any more, go with it; a precision read from a module constant is "
+            "rewritten at the constant.",
         ),
         Strategy.UNFUSE.value: safety(
             Strategy.UNFUSE,
@@ -71,7 +74,9 @@ RULE = Rule(
         Strategy.GUARD.value: safety(
             Strategy.GUARD,
             "Wraps the clip call in `if can_clip_gradients(fabric, optimizer):`, a helper "
-            "inserted once into the module (it imports nothing private).",
+            "inserted once into the module (it imports nothing private). An assigned "
+            "result stays usable (`norm.item()`, `if norm > x`): the other branch binds "
+            "`unclipped_gradient_norm(...)`, the total norm of the unscaled gradients.",
         ),
     },
 )

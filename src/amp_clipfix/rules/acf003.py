@@ -66,7 +66,8 @@ RULE = Rule(
         ),
         Strategy.GUARD.value: safety(
             Strategy.GUARD,
-            "Applies where the clip call is a plain statement or assignment; the helper "
+            "Applies where the clip call is a plain statement or assignment (an assigned "
+            "result stays usable); the helper "
             "decides at run time, so it skips clipping only where Lightning would raise.",
         ),
     },

@@ -1,7 +1,10 @@
-"""The `can_clip_gradients` function that the guard fix inserts into a user's module.
+"""The functions that the guard fix inserts into a user's module.
 
-It is kept as source text so that the inserted code is exactly what the runtime tests exercise.
-It imports nothing private and nothing from Lightning, so it works with every 2.x release.
+`can_clip_gradients` decides whether Lightning can clip; `unclipped_gradient_norm` stands in for
+the result of a Fabric clip the guard skips, so code that uses it (`norm.item()`, `norm > x`,
+logging) keeps working. Both are kept as source text so that the inserted code is exactly what the
+runtime tests exercise. They import nothing private and nothing from Lightning, so they work with
+every 2.x release.
 """
 
 from __future__ import annotations
@@ -36,4 +39,38 @@ def can_clip_gradients(precision, optimizer):
         why = "unscales its own gradients (fused=True); Lightning cannot clip them here"
         warnings.warn(f"amp-clipfix: gradient clipping skipped: {name} {why}", stacklevel=2)
     return False
+'''
+
+NORM_HELPER_NAME = "unclipped_gradient_norm"
+
+NORM_HELPER_SOURCE = '''\
+def unclipped_gradient_norm(
+    fabric, module, optimizer, clip_val=None, max_norm=None, norm_type=2.0, error_if_nonfinite=True
+):
+    """What `fabric.clip_gradients` returns, without clipping (inserted by amp-clipfix).
+
+    Where `can_clip_gradients` says no, the clip is skipped; code that uses its result keeps
+    working: the total norm of the unscaled gradients for `max_norm`, None for `clip_val` (as
+    Fabric returns). A non-finite norm is returned, not raised: nothing is clipped with it.
+    """
+    import torch
+
+    if max_norm is None:
+        return None
+    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    norm_type = float(norm_type)
+    if hasattr(torch.nn.utils, "get_total_norm"):  # torch >= 2.6
+        total = torch.nn.utils.get_total_norm(grads, norm_type)
+    else:
+        norms = [torch.linalg.vector_norm(grad.detach(), norm_type) for grad in grads]
+        device = norms[0].device
+        total = torch.linalg.vector_norm(torch.stack([n.to(device) for n in norms]), norm_type)
+    # The fused optimizer unscales inside step(): until then the gradients carry the loss scale.
+    precision = getattr(getattr(fabric, "strategy", None), "precision", None)
+    scaler = getattr(precision, "scaler", None)
+    if scaler is not None and scaler.is_enabled():
+        total = total / scaler.get_scale()
+    return total
 '''
