@@ -35,6 +35,7 @@ from amp_clipfix.output.formats import (
 )
 from amp_clipfix.output.patches import patch_of, patch_with_base, project_patch_names
 from amp_clipfix.output.report import error_line, format_findings, plural, project_rows
+from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
 from amp_clipfix.output.write import WriteError, write_atomic
 from amp_clipfix.paths import display_path
@@ -188,6 +189,12 @@ def settings_from(
     tracked_only: bool = False,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
+    try:
+        os.getcwd()
+    except OSError:
+        raise click.UsageError(
+            "the current folder no longer exists (deleted after cd?); run from an existing one"
+        ) from None
     targets = tuple(paths) or (Path("."),)
     if STDIN in targets and len(targets) > 1:
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
@@ -498,9 +505,9 @@ def report_errors(result: RunResult, settings: Settings) -> None:
     warnings.extend(suppression_warnings(result.findings))
     warnings.extend(result.notes)
     for warning in dict.fromkeys(warnings):
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(terminal_safe(f"warning: {warning}"), err=True)
     for error in result.errors:
-        click.echo(f"error: {error_line(error)}", err=True)
+        click.echo(terminal_safe(f"error: {error_line(error)}"), err=True)
 
 
 def plain_output() -> bool:

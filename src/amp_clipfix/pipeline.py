@@ -6,13 +6,14 @@ discover -> read + parse + collect (per file) -> link (per project) -> choose fi
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Optional, Protocol
 
 from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
 from amp_clipfix.fixes.choose import choose_fixes
@@ -304,19 +305,39 @@ def collect_files(
     collection.progress.planned(len(paths))
     work = [(path, contents[path]) for path in paths]
     if jobs > 1 and len(work) > 1 and sum(len(data) for _, data in work) > PARALLEL_MIN_BYTES:
-        try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
-                for path, outcome in zip(paths, pool.map(parse_and_collect, *zip(*work))):
-                    collect_outcome(collection, path, outcome)
-        except BrokenProcessPool:
-            message = (
-                "a parsing process died; the files it had were not read (run with --jobs 1 to "
-                "see which file)"
-            )
-            collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
+        for path, outcome in zip(paths, parse_in_pool(work, min(jobs, len(work)))):
+            collect_outcome(collection, path, outcome)
     else:
         for path, data in work:
             collect_outcome(collection, path, parse_and_collect(path, data))
+
+
+Outcome = tuple[Optional[ReadFile], Optional[FileError]]
+
+
+def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]:
+    """Outcomes in input order. A worker that dies (a crash in native code, the OOM killer)
+    costs only the file that killed it: the files left unfinished are parsed again one by one,
+    each in a process of its own, so that only the killer is reported."""
+    outcomes: list[Outcome | None] = [None] * len(work)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(parse_and_collect, path, data) for path, data in work]
+        for index, future in enumerate(futures):
+            with contextlib.suppress(BrokenProcessPool):
+                outcomes[index] = future.result()
+    return [
+        outcome if outcome is not None else parse_isolated(*work[index])
+        for index, outcome in enumerate(outcomes)
+    ]
+
+
+def parse_isolated(path: Path, data: bytes) -> Outcome:
+    try:
+        with ProcessPoolExecutor(max_workers=1) as pool:
+            return pool.submit(parse_and_collect, path, data).result()
+    except BrokenProcessPool:
+        message = "cannot parse: the parsing process died on this file"
+        return None, FileError(path, message, ErrorKind.PARSE)
 
 
 def collect_outcome(

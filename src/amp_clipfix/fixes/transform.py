@@ -22,6 +22,7 @@ from amp_clipfix.fixes.codemods.guard import GuardCommand
 from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
 from amp_clipfix.models import Site, Strategy
 from amp_clipfix.sources.base import Language, VerifyError
+from amp_clipfix.sources.text import restore_dropped_whitespace
 from amp_clipfix.sources.yaml import fix_config
 
 # The order in which codemods see a node when several rewrite the same one.
@@ -93,9 +94,13 @@ def fixed_text(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> st
 
 
 def with_lost_ending(original: str, round_trip: str, code: str) -> str:
-    """libcst drops a final bare CR (`x = 1\r`); give back any ending its round trip lost."""
+    """libcst drops a final bare CR (`x = 1\r`) and form feeds starting a line; give back what
+    its round trip lost."""
     if round_trip == original:
         return code
     if original.startswith(round_trip):
         return code + original[len(round_trip) :]
+    restored = restore_dropped_whitespace(original, round_trip, code)
+    if restored is not None:
+        return restored
     raise VerifyError("libcst does not give this file back byte for byte; not fixed")

@@ -7,13 +7,13 @@ code is printed literally instead of being read as markup.
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from amp_clipfix.output.diff import DiffLine, Hunk
+from amp_clipfix.output.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["render_file_diff"]
 
 _STYLES = {" ": "dim", "-": "red", "+": "green"}
-# Control characters (tab aside) would move the cursor or start terminal escapes: show them as \xNN.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _display_rows(line: DiffLine, encoding: str) -> list[str]:
@@ -36,7 +34,7 @@ def _display_rows(line: DiffLine, encoding: str) -> list[str]:
     if text.endswith("\r"):
         text = text[:-1]
     rows = text.split("\r") if text else [""]
-    return [_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", row.expandtabs(4)) for row in rows]
+    return [terminal_safe(row.expandtabs(4)) for row in rows]
 
 
 def render_file_diff(
@@ -61,9 +59,9 @@ def render_file_diff(
     width = len(str(max(max(h.old_start + h.old_count, h.new_start + h.new_count) for h in hunks)))
     blank = " " * width
 
-    console.print(Text(path, style="bold"))
+    console.print(Text(terminal_safe(path), style="bold"))
     for note in notes:
-        console.print(Text("  " + note))
+        console.print(Text("  " + terminal_safe(note)))
     for hunk in hunks:
         header = f"@@ -{hunk.old_start},{hunk.old_count} +{hunk.new_start},{hunk.new_count} @@"
         console.print(Text(header, style="cyan"))

@@ -181,7 +181,7 @@ def to_json(
 
 def _uri(path: Path) -> str:
     """The display path as a relative URI reference (forward slashes, percent-encoded)."""
-    return quote(display_path(path))
+    return quote(display_path(path).encode("utf-8", "surrogateescape"))
 
 
 def _region(span: Span) -> dict[str, int]:

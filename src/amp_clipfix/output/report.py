@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from amp_clipfix.models import FileError, Finding, Site
+from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 
 
@@ -71,12 +72,13 @@ def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def format_findings(findings: Sequence[Finding], verbose_details: bool = True) -> list[str]:
+    """One line per finding (and its details), safe to print: names and code come from files."""
     lines = []
     for finding in sorted_findings(findings):
         lines.append(finding_line(finding))
         if verbose_details:
             lines.extend(finding_details(finding))
-    return lines
+    return [terminal_safe(line) for line in lines]
 
 
 def plural(count: int, word: str) -> str:

@@ -1,22 +1,35 @@
 """Replace a source file atomically, so that a crash or a full disk never leaves it half written.
 
 The new bytes go to a temporary file in the same folder (same file system, so the final rename is
-atomic), are flushed to disk, get the original permission bits, and only then replace the file.
-A file that changed since it was read is left alone rather than overwritten.
+atomic), are flushed to disk, get the original permission bits, owner and extended attributes
+(ACLs live there on Linux), and only then replace the file. A file that changed since it was
+read is left alone rather than overwritten; a read-only file (no write bit for its owner) is
+refused, since its owner said it is not to be changed; attributes that cannot be copied refuse
+the write instead of being lost. SIGTERM or SIGHUP during a write removes the temporary file
+before the process ends.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.sources.text import SourceFile
 
 TEMP_SUFFIX = ".amp-clipfix.tmp"
+# The temporary name keeps a short prefix of the file's name: a name near the 255-byte limit
+# must still leave room for the random part and the suffix.
+TEMP_NAME_CHARS = 40
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 class WriteError(Exception):
@@ -37,10 +50,24 @@ def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = Fa
         original = os.stat(target)
     except OSError as error:
         raise WriteError(f"cannot write: {os_error_reason(error)}") from None
+    if not original.st_mode & stat.S_IWUSR:
+        mode = stat.S_IMODE(original.st_mode)
+        raise WriteError(f"read-only file (mode {mode:04o}); not written")
+    with _stop_signals_raise():
+        _replace(target, source, new_data, original, keep_hard_links)
+    _fsync_folder(target.parent)
 
+
+def _replace(
+    target: Path,
+    source: SourceFile,
+    new_data: bytes,
+    original: os.stat_result,
+    keep_hard_links: bool,
+) -> None:
     try:
         handle, temp_name = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX
+            dir=target.parent, prefix=f".{target.name[:TEMP_NAME_CHARS]}.", suffix=TEMP_SUFFIX
         )
     except OSError as error:
         raise WriteError(f"cannot write: {os_error_reason(error)}") from None
@@ -52,6 +79,7 @@ def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = Fa
             os.fsync(temp_file.fileno())
         _copy_owner(temp_name, original)
         os.chmod(temp_name, stat.S_IMODE(original.st_mode))
+        _copy_xattrs(target, temp_name)
         # Checked again right before the swap to keep the window for a concurrent edit small.
         _ensure_unchanged(target, source.data)
         if keep_hard_links and original.st_nlink > 1:
@@ -65,7 +93,60 @@ def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = Fa
         if isinstance(error, OSError):
             raise WriteError(f"cannot write: {os_error_reason(error)}") from None
         raise
-    _fsync_folder(target.parent)
+
+
+class _Stopped(BaseException):
+    """A stop signal arrived while writing; raised so that the temp file is cleaned up."""
+
+
+@contextlib.contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """While a file is being replaced, SIGTERM and SIGHUP unwind the write (removing the temp
+    file) and then end the process with the signal's usual exit status."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def stop(number: int, frame: object) -> None:
+        received.append(number)
+        raise _Stopped
+
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    except _Stopped:
+        pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if received:
+        raise SystemExit(128 + received[0])
+
+
+def _copy_xattrs(target: Path, temp_name: str) -> None:
+    """Give the new file the old one's extended attributes (POSIX ACLs, SELinux labels, macOS
+    quarantine...). One that cannot be copied stops the write: it would be lost otherwise."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(target)
+    except OSError:
+        return  # the file system has no extended attributes
+    try:
+        inherited = set(os.listxattr(temp_name))
+    except OSError:
+        inherited = set()
+    for name in names:
+        try:
+            value = os.getxattr(target, name)
+            if name in inherited and os.getxattr(temp_name, name) == value:
+                continue
+            os.setxattr(temp_name, name, value)
+        except OSError as error:
+            raise OSError(
+                error.errno, f"cannot keep extended attribute {name}: {os_error_reason(error)}"
+            ) from None
 
 
 def _rewrite_in_place(target: Path, new_data: bytes, old_data: bytes) -> None:

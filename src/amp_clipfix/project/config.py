@@ -64,6 +64,8 @@ def load_config(start: Path) -> Config:
             data = tomllib.load(file)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{name}: invalid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{name}: invalid TOML: not UTF-8 at byte {error.start}") from None
     except OSError as error:
         raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
     tool = data.get("tool", {})

@@ -2,17 +2,22 @@
 
 Each path belongs to the project whose root is the nearest folder with a project marker; files are
 grouped per project so that project-wide settings apply once. Walking never follows symlinked
-folders (so link loops cannot hang it) and never leaves the project through a symlinked file.
+folders (so link loops cannot hang it). Nothing outside the project is ever taken: a path whose
+real location (every link on the way resolved, linked folders too) lies outside its project's
+real root is refused, and a linked file is listed under the path of the file it leads to, so
+the patch and the report name the file that will be written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from amp_clipfix.models import ErrorKind, FileError
 from amp_clipfix.paths import os_error_reason
@@ -95,6 +100,9 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
         if not absolute.exists():
             kind = "broken symbolic link" if absolute.is_symlink() else "no such file or directory"
             errors.append(FileError(given, kind, ErrorKind.PATH))
+        elif _leaves_project(absolute):
+            message = "a link leads outside the project; not processed"
+            errors.append(FileError(given, message, ErrorKind.PATH))
         elif absolute.is_dir():
             root = find_project_root(absolute)
             walked = _not_git_ignored(absolute, _walk(absolute, root, globs, errors))
@@ -103,12 +111,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
             found.extend(walked)
         elif absolute.is_file():
             root = find_project_root(absolute)
-            real = Path(os.path.realpath(absolute))
-            if absolute.is_symlink() and not _is_inside(real, Path(os.path.realpath(root))):
-                message = "a link to a file outside the project; not processed"
-                errors.append(FileError(given, message, ErrorKind.PATH))
-                continue
-            found.append(_Found(absolute, root, absolute.is_symlink()))
+            found.append(_Found(_linked_file(absolute, root), root, absolute.is_symlink()))
         else:
             errors.append(FileError(given, "not a regular file or directory", ErrorKind.PATH))
 
@@ -154,7 +157,8 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
                     is_link = entry.is_symlink()
                     if is_link and not _is_inside(Path(os.path.realpath(entry_path)), real_root):
                         continue
-                    found.append(_Found(entry_path, root, is_link))
+                    path = _linked_file(entry_path, root) if is_link else entry_path
+                    found.append(_Found(path, root, is_link))
             except OSError as error:
                 message = f"cannot read: {os_error_reason(error)}"
                 errors.append(FileError(entry_path, message, ErrorKind.READ))
@@ -184,9 +188,53 @@ def _not_git_ignored(folder: Path, walked: list[_Found]) -> list[_Found]:
             command, cwd=folder, capture_output=True, check=True, timeout=120
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return walked
+        # No git, or git refuses the checkout ("dubious ownership" in CI containers): read the
+        # ignore files ourselves rather than silently processing what the project ignores.
+        return [item for item in walked if not GitIgnoreFiles(folder).ignores(item.path)]
     listed = {os.path.normpath(os.fsdecode(name)) for name in listing.split(b"\0") if name}
     return [item for item in walked if _listed_or_nested(item.path, folder, listed)]
+
+
+class GitIgnoreFiles:
+    """`.gitignore` files (every level) and `.git/info/exclude`, read with pathspec (the matcher
+    black and others use): the fallback when git itself cannot be asked."""
+
+    def __init__(self, folder: Path) -> None:
+        self.repository = next(p for p in (folder, *folder.parents) if (p / ".git").exists())
+        self.specs: dict[tuple[Path, tuple[str, ...]], Any] = {}
+
+    def spec(self, folder: Path, names: tuple[str, ...] = (".gitignore",)) -> Any:
+        if (folder, names) not in self.specs:
+            from pathspec import GitIgnoreSpec
+
+            lines: list[str] = []
+            for name in names:
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    lines += (folder / name).read_text(encoding="utf-8").splitlines()
+            self.specs[folder, names] = GitIgnoreSpec.from_lines(lines)
+        return self.specs[folder, names]
+
+    def ignores(self, path: Path) -> bool:
+        """Ignored itself, or inside an ignored folder (git does not look into those)."""
+        parts = Path(os.path.relpath(path, self.repository)).parts
+        folders = (Path(*parts[:depth]) for depth in range(1, len(parts)))
+        return any(self.decides(folder, True) for folder in folders) or self.decides(
+            Path(*parts), False
+        )
+
+    def decides(self, relative: Path, is_folder: bool) -> bool:
+        """The last matching pattern decides: `.git/info/exclude` first, then every
+        `.gitignore` from the repository root down to the path's own folder."""
+        levels = [(self.spec(self.repository, (".git/info/exclude",)), relative)]
+        for depth in range(len(relative.parts)):
+            folder = self.repository.joinpath(*relative.parts[:depth])
+            levels.append((self.spec(folder), Path(*relative.parts[depth:])))
+        ignored = False
+        for spec, inside in levels:
+            decision = spec.check_file(inside.as_posix() + ("/" if is_folder else "")).include
+            if decision is not None:
+                ignored = decision
+        return ignored
 
 
 def _listed_or_nested(path: Path, folder: Path, listed: set[str]) -> bool:
@@ -221,6 +269,20 @@ def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
         if count > 1 and len(names.get(key, ())) == count
     )
     return list(chosen.values()), linked_inside
+
+
+def _leaves_project(path: Path) -> bool:
+    """The real location of `path` is outside the real root of the project it seems to be in
+    (`dirlink/out.py` where `dirlink` leads elsewhere)."""
+    root = Path(os.path.realpath(find_project_root(path)))
+    return not _is_inside(Path(os.path.realpath(path)), root)
+
+
+def _linked_file(path: Path, root: Path) -> Path:
+    """The file a link inside the project leads to, spelled under the project root as given
+    (so `/tmp` and its real name on macOS show the same)."""
+    real = os.path.realpath(path)
+    return root / os.path.relpath(real, os.path.realpath(root))
 
 
 def _is_inside(path: Path, folder: Path) -> bool:

@@ -1,10 +1,15 @@
 """Jupyter notebooks: their code cells as one Python module, and edits written back into the JSON.
 
 The code cells, in order, make one module (so a Fabric made in one cell links with a clip call
-in another), each cell after a marker comment line. IPython magics and shell lines (`%`, `%%`,
-`!`) become empty comments there, so they are never parsed and never changed. Writing back only
-replaces the `"source"` values of the cells that changed, found by their byte offsets in the
-file: outputs, execution counts, metadata, key order and indentation stay byte for byte.
+in another), each cell after a separator comment line. IPython magics and shell lines (`%`, `%%`,
+`!`) become empty comments there, so they are never parsed and never changed.
+
+Which module line belongs to which cell is kept by the tool itself (line ranges), never read back
+from text in the code: after a fix, the old and new module are aligned line by line and every new
+line goes to the cell of the old line it matches (an inserted line to the cell of the line before
+it). Writing back only replaces the `"source"` values of the cells that changed, found by their
+offsets in the file; inside them, unchanged lines keep their exact JSON spelling (escapes and
+all). Outputs, execution counts, metadata, key order and indentation stay byte for byte.
 """
 
 from __future__ import annotations
@@ -17,20 +22,30 @@ from pathlib import Path
 
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.python import PYTHON_PREFILTER, check_nesting, verify_python
-from amp_clipfix.sources.text import SourceError, SourceFile, decode_source, encode_text
+from amp_clipfix.sources.text import (
+    SourceError,
+    SourceFile,
+    aligned,
+    decode_source,
+    encode_text,
+)
 
-CELL_MARKER = "# amp-clipfix: cell {number}"
-CELL_MARKER_LINE = re.compile(r"^# amp-clipfix: cell (\d+)$")
+CELL_SEPARATOR = "# amp-clipfix: cell {number}"  # for people reading the module; never parsed
 MAGIC = re.compile(r"^\s*(%|!)")
+LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
 @dataclass(frozen=True)
 class CodeCell:
     number: int  # 1-based among all cells, as Jupyter shows them
     text: str  # the cell's source joined
-    value_start: int  # byte offsets of the cell's "source" value in the file
+    value_start: int  # offsets of the cell's "source" value in the file text
     value_end: int
     first_line: int  # the cell's first line in the module (1-based)
+
+    @property
+    def lines(self) -> list[tuple[str, str]]:
+        return split_lines(self.text)
 
 
 @dataclass(frozen=True)
@@ -48,15 +63,30 @@ class Notebook:
         return cell.number, module_line - cell.first_line + 1
 
 
+def split_lines(text: str) -> list[tuple[str, str]]:
+    """(line, ending) pairs; CRLF, CR and LF all end a line, as they do for Python. A text
+    ending in a line break has a last, empty line (so `n` breaks give `n + 1` lines)."""
+    pairs = []
+    position = 0
+    while True:
+        match = LINE.match(text, position)
+        assert match is not None
+        pairs.append((match.group(1), match.group(2)))
+        if not match.group(2):
+            return pairs
+        position = match.end()
+
+
 def is_magic_cell(text: str) -> bool:
     return text.lstrip().startswith("%%")
 
 
 def module_lines(text: str) -> list[str]:
     """A cell's lines as the module holds them: magics blanked to `#`."""
+    lines = [line for line, _ in split_lines(text)]
     if is_magic_cell(text):
-        return ["#" for _ in text.split("\n")]
-    return ["#" if MAGIC.match(line) else line for line in text.split("\n")]
+        return ["#" for _ in lines]
+    return ["#" if MAGIC.match(line) else line for line in lines]
 
 
 def read_notebook(source: SourceFile) -> Notebook:
@@ -65,6 +95,8 @@ def read_notebook(source: SourceFile) -> Notebook:
         document = json.loads(source.text)
     except json.JSONDecodeError as error:
         raise SourceError(f"not a valid notebook: invalid JSON at line {error.lineno}") from None
+    except RecursionError:
+        raise SourceError("not a valid notebook: JSON nested too deeply") from None
     if not isinstance(document, dict) or document.get("nbformat") != 4:
         raise SourceError("not a valid notebook: only nbformat 4 is supported")
     cells = document.get("cells")
@@ -78,42 +110,85 @@ def read_notebook(source: SourceFile) -> Notebook:
     for number, (cell, (start, end)) in enumerate(zip(cells, offsets), start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        raw = cell.get("source", "")
-        text = "".join(raw) if isinstance(raw, list) else raw
-        if not isinstance(text, str):
-            raise SourceError(f"not a valid notebook: cell {number} has no text source")
-        lines.append(CELL_MARKER.format(number=number))
+        lines.append(CELL_SEPARATOR.format(number=number))
+        text = cell_text(cell.get("source", ""), number)
         code_cells.append(CodeCell(number, text, start, end, len(lines) + 1))
         lines.extend(module_lines(text))
     return Notebook(source, tuple(code_cells), "\n".join(lines) + "\n" if lines else "")
 
 
+def cell_text(raw: object, number: int) -> str:
+    """A cell's source: a string or a list of strings (anything else is refused)."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        return "".join(raw)
+    raise SourceError(f"not a valid notebook: cell {number} has no text source")
+
+
 def cells_from_module(notebook: Notebook, new_module: str) -> dict[int, str]:
-    """The new text of each cell the fixes changed, with its magic lines restored."""
-    body = new_module[:-1] if new_module.endswith("\n") else new_module
-    chunks: dict[int, list[str]] = {}
-    current: list[str] = []
-    for line in body.split("\n"):
-        marker = CELL_MARKER_LINE.match(line)
-        if marker:
-            current = chunks.setdefault(int(marker.group(1)), [])
-        else:
-            current.append(line)
+    """The new text of each cell the fixes changed, with its magic lines restored.
+
+    Cells are told apart by the line ranges kept when the module was built: the new module is
+    aligned with the old one, and each new line goes to the cell its matching old line (or,
+    for an inserted line, the old line before it) belongs to."""
+    old = notebook.module_text.split("\n")[:-1]
+    new = (new_module[:-1] if new_module.endswith("\n") else new_module).split("\n")
+    owners = line_owners(notebook)
+    chunks: dict[int, list[tuple[str, int | None]]] = {cell.number: [] for cell in notebook.cells}
+    owner = notebook.cells[0].number if notebook.cells else 0
+    for old_index, new_index in aligned(old, new):
+        if new_index is None:  # a removed line
+            assert old_index is not None
+            if owners[old_index] < 0:
+                raise VerifyError("a fix removed a cell boundary; not fixed")
+            continue
+        if old_index is not None:
+            owner = abs(owners[old_index])
+            if owners[old_index] < 0:
+                continue  # a separator line, not part of any cell
+        chunks[owner].append((new[new_index], old_index))
     changed = {}
     for cell in notebook.cells:
-        old_lines = module_lines(cell.text)
-        new_lines = chunks.get(cell.number, [])
-        while len(new_lines) > len(old_lines) and new_lines[-1] == "" and old_lines[-1] != "":
-            new_lines.pop()  # blank lines the helper insertion left at the cell's end
-        if new_lines == old_lines:
-            continue
-        # Fixes never add or remove bare `#` lines, so the placeholders come back in order.
-        placeholders = iter(
-            original for original, shown in zip(cell.text.split("\n"), old_lines) if shown == "#"
-        )
-        restored = [next(placeholders, line) if line == "#" else line for line in new_lines]
-        changed[cell.number] = "\n".join(restored)
+        text = cell_from_chunk(cell, chunks[cell.number], old)
+        if text is not None:
+            changed[cell.number] = text
     return changed
+
+
+def line_owners(notebook: Notebook) -> list[int]:
+    """For each module line (0-based), the number of its cell; negative for a separator."""
+    owners: list[int] = []
+    for cell in notebook.cells:
+        owners.append(-cell.number)
+        owners.extend(cell.number for _ in module_lines(cell.text))
+    return owners
+
+
+def cell_from_chunk(
+    cell: CodeCell, chunk: list[tuple[str, int | None]], old: list[str]
+) -> str | None:
+    """A cell's new text from its module lines, or None when it did not change. Lines that
+    match an old line get back that line's original text (a magic) and line ending."""
+    originals = cell.lines
+    offset = cell.first_line - 1  # module index of the cell's first line
+    shown = [line for line, _ in chunk]
+    while len(shown) > len(originals) and shown[-1] == "" and originals[-1][0] != "":
+        shown.pop()  # blank lines the helper insertion left at the cell's end
+        chunk = chunk[:-1]
+    if shown == module_lines(cell.text):
+        return None
+    default_ending = next((ending for _, ending in originals if ending), "\n")
+    pieces: list[tuple[str, str]] = []
+    for line, old_index in chunk:
+        if old_index is not None and old[old_index] == line:
+            pieces.append(originals[old_index - offset])
+        else:
+            pieces.append((line, default_ending))
+    pieces[-1] = (pieces[-1][0], originals[-1][1])
+    return "".join(line + (ending or default_ending) for line, ending in pieces[:-1]) + "".join(
+        pieces[-1]
+    )
 
 
 def notebook_text_with(notebook: Notebook, changed: dict[int, str]) -> str:
@@ -126,27 +201,89 @@ def notebook_text_with(notebook: Notebook, changed: dict[int, str]) -> str:
             continue
         original_value = text[cell.value_start : cell.value_end]
         pieces.append(text[position : cell.value_start])
-        pieces.append(encode_source_value(original_value, changed[cell.number]))
+        pieces.append(encode_source_value(original_value, cell.text, changed[cell.number]))
         position = cell.value_end
     pieces.append(text[position:])
     return "".join(pieces)
 
 
-def encode_source_value(original_value: str, new_text: str) -> str:
-    """A JSON `"source"` value in the layout of the one it replaces (list of lines or string)."""
+def encode_source_value(original_value: str, old_text: str, new_text: str) -> str:
+    """A JSON `"source"` value in the layout of the one it replaces (list of lines or string);
+    lines that did not change keep their original JSON spelling (`\\u00fc` or `ü` alike)."""
     ascii_only = "\\u" in original_value
+    spelled = original_spellings(original_value, old_text)
+    old_lines = ["".join(pair) for pair in split_lines(old_text)]
+    new_lines = [line for line in ("".join(pair) for pair in split_lines(new_text)) if line]
+    old_lines = [line for line in old_lines if line]
+    keep: dict[int, str] = {}
+    if spelled is not None:
+        for old_index, new_index in aligned(old_lines, new_lines):
+            if old_index is not None and new_index is not None:
+                keep[new_index] = spelled[old_index]
+    items = [
+        keep.get(index) or json.dumps(line, ensure_ascii=ascii_only)
+        for index, line in enumerate(new_lines)
+    ]
     if not original_value.lstrip().startswith("["):
-        return json.dumps(new_text, ensure_ascii=ascii_only)
-    lines = new_text.splitlines(keepends=True)
-    if not lines:
+        return '"' + "".join(item[1:-1] for item in items) + '"' if items else '""'
+    if not items:
         return "[]"
     layout = re.match(r"\[(\s*)", original_value)
     opening = layout.group(1) if layout else ""
     closing = re.search(r"(\s*)\]$", original_value)
     closing_space = closing.group(1) if closing else ""
     separator = "," + (opening if "\n" in opening else " ")
-    items = separator.join(json.dumps(line, ensure_ascii=ascii_only) for line in lines)
-    return f"[{opening}{items}{closing_space}]"
+    return f"[{opening}{separator.join(items)}{closing_space}]"
+
+
+def original_spellings(original_value: str, old_text: str) -> list[str] | None:
+    """The JSON string token of each line of the old source, as written in the file (a list
+    item, or the piece of the one string that spells that line); None when the layout does
+    not split into lines (then every line is encoded afresh)."""
+    value = original_value.strip()
+    if value.startswith("["):
+        tokens = [match.group() for match in PositionalJson.STRING.finditer(value)]
+    else:
+        tokens = ['"' + raw + '"' for raw in raw_line_pieces(value[1:-1])]
+    old_lines = ["".join(pair) for pair in split_lines(old_text) if "".join(pair)]
+    try:
+        decoded = [json.loads(token) for token in tokens]
+    except ValueError:
+        return None
+    return tokens if decoded == old_lines else None
+
+
+ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|.", re.DOTALL)
+BREAKS = {
+    "\\n": "\n",
+    "\\r": "\r",
+    "\\u000a": "\n",
+    "\\u000A": "\n",
+    "\\u000d": "\r",
+    "\\u000D": "\r",
+}
+
+
+def raw_line_pieces(raw: str) -> list[str]:
+    """Split the inside of a JSON string into the raw pieces that spell each line, ending
+    included (CR LF, CR or LF, escaped)."""
+    pieces: list[str] = []
+    current = ""
+    previous_break = ""
+    for match in ESCAPE.finditer(raw):
+        unit = match.group()
+        decoded = BREAKS.get(unit, "")
+        if previous_break == "\r" and decoded != "\n":
+            pieces.append(current)
+            current = ""
+        current += unit
+        if decoded == "\n":  # LF, or the LF of a CR LF
+            pieces.append(current)
+            current = ""
+        previous_break = decoded if decoded == "\r" else ""
+    if current:
+        pieces.append(current)
+    return pieces
 
 
 def source_value_offsets(text: str) -> list[tuple[int, int]]:
@@ -167,6 +304,8 @@ def source_value_offsets(text: str) -> list[tuple[int, int]]:
         ]
     except (IndexError, KeyError, TypeError, ValueError) as error:
         raise SourceError(f"not a valid notebook: {error}") from None
+    except RecursionError:
+        raise SourceError("not a valid notebook: JSON nested too deeply") from None
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ class PythonSource:
 
 def check_nesting(text: str) -> None:
     """libcst's native parser overflows its stack (and kills the process) on code nested deeper
-    than Python itself accepts, so Python's parser looks first."""
+    than Python itself accepts, so Python's parser looks first. Depth is counted the way libcst
+    builds its tree (measured: 8,000 `and` operands crash it, 7,000 do not)."""
     problem = nesting_problem(text)
     if problem is not None:
         raise SourceError(f"cannot parse: {problem}")
@@ -66,7 +67,9 @@ def nesting_problem(text: str) -> str | None:
         node, depth = stack.pop()
         if depth > MAX_NESTING:
             return "the code is nested too deeply"
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        # Python keeps `a and b and c ...` flat; libcst nests one level per operand.
+        step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+        stack.extend((child, depth + step) for child in ast.iter_child_nodes(node))
     return None
 
 

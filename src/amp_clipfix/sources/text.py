@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import re
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from amp_clipfix.paths import os_error_reason
 # non-UTF-8 bytes (legal for Python itself) can still be read.
 _COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _BLANK_RE = re.compile(rb"^[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
+UTF8_ONLY_SUFFIXES = (".yaml", ".yml", ".ipynb")
 
 
 class SourceError(Exception):
@@ -55,7 +57,7 @@ def decode_source(path: Path, data: bytes) -> SourceFile:
         raise SourceError("binary file (contains NUL bytes)")
 
     bom = data.startswith(codecs.BOM_UTF8)
-    encoding = _declared_encoding(data, bom)
+    encoding = _declared_encoding(data, bom) if takes_coding_cookie(path) else "utf-8"
     body = data[len(codecs.BOM_UTF8) :] if bom else data
     try:
         text = body.decode(encoding)
@@ -71,6 +73,12 @@ def decode_source(path: Path, data: bytes) -> SourceFile:
     return SourceFile(path=Path(path), data=data, text=text, encoding=encoding, bom=bom)
 
 
+def takes_coding_cookie(path: Path) -> bool:
+    """Only Python files declare their encoding (PEP 263). YAML and notebook JSON are UTF-8 by
+    their specs, so `# video coding: h264` in a config is just a comment."""
+    return Path(path).suffix not in UTF8_ONLY_SUFFIXES
+
+
 def encode_text(source: SourceFile, text: str) -> bytes:
     """Encode edited text the way `source` was encoded, BOM included."""
     try:
@@ -82,6 +90,79 @@ def encode_text(source: SourceFile, text: str) -> bytes:
             f"cannot encode {character!r} as {source.encoding} (line {line})"
         ) from None
     return codecs.BOM_UTF8 + encoded if source.bom else encoded
+
+
+LINE_WITH_ENDING = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+DROPPABLE = frozenset(" \t\f")
+
+
+def restore_dropped_whitespace(original: str, round_trip: str, new: str) -> str | None:
+    """Give back the form feeds (^L) libcst drops at the start of a line (`\fdef f():` comes back
+    as `def f():`): each one goes back on the line of the edited code that matches its line.
+    None when the round trip lost something else."""
+    old_lines = LINE_WITH_ENDING.findall(original)
+    kept_lines = LINE_WITH_ENDING.findall(round_trip)
+    if len(old_lines) != len(kept_lines):
+        return None
+    prefixes = []
+    for old, kept in zip(old_lines, kept_lines):
+        prefix = old[: len(old) - len(kept)]
+        if not old.endswith(kept) or not DROPPABLE.issuperset(prefix):
+            return None
+        prefixes.append(prefix)
+    new_lines = LINE_WITH_ENDING.findall(new)
+    return "".join(
+        (prefixes[old_index] if old_index is not None else "") + new_lines[new_index]
+        for old_index, new_index in aligned(kept_lines, new_lines)
+        if new_index is not None
+    )
+
+
+def aligned(old: Sequence[str], new: Sequence[str]) -> list[tuple[int | None, int | None]]:
+    """A minimal line alignment (Myers): (old index, new index) pairs in order, None on the side
+    where a line was inserted or removed."""
+    trace: list[dict[int, int]] = []
+    furthest: dict[int, int] = {1: 0}
+    n, m = len(old), len(new)
+    for depth in range(n + m + 1):
+        trace.append(dict(furthest))
+        for k in range(-depth, depth + 1, 2):
+            down = k == -depth or (k != depth and furthest[k - 1] < furthest[k + 1])
+            x = furthest[k + 1] if down else furthest[k - 1] + 1
+            y = x - k
+            while x < n and y < m and old[x] == new[y]:
+                x, y = x + 1, y + 1
+            furthest[k] = x
+            if x >= n and y >= m:
+                return backtrack(trace, old, new, depth)
+    raise AssertionError("unreachable")
+
+
+def backtrack(
+    trace: list[dict[int, int]], old: Sequence[str], new: Sequence[str], depth: int
+) -> list[tuple[int | None, int | None]]:
+    pairs: list[tuple[int | None, int | None]] = []
+    x, y = len(old), len(new)
+    for d in range(depth, 0, -1):
+        furthest = trace[d]
+        k = x - y
+        down = k == -d or (k != d and furthest[k - 1] < furthest[k + 1])
+        previous_k = k + 1 if down else k - 1
+        previous_x = furthest[previous_k]
+        previous_y = previous_x - previous_k
+        while x > previous_x and y > previous_y:
+            x, y = x - 1, y - 1
+            pairs.append((x, y))
+        if down:
+            y -= 1
+            pairs.append((None, y))
+        else:
+            x -= 1
+            pairs.append((x, None))
+    while x > 0 and y > 0:
+        x, y = x - 1, y - 1
+        pairs.append((x, y))
+    return pairs[::-1]
 
 
 def _declared_encoding(data: bytes, bom: bool) -> str:

@@ -1,15 +1,23 @@
 """LightningCLI and Hydra YAML configs: their sites, and fixes as in-place token edits.
 
-ruamel.yaml's round-trip loader tells where each value sits; a fix replaces exactly that token
-(`true` -> `false`, `16-mixed` -> `bf16-mixed`) in the text, so comments, indentation, quoting,
-key order and every other byte stay as they were.
+The file is *composed* by ruamel.yaml (a graph of nodes with their start and end marks, before any
+value is constructed), so a fix replaces exactly the scalar's own token: after a tag (`!!bool`) or
+an anchor (`&p`), inside a block scalar (`>-`), a quoted string or a flow collection. Comments,
+indentation, quoting, key order and every other byte stay as they were.
+
+A value reached through an alias or a merge key (`<<: *base`) is shared: rewriting it would change
+every place that uses it, so such a site is reported but never rewritten. The graph is walked once
+per node and role, so an alias bomb costs as much as its text.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.suppression import suppressed_codes
@@ -23,14 +31,21 @@ YAML_TRAINER = "yaml:trainer"  # every trainer section of a project configures t
 OPTIMIZER_NAMES = frozenset(
     {*names.FUSABLE_OPTIMIZERS, *(name.rsplit(".", 1)[-1] for name in names.FUSABLE_OPTIMIZERS)}
 )
-TOKEN = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^']|'')*'|[^\s,\]\}#]+")
 # LightningCLI (jsonargparse) and Hydra (OmegaConf) read YAML 1.1, where yes/on are booleans too.
-YAML11_TRUE = frozenset({"yes", "Yes", "YES", "on", "On", "ON"})
-YAML11_FALSE = frozenset({"no", "No", "NO", "off", "Off", "OFF"})
+TRUE_WORDS = frozenset({"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
+FALSE_WORDS = frozenset({"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
 BOOLEAN_FLIPS = {
     **{"true": "false", "True": "False", "TRUE": "FALSE"},
     **{"yes": "no", "Yes": "No", "YES": "NO", "on": "off", "On": "Off", "ON": "OFF"},
 }
+NULL_WORDS = frozenset({"", "~", "null", "Null", "NULL"})
+TAG = "tag:yaml.org,2002:"
+STRING_TAGS = frozenset({"!", "!!str", f"!<{TAG}str>"})
+BOOL_TAGS = frozenset({"!!bool", f"!<{TAG}bool>"})
+NUMBER_TAGS = frozenset({f"{TAG}int", f"{TAG}float"})
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
+SHARED = "shared through an anchor or merge key: fix it by hand"
 
 
 def is_config(path: Path) -> bool:
@@ -39,149 +54,339 @@ def is_config(path: Path) -> bool:
 
 def collect_config_sites(path: Path, text: str) -> FileSites:
     """The sites of one YAML file (every document in it)."""
+    reader = ConfigReader(path, text)
+    for root in compose_documents(text):
+        reader.read(root)
+    return FileSites(path=path, sites=tuple(reader.sites))
+
+
+def compose_documents(text: str) -> list[Any]:
+    """The node graph of every document; a YAML error is one line."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
     try:
-        documents = list(YAML(typ="rt").load_all(text))
+        return [root for root in YAML(typ="rt").compose_all(text) if root is not None]
     except YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"{mark.line + 1}:{mark.column + 1}: " if mark is not None else ""
         problem = getattr(error, "problem", None) or "invalid YAML"
         raise SourceError(f"{where}cannot parse YAML: {problem}") from None
-    lines = text.splitlines()
-    reader = ConfigReader(path, lines)
-    for document in documents:
-        reader.visit(document, key=None, trainer=False)
-    return FileSites(path=path, sites=tuple(reader.sites))
+    except RecursionError:
+        raise SourceError("cannot parse YAML: nested too deeply") from None
+
+
+def children(node: Any) -> Iterator[Any]:
+    kind = type(node).__name__
+    if kind == "MappingNode":
+        for key, value in node.value:
+            yield key
+            yield value
+    elif kind == "SequenceNode":
+        yield from node.value
+
+
+def shared_nodes(roots: Sequence[Any]) -> set[int]:
+    """Ids of the nodes reached by more than one path (an alias or a merge key uses them), and
+    everything inside them. Each node is entered once, so aliases cost nothing extra."""
+    references: dict[int, int] = {}
+    nodes: dict[int, Any] = {}
+    pending = list(roots)
+    while pending:
+        node = pending.pop()
+        references[id(node)] = references.get(id(node), 0) + 1
+        if id(node) not in nodes:
+            nodes[id(node)] = node
+            pending.extend(children(node))
+    shared: set[int] = set()
+    pending = [node for key, node in nodes.items() if references[key] > 1]
+    while pending:
+        node = pending.pop()
+        if id(node) not in shared:
+            shared.add(id(node))
+            pending.extend(children(node))
+    return shared
+
+
+def mapping_items(node: Any, seen: set[int] | None = None) -> list[tuple[str, Any, Any]]:
+    """(key text, key node, value node) of a mapping with merge keys applied: own keys first,
+    then the merged mappings' keys not already present (YAML's merge rule). Each merged mapping
+    counts once, so recursive or repeated merges cannot loop or explode."""
+    seen = set() if seen is None else seen
+    seen.add(id(node))
+    own: list[tuple[str, Any, Any]] = []
+    merged: list[tuple[str, Any, Any]] = []
+    for key, value in node.value:
+        if key.tag == f"{TAG}merge":
+            sources = value.value if type(value).__name__ == "SequenceNode" else [value]
+            for source in sources:
+                if type(source).__name__ == "MappingNode" and id(source) not in seen:
+                    merged.extend(mapping_items(source, seen))
+        elif type(key).__name__ == "ScalarNode":
+            own.append((key.value, key, value))
+    present = {key for key, _, _ in own}
+    for item in merged:
+        if item[0] not in present:
+            present.add(item[0])
+            own.append(item)
+    return own
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A mapping node with its merged items, looked up by key."""
+
+    node: Any
+    items: dict[str, tuple[Any, Any]]
+
+    @classmethod
+    def of(cls, node: Any) -> Mapping | None:
+        if type(node).__name__ != "MappingNode":
+            return None
+        return cls(node, {key: (key_node, value) for key, key_node, value in mapping_items(node)})
+
+    def scalar(self, key: str) -> str:
+        """The text value of a scalar entry, '' when absent or not a scalar."""
+        value = self.items.get(key, (None, None))[1]
+        return value.value if type(value).__name__ == "ScalarNode" else ""
 
 
 class ConfigReader:
-    """Walks the loaded YAML and records sites at the positions ruamel reports."""
+    """Walks the composed YAML and records sites at the exact position of each scalar token."""
 
-    def __init__(self, path: Path, lines: Sequence[str]) -> None:
+    def __init__(self, path: Path, text: str) -> None:
         self.path = path
-        self.lines = lines
+        self.text = text
+        self.line_starts = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
         self.sites: list[Site] = []
+        self.shared: set[int] = set()
+        self.recorded: set[tuple[SiteKind, int]] = set()
 
-    def visit(self, node: object, key: str | None, trainer: bool) -> None:
-        if isinstance(node, dict):
-            target = str(node.get("class_path") or node.get("_target_") or "")
-            if target in OPTIMIZER_NAMES or (key == "optimizer" and not target):
-                self.optimizer(node, target or "optimizer")
-            is_trainer = key == "trainer" or target in names.TRAINER_CLASSES
-            if is_trainer:
-                self.trainer(node)
-            for child_key, child in node.items():
-                self.visit(child, str(child_key), trainer or is_trainer)
-        elif isinstance(node, list):
-            for child in node:
-                self.visit(child, key, trainer)
+    def read(self, root: Any) -> None:
+        self.shared = shared_nodes([root])
+        visited: set[tuple[int, str | None]] = set()
+        pending: list[tuple[Any, str | None]] = [(root, None)]
+        while pending:
+            node, key = pending.pop()
+            role = key if key in ("optimizer", "trainer") else None
+            if (id(node), role) in visited:
+                continue
+            visited.add((id(node), role))
+            mapping = Mapping.of(node)
+            if mapping is not None:
+                self.visit_mapping(mapping, key)
+                pending.extend((value, name) for name, (_, value) in mapping.items.items())
+            elif type(node).__name__ == "SequenceNode":
+                pending.extend((child, key) for child in node.value)
 
-    def optimizer(self, node: dict, name: str) -> None:
+    def visit_mapping(self, mapping: Mapping, key: str | None) -> None:
+        target = mapping.scalar("class_path") or mapping.scalar("_target_")
+        if target in OPTIMIZER_NAMES or (key == "optimizer" and not target):
+            self.optimizer(mapping, target or "optimizer")
+        if key == "trainer" or target in names.TRAINER_CLASSES:
+            self.trainer(mapping)
+
+    def optimizer(self, node: Mapping, name: str) -> None:
         """`class_path` + `init_args.fused` (LightningCLI), `_target_` + `fused` (Hydra, also
         with `_partial_`), or a flat `optimizer:` whose class is fixed in code."""
         holder = init_args(node)
-        if "fused" not in holder:
+        if "fused" not in holder.items:
             return
-        value = holder["fused"]
-        value = True if value in YAML11_TRUE else False if value in YAML11_FALSE else value
-        detail = f"{name} fused: {self.token(holder, 'fused')}"
-        if value is True:
-            self.add(SiteKind.FUSED_OPTIMIZER, holder, "fused", Certainty.KNOWN, detail, "True")
-        elif value not in (False, None):
-            self.add(SiteKind.FUSED_OPTIMIZER, holder, "fused", Certainty.RUNTIME, detail)
+        key, value = holder.items["fused"]
+        scalar = self.scalar(value)
+        shape = "a list" if type(value).__name__ == "SequenceNode" else "a mapping"
+        detail = f"{name} fused: {scalar.token if scalar else f'({shape})'}"
+        if scalar is None or scalar.interpolated:
+            self.add(SiteKind.FUSED_OPTIMIZER, key, value, scalar, Certainty.RUNTIME, detail)
+        elif scalar.boolean is True:
+            self.add(SiteKind.FUSED_OPTIMIZER, key, value, scalar, Certainty.KNOWN, detail, "True")
+        elif scalar.boolean is None and not scalar.null:
+            self.add(SiteKind.FUSED_OPTIMIZER, key, value, scalar, Certainty.RUNTIME, detail)
 
-    def trainer(self, node: dict) -> None:
-        if "precision" in node:
-            self.precision(node, "precision", fixable=True)
-        for plugin in self.plugins(node.get("plugins")):
+    def trainer(self, node: Mapping) -> None:
+        if "precision" in node.items:
+            self.precision(node, fixable=True)
+        plugins = node.items.get("plugins", (None, None))[1]
+        for plugin in self.plugins(plugins):
             holder = init_args(plugin)
-            if "precision" in holder:
-                self.precision(holder, "precision", fixable=False)
-        if "gradient_clip_val" in node:
-            value = node["gradient_clip_val"]
-            detail = f"trainer gradient_clip_val: {self.token(node, 'gradient_clip_val')}"
-            if is_interpolation(value):
-                self.add(
-                    SiteKind.TRAINER_CLIP, node, "gradient_clip_val", Certainty.RUNTIME, detail
-                )
-            elif isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                self.add(
-                    SiteKind.TRAINER_CLIP,
-                    node,
-                    "gradient_clip_val",
-                    Certainty.KNOWN,
-                    detail,
-                    str(value),
-                    fixable=False,
-                )
+            if "precision" in holder.items:
+                self.precision(holder, fixable=False)
+        if "gradient_clip_val" in node.items:
+            self.clip(*node.items["gradient_clip_val"])
 
-    def plugins(self, node: object) -> Iterator[dict]:
-        """Precision plugin configs (`class_path` / `_target_` naming a MixedPrecision)."""
-        items = node if isinstance(node, list) else [node]
-        for item in items:
-            if isinstance(item, dict):
-                target = str(item.get("class_path") or item.get("_target_") or "")
-                plugin = names.plugin_scaler_index(target)
-                if plugin is not None and plugin[0] == "trainer":
-                    yield item
-
-    def precision(self, node: dict, key: str, fixable: bool) -> None:
-        value = node[key]
-        detail = f"trainer precision: {self.token(node, key)}"
-        if is_interpolation(value):
-            self.add(SiteKind.TRAINER_PRECISION, node, key, Certainty.RUNTIME, detail)
-        elif names.is_mixed_precision(str(value)):
+    def clip(self, key: Any, value: Any) -> None:
+        scalar = self.scalar(value)
+        if scalar is None:
+            return
+        detail = f"trainer gradient_clip_val: {scalar.token}"
+        if scalar.interpolated:
+            self.add(SiteKind.TRAINER_CLIP, key, value, scalar, Certainty.RUNTIME, detail)
+        elif value.tag in NUMBER_TAGS and positive(value.value):
             self.add(
-                SiteKind.TRAINER_PRECISION,
-                node,
+                SiteKind.TRAINER_CLIP,
                 key,
+                value,
+                scalar,
                 Certainty.KNOWN,
                 detail,
-                str(value),
-                fixable=fixable,
+                scalar.token,
+                fixable=False,
             )
 
-    def token(self, node: dict, key: str) -> str:
-        line, column = node.lc.value(key)  # type: ignore[attr-defined]
-        match = TOKEN.match(self.lines[line], column)
-        return match.group() if match else ""
+    def plugins(self, node: Any) -> Iterator[Mapping]:
+        """Precision plugin configs (`class_path` / `_target_` naming a MixedPrecision)."""
+        items = node.value if type(node).__name__ == "SequenceNode" else [node]
+        for item in items:
+            mapping = Mapping.of(item)
+            if mapping is not None:
+                target = mapping.scalar("class_path") or mapping.scalar("_target_")
+                plugin = names.plugin_scaler_index(target)
+                if plugin is not None and plugin[0] == "trainer":
+                    yield mapping
+
+    def precision(self, node: Mapping, fixable: bool) -> None:
+        key, value = node.items["precision"]
+        scalar = self.scalar(value)
+        if scalar is None:
+            return
+        detail = f"trainer precision: {scalar.token}"
+        if scalar.interpolated:
+            self.add(SiteKind.TRAINER_PRECISION, key, value, scalar, Certainty.RUNTIME, detail)
+        elif names.is_mixed_precision(value.value):
+            self.add(
+                SiteKind.TRAINER_PRECISION,
+                key,
+                value,
+                scalar,
+                Certainty.KNOWN,
+                detail,
+                value.value,
+                fixable=fixable and scalar.tag in ("", *STRING_TAGS),
+            )
+
+    def scalar(self, node: Any) -> Scalar | None:
+        """Where a scalar's own token lies (after its tag and anchor), or None for a list or a
+        mapping."""
+        if type(node).__name__ != "ScalarNode":
+            return None
+        start, end = node.start_mark.index, node.end_mark.index
+        properties = PROPERTY.match(self.text, start, end)
+        tag = ""
+        if properties:
+            tag = next((p for p in properties.group().split() if p.startswith("!")), "")
+            start = properties.end()
+        if node.style in ("|", ">"):
+            start, end = self.block_content(start, end, node.value)
+        token = self.text[start:end] if start >= 0 else ""
+        return Scalar(node, start, end, token, tag)
+
+    def block_content(self, start: int, end: int, value: str) -> tuple[int, int]:
+        """The one content line of a block scalar (`>-` then `  16-mixed`); (-1, -1) when the
+        value spans several lines (no value this tool rewrites does)."""
+        text = value.strip()
+        if not text or "\n" in text:
+            return -1, -1
+        line = bisect.bisect_right(self.line_starts, start)
+        for first in self.line_starts[line:]:
+            found = self.text.find(text, first, end)
+            if found >= 0:
+                return found, found + len(text)
+        return -1, -1
+
+    def position(self, index: int) -> tuple[int, int]:
+        """1-based line and 0-based column of a character offset."""
+        line = bisect.bisect_right(self.line_starts, index)
+        return line, index - self.line_starts[line - 1]
 
     def add(
         self,
         kind: SiteKind,
-        node: dict,
-        key: str,
+        key: Any,
+        value: Any,
+        scalar: Scalar | None,
         certainty: Certainty,
         detail: str,
-        value: str | None = None,
+        literal: str | None = None,
         fixable: bool | None = None,
     ) -> None:
-        line, column = node.lc.value(key)  # type: ignore[attr-defined]
-        token = self.token(node, key)
-        span = Span(line + 1, column, line + 1, column + len(token))
+        start, end = (scalar.start, scalar.end) if scalar and scalar.start >= 0 else (-1, -1)
+        if start < 0:
+            start = end = value.start_mark.index
+            fixable = False
+        if (kind, start) in self.recorded:
+            return  # the same token reached again under another role
+        self.recorded.add((kind, start))
+        if id(value) in self.shared:
+            detail, fixable = f"{detail} ({SHARED})", False
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        key_line = self.position(key.start_mark.index)[0]
+        comments = {self.line_text(line), self.line_text(key_line)}
         trainer_site = kind in (SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
         self.sites.append(
             Site(
                 kind=kind,
                 path=self.path,
-                span=span,
+                span=Span(line, column, end_line, end_column),
                 certainty=certainty,
                 detail=detail,
-                value=value,
+                value=literal,
                 fixable=certainty is Certainty.KNOWN if fixable is None else fixable,
                 entry=YAML_TRAINER if trainer_site else None,
                 in_config=True,
-                suppressed_codes=suppressions(self.lines[line]),
+                suppressed_codes=suppressions(comments),
             )
         )
 
+    def line_text(self, line: int) -> str:
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        return self.text[start:end]
 
-def init_args(node: dict) -> dict:
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar node, its own token's offsets in the text and its explicit tag (if any)."""
+
+    node: Any
+    start: int
+    end: int
+    token: str
+    tag: str
+
+    @property
+    def interpolated(self) -> bool:
+        return is_interpolation(self.node.value)
+
+    @property
+    def plain(self) -> bool:
+        return self.node.style is None and self.tag in ("", *BOOL_TAGS)
+
+    @property
+    def boolean(self) -> bool | None:
+        """True/False for a boolean (YAML 1.1 words too, with or without `!!bool`)."""
+        if not self.plain:
+            return None
+        if self.node.value in TRUE_WORDS:
+            return True
+        return False if self.node.value in FALSE_WORDS else None
+
+    @property
+    def null(self) -> bool:
+        return self.plain and not self.tag and self.node.value in NULL_WORDS
+
+
+def init_args(node: Mapping) -> Mapping:
     """Where a config's arguments live: `init_args` (LightningCLI) or the node itself (Hydra)."""
-    arguments = node.get("init_args")
-    return arguments if isinstance(arguments, dict) else node
+    arguments = Mapping.of(node.items.get("init_args", (None, None))[1])
+    return arguments if arguments is not None else node
+
+
+def positive(text: str) -> bool:
+    try:
+        return float(text.replace("_", "")) > 0
+    except ValueError:
+        return False
 
 
 def is_interpolation(value: object) -> bool:
@@ -189,22 +394,26 @@ def is_interpolation(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-def suppressions(line: str) -> frozenset[str] | None:
-    comment = line.find("#")
-    codes = suppressed_codes(line[comment:]) if comment >= 0 else frozenset()
-    return codes or None
+def suppressions(lines: set[str]) -> frozenset[str] | None:
+    codes: set[str] = set()
+    for line in lines:
+        comment = line.find("#")
+        if comment >= 0:
+            codes |= suppressed_codes(line[comment:])
+    return frozenset(codes) or None
 
 
 def fix_config(text: str, targets: Sequence[Site]) -> str:
     """Replace each target's token: `fused` booleans flip, precisions become `bf16-mixed`."""
-    lines = text.splitlines(keepends=True)
-    for site in sorted(targets, key=lambda s: (s.span.line, s.span.column), reverse=True):
-        line = lines[site.span.line - 1]
-        token = line[site.span.column : site.span.end_column]
-        lines[site.span.line - 1] = (
-            line[: site.span.column] + replacement(site, token) + line[site.span.end_column :]
-        )
-    return "".join(lines)
+    line_starts = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
+    edits = []
+    for site in targets:
+        start = line_starts[site.span.line - 1] + site.span.column
+        end = line_starts[site.span.end_line - 1] + site.span.end_column
+        edits.append((start, end, replacement(site, text[start:end])))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
 
 
 def replacement(site: Site, token: str) -> str:

@@ -1,0 +1,27 @@
+"""Make text taken from files and file names safe to print on a terminal.
+
+A file name or a line of code may hold escape sequences (`ESC ]0;...` retitles the window, `ESC [2J`
+clears it), bytes that are not valid UTF-8, or bidirectional overrides that make code read
+differently from what it is. None of them reaches the terminal raw: each is shown as a visible
+escape (`\\x1b`, `\\udcff`, `\\u202e`), so what a person reads is what the file holds.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["terminal_safe"]
+
+# C0 controls but tab, DEL, C1 controls (0x9b is a one-byte CSI), lone surrogates (bytes of a
+# file name that are not UTF-8), and the bidirectional embeddings, overrides and isolates.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character that could steer a terminal replaced by a visible escape."""
+    return _UNSAFE.sub(_escape, text)
