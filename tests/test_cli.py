@@ -49,7 +49,7 @@ def test_check_exits_1_before_and_0_after_apply(sample: Path) -> None:
     assert before.exit_code == 1
     assert "sample_project/train_fabric.py:9:53: ACF001" in before.output
     assert "sample_project/model.py:21:76: ACF002" in before.output
-    assert "assumed Lightning" in before.output
+    assert "assumed lightning 2.6.6 from installed distribution." in before.output
     applied = invoke("apply", "--yes", "sample_project")
     assert applied.exit_code == 0, applied.output
     after = invoke("check", "sample_project")

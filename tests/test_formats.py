@@ -151,6 +151,7 @@ def test_summary_counts_active_findings_and_suppressed_apart(project: Path) -> N
         "errors": 0,
         "lightning_version": "2.6.6",
         "strategy": "auto",
+        "projects": [],
     }
 
 

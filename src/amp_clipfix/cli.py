@@ -34,14 +34,20 @@ from amp_clipfix.output.formats import (
     to_sarif,
 )
 from amp_clipfix.output.patches import patch_of, patch_with_base, project_patch_names
-from amp_clipfix.output.report import error_line, format_findings, plural, project_rows
+from amp_clipfix.output.report import (
+    assumption_lines,
+    error_line,
+    format_findings,
+    plural,
+    project_rows,
+)
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
 from amp_clipfix.output.write import WriteError, write_atomic
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
-from amp_clipfix.project.version import Version, format_version, resolve_version
+from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.settings import (
     CommandLine,
@@ -75,8 +81,7 @@ class Settings:
 
     paths: tuple[Path, ...]
     strategy: Strategy
-    version: Version
-    version_source: str
+    target: Target | None  # --lightning-version, else the configuration's; None: project pins
     exclude: tuple[str, ...]
     output_format: str
     jobs: int
@@ -99,8 +104,10 @@ def common_options(function):  # noqa: ANN001, ANN201
         click.option(
             "--lightning-version",
             metavar="X.Y[.Z]",
-            help="Lightning release the code runs on (default: the installed one, else 2.6.6). "
-            "It decides whether bf16 fixes the Trainer path.",
+            help="Lightning release the code runs on, for every project (default: each "
+            "project's own pins: lightning-version in [tool.amp-clipfix], lock files, "
+            "requirements*.txt, pyproject.toml, setup.cfg, setup.py, environment.yml; else the "
+            "installed Lightning, else 2.6.6). It decides what is a finding and which fixes apply.",
         ),
         click.option(
             "--exclude",
@@ -204,11 +211,9 @@ def settings_from(
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     try:
-        version, version_source = resolve_version(lightning_version or config.lightning_version)
+        target = requested_target(lightning_version, config.lightning_version, config.path)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--lightning-version") from None
-    if not lightning_version and config.lightning_version:
-        version_source = f"{display_path(config.path)}" if config.path else version_source
     excludes = tuple(exclude) or tuple(config.exclude or ())
     command_line = CommandLine(
         strategy=strategy,
@@ -218,7 +223,6 @@ def settings_from(
         scope=Scope(targets) if targets == (STDIN,) else partial_scope(targets),
         tracked_only=tracked_only,
         start_config=config.path,
-        default_version=None if lightning_version else format_version(resolve_version(None)[0]),
     )
     warnings = [
         unknown_code_warning(where, codes)
@@ -232,8 +236,7 @@ def settings_from(
     return Settings(
         paths=targets,
         strategy=Strategy(strategy or config.strategy or Strategy.AUTO.value),
-        version=version,
-        version_source=version_source,
+        target=target,
         exclude=excludes + config.extend_exclude,
         output_format=output_format,
         jobs=jobs,
@@ -252,7 +255,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
     line = settings.command_line
     options = Options(
         strategy=settings.strategy,
-        version=settings.version,
+        target=settings.target,
         fix=fix,
         with_edits=settings.output_format in MACHINE_FORMATS,
         jobs=settings.jobs,
@@ -379,7 +382,7 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
         show_changes(result)
     if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
         with report_stream(settings, stdout_ok=False) as stream:
-            emit_report(result, settings, stream, only=unfixed)
+            emit_report(result, settings, stream, only=unfixed, project_table=True)
     elif settings.output_format != "json":  # before writing: notebook lines are read from disk
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream)
@@ -452,14 +455,17 @@ def emit_report(
     stream: IO[str],
     only: Sequence | None = None,
     fixed: frozenset[Finding] = frozenset(),
+    project_table: bool = False,
 ) -> None:
-    """The findings in the chosen format, on `stream`."""
+    """The findings in the chosen format, on `stream`. Several projects: the release each
+    assumed, one line each (apply's per-project table lists them instead)."""
     summary = Summary.from_findings(
         result.findings,
         files_seen=result.files_seen,
-        lightning_version=format_version(settings.version),
+        lightning_version=lightning_label(result),
         strategy=settings.strategy.value,
         errors=len(result.errors),
+        projects=project_targets(result),
     )
     machine = {
         "json": lambda: to_json(result.findings, summary, result.edits, result.errors, fixed),
@@ -477,10 +483,51 @@ def emit_report(
         for line in format_findings(active(result) if only is None else only):
             click.echo(line, file=stream)
     if settings.verbosity >= 0:
-        click.echo(summary_line(result, summary, settings), file=stream)
+        if len(result.targets) > 1 and not project_table:
+            for line in assumption_lines(result.targets):
+                click.echo(line, file=stream)
+        click.echo(summary_line(result, summary, settings, project_table), file=stream)
 
 
-def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str:
+def requested_target(
+    lightning_version: str | None, configured: str | None, config_path: Path | None
+) -> Target | None:
+    """The release asked for on the command line, else in the first PATH's configuration; None
+    leaves it to each project's pins. Raises ValueError for a malformed version."""
+    if lightning_version:
+        return Target.exact(parse_version(lightning_version), "--lightning-version")
+    if configured and config_path is not None:
+        source = f"{display_path(config_path)} [tool.amp-clipfix]"
+        return Target.exact(parse_version(configured), source)
+    return None
+
+
+def lightning_label(result: RunResult) -> str:
+    """The release (or range) assumed, as JSON's `lightning_version`; several joined by ", "."""
+    return ", ".join(sorted({target.version_label for _, target in result.targets}))
+
+
+def project_targets(result: RunResult) -> list[dict[str, object]]:
+    """Per project: its root and the Lightning it assumed, for JSON and SARIF."""
+    return [
+        {"root": display_path(root), **target_json(target)}
+        for root, target in sorted(result.targets, key=lambda pair: str(pair[0]))
+    ]
+
+
+def target_json(target: Target) -> dict[str, object]:
+    return {
+        "lightning": target.pin,
+        "lightning_version": target.version_label,
+        "source": target.source,
+        "assumed": target.describe(),
+        "releases": [str(release) for release in target.releases],
+    }
+
+
+def summary_line(
+    result: RunResult, summary: Summary, settings: Settings, project_table: bool = False
+) -> str:
     findings = active(result)
     parts = [
         f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with --strategy "
@@ -491,8 +538,16 @@ def summary_line(result: RunResult, summary: Summary, settings: Settings) -> str
     if result.changes:
         parts.append(f"{plural(len(result.changes), 'file')} to change")
     line = ", ".join(parts)
+    described = {target.describe() for _, target in result.targets}
+    if not described:
+        return f"{line}."
+    if len(described) == 1:
+        return terminal_safe(f"{line}; assumed {described.pop()}.")
+    releases = {target.version_label for _, target in result.targets}
     return (
-        f"{line}; assumed Lightning {format_version(settings.version)} ({settings.version_source})."
+        f"{line}; assumed {plural(len(releases), 'Lightning release')} in "
+        f"{plural(len(result.targets), 'project')} "
+        f"({'see the per-project table' if project_table else 'listed above'})."
     )
 
 

@@ -29,8 +29,9 @@ from amp_clipfix.models import (
 )
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import os_error_reason
-from amp_clipfix.project.discover import Project, discover
-from amp_clipfix.project.version import Version
+from amp_clipfix.project.discover import Project, discover, find_project_root
+from amp_clipfix.project.pins import resolve_target
+from amp_clipfix.project.version import Target
 from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Rendered, SourceError, Stage, VerifyError
@@ -61,8 +62,9 @@ class RunResult:
     files_parsed: int
     projects: int
     edits: Mapping[Finding, tuple[Edit, ...]] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()  # paths with nothing to read
+    notes: tuple[str, ...] = ()  # paths with nothing to read, pin files that cannot be read
     per_project: tuple[ProjectResult, ...] = ()  # the same run, one entry per project
+    targets: tuple[tuple[Path, Target], ...] = ()  # (project root, the Lightning it assumed)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class ProjectResult:
     """One project's share of a run, for the per-project table and `--patch-dir`."""
 
     root: Path
-    release: str  # the Lightning release assumed for this project
+    release: str  # the Lightning release (or range) assumed for this project: "1.9.5"
     findings: tuple[Finding, ...]
     changes: tuple[FileChange, ...]
     errors: tuple[FileError, ...]
@@ -81,7 +83,7 @@ class Options:
     """What the user asked for, the same for every project of a run."""
 
     strategy: Strategy
-    version: Version
+    target: Target | None = None  # --lightning-version / configuration; None: the project's pins
     fix: bool = False
     with_edits: bool = False  # per-finding edits, for JSON and SARIF output
     jobs: int = 1
@@ -125,44 +127,56 @@ def run(
             errors.append(configured)
             continue
         project, project_options = configured or (project, options)
+        target, warnings = project_target(project.root, project_options)
         collection = collect_project(project, options.jobs, options.prefilter, progress)
-        result = process(collection, project_options, len(project.files), project.linked_inside)
-        results.append(result)
-        summaries.append(project_result(project.root, project_options, result))
+        result = process(
+            collection, project_options, target, len(project.files), project.linked_inside
+        )
+        results.append(replace(result, notes=warnings, targets=((project.root, target),)))
+        summaries.append(project_result(project.root, target, result))
+    merged = merge(results, errors, projects=len(discovery.projects))
     return replace(
-        merge(results, errors, projects=len(discovery.projects)),
-        notes=discovery.notes,
+        merged,
+        notes=discovery.notes + merged.notes,
         per_project=tuple(summaries),
     )
 
 
-def project_result(root: Path, options: Options, result: RunResult) -> ProjectResult:
-    from amp_clipfix.project.version import format_version
+def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...]]:
+    """The Lightning release(s) a project runs on: the command line or configuration, else its
+    own pins (project/pins.py), and the warnings about pin files that could not be read."""
+    resolution = resolve_target(root, options.target)
+    return resolution.target, resolution.warnings
 
-    return ProjectResult(
-        root, format_version(options.version), result.findings, result.changes, result.errors
-    )
+
+def project_result(root: Path, target: Target, result: RunResult) -> ProjectResult:
+    return ProjectResult(root, target.version_label, result.findings, result.changes, result.errors)
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
-    """One file's contents given directly (stdin); linking stays within it."""
+    """One file's contents given directly (stdin); linking stays within it, the pins are those
+    of the project the given name lies in."""
+    root = find_project_root(path)
+    target, warnings = project_target(root, options)
     collection = Collection()
     collect_outcome(collection, path, parse_and_collect(path, data))
-    return process(collection, options, files_seen=1)
+    result = process(collection, options, target, files_seen=1)
+    return replace(result, notes=warnings, targets=((root, target),))
 
 
 def process(
     collection: Collection,
     options: Options,
+    target: Target,
     files_seen: int,
     linked_inside: frozenset[Path] = frozenset(),
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    linked = find_findings(files, options.version)
+    linked = find_findings(files, target)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
-    findings = choose_fixes(linked, options.strategy, options.version)
+    findings = choose_fixes(linked, options.strategy, target)
     changes: list[FileChange] = []
     errors = list(collection.errors)
     edits: dict[Finding, tuple[Edit, ...]] = {}
@@ -201,6 +215,8 @@ def merge(results: Sequence[RunResult], errors: list[FileError], projects: int) 
         files_parsed=sum(result.files_parsed for result in results),
         projects=projects,
         edits={k: v for result in results for k, v in result.edits.items()},
+        notes=tuple(note for result in results for note in result.notes),
+        targets=tuple(pair for result in results for pair in result.targets),
     )
 
 

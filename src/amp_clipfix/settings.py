@@ -21,7 +21,7 @@ from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import Options
 from amp_clipfix.project.config import Config, ConfigError, find_pyproject, load_config
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
-from amp_clipfix.project.version import parse_version
+from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES
 
 SELECT_ALL = "ALL"
@@ -130,7 +130,6 @@ class CommandLine:
     scope: Scope = field(default_factory=lambda: Scope(()))
     tracked_only: bool = False
     start_config: Path | None = None  # already applied to the run's base options
-    default_version: str | None = None  # when neither the line nor the configuration sets one
 
 
 def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closure
@@ -176,12 +175,11 @@ class ProjectConfigurer:
         defaults, not the first PATH's configuration."""
         line = self.command_line
         strategy = line.strategy or config.strategy or Strategy.AUTO.value
-        version = line.lightning_version or config.lightning_version or line.default_version
-        return replace(
-            options,
-            strategy=Strategy(strategy),
-            version=parse_version(version) if version else options.version,
-        )
+        target = options.target if line.lightning_version else None  # None: the project's pins
+        if not line.lightning_version and config.lightning_version and config.path is not None:
+            source = f"{display_path(config.path)} [tool.amp-clipfix]"
+            target = Target.exact(parse_version(config.lightning_version), source)
+        return replace(options, strategy=Strategy(strategy), target=target)
 
     def _warn_codes(self, config: Config) -> None:
         if config.path is None or config.path in self._warned:

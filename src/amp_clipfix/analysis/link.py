@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from amp_clipfix.analysis import names
 from amp_clipfix.models import (
     Certainty,
     ClassInfo,
@@ -24,7 +23,7 @@ from amp_clipfix.models import (
     Site,
     SiteKind,
 )
-from amp_clipfix.project.version import Version, trainer_fails_without_scaler
+from amp_clipfix.project.version import Target
 
 
 @dataclass(frozen=True)
@@ -71,21 +70,23 @@ def of_kind(sites: Iterable[Site], kind: SiteKind) -> tuple[Site, ...]:
     return tuple(site for site in sites if site.kind is kind)
 
 
-def fabric_groups(files: Sequence[FileSites], version: Version) -> Iterator[list[PathPieces]]:
+def fabric_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[PathPieces]]:
     """One group per module that clips on a Fabric (a Fabric finding lies in one module)."""
     for file in files:
-        group = fabric_pieces(file)
+        group = fabric_pieces(file, target)
         if group:
             yield group
 
 
-def fabric_pieces(file: FileSites) -> list[PathPieces]:
+def fabric_pieces(file: FileSites, target: Target) -> list[PathPieces]:
     """Per clip call: the precision of the Fabric its receiver holds (any Fabric's when the
-    receiver is not bound to a known `Fabric(...)` call in this module)."""
+    receiver is not bound to a known `Fabric(...)` call in this module). Before 2.0 Fabric has
+    no `clip_gradients`, so nothing can fail there."""
+    failing = target.fabric_failing_precisions
     precision = [
         site
         for site in of_kind(file.sites, SiteKind.FABRIC_PRECISION)
-        if site.certainty is Certainty.RUNTIME or site.value in names.SCALER_PRECISIONS
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
     ]
     optimizers = of_kind(file.sites, SiteKind.FUSED_OPTIMIZER)
     candidates = [
@@ -102,15 +103,14 @@ def fabric_pieces(file: FileSites) -> list[PathPieces]:
     return [pieces for pieces in candidates if pieces.complete()]
 
 
-def trainer_settings(sites: Sequence[Site], version: Version) -> list[TrainerSettings]:
-    """One entry per Trainer call; a plugin built outside any Trainer call may be passed to any."""
-    failing = (
-        names.MIXED_PRECISIONS if trainer_fails_without_scaler(version) else names.SCALER_PRECISIONS
-    )
+def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSettings]:
+    """One entry per Trainer call; a plugin built outside any Trainer call may be passed to any.
+    Releases up to 1.8.0 never refuse, so no precision takes part there."""
+    failing = target.trainer_failing_precisions
     precision = [
         site
         for site in of_kind(sites, SiteKind.TRAINER_PRECISION)
-        if site.certainty is Certainty.RUNTIME or site.value in failing
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
     ]
     clips = of_kind(sites, SiteKind.TRAINER_CLIP)
     free_plugins = tuple(site for site in precision if site.entry is None)
@@ -125,10 +125,10 @@ def trainer_settings(sites: Sequence[Site], version: Version) -> list[TrainerSet
     return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
 
 
-def trainer_groups(files: Sequence[FileSites], version: Version) -> Iterator[list[PathPieces]]:
+def trainer_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[PathPieces]]:
     """One group for the optimizers of YAML configs, one per LightningModule class."""
     sites = [site for file in files for site in file.sites]
-    trainers = trainer_settings(sites, version)
+    trainers = trainer_settings(sites, target)
     config_optimizers = tuple(
         site
         for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)

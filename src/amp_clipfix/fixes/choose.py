@@ -11,17 +11,15 @@ from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
-from amp_clipfix.project.version import Version, format_version, trainer_fails_without_scaler
+from amp_clipfix.project.version import Target
 from amp_clipfix.strategies import SAFETY
 
 
-def choose_fixes(
-    findings: Sequence[Finding], strategy: Strategy, version: Version
-) -> list[Finding]:
-    return [choose_fix(finding, strategy, version) for finding in findings]
+def choose_fixes(findings: Sequence[Finding], strategy: Strategy, target: Target) -> list[Finding]:
+    return [choose_fix(finding, strategy, target) for finding in findings]
 
 
-def choose_fix(finding: Finding, strategy: Strategy, version: Version) -> Finding:
+def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
     if finding.suppressed:
         return finding
     if strategy is Strategy.AUTO:
@@ -30,11 +28,11 @@ def choose_fix(finding: Finding, strategy: Strategy, version: Version) -> Findin
             if finding.lightning_path is LightningPath.FABRIC
             else (Strategy.UNFUSE,)
         )
-        chosen = [choose_fix(finding, candidate, version) for candidate in order]
+        chosen = [choose_fix(finding, candidate, target) for candidate in order]
         resolved = [option for option in chosen if option.resolved]
         partial = [option for option in chosen if option.fix is not None]
         return (resolved or partial or chosen)[0]
-    targets, refusal = fix_targets(finding, strategy, version)
+    targets, refusal = fix_targets(finding, strategy, target)
     if refusal is not None:
         return replace(finding, refusal=refusal)
     kind = targets[0].kind
@@ -43,16 +41,21 @@ def choose_fix(finding: Finding, strategy: Strategy, version: Version) -> Findin
 
 
 def fix_targets(
-    finding: Finding, strategy: Strategy, version: Version
+    finding: Finding, strategy: Strategy, target: Target
 ) -> tuple[tuple[Site, ...], str | None]:
     """The sites the strategy rewrites, or why it does not apply to this finding."""
     sites = finding.sites
     trainer = finding.lightning_path is LightningPath.TRAINER
     if strategy is Strategy.BF16:
-        if trainer and trainer_fails_without_scaler(version):
+        if trainer and target.trainer_refuses_without_scaler:
             return (), (
-                f"bf16 is not a fix on the Trainer path of Lightning {format_version(version)}: "
+                f"bf16 is not a fix on the Trainer path of Lightning {target.version_label}: "
                 "it refuses to clip fused optimizers under bf16-mixed too; use --strategy unfuse"
+            )
+        if target.bf16_precision != "bf16-mixed":
+            return (), (
+                f"Lightning {target.version_label} includes 1.x releases, which spell bf16 "
+                'as "bf16", not "bf16-mixed"; use --strategy unfuse'
             )
         kind = SiteKind.TRAINER_PRECISION if trainer else SiteKind.FABRIC_PRECISION
         targets = fixable(sites, kind, lambda s: s.value in names.SCALER_PRECISIONS)

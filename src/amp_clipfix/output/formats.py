@@ -49,6 +49,8 @@ class Summary:
     fixable: int = 0
     suppressed: int = 0
     errors: int = 0
+    # Per project: {"root", "lightning", "lightning_version", "source", "assumed", "releases"}
+    projects: Sequence[Mapping[str, Any]] = ()
 
     @classmethod
     def from_findings(
@@ -58,6 +60,7 @@ class Summary:
         lightning_version: str,
         strategy: str,
         errors: int = 0,
+        projects: Sequence[Mapping[str, Any]] = (),
     ) -> Summary:
         """Count the findings so that callers only pass what findings cannot tell."""
         active = [finding for finding in findings if not finding.suppressed]
@@ -69,7 +72,16 @@ class Summary:
             fixable=sum(1 for finding in active if finding.fix is not None),
             suppressed=len(findings) - len(active),
             errors=errors,
+            projects=projects,
         )
+
+    def assumed_for(self, path: Path) -> str | None:
+        """The Lightning assumed for the project holding `path` (its deepest root)."""
+        shown = Path(display_path(path))
+        roots = [p for p in self.projects if shown.is_relative_to(Path(str(p["root"])))]
+        if not roots:
+            return None
+        return str(max(roots, key=lambda p: len(Path(str(p["root"])).parts))["assumed"])
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +93,7 @@ class Summary:
             "errors": self.errors,
             "lightning_version": self.lightning_version,
             "strategy": self.strategy,
+            "projects": [dict(project) for project in self.projects],
         }
 
 
@@ -113,7 +126,7 @@ def _site_json(site: Site) -> dict[str, Any]:
     }
 
 
-def _finding_json(finding: Finding, edits: EditMap) -> dict[str, Any]:
+def _finding_json(finding: Finding, edits: EditMap, summary: Summary) -> dict[str, Any]:
     primary = finding.primary
     fix = None
     if finding.fix is not None:
@@ -127,7 +140,7 @@ def _finding_json(finding: Finding, edits: EditMap) -> dict[str, Any]:
                 for e in _edits_for(finding, edits)
             ],
         }
-    return {
+    document = {
         "path": display_path(primary.path),
         **_range(primary.shown_span),
         **({"cell": primary.cell} if primary.cell is not None else {}),
@@ -141,6 +154,8 @@ def _finding_json(finding: Finding, edits: EditMap) -> dict[str, Any]:
         "review": finding.review,
         "suppressed": finding.suppressed,
     }
+    assumed = summary.assumed_for(primary.path)
+    return {**document, "assumed_lightning": assumed} if assumed else document
 
 
 def error_json(error: FileError) -> dict[str, Any]:
@@ -171,7 +186,8 @@ def to_json(
         "schema_version": JSON_SCHEMA_VERSION,
         "tool": {"name": "amp-clipfix", "version": __version__},
         "findings": [
-            {**_finding_json(f, edits), "fixed": f in fixed} for f in sorted_findings(findings)
+            {**_finding_json(f, edits, summary), "fixed": f in fixed}
+            for f in sorted_findings(findings)
         ],
         "errors": [error_json(error) for error in errors],
         "summary": summary.as_dict(),
@@ -271,7 +287,11 @@ def _full_message(finding: Finding) -> str:
 
 
 def _sarif_result(
-    finding: Finding, rule_index: dict[str, int], edits: EditMap, fingerprint: str
+    finding: Finding,
+    rule_index: dict[str, int],
+    edits: EditMap,
+    fingerprint: str,
+    summary: Summary,
 ) -> dict[str, Any]:
     primary = finding.primary
     result: dict[str, Any] = {
@@ -297,6 +317,9 @@ def _sarif_result(
     fixes = _sarif_fixes(finding, edits)
     if fixes:
         result["fixes"] = fixes
+    assumed = summary.assumed_for(primary.path)
+    if assumed is not None:
+        result["properties"] = {"assumed_lightning": assumed}
     return result
 
 
@@ -355,7 +378,8 @@ def to_sarif(
         "columnKind": "unicodeCodePoints",
         "invocations": [invocation],
         "results": [
-            _sarif_result(f, rule_index, edits, prints[f]) for f in sorted_findings(findings)
+            _sarif_result(f, rule_index, edits, prints[f], summary)
+            for f in sorted_findings(findings)
         ],
         "properties": summary.as_dict(),
     }

@@ -9,6 +9,7 @@ from typing import Protocol
 from amp_clipfix.models import FileError, Finding, Site
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
+from amp_clipfix.project.version import Target
 
 
 class ProjectSummaryLike(Protocol):
@@ -118,3 +119,11 @@ def project_rows(
             )
         )
     return rows
+
+
+def assumption_lines(targets: Sequence[tuple[Path, Target]]) -> list[str]:
+    """One line per project: `project ROOT: assumed pytorch-lightning 1.9.5 from ROOT/setup.py`."""
+    return [
+        terminal_safe(f"project {display_path(root)}: assumed {target.describe()}")
+        for root, target in sorted(targets, key=lambda pair: str(pair[0]))
+    ]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from amp_clipfix.analysis.link import PathPieces, sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Site
-from amp_clipfix.project.version import Version
+from amp_clipfix.project.version import Target
 from amp_clipfix.rules import acf001, acf002, acf003
 from amp_clipfix.rules.base import HOMEPAGE, Rule, help_uri, render_rule
 
@@ -20,14 +20,14 @@ REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at 
 
 
 def find_findings(
-    files: Sequence[FileSites], version: Version, rules: Sequence[Rule] | None = None
+    files: Sequence[FileSites], target: Target, rules: Sequence[Rule] | None = None
 ) -> list[Finding]:
-    """All findings of one project, in a deterministic order."""
+    """All findings of one project on its target Lightning release(s), in a deterministic order."""
     findings = [
         make_finding(rule, group)
         for rule in (RULES.values() if rules is None else rules)
         if rule.find is not None
-        for group in rule.find(files, version)
+        for group in rule.find(files, target)
     ]
     return sorted(findings, key=lambda f: sort_key(f.sites[0]))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from amp_clipfix.analysis.link import PathPieces
 from amp_clipfix.models import FileSites, LightningPath, Strategy
-from amp_clipfix.project.version import Version
+from amp_clipfix.project.version import Target
 from amp_clipfix.strategies import SAFETY
 
 HOMEPAGE = "https://github.com/amp-clipfix/amp-clipfix"
@@ -29,7 +29,7 @@ TRAINER_ERROR = (
 FIX_ORDER = (Strategy.BF16, Strategy.UNFUSE, Strategy.GUARD)
 
 # A rule's search: the groups of candidate pieces in a project, one group per finding.
-Finder = Callable[[Sequence[FileSites], Version], Iterable[Sequence[PathPieces]]]
+Finder = Callable[[Sequence[FileSites], Target], Iterable[Sequence[PathPieces]]]
 
 
 @dataclass(frozen=True)

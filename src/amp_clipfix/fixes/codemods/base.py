@@ -12,7 +12,8 @@ from libcst.metadata import PositionProvider, ProviderT
 
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.models import Strategy
-from amp_clipfix.project.version import resolve_version
+from amp_clipfix.project.discover import find_project_root
+from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.rules import find_findings
 
 Position = tuple[int, int]  # (line, column) where a target node starts
@@ -51,9 +52,9 @@ def standalone_targets(
     """Detect, link (within this module only) and choose fixes, as the pipeline would."""
     from amp_clipfix.fixes.choose import choose_fixes
 
-    version, _ = resolve_version(None)
     path = Path(context.filename or "<module>")
-    findings = choose_fixes(find_findings([collect_sites(path, tree)], version), strategy, version)
+    target = resolve_target(find_project_root(path)).target  # the module's project's pins
+    findings = choose_fixes(find_findings([collect_sites(path, tree)], target), strategy, target)
     return {
         (site.span.line, site.span.column)
         for finding in findings
