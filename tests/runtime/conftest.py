@@ -4,11 +4,40 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import sys
+from collections.abc import Callable
 
 import pytest
+import runtime_venvs
 
 REQUIRED = {"torch": "2.13.0", "lightning": "2.6.6"}
+VENV_SCRIPT = "scripts/runtime_venvs.py"
+
+
+def is_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(scope="session")
+def require_release() -> Callable[[str | None], None]:
+    """Call with a case's release (a `.venvs/<name>`; None for this interpreter). A missing or
+    stale venv fails under CI=true (the multi-release proof must run there) and skips locally,
+    saying how to make it."""
+
+    def require(name: str | None) -> None:
+        wanted = runtime_venvs.wanted_venvs()
+        if name is None or runtime_venvs.is_ready(name, wanted.get(name, [])):
+            return
+        message = (
+            f"the runtime venv .venvs/{name} is missing or out of date; create it with "
+            f"`python {VENV_SCRIPT}`"
+        )
+        if is_ci():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+    return require
 
 
 def installed_version(distribution: str) -> str | None:
@@ -22,7 +51,14 @@ def installed_version(distribution: str) -> str | None:
 def pytest_report_header() -> list[str]:
     """Say which torch and Lightning the runtime facts were checked against."""
     found = ", ".join(f"{name} {installed_version(name)}" for name in REQUIRED)
-    return [f"amp-clipfix runtime tests: {found} ({sys.executable})"]
+    releases = ", ".join(
+        f"{name} ({'ready' if runtime_venvs.is_ready(name, wanted) else 'missing'})"
+        for name, wanted in runtime_venvs.wanted_venvs().items()
+    )
+    return [
+        f"amp-clipfix runtime tests: {found} ({sys.executable})",
+        f"release venvs (.venvs/, {VENV_SCRIPT}): {releases or 'none'}",
+    ]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,10 @@ which shows that the programs' clipping check has teeth: bf16 and unfuse passing
 
 Each program pays a few seconds of torch and Lightning import, so the runs of the selected tests
 start together in a small thread pool and each test waits for its own results.
+
+A case whose case.json has `"runtime": ["lightning==2.0.9.post0", ...]` runs its program with the
+python of `.venvs/<release>` (made by scripts/runtime_venvs.py) and pins that release in its own
+project files; amp-clipfix itself always runs from the test interpreter and must read the pin.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import runtime_venvs
 from pytest import FixtureRequest, TempPathFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +53,16 @@ class Case:
     entry: str
     error: str
     strategies: tuple[str, ...]
+    release: str | None = None  # the .venvs/<release> its program runs with; None: this python
+
+    @property
+    def runnable(self) -> bool:
+        return self.release is None or runtime_venvs.is_ready(self.release)
+
+    @property
+    def python(self) -> str:
+        """The interpreter of the case's program."""
+        return str(runtime_venvs.interpreter(self.release)) if self.release else sys.executable
 
     def __str__(self) -> str:
         return self.name
@@ -65,6 +80,7 @@ def load_cases() -> list[Case]:
                 entry=data["entry"],
                 error=data["error"],
                 strategies=tuple(data["strategies"]),
+                release=runtime_venvs.venv_name(data["runtime"]) if data.get("runtime") else None,
             )
         )
     return cases
@@ -122,7 +138,7 @@ def copy_project(case: Case, workdir: Path) -> Path:
 def run_program(case: Case, project: Path, expect_clipping: bool = False) -> Proc:
     """Run the case's entry point from inside the project, as its author would."""
     env = {EXPECT_CLIPPING: "1"} if expect_clipping else {}
-    return run([sys.executable, case.entry], cwd=project, env=env)
+    return run([case.python, case.entry], cwd=project, env=env)
 
 
 def amp_clipfix(*args: str, cwd: Path) -> Proc:
@@ -213,7 +229,7 @@ def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator
     runs = Runs(tmp_path_factory, worker_count())
     for item in request.session.items:
         params = getattr(item, "callspec", None) and item.callspec.params
-        if not params or item.module is not request.module:
+        if not params or item.module is not request.module or not params["case"].runnable:
             continue
         if item.originalname == test_check_reports_the_unfixed_program.__name__:
             runs.checked(params["case"])
@@ -230,21 +246,30 @@ def test_cases_are_well_formed() -> None:
     assert len(CASES) >= 8, f"expected the runtime fixtures under {CASES_DIR}"
     for case in CASES:
         assert (case.project / case.entry).is_file(), case
-        assert not (case.project / "pyproject.toml").exists(), f"{case}: config would leak in"
+        pyproject = case.project / "pyproject.toml"
+        assert not pyproject.exists() or "[tool.amp-clipfix]" not in pyproject.read_text(), case
         assert case.error, case
         assert case.strategies and set(case.strategies) <= set(STRATEGIES), case
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_check_reports_the_unfixed_program(case: Case, runs: Runs) -> None:
-    """`amp-clipfix check` finds what makes the program fail."""
+def test_check_reports_the_unfixed_program(case: Case, runs: Runs, require_release) -> None:
+    """`amp-clipfix check` finds what makes the program fail, on the release the project pins."""
+    require_release(case.release)
     checked = runs.checked(case).result()
     assert checked.returncode == 1, f"check should report findings\n{checked}"
+    if case.release:  # read from the project's own pins, not from the Lightning installed here
+        assumed = checked.stdout.rsplit("; assumed ", 1)[-1]
+        line = case.release.rsplit("-", 1)[1][:3]  # "1.9", "2.0", "2.4"
+        assert line in assumed and " from project/" in assumed, checked
 
 
 @pytest.mark.parametrize(("case", "strategy"), FIX_PAIRS)
-def test_fix_makes_the_program_train(case: Case, strategy: str, runs: Runs) -> None:
+def test_fix_makes_the_program_train(
+    case: Case, strategy: str, runs: Runs, require_release
+) -> None:
     """Fails with Lightning's error before; after `apply --strategy S` it trains (and clips)."""
+    require_release(case.release)
     before = runs.before(case).result()
     assert before.returncode != 0, f"the unfixed program should fail\n{before}"
     assert case.error in before.stderr, f"expected {case.error!r} in stderr\n{before}"
