@@ -7,6 +7,8 @@ A case is a folder with `input/` (the project as a user has it), `expected/` (th
      "findings": ["train.py:8:50: ACF001"], "remaining": []}
 
 `findings` are what `check` reports before the fix; `remaining` what it reports after it.
+Without `lightning_version` no `--lightning-version` is passed: the release comes from the case's
+own pin files (fixtures/pin_*).
 """
 
 from __future__ import annotations
@@ -45,12 +47,11 @@ def run_cli(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str):  # noqa
 
 
 def options(spec: dict) -> list[str]:
-    return [
-        "--strategy",
-        spec.get("strategy", "auto"),
-        "--lightning-version",
-        spec.get("lightning_version", "2.6.6"),
-    ]
+    """Without `lightning_version` the case's own pin files (or their absence) decide."""
+    version = spec.get("lightning_version")
+    return ["--strategy", spec.get("strategy", "auto")] + (
+        ["--lightning-version", version] if version else []
+    )
 
 
 def reported(output: str) -> list[str]:

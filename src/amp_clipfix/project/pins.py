@@ -88,6 +88,13 @@ def resolve_target(root: Path, requested: Target | None = None) -> Resolution:
     if requested is not None:
         return Resolution(requested)
     warnings: list[str] = []
+    try:
+        configured = configured_target(root)
+    except ConfigError as error:
+        warnings.append(f"{error}; not used for the Lightning version")
+    else:
+        if configured is not None:
+            return Resolution(configured)
     for source, read, accept in sources(root):
         try:
             pins = read(source)
@@ -129,7 +136,6 @@ def _range(pin: Pin) -> bool:
 
 def sources(root: Path) -> Iterator[tuple[Path, Reader, Accept]]:
     """The files to ask, in order, with their reader and which of their pins count there."""
-    yield root, config_pins, _any
     for name in LOCK_FILES:
         if (root / name).is_file():
             yield root / name, LOCK_READERS[name], _any
@@ -228,16 +234,14 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise PinError(f"invalid TOML: {error}") from None
 
 
-def config_pins(root: Path) -> list[Pin]:
-    """`lightning-version` in [tool.amp-clipfix] of the nearest pyproject.toml."""
-    try:
-        config = load_config(root)
-    except ConfigError as error:
-        raise PinError(str(error).split(": ", 1)[-1]) from None
+def configured_target(root: Path) -> Target | None:
+    """`lightning-version` in [tool.amp-clipfix] of the nearest pyproject.toml (ConfigError when
+    that file is broken)."""
+    config = load_config(root)
     if not config.lightning_version or config.path is None:
-        return []
-    version = parse_version(config.lightning_version)
-    return [Pin("lightning", SpecifierSet(f"=={version}"), f"lightning {version}")]
+        return None
+    source = f"{display_path(config.path)} [tool.amp-clipfix]"
+    return Target.exact(parse_version(config.lightning_version), source)
 
 
 def toml_lock_pins(path: Path) -> list[Pin]:
