@@ -114,8 +114,20 @@ def resolve_target(root: Path, requested: Target | None = None) -> Resolution:
                 "not used for the Lightning version"
             )
             continue
-        return Resolution(target, tuple(warnings))
-    return Resolution(installed_target() or DEFAULT_TARGET, tuple(warnings))
+        return Resolution(target, once(warnings))
+    return Resolution(installed_target() or DEFAULT_TARGET, once(warnings))
+
+
+def once(warnings: list[str]) -> tuple[str, ...]:
+    """One warning per file: requirements files are read twice, pyproject.toml by two readers."""
+    seen: set[str] = set()
+    kept = []
+    for warning in warnings:
+        path = warning.split(": ", 1)[0]
+        if path not in seen:
+            seen.add(path)
+            kept.append(warning)
+    return tuple(kept)
 
 
 Reader = Callable[[Path], list[Pin]]
@@ -214,7 +226,8 @@ def requirement_pin(line: str) -> Pin | None:
         requirement = Requirement(line)
     except InvalidRequirement as error:
         if any(package in canonicalize_name(line.split()[0]) for package in PACKAGES):
-            raise PinError(f"not a requirement: {line!r} ({error})") from None
+            reason = str(error).splitlines()[0]
+            raise PinError(f"not a requirement: {line!r} ({reason})") from None
         return None
     shown = f"{canonicalize_name(requirement.name)}{requirement.specifier}"
     written = line.split(";")[0].strip()

@@ -1,0 +1,300 @@
+"""Reading each project's Lightning pin: every source, their order, bad files, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.cli import main
+from amp_clipfix.project import pins
+from amp_clipfix.project.pins import poetry_specifier, resolve_target
+from amp_clipfix.project.version import Target
+
+REAL_INSTALLED_TARGET = pins.installed_target
+
+
+@pytest.fixture(autouse=True)
+def nothing_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Pins must not depend on the Lightning installed next to the tests; paths are shown
+    relative to the project, as when amp-clipfix runs inside it."""
+    monkeypatch.setattr(pins, "installed_target", lambda: None)
+    monkeypatch.chdir(tmp_path)
+
+
+def project(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def assumed(root: Path) -> str:
+    resolution = resolve_target(root)
+    return resolution.target.describe()
+
+
+def lock(name: str, version: str) -> str:
+    return f'version = 1\n\n[[package]]\nname = "{name}"\nversion = "{version}"\n'
+
+
+SOURCES = {
+    "uv.lock": ({"uv.lock": lock("lightning", "2.0.9.post0")}, "lightning 2.0.9.post0"),
+    "poetry.lock": ({"poetry.lock": lock("pytorch-lightning", "1.8.0")}, "pytorch-lightning 1.8.0"),
+    "pdm.lock": ({"pdm.lock": lock("lightning_fabric", "2.4.0")}, "lightning-fabric 2.4.0"),
+    "Pipfile.lock": (
+        {"Pipfile.lock": json.dumps({"default": {"lightning-fabric": {"version": "==1.9.4"}}})},
+        "lightning-fabric 1.9.4",
+    ),
+    "requirements exact": (
+        {"requirements.txt": "torch==2.13.0 \\\n    --hash=sha256:00\npytorch_lightning==1.9.5\n"},
+        "pytorch-lightning 1.9.5",
+    ),
+    "requirements folder": (
+        {
+            "requirements/base.txt": "-r extra.txt\n-e .\n"
+            "lightning[extra]>=2.0,<3 ; python_version>'3'\n"
+        },
+        "lightning>=2.0,<3",
+    ),
+    "pyproject project": (
+        {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["lightning~=2.4.0"]\n'},
+        "lightning~=2.4.0",
+    ),
+    "pyproject optional": (
+        {"pyproject.toml": '[project.optional-dependencies]\ntrain = ["lightning==2.2.5"]\n'},
+        "lightning 2.2.5",
+    ),
+    "pyproject dependency group": (
+        {"pyproject.toml": '[dependency-groups]\ndev = ["pytorch-lightning==1.8.6"]\n'},
+        "pytorch-lightning 1.8.6",
+    ),
+    "poetry caret": (
+        {"pyproject.toml": '[tool.poetry.dependencies]\npytorch-lightning = "^1.9"\n'},
+        "pytorch-lightning ^1.9",
+    ),
+    "poetry table list": (
+        {
+            "pyproject.toml": "[tool.poetry.dependencies]\n"
+            'lightning = [{version = "2.4.0", python = ">=3.9"}]\n'
+        },
+        "lightning 2.4.0",
+    ),
+    "setup.cfg": (
+        {"setup.cfg": "[options]\ninstall_requires =\n    numpy\n    pytorch-lightning==1.9.5\n"},
+        "pytorch-lightning 1.9.5",
+    ),
+    "setup.cfg extras": (
+        {"setup.cfg": "[options.extras_require]\ntrain = lightning>=2.1,<2.2\n"},
+        "lightning>=2.1,<2.2",
+    ),
+    "setup.py name": (
+        {
+            "setup.py": "from setuptools import setup\nBASE = ['torch']\n"
+            "REQS = BASE + ['pytorch-lightning==1.9.5']\nsetup(install_requires=REQS)\n"
+        },
+        "pytorch-lightning 1.9.5",
+    ),
+    "setup.py extras": (
+        {
+            "setup.py": "import setuptools\n"
+            "setuptools.setup(extras_require={'pl': ['lightning==2.3.3']})\n"
+        },
+        "lightning 2.3.3",
+    ),
+    "environment.yml pip": (
+        {"environment.yml": "dependencies:\n  - python=3.11\n  - pip:\n    - lightning==2.2.5\n"},
+        "lightning 2.2.5",
+    ),
+    "environment.yaml conda": (
+        {"environment.yaml": "dependencies:\n  - conda-forge::pytorch-lightning=1.9\n"},
+        "pytorch-lightning=1.9",
+    ),
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_each_source(tmp_path: Path, source: str) -> None:
+    files, pin = SOURCES[source]
+    root = project(tmp_path, files)
+    resolution = resolve_target(root)
+    assert resolution.warnings == ()
+    assert resolution.target.pin == pin
+    assert resolution.target.source.endswith(next(iter(files)))
+
+
+def test_setup_py_is_read_never_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    root = project(
+        tmp_path,
+        {
+            "setup.py": f"open({str(marker)!r}, 'w').close()\n"
+            "from setuptools import setup\nsetup(install_requires=['pytorch-lightning==1.8.0'])\n"
+        },
+    )
+    assert resolve_target(root).target.pin == "pytorch-lightning 1.8.0"
+    assert not marker.exists()
+
+
+def test_order_config_then_locks_then_declared_then_default(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\ndependencies = ["lightning>=2.0"]\n',
+            "requirements.txt": "lightning==2.4.0\nlightning-fabric>=2\n",
+            "uv.lock": lock("lightning", "2.2.5"),
+        },
+    )
+    assert assumed(root) == "lightning 2.2.5 from uv.lock"
+    (root / "uv.lock").unlink()
+    assert assumed(root) == "lightning 2.4.0 from requirements.txt"  # `==` is a lock
+    (root / "requirements.txt").write_text("lightning>=2.4,<2.5\n")
+    assert assumed(root) == "lightning>=2.0 from pyproject.toml"  # declared before ranges
+    (root / "pyproject.toml").write_text('[tool.amp-clipfix]\nlightning-version = "1.9.5"\n')
+    assert assumed(root) == "Lightning 1.9.5 from pyproject.toml [tool.amp-clipfix]"
+    (root / "pyproject.toml").unlink()
+    assert assumed(root) == "lightning>=2.4,<2.5 from requirements.txt"
+    (root / "requirements.txt").unlink()
+    assert assumed(root) == "Lightning 2.6.6 from default (latest release)"
+
+
+def test_the_command_line_wins(tmp_path: Path) -> None:
+    root = project(tmp_path, {"uv.lock": lock("lightning", "2.2.5")})
+    requested = Target.exact(pins.parse_version("1.9.5"), "--lightning-version")
+    assert resolve_target(root, requested).target is requested
+
+
+def test_installed_distribution_before_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    def version(name: str) -> str:
+        if name == "pytorch-lightning":
+            return "1.9.5"
+        raise pins.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(pins.metadata, "version", version)
+    target = REAL_INSTALLED_TARGET()
+    assert target is not None and target.describe() == (
+        "pytorch-lightning 1.9.5 from installed distribution"
+    )
+
+
+def test_lightning_first_within_one_file(tmp_path: Path) -> None:
+    root = project(
+        tmp_path, {"requirements.txt": "lightning-fabric==2.0.0\npytorch-lightning==1.9.5\n"}
+    )
+    assert resolve_target(root).target.pin == "pytorch-lightning 1.9.5"
+
+
+BAD_FILES = {
+    "uv.lock": "version = 1\n[[package]\n",
+    "pyproject.toml": "[project\n",
+    "setup.py": "setup(install_requires=[\n",
+    "setup.cfg": "[options\ninstall_requires = x\n",
+    "Pipfile.lock": "{not json",
+    "environment.yml": "dependencies: [\n",
+    "requirements.txt": "lightning=2.0\n",
+}
+
+
+@pytest.mark.parametrize("name", BAD_FILES)
+def test_a_bad_pin_file_warns_and_the_next_source_is_read(tmp_path: Path, name: str) -> None:
+    """Each fallback is a source read after the bad file: a lock, a range, or the default."""
+    fallbacks = {
+        "requirements.txt": {"requirements/lock.txt": "pytorch-lightning==1.8.0\n"},
+        "environment.yml": {},  # read last: the default follows
+        "uv.lock": {"requirements.txt": "pytorch-lightning==1.8.0\n"},
+        "Pipfile.lock": {"requirements.txt": "pytorch-lightning==1.8.0\n"},
+    }
+    root = project(tmp_path, {name: BAD_FILES[name]})
+    project(root, fallbacks.get(name, {"requirements.txt": "pytorch-lightning>=1.8,<1.8.1\n"}))
+    resolution = resolve_target(root)
+    expected = (2, 6, 6) if name == "environment.yml" else (1, 8, 0)
+    assert resolution.target.releases[0].version.release == expected
+    assert len(resolution.warnings) == 1, resolution.warnings
+    warning = resolution.warnings[0]
+    assert name in warning and "\n" not in warning
+
+
+def test_a_range_no_known_release_meets_warns(tmp_path: Path) -> None:
+    root = project(tmp_path, {"requirements.txt": "lightning>=3.1\n"})
+    resolution = resolve_target(root)
+    assert resolution.target.source == "default (latest release)"
+    assert "no known Lightning release matches lightning>=3.1" in resolution.warnings[0]
+
+
+def test_a_non_utf8_requirements_file_warns(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_bytes(b"lightning==2.0.0 # caf\xe9\n")
+    resolution = resolve_target(tmp_path)
+    assert "requirements.txt: not UTF-8 text" in resolution.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("poetry", "pep440"),
+    [
+        ("^1.9.5", ">=1.9.5,<2"),
+        ("^0.2", ">=0.2,<0.3"),
+        ("~2.0.3", ">=2.0.3,<2.1"),
+        ("~2", ">=2,<3"),
+        ("2.4.0", "==2.4.0"),
+        (">=2.0,<3", ">=2.0,<3"),
+        (">=2.0 <3", ">=2.0,<3"),
+        ("*", ">=0"),
+    ],
+)
+def test_poetry_constraints(poetry: str, pep440: str) -> None:
+    assert poetry_specifier(poetry) == pep440
+
+
+FABRIC_16 = (
+    'import lightning as L\nimport torch\n\nfabric = L.Fabric(precision="16-mixed")\n'
+    "opt = torch.optim.AdamW([], fused=True)\nfabric.clip_gradients(None, opt, max_norm=1.0)\n"
+)
+
+
+@pytest.fixture
+def two_projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    project(tmp_path / "old", {"setup.py": "import setuptools\n", "train.py": FABRIC_16})
+    (tmp_path / "old" / "requirements.txt").write_text("lightning-fabric==1.9.4\n")
+    project(tmp_path / "new", {"pyproject.toml": "", "train.py": FABRIC_16})
+    (tmp_path / "new" / "uv.lock").write_text(lock("lightning", "2.4.0"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_check_names_each_projects_release(two_projects: Path) -> None:
+    result = CliRunner().invoke(main, ["check", "old", "new"])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert [line.split(": ACF")[0] for line in lines if ": ACF" in line] == ["new/train.py:4:29"]
+    assert "project new: assumed lightning 2.4.0 from new/uv.lock" in lines
+    assert "project old: assumed lightning-fabric 1.9.4 from old/requirements.txt" in lines
+    assert lines[-1].endswith("; assumed 2 Lightning releases in 2 projects (listed above).")
+
+
+def test_json_and_sarif_name_the_pin(two_projects: Path) -> None:
+    document = json.loads(
+        CliRunner().invoke(main, ["check", "--format", "json", "old", "new"]).output
+    )
+    assert document["summary"]["lightning_version"] == "1.9.4, 2.4.0"
+    assert [p["assumed"] for p in document["summary"]["projects"]] == [
+        "lightning 2.4.0 from new/uv.lock",
+        "lightning-fabric 1.9.4 from old/requirements.txt",
+    ]
+    assert document["summary"]["projects"][0]["releases"] == ["2.4.0"]
+    assert document["findings"][0]["assumed_lightning"] == "lightning 2.4.0 from new/uv.lock"
+    sarif = json.loads(
+        CliRunner().invoke(main, ["check", "--format", "sarif", "old", "new"]).output
+    )
+    run = sarif["runs"][0]
+    assert run["results"][0]["properties"] == {
+        "assumed_lightning": "lightning 2.4.0 from new/uv.lock"
+    }
+    assert len(run["properties"]["projects"]) == 2
+
+
+def test_a_bad_pin_file_is_a_warning_not_an_error(two_projects: Path) -> None:
+    (two_projects / "new" / "uv.lock").write_text("[[package]\n")
+    result = CliRunner().invoke(main, ["check", "new"])
+    assert result.exit_code == 1  # the finding; the broken lock does not make it exit 2
+    assert "warning: new/uv.lock: invalid TOML:" in result.output
