@@ -8,7 +8,7 @@ import pytest
 
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
-from amp_clipfix.project.version import LATEST_RELEASE
+from amp_clipfix.project.version import DEFAULT_TARGET
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(
@@ -19,7 +19,7 @@ PROJECTS = sorted(
 
 
 def outcome(project: Path, prefilter: bool, strategy: Strategy) -> tuple:
-    options = Options(strategy, LATEST_RELEASE, fix=True, prefilter=prefilter)
+    options = Options(strategy, DEFAULT_TARGET, fix=True, prefilter=prefilter)
     result = run([project], options)
     changes = {change.source.path: change.new_data for change in result.changes}
     return result.findings, changes, result.errors
@@ -35,15 +35,15 @@ def test_prefilter_skips_files_without_a_fused_optimizer(tmp_path: Path) -> None
         "import lightning as L\ntrainer = L.Trainer(precision='16-mixed', gradient_clip_val=1)\n"
     )
     (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
-    result = run([tmp_path], Options(Strategy.AUTO, LATEST_RELEASE))
+    result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET))
     assert result.files_seen == 2 and result.files_parsed == 0
     assert result.findings == ()
 
 
 def test_parallel_collection_gives_the_same_results(tmp_path: Path) -> None:
     sample = REPO / "examples" / "sample_project"
-    serial = run([sample], Options(Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=1))
-    parallel = run([sample], Options(Strategy.AUTO, LATEST_RELEASE, fix=True, jobs=2))
+    serial = run([sample], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True, jobs=1))
+    parallel = run([sample], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True, jobs=2))
     assert serial == parallel
 
 

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, RunResult, run
+from amp_clipfix.project.version import DEFAULT_TARGET
 
-VERSION = (2, 6, 6)
 # AMP_CLIPFIX_EXAMPLES=200 for a deeper local search; the default keeps the file under a minute.
 SETTINGS = settings(
     max_examples=int(os.environ.get("AMP_CLIPFIX_EXAMPLES", "12")),
@@ -334,7 +334,7 @@ def trainer_programs(draw: st.DrawFn, manual: bool = False) -> Program:
 
 
 def run_on(path: Path, strategy: Strategy) -> RunResult:
-    return run([path], Options(strategy=strategy, version=VERSION, fix=True))
+    return run([path], Options(strategy=strategy, target=DEFAULT_TARGET, fix=True))
 
 
 @dataclass(frozen=True)

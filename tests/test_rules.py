@@ -8,6 +8,7 @@ import pytest
 
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
+from amp_clipfix.project.version import DEFAULT_TARGET
 from amp_clipfix.rules import RULES, help_uri, render_rule
 from amp_clipfix.strategies import SAFETY
 
@@ -76,7 +77,7 @@ def test_examples_are_what_the_tool_finds_and_fixes(tmp_path: Path, code: str) -
     rule = RULES[code]
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     (tmp_path / "train.py").write_text(rule.example_before, encoding="utf-8")
-    result = run([tmp_path], Options(Strategy.AUTO, (2, 6, 6), fix=True))
+    result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True))
     assert [finding.code for finding in result.findings] == [code]
     assert [change.new_data.decode() for change in result.changes] == [rule.example_after]
 
