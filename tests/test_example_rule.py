@@ -22,6 +22,7 @@ from amp_clipfix import rules
 from amp_clipfix.cli import main
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
+from amp_clipfix.project.version import DEFAULT_TARGET
 
 FIXTURE = Path(__file__).resolve().parent / "example_rule" / "fixtures" / "fabric_clip_fused_bf16"
 CASE = json.loads((FIXTURE / "case.json").read_text(encoding="utf-8"))
@@ -129,6 +130,6 @@ def test_the_page_example_is_what_the_tool_finds_and_fixes(tmp_path: Path) -> No
     """The page shows `example_before` and, as fixed by `auto`, `example_after`: both hold."""
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     (tmp_path / "train.py").write_text(acf900.RULE.example_before, encoding="utf-8")
-    result = run([tmp_path], Options(Strategy.AUTO, (2, 6, 6), fix=True))
+    result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True))
     assert [finding.code for finding in result.findings] == ["ACF900"]
     assert [change.new_data.decode() for change in result.changes] == [acf900.RULE.example_after]

@@ -47,6 +47,7 @@ from amp_clipfix.output.write import WriteError, write_atomic
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
+from amp_clipfix.project.pins import configured_source
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.settings import (
@@ -497,8 +498,7 @@ def requested_target(
     if lightning_version:
         return Target.exact(parse_version(lightning_version), "--lightning-version")
     if configured and config_path is not None:
-        source = f"{display_path(config_path)} [tool.amp-clipfix]"
-        return Target.exact(parse_version(configured), source)
+        return Target.exact(parse_version(configured), configured_source(config_path))
     return None
 
 

@@ -21,6 +21,7 @@ from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import Options
 from amp_clipfix.project.config import Config, ConfigError, find_pyproject, load_config
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
+from amp_clipfix.project.pins import configured_source
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES
 
@@ -177,7 +178,7 @@ class ProjectConfigurer:
         strategy = line.strategy or config.strategy or Strategy.AUTO.value
         target = options.target if line.lightning_version else None  # None: the project's pins
         if not line.lightning_version and config.lightning_version and config.path is not None:
-            source = f"{display_path(config.path)} [tool.amp-clipfix]"
+            source = configured_source(config.path)
             target = Target.exact(parse_version(config.lightning_version), source)
         return replace(options, strategy=Strategy(strategy), target=target)
 

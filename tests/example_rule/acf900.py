@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 from amp_clipfix.analysis.link import PathPieces, of_kind
 from amp_clipfix.models import Certainty, FileSites, LightningPath, SiteKind, Strategy
-from amp_clipfix.project.version import Version
+from amp_clipfix.project.version import Target
 from amp_clipfix.rules import acf001
 from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
 
@@ -28,7 +28,7 @@ MESSAGE = (
 BEFORE = acf001.BEFORE.replace('"16-mixed"', '"bf16-mixed"')
 
 
-def find(files: Sequence[FileSites], version: Version) -> Iterator[list[PathPieces]]:
+def find(files: Sequence[FileSites], target: Target) -> Iterator[list[PathPieces]]:
     """One finding per module where a bf16 Fabric precision, a fused optimizer and a Fabric clip
     call are all written out (known sites only: a run-time piece would make it ACF003)."""
     for file in files:

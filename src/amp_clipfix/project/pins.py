@@ -253,8 +253,12 @@ def configured_target(root: Path) -> Target | None:
     config = load_config(root)
     if not config.lightning_version or config.path is None:
         return None
-    source = f"{display_path(config.path)} [tool.amp-clipfix]"
-    return Target.exact(parse_version(config.lightning_version), source)
+    return Target.exact(parse_version(config.lightning_version), configured_source(config.path))
+
+
+def configured_source(path: Path) -> str:
+    """How a release set in configuration is named: `pyproject.toml [tool.amp-clipfix]`."""
+    return f"{display_path(path)} [tool.amp-clipfix]"
 
 
 def toml_lock_pins(path: Path) -> list[Pin]:
