@@ -47,7 +47,7 @@ def test_help_explains_the_commands() -> None:
 def test_check_exits_1_before_and_0_after_apply(sample: Path) -> None:
     before = invoke("check", "sample_project")
     assert before.exit_code == 1
-    assert "sample_project/train_fabric.py:9:53: ACF001" in before.output
+    assert "sample_project/train_fabric.py:18:9: ACF001" in before.output
     assert "sample_project/model.py:21:76: ACF002" in before.output
     assert "assumed lightning 2.6.6 from installed distribution." in before.output
     applied = invoke("apply", "--yes", "sample_project")
@@ -96,7 +96,7 @@ def test_bf16_on_the_trainer_path_is_refused_with_a_reason(sample: Path) -> None
     result = invoke("apply", "--yes", "--strategy", "bf16", "sample_project")
     assert result.exit_code == 1
     assert "bf16 is not a fix on the Trainer path of Lightning 2.6.6" in result.output
-    assert "use --strategy unfuse" in result.output
+    assert "use --strategy unscale or --strategy unfuse" in result.output
     assert (sample / "train_trainer.py").read_bytes() == trainer_file
     assert (sample / "model.py").read_bytes() == model_file
     assert b'precision="bf16-mixed"' in (sample / "train_fabric.py").read_bytes()
@@ -110,7 +110,7 @@ def test_unparsable_file_is_reported_and_the_rest_is_fixed(sample: Path) -> None
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "broken.py" in errors[0] and "cannot parse" in errors[0]
     assert broken.read_bytes() == b"opt = torch.optim.AdamW(params, fused=True\n"
-    assert b"fused=False" in (sample / "model.py").read_bytes()
+    assert b"def configure_gradient_clipping(" in (sample / "model.py").read_bytes()
 
 
 def test_missing_path_is_an_error_but_other_paths_run(sample: Path) -> None:
@@ -177,16 +177,16 @@ def test_suppression_comment_silences_exactly_its_finding(sample: Path) -> None:
 def test_noqa_with_another_code_does_not_suppress(sample: Path) -> None:
     fabric = sample / "train_fabric.py"
     fabric.write_text(fabric.read_text().replace("fused=True)", "fused=True)  # noqa: ACF002"))
-    assert "train_fabric.py:9:53: ACF001" in invoke("check", "sample_project").output
+    assert "train_fabric.py:18:9: ACF001" in invoke("check", "sample_project").output
 
 
 def test_config_sets_the_strategy_and_the_command_line_overrides_it(sample: Path) -> None:
     pyproject = sample / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + '\n[tool.amp-clipfix]\nstrategy = "unfuse"\n')
     configured = invoke("check", "sample_project")
-    assert "fix (unfuse)" in configured.output and "fix (bf16)" not in configured.output
+    assert "fix (unfuse): safe:" in configured.output and "fix (unscale" not in configured.output
     overridden = invoke("check", "--strategy", "bf16", "sample_project")
-    assert "fix (bf16)" in overridden.output
+    assert "fix (bf16): unsafe:" in overridden.output
 
 
 def test_bad_config_is_a_one_line_usage_error(sample: Path) -> None:
@@ -206,12 +206,17 @@ def test_json_and_github_formats(sample: Path) -> None:
     fabric = next(f for f in document["findings"] if f["code"] == "ACF001")
     assert (fabric["path"], fabric["line"], fabric["column"]) == (
         "sample_project/train_fabric.py",
+        18,
         9,
-        53,
     )
-    assert fabric["fix"]["edits"][0]["replacement"].strip().endswith('precision="bf16-mixed")')
+    assert (fabric["fix"]["strategy"], fabric["fix"]["applicability"]) == ("unscale", "safe")
+    replacements = [edit["replacement"] for edit in fabric["fix"]["edits"]]
+    assert "def clip_gradients_unscaled(" in replacements[0]
+    assert replacements[-1].strip() == (
+        "clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)"
+    )
     github = invoke("check", "--format", "github", "sample_project").output
-    assert "::error file=sample_project/train_fabric.py,line=9,col=53" in github
+    assert "::error file=sample_project/train_fabric.py,line=18,col=9" in github
 
 
 def test_explain_prints_the_rule_page() -> None:
@@ -224,7 +229,10 @@ def test_explain_prints_the_rule_page() -> None:
 def test_stdin_check_and_apply(sample: Path) -> None:
     code = (sample / "train_fabric.py").read_bytes()
     checked = CliRunner().invoke(main, ["check", "-", "--stdin-filename", "train.py"], input=code)
-    assert checked.exit_code == 1 and "train.py:9:53: ACF001" in checked.output
+    assert checked.exit_code == 1 and "train.py:18:9: ACF001" in checked.output
     fixed = CliRunner().invoke(main, ["apply", "-", "--stdin-filename", "train.py"], input=code)
     assert fixed.exit_code == 0
-    assert fixed.stdout_bytes == code.replace(b'"16-mixed"', b'"bf16-mixed"')
+    unscaled = b"        clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)\n"
+    assert fixed.stdout_bytes.count(b"def clip_gradients_unscaled(") == 1
+    assert unscaled in fixed.stdout_bytes
+    assert b'"16-mixed"' in fixed.stdout_bytes and b"fused=True" in fixed.stdout_bytes

@@ -10,6 +10,8 @@ from libcst.codemod import CodemodContext
 from amp_clipfix.fixes.codemods.bf16 import Bf16Command
 from amp_clipfix.fixes.codemods.guard import GuardCommand
 from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
+from amp_clipfix.fixes.codemods.unscale import UnscaleCommand, hook_has_optimizer_idx
+from amp_clipfix.project.version import Target, parse_version
 
 FABRIC_SCRIPT = textwrap.dedent(
     """\
@@ -105,3 +107,61 @@ def test_bf16_alone_rewrites_a_precision_constant_and_drops_the_dead_scaler() ->
     assert 'MixedPrecision(PRECISION, "cuda")' in fixed
     assert "scaler" not in fixed
     assert run(Bf16Command, fixed) == fixed
+
+
+TRAINER_SCRIPT = textwrap.dedent(
+    """\
+    import lightning as L
+    import torch
+
+
+    class Model(L.LightningModule):
+        def configure_optimizers(self):
+            return torch.optim.AdamW(self.parameters(), fused=True)
+
+
+    trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
+    """
+)
+
+
+def test_unscale_alone_routes_the_fabric_clip_through_one_helper() -> None:
+    once = run(UnscaleCommand, FABRIC_SCRIPT)
+    assert once.count("def clip_gradients_unscaled(") == 1
+    assert "\nclip_gradients_unscaled(fabric, model, opt, max_norm=1.0)\n" in once
+    assert "fabric.clip_gradients(model" not in once.split("def clip_gradients_unscaled(")[0]
+    assert "fused=True" in once and '"16-mixed"' in once  # nothing else changes
+    assert run(UnscaleCommand, once) == once
+
+
+def test_unscale_alone_gives_the_module_class_an_override_once() -> None:
+    once = run(UnscaleCommand, TRAINER_SCRIPT)
+    assert once.count("def configure_gradient_clipping(") == 1
+    assert once.count("def clip_module_gradients_unscaled(") == 1
+    assert "self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None\n" in once
+    assert run(UnscaleCommand, once) == once
+
+
+def test_unscale_override_has_optimizer_idx_for_lightning_1() -> None:
+    lightning_1 = Target.exact(parse_version("1.9.5"), "test", "pytorch-lightning")
+    lightning_2 = Target.exact(parse_version("2.0.0"), "test")
+    assert hook_has_optimizer_idx(lightning_1) and not hook_has_optimizer_idx(lightning_2)
+    context = CodemodContext(filename="train.py")
+    command = UnscaleCommand(context, target=lightning_1)
+    fixed = command.transform_module(cst.parse_module(TRAINER_SCRIPT)).code
+    assert "self, optimizer, optimizer_idx, gradient_clip_val=None," in fixed
+    assert "optimizer, optimizer_idx, gradient_clip_val, gradient_clip_algorithm\n" in fixed
+
+
+def test_unscale_edits_an_existing_override_instead_of_shadowing_it() -> None:
+    code = TRAINER_SCRIPT.replace(
+        "        return torch.optim.AdamW(self.parameters(), fused=True)\n",
+        "        return torch.optim.AdamW(self.parameters(), fused=True)\n\n"
+        "    def configure_gradient_clipping(self, optimizer, gradient_clip_val, algorithm):\n"
+        "        self.clip_gradients(optimizer, 0.5, algorithm)\n",
+    )
+    assert "self.clip_gradients(optimizer, 0.5" in code
+    fixed = run(UnscaleCommand, code)
+    assert fixed.count("def configure_gradient_clipping(") == 1
+    assert "clip_module_gradients_unscaled(self, optimizer, 0.5, algorithm)" in fixed
+    assert "self.clip_gradients(" not in fixed.split("class Model")[1]

@@ -41,7 +41,7 @@ def test_every_key(root: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("strategy", ["auto", "bf16", "unfuse", "guard"])
+@pytest.mark.parametrize("strategy", ["auto", "unscale", "bf16", "unfuse", "guard"])
 def test_each_strategy(root: Path, strategy: str) -> None:
     write(root, f'[tool.amp-clipfix]\nstrategy = "{strategy}"\n')
     assert load_config(root).strategy == strategy
@@ -71,9 +71,12 @@ def test_unknown_key(root: Path) -> None:
     [
         (
             'strategy = "fast"',
-            "'strategy' must be one of auto, bf16, unfuse, guard, not 'fast'",
+            "'strategy' must be one of auto, unscale, bf16, unfuse, guard, not 'fast'",
         ),
-        ("strategy = 1", "'strategy' must be one of auto, bf16, unfuse, guard, not 1 (int)"),
+        (
+            "strategy = 1",
+            "'strategy' must be one of auto, unscale, bf16, unfuse, guard, not 1 (int)",
+        ),
         ('lightning-version = "two"', "'lightning-version' must be X.Y or X.Y.Z, not 'two'"),
         ("lightning-version = 2.6", "'lightning-version' must be a quoted string"),
         ('exclude = "build"', "'exclude' must be a list of glob strings, not 'build'"),

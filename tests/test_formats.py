@@ -215,6 +215,7 @@ def test_json_document_shape_and_round_trip(project: Path) -> None:
         ],
         "fix": {
             "strategy": "bf16",
+            "applicability": "unsafe",
             "safety": SAFETY[Strategy.BF16],
             "complete": True,
             "left_for_review": [],
@@ -296,7 +297,8 @@ def test_sarif_results_levels_locations_suppressions_and_fixes(project: Path) ->
     assert related == [6, 9]
     assert fabric["fixes"] == [
         {
-            "description": {"text": f"bf16: {SAFETY[Strategy.BF16]}"},
+            "description": {"text": f"bf16 (unsafe): {SAFETY[Strategy.BF16]}"},
+            "properties": {"applicability": "unsafe"},
             "artifactChanges": [
                 {
                     "artifactLocation": {"uri": "src/train.py", "uriBaseId": "%SRCROOT%"},

@@ -184,7 +184,7 @@ def test_sarif_of_a_real_run_validates_against_the_official_schema(project: Path
 
 
 def test_sarif_places_notebook_results_on_file_lines_with_the_cell_apart(project: Path) -> None:
-    log = sarif_of("sample_project/train.ipynb")
+    log = sarif_of("--strategy", "unfuse", "sample_project/train.ipynb")  # fixes the fused line
     (result,) = [
         r
         for r in log["runs"][0]["results"]
@@ -226,7 +226,9 @@ def test_sarif_names_each_failed_file_and_fingerprints_results(project: Path) ->
 
 
 def test_rdjson_follows_reviewdogs_format_with_suggestions(project: Path) -> None:
-    document = json.loads(invoke("check", "--format", "rdjson", "sample_project").stdout)
+    document = json.loads(
+        invoke("check", "--format", "rdjson", "--strategy", "bf16", "sample_project").stdout
+    )
     jsonschema.Draft7Validator(RDJSON_SCHEMA).validate(document)
     by_path = {d["location"]["path"]: d for d in document["diagnostics"]}
     fabric = by_path["sample_project/train_fabric.py"]
@@ -243,7 +245,9 @@ def test_rdjson_follows_reviewdogs_format_with_suggestions(project: Path) -> Non
 
 
 def test_gitlab_code_quality_report(project: Path) -> None:
-    issues = json.loads(invoke("check", "--format", "gitlab", "sample_project").stdout)
+    issues = json.loads(
+        invoke("check", "--format", "gitlab", "--strategy", "bf16", "sample_project").stdout
+    )
     jsonschema.Draft7Validator(GITLAB_SCHEMA).validate(issues)
     assert len({issue["fingerprint"] for issue in issues}) == len(issues) == 3
     fabric = next(i for i in issues if i["location"]["path"].endswith("train_fabric.py"))

@@ -150,7 +150,7 @@ def test_check_reports_odd_file_in_one_line_and_the_finding(project: Path, odd: 
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert len(lines_naming(result, odd.name)) == 1
-    assert "good.py:7:64: ACF001" in result.output
+    assert "good.py:19:9: ACF001" in result.output
 
 
 def test_several_odd_files_each_get_their_line(project: Path) -> None:

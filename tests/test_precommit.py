@@ -184,7 +184,7 @@ def test_check_hook_blocks_the_commit_then_lets_the_fixed_file_through(
     blocked = commit(repo, env)
     assert blocked.returncode != 0, blocked.stdout
     assert "amp-clipfix (check only)" in blocked.stdout and "Failed" in blocked.stdout
-    assert "train.py:7:" in blocked.stdout and "ACF001" in blocked.stdout
+    assert "train.py:16:" in blocked.stdout and "ACF001" in blocked.stdout  # the clip call
     assert "files were modified by this hook" not in blocked.stdout
     assert not has_commit(repo, env)
     assert train.read_text() == TRAIN
@@ -201,7 +201,8 @@ def test_fixing_hook_rewrites_the_file_and_the_fixed_commit_goes_through(
 ) -> None:
     """The fixing hook writes the fix and fails once, as pre-commit fixers do, then passes.
 
-    Its output equals the hand fix that the check hook lets through in the test above.
+    Its fix is `auto`'s, unscale: the clip call goes through the inserted helper, the precision
+    and the fused optimizer stay.
     """
     env = hook_repo.env
     repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix"])
@@ -213,14 +214,15 @@ def test_fixing_hook_rewrites_the_file_and_the_fixed_commit_goes_through(
     assert "files were modified by this hook" in fixed.stdout
     assert not has_commit(repo, env)
     text = train.read_text()
-    assert 'precision="bf16-mixed"' in text
-    assert text == TRAIN.replace('precision="16-mixed"', 'precision="bf16-mixed"')
+    unscaled = "clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)"
+    assert text.count("def clip_gradients_unscaled(") == 1 and unscaled in text
+    assert 'precision="16-mixed"' in text and "fused=True" in text
 
     passed = commit(repo, env)
     assert passed.returncode == 0, passed.stdout
     assert "amp-clipfix" in passed.stdout and "Passed" in passed.stdout
     committed = git(repo, env, "show", "HEAD:train.py").stdout
-    assert 'precision="bf16-mixed"' in committed
+    assert unscaled in committed
 
 
 MODEL = """\
@@ -258,6 +260,15 @@ trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
 trainer.fit(Model())
 """
 NOTEBOOK = REPO / "fixtures" / "notebook_trainer_unfuse" / "input" / "train.ipynb"
+
+
+def is_unscaled(before: str, after: str) -> bool:
+    """auto's unscale fix: the module gains the helper and the override, nothing else changes."""
+    return (
+        after.count("def clip_module_gradients_unscaled(") == 1
+        and after.count("def configure_gradient_clipping(") == 1
+        and all(line in after.splitlines() for line in before.splitlines())
+    )
 
 
 def commit_without_hooks(repo: Path, env: dict[str, str], *paths: str) -> None:
@@ -299,7 +310,7 @@ def test_the_fix_hook_fixes_a_yaml_only_commit_in_the_tracked_python(
 
     fixed = commit(repo, env)
     assert fixed.returncode != 0 and "files were modified by this hook" in fixed.stdout
-    assert (repo / "model.py").read_text() == MODEL.replace("fused=True", "fused=False")
+    assert is_unscaled(MODEL, (repo / "model.py").read_text())
     assert commit(repo, env).returncode == 0
 
 
@@ -337,5 +348,5 @@ def test_an_untracked_file_is_neither_read_nor_written(hook_repo: HookRepo, tmp_
     git(repo, env, "add", "train.py", "scratch_model.py")
     blocked = run(["git", "commit", "--message", "tracked now"], repo, env)
     assert blocked.returncode != 0 and "ACF002" in blocked.stdout, blocked.stdout
-    assert scratch.read_text() == MODEL.replace("fused=True", "fused=False")
+    assert is_unscaled(MODEL, scratch.read_text())
     assert standalone.read_text() == TRAIN  # still untracked: untouched

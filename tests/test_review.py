@@ -95,8 +95,9 @@ def test_select_and_ignore_filter_findings_and_what_apply_fixes(sample: Path) ->
     assert ignored.exit_code == 0 and "0 findings" in ignored.output
     applied = invoke("apply", "--yes", "--ignore", TRAINER_CODE, "sample_project")
     assert applied.exit_code == 0, applied.output
-    assert b"fused=True" in (sample / "model.py").read_bytes()  # the ignored finding is kept
-    assert b'"bf16-mixed"' in (sample / "train_fabric.py").read_bytes()
+    model = (sample / "model.py").read_bytes()
+    assert b"def configure_gradient_clipping(" not in model  # the ignored finding is kept
+    assert b"clip_gradients_unscaled(fabric, " in (sample / "train_fabric.py").read_bytes()
 
 
 def test_config_select_and_ignore_keys(sample: Path) -> None:
@@ -131,14 +132,14 @@ def test_unknown_codes_warn_in_one_line_everywhere(sample: Path) -> None:
         "warning: sample_project/train_fabric.py:11: unknown code 'ACF999' in a suppression "
         "comment" in comment
     )
-    assert f"train_fabric.py:9:53: {FABRIC_CODE}" in comment  # an unknown code silences nothing
+    assert f"train_fabric.py:18:9: {FABRIC_CODE}" in comment  # an unknown code silences nothing
 
 
 def test_bare_noqa_silences_every_finding_on_its_line_like_ruff(sample: Path) -> None:
     fabric = sample / "train_fabric.py"
     fabric.write_text(fabric.read_text().replace("fused=True)", "fused=True)  # noqa"))
     result = invoke("check", "sample_project")
-    assert f"train_fabric.py:9:53: {FABRIC_CODE}" not in result.output
+    assert f"train_fabric.py:18:9: {FABRIC_CODE}" not in result.output
     assert "1 suppressed" in result.output
     fabric.write_text(fabric.read_text().replace("# noqa", f"# noqa: {FABRIC_CODE}"))
     assert "1 suppressed" in invoke("check", "sample_project").output
@@ -150,7 +151,7 @@ def test_exit_zero_and_output_file(sample: Path, tmp_path: Path) -> None:
     result = invoke("check", "--exit-zero", "-o", "report.txt", "sample_project")
     assert result.exit_code == 0
     report = (tmp_path / "report.txt").read_text()
-    assert f"sample_project/train_fabric.py:9:53: {FABRIC_CODE}" in report
+    assert f"sample_project/train_fabric.py:18:9: {FABRIC_CODE}" in report
     assert FABRIC_CODE not in result.stdout
     invoke("check", "--format", "sarif", "--output-file", "out.sarif", "sample_project")
     assert '"version": "2.1.0"' in (tmp_path / "out.sarif").read_text()
@@ -177,8 +178,8 @@ def test_check_a_file_reads_its_whole_project_and_reports_what_touches_it(sample
 
 def test_each_project_has_its_own_configuration_in_a_bulk_run(repos: Path) -> None:
     result = invoke("check", "repos/a", "repos/b")
-    assert f"repos/a/train_fabric.py:9:53: {FABRIC_CODE}" in result.output
-    assert f"repos/b/train_fabric.py:9:53: {FABRIC_CODE}" not in result.output  # b ignores it
+    assert f"repos/a/train_fabric.py:18:9: {FABRIC_CODE}" in result.output
+    assert f"repos/b/train_fabric.py:18:9: {FABRIC_CODE}" not in result.output  # b ignores it
     assert f"repos/b/model.py:21:76: {TRAINER_CODE}" in result.output
     broken = repos / "b" / "pyproject.toml"
     broken.write_text(broken.read_text() + "\nstrategy = 3\n")
@@ -302,7 +303,10 @@ def test_apply_stdin_prints_only_the_code_on_stdout(sample: Path, output_format:
         ["apply", "-", "--stdin-filename", "train.py", "--format", output_format],
         input=code,
     )
-    assert result.stdout_bytes == code.replace(b'"16-mixed"', b'"bf16-mixed"')
+    fixed = result.stdout_bytes  # auto's unscale: the helper once, the clip call through it
+    assert fixed.count(b"def clip_gradients_unscaled(") == 1
+    assert b"        clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)\n" in fixed
+    assert b"fabric.clip_gradients(model" not in fixed and b'"16-mixed"' in fixed
     assert FABRIC_CODE in result.stderr
 
 

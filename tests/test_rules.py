@@ -40,16 +40,25 @@ def test_page_has_errors_example_and_every_strategy(code: str) -> None:
         assert f"## {section}" in page
     assert rule.example_before in page and rule.example_after in page
     assert rule.example_before != rule.example_after
-    for strategy in ("bf16", "unfuse", "guard"):
+    for strategy in ("unscale", "unfuse", "bf16", "guard"):
         assert f"- `{strategy}`: {rule.fix_safety[strategy]}" in page
 
 
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_safety_texts_come_from_the_fixes(code: str) -> None:
     """Written once: each page carries the text the diff view and machine output show."""
-    for strategy in (Strategy.BF16, Strategy.UNFUSE, Strategy.GUARD):
+    for strategy in (Strategy.UNSCALE, Strategy.UNFUSE, Strategy.BF16, Strategy.GUARD):
         safety = RULES[code].fix_safety[strategy.value].lower()
         assert SAFETY[strategy].lower() in safety
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_pages_say_which_fixes_are_safe(code: str) -> None:
+    """ruff's fix safety: unscale and unfuse are safe, bf16 and guard run only when named."""
+    fix_safety = RULES[code].fix_safety
+    assert "Safe:" in fix_safety["unscale"] and "Safe:" in fix_safety["unfuse"]
+    assert "unsafe" in fix_safety["bf16"].lower() and "Unsafe" in fix_safety["guard"]
+    assert "The default (`auto`)" in fix_safety["unscale"]
 
 
 def test_trainer_page_says_bf16_is_not_a_fix_on_released_lightning() -> None:

@@ -592,7 +592,8 @@ def show_changes(result: RunResult) -> None:
         for finding in change.findings:
             notes.append(f"{finding.code} {finding.message}")
             if finding.fix is not None:
-                notes.append(f"fix: {finding.fix.strategy.value} — {finding.fix.safety}")
+                label = "safe" if finding.fix.safe else "unsafe"
+                notes.append(f"fix: {finding.fix.strategy.value} ({label}) — {finding.fix.safety}")
         path = display_path(change.source.path)
         if not change.cells:
             hunks = diff_hunks(change.source.data, change.new_data)

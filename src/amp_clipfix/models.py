@@ -101,6 +101,7 @@ class ClassInfo:
     path: Path
     base_names: tuple[str, ...]  # qualified names of the bases as imported in its module
     is_lightning_module: bool  # a base is Lightning's own LightningModule
+    clips_unscaled: bool = False  # its configure_gradient_clipping is the unscale fix's
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class FileSites:
 
 class Strategy(str, Enum):
     AUTO = "auto"
+    UNSCALE = "unscale"
     BF16 = "bf16"
     UNFUSE = "unfuse"
     GUARD = "guard"
@@ -135,6 +137,7 @@ class Fix:
     targets: tuple[Site, ...]
     safety: str  # what it changes in behaviour, shown in the diff view and machine output
     leftover: tuple[Site, ...] = ()  # sites of the same kind it cannot rewrite: a partial fix
+    safe: bool = False  # ruff's fix safety: True when behaviour and numerics stay the same
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.discover import Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target
-from amp_clipfix.project.version import Target
+from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Rendered, SourceError, Stage, VerifyError
@@ -181,7 +181,7 @@ def process(
     errors = list(collection.errors)
     edits: dict[Finding, tuple[Edit, ...]] = {}
     if options.fix or options.with_edits:
-        changes, fix_errors = fix_project(collection.parsed, findings, linked_inside)
+        changes, fix_errors = fix_project(collection.parsed, findings, linked_inside, target)
         errors.extend(fix_errors)
     if options.with_edits:
         edits = {f: () for f in findings if f.fix is not None}
@@ -395,17 +395,20 @@ def fix_targets_by_file(
     return targets
 
 
-def fixed_file(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> Rendered:
+def fixed_file(
+    file: ReadFile, targets: Mapping[Strategy, Sequence[Site]], target: Target = DEFAULT_TARGET
+) -> Rendered:
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
     from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
-    return file.document.adapter.render(file.document, fixed_text(file, targets))
+    return file.document.adapter.render(file.document, fixed_text(file, targets, target))
 
 
 def fix_project(
     parsed: dict[Path, ReadFile],
     findings: Sequence[Finding],
     linked_inside: frozenset[Path] = frozenset(),
+    target: Target = DEFAULT_TARGET,
 ) -> tuple[list[FileChange], list[FileError]]:
     """Each file's fixes, made once: the diff, the written bytes and machine output's edits all
     come from these changes."""
@@ -413,7 +416,7 @@ def fix_project(
     for path, targets in sorted(fix_targets_by_file(findings).items()):
         file = parsed[path]
         try:
-            rendered = fixed_file(file, targets)
+            rendered = fixed_file(file, targets, target)
         except (VerifyError, SourceError) as error:
             errors.append(FileError(path, f"not fixed: {error}", ErrorKind.FIX))
             continue

@@ -1,11 +1,16 @@
 """What each fix strategy changes in behaviour, said once for the rules' pages, the fixes and
-every output."""
+every output, and whether that makes it safe (ruff's fix safety: a safe fix keeps the program's
+behaviour, an unsafe one changes it and runs only when asked for by name)."""
 
 from __future__ import annotations
 
 from amp_clipfix.models import Strategy
 
 SAFETY = {
+    Strategy.UNSCALE: (
+        "keeps numerics, the fused kernel, the precision and clipping: a fused optimizer is "
+        "unscaled with the run's own GradScaler and clipped with torch, as plain torch does"
+    ),
     Strategy.BF16: (
         "changes numerics: trains in bfloat16 instead of float16 with loss scaling; "
         "needs bf16 hardware (Ampere or newer)"
@@ -19,3 +24,15 @@ SAFETY = {
         "(warned once), so training runs WITHOUT gradient clipping"
     ),
 }
+
+SAFE_STRATEGIES = frozenset({Strategy.UNSCALE, Strategy.UNFUSE})
+
+
+def is_safe(strategy: Strategy) -> bool:
+    """Safe fixes keep behaviour; `auto` only ever picks one of them."""
+    return strategy in SAFE_STRATEGIES
+
+
+def safety_label(strategy: Strategy) -> str:
+    """`safe` or `unsafe`, the word outputs show next to a fix."""
+    return "safe" if is_safe(strategy) else "unsafe"

@@ -9,6 +9,12 @@ gradient norm its optimizer stepped with; after the guard that norm stays above 
 which shows that the programs' clipping check has teeth: bf16 and unfuse passing it means
 "clipped", not merely "trained".
 
+The safe fixes (unscale, unfuse, and auto, which picks one of them) must also keep the numbers:
+each program writes its final parameters, its optimizer's `fused` flag and its precision to the
+file named by AMP_CLIPFIX_REPORT, and these are compared with a reference run of the same program
+with `fused=False` written in (Lightning's own clipping). unscale and auto must keep the fused
+optimizer and the precision, and every safe fix must end within 1e-6 of the reference.
+
 Each program pays a few seconds of torch and Lightning import, so the runs of the selected tests
 start together in a small thread pool and each test waits for its own results.
 
@@ -19,6 +25,7 @@ project files; amp-clipfix itself always runs from the test interpreter and must
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -36,8 +43,12 @@ from pytest import FixtureRequest, TempPathFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "fixtures" / "runtime"
-STRATEGIES = ("bf16", "unfuse", "guard")
+STRATEGIES = ("bf16", "unfuse", "guard", "unscale", "auto")
+SAFE = ("unfuse", "unscale", "auto")  # keep numerics: compared with the fused=False reference
+KEEP_FUSED = ("unscale", "auto")  # auto picks unscale wherever it applies
 EXPECT_CLIPPING = "AMP_CLIPFIX_EXPECT_CLIPPING"
+REPORT = "AMP_CLIPFIX_REPORT"
+PARAM_TOLERANCE = 1e-6
 SKIP_WARNING = "amp-clipfix: gradient clipping skipped"
 CLIP = 1.0  # every program clips at 1.0
 STEPPED_NORM = re.compile(r"max grad norm at optimizer step: (\S+)")
@@ -64,6 +75,8 @@ class Case:
         """The interpreter of the case's program."""
         return str(runtime_venvs.interpreter(self.release)) if self.release else sys.executable
 
+    requires: tuple[str, ...] = ()  # modules the program imports beyond torch and Lightning
+
     def __str__(self) -> str:
         return self.name
 
@@ -81,6 +94,7 @@ def load_cases() -> list[Case]:
                 error=data["error"],
                 strategies=tuple(data["strategies"]),
                 release=runtime_venvs.venv_name(data["runtime"]) if data.get("runtime") else None,
+                requires=tuple(data.get("requires", ())),
             )
         )
     return cases
@@ -112,7 +126,7 @@ class Proc:
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
     """Run a child Python with a clean, predictable environment and capture its output."""
-    child_env = {k: v for k, v in os.environ.items() if k != EXPECT_CLIPPING}
+    child_env = {k: v for k, v in os.environ.items() if k not in (EXPECT_CLIPPING, REPORT)}
     child_env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="utf-8", NO_COLOR="1")
     child_env.update(env or {})
     completed = subprocess.run(
@@ -135,9 +149,13 @@ def copy_project(case: Case, workdir: Path) -> Path:
     return target
 
 
-def run_program(case: Case, project: Path, expect_clipping: bool = False) -> Proc:
+def run_program(
+    case: Case, project: Path, expect_clipping: bool = False, report: Path | None = None
+) -> Proc:
     """Run the case's entry point from inside the project, as its author would."""
     env = {EXPECT_CLIPPING: "1"} if expect_clipping else {}
+    if report is not None:
+        env[REPORT] = str(report)
     return run([case.python, case.entry], cwd=project, env=env)
 
 
@@ -150,10 +168,17 @@ def amp_clipfix(*args: str, cwd: Path) -> Proc:
 
 @dataclass(frozen=True)
 class FixRun:
-    """The apply step and the run of the fixed program for one (case, strategy)."""
+    """The apply step and the run of the fixed program for one (case, strategy), with what the
+    program reported (parameters, fused flag, precision) when it ran to the end."""
 
     apply: Proc
     after: Proc | None = None
+    report: dict | None = None
+    project: Path | None = None
+
+
+def read_report(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def fix_and_run(case: Case, strategy: str, workdir: Path) -> FixRun:
@@ -162,7 +187,32 @@ def fix_and_run(case: Case, strategy: str, workdir: Path) -> FixRun:
     applied = amp_clipfix("apply", "--yes", "--strategy", strategy, str(project), cwd=workdir)
     if applied.returncode != 0:
         return FixRun(applied)
-    return FixRun(applied, run_program(case, project, expect_clipping=strategy != "guard"))
+    report = workdir / "report.json"
+    after = run_program(case, project, expect_clipping=strategy != "guard", report=report)
+    return FixRun(applied, after, read_report(report), project)
+
+
+def unfused_copy(case: Case, workdir: Path) -> Path:
+    """The project with every `fused=True` (`fused: true` in YAML) written as False."""
+    project = copy_project(case, workdir)
+    flipped = 0
+    for path in sorted(project.rglob("*")):
+        if path.suffix not in (".py", ".yaml", ".yml"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = text.replace("fused=True", "fused=False").replace("fused: true", "fused: false")
+        flipped += new != text
+        path.write_text(new, encoding="utf-8")
+    assert flipped, f"{case}: no fused=True to turn off for the reference run"
+    return project
+
+
+def reference_run(case: Case, workdir: Path) -> FixRun:
+    """The program with fused=False: Lightning clips it itself, the numbers a fix must keep."""
+    project = unfused_copy(case, workdir)
+    report = workdir / "report.json"
+    after = run_program(case, project, expect_clipping=True, report=report)
+    return FixRun(Proc("(no apply: fused=False written in)", 0, "", ""), after, read_report(report))
 
 
 def stepped_norm(program: Proc) -> float:
@@ -191,6 +241,7 @@ class Runs:
         self._before: dict[str, Future[Proc]] = {}
         self._checked: dict[str, Future[Proc]] = {}
         self._fixed: dict[tuple[str, str], Future[FixRun]] = {}
+        self._reference: dict[str, Future[FixRun]] = {}
 
     def before(self, case: Case) -> Future[Proc]:
         if case.name not in self._before:
@@ -210,6 +261,12 @@ class Runs:
             workdir = self._tmp.mktemp(f"{case.name}-{strategy}")
             self._fixed[key] = self._pool.submit(fix_and_run, case, strategy, workdir)
         return self._fixed[key]
+
+    def reference(self, case: Case) -> Future[FixRun]:
+        if case.name not in self._reference:
+            workdir = self._tmp.mktemp(f"{case.name}-reference")
+            self._reference[case.name] = self._pool.submit(reference_run, case, workdir)
+        return self._reference[case.name]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -237,6 +294,8 @@ def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator
             runs.before(params["case"])
         if "strategy" in params:
             runs.fixed(params["case"], params["strategy"])
+            if params["strategy"] in SAFE:
+                runs.reference(params["case"])
     yield runs
     runs.close()
 
@@ -250,6 +309,15 @@ def test_cases_are_well_formed() -> None:
         assert not pyproject.exists() or "[tool.amp-clipfix]" not in pyproject.read_text(), case
         assert case.error, case
         assert case.strategies and set(case.strategies) <= set(STRATEGIES), case
+        if case.release is None:  # the release cases are proven by hand so far (README)
+            assert {"unscale", "auto"} <= set(case.strategies), f"{case}: safe fixes unproven"
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_required_modules_are_installed(case: Case) -> None:
+    """Fail, never skip: a case whose program needs more than torch and Lightning says what."""
+    missing = [name for name in case.requires if importlib.util.find_spec(name) is None]
+    assert not missing, f"{case} needs {missing}: pip install -e '.[test]'"
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -287,3 +355,31 @@ def test_fix_makes_the_program_train(
     else:
         assert warnings == 0, f"{strategy} must not skip clipping\n{after}"
         assert stepped_norm(after) <= CLIP + 1e-3, after
+
+
+def max_difference(left: list[float], right: list[float]) -> float:
+    assert len(left) == len(right), "the two runs trained different parameters"
+    return max(abs(a - b) for a, b in zip(left, right))
+
+
+@pytest.mark.parametrize(("case", "strategy"), [p for p in FIX_PAIRS if p.values[1] in SAFE])
+def test_safe_fix_keeps_the_numbers(case: Case, strategy: str, runs: Runs) -> None:
+    """After a safe fix the parameters match Lightning's own clipping with fused=False within
+    1e-6; unscale (and auto) also keep the fused optimizer and the precision."""
+    reference = runs.reference(case).result()
+    assert reference.after is not None
+    assert reference.after.returncode == 0, (
+        f"the fused=False reference should train\n{reference.after}"
+    )
+    fixed = runs.fixed(case, strategy).result()
+    assert fixed.report is not None, f"the fixed program wrote no report\n{fixed.after}"
+    assert reference.report is not None
+
+    assert fixed.report["precision"] == reference.report["precision"]
+    assert fixed.report["scaler"] == reference.report["scaler"]
+    if strategy in KEEP_FUSED:
+        assert fixed.report["fused"] is True, "the fix must keep the fused optimizer"
+        assert reference.report["fused"] is False
+    difference = max_difference(fixed.report["params"], reference.report["params"])
+    print(f"{case}-{strategy}: max parameter difference to fused=False: {difference:.3g}")
+    assert difference <= PARAM_TOLERANCE

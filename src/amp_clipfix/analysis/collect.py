@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import (
     Assignment,
     MetadataWrapper,
@@ -31,6 +32,8 @@ from amp_clipfix.analysis.syntax import (
     star_kwargs,
 )
 from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+
+UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
 
 
 def collect_sites(path: Path, module: cst.Module) -> FileSites:
@@ -77,6 +80,7 @@ class SiteCollector(cst.CSTVisitor):
         self.classes: list[ClassInfo] = []
         self.has_guard_helper = False
         self.class_stack: list[str] = []
+        self.unscaled_classes: set[str] = set()  # classes whose clipping the unscale fix made
         # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
         self.fabric_bindings: dict[str, str | None] = {}
         self.guard_depth = 0
@@ -146,17 +150,32 @@ class SiteCollector(cst.CSTVisitor):
         self.class_stack.append(node.name.value)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.class_stack.pop()
+        name = self.class_stack.pop()
+        if name in self.unscaled_classes:
+            index = max(i for i, info in enumerate(self.classes) if info.name == name)
+            self.classes[index] = replace(self.classes[index], clips_unscaled=True)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value == names.GUARD_HELPER and not self.class_stack:
             self.has_guard_helper = True
+        if node.name.value in UNSCALE_HELPERS and not self.class_stack:
+            self.guard_depth += 1  # the helpers' own calls of Lightning's clipping are no sites
+        if (
+            self.class_stack
+            and node.name.value == "configure_gradient_clipping"
+            and m.findall(node, m.Name(names.MODULE_UNSCALE_HELPER))
+        ):
+            self.unscaled_classes.add(self.class_stack[-1])
         for param in (*node.params.params, *node.params.kwonly_params):
             annotation = param.annotation
             if annotation is not None and self.qualified_names(annotation.annotation) & (
                 names.FABRIC_CLASSES
             ):
                 self.bind_fabric(param.name.value, None)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if original_node.name.value in UNSCALE_HELPERS and not self.class_stack:
+            self.guard_depth -= 1
 
     def visit_Comment(self, node: cst.Comment) -> None:
         codes = suppressed_codes(node.value)

@@ -144,6 +144,8 @@ def trainer_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[
         if candidates:
             yield candidates
     for module_class in lightning_module_classes(files) if trainers else []:
+        if module_class.clips_unscaled:
+            continue  # fixed: its configure_gradient_clipping clips fused optimizers itself
         owned = [
             site
             for site in sites

@@ -62,6 +62,10 @@ FUSABLE_OPTIMIZERS = frozenset(
 
 # The function the guard fix inserts: a clip call inside `if can_clip_gradients(...)` is fixed.
 GUARD_HELPER = "can_clip_gradients"
+# The functions the unscale fix inserts: a Fabric clip made through the first is no clip site, and
+# a LightningModule whose configure_gradient_clipping calls the second clips fused optimizers.
+FABRIC_UNSCALE_HELPER = "clip_gradients_unscaled"
+MODULE_UNSCALE_HELPER = "clip_module_gradients_unscaled"
 
 PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
 DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})

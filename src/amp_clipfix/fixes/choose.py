@@ -1,7 +1,11 @@
 """Choose the fix for each finding from the strategy and the target Lightning version.
 
 A fix only rewrites sites whose value is written in the code; what depends on a run-time value
-is left to a person (the finding says what to decide). DESIGN.md §2 has the strategy table.
+is left to a person (the finding says what to decide). The exception is `unscale`: its helper
+decides at run time, so it also fixes a finding whose precision or `fused` flag is decided then.
+`auto` picks `unscale` where it applies, else `unfuse`: never an unsafe fix (bf16, guard), which
+run only when asked for by name. A rule is only ever fixed by the strategies its page lists
+(`fix_safety`). DESIGN.md §2 has the strategy table.
 """
 
 from __future__ import annotations
@@ -10,9 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
+from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
 from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.project.version import Target
-from amp_clipfix.strategies import SAFETY
+from amp_clipfix.rules import RULES
+from amp_clipfix.sources.yaml import is_config
+from amp_clipfix.strategies import SAFETY, is_safe
+
+AUTO_ORDER = (Strategy.UNSCALE, Strategy.UNFUSE)  # safe fixes only, the one that keeps most first
 
 
 def choose_fixes(findings: Sequence[Finding], strategy: Strategy, target: Target) -> list[Finding]:
@@ -22,22 +31,22 @@ def choose_fixes(findings: Sequence[Finding], strategy: Strategy, target: Target
 def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
     if finding.suppressed:
         return finding
+    offered = RULES[finding.code].fix_safety if finding.code in RULES else None
     if strategy is Strategy.AUTO:
-        order = (
-            (Strategy.BF16, Strategy.UNFUSE)
-            if finding.lightning_path is LightningPath.FABRIC
-            else (Strategy.UNFUSE,)
-        )
-        chosen = [choose_fix(finding, candidate, target) for candidate in order]
+        order = [c for c in AUTO_ORDER if offered is None or c.value in offered]
+        chosen = [choose_fix(finding, candidate, target) for candidate in order] or [finding]
         resolved = [option for option in chosen if option.resolved]
         partial = [option for option in chosen if option.fix is not None]
         return (resolved or partial or chosen)[0]
+    if offered is not None and strategy.value not in offered:
+        return replace(finding, refusal=f"{finding.code} offers no {strategy.value} fix")
     targets, refusal = fix_targets(finding, strategy, target)
     if refusal is not None:
         return replace(finding, refusal=refusal)
     kind = targets[0].kind
     leftover = tuple(site for site in finding.sites if site.kind is kind and site not in targets)
-    return replace(finding, fix=Fix(strategy, targets, SAFETY[strategy], leftover))
+    fix = Fix(strategy, targets, SAFETY[strategy], leftover, safe=is_safe(strategy))
+    return replace(finding, fix=fix)
 
 
 def fix_targets(
@@ -46,11 +55,14 @@ def fix_targets(
     """The sites the strategy rewrites, or why it does not apply to this finding."""
     sites = finding.sites
     trainer = finding.lightning_path is LightningPath.TRAINER
+    if strategy is Strategy.UNSCALE:
+        return unscale_targets(finding, target)
     if strategy is Strategy.BF16:
         if trainer and target.trainer_refuses_without_scaler:
             return (), (
                 f"bf16 is not a fix on the Trainer path of Lightning {target.version_label}: "
-                "it refuses to clip fused optimizers under bf16-mixed too; use --strategy unfuse"
+                "it refuses to clip fused optimizers under bf16-mixed too; "
+                "use --strategy unscale or --strategy unfuse"
             )
         if target.bf16_precision != "bf16-mixed":
             return (), (
@@ -70,7 +82,7 @@ def fix_targets(
     if trainer and not any(s.kind is SiteKind.MODULE_CLIP for s in sites):
         return (), (
             "clipping comes only from Trainer(gradient_clip_val=...): there is no clip call to "
-            "guard; use --strategy unfuse"
+            "guard; use --strategy unscale or --strategy unfuse"
         )
     return (), "the clip call is not a plain statement or assignment that can be guarded"
 
@@ -79,3 +91,39 @@ def fixable(
     sites: Sequence[Site], kind: SiteKind, accept: Callable[[Site], bool]
 ) -> tuple[Site, ...]:
     return tuple(site for site in sites if site.kind is kind and site.fixable and accept(site))
+
+
+def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...], str | None]:
+    """Fabric: every clip call. Trainer: the LightningModule classes that build the fused
+    optimizer (marked by its sites) and their `self.clip_gradients(...)` calls."""
+    sites = finding.sites
+    trainer = finding.lightning_path is LightningPath.TRAINER
+    if trainer and target.clip_hook_takes_optimizer_idx is None:
+        return (), (
+            f"Lightning {target.version_label} spans 1.x and 2.x, whose "
+            "configure_gradient_clipping signatures differ (optimizer_idx); pin one line, or "
+            "use --strategy unfuse"
+        )
+    precision_kinds = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+    sharded = sharded_reason([s.detail for s in sites if s.kind in precision_kinds])
+    if sharded is not None:
+        return (), sharded
+    if finding.lightning_path is LightningPath.FABRIC:
+        return tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP), None
+    if "whether gradients are clipped" in (finding.review or ""):
+        return (), (
+            "whether gradients are clipped is decided at run time: clipping through the scaler "
+            "would add clipping where there may be none; use --strategy unfuse"
+        )
+    classes = tuple(
+        s
+        for s in sites
+        if s.kind is SiteKind.FUSED_OPTIMIZER and s.owner is not None and not is_config(s.path)
+    )
+    if not classes:
+        return (), (
+            "the fused optimizer is not built in a LightningModule class (it is configured "
+            "in YAML or elsewhere), so there is no class to give a configure_gradient_clipping "
+            "override; use --strategy unfuse"
+        )
+    return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None

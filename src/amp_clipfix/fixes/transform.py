@@ -16,11 +16,13 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
 from amp_clipfix.analysis.read import ReadFile
-from amp_clipfix.fixes.codemods.base import SiteCodemod
+from amp_clipfix.fixes.codemods.base import Position, SiteCodemod
 from amp_clipfix.fixes.codemods.bf16 import Bf16Command
 from amp_clipfix.fixes.codemods.guard import GuardCommand
 from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
+from amp_clipfix.fixes.codemods.unscale import UnscaleCommand
 from amp_clipfix.models import Site, Strategy
+from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.sources.base import Language, VerifyError
 from amp_clipfix.sources.text import restore_dropped_whitespace
 from amp_clipfix.sources.yaml import fix_config
@@ -29,6 +31,7 @@ from amp_clipfix.sources.yaml import fix_config
 PASSES: tuple[tuple[Strategy, type[SiteCodemod]], ...] = (
     (Strategy.UNFUSE, UnfuseCommand),
     (Strategy.BF16, Bf16Command),
+    (Strategy.UNSCALE, UnscaleCommand),
     (Strategy.GUARD, GuardCommand),
 )
 
@@ -72,24 +75,42 @@ def transform_module(
     path: Path,
     module: cst.Module,
     targets: Mapping[Strategy, Sequence[Site]],
+    target: Target = DEFAULT_TARGET,
 ) -> cst.Module:
-    """Apply each strategy's codemod to its target sites of this file, in one walk."""
+    """Apply each strategy's codemod to its target sites of this file, in one walk; `target` is
+    the target Lightning release (the unscale override's signature depends on it)."""
     context = CodemodContext(filename=str(path))
     parts = [
-        codemod(context, {(site.span.line, site.span.column) for site in targets[strategy]})
+        part(
+            context,
+            codemod,
+            {(site.span.line, site.span.column) for site in targets[strategy]},
+            target,
+        )
         for strategy, codemod in PASSES
         if targets.get(strategy)
     ]
     return CombinedFixes(context, parts).transform_module(module)
 
 
-def fixed_text(file: ReadFile, targets: Mapping[Strategy, Sequence[Site]]) -> str:
+def part(
+    context: CodemodContext, codemod: type[SiteCodemod], positions: set[Position], target: Target
+) -> SiteCodemod:
+    """One codemod for the combined walk; unscale also needs the target release."""
+    if codemod is UnscaleCommand:
+        return UnscaleCommand(context, positions, target)
+    return codemod(context, positions)
+
+
+def fixed_text(
+    file: ReadFile, targets: Mapping[Strategy, Sequence[Site]], target: Target = DEFAULT_TARGET
+) -> str:
     """The document's text after the fixes (one combined result per file); raises VerifyError
     when libcst cannot give the file back byte for byte."""
     document = file.document
     if document.language is Language.YAML or file.tree is None:  # exact token edits
         return fix_config(document.text, [site for sites in targets.values() for site in sites])
-    module = transform_module(document.path, file.tree, targets)
+    module = transform_module(document.path, file.tree, targets, target)
     return with_lost_ending(document.text, file.tree.code, module.code)
 
 

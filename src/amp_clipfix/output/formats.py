@@ -18,7 +18,7 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Certainty, Edit, FileError, Finding, Site, Span
+from amp_clipfix.models import Certainty, Edit, FileError, Finding, Fix, Site, Span
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.paths import display_path
@@ -126,12 +126,18 @@ def _site_json(site: Site) -> dict[str, Any]:
     }
 
 
+def applicability(fix: Fix) -> str:
+    """ruff's word for a fix's safety: `safe` keeps behaviour, `unsafe` changes it."""
+    return "safe" if fix.safe else "unsafe"
+
+
 def _finding_json(finding: Finding, edits: EditMap, summary: Summary) -> dict[str, Any]:
     primary = finding.primary
     fix = None
     if finding.fix is not None:
         fix = {
             "strategy": finding.fix.strategy.value,
+            "applicability": applicability(finding.fix),
             "safety": finding.fix.safety,
             "complete": not finding.fix.leftover,
             "left_for_review": [_site_json(site) for site in finding.fix.leftover],
@@ -273,8 +279,15 @@ def _sarif_fixes(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
         }
         for uri, path_edits in by_path.items()
     ]
-    description = f"{finding.fix.strategy.value}: {finding.fix.safety}"
-    return [{"description": {"text": description}, "artifactChanges": changes}]
+    label = applicability(finding.fix)
+    description = f"{finding.fix.strategy.value} ({label}): {finding.fix.safety}"
+    return [
+        {
+            "description": {"text": description},
+            "artifactChanges": changes,
+            "properties": {"applicability": label},
+        }
+    ]
 
 
 def _full_message(finding: Finding) -> str:

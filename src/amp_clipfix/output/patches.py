@@ -38,7 +38,9 @@ def change_notes(change: FileChange) -> bytes:
         where = f"{site_prefix(finding.primary)}:{span.line}:{span.column + 1}"
         lines.append(comment(f"{finding.code} {where}: {finding.message}"))
         if finding.fix is not None:
-            lines.append(comment(f"fix ({finding.fix.strategy.value}): {finding.fix.safety}"))
+            label = "safe" if finding.fix.safe else "unsafe"
+            fix = f"fix ({finding.fix.strategy.value}): {label}: {finding.fix.safety}"
+            lines.append(comment(fix))
     return b"".join(lines)
 
 

@@ -54,7 +54,8 @@ def finding_details(finding: Finding) -> list[str]:
     if finding.review:
         lines.append(f"  review: {finding.review}")
     if finding.fix is not None:
-        lines.append(f"  fix ({finding.fix.strategy.value}): {finding.fix.safety}")
+        label = "safe" if finding.fix.safe else "unsafe"
+        lines.append(f"  fix ({finding.fix.strategy.value}): {label}: {finding.fix.safety}")
         lines.extend(
             f"  left for a person: {site_location(site)} {site.detail} cannot be rewritten"
             for site in finding.fix.leftover

@@ -44,6 +44,84 @@ trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
 trainer.fit(Model(), train_dataloaders=loader)
 """
 
+# What `amp-clipfix apply` (strategy auto: unscale) makes of BEFORE; a test keeps it true.
+EXAMPLE_AFTER = '''\
+import lightning as L
+import torch
+
+
+def clip_module_gradients_unscaled(
+    module, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+):
+    """`module.clip_gradients(...)`, which also clips an optimizer that unscales its own
+    gradients (fused=True) under mixed precision (inserted by amp-clipfix).
+
+    Lightning refuses to clip such an optimizer; torch can: unscale it with the run's own
+    GradScaler (when there is one), then clip, and the scaler's step passes no scale to the fused
+    kernel. Every other optimizer goes to `module.clip_gradients` unchanged.
+    """
+    import torch
+
+    inner = getattr(optimizer, "optimizer", optimizer)  # unwrap a LightningOptimizer
+    if not getattr(inner, "_step_supports_amp_scaling", False):
+        module.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        return
+    trainer = module.trainer
+    strategy = type(trainer.strategy)
+    sharded = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
+    if any(word in cls.__name__ for cls in strategy.__mro__ for word in sharded):
+        raise RuntimeError(
+            f"clip_module_gradients_unscaled (amp-clipfix) does not support "
+            f"{strategy.__name__}: sharded strategies clip differently; use fused=False instead"
+        )
+    if gradient_clip_val is None:
+        gradient_clip_val = trainer.gradient_clip_val or 0.0
+    algorithm = gradient_clip_algorithm or trainer.gradient_clip_algorithm or "norm"
+    algorithm = str(getattr(algorithm, "value", algorithm)).lower()
+    if algorithm not in ("norm", "value"):
+        raise ValueError(f"gradient_clip_algorithm {algorithm!r} is not 'norm' or 'value'")
+    if gradient_clip_val <= 0:
+        return
+    scaler = getattr(trainer.precision_plugin, "scaler", None)
+    if scaler is not None:
+        scaler.unscale_(inner)
+    parameters = [p for group in inner.param_groups for p in group["params"]]
+    if algorithm == "value":
+        torch.nn.utils.clip_grad_value_(parameters, clip_value=gradient_clip_val)
+    else:
+        torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val)
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(32, 2)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=1e-3, fused=True)
+
+    def configure_gradient_clipping(
+        self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+    ):
+        # amp-clipfix: Lightning refuses to clip a fused optimizer under mixed precision, so clip
+        # it through the run's GradScaler; every other optimizer goes to Lightning as before.
+        if getattr(optimizer, "_step_supports_amp_scaling", False):
+            clip_module_gradients_unscaled(
+                self, optimizer, gradient_clip_val, gradient_clip_algorithm
+            )
+        else:
+            super().configure_gradient_clipping(
+                optimizer, gradient_clip_val, gradient_clip_algorithm
+            )
+
+
+trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
+trainer.fit(Model(), train_dataloaders=loader)
+'''
+
 RULE = Rule(
     code="ACF002",
     message=MESSAGE,
@@ -64,19 +142,34 @@ RULE = Rule(
         "LightningModule of the project. Lightning raises RuntimeError when it clips."
     ),
     example_before=BEFORE,
-    example_after=BEFORE.replace("fused=True", "fused=False"),
+    example_after=EXAMPLE_AFTER,
     fix_safety={
-        Strategy.BF16.value: (
-            "Not a fix on the Trainer path of Lightning <= 2.6.6: it refuses to clip "
-            "fused optimizers under bf16-mixed too, so the tool refuses, explains and "
-            "leaves the code (use `unfuse`). On a later target version "
-            "(`--lightning-version`): "
-            f"{SAFETY[Strategy.BF16]}."
+        Strategy.UNSCALE.value: safety(
+            Strategy.UNSCALE,
+            "The default (`auto`). The LightningModule class that builds the fused optimizer "
+            "gets a `configure_gradient_clipping` override (in the class's own file, in the "
+            "hook signature of the target release: 1.x passes `optimizer_idx`): a fused "
+            "optimizer is unscaled with `self.trainer.precision_plugin`'s scaler when there is "
+            "one and clipped with torch by `gradient_clip_algorithm`; every other optimizer "
+            "goes to `super().configure_gradient_clipping(...)`. An existing override is "
+            "edited instead: its `self.clip_gradients(...)` and "
+            "`super().configure_gradient_clipping(...)` calls, like those of manual "
+            "optimization, go through the inserted `clip_module_gradients_unscaled` helper. "
+            "Refused where the optimizer is configured outside a module class (YAML) or the "
+            "strategy in the code is sharded (FSDP, DeepSpeed).",
         ),
         Strategy.UNFUSE.value: safety(
             Strategy.UNFUSE,
-            "The default (`auto`). Rewrites `fused=True` to `fused=False` where the "
-            "optimizer is built, usually in `configure_optimizers`.",
+            "Rewrites `fused=True` to `fused=False` where the optimizer is built, usually in "
+            "`configure_optimizers`, or in a LightningCLI / Hydra config. Used by `auto` "
+            "where `unscale` does not apply.",
+        ),
+        Strategy.BF16.value: (
+            "Not a fix on the Trainer path of Lightning <= 2.6.6: it refuses to clip "
+            "fused optimizers under bf16-mixed too, so the tool refuses, explains and "
+            "leaves the code (use `unscale` or `unfuse`). On a later target version "
+            "(`--lightning-version`): unsafe (runs only when asked for by name): "
+            f"{SAFETY[Strategy.BF16]}."
         ),
         Strategy.GUARD.value: safety(
             Strategy.GUARD,

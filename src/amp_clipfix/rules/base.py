@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from amp_clipfix.analysis.link import PathPieces
 from amp_clipfix.models import FileSites, LightningPath, Strategy
 from amp_clipfix.project.version import Target
-from amp_clipfix.strategies import SAFETY
+from amp_clipfix.strategies import SAFETY, is_safe
 
 HOMEPAGE = "https://github.com/amp-clipfix/amp-clipfix"
 
@@ -26,7 +26,8 @@ TRAINER_ERROR = (
     "performs unscaling of gradients internally. HINT: Are you using a 'fused' optimizer?"
 )
 
-FIX_ORDER = (Strategy.BF16, Strategy.UNFUSE, Strategy.GUARD)
+# Safe fixes first, in the order `auto` tries them; the unsafe ones run only when named.
+FIX_ORDER = (Strategy.UNSCALE, Strategy.UNFUSE, Strategy.BF16, Strategy.GUARD)
 
 # A rule's search: the groups of candidate pieces in a project, one group per finding.
 Finder = Callable[[Sequence[FileSites], Target], Iterable[Sequence[PathPieces]]]
@@ -36,9 +37,10 @@ Finder = Callable[[Sequence[FileSites], Target], Iterable[Sequence[PathPieces]]]
 class Rule:
     """One finding code and everything said about it.
 
-    `fix_safety` maps a strategy value (`bf16`, `unfuse`, `guard`) to where that fix applies for
-    this rule and what it changes in behaviour. `find` yields the rule's findings as groups of
-    pieces; a rule without it is produced by others (ACF003, the review form of both paths).
+    `fix_safety` maps a strategy value (`unscale`, `unfuse`, `bf16`, `guard`) to where that fix
+    applies for this rule, whether it is safe and what it changes in behaviour. `find` yields the
+    rule's findings as groups of pieces; a rule without it is produced by others (ACF003, the
+    review form of both paths).
     """
 
     code: str
@@ -56,8 +58,9 @@ class Rule:
 
 
 def safety(strategy: Strategy, where: str) -> str:
-    """A rule's words on where a fix applies, followed by what that fix changes."""
-    return f"{where} {SAFETY[strategy][0].upper()}{SAFETY[strategy][1:]}."
+    """A rule's words on where a fix applies, followed by its safety and what it changes."""
+    label = "Safe" if is_safe(strategy) else "Unsafe (runs only when asked for by name)"
+    return f"{where} {label}: {SAFETY[strategy]}."
 
 
 def help_uri(code: str) -> str:
@@ -71,7 +74,9 @@ def render_rule(rule: Rule, heading_level: int = 1) -> str:
     title = "#" * heading_level
     section = "#" * (heading_level + 1)
     safety = "\n".join(
-        f"- `{strategy.value}`: {rule.fix_safety[strategy.value]}" for strategy in FIX_ORDER
+        f"- `{strategy.value}`: {rule.fix_safety[strategy.value]}"
+        for strategy in FIX_ORDER
+        if strategy.value in rule.fix_safety  # a rule lists the fixes that may fix it
     )
     return (
         f"{title} {rule.code}\n\n"
