@@ -120,8 +120,10 @@ class UnscaleCommand(SiteCodemod):
         target: Target | None = None,
     ) -> None:
         super().__init__(context, targets)
-        self.target = target  # None when run on its own: the module's project's pins decide
-        self.optimizer_idx = False
+        # None when run on its own: the module's project's pins decide (transform_module_impl).
+        # The pipeline's combined walk never calls that, so a given target is read here.
+        self.target = target
+        self.optimizer_idx = target is not None and hook_has_optimizer_idx(target)
         self.used: set[str] = set()  # helpers the rewritten code calls
         self.classes: list[bool] = []  # per enclosing class: is it edited?
         self.functions: list[str] = []
