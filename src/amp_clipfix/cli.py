@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 
 from amp_clipfix import __version__
-from amp_clipfix.models import ErrorKind, FileError, Finding, Strategy
+from amp_clipfix.models import ErrorKind, FileError, Finding, Strategy, active_findings
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.output.diff_view import render_file_diff
 from amp_clipfix.output.formats import (
@@ -344,7 +344,7 @@ def check(**options: object) -> None:
     with report_stream(settings, stdout_ok=True) as stream:
         emit_report(result, settings, stream)
     finish(settings, result, started)
-    sys.exit(exit_code(settings, result, findings_left=bool(active(result))))
+    sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
 
 @main.command()
@@ -370,7 +370,7 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
     settings = settings_from(**options)  # type: ignore[arg-type]
     stdin_data = read_stdin(settings)
     result = execute(settings, fix=True, stdin_data=stdin_data)
-    unfixed = [finding for finding in active(result) if not finding.resolved]
+    unfixed = [finding for finding in active_findings(result.findings) if not finding.resolved]
     if stdin_data is not None:
         with report_stream(settings, stdout_ok=False) as stream:
             emit_report(result, settings, stream)
@@ -432,10 +432,6 @@ def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int
     return EXIT_FINDINGS if findings_left and not settings.exit_zero else EXIT_CLEAN
 
 
-def active(result: RunResult) -> list:
-    return [finding for finding in result.findings if not finding.suppressed]
-
-
 @contextlib.contextmanager
 def report_stream(settings: Settings, stdout_ok: bool) -> Iterator[IO[str]]:
     """Where the report goes: --output-file, else stdout (or stderr when stdout carries code
@@ -481,7 +477,7 @@ def emit_report(
         click.echo(to_github(result.findings), nl=False, file=stream)
         stream = sys.stderr
     else:
-        for line in format_findings(active(result) if only is None else only):
+        for line in format_findings(active_findings(result.findings) if only is None else only):
             click.echo(line, file=stream)
     if settings.verbosity >= 0:
         if len(result.targets) > 1 and not project_table:
@@ -528,7 +524,7 @@ def target_json(target: Target) -> dict[str, object]:
 def summary_line(
     result: RunResult, summary: Summary, settings: Settings, project_table: bool = False
 ) -> str:
-    findings = active(result)
+    findings = active_findings(result.findings)
     parts = [
         f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with --strategy "
         f"{settings.strategy.value}) in {plural(result.files_seen, 'file')}"
@@ -622,7 +618,7 @@ def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozense
     paths = {change.source.path for change in written}
     return frozenset(
         finding
-        for finding in active(result)
+        for finding in active_findings(result.findings)
         if finding.resolved
         and finding.fix is not None
         and all(site.path in paths for site in finding.fix.targets)

@@ -5,6 +5,7 @@ Every stage reads these and returns new ones; none of them is mutated after it i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -156,11 +157,6 @@ class Finding:
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def active(self) -> bool:
-        """Reported and counted: not silenced by a suppression comment."""
-        return not self.suppressed
-
-    @property
     def resolved(self) -> bool:
         """Fixed completely by its fix: nothing of it is left for a person."""
         return self.fix is not None and not self.fix.leftover
@@ -171,6 +167,11 @@ class Finding:
         if self.fix is not None and self.fix.targets:
             return self.fix.targets[0]
         return min(self.sites, key=lambda site: (str(site.path), site.span.line, site.span.column))
+
+
+def active_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings reported and counted: those no suppression comment silences."""
+    return [finding for finding in findings if not finding.suppressed]
 
 
 class ErrorKind(str, Enum):

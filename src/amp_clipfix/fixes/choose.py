@@ -18,7 +18,6 @@ from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
 from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
-from amp_clipfix.sources.yaml import is_config
 from amp_clipfix.strategies import SAFETY, is_safe
 
 AUTO_ORDER = (Strategy.UNSCALE, Strategy.UNFUSE)  # safe fixes only, the one that keeps most first
@@ -118,7 +117,7 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
     classes = tuple(
         s
         for s in sites
-        if s.kind is SiteKind.FUSED_OPTIMIZER and s.owner is not None and not is_config(s.path)
+        if s.kind is SiteKind.FUSED_OPTIMIZER and s.owner is not None and not s.in_config
     )
     if not classes:
         return (), (

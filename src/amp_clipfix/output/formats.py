@@ -18,7 +18,16 @@ from typing import Any, Optional
 from urllib.parse import quote
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Certainty, Edit, FileError, Finding, Fix, Site, Span
+from amp_clipfix.models import (
+    Certainty,
+    Edit,
+    FileError,
+    Finding,
+    Fix,
+    Site,
+    Span,
+    active_findings,
+)
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.paths import display_path
@@ -63,7 +72,7 @@ class Summary:
         projects: Sequence[Mapping[str, Any]] = (),
     ) -> Summary:
         """Count the findings so that callers only pass what findings cannot tell."""
-        active = [finding for finding in findings if not finding.suppressed]
+        active = active_findings(findings)
         return cls(
             files_seen=files_seen,
             lightning_version=lightning_version,

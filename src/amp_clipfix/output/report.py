@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from amp_clipfix.models import FileError, Finding, Site
+from amp_clipfix.models import FileError, Finding, Site, active_findings
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.project.version import Target
@@ -104,7 +104,7 @@ def project_rows(
     pending in a dry run), left for review, errors."""
     rows: list[tuple[str, ...]] = []
     for project in projects:
-        findings = [finding for finding in project.findings if not finding.suppressed]
+        findings = active_findings(project.findings)
         done = sum(1 for finding in findings if finding in fixed)
         fixable = sum(1 for finding in findings if finding.resolved)
         review = sum(1 for finding in findings if not finding.resolved)

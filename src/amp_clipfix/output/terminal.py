@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from amp_clipfix.models import Finding
+from amp_clipfix.models import Finding, active_findings
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class RunStats:
     seconds: float
 
     def rows(self) -> list[tuple[str, str]]:
-        active = [finding for finding in self.findings if not finding.suppressed]
+        active = active_findings(self.findings)
         by_code = Counter(finding.code for finding in active)
         codes = ", ".join(f"{code} {count}" for code, count in sorted(by_code.items()))
         fixes = sum(1 for finding in active if finding.fix is not None)
