@@ -268,7 +268,12 @@ def record_crash(report: CorpusReport, what: str, run: Measurement) -> None:
 
 
 def build_corpus(
-    root: Path, pristine: Path, packages: Sequence[str], offline: bool, prefer_sdist: bool
+    root: Path,
+    pristine: Path,
+    packages: Sequence[str],
+    offline: bool,
+    prefer_sdist: bool,
+    trees: Sequence[tuple[str, Path]] = (),
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """Copy the control project and the installed sources and unpack the downloads; returns
     (name, source) pairs and a line for every package that could not be had."""
@@ -285,6 +290,10 @@ def build_corpus(
             continue
         tree_from_folder(package, location, root / package / package)
         corpora.append((package, f"installed ({location.parent})"))
+    for name, folder in trees:  # local checkouts, e.g. the Lightning repository's src/tests
+        ignore = shutil.ignore_patterns(".git", ".amp_clipfix_cache", "__pycache__")
+        shutil.copytree(folder, root / name / folder.name, symlinks=True, ignore=ignore)
+        corpora.append((name, f"local tree ({folder})"))
     if not offline:
         downloads = root.parent / "downloads"
         for package in packages:
@@ -405,7 +414,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--workdir", type=Path, help="keep the corpus here (default: temp)")
     parser.add_argument("--json", type=Path, help="also write the full report as JSON")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="also sweep a local tree (repeatable), e.g. lightning-repo=/tmp/lightning-repo "
+        "(git archive HEAD src tests examples of Lightning-AI/pytorch-lightning)",
+    )
     args = parser.parse_args(argv)
+    trees = [(spec.split("=", 1)[0], Path(spec.split("=", 1)[1])) for spec in args.tree]
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="amp-clipfix-sweep-"))
     root, pristine = workdir / "corpus", workdir / "pristine"
@@ -416,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root.mkdir(parents=True)
     pristine.mkdir(parents=True)
     corpora, skipped = build_corpus(
-        root, pristine, args.packages, args.offline, prefer_sdist=not args.wheels
+        root, pristine, args.packages, args.offline, prefer_sdist=not args.wheels, trees=trees
     )
 
     memory = memory_figure(root, INSTALLED)

@@ -17,3 +17,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if RUNTIME_TESTS in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.runtime)
+
+
+@pytest.fixture(autouse=True)
+def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixture trees are compared byte for byte: no cache folder in them (tests/test_cache.py
+    turns the cache on where it is the subject)."""
+    monkeypatch.setenv("AMP_CLIPFIX_NO_CACHE", "1")

@@ -58,7 +58,8 @@ def test_base_class_chain_through_a_file_without_site_words(tmp_path: Path) -> N
         "        return torch.optim.AdamW(self.parameters(), fused=True)\n"
     )
     (tmp_path / "train.py").write_text(
-        "import lightning as L\n\nL.Trainer(precision='16-mixed', gradient_clip_val=1.0)\n"
+        "import lightning as L\nfrom model import Model\n\n"
+        "L.Trainer(precision='16-mixed', gradient_clip_val=1.0).fit(Model())\n"
     )
     with_prefilter = outcome(tmp_path, True, Strategy.AUTO)
     assert [finding.code for finding in with_prefilter[0]] == ["ACF002"]

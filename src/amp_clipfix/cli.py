@@ -93,6 +93,7 @@ class Settings:
     output_file: Path | None = None
     warnings: tuple[str, ...] = ()
     configurer: ProjectConfigurer | None = None
+    cache: bool = True
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -170,6 +171,13 @@ def common_options(function):  # noqa: ANN001, ANN201
             "--verbose", "-v", is_flag=True, help="Also print the summary table when piped."
         ),
         click.option(
+            "--no-cache",
+            is_flag=True,
+            envvar="AMP_CLIPFIX_NO_CACHE",
+            help="Neither read nor write the cache of per-file results (.amp_clipfix_cache/); "
+            "also AMP_CLIPFIX_NO_CACHE=1.",
+        ),
+        click.option(
             "--stdin-filename",
             type=click.Path(path_type=Path),
             help="With PATH `-`: the name to report the code read from stdin under.",
@@ -195,6 +203,7 @@ def settings_from(
     exit_zero: bool = False,
     output_file: Path | None = None,
     tracked_only: bool = False,
+    no_cache: bool = False,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
     try:
@@ -248,6 +257,7 @@ def settings_from(
         output_file=output_file,
         warnings=tuple(warning for warning in warnings if warning),
         configurer=ProjectConfigurer(command_line),
+        cache=not no_cache,
     )
 
 
@@ -262,6 +272,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
         jobs=settings.jobs,
         keep=project_keep(selection_for(line, load_config_quietly(settings)), line.scope),
         configure=settings.configurer,
+        cache=settings.cache,
     )
     if stdin_data is not None:
         name = settings.stdin_filename or Path("stdin.py")

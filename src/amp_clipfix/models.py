@@ -87,6 +87,10 @@ class Site:
     cell: int | None = None  # in a notebook: the cell number, and the span within that cell
     cell_span: Span | None = None
     in_config: bool = False  # read from a YAML config (LightningCLI / Hydra), not from code
+    # Classes ("path::Name") or files ("path") where the optimizer built with this `fused` value
+    # is used, when that is elsewhere than the site itself (a factory, a default, a constant).
+    users: tuple[str, ...] = ()
+    note: str | None = None  # e.g. that the place also serves other callers
 
     @property
     def shown_span(self) -> Span:
@@ -106,6 +110,15 @@ class ClassInfo:
 
 
 @dataclass(frozen=True)
+class FitCall:
+    """`trainer.fit(model, ...)`: which Trainer (its entry id) trains which module class
+    ("path::Name"); None where the analysis could not tell."""
+
+    trainer: str | None
+    module_class: str | None
+
+
+@dataclass(frozen=True)
 class FileSites:
     """Everything the collector learned from one file."""
 
@@ -113,6 +126,7 @@ class FileSites:
     sites: tuple[Site, ...] = ()
     classes: tuple[ClassInfo, ...] = ()
     has_guard_helper: bool = False
+    fits: tuple[FitCall, ...] = ()
 
 
 class Strategy(str, Enum):

@@ -7,13 +7,15 @@ discover -> read + parse + collect (per file) -> link (per project) -> choose fi
 from __future__ import annotations
 
 import contextlib
+import re
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
 from amp_clipfix.fixes.choose import choose_fixes
@@ -21,6 +23,7 @@ from amp_clipfix.models import (
     Edit,
     ErrorKind,
     FileError,
+    FileSites,
     Finding,
     Site,
     SiteKind,
@@ -35,11 +38,22 @@ from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Rendered, SourceError, Stage, VerifyError
-from amp_clipfix.sources.prefilter import defined_class_names
+from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip
 from amp_clipfix.sources.text import SourceFile
 
 # Below this much source a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 512 * 1024
+
+# A finding needs Lightning: some file imports it (or is a config naming its classes).
+USES_LIGHTNING = re.compile(
+    rb"^\s*(?:from|import)\s+(?:lightning|pytorch_lightning|lightning_fabric)\b|"
+    rb"class_path|_target_|\btrainer\s*:",
+    re.MULTILINE,
+)
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.summary import Summary
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,7 @@ class Options:
     # Each project's own settings (its `[tool.amp-clipfix]`): its files and options, or an
     # error line when its configuration is broken.
     configure: Callable[[Project, Options], tuple[Project, Options] | FileError] | None = None
+    cache: bool = True  # per-file results cached on disk by content hash
 
 
 class Progress(Protocol):
@@ -128,7 +143,9 @@ def run(
             continue
         project, project_options = configured or (project, options)
         target, warnings = project_target(project.root, project_options)
-        collection = collect_project(project, options.jobs, options.prefilter, progress)
+        collection = collect_project(
+            project, options.jobs, options.prefilter, progress, cache=options.cache
+        )
         result = process(
             collection, project_options, target, len(project.files), project.linked_inside
         )
@@ -160,6 +177,13 @@ def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     target, warnings = project_target(root, options)
     collection = Collection()
     collect_outcome(collection, path, parse_and_collect(path, data))
+    if not is_config(path):
+        try:
+            searchable = {path: adapter_for(path).searchable(path, data)}
+        except SourceError:
+            searchable = {}
+        if searchable:
+            resolve_collection(path.parent, {path: data}, searchable, collection)
     result = process(collection, options, target, files_seen=1)
     return replace(result, notes=warnings, targets=((root, target),))
 
@@ -229,10 +253,16 @@ class Collection:
     progress: Progress = field(default_factory=NoProgress)
     errors: list[FileError] = field(default_factory=list)
     files_parsed: int = 0
+    unparsed: dict[Path, FileSites] = field(default_factory=dict)  # a trial resolution's sites
+    cache: Cache | None = None
 
 
 def collect_project(
-    project: Project, jobs: int, prefilter: bool = True, progress: Progress | None = None
+    project: Project,
+    jobs: int,
+    prefilter: bool = True,
+    progress: Progress | None = None,
+    cache: bool = False,
 ) -> Collection:
     """Parse and collect the files of a project that can matter, in up to three stages.
 
@@ -241,6 +271,10 @@ def collect_project(
     still unknown.
     """
     collection = Collection(progress=progress or NoProgress())
+    if cache:
+        from amp_clipfix.analysis.cache import Cache
+
+        collection.cache = Cache(project.root)
     contents: dict[Path, bytes] = {}
     searchable: dict[Path, bytes] = {}  # what the prefilter reads: a notebook's code cells
     for path in project.files:
@@ -257,20 +291,129 @@ def collect_project(
             del contents[path]
     if not prefilter:
         collect_files(contents, list(contents), jobs, collection)
+        resolve_collection(project.root, contents, searchable, collection)
         return collection
+    from amp_clipfix.analysis.resolve import is_library
+
+    # Library code (site-packages, Lightning's own package) is never a user site: never parsed.
+    searchable = {path: data for path, data in searchable.items() if not is_library(path)}
     collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
-    if not any(
-        site.kind is SiteKind.FUSED_OPTIMIZER and (site.owner is not None or site.in_config)
-        for file in collection.parsed.values()
-        for site in file.sites.sites
+    if not any(FUSED_WORD in data for data in searchable.values()) or not any(
+        USES_LIGHTNING.search(data) for data in searchable.values()
     ):
-        return collection  # no Trainer finding possible; a Fabric finding lies in one file
+        return collection  # no optimizer of the project is fused, or nothing uses Lightning
     unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
-    collect_files(contents, passing(unread, Stage.TRAINER), jobs, collection)
+    stage = passing(unread, Stage.TRAINER)
+    needed = trainer_files(project.root, contents, searchable, collection)
+    if needed is not None:  # only the Trainers a followed fit links to a fused module
+        stage = [path for path in stage if path in needed or is_config(path)]
+    stage += [p for p, d in unread.items() if p not in stage and not is_config(p) and may_clip(d)]
+    collect_files(contents, stage, jobs, collection)
     class_names = {path: defined_class_names(data) for path, data in searchable.items()}
     while stage := files_defining_missing_bases(class_names, collection):
         collect_files(contents, stage, jobs, collection)
+    resolve_collection(project.root, contents, searchable, collection)
     return collection
+
+
+def is_config(path: Path) -> bool:
+    return path.suffix in (".yaml", ".yml")
+
+
+def trainer_files(
+    root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
+) -> set[Path] | None:
+    """A first resolution over the fused optimizers alone tells which Trainer files matter."""
+    from amp_clipfix.analysis.resolve import trainer_files_needed
+
+    trial = Collection(parsed=dict(collection.parsed), cache=collection.cache)
+    resolve_collection(root, contents, searchable, trial, parse=False)
+    if trial.errors:
+        return None
+    resolved = {path: file.sites for path, file in trial.parsed.items()}
+    return trainer_files_needed({**trial.unparsed, **resolved})
+
+
+def resolve_collection(
+    root: Path,
+    contents: dict[Path, bytes],
+    searchable: dict[Path, bytes],
+    collection: Collection,
+    parse: bool = True,
+) -> None:
+    """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
+    sites are parsed with libcst too, since only those can be fixed."""
+    from amp_clipfix.analysis.read import in_cell
+    from amp_clipfix.analysis.resolve import resolve
+    from amp_clipfix.analysis.summary import summarise
+
+    python = {path: data for path, data in searchable.items() if not is_config(path)}
+
+    def load(path: Path) -> Summary | None:
+        try:
+            text = adapter_for(path).load(path, contents[path]).text
+        except (SourceError, KeyError):
+            return None
+        return summarise(root, path, text)
+
+    files = {path: parsed.sites for path, parsed in collection.parsed.items()}
+    cache, key = collection.cache, ""
+    if cache is not None:
+        key = cache.project_key("resolve", python, sorted(files.items(), key=lambda i: str(i[0])))
+    cached = cache.load(key) if cache is not None else None
+    if isinstance(cached, dict):
+        resolved = cached
+    else:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20_000))
+        try:
+            resolved = resolve(root, files, python, load)
+        except RecursionError:
+            message = "the project resolution gave up (code nested too deeply)"
+            collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
+            return
+        finally:
+            sys.setrecursionlimit(limit)
+        if cache is not None:
+            cache.store(key, resolved)
+    for path, sites in resolved.items():
+        parsed = collection.parsed.get(path)
+        if parsed is not None and parsed.sites == sites:
+            continue
+        if not parse:
+            if parsed is not None:
+                collection.parsed[path] = replace(parsed, sites=sites)
+            else:
+                collection.unparsed[path] = sites
+            continue
+        fixable = any(site.fixable for site in sites.sites)
+        if parsed is None and not fixable:  # fit calls, unfixable sites: no libcst needed
+            try:
+                document = adapter_for(path).load(path, contents[path])
+            except SourceError:
+                continue
+            collection.parsed[path] = ReadFile(document, sites)
+            continue
+        if parsed is None or (parsed.tree is None and fixable and not is_config(path)):
+            fresh, error = parse_and_collect(path, contents[path])
+            if fresh is None:
+                if error is not None and path not in collection.attempted:
+                    collection.errors.append(error)
+                continue
+            if fresh.tree is None and not is_config(path):
+                import libcst as cst
+
+                fresh = replace(fresh, tree=cst.parse_module(fresh.document.text))
+            parsed = fresh
+        if parsed.document.locate(1)[0] is not None:  # a notebook: sites name their cell
+            sites = replace(
+                sites,
+                sites=tuple(
+                    site if site.cell is not None else in_cell(site, parsed.document)
+                    for site in sites.sites
+                ),
+            )
+        collection.parsed[path] = replace(parsed, sites=sites)
 
 
 def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
@@ -319,6 +462,8 @@ def collect_files(
     """Parse and collect `paths`, in a process pool when it pays; results in input order."""
     collection.attempted.update(paths)
     collection.progress.planned(len(paths))
+    if collection.cache is not None:
+        paths = [path for path in paths if not from_cache(collection, path, contents[path])]
     work = [(path, contents[path]) for path in paths]
     if jobs > 1 and len(work) > 1 and sum(len(data) for _, data in work) > PARALLEL_MIN_BYTES:
         for path, outcome in zip(paths, parse_in_pool(work, min(jobs, len(work)))):
@@ -356,10 +501,29 @@ def parse_isolated(path: Path, data: bytes) -> Outcome:
         return None, FileError(path, message, ErrorKind.PARSE)
 
 
+def from_cache(collection: Collection, path: Path, data: bytes) -> bool:
+    """A file whose sites the cache holds is loaded (no libcst) with those sites."""
+    assert collection.cache is not None
+    sites = collection.cache.get(path, data)
+    if sites is None:
+        return False
+    try:
+        document = adapter_for(path).load(path, data)
+    except SourceError:
+        return False
+    collect_outcome(collection, path, (ReadFile(document, sites), None), cached=True)
+    return True
+
+
 def collect_outcome(
-    collection: Collection, path: Path, outcome: tuple[ReadFile | None, FileError | None]
+    collection: Collection,
+    path: Path,
+    outcome: tuple[ReadFile | None, FileError | None],
+    cached: bool = False,
 ) -> None:
     parsed, error = outcome
+    if collection.cache is not None and parsed is not None and not cached:
+        collection.cache.put(path, parsed.document.source.data, parsed.sites)
     collection.files_parsed += 1
     collection.progress.done(1)
     if error is not None:
@@ -401,6 +565,10 @@ def fixed_file(
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
     from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
+    if file.tree is None and not is_config(file.document.path):  # sites read from the cache
+        import libcst as cst
+
+        file = replace(file, tree=cst.parse_module(file.document.text))
     return file.document.adapter.render(file.document, fixed_text(file, targets, target))
 
 

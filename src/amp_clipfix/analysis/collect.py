@@ -168,14 +168,27 @@ class SiteCollector(cst.CSTVisitor):
             self.unscaled_classes.add(self.class_stack[-1])
         for param in (*node.params.params, *node.params.kwonly_params):
             annotation = param.annotation
-            if annotation is not None and self.qualified_names(annotation.annotation) & (
-                names.FABRIC_CLASSES
-            ):
+            if annotation is not None and self.is_fabric_annotation(annotation.annotation):
                 self.bind_fabric(param.name.value, None)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         if original_node.name.value in UNSCALE_HELPERS and not self.class_stack:
             self.guard_depth -= 1
+
+    def is_fabric_annotation(self, annotation: cst.BaseExpression) -> bool:
+        """`fabric: Fabric`, `fabric: L.Fabric`, also as a string (`"Fabric"`, `Optional[...]`)."""
+        if self.qualified_names(annotation) & names.FABRIC_CLASSES:
+            return True
+        if isinstance(annotation, cst.SimpleString):
+            text = literal_value(annotation) or ""
+            return text.rsplit(".", 1)[-1].strip() == "Fabric"
+        if isinstance(annotation, cst.Subscript):
+            return any(
+                isinstance(element.slice, cst.Index)
+                and self.is_fabric_annotation(element.slice.value)
+                for element in annotation.slice
+            )
+        return False
 
     def visit_Comment(self, node: cst.Comment) -> None:
         codes = suppressed_codes(node.value)
@@ -213,6 +226,11 @@ class SiteCollector(cst.CSTVisitor):
         ):
             for target in node.targets:
                 self.bind_fabric(self.code(target.target), self.entry_of(node.value))
+        elif isinstance(node.value, (cst.Name, cst.Attribute)):
+            source = self.code(node.value)
+            if source in self.fabric_bindings:  # `self.fab = fabric`
+                for target in node.targets:
+                    self.bind_fabric(self.code(target.target), self.fabric_bindings[source])
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
@@ -220,7 +238,7 @@ class SiteCollector(cst.CSTVisitor):
         value = node.value
         if isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES:
             self.bind_fabric(self.code(node.target), self.entry_of(value))
-        elif self.qualified_names(node.annotation.annotation) & names.FABRIC_CLASSES:
+        elif self.is_fabric_annotation(node.annotation.annotation):
             self.bind_fabric(self.code(node.target), None)
 
     def entry_of(self, call: cst.Call) -> str:
@@ -256,6 +274,15 @@ class SiteCollector(cst.CSTVisitor):
                     break
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "clip_gradients":
             self.collect_clip(node)
+        elif (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "configure_gradient_clipping"
+            and isinstance(node.func.value, cst.Call)
+            and isinstance(node.func.value.func, cst.Name)
+            and node.func.value.func.value == "super"
+            and self.class_stack
+        ):
+            self.collect_super_clipping(node)
 
     def leave_Call(self, original_node: cst.Call) -> None:
         if self.entry_calls and self.entry_calls[-1] == self.entry_of(original_node):
@@ -412,6 +439,23 @@ class SiteCollector(cst.CSTVisitor):
             # The clip belongs to the Fabric its receiver holds, when that is known.
             bound = self.fabric_bindings.get(receiver_code)
             self.sites[-1] = replace(self.sites[-1], entry=bound)
+
+    def collect_super_clipping(self, call: cst.Call) -> None:
+        """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with
+        the value it passes; passing the hook's own parameter on leaves it to the Trainer."""
+        if self.guard_depth:
+            return
+        clip = positional_or_keyword(call, 1, "gradient_clip_val")
+        if clip is None or (
+            isinstance(clip.value, cst.Name) and clip.value.value == "gradient_clip_val"
+        ):
+            return
+        value = self.resolve_literal(clip.value)[1]
+        if value is not None and not is_clip_positive(value):
+            return
+        certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
+        detail = f"{self.code(call.func)}(gradient_clip_val={self.code(clip.value)})"
+        self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=False)
 
     def is_guardable(self, call: cst.Call) -> bool:
         """The guard fix wraps a whole statement line that only calls or assigns the clip."""

@@ -1,14 +1,19 @@
 """Link the sites of one project into groups of pieces; the rules (rules/) name them findings.
 
 The linking rule (also in the README):
-- Fabric path: within one module, a Fabric precision with a GradScaler (`16`, `"16"`, `"16-mixed"`
-  or a fabric `MixedPrecision` / `FSDPPrecision` plugin with one), a fused optimizer and a
-  `clip_gradients` call on a Fabric object make one finding.
-- Trainer path: within one project, every mixed-precision `Trainer` is assumed to train every
-  `LightningModule` subclass (direct or through project base classes). A module class whose methods
-  build a fused optimizer is a finding when some Trainer clips (`gradient_clip_val` > 0) or the
-  class itself calls `self.clip_gradients(...)`.
-A piece decided at run time turns the finding into a review finding (ACF003).
+- Fabric path: a `clip_gradients` call on a Fabric (followed through assignments, attributes,
+  parameters and annotations), the precision of that Fabric with a GradScaler (`16`, `"16"`,
+  `"16-mixed"` or a fabric `MixedPrecision` / `FSDPPrecision` plugin with one), and a fused
+  optimizer built in the clip's module or built elsewhere and used there, make one finding.
+- Trainer path: a module class (a LightningModule subclass, with its project bases and mixins)
+  whose methods build a fused optimizer (wherever `fused` is decided: a factory, a default, a
+  constant, a partial passed in), a mixed-precision Trainer that trains it, and clipping
+  (`gradient_clip_val` > 0, a Trainer subclass's `super().__init__`, `self.clip_gradients`,
+  a Callback's `pl_module.clip_gradients`, `super().configure_gradient_clipping`). A Trainer
+  whose `fit(...)` is followed to a class trains that class only; a class no followed `fit`
+  accounts for is linked to every Trainer whose fitted module is unknown, as a review finding.
+A piece decided at run time turns the finding into a review finding (ACF003). Library code
+(site-packages, Lightning's own package) is never a user site.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from amp_clipfix.analysis.resolve import is_library
 from amp_clipfix.models import (
     Certainty,
     ClassInfo,
@@ -34,6 +40,7 @@ class PathPieces:
     optimizers: tuple[Site, ...]
     clips: tuple[Site, ...]
     clip_known: bool
+    link_known: bool = True  # False: the Trainer's fitted module is not known (project-wide)
 
     def unknown(self) -> list[str]:
         """The pieces decided at run time, in the words the review message uses."""
@@ -44,6 +51,8 @@ class PathPieces:
             unknown.append("whether the optimizer is fused")
         if not self.clip_known:
             unknown.append("whether gradients are clipped")
+        if not self.link_known:
+            unknown.append("which module the Trainer trains")
         return unknown
 
     def complete(self) -> bool:
@@ -56,6 +65,7 @@ class TrainerSettings:
 
     precision: tuple[Site, ...]
     clips: tuple[Site, ...]
+    entry: str | None = None
 
 
 def sort_key(site: Site) -> tuple[str, int, int]:
@@ -70,35 +80,55 @@ def of_kind(sites: Iterable[Site], kind: SiteKind) -> tuple[Site, ...]:
     return tuple(site for site in sites if site.kind is kind)
 
 
+def user_sites(files: Sequence[FileSites]) -> list[Site]:
+    """Every site of the project except library code (site-packages, Lightning itself)."""
+    return [site for file in files for site in file.sites if not is_library(site.path)]
+
+
 def fabric_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[PathPieces]]:
-    """One group per module that clips on a Fabric (a Fabric finding lies in one module)."""
-    for file in files:
-        group = fabric_pieces(file, target)
+    """One group per module that clips on a Fabric: the optimizers built in it, or built
+    elsewhere (a factory, a default) and used in it. Before 2.0 Fabric has no
+    `clip_gradients`, so nothing can fail there."""
+    failing = target.fabric_failing_precisions
+    sites = user_sites(files)
+    precision = [
+        site
+        for site in of_kind(sites, SiteKind.FABRIC_PRECISION)
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
+    ]
+    optimizers = of_kind(sites, SiteKind.FUSED_OPTIMIZER)
+    clips = of_kind(sites, SiteKind.FABRIC_CLIP)
+    for path in sorted({clip.path for clip in clips}, key=str):
+        here = [s for s in clips if s.path == path]
+        # The clip's module, and the module of the Fabric its receiver holds.
+        places = {str(path)} | {c.entry.rsplit(":", 2)[0] for c in here if c.entry}
+        group = fabric_pieces(
+            [s for s in precision if s.path == path or s.entry is not None],
+            [s for s in optimizers if str(s.path) in places or places & set(s.users)],
+            here,
+        )
         if group:
             yield group
 
 
-def fabric_pieces(file: FileSites, target: Target) -> list[PathPieces]:
-    """Per clip call: the precision of the Fabric its receiver holds (any Fabric's when the
-    receiver is not bound to a known `Fabric(...)` call in this module). Before 2.0 Fabric has
-    no `clip_gradients`, so nothing can fail there."""
-    failing = target.fabric_failing_precisions
-    precision = [
-        site
-        for site in of_kind(file.sites, SiteKind.FABRIC_PRECISION)
-        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
-    ]
-    optimizers = of_kind(file.sites, SiteKind.FUSED_OPTIMIZER)
+def fabric_pieces(
+    precision: Sequence[Site], optimizers: Sequence[Site], clips: Sequence[Site]
+) -> list[PathPieces]:
+    """Per clip call: the precision of the Fabric its receiver holds (any Fabric's of its
+    module when the receiver is not bound to a known `Fabric(...)` call)."""
     candidates = [
         PathPieces(
             tuple(
-                site for site in precision if clip.entry is None or site.entry in (None, clip.entry)
+                site
+                for site in precision
+                if (site.entry is not None and site.entry == clip.entry)
+                or (site.path == clip.path and (clip.entry is None or site.entry is None))
             ),
-            optimizers,
+            tuple(optimizers),
             (clip,),
             clip_known=True,
         )
-        for clip in of_kind(file.sites, SiteKind.FABRIC_CLIP)
+        for clip in clips
     ]
     return [pieces for pieces in candidates if pieces.complete()]
 
@@ -119,6 +149,7 @@ def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSetti
         TrainerSettings(
             precision=free_plugins + tuple(s for s in precision if s.entry == entry),
             clips=tuple(s for s in clips if s.entry == entry),
+            entry=entry,
         )
         for entry in entries
     ]
@@ -126,8 +157,13 @@ def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSetti
 
 
 def trainer_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[PathPieces]]:
-    """One group for the optimizers of YAML configs, one per LightningModule class."""
-    sites = [site for file in files for site in file.sites]
+    """One group for the optimizers of YAML configs, one per module class.
+
+    A Trainer whose `fit(...)` is followed to a module class trains that class only; a module
+    class no followed `fit` accounts for is linked to the Trainers whose fitted module is not
+    known, as a review finding (a YAML trainer section is the LightningCLI's: every class).
+    """
+    sites = user_sites(files)
     trainers = trainer_settings(sites, target)
     config_optimizers = tuple(
         site
@@ -143,27 +179,72 @@ def trainer_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[
         candidates = [pieces for pieces in candidates if pieces.complete()]
         if candidates:
             yield candidates
-    for module_class in lightning_module_classes(files) if trainers else []:
-        if module_class.clips_unscaled:
-            continue  # fixed: its configure_gradient_clipping clips fused optimizers itself
-        owned = [
-            site
-            for site in sites
-            if site.owner == module_class.name and site.path == module_class.path
-        ]
+    if not trainers:
+        return
+    fits = [fit for file in files for fit in file.fits]
+    fitted: dict[str, set[str]] = {}
+    for fit in fits:
+        if fit.trainer is not None and fit.module_class is not None:
+            fitted.setdefault(fit.module_class, set()).add(fit.trainer)
+    known_entries = {
+        fit.trainer for fit in fits if fit.trainer is not None and fit.module_class is not None
+    }
+    unknown_entries = {
+        trainer.entry
+        for trainer in trainers
+        if trainer.entry not in known_entries
+        or any(f.trainer == trainer.entry and f.module_class is None for f in fits)
+    }
+    seen: set[frozenset[Site]] = set()  # classes sharing every piece make one finding
+    # fixed: their configure_gradient_clipping clips fused optimizers itself
+    unscaled = {class_key(info) for file in files for info in file.classes if info.clips_unscaled}
+    for key in module_class_keys(files, sites):
+        if key in unscaled:
+            continue
+        owned = [site for site in sites if owns(key, site)]
+        optimizers = of_kind(owned, SiteKind.FUSED_OPTIMIZER)
+        if not optimizers:
+            continue
         module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
-        candidates = [
-            PathPieces(
-                trainer.precision,
-                of_kind(owned, SiteKind.FUSED_OPTIMIZER),
-                trainer.clips + module_clips,
-                clip_known=is_known(trainer.clips) or is_known(module_clips),
+        candidates = []
+        for trainer in trainers:
+            always = trainer.entry is not None and trainer.entry.startswith("yaml:")
+            if key in fitted and trainer.entry not in fitted[key] and not always:
+                continue
+            if key not in fitted and trainer.entry not in unknown_entries and not always:
+                continue
+            candidates.append(
+                PathPieces(
+                    trainer.precision,
+                    optimizers,
+                    trainer.clips + module_clips,
+                    clip_known=is_known(trainer.clips) or is_known(module_clips),
+                    link_known=key in fitted or always,
+                )
             )
-            for trainer in trainers
-        ]
         candidates = [pieces for pieces in candidates if pieces.complete()]
-        if candidates:
+        pieces_sites = frozenset(
+            site for p in candidates for site in (*p.precision, *p.optimizers, *p.clips)
+        )
+        if candidates and pieces_sites not in seen:
+            seen.add(pieces_sites)
             yield candidates
+
+
+def class_key(info: ClassInfo) -> str:
+    return f"{info.path}::{info.name}"
+
+
+def owns(key: str, site: Site) -> bool:
+    """A module class owns the sites of its own methods and those its users name (a factory's
+    literal, a mixin's optimizer, an `__init__` default)."""
+    return key in site.users or (site.owner is not None and f"{site.path}::{site.owner}" == key)
+
+
+def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[str]:
+    keys = {class_key(info) for info in lightning_module_classes(files)}
+    keys.update(user for site in sites for user in site.users if "::" in user)
+    return sorted(keys)
 
 
 def lightning_module_classes(files: Sequence[FileSites]) -> list[ClassInfo]:

@@ -53,6 +53,7 @@ def finding_details(finding: Finding) -> list[str]:
     ]
     if finding.review:
         lines.append(f"  review: {finding.review}")
+    lines.extend(f"  note: {note}" for note in finding.notes)
     if finding.fix is not None:
         label = "safe" if finding.fix.safe else "unsafe"
         lines.append(f"  fix ({finding.fix.strategy.value}): {label}: {finding.fix.safety}")

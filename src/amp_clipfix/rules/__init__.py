@@ -54,6 +54,7 @@ def make_finding(rule: Rule, candidates: Sequence[PathPieces]) -> Finding:
             Confidence.HIGH,
             sites,
             suppressed=is_suppressed(rule.code, sites),
+            notes=site_notes(sites),
         )
     review = f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
     conditions = " and ".join(acf003.CONDITIONS[piece] for piece in unknown)
@@ -65,7 +66,13 @@ def make_finding(rule: Rule, candidates: Sequence[PathPieces]) -> Finding:
         sites,
         review=review,
         suppressed=is_suppressed(REVIEW.code, sites),
+        notes=site_notes(sites),
     )
+
+
+def site_notes(sites: Sequence[Site]) -> tuple[str, ...]:
+    """What the analysis says about a site's place (e.g. that it serves other callers too)."""
+    return tuple(sorted({site.note for site in sites if site.note}))
 
 
 def is_suppressed(code: str, sites: Sequence[Site]) -> bool:

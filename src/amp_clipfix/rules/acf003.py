@@ -15,6 +15,7 @@ CONDITIONS = {
     "the precision": "the precision chosen at run time is mixed",
     "whether the optimizer is fused": "the optimizer is fused",
     "whether gradients are clipped": "gradients are clipped",
+    "which module the Trainer trains": "the Trainer trains this module",
 }
 
 WHY = f"On the Fabric path:\n\n{acf001.WHY}\n\nOn the Trainer path:\n\n{acf002.WHY}"

@@ -77,6 +77,11 @@ def called_name(func: ast.expr) -> str | None:
     return None
 
 
+def may_clip(data: bytes) -> bool:
+    """A `clip_gradients` call (a Fabric whose optimizer is built elsewhere, a Callback)."""
+    return b"clip_gradients" in data
+
+
 def may_configure_fused_optimizer(data: bytes) -> bool:
     """A YAML config with a `fused:` key (LightningCLI `init_args`, Hydra, a flat optimizer)."""
     return FUSED_WORD in data and CONFIG_FUSED.search(data) is not None

@@ -1,0 +1,85 @@
+"""An on-disk cache of per-file collection results, keyed by content hash and tool version.
+
+Like ruff's: a folder in the project root (`.amp_clipfix_cache/`) that ignores itself in git
+(its own `.gitignore` holds `*`). Entries are written to a temporary file and renamed into
+place, so two runs sharing the folder never read half an entry; an entry that cannot be read is
+a miss. `--no-cache` bypasses it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from amp_clipfix import __version__
+from amp_clipfix.models import FileSites
+
+CACHE_DIR = ".amp_clipfix_cache"
+FORMAT = "1"  # bump when the cached data's shape changes
+
+
+class Cache:
+    def __init__(self, root: Path) -> None:
+        self.folder = root / CACHE_DIR / f"v{__version__}-{FORMAT}"
+        self.ready = False
+
+    def key(self, path: Path, data: bytes) -> str:
+        digest = hashlib.sha256()
+        digest.update(f"{__version__}\0{FORMAT}\0{path}\0".encode("utf-8", "surrogateescape"))
+        digest.update(data)
+        return digest.hexdigest()
+
+    def get(self, path: Path, data: bytes) -> FileSites | None:
+        value = self.load(self.key(path, data))
+        return value if isinstance(value, FileSites) and value.path == path else None
+
+    def put(self, path: Path, data: bytes, sites: FileSites) -> None:
+        self.store(self.key(path, data), sites)
+
+    def project_key(self, stage: str, inputs: dict[Path, bytes], sites: object) -> str:
+        """A project resolution depends on every file's text and on the collected sites."""
+        digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{stage}\0".encode())
+        for path in sorted(inputs):
+            digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(hashlib.sha256(inputs[path]).digest())
+        digest.update(pickle.dumps(sites, protocol=pickle.HIGHEST_PROTOCOL))
+        return "project-" + digest.hexdigest()
+
+    def load(self, key: str) -> object | None:
+        entry = self.folder / key[-2:] / key
+        try:
+            with entry.open("rb") as handle:
+                return pickle.load(handle)
+        except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
+            return None
+
+    def store(self, key: str, value: object) -> None:
+        folder = self.folder / key[-2:]
+        try:
+            self.prepare()
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            with os.fdopen(handle, "wb") as stream:
+                pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, folder / key)
+        except OSError:
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(temporary)
+
+    def prepare(self) -> None:
+        """Create the folder with a `.gitignore` that ignores everything in it."""
+        if self.ready:
+            return
+        root = self.folder.parent
+        root.mkdir(parents=True, exist_ok=True)
+        ignore = root / ".gitignore"
+        if not ignore.exists():
+            handle, temporary = tempfile.mkstemp(dir=root, prefix=".tmp-")
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write("# Created by amp-clipfix automatically.\n*\n")
+            os.replace(temporary, ignore)
+        self.ready = True

@@ -1,0 +1,654 @@
+"""The per-project resolution: sites the per-file collector cannot see alone.
+
+Over the files' summaries (summary.py) and the evaluator (evaluate.py) it
+- refines sites decided at run time in their own file (`fused=self.hparams.fused`,
+  `Trainer(**cfg)`, `Fabric(precision=precision)`) to the literals that decide them: an
+  `__init__` default, a dict entry, a module constant, a factory's argument;
+- finds optimizers built elsewhere (factories and their `**kwargs`, mixins and base classes,
+  `functools.partial` / lambdas passed into `__init__`, `getattr(torch.optim, name)`, any call
+  passing `fused` whose callee cannot be followed) for each module class and each file that
+  clips on a Fabric;
+- finds Trainer subclasses configured in `super().__init__(...)`, clipping in Callbacks and in
+  `super().configure_gradient_clipping(...)`, and Fabric clips whose receiver is a parameter;
+- follows `trainer.fit(model, ...)` to the Trainer and the module class it trains.
+Library code (site-packages, Lightning's own package) is never a user site.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.evaluate import (
+    CALLBACK_CLASSES,
+    Ctx,
+    Evaluator,
+    is_method,
+    super_init_call,
+)
+from amp_clipfix.analysis.collect import UNSCALE_HELPERS
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.suppression import suppressed_codes
+from amp_clipfix.analysis.values import (
+    ClsV,
+    FabricV,
+    Inst,
+    Lit,
+    Opaque,
+    Opt,
+    TrainerV,
+    TupleV,
+)
+from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+
+LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+LIGHTNING_PACKAGES = (("lightning", "pytorch"), ("lightning", "fabric"), ("pytorch_lightning",))
+LIGHTNING_PACKAGES += (("lightning_fabric",),)
+# Files whose classes may be module classes: they name Lightning or build optimizers in the hook
+# (a module class deriving from a project base in a file with neither is found through its hook).
+CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
+
+
+def is_library(path: Path) -> bool:
+    """Code under site-packages, or inside Lightning's own package, is never a user site."""
+    parts = path.parts
+    if LIBRARY_DIRS & set(parts):
+        return True
+    for package in LIGHTNING_PACKAGES:
+        width = len(package)
+        for index in range(len(parts) - width):
+            if tuple(parts[index : index + width]) == package:
+                return True
+    return False
+
+
+@dataclass
+class Found:
+    """Sites and fit calls the resolution adds, per file."""
+
+    sites: dict[Path, list[Site]]
+    fits: dict[Path, list[FitCall]]
+    drop: set[tuple[Path, Span, SiteKind]]  # run-time sites replaced by what decides them
+
+
+def clip_positive(value: str) -> bool:
+    try:
+        return float(value) > 0
+    except ValueError:
+        return False
+
+
+class Resolution:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        files: dict[Path, FileSites],
+        contents: dict[Path, bytes],
+    ) -> None:
+        self.ev = evaluator
+        self.files = files
+        self.contents = contents
+        self.found = Found({}, {}, set())
+        self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
+
+    # -- output --------------------------------------------------------------------------------
+
+    def add(self, site: Site) -> None:
+        if is_library(site.path):
+            return
+        site = with_suppressions(site, self.contents.get(site.path, b""))
+        sites = self.found.sites.setdefault(site.path, [])
+        for index, old in enumerate(sites):
+            if (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry):
+                users = tuple(sorted(set(old.users) | set(site.users)))
+                sites[index] = replace(old, users=users)
+                return
+        sites.append(site)
+
+    def site(
+        self,
+        kind: SiteKind,
+        value: object,
+        detail: str,
+        entry: str | None = None,
+        users: tuple[str, ...] = (),
+        fixable: bool = True,
+    ) -> Site | None:
+        """A site at a literal (known) or at an expression decided at run time."""
+        node = value.node  # type: ignore[attr-defined]
+        summary: Summary = value.summary  # type: ignore[attr-defined]
+        if not hasattr(node, "lineno"):
+            return None
+        function, cls = summary.enclosing(node)
+        if isinstance(value, Lit):
+            shared = kind is SiteKind.FUSED_OPTIMIZER
+            return Site(
+                kind,
+                summary.path,
+                summary.span(node),
+                Certainty.KNOWN,
+                detail,
+                value.value,
+                owner=cls.name if cls is not None else None,
+                fixable=fixable,
+                entry=entry,
+                users=users,
+                note=self.shared_note(summary, node, function) if shared else None,
+            )
+        return Site(
+            kind,
+            summary.path,
+            summary.span(node),
+            Certainty.RUNTIME,
+            detail,
+            None,
+            owner=cls.name if cls is not None else None,
+            fixable=False,
+            entry=entry,
+            users=users,
+        )
+
+    def shared_note(self, summary: Summary, node: ast.AST, function: ast.AST | None) -> str | None:
+        """A default or a factory's literal decides `fused` for every call of its function:
+        say so when the project calls it from more than one place."""
+        if function is None or isinstance(function, ast.Lambda) or is_method(summary, function):
+            return None
+        calls = self.ev.callers(function, self.ev.ctx_of(summary, function))
+        if len(calls) < 2:
+            return None
+        where = sorted({f"{c.summary.path.name}:{call.lineno}" for call, c in calls})
+        shown = ", ".join(where[:5]) + (", ..." if len(where) > 5 else "")
+        return (
+            f"fused is decided at {summary.path.name}:{summary.span(node).line} in "
+            f"{getattr(function, 'name', 'a function')}(), which serves {len(calls)} calls "
+            f"({shown}): changing it there changes every one of them"
+        )
+
+    # -- the three searches --------------------------------------------------------------------
+
+    def run(self) -> Found:
+        self.refine_runtime_sites()
+        self.module_optimizers()
+        self.trainer_subclasses()
+        self.clip_calls()
+        self.fabric_optimizers()
+        self.fit_calls()
+        return self.found
+
+    def summaries_with(self, *words: bytes) -> Iterator[Summary]:
+        for path, data in self.contents.items():
+            if any(word in data for word in words) and not is_library(path):
+                summary = self.ev.summary(path)
+                if summary is not None:
+                    yield summary
+
+    # -- refining run-time sites ---------------------------------------------------------------
+
+    def refine_runtime_sites(self) -> None:
+        for path, file in self.files.items():
+            summary = self.ev.summary(path)
+            if summary is None:
+                continue
+            nodes = None
+            for site in file.sites:
+                if site.certainty is not Certainty.RUNTIME:
+                    continue
+                if nodes is None:
+                    nodes = expression_starts(summary)
+                node = nodes.get((site.span.line, site.span.column))
+                if node is None:
+                    continue
+                self.refine(summary, site, node)
+
+    def refine(self, summary: Summary, site: Site, node: ast.AST) -> None:
+        ctx = self.ev.ctx_of(summary, node)
+        key = {
+            SiteKind.FUSED_OPTIMIZER: "fused",
+            SiteKind.TRAINER_PRECISION: "precision",
+            SiteKind.FABRIC_PRECISION: "precision",
+            SiteKind.TRAINER_CLIP: "gradient_clip_val",
+        }.get(site.kind)
+        if key is None or "with fused=" in site.detail:
+            return
+        if "may set" in site.detail:
+            values = self.spread_values(summary, node, key, ctx)
+        else:
+            values = self.ev.ev(node, ctx)
+        if values is None or any(not isinstance(v, Lit) for v in values):
+            return
+        counted = [v for v in values if self.counts(site.kind, v.value)]  # type: ignore[union-attr]
+        decided = len(counted) in (0, len(values))  # not chosen at run time between literals
+        if not decided and site.kind is not SiteKind.FUSED_OPTIMIZER:
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        for value in counted:
+            detail = f"{site.detail}, decided here"
+            fixable = site.kind is not SiteKind.TRAINER_CLIP
+            new = self.site(site.kind, value, detail, site.entry, fixable=fixable)
+            if new is None:
+                continue
+            if not decided:
+                new = replace(new, certainty=Certainty.RUNTIME)
+            new = replace(new, owner=site.owner, users=site.users or new.users)
+            self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
+            self.add(new)
+
+    def spread_values(
+        self, summary: Summary, node: ast.AST, key: str, ctx: Ctx
+    ) -> list[object] | None:
+        """`**spread` of a Fabric / Trainer call: the values it gives `key`, None if unknown."""
+        values: list[object] = []
+        for value in self.ev.ev(node, ctx):
+            entries = getattr(value, "entries", None)
+            if entries is None or not value.closed:  # type: ignore[attr-defined]
+                return None
+            values.extend(self.ev.force(entries.get(key, [])))
+        return values
+
+    def counts(self, kind: SiteKind, value: str) -> bool:
+        if kind is SiteKind.FUSED_OPTIMIZER:
+            return value == "True"
+        if kind is SiteKind.TRAINER_CLIP:
+            return clip_positive(value)
+        return names.is_mixed_precision(value)
+
+    # -- optimizers ----------------------------------------------------------------------------
+
+    def module_optimizers(self) -> None:
+        """For every class that is (or may be fitted as) a module: the optimizers its methods
+        and those of its project bases build, wherever their `fused` is decided."""
+        for summary in self.summaries_with(*CLASS_WORDS):
+            for node in ast.walk(summary.tree):
+                if isinstance(node, ast.ClassDef):
+                    self.class_optimizers(ClsV(node, summary))
+
+    def class_optimizers(self, cls: ClsV) -> None:
+        """A module class's optimizers (its mixins' and bases' methods included)."""
+        if not self.ev.derives_from(cls, names.LIGHTNING_MODULE_CLASSES):
+            return
+        for klass in self.ev.mro(cls):
+            if not isinstance(klass, ClsV):
+                continue
+            for method in klass.node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    ctx = self.ev.ctx(klass.summary, method, klass.node)
+                    for opt in self.optimizers_in(method, ctx):
+                        self.optimizer_sites(opt, (cls.key,))
+
+    def optimizers_in(self, function: ast.AST, ctx: Ctx) -> Iterator[Opt]:
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and self.may_build(node):
+                for value in self.ev.ev(node, self.ev.ctx_of(ctx.summary, node)):
+                    if isinstance(value, Opt):
+                        yield value
+
+    def may_build(self, call: ast.Call) -> bool:
+        """Cheap test before evaluating a call: a method `self.log(...)` builds nothing."""
+        func = call.func
+        return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
+
+    def optimizer_sites(self, opt: Opt, users: tuple[str, ...]) -> None:
+        """Sites where the optimizer's `fused` is decided, unless the file's collector has
+        them already (then they only learn who uses them)."""
+        if is_library(opt.summary.path):
+            return
+        call_span = opt.summary.span(opt.call)
+        existing = self.files.get(opt.summary.path)
+        collected = [
+            site
+            for site in (existing.sites if existing is not None else ())
+            if site.kind is SiteKind.FUSED_OPTIMIZER and within(site.span, call_span)
+        ]
+        if collected:  # the collector has this call; refine_runtime_sites follows its value
+            for site in collected:
+                key = (site.path, site.span, site.kind)
+                for new in self.refined.get(key, []) if key in self.found.drop else [site]:
+                    self.add(replace(new, users=tuple(sorted({*new.users, *users}))))
+            return
+        interesting = [
+            v
+            for v in opt.fused
+            if isinstance(v, Opaque) or (isinstance(v, Lit) and v.value == "True")
+        ]
+        decided = all(isinstance(v, Lit) and v.value == "True" for v in opt.fused)
+        for value in interesting:
+            name = call_name(opt.call)
+            code = segment(value.summary, value.node)
+            detail = f"{name}(fused={code})"
+            site = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
+            if site is not None:
+                if not decided:
+                    site = replace(site, certainty=Certainty.RUNTIME)
+                self.add(site)
+
+    def fabric_optimizers(self) -> None:
+        """A file that clips on a Fabric: the optimizers its code builds, wherever."""
+        paths = {
+            site.path
+            for sites in (
+                *(f.sites for f in self.files.values()),
+                *self.found.sites.values(),
+            )
+            for site in sites
+            if site.kind is SiteKind.FABRIC_CLIP
+        }
+        for path in sorted(paths):
+            summary = self.ev.summary(path)
+            if summary is None:
+                continue
+            for node in ast.walk(summary.tree):
+                if isinstance(node, ast.Call) and self.may_build(node):
+                    for value in self.ev.ev(node, self.ev.ctx_of(summary, node)):
+                        if isinstance(value, Opt):
+                            self.optimizer_sites(value, (str(path),))
+
+    # -- Trainer subclasses, clips -------------------------------------------------------------
+
+    def trainer_subclasses(self) -> None:
+        for summary in self.summaries_with(b"Trainer"):
+            for node in ast.walk(summary.tree):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                cls = ClsV(node, summary)
+                call = super_init_call(node)
+                if call is None or not self.ev.derives_from(cls, names.TRAINER_CLASSES):
+                    continue
+                self.entry_sites(summary, call, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
+
+    def entry_sites(
+        self, summary: Summary, call: ast.Call, precision: SiteKind, clip: SiteKind
+    ) -> None:
+        entry = summary.entry(call)
+        ctx = self.ev.ctx_of(summary, call)
+        for key, kind in (("precision", precision), ("gradient_clip_val", clip)):
+            values: list[object] = []
+            for keyword in call.keywords:
+                if keyword.arg == key:
+                    values.extend(self.ev.ev(keyword.value, ctx))
+                elif keyword.arg is None:
+                    for spread in self.ev.ev(keyword.value, ctx):
+                        entries = getattr(spread, "entries", None)
+                        if entries is not None:
+                            values.extend(self.ev.force(entries.get(key, [])))
+            for value in values:
+                if isinstance(value, Lit) and not self.counts(kind, value.value):
+                    continue
+                if not isinstance(value, (Lit, Opaque)):
+                    continue
+                detail = f"super().__init__({key}=...) of a Trainer subclass"
+                site = self.site(kind, value, detail, entry, fixable=kind is precision)
+                if site is not None:
+                    self.add(site)
+
+    def clip_calls(self) -> None:
+        """`x.clip_gradients(...)` the file's collector did not take: a Fabric reached through
+        a parameter, or a LightningModule clipped from a Callback hook."""
+        for summary in self.summaries_with(b"clip_gradients"):
+            existing = self.files.get(summary.path)
+            taken = {(s.span.line, s.span.column) for s in (existing.sites if existing else ())}
+            for call in summary.calls("clip_gradients"):
+                span = summary.span(call)
+                if (span.line, span.column) in taken or not isinstance(call.func, ast.Attribute):
+                    continue
+                if is_guarded(summary, call):
+                    continue
+                self.clip_call(summary, call, span)
+
+    def clip_call(self, summary: Summary, call: ast.Call, span: Span) -> None:
+        ctx = self.ev.ctx_of(summary, call)
+        receiver = self.ev.ev(call.func.value, ctx)  # type: ignore[attr-defined]
+        fabrics = [v for v in receiver if isinstance(v, FabricV)]
+        detail = f"{segment(summary, call.func)}(...)"
+        owner = ctx.cls.name if ctx.cls is not None else None
+        for fabric in fabrics:
+            site = Site(
+                SiteKind.FABRIC_CLIP,
+                summary.path,
+                span,
+                Certainty.KNOWN,
+                detail,
+                None,
+                owner=owner,
+                fixable=False,
+                entry=fabric.entry,
+            )
+            self.add(site)
+        if fabrics or ctx.cls is None:
+            return
+        if not self.ev.derives_from(ClsV(ctx.cls, summary), CALLBACK_CLASSES):
+            return
+        entries = self.trainers_with_callback(ClsV(ctx.cls, summary))
+        value = call.args[1] if len(call.args) > 1 else None
+        for keyword in call.keywords:
+            if keyword.arg == "gradient_clip_val":
+                value = keyword.value
+        literal = (
+            None
+            if value is None
+            else ast.literal_eval(value)
+            if isinstance(value, ast.Constant)
+            else None
+        )
+        if literal is not None and not clip_positive(str(literal)):
+            return
+        certainty = Certainty.KNOWN if literal is not None else Certainty.RUNTIME
+        for entry in entries:
+            self.add(
+                Site(
+                    SiteKind.TRAINER_CLIP,
+                    summary.path,
+                    span,
+                    certainty,
+                    f"{detail} in a Callback",
+                    None if literal is None else str(literal),
+                    owner=owner,
+                    fixable=False,
+                    entry=entry,
+                )
+            )
+
+    def trainers_with_callback(self, callback: ClsV) -> list[str]:
+        entries = []
+        for summary in self.summaries_with(b"callbacks"):
+            for call in summary.calls("Trainer") + [
+                c for c in ast.walk(summary.tree) if isinstance(c, ast.Call)
+            ]:
+                keyword = next((k for k in call.keywords if k.arg == "callbacks"), None)
+                if keyword is None:
+                    continue
+                ctx = self.ev.ctx_of(summary, call)
+                trainers = [v for v in self.ev.ev(call, ctx) if isinstance(v, TrainerV)]
+                if not trainers:
+                    continue
+                for item in flatten(self.ev, self.ev.ev(keyword.value, ctx)):
+                    if isinstance(item, Inst) and any(
+                        isinstance(b, ClsV) and b.node is callback.node
+                        for b in self.ev.mro(item.cls)
+                    ):
+                        entries.extend(trainer.entry for trainer in trainers)
+        return sorted(set(entries))
+
+    # -- fit -----------------------------------------------------------------------------------
+
+    def fit_calls(self) -> None:
+        for summary in self.summaries_with(b".fit("):
+            for call in summary.calls("fit"):
+                if not isinstance(call.func, ast.Attribute):
+                    continue
+                ctx = self.ev.ctx_of(summary, call)
+                trainers = [v for v in self.ev.ev(call.func.value, ctx) if isinstance(v, TrainerV)]
+                if not trainers:
+                    continue
+                model = call.args[0] if call.args else None
+                for keyword in call.keywords:
+                    if keyword.arg == "model":
+                        model = keyword.value
+                classes: set[str | None] = set()
+                for value in self.ev.ev(model, ctx) if model is not None else []:
+                    classes.add(value.cls.key if isinstance(value, Inst) else None)
+                for trainer in trainers:
+                    for key in sorted(classes, key=str) or [None]:
+                        fit = FitCall(trainer.entry, key)
+                        self.found.fits.setdefault(summary.path, []).append(fit)
+
+
+NEVER_OPTIMIZERS = frozenset(
+    {"log", "log_dict", "parameters", "named_parameters", "view", "size", "to", "item"}
+)
+
+
+def flatten(ev: Evaluator, values: Iterable[object]) -> Iterator[object]:
+    for value in values:
+        if isinstance(value, TupleV):
+            for item in value.items:
+                yield from ev.force(item)
+        else:
+            yield value
+
+
+def is_guarded(summary: Summary, node: ast.AST) -> bool:
+    """A clip call inside `if can_clip_gradients(...):` was fixed by the guard."""
+    parents = summary.parents()
+    current = parents.get(id(node))
+    while current is not None:
+        if isinstance(current, ast.FunctionDef) and current.name in UNSCALE_HELPERS:
+            return True  # the unscale fix's helpers call Lightning's clipping themselves
+        if (
+            isinstance(current, ast.If)
+            and isinstance(current.test, ast.Call)
+            and isinstance(current.test.func, ast.Name)
+            and current.test.func.id == names.GUARD_HELPER
+        ):
+            return True
+        current = parents.get(id(current))
+    return False
+
+
+def within(inner: Span, outer: Span) -> bool:
+    return (inner.line, inner.column) >= (outer.line, outer.column) and (
+        inner.end_line,
+        inner.end_column,
+    ) <= (outer.end_line, outer.end_column)
+
+
+def call_name(call: ast.Call) -> str:
+    try:
+        return ast.unparse(call.func)
+    except Exception:  # noqa: BLE001 - only a label
+        return "optimizer"
+
+
+_SOURCES: dict[int, str] = {}
+
+
+def source_of(summary: Summary) -> str:
+    key = id(summary)
+    if key not in _SOURCES:
+        _SOURCES[key] = b"\n".join(summary.lines).decode("utf-8", "replace")
+    return _SOURCES[key]
+
+
+def segment(summary: Summary, node: ast.AST) -> str:
+    try:
+        return ast.get_source_segment(source_of(summary), node) or "..."
+    except (IndexError, ValueError):
+        return "..."
+
+
+def expression_starts(summary: Summary) -> dict[tuple[int, int], ast.AST]:
+    """Expression nodes by (line, character column) of their start; the outermost wins, and a
+    `**spread` keyword is found at its `**`."""
+    starts: dict[tuple[int, int], ast.AST] = {}
+    for node in ast.walk(summary.tree):
+        if isinstance(node, ast.keyword) and node.arg is None:
+            span = summary.span(node)
+            starts.setdefault((span.line, span.column), node.value)
+        elif isinstance(node, ast.expr):
+            span = summary.span(node)
+            starts.setdefault((span.line, span.column), node)
+    return starts
+
+
+def resolve(
+    root: Path,
+    files: dict[Path, FileSites],
+    contents: dict[Path, bytes],
+    load: Callable[[Path], Summary | None],
+) -> dict[Path, FileSites]:
+    """The files' sites after the project resolution (files without sites may appear)."""
+    from amp_clipfix.analysis.summary import module_name
+
+    summaries: dict[Path, Summary] = {}
+    python = {path: data for path, data in contents.items() if path.suffix in (".py", ".ipynb")}
+
+    def files_with(word: str) -> list[Path]:
+        encoded = word.encode("utf-8")
+        return [path for path, data in python.items() if encoded in data]
+
+    evaluator = Evaluator(summaries, load, files_with)
+    evaluator.index_modules({module_name(root, path)[0]: path for path in python})
+    found = Resolution(evaluator, files, python).run()
+    result = dict(files)
+    for path in set(found.sites) | set(found.fits) | {p for p, _, _ in found.drop}:
+        file = result.get(path, FileSites(path=path))
+        kept = [site for site in file.sites if (site.path, site.span, site.kind) not in found.drop]
+        added = [
+            site
+            for site in found.sites.get(path, [])
+            if not any(
+                (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry)
+                for old in kept
+            )
+        ]
+        merged = [merge_users(site, found.sites.get(path, [])) for site in kept]
+        result[path] = replace(
+            file,
+            sites=tuple(merged + added),
+            fits=tuple(file.fits) + tuple(found.fits.get(path, [])),
+        )
+    return result
+
+
+def with_suppressions(site: Site, data: bytes) -> Site:
+    """`# amp-clipfix: ignore[...]` on a line of the site (as the collector reads comments)."""
+    lines = data.splitlines()
+    codes: frozenset[str] = frozenset()
+    for number in range(site.span.line, site.span.end_line + 1):
+        if 0 < number <= len(lines) and b"#" in lines[number - 1]:
+            line = lines[number - 1].decode("utf-8", "replace")
+            codes |= suppressed_codes(line[line.index("#") :])
+    return replace(site, suppressed_codes=codes) if codes else site
+
+
+def merge_users(site: Site, found: list[Site]) -> Site:
+    for other in found:
+        if (other.kind, other.span, other.entry) == (site.kind, site.span, site.entry):
+            users = tuple(sorted(set(site.users) | set(other.users)))
+            return replace(site, users=users)
+    return site
+
+
+def trainer_files_needed(resolved: dict[Path, FileSites]) -> set[Path] | None:
+    """The files whose Trainers can take part, from a first resolution: those of the Trainers
+    a followed `fit` links to a module class with a fused optimizer; None when some such class
+    has no followed fit (then every Trainer may train it) or a config holds a fused optimizer."""
+    sites = [site for file in resolved.values() for site in file.sites]
+    fits = [fit for file in resolved.values() for fit in file.fits]
+    needed: set[Path] = set()
+    for site in sites:
+        if site.kind is not SiteKind.FUSED_OPTIMIZER or is_library(site.path):
+            continue
+        if site.path.suffix in (".yaml", ".yml"):
+            return None
+        keys = {user for user in site.users if "::" in user}
+        if site.owner is not None:
+            keys.add(f"{site.path}::{site.owner}")
+        for key in keys:
+            entries = [fit.trainer for fit in fits if fit.module_class == key and fit.trainer]
+            if not entries and any(user == key for user in site.users):
+                return None
+            needed.update(Path(entry.rsplit(":", 2)[0]) for entry in entries)
+    return needed

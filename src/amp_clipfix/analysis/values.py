@@ -1,0 +1,125 @@
+"""Symbolic values: what an expression may hold, as far as the project's code tells.
+
+The project resolution (resolve.py) evaluates expressions to lists of these; a list with an
+`Opaque` in it means "decided at run time" somewhere.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from amp_clipfix.analysis.summary import Summary
+
+
+@dataclass(eq=False)
+class Lit:
+    """A literal written in the code (`True`, `"16-mixed"`, `1.0`) and where it is written."""
+
+    value: str
+    node: ast.AST
+    summary: Summary
+
+
+@dataclass(eq=False)
+class Opaque:
+    """A value the code does not decide (arguments from outside, environment, arithmetic)."""
+
+    node: ast.AST
+    summary: Summary
+
+
+@dataclass(eq=False)
+class DictV:
+    """A dict built in the code; `entries` map constant keys to their possible values."""
+
+    entries: dict[str, list[object]] = field(default_factory=dict)
+    closed: bool = True  # False: it may hold keys the code does not show
+
+
+@dataclass(eq=False)
+class TupleV:
+    items: list[list[object]]
+
+
+@dataclass(eq=False)
+class Ext:
+    """A name from outside the project, by qualified name (`torch.optim.AdamW`)."""
+
+    qname: str
+
+
+@dataclass(eq=False)
+class ModuleV:
+    summary: Summary
+
+
+@dataclass(eq=False)
+class Fn:
+    """A function or method of the project (`bound`: called on an instance, skip `self`)."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    summary: Summary
+    cls: ast.ClassDef | None = None
+    bound: bool = False
+
+
+@dataclass(eq=False)
+class ClsV:
+    node: ast.ClassDef
+    summary: Summary
+
+    @property
+    def key(self) -> str:
+        return f"{self.summary.path}::{self.node.name}"
+
+
+@dataclass(eq=False)
+class SelfV:
+    """`self` inside a method of `cls` (or `super()` when `is_super`)."""
+
+    cls: ClsV
+    is_super: bool = False
+
+
+@dataclass(eq=False)
+class Inst:
+    """An instance of a project class made by `call`."""
+
+    cls: ClsV
+    call: ast.Call | None = None
+
+
+@dataclass(eq=False)
+class Part:
+    """`functools.partial(func, **keywords)`."""
+
+    funcs: list[object]
+    keywords: dict[str, list[object]]
+    node: ast.Call
+    summary: Summary
+
+
+@dataclass(eq=False)
+class LambdaV:
+    node: ast.Lambda
+    ctx: object
+
+
+@dataclass(eq=False)
+class Opt:
+    """An optimizer built by `call`; `fused` the values its `fused` argument may take."""
+
+    call: ast.Call
+    summary: Summary
+    fused: list[object]
+
+
+@dataclass(eq=False)
+class TrainerV:
+    entry: str
+
+
+@dataclass(eq=False)
+class FabricV:
+    entry: str | None
