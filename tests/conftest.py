@@ -6,6 +6,7 @@ command select everything with `-m "runtime or not runtime"`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.runtime)
 
 
-@pytest.fixture(autouse=True)
-def no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fixture trees are compared byte for byte: no cache folder in them (tests/test_cache.py
-    turns the cache on where it is the subject)."""
-    monkeypatch.setenv("AMP_CLIPFIX_NO_CACHE", "1")
+# Fixture trees are compared byte for byte: no cache folder in them, also from session-scoped
+# fixtures and subprocesses (tests/test_cache.py turns the cache on where it is the subject).
+os.environ["AMP_CLIPFIX_NO_CACHE"] = "1"

@@ -37,7 +37,7 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     return {
         path.relative_to(root).as_posix(): path.read_bytes()
         for path in sorted(root.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts
+        if path.is_file() and not {"__pycache__", ".amp_clipfix_cache"} & set(path.parts)
     }
 
 
@@ -61,7 +61,9 @@ def reported(output: str) -> list[str]:
 @pytest.fixture(params=CASES, ids=[case.name for case in CASES])
 def case(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, dict, Path]:
     project = tmp_path / "project"
-    shutil.copytree(request.param / "input", project)
+    shutil.copytree(
+        request.param / "input", project, ignore=shutil.ignore_patterns(".amp_clipfix_cache")
+    )
     return request.param, load_case(request.param), project
 
 
