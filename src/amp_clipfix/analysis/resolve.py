@@ -29,7 +29,6 @@ from amp_clipfix.analysis.evaluate import (
     is_method,
     super_init_call,
 )
-from amp_clipfix.analysis.collect import UNSCALE_HELPERS
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.analysis.values import (
@@ -514,7 +513,10 @@ def is_guarded(summary: Summary, node: ast.AST) -> bool:
     parents = summary.parents()
     current = parents.get(id(node))
     while current is not None:
-        if isinstance(current, ast.FunctionDef) and current.name in UNSCALE_HELPERS:
+        if isinstance(current, ast.FunctionDef) and current.name in (
+            names.FABRIC_UNSCALE_HELPER,
+            names.MODULE_UNSCALE_HELPER,
+        ):
             return True  # the unscale fix's helpers call Lightning's clipping themselves
         if (
             isinstance(current, ast.If)
