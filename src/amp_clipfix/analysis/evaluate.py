@@ -589,10 +589,11 @@ class Evaluator:
 
     def self_assignment(self, node: ast.AST, attr: str, method: ast.AST, ctx: Ctx) -> list[object]:
         targets: list[ast.expr] = []
+        value: ast.expr | None = None
         if isinstance(node, ast.Assign):
-            targets = node.targets
+            targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets = [node.target]
+            targets, value = [node.target], node.value
         values: list[object] = []
         self_name = first_param(method)
         for target in targets:
@@ -602,7 +603,8 @@ class Evaluator:
                     and isinstance(element.value, ast.Name)
                     and element.value.id == self_name
                 ):
-                    values.extend(self.ev_path(node.value, path, ctx))  # type: ignore[arg-type]
+                    assert value is not None, "targets come with their value"
+                    values.extend(self.ev_path(value, path, ctx))
         return values
 
     def hparam(self, cls: ClsV, name: str, node: ast.AST) -> list[object]:
@@ -690,7 +692,9 @@ class Evaluator:
         if qname in names.FUSABLE_OPTIMIZERS or qname == UNKNOWN_OPTIMIZER:
             return [Opt(call, ctx.summary, self.fused_of(call, ctx))]
         if qname in names.PARTIAL_FUNCTIONS and call.args:
-            keywords = {k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg is not None}
+            keywords: dict[str, list[object]] = {
+                k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg is not None
+            }
             for keyword in call.keywords:
                 if keyword.arg is None:
                     for value in self.ev(keyword.value, ctx):

@@ -44,8 +44,12 @@ from amp_clipfix.analysis.values import (
 from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
-LIGHTNING_PACKAGES = (("lightning", "pytorch"), ("lightning", "fabric"), ("pytorch_lightning",))
-LIGHTNING_PACKAGES += (("lightning_fabric",),)
+LIGHTNING_PACKAGES: tuple[tuple[str, ...], ...] = (
+    ("lightning", "pytorch"),
+    ("lightning", "fabric"),
+    ("pytorch_lightning",),
+    ("lightning_fabric",),
+)
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
 # (a module class deriving from a project base in a file with neither is found through its hook).
 CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
@@ -218,7 +222,8 @@ class Resolution:
             values = self.ev.ev(node, ctx)
         if values is None or any(not isinstance(v, Lit) for v in values):
             return
-        counted = [v for v in values if self.counts(site.kind, v.value)]  # type: ignore[union-attr]
+        literals = [v for v in values if isinstance(v, Lit)]
+        counted = [v for v in literals if self.counts(site.kind, v.value)]
         decided = len(counted) in (0, len(values))  # not chosen at run time between literals
         if not decided and site.kind is not SiteKind.FUSED_OPTIMIZER:
             return
@@ -317,11 +322,11 @@ class Resolution:
             name = call_name(opt.call)
             code = segment(value.summary, value.node)
             detail = f"{name}(fused={code})"
-            site = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
-            if site is not None:
+            found = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
+            if found is not None:
                 if not decided:
-                    site = replace(site, certainty=Certainty.RUNTIME)
-                self.add(site)
+                    found = replace(found, certainty=Certainty.RUNTIME)
+                self.add(found)
 
     def fabric_optimizers(self) -> None:
         """A file that clips on a Fabric: the optimizers its code builds, wherever."""
@@ -450,7 +455,7 @@ class Resolution:
             )
 
     def trainers_with_callback(self, callback: ClsV) -> list[str]:
-        entries = []
+        entries: list[str] = []
         for summary in self.summaries_with(b"callbacks"):
             for call in summary.calls("Trainer") + [
                 c for c in ast.walk(summary.tree) if isinstance(c, ast.Call)
