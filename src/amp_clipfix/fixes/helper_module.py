@@ -105,6 +105,21 @@ def import_module_name(statement: cst.BaseStatement) -> str | None:
     return None
 
 
+def leading_imports(body: Sequence[cst.BaseStatement], start: int) -> list[tuple[int, str, bool]]:
+    """(index, module name, is a `from` line) of the import lines the module starts with."""
+    block = []
+    for index in range(start, len(body)):
+        statement = body[index]
+        name = import_module_name(statement)
+        if name is None:
+            break
+        is_from = isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            statement.body[0], cst.ImportFrom
+        )
+        block.append((index, name, is_from))
+    return block
+
+
 def add_import(
     module: cst.Module, dotted: str, names: Sequence[str], first_party: FirstParty
 ) -> cst.Module:
@@ -113,12 +128,7 @@ def add_import(
     third-party imports when there are none (one blank line around it)."""
     body = list(module.body)
     start = 1 if body and _is_docstring(body[0]) else 0
-    block = []  # (index, module name, is a `from` line) of the leading import lines
-    for index in range(start, len(body)):
-        name = import_module_name(body[index])
-        if name is None:
-            break
-        block.append((index, name, isinstance(body[index].body[0], cst.ImportFrom)))  # type: ignore[attr-defined]
+    block = leading_imports(body, start)
     new = cst.parse_statement(f"from {dotted} import {', '.join(sorted(names))}")
     own = [
         (i, name, is_from) for i, name, is_from in block if name and first_party(name.split(".")[0])
