@@ -291,3 +291,77 @@ def test_a_notebook_cell_stored_as_one_string_maps_to_that_strings_line(
     assert location["properties"]["cellRegion"]["startLine"] == 3
     related = {r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]}
     assert related == {17}
+
+
+def described_keys(schema: dict, node: dict) -> set[str] | None:
+    """The keys `node` (a schema object) names, following `allOf` and `$ref`; None when the object
+    is a free map (`additionalProperties` is a schema, as in `by_code`)."""
+    if "$ref" in node:
+        node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+    if isinstance(node.get("additionalProperties"), dict):
+        return None
+    keys = set(node.get("properties", {}))
+    for part in node.get("allOf", []):
+        keys |= described_keys(schema, part) or set()
+    return keys
+
+
+def sub_schemas(schema: dict, node: dict, key: str) -> list[dict]:
+    """The schemas a value under `key` may match (a `oneOf` gives each of its branches)."""
+    if "$ref" in node:
+        node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+    found = [node["properties"][key]] if key in node.get("properties", {}) else []
+    for part in node.get("allOf", []):
+        found += sub_schemas(schema, part, key)
+    return found
+
+
+def undescribed(schema: dict, node: dict, value: object, where: str = "$") -> list[str]:
+    """Every key of `value` that the schema does not describe (it stays open to new keys for
+    consumers; this keeps it honest for us)."""
+    if "oneOf" in node:  # the branches that fit the value's JSON type; the best one counts
+        fitting = [b for b in node["oneOf"] if (b.get("type") == "null") == (value is None)]
+        return min((undescribed(schema, b, value, where) for b in fitting), key=len)
+    if "$ref" in node:
+        node = schema["definitions"][node["$ref"].rsplit("/", 1)[1]]
+    if isinstance(value, list):
+        return [
+            m
+            for i, v in enumerate(value)
+            for m in undescribed(schema, node["items"], v, f"{where}[{i}]")
+        ]
+    if not isinstance(value, dict):
+        return []
+    keys = described_keys(schema, node)
+    if keys is None:
+        return []
+    missing = [f"{where}.{key}" for key in value if key not in keys]
+    for key, child in value.items():
+        for part in sub_schemas(schema, node, key):
+            missing += undescribed(schema, part, child, f"{where}.{key}")
+    return missing
+
+
+REAL_RUNS = [
+    ("sample_project", ()),
+    ("sample_project", ("--strategy", "unscale")),
+    ("fixtures/fabric_review_runtime_precision_auto_unscale/input", ()),
+    ("fixtures/fabric_fsdp_unscale_refused_auto_unfuses/input", ("--strategy", "unscale")),
+    ("fixtures/pin_setup_cfg_1_9_5_trainer_bf16_unfuse/input", ("--strategy", "unscale")),
+    ("fixtures/notebook_trainer_unfuse/input", ()),
+]
+
+
+@pytest.mark.parametrize(("path", "extra"), REAL_RUNS, ids=lambda v: "-".join(v) or "auto")
+def test_every_key_of_real_json_output_is_described(
+    project: Path, path: str, extra: tuple[str, ...]
+) -> None:
+    """Real `--format json` output (the unscale fix, a refusal, a review finding, a project pin,
+    a notebook) validates, and the schema describes every key it contains: `applicability` and
+    whatever the next feature adds must be documented, not merely tolerated."""
+    target = path if path == "sample_project" else str(REPO / path)
+    schema = shipped_schema()
+    document = json.loads(invoke("check", "--format", "json", *extra, target).stdout)
+    jsonschema.Draft7Validator(schema).validate(document)
+    assert document["findings"], "each run should report something to check"
+    assert undescribed(schema, schema, document) == []

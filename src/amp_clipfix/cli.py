@@ -43,7 +43,7 @@ from amp_clipfix.output.report import (
 )
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
-from amp_clipfix.output.write import WriteError, write_atomic
+from amp_clipfix.output.write import WriteError, create_atomic, write_atomic
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
@@ -696,7 +696,10 @@ def write_changes(
     failed: list[FileError] = []
     for change in changes:
         try:
-            write_atomic(change.source, change.new_data, change.keep_hard_links)
+            if change.created:
+                create_atomic(change.source.path, change.new_data)
+            else:
+                write_atomic(change.source, change.new_data, change.keep_hard_links)
             written.append(change)
         except WriteError as error:
             # reported with the run's other errors (and in JSON/SARIF) by `finish`

@@ -32,14 +32,18 @@ from amp_clipfix.models import (
 )
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import os_error_reason
+from amp_clipfix.project.config import helper_module_path
 from amp_clipfix.project.discover import Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
-from amp_clipfix.sources.base import Rendered, SourceError, Stage, VerifyError
+from amp_clipfix.sources.base import Language, Rendered, SourceError, Stage, VerifyError
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip
-from amp_clipfix.sources.text import SourceFile
+from amp_clipfix.sources.text import SourceFile, encode_text, read_source
+
+if TYPE_CHECKING:
+    from amp_clipfix.fixes.transform import HelperImports
 
 # Below this much source a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 512 * 1024
@@ -65,6 +69,7 @@ class FileChange:
     findings: tuple[Finding, ...]
     cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
     keep_hard_links: bool = False  # all its hard-linked names are in the tree: rewrite in place
+    created: bool = False  # a new file (the helper module): `--- /dev/null` in the patch
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class Options:
     with_edits: bool = False  # per-finding edits, for JSON and SARIF output
     jobs: int = 1
     prefilter: bool = True
+    helper_module: str | None = None  # `helper-module`: import the fixes' helpers from there
     # Report (and fix) only findings these keep, e.g. selected codes with a site in given files.
     keep: Callable[[Finding], bool] | None = None
     # Each project's own settings (its `[tool.amp-clipfix]`): its files and options, or an
@@ -147,7 +153,12 @@ def run(
             project, options.jobs, options.prefilter, progress, cache=options.cache
         )
         result = process(
-            collection, project_options, target, len(project.files), project.linked_inside
+            collection,
+            project_options,
+            target,
+            len(project.files),
+            project.linked_inside,
+            project.root,
         )
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result))
@@ -194,6 +205,7 @@ def process(
     target: Target,
     files_seen: int,
     linked_inside: frozenset[Path] = frozenset(),
+    root: Path | None = None,
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
@@ -205,7 +217,10 @@ def process(
     errors = list(collection.errors)
     edits: dict[Finding, tuple[Edit, ...]] = {}
     if options.fix or options.with_edits:
-        changes, fix_errors = fix_project(collection.parsed, findings, linked_inside, target)
+        helpers = options.helper_module if root is not None else None
+        changes, fix_errors = fix_project(
+            collection.parsed, findings, linked_inside, target, (helpers, root)
+        )
         errors.extend(fix_errors)
     if options.with_edits:
         edits = {f: () for f in findings if f.fix is not None}
@@ -317,7 +332,8 @@ def collect_project(
 
 
 def is_config(path: Path) -> bool:
-    return path.suffix in (".yaml", ".yml")
+    """Read as a config, not as Python code (the adapter decides, not the suffix)."""
+    return adapter_for(path).language is not Language.PYTHON
 
 
 def trainer_files(
@@ -560,16 +576,20 @@ def fix_targets_by_file(
 
 
 def fixed_file(
-    file: ReadFile, targets: Mapping[Strategy, Sequence[Site]], target: Target = DEFAULT_TARGET
+    file: ReadFile,
+    targets: Mapping[Strategy, Sequence[Site]],
+    target: Target = DEFAULT_TARGET,
+    helpers: HelperImports | None = None,
 ) -> Rendered:
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
     from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
-    if file.tree is None and not is_config(file.document.path):  # sites read from the cache
+    if file.tree is None and file.document.language is Language.PYTHON:  # sites from the cache
         import libcst as cst
 
         file = replace(file, tree=cst.parse_module(file.document.text))
-    return file.document.adapter.render(file.document, fixed_text(file, targets, target))
+    text = fixed_text(file, targets, target, helpers)
+    return file.document.adapter.render(file.document, text)
 
 
 def fix_project(
@@ -577,14 +597,17 @@ def fix_project(
     findings: Sequence[Finding],
     linked_inside: frozenset[Path] = frozenset(),
     target: Target = DEFAULT_TARGET,
+    helper_module: tuple[str | None, Path | None] = (None, None),
 ) -> tuple[list[FileChange], list[FileError]]:
     """Each file's fixes, made once: the diff, the written bytes and machine output's edits all
-    come from these changes."""
+    come from these changes. With `helper-module` (its name and the project root) the fixed
+    files import their helpers and one more change creates or updates that module."""
     changes, errors = [], []
+    helpers = helper_imports(*helper_module)
     for path, targets in sorted(fix_targets_by_file(findings).items()):
         file = parsed[path]
         try:
-            rendered = fixed_file(file, targets, target)
+            rendered = fixed_file(file, targets, target, helpers)
         except (VerifyError, SourceError) as error:
             errors.append(FileError(path, f"not fixed: {error}", ErrorKind.FIX))
             continue
@@ -601,7 +624,44 @@ def fix_project(
             )
             keep_links = path in linked_inside
             changes.append(FileChange(source, rendered.data, fixing, rendered.cells, keep_links))
+    if helpers is not None and helpers.imported:
+        return with_helper_module(changes, errors, helpers)
     return changes, errors
+
+
+def helper_imports(module: str | None, root: Path | None) -> HelperImports | None:
+    if module is None or root is None:
+        return None
+    from amp_clipfix.fixes.transform import HelperImports
+
+    return HelperImports(module, root)
+
+
+def with_helper_module(
+    changes: list[FileChange], errors: list[FileError], helpers: HelperImports
+) -> tuple[list[FileChange], list[FileError]]:
+    """The changes plus the helper module created or completed; when it cannot be, no file
+    that imports from it is changed (one error says why)."""
+    from amp_clipfix.fixes.helper_module import helper_module_source
+
+    path = helper_module_path(helpers.root, helpers.module)
+    importing = [c for c in changes if c.new_data != c.source.data]
+    findings = tuple(dict.fromkeys(f for c in importing for f in c.findings))
+    try:
+        if any(c.source.path == path for c in changes):
+            raise SourceError("it is also a file being fixed")
+        if path.exists():
+            source = read_source(path)
+            text = helper_module_source(source.text, helpers.imported)
+            if text == source.text:
+                return changes, errors
+            return [*changes, FileChange(source, encode_text(source, text), findings)], errors
+        empty = SourceFile(path, b"", "", "utf-8", False)
+        new = helper_module_source(None, helpers.imported).encode("utf-8")
+        return [*changes, FileChange(empty, new, findings, created=True)], errors
+    except (SourceError, ValueError) as error:
+        message = f"helper-module {helpers.module}: cannot be created or updated: {error}"
+        return [], [*errors, FileError(path, message, ErrorKind.FIX)]
 
 
 def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:

@@ -19,7 +19,13 @@ from pathlib import Path
 from amp_clipfix.models import ALL_CODES, ErrorKind, FileError, Finding, Strategy
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import Options
-from amp_clipfix.project.config import Config, ConfigError, find_pyproject, load_config
+from amp_clipfix.project.config import (
+    Config,
+    ConfigError,
+    find_pyproject,
+    helper_module_path,
+    load_config,
+)
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
 from amp_clipfix.project.pins import configured_source
 from amp_clipfix.project.version import Target, parse_version
@@ -168,6 +174,13 @@ class ProjectConfigurer:
             except ValueError as error:
                 return FileError(config.path, f"{error}; project skipped", ErrorKind.READ)
             project = _without_excluded(project, config)
+        if config.helper_module:  # the start configuration's too: base options lack it
+            try:
+                helper_module_path(project.root, config.helper_module)
+            except ConfigError as error:
+                message = f"{error_message(error)}; project {display_path(project.root)} skipped"
+                return FileError(config.path, message, ErrorKind.READ)
+            options = replace(options, helper_module=config.helper_module)
         selection = selection_for(self.command_line, config)
         return project, replace(options, keep=project_keep(selection, self.command_line.scope))
 
@@ -180,7 +193,11 @@ class ProjectConfigurer:
         if not line.lightning_version and config.lightning_version and config.path is not None:
             source = configured_source(config.path)
             target = Target.exact(parse_version(config.lightning_version), source)
-        return replace(options, strategy=Strategy(strategy), target=target)
+        return replace(
+            options,
+            strategy=Strategy(strategy),
+            target=target,
+        )
 
     def _warn_codes(self, config: Config) -> None:
         if config.path is None or config.path in self._warned:

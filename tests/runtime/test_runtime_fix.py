@@ -294,7 +294,7 @@ def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator
             runs.before(params["case"])
         if "strategy" in params:
             runs.fixed(params["case"], params["strategy"])
-            if params["strategy"] in SAFE and params["case"].release is None:
+            if params["strategy"] in SAFE:
                 runs.reference(params["case"])
     yield runs
     runs.close()
@@ -309,8 +309,7 @@ def test_cases_are_well_formed() -> None:
         assert not pyproject.exists() or "[tool.amp-clipfix]" not in pyproject.read_text(), case
         assert case.error, case
         assert case.strategies and set(case.strategies) <= set(STRATEGIES), case
-        if case.release is None:  # the release cases are proven by hand so far (README)
-            assert {"unscale", "auto"} <= set(case.strategies), f"{case}: safe fixes unproven"
+        assert {"unscale", "auto"} <= set(case.strategies), f"{case}: safe fixes unproven"
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
@@ -362,14 +361,15 @@ def max_difference(left: list[float], right: list[float]) -> float:
     return max(abs(a - b) for a, b in zip(left, right))
 
 
-# The release cases (.venvs/<release>) do not write reports yet; proven by hand (README).
-SAFE_PAIRS = [p for p in FIX_PAIRS if p.values[1] in SAFE and p.values[0].release is None]
+SAFE_PAIRS = [p for p in FIX_PAIRS if p.values[1] in SAFE]
 
 
 @pytest.mark.parametrize(("case", "strategy"), SAFE_PAIRS)
-def test_safe_fix_keeps_the_numbers(case: Case, strategy: str, runs: Runs) -> None:
+def test_safe_fix_keeps_the_numbers(case: Case, strategy: str, runs: Runs, require_release) -> None:
     """After a safe fix the parameters match Lightning's own clipping with fused=False within
-    1e-6; unscale (and auto) also keep the fused optimizer and the precision."""
+    1e-6 (on the release the case pins, in its own venv); unscale (and auto) also keep the fused
+    optimizer and the precision."""
+    require_release(case.release)
     reference = runs.reference(case).result()
     assert reference.after is not None
     assert reference.after.returncode == 0, (

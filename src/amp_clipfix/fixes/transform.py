@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
@@ -21,6 +22,7 @@ from amp_clipfix.fixes.codemods.bf16 import Bf16Command
 from amp_clipfix.fixes.codemods.guard import GuardCommand
 from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
 from amp_clipfix.fixes.codemods.unscale import UnscaleCommand
+from amp_clipfix.fixes.helper_module import import_helpers
 from amp_clipfix.models import Site, Strategy
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.sources.base import Language, VerifyError
@@ -102,8 +104,21 @@ def part(
     return codemod(context, positions)
 
 
+@dataclass(frozen=True)
+class HelperImports:
+    """`helper-module`: the dotted module the helpers are imported from, the project root it
+    lies in, and the helper names the fixed files import (filled in as files are fixed)."""
+
+    module: str
+    root: Path
+    imported: set[str] = field(default_factory=set)
+
+
 def fixed_text(
-    file: ReadFile, targets: Mapping[Strategy, Sequence[Site]], target: Target = DEFAULT_TARGET
+    file: ReadFile,
+    targets: Mapping[Strategy, Sequence[Site]],
+    target: Target = DEFAULT_TARGET,
+    helpers: HelperImports | None = None,
 ) -> str:
     """The document's text after the fixes (one combined result per file); raises VerifyError
     when libcst cannot give the file back byte for byte."""
@@ -111,6 +126,9 @@ def fixed_text(
     if document.language is Language.YAML or file.tree is None:  # exact token edits
         return fix_config(document.text, [site for sites in targets.values() for site in sites])
     module = transform_module(document.path, file.tree, targets, target)
+    if helpers is not None:
+        module, names = import_helpers(file.tree, module, helpers.module, helpers.root)
+        helpers.imported.update(names)
     return with_lost_ending(document.text, file.tree.code, module.code)
 
 

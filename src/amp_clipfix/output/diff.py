@@ -225,18 +225,21 @@ def _quote_path(raw: bytes) -> bytes:
     return bytes(out)
 
 
-def format_patch(old: bytes, new: bytes, path: str, context: int = 3) -> bytes:
+def format_patch(
+    old: bytes, new: bytes, path: str, context: int = 3, created: bool = False
+) -> bytes:
     """Return a unified patch from `old` to `new` for `path` that `git apply` accepts.
 
     `path` is relative with forward slashes; it is written as `a/PATH` and `b/PATH` (so `git
-    apply`'s default -p1 strips the prefixes). Returns b"" when there is nothing to change.
+    apply`'s default -p1 strips the prefixes). A `created` file's old side is `/dev/null`, which
+    tells `git apply` (and `patch`) to create it. Returns b"" when there is nothing to change.
     """
     hunks = diff_hunks(old, new, context)
     if not hunks:
         return b""
     name = path.encode("utf-8", "surrogateescape")
     out = [
-        b"--- " + _quote_path(b"a/" + name) + b"\n",
+        b"--- " + (b"/dev/null" if created else _quote_path(b"a/" + name)) + b"\n",
         b"+++ " + _quote_path(b"b/" + name) + b"\n",
     ]
     for hunk in hunks:

@@ -54,7 +54,7 @@ def patch_of(change: FileChange, base: Path | None = None) -> bytes:
     path = (
         display_path(change.source.path) if base is None else relative_to(change.source.path, base)
     )
-    patch = format_patch(change.source.data, change.new_data, path)
+    patch = format_patch(change.source.data, change.new_data, path, created=change.created)
     return change_notes(change) + patch if patch else b""
 
 

@@ -206,3 +206,34 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+def create_atomic(path: Path, data: bytes) -> None:
+    """Create a new file (the helper module) with `data`, or raise WriteError and leave nothing:
+    the bytes go to a synced temp file that is then linked to the name, which fails rather than
+    replace a file that appeared meanwhile. Missing folders are made; mode 0644 less the umask."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp_name = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name[:TEMP_NAME_CHARS]}.", suffix=TEMP_SUFFIX
+        )
+    except OSError as error:
+        raise WriteError(f"cannot create: {os_error_reason(error)}") from None
+    try:
+        with os.fdopen(handle, "wb") as temp_file:
+            temp_file.write(data)
+            temp_file.flush()
+            os.fsync(temp_file.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp_name, 0o644 & ~umask)
+        with _stop_signals_raise():
+            os.link(temp_name, path)
+    except FileExistsError:
+        raise WriteError("cannot create: the file appeared meanwhile; not written") from None
+    except OSError as error:
+        raise WriteError(f"cannot create: {os_error_reason(error)}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp_name)
+    _fsync_folder(path.parent)

@@ -6,6 +6,8 @@ project never picks up a parent project's settings. Command-line options overrid
 
 from __future__ import annotations
 
+import keyword
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,15 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 TABLE = "amp-clipfix"
-KEYS = ("strategy", "lightning-version", "exclude", "extend-exclude", "select", "ignore")
+KEYS = (
+    "strategy",
+    "lightning-version",
+    "exclude",
+    "extend-exclude",
+    "select",
+    "ignore",
+    "helper-module",
+)
 STRATEGIES = tuple(strategy.value for strategy in Strategy)
 
 
@@ -40,6 +50,9 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     select: tuple[str, ...] | None = None  # finding codes (or prefixes) to report; None: all
     ignore: tuple[str, ...] = ()  # codes (or prefixes) never reported
+    # The dotted module the fixes import their helpers from (created or updated by the run);
+    # None: each fixed module gets its own copy.
+    helper_module: str | None = None
     path: Path | None = None
 
 
@@ -85,6 +98,7 @@ def load_config(start: Path) -> Config:
         extend_exclude=_globs(where, "extend-exclude", table.get("extend-exclude", [])),
         select=_codes(where, "select", table["select"]) if "select" in table else None,
         ignore=_codes(where, "ignore", table.get("ignore", [])),
+        helper_module=_helper_module(where, table.get("helper-module")),
         path=path,
     )
 
@@ -125,3 +139,39 @@ def _codes(where: str, key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f'{where} {key!r} must be a list of codes like "ACF001", not {value!r}')
     return tuple(item.strip().upper() for item in value if item.strip())
+
+
+def is_dotted_name(value: str) -> bool:
+    """`pkg.sub.module`: identifiers that are not keywords, joined by dots."""
+    return bool(value) and all(
+        part.isidentifier() and not keyword.iskeyword(part) for part in value.split(".")
+    )
+
+
+def _helper_module(where: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not is_dotted_name(value.strip()):
+        raise ConfigError(
+            f"{where} 'helper-module' must be a dotted module name like \"mypkg.amp_helpers\", "
+            f"not {value!r}"
+        )
+    return value.strip()
+
+
+def helper_module_path(root: Path, dotted: str) -> Path:
+    """`mypkg.amp_helpers` -> `<root>/mypkg/amp_helpers.py` (or under `src/` when the package
+    lives there; `.../__init__.py` when the name is a package). Raises ConfigError when the
+    path would leave the project (a symlinked folder)."""
+    parts = dotted.split(".")
+    base = root
+    if not (root / parts[0]).exists() and (root / "src" / parts[0]).is_dir():
+        base = root / "src"
+    package = base.joinpath(*parts)
+    path = package / "__init__.py" if package.is_dir() else package.with_suffix(".py")
+    real_root = Path(os.path.realpath(root))
+    if not Path(os.path.realpath(path)).is_relative_to(real_root):
+        raise ConfigError(
+            f"'helper-module' {dotted!r} resolves outside the project ({display_path(root)})"
+        )
+    return path
