@@ -117,12 +117,23 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
     classes = tuple(
         s
         for s in sites
-        if s.kind is SiteKind.FUSED_OPTIMIZER and s.owner is not None and not s.in_config
+        if s.kind is SiteKind.FUSED_OPTIMIZER
+        and s.owner is not None
+        and not s.in_config
+        and in_the_module_class(s)
     )
     if not classes:
         return (), (
-            "the fused optimizer is not built in a LightningModule class (it is configured "
-            "in YAML or elsewhere), so there is no class to give a configure_gradient_clipping "
-            "override; use --strategy unfuse"
+            "the fused optimizer is not built in the LightningModule class that uses it (it "
+            "is configured in YAML, a factory, a mixin or a constant elsewhere), so there is no "
+            "class of its own to give a configure_gradient_clipping override; use --strategy "
+            "unfuse"
         )
     return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None
+
+
+def in_the_module_class(site: Site) -> bool:
+    """The override goes into the class around the site: only right when that class is the one
+    that uses the optimizer. A value decided elsewhere (a constant, a factory's default, a mixin
+    that may come after LightningModule in the bases) names its users instead."""
+    return not site.users or f"{site.path}::{site.owner}" in site.users

@@ -135,11 +135,13 @@ RULE = Rule(
     ),
     full=(
         "A Trainer with mixed precision (`16-mixed`, `16`; on Lightning <= 2.6.6 "
-        "`bf16-mixed` too) that clips gradients (`gradient_clip_val` > 0, or a "
-        "LightningModule calling `self.clip_gradients(...)`), and a LightningModule "
-        "subclass in the same project whose methods build an optimizer with "
-        "`fused=True`. Every mixed-precision Trainer is assumed to train every "
-        "LightningModule of the project. Lightning raises RuntimeError when it clips."
+        "`bf16-mixed` too) that clips gradients (`gradient_clip_val` > 0, a Callback or hook "
+        "calling `clip_gradients(...)`, or a `configure_gradient_clipping` override), and the "
+        "LightningModule class it trains (followed from `trainer.fit(...)`), whose optimizer "
+        "is fused (`fused=True` however it gets there: a factory, a mixin, a partial, a dict "
+        "spread, a default, a constant). Where the trained class cannot be followed, the "
+        "Trainer is linked to every class no followed fit accounts for, as a review finding "
+        "(ACF003). Lightning raises RuntimeError when it clips."
     ),
     example_before=BEFORE,
     example_after=EXAMPLE_AFTER,
