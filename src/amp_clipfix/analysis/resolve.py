@@ -236,7 +236,10 @@ class Resolution:
                 continue
             if not decided:
                 new = replace(new, certainty=Certainty.RUNTIME)
-            new = replace(new, owner=site.owner, users=site.users or new.users)
+            # The new place keeps its own enclosing class; the classes that use the optimizer
+            # are named as its users (the fix that edits a class must find that class).
+            used_by = (f"{site.path}::{site.owner}",) if site.owner is not None else new.users
+            new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)
 
