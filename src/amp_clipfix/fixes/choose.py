@@ -122,6 +122,12 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
         and not s.in_config
         and in_the_module_class(s)
     )
+    class_keys = {f"{s.path}::{s.owner}" for s in classes}
+    if any(calls_clip_from_outside(site, class_keys) for site in sites):
+        return (), (
+            "clip_gradients is called from outside the module class (a Callback or another "
+            "object): an override cannot reroute that call; use --strategy unfuse"
+        )
     if not classes:
         return (), (
             "the fused optimizer is not built in the LightningModule class that uses it (it "
@@ -137,3 +143,13 @@ def in_the_module_class(site: Site) -> bool:
     that uses the optimizer. A value decided elsewhere (a constant, a factory's default, a mixin
     that may come after LightningModule in the bases) names its users instead."""
     return not site.users or f"{site.path}::{site.owner}" in site.users
+
+
+def calls_clip_from_outside(site: Site, class_keys: set[str]) -> bool:
+    """A `x.clip_gradients(...)` call outside the module classes (a Callback's hook): Lightning
+    runs it without passing through `configure_gradient_clipping`."""
+    return (
+        site.kind in (SiteKind.MODULE_CLIP, SiteKind.TRAINER_CLIP)
+        and ".clip_gradients(" in site.detail
+        and f"{site.path}::{site.owner}" not in class_keys
+    )
