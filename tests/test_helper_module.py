@@ -22,7 +22,7 @@ def tree(root: Path) -> dict[str, bytes]:
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts and ".git" not in p.parts
+        if p.is_file() and not {"__pycache__", ".git", ".amp_clipfix_cache"} & set(p.parts)
     }
 
 
