@@ -122,18 +122,18 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
         and not s.in_config
         and in_the_module_class(s)
     )
-    class_keys = {f"{s.path}::{s.owner}" for s in classes}
-    if any(calls_clip_from_outside(site, class_keys) for site in sites):
-        return (), (
-            "clip_gradients is called from outside the module class (a Callback or another "
-            "object): an override cannot reroute that call; use --strategy unfuse"
-        )
     if not classes:
         return (), (
             "the fused optimizer is not built in the LightningModule class that uses it (it "
             "is configured in YAML, a factory, a mixin or a constant elsewhere), so there is no "
             "class of its own to give a configure_gradient_clipping override; use --strategy "
             "unfuse"
+        )
+    class_keys = {f"{s.path}::{s.owner}" for s in classes}
+    if any(calls_clip_from_outside(site, class_keys) for site in sites):
+        return (), (
+            "clip_gradients is called from outside the module class (a Callback or another "
+            "object): an override cannot reroute that call; use --strategy unfuse"
         )
     return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None
 
