@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix.models import Span
+from amp_clipfix.sources.prefilter import called_name
 
 
 @dataclass
@@ -87,14 +88,6 @@ class Summary:
                 return function, current
             current = parents.get(id(current))
         return function, None
-
-
-def called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
 
 
 def module_name(root: Path, path: Path) -> tuple[str, bool]:
