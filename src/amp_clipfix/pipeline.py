@@ -270,6 +270,8 @@ class Collection:
     files_parsed: int = 0
     unparsed: dict[Path, FileSites] = field(default_factory=dict)  # a trial resolution's sites
     cache: Cache | None = None
+    # Per-file summaries (ast), made once per run and shared by the trial and final resolution.
+    summaries: dict[Path, Summary | None] = field(default_factory=dict)
 
 
 def collect_project(
@@ -342,7 +344,9 @@ def trainer_files(
     """A first resolution over the fused optimizers alone tells which Trainer files matter."""
     from amp_clipfix.analysis.resolve import trainer_files_needed
 
-    trial = Collection(parsed=dict(collection.parsed), cache=collection.cache)
+    trial = Collection(
+        parsed=dict(collection.parsed), cache=collection.cache, summaries=collection.summaries
+    )
     resolve_collection(root, contents, searchable, trial, parse=False)
     if trial.errors:
         return None
@@ -366,11 +370,13 @@ def resolve_collection(
     python = {path: data for path, data in searchable.items() if not is_config(path)}
 
     def load(path: Path) -> Summary | None:
-        try:
-            text = adapter_for(path).load(path, contents[path]).text
-        except (SourceError, KeyError):
-            return None
-        return summarise(root, path, text)
+        if path not in collection.summaries:
+            try:
+                text = adapter_for(path).load(path, contents[path]).text
+            except (SourceError, KeyError):
+                return None
+            collection.summaries[path] = summarise(root, path, text)
+        return collection.summaries[path]
 
     files = {path: parsed.sites for path, parsed in collection.parsed.items()}
     cache, key = collection.cache, ""

@@ -11,7 +11,8 @@ follow is `Opaque`: decided at run time. Depth and a global budget bound the wor
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,11 +102,11 @@ class Evaluator:
         self,
         summaries: dict[Path, Summary],
         load: Callable[[Path], Summary | None],
-        files_with: Callable[[str], list[Path]],
+        contents: Mapping[Path, bytes],
     ) -> None:
         self.summaries = summaries
         self.load = load
-        self.files_with = files_with  # files whose text contains a word
+        self.contents = contents  # the project's Python files, searched as text before parsing
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.running: set[tuple[int, int]] = set()
@@ -448,7 +449,7 @@ class Evaluator:
         cls = ctx.cls
         wanted = cls.name if cls is not None and name == "__init__" else name
         found = []
-        for path in self.files_with(wanted):
+        for path in self.caller_files(function, wanted, ctx):
             summary = self.summary(path)
             if summary is None:
                 continue
@@ -459,6 +460,28 @@ class Evaluator:
                 if self.calls_function(call, caller, function, cls):
                     found.append((call, caller))
         return found
+
+    def caller_files(self, function: ast.AST, wanted: str, ctx: Ctx) -> list[Path]:
+        """Files that can call `wanted`, found in their text before any is parsed: a function
+        or class defined inside a function is called only in its own file; a module-level one
+        only where it is imported by name or reached through its module's name; a method
+        anywhere its name is written."""
+        word = wanted.encode("utf-8")
+        own = ctx.summary.path
+        definition = function if wanted == getattr(function, "name", None) else ctx.cls
+        if definition is None or not is_module_level(ctx.summary, definition):
+            if definition is not None and not is_method(ctx.summary, definition):
+                return [own]  # nested in a function: no other file can name it
+            return [path for path, data in self.contents.items() if word in data]
+        module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8")
+        imports = imported_name_pattern(wanted)
+        return [
+            path
+            for path, data in self.contents.items()
+            if path == own
+            or word in data
+            and ((module_word and module_word in data) or imports.search(data) is not None)
+        ]
 
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
@@ -798,6 +821,20 @@ def is_method(summary: Summary, function: ast.AST) -> bool:
         isinstance(d, ast.Name) and d.id == "staticmethod"
         for d in getattr(function, "decorator_list", ())
     )
+
+
+def is_module_level(summary: Summary, node: ast.AST) -> bool:
+    """Defined at the top of its module (also inside a top-level `if` / `try`)."""
+    parent = summary.parents().get(id(node))
+    while isinstance(parent, (ast.If, ast.Try, ast.ExceptHandler)):
+        parent = summary.parents().get(id(parent))
+    return isinstance(parent, ast.Module)
+
+
+def imported_name_pattern(name: str) -> re.Pattern[bytes]:
+    """`from m import name`, also as one of several names or inside parentheses."""
+    word = re.escape(name.encode("utf-8"))
+    return re.compile(rb"\bimport\s+(?:\([^()]*?|[^\n]*?)\b" + word + rb"\b")
 
 
 def super_init_call(cls: ast.ClassDef) -> ast.Call | None:

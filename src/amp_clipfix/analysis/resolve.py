@@ -29,6 +29,7 @@ from amp_clipfix.analysis.evaluate import (
     is_method,
     super_init_call,
 )
+from amp_clipfix.analysis.relevance import files_naming, fused_relevant_files, subclass_files
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.analysis.values import (
@@ -95,6 +96,8 @@ class Resolution:
         self.files = files
         self.contents = contents
         self.found = Found({}, {}, set())
+        # Only these files can hold a module class whose optimizer is fused (relevance.py).
+        self.relevant = fused_relevant_files(contents, evaluator.by_module)
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
 
     # -- output --------------------------------------------------------------------------------
@@ -181,8 +184,10 @@ class Resolution:
         self.fit_calls()
         return self.found
 
-    def summaries_with(self, *words: bytes) -> Iterator[Summary]:
+    def summaries_with(self, *words: bytes, among: set[Path] | None = None) -> Iterator[Summary]:
         for path, data in self.contents.items():
+            if among is not None and path not in among:
+                continue
             if any(word in data for word in words) and not is_library(path):
                 summary = self.ev.summary(path)
                 if summary is not None:
@@ -267,7 +272,7 @@ class Resolution:
     def module_optimizers(self) -> None:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
         and those of its project bases build, wherever their `fused` is decided."""
-        for summary in self.summaries_with(*CLASS_WORDS):
+        for summary in self.summaries_with(*CLASS_WORDS, among=self.relevant):
             for node in ast.walk(summary.tree):
                 if isinstance(node, ast.ClassDef):
                     self.class_optimizers(ClsV(node, summary))
@@ -342,7 +347,7 @@ class Resolution:
             for site in sites
             if site.kind is SiteKind.FABRIC_CLIP
         }
-        for path in sorted(paths):
+        for path in sorted(paths & self.relevant):
             summary = self.ev.summary(path)
             if summary is None:
                 continue
@@ -355,7 +360,8 @@ class Resolution:
     # -- Trainer subclasses, clips -------------------------------------------------------------
 
     def trainer_subclasses(self) -> None:
-        for summary in self.summaries_with(b"Trainer"):
+        subclassing = subclass_files(self.contents, b"Trainer")
+        for summary in self.summaries_with(b"Trainer", among=subclassing):
             for node in ast.walk(summary.tree):
                 if not isinstance(node, ast.ClassDef):
                     continue
@@ -393,7 +399,10 @@ class Resolution:
     def clip_calls(self) -> None:
         """`x.clip_gradients(...)` the file's collector did not take: a Fabric reached through
         a parameter, or a LightningModule clipped from a Callback hook."""
-        for summary in self.summaries_with(b"clip_gradients"):
+        # A Fabric clip matters only beside a fused optimizer (relevant files); a Callback's
+        # clip for whatever module its Trainer fits.
+        among = self.relevant | subclass_files(self.contents, b"Callback")
+        for summary in self.summaries_with(b"clip_gradients", among=among):
             existing = self.files.get(summary.path)
             taken = {(s.span.line, s.span.column) for s in (existing.sites if existing else ())}
             for call in summary.calls("clip_gradients"):
@@ -481,7 +490,19 @@ class Resolution:
     # -- fit -----------------------------------------------------------------------------------
 
     def fit_calls(self) -> None:
-        for summary in self.summaries_with(b".fit("):
+        """Fits of the module classes that may have a fused optimizer (no other fit can link
+        a Trainer to a finding)."""
+        fused_classes = {
+            key.rsplit("::", 1)[-1]
+            for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
+            for site in sites
+            if site.kind is SiteKind.FUSED_OPTIMIZER
+            for key in (*site.users, f"::{site.owner}" if site.owner else "")
+            if "::" in key
+        }
+        for summary in self.summaries_with(
+            b".fit(", among=files_naming(self.contents, fused_classes)
+        ):
             for call in summary.calls("fit"):
                 if not isinstance(call.func, ast.Attribute):
                     continue
@@ -594,11 +615,7 @@ def resolve(
     summaries: dict[Path, Summary] = {}
     python = {path: data for path, data in contents.items() if path.suffix in (".py", ".ipynb")}
 
-    def files_with(word: str) -> list[Path]:
-        encoded = word.encode("utf-8")
-        return [path for path, data in python.items() if encoded in data]
-
-    evaluator = Evaluator(summaries, load, files_with)
+    evaluator = Evaluator(summaries, load, python)
     evaluator.index_modules({module_name(root, path)[0]: path for path in python})
     found = Resolution(evaluator, files, python).run()
     result = dict(files)

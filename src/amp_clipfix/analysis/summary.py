@@ -55,24 +55,34 @@ class Summary:
 
     def parents(self) -> dict[int, ast.AST]:
         if self._parents is None:
-            parents: dict[int, ast.AST] = {}
-            for node in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(node):
-                    parents[id(child)] = node
-            self._parents = parents
+            self.index()
+        assert self._parents is not None
         return self._parents
 
     def calls(self, last_name: str) -> list[ast.Call]:
         """Calls whose callee's last name is `last_name` (`f(...)`, `x.f(...)`)."""
         if self._calls is None:
-            calls: dict[str, list[ast.Call]] = {}
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Call):
-                    name = called_name(node.func)
-                    if name is not None:
-                        calls.setdefault(name, []).append(node)
-            self._calls = calls
+            self.index()
+        assert self._calls is not None
         return self._calls.get(last_name, [])
+
+    def index(self) -> None:
+        """Parents and calls by name, in one walk over the tree (the walk is what costs)."""
+        parents: dict[int, ast.AST] = {}
+        calls: dict[str, list[ast.Call]] = {}
+        stack: list[ast.AST] = [self.tree]
+        while stack:
+            node = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                stack.append(child)
+            if isinstance(node, ast.Call):
+                name = called_name(node.func)
+                if name is not None:
+                    calls.setdefault(name, []).append(node)
+        for found in calls.values():
+            found.sort(key=lambda call: (call.lineno, call.col_offset))
+        self._parents, self._calls = parents, calls
 
     def enclosing(self, node: ast.AST) -> tuple[ast.AST | None, ast.ClassDef | None]:
         """The innermost function (or lambda) around `node` and the class around that."""

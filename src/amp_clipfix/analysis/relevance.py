@@ -1,0 +1,117 @@
+"""Which files of a project the resolution must look into, found in their text before parsing.
+
+An optimizer is fused only through a value written somewhere as `fused`, so the files that can
+hold a module class with a fused optimizer are the files with that word, the files that use a
+name those files define (a factory, a mixin, a constant, a module class to subclass), the files
+that use a name *those* define, and so on; plus the project modules any of them import (a module
+class that receives an optimizer factory built elsewhere). Everything else (in a big repository
+almost every file) is never parsed. The names are top-level definitions found with a regular
+expression: an over-approximation that only costs time, never a finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+TOP_LEVEL_NAME = re.compile(
+    rb"^(?:async\s+def|def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.MULTILINE
+)
+IMPORTED_MODULE = re.compile(rb"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
+WORD = re.compile(rb"\w+")
+# Names too common to tell anything (a file defining `main` does not make every `main` a user);
+# test functions (`test_*`) are called by the test runner, not by other code.
+COMMON_NAMES = frozenset({b"main", b"run", b"model", b"config", b"args", b"logger", b"log", b"_"})
+
+
+def top_level_names(data: bytes) -> set[bytes]:
+    """Names a module defines at its top level: functions, classes, assigned constants."""
+    names = {match.group(1) or match.group(2) for match in TOP_LEVEL_NAME.finditer(data)}
+    return {
+        name
+        for name in names
+        if name and len(name) > 2 and name not in COMMON_NAMES and not name.startswith(b"test")
+    }
+
+
+def fused_relevant_files(
+    contents: Mapping[Path, bytes], modules: Mapping[str, list[Path]], word: bytes = b"fused"
+) -> set[Path]:
+    """The files whose module classes may build a fused optimizer (see the module docstring).
+
+    `modules` maps dotted module names of the project to their files, to follow imports."""
+    relevant = {path for path, data in contents.items() if word in data}
+    names: set[bytes] = set()
+    frontier = set(relevant)
+    words: dict[Path, set[bytes]] = {}
+    while frontier:
+        for path in frontier:
+            names |= top_level_names(contents[path])
+        frontier = set()
+        for path, data in contents.items():
+            if path in relevant:
+                continue
+            if path not in words:
+                words[path] = set(WORD.findall(data))
+            if words[path] & names:
+                frontier.add(path)
+        relevant |= frontier
+    return relevant | imported_files(relevant, contents, modules)
+
+
+def imported_files(
+    paths: set[Path], contents: Mapping[Path, bytes], modules: Mapping[str, list[Path]]
+) -> set[Path]:
+    """Project files the given files import (by absolute or relative dotted name)."""
+    by_last: dict[str, list[Path]] = {}
+    for name, files in modules.items():
+        by_last.setdefault(name.rsplit(".", 1)[-1], []).extend(files)
+    found: set[Path] = set()
+    for path in paths:
+        for match in IMPORTED_MODULE.finditer(contents[path]):
+            dotted = (match.group(1) or match.group(2)).decode("ascii", "replace").strip(".")
+            if not dotted:
+                continue
+            exact = modules.get(dotted)
+            found.update(exact if exact else by_last.get(dotted.rsplit(".", 1)[-1], ()))
+    return found
+
+
+CLASS_WITH_BASES = re.compile(rb"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)
+
+
+def subclass_files(contents: Mapping[Path, bytes], base: bytes) -> set[Path]:
+    """Files defining a class that derives from `base` (by name, also through project classes
+    that derive from it), so that only those are parsed to look for Trainer subclasses."""
+    wanted = {base}
+    found: set[Path] = set()
+    classes = {
+        path: [(name, set(WORD.findall(bases))) for name, bases in CLASS_WITH_BASES.findall(data)]
+        for path, data in contents.items()
+        if b"class" in data
+    }
+    grew = True
+    while grew:
+        grew = False
+        for path, defined in classes.items():
+            for name, bases in defined:
+                if bases & wanted and name not in wanted:
+                    wanted.add(name)
+                    grew = True
+                if bases & wanted:
+                    found.add(path)
+    return found
+
+
+def files_naming(contents: Mapping[Path, bytes], names: set[str]) -> set[Path]:
+    """Files that write one of `names`, or a name defined at the top of a file that does (a
+    factory returning the class): where a module class can be created and fitted."""
+    if not names:
+        return set()
+    wanted = {name.encode("utf-8") for name in names}
+    words = {path: set(WORD.findall(data)) for path, data in contents.items()}
+    direct = {path for path, found in words.items() if found & wanted}
+    for path in direct:
+        wanted |= top_level_names(contents[path])
+    return {path for path, found in words.items() if found & wanted}
