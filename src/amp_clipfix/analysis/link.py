@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.resolve import is_library
 from amp_clipfix.models import (
     Certainty,
@@ -208,7 +209,8 @@ def trainer_groups(files: Sequence[FileSites], target: Target) -> Iterator[list[
         module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
         candidates = []
         for trainer in trainers:
-            always = trainer.entry is not None and trainer.entry.startswith("yaml:")
+            # The LightningCLI's Trainer trains every class, unless a CLI call names its model.
+            always = trainer.entry == names.CLI_TRAINER and trainer.entry not in known_entries
             if key in fitted and trainer.entry not in fitted[key] and not always:
                 continue
             if key not in fitted and trainer.entry not in unknown_entries and not always:

@@ -41,6 +41,19 @@ LIGHTNING_MODULE_CLASSES = frozenset(
     }
 )
 
+# LightningCLI builds one Trainer from its YAML trainer sections and `trainer_defaults`.
+CLI_CLASSES = frozenset(
+    {
+        "lightning.pytorch.cli.LightningCLI",
+        "pytorch_lightning.cli.LightningCLI",
+        "pytorch_lightning.utilities.cli.LightningCLI",
+    }
+)
+CLI_TRAINER = "yaml:trainer"  # the entry id of that Trainer: every trainer section configures it
+# A config's `model` section (`class_path` / `_target_`) names the class that Trainer fits, as a
+# dotted name the project resolution turns into a class ("dotted:pkg.models.Model").
+CONFIG_MODEL = "dotted:"
+
 FABRIC_PACKAGES = ("lightning.fabric.", "lightning_fabric.")
 TRAINER_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.")
 

@@ -27,6 +27,7 @@ from amp_clipfix.analysis.evaluate import (
     Ctx,
     Evaluator,
     is_method,
+    literal_of,
     super_init_call,
 )
 from amp_clipfix.analysis.relevance import files_naming, fused_relevant_files, subclass_files
@@ -34,6 +35,7 @@ from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.analysis.values import (
     ClsV,
+    Ext,
     FabricV,
     Inst,
     Lit,
@@ -182,6 +184,7 @@ class Resolution:
         self.clip_calls()
         self.fabric_optimizers()
         self.fit_calls()
+        self.cli_calls()
         return self.found
 
     def summaries_with(self, *words: bytes, among: set[Path] | None = None) -> Iterator[Summary]:
@@ -522,6 +525,66 @@ class Resolution:
                         fit = FitCall(trainer.entry, key)
                         self.found.fits.setdefault(summary.path, []).append(fit)
 
+    def cli_calls(self) -> None:
+        """`LightningCLI(Model, trainer_defaults={...})`: the CLI's one Trainer (its YAML trainer
+        sections and its defaults) fits the model class it is given, and only that class."""
+        for summary in self.summaries_with(b"LightningCLI"):
+            for call in ast.walk(summary.tree):
+                if not isinstance(call, ast.Call):
+                    continue
+                ctx = self.ev.ctx_of(summary, call)
+                callee = self.ev.ev(call.func, ctx)
+                if not any(self.is_cli(value) for value in callee):
+                    continue
+                self.cli_defaults(summary, call, ctx)
+                model = keyword_value(call, "model_class")
+                model = model or (call.args[0] if call.args else None)
+                subclasses = keyword_value(call, "subclass_mode_model")
+                classes = {
+                    value.key if isinstance(value, ClsV) else None
+                    for value in (self.ev.ev(model, ctx) if model is not None else [])
+                }
+                if subclasses is not None and literal_of(subclasses) != "False":
+                    classes = {None}  # any subclass the config names: not known here
+                for key in sorted(classes, key=str) or [None]:
+                    self.found.fits.setdefault(summary.path, []).append(
+                        FitCall(names.CLI_TRAINER, key)
+                    )
+
+    def is_cli(self, value: object) -> bool:
+        if isinstance(value, Ext):
+            return value.qname in names.CLI_CLASSES
+        return isinstance(value, ClsV) and self.ev.derives_from(value, names.CLI_CLASSES)
+
+    def cli_defaults(self, summary: Summary, call: ast.Call, ctx: Ctx) -> None:
+        """`trainer_defaults={"precision": ..., "gradient_clip_val": ...}` configure the
+        CLI's Trainer, as its YAML trainer section does."""
+        defaults = keyword_value(call, "trainer_defaults")
+        if defaults is None:
+            return
+        for value in self.ev.ev(defaults, ctx):
+            entries = getattr(value, "entries", None)
+            if entries is None:
+                continue
+            for key, kind in (
+                ("precision", SiteKind.TRAINER_PRECISION),
+                ("gradient_clip_val", SiteKind.TRAINER_CLIP),
+            ):
+                for item in self.ev.force(entries.get(key, [])):
+                    if isinstance(item, Lit) and not self.counts(kind, item.value):
+                        continue
+                    if not isinstance(item, (Lit, Opaque)):
+                        continue
+                    detail = f"LightningCLI(trainer_defaults={{{key!r}: ...}})"
+                    fixable = kind is SiteKind.TRAINER_PRECISION
+                    site = self.site(kind, item, detail, names.CLI_TRAINER, fixable=fixable)
+                    if site is not None:
+                        self.add(site)
+
+
+def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
 
 NEVER_OPTIMIZERS = frozenset(
     {"log", "log_dict", "parameters", "named_parameters", "view", "size", "to", "item"}
@@ -618,6 +681,7 @@ def resolve(
     evaluator = Evaluator(summaries, load, python)
     evaluator.index_modules({module_name(root, path)[0]: path for path in python})
     found = Resolution(evaluator, files, python).run()
+    files = {path: with_config_models(evaluator, file) for path, file in files.items()}
     result = dict(files)
     for path in set(found.sites) | set(found.fits) | {p for p, _, _ in found.drop}:
         file = result.get(path, FileSites(path=path))
@@ -637,6 +701,24 @@ def resolve(
             fits=tuple(file.fits) + tuple(found.fits.get(path, [])),
         )
     return result
+
+
+def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:
+    """A config's fits name their model class by dotted name: the project's class it is, or
+    None (not known here) when the name is not a class of the project."""
+    if not any((fit.module_class or "").startswith(names.CONFIG_MODEL) for fit in file.fits):
+        return file
+    fits = []
+    for fit in file.fits:
+        dotted = fit.module_class or ""
+        if dotted.startswith(names.CONFIG_MODEL):
+            qname = dotted[len(names.CONFIG_MODEL) :]
+            values = evaluator.resolve_qname(qname, ast.Constant(qname), None)  # type: ignore[arg-type]
+            keys = {value.key if isinstance(value, ClsV) else None for value in values}
+            fits += [replace(fit, module_class=key) for key in sorted(keys, key=str) or [None]]
+        else:
+            fits.append(fit)
+    return replace(file, fits=tuple(fits))
 
 
 def with_suppressions(site: Site, data: bytes) -> Site:

@@ -21,13 +21,12 @@ from typing import Any
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import Certainty, FileSites, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.text import SourceError, decode_source, encode_text
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
-YAML_TRAINER = "yaml:trainer"  # every trainer section of a project configures the one Trainer
 OPTIMIZER_NAMES = frozenset(
     {*names.FUSABLE_OPTIMIZERS, *(name.rsplit(".", 1)[-1] for name in names.FUSABLE_OPTIMIZERS)}
 )
@@ -57,7 +56,10 @@ def collect_config_sites(path: Path, text: str) -> FileSites:
     reader = ConfigReader(path, text)
     for root in compose_documents(text):
         reader.read(root)
-    return FileSites(path=path, sites=tuple(reader.sites))
+    fits = tuple(
+        FitCall(names.CLI_TRAINER, f"{names.CONFIG_MODEL}{name}") for name in reader.models
+    )
+    return FileSites(path=path, sites=tuple(reader.sites), fits=fits)
 
 
 def compose_documents(text: str) -> list[Any]:
@@ -161,6 +163,7 @@ class ConfigReader:
         self.sites: list[Site] = []
         self.shared: set[int] = set()
         self.recorded: set[tuple[SiteKind, int]] = set()
+        self.models: list[str] = []  # dotted names of the model classes the config builds
 
     def read(self, root: Any) -> None:
         self.shared = shared_nodes([root])
@@ -185,6 +188,8 @@ class ConfigReader:
             self.optimizer(mapping, target or "optimizer")
         if key == "trainer" or target in names.TRAINER_CLASSES:
             self.trainer(mapping)
+        if key == "model" and target and target not in self.models:
+            self.models.append(target)
 
     def optimizer(self, node: Mapping, name: str) -> None:
         """`class_path` + `init_args.fused` (LightningCLI), `_target_` + `fused` (Hydra, also
@@ -332,7 +337,7 @@ class ConfigReader:
                 detail=detail,
                 value=literal,
                 fixable=certainty is Certainty.KNOWN if fixable is None else fixable,
-                entry=YAML_TRAINER if trainer_site else None,
+                entry=names.CLI_TRAINER if trainer_site else None,
                 in_config=True,
                 suppressed_codes=suppressions(comments),
             )
