@@ -19,7 +19,7 @@ from amp_clipfix import __version__
 from amp_clipfix.models import FileSites
 
 CACHE_DIR = ".amp_clipfix_cache"
-FORMAT = "1"  # bump when the cached data's shape changes
+FORMAT = "2"  # bump when the cached data's shape changes
 
 
 class Cache:

@@ -216,6 +216,9 @@ class Resolution:
 
     def refine(self, summary: Summary, site: Site, node: ast.AST) -> None:
         ctx = self.ev.ctx_of(summary, node)
+        if site.kind is SiteKind.MODULE_CLIP:
+            self.refine_module_clip(site, node, ctx)
+            return
         key = {
             SiteKind.FUSED_OPTIMIZER: "fused",
             SiteKind.TRAINER_PRECISION: "precision",
@@ -250,6 +253,21 @@ class Resolution:
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)
+
+    def refine_module_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
+        """`self.clip_gradients(opt, gradient_clip_val=self.max_norm)` or the same through
+        `super().configure_gradient_clipping(...)`: the value followed to its literals."""
+        if not isinstance(node, ast.Call):
+            return
+        value = keyword_value(node, "gradient_clip_val")
+        if value is None and len(node.args) > 1:
+            value = node.args[1]
+        literal = self.clip_value(value, ctx)
+        if literal is None:
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        if literal:  # clips with a known positive value; "" never clips: no site
+            self.add(replace(site, certainty=Certainty.KNOWN, value=literal))
 
     def spread_values(
         self, summary: Summary, node: ast.AST, key: str, ctx: Ctx
@@ -444,14 +462,8 @@ class Resolution:
         for keyword in call.keywords:
             if keyword.arg == "gradient_clip_val":
                 value = keyword.value
-        literal = (
-            None
-            if value is None
-            else ast.literal_eval(value)
-            if isinstance(value, ast.Constant)
-            else None
-        )
-        if literal is not None and not clip_positive(str(literal)):
+        literal = self.clip_value(value, ctx)
+        if literal == "":
             return
         certainty = Certainty.KNOWN if literal is not None else Certainty.RUNTIME
         for entry in entries:
@@ -468,6 +480,21 @@ class Resolution:
                     entry=entry,
                 )
             )
+
+    def clip_value(self, value: ast.expr | None, ctx: Ctx) -> str | None:
+        """The clip value a call passes, followed to its literals (`self.max_norm` set from the
+        Callback's constructor argument): a positive literal, None when decided at run time,
+        "" when it never clips."""
+        if value is None:
+            return None
+        values = self.ev.ev(value, ctx)
+        literals = [v.value for v in values if isinstance(v, Lit)]
+        if not values or len(literals) < len(values):
+            return None
+        positive = [literal for literal in literals if clip_positive(literal)]
+        if not positive:
+            return ""
+        return positive[0] if len(positive) == len(literals) else None
 
     def trainers_with_callback(self, callback: ClsV) -> list[str]:
         entries: list[str] = []
