@@ -680,12 +680,15 @@ class Evaluator:
             return self.call_external(callee.qname, call, ctx)
         if isinstance(callee, Fn):
             values = self.returns(callee, call, ctx)
-            if not any(isinstance(v, Opt) for v in values) and forwards_kwargs(callee.node):
+            lost = not any(isinstance(v, Opt) and v.fused for v in values)
+            if lost and forwards_kwargs(callee.node):
                 # `fused` handed to a function's **kwargs that the analysis loses inside (a
-                # filter, a registry): only fusable optimizers take it, so count it.
+                # filter such as litgpt's signature check, a registry): only fusable
+                # optimizers take it, so the optimizer the function builds takes it.
                 fused = self.fused_of(call, ctx)
                 if fused:
-                    values = [*values, Opt(call, ctx.summary, fused)]
+                    values = [v for v in values if not isinstance(v, Opt)]
+                    values.append(Opt(call, ctx.summary, fused))
             return values
         if isinstance(callee, ClsV):
             if self.derives_from(callee, names.TRAINER_CLASSES):
