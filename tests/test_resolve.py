@@ -42,3 +42,60 @@ def test_a_shared_default_says_it_serves_other_callers(
 )
 def test_library_code_is_never_a_user_site(path: str, library: bool) -> None:
     assert is_library(Path(path)) is library
+
+
+WITH_TARGET = """\
+import lightning as L
+import torch
+
+
+def build_optimizer(params, path):
+    with open(path) as fused:
+        pass
+    return torch.optim.AdamW(params, fused=fused)
+
+
+class Model(L.LightningModule):
+    def configure_optimizers(self):
+        return build_optimizer(self.parameters(), "opts.txt")
+
+
+L.Trainer(precision="16-mixed", gradient_clip_val=1.0).fit(Model())
+"""
+
+
+def test_a_name_bound_by_a_with_statement_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`with ... as fused:` binds a name through an item that has no position of its own."""
+    (tmp_path / "train.py").write_text(WITH_TARGET, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--lightning-version", "2.6.6", "."])
+
+    assert result.exit_code == 1, result.output
+    assert "train.py:8:44: ACF003" in result.output
+    assert "decided at run time" in result.output
+
+
+def test_a_failing_resolution_costs_one_error_line_and_keeps_the_files_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amp_clipfix.analysis import resolve
+
+    def broken(self: object) -> None:
+        raise ValueError("boom")
+
+    import shutil
+
+    project = tmp_path / "p"
+    shutil.copytree(FIXTURES / "trainer_16_mixed_direct_return_unfuse" / "input", project)
+    monkeypatch.setattr(resolve.Resolution, "run", broken)
+    monkeypatch.chdir(project)
+
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--lightning-version", "2.6.6", "."])
+
+    assert result.exit_code == 2, result.output
+    assert "internal error in the project resolution: ValueError('boom')" in result.output
+    assert "train.py:20:79: ACF003" in result.output  # its own sites, review without the links
+    assert "Traceback" not in result.output

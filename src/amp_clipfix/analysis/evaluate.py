@@ -806,8 +806,14 @@ class Evaluator:
 
 
 def contains(outer: ast.AST, inner: ast.AST) -> bool:
-    start = (outer.lineno, outer.col_offset)  # type: ignore[attr-defined]
-    end = (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined]
+    """Whether `inner` lies within `outer` (a `with` item spans its expression and target)."""
+    first = last = outer
+    if isinstance(outer, ast.withitem):
+        first, last = outer.context_expr, outer.optional_vars or outer.context_expr
+    if not hasattr(first, "lineno") or not hasattr(inner, "lineno"):
+        return False
+    start = (first.lineno, first.col_offset)  # type: ignore[attr-defined]
+    end = (last.end_lineno, last.end_col_offset)  # type: ignore[attr-defined]
     where = (inner.lineno, inner.col_offset)  # type: ignore[attr-defined]
     return start <= where <= end
 
