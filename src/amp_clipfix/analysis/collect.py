@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import (
@@ -223,12 +224,18 @@ class SiteCollector(ast.NodeVisitor):
         return self.source.span(node)
 
     def visit(self, node: ast.AST) -> None:
+        visitor = VISITORS.get(type(node))
+        if visitor is None:
+            visitor = VISITORS[type(node)] = visitor_of(type(self), type(node))
         if isinstance(node, ast.stmt):
             outer, self.statement = self.statement, node
-            super().visit(node)
+            visitor(self, node)
             self.statement = outer
         else:
-            super().visit(node)
+            visitor(self, node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        pass  # no children; also skips NodeVisitor's slow deprecation shim
 
     def indentation(self) -> str:
         """The indentation of the block the current statement is in."""
@@ -647,6 +654,19 @@ class SiteCollector(ast.NodeVisitor):
         ):
             return False
         return has_guard_optimizer(call)
+
+
+VISITORS: dict[type, Callable[[SiteCollector, Any], None]] = {}
+
+
+def visitor_of(
+    collector: type[SiteCollector], node_type: type
+) -> Callable[[SiteCollector, Any], None]:
+    """The visit method for a node type, looked up once per type instead of once per node."""
+    method: Callable[[SiteCollector, Any], None] = getattr(
+        collector, f"visit_{node_type.__name__}", collector.generic_visit
+    )
+    return method
 
 
 # -- source order ------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class ReadFile:
     """What reading a document gave: its sites, the `ast` tree they were read from (`syntax`,
-    for the project resolution) and the libcst tree a fix transforms (parsed lazily, when a
-    fix needs it)."""
+    kept for the project resolution when the file has sites) and the libcst tree a fix
+    transforms (parsed lazily, when a fix needs it)."""
 
     document: Document
     sites: FileSites
@@ -56,7 +56,7 @@ def read_document(document: Document) -> ReadFile:
         raise SourceError("cannot parse: the code is nested too deeply") from None
     if sites.sites and document.locate(1)[0] is not None:  # a notebook: sites name their cell
         sites = replace(sites, sites=tuple(in_cell(site, document) for site in sites.sites))
-    return ReadFile(document, sites, syntax=module)
+    return ReadFile(document, sites, syntax=module if sites.sites else None)
 
 
 def in_cell(site: Site, document: Document) -> Site:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 Position = tuple[int, int]  # (line, byte column) in ast's coordinates
 END_OF_FILE: Position = (1 << 62, 0)
@@ -205,6 +206,16 @@ class ScopeBuilder(ast.NodeVisitor):
         self.scopes[id(node)] = scope
         return scope
 
+    def visit(self, node: ast.AST) -> None:
+        method = BUILDER_VISITORS.get(type(node))
+        if method is None:
+            name = f"visit_{type(node).__name__}"
+            method = BUILDER_VISITORS[type(node)] = getattr(ScopeBuilder, name, generic_visit)
+        method(self, node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        pass  # no children; also skips NodeVisitor's slow deprecation shim
+
     # -- bindings -------------------------------------------------------------------------------
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -360,6 +371,14 @@ class ScopeBuilder(ast.NodeVisitor):
 
     def visit_DictComp(self, node: ast.DictComp) -> None:
         self.visit_comprehension_node(node, node.generators, [node.key, node.value])
+
+
+def generic_visit(builder: ScopeBuilder, node: ast.AST) -> None:
+    for child in ast.iter_child_nodes(node):
+        builder.visit(child)
+
+
+BUILDER_VISITORS: dict[type, Callable[[ScopeBuilder, Any], None]] = {}
 
 
 def build_scopes(tree: ast.Module) -> tuple[Scope, dict[int, Scope]]:
