@@ -48,7 +48,9 @@ def read_document(document: Document) -> ReadFile:
     except SyntaxError as error:
         cell, line = document.locate(error.lineno or 1)
         raise ParseError(error.msg, line, error.offset or 1, cell) from None
-    except (ValueError, RecursionError, MemoryError):
+    except ValueError as error:  # a null byte
+        raise SourceError(f"cannot parse: {error}") from None
+    except (RecursionError, MemoryError):
         raise SourceError("cannot parse: the code is nested too deeply") from None
     try:
         sites = collect_sites(document.path, document.text, module)
