@@ -362,7 +362,7 @@ def resolve_collection(
     parse: bool = True,
 ) -> None:
     """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
-    sites are parsed with libcst too, since only those can be fixed."""
+    sites are read too (libcst parses only the files a fix changes, in fixed_file)."""
     from amp_clipfix.analysis.read import in_cell
     from amp_clipfix.analysis.resolve import resolve
     from amp_clipfix.analysis.summary import summarise
