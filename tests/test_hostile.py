@@ -252,25 +252,29 @@ def test_notebook_cr_only_cell_lines(project: Path) -> None:
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_long_boolean_chain_is_one_line(project: Path, jobs: str) -> None:
-    """Python's tree for `a and a and ...` is flat, libcst's is 10,000 deep (it crashed)."""
+    """Python's tree for `a and a and ...` is flat, libcst's is 10,000 deep (it crashed). Sites
+    are read with `ast`, so the file is checked like any other; only fixing it needs libcst,
+    and that costs one line."""
     (project / "good.py").write_bytes(GOOD)
     chain = " and ".join(["a"] * 10_000)
-    (project / "deep.py").write_text(
-        f"import torch\nopt = torch.optim.AdamW(p, fused=True)\nx = {chain}\n"
-    )
+    deep = GOOD + f"\nx = {chain}\n".encode()
+    (project / "deep.py").write_bytes(deep)
     for index in range(6):  # > 512 KiB of candidates, so -j 2 uses the process pool
         (project / f"filler{index}.py").write_bytes(FILLER)
-    result = subprocess.run(
-        [sys.executable, "-m", "amp_clipfix", "apply", "--yes", "-j", jobs, "--strategy", "unfuse"],
-        capture_output=True,
-        cwd=project,
-        timeout=300,
-        check=False,
-    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "amp_clipfix", *args, "-j", jobs, "--strategy", "unfuse"]
+        return subprocess.run(command, capture_output=True, cwd=project, timeout=300, check=False)
+
+    checked = run("check")
+    assert b"error:" not in checked.stderr + checked.stdout, checked.stderr
+    assert b"deep.py:11:" in checked.stdout, checked.stdout  # its fused optimizer is found
+    result = run("apply", "--yes")
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith(b"error:")]
-    assert errors == [b"error: deep.py: cannot parse: the code is nested too deeply"]
+    assert errors == [b"error: deep.py: not fixed: cannot parse: the code is nested too deeply"]
     assert (project / "good.py").read_bytes() == GOOD_FIXED
+    assert (project / "deep.py").read_bytes() == deep
 
 
 def killing_parse(path: Path, data: bytes):  # noqa: ANN201 - stands in for parse_and_collect

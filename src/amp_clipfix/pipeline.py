@@ -362,7 +362,7 @@ def resolve_collection(
     parse: bool = True,
 ) -> None:
     """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
-    sites are parsed with libcst too, since only those can be fixed."""
+    sites are read too (libcst parses only the files a fix changes, in fixed_file)."""
     from amp_clipfix.analysis.read import in_cell
     from amp_clipfix.analysis.resolve import resolve
     from amp_clipfix.analysis.summary import summarise
@@ -420,16 +420,12 @@ def resolve_collection(
                 continue
             collection.parsed[path] = ReadFile(document, sites)
             continue
-        if parsed is None or (parsed.tree is None and fixable and not is_config(path)):
+        if parsed is None:  # the libcst tree a fix needs is parsed by fixed_file
             fresh, error = parse_and_collect(path, contents[path])
             if fresh is None:
                 if error is not None and path not in collection.attempted:
                     collection.errors.append(error)
                 continue
-            if fresh.tree is None and not is_config(path):
-                import libcst as cst
-
-                fresh = replace(fresh, tree=cst.parse_module(fresh.document.text))
             parsed = fresh
         if parsed.document.locate(1)[0] is not None:  # a notebook: sites name their cell
             sites = replace(
@@ -594,10 +590,10 @@ def fixed_file(
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
     from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
-    if file.tree is None and file.document.language is Language.PYTHON:  # sites from the cache
-        import libcst as cst
+    if file.tree is None and file.document.language is Language.PYTHON:  # parsed only to fix
+        from amp_clipfix.sources.python import parse_libcst
 
-        file = replace(file, tree=cst.parse_module(file.document.text))
+        file = replace(file, tree=parse_libcst(file.document.text))
     text = fixed_text(file, targets, target, helpers)
     return file.document.adapter.render(file.document, text)
 

@@ -1,61 +1,125 @@
-"""Parse one file and collect the sites that take part in the clipping failure.
+"""Read one module's sites that take part in the clipping failure, with the stdlib `ast`.
 
-Names are resolved with libcst's QualifiedNameProvider, never by text, so aliases and
-`from ... import ... as` forms are recognised and look-alikes (`numpy`, `torchmetrics`) are not.
-Linking sites into findings happens later, per project (see `link.py`).
+Names are resolved by scope (analysis/scopes.py gives the qualified names libcst's
+QualifiedNameProvider gave), never by text, so aliases and `from ... import ... as` forms are
+recognised and look-alikes (`numpy`, `torchmetrics`) are not. Reading with `ast` keeps a check
+run free of libcst: only files a fix changes are parsed with it. Linking sites into findings
+happens later, per project (see `link.py`).
 """
 
 from __future__ import annotations
 
+import ast
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-
-import libcst as cst
-import libcst.matchers as m
-from libcst.metadata import (
-    Assignment,
-    MetadataWrapper,
-    PositionProvider,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
+from typing import Any
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.analysis.syntax import (
+from amp_clipfix.analysis.ast_syntax import (
+    SourceText,
     clip_call_of,
-    guard_test,
+    has_guard_optimizer,
+    is_sole_argument,
     keyword_arg,
     literal_value,
+    positional_args,
     positional_or_keyword,
     star_kwargs,
+    string_token_count,
 )
+from amp_clipfix.analysis.scopes import (
+    Binding,
+    Scope,
+    build_scopes,
+    dotted_names,
+    full_name,
+    position,
+    referents,
+)
+from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
 
 UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+DEEPEST = 20_000  # Python-level recursion only (3.11 keeps no C frames for it)
 
 
-def collect_sites(path: Path, module: cst.Module) -> FileSites:
-    """Collect the sites of one parsed module."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    collector = SiteCollector(path)
-    wrapper.visit(collector)
-    sites = []
-    for site in collector.sites:
-        codes = frozenset().union(
-            *(
-                collector.suppressions.get(line, ())
-                for line in range(site.span.line, site.span.end_line + 1)
-            )
-        )
-        sites.append(replace(site, suppressed_codes=codes) if codes else site)
+def collect_sites(path: Path, text: str, tree: ast.Module | None = None) -> FileSites:
+    """Collect the sites of one module (`tree` is `ast.parse(text)` when already at hand)."""
+    if tree is None:
+        tree = ast.parse(text)
+    source = SourceText(text, tree)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, DEEPEST))  # the visitor recurses once per nesting level
+    try:
+        collector = SiteCollector(path, source, tree)
+        collector.visit(tree)
+    finally:
+        sys.setrecursionlimit(limit)
+    sites = collector.sites
+    if sites:
+        suppressions = comment_suppressions(source, tree)
+        sites = [with_suppressions(site, suppressions) for site in sites]
     return FileSites(
         path=path,
         sites=tuple(sites),
         classes=tuple(collector.classes),
         has_guard_helper=collector.has_guard_helper,
     )
+
+
+def with_suppressions(site: Site, suppressions: dict[int, frozenset[str]]) -> Site:
+    lines = range(site.span.line, site.span.end_line + 1)
+    codes = frozenset().union(*(suppressions.get(line, ()) for line in lines))
+    return replace(site, suppressed_codes=codes) if codes else site
+
+
+def comment_suppressions(source: SourceText, tree: ast.Module) -> dict[int, frozenset[str]]:
+    """Line -> codes its comment silences. `ast` keeps no comments: a line is read only when
+    the text from its first `#` could silence something, and then from the first `#` that is
+    not inside a string literal."""
+    candidates: dict[int, str] = {}
+    for number in range(1, len(source.line_starts) + 1):
+        line = source.line(number)
+        first = line.find("#")
+        if first >= 0 and suppressed_codes(line[first:]):
+            candidates[number] = line
+    if not candidates:
+        return {}
+    strings = string_extents(tree, set(candidates))
+    suppressions: dict[int, frozenset[str]] = {}
+    for number, line in candidates.items():
+        for column, char in enumerate(line):
+            if char == "#" and not in_string(strings, number, len(line[:column].encode())):
+                codes = suppressed_codes(line[column:])
+                if codes:
+                    suppressions[number] = codes
+                break
+    return suppressions
+
+
+Extent = tuple[tuple[int, int], tuple[int, int]]
+
+
+def string_extents(tree: ast.Module, lines: set[int]) -> list[Extent]:
+    extents = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) or (
+            isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
+        ):
+            end_line = node.end_lineno or node.lineno
+            if any(line in lines for line in range(node.lineno, end_line + 1)):
+                extents.append(
+                    ((node.lineno, node.col_offset), (end_line, node.end_col_offset or 0))
+                )
+    return extents
+
+
+def in_string(extents: list[Extent], line: int, byte_column: int) -> bool:
+    return any(start <= (line, byte_column) < end for start, end in extents)
 
 
 def is_clip_positive(value: str | None) -> bool:
@@ -66,16 +130,14 @@ def is_clip_positive(value: str | None) -> bool:
         return False
 
 
-class SiteCollector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (
-        PositionProvider,
-        QualifiedNameProvider,
-        ScopeProvider,
-    )
+class SiteCollector(ast.NodeVisitor):
+    """Visits in source order (libcst's order, which the sites' order follows) and keeps the
+    scope each node is read in."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
+    def __init__(self, path: Path, source: SourceText, tree: ast.Module) -> None:
         self.path = path
+        self.source = source
+        self.scope, self.scopes = build_scopes(tree)
         self.sites: list[Site] = []
         self.classes: list[ClassInfo] = []
         self.has_guard_helper = False
@@ -85,32 +147,110 @@ class SiteCollector(cst.CSTVisitor):
         self.fabric_bindings: dict[str, str | None] = {}
         self.guard_depth = 0
         self.entry_calls: list[str] = []  # Fabric(...) / Trainer(...) calls being visited
-        self.suppressions: dict[int, frozenset[str]] = {}  # line -> codes silenced there
-        # Filled while visiting, so that no parent-node metadata is needed:
-        self.assigned_values: dict[cst.Name, cst.BaseExpression] = {}  # target name -> value
-        self.statement_calls: dict[cst.Call, cst.BaseSmallStatement] = {}  # whole-line calls
+        # Filled while visiting (what libcst saw so far): target name -> value and its scope
+        self.assigned_values: dict[int, tuple[ast.expr, Scope]] = {}
+        self.statement_calls: dict[int, ast.stmt] = {}  # calls a whole statement makes
+        self.statement: ast.stmt | None = None  # the statement being visited
+
+    # -- traversal -----------------------------------------------------------------------------
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for child in source_order_children(node):
+            self.visit(child)
+
+    def in_scope(self, node: ast.AST, children: list) -> None:
+        outer, self.scope = self.scope, self.scopes[id(node)]
+        for child in children:
+            if child is not None:
+                self.visit(child)
+        self.scope = outer
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def qualified_names(self, node: cst.CSTNode) -> set[str]:
-        return {qn.name for qn in self.get_metadata(QualifiedNameProvider, node, set())}
+    def qualified_names(self, node: ast.AST, scope: Scope | None = None) -> set[str]:
+        scope = scope or self.scope
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            return {
+                qualified
+                for binding in referents(scope, node.id, position(node))
+                for qualified in binding.qualified_names(binding.name)
+            }
+        name = full_name(node)
+        prefix: str | None = name
+        while prefix:
+            if prefix in scope:
+                return {
+                    qualified
+                    for binding in scope.resolve(prefix)
+                    for qualified in binding.qualified_names(name)  # type: ignore[arg-type]
+                }
+            cut = prefix.rfind(".")
+            prefix = None if cut == -1 else prefix[:cut]
+        return set()
 
-    def span(self, node: cst.CSTNode) -> Span:
-        code_range = self.get_metadata(PositionProvider, node)
-        return Span(
-            code_range.start.line,
-            code_range.start.column,
-            code_range.end.line,
-            code_range.end.column,
-        )
+    def annotation_string_names(self, node: ast.Constant) -> set[str]:
+        """libcst reads a string annotation as code: the names in it resolve where it is."""
+        try:
+            parsed = ast.parse(str(node.value))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return set()
+        found: set[str] = set()
+        inner: set[int] = set()
+        for child in ast.walk(parsed):
+            if isinstance(child, ast.Attribute) and id(child) not in inner:
+                chain = list(dotted_names(child))
+                inner.update(id(part) for _, part in chain)
+                accessed = next((dotted for dotted, _ in chain if dotted in self.scope), None)
+                if accessed is None and chain:
+                    accessed = chain[-1][0]
+                if accessed is not None:
+                    found |= self.access_names(accessed, position(node))
+            elif (
+                isinstance(child, ast.Name)
+                and id(child) not in inner
+                and isinstance(child.ctx, ast.Load)
+            ):
+                found |= self.access_names(child.id, position(node))
+        return found
 
-    def code(self, node: cst.CSTNode) -> str:
-        return cst.Module([]).code_for_node(node)
+    def access_names(self, name: str, at: tuple[int, int]) -> set[str]:
+        return {
+            qualified
+            for binding in referents(self.scope, name, at)
+            for qualified in binding.qualified_names(binding.name)
+        }
+
+    def span(self, node: ast.AST) -> Span:
+        return self.source.span(node)
+
+    def visit(self, node: ast.AST) -> None:
+        visitor = VISITORS.get(type(node))
+        if visitor is None:
+            visitor = VISITORS[type(node)] = visitor_of(type(self), type(node))
+        if isinstance(node, ast.stmt):
+            outer, self.statement = self.statement, node
+            visitor(self, node)
+            self.statement = outer
+        else:
+            visitor(self, node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        pass  # no children; also skips NodeVisitor's slow deprecation shim
+
+    def indentation(self) -> str:
+        """The indentation of the block the current statement is in."""
+        return "" if self.statement is None else self.source.indentation(self.statement.lineno)
+
+    def code(self, node: ast.AST, sole_argument: bool = False) -> str:
+        return self.source.code(node, sole_argument, self.indentation())
+
+    def argument_code(self, node: ast.keyword) -> str:
+        return self.source.argument_code(node, self.indentation())
 
     def add(
         self,
         kind: SiteKind,
-        node: cst.CSTNode,
+        node: ast.AST,
         certainty: Certainty,
         detail: str,
         value: str | None = None,
@@ -132,119 +272,157 @@ class SiteCollector(cst.CSTVisitor):
 
     # -- structure -----------------------------------------------------------------------------
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
         base_names: list[str] = []
         for base in node.bases:
-            if base.keyword is not None:
-                continue
-            qualified = self.qualified_names(base.value)
-            base_names.extend(sorted(qualified) or [self.code(base.value)])
+            value = base.value if isinstance(base, ast.Starred) else base
+            qualified = self.qualified_names(value)
+            sole = len(node.bases) + len(node.keywords) == 1 and not isinstance(base, ast.Starred)
+            base_names.extend(sorted(qualified) or [self.code(value, sole)])
         self.classes.append(
             ClassInfo(
-                name=node.name.value,
+                name=node.name,
                 path=self.path,
                 base_names=tuple(base_names),
                 is_lightning_module=any(n in names.LIGHTNING_MODULE_CLASSES for n in base_names),
             )
         )
-        self.class_stack.append(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        name = self.class_stack.pop()
-        if name in self.unscaled_classes:
-            index = max(i for i, info in enumerate(self.classes) if info.name == name)
+        self.class_stack.append(node.name)
+        for child in (*node.decorator_list, *sorted_by_position([*node.bases, *node.keywords])):
+            self.visit(child)
+        self.in_scope(node, node.body)
+        self.class_stack.pop()
+        if node.name in self.unscaled_classes:
+            index = max(i for i, info in enumerate(self.classes) if info.name == node.name)
             self.classes[index] = replace(self.classes[index], clips_unscaled=True)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value == names.GUARD_HELPER and not self.class_stack:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        is_helper = node.name in UNSCALE_HELPERS and not self.class_stack
+        if node.name == names.GUARD_HELPER and not self.class_stack:
             self.has_guard_helper = True
-        if node.name.value in UNSCALE_HELPERS and not self.class_stack:
+        if is_helper:
             self.guard_depth += 1  # the helpers' own calls of Lightning's clipping are no sites
         if (
             self.class_stack
-            and node.name.value == "configure_gradient_clipping"
-            and m.findall(node, m.Name(names.MODULE_UNSCALE_HELPER))
+            and node.name == "configure_gradient_clipping"
+            and mentions(node, names.MODULE_UNSCALE_HELPER)
         ):
             self.unscaled_classes.add(self.class_stack[-1])
-        for param in (*node.params.params, *node.params.kwonly_params):
-            annotation = param.annotation
-            if annotation is not None and self.is_fabric_annotation(annotation.annotation):
-                self.bind_fabric(param.name.value, None)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if original_node.name.value in UNSCALE_HELPERS and not self.class_stack:
+        for param in (*node.args.args, *node.args.kwonlyargs):
+            if param.annotation is not None and self.is_fabric_annotation(param.annotation):
+                self.bind_fabric(param.arg, None)
+        for child in (*node.decorator_list, *argument_children(node.args), node.returns):
+            if child is not None:
+                self.visit(child)
+        self.in_scope(node, node.body)
+        if is_helper:
             self.guard_depth -= 1
 
-    def is_fabric_annotation(self, annotation: cst.BaseExpression) -> bool:
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for child in argument_children(node.args):
+            self.visit(child)
+        self.in_scope(node, [node.body])
+
+    def visit_comprehension_node(self, node: ast.AST) -> None:
+        generators: list[ast.comprehension] = node.generators  # type: ignore[attr-defined]
+        first_iter = generators[0].iter
+        outer, inner = self.scope, self.scopes[id(node)]
+        self.scope = inner
+        for child in source_order_children(node):
+            if child is first_iter:
+                self.scope = outer
+                self.visit(child)
+                self.scope = inner
+            elif isinstance(child, ast.comprehension):
+                for part in (child.target, child.iter, *child.ifs):
+                    self.scope = outer if part is first_iter else inner
+                    self.visit(part)
+                self.scope = inner
+            else:
+                self.visit(child)
+        self.scope = outer
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_comprehension_node
+    visit_DictComp = visit_comprehension_node
+
+    def is_fabric_annotation(self, annotation: ast.AST) -> bool:
         """`fabric: Fabric`, `fabric: L.Fabric`, also as a string (`"Fabric"`, `Optional[...]`)."""
-        if self.qualified_names(annotation) & names.FABRIC_CLASSES:
+        is_string = isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)
+        qualified = (
+            self.annotation_string_names(annotation)  # type: ignore[arg-type]
+            if is_string
+            else self.qualified_names(annotation)
+        )
+        if qualified & names.FABRIC_CLASSES:
             return True
-        if isinstance(annotation, cst.SimpleString):
-            text = literal_value(annotation) or ""
+        if is_string:
+            if string_token_count(self.code(annotation)) != 1:
+                return False
+            text = literal_value(annotation, self.source) or ""
             return text.rsplit(".", 1)[-1].strip() == "Fabric"
-        if isinstance(annotation, cst.Subscript):
+        if isinstance(annotation, ast.Subscript):
             return any(
-                isinstance(element.slice, cst.Index)
-                and self.is_fabric_annotation(element.slice.value)
-                for element in annotation.slice
+                self.is_fabric_annotation(element)
+                for element in subscript_elements(annotation, self.source)
             )
         return False
 
-    def visit_Comment(self, node: cst.Comment) -> None:
-        codes = suppressed_codes(node.value)
-        if codes:
-            line = self.get_metadata(PositionProvider, node).start.line
-            self.suppressions[line] = self.suppressions.get(line, frozenset()) | codes
+    def visit_If(self, node: ast.If) -> None:
+        guarded = self.is_guard_test(node.test)
+        self.guard_depth += guarded
+        self.generic_visit(node)
+        self.guard_depth -= guarded
 
-    def visit_If(self, node: cst.If) -> None:
-        if self.is_guard_test(node.test):
-            self.guard_depth += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        if self.is_guard_test(original_node.test):
-            self.guard_depth -= 1
-
-    def is_guard_test(self, test: cst.BaseExpression) -> bool:
+    def is_guard_test(self, test: ast.AST) -> bool:
         """A clip call already wrapped by the guard fix is no longer a site."""
         return (
-            isinstance(test, cst.Call)
-            and isinstance(test.func, cst.Name)
-            and test.func.value == names.GUARD_HELPER
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == names.GUARD_HELPER
         )
 
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        if len(node.body) == 1:
-            call = clip_call_of(node.body[0])
-            if call is not None:
-                self.statement_calls[call] = node.body[0]
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self.note_statement_call(node)
+        self.generic_visit(node)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            self.assigned_values[node.targets[0].target] = node.value
-        if isinstance(node.value, cst.Call) and self.qualified_names(node.value.func) & (
+    def note_statement_call(self, node: ast.stmt) -> None:
+        call = clip_call_of(node)
+        if call is not None:
+            self.statement_calls[id(call)] = node
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.note_statement_call(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.assigned_values[id(node.targets[0])] = (node.value, self.scope)
+        if isinstance(node.value, ast.Call) and self.qualified_names(node.value.func) & (
             names.FABRIC_CLASSES
         ):
             for target in node.targets:
-                self.bind_fabric(self.code(target.target), self.entry_of(node.value))
-        elif isinstance(node.value, (cst.Name, cst.Attribute)):
+                self.bind_fabric(self.code(target), self.entry_of(node.value))
+        elif isinstance(node.value, (ast.Name, ast.Attribute)):
             source = self.code(node.value)
             if source in self.fabric_bindings:  # `self.fab = fabric`
                 for target in node.targets:
-                    self.bind_fabric(self.code(target.target), self.fabric_bindings[source])
+                    self.bind_fabric(self.code(target), self.fabric_bindings[source])
+        self.generic_visit(node)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self.assigned_values[node.target] = node.value
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.note_statement_call(node)
+        if isinstance(node.target, ast.Name) and node.value is not None:
+            self.assigned_values[id(node.target)] = (node.value, self.scope)
         value = node.value
-        if isinstance(value, cst.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES:
+        if isinstance(value, ast.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES:
             self.bind_fabric(self.code(node.target), self.entry_of(value))
-        elif self.is_fabric_annotation(node.annotation.annotation):
+        elif self.is_fabric_annotation(node.annotation):
             self.bind_fabric(self.code(node.target), None)
+        self.generic_visit(node)
 
-    def entry_of(self, call: cst.Call) -> str:
+    def entry_of(self, call: ast.Call) -> str:
         """The id of a Fabric(...) / Trainer(...) call: its path and position."""
-        start = self.get_metadata(PositionProvider, call).start
-        return f"{self.path}:{start.line}:{start.column}"
+        span = self.span(call)
+        return f"{self.path}:{span.line}:{span.column}"
 
     def bind_fabric(self, receiver: str, call: str | None) -> None:
         """Remember which Fabric a name holds; a name bound to two Fabrics could be either."""
@@ -254,7 +432,13 @@ class SiteCollector(cst.CSTVisitor):
 
     # -- calls ---------------------------------------------------------------------------------
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
+        entries = len(self.entry_calls)
+        self.collect_call(node)
+        self.generic_visit(node)
+        del self.entry_calls[entries:]
+
+    def collect_call(self, node: ast.Call) -> None:
         qualified = self.qualified_names(node.func)
         if qualified & names.FABRIC_CLASSES:
             self.entry_calls.append(self.entry_of(node))
@@ -272,24 +456,21 @@ class SiteCollector(cst.CSTVisitor):
                 if plugin is not None:
                     self.collect_plugin(node, plugin[0])
                     break
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "clip_gradients":
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "clip_gradients":
             self.collect_clip(node)
         elif (
-            isinstance(node.func, cst.Attribute)
-            and node.func.attr.value == "configure_gradient_clipping"
-            and isinstance(node.func.value, cst.Call)
-            and isinstance(node.func.value.func, cst.Name)
-            and node.func.value.func.value == "super"
+            isinstance(func, ast.Attribute)
+            and func.attr == "configure_gradient_clipping"
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
             and self.class_stack
         ):
             self.collect_super_clipping(node)
 
-    def leave_Call(self, original_node: cst.Call) -> None:
-        if self.entry_calls and self.entry_calls[-1] == self.entry_of(original_node):
-            self.entry_calls.pop()
-
     def collect_entry_point(
-        self, call: cst.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
+        self, call: ast.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
     ) -> None:
         """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`."""
         name = self.code(call.func)
@@ -300,7 +481,7 @@ class SiteCollector(cst.CSTVisitor):
             self.add_value(precision_kind, precision.value, detail, names.is_mixed_precision)
         elif keyword_arg(call, "plugins") is None:
             for spread in spreads:
-                detail = f"{name}({self.code(spread)}) may set precision"
+                detail = f"{name}({self.argument_code(spread)}) may set precision"
                 self.add(precision_kind, spread, Certainty.RUNTIME, detail, fixable=False)
         if clip_kind is None:
             return
@@ -310,13 +491,13 @@ class SiteCollector(cst.CSTVisitor):
             self.add_value(clip_kind, clip.value, detail, is_clip_positive, fixable=False)
         else:
             for spread in spreads:
-                detail = f"{name}({self.code(spread)}) may set gradient_clip_val"
+                detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
                 self.add(clip_kind, spread, Certainty.RUNTIME, detail, fixable=False)
 
     def add_value(
         self,
         kind: SiteKind,
-        node: cst.BaseExpression,
+        node: ast.expr,
         detail: str,
         counts: Callable[[str], bool],
         fixable: bool = True,
@@ -330,47 +511,55 @@ class SiteCollector(cst.CSTVisitor):
         elif counts(value):
             self.add(kind, literal_node, Certainty.KNOWN, detail, value, fixable=fixable)
 
-    def resolve_literal(self, node: cst.BaseExpression) -> tuple[cst.BaseExpression, str | None]:
+    def resolve_literal(
+        self, node: ast.expr, scope: Scope | None = None
+    ) -> tuple[ast.expr, str | None]:
         """The literal behind `node`: itself, or the value of a name bound once to a literal
         (a module constant such as `PRECISION = "16-mixed"`)."""
-        value = literal_value(node)
-        if value is None and isinstance(node, cst.Name):
-            assigned = self.single_assigned_value(node)
-            if assigned is not None and literal_value(assigned) is not None:
-                return assigned, literal_value(assigned)
+        value = literal_value(node, self.source)
+        if value is None and isinstance(node, ast.Name):
+            assigned = self.single_assigned_value(node, scope or self.scope)
+            if assigned is not None:
+                literal = literal_value(assigned[0], self.source)
+                if literal is not None:
+                    return assigned[0], literal
         return node, value
 
-    def collect_plugin(self, call: cst.Call, side: str) -> None:
+    def collect_plugin(self, call: ast.Call, side: str) -> None:
         kind = SiteKind.FABRIC_PRECISION if side == "fabric" else SiteKind.TRAINER_PRECISION
         precision = positional_or_keyword(call, 0, "precision")
         if precision is None:
             return
-        _, value = self.resolve_literal(precision.value)
-        detail = f"{self.code(call.func)}({self.code(precision.value)}, ...)"
+        _, value = self.resolve_literal(precision)
+        code = self.code(precision, is_sole_argument(call, precision))
+        detail = f"{self.code(call.func)}({code}, ...)"
         if value is None:
             self.add(kind, call, Certainty.RUNTIME, detail, fixable=False)
         elif names.is_mixed_precision(value):
             self.add(kind, call, Certainty.KNOWN, detail, value)
 
-    def collect_partial(self, call: cst.Call) -> None:
-        positional = [arg for arg in call.args if arg.keyword is None and arg.star == ""]
-        if positional and self.qualified_names(positional[0].value) & names.FUSABLE_OPTIMIZERS:
-            self.collect_fused(call, f"partial({self.code(positional[0].value)})")
+    def collect_partial(self, call: ast.Call) -> None:
+        positional = positional_args(call)
+        if positional and self.qualified_names(positional[0]) & names.FUSABLE_OPTIMIZERS:
+            code = self.code(positional[0], is_sole_argument(call, positional[0]))
+            self.collect_fused(call, f"partial({code})")
 
-    def collect_fused(self, call: cst.Call, name: str) -> None:
+    def collect_fused(self, call: ast.Call, name: str) -> None:
         """`fused=` written in the call, or inside a `**dict(...)` / `**{...}` spread."""
         fused = keyword_arg(call, "fused")
         if fused is not None:
             self.add_fused_value(fused.value, f"{name}(fused={self.code(fused.value)})", False)
             return
         for spread in star_kwargs(call):
-            for value, conditional in self.fused_in_spread(spread.value, conditional=False):
-                self.add_fused_value(
-                    value, f"{name}({self.code(spread)}) with fused={self.code(value)}", conditional
-                )
+            spread_code = self.argument_code(spread)
+            for value, scope, conditional in self.fused_in_spread(spread.value, self.scope, False):
+                detail = f"{name}({spread_code}) with fused={self.code(value)}"
+                self.add_fused_value(value, detail, conditional, scope)
 
-    def add_fused_value(self, value: cst.BaseExpression, detail: str, conditional: bool) -> None:
-        value, literal = self.resolve_literal(value)
+    def add_fused_value(
+        self, value: ast.expr, detail: str, conditional: bool, scope: Scope | None = None
+    ) -> None:
+        value, literal = self.resolve_literal(value, scope)
         if literal == "True":
             certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
             self.add(SiteKind.FUSED_OPTIMIZER, value, certainty, detail, literal)
@@ -378,45 +567,44 @@ class SiteCollector(cst.CSTVisitor):
             self.add(SiteKind.FUSED_OPTIMIZER, value, Certainty.RUNTIME, detail, fixable=False)
 
     def fused_in_spread(
-        self, node: cst.BaseExpression, conditional: bool, depth: int = 0
-    ) -> Iterator[tuple[cst.BaseExpression, bool]]:
+        self, node: ast.expr, scope: Scope, conditional: bool, depth: int = 0
+    ) -> Iterator[tuple[ast.expr, Scope, bool]]:
         """The `fused` values a `**spread` can carry, and whether a condition picks them."""
         if depth > 4:
             return
-        if isinstance(node, cst.Dict):
-            for element in node.elements:
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
                 if (
-                    isinstance(element, cst.DictElement)
-                    and literal_value(element.key) == "fused"
-                    and isinstance(element.key, cst.SimpleString)
+                    key is not None
+                    and isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and literal_value(key, self.source) == "fused"
                 ):
-                    yield element.value, conditional
-        elif isinstance(node, cst.Call) and self.qualified_names(node.func) & (
+                    yield value, scope, conditional
+        elif isinstance(node, ast.Call) and self.qualified_names(node.func, scope) & (
             names.DICT_CONSTRUCTORS
         ):
             fused = keyword_arg(node, "fused")
             if fused is not None:
-                yield fused.value, conditional
-        elif isinstance(node, cst.IfExp):
-            yield from self.fused_in_spread(node.body, True, depth + 1)
-            yield from self.fused_in_spread(node.orelse, True, depth + 1)
-        elif isinstance(node, cst.Name):
-            assigned = self.single_assigned_value(node)
+                yield fused.value, scope, conditional
+        elif isinstance(node, ast.IfExp):
+            yield from self.fused_in_spread(node.body, scope, True, depth + 1)
+            yield from self.fused_in_spread(node.orelse, scope, True, depth + 1)
+        elif isinstance(node, ast.Name):
+            assigned = self.single_assigned_value(node, scope)
             if assigned is not None:
-                yield from self.fused_in_spread(assigned, conditional, depth + 1)
+                yield from self.fused_in_spread(*assigned, conditional, depth + 1)
 
-    def single_assigned_value(self, name: cst.Name) -> cst.BaseExpression | None:
-        """The value of `name` when it is bound exactly once by a plain assignment in scope."""
-        scope = self.get_metadata(ScopeProvider, name, None)
-        if scope is None:
-            return None
-        assignments = [a for a in scope[name.value] if isinstance(a, Assignment)]
+    def single_assigned_value(self, name: ast.Name, scope: Scope) -> tuple[ast.expr, Scope] | None:
+        """The value of `name` (and the scope it is read in) when it is bound exactly once,
+        by a plain assignment already visited, in the scope `name` resolves to."""
+        assignments = [b for b in scope.resolve(name.id) if isinstance(b, Binding)]
         if len(assignments) != 1:
             return None
         target = assignments[0].node
-        return self.assigned_values.get(target) if isinstance(target, cst.Name) else None
+        return self.assigned_values.get(id(target)) if isinstance(target, ast.Name) else None
 
-    def collect_clip(self, call: cst.Call) -> None:
+    def collect_clip(self, call: ast.Call) -> None:
         if self.guard_depth:
             return
         receiver = call.func.value  # type: ignore[attr-defined]
@@ -424,7 +612,7 @@ class SiteCollector(cst.CSTVisitor):
         last_name = receiver_code.rsplit(".", 1)[-1].lower()
         if receiver_code == "self" and self.class_stack:
             clip = positional_or_keyword(call, 1, "gradient_clip_val")
-            value = None if clip is None else self.resolve_literal(clip.value)[1]
+            value = None if clip is None else self.resolve_literal(clip)[1]
             if value is not None and not is_clip_positive(value):
                 return
             certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
@@ -440,31 +628,103 @@ class SiteCollector(cst.CSTVisitor):
             bound = self.fabric_bindings.get(receiver_code)
             self.sites[-1] = replace(self.sites[-1], entry=bound)
 
-    def collect_super_clipping(self, call: cst.Call) -> None:
+    def collect_super_clipping(self, call: ast.Call) -> None:
         """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with
         the value it passes; passing the hook's own parameter on leaves it to the Trainer."""
         if self.guard_depth:
             return
         clip = positional_or_keyword(call, 1, "gradient_clip_val")
-        if clip is None or (
-            isinstance(clip.value, cst.Name) and clip.value.value == "gradient_clip_val"
-        ):
+        if clip is None or (isinstance(clip, ast.Name) and clip.id == "gradient_clip_val"):
             return
-        value = self.resolve_literal(clip.value)[1]
+        value = self.resolve_literal(clip)[1]
         if value is not None and not is_clip_positive(value):
             return
         certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
-        detail = f"{self.code(call.func)}(gradient_clip_val={self.code(clip.value)})"
+        detail = f"{self.code(call.func)}(gradient_clip_val={self.code(clip)})"
         self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=False)
 
-    def is_guardable(self, call: cst.Call) -> bool:
+    def is_guardable(self, call: ast.Call) -> bool:
         """The guard fix wraps a whole statement line that only calls or assigns the clip."""
-        statement = self.statement_calls.get(call)
-        if statement is None:
+        statement = self.statement_calls.get(id(call))
+        if statement is None or not self.source.alone_on_line(statement):
             return False
-        if isinstance(statement, cst.Assign) and not all(
-            isinstance(target.target, (cst.Name, cst.Attribute, cst.Subscript))
+        if isinstance(statement, ast.Assign) and not all(
+            isinstance(target, (ast.Name, ast.Attribute, ast.Subscript))
             for target in statement.targets
         ):
             return False
-        return guard_test(call) is not None
+        return has_guard_optimizer(call)
+
+
+VISITORS: dict[type, Callable[[SiteCollector, Any], None]] = {}
+
+
+def visitor_of(
+    collector: type[SiteCollector], node_type: type
+) -> Callable[[SiteCollector, Any], None]:
+    """The visit method for a node type, looked up once per type instead of once per node."""
+    method: Callable[[SiteCollector, Any], None] = getattr(
+        collector, f"visit_{node_type.__name__}", collector.generic_visit
+    )
+    return method
+
+
+# -- source order ------------------------------------------------------------------------------
+
+
+def sorted_by_position(nodes: list) -> list:
+    return sorted(nodes, key=lambda node: (node.lineno, node.col_offset))
+
+
+def argument_children(args: ast.arguments) -> list[ast.AST]:
+    """Annotations and defaults in the order they are written (`x: int = 1`)."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    defaults += args.defaults
+    children: list[ast.AST | None] = []
+    for arg, default in zip(positional, defaults):
+        children += [arg.annotation, default]
+    children.append(args.vararg.annotation if args.vararg else None)
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        children += [arg.annotation, default]
+    children.append(args.kwarg.annotation if args.kwarg else None)
+    return [child for child in children if child is not None]
+
+
+def source_order_children(node: ast.AST) -> list[ast.AST]:
+    """Children in the order they are written, where ast's field order differs."""
+    if isinstance(node, ast.Call):
+        return [node.func, *sorted_by_position([*node.args, *node.keywords])]
+    if isinstance(node, ast.Dict):
+        children: list[ast.AST] = []
+        for key, value in zip(node.keys, node.values):
+            children += [value] if key is None else [key, value]
+        return children
+    if isinstance(node, ast.IfExp):
+        return [node.body, node.test, node.orelse]
+    return list(ast.iter_child_nodes(node))
+
+
+def subscript_elements(node: ast.Subscript, source: SourceText) -> list[ast.AST]:
+    """The elements libcst sees in `X[a, b]` (a parenthesised tuple is one element)."""
+    index = node.slice
+    if isinstance(index, ast.Tuple) and not source.code(index).startswith("("):
+        elements = index.elts
+    else:
+        elements = [index]
+    return [element for element in elements if not isinstance(element, ast.Slice)]
+
+
+def mentions(node: ast.AST, name: str) -> bool:
+    """Any name in `node` spelled `name` (libcst's `findall(node, Name(name))`)."""
+    for child in ast.walk(node):
+        if (
+            (isinstance(child, ast.Name) and child.id == name)
+            or (isinstance(child, ast.Attribute) and child.attr == name)
+            or (isinstance(child, ast.keyword) and child.arg == name)
+            or (isinstance(child, ast.arg) and child.arg == name)
+            or (isinstance(child, (*FUNCTIONS, ast.ClassDef)) and child.name == name)
+            or (isinstance(child, ast.alias) and name in (*child.name.split("."), child.asname))
+        ):
+            return True
+    return False

@@ -1,7 +1,8 @@
 """The Lightning and torch names the detector recognises, by qualified name.
 
-Qualified names come from libcst's QualifiedNameProvider, so `import lightning as L; L.Fabric`,
-`from lightning.fabric import Fabric as F` and the legacy packages all resolve to one of these.
+Qualified names come from the collector's scope analysis (analysis/scopes.py, libcst's rules),
+so `import lightning as L; L.Fabric`, `from lightning.fabric import Fabric as F` and the legacy
+packages all resolve to one of these.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Read one document's sites: Python (a module or a notebook's cells) through libcst, YAML
-configs through their own reader. Errors come back as one line with a location."""
+"""Read one document's sites: Python (a module or a notebook's cells) through the stdlib `ast`,
+YAML configs through their own reader. Errors come back as one line with a location.
+
+libcst is not used here: only a file a fix changes is parsed with it (pipeline.fixed_file), so
+a check run never imports it and a file libcst cannot read fails only when it is to be fixed."""
 
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -19,12 +21,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReadFile:
-    """What reading a document gave: its sites, and the libcst tree a fix will transform (kept
-    only when the file has sites, since only those files can be fixed)."""
+    """What reading a document gave: its sites, the `ast` tree they were read from (`syntax`,
+    kept for the project resolution when the file has sites) and the libcst tree a fix
+    transforms (parsed lazily, when a fix needs it)."""
 
     document: Document
     sites: FileSites
     tree: cst.Module | None = None
+    syntax: ast.Module | None = None
 
 
 class ParseError(SourceError):
@@ -39,20 +43,22 @@ def read_document(document: Document) -> ReadFile:
     """Sites of one document; raises SourceError (ParseError with a location)."""
     if document.language is Language.YAML:
         return ReadFile(document, collect_config_sites(document.path, document.text))
-    import libcst as cst  # a run that parses no Python never pays for importing libcst
-
     try:
-        module = cst.parse_module(document.text)
-    except cst.ParserSyntaxError as error:
-        line, column, reason = syntax_error(document.text, error)
-        cell, line = document.locate(line)
-        raise ParseError(reason, line, column, cell) from None
+        module = ast.parse(document.text)
+    except SyntaxError as error:
+        cell, line = document.locate(error.lineno or 1)
+        raise ParseError(error.msg, line, error.offset or 1, cell) from None
+    except ValueError as error:  # a null byte
+        raise SourceError(f"cannot parse: {error}") from None
+    except (RecursionError, MemoryError):
+        raise SourceError("cannot parse: the code is nested too deeply") from None
+    try:
+        sites = collect_sites(document.path, document.text, module)
     except RecursionError:
         raise SourceError("cannot parse: the code is nested too deeply") from None
-    sites = collect_sites(document.path, module)
     if sites.sites and document.locate(1)[0] is not None:  # a notebook: sites name their cell
         sites = replace(sites, sites=tuple(in_cell(site, document) for site in sites.sites))
-    return ReadFile(document, sites, module if sites.sites else None)
+    return ReadFile(document, sites, syntax=module if sites.sites else None)
 
 
 def in_cell(site: Site, document: Document) -> Site:
@@ -61,18 +67,3 @@ def in_cell(site: Site, document: Document) -> Site:
     shift = site.span.line - line
     span = Span(line, site.span.column, site.span.end_line - shift, site.span.end_column)
     return replace(site, cell=cell, cell_span=span)
-
-
-def syntax_error(text: str, error: cst.ParserSyntaxError) -> tuple[int, int, str]:
-    """(line, column, reason) of a parse failure, in Python's words where it has them."""
-    try:
-        ast.parse(text)
-    except SyntaxError as python_error:
-        return python_error.lineno or 1, python_error.offset or 1, python_error.msg
-    except (ValueError, RecursionError):
-        pass
-    match = re.search(r"error at (\d+):(\d+): (.*)", error.message)
-    if match is None:
-        return error.raw_line, error.raw_column + 1, " ".join(error.message.split())
-    line, column, reason = match.groups()
-    return int(line), int(column) + 1, reason

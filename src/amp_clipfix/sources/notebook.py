@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
-from amp_clipfix.sources.python import PYTHON_PREFILTER, check_nesting, verify_python
+from amp_clipfix.sources.python import PYTHON_PREFILTER, verify_python
 from amp_clipfix.sources.text import (
     SourceError,
     SourceFile,
@@ -392,7 +392,6 @@ class NotebookSource:
 
     def load(self, path: Path, data: bytes) -> Document:
         notebook = read_notebook(decode_source(path, data))
-        check_nesting(notebook.module_text)
         return Document(notebook.source, Language.PYTHON, notebook.module_text, self, notebook)
 
     def locate(self, document: Document, line: int) -> tuple[int | None, int]:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.text import SourceError, decode_source, encode_text
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 MAX_NESTING = 1000
 
@@ -32,7 +36,6 @@ class PythonSource:
 
     def load(self, path: Path, data: bytes) -> Document:
         source = decode_source(path, data)
-        check_nesting(source.text)
         return Document(source, Language.PYTHON, source.text, self)
 
     def locate(self, document: Document, line: int) -> tuple[int | None, int]:
@@ -46,10 +49,25 @@ class PythonSource:
             raise VerifyError(str(error)) from None
 
 
+def parse_libcst(text: str) -> cst.Module:
+    """The libcst tree a fix transforms. Sites are read with `ast`, so this runs only for a
+    file about to be fixed; a file libcst cannot read fails here with one line."""
+    import libcst as cst
+
+    check_nesting(text)
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        raise SourceError(f"cannot parse: {' '.join(error.message.split())}") from None
+    except RecursionError:
+        raise SourceError("cannot parse: the code is nested too deeply") from None
+
+
 def check_nesting(text: str) -> None:
     """libcst's native parser overflows its stack (and kills the process) on code nested deeper
     than Python itself accepts, so Python's parser looks first. Depth is counted the way libcst
-    builds its tree (measured: 8,000 `and` operands crash it, 7,000 do not)."""
+    builds its tree (measured: 8,000 `and` operands crash it, 7,000 do not). It costs seconds
+    on a big module, so it runs only right before a libcst parse (`parse_libcst`)."""
     problem = nesting_problem(text)
     if problem is not None:
         raise SourceError(f"cannot parse: {problem}")

@@ -54,7 +54,9 @@ def standalone_targets(
 
     path = Path(context.filename or "<module>")
     target = resolve_target(find_project_root(path)).target  # the module's project's pins
-    findings = choose_fixes(find_findings([collect_sites(path, tree)], target), strategy, target)
+    findings = choose_fixes(
+        find_findings([collect_sites(path, tree.code)], target), strategy, target
+    )
     return {
         (site.span.line, site.span.column)
         for finding in findings

@@ -1,0 +1,243 @@
+"""Small readers of stdlib `ast` nodes for the collector, giving what libcst gave before.
+
+Positions and code come back in libcst's terms, since sites, fix targets and finding text are
+compared and shown in them: columns count characters (ast counts UTF-8 bytes), a node's span
+leaves out its own parentheses but its code keeps them (`fused=(True)` reads `(True)`).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from pathlib import Path
+
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.models import Span
+
+NEWLINE = re.compile(r"\r\n|\r|\n")
+BLANK = " \t\x0c"
+
+
+class SourceText:
+    """The text a tree was parsed from, to turn ast positions into libcst's."""
+
+    def __init__(self, text: str, tree: ast.Module) -> None:
+        self.text = text
+        self.summary = Summary(Path(), "", False, tree, text.encode("utf-8").splitlines())
+        self.line_starts = [0, *(match.end() for match in NEWLINE.finditer(text))]
+
+    def span(self, node: ast.AST) -> Span:
+        span = self.summary.span(node)
+        if isinstance(node, ast.Tuple) and self.is_parenthesised_tuple(node):
+            # ast counts a tuple's parentheses as its own, libcst's position does not
+            return Span(span.line, span.column + 1, span.end_line, span.end_column - 1)
+        return span
+
+    def is_parenthesised_tuple(self, node: ast.Tuple) -> bool:
+        start, end = self.bounds(node)
+        return self.text[start : start + 1] == "(" and self.text[end - 1 : end] == ")"
+
+    def indentation(self, line: int) -> str:
+        text = self.line(line)
+        return text[: len(text) - len(text.lstrip(BLANK))]
+
+    def dedented(self, code: str, indentation: str) -> str:
+        """libcst prints a node alone without the indentation of the block it sits in: lines
+        that continue it inside brackets lose that much of their leading whitespace."""
+        if not indentation or "\n" not in code and "\r" not in code:
+            return code
+        lines = NEWLINE.split(code)
+        breaks = NEWLINE.findall(code)
+        out = [lines[0]]
+        for line_break, line in zip(breaks, lines[1:]):
+            out.append(
+                line_break + (line[len(indentation) :] if line.startswith(indentation) else line)
+            )
+        return "".join(out)
+
+    def offset(self, line: int, byte_column: int) -> int:
+        return self.line_starts[line - 1] + self.summary.column(line, byte_column)
+
+    def line(self, line: int) -> str:
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def bounds(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return start, end
+
+    def code(self, node: ast.AST, sole_argument: bool = False, indentation: str = "") -> str:
+        """The node's code as libcst prints it: with its own parentheses (those of a call
+        around its only argument are the call's), without its block's indentation."""
+        start, end = self.with_parentheses(*self.bounds(node), sole_argument)
+        return self.dedented(self.text[start:end], indentation)
+
+    def argument_code(self, node: ast.keyword, indentation: str = "") -> str:
+        """A `**spread` argument as libcst prints it: up to the next argument, comma and
+        whitespace included."""
+        start, end = self.bounds(node)
+        end = self.skip_forward(end)
+        if self.text[end : end + 1] == ",":
+            end = self.skip_forward(end + 1)
+        return self.dedented(self.text[start:end], indentation)
+
+    def with_parentheses(self, start: int, end: int, sole_argument: bool) -> tuple[int, int]:
+        pairs: list[tuple[int, int]] = [(start, end)]
+        while True:
+            before, after = self.skip_backward(start), self.skip_forward(end)
+            if before == 0 or self.text[before - 1] != "(" or self.text[after : after + 1] != ")":
+                break
+            start, end = before - 1, after + 1
+            pairs.append((start, end))
+        if sole_argument and len(pairs) > 1:
+            pairs.pop()
+        return pairs[-1]
+
+    def skip_forward(self, index: int) -> int:
+        """The next index that holds code: past blanks, comments and line breaks."""
+        text = self.text
+        while index < len(text):
+            char = text[index]
+            if char in BLANK or char in "\r\n":
+                index += 1
+            elif char == "#":
+                match = NEWLINE.search(text, index)
+                index = match.start() if match else len(text)
+            elif char == "\\" and text[index + 1 : index + 2] in ("\r", "\n"):
+                index += 1
+            else:
+                break
+        return index
+
+    def skip_backward(self, index: int) -> int:
+        """Just after the previous code: back past blanks, line breaks and comments."""
+        text = self.text
+        while index > 0:
+            char = text[index - 1]
+            if char in BLANK:
+                index -= 1
+            elif char in "\r\n":
+                line_start = text.rfind("\n", 0, index - 1)
+                line_start = max(line_start, text.rfind("\r", 0, index - 1)) + 1
+                line = text[line_start : index - 1].rstrip("\r")
+                comment = comment_start(line)
+                if comment is not None:
+                    line = line[:comment]
+                if line.endswith("\\"):
+                    line = line[:-1]
+                index = line_start + len(line)
+            else:
+                break
+        return index
+
+    def alone_on_line(self, statement: ast.stmt) -> bool:
+        """libcst's one-statement SimpleStatementLine: nothing before the statement on its
+        first line (no compound header, no `a; b`), nothing but `;` and a comment after."""
+        start, end = self.bounds(statement)
+        line_start = self.line_starts[statement.lineno - 1]
+        if self.text[line_start:start].strip(BLANK):
+            return False
+        rest = self.line(statement.end_lineno or statement.lineno)
+        tail_start = end - self.line_starts[(statement.end_lineno or statement.lineno) - 1]
+        tail = rest[tail_start:].lstrip(BLANK)
+        if tail.startswith(";"):
+            tail = tail[1:].lstrip(BLANK)
+        return not tail or tail.startswith("#")
+
+
+def comment_start(line: str) -> int | None:
+    """Where a comment starts in one line of code, quotes respected; None without one."""
+    quote: str | None = None
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote is None:
+            if char == "#":
+                return index
+            if char in "'\"":
+                triple = line[index : index + 3]
+                quote = triple if triple in ("'''", '"""') else char
+                index += len(quote)
+                continue
+        elif char == "\\":
+            index += 2
+            continue
+        elif line.startswith(quote, index):
+            index += len(quote)
+            quote = None
+            continue
+        index += 1
+    return None
+
+
+def string_token_count(code: str) -> int:
+    """How many string tokens make up a literal: more than one is an implicit concatenation."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(code).readline)
+        return sum(1 for token in tokens if token.type == tokenize.STRING)
+    except (tokenize.TokenError, SyntaxError):
+        return 0
+
+
+def literal_value(node: ast.AST, source: SourceText) -> str | None:
+    """The value of a simple literal as Lightning would compare it (`16` -> "16"), else None;
+    what libcst's reader gave (no f-strings, no implicitly joined strings)."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, (bool, int, float)):
+            return str(value)
+        if isinstance(value, (str, bytes)) and string_token_count(source.code(node)) == 1:
+            return str(value)
+        return None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = literal_value(node.operand, source)
+        return None if inner is None else f"-{inner}"
+    return None
+
+
+def keyword_arg(call: ast.Call, keyword: str) -> ast.keyword | None:
+    for arg in call.keywords:
+        if arg.arg == keyword:
+            return arg
+    return None
+
+
+def positional_args(call: ast.Call) -> list[ast.expr]:
+    return [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+
+
+def positional_or_keyword(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    found = keyword_arg(call, keyword)
+    if found is not None:
+        return found.value
+    positional = positional_args(call)
+    return positional[index] if index < len(positional) else None
+
+
+def is_sole_argument(call: ast.Call, node: ast.AST) -> bool:
+    return len(call.args) + len(call.keywords) == 1 and bool(call.args) and call.args[0] is node
+
+
+def star_kwargs(call: ast.Call) -> list[ast.keyword]:
+    return [arg for arg in call.keywords if arg.arg is None]
+
+
+def clip_call_of(statement: ast.stmt) -> ast.Call | None:
+    """The call a guardable statement makes: `x.clip_gradients(...)` alone or assigned."""
+    if isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign)) and isinstance(
+        statement.value, ast.Call
+    ):
+        return statement.value
+    return None
+
+
+def has_guard_optimizer(call: ast.Call) -> bool:
+    """The guard fix needs the optimizer as a name, attribute or subscript it can repeat."""
+    receiver = call.func.value  # type: ignore[attr-defined]
+    index = 0 if isinstance(receiver, ast.Name) and receiver.id == "self" else 1
+    optimizer = positional_or_keyword(call, index, "optimizer")
+    return isinstance(optimizer, (ast.Name, ast.Attribute, ast.Subscript))
