@@ -394,8 +394,8 @@ def resolve_collection(
             message = "the project resolution gave up (code nested too deeply)"
             collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
             return
-        except Exception as error:  # noqa: BLE001 - the files' own sites still stand
-            message = f"internal error in the project resolution: {error!r}"
+        except Exception as failure:  # noqa: BLE001 - the files' own sites still stand
+            message = f"internal error in the project resolution: {failure!r}"
             collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
             return
         finally:
