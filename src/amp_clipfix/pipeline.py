@@ -57,6 +57,7 @@ USES_LIGHTNING = re.compile(
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.summary import Summary
 
 
@@ -270,8 +271,10 @@ class Collection:
     files_parsed: int = 0
     unparsed: dict[Path, FileSites] = field(default_factory=dict)  # a trial resolution's sites
     cache: Cache | None = None
-    # Per-file summaries (ast), made once per run and shared by the trial and final resolution.
+    # Per-file summaries (ast) and the evaluator over them, made once per run and shared by
+    # the trial and the final resolution.
     summaries: dict[Path, Summary | None] = field(default_factory=dict)
+    evaluator: Evaluator | None = None
 
 
 def collect_project(
@@ -310,7 +313,7 @@ def collect_project(
         collect_files(contents, list(contents), jobs, collection)
         resolve_collection(project.root, contents, searchable, collection)
         return collection
-    from amp_clipfix.analysis.resolve import is_library
+    from amp_clipfix.analysis.resolve import clipping_files, is_library
 
     # Library code (site-packages, Lightning's own package) is never a user site: never parsed.
     searchable = {path: data for path, data in searchable.items() if not is_library(path)}
@@ -320,11 +323,18 @@ def collect_project(
     ):
         return collection  # no optimizer of the project is fused, or nothing uses Lightning
     unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
-    stage = passing(unread, Stage.TRAINER)
     needed = trainer_files(project.root, contents, searchable, collection)
     if needed is not None:  # only the Trainers a followed fit links to a fused module
-        stage = [path for path in stage if path in needed or is_config(path)]
-    stage += [p for p, d in unread.items() if p not in stage and not is_config(p) and may_clip(d)]
+        unread_trainers = {p: d for p, d in unread.items() if p in needed or is_config(p)}
+    else:
+        unread_trainers = unread
+    stage = passing(unread_trainers, Stage.TRAINER)
+    clipping = clipping_files(collection.evaluator) if collection.evaluator else set(unread)
+    stage += [
+        path
+        for path, data in unread.items()
+        if path not in stage and not is_config(path) and path in clipping and may_clip(data)
+    ]
     collect_files(contents, stage, jobs, collection)
     class_names = {path: defined_class_names(data) for path, data in searchable.items()}
     while stage := files_defining_missing_bases(class_names, collection):
@@ -348,6 +358,7 @@ def trainer_files(
         parsed=dict(collection.parsed), cache=collection.cache, summaries=collection.summaries
     )
     resolve_collection(root, contents, searchable, trial, parse=False)
+    collection.evaluator = trial.evaluator  # what it learnt holds for the final resolution
     if trial.errors:
         return None
     resolved = {path: file.sites for path, file in trial.parsed.items()}
@@ -364,7 +375,7 @@ def resolve_collection(
     """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
     sites are read too (libcst parses only the files a fix changes, in fixed_file)."""
     from amp_clipfix.analysis.read import in_cell
-    from amp_clipfix.analysis.resolve import resolve
+    from amp_clipfix.analysis.resolve import project_evaluator, resolve
     from amp_clipfix.analysis.summary import summarise
 
     python = {path: data for path, data in searchable.items() if not is_config(path)}
@@ -381,7 +392,8 @@ def resolve_collection(
     files = {path: parsed.sites for path, parsed in collection.parsed.items()}
     cache, key = collection.cache, ""
     if cache is not None:
-        key = cache.project_key("resolve", python, sorted(files.items(), key=lambda i: str(i[0])))
+        stage = "resolve" if parse else "resolve-trial"  # a trial searches less
+        key = cache.project_key(stage, python, sorted(files.items(), key=lambda i: str(i[0])))
     cached = cache.load(key) if cache is not None else None
     if isinstance(cached, dict):
         resolved = cached
@@ -389,7 +401,9 @@ def resolve_collection(
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20_000))
         try:
-            resolved = resolve(root, files, python, load)
+            if collection.evaluator is None:
+                collection.evaluator = project_evaluator(root, python, load)
+            resolved = resolve(root, files, python, load, collection.evaluator, trial=not parse)
         except RecursionError:
             message = "the project resolution gave up (code nested too deeply)"
             collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))

@@ -107,6 +107,7 @@ class Evaluator:
         self.summaries = summaries
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
+        self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.running: set[tuple[int, int]] = set()

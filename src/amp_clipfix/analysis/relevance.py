@@ -44,18 +44,15 @@ def fused_relevant_files(
     relevant = {path for path, data in contents.items() if word in data}
     names: set[bytes] = set()
     frontier = set(relevant)
-    words: dict[Path, set[bytes]] = {}
     while frontier:
-        for path in frontier:
-            names |= top_level_names(contents[path])
-        frontier = set()
-        for path, data in contents.items():
-            if path in relevant:
-                continue
-            if path not in words:
-                words[path] = set(WORD.findall(data))
-            if words[path] & names:
-                frontier.add(path)
+        new_names = set().union(*(top_level_names(contents[path]) for path in frontier)) - names
+        names |= new_names
+        pattern = any_word(new_names)
+        frontier = {
+            path
+            for path, data in contents.items()
+            if path not in relevant and pattern is not None and pattern.search(data)
+        }
         relevant |= frontier
     return relevant | imported_files(relevant, contents, modules)
 
@@ -107,11 +104,19 @@ def subclass_files(contents: Mapping[Path, bytes], base: bytes) -> set[Path]:
 def files_naming(contents: Mapping[Path, bytes], names: set[str]) -> set[Path]:
     """Files that write one of `names`, or a name defined at the top of a file that does (a
     factory returning the class): where a module class can be created and fitted."""
-    if not names:
+    pattern = any_word({name.encode("utf-8") for name in names})
+    if pattern is None:
         return set()
-    wanted = {name.encode("utf-8") for name in names}
-    words = {path: set(WORD.findall(data)) for path, data in contents.items()}
-    direct = {path for path, found in words.items() if found & wanted}
-    for path in direct:
-        wanted |= top_level_names(contents[path])
-    return {path for path, found in words.items() if found & wanted}
+    direct = {path for path, data in contents.items() if pattern.search(data)}
+    nearby = set().union(*(top_level_names(contents[path]) for path in direct))
+    pattern = any_word({name.encode("utf-8") for name in names} | nearby)
+    assert pattern is not None
+    return {path for path, data in contents.items() if pattern.search(data)}
+
+
+def any_word(words: set[bytes]) -> re.Pattern[bytes] | None:
+    """One pattern for any of `words` as a whole word (searched in C, file by file)."""
+    if not words:
+        return None
+    alternatives = b"|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    return re.compile(rb"\b(?:" + alternatives + rb")\b")

@@ -99,7 +99,7 @@ class Resolution:
         self.contents = contents
         self.found = Found({}, {}, set())
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
-        self.relevant = fused_relevant_files(contents, evaluator.by_module)
+        self.relevant = relevant_files(evaluator)
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
 
     # -- output --------------------------------------------------------------------------------
@@ -177,14 +177,18 @@ class Resolution:
 
     # -- the three searches --------------------------------------------------------------------
 
-    def run(self) -> Found:
+    def run(self, trial: bool = False) -> Found:
+        """All searches; a trial (which only tells which Trainer files to read) needs the
+        fused optimizers and the fits of their classes alone."""
         self.refine_runtime_sites()
         self.module_optimizers()
-        self.trainer_subclasses()
-        self.clip_calls()
+        if not trial:
+            self.trainer_subclasses()
+            self.clip_calls()
         self.fabric_optimizers()
         self.fit_calls()
-        self.cli_calls()
+        if not trial:
+            self.cli_calls()
         return self.found
 
     def summaries_with(self, *words: bytes, among: set[Path] | None = None) -> Iterator[Summary]:
@@ -217,7 +221,8 @@ class Resolution:
     def refine(self, summary: Summary, site: Site, node: ast.AST) -> None:
         ctx = self.ev.ctx_of(summary, node)
         if site.kind is SiteKind.MODULE_CLIP:
-            self.refine_module_clip(site, node, ctx)
+            if site.path in self.relevant:  # elsewhere no class of it has a fused optimizer
+                self.refine_module_clip(site, node, ctx)
             return
         key = {
             SiteKind.FUSED_OPTIMIZER: "fused",
@@ -262,6 +267,13 @@ class Resolution:
         value = keyword_value(node, "gradient_clip_val")
         if value is None and len(node.args) > 1:
             value = node.args[1]
+        hook = ctx.func
+        if (
+            isinstance(value, ast.Name)
+            and isinstance(hook, ast.FunctionDef)
+            and hook.name == "configure_gradient_clipping"
+        ):
+            return  # the hook's own argument: Lightning passes the Trainer's value
         literal = self.clip_value(value, ctx)
         if literal is None:
             return
@@ -422,7 +434,7 @@ class Resolution:
         a parameter, or a LightningModule clipped from a Callback hook."""
         # A Fabric clip matters only beside a fused optimizer (relevant files); a Callback's
         # clip for whatever module its Trainer fits.
-        among = self.relevant | subclass_files(self.contents, b"Callback")
+        among = clipping_files(evaluator=self.ev)
         for summary in self.summaries_with(b"clip_gradients", among=among):
             existing = self.files.get(summary.path)
             taken = {(s.span.line, s.span.column) for s in (existing.sites if existing else ())}
@@ -522,17 +534,8 @@ class Resolution:
     def fit_calls(self) -> None:
         """Fits of the module classes that may have a fused optimizer (no other fit can link
         a Trainer to a finding)."""
-        fused_classes = {
-            key.rsplit("::", 1)[-1]
-            for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
-            for site in sites
-            if site.kind is SiteKind.FUSED_OPTIMIZER
-            for key in (*site.users, f"::{site.owner}" if site.owner else "")
-            if "::" in key
-        }
-        for summary in self.summaries_with(
-            b".fit(", among=files_naming(self.contents, fused_classes)
-        ):
+        among = files_naming(self.contents, self.fused_classes())
+        for summary in self.summaries_with(b".fit(", among=among):
             for call in summary.calls("fit"):
                 if not isinstance(call.func, ast.Attribute):
                     continue
@@ -552,10 +555,30 @@ class Resolution:
                         fit = FitCall(trainer.entry, key)
                         self.found.fits.setdefault(summary.path, []).append(fit)
 
+    def fused_classes(self) -> set[str]:
+        """Names of the classes that own or use a fused optimizer found so far."""
+        return {
+            key.rsplit("::", 1)[-1]
+            for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
+            for site in sites
+            if site.kind is SiteKind.FUSED_OPTIMIZER
+            for key in (*site.users, f"::{site.owner}" if site.owner else "")
+            if "::" in key
+        }
+
     def cli_calls(self) -> None:
         """`LightningCLI(Model, trainer_defaults={...})`: the CLI's one Trainer (its YAML trainer
         sections and its defaults) fits the model class it is given, and only that class."""
-        for summary in self.summaries_with(b"LightningCLI"):
+        fused_classes = self.fused_classes()
+        if not fused_classes:
+            return  # the CLI's Trainer can fail only with a fused optimizer somewhere
+        # A CLI naming another class still matters where YAML configures the CLI's Trainer:
+        # it keeps that Trainer away from the fused classes.
+        yaml_trainer = any(
+            site.entry == names.CLI_TRAINER for file in self.files.values() for site in file.sites
+        )
+        among = None if yaml_trainer else files_naming(self.contents, fused_classes)
+        for summary in self.summaries_with(b"LightningCLI", among=among):
             for call in ast.walk(summary.tree):
                 if not isinstance(call, ast.Call):
                     continue
@@ -682,6 +705,8 @@ def segment(summary: Summary, node: ast.AST) -> str:
 def expression_starts(summary: Summary) -> dict[tuple[int, int], ast.AST]:
     """Expression nodes by (line, character column) of their start; the outermost wins, and a
     `**spread` keyword is found at its `**`."""
+    if summary._starts is not None:
+        return summary._starts
     starts: dict[tuple[int, int], ast.AST] = {}
     for node in ast.walk(summary.tree):
         if isinstance(node, ast.keyword) and node.arg is None:
@@ -690,7 +715,34 @@ def expression_starts(summary: Summary) -> dict[tuple[int, int], ast.AST]:
         elif isinstance(node, ast.expr):
             span = summary.span(node)
             starts.setdefault((span.line, span.column), node)
+    summary._starts = starts
     return starts
+
+
+def relevant_files(evaluator: Evaluator) -> set[Path]:
+    """The files a fused value can reach (relevance.py), once per project."""
+    if evaluator.relevant is None:
+        evaluator.relevant = fused_relevant_files(evaluator.contents, evaluator.by_module)
+    return evaluator.relevant
+
+
+def clipping_files(evaluator: Evaluator) -> set[Path]:
+    """Where a clip can take part: beside a fused optimizer (a Fabric's clip, a module's own),
+    or in a Callback (which clips whatever module its Trainer fits)."""
+    return relevant_files(evaluator) | subclass_files(evaluator.contents, b"Callback")
+
+
+def project_evaluator(
+    root: Path, contents: dict[Path, bytes], load: Callable[[Path], Summary | None]
+) -> Evaluator:
+    """The evaluator of one project's Python files; what it learns holds for every resolution
+    of the same files (a trial over the first files collected, then the full one)."""
+    from amp_clipfix.analysis.summary import module_name
+
+    python = {path: data for path, data in contents.items() if path.suffix in (".py", ".ipynb")}
+    evaluator = Evaluator({}, load, python)
+    evaluator.index_modules({module_name(root, path)[0]: path for path in python})
+    return evaluator
 
 
 def resolve(
@@ -698,16 +750,14 @@ def resolve(
     files: dict[Path, FileSites],
     contents: dict[Path, bytes],
     load: Callable[[Path], Summary | None],
+    evaluator: Evaluator | None = None,
+    trial: bool = False,
 ) -> dict[Path, FileSites]:
     """The files' sites after the project resolution (files without sites may appear)."""
-    from amp_clipfix.analysis.summary import module_name
-
-    summaries: dict[Path, Summary] = {}
-    python = {path: data for path, data in contents.items() if path.suffix in (".py", ".ipynb")}
-
-    evaluator = Evaluator(summaries, load, python)
-    evaluator.index_modules({module_name(root, path)[0]: path for path in python})
-    found = Resolution(evaluator, files, python).run()
+    if evaluator is None:
+        evaluator = project_evaluator(root, contents, load)
+    python = dict(evaluator.contents)
+    found = Resolution(evaluator, files, python).run(trial)
     files = {path: with_config_models(evaluator, file) for path, file in files.items()}
     result = dict(files)
     for path in set(found.sites) | set(found.fits) | {p for p, _, _ in found.drop}:

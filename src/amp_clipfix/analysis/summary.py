@@ -28,6 +28,7 @@ class Summary:
     top: dict[str, list[ast.AST]] = field(default_factory=dict)  # module-level bindings
     _parents: dict[int, ast.AST] | None = None
     _calls: dict[str, list[ast.Call]] | None = None
+    _starts: dict[tuple[int, int], ast.AST] | None = None  # see resolve.expression_starts
 
     # -- positions -----------------------------------------------------------------------------
 
