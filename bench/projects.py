@@ -476,7 +476,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--module-runs", type=int, default=1, help="timed runs per size [1]")
     parser.add_argument(
-        "--timeout", type=float, default=600.0, help="seconds before a module run is killed [600]"
+        "--timeout", type=float, default=1800.0, help="seconds before a module run is killed [1800]"
     )
     parser.add_argument("--no-repo", action="store_true", help="skip the repository tree")
     parser.add_argument("--no-module", action="store_true", help="skip the large module")
