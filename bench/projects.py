@@ -84,6 +84,7 @@ class Row:
     tool: Tool
     findings: list[list[str]] = field(default_factory=list)
     timeouts: int = 0
+    needs_summary: bool = False  # amp-clipfix: a run without its summary line crashed
 
     @property
     def runs(self) -> list[Measurement]:
@@ -139,12 +140,13 @@ def run_once(
     tool = row.tool
     measurement = measure(tool.command, tool.cwd, env, timeout=timeout, sample_tree=True)
     output = measurement.stdout + measurement.stderr
+    codes, files = reported(output)
     if measurement.timed_out:
         row.timeouts += timed
-    elif measurement.returncode not in tool.ok_codes:
+    elif measurement.returncode not in tool.ok_codes or (row.needs_summary and files is None):
+        # A traceback exits 1 too, like a finding: without the summary line the run crashed.
         tail = "\n".join(output.splitlines()[-15:])
         sys.exit(f"projects: `{' '.join(tool.command)}` exited {measurement.returncode}:\n{tail}")
-    codes, files = reported(output)
     if tool.files is None and files is not None:
         tool.files = files
     if timed:
@@ -164,7 +166,7 @@ def run_once(
 
 def amp_clipfix(label: str, tree: Tree, options: Sequence[str], paths: Sequence[str]) -> Row:
     command = [entry_point("amp-clipfix"), "check", *options, *paths]
-    return Row(Tool(label, tree, command, tree.path, ok_codes=(0, 1)))
+    return Row(Tool(label, tree, command, tree.path, ok_codes=(0, 1)), needs_summary=True)
 
 
 # --- 1. the repository tree ----------------------------------------------------------------
