@@ -8,7 +8,8 @@ from the development environment, it is not part of the package):
 - `package_folder(name)`: an installed package's folder, found without importing it;
 - `tree_from_folder(name, source, target)`: copy only the `.py` files of any folder (an installed
   package, a checkout of a repository) into the corpus, as a `Tree`;
-- `measure(command, cwd)`: run one command and return its `Measurement`.
+- `measure(command, cwd)`: run one command and return its `Measurement` (wall seconds, CPU
+  seconds: user + system of the command and the workers it reaped, from `os.wait4`, and memory).
 
 Memory: the largest single process comes from GNU time (`%M`, the `ru_maxrss` of the command as
 its own `wait4` reports it, which on Linux covers the workers it reaped too). Without GNU time it
@@ -96,6 +97,7 @@ class Measurement:
     peak_bytes: int  # the largest single process, workers included
     tree_bytes: int = 0  # the largest sampled sum of PSS over the process tree (0: not sampled)
     timed_out: bool = False
+    cpu_seconds: float = 0.0  # user + system time of the process and the children it reaped
 
     @property
     def peak_mb(self) -> float:
@@ -180,6 +182,13 @@ def max_rss_bytes(usage: resource.struct_rusage) -> int:
     return int(usage.ru_maxrss if sys.platform == "darwin" else usage.ru_maxrss * 1024)
 
 
+def cpu_seconds(usage: resource.struct_rusage) -> float:
+    """User + system seconds of a reaped process: `wait4` adds in every descendant that was
+    itself waited for (a pool's workers, and the command when GNU time wraps it), so this is
+    the CPU of the whole run, on every core. A process left running (not reaped) is missed."""
+    return float(usage.ru_utime + usage.ru_stime)
+
+
 def gnu_time_peak(path: Path) -> int | None:
     """The `%M` figure (KiB) GNU time wrote to `path` (its last line), in bytes."""
     if not path.exists():
@@ -240,4 +249,5 @@ def measure(
             peak_bytes=gnu_time_peak(peak_path) or max_rss_bytes(usage),
             tree_bytes=sampler.peak,
             timed_out=timeout is not None and seconds >= timeout,
+            cpu_seconds=cpu_seconds(usage),
         )
