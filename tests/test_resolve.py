@@ -83,7 +83,7 @@ def test_a_failing_resolution_costs_one_error_line_and_keeps_the_files_findings(
 ) -> None:
     from amp_clipfix.analysis import resolve
 
-    def broken(self: object) -> None:
+    def broken(self: object, trial: bool = False) -> None:
         raise ValueError("boom")
 
     import shutil

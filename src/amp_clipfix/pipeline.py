@@ -382,6 +382,11 @@ def resolve_collection(
 
     def load(path: Path) -> Summary | None:
         if path not in collection.summaries:
+            read = collection.parsed.get(path)
+            if read is not None and read.syntax is not None:  # parsed once, when collected
+                summary = summarise(root, path, read.document.text, read.syntax)
+                collection.summaries[path] = summary
+                return summary
             try:
                 text = adapter_for(path).load(path, contents[path]).text
             except (SourceError, KeyError):

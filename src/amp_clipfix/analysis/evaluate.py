@@ -827,7 +827,7 @@ def forwards_kwargs(function: ast.AST) -> bool:
 
 def is_method(summary: Summary, function: ast.AST) -> bool:
     """A function defined directly in a class body, not a staticmethod."""
-    return isinstance(summary.parents().get(id(function)), ast.ClassDef) and not any(
+    return isinstance(summary.parent(function), ast.ClassDef) and not any(
         isinstance(d, ast.Name) and d.id == "staticmethod"
         for d in getattr(function, "decorator_list", ())
     )
@@ -835,9 +835,9 @@ def is_method(summary: Summary, function: ast.AST) -> bool:
 
 def is_module_level(summary: Summary, node: ast.AST) -> bool:
     """Defined at the top of its module (also inside a top-level `if` / `try`)."""
-    parent = summary.parents().get(id(node))
+    parent = summary.parent(node)
     while isinstance(parent, (ast.If, ast.Try, ast.ExceptHandler)):
-        parent = summary.parents().get(id(parent))
+        parent = summary.parent(parent)
     return isinstance(parent, ast.Module)
 
 

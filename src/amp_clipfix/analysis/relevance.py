@@ -114,9 +114,27 @@ def files_naming(contents: Mapping[Path, bytes], names: set[str]) -> set[Path]:
     return {path for path, data in contents.items() if pattern.search(data)}
 
 
-def any_word(words: set[bytes]) -> re.Pattern[bytes] | None:
-    """One pattern for any of `words` as a whole word (searched in C, file by file)."""
-    if not words:
-        return None
-    alternatives = b"|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
-    return re.compile(rb"\b(?:" + alternatives + rb")\b")
+def any_word(words: set[bytes]) -> WordSearch | None:
+    """A search for any of `words` as a whole word, file by file."""
+    return WordSearch(words) if words else None
+
+
+class WordSearch:
+    """One regular expression for a few words (searched in C); for many (a generated module
+    defines thousands of names) a set of each file's words, since a pattern of thousands of
+    alternatives takes seconds to compile."""
+
+    MAX_ALTERNATIVES = 300
+
+    def __init__(self, words: set[bytes]) -> None:
+        self.words = words
+        self.pattern: re.Pattern[bytes] | None = None
+        if len(words) <= self.MAX_ALTERNATIVES:
+            ordered = sorted(words, key=len, reverse=True)
+            alternatives = b"|".join(re.escape(word) for word in ordered)
+            self.pattern = re.compile(rb"\b(?:" + alternatives + rb")\b")
+
+    def search(self, data: bytes) -> bool:
+        if self.pattern is not None:
+            return self.pattern.search(data) is not None
+        return not self.words.isdisjoint(WORD.findall(data))

@@ -17,6 +17,7 @@ Library code (site-packages, Lightning's own package) is never a user site.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -207,13 +208,10 @@ class Resolution:
             summary = self.ev.summary(path)
             if summary is None:
                 continue
-            nodes = None
             for site in file.sites:
                 if site.certainty is not Certainty.RUNTIME:
                     continue
-                if nodes is None:
-                    nodes = expression_starts(summary)
-                node = nodes.get((site.span.line, site.span.column))
+                node = expression_at(summary, site.span.line, site.span.column)
                 if node is None:
                     continue
                 self.refine(summary, site, node)
@@ -306,9 +304,8 @@ class Resolution:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
         and those of its project bases build, wherever their `fused` is decided."""
         for summary in self.summaries_with(*CLASS_WORDS, among=self.relevant):
-            for node in ast.walk(summary.tree):
-                if isinstance(node, ast.ClassDef):
-                    self.class_optimizers(ClsV(node, summary))
+            for node in summary.classes():
+                self.class_optimizers(ClsV(node, summary))
 
     def class_optimizers(self, cls: ClsV) -> None:
         """A module class's optimizers (its mixins' and bases' methods included)."""
@@ -395,9 +392,7 @@ class Resolution:
     def trainer_subclasses(self) -> None:
         subclassing = subclass_files(self.contents, b"Trainer")
         for summary in self.summaries_with(b"Trainer", among=subclassing):
-            for node in ast.walk(summary.tree):
-                if not isinstance(node, ast.ClassDef):
-                    continue
+            for node in summary.classes():
                 cls = ClsV(node, summary)
                 call = super_init_call(node)
                 if call is None or not self.ev.derives_from(cls, names.TRAINER_CLASSES):
@@ -652,8 +647,7 @@ def flatten(ev: Evaluator, values: Iterable[object]) -> Iterator[object]:
 
 def is_guarded(summary: Summary, node: ast.AST) -> bool:
     """A clip call inside `if can_clip_gradients(...):` was fixed by the guard."""
-    parents = summary.parents()
-    current = parents.get(id(node))
+    current = summary.parent(node)
     while current is not None:
         if isinstance(current, ast.FunctionDef) and current.name in (
             names.FABRIC_UNSCALE_HELPER,
@@ -667,7 +661,7 @@ def is_guarded(summary: Summary, node: ast.AST) -> bool:
             and current.test.func.id == names.GUARD_HELPER
         ):
             return True
-        current = parents.get(id(current))
+        current = summary.parent(current)
     return False
 
 
@@ -702,21 +696,25 @@ def segment(summary: Summary, node: ast.AST) -> str:
         return "..."
 
 
-def expression_starts(summary: Summary) -> dict[tuple[int, int], ast.AST]:
-    """Expression nodes by (line, character column) of their start; the outermost wins, and a
-    `**spread` keyword is found at its `**`."""
-    if summary._starts is not None:
-        return summary._starts
-    starts: dict[tuple[int, int], ast.AST] = {}
-    for node in ast.walk(summary.tree):
-        if isinstance(node, ast.keyword) and node.arg is None:
-            span = summary.span(node)
-            starts.setdefault((span.line, span.column), node.value)
-        elif isinstance(node, ast.expr):
-            span = summary.span(node)
-            starts.setdefault((span.line, span.column), node)
-    summary._starts = starts
-    return starts
+def expression_at(summary: Summary, line: int, column: int) -> ast.AST | None:
+    """The outermost expression that starts at (line, character column), a `**spread`
+    keyword found at its `**`. Only the statements around that line are walked (a module of
+    a million nodes is not indexed for a handful of sites)."""
+    statements = [s for s in summary.tree.body if s.lineno <= line <= (s.end_lineno or s.lineno)]
+    queue: deque[ast.AST] = deque(statements)
+    while queue:
+        node = queue.popleft()  # breadth first: an outer expression before the inner ones
+        if getattr(node, "lineno", line) <= line <= (getattr(node, "end_lineno", None) or line):
+            if isinstance(node, ast.keyword) and node.arg is None:
+                span = summary.span(node)
+                if (span.line, span.column) == (line, column):
+                    return node.value
+            elif isinstance(node, ast.expr) and node.lineno == line:
+                span = summary.span(node)
+                if (span.line, span.column) == (line, column):
+                    return node
+            queue.extend(ast.iter_child_nodes(node))
+    return None
 
 
 def relevant_files(evaluator: Evaluator) -> set[Path]:

@@ -8,6 +8,7 @@ data (the tree, the imports, the top-level bindings), so it can be cached by con
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,8 +28,10 @@ class Summary:
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     top: dict[str, list[ast.AST]] = field(default_factory=dict)  # module-level bindings
     _parents: dict[int, ast.AST] | None = None
+    _indexed: set[int] = field(default_factory=set)
+    _starts: list[int] = field(default_factory=list)
     _calls: dict[str, list[ast.Call]] | None = None
-    _starts: dict[tuple[int, int], ast.AST] | None = None  # see resolve.expression_starts
+    _classes: list[ast.ClassDef] | None = None
 
     # -- positions -----------------------------------------------------------------------------
 
@@ -54,11 +57,40 @@ class Summary:
 
     # -- structure -----------------------------------------------------------------------------
 
-    def parents(self) -> dict[int, ast.AST]:
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node `node` sits in. Parents are indexed one top-level statement at a time, when
+        a node inside it is asked about: a module of a million nodes with a handful of sites
+        never maps them all."""
         if self._parents is None:
-            self.index()
-        assert self._parents is not None
-        return self._parents
+            self._parents = {id(statement): self.tree for statement in self.tree.body}
+            self._starts = [statement.lineno for statement in self.tree.body]
+        found = self._parents.get(id(node))
+        if found is not None or node is self.tree:
+            return found
+        body = self.tree.body
+        if hasattr(node, "lineno"):
+            line = node.lineno
+            position = bisect.bisect_right(self._starts, line) - 1
+            around = []
+            index = position
+            while index >= 0 and (body[index].end_lineno or 0) >= line:  # `a; b` share a line
+                around.append(index)
+                index -= 1
+            if position + 1 < len(body) and first_line(body[position + 1]) <= line:
+                around.append(position + 1)  # in a decorator, above its `def` line
+        else:  # a node without a position (`arguments`): every statement
+            around = list(range(len(body)))
+        for index in around:
+            if index in self._indexed:
+                continue
+            self._indexed.add(index)
+            stack: list[ast.AST] = [body[index]]
+            while stack:
+                current = stack.pop()
+                for child in ast.iter_child_nodes(current):
+                    self._parents[id(child)] = current
+                    stack.append(child)
+        return self._parents.get(id(node))
 
     def calls(self, last_name: str) -> list[ast.Call]:
         """Calls whose callee's last name is `last_name` (`f(...)`, `x.f(...)`)."""
@@ -67,29 +99,33 @@ class Summary:
         assert self._calls is not None
         return self._calls.get(last_name, [])
 
+    def classes(self) -> list[ast.ClassDef]:
+        """Every class the module defines, at any depth, in source order."""
+        if self._classes is None:
+            self.index()
+        assert self._classes is not None
+        return self._classes
+
     def index(self) -> None:
-        """Parents and calls by name, in one walk over the tree (the walk is what costs)."""
-        parents: dict[int, ast.AST] = {}
+        """Calls by name and classes, in one walk over the tree (once per module)."""
         calls: dict[str, list[ast.Call]] = {}
-        stack: list[ast.AST] = [self.tree]
-        while stack:
-            node = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-                stack.append(child)
+        classes: list[ast.ClassDef] = []
+        for node in ast.walk(self.tree):
             if isinstance(node, ast.Call):
                 name = called_name(node.func)
                 if name is not None:
                     calls.setdefault(name, []).append(node)
+            elif isinstance(node, ast.ClassDef):
+                classes.append(node)
         for found in calls.values():
             found.sort(key=lambda call: (call.lineno, call.col_offset))
-        self._parents, self._calls = parents, calls
+        classes.sort(key=lambda cls: (cls.lineno, cls.col_offset))
+        self._calls, self._classes = calls, classes
 
     def enclosing(self, node: ast.AST) -> tuple[ast.AST | None, ast.ClassDef | None]:
         """The innermost function (or lambda) around `node` and the class around that."""
-        parents = self.parents()
         function: ast.AST | None = None
-        current = parents.get(id(node))
+        current = self.parent(node)
         while current is not None:
             if function is None and isinstance(
                 current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -97,8 +133,14 @@ class Summary:
                 function = current
             elif isinstance(current, ast.ClassDef):
                 return function, current
-            current = parents.get(id(current))
+            current = self.parent(current)
         return function, None
+
+
+def first_line(statement: ast.stmt) -> int:
+    """A statement's first line, its decorators included."""
+    decorators = getattr(statement, "decorator_list", ())
+    return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
 def module_name(root: Path, path: Path) -> tuple[str, bool]:
@@ -112,12 +154,14 @@ def module_name(root: Path, path: Path) -> tuple[str, bool]:
     return ".".join(parts), is_package
 
 
-def summarise(root: Path, path: Path, text: str) -> Summary | None:
-    """The summary of one module, or None when Python cannot parse it (libcst reports it)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+def summarise(root: Path, path: Path, text: str, tree: ast.Module | None = None) -> Summary | None:
+    """The summary of one module (from the tree its sites were read from, when there is one),
+    or None when Python cannot parse it (the reader reports it)."""
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     name, is_package = module_name(root, path)
     summary = Summary(path, name, is_package, tree, text.encode("utf-8").splitlines())
     for statement in tree.body:

@@ -1,7 +1,8 @@
 """Cheap tests that decide which files need parsing with libcst at all.
 
-Every site has a tell-tale word in its file, and the few files that have the word are then read
-with Python's own (fast) parser, which looks for the call the site needs under any import alias:
+Every site has a tell-tale word in its file, and the few files that have the word are then
+searched for the call the site needs, under any import alias (as text: the reader parses the
+files that pass, once):
 - a fused optimizer: `Adam` / `AdamW` / `SGD` / `Adagrad` / `partial` called with `fused=` or a
   `**spread` (configs: a `fused:` key);
 - a Trainer's precision or clipping: a call to `Trainer` or a `MixedPrecision...` plugin
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
 
 FUSED_WORD = b"fused"
 FUSED_ARGUMENT = re.compile(rb"\bfused\s*=(?!=)|[\'\"]fused[\'\"]")
@@ -26,47 +26,43 @@ TRAINER_CALLS = frozenset(
     {"Trainer", "MixedPrecision", "MixedPrecisionPlugin", "NativeMixedPrecisionPlugin"}
 )
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
+IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
 
 
 def may_have_fused_optimizer(data: bytes) -> bool:
+    """A call of a fusable optimizer (or `partial`, or an import alias of one) in a file that
+    passes `fused` somewhere."""
     if not (
         FUSED_WORD in data
         and any(word in data for word in OPTIMIZER_WORDS)
         and FUSED_ARGUMENT.search(data) is not None
     ):
         return False
-    return calls_any(
-        data, OPTIMIZER_CALLS, lambda call: any(k.arg in ("fused", None) for k in call.keywords)
-    )
+    return calls_any(data, OPTIMIZER_CALLS)
 
 
 def may_configure_trainer(data: bytes) -> bool:
-    """A `Trainer(...)` call or a Trainer precision plugin (their arguments are checked later)."""
+    """A `Trainer(...)` call with arguments or a Trainer precision plugin (their arguments are
+    checked later)."""
     if not any(word in data for word in TRAINER_WORDS):
         return False
-    return calls_any(data, TRAINER_CALLS, lambda call: bool(call.args or call.keywords))
+    return calls_any(data, TRAINER_CALLS, with_arguments=True)
 
 
-def calls_any(data: bytes, wanted: frozenset[str], accept: Callable[[ast.Call], bool]) -> bool:
-    """Whether the code calls one of `wanted` (or an import alias of it) in a way `accept`s."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # the real parser will report it
-    aliases: set[str | None] = set()
-    calls = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            aliases.update(
-                alias.asname
-                for alias in node.names
-                if alias.asname and alias.name.rsplit(".", 1)[-1] in wanted
-            )
-        elif isinstance(node, ast.Call):
-            calls.append(node)
-    names = wanted | aliases
-    return any(called_name(call.func) in names and accept(call) for call in calls)
+def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False) -> bool:
+    """Whether the text calls one of `wanted` or an import alias of one (`X as Y` ... `Y(`).
+
+    Read as text, not parsed: the reader parses each file that passes once, so parsing here
+    too would double the cost of every file that matters; a look-alike only costs a parse."""
+    names = set(wanted)
+    for match in IMPORT_ALIAS.finditer(data):
+        if match.group(1).decode("ascii", "replace") in wanted:
+            names.add(match.group(2).decode("ascii", "replace"))
+    alternatives = "|".join(re.escape(name) for name in sorted(names))
+    arguments = r"\s*[^)\s]" if with_arguments else ""
+    call = re.compile(rf"\b(?:{alternatives})\s*\({arguments}".encode("ascii"))
+    return call.search(data) is not None
 
 
 def called_name(func: ast.expr) -> str | None:
