@@ -99,3 +99,23 @@ def test_a_failing_resolution_costs_one_error_line_and_keeps_the_files_findings(
     assert "internal error in the project resolution: ValueError('boom')" in result.output
     assert "train.py:20:79: ACF003" in result.output  # its own sites, review without the links
     assert "Traceback" not in result.output
+
+
+def test_reassigning_a_name_many_times_keeps_its_values_bounded(tmp_path: Path) -> None:
+    """`x = x.f()` over and over doubles what flow-insensitive following finds at each step;
+    real code (neuralforecast) did it often enough to exhaust the memory of the machine."""
+    from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.summary import summarise
+
+    steps = "".join("    x = x.step()\n" for _ in range(12))
+    text = f"def build(x):\n{steps}    return x\n\nbuild(1)\nbuild(2)\n"
+    path = tmp_path / "chain.py"
+    summary = summarise(tmp_path, path, text)
+    assert summary is not None
+    evaluator = Evaluator({path: summary}, lambda _: summary, {path: text.encode()})
+    function = summary.tree.body[0]
+    returned = function.body[-1].value  # type: ignore[attr-defined]
+
+    values = evaluator.ev(returned, evaluator.ctx(summary, function, None))
+
+    assert 1 <= len(values) <= 64  # 2**12 without a bound

@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import IO
 
@@ -441,6 +440,8 @@ explain.help = (
 @main.command()
 def schema() -> None:
     """Print the JSON Schema of `--format json` (draft 7)."""
+    from importlib import resources  # only this command reads package data
+
     text = resources.files("amp_clipfix").joinpath("output/schema.json").read_text("utf-8")
     click.echo(text, nl=not text.endswith("\n"))
 

@@ -11,8 +11,6 @@ import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol
@@ -521,6 +519,9 @@ def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]
     """Outcomes in input order. A worker that dies (a crash in native code, the OOM killer)
     costs only the file that killed it: the files left unfinished are parsed again one by one,
     each in a process of its own, so that only the killer is reported."""
+    from concurrent.futures import ProcessPoolExecutor  # a run that needs no pool never
+    from concurrent.futures.process import BrokenProcessPool  # pays for multiprocessing
+
     outcomes: list[Outcome | None] = [None] * len(work)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(parse_and_collect, path, data) for path, data in work]
@@ -534,6 +535,9 @@ def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]
 
 
 def parse_isolated(path: Path, data: bytes) -> Outcome:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         with ProcessPoolExecutor(max_workers=1) as pool:
             return pool.submit(parse_and_collect, path, data).result()

@@ -37,6 +37,9 @@ from amp_clipfix.analysis.values import (
 )
 
 MAX_DEPTH = 6
+# Values one expression may hold before the run-time ones merge: flow-insensitive following
+# doubles them at every `x = x.f()` reassignment (neuralforecast has dozens in a row).
+MAX_VALUES = 64
 BUDGET = 400_000  # evaluations per project; beyond it everything is decided at run time
 UNKNOWN_OPTIMIZER = "torch.optim.*"  # getattr(torch.optim, name) with a name not in the code
 BUILTINS = {"dict": "builtins.dict", "getattr": "builtins.getattr", "super": "builtins.super"}
@@ -108,6 +111,7 @@ class Evaluator:
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
+        self.text_searches: dict[tuple[str, tuple[str, ...]], set[Path]] = {}
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.running: set[tuple[int, int]] = set()
@@ -218,6 +222,8 @@ class Evaluator:
             values = self.ev_node(node, ctx)
         finally:
             self.running.discard(key)
+        if len(values) > MAX_VALUES:
+            values = bounded(values, node, ctx)
         self.memo[key] = values
         return values
 
@@ -804,6 +810,19 @@ class Evaluator:
                 if call is not None:
                     return klass.summary.entry(call)
         return None
+
+
+def bounded(values: list[object], node: ast.AST, ctx: Ctx) -> list[object]:
+    """At most MAX_VALUES values: the distinct known ones first (literals, optimizers, dicts,
+    classes...), everything decided at run time as one Opaque at `node`."""
+    kept: list[object] = []
+    seen: set[int] = set()
+    for value in values:
+        if isinstance(value, Opaque) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        kept.append(value)
+    return [*kept[: MAX_VALUES - 1], Opaque(node, ctx.summary)]
 
 
 def contains(outer: ast.AST, inner: ast.AST) -> bool:

@@ -390,7 +390,7 @@ class Resolution:
     # -- Trainer subclasses, clips -------------------------------------------------------------
 
     def trainer_subclasses(self) -> None:
-        subclassing = subclass_files(self.contents, b"Trainer")
+        subclassing = text_search(self.ev, "subclasses", "Trainer")
         for summary in self.summaries_with(b"Trainer", among=subclassing):
             for node in summary.classes():
                 cls = ClsV(node, summary)
@@ -529,7 +529,7 @@ class Resolution:
     def fit_calls(self) -> None:
         """Fits of the module classes that may have a fused optimizer (no other fit can link
         a Trainer to a finding)."""
-        among = files_naming(self.contents, self.fused_classes())
+        among = text_search(self.ev, "naming", *sorted(self.fused_classes()))
         for summary in self.summaries_with(b".fit(", among=among):
             for call in summary.calls("fit"):
                 if not isinstance(call.func, ast.Attribute):
@@ -572,7 +572,7 @@ class Resolution:
         yaml_trainer = any(
             site.entry == names.CLI_TRAINER for file in self.files.values() for site in file.sites
         )
-        among = None if yaml_trainer else files_naming(self.contents, fused_classes)
+        among = None if yaml_trainer else text_search(self.ev, "naming", *sorted(fused_classes))
         for summary in self.summaries_with(b"LightningCLI", among=among):
             for call in ast.walk(summary.tree):
                 if not isinstance(call, ast.Call):
@@ -727,7 +727,20 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
 def clipping_files(evaluator: Evaluator) -> set[Path]:
     """Where a clip can take part: beside a fused optimizer (a Fabric's clip, a module's own),
     or in a Callback (which clips whatever module its Trainer fits)."""
-    return relevant_files(evaluator) | subclass_files(evaluator.contents, b"Callback")
+    return relevant_files(evaluator) | text_search(evaluator, "subclasses", "Callback")
+
+
+def text_search(evaluator: Evaluator, kind: str, *names: str) -> set[Path]:
+    """Files found by a text search of relevance.py, once per run: the trial and the final
+    resolution ask the same questions."""
+    key = (kind, names)
+    if key not in evaluator.text_searches:
+        if kind == "subclasses":
+            found = subclass_files(evaluator.contents, names[0].encode("utf-8"))
+        else:
+            found = files_naming(evaluator.contents, set(names))
+        evaluator.text_searches[key] = found
+    return evaluator.text_searches[key]
 
 
 def project_evaluator(
