@@ -37,3 +37,30 @@ def test_cached_runs_report_the_same_and_see_changes(
     optim = project / "optim.py"
     optim.write_text(optim.read_text().replace("fused=True", "fused=False"))
     assert "0 findings" in check(project)
+
+
+def test_a_second_run_reads_every_entry_the_first_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project entries are keyed by the sites' values, not by how pickle lays them out: a
+    second run (whose sites come from the cache) finds the resolution the first one stored."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    project = tmp_path / "p"
+    shutil.copytree(
+        FIXTURES / "trainer_callback_clip_value_from_constructor_unfuse" / "input", project
+    )
+    (project / "other.py").write_text(
+        "import lightning as L\n\n\nclass Plain(L.LightningModule):\n"
+        "    def on_before_optimizer_step(self, optimizer):\n"
+        "        self.clip_gradients(optimizer, gradient_clip_val=1.0)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(project)
+    cache = project / ".amp_clipfix_cache"
+
+    first = CliRunner().invoke(main, ["check", "--lightning-version", "2.6.6", "."])
+    entries = sorted(path.name for path in cache.rglob("*") if path.is_file())
+    second = CliRunner().invoke(main, ["check", "--lightning-version", "2.6.6", "."])
+
+    assert first.output == second.output and "ACF002" in first.output
+    assert sorted(path.name for path in cache.rglob("*") if path.is_file()) == entries

@@ -327,7 +327,7 @@ def collect_project(
     else:
         unread_trainers = unread
     stage = passing(unread_trainers, Stage.TRAINER)
-    clipping = clipping_files(collection.evaluator) if collection.evaluator else set(unread)
+    clipping = clipping_files(project_evaluator_of(project.root, contents, searchable, collection))
     stage += [
         path
         for path, data in unread.items()
@@ -353,14 +353,53 @@ def trainer_files(
     from amp_clipfix.analysis.resolve import trainer_files_needed
 
     trial = Collection(
-        parsed=dict(collection.parsed), cache=collection.cache, summaries=collection.summaries
+        parsed=dict(collection.parsed),
+        cache=collection.cache,
+        summaries=collection.summaries,
+        evaluator=project_evaluator_of(root, contents, searchable, collection),
     )
     resolve_collection(root, contents, searchable, trial, parse=False)
-    collection.evaluator = trial.evaluator  # what it learnt holds for the final resolution
     if trial.errors:
         return None
     resolved = {path: file.sites for path, file in trial.parsed.items()}
     return trainer_files_needed({**trial.unparsed, **resolved})
+
+
+def summary_loader(
+    root: Path, contents: dict[Path, bytes], collection: Collection
+) -> Callable[[Path], Summary | None]:
+    """Summaries on first use, from the reader's tree when the file was read (parsed once)."""
+    from amp_clipfix.analysis.summary import summarise
+
+    def load(path: Path) -> Summary | None:
+        if path not in collection.summaries:
+            read = collection.parsed.get(path)
+            if read is not None and read.syntax is not None:
+                summary = summarise(root, path, read.document.text, read.syntax)
+                collection.summaries[path] = summary
+                return summary
+            try:
+                text = adapter_for(path).load(path, contents[path]).text
+            except (SourceError, KeyError):
+                return None
+            collection.summaries[path] = summarise(root, path, text)
+        return collection.summaries[path]
+
+    return load
+
+
+def project_evaluator_of(
+    root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
+) -> Evaluator:
+    """The project's evaluator, made once per run whether or not a resolution comes from the
+    cache: the searches of the collection stages ask it too, and must get the same answers."""
+    from amp_clipfix.analysis.resolve import project_evaluator
+
+    if collection.evaluator is None:
+        python = {path: data for path, data in searchable.items() if not is_config(path)}
+        loader = summary_loader(root, contents, collection)
+        collection.evaluator = project_evaluator(root, python, loader)
+    return collection.evaluator
 
 
 def resolve_collection(
@@ -373,24 +412,10 @@ def resolve_collection(
     """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
     sites are read too (libcst parses only the files a fix changes, in fixed_file)."""
     from amp_clipfix.analysis.read import in_cell
-    from amp_clipfix.analysis.resolve import project_evaluator, resolve
-    from amp_clipfix.analysis.summary import summarise
+    from amp_clipfix.analysis.resolve import resolve
 
     python = {path: data for path, data in searchable.items() if not is_config(path)}
-
-    def load(path: Path) -> Summary | None:
-        if path not in collection.summaries:
-            read = collection.parsed.get(path)
-            if read is not None and read.syntax is not None:  # parsed once, when collected
-                summary = summarise(root, path, read.document.text, read.syntax)
-                collection.summaries[path] = summary
-                return summary
-            try:
-                text = adapter_for(path).load(path, contents[path]).text
-            except (SourceError, KeyError):
-                return None
-            collection.summaries[path] = summarise(root, path, text)
-        return collection.summaries[path]
+    load = summary_loader(root, contents, collection)
 
     files = {path: parsed.sites for path, parsed in collection.parsed.items()}
     cache, key = collection.cache, ""
@@ -404,9 +429,8 @@ def resolve_collection(
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20_000))
         try:
-            if collection.evaluator is None:
-                collection.evaluator = project_evaluator(root, python, load)
-            resolved = resolve(root, files, python, load, collection.evaluator, trial=not parse)
+            evaluator = project_evaluator_of(root, contents, searchable, collection)
+            resolved = resolve(root, files, python, load, evaluator, trial=not parse)
         except RecursionError:
             message = "the project resolution gave up (code nested too deeply)"
             collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))

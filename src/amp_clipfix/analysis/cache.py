@@ -9,10 +9,12 @@ a miss. `--no-cache` bypasses it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import pickle
 import tempfile
+from enum import Enum
 from pathlib import Path
 
 from amp_clipfix import __version__
@@ -46,7 +48,7 @@ class Cache:
         for path in sorted(inputs):
             digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
             digest.update(hashlib.sha256(inputs[path]).digest())
-        digest.update(pickle.dumps(sites, protocol=pickle.HIGHEST_PROTOCOL))
+        digest.update(repr(canonical(sites)).encode("utf-8", "surrogateescape"))
         return "project-" + digest.hexdigest()
 
     def load(self, key: str) -> object | None:
@@ -83,3 +85,21 @@ class Cache:
                 stream.write("# Created by amp-clipfix automatically.\n*\n")
             os.replace(temporary, ignore)
         self.ready = True
+
+
+def canonical(value: object) -> object:
+    """Equal values give equal keys: pickle's bytes depend on which objects are shared and
+    a set's order on the process's hash seed, so neither can key the cache (a second run read
+    its sites from the cache, and missed the project entry the first run wrote)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (type(value).__name__, *(canonical(getattr(value, f.name)) for f in fields))
+    if isinstance(value, (set, frozenset)):
+        return ("set", *sorted((canonical(item) for item in value), key=repr))
+    if isinstance(value, dict):
+        return ("dict", *sorted(((repr(canonical(k)), canonical(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical(item) for item in value)
+    if isinstance(value, Enum):
+        return value.value
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
