@@ -121,6 +121,8 @@ class Evaluator:
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
+        self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
+        self.word_files: dict[bytes, list[Path]] = {}
         self.budget = BUDGET
         self.resolving: set[str] = set()
 
@@ -468,6 +470,11 @@ class Evaluator:
                     found.append((call, caller))
         return found
 
+    def files_with(self, word: bytes) -> list[Path]:
+        if word not in self.word_files:
+            self.word_files[word] = [path for path, data in self.contents.items() if word in data]
+        return self.word_files[word]
+
     def caller_files(self, function: ast.AST, wanted: str, ctx: Ctx) -> list[Path]:
         """Files that can call `wanted`, found in their text before any is parsed: a function
         or class defined inside a function is called only in its own file; a module-level one
@@ -479,7 +486,7 @@ class Evaluator:
         if definition is None or not is_module_level(ctx.summary, definition):
             if definition is not None and not is_method(ctx.summary, definition):
                 return [own]  # nested in a function: no other file can name it
-            return [path for path, data in self.contents.items() if word in data]
+            return self.files_with(word)
         module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8")
         imports = imported_name_pattern(wanted)
         return [
@@ -606,16 +613,38 @@ class Evaluator:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if statement.name == attr:
                     return [Fn(statement, klass.summary, klass.node, bound=bound)]
-                ctx = self.ctx(klass.summary, statement, klass.node)
-                for inner in function_body_nodes(statement):
-                    for value in self.self_assignment(inner, attr, statement, ctx):
-                        values.append(value)
+                assignments = self.self_assignments(statement).get(attr)
+                if assignments:
+                    ctx = self.ctx(klass.summary, statement, klass.node)
+                    for inner in assignments:
+                        values.extend(self.self_assignment(inner, attr, statement, ctx))
             elif isinstance(statement, ast.AnnAssign) and attr in bound_names(statement):
                 # a dataclass / config field: the constructor may set it
                 values.append(Opaque(statement, klass.summary))
             elif isinstance(statement, ast.Assign) and attr in bound_names(statement):
                 values.extend(self.binding(statement, attr, self.ctx(klass.summary, None, None)))
         return values
+
+    def self_assignments(self, method: ast.AST) -> dict[str, list[ast.AST]]:
+        """The statements of a method that assign `self.<attr>`, by attr: one walk per method,
+        not one per attribute asked about (big model classes are asked about hundreds)."""
+        key = id(method)
+        if key not in self.assignments_cache:
+            self_name = first_param(method)
+            found: dict[str, list[ast.AST]] = {}
+            for node in function_body_nodes(method):
+                if isinstance(node, ast.Assign):
+                    targets = node.targets
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    targets = [node.target]
+                else:
+                    continue
+                for target in targets:
+                    for element, _ in attribute_targets(target):
+                        if isinstance(element.value, ast.Name) and element.value.id == self_name:
+                            found.setdefault(element.attr, []).append(node)
+            self.assignments_cache[key] = found
+        return self.assignments_cache[key]
 
     def self_assignment(self, node: ast.AST, attr: str, method: ast.AST, ctx: Ctx) -> list[object]:
         targets: list[ast.expr] = []

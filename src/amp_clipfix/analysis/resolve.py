@@ -102,6 +102,7 @@ class Resolution:
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
         self.relevant = relevant_files(evaluator)
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
+        self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
 
     # -- output --------------------------------------------------------------------------------
 
@@ -321,11 +322,19 @@ class Resolution:
                         self.optimizer_sites(opt, (cls.key,))
 
     def optimizers_in(self, function: ast.AST, ctx: Ctx) -> Iterator[Opt]:
-        for node in ast.walk(function):
-            if isinstance(node, ast.Call) and self.may_build(node):
-                for value in self.ev.ev(node, self.ev.ctx_of(ctx.summary, node)):
-                    if isinstance(value, Opt):
-                        yield value
+        """What the calls in a function build; a base class's method is shared by every module
+        class that derives from it, so its calls are listed once and their values memoised."""
+        key = id(function)
+        if key not in self.calls_in:
+            self.calls_in[key] = [
+                node
+                for node in ast.walk(function)
+                if isinstance(node, ast.Call) and self.may_build(node)
+            ]
+        for node in self.calls_in[key]:
+            for value in self.ev.ev(node, self.ev.ctx_of(ctx.summary, node)):
+                if isinstance(value, Opt):
+                    yield value
 
     def may_build(self, call: ast.Call) -> bool:
         """Cheap test before evaluating a call: a method `self.log(...)` builds nothing."""
