@@ -484,6 +484,11 @@ def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
     return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
 
 
+# Packages whose classes the collector names by qualified name: a base imported from one of them
+# is never a class of the project, whatever project class shares its short name.
+EXTERNAL_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
+
+
 def files_defining_missing_bases(
     class_names: dict[Path, frozenset[str]], collection: Collection
 ) -> list[Path]:
@@ -509,6 +514,8 @@ def files_defining_missing_bases(
             continue
         seen.add((info.path, info.name))
         for base in info.base_names:
+            if base.split(".", 1)[0] in EXTERNAL_PACKAGES:
+                continue  # imported from Lightning or torch: no project file defines it
             short = base.rsplit(".", 1)[-1]
             frontier.extend(by_name.get(short, ()))
             wanted.add(short)  # every class of that name counts, as the linker matches names
