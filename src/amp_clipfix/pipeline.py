@@ -327,12 +327,9 @@ def collect_project(
     else:
         unread_trainers = unread
     stage = passing(unread_trainers, Stage.TRAINER)
-    clipping = clipping_files(project_evaluator_of(project.root, contents, searchable, collection))
-    stage += [
-        path
-        for path, data in unread.items()
-        if path not in stage and not is_config(path) and path in clipping and may_clip(data)
-    ]
+    clips = {p for p, d in unread.items() if p not in stage and not is_config(p) and may_clip(d)}
+    evaluator = project_evaluator_of(project.root, contents, searchable, collection)
+    stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
     class_names = {path: defined_class_names(data) for path, data in searchable.items()}
     while stage := files_defining_missing_bases(class_names, collection):

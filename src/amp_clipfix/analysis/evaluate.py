@@ -123,6 +123,7 @@ class Evaluator:
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.word_files: dict[bytes, list[Path]] = {}
+        self.size = sum(len(data) for data in contents.values())
         self.budget = BUDGET
         self.resolving: set[str] = set()
 

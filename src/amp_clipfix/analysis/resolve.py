@@ -100,7 +100,6 @@ class Resolution:
         self.contents = contents
         self.found = Found({}, {}, set())
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
-        self.relevant = relevant_files(evaluator)
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
 
@@ -185,7 +184,8 @@ class Resolution:
         self.refine_runtime_sites()
         self.module_optimizers()
         if not trial:
-            self.trainer_subclasses()
+            if self.any_fused():  # a Trainer's settings matter only beside a fused optimizer
+                self.trainer_subclasses()
             self.clip_calls()
         self.fabric_optimizers()
         self.fit_calls()
@@ -220,7 +220,7 @@ class Resolution:
     def refine(self, summary: Summary, site: Site, node: ast.AST) -> None:
         ctx = self.ev.ctx_of(summary, node)
         if site.kind is SiteKind.MODULE_CLIP:
-            if site.path in self.relevant:  # elsewhere no class of it has a fused optimizer
+            if relevant_among(self.ev, {site.path}):  # elsewhere no class is fused
                 self.refine_module_clip(site, node, ctx)
             return
         key = {
@@ -304,7 +304,8 @@ class Resolution:
     def module_optimizers(self) -> None:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
         and those of its project bases build, wherever their `fused` is decided."""
-        for summary in self.summaries_with(*CLASS_WORDS, among=self.relevant):
+        candidates = {p for p, d in self.contents.items() if any(w in d for w in CLASS_WORDS)}
+        for summary in self.summaries_with(*CLASS_WORDS, among=relevant_among(self.ev, candidates)):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))
 
@@ -386,7 +387,7 @@ class Resolution:
             for site in sites
             if site.kind is SiteKind.FABRIC_CLIP
         }
-        for path in sorted(paths & self.relevant):
+        for path in sorted(relevant_among(self.ev, paths)):
             summary = self.ev.summary(path)
             if summary is None:
                 continue
@@ -438,7 +439,8 @@ class Resolution:
         a parameter, or a LightningModule clipped from a Callback hook."""
         # A Fabric clip matters only beside a fused optimizer (relevant files); a Callback's
         # clip for whatever module its Trainer fits.
-        among = clipping_files(evaluator=self.ev)
+        clipping = {path for path, data in self.contents.items() if b"clip_gradients" in data}
+        among = clipping_files(self.ev, clipping)
         for summary in self.summaries_with(b"clip_gradients", among=among):
             existing = self.files.get(summary.path)
             taken = {(s.span.line, s.span.column) for s in (existing.sites if existing else ())}
@@ -558,6 +560,13 @@ class Resolution:
                     for key in sorted(classes, key=str) or [None]:
                         fit = FitCall(trainer.entry, key)
                         self.found.fits.setdefault(summary.path, []).append(fit)
+
+    def any_fused(self) -> bool:
+        return any(
+            site.kind is SiteKind.FUSED_OPTIMIZER
+            for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
+            for site in sites
+        )
 
     def fused_classes(self) -> set[str]:
         """Names of the classes that own or use a fused optimizer found so far."""
@@ -733,10 +742,26 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
     return evaluator.relevant
 
 
-def clipping_files(evaluator: Evaluator) -> set[Path]:
-    """Where a clip can take part: beside a fused optimizer (a Fabric's clip, a module's own),
-    or in a Callback (which clips whatever module its Trainer fits)."""
-    return relevant_files(evaluator) | text_search(evaluator, "subclasses", "Callback")
+def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
+    """Those of `paths` a fused value can reach. The text search over the whole project costs
+    more than looking into a few files (a torch-sized tree with `fused` everywhere), so a few
+    are all kept: the search only ever saves work, it never decides a finding."""
+    if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
+        return set(paths)
+    return paths & relevant_files(evaluator)
+
+
+FEW_FILES = 20
+BIG_PROJECT = 16_000_000  # bytes of Python: beyond it the text search costs about a second
+
+
+def clipping_files(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
+    """Those of `paths` where a clip can take part: beside a fused optimizer (a Fabric's clip, a
+    module's own), or in a Callback (which clips whatever module its Trainer fits)."""
+    if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
+        return set(paths)
+    callbacks = text_search(evaluator, "subclasses", "Callback")
+    return relevant_among(evaluator, paths) | (paths & callbacks)
 
 
 def text_search(evaluator: Evaluator, kind: str, *names: str) -> set[Path]:
