@@ -6,7 +6,8 @@ name those files define (a factory, a mixin, a constant, a module class to subcl
 that use a name *those* define, and so on; plus the project modules any of them import (a module
 class that receives an optimizer factory built elsewhere). Everything else (in a big repository
 almost every file) is never parsed. The names are top-level definitions found with a regular
-expression: an over-approximation that only costs time, never a finding.
+expression, which errs on the side of reading more; only names that tell nothing (`main`, `run`,
+test functions) are left out, so a factory named `main` imported by a module class is missed.
 """
 
 from __future__ import annotations
