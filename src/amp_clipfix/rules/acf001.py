@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from amp_clipfix.analysis.link import fabric_groups
+from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import LightningPath, Strategy
 from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
 
@@ -41,56 +42,15 @@ optimizer.step()
 """
 
 # What `amp-clipfix apply` (strategy auto: unscale) makes of BEFORE; a test keeps it true.
-EXAMPLE_AFTER = '''\
+EXAMPLE_AFTER = (
+    """\
 import torch
 from lightning.fabric import Fabric
 
 
-def clip_gradients_unscaled(
-    fabric,
-    module,
-    optimizer,
-    clip_val=None,
-    max_norm=None,
-    norm_type=2.0,
-    error_if_nonfinite=True,
-):
-    """`fabric.clip_gradients(...)`, which also clips an optimizer that unscales its own
-    gradients (fused=True) under a GradScaler (inserted by amp-clipfix).
-
-    Lightning refuses to unscale such an optimizer for clipping; torch can: unscale it with the
-    run's own GradScaler, then clip, and the scaler's step passes no scale to the fused kernel.
-    Returns what `fabric.clip_gradients` returns: the total norm for `max_norm`, else None.
-    """
-    import torch
-
-    inner = getattr(optimizer, "optimizer", optimizer)  # unwrap Fabric's optimizer wrapper
-    if not getattr(inner, "_step_supports_amp_scaling", False):
-        return fabric.clip_gradients(
-            module, optimizer, clip_val, max_norm, norm_type, error_if_nonfinite
-        )
-    strategy = type(fabric.strategy)
-    sharded = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
-    if any(word in cls.__name__ for cls in strategy.__mro__ for word in sharded):
-        raise RuntimeError(
-            f"clip_gradients_unscaled (amp-clipfix) does not support {strategy.__name__}: "
-            "sharded strategies clip differently; use fused=False on this optimizer instead"
-        )
-    if clip_val is not None and max_norm is not None:
-        raise ValueError("Only one of `clip_val` or `max_norm` can be set")
-    if clip_val is None and max_norm is None:
-        raise ValueError("You have to specify either `clip_val` or `max_norm`")
-    scaler = getattr(fabric.strategy.precision, "scaler", None)
-    if scaler is not None:
-        scaler.unscale_(inner)
-    parameters = [p for group in inner.param_groups for p in group["params"]]
-    if clip_val is not None:
-        torch.nn.utils.clip_grad_value_(parameters, clip_value=clip_val)
-        return None
-    return torch.nn.utils.clip_grad_norm_(
-        parameters, max_norm, norm_type=norm_type, error_if_nonfinite=error_if_nonfinite
-    )
-
+"""
+    + FABRIC_HELPER_SOURCE
+    + """
 
 fabric = Fabric(accelerator="cuda", precision="16-mixed")
 model = torch.nn.Linear(32, 2)
@@ -101,7 +61,8 @@ loss = model(torch.randn(8, 32, device=fabric.device)).sum()
 fabric.backward(loss)
 clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)
 optimizer.step()
-'''
+"""
+)
 
 RULE = Rule(
     code="ACF001",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from amp_clipfix.analysis.link import trainer_groups
+from amp_clipfix.helper_sources import MODULE_HELPER_SOURCE
 from amp_clipfix.models import LightningPath, Strategy
 from amp_clipfix.rules.base import TRAINER_ERROR, Rule, safety
 from amp_clipfix.strategies import SAFETY
@@ -45,52 +46,15 @@ trainer.fit(Model(), train_dataloaders=loader)
 """
 
 # What `amp-clipfix apply` (strategy auto: unscale) makes of BEFORE; a test keeps it true.
-EXAMPLE_AFTER = '''\
+EXAMPLE_AFTER = (
+    """\
 import lightning as L
 import torch
 
 
-def clip_module_gradients_unscaled(
-    module, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
-):
-    """`module.clip_gradients(...)`, which also clips an optimizer that unscales its own
-    gradients (fused=True) under mixed precision (inserted by amp-clipfix).
-
-    Lightning refuses to clip such an optimizer; torch can: unscale it with the run's own
-    GradScaler (when there is one), then clip, and the scaler's step passes no scale to the fused
-    kernel. Every other optimizer goes to `module.clip_gradients` unchanged.
-    """
-    import torch
-
-    inner = getattr(optimizer, "optimizer", optimizer)  # unwrap a LightningOptimizer
-    if not getattr(inner, "_step_supports_amp_scaling", False):
-        module.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-        return
-    trainer = module.trainer
-    strategy = type(trainer.strategy)
-    sharded = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
-    if any(word in cls.__name__ for cls in strategy.__mro__ for word in sharded):
-        raise RuntimeError(
-            f"clip_module_gradients_unscaled (amp-clipfix) does not support "
-            f"{strategy.__name__}: sharded strategies clip differently; use fused=False instead"
-        )
-    if gradient_clip_val is None:
-        gradient_clip_val = trainer.gradient_clip_val or 0.0
-    algorithm = gradient_clip_algorithm or trainer.gradient_clip_algorithm or "norm"
-    algorithm = str(getattr(algorithm, "value", algorithm)).lower()
-    if algorithm not in ("norm", "value"):
-        raise ValueError(f"gradient_clip_algorithm {algorithm!r} is not 'norm' or 'value'")
-    if gradient_clip_val <= 0:
-        return
-    scaler = getattr(trainer.precision_plugin, "scaler", None)
-    if scaler is not None:
-        scaler.unscale_(inner)
-    parameters = [p for group in inner.param_groups for p in group["params"]]
-    if algorithm == "value":
-        torch.nn.utils.clip_grad_value_(parameters, clip_value=gradient_clip_val)
-    else:
-        torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val)
-
+"""
+    + MODULE_HELPER_SOURCE
+    + """
 
 class Model(L.LightningModule):
     def __init__(self):
@@ -120,7 +84,8 @@ class Model(L.LightningModule):
 
 trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
 trainer.fit(Model(), train_dataloaders=loader)
-'''
+"""
+)
 
 RULE = Rule(
     code="ACF002",
