@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.summary import Summary, target_names
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
@@ -921,29 +921,19 @@ def first_param(function: ast.AST) -> str | None:
 def bound_names(node: ast.AST) -> list[str]:
     """Names a statement binds in its scope."""
     if isinstance(node, ast.Assign):
-        return [n for target in node.targets for n in target_names_with_paths(target)]
+        return [n for target in node.targets for n in target_names(target)]
     if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-        return target_names_with_paths(node.target)
+        return target_names(node.target)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name]
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        return target_names_with_paths(node.target)
+        return target_names(node.target)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [alias.asname or alias.name.split(".", 1)[0] for alias in node.names]
     if isinstance(node, ast.withitem) and node.optional_vars is not None:
-        return target_names_with_paths(node.optional_vars)
+        return target_names(node.optional_vars)
     if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
         return [node.target.id]
-    return []
-
-
-def target_names_with_paths(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in target_names_with_paths(element)]
-    if isinstance(target, ast.Starred):
-        return target_names_with_paths(target.value)
     return []
 
 
