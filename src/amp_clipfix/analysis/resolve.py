@@ -697,19 +697,9 @@ def call_name(call: ast.Call) -> str:
         return "optimizer"
 
 
-_SOURCES: dict[int, str] = {}
-
-
-def source_of(summary: Summary) -> str:
-    key = id(summary)
-    if key not in _SOURCES:
-        _SOURCES[key] = b"\n".join(summary.lines).decode("utf-8", "replace")
-    return _SOURCES[key]
-
-
 def segment(summary: Summary, node: ast.AST) -> str:
     try:
-        return ast.get_source_segment(source_of(summary), node) or "..."
+        return ast.get_source_segment(summary.source(), node) or "..."
     except (IndexError, ValueError):
         return "..."
 

@@ -32,6 +32,7 @@ class Summary:
     _starts: list[int] = field(default_factory=list)
     _calls: dict[str, list[ast.Call]] | None = None
     _classes: list[ast.ClassDef] | None = None
+    _source: str | None = None
 
     # -- positions -----------------------------------------------------------------------------
 
@@ -40,6 +41,13 @@ class Summary:
         if 0 < line <= len(self.lines):
             return len(self.lines[line - 1][:byte_column].decode("utf-8", "replace"))
         return byte_column
+
+    def source(self) -> str:
+        """The module's text as `ast.get_source_segment` reads it (made on first use: only
+        reports of sites found by the resolution quote it)."""
+        if self._source is None:
+            self._source = b"\n".join(self.lines).decode("utf-8", "replace")
+        return self._source
 
     def span(self, node: ast.AST) -> Span:
         line, end_line = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
