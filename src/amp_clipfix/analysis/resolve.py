@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.collect import is_clip_positive
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
@@ -79,13 +80,6 @@ class Found:
     sites: dict[Path, list[Site]]
     fits: dict[Path, list[FitCall]]
     drop: set[tuple[Path, Span, SiteKind]]  # run-time sites replaced by what decides them
-
-
-def clip_positive(value: str) -> bool:
-    try:
-        return float(value) > 0
-    except ValueError:
-        return False
 
 
 class Resolution:
@@ -296,7 +290,7 @@ class Resolution:
         if kind is SiteKind.FUSED_OPTIMIZER:
             return value == "True"
         if kind is SiteKind.TRAINER_CLIP:
-            return clip_positive(value)
+            return is_clip_positive(value)
         return names.is_mixed_precision(value)
 
     # -- optimizers ----------------------------------------------------------------------------
@@ -509,7 +503,7 @@ class Resolution:
         literals = [v.value for v in values if isinstance(v, Lit)]
         if not values or len(literals) < len(values):
             return None
-        positive = [literal for literal in literals if clip_positive(literal)]
+        positive = [literal for literal in literals if is_clip_positive(literal)]
         if not positive:
             return ""
         return positive[0] if len(positive) == len(literals) else None
