@@ -10,7 +10,7 @@ import contextlib
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol
@@ -331,7 +331,7 @@ def collect_project(
     evaluator = project_evaluator_of(project.root, contents, searchable, collection)
     stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
-    class_names = {path: defined_class_names(data) for path, data in searchable.items()}
+    class_names = ClassNames(searchable)
     while stage := files_defining_missing_bases(class_names, collection):
         collect_files(contents, stage, jobs, collection)
     resolve_collection(project.root, contents, searchable, collection)
@@ -486,9 +486,21 @@ def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
 EXTERNAL_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
 
 
-def files_defining_missing_bases(
-    class_names: dict[Path, frozenset[str]], collection: Collection
-) -> list[Path]:
+class ClassNames:
+    """The class names each file may define, read from the text only when a base class is
+    looked for at all (most runs look for none; on a torch-sized tree the scan is not free)."""
+
+    def __init__(self, searchable: Mapping[Path, bytes]) -> None:
+        self.searchable = searchable
+        self.by_file: dict[Path, frozenset[str]] | None = None
+
+    def items(self) -> Iterable[tuple[Path, frozenset[str]]]:
+        if self.by_file is None:
+            self.by_file = {p: defined_class_names(d) for p, d in self.searchable.items()}
+        return self.by_file.items()
+
+
+def files_defining_missing_bases(class_names: ClassNames, collection: Collection) -> list[Path]:
     """Unparsed files that may define a base class still unknown on the way from a class that
     builds a fused optimizer up to LightningModule (the chain may pass through project classes
     in files without any site word)."""
@@ -516,6 +528,8 @@ def files_defining_missing_bases(
             short = base.rsplit(".", 1)[-1]
             frontier.extend(by_name.get(short, ()))
             wanted.add(short)  # every class of that name counts, as the linker matches names
+    if not wanted:
+        return []
     return [
         path
         for path, names in class_names.items()
