@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 from pathlib import Path
 
+from amp_clipfix.analysis.parse import NEWLINE
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import Span
 
-NEWLINE = re.compile(r"\r\n|\r|\n")
 BLANK = " \t\x0c"
 
 

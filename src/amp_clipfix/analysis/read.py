@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.parse import parse_module
 from amp_clipfix.models import FileSites, Site, Span
 from amp_clipfix.sources.base import Document, Language, SourceError
 from amp_clipfix.sources.yaml import collect_config_sites
@@ -44,7 +45,7 @@ def read_document(document: Document) -> ReadFile:
     if document.language is Language.YAML:
         return ReadFile(document, collect_config_sites(document.path, document.text))
     try:
-        module = ast.parse(document.text)
+        module = parse_module(document.text)
     except SyntaxError as error:
         cell, line = document.locate(error.lineno or 1)
         raise ParseError(error.msg, line, error.offset or 1, cell) from None

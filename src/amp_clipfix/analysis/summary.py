@@ -12,6 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.models import Span
 from amp_clipfix.sources.prefilter import called_name
 
@@ -26,7 +27,7 @@ class Summary:
     tree: ast.Module
     lines: list[bytes]  # UTF-8 lines, to turn ast byte columns into character columns
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
-    top: dict[str, list[ast.AST]] = field(default_factory=dict)  # module-level bindings
+    top: dict[str, list[ast.AST]] = field(default_factory=dict)  # module-level bindings (Bindings)
     _parents: dict[int, ast.AST] | None = None
     _indexed: set[int] = field(default_factory=set)
     _starts: list[int] = field(default_factory=list)
@@ -167,14 +168,34 @@ def summarise(root: Path, path: Path, text: str, tree: ast.Module | None = None)
     or None when Python cannot parse it (the reader reports it)."""
     if tree is None:
         try:
-            tree = ast.parse(text)
+            tree = parse_module(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     name, is_package = module_name(root, path)
-    summary = Summary(path, name, is_package, tree, text.encode("utf-8").splitlines())
+    lines = text.encode("utf-8").splitlines()
+    pruned = tree.pruned if isinstance(tree, LargeModule) else {}
+    summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:
         record_binding(summary, statement)
     return summary
+
+
+class Bindings(dict[str, list[ast.AST]]):
+    """Module-level bindings by name. The data statements a large module was read without
+    (analysis/parse.py) are parsed again when their name is first looked up: no code of the
+    module names them, but another module may import them."""
+
+    def __init__(self, lines: list[bytes], pruned: dict[str, list[Lines]]) -> None:
+        super().__init__()
+        self.lines, self.pruned = lines, dict(pruned)
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in self.pruned
+
+    def __missing__(self, name: str) -> list[ast.AST]:
+        statements: list[ast.AST] = [*pruned_statements(self.lines, self.pruned.pop(name))]
+        self[name] = statements
+        return statements
 
 
 def record_binding(summary: Summary, statement: ast.stmt) -> None:
