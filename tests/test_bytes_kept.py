@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import amp_clipfix.cli as cli_module
 import amp_clipfix.output.write as write_module
 from amp_clipfix.cli import main
 from amp_clipfix.output.write import TEMP_SUFFIX
@@ -505,13 +504,13 @@ def test_file_changed_before_the_write_is_not_overwritten(
     path = project / "train.py"
     path.write_bytes(original)
     concurrent = original + b"# saved by an editor meanwhile\n"
-    real_write_atomic = cli_module.write_atomic
+    real_write_atomic = write_module.write_atomic
 
     def editor_saves_first(source: object, new_data: bytes, keep_hard_links: bool = False) -> None:
         path.write_bytes(concurrent)
         real_write_atomic(source, new_data, keep_hard_links)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cli_module, "write_atomic", editor_saves_first)
+    monkeypatch.setattr(write_module, "write_atomic", editor_saves_first)
 
     result = apply("--strategy", "unfuse", "train.py")
 
@@ -554,13 +553,13 @@ def test_file_deleted_before_the_write_is_reported(
     """A file removed meanwhile is not recreated."""
     path = project / "train.py"
     path.write_bytes(program())
-    real_write_atomic = cli_module.write_atomic
+    real_write_atomic = write_module.write_atomic
 
     def removed_first(source: object, new_data: bytes, keep_hard_links: bool = False) -> None:
         path.unlink()
         real_write_atomic(source, new_data, keep_hard_links)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cli_module, "write_atomic", removed_first)
+    monkeypatch.setattr(write_module, "write_atomic", removed_first)
 
     result = apply("--strategy", "unfuse", "train.py")
 

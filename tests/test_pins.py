@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,17 +168,30 @@ def test_the_command_line_wins(tmp_path: Path) -> None:
     assert resolve_target(root, requested).target is requested
 
 
-def test_installed_distribution_before_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    def version(name: str) -> str:
-        if name == "pytorch-lightning":
-            return "1.9.5"
-        raise pins.metadata.PackageNotFoundError(name)
-
-    monkeypatch.setattr(pins.metadata, "version", version)
+def test_installed_distribution_before_the_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    site = tmp_path / "site-packages"
+    metadata = site / "pytorch_lightning-1.9.5.dist-info" / "METADATA"
+    metadata.parent.mkdir(parents=True)
+    metadata.write_text("Metadata-Version: 2.1\nName: pytorch-lightning\nVersion: 1.9.5\n\nText\n")
+    (site / "Lightning_Fabric.egg-info").write_text("Name: lightning-fabric\nVersion: 2.0.0\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(site)])
     target = REAL_INSTALLED_TARGET()
     assert target is not None and target.describe() == (
         "pytorch-lightning 1.9.5 from installed distribution"
     )
+    assert pins.installed_version("lightning-fabric") == "2.0.0"
+    assert pins.installed_version("lightning") is None
+
+
+def test_installed_versions_are_those_importlib_metadata_finds() -> None:
+    for package in ("lightning", "pytorch-lightning", "lightning-fabric", "click", "pyyaml"):
+        try:
+            expected: str | None = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            expected = None
+        assert pins.installed_version(package) == expected, package
 
 
 def test_lightning_first_within_one_file(tmp_path: Path) -> None:

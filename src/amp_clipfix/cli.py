@@ -8,6 +8,7 @@ everything else on stderr.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import inspect
 import os
@@ -16,23 +17,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from amp_clipfix import __version__
 from amp_clipfix.models import ErrorKind, FileError, Finding, Strategy, active_findings
 from amp_clipfix.output.diff import diff_hunks
-from amp_clipfix.output.diff_view import render_file_diff
-from amp_clipfix.output.formats import (
-    Summary,
-    to_github,
-    to_gitlab,
-    to_json,
-    to_rdjson,
-    to_sarif,
-)
 from amp_clipfix.output.patches import patch_of, patch_with_base, project_patch_names
 from amp_clipfix.output.report import (
     assumption_lines,
@@ -42,8 +33,6 @@ from amp_clipfix.output.report import (
     project_rows,
 )
 from amp_clipfix.output.safe_text import terminal_safe
-from amp_clipfix.output.terminal import ProgressBar, RunStats, render_summary
-from amp_clipfix.output.write import WriteError, create_atomic, write_atomic
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
@@ -62,11 +51,15 @@ from amp_clipfix.settings import (
     unknown_code_warning,
 )
 
+if TYPE_CHECKING:  # rich and the machine formats are imported when output needs them
+    from rich.console import Console
+
+    from amp_clipfix.output.formats import Summary
+
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github", "rdjson", "gitlab")
 MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
 STDIN = Path("-")
-STDERR = Console(stderr=True)
 
 STRATEGY_HELP = (
     "How to fix: bf16 rewrites the precision to bf16-mixed (Fabric; changes numerics), unfuse "
@@ -74,6 +67,30 @@ STRATEGY_HELP = (
     "clip (warns at run time), auto picks bf16 on Fabric and unfuse on the Trainer. "
     "[default: auto, or `strategy` in [tool.amp-clipfix]]"
 )
+
+
+@functools.cache
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def stderr_is_terminal() -> bool:
+    """Whether stderr gets the progress bar and the summary table, as rich decides it. rich is
+    imported only when the answer can be yes (a terminal, or a variable that forces one): a
+    piped run (CI, pre-commit) never pays for it."""
+    forced = os.environ.get("TTY_COMPATIBLE") or os.environ.get("FORCE_COLOR")
+    if not forced and not is_tty(sys.stderr):
+        return False
+    return stderr_console().is_terminal
+
+
+def is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # replaced or closed (a test runner's capture)
+        return False
 
 
 @dataclass(frozen=True)
@@ -278,9 +295,11 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
         name = settings.stdin_filename or Path("stdin.py")
         return run_source(name, stdin_data, options)
     targets = line.scope.targets
-    if settings.verbosity < 0 or not STDERR.is_terminal:
+    if settings.verbosity < 0 or not stderr_is_terminal():
         return run(targets, options, settings.exclude)
-    with ProgressBar(STDERR) as progress:
+    from amp_clipfix.output.terminal import ProgressBar
+
+    with ProgressBar(stderr_console()) as progress:
         return run(targets, options, settings.exclude, progress)
 
 
@@ -295,8 +314,10 @@ def load_config_quietly(settings: Settings):  # noqa: ANN201 - a Config
 def finish(settings: Settings, result: RunResult, started: float, files_fixed: int = 0) -> None:
     """The warnings and errors, then the summary table on a terminal (or with -v)."""
     report_errors(result, settings)
-    if settings.verbosity < 0 or not (STDERR.is_terminal or settings.verbosity > 0):
+    if settings.verbosity < 0 or not (settings.verbosity > 0 or stderr_is_terminal()):
         return
+    from amp_clipfix.output.terminal import RunStats, render_summary
+
     stats = RunStats(
         projects=result.projects,
         files_seen=result.files_seen,
@@ -306,7 +327,7 @@ def finish(settings: Settings, result: RunResult, started: float, files_fixed: i
         errors=len(result.errors),
         seconds=time.perf_counter() - started,
     )
-    render_summary(STDERR, stats)
+    render_summary(stderr_console(), stats)
 
 
 def read_stdin(settings: Settings) -> bytes | None:
@@ -477,6 +498,15 @@ def emit_report(
 ) -> None:
     """The findings in the chosen format, on `stream`. Several projects: the release each
     assumed, one line each (apply's per-project table lists them instead)."""
+    from amp_clipfix.output.formats import (
+        Summary,
+        to_github,
+        to_gitlab,
+        to_json,
+        to_rdjson,
+        to_sarif,
+    )
+
     summary = Summary.from_findings(
         result.findings,
         files_seen=result.files_seen,
@@ -603,6 +633,10 @@ def show_changes(result: RunResult) -> None:
         out.write(patch_with_base(changes, project_roots(result)))
         out.flush()
         return
+    from rich.console import Console
+
+    from amp_clipfix.output.diff_view import render_file_diff
+
     console = Console()
     for change in changes:
         notes = []
@@ -652,12 +686,13 @@ def wants_project_table(settings: Settings, result: RunResult, patch_dir: Path |
     if settings.verbosity < 0:
         return False
     bulk = len(result.per_project) > 1 or patch_dir is not None
-    return bulk or settings.verbosity > 0 or STDERR.is_terminal
+    return bulk or settings.verbosity > 0 or stderr_is_terminal()
 
 
 def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bool) -> None:
     """The per-project table that ends `apply` (stderr): what a bulk migration needs to read."""
     from rich import box
+    from rich.console import Console
     from rich.table import Table
 
     if not result.per_project:
@@ -670,7 +705,8 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
         table.add_column(column, justify="left" if column == "project" else "right")
     for row in project_rows(result.per_project, fixed, wrote):
         table.add_row(*row)
-    Console(stderr=True, width=max(STDERR.width, 100) if not STDERR.is_terminal else None).print(
+    stderr = stderr_console()
+    Console(stderr=True, width=max(stderr.width, 100) if not stderr.is_terminal else None).print(
         table
     )
 
@@ -702,6 +738,8 @@ def write_changes(
         ):
             click.echo("Nothing written.", err=True)
             return [], []
+    from amp_clipfix.output.write import WriteError, create_atomic, write_atomic
+
     written: list[FileChange] = []
     failed: list[FileError] = []
     for change in changes:

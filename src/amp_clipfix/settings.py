@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -257,6 +256,8 @@ def _without_excluded(project: Project, config: Config) -> Project:
 
 def git_tracked(root: Path) -> set[Path] | None:
     """Absolute paths of the files git tracks under `root` (None outside a checkout)."""
+    import subprocess  # asked only when a project keeps findings by git status
+
     try:
         listing = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--", "."],

@@ -8,7 +8,6 @@ path, line, column and code, and keys come in a fixed order.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -251,6 +250,8 @@ def _location(site: Site) -> dict[str, Any]:
 def fingerprints(findings: Sequence[Finding]) -> dict[Finding, str]:
     """A stable identity per finding that survives lines moving: the code, the files and what
     each site says, plus a count among findings that say the same (like GitHub's own)."""
+    import hashlib  # machine formats only: a text report never hashes
+
     seen: Counter[str] = Counter()
     result = {}
     for finding in sorted_findings(findings):
@@ -507,6 +508,8 @@ GITLAB_SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
 def to_gitlab(findings: Sequence[Finding]) -> str:
     """A GitLab code quality report (a JSON array, `artifacts:reports:codequality`), one issue
     per finding that is not suppressed, with a stable fingerprint."""
+    import hashlib
+
     prints = fingerprints(findings)
     issues = []
     for finding in sorted_findings(findings):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,6 +181,8 @@ def _not_git_ignored(folder: Path, walked: list[_Found]) -> list[_Found]:
     checkout, without git, or inside a nested repository git does not list, files stay."""
     if not walked or not any((p / ".git").exists() for p in (folder, *folder.parents)):
         return walked
+    import subprocess  # only inside a git checkout
+
     command = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
     try:
         listing = subprocess.run(

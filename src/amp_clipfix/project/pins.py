@@ -17,19 +17,16 @@ that cannot be read gives a one-line warning and the next source is asked.
 from __future__ import annotations
 
 import ast
-import configparser
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.paths import display_path
@@ -197,12 +194,57 @@ def target_of(pin: Pin, source: str) -> Target | None:
 def installed_target() -> Target | None:
     """The Lightning installed next to amp-clipfix (never imported: metadata only)."""
     for package in PACKAGES:
+        found = installed_version(package)
+        if found is None:
+            continue
         try:
-            version = Version(metadata.version(package))
-        except (metadata.PackageNotFoundError, InvalidVersion):
+            version = Version(found)
+        except InvalidVersion:
             continue
         return Target.exact(version, "installed distribution", package)
     return None
+
+
+INSTALLED = re.compile(r"(?P<name>[^-]+)(?:-[^-]+)?\.(?:dist-info|egg-info)", re.IGNORECASE)
+
+
+def installed_version(package: str) -> str | None:
+    """The version of the first distribution named `package` on sys.path, as
+    `importlib.metadata.version` finds it (a `*.dist-info` or `*.egg-info` folder, its
+    `Version:` header), without importing importlib.metadata: ~40 ms, a tenth of a check run."""
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            match = INSTALLED.fullmatch(name)
+            if match is None or canonical_name(match["name"]) != package:
+                continue
+            for metadata in ("METADATA", "PKG-INFO", ""):  # "": an egg-info file (distutils)
+                version = metadata_version(folder / name / metadata)
+                if version is not None:
+                    return version
+    return None
+
+
+def metadata_version(path: Path) -> str | None:
+    try:
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if line.lower().startswith("version:"):
+                    return line.split(":", 1)[1].strip()
+                if not line.strip():  # the headers end at the first empty line
+                    return None
+    except OSError:
+        return None
+    return None
+
+
+def canonical_name(name: str) -> str:
+    """A distribution's name as PEP 503 compares it (`Pytorch_Lightning` -> pytorch-lightning)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # Readers: each returns the Lightning pins of one file, or raises PinError.
@@ -210,7 +252,7 @@ def installed_target() -> Target | None:
 
 def make_pin(name: str, specifier: str, text: str | None = None) -> Pin | None:
     """A pin when `name` is a Lightning package and `specifier` is a version constraint."""
-    package = canonicalize_name(name)
+    package = canonical_name(name)
     if package not in PACKAGES or not specifier.strip():
         return None
     try:
@@ -222,14 +264,16 @@ def make_pin(name: str, specifier: str, text: str | None = None) -> Pin | None:
 
 def requirement_pin(line: str) -> Pin | None:
     """A PEP 508 line (`lightning[extra]>=2.0,<3; python_version>"3.8"`)."""
+    from packaging.requirements import InvalidRequirement, Requirement  # only pin files need it
+
     try:
         requirement = Requirement(line)
     except InvalidRequirement as error:
-        if any(package in canonicalize_name(line.split()[0]) for package in PACKAGES):
+        if any(package in canonical_name(line.split()[0]) for package in PACKAGES):
             reason = str(error).splitlines()[0]
             raise PinError(f"not a requirement: {line!r} ({reason})") from None
         return None
-    shown = f"{canonicalize_name(requirement.name)}{requirement.specifier}"
+    shown = f"{canonical_name(requirement.name)}{requirement.specifier}"
     written = line.split(";")[0].strip()
     text = re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+", "", written)) if written else shown
     return make_pin(requirement.name, str(requirement.specifier), text)
@@ -356,10 +400,10 @@ def poetry_pin(name: str, constraint: Any) -> Pin | None:
         constraint = constraint[0] if constraint else None
     if isinstance(constraint, dict):
         constraint = constraint.get("version")
-    if not isinstance(constraint, str) or canonicalize_name(name) not in PACKAGES:
+    if not isinstance(constraint, str) or canonical_name(name) not in PACKAGES:
         return None
     specifier = poetry_specifier(constraint)
-    return make_pin(name, specifier, f"{canonicalize_name(name)} {constraint.strip()}")
+    return make_pin(name, specifier, f"{canonical_name(name)} {constraint.strip()}")
 
 
 def poetry_specifier(constraint: str) -> str:
@@ -403,6 +447,8 @@ def tilde(text: str) -> list[str]:
 
 def setup_cfg_pins(path: Path) -> list[Pin]:
     """setup.cfg `[options] install_requires` and `[options.extras_require]`."""
+    import configparser  # only a project with a setup.cfg
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(path.read_text(encoding="utf-8"), source=str(path))
@@ -477,7 +523,7 @@ def conda_pins(path: Path) -> list[Pin]:
             pins.extend(pins_of_lines(list(string_items(entry.get("pip")))))
         elif isinstance(entry, str) and (match := CONDA_ENTRY.match(entry.strip())):
             name, spec = match.groups()
-            pin = make_pin(name, conda_specifier(spec), f"{canonicalize_name(name)}{spec.strip()}")
+            pin = make_pin(name, conda_specifier(spec), f"{canonical_name(name)}{spec.strip()}")
             pins.extend([pin] if pin is not None else [])
     return pins
 
