@@ -29,6 +29,7 @@ from amp_clipfix.analysis.ast_syntax import (
     star_kwargs,
     string_token_count,
 )
+from amp_clipfix.analysis.nodes import child_nodes, walk
 from amp_clipfix.analysis.scopes import (
     Binding,
     Scope,
@@ -106,7 +107,7 @@ Extent = tuple[tuple[int, int], tuple[int, int]]
 
 def string_extents(tree: ast.Module, lines: set[int]) -> list[Extent]:
     extents = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.JoinedStr) or (
             isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
         ):
@@ -196,7 +197,7 @@ class SiteCollector(ast.NodeVisitor):
             return set()
         found: set[str] = set()
         inner: set[int] = set()
-        for child in ast.walk(parsed):
+        for child in walk(parsed):
             if isinstance(child, ast.Attribute) and id(child) not in inner:
                 chain = list(dotted_names(child))
                 inner.update(id(part) for _, part in chain)
@@ -702,7 +703,7 @@ def source_order_children(node: ast.AST) -> list[ast.AST]:
         return children
     if isinstance(node, ast.IfExp):
         return [node.body, node.test, node.orelse]
-    return list(ast.iter_child_nodes(node))
+    return child_nodes(node)
 
 
 def subscript_elements(node: ast.Subscript, source: SourceText) -> list[ast.AST]:
@@ -717,7 +718,7 @@ def subscript_elements(node: ast.Subscript, source: SourceText) -> list[ast.AST]
 
 def mentions(node: ast.AST, name: str) -> bool:
     """Any name in `node` spelled `name` (libcst's `findall(node, Name(name))`)."""
-    for child in ast.walk(node):
+    for child in walk(node):
         if (
             (isinstance(child, ast.Name) and child.id == name)
             or (isinstance(child, ast.Attribute) and child.attr == name)

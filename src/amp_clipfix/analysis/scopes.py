@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from amp_clipfix.analysis.nodes import child_nodes
+
 Position = tuple[int, int]  # (line, byte column) in ast's coordinates
 END_OF_FILE: Position = (1 << 62, 0)
 
@@ -374,7 +376,7 @@ class ScopeBuilder(ast.NodeVisitor):
 
 
 def generic_visit(builder: ScopeBuilder, node: ast.AST) -> None:
-    for child in ast.iter_child_nodes(node):
+    for child in child_nodes(node):
         builder.visit(child)
 
 

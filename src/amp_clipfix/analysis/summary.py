@@ -12,6 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.models import Span
 from amp_clipfix.sources.prefilter import called_name
@@ -96,7 +97,7 @@ class Summary:
             stack: list[ast.AST] = [body[index]]
             while stack:
                 current = stack.pop()
-                for child in ast.iter_child_nodes(current):
+                for child in child_nodes(current):
                     self._parents[id(child)] = current
                     stack.append(child)
         return self._parents.get(id(node))
@@ -109,27 +110,34 @@ class Summary:
         return self._calls.get(last_name, [])
 
     def classes(self) -> list[ast.ClassDef]:
-        """Every class the module defines, at any depth, in source order."""
+        """Every class the module defines, at any depth, in source order. A class is a
+        statement, so only statements are walked (a tenth of the nodes of a typical module)."""
         if self._classes is None:
-            self.index()
-        assert self._classes is not None
+            classes: list[ast.ClassDef] = []
+            stack: list[ast.stmt] = list(self.tree.body)
+            while stack:
+                statement = stack.pop()
+                if isinstance(statement, ast.ClassDef):
+                    classes.append(statement)
+                stack.extend(inner_statements(statement))
+            classes.sort(key=lambda cls: (cls.lineno, cls.col_offset))
+            self._classes = classes
         return self._classes
 
     def index(self) -> None:
-        """Calls by name and classes, in one walk over the tree (once per module)."""
+        """Calls by name, in one walk over the tree (once per module)."""
         calls: dict[str, list[ast.Call]] = {}
-        classes: list[ast.ClassDef] = []
-        for node in ast.walk(self.tree):
+        stack: list[ast.AST] = [self.tree]
+        while stack:
+            node = stack.pop()
             if isinstance(node, ast.Call):
                 name = called_name(node.func)
                 if name is not None:
                     calls.setdefault(name, []).append(node)
-            elif isinstance(node, ast.ClassDef):
-                classes.append(node)
+            stack.extend(child_nodes(node))
         for found in calls.values():
             found.sort(key=lambda call: (call.lineno, call.col_offset))
-        classes.sort(key=lambda cls: (cls.lineno, cls.col_offset))
-        self._calls, self._classes = calls, classes
+        self._calls = calls
 
     def enclosing(self, node: ast.AST) -> tuple[ast.AST | None, ast.ClassDef | None]:
         """The innermost function (or lambda) around `node` and the class around that."""
@@ -144,6 +152,16 @@ class Summary:
                 return function, current
             current = self.parent(current)
         return function, None
+
+
+def inner_statements(statement: ast.stmt) -> list[ast.stmt]:
+    """The statements of a compound statement's blocks (`body`, `orelse`, handlers, cases)."""
+    inner: list[ast.stmt] = []
+    for block in ("body", "orelse", "finalbody"):
+        inner.extend(getattr(statement, block, ()))
+    for clause in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+        inner.extend(clause.body)
+    return inner
 
 
 def first_line(statement: ast.stmt) -> int:

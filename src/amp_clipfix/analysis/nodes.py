@@ -1,0 +1,38 @@
+"""Walking an `ast` tree in ast's own orders, about twice as fast as `ast.walk`.
+
+`ast.walk` and `ast.iter_child_nodes` go through two generators per node and visit the
+`Load`/`Store` context object of every name; on the trees a run reads that is most of the time
+spent outside the parser. These give the same nodes in the same order, without the contexts
+(no reader looks at a context as a node: it reads `name.ctx`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator
+
+AST, CONTEXT = ast.AST, ast.expr_context
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`list(ast.iter_child_nodes(node))` without expression contexts."""
+    children: list[ast.AST] = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, AST):
+                    children.append(item)
+        elif isinstance(value, AST) and not isinstance(value, CONTEXT):
+            children.append(value)
+    return children
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """`ast.walk(node)`: the node and everything below it, breadth first."""
+    todo = deque([node])
+    while todo:
+        current = todo.popleft()
+        todo.extend(child_nodes(current))
+        yield current
