@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from amp_clipfix.analysis.relevance import files_naming, fused_relevant_files, subclass_files
+from amp_clipfix.analysis.relevance import (
+    CLASS_WITH_BASES,
+    class_text,
+    files_naming,
+    fused_relevant_files,
+    subclass_files,
+)
 
 FACTORY = (
     b"from torch.optim import AdamW\n"
@@ -81,3 +88,55 @@ def test_files_naming_a_class_include_users_of_a_factory_beside_it() -> None:
     )
 
     assert files_naming(contents, {"Model"}) == {Path("models.py"), Path("train.py")}
+
+
+SETTINGS_IN_INIT = re.compile(rb"\A(?=[\s\S]*__init__)(?=[\s\S]*\*\*)")
+TRAINERS = (
+    b"from lightning import Trainer\n"
+    b"\n"
+    b"def test_plain():\n"
+    b"    class Named(Trainer):\n"
+    b"        def __init__(self, name):\n"
+    b"            super().__init__()\n"
+    b"    return Named\n"
+    b"\n"
+    b"def helper(**kwargs):\n"  # `**` after the class: not the class's text
+    b"    return kwargs\n"
+)
+SPREADING = (
+    b"from lightning import Trainer\n"
+    b"\n"
+    b"class Spread(Trainer):\n"
+    b"    def __init__(self, **kwargs):\n"
+    b"        super().__init__(**kwargs)\n"
+)
+CUT_IN_A_STRING = (
+    b"from lightning import Trainer\n"
+    b"\n"
+    b"class Quoted(Trainer):\n"
+    b'    DOC = """\n'
+    b"a line in column 0 inside the string\n"
+    b'"""\n'
+    b"    def __init__(self, **kwargs):\n"
+    b"        super().__init__(**kwargs)\n"
+)
+
+
+def test_only_subclasses_whose_own_text_matches_count_with_a_body_pattern() -> None:
+    contents = project(trainers=TRAINERS, spreading=SPREADING, cut=CUT_IN_A_STRING)
+    assert subclass_files(contents, b"Trainer") == set(contents)
+    found = subclass_files(contents, b"Trainer", SETTINGS_IN_INIT)
+    assert found == {Path("spreading.py"), Path("cut.py")}
+
+
+def test_class_text_ends_at_the_next_line_as_shallow_as_the_class() -> None:
+    match = CLASS_WITH_BASES.search(TRAINERS)
+    assert match is not None
+    text = class_text(TRAINERS, match)
+    assert text.startswith(b"    class Named(Trainer):") and text.endswith(b"super().__init__()\n")
+
+
+def test_class_text_cut_inside_a_string_runs_to_the_end_of_the_file() -> None:
+    match = CLASS_WITH_BASES.search(CUT_IN_A_STRING)
+    assert match is not None
+    assert class_text(CUT_IN_A_STRING, match) == CUT_IN_A_STRING[match.start() :]

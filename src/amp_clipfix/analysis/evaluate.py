@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.nodes import child_nodes
+from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary, target_names
 from amp_clipfix.analysis.values import (
     ClsV,
@@ -84,12 +86,12 @@ def literal_of(node: ast.AST) -> str | None:
 
 def function_body_nodes(function: ast.AST) -> Iterable[ast.AST]:
     """The nodes of a function's own body (not of functions or classes defined inside)."""
-    stack = list(ast.iter_child_nodes(function))
+    stack = child_nodes(function)
     while stack:
         node = stack.pop()
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
 
 def all_params(args: ast.arguments) -> list[ast.arg]:
@@ -111,7 +113,9 @@ class Evaluator:
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
-        self.text_searches: dict[tuple[str, tuple[str, ...]], set[Path]] = {}
+        # (kind, names, body pattern) -> files: see resolve.text_search
+        self.text_searches: dict[tuple[str, tuple[str, ...], bytes | None], set[Path]] = {}
+        self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.running: set[tuple[int, int]] = set()

@@ -76,30 +76,73 @@ def imported_files(
     return found
 
 
-CLASS_WITH_BASES = re.compile(rb"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)
+CLASS_WITH_BASES = re.compile(rb"^([ \t]*)class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)
 
 
-def subclass_files(contents: Mapping[Path, bytes], base: bytes) -> set[Path]:
-    """Files defining a class that derives from `base` (by name, also through project classes
-    that derive from it), so that only those are parsed to look for Trainer subclasses."""
-    wanted = {base}
-    found: set[Path] = set()
-    classes = {
-        path: [(name, set(WORD.findall(bases))) for name, bases in CLASS_WITH_BASES.findall(data)]
+ClassLines = dict[Path, list[tuple[re.Match[bytes], bytes, set[bytes]]]]
+
+
+def class_lines(contents: Mapping[Path, bytes]) -> ClassLines:
+    """Per file, its `class Name(bases):` lines: the name and the words of the bases."""
+    return {
+        path: [
+            (match, match[2], set(WORD.findall(match[3])))
+            for match in CLASS_WITH_BASES.finditer(data)
+        ]
         for path, data in contents.items()
         if b"class" in data
     }
+
+
+def subclass_files(
+    contents: Mapping[Path, bytes],
+    base: bytes,
+    body: re.Pattern[bytes] | None = None,
+    classes: ClassLines | None = None,
+) -> set[Path]:
+    """Files defining a class that derives from `base` (by name, also through project classes
+    that derive from it), so that only those are parsed to look for Trainer subclasses; with
+    `body`, only classes whose text (class_text) it matches count. `classes`: class_lines of
+    `contents`, when already at hand."""
+    wanted = {base}
+    found: set[Path] = set()
+    if classes is None:
+        classes = class_lines(contents)
     grew = True
     while grew:
         grew = False
         for path, defined in classes.items():
-            for name, bases in defined:
+            for match, name, bases in defined:
                 if bases & wanted and name not in wanted:
                     wanted.add(name)
                     grew = True
-                if bases & wanted:
+                if bases & wanted and path not in found and configures(body, contents[path], match):
                     found.add(path)
     return found
+
+
+def configures(body: re.Pattern[bytes] | None, data: bytes, match: re.Match[bytes]) -> bool:
+    return body is None or body.search(class_text(data, match)) is not None
+
+
+def class_text(data: bytes, match: re.Match[bytes]) -> bytes:
+    """A class's text: up to the next line indented no deeper than its `class` line. Where
+    that cut may fall inside a string or brackets (unbalanced quotes or parentheses before it),
+    the rest of the file, so that a text test on it errs on the side of reading more."""
+    depth = len(match[1].expandtabs())
+    after = match.end()
+    for line in NEXT_LINE.finditer(data, after):
+        indentation = len(line[1].expandtabs())
+        if indentation <= depth:
+            text = data[match.start() : line.start()]
+            balanced = text.count(b"(") == text.count(b")") and text.count(b"[") == text.count(b"]")
+            quotes_even = text.count(b'"""') % 2 == 0 and text.count(b"'''") % 2 == 0
+            return text if balanced and quotes_even else data[match.start() :]
+    return data[match.start() :]
+
+
+# A line with code on it (not blank, not a comment, not closing a bracket): its indentation.
+NEXT_LINE = re.compile(rb"^([ \t]*)(?=[^\s#)\]}])", re.MULTILINE)
 
 
 def files_naming(contents: Mapping[Path, bytes], names: set[str]) -> set[Path]:
@@ -126,6 +169,7 @@ class WordSearch:
     alternatives takes seconds to compile."""
 
     MAX_ALTERNATIVES = 300
+    FEW_WORDS = 3  # up to this many, `word in data` (memchr-fast) first rules most files out
 
     def __init__(self, words: set[bytes]) -> None:
         self.words = words
@@ -136,6 +180,8 @@ class WordSearch:
             self.pattern = re.compile(rb"\b(?:" + alternatives + rb")\b")
 
     def search(self, data: bytes) -> bool:
+        if len(self.words) <= self.FEW_WORDS and not any(word in data for word in self.words):
+            return False
         if self.pattern is not None:
             return self.pattern.search(data) is not None
         return not self.words.isdisjoint(WORD.findall(data))

@@ -17,6 +17,7 @@ Library code (site-packages, Lightning's own package) is never a user site.
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -32,7 +33,13 @@ from amp_clipfix.analysis.evaluate import (
     literal_of,
     super_init_call,
 )
-from amp_clipfix.analysis.relevance import files_naming, fused_relevant_files, subclass_files
+from amp_clipfix.analysis.nodes import child_nodes, walk
+from amp_clipfix.analysis.relevance import (
+    class_lines,
+    files_naming,
+    fused_relevant_files,
+    subclass_files,
+)
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.analysis.values import (
@@ -323,7 +330,7 @@ class Resolution:
         if key not in self.calls_in:
             self.calls_in[key] = [
                 node
-                for node in ast.walk(function)
+                for node in walk(function)
                 if isinstance(node, ast.Call) and self.may_build(node)
             ]
         for node in self.calls_in[key]:
@@ -385,7 +392,7 @@ class Resolution:
             summary = self.ev.summary(path)
             if summary is None:
                 continue
-            for node in ast.walk(summary.tree):
+            for node in walk(summary.tree):
                 if isinstance(node, ast.Call) and self.may_build(node):
                     for value in self.ev.ev(node, self.ev.ctx_of(summary, node)):
                         if isinstance(value, Opt):
@@ -394,7 +401,7 @@ class Resolution:
     # -- Trainer subclasses, clips -------------------------------------------------------------
 
     def trainer_subclasses(self) -> None:
-        subclassing = text_search(self.ev, "subclasses", "Trainer")
+        subclassing = text_search(self.ev, "subclasses", "Trainer", body=PASSES_TRAINER_SETTINGS)
         for summary in self.summaries_with(b"Trainer", among=subclassing):
             for node in summary.classes():
                 cls = ClsV(node, summary)
@@ -512,7 +519,7 @@ class Resolution:
         entries: list[str] = []
         for summary in self.summaries_with(b"callbacks"):
             for call in summary.calls("Trainer") + [
-                c for c in ast.walk(summary.tree) if isinstance(c, ast.Call)
+                c for c in walk(summary.tree) if isinstance(c, ast.Call)
             ]:
                 keyword = next((k for k in call.keywords if k.arg == "callbacks"), None)
                 if keyword is None:
@@ -586,7 +593,7 @@ class Resolution:
         )
         among = None if yaml_trainer else text_search(self.ev, "naming", *sorted(fused_classes))
         for summary in self.summaries_with(b"LightningCLI", among=among):
-            for call in ast.walk(summary.tree):
+            for call in walk(summary.tree):
                 if not isinstance(call, ast.Call):
                     continue
                 ctx = self.ev.ctx_of(summary, call)
@@ -715,7 +722,7 @@ def expression_at(summary: Summary, line: int, column: int) -> ast.AST | None:
                 span = summary.span(node)
                 if (span.line, span.column) == (line, column):
                     return node
-            queue.extend(ast.iter_child_nodes(node))
+            queue.extend(child_nodes(node))
     return None
 
 
@@ -744,17 +751,34 @@ def clipping_files(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
     module's own), or in a Callback (which clips whatever module its Trainer fits)."""
     if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
         return set(paths)
-    callbacks = text_search(evaluator, "subclasses", "Callback")
+    callbacks = text_search(evaluator, "subclasses", "Callback", body=CLIPS_IN_CLASS)
     return relevant_among(evaluator, paths) | (paths & callbacks)
 
 
-def text_search(evaluator: Evaluator, kind: str, *names: str) -> set[Path]:
+# The text of a Trainer subclass that can be an entry (entry_sites): `super().__init__(...)`
+# in its `__init__`, given precision or gradient_clip_val, or a `**` spread.
+PASSES_TRAINER_SETTINGS = re.compile(
+    rb"\A(?=[\s\S]*\bsuper\b)(?=[\s\S]*\b__init__\b)"
+    rb"(?=[\s\S]*(?:\bprecision\b|\bgradient_clip_val\b|\*\*))"
+)
+
+
+# A Callback clips only in its own methods (clip_call: the class around the call).
+CLIPS_IN_CLASS = re.compile(rb"clip_gradients")
+
+
+def text_search(
+    evaluator: Evaluator, kind: str, *names: str, body: re.Pattern[bytes] | None = None
+) -> set[Path]:
     """Files found by a text search of relevance.py, once per run: the trial and the final
     resolution ask the same questions."""
-    key = (kind, names)
+    key = (kind, names, body.pattern if body is not None else None)
     if key not in evaluator.text_searches:
         if kind == "subclasses":
-            found = subclass_files(evaluator.contents, names[0].encode("utf-8"))
+            if evaluator.class_lines is None:
+                evaluator.class_lines = class_lines(evaluator.contents)
+            base = names[0].encode("utf-8")
+            found = subclass_files(evaluator.contents, base, body, evaluator.class_lines)
         else:
             found = files_naming(evaluator.contents, set(names))
         evaluator.text_searches[key] = found
