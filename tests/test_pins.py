@@ -314,3 +314,19 @@ def test_a_bad_pin_file_is_a_warning_not_an_error(two_projects: Path) -> None:
     result = CliRunner().invoke(main, ["check", "new"])
     assert result.exit_code == 1  # the finding; the broken lock does not make it exit 2
     assert "warning: new/uv.lock: invalid TOML:" in result.output
+
+
+def test_only_lines_naming_a_lightning_package_are_read_or_warned_about(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "requirements.txt": (
+                "lightning-utilities>=0.10 ; bad marker ((\n"  # another package: no warning
+                "-r base.txt\n"
+                "Lightning_Fabric == 2.4.0\n"
+            )
+        },
+    )
+    resolution = resolve_target(root)
+    assert resolution.target.pin == "lightning-fabric 2.4.0"
+    assert resolution.warnings == ()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from amp_clipfix.analysis.relevance import (
     CLASS_WITH_BASES,
+    WordSearch,
     class_text,
     files_naming,
     fused_relevant_files,
@@ -140,3 +143,12 @@ def test_class_text_cut_inside_a_string_runs_to_the_end_of_the_file() -> None:
     match = CLASS_WITH_BASES.search(CUT_IN_A_STRING)
     assert match is not None
     assert class_text(CUT_IN_A_STRING, match) == CUT_IN_A_STRING[match.start() :]
+
+
+@pytest.mark.parametrize("count", [1, 40, 41, 300, 301])
+def test_a_word_search_finds_whole_words_only_whatever_its_size(count: int) -> None:
+    words = {b"build_optimizer", *(f"name_{index}".encode() for index in range(count - 1))}
+    search = WordSearch(words)
+    assert search.search(b"x = build_optimizer(params)\n")
+    assert not search.search(b"x = rebuild_optimizers(params)  # build_optimizerX\n")
+    assert not search.search(b"nothing here\n")

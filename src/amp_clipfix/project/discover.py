@@ -239,6 +239,9 @@ class GitIgnoreFiles:
 
 
 def _listed_or_nested(path: Path, folder: Path, listed: set[str]) -> bool:
+    text, prefix = str(path), os.path.join(str(folder), "")
+    if text.startswith(prefix) and text[len(prefix) :] in listed:  # the usual case, cheaply
+        return True
     relative = Path(os.path.relpath(path, folder))
     if os.path.normpath(relative) in listed:
         return True

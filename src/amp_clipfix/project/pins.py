@@ -264,12 +264,14 @@ def make_pin(name: str, specifier: str, text: str | None = None) -> Pin | None:
 
 def requirement_pin(line: str) -> Pin | None:
     """A PEP 508 line (`lightning[extra]>=2.0,<3; python_version>"3.8"`)."""
-    from packaging.requirements import InvalidRequirement, Requirement  # only pin files need it
+    if not names_lightning(line):  # most lines of a requirements file: no need to parse them
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
 
     try:
         requirement = Requirement(line)
     except InvalidRequirement as error:
-        if any(package in canonical_name(line.split()[0]) for package in PACKAGES):
+        if names_lightning(line):
             reason = str(error).splitlines()[0]
             raise PinError(f"not a requirement: {line!r} ({reason})") from None
         return None
@@ -277,6 +279,17 @@ def requirement_pin(line: str) -> Pin | None:
     written = line.split(";")[0].strip()
     text = re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+", "", written)) if written else shown
     return make_pin(requirement.name, str(requirement.specifier), text)
+
+
+def names_lightning(line: str) -> bool:
+    """The requirement's name is a Lightning package (`lightning[extra]>=2`, `Lightning_Fabric`,
+    not `lightning-utilities`): only such a line can be a pin, or a malformed one worth a
+    warning."""
+    name = REQUIREMENT_NAME.match(line)
+    return name is not None and canonical_name(name[0]) in PACKAGES
+
+
+REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 def pins_of_lines(lines: list[str]) -> list[Pin]:
