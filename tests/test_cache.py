@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from amp_clipfix import pipeline
 from amp_clipfix.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -64,3 +65,25 @@ def test_a_second_run_reads_every_entry_the_first_wrote(
 
     assert first.output == second.output and "ACF002" in first.output
     assert sorted(path.name for path in cache.rglob("*") if path.is_file()) == entries
+
+
+def test_an_unchanged_project_is_not_collected_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second run takes the whole collection from the cache: no stage, search, parse or
+    resolution runs, and the findings and the errors of unparsable files are those of the first."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", project)
+    (project / "broken.py").write_text("def broken(:\n    AdamW(p, fused=True)\n")
+    runner = CliRunner()
+    first = runner.invoke(main, ["check", "--lightning-version", "2.6.6", str(project)])
+
+    def collect_stages(*args: object) -> None:
+        raise AssertionError("collected again")
+
+    monkeypatch.setattr(pipeline, "collect_stages", collect_stages)
+    second = runner.invoke(main, ["check", "--lightning-version", "2.6.6", str(project)])
+    assert second.exit_code == first.exit_code == 2
+    assert second.output == first.output
+    assert "optim.py:5:51: ACF002" in second.output and "broken.py:1:" in second.output

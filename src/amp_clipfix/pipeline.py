@@ -293,8 +293,60 @@ def collect_project(
         from amp_clipfix.analysis.cache import Cache
 
         collection.cache = Cache(project.root)
+    contents, searchable = read_project(project, collection)
+    key = ""
+    if collection.cache is not None:
+        key = collection.cache.project_key("collection", contents, prefilter)
+        if restore_collection(collection, contents, collection.cache.load(key)):
+            return collection
+    read_errors = len(collection.errors)
+    collect_stages(project.root, contents, searchable, jobs, prefilter, collection)
+    errors = collection.errors[read_errors:]
+    if collection.cache is not None and all(is_lasting(error) for error in errors):
+        sites = {path: parsed.sites for path, parsed in collection.parsed.items()}
+        collection.cache.store(key, CollectedProject(sites, tuple(errors), collection.files_parsed))
+    return collection
+
+
+@dataclass(frozen=True)
+class CollectedProject:
+    """What collecting an unchanged project gives again: each file's sites after the
+    resolution, the files' errors, how many files were parsed (the cache's project entry)."""
+
+    sites: dict[Path, FileSites]
+    errors: tuple[FileError, ...]
+    files_parsed: int
+
+
+def restore_collection(collection: Collection, contents: dict[Path, bytes], cached: object) -> bool:
+    """Fill `collection` from a cached CollectedProject: no stage, search or resolution runs
+    (only the documents with sites are loaded, for the fixes and the report)."""
+    if not isinstance(cached, CollectedProject):
+        return False
+    parsed = {}
+    for path, sites in cached.sites.items():
+        try:
+            parsed[path] = ReadFile(adapter_for(path).load(path, contents[path]), sites)
+        except (SourceError, KeyError):
+            return False
+    collection.parsed.update(parsed)
+    collection.errors.extend(cached.errors)
+    collection.files_parsed = cached.files_parsed
+    return True
+
+
+def is_lasting(error: FileError) -> bool:
+    """An error the next run on the same files gives again (a parse error), unlike a parsing
+    process that died (memory) or a resolution that failed: only those are cached."""
+    return error.kind is ErrorKind.PARSE and error.message != WORKER_DIED
+
+
+def read_project(
+    project: Project, collection: Collection
+) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
+    """Every file's bytes, and what the prefilter reads of it (a notebook's code cells)."""
     contents: dict[Path, bytes] = {}
-    searchable: dict[Path, bytes] = {}  # what the prefilter reads: a notebook's code cells
+    searchable: dict[Path, bytes] = {}
     for path in project.files:
         try:
             contents[path] = path.read_bytes()
@@ -307,10 +359,22 @@ def collect_project(
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
+    return contents, searchable
+
+
+def collect_stages(
+    root: Path,
+    contents: dict[Path, bytes],
+    searchable: dict[Path, bytes],
+    jobs: int,
+    prefilter: bool,
+    collection: Collection,
+) -> None:
+    """The stages of collect_project, then the project resolution."""
     if not prefilter:
         collect_files(contents, list(contents), jobs, collection)
-        resolve_collection(project.root, contents, searchable, collection)
-        return collection
+        resolve_collection(root, contents, searchable, collection)
+        return
     from amp_clipfix.analysis.resolve import clipping_files, is_library
 
     # Library code (site-packages, Lightning's own package) is never a user site: never parsed.
@@ -319,23 +383,22 @@ def collect_project(
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
         USES_LIGHTNING.search(data) for data in searchable.values()
     ):
-        return collection  # no optimizer of the project is fused, or nothing uses Lightning
+        return  # no optimizer of the project is fused, or nothing uses Lightning
     unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
-    needed = trainer_files(project.root, contents, searchable, collection)
+    needed = trainer_files(root, contents, searchable, collection)
     if needed is not None:  # only the Trainers a followed fit links to a fused module
         unread_trainers = {p: d for p, d in unread.items() if p in needed or is_config(p)}
     else:
         unread_trainers = unread
     stage = passing(unread_trainers, Stage.TRAINER)
     clips = {p for p, d in unread.items() if p not in stage and not is_config(p) and may_clip(d)}
-    evaluator = project_evaluator_of(project.root, contents, searchable, collection)
+    evaluator = project_evaluator_of(root, contents, searchable, collection)
     stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
     class_names = ClassNames(searchable)
     while stage := files_defining_missing_bases(class_names, collection):
         collect_files(contents, stage, jobs, collection)
-    resolve_collection(project.root, contents, searchable, collection)
-    return collection
+    resolve_collection(root, contents, searchable, collection)
 
 
 def is_config(path: Path) -> bool:
@@ -576,6 +639,9 @@ def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]
     ]
 
 
+WORKER_DIED = "cannot parse: the parsing process died on this file"
+
+
 def parse_isolated(path: Path, data: bytes) -> Outcome:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -584,8 +650,7 @@ def parse_isolated(path: Path, data: bytes) -> Outcome:
         with ProcessPoolExecutor(max_workers=1) as pool:
             return pool.submit(parse_and_collect, path, data).result()
     except BrokenProcessPool:
-        message = "cannot parse: the parsing process died on this file"
-        return None, FileError(path, message, ErrorKind.PARSE)
+        return None, FileError(path, WORKER_DIED, ErrorKind.PARSE)
 
 
 def from_cache(collection: Collection, path: Path, data: bytes) -> bool:
