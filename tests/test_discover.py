@@ -312,3 +312,27 @@ def test_gitignore_is_honoured_in_a_git_checkout_nested_ones_too(tmp_path: Path)
     assert names == ["keep.py", "sub/keep.py"]
     explicit = discover([tmp_path / "sub" / "gen" / "skip.py"])
     assert [p.name for p in explicit.projects[0].files] == ["skip.py"]
+
+
+def test_folders_of_one_checkout_ask_git_once_and_each_keeps_its_ignores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    for name in ("src/keep.py", "src/gen/skip.py", "tests/keep.py", "tests/[x]*/keep.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("gen/\n")
+    calls: list[list[str]] = []
+    real_run = subprocess.run
+
+    def run(command: list[str], **options: object) -> object:
+        calls.append(command)
+        return real_run(command, **options)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", run)
+    walked = discover([tmp_path / "src", tmp_path / "tests", tmp_path / "tests" / "[x]*"])
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in walked.projects[0].files)
+    assert names == ["src/keep.py", "tests/[x]*/keep.py", "tests/keep.py"]
+    assert len([command for command in calls if command[0] == "git"]) == 1

@@ -94,6 +94,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
     found: list[_Found] = []
     errors: list[FileError] = []
     notes: list[str] = []
+    folders: list[tuple[Path, Path, list[_Found]]] = []  # given, absolute, files walked
     for given in paths:
         absolute = _absolute(given)
         if not absolute.exists():
@@ -104,15 +105,17 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
             errors.append(FileError(given, message, ErrorKind.PATH))
         elif absolute.is_dir():
             root = find_project_root(absolute)
-            walked = _not_git_ignored(absolute, _walk(absolute, root, globs, errors))
-            if not walked:
-                notes.append(f"{given}: no Python files, notebooks or configs found")
-            found.extend(walked)
+            folders.append((given, absolute, _walk(absolute, root, globs, errors)))
         elif absolute.is_file():
             root = find_project_root(absolute)
             found.append(_Found(_linked_file(absolute, root), root, absolute.is_symlink()))
         else:
             errors.append(FileError(given, "not a regular file or directory", ErrorKind.PATH))
+    kept = _not_git_ignored([(absolute, walked) for _, absolute, walked in folders])
+    for (given, _, _), walked in zip(folders, kept):
+        if not walked:
+            notes.append(f"{given}: no Python files, notebooks or configs found")
+        found.extend(walked)
 
     files_by_root: dict[Path, list[Path]] = {}
     chosen, linked_inside = _dedupe(found)
@@ -175,25 +178,57 @@ def _is_excluded(path: Path, root: Path, globs: tuple[str, ...]) -> bool:
     )
 
 
-def _not_git_ignored(folder: Path, walked: list[_Found]) -> list[_Found]:
+def _not_git_ignored(folders: list[tuple[Path, list[_Found]]]) -> list[list[_Found]]:
     """Inside a git checkout, drop what git ignores (every `.gitignore`, nested ones too, and
-    the repository's exclude files): git itself answers, so its rules hold exactly. Outside a
-    checkout, without git, or inside a nested repository git does not list, files stay."""
-    if not walked or not any((p / ".git").exists() for p in (folder, *folder.parents)):
-        return walked
+    the repository's exclude files): git itself answers, so its rules hold exactly, once per
+    repository for all the folders given in it. Outside a checkout, without git, or inside a
+    nested repository git does not list, files stay."""
+    kept = [walked for _, walked in folders]
+    by_repository: dict[Path, list[int]] = {}
+    for index, (folder, walked) in enumerate(folders):
+        repository = _repository_of(folder)
+        if walked and repository is not None:
+            by_repository.setdefault(repository, []).append(index)
+    for repository, indexes in by_repository.items():
+        listed = _git_listing(repository, [folders[index][0] for index in indexes])
+        for index in indexes:
+            folder, walked = folders[index]
+            if listed is None:
+                # No git, or git refuses the checkout ("dubious ownership" in CI containers):
+                # read the ignore files ourselves rather than silently processing them.
+                ignored = GitIgnoreFiles(folder)
+                kept[index] = [item for item in walked if not ignored.ignores(item.path)]
+            else:
+                kept[index] = [
+                    item for item in walked if _listed_or_nested(item.path, repository, listed)
+                ]
+    return kept
+
+
+def _repository_of(folder: Path) -> Path | None:
+    """The checkout git finds from `folder` (the nearest folder with a `.git`); a folder
+    reached through a link is its own group, with git asked from inside it."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate if os.path.realpath(folder) == str(folder) else folder
+    return None
+
+
+def _git_listing(repository: Path, folders: list[Path]) -> set[str] | None:
+    """What git lists (tracked, or untracked and not ignored) under `folders`, relative to
+    `repository`; None when git cannot be asked."""
     import subprocess  # only inside a git checkout
 
-    command = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."]
+    specs = [os.path.relpath(folder, repository) for folder in folders]
+    command = ["git", "--literal-pathspecs", "ls-files", "-z", "--cached", "--others"]
+    command += ["--exclude-standard", "--", *specs]
     try:
         listing = subprocess.run(
-            command, cwd=folder, capture_output=True, check=True, timeout=120
+            command, cwd=repository, capture_output=True, check=True, timeout=120
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        # No git, or git refuses the checkout ("dubious ownership" in CI containers): read the
-        # ignore files ourselves rather than silently processing what the project ignores.
-        return [item for item in walked if not GitIgnoreFiles(folder).ignores(item.path)]
-    listed = {os.path.normpath(os.fsdecode(name)) for name in listing.split(b"\0") if name}
-    return [item for item in walked if _listed_or_nested(item.path, folder, listed)]
+        return None
+    return {os.path.normpath(os.fsdecode(name)) for name in listing.split(b"\0") if name}
 
 
 class GitIgnoreFiles:
