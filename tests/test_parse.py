@@ -135,3 +135,16 @@ def test_constants_of_a_large_module_are_followed_from_another_module(tmp_path: 
     assert "ACF002" in result.output and "ACF003" not in result.output
     assert "fused optimizer: " in result.output and "settings.py:40003 " in result.output
     assert "1 finding" in result.output
+
+
+def test_a_suppression_comment_is_read_as_in_a_whole_parse_beside_data_on_its_line() -> None:
+    text = (
+        "import torch\n"
+        "opt = torch.optim.AdamW(p,\n"
+        '    fused=True); NOTE = "# noqa: ACF001"\n'
+        "opt2 = torch.optim.AdamW(p, fused=True)  # noqa: ACF001\n"
+    )
+    whole = collect_sites(PATH, text, ast.parse(text))
+    pieces = collect_sites(PATH, text, parse_module(text, large=0))
+    assert pieces == whole
+    assert [site.suppressed_codes for site in pieces.sites] == [None, {"ACF001"}]

@@ -21,7 +21,7 @@ from amp_clipfix import __version__
 from amp_clipfix.models import FileSites
 
 CACHE_DIR = ".amp_clipfix_cache"
-FORMAT = "2"  # bump when the cached data's shape changes
+FORMAT = "3"  # bump when the cached data's shape (or what a run computes from it) changes
 
 
 class Cache:

@@ -99,15 +99,27 @@ class LargeReader:
         return bisect.bisect_right(self.line_starts, offset)
 
     def sort(self, statements: list[ast.stmt]) -> None:
-        """Keep code; note data statements (their nodes are dropped with the piece)."""
-        for statement in statements:
-            names = data_names(statement)
-            if names is not None and not MAY_DO_SOMETHING.search(self.source(statement)):
-                end_line = statement.end_lineno or statement.lineno
-                place = Lines(statement.lineno, end_line, statement.col_offset)
-                self.data.append((place, names))
-            else:
+        """Keep code; note data statements (their nodes are dropped with the piece). Data on a
+        line with code stays (`x = "# noqa"; opt = AdamW(...)`): a site's comment is read from
+        its line, skipping the strings on it."""
+        data = [self.data_names(statement) for statement in statements]
+        code_lines = {
+            line
+            for statement, names in zip(statements, data)
+            if names is None
+            for line in (statement.lineno, statement.end_lineno or statement.lineno)
+        }
+        for statement, names in zip(statements, data):
+            end_line = statement.end_lineno or statement.lineno
+            if names is None or statement.lineno in code_lines or end_line in code_lines:
                 self.kept.append(statement)
+            else:
+                self.data.append((Lines(statement.lineno, end_line, statement.col_offset), names))
+
+    def data_names(self, statement: ast.stmt) -> tuple[str, ...] | None:
+        """What a data statement binds; None for code."""
+        names = data_names(statement)
+        return None if names is None or MAY_DO_SOMETHING.search(self.source(statement)) else names
 
     def source(self, statement: ast.stmt) -> str:
         """The whole lines a statement spans (enough to search for words)."""
@@ -130,7 +142,7 @@ class LargeReader:
         pending = [word for word in words if word in by_name]
         wanted: set[int] = set()
         while pending:
-            for index in by_name.pop(pending.pop(), ()):
+            for index in by_name.pop(pending.pop(), []):
                 if index in wanted:
                     continue
                 wanted.add(index)
