@@ -24,9 +24,8 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.paths import display_path
@@ -37,6 +36,9 @@ from amp_clipfix.project.version import (
     parse_version,
     releases_in,
 )
+
+if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
+    from packaging.specifiers import SpecifierSet
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -255,6 +257,8 @@ def make_pin(name: str, specifier: str, text: str | None = None) -> Pin | None:
     package = canonical_name(name)
     if package not in PACKAGES or not specifier.strip():
         return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         spec = SpecifierSet(specifier)
     except InvalidSpecifier:

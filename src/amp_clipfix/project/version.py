@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:  # parsing ranges is for pin files (project/pins.py), not every run
+    from packaging.specifiers import SpecifierSet
 
 LATEST_RELEASE = Version("2.6.6")
 NEXT_RELEASE = Version("2.7.0")  # stands for master after PR #21436 in range evaluation
