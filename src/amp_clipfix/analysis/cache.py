@@ -45,7 +45,7 @@ class Cache:
     def project_key(self, stage: str, inputs: dict[Path, bytes], sites: object) -> str:
         """A project resolution depends on every file's text and on the collected sites."""
         digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{stage}\0".encode())
-        for path in sorted(inputs):
+        for path in sorted(inputs, key=str):
             digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
             digest.update(hashlib.sha256(inputs[path]).digest())
         digest.update(repr(canonical(sites)).encode("utf-8", "surrogateescape"))

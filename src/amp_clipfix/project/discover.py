@@ -124,12 +124,17 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
     projects = tuple(
         Project(
             root=root,
-            files=tuple(sorted(set(files))),
+            files=tuple(sorted(set(files), key=path_order)),
             linked_inside=frozenset(files) & linked_inside,
         )
         for root, files in sorted(files_by_root.items())
     )
     return Discovery(projects=projects, errors=tuple(errors), notes=tuple(notes))
+
+
+def path_order(path: Path) -> tuple[str, ...]:
+    """Path's own order (part by part), computed once per path rather than per comparison."""
+    return path.parts
 
 
 def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]) -> list[_Found]:
