@@ -75,7 +75,7 @@ WARM_IMPORTS = (
     "for module in pkgutil.walk_packages(amp_clipfix.__path__, 'amp_clipfix.'):\n"
     "    importlib.import_module(module.name)\n"
 )
-AMP_LABEL = "amp-clipfix check"
+AMP_LABEL = "amp-clipfix check --no-cache"
 
 
 # --- the corpus ----------------------------------------------------------------------------
@@ -142,7 +142,9 @@ def entry_point(name: str) -> str:
 
 
 def amp_clipfix(tree: Tree, jobs: int | None) -> Tool:
-    command = [entry_point("amp-clipfix"), "check"]
+    # --no-cache like ruff's: the untimed first run would otherwise fill the cache, and every
+    # timed run would measure a cached run against ruff's full one.
+    command = [entry_point("amp-clipfix"), "check", "--no-cache"]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
     return Tool(
@@ -455,7 +457,7 @@ def profile(tree: Tree, env: dict[str, str], scratch: Path, top: int, site: bool
 
 def profile_run(tree: Tree, env: dict[str, str], scratch: Path, top: int) -> list[str]:
     output = scratch / "check.prof"
-    check = ["-m", "amp_clipfix", "check", "--jobs", "1", str(tree.path)]
+    check = ["-m", "amp_clipfix", "check", "--no-cache", "--jobs", "1", str(tree.path)]
     # Byte code of every amp-clipfix module (and what they import) into the cache first, so
     # the profile shows no compiling; the corpus was just written, so it is in the page cache.
     subprocess.run([sys.executable, "-c", WARM_IMPORTS], env=env, check=True)
