@@ -122,6 +122,7 @@ class Evaluator:
         self.contexts: dict[tuple[int, int], Ctx] = {}
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
+        self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
@@ -328,11 +329,19 @@ class Evaluator:
             return [Ext(BUILTINS[name])]
         return [Opaque(node, ctx.summary)]
 
+    def body(self, function: ast.AST) -> list[ast.AST]:
+        """The nodes of a function's own body, walked once per run: the returns of a function
+        are read at each of its calls (a framework's helpers are called thousands of times)."""
+        key = id(function)
+        if key not in self.body_cache:
+            self.body_cache[key] = list(function_body_nodes(function))
+        return self.body_cache[key]
+
     def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
         key = id(function)
         if key not in self.locals_cache:
             found: dict[str, list[ast.AST]] = {}
-            for node in function_body_nodes(function):
+            for node in self.body(function):
                 for name in bound_names(node):
                     found.setdefault(name, []).append(node)
             self.locals_cache[key] = found
@@ -345,7 +354,7 @@ class Evaluator:
         if not any(isinstance(value, DictV) for value in values):
             return values
         added = DictV()
-        nodes = function_body_nodes(scope) if not isinstance(scope, ast.Module) else scope.body
+        nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
         for statement in nodes:
             if not isinstance(statement, ast.Assign):
                 continue
@@ -637,7 +646,7 @@ class Evaluator:
         if key not in self.assignments_cache:
             self_name = first_param(method)
             found: dict[str, list[ast.AST]] = {}
-            for node in function_body_nodes(method):
+            for node in self.body(method):
                 if isinstance(node, ast.Assign):
                     targets = node.targets
                 elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -831,7 +840,7 @@ class Evaluator:
         inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1)
         self.keep.append(inner)
         values: list[object] = []
-        for node in function_body_nodes(fn.node):
+        for node in self.body(fn.node):
             if isinstance(node, ast.Return) and node.value is not None:
                 values.extend(self.ev(node.value, inner))
         return values or [Opaque(call, ctx.summary)]
