@@ -236,3 +236,21 @@ def test_stdin_check_and_apply(sample: Path) -> None:
     assert fixed.stdout_bytes.count(b"def clip_gradients_unscaled(") == 1
     assert unscaled in fixed.stdout_bytes
     assert b'"16-mixed"' in fixed.stdout_bytes and b"fused=True" in fixed.stdout_bytes
+
+
+@pytest.mark.parametrize(
+    ("environment", "table"),
+    [({}, False), ({"FORCE_COLOR": "1"}, True), ({"TTY_COMPATIBLE": "1"}, True)],
+)
+def test_the_summary_table_ends_a_run_only_where_rich_sees_a_terminal(
+    sample: Path, monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], table: bool
+) -> None:
+    """Piped, rich is not even imported; a variable that forces a terminal still gets the
+    table, as rich decides it."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(main, ["check", "."])
+    assert result.exit_code == 1
+    assert ("amp-clipfix summary" in result.output) is table
