@@ -119,3 +119,24 @@ def test_reassigning_a_name_many_times_keeps_its_values_bounded(tmp_path: Path) 
     values = evaluator.ev(returned, evaluator.ctx(summary, function, None))
 
     assert 1 <= len(values) <= 64  # 2**12 without a bound
+
+
+@pytest.mark.parametrize(("tail", "suppressed"), [('; note = "# noqa"', False), ("  # noqa", True)])
+def test_a_site_the_resolution_finds_reads_its_comment_as_the_collector_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tail: str, suppressed: bool
+) -> None:
+    """A Callback's clip call is found by the resolution; `# noqa` inside a string on its line
+    is no comment (it silenced the finding before), a real one is."""
+    import shutil
+
+    project = tmp_path / "p"
+    shutil.copytree(
+        FIXTURES / "trainer_callback_clip_value_from_constructor_unfuse" / "input", project
+    )
+    callbacks = project / "callbacks.py"
+    clip = "pl_module.clip_gradients(optimizer, gradient_clip_val=self.max_norm)"
+    callbacks.write_text(callbacks.read_text().replace(clip, clip + tail))
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--lightning-version", "2.6.6", "."])
+    assert ("0 findings" in result.output) is suppressed, result.output
+    assert ("1 finding " in result.output) is not suppressed

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.collect import is_clip_positive
+from amp_clipfix.analysis.ast_syntax import SourceText
+from amp_clipfix.analysis.collect import comment_suppressions, is_clip_positive, with_suppressions
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
@@ -41,7 +42,6 @@ from amp_clipfix.analysis.relevance import (
     subclass_files,
 )
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.analysis.values import (
     ClsV,
     Ext,
@@ -103,13 +103,27 @@ class Resolution:
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
+        self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
 
     # -- output --------------------------------------------------------------------------------
+
+    def suppressions(self, path: Path) -> dict[int, frozenset[str]]:
+        """Line -> codes its comment silences, read as the collector reads them (a `#` inside
+        a string is no comment)."""
+        if path not in self.comments:
+            summary = self.ev.summary(path)
+            found: dict[int, frozenset[str]] = {}
+            if summary is not None:
+                found = comment_suppressions(
+                    SourceText(summary.source(), summary.tree), summary.tree
+                )
+            self.comments[path] = found
+        return self.comments[path]
 
     def add(self, site: Site) -> None:
         if is_library(site.path):
             return
-        site = with_suppressions(site, self.contents.get(site.path, b""))
+        site = with_suppressions(site, self.suppressions(site.path))
         sites = self.found.sites.setdefault(site.path, [])
         for index, old in enumerate(sites):
             if (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry):
@@ -849,17 +863,6 @@ def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:
         else:
             fits.append(fit)
     return replace(file, fits=tuple(fits))
-
-
-def with_suppressions(site: Site, data: bytes) -> Site:
-    """`# amp-clipfix: ignore[...]` on a line of the site (as the collector reads comments)."""
-    lines = data.splitlines()
-    codes: frozenset[str] = frozenset()
-    for number in range(site.span.line, site.span.end_line + 1):
-        if 0 < number <= len(lines) and b"#" in lines[number - 1]:
-            line = lines[number - 1].decode("utf-8", "replace")
-            codes |= suppressed_codes(line[line.index("#") :])
-    return replace(site, suppressed_codes=codes) if codes else site
 
 
 def merge_users(site: Site, found: list[Site]) -> Site:
