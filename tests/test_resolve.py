@@ -140,3 +140,50 @@ def test_a_site_the_resolution_finds_reads_its_comment_as_the_collector_does(
     result = CliRunner().invoke(main, ["check", "--no-cache", "--lightning-version", "2.6.6", "."])
     assert ("0 findings" in result.output) is suppressed, result.output
     assert ("1 finding " in result.output) is not suppressed
+
+
+HOOK_MODEL = """\
+import lightning as L
+import torch
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.max_norm = 2.0
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), fused=True)
+
+    def configure_gradient_clipping(self, optimizer, clip_val=None, algorithm=None):
+{body}
+
+trainer = L.Trainer(precision="16-mixed")
+trainer.fit(Model())
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # the hook's own parameter, whatever its name: the Trainer's value, and it clips none
+        ("        super().configure_gradient_clipping(optimizer, clip_val, algorithm)\n", None),
+        # a local name in the hook is followed like any other value: it clips with 2.0
+        (
+            "        norm = self.max_norm\n"
+            "        self.clip_gradients(optimizer, gradient_clip_val=norm)\n",
+            "ACF002",
+        ),
+    ],
+)
+def test_a_clip_value_is_the_trainers_only_when_it_is_the_hooks_own_parameter(
+    tmp_path: Path, body: str, expected: str | None
+) -> None:
+    (tmp_path / "train.py").write_text(HOOK_MODEL.format(body=body))
+    result = CliRunner().invoke(
+        main, ["check", "--no-cache", "--lightning-version", "2.6.6", str(tmp_path)]
+    )
+    if expected is None:
+        assert "0 findings" in result.output, result.output
+    else:
+        assert f": {expected} " in result.output and "1 finding " in result.output, result.output

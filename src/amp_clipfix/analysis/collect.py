@@ -131,6 +131,19 @@ def is_clip_positive(value: str | None) -> bool:
         return False
 
 
+def is_hook_clip_argument(value: ast.expr | None, function: ast.AST | None) -> bool:
+    """A clip value that is a parameter of the `configure_gradient_clipping` hook it is passed
+    in: Lightning calls the hook with the Trainer's `gradient_clip_val`, so passing it on to
+    `self.clip_gradients` or `super().configure_gradient_clipping` clips with the Trainer's."""
+    if not isinstance(value, ast.Name) or not isinstance(function, FUNCTIONS):
+        return False
+    if function.name != "configure_gradient_clipping":
+        return False
+    arguments = function.args
+    parameters = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return value.id in {parameter.arg for parameter in parameters}
+
+
 class SiteCollector(ast.NodeVisitor):
     """Visits in source order (libcst's order, which the sites' order follows) and keeps the
     scope each node is read in."""
@@ -143,6 +156,7 @@ class SiteCollector(ast.NodeVisitor):
         self.classes: list[ClassInfo] = []
         self.has_guard_helper = False
         self.class_stack: list[str] = []
+        self.function_stack: list[ast.AST] = []  # the functions the visit is inside
         self.unscaled_classes: set[str] = set()  # classes whose clipping the unscale fix made
         # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
         self.fabric_bindings: dict[str, str | None] = {}
@@ -315,7 +329,9 @@ class SiteCollector(ast.NodeVisitor):
         for child in (*node.decorator_list, *argument_children(node.args), node.returns):
             if child is not None:
                 self.visit(child)
+        self.function_stack.append(node)
         self.in_scope(node, node.body)
+        self.function_stack.pop()
         if is_helper:
             self.guard_depth -= 1
 
@@ -635,7 +651,8 @@ class SiteCollector(ast.NodeVisitor):
         if self.guard_depth:
             return
         clip = positional_or_keyword(call, 1, "gradient_clip_val")
-        if clip is None or (isinstance(clip, ast.Name) and clip.id == "gradient_clip_val"):
+        function = self.function_stack[-1] if self.function_stack else None
+        if clip is None or is_hook_clip_argument(clip, function):
             return
         value = self.resolve_literal(clip)[1]
         if value is not None and not is_clip_positive(value):

@@ -25,7 +25,12 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
-from amp_clipfix.analysis.collect import comment_suppressions, is_clip_positive, with_suppressions
+from amp_clipfix.analysis.collect import (
+    comment_suppressions,
+    is_clip_positive,
+    is_hook_clip_argument,
+    with_suppressions,
+)
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
@@ -281,13 +286,8 @@ class Resolution:
         value = keyword_value(node, "gradient_clip_val")
         if value is None and len(node.args) > 1:
             value = node.args[1]
-        hook = ctx.func
-        if (
-            isinstance(value, ast.Name)
-            and isinstance(hook, ast.FunctionDef)
-            and hook.name == "configure_gradient_clipping"
-        ):
-            return  # the hook's own argument: Lightning passes the Trainer's value
+        if is_hook_clip_argument(value, ctx.func):
+            return  # the Trainer's value
         literal = self.clip_value(value, ctx)
         if literal is None:
             return
