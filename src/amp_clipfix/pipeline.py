@@ -187,7 +187,7 @@ def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     target, warnings = project_target(root, options)
     collection = Collection()
     collect_outcome(collection, path, parse_and_collect(path, data))
-    if not is_config(path):
+    if not read_as_config(path):
         try:
             searchable = {path: adapter_for(path).searchable(path, data)}
         except SourceError:
@@ -387,11 +387,13 @@ def collect_stages(
     unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
     needed = trainer_files(root, contents, searchable, collection)
     if needed is not None:  # only the Trainers a followed fit links to a fused module
-        unread_trainers = {p: d for p, d in unread.items() if p in needed or is_config(p)}
+        unread_trainers = {p: d for p, d in unread.items() if p in needed or read_as_config(p)}
     else:
         unread_trainers = unread
     stage = passing(unread_trainers, Stage.TRAINER)
-    clips = {p for p, d in unread.items() if p not in stage and not is_config(p) and may_clip(d)}
+    clips = {
+        p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
+    }
     evaluator = project_evaluator_of(root, contents, searchable, collection)
     stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
@@ -401,7 +403,7 @@ def collect_stages(
     resolve_collection(root, contents, searchable, collection)
 
 
-def is_config(path: Path) -> bool:
+def read_as_config(path: Path) -> bool:
     """Read as a config, not as Python code (the adapter decides, not the suffix)."""
     return adapter_for(path).language is not Language.PYTHON
 
@@ -456,7 +458,7 @@ def project_evaluator_of(
     from amp_clipfix.analysis.resolve import project_evaluator
 
     if collection.evaluator is None:
-        python = {path: data for path, data in searchable.items() if not is_config(path)}
+        python = {path: data for path, data in searchable.items() if not read_as_config(path)}
         loader = summary_loader(root, contents, collection)
         collection.evaluator = project_evaluator(root, python, loader)
     return collection.evaluator
@@ -474,7 +476,7 @@ def resolve_collection(
     from amp_clipfix.analysis.read import in_cell
     from amp_clipfix.analysis.resolve import resolve
 
-    python = {path: data for path, data in searchable.items() if not is_config(path)}
+    python = {path: data for path, data in searchable.items() if not read_as_config(path)}
     load = summary_loader(root, contents, collection)
 
     files = {path: parsed.sites for path, parsed in collection.parsed.items()}

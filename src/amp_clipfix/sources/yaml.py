@@ -47,7 +47,7 @@ PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
 SHARED = "shared through an anchor or merge key: fix it by hand"
 
 
-def is_config(path: Path) -> bool:
+def has_config_suffix(path: Path) -> bool:
     return path.suffix in CONFIG_SUFFIXES
 
 
@@ -435,7 +435,7 @@ class YamlSource:
     language = Language.YAML
 
     def handles(self, path: Path) -> bool:
-        return is_config(path)
+        return has_config_suffix(path)
 
     def searchable(self, path: Path, data: bytes) -> bytes:
         return data
