@@ -12,9 +12,9 @@ import io
 import tokenize
 from pathlib import Path
 
-from amp_clipfix.analysis.parse import NEWLINE
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import Span
+from amp_clipfix.sources.text import LINE_BREAK, line_starts
 
 BLANK = " \t\x0c"
 
@@ -25,7 +25,7 @@ class SourceText:
     def __init__(self, text: str, tree: ast.Module) -> None:
         self.text = text
         self.summary = Summary(Path(), "", False, tree, text.encode("utf-8").splitlines())
-        self.line_starts = [0, *(match.end() for match in NEWLINE.finditer(text))]
+        self.line_starts = line_starts(text)
 
     def span(self, node: ast.AST) -> Span:
         span = self.summary.span(node)
@@ -47,8 +47,8 @@ class SourceText:
         that continue it inside brackets lose that much of their leading whitespace."""
         if not indentation or "\n" not in code and "\r" not in code:
             return code
-        lines = NEWLINE.split(code)
-        breaks = NEWLINE.findall(code)
+        lines = LINE_BREAK.split(code)
+        breaks = LINE_BREAK.findall(code)
         out = [lines[0]]
         for line_break, line in zip(breaks, lines[1:]):
             out.append(
@@ -104,7 +104,7 @@ class SourceText:
             if char in BLANK or char in "\r\n":
                 index += 1
             elif char == "#":
-                match = NEWLINE.search(text, index)
+                match = LINE_BREAK.search(text, index)
                 index = match.start() if match else len(text)
             elif char == "\\" and text[index + 1 : index + 2] in ("\r", "\n"):
                 index += 1

@@ -17,7 +17,8 @@ import bisect
 import re
 from dataclasses import dataclass
 
-NEWLINE = re.compile(r"\r\n|\r|\n")  # the line breaks Python counts
+from amp_clipfix.sources.text import line_starts
+
 LARGE_MODULE = 1_000_000  # characters: smaller modules are parsed whole
 PIECE = 250_000  # characters per parse: the parser's transient memory is ~150x a piece
 
@@ -58,7 +59,7 @@ def parse_module(text: str, large: int = LARGE_MODULE, piece: int = PIECE) -> as
 class LargeReader:
     def __init__(self, text: str, piece: int) -> None:
         self.text, self.piece = text, piece
-        self.line_starts = [0, *(match.end() for match in NEWLINE.finditer(text))]
+        self.line_starts = line_starts(text)
         self.boundaries = [match.start() for match in STATEMENT_START.finditer(text)]
         self.kept: list[ast.stmt] = []
         self.data: list[tuple[Lines, tuple[str, ...]]] = []  # prunable, with the names bound

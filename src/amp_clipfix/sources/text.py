@@ -92,6 +92,14 @@ def encode_text(source: SourceFile, text: str) -> bytes:
     return codecs.BOM_UTF8 + encoded if source.bom else encoded
 
 
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the line breaks Python and YAML count
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset where each line of `text` starts (line 1 at index 0)."""
+    return [0, *(match.end() for match in LINE_BREAK.finditer(text))]
+
+
 LINE_WITH_ENDING = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 DROPPABLE = frozenset(" \t\f")
 

@@ -24,7 +24,7 @@ from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
-from amp_clipfix.sources.text import SourceError, decode_source, encode_text
+from amp_clipfix.sources.text import SourceError, decode_source, encode_text, line_starts
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 OPTIMIZER_NAMES = frozenset(
@@ -42,7 +42,6 @@ TAG = "tag:yaml.org,2002:"
 STRING_TAGS = frozenset({"!", "!!str", f"!<{TAG}str>"})
 BOOL_TAGS = frozenset({"!!bool", f"!<{TAG}bool>"})
 NUMBER_TAGS = frozenset({f"{TAG}int", f"{TAG}float"})
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
 PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
 SHARED = "shared through an anchor or merge key: fix it by hand"
 
@@ -159,7 +158,7 @@ class ConfigReader:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.text = text
-        self.line_starts = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
+        self.line_starts = line_starts(text)
         self.sites: list[Site] = []
         self.shared: set[int] = set()
         self.recorded: set[tuple[SiteKind, int]] = set()
@@ -410,11 +409,11 @@ def suppressions(lines: set[str]) -> frozenset[str] | None:
 
 def fix_config(text: str, targets: Sequence[Site]) -> str:
     """Replace each target's token: `fused` booleans flip, precisions become `bf16-mixed`."""
-    line_starts = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
+    starts = line_starts(text)
     edits = []
     for site in targets:
-        start = line_starts[site.span.line - 1] + site.span.column
-        end = line_starts[site.span.end_line - 1] + site.span.end_column
+        start = starts[site.span.line - 1] + site.span.column
+        end = starts[site.span.end_line - 1] + site.span.end_column
         edits.append((start, end, replacement(site, text[start:end])))
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
