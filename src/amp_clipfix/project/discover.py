@@ -211,12 +211,17 @@ def _not_git_ignored(folders: list[tuple[Path, list[_Found]]]) -> list[list[_Fou
 
 
 def _repository_of(folder: Path) -> Path | None:
-    """The checkout git finds from `folder` (the nearest folder with a `.git`); a folder
-    reached through a link is its own group, with git asked from inside it."""
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate if os.path.realpath(folder) == str(folder) else folder
-    return None
+    """Where git is asked about `folder`: its checkout, or the folder itself when it is
+    reached through a link (git resolves the link; its listing is then relative to it)."""
+    checkout = _checkout_of(folder)
+    if checkout is None or os.path.realpath(folder) == str(folder):
+        return checkout
+    return folder
+
+
+def _checkout_of(folder: Path) -> Path | None:
+    """The checkout git finds from `folder`: the nearest folder with a `.git`."""
+    return next((p for p in (folder, *folder.parents) if (p / ".git").exists()), None)
 
 
 def _git_listing(repository: Path, folders: list[Path]) -> set[str] | None:
@@ -241,7 +246,9 @@ class GitIgnoreFiles:
     black and others use): the fallback when git itself cannot be asked."""
 
     def __init__(self, folder: Path) -> None:
-        self.repository = next(p for p in (folder, *folder.parents) if (p / ".git").exists())
+        checkout = _checkout_of(folder)
+        assert checkout is not None, "asked only inside a checkout"
+        self.repository = checkout
         self.specs: dict[tuple[Path, tuple[str, ...]], Any] = {}
 
     def spec(self, folder: Path, names: tuple[str, ...] = (".gitignore",)) -> Any:
