@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.nodes import child_nodes
+from amp_clipfix.analysis.nodes import child_nodes, target_names
 from amp_clipfix.analysis.relevance import ClassLines
-from amp_clipfix.analysis.summary import Summary, target_names
+from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,

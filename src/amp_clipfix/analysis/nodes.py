@@ -1,4 +1,5 @@
-"""Walking an `ast` tree in ast's own orders, about twice as fast as `ast.walk`.
+"""Walking an `ast` tree in ast's own orders, about twice as fast as `ast.walk`; the names an
+assignment target binds.
 
 `ast.walk` and `ast.iter_child_nodes` go through two generators per node and visit the
 `Load`/`Store` context object of every name; on the trees a run reads that is most of the time
@@ -36,3 +37,14 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         current = todo.popleft()
         todo.extend(child_nodes(current))
         yield current
+
+
+def target_names(target: ast.expr) -> list[str]:
+    """The plain names a target binds (`a, *b = ...`); `x.y` and `x[k]` bind none."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in target_names(element)]
+    if isinstance(target, ast.Starred):
+        return target_names(target.value)
+    return []

@@ -17,6 +17,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from amp_clipfix.analysis.nodes import target_names, walk
 from amp_clipfix.sources.text import line_starts
 
 LARGE_MODULE = 1_000_000  # characters: smaller modules are parsed whole
@@ -30,6 +31,7 @@ STATEMENT_START = re.compile(r"^(?![ \t\f\r\n#)\]}]|(?:else|elif|except|finally)
 # parenthesis in a string keeps the statement too, which is only safe).
 MAY_DO_SOMETHING = re.compile(r"\(|:=|\blambda\b")
 WORD = re.compile(r"[^\W\d]\w*")
+PLAIN_TARGET = (ast.Name, ast.Tuple, ast.List, ast.Starred)  # binds names, nothing else
 
 
 @dataclass(frozen=True, order=True)
@@ -196,29 +198,9 @@ def data_names(statement: ast.stmt) -> tuple[str, ...] | None:
         targets = [statement.target]
     else:
         return None
-    names: list[str] = []
-    for target in targets:
-        bound = plain_names(target)
-        if bound is None:
-            return None
-        names.extend(bound)
-    return tuple(names)
-
-
-def plain_names(target: ast.expr) -> list[str] | None:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Starred):
-        return plain_names(target.value)
-    if isinstance(target, (ast.Tuple, ast.List)):
-        names: list[str] = []
-        for element in target.elts:
-            bound = plain_names(element)
-            if bound is None:
-                return None
-            names.extend(bound)
-        return names
-    return None
+    if not all(isinstance(node, PLAIN_TARGET) for target in targets for node in walk(target)):
+        return None
+    return tuple(name for target in targets for name in target_names(target))
 
 
 def pruned_statements(text_lines: list[bytes], places: list[Lines]) -> list[ast.stmt]:

@@ -12,7 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amp_clipfix.analysis.nodes import child_nodes
+from amp_clipfix.analysis.nodes import child_nodes, target_names
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.models import Span
 from amp_clipfix.sources.prefilter import called_name
@@ -252,13 +252,3 @@ def import_base(summary: Summary, statement: ast.ImportFrom) -> str:
     if statement.level > 1:
         package = package[: len(package) - (statement.level - 1)]
     return ".".join([*package, *([statement.module] if statement.module else [])])
-
-
-def target_names(target: ast.expr) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in target_names(element)]
-    if isinstance(target, ast.Starred):
-        return target_names(target.value)
-    return []
