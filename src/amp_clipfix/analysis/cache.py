@@ -28,11 +28,21 @@ class Cache:
     def __init__(self, root: Path) -> None:
         self.folder = root / CACHE_DIR / f"v{__version__}-{FORMAT}"
         self.ready = False
+        self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
+
+    def digest(self, data: bytes) -> bytes:
+        """sha256 of a file's bytes, once per run: the collection, the trial and the final
+        resolution key the same files (a torch-sized tree is 50 MB)."""
+        known = self.digests.get(id(data))
+        if known is None:  # the entry keeps the bytes alive, so no other object gets their id
+            known = (data, hashlib.sha256(data).digest())
+            self.digests[id(data)] = known
+        return known[1]
 
     def key(self, path: Path, data: bytes) -> str:
         digest = hashlib.sha256()
         digest.update(f"{__version__}\0{FORMAT}\0{path}\0".encode("utf-8", "surrogateescape"))
-        digest.update(data)
+        digest.update(self.digest(data))
         return digest.hexdigest()
 
     def get(self, path: Path, data: bytes) -> FileSites | None:
@@ -47,7 +57,7 @@ class Cache:
         digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{stage}\0".encode())
         for path in sorted(inputs, key=str):
             digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
-            digest.update(hashlib.sha256(inputs[path]).digest())
+            digest.update(self.digest(inputs[path]))
         digest.update(repr(canonical(sites)).encode("utf-8", "surrogateescape"))
         return "project-" + digest.hexdigest()
 
