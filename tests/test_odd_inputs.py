@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import amp_clipfix.project.discover as discover_module
+from amp_clipfix import observed
 from amp_clipfix.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -192,20 +193,20 @@ def test_unreadable_file(project: Path, monkeypatch: pytest.MonkeyPatch, how: st
     """Simulated: the tests run as root, for whom permission bits do not stop a read."""
     locked = project / "locked.py"
     locked.write_bytes(GOOD)
-    real_read_bytes = Path.read_bytes
+    real_read_bytes = observed.read_bytes
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "locked.py":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read_bytes(self)
+    def read_bytes(path: Path) -> bytes:
+        if Path(path).name == "locked.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_read_bytes(path)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(observed, "read_bytes", read_bytes)
     paths = ["."] if how == "folder" else ["locked.py", "good.py"]
 
     result = invoke("apply", "--yes", "--strategy", "unfuse", *paths)
 
     assert_one_error_and_good_fixed(result, project, "locked.py", "cannot read: Permission denied")
-    assert real_read_bytes(locked) == GOOD
+    assert locked.read_bytes() == GOOD
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from amp_clipfix import observed
 from amp_clipfix.sources.text import SourceError, SourceFile, encode_text, read_source
 
 ROUND_TRIP_CASES = {
@@ -178,10 +179,10 @@ def test_unreadable_file_by_permissions(tmp_path: Path) -> None:
 def test_unreadable_file_simulated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_file(tmp_path, b"x = 1\n")
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    def refuse(path: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(observed, "read_bytes", refuse)
 
     with pytest.raises(SourceError) as caught:
         read_source(path)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Protocol
 
+from amp_clipfix import observed
 from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
 from amp_clipfix.fixes.choose import choose_fixes
 from amp_clipfix.models import (
@@ -349,7 +350,7 @@ def read_project(
     searchable: dict[Path, bytes] = {}
     for path in project.files:
         try:
-            contents[path] = path.read_bytes()
+            contents[path] = observed.read_bytes(path)
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
             searchable[path] = adapter_for(path).searchable(path, contents[path])
@@ -788,7 +789,7 @@ def with_helper_module(
     try:
         if any(c.source.path == path for c in changes):
             raise SourceError("it is also a file being fixed")
-        if path.exists():
+        if observed.exists(path):
             source = read_source(path)
             text = helper_module_source(source.text, helpers.imported)
             if text == source.text:

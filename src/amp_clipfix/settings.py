@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from amp_clipfix import observed
 from amp_clipfix.models import ALL_CODES, ErrorKind, FileError, Finding, Strategy
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import Options
@@ -93,9 +94,9 @@ class Scope:
         named link and its target found by the walk are one file)."""
         if self.only is None:
             return True
-        named = {*self.only, *(Path(os.path.realpath(path)) for path in self.only)}
+        named = {*self.only, *(Path(observed.realpath(path)) for path in self.only)}
         for site in finding.sites:
-            for path in {_absolute(site.path), Path(os.path.realpath(site.path))}:
+            for path in {_absolute(site.path), Path(observed.realpath(site.path))}:
                 if path in named or any(folder in named for folder in path.parents):
                     return True
         return False
@@ -108,10 +109,10 @@ def partial_scope(paths: Sequence[Path]) -> Scope:
     partial = False
     for path in paths:
         targets.append(path)
-        if not path.is_file():
+        if not observed.is_file(path):
             continue
         root = find_project_root(path)
-        if any(os.path.lexists(root / marker) for marker in PROJECT_MARKERS):
+        if any(observed.lexists(root / marker) for marker in PROJECT_MARKERS):
             targets.append(root)
             partial = True
     if not partial:
@@ -256,17 +257,8 @@ def _without_excluded(project: Project, config: Config) -> Project:
 
 def git_tracked(root: Path) -> set[Path] | None:
     """Absolute paths of the files git tracks under `root` (None outside a checkout)."""
-    import subprocess  # asked only when a project keeps findings by git status
-
-    try:
-        listing = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--", "."],
-            cwd=root,
-            capture_output=True,
-            check=True,
-            timeout=120,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+    listing = observed.git(["ls-files", "-z", "--cached", "--", "."], root)
+    if listing is None:
         return None
     return {
         Path(os.path.normpath(os.path.join(root, os.fsdecode(name))))

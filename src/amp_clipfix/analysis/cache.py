@@ -18,15 +18,13 @@ from enum import Enum
 from pathlib import Path
 
 from amp_clipfix import __version__
+from amp_clipfix.cache_layout import FORMAT, version_folder
 from amp_clipfix.models import FileSites
-
-CACHE_DIR = ".amp_clipfix_cache"
-FORMAT = "3"  # bump when the cached data's shape (or what a run computes from it) changes
 
 
 class Cache:
     def __init__(self, root: Path) -> None:
-        self.folder = root / CACHE_DIR / f"v{__version__}-{FORMAT}"
+        self.folder = Path(version_folder(root))
         self.ready = False
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from amp_clipfix import observed
 from amp_clipfix.fixes.codemods.guard_helper import (
     HELPER_NAME,
     HELPER_SOURCE,
@@ -86,7 +87,7 @@ class FirstParty:
 
     def __call__(self, name: str) -> bool:
         return name == self.own or any(
-            (base / name).is_dir() or (base / f"{name}.py").is_file()
+            observed.is_dir(base / name) or observed.is_file(base / f"{name}.py")
             for base in (self.root, self.root / "src")
         )
 

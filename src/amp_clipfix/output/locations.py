@@ -12,6 +12,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from amp_clipfix import observed
 from amp_clipfix.models import Site, Span
 from amp_clipfix.sources.notebook import source_value_offsets
 from amp_clipfix.sources.text import SourceError, decode_source
@@ -43,7 +44,7 @@ def _read_source_values(
     path: str, mtime_ns: int, size: int
 ) -> tuple[str, tuple[tuple[int, int], ...]] | None:
     try:
-        text = decode_source(Path(path), Path(path).read_bytes()).text
+        text = decode_source(Path(path), observed.read_bytes(path)).text
         return text, tuple(source_value_offsets(text))
     except (OSError, SourceError, ValueError):
         return None

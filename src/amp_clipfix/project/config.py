@@ -7,12 +7,12 @@ project never picks up a parent project's settings. Command-line options overrid
 from __future__ import annotations
 
 import keyword
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amp_clipfix import observed
 from amp_clipfix.models import Strategy
 from amp_clipfix.paths import display_path
 from amp_clipfix.project.version import parse_version
@@ -58,10 +58,10 @@ class Config:
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest `pyproject.toml` at or above `start` (a folder, or a file's folder)."""
-    start = start.resolve()
-    folder = start if start.is_dir() else start.parent
+    start = Path(observed.realpath(start))
+    folder = start if observed.is_dir(start) else start.parent
     for candidate in (folder, *folder.parents):
-        if (candidate / "pyproject.toml").is_file():
+        if observed.is_file(candidate / "pyproject.toml"):
             return candidate / "pyproject.toml"
     return None
 
@@ -73,8 +73,7 @@ def load_config(start: Path) -> Config:
         return Config()
     name = display_path(path)
     try:
-        with path.open("rb") as file:
-            data = tomllib.load(file)
+        data = tomllib.loads(observed.read_bytes(path).decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{name}: invalid TOML: {error}") from None
     except UnicodeDecodeError as error:
@@ -165,12 +164,12 @@ def helper_module_path(root: Path, dotted: str) -> Path:
     path would leave the project (a symlinked folder)."""
     parts = dotted.split(".")
     base = root
-    if not (root / parts[0]).exists() and (root / "src" / parts[0]).is_dir():
+    if not observed.exists(root / parts[0]) and observed.is_dir(root / "src" / parts[0]):
         base = root / "src"
     package = base.joinpath(*parts)
-    path = package / "__init__.py" if package.is_dir() else package.with_suffix(".py")
-    real_root = Path(os.path.realpath(root))
-    if not Path(os.path.realpath(path)).is_relative_to(real_root):
+    path = package / "__init__.py" if observed.is_dir(package) else package.with_suffix(".py")
+    real_root = Path(observed.realpath(root))
+    if not Path(observed.realpath(path)).is_relative_to(real_root):
         raise ConfigError(
             f"'helper-module' {dotted!r} resolves outside the project ({display_path(root)})"
         )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amp_clipfix import observed
 from amp_clipfix.models import ErrorKind, FileError
 from amp_clipfix.paths import os_error_reason
 
@@ -77,9 +78,9 @@ class _Found:
 def find_project_root(path: Path) -> Path:
     """The nearest folder at or above `path` with a project marker, else `path`'s own folder."""
     absolute = _absolute(path)
-    start = absolute if absolute.is_dir() else absolute.parent
+    start = absolute if observed.is_dir(absolute) else absolute.parent
     for folder in (start, *start.parents):
-        if any(os.path.lexists(folder / marker) for marker in PROJECT_MARKERS):
+        if any(observed.lexists(folder / marker) for marker in PROJECT_MARKERS):
             return folder
     return start
 
@@ -97,18 +98,23 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
     folders: list[tuple[Path, Path, list[_Found]]] = []  # given, absolute, files walked
     for given in paths:
         absolute = _absolute(given)
-        if not absolute.exists():
-            kind = "broken symbolic link" if absolute.is_symlink() else "no such file or directory"
+        if not observed.exists(absolute):
+            kind = (
+                "broken symbolic link"
+                if observed.is_symlink(absolute)
+                else "no such file or directory"
+            )
             errors.append(FileError(given, kind, ErrorKind.PATH))
         elif _leaves_project(absolute):
             message = "a link leads outside the project; not processed"
             errors.append(FileError(given, message, ErrorKind.PATH))
-        elif absolute.is_dir():
+        elif observed.is_dir(absolute):
             root = find_project_root(absolute)
             folders.append((given, absolute, _walk(absolute, root, globs, errors)))
-        elif absolute.is_file():
+        elif observed.is_file(absolute):
             root = find_project_root(absolute)
-            found.append(_Found(_linked_file(absolute, root), root, absolute.is_symlink()))
+            is_link = observed.is_symlink(absolute)
+            found.append(_Found(_linked_file(absolute, root), root, is_link))
         else:
             errors.append(FileError(given, "not a regular file or directory", ErrorKind.PATH))
     kept = _not_git_ignored([(absolute, walked) for _, absolute, walked in folders])
@@ -139,14 +145,13 @@ def path_order(path: Path) -> tuple[str, ...]:
 
 def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]) -> list[_Found]:
     """Python files under `top`, iteratively and in sorted order, without following folder links."""
-    real_root = Path(os.path.realpath(root))
+    real_root = Path(observed.realpath(root))
     found: list[_Found] = []
     pending = [top]
     while pending:
         folder = pending.pop()
         try:
-            with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
+            entries = observed.scandir(folder)
         except OSError as error:
             message = f"cannot read folder: {os_error_reason(error)}"
             errors.append(FileError(folder, message, ErrorKind.READ))
@@ -162,7 +167,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
                         subfolders.append(entry_path)
                 elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
                     is_link = entry.is_symlink()
-                    if is_link and not _is_inside(Path(os.path.realpath(entry_path)), real_root):
+                    if is_link and not _is_inside(Path(observed.realpath(entry_path)), real_root):
                         continue
                     path = _linked_file(entry_path, root) if is_link else entry_path
                     found.append(_Found(path, root, is_link))
@@ -214,29 +219,23 @@ def _repository_of(folder: Path) -> Path | None:
     """Where git is asked about `folder`: its checkout, or the folder itself when it is
     reached through a link (git resolves the link; its listing is then relative to it)."""
     checkout = _checkout_of(folder)
-    if checkout is None or os.path.realpath(folder) == str(folder):
+    if checkout is None or observed.realpath(folder) == str(folder):
         return checkout
     return folder
 
 
 def _checkout_of(folder: Path) -> Path | None:
     """The checkout git finds from `folder`: the nearest folder with a `.git`."""
-    return next((p for p in (folder, *folder.parents) if (p / ".git").exists()), None)
+    return next((p for p in (folder, *folder.parents) if observed.exists(p / ".git")), None)
 
 
 def _git_listing(repository: Path, folders: list[Path]) -> set[str] | None:
     """What git lists (tracked, or untracked and not ignored) under `folders`, relative to
     `repository`; None when git cannot be asked."""
-    import subprocess  # only inside a git checkout
-
     specs = [os.path.relpath(folder, repository) for folder in folders]
-    command = ["git", "--literal-pathspecs", "ls-files", "-z", "--cached", "--others"]
-    command += ["--exclude-standard", "--", *specs]
-    try:
-        listing = subprocess.run(
-            command, cwd=repository, capture_output=True, check=True, timeout=120
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+    command = ["--literal-pathspecs", "ls-files", "-z", "--cached", "--others"]
+    listing = observed.git([*command, "--exclude-standard", "--", *specs], repository)
+    if listing is None:
         return None
     return {os.path.normpath(os.fsdecode(name)) for name in listing.split(b"\0") if name}
 
@@ -258,7 +257,7 @@ class GitIgnoreFiles:
             lines: list[str] = []
             for name in names:
                 with contextlib.suppress(OSError, UnicodeDecodeError):
-                    lines += (folder / name).read_text(encoding="utf-8").splitlines()
+                    lines += observed.read_text(folder / name).splitlines()
             self.specs[folder, names] = GitIgnoreSpec.from_lines(lines)
         return self.specs[folder, names]
 
@@ -293,7 +292,9 @@ def _listed_or_nested(path: Path, folder: Path, listed: set[str]) -> bool:
     if os.path.normpath(relative) in listed:
         return True
     # git lists a nested repository as a folder, not its files: those are not ignored.
-    return any((folder / parent / ".git").exists() for parent in relative.parents if parent.parts)
+    return any(
+        observed.exists(folder / parent / ".git") for parent in relative.parents if parent.parts
+    )
 
 
 def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
@@ -304,11 +305,11 @@ def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
     links: dict[tuple[int, int] | str, int] = {}
     for item in found:
         try:
-            status = os.stat(item.path)
-            key: tuple[int, int] | str = (status.st_dev, status.st_ino)
-            links[key] = status.st_nlink
+            device, inode, hard_links = observed.identity(item.path)
+            key: tuple[int, int] | str = (device, inode)
+            links[key] = hard_links
         except OSError:
-            key = os.path.realpath(item.path)
+            key = observed.realpath(item.path)
         if not item.is_link:
             names.setdefault(key, set()).add(str(item.path))
         current = chosen.get(key)
@@ -325,15 +326,15 @@ def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
 def _leaves_project(path: Path) -> bool:
     """The real location of `path` is outside the real root of the project it seems to be in
     (`dirlink/out.py` where `dirlink` leads elsewhere)."""
-    root = Path(os.path.realpath(find_project_root(path)))
-    return not _is_inside(Path(os.path.realpath(path)), root)
+    root = Path(observed.realpath(find_project_root(path)))
+    return not _is_inside(Path(observed.realpath(path)), root)
 
 
 def _linked_file(path: Path, root: Path) -> Path:
     """The file a link inside the project leads to, spelled under the project root as given
     (so `/tmp` and its real name on macOS show the same)."""
-    real = os.path.realpath(path)
-    return root / os.path.relpath(real, os.path.realpath(root))
+    real = observed.realpath(path)
+    return root / os.path.relpath(real, observed.realpath(root))
 
 
 def _is_inside(path: Path, folder: Path) -> bool:

@@ -17,8 +17,8 @@ that cannot be read gives a one-line warning and the next source is asked.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
+from amp_clipfix import observed
 from amp_clipfix.paths import display_path
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.version import (
@@ -148,7 +149,7 @@ def _range(pin: Pin) -> bool:
 def sources(root: Path) -> Iterator[tuple[Path, Reader, Accept]]:
     """The files to ask, in order, with their reader and which of their pins count there."""
     for name in LOCK_FILES:
-        if (root / name).is_file():
+        if observed.is_file(root / name):
             yield root / name, LOCK_READERS[name], _any
     requirements = requirement_files(root)
     for path in requirements:
@@ -158,19 +159,28 @@ def sources(root: Path) -> Iterator[tuple[Path, Reader, Accept]]:
         ("setup.cfg", setup_cfg_pins),
         ("setup.py", setup_py_pins),
     ):
-        if (root / name).is_file():
+        if observed.is_file(root / name):
             yield root / name, read, _any
     for path in requirements:
         yield path, requirements_pins, _range
     for name in CONDA_FILES:
-        if (root / name).is_file():
+        if observed.is_file(root / name):
             yield root / name, conda_pins, _any
 
 
 def requirement_files(root: Path) -> list[Path]:
     """requirements*.txt at the root, then requirements/*.txt."""
-    found = sorted(root.glob("requirements*.txt")) + sorted(root.glob("requirements/*.txt"))
-    return [path for path in found if path.is_file()]
+    found = [root / name for name in _names(root) if fnmatch.fnmatchcase(name, "requirements*.txt")]
+    folder = root / "requirements"
+    found += [folder / name for name in _names(folder) if name.endswith(".txt")]
+    return [path for path in found if observed.is_file(path)]
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return observed.listdir(folder)
+    except OSError:
+        return []
 
 
 def first_pin(pins: list[Pin]) -> Pin | None:
@@ -217,7 +227,7 @@ def installed_version(package: str) -> str | None:
     for entry in sys.path:
         folder = Path(entry or ".")
         try:
-            names = sorted(os.listdir(folder))
+            names = observed.listdir(folder)
         except OSError:
             continue
         for name in names:
@@ -233,12 +243,11 @@ def installed_version(package: str) -> str | None:
 
 def metadata_version(path: Path) -> str | None:
     try:
-        with path.open(encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                if line.lower().startswith("version:"):
-                    return line.split(":", 1)[1].strip()
-                if not line.strip():  # the headers end at the first empty line
-                    return None
+        for line in observed.read_text(path, errors="replace").splitlines():
+            if line.lower().startswith("version:"):
+                return line.split(":", 1)[1].strip()
+            if not line.strip():  # the headers end at the first empty line
+                return None
     except OSError:
         return None
     return None
@@ -302,8 +311,7 @@ def pins_of_lines(lines: list[str]) -> list[Pin]:
 
 def load_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as file:
-            return tomllib.load(file)
+        return tomllib.loads(observed.read_bytes(path).decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise PinError(f"invalid TOML: {error}") from None
 
@@ -340,7 +348,7 @@ def toml_lock_pins(path: Path) -> list[Pin]:
 def pipfile_lock_pins(path: Path) -> list[Pin]:
     """Pipfile.lock: JSON `{"default": {name: {"version": "==X"}}, "develop": {...}}`."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(observed.read_text(path))
     except (ValueError, UnicodeDecodeError) as error:
         raise PinError(f"invalid JSON: {error}") from None
     pins = []
@@ -364,7 +372,7 @@ LOCK_READERS: dict[str, Reader] = {
 def requirements_pins(path: Path) -> list[Pin]:
     """requirements*.txt: PEP 508 lines; options (`-r`, `-e`, `--hash`) and URLs are skipped."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = observed.read_text(path)
     except UnicodeDecodeError:
         raise PinError("not UTF-8 text") from None
     lines = []
@@ -468,7 +476,7 @@ def setup_cfg_pins(path: Path) -> list[Pin]:
 
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(path.read_text(encoding="utf-8"), source=str(path))
+        parser.read_string(observed.read_text(path), source=str(path))
     except (configparser.Error, UnicodeDecodeError) as error:
         raise PinError(f"cannot parse: {' '.join(str(error).split())}") from None
     values = []
@@ -482,7 +490,7 @@ def setup_cfg_pins(path: Path) -> list[Pin]:
 def setup_py_pins(path: Path) -> list[Pin]:
     """`install_requires` (and `extras_require`) of a `setup(...)` call, read as literals."""
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        tree = ast.parse(observed.read_bytes(path), filename=str(path))
     except (SyntaxError, ValueError) as error:
         raise PinError(f"cannot parse: {getattr(error, 'msg', error)}") from None
     constants = {
@@ -530,7 +538,7 @@ def conda_pins(path: Path) -> list[Pin]:
     from ruamel.yaml import YAML, YAMLError
 
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+        data = YAML(typ="safe", pure=True).load(observed.read_text(path))
     except (YAMLError, UnicodeDecodeError) as error:
         raise PinError(f"invalid YAML: {' '.join(str(error).split())[:200]}") from None
     entries = data.get("dependencies", []) if isinstance(data, dict) else []

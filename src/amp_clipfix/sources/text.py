@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from amp_clipfix import observed
 from amp_clipfix.paths import os_error_reason
 
 # The PEP 263 patterns, as the tokenize module spells them; kept here so that a cookie line with
@@ -45,7 +46,7 @@ class SourceFile:
 def read_source(path: Path) -> SourceFile:
     """Read `path` strictly: refuse binary, undecodable or mis-declared files with a SourceError."""
     try:
-        data = Path(path).read_bytes()
+        data = observed.read_bytes(path)
     except OSError as error:
         raise SourceError(f"cannot read: {os_error_reason(error)}") from None
     return decode_source(path, data)

@@ -1,0 +1,16 @@
+"""Where the cache lives: `.amp_clipfix_cache/v<version>-<format>/` in a project's root, shared by
+the per-file cache (analysis/cache.py) and the replay of unchanged runs (replay.py)."""
+
+from __future__ import annotations
+
+import os
+
+from amp_clipfix import __version__
+
+CACHE_DIR = ".amp_clipfix_cache"
+FORMAT = "3"  # bump when the cached data's shape (or what a run computes from it) changes
+
+
+def version_folder(root: str | os.PathLike[str]) -> str:
+    """This version's folder of the cache in `root`; other versions' folders are left alone."""
+    return os.path.join(root, CACHE_DIR, f"v{__version__}-{FORMAT}")

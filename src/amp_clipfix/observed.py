@@ -1,0 +1,224 @@
+"""The file system as a run sees it: every question a run asks about files and folders (does it
+exist, what is in this folder, what are these bytes, what does git list) goes through here.
+
+While a recording is active each answer is noted; asking the same questions again later and
+getting the same answers proves that the run would see exactly what it saw (replay.py replays an
+unchanged `check` that way). The questions are the ones the run asks itself, so there is no
+second idea of what a run depends on to keep in step. Standard library only: the replay asks
+them before the command line is even read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from amp_clipfix.cache_layout import CACHE_DIR
+
+TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+Question = tuple[str, str, str]  # (what is asked, of which path, with what extra)
+
+
+class Recording:
+    """The questions asked while it is entered, each with its answer."""
+
+    def __init__(self) -> None:
+        self.answers: dict[Question, object] = {}
+        self.previous: Recording | None = None
+
+    def __enter__(self) -> Recording:
+        global _active
+        self.previous, _active = _active, self
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        global _active
+        _active = self.previous
+
+
+_active: Recording | None = None
+
+
+def _noted(kind: str, path: str | os.PathLike[str], extra: str, answer: object) -> None:
+    if _active is not None:
+        _active.answers[kind, os.fspath(path), extra] = answer
+
+
+def lexists(path: str | os.PathLike[str]) -> bool:
+    answer = os.path.lexists(path)
+    _noted("lexists", path, "", answer)
+    return answer
+
+
+def exists(path: str | os.PathLike[str]) -> bool:
+    answer = os.path.exists(path)
+    _noted("exists", path, "", answer)
+    return answer
+
+
+def is_file(path: str | os.PathLike[str]) -> bool:
+    answer = os.path.isfile(path)
+    _noted("is_file", path, "", answer)
+    return answer
+
+
+def is_dir(path: str | os.PathLike[str]) -> bool:
+    answer = os.path.isdir(path)
+    _noted("is_dir", path, "", answer)
+    return answer
+
+
+def is_symlink(path: str | os.PathLike[str]) -> bool:
+    answer = os.path.islink(path)
+    _noted("is_symlink", path, "", answer)
+    return answer
+
+
+def realpath(path: str | os.PathLike[str]) -> str:
+    answer = os.path.realpath(path)
+    _noted("realpath", path, "", answer)
+    return answer
+
+
+def identity(path: str | os.PathLike[str]) -> tuple[int, int, int]:
+    """(device, inode, number of hard links): which names are one file. Raises OSError."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        _noted("identity", path, "", None)
+        raise
+    answer = (status.st_dev, status.st_ino, status.st_nlink)
+    _noted("identity", path, "", answer)
+    return answer
+
+
+def listdir(folder: str | os.PathLike[str]) -> list[str]:
+    """The folder's names, sorted, without the cache's own folder (every run may change it,
+    none reads it as part of the project). Raises OSError."""
+    try:
+        answer = _listing(folder)
+    except OSError:
+        _noted("listdir", folder, "", None)
+        raise
+    _noted("listdir", folder, "", tuple(answer))
+    return answer
+
+
+def scandir(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
+    """The folder's entries sorted by name, without the cache's folder; what a walk asks of them
+    (folder? file? link?) is part of the answer. Raises OSError."""
+    try:
+        entries = _entries(folder)
+    except OSError:
+        _noted("scandir", folder, "", None)
+        raise
+    if _active is not None:
+        _noted("scandir", folder, "", _entry_kinds(entries))
+    return entries
+
+
+def _listing(folder: str | os.PathLike[str]) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if name != CACHE_DIR)
+
+
+def _entries(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as scan:
+        return sorted((e for e in scan if e.name != CACHE_DIR), key=lambda entry: entry.name)
+
+
+def _entry_kinds(entries: list[os.DirEntry[str]]) -> tuple[tuple[str, bool, bool, bool], ...]:
+    kinds = []
+    for entry in entries:
+        try:
+            kinds.append(
+                (
+                    entry.name,
+                    entry.is_dir(follow_symlinks=False),
+                    entry.is_file(),
+                    entry.is_symlink(),
+                )
+            )
+        except OSError:
+            kinds.append((entry.name, False, False, False))
+    return tuple(kinds)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The file's bytes (their sha256 is the answer noted). Raises OSError."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as error:
+        _noted("read", path, "", error.errno)
+        raise
+    if _active is not None:
+        _noted("read", path, "", hashlib.sha256(data).hexdigest())
+    return data
+
+
+def read_text(path: str | os.PathLike[str], errors: str = "strict") -> str:
+    """UTF-8 text, universal newlines (as `Path.read_text`). Raises OSError, UnicodeDecodeError."""
+    text = read_bytes(path).decode("utf-8", errors)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def git(arguments: list[str], folder: str | os.PathLike[str]) -> bytes | None:
+    """What `git ARGUMENTS` prints in `folder`; None when git cannot be asked (not installed,
+    not a checkout, a checkout it refuses)."""
+    import subprocess  # only inside a git checkout
+
+    try:
+        answer: bytes | None = subprocess.run(
+            ["git", *arguments], cwd=folder, capture_output=True, check=True, timeout=120
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        answer = None
+    if _active is not None:
+        digest = None if answer is None else hashlib.sha256(answer).hexdigest()
+        _noted("git", folder, "\0".join(arguments), digest)
+    return answer
+
+
+def still_answers(answers: dict[Question, object]) -> bool:
+    """Whether every question gets the answer it got when it was noted."""
+    return all(_answer(*question) == answer for question, answer in answers.items())
+
+
+def _answer(kind: str, path: str, extra: str) -> object:
+    """The answer to a noted question now, in the form it is noted."""
+    if kind == "git":
+        arguments = extra.split("\0")
+        if not any(tuple(arguments[: len(start)]) == start for start in GIT_LISTINGS):
+            return _UNKNOWN  # a record (a file in the project) never makes git run anything else
+        answer = git(arguments, path)
+        return None if answer is None else hashlib.sha256(answer).hexdigest()
+    try:
+        if kind == "read":
+            with open(path, "rb") as file:
+                return hashlib.sha256(file.read()).hexdigest()
+        if kind == "scandir":
+            return _entry_kinds(_entries(path))
+        if kind == "listdir":
+            return tuple(_listing(path))
+        if kind == "identity":
+            status = os.stat(path)
+            return (status.st_dev, status.st_ino, status.st_nlink)
+    except OSError as error:
+        return error.errno if kind == "read" else None
+    question = _PLAIN.get(kind)
+    return question(path) if question is not None else _UNKNOWN
+
+
+GIT_LISTINGS = (("ls-files",), ("--literal-pathspecs", "ls-files"))  # all a run asks of git
+_UNKNOWN = object()  # equal to no noted answer: a question this module does not know
+_PLAIN: dict[str, Callable[[str], object]] = {
+    "lexists": os.path.lexists,
+    "exists": os.path.exists,
+    "is_file": os.path.isfile,
+    "is_dir": os.path.isdir,
+    "is_symlink": os.path.islink,
+    "realpath": os.path.realpath,
+}
