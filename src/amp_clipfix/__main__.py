@@ -1,4 +1,4 @@
-from amp_clipfix.cli import main
+from amp_clipfix.replay import main
 
 if __name__ == "__main__":
     main()

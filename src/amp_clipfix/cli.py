@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from amp_clipfix import __version__
+from amp_clipfix import __version__, observed, replay
 from amp_clipfix.models import ErrorKind, FileError, Finding, Strategy, active_findings
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.output.patches import patch_of, patch_with_base, project_patch_names
@@ -234,7 +234,7 @@ def settings_from(
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     start = stdin_filename or Path(".") if targets == (STDIN,) else targets[0]
     try:
-        config = load_config(start if start.exists() else Path("."))
+        config = load_config(start if observed.exists(start) else Path("."))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     try:
@@ -380,10 +380,13 @@ def check(**options: object) -> None:
     """
     started = time.perf_counter()
     settings = settings_from(**options)  # type: ignore[arg-type]
-    result = execute(settings, fix=False, stdin_data=read_stdin(settings))
+    stdin_data = read_stdin(settings)
+    result = execute(settings, fix=False, stdin_data=stdin_data)
     with report_stream(settings, stdout_ok=True) as stream:
         emit_report(result, settings, stream)
     finish(settings, result, started)
+    if settings.cache and not (settings.output_file or stdin_data or settings.verbosity > 0):
+        replay.allow()  # all it printed follows from what it read (-v prints the time it took)
     sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
 

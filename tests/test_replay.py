@@ -1,0 +1,285 @@
+"""The replay of an unchanged `check` (replay.py): it prints what the run printed, and anything a
+run could see differently (a file's bytes, a new file, a configuration, git's ignores, the
+environment, the folder it is started from) makes it run again."""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix import observed
+from amp_clipfix.cache_layout import version_folder
+from amp_clipfix.cli import main
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FINDING = "optim.py:5:51: ACF002"
+
+
+def environment(**extra: str) -> dict[str, str]:
+    variables = {k: v for k, v in os.environ.items() if k != "AMP_CLIPFIX_NO_CACHE"}
+    return {**variables, **extra}
+
+
+def check(project: Path, *arguments: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """`amp-clipfix check` as a user starts it, from the project, its output piped."""
+    return subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", *arguments],
+        cwd=project,
+        env=environment(**variables),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def records(project: Path) -> list[Path]:
+    folder = Path(version_folder(project)) / "replay"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def mark_records(project: Path) -> None:
+    """Make every noted run print `replayed` instead: what the next run prints then says
+    whether it was replayed."""
+    for record in records(project):
+        answers, _, code = marshal.loads(record.read_bytes())
+        record.write_bytes(marshal.dumps((answers, [(1, b"replayed\n")], code)))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", root)
+    (root / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    return root
+
+
+def test_an_unchanged_check_prints_what_it_printed_without_running(project: Path) -> None:
+    first = check(project, ".")
+    assert first.returncode == 1 and FINDING in first.stdout
+    assert len(records(project)) == 1
+
+    second = check(project, ".")
+    assert (second.stdout, second.stderr, second.returncode) == (
+        first.stdout,
+        first.stderr,
+        first.returncode,
+    )
+
+    mark_records(project)
+    third = check(project, ".")
+    assert (third.stdout, third.returncode) == ("replayed\n", 1)
+
+
+def test_output_of_both_streams_is_replayed_in_order(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.amp-clipfix]\nignore = ["ACF999"]\n', encoding="utf-8"
+    )
+    first = check(project, ".")
+    second = check(project, ".")
+    assert "unknown code 'ACF999'" in first.stderr
+    assert (second.stdout, second.stderr) == (first.stdout, first.stderr)
+
+
+def edit_source(project: Path) -> None:
+    optim = project / "optim.py"
+    optim.write_text(optim.read_text().replace("fused=True", "fused=False"))
+
+
+def add_file(project: Path) -> None:
+    (project / "more").mkdir()
+    (project / "more" / "fabric_run.py").write_text(
+        "import lightning as L\nimport torch\n\n\n"
+        "def run(model):\n"
+        '    fabric = L.Fabric(precision="16-mixed")\n'
+        "    optimizer = torch.optim.AdamW(model.parameters(), fused=True)\n"
+        "    model, optimizer = fabric.setup(model, optimizer)\n"
+        "    fabric.clip_gradients(model, optimizer, max_norm=1.0)\n",
+        encoding="utf-8",
+    )
+
+
+def remove_file(project: Path) -> None:
+    (project / "optim.py").unlink()
+
+
+def configure(project: Path) -> None:
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as file:
+        file.write('\n[tool.amp-clipfix]\nignore = ["ACF002"]\n')
+
+
+def pin_lightning(project: Path) -> None:
+    (project / "requirements.txt").write_text("lightning==2.4.0\n", encoding="utf-8")
+
+
+def ignore_in_git(project: Path) -> None:
+    (project / ".gitignore").write_text("optim.py\n", encoding="utf-8")
+
+
+CHANGES: list[Callable[[Path], None]] = [
+    edit_source,
+    add_file,
+    remove_file,
+    configure,
+    pin_lightning,
+    ignore_in_git,
+]
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=[change.__name__ for change in CHANGES])
+def test_a_change_the_run_could_see_runs_it_again(
+    project: Path, change: Callable[[Path], None]
+) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    first = check(project, ".")
+    assert records(project)
+
+    change(project)
+    second = check(project, ".")
+
+    uncached = check(project, "--no-cache", ".")
+    assert (second.stdout, second.stderr) == (uncached.stdout, uncached.stderr)
+    assert second.stdout != first.stdout
+
+
+def test_another_folder_or_environment_or_command_line_runs_again(project: Path) -> None:
+    check(project, ".")
+    mark_records(project)
+
+    assert check(project, ".", NO_COLOR="1").stdout != "replayed\n"
+    assert check(project, "--select", "ACF002", ".").stdout != "replayed\n"
+    assert check(project / "..", "project").stdout != "replayed\n"
+    assert check(project, ".").stdout == "replayed\n"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [["--no-cache", "."], ["-o", "report.txt", "."], ["--output-file=report.txt", "."]],
+    ids=["no-cache", "output-file", "output-file-equals"],
+)
+def test_runs_that_are_never_noted(project: Path, arguments: list[str]) -> None:
+    result = check(project, *arguments)
+    assert result.returncode == 1
+    assert records(project) == []
+
+
+def test_a_run_with_errors_is_never_noted(project: Path) -> None:
+    (project / "binary.py").write_bytes(b"x = 1\n\x00\n")
+    assert check(project, ".").returncode == 2
+    assert records(project) == []
+
+
+def test_stdin_is_never_noted(project: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "-"],
+        cwd=project,
+        env=environment(),
+        input=(project / "optim.py").read_text(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert records(project) == []
+
+
+def test_the_environment_variable_turns_it_off(project: Path) -> None:
+    check(project, ".")
+    mark_records(project)
+    assert check(project, ".", AMP_CLIPFIX_NO_CACHE="1").stdout != "replayed\n"
+
+
+FIXTURE_PROJECTS = sorted(
+    path / "input" for path in FIXTURES.iterdir() if (path / "input").is_dir()
+)
+
+
+@pytest.mark.parametrize("source", FIXTURE_PROJECTS, ids=[p.parent.name for p in FIXTURE_PROJECTS])
+def test_every_file_system_question_of_a_check_is_noted(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a run reads, lists or looks up goes through observed.py: a question asked any other
+    way would not be asked again by the replay, which could then print an outdated report."""
+    project = tmp_path / "project"
+    shutil.copytree(source, project, symlinks=True)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    monkeypatch.chdir(project)
+    touched: set[str] = set()
+    for name in ("stat", "lstat", "scandir", "listdir"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, spying(real, touched))
+
+    with observed.Recording() as seen, opened_files(touched):
+        CliRunner().invoke(main, ["check", "--no-cache", "."], catch_exceptions=False)
+
+    asked = {path for _, path, _ in seen.answers}
+    resolved = {path for kind, path, _ in seen.answers if kind == "realpath"}
+    inside = str(tmp_path)
+    unasked = {
+        path
+        for path in touched
+        if path.startswith(inside)
+        and not os.path.basename(path).startswith("<")  # `<unknown>`: a warning's source line
+        and path not in asked
+        and not any(_leads_to(question, path) for question in resolved)
+    }
+    assert unasked == set()
+    assert observed.still_answers(seen.answers)
+
+
+def _leads_to(question: str, path: str) -> bool:
+    """realpath() looks up each folder on the way to its path."""
+    return question.startswith(os.path.join(path, ""))
+
+
+def spying(real: Callable[..., object], touched: set[str]) -> Callable[..., object]:
+    def spy(path: object = ".", *arguments: object, **options: object) -> object:
+        if isinstance(path, (str, os.PathLike)):
+            touched.add(os.path.abspath(os.fspath(path)))
+        return real(path, *arguments, **options)
+
+    return spy
+
+
+_opened: list[set[str]] = []  # where the audit hook notes opened files, while a test listens
+
+
+def _note_opened(event: str, arguments: tuple[object, ...]) -> None:
+    if _opened and event == "open" and isinstance(arguments[0], (str, os.PathLike)):
+        _opened[-1].add(os.path.abspath(os.fspath(arguments[0])))
+
+
+@contextlib.contextmanager
+def opened_files(touched: set[str]) -> Iterator[None]:
+    """Files opened inside the block are added to `touched` (one audit hook for the whole
+    session: hooks cannot be removed)."""
+    if not _hook:
+        sys.addaudithook(_note_opened)
+        _hook.append(True)
+    _opened.append(touched)
+    try:
+        yield
+    finally:
+        _opened.pop()
+
+
+_hook: list[bool] = []
+
+
+def test_a_planted_record_never_runs_git_with_other_arguments(tmp_path: Path) -> None:
+    """A record is a file in the project: what it asks of git is only ever a listing."""
+    hook = tmp_path / "ran"
+    planted = {("git", str(tmp_path), f"-c\0alias.x=!touch {hook}\0x"): None}
+    assert not observed.still_answers(planted)
+    assert not hook.exists()
+    assert not observed.still_answers({("unknown", str(tmp_path), ""): None})
