@@ -234,7 +234,8 @@ def measure_repository(
     second = amp_clipfix("amp-clipfix check (cache warm)", tree, [], REPO_FOLDERS)
     for index in range(runs):
         print(f"pair {index + 1} of {runs}:", file=sys.stderr)
-        shutil.rmtree(tree.path / CACHE_DIR, ignore_errors=True)
+        for cache in list(tree.path.rglob(CACHE_DIR)):  # one per project (root without marker)
+            shutil.rmtree(cache, ignore_errors=True)
         run_once(first, env)
         run_once(second, env)
     return RepositoryResult(tree, source, amp, ruff, first, second)

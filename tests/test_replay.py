@@ -161,6 +161,23 @@ def test_another_folder_or_environment_or_command_line_runs_again(project: Path)
     assert check(project, ".").stdout == "replayed\n"
 
 
+def test_a_check_from_inside_a_project_is_noted_in_its_root(project: Path) -> None:
+    inside = project / "pkg"
+    inside.mkdir()
+    (project / "optim.py").rename(inside / "optim.py")
+    (project / "model.py").write_text(
+        (project / "model.py").read_text().replace("from optim", "from pkg.optim")
+    )
+    first = check(inside, "..")
+    assert first.stdout.startswith("optim.py:5:51: ACF002")
+    assert "precision: ../train.py:9" in first.stdout
+    assert len(records(project)) == 1
+    assert not (inside / ".amp_clipfix_cache").exists()
+
+    mark_records(project)
+    assert check(inside, "..").stdout == "replayed\n"
+
+
 @pytest.mark.parametrize(
     "arguments",
     [["--no-cache", "."], ["-o", "report.txt", "."], ["--output-file=report.txt", "."]],

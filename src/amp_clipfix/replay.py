@@ -103,14 +103,31 @@ def _package_files(folder: str) -> list[str]:
     return found
 
 
-def _record_path(key: str) -> str:
-    return os.path.join(version_folder(os.getcwd()), "replay", key)
+def _cache_folders() -> list[str]:
+    """This version's cache folders in the current folder and above it, nearest first: a run
+    from inside a project keeps its cache in the project's root."""
+    folder, found = os.getcwd(), []
+    while True:
+        candidate = version_folder(folder)
+        if os.path.isdir(candidate):
+            found.append(candidate)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return found
+        folder = parent
+
+
+def _records(key: str) -> list[str]:
+    return [os.path.join(folder, "replay", key) for folder in _cache_folders()]
 
 
 def replay(key: str) -> int | None:
     """Write the noted output and return the exit code, when the record still holds."""
+    records = [path for path in _records(key) if os.path.isfile(path)]
+    if not records:
+        return None
     try:
-        with open(_record_path(key), "rb") as file:
+        with open(records[0], "rb") as file:
             answers, output, code = marshal.loads(file.read())
         if not (_is_output(output) and isinstance(code, int) and observed.still_answers(answers)):
             return None
@@ -131,11 +148,13 @@ def _is_output(output: object) -> bool:
 
 
 def save(key: str, answers: dict[observed.Question, object], output: Output, code: int) -> None:
-    """Note the run, when the command allowed it and the current folder has a cache (the run
-    made one: the current folder is a project root). Written whole or not at all."""
-    folder = os.path.join(version_folder(os.getcwd()), "replay")
-    if not _allowed or not os.path.isdir(os.path.dirname(folder)):
+    """Note the run in the nearest cache at or above the current folder (the run made one when
+    the current folder is in a project), when the command allowed it. Written whole or not at
+    all."""
+    caches = _cache_folders()
+    if not _allowed or not caches:
         return
+    folder = os.path.join(caches[0], "replay")
     import tempfile  # only when noting
 
     try:
