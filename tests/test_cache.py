@@ -3,6 +3,8 @@ a changed file is read again."""
 
 from __future__ import annotations
 
+import os
+import pickle
 import shutil
 from pathlib import Path
 
@@ -87,3 +89,42 @@ def test_an_unchanged_project_is_not_collected_again(
     assert second.exit_code == first.exit_code == 2
     assert second.output == first.output
     assert "optim.py:5:51: ACF002" in second.output and "broken.py:1:" in second.output
+
+
+def short_string(text: str) -> bytes:
+    data = text.encode()
+    return b"\x8c" + bytes([len(data)]) + data  # SHORT_BINUNICODE
+
+
+class RunsACommand:
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, (self.command,))
+
+
+@pytest.mark.parametrize("route", ["os.system", "a name reached through an own module"])
+def test_entries_a_repository_brings_never_run_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, route: str
+) -> None:
+    """The cache folder is inside the project, so a pull request can commit entries to it: an
+    entry that names anything but amp-clipfix's data is a miss, never a call."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", project)
+    uncached = check(project, "--no-cache")
+    check(project)
+    marker = tmp_path / "ran"
+    if route == "os.system":
+        planted = pickle.dumps(RunsACommand(f"touch {marker}"))
+    else:  # protocol 4: STACK_GLOBAL of amp_clipfix.observed's `os.system`, called with one string
+        planted = b"\x80\x04" + short_string("amp_clipfix.observed") + short_string("os.system")
+        planted += b"\x93" + short_string(f"touch {marker}") + b"\x85R."
+    entries = [p for p in (project / ".amp_clipfix_cache").rglob("*") if p.is_file()]
+    for entry in entries:
+        if entry.name != ".gitignore":
+            entry.write_bytes(planted)
+
+    assert check(project) == uncached
+    assert not marker.exists()

@@ -15,7 +15,7 @@ import os
 import pickle
 import tempfile
 from enum import Enum
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from amp_clipfix import __version__
 from amp_clipfix.cache_layout import FORMAT, version_folder
@@ -63,7 +63,7 @@ class Cache:
         entry = self.folder / key[-2:] / key
         try:
             with entry.open("rb") as handle:
-                return pickle.load(handle)
+                return CachedData(handle).load()
         except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
             return None
 
@@ -93,6 +93,26 @@ class Cache:
                 stream.write("# Created by amp-clipfix automatically.\n*\n")
             os.replace(temporary, ignore)
         self.ready = True
+
+
+class CachedData(pickle.Unpickler):
+    """An entry holds amp-clipfix's own dataclasses and enums and paths, nothing else. The cache
+    is a folder in the project: a repository (a pull request CI checks) may bring entries of
+    its own, and a pickle that may name any callable runs code when it is read."""
+
+    def find_class(self, module: str, name: str) -> type:
+        if module.startswith("amp_clipfix.") or module == "pathlib":
+            found = super().find_class(module, name)
+            if isinstance(found, type) and _is_cached_type(found):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not cached data")
+
+
+def _is_cached_type(found: type) -> bool:
+    if found.__module__ == "pathlib":
+        return issubclass(found, PurePath)
+    own = found.__module__.startswith("amp_clipfix.")
+    return own and (dataclasses.is_dataclass(found) or issubclass(found, Enum))
 
 
 def canonical(value: object) -> object:
