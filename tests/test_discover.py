@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from amp_clipfix import observed
 from amp_clipfix.models import ErrorKind, FileError
 from amp_clipfix.project.discover import (
     DEFAULT_EXCLUDES,
@@ -325,14 +326,14 @@ def test_folders_of_one_checkout_ask_git_once_and_each_keeps_its_ignores(
         (tmp_path / name).write_text("x = 1\n")
     (tmp_path / ".gitignore").write_text("gen/\n")
     calls: list[list[str]] = []
-    real_run = subprocess.run
+    real_git = observed.git
 
-    def run(command: list[str], **options: object) -> object:
-        calls.append(command)
-        return real_run(command, **options)  # type: ignore[call-overload]
+    def git(arguments: list[str], folder: Path) -> bytes | None:
+        calls.append(arguments)
+        return real_git(arguments, folder)
 
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(observed, "git", git)
     walked = discover([tmp_path / "src", tmp_path / "tests", tmp_path / "tests" / "[x]*"])
     names = sorted(p.relative_to(tmp_path).as_posix() for p in walked.projects[0].files)
     assert names == ["src/keep.py", "tests/[x]*/keep.py", "tests/keep.py"]
-    assert len([command for command in calls if command[0] == "git"]) == 1
+    assert len(calls) == 1
