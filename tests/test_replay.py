@@ -89,6 +89,28 @@ def test_output_of_both_streams_is_replayed_in_order(project: Path) -> None:
     assert "unknown code 'ACF999'" in first.stderr
     assert (second.stdout, second.stderr) == (first.stdout, first.stderr)
 
+    def together() -> str:  # both streams into one pipe, as `2>&1` does
+        return subprocess.run(
+            [sys.executable, "-m", "amp_clipfix", "check", "."],
+            cwd=project,
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+        ).stdout
+
+    uncached = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
+        cwd=project,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    ).stdout
+    assert together() == together() == uncached
+
 
 def edit_source(project: Path) -> None:
     optim = project / "optim.py"

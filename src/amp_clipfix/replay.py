@@ -2,10 +2,11 @@
 
 A `check` whose output goes to no terminal (CI, pre-commit, an editor, a pipe) notes every
 question it asks of the file system (observed.py: what a folder holds, which bytes a file has,
-what git lists) and, when it ends with 0 or 1, its output and exit code, in the cache folder of
-the current folder. The same command line, from the same folder, with the same environment and
-the same amp-clipfix, asks those questions again before anything else is imported; when every
-answer is the same, so would the whole run be, and the noted output is written instead. The
+what git lists) and, when it ends with 0 or 1, its output and exit code, in the nearest cache
+folder at or above the current folder. The same command line, from the same folder, with the
+same environment and the same amp-clipfix, asks those questions again before anything else is
+imported; when every answer is the same, so would the whole run be, and the noted output is
+written instead. The
 analysis itself stays cached by content hash (analysis/cache.py); this only saves starting it.
 
 Standard library only, so that a replay costs little more than starting Python and reading the
@@ -133,10 +134,12 @@ def replay(key: str) -> int | None:
             return None
     except (OSError, EOFError, ValueError, TypeError, AttributeError):  # not a record of ours
         return None
-    for stream, data in output:
-        target = sys.stdout if stream == 1 else sys.stderr
-        target.buffer.write(data)
-        target.flush()
+    for stream, data in output:  # buffered as the run's own writes were: stderr by the line
+        if stream == 1:
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stderr.buffer.write(data)
+            sys.stderr.flush()
     return int(code)
 
 
@@ -155,8 +158,10 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     if not _allowed or not caches:
         return
     folder = os.path.join(caches[0], "replay")
-    import tempfile  # only when noting
+    import contextlib  # only when noting
+    import tempfile
 
+    temporary = None
     try:
         os.makedirs(folder, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
@@ -164,15 +169,9 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
             file.write(marshal.dumps((answers, output, code)))
         os.replace(temporary, os.path.join(folder, key))
     except (OSError, ValueError):
-        if "temporary" in locals():
-            _remove(temporary)
-
-
-def _remove(path: str) -> None:
-    import contextlib  # only when noting
-
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 class _Tee(io.BufferedIOBase):
