@@ -47,40 +47,35 @@ def _noted(kind: str, path: str | os.PathLike[str], extra: str, answer: object) 
         _active.answers[kind, os.fspath(path), extra] = answer
 
 
-def lexists(path: str | os.PathLike[str]) -> bool:
-    answer = os.path.lexists(path)
-    _noted("lexists", path, "", answer)
+def _plainly(kind: str, path: str | os.PathLike[str]) -> object:
+    """A question whose answer is what os.path says (no error to note)."""
+    answer = _PLAIN[kind](path)
+    _noted(kind, path, "", answer)
     return answer
+
+
+def lexists(path: str | os.PathLike[str]) -> bool:
+    return bool(_plainly("lexists", path))
 
 
 def exists(path: str | os.PathLike[str]) -> bool:
-    answer = os.path.exists(path)
-    _noted("exists", path, "", answer)
-    return answer
+    return bool(_plainly("exists", path))
 
 
 def is_file(path: str | os.PathLike[str]) -> bool:
-    answer = os.path.isfile(path)
-    _noted("is_file", path, "", answer)
-    return answer
+    return bool(_plainly("is_file", path))
 
 
 def is_dir(path: str | os.PathLike[str]) -> bool:
-    answer = os.path.isdir(path)
-    _noted("is_dir", path, "", answer)
-    return answer
+    return bool(_plainly("is_dir", path))
 
 
 def is_symlink(path: str | os.PathLike[str]) -> bool:
-    answer = os.path.islink(path)
-    _noted("is_symlink", path, "", answer)
-    return answer
+    return bool(_plainly("is_symlink", path))
 
 
 def realpath(path: str | os.PathLike[str]) -> str:
-    answer = os.path.realpath(path)
-    _noted("realpath", path, "", answer)
-    return answer
+    return str(_plainly("realpath", path))
 
 
 def identity(path: str | os.PathLike[str]) -> tuple[int, int, int]:
@@ -236,7 +231,7 @@ def _answer(kind: str, path: str, extra: str) -> object:
 
 GIT_LISTINGS = (("ls-files",), ("--literal-pathspecs", "ls-files"))  # all a run asks of git
 _UNKNOWN = object()  # equal to no noted answer: a question this module does not know
-_PLAIN: dict[str, Callable[[str], object]] = {
+_PLAIN: dict[str, Callable[[str | os.PathLike[str]], object]] = {
     "lexists": os.path.lexists,
     "exists": os.path.exists,
     "is_file": os.path.isfile,
