@@ -65,6 +65,24 @@ def test_apply_without_terminal_or_yes_writes_nothing(sample: Path) -> None:
     assert snapshot(sample) == before
 
 
+def test_apply_with_stdin_closed_writes_nothing_and_says_so(sample: Path) -> None:
+    """`apply <&-` (a job runner without stdin): Python's sys.stdin is None then."""
+    before = snapshot(sample)
+    result = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "apply", "sample_project"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=sample.parent,
+        preexec_fn=lambda: os.close(0),  # noqa: PLW1509 - runs before the interpreter starts
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "nothing written" in result.stderr
+    assert snapshot(sample) == before
+
+
 def test_dry_run_patch_applies_with_git_to_the_same_bytes(sample: Path, tmp_path: Path) -> None:
     patch = subprocess.run(
         [sys.executable, "-m", "amp_clipfix", "apply", "--dry-run", "sample_project"],

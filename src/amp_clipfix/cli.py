@@ -617,7 +617,7 @@ def report_errors(result: RunResult, settings: Settings) -> None:
 
 def plain_output() -> bool:
     """A plain patch when stdout is not a terminal or colour is switched off."""
-    return not sys.stdout.isatty() or "NO_COLOR" in os.environ
+    return not is_tty(sys.stdout) or "NO_COLOR" in os.environ
 
 
 def project_roots(result: RunResult) -> dict[Path, Path]:
@@ -716,7 +716,7 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
 
 def is_interactive() -> bool:
     """Someone can answer the prompt: stdin and stderr (where the prompt goes) are terminals."""
-    return sys.stdin.isatty() and sys.stderr.isatty()
+    return is_tty(sys.stdin) and is_tty(sys.stderr)
 
 
 def write_changes(
