@@ -313,3 +313,19 @@ def test_a_planted_record_never_runs_git_with_other_arguments(tmp_path: Path) ->
     assert not observed.still_answers(planted)
     assert not hook.exists()
     assert not observed.still_answers({("unknown", str(tmp_path), ""): None})
+
+
+def test_the_oldest_records_are_removed_beyond_the_newest_32(project: Path) -> None:
+    check(project, ".")
+    folder = records(project)[0].parent
+    for number in range(40):
+        old = folder / f"{number:064x}"
+        old.write_bytes(b"")
+        os.utime(old, ns=(number * 10**9, number * 10**9))  # long before the run
+
+    second = check(project, "--select", "ACF", ".")
+
+    assert FINDING in second.stdout
+    kept = records(project)
+    assert len(kept) == 32
+    assert {f"{number:064x}" for number in range(10, 40)} <= {path.name for path in kept}

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # Variables a shell changes between two runs of one command; every other one is part of the key.
 VOLATILE_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
 
+KEPT_RECORDS = 32  # the newest records of a cache folder; older ones are removed
+
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
 
 _allowed = False
@@ -168,10 +170,28 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
         with os.fdopen(handle, "wb") as file:
             file.write(marshal.dumps((answers, output, code)))
         os.replace(temporary, os.path.join(folder, key))
+        _keep_newest(folder, KEPT_RECORDS)
     except (OSError, ValueError):
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+def _keep_newest(folder: str, count: int) -> None:
+    """Every command line has its record (pre-commit names other files at each commit): the
+    oldest beyond `count` are removed, so the folder does not grow without end."""
+    records = []
+    for entry in os.scandir(folder):
+        if not entry.name.startswith("."):
+            try:
+                records.append((entry.stat().st_mtime_ns, entry.path))
+            except OSError:
+                continue
+    for _, path in sorted(records, reverse=True)[count:]:
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
 
 
 class _Tee(io.BufferedIOBase):
