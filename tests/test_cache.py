@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from amp_clipfix import pipeline
+from amp_clipfix.cache_layout import version_folder
 from amp_clipfix.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -128,3 +131,31 @@ def test_entries_a_repository_brings_never_run_code(
 
     assert check(project) == uncached
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("linked", ["the cache folder", "this version's folder"])
+def test_a_cache_folder_linked_outside_the_project_is_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked: str
+) -> None:
+    """A repository may bring its cache folder (or this version's) as a link to elsewhere."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = Path(version_folder(project))
+    link = link.parent if linked == "the cache folder" else link
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    uncached = check(project, "--no-cache")
+
+    assert check(project) == check(project) == uncached
+    replayed = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--lightning-version", "2.6.6", "."],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert replayed.returncode == 1 and "ACF002" in replayed.stdout
+    assert list(elsewhere.iterdir()) == []

@@ -14,3 +14,12 @@ FORMAT = "3"  # bump when the cached data's shape (or what a run computes from i
 def version_folder(root: str | os.PathLike[str]) -> str:
     """This version's folder of the cache in `root`; other versions' folders are left alone."""
     return os.path.join(root, CACHE_DIR, f"v{__version__}-{FORMAT}")
+
+
+def stays_inside(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether writing into `folder` (which may not exist yet) writes inside `root`: a cache
+    folder (or one of its subfolders) that a repository brings as a symbolic link to elsewhere
+    is never written through."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(folder)
+    return real == real_root or real.startswith(os.path.join(real_root, ""))

@@ -22,7 +22,7 @@ import os
 import sys
 
 from amp_clipfix import __version__, observed
-from amp_clipfix.cache_layout import FORMAT, version_folder
+from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -160,6 +160,8 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     if not _allowed or not caches:
         return
     folder = os.path.join(caches[0], "replay")
+    if not stays_inside(os.path.dirname(os.path.dirname(caches[0])), folder):
+        return
     import contextlib  # only when noting
     import tempfile
 

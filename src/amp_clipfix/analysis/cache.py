@@ -18,12 +18,13 @@ from enum import Enum
 from pathlib import Path, PurePath
 
 from amp_clipfix import __version__
-from amp_clipfix.cache_layout import FORMAT, version_folder
+from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder
 from amp_clipfix.models import FileSites
 
 
 class Cache:
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.folder = Path(version_folder(root))
         self.ready = False
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
@@ -69,6 +70,8 @@ class Cache:
 
     def store(self, key: str, value: object) -> None:
         folder = self.folder / key[-2:]
+        if not stays_inside(self.root, folder):
+            return
         try:
             self.prepare()
             folder.mkdir(parents=True, exist_ok=True)
