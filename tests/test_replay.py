@@ -193,13 +193,20 @@ def test_a_check_from_inside_a_project_is_noted_in_its_root(project: Path) -> No
 
 @pytest.mark.parametrize(
     "arguments",
-    [["--no-cache", "."], ["-o", "report.txt", "."], ["--output-file=report.txt", "."]],
-    ids=["no-cache", "output-file", "output-file-equals"],
+    [
+        ["--no-cache", "."],
+        ["-o", "report.txt", "."],
+        ["--output-file=report.txt", "."],
+        ["-v", "."],
+    ],
+    ids=["no-cache", "output-file", "output-file-equals", "verbose"],
 )
 def test_runs_that_are_never_noted(project: Path, arguments: list[str]) -> None:
+    check(project, ".")  # the project's cache folder exists
+    noted = records(project)
     result = check(project, *arguments)
     assert result.returncode == 1
-    assert records(project) == []
+    assert records(project) == noted
 
 
 def test_a_run_with_errors_is_never_noted(project: Path) -> None:
@@ -208,19 +215,22 @@ def test_a_run_with_errors_is_never_noted(project: Path) -> None:
     assert records(project) == []
 
 
-def test_stdin_is_never_noted(project: Path) -> None:
+@pytest.mark.parametrize("given", ["", "import torch\n"], ids=["empty", "code"])
+def test_stdin_is_never_noted(project: Path, given: str) -> None:
+    check(project, ".")  # the project's cache folder exists
+    noted = records(project)
     result = subprocess.run(
         [sys.executable, "-m", "amp_clipfix", "check", "-"],
         cwd=project,
         env=environment(),
-        input=(project / "optim.py").read_text(),
+        input=given,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert result.returncode == 0
-    assert records(project) == []
+    assert records(project) == noted
 
 
 def test_the_environment_variable_turns_it_off(project: Path) -> None:

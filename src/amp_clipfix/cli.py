@@ -385,7 +385,8 @@ def check(**options: object) -> None:
     with report_stream(settings, stdout_ok=True) as stream:
         emit_report(result, settings, stream)
     finish(settings, result, started)
-    if settings.cache and not (settings.output_file or stdin_data or settings.verbosity > 0):
+    noted = settings.output_file is None and stdin_data is None and settings.verbosity <= 0
+    if settings.cache and noted:
         replay.allow()  # all it printed follows from what it read (-v prints the time it took)
     sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
