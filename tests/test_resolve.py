@@ -187,3 +187,61 @@ def test_a_clip_value_is_the_trainers_only_when_it_is_the_hooks_own_parameter(
         assert "0 findings" in result.output, result.output
     else:
         assert f": {expected} " in result.output and "1 finding " in result.output, result.output
+
+
+EXPLODING_MODULE = """import lightning as L
+
+
+def level5(x):
+    return x
+
+
+def level4(x):
+    return level5(x) or level5(x) or level5(x) or level5(x)
+
+
+def level3(x):
+    return level4(x) or level4(x) or level4(x) or level4(x)
+
+
+def level2(x):
+    return level3(x) or level3(x) or level3(x) or level3(x)
+
+
+def level1(x):
+    return level2(x) or level2(x) or level2(x) or level2(x)
+
+
+class Expensive(L.LightningModule):
+    def forward(self, x):
+        return level1(x) or level1(x) or level1(x) or level1(x)
+"""
+
+FUSED_MODULE = """
+
+import torch
+
+
+class Model(L.LightningModule):
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), fused=True)
+
+
+L.Trainer(precision="16-mixed", gradient_clip_val=1.0).fit(Model())
+"""
+
+
+def test_one_expensive_question_leaves_the_budget_to_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose evaluation fans out (a compiler's own code) stops at its own share; before,
+    it spent the project's budget and every question after it was decided at run time: here
+    which module the Trainer fits, so the finding was a review (ACF003), not ACF002."""
+    from amp_clipfix.analysis import evaluate
+
+    monkeypatch.setattr(evaluate, "BUDGET", 5_000)
+    monkeypatch.setattr(evaluate, "QUESTION_BUDGET", 500)
+    (tmp_path / "train.py").write_text(EXPLODING_MODULE + FUSED_MODULE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "."])
+    assert "train.py:34:59: ACF002" in result.output, result.output

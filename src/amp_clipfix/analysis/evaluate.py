@@ -43,6 +43,10 @@ MAX_DEPTH = 6
 # doubles them at every `x = x.f()` reassignment (neuralforecast has dozens in a row).
 MAX_VALUES = 64
 BUDGET = 400_000  # evaluations per project; beyond it everything is decided at run time
+# Evaluations one question of the resolution may cost (a call in a module's method, a site's
+# value): real projects stay under ~8,000; one call into a compiler's own code (lightning-thunder)
+# used the whole project budget, 9 s, and left nothing for the questions after it.
+QUESTION_BUDGET = 25_000
 UNKNOWN_OPTIMIZER = "torch.optim.*"  # getattr(torch.optim, name) with a name not in the code
 BUILTINS = {"dict": "builtins.dict", "getattr": "builtins.getattr", "super": "builtins.super"}
 CALLBACK_CLASSES = frozenset(
@@ -130,6 +134,7 @@ class Evaluator:
         self.word_files: dict[bytes, list[Path]] = {}
         self.size = sum(len(data) for data in contents.values())
         self.budget = BUDGET
+        self.question_budget = QUESTION_BUDGET
         self.resolving: set[str] = set()
 
     # -- modules -------------------------------------------------------------------------------
@@ -222,9 +227,17 @@ class Evaluator:
         key = (id(node), id(ctx))
         if key in self.memo:
             return self.memo[key]
-        if key in self.running or self.budget <= 0 or ctx.depth > MAX_DEPTH:
+        if not self.running:  # asked by the resolution, not by another evaluation
+            self.question_budget = QUESTION_BUDGET
+        if (
+            key in self.running
+            or self.budget <= 0
+            or self.question_budget <= 0
+            or ctx.depth > MAX_DEPTH
+        ):
             return [Opaque(node, ctx.summary)]
         self.budget -= 1
+        self.question_budget -= 1
         self.running.add(key)
         try:
             values = self.ev_node(node, ctx)
