@@ -471,17 +471,22 @@ def test_pyproject_that_is_not_utf8_is_one_line(project: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
-def test_current_folder_deleted_after_cd(project: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("cache", [False, True], ids=["no-cache", "cache"])
+def test_current_folder_deleted_after_cd(project: Path, tmp_path: Path, cache: bool) -> None:
+    """With the cache on, the replay (replay.py) looks at the current folder first."""
     (project / "train.py").write_bytes(GOOD)
     gone = tmp_path / "gone"
     gone.mkdir()
     command = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m amp_clipfix check '
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    if cache:
+        env.pop("AMP_CLIPFIX_NO_CACHE", None)
     result = subprocess.run(
         ["sh", "-c", command + f'"{project / "train.py"}"'],
         capture_output=True,
         timeout=120,
         check=False,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        env=env,
     )
     assert result.returncode == 2, result.stderr
     assert b"Traceback" not in result.stderr

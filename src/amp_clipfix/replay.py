@@ -109,7 +109,10 @@ def _package_files(folder: str) -> list[str]:
 def _cache_folders() -> list[str]:
     """This version's cache folders in the current folder and above it, nearest first: a run
     from inside a project keeps its cache in the project's root."""
-    folder, found = os.getcwd(), []
+    try:
+        folder, found = os.getcwd(), []
+    except OSError:  # the current folder was removed during the run
+        return []
     while True:
         candidate = version_folder(folder)
         if os.path.isdir(candidate):
@@ -259,7 +262,10 @@ def main() -> None:
     arguments = sys.argv[1:]
     if not replayable(arguments):
         return _command_line()
-    key = run_key(arguments)
+    try:
+        key = run_key(arguments)
+    except OSError:  # the current folder is gone: the command line says so
+        return _command_line()
     code = replay(key)
     if code is not None:
         sys.exit(code)
