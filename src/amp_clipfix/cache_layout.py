@@ -23,3 +23,22 @@ def stays_inside(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -
     real_root = os.path.realpath(root)
     real = os.path.realpath(folder)
     return real == real_root or real.startswith(os.path.join(real_root, ""))
+
+
+def write_entry(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
+    """`folder/name` holds `data` whole or not at all: written to a temporary file and renamed
+    into place, so runs that share the cache never read half an entry. Raises OSError."""
+    import tempfile  # only when writing: a replay reads
+
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, os.path.join(folder, name))
+    except OSError:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -22,7 +22,7 @@ import os
 import sys
 
 from amp_clipfix import __version__, observed
-from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder
+from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder, write_entry
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -69,19 +69,20 @@ def run_key(arguments: list[str]) -> str:
     environment, the interpreter and its packages, and amp-clipfix's own files."""
     digest = hashlib.sha256()
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
-    parts = [__version__, FORMAT, os.getcwd(), sys.executable, *arguments, "\0"]
+    current = os.getcwd()
+    parts = [__version__, FORMAT, current, sys.executable, *arguments, "\0"]
     parts += [f"{name}={value}" for name, value in environment]
-    parts += ["\0", *(f"{entry}:{_modified(entry)}" for entry in sys.path)]
+    parts += ["\0", *(f"{entry}:{_modified(entry, current)}" for entry in sys.path)]
     parts += _package_files(os.path.dirname(__file__))
     for part in parts:
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()
 
 
-def _modified(path: str) -> int:
+def _modified(path: str, current: str) -> int:
     """When a folder of sys.path last changed: an install into site-packages changes it. Not the
     current folder's (`python -m` puts it first): the run's own cache folder changes it."""
-    if path in ("", os.getcwd()):
+    if path in ("", current):
         return 0
     try:
         return os.stat(path).st_mtime_ns
@@ -165,21 +166,11 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     folder = os.path.join(caches[0], "replay")
     if not stays_inside(os.path.dirname(os.path.dirname(caches[0])), folder):
         return
-    import contextlib  # only when noting
-    import tempfile
-
-    temporary = None
     try:
-        os.makedirs(folder, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        with os.fdopen(handle, "wb") as file:
-            file.write(marshal.dumps((answers, output, code)))
-        os.replace(temporary, os.path.join(folder, key))
+        write_entry(folder, key, marshal.dumps((answers, output, code)))
         _keep_newest(folder, KEPT_RECORDS)
-    except (OSError, ValueError):
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    except (OSError, ValueError):  # ValueError: marshal refused a value
+        return
 
 
 def _keep_newest(folder: str, count: int) -> None:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import os
 import pickle
-import tempfile
 from enum import Enum
 from pathlib import Path, PurePath
 
 from amp_clipfix import __version__
-from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder
+from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder, write_entry
 from amp_clipfix.models import FileSites
 
 
@@ -72,29 +70,17 @@ class Cache:
         folder = self.folder / key[-2:]
         if not stays_inside(self.root, folder):
             return
-        try:
+        with contextlib.suppress(OSError):
             self.prepare()
-            folder.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-            with os.fdopen(handle, "wb") as stream:
-                pickle.dump(value, stream, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, folder / key)
-        except OSError:
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(temporary)
+            write_entry(folder, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
     def prepare(self) -> None:
         """Create the folder with a `.gitignore` that ignores everything in it."""
         if self.ready:
             return
         root = self.folder.parent
-        root.mkdir(parents=True, exist_ok=True)
-        ignore = root / ".gitignore"
-        if not ignore.exists():
-            handle, temporary = tempfile.mkstemp(dir=root, prefix=".tmp-")
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write("# Created by amp-clipfix automatically.\n*\n")
-            os.replace(temporary, ignore)
+        if not (root / ".gitignore").exists():
+            write_entry(root, ".gitignore", b"# Created by amp-clipfix automatically.\n*\n")
         self.ready = True
 
 

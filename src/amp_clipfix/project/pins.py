@@ -226,11 +226,7 @@ def installed_version(package: str) -> str | None:
     `Version:` header), without importing importlib.metadata: ~40 ms, a tenth of a check run."""
     for entry in sys.path:
         folder = Path(entry or ".")
-        try:
-            names = observed.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
+        for name in _names(folder):
             match = INSTALLED.fullmatch(name)
             if match is None or canonical_name(match["name"]) != package:
                 continue
