@@ -43,6 +43,12 @@ _RANGE = {
     "additionalProperties": False,
 }
 _SEVERITY = {"enum": ["UNKNOWN_SEVERITY", "ERROR", "WARNING", "INFO"]}
+_LOCATION = {
+    "type": "object",
+    "required": ["path"],
+    "properties": {"path": {"type": "string"}, "range": _RANGE},
+    "additionalProperties": False,
+}
 _SOURCE = {
     "type": "object",
     "required": ["name"],
@@ -63,12 +69,7 @@ RDJSON_SCHEMA = {
                 "additionalProperties": False,
                 "properties": {
                     "message": {"type": "string"},
-                    "location": {
-                        "type": "object",
-                        "required": ["path"],
-                        "properties": {"path": {"type": "string"}, "range": _RANGE},
-                        "additionalProperties": False,
-                    },
+                    "location": _LOCATION,
                     "severity": _SEVERITY,
                     "source": _SOURCE,
                     "code": {
@@ -87,6 +88,15 @@ RDJSON_SCHEMA = {
                         },
                     },
                     "original_output": {"type": "string"},
+                    "related_locations": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["location"],
+                            "properties": {"message": {"type": "string"}, "location": _LOCATION},
+                            "additionalProperties": False,
+                        },
+                    },
                 },
             },
         },
@@ -230,18 +240,78 @@ def test_rdjson_follows_reviewdogs_format_with_suggestions(project: Path) -> Non
         invoke("check", "--format", "rdjson", "--strategy", "bf16", "sample_project").stdout
     )
     jsonschema.Draft7Validator(RDJSON_SCHEMA).validate(document)
-    by_path = {d["location"]["path"]: d for d in document["diagnostics"]}
-    fabric = by_path["sample_project/train_fabric.py"]
-    assert fabric["code"]["value"] == FABRIC_CODE and fabric["severity"] == "ERROR"
-    (suggestion,) = fabric["suggestions"]
-    assert suggestion["range"] == {
-        "start": {"line": 9, "column": 1},
-        "end": {"line": 10, "column": 1},
-    }
-    assert suggestion["text"].endswith('precision="16-mixed")\n'.replace("16", "bf16"))
-    notebook = by_path["sample_project/train.ipynb"]
+    fabric = [
+        d
+        for d in document["diagnostics"]
+        if d["location"]["path"] == "sample_project/train_fabric.py"
+    ]
+    # one diagnostic per site (precision, optimizer, clip), each naming the other two
+    assert len(fabric) == 3
+    assert all(len(d["related_locations"]) == 2 for d in fabric)
+    assert {d["code"]["value"] for d in fabric} == {FABRIC_CODE}
+    assert {d["severity"] for d in fabric} == {"ERROR"}
+    (carrier,) = [d for d in fabric if "suggestions" in d]
+    (suggestion,) = carrier["suggestions"]
+    # a whole line, the comment's own: GitHub's "Commit suggestion" replaces exactly it
+    assert suggestion["range"] == {"start": {"line": 9}, "end": {"line": 9}}
+    assert carrier["location"]["range"]["start"]["line"] == 9
+    assert suggestion["text"] == '    fabric = L.Fabric(accelerator="cuda", precision="bf16-mixed")'
+    for other in fabric:  # the comments on the other sites carry the whole fix as a patch
+        if other is not carrier:
+            assert "```diff\n--- a/sample_project/train_fabric.py\n" in other["message"]
+            assert (
+                '+    fabric = L.Fabric(accelerator="cuda", precision="bf16-mixed")\n'
+                in (other["message"])
+            )
+    notebook = next(
+        d for d in document["diagnostics"] if d["location"]["path"].endswith("train.ipynb")
+    )
     line = NOTEBOOK.read_text().splitlines()[notebook["location"]["range"]["start"]["line"] - 1]
     assert "fused=True" in line
+
+
+def test_rdjson_fix_in_two_places_is_one_patch_not_a_partial_suggestion(project: Path) -> None:
+    """auto's unscale inserts a helper at the top and changes the clip call below: no single
+    block holds both, so no diagnostic suggests half of it; each carries the whole patch."""
+    document = json.loads(invoke("check", "--format", "rdjson", "sample_project").stdout)
+    fabric = [
+        d
+        for d in document["diagnostics"]
+        if d["location"]["path"] == "sample_project/train_fabric.py"
+    ]
+    assert fabric and not any("suggestions" in d for d in fabric)
+    for diagnostic in fabric:
+        message = diagnostic["message"]
+        assert "+def clip_gradients_unscaled(" in message
+        assert "+        clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)" in message
+        assert "-        fabric.clip_gradients(model, optimizer, max_norm=1.0)" in message
+
+
+def test_rdjson_columns_are_utf8_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """reviewdog counts columns in UTF-8 bytes: `é` and `𐐀` before a site move it by 2 and 4."""
+    (tmp_path / "train.py").write_text(
+        "import lightning as L\nimport torch\nfrom torch import nn\n\n"
+        'fabric = L.Fabric(precision="16-mixed")\nmodel = nn.Linear(8, 8)\n'
+        "é𐐀 = torch.optim.AdamW(model.parameters(), fused=True)\n"
+        "model, opt = fabric.setup(model, é𐐀)\n"
+        "fabric.clip_gradients(model, opt, max_norm=1.0)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    document = json.loads(invoke("check", "--format", "rdjson", "--strategy", "unfuse", ".").stdout)
+    ranges = [
+        d["location"]["range"]
+        for d in document["diagnostics"]
+        if d["location"]["range"]["start"]["line"] == 7
+    ]
+    (fused,) = ranges
+    line = "é𐐀 = torch.optim.AdamW(model.parameters(), fused=True)".encode()
+    start = line.index(b"True") + 1
+    assert fused == {
+        "start": {"line": 7, "column": start},
+        "end": {"line": 7, "column": start + len(b"True")},
+    }
+    assert start == line.decode().index("True") + 1 + 4  # é: 1 byte more, 𐐀: 3 more
 
 
 def test_gitlab_code_quality_report(project: Path) -> None:

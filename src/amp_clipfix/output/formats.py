@@ -442,58 +442,24 @@ def to_github(findings: Sequence[Finding]) -> str:
     return "".join(lines)
 
 
-def _position(line: int, column: int | None = None) -> dict[str, int]:
-    return {"line": line} if column is None else {"line": line, "column": column}
-
-
-def _rd_range(site: Site) -> dict[str, Any]:
-    """reviewdog ranges: 1-based, end exclusive; a notebook site covers whole file lines."""
-    in_file = file_span(site)
-    if in_file is not None:
-        return {"start": _position(in_file.line), "end": _position(in_file.end_line)}
-    span = site.span
-    return {
-        "start": _position(span.line, span.column + 1),
-        "end": _position(span.end_line, span.end_column + 1),
-    }
-
-
-def _rd_suggestions(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
-    """The fix's edits on the finding's own file (reviewdog suggests in one file per comment);
-    an edit covers whole lines: from column 1 of its first line to column 1 of the next."""
-    return [
-        {
-            "range": {
-                "start": _position(edit.span.line, edit.span.column + 1),
-                "end": _position(edit.span.end_line, edit.span.end_column + 1),
-            },
-            "text": edit.replacement,
-        }
-        for edit in _edits_for(finding, edits)
-        if edit.path == finding.primary.path
-    ]
-
-
 def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
     """reviewdog's Diagnostic Format (rdjson, a `DiagnosticResult`), findings that are not
-    suppressed; the fix's edits are `suggestions`, so a pull request shows "commit suggestion"."""
+    suppressed, one diagnostic per site (output/review.py says why): a fix that fits one block of
+    lines is a `suggestion` ("commit suggestion" on a pull request), any other the full patch in
+    the message."""
+    from amp_clipfix.output.review import site_diagnostics
+
     diagnostics = []
     for finding in sorted_findings(findings):
         if finding.suppressed:
             continue
-        diagnostic: dict[str, Any] = {
-            "message": _full_message(finding),
-            "location": {
-                "path": display_path(finding.primary.path),
-                "range": _rd_range(finding.primary),
-            },
+        base = {
             "severity": RULES[finding.code].level.upper(),  # ERROR or WARNING
             "code": {"value": finding.code, "url": help_uri(finding.code)},
         }
-        suggestions = _rd_suggestions(finding, edits)
-        if suggestions:
-            diagnostic["suggestions"] = suggestions
-        diagnostics.append(diagnostic)
+        diagnostics.extend(
+            site_diagnostics(finding, _edits_for(finding, edits), _full_message(finding), base)
+        )
     document = {
         "source": {"name": "amp-clipfix", "url": HOMEPAGE},
         "severity": "ERROR" if diagnostics else "INFO",
