@@ -359,6 +359,41 @@ def test_github_escapes_commas_and_colons_in_properties(project: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["x\x1b[2K\x1b[1Gtrain.py", "x\x1b]8;;file:///etc\x07train.py", "a\u202egnp.py", "b\x9bc.py"],
+    ids=["csi", "osc", "bidi", "c1"],
+)
+def test_github_never_names_a_file_through_a_control_character(project: Path, name: str) -> None:
+    """The runner's log may strip an escape sequence and read `train.py`: an annotation whose
+    file name holds one names no file, and its message says where it is, escaped."""
+    finding = Finding(
+        "ACF001",
+        LightningPath.FABRIC,
+        "msg \x1b[31mred",
+        "high",
+        (site(SiteKind.FABRIC_CLIP, project / name, 2, 4, 9),),
+    )
+    line = to_github([finding])
+    assert "file=" not in line and "line=" not in line
+    assert line.startswith("::error title=ACF001::")
+    assert not any(0x7F <= ord(c) <= 0x9F or ord(c) < 0x20 and c != "\n" for c in line), line
+    assert "\u202e" not in line
+    assert line.endswith(":2:5: msg \\x1b[31mred\n")
+
+
+def test_github_escapes_newlines_in_file_names(project: Path) -> None:
+    finding = Finding(
+        "ACF001",
+        LightningPath.FABRIC,
+        "m",
+        "high",
+        (site(SiteKind.FABRIC_CLIP, project / "a\nb%,c:d.py", 2, 4, 9),),
+    )
+    (line,) = to_github([finding]).splitlines()
+    assert "file=" not in line and "a\\x0ab%25,c:d.py:2:5: m" in line
+
+
 def test_github_is_empty_without_findings() -> None:
     assert to_github([]) == ""
 

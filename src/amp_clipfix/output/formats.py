@@ -29,6 +29,7 @@ from amp_clipfix.models import (
 )
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.report import error_line, sorted_findings
+from amp_clipfix.output.safe_text import json_safe, terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
@@ -206,7 +207,7 @@ def to_json(
         "errors": [error_json(error) for error in errors],
         "summary": summary.as_dict(),
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _uri(path: Path) -> str:
@@ -407,11 +408,13 @@ def to_sarif(
         "properties": summary.as_dict(),
     }
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(log, indent=2, ensure_ascii=False)) + "\n"
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message, as GitHub's runner reads it back (`%`, CR, LF), with every other
+    control character made visible: nothing from a file name or file text steers the log."""
+    return terminal_safe(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
@@ -420,25 +423,35 @@ def _escape_property(text: str) -> str:
 
 def to_github(findings: Sequence[Finding]) -> str:
     """GitHub workflow commands, one annotation line per finding that is not suppressed, at its
-    rule's level: `error` for certain findings, `warning` for those to review."""
+    rule's level: `error` for certain findings, `warning` for those to review.
+
+    A file name holding a control character (an escape sequence the runner's log may strip,
+    a bidirectional override) could name another file once shown: such an annotation names no
+    file and says where it is, escaped, in its message instead."""
     lines = []
     for finding in sorted_findings(findings):
         if finding.suppressed:
             continue
         command = RULES[finding.code].level
         site = finding.primary
+        path = display_path(site.path)
+        span = site.shown_span
+        where: tuple[tuple[str, object], ...] = (
+            ("file", path),
+            ("line", span.line),
+            ("col", span.column + 1),
+            ("endLine", span.end_line),
+            ("endColumn", span.end_column + 1),
+        )
+        message = finding.message
+        if terminal_safe(path) != path:
+            where = ()
+            message = f"{terminal_safe(path)}:{span.line}:{span.column + 1}: {message}"
         properties = ",".join(
             f"{name}={_escape_property(str(value))}"
-            for name, value in (
-                ("file", display_path(site.path)),
-                ("line", site.shown_span.line),
-                ("col", site.shown_span.column + 1),
-                ("endLine", site.shown_span.end_line),
-                ("endColumn", site.shown_span.end_column + 1),
-                ("title", finding.code),
-            )
+            for name, value in (*where, ("title", finding.code))
         )
-        lines.append(f"::{command} {properties}::{_escape_data(finding.message)}\n")
+        lines.append(f"::{command} {properties}::{_escape_data(message)}\n")
     return "".join(lines)
 
 
@@ -465,7 +478,7 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
         "severity": "ERROR" if diagnostics else "INFO",
         "diagnostics": diagnostics,
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
 
 
 GITLAB_SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
@@ -495,4 +508,4 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
                 },
             }
         )
-    return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(issues, indent=2, ensure_ascii=False)) + "\n"

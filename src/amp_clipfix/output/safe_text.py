@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["terminal_safe"]
+__all__ = ["json_safe", "terminal_safe"]
 
 # C0 controls but tab, DEL, C1 controls (0x9b is a one-byte CSI), lone surrogates (bytes of a
 # file name that are not UTF-8), and the bidirectional embeddings, overrides and isolates.
@@ -25,3 +25,14 @@ def _escape(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """`text` with every character that could steer a terminal replaced by a visible escape."""
     return _UNSAFE.sub(_escape, text)
+
+
+# What JSON may hold raw but a terminal must not get: DEL, C1 controls, lone surrogates, the
+# bidirectional controls and the line/paragraph separators (json.dumps escapes C0 already).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def json_safe(document: str) -> str:
+    """A JSON text with those characters as `\\uXXXX` escapes: the same JSON value, safe to
+    print on a terminal (and to encode: a lone surrogate from a file name is no longer raw)."""
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", document)
