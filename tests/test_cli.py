@@ -158,7 +158,7 @@ def test_confirmation_on_a_terminal(sample: Path, monkeypatch: pytest.MonkeyPatc
     declined = invoke("apply", "sample_project", input="n\n")
     assert declined.exit_code == 1 and "Nothing written" in declined.output
     assert b"fused=True" in (sample / "model.py").read_bytes()
-    accepted = invoke("apply", "sample_project", input="y\n")
+    accepted = invoke("apply", "sample_project", input="a\n")
     assert accepted.exit_code == 0, accepted.output
     assert b"fused=False" in (sample / "model.py").read_bytes()
 

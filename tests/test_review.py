@@ -334,7 +334,7 @@ def run_on_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[in
         if not chunk:
             break
         output += chunk
-        if output.rstrip().endswith(b"[y/N]:"):
+        if output.rstrip().endswith(b"[y,n,a,q,?]"):
             os.write(leader, b"n\n")
     os.close(leader)
     return process.wait(timeout=120), output

@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -311,8 +311,15 @@ def load_config_quietly(settings: Settings):  # noqa: ANN201 - a Config
     return load_config(start) if start is not None else Config()
 
 
-def finish(settings: Settings, result: RunResult, started: float, files_fixed: int = 0) -> None:
-    """The warnings and errors, then the summary table on a terminal (or with -v)."""
+def finish(
+    settings: Settings,
+    result: RunResult,
+    started: float,
+    files_fixed: int = 0,
+    files_unwritten: int = 0,
+) -> None:
+    """The warnings and errors, then the summary table on a terminal (or with -v). `started`
+    is moved on by the time spent waiting at the prompt: the wall time is the tool's own."""
     report_errors(result, settings)
     if settings.verbosity < 0 or not (settings.verbosity > 0 or stderr_is_terminal()):
         return
@@ -324,6 +331,7 @@ def finish(settings: Settings, result: RunResult, started: float, files_fixed: i
         files_parsed=result.files_parsed,
         findings=result.findings,
         files_fixed=files_fixed,
+        files_unwritten=files_unwritten,
         errors=len(result.errors),
         seconds=time.perf_counter() - started,
     )
@@ -341,7 +349,38 @@ def few_garbage_collections() -> None:
     gc.set_threshold(100_000, 50, 1_000)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells and git report for Ctrl-C
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C that came while files were being written: those already written are named."""
+
+    def __init__(self, written: int) -> None:
+        super().__init__()
+        self.written = written
+
+
+class InterruptibleGroup(click.Group):
+    """Ctrl-C anywhere in a command (analysis, the prompt) ends it with exit 130 and one line
+    on stderr, instead of click's "Aborted!" and exit 1, the code of "findings remain"."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as interrupt:
+            if PROMPT.open:  # the question's line is still open: end it first
+                click.echo(err=True)
+            written = interrupt.written if isinstance(interrupt, Interrupted) else 0
+            what = (
+                "nothing written"
+                if not written
+                else f"{plural(written, 'file')} written before it, nothing more"
+            )
+            click.echo(f"amp-clipfix: interrupted (Ctrl-C): {what}.", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=InterruptibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="amp-clipfix")
 def main() -> None:
     """Find and fix PyTorch Lightning code that clips gradients of a fused optimizer under
@@ -421,9 +460,13 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
         finish(settings, result, started)
         sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
         sys.exit(exit_code(settings, result, findings_left=bool(unfixed)))
+    asking = bool(result.changes) and not yes and not dry_run and is_interactive()
+    # on a terminal each file's diff comes right before its question, as with `git add -p`
+    per_file = asking and patch_dir is None and settings.output_format == "text"
+    per_file = per_file and not plain_output()
     if patch_dir is not None:
         write_patch_dir(result, patch_dir)
-    elif settings.output_format == "text":
+    elif settings.output_format == "text" and not per_file:
         show_changes(result)
     if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
         with report_stream(settings, stdout_ok=False) as stream:
@@ -431,13 +474,15 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
     elif settings.output_format != "json":  # before writing: notebook lines are read from disk
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream)
-    written, write_errors = write_changes(result.changes, yes=yes, dry_run=dry_run)
+    show = change_shower(result) if per_file else None
+    written, write_errors, waited = write_changes(result.changes, yes, dry_run, show)
     result = replace(result, errors=result.errors + tuple(write_errors))
     fixed = fixed_findings(result, written)
     if settings.output_format == "json":  # after writing: it says which findings were fixed
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream, fixed=fixed)
-    finish(settings, result, started, files_fixed=len(written))
+    unwritten = len(result.changes) - len(written) if not dry_run else 0
+    finish(settings, result, started + waited, len(written), unwritten)
     if wants_project_table(settings, result, patch_dir):
         render_project_table(result, fixed, wrote=bool(written) or not result.changes)
     pending = len(result.changes) - len(written)
@@ -634,15 +679,28 @@ def show_changes(result: RunResult) -> None:
     changes = result.changes
     if plain_output():
         out = sys.stdout.buffer
-        out.write(patch_with_base(changes, project_roots(result)))
+        patch = patch_with_base(changes, project_roots(result))
+        if is_tty(sys.stdout):  # NO_COLOR on a terminal: file text never reaches it raw
+            patch = terminal_safe(patch.decode("utf-8", "surrogateescape")).encode(
+                "utf-8", "backslashreplace"
+            )
+        out.write(patch)
         out.flush()
         return
+    show = change_shower(result)
+    for change in changes:
+        show(change)
+
+
+def change_shower(result: RunResult) -> Callable[[FileChange], None]:
+    """Renders one file's diff with rich on stdout, with what its fixes change."""
     from rich.console import Console
 
     from amp_clipfix.output.diff_view import render_file_diff
 
     console = Console()
-    for change in changes:
+
+    def show(change: FileChange) -> None:
         notes = []
         for finding in change.findings:
             notes.append(f"{finding.code} {finding.message}")
@@ -657,6 +715,8 @@ def show_changes(result: RunResult) -> None:
             hunks = diff_hunks(old.encode(), new.encode())
             render_file_diff(console, f"{path} (cell {number})", hunks, "utf-8", notes)
             notes = []
+
+    return show
 
 
 def write_patch_dir(result: RunResult, folder: Path) -> None:
@@ -720,15 +780,106 @@ def is_interactive() -> bool:
     return is_tty(sys.stdin) and is_tty(sys.stderr)
 
 
+PROMPT_HELP = """\
+y - write this file
+n - do not write this file
+a - write this file and all the remaining ones
+q - quit; do not write this file or any of the remaining ones
+? - print help"""
+ANSWERS = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "all": "a", "q": "q", "quit": "q"}
+
+
+@dataclass
+class PromptState:
+    open: bool = False  # a question is on the screen, its line not ended yet
+
+
+PROMPT = PromptState()
+
+
+def ask(question: str) -> str:
+    """One answer among `ANSWERS` (end of input is `q`); anything else prints the help and
+    asks again."""
+    while True:
+        click.echo(question, nl=False, err=True)
+        PROMPT.open = True
+        line = sys.stdin.readline()
+        PROMPT.open = False
+        if not line:  # end of input (Ctrl-D): quit
+            click.echo(err=True)
+            return "q"
+        answer = ANSWERS.get(line.strip().lower())
+        if answer is not None:
+            return answer
+        click.echo(PROMPT_HELP, err=True)
+
+
+def choose_changes(
+    changes: Sequence[FileChange], show: Callable[[FileChange], None] | None
+) -> tuple[list[FileChange], float]:
+    """Per file, like `git add -p`: y, n, a (this and the rest), q (nothing more), ? (help).
+    The helper module is not asked about: it is written when a file that imports from it is.
+    Returns the changes to write and the seconds spent waiting for answers."""
+    asked = [change for change in changes if not change.helper_module]
+    chosen: list[FileChange] = []
+    waited = 0.0
+    for number, change in enumerate(asked, start=1):
+        if show is not None:
+            show(change)
+        path = terminal_safe(display_path(change.source.path))
+        began = time.perf_counter()
+        answer = ask(f"({number}/{len(asked)}) Write {path}? [y,n,a,q,?] ")
+        waited += time.perf_counter() - began
+        if answer in ("y", "a"):
+            chosen.append(change)
+        if answer == "a":
+            chosen.extend(asked[number:])
+        if answer in ("a", "q"):
+            break
+    return with_helper_modules(changes, chosen), waited
+
+
+def with_helper_modules(
+    changes: Sequence[FileChange], chosen: Sequence[FileChange]
+) -> list[FileChange]:
+    """The chosen changes, after the helper modules they import from (written first)."""
+    needed = {finding for change in chosen for finding in change.findings}
+    helpers = [c for c in changes if c.helper_module and needed & set(c.findings)]
+    return [*helpers, *(change for change in chosen if not change.helper_module)]
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[list[int]]:
+    """Ctrl-C while files are written is taken after the write under way (no file is left
+    half done; each write is atomic anyway); the list holds the signal when one came."""
+    import signal
+    import threading
+
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def write_changes(
-    changes: Sequence[FileChange], yes: bool, dry_run: bool
-) -> tuple[list[FileChange], list[FileError]]:
-    """Write (or not); the changes written, and the writes that failed."""
+    changes: Sequence[FileChange],
+    yes: bool,
+    dry_run: bool,
+    show: Callable[[FileChange], None] | None = None,
+) -> tuple[list[FileChange], list[FileError], float]:
+    """Write (or not); the changes written, the writes that failed, and the seconds spent
+    waiting at the prompt."""
     if not changes:
-        return [], []
+        return [], [], 0.0
     if dry_run:
         click.echo("Dry run: nothing written.", err=True)
-        return [], []
+        return [], [], 0.0
+    chosen, waited = list(changes), 0.0
     if not yes:
         if not is_interactive():
             click.echo(
@@ -736,25 +887,50 @@ def write_changes(
                 "to only show).",
                 err=True,
             )
-            return [], []
-        if not click.confirm(
-            f"Write these fixes to {plural(len(changes), 'file')}?", default=False, err=True
-        ):
+            return [], [], 0.0
+        chosen, waited = choose_changes(changes, show)
+        if not chosen:
             click.echo("Nothing written.", err=True)
-            return [], []
+            return [], [], waited
+    written, failed = write_chosen(chosen)
+    click.echo(f"Fixed {plural(len(written), 'file')}.", err=True)
+    left = [change for change in changes if change not in written]
+    if left:
+        names = ", ".join(terminal_safe(display_path(c.source.path)) for c in left)
+        click.echo(
+            f"Left unwritten, fixes not applied: {plural(len(left), 'file')} ({names}).",
+            err=True,
+        )
+    return written, failed, waited
+
+
+def write_chosen(chosen: Sequence[FileChange]) -> tuple[list[FileChange], list[FileError]]:
+    """Write each change atomically, helper modules first; a file whose helper module could
+    not be written is not written either (it would import what is not there)."""
     from amp_clipfix.output.write import WriteError, create_atomic, write_atomic
 
     written: list[FileChange] = []
     failed: list[FileError] = []
-    for change in changes:
-        try:
-            if change.created:
-                create_atomic(change.source.path, change.new_data)
-            else:
-                write_atomic(change.source, change.new_data, change.keep_hard_links)
-            written.append(change)
-        except WriteError as error:
-            # reported with the run's other errors (and in JSON/SARIF) by `finish`
-            failed.append(FileError(change.source.path, str(error), ErrorKind.WRITE))
-    click.echo(f"Fixed {plural(len(written), 'file')}.", err=True)
+    unavailable: set[Finding] = set()
+    with interrupts_deferred() as caught:
+        for change in chosen:
+            if caught:
+                break
+            if not change.helper_module and unavailable & set(change.findings):
+                message = "not written: the helper module it imports from could not be written"
+                failed.append(FileError(change.source.path, message, ErrorKind.WRITE))
+                continue
+            try:
+                if change.created:
+                    create_atomic(change.source.path, change.new_data)
+                else:
+                    write_atomic(change.source, change.new_data, change.keep_hard_links)
+                written.append(change)
+            except WriteError as error:
+                # reported with the run's other errors (and in JSON/SARIF) by `finish`
+                failed.append(FileError(change.source.path, str(error), ErrorKind.WRITE))
+                if change.helper_module:
+                    unavailable.update(change.findings)
+    if caught:
+        raise Interrupted(len(written))
     return written, failed

@@ -70,6 +70,7 @@ class FileChange:
     cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
     keep_hard_links: bool = False  # all its hard-linked names are in the tree: rewrite in place
     created: bool = False  # a new file (the helper module): `--- /dev/null` in the patch
+    helper_module: bool = False  # the `helper-module` the other changes of its findings import
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ class Options:
 
 
 class Progress(Protocol):
-    """Told how many files are to be parsed and how many are done (a progress bar listens)."""
+    """Told how many files a run looks at, once they are found, and how many it has looked at
+    (read and filtered out, or parsed): a progress bar listens."""
 
     def planned(self, files: int) -> None: ...
 
@@ -139,6 +141,8 @@ def run(
     progress: Progress | None = None,
 ) -> RunResult:
     discovery = discover(paths, exclude)
+    if progress is not None:
+        progress.planned(sum(len(project.files) for project in discovery.projects))
     results = []
     summaries = []
     errors = list(discovery.errors)
@@ -146,6 +150,8 @@ def run(
         configured = options.configure(project, options) if options.configure else None
         if isinstance(configured, FileError):  # its configuration is broken: skip it, go on
             errors.append(configured)
+            if progress is not None:
+                progress.done(len(project.files))
             continue
         project, project_options = configured or (project, options)
         target, warnings = project_target(project.root, project_options)
@@ -268,6 +274,7 @@ class Collection:
     progress: Progress = field(default_factory=NoProgress)
     errors: list[FileError] = field(default_factory=list)
     files_parsed: int = 0
+    files_done: int = 0  # told to the progress bar
     unparsed: dict[Path, FileSites] = field(default_factory=dict)  # a trial resolution's sites
     cache: Cache | None = None
     # Per-file summaries (ast) and the evaluator over them, made once per run and shared by
@@ -290,6 +297,16 @@ def collect_project(
     still unknown.
     """
     collection = Collection(progress=progress or NoProgress())
+    collect_project_files(project, jobs, prefilter, collection, cache)
+    # every file has been looked at now, parsed or not
+    collection.progress.done(max(len(project.files) - collection.files_done, 0))
+    return collection
+
+
+def collect_project_files(
+    project: Project, jobs: int, prefilter: bool, collection: Collection, cache: bool
+) -> None:
+    """collect_project's work: from the cache when the project is unchanged, else the stages."""
     if cache:
         from amp_clipfix.analysis.cache import Cache
 
@@ -299,14 +316,13 @@ def collect_project(
     if collection.cache is not None:
         key = collection.cache.project_key("collection", contents, prefilter)
         if restore_collection(collection, contents, collection.cache.load(key)):
-            return collection
+            return
     read_errors = len(collection.errors)
     collect_stages(project.root, contents, searchable, jobs, prefilter, collection)
     errors = collection.errors[read_errors:]
     if collection.cache is not None and all(is_lasting(error) for error in errors):
         sites = {path: parsed.sites for path, parsed in collection.parsed.items()}
         collection.cache.store(key, CollectedProject(sites, tuple(errors), collection.files_parsed))
-    return collection
 
 
 @dataclass(frozen=True)
@@ -608,7 +624,6 @@ def collect_files(
 ) -> None:
     """Parse and collect `paths`, in a process pool when it pays; results in input order."""
     collection.attempted.update(paths)
-    collection.progress.planned(len(paths))
     if collection.cache is not None:
         paths = [path for path in paths if not from_cache(collection, path, contents[path])]
     work = [(path, contents[path]) for path in paths]
@@ -631,11 +646,15 @@ def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]
     from concurrent.futures.process import BrokenProcessPool  # pays for multiprocessing
 
     outcomes: list[Outcome | None] = [None] * len(work)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=leave_interrupts_to_parent) as pool:
         futures = [pool.submit(parse_and_collect, path, data) for path, data in work]
-        for index, future in enumerate(futures):
-            with contextlib.suppress(BrokenProcessPool):
-                outcomes[index] = future.result()
+        try:
+            for index, future in enumerate(futures):
+                with contextlib.suppress(BrokenProcessPool):
+                    outcomes[index] = future.result()
+        except BaseException:  # Ctrl-C: the files not started are not parsed any more
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return [
         outcome if outcome is not None else parse_isolated(*work[index])
         for index, outcome in enumerate(outcomes)
@@ -645,12 +664,20 @@ def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]
 WORKER_DIED = "cannot parse: the parsing process died on this file"
 
 
+def leave_interrupts_to_parent() -> None:
+    """A parsing process ignores Ctrl-C (the terminal sends it to the whole process group):
+    the command ends the run and says so once, without a traceback from each worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def parse_isolated(path: Path, data: bytes) -> Outcome:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        with ProcessPoolExecutor(max_workers=1) as pool:
+        with ProcessPoolExecutor(max_workers=1, initializer=leave_interrupts_to_parent) as pool:
             return pool.submit(parse_and_collect, path, data).result()
     except BrokenProcessPool:
         return None, FileError(path, WORKER_DIED, ErrorKind.PARSE)
@@ -680,6 +707,7 @@ def collect_outcome(
     if collection.cache is not None and parsed is not None and not cached:
         collection.cache.put(path, parsed.document.source.data, parsed.sites)
     collection.files_parsed += 1
+    collection.files_done += 1
     collection.progress.done(1)
     if error is not None:
         collection.errors.append(error)
@@ -794,10 +822,12 @@ def with_helper_module(
             text = helper_module_source(source.text, helpers.imported)
             if text == source.text:
                 return changes, errors
-            return [*changes, FileChange(source, encode_text(source, text), findings)], errors
+            change = FileChange(source, encode_text(source, text), findings, helper_module=True)
+            return [*changes, change], errors
         empty = SourceFile(path, b"", "", "utf-8", False)
         new = helper_module_source(None, helpers.imported).encode("utf-8")
-        return [*changes, FileChange(empty, new, findings, created=True)], errors
+        change = FileChange(empty, new, findings, created=True, helper_module=True)
+        return [*changes, change], errors
     except (SourceError, ValueError) as error:
         message = f"helper-module {helpers.module}: cannot be created or updated: {error}"
         return [], [*errors, FileError(path, message, ErrorKind.FIX)]

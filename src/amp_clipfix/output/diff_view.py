@@ -10,6 +10,7 @@ import codecs
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len, chop_cells
 from rich.text import Text
 
 from amp_clipfix.output.diff import DiffLine, Hunk
@@ -37,6 +38,13 @@ def _display_rows(line: DiffLine, encoding: str) -> list[str]:
     return [terminal_safe(row.expandtabs(4)) for row in rows]
 
 
+def _fold(row: str, width: int) -> list[str]:
+    """`row` cut into pieces of at most `width` terminal cells (wide characters count two)."""
+    if cell_len(row) <= width:
+        return [row]
+    return chop_cells(row, width)
+
+
 def render_file_diff(
     console: Console,
     path: str,
@@ -59,6 +67,9 @@ def render_file_diff(
     width = len(str(max(max(h.old_start + h.old_count, h.new_start + h.new_count) for h in hunks)))
     blank = " " * width
 
+    # A row longer than the terminal is folded onto rows of its own under a blank gutter
+    # (the terminal's own wrapping would run the code into the line numbers).
+    room = max(console.width - len(f"{blank} {blank} ") - 1, 8)
     console.print(Text(terminal_safe(path), style="bold"))
     for note in notes:
         console.print(Text("  " + terminal_safe(note)))
@@ -70,10 +81,11 @@ def render_file_diff(
             old_col = f"{old_no:>{width}}" if line.tag != "+" else blank
             new_col = f"{new_no:>{width}}" if line.tag != "-" else blank
             style = _STYLES[line.tag]
-            for i, row in enumerate(_display_rows(line, encoding)):
+            pieces = [piece for row in _display_rows(line, encoding) for piece in _fold(row, room)]
+            for i, piece in enumerate(pieces):
                 gutter = f"{old_col} {new_col} " if i == 0 else f"{blank} {blank} "
                 console.print(
-                    Text.assemble((gutter, "dim"), (line.tag + row, style)), soft_wrap=True
+                    Text.assemble((gutter, "dim"), (line.tag + piece, style)), soft_wrap=True
                 )
             if not line.text.endswith(b"\n"):
                 console.print(Text(f"{blank} {blank}  \\ No newline at end of file", style="dim"))

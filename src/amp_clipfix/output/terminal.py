@@ -7,8 +7,16 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from rich.text import Text
 
 from amp_clipfix.models import Finding, active_findings
 
@@ -23,19 +31,21 @@ class RunStats:
     findings: tuple[Finding, ...]
     files_fixed: int
     errors: int
-    seconds: float
+    seconds: float  # the tool's own time: waiting at the prompt is not counted
+    files_unwritten: int = 0  # changes the prompt declined (or whose write failed)
 
     def rows(self) -> list[tuple[str, str]]:
         active = active_findings(self.findings)
         by_code = Counter(finding.code for finding in active)
         codes = ", ".join(f"{code} {count}" for code, count in sorted(by_code.items()))
         fixes = sum(1 for finding in active if finding.fix is not None)
+        unwritten = f", {self.files_unwritten} left unwritten" if self.files_unwritten else ""
         return [
             ("projects", str(self.projects)),
             ("files seen", str(self.files_seen)),
             ("files parsed", str(self.files_parsed)),
             ("findings", f"{len(active)}" + (f" ({codes})" if codes else "")),
-            ("fixes", f"{fixes} chosen, {self.files_fixed} files written"),
+            ("fixes", f"{fixes} chosen, {self.files_fixed} files written" + unwritten),
             ("suppressed", str(len(self.findings) - len(active))),
             ("errors", str(self.errors)),
             ("wall time", f"{self.seconds:.2f} s"),
@@ -51,19 +61,30 @@ def render_summary(console: Console, stats: RunStats) -> None:
     console.print(table)
 
 
+class FilesColumn(ProgressColumn):
+    """`12/340 files` once discovery has counted them; nothing before (never `0/0`)."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None:
+            return Text("")
+        return Text(f"{int(task.completed)}/{int(task.total)} files")
+
+
 class ProgressBar:
-    """A transient rich progress bar fed by the pipeline's `planned` / `done` calls."""
+    """A transient rich progress bar fed by the pipeline: first the search for files (a pulsing
+    bar), then every file found, counted when it has been looked at (read and filtered, or
+    parsed), not only the few that are parsed."""
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
-            TextColumn("parsing"),
+            TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
+            FilesColumn(),
             TimeElapsedColumn(),
             console=console,
             transient=True,
         )
-        self._task = self._progress.add_task("parse", total=0)
+        self._task = self._progress.add_task("finding files", total=None)
 
     def __enter__(self) -> ProgressBar:
         self._progress.start()
@@ -79,7 +100,7 @@ class ProgressBar:
 
     def planned(self, files: int) -> None:
         total = self._progress.tasks[0].total or 0
-        self._progress.update(self._task, total=total + files)
+        self._progress.update(self._task, total=total + files, description="checking")
 
     def done(self, files: int) -> None:
         self._progress.advance(self._task, files)
