@@ -51,6 +51,7 @@ from amp_clipfix.settings import (
     split_codes,
     suppression_warnings,
 )
+from amp_clipfix.strategies import DOES, auto_description, safety_label
 
 if TYPE_CHECKING:  # rich and the machine formats are imported when output needs them
     from rich.console import Console
@@ -62,12 +63,19 @@ FORMATS = ("text", "json", "sarif", "github", "rdjson", "gitlab")
 MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
 STDIN = Path("-")
 
-STRATEGY_HELP = (
-    "How to fix: bf16 rewrites the precision to bf16-mixed (Fabric; changes numerics), unfuse "
-    "sets fused=False (keeps numerics, slower step), guard skips clipping where Lightning cannot "
-    "clip (warns at run time), auto picks bf16 on Fabric and unfuse on the Trainer. "
-    "[default: auto, or `strategy` in [tool.amp-clipfix]]"
-)
+
+def strategy_help() -> str:
+    """`--strategy`'s help, rendered from what the code does (strategies.py)."""
+    does = "; ".join(
+        f"{strategy.value} {DOES[strategy]}, {safety_label(strategy)}" for strategy in DOES
+    )
+    return (
+        f"How to fix: {does}. {auto_description()}. "
+        "[default: auto, or `strategy` in [tool.amp-clipfix]]"
+    )
+
+
+STRATEGY_HELP = strategy_help()
 
 
 @functools.cache
@@ -315,13 +323,14 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
             return RunResult((), (), (configured,), files_seen=0, files_parsed=0, projects=0)
         return run_source(name, stdin_data, configured[1])
     targets = line.scope.targets
-    excludes, force = settings.configurer.excludes, settings.force_exclude
+    excludes = settings.configurer.excludes
+    walk = functools.partial(run, force_exclude=settings.force_exclude, implied=line.scope.implied)
     if settings.verbosity < 0 or not stderr_is_terminal():
-        return run(targets, options, excludes, force_exclude=force)
+        return walk(targets, options, excludes)
     from amp_clipfix.output.terminal import ProgressBar
 
     with ProgressBar(stderr_console()) as progress:
-        return run(targets, options, excludes, progress, force_exclude=force)
+        return walk(targets, options, excludes, progress)
 
 
 def finish(settings: Settings, result: RunResult, started: float, files_fixed: int = 0) -> None:

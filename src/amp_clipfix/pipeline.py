@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix import observed
 from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
@@ -139,8 +139,9 @@ def run(
     exclude: Excludes = (),
     progress: Progress | None = None,
     force_exclude: bool = False,
+    implied: frozenset[Path] = frozenset(),
 ) -> RunResult:
-    discovery = discover(paths, exclude, force_exclude)
+    discovery = discover(paths, exclude, force_exclude, implied)
     results = []
     summaries = []
     errors = list(discovery.errors)
@@ -625,7 +626,7 @@ def collect_files(
             collect_outcome(collection, path, parse_and_collect(path, data))
 
 
-Outcome = tuple[Optional[ReadFile], Optional[FileError]]
+Outcome = tuple[ReadFile | None, FileError | None]
 
 
 def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]:

@@ -26,7 +26,7 @@ from amp_clipfix.project.config import (
     load_config,
 )
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
-from amp_clipfix.project.pins import configured_source
+from amp_clipfix.project.pins import configured_source, is_pin_file
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES
 
@@ -103,6 +103,11 @@ class Scope:
     targets: tuple[Path, ...]
     only: tuple[Path, ...] | None = None
 
+    @property
+    def implied(self) -> frozenset[Path]:
+        """Targets nobody named: the project roots a partial run walks (no notes for them)."""
+        return frozenset(self.targets) - frozenset(self.only or self.targets)
+
     def touches(self, finding: Finding) -> bool:
         """A site in a named file or under a named folder; links count as what they name (a
         named link and its target found by the walk are one file)."""
@@ -118,11 +123,22 @@ class Scope:
 
 def partial_scope(paths: Sequence[Path]) -> Scope:
     """A named file that lies in a project (a folder with a project marker) brings in that
-    whole project; findings are then limited to those with a site under a named path."""
+    whole project; findings are then limited to those with a site under a named path. A named
+    pin file (`pyproject.toml`, `requirements.txt`, a lock file: what pre-commit passes when a
+    commit changes only pins) names its whole project, whose findings it can change; so does
+    `setup.py` or `environment.yml`, which are also read as code."""
     targets: list[Path] = []
+    only: list[Path] = []
     partial = False
     for path in paths:
+        if observed.is_file(path) and is_pin_file(path):
+            root = find_project_root(path)
+            targets.append(root)
+            only.append(root)
+            partial = True
+            continue
         targets.append(path)
+        only.append(path)
         if not observed.is_file(path):
             continue
         root = find_project_root(path)
@@ -132,7 +148,7 @@ def partial_scope(paths: Sequence[Path]) -> Scope:
     if not partial:
         return Scope(tuple(paths))
     unique = tuple(dict.fromkeys(targets))
-    return Scope(unique, tuple(_absolute(path) for path in paths))
+    return Scope(unique, tuple(_absolute(path) for path in only))
 
 
 def _absolute(path: Path) -> Path:

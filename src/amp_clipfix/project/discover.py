@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +89,10 @@ Excludes = Sequence[str] | Callable[[Path], Sequence[str]]
 
 
 def discover(
-    paths: Sequence[Path], exclude: Excludes = (), force_exclude: bool = False
+    paths: Sequence[Path],
+    exclude: Excludes = (),
+    force_exclude: bool = False,
+    implied: Collection[Path] = (),
 ) -> Discovery:
     """Collect the Python files under `paths`, grouped by project; bad paths become error lines.
 
@@ -97,7 +100,7 @@ def discover(
     named explicitly are kept even if excluded (any suffix), unless `force_exclude` (ruff's
     `--force-exclude`, what pre-commit hooks need): then an excluded named path is skipped with a
     note that says so. A file reached twice is listed once. Projects that end up with no files
-    are left out.
+    are left out. `implied` paths (the project roots a partial run adds) get no notes.
     """
     globs_of = _globs_of(exclude)
     found: list[_Found] = []
@@ -133,7 +136,9 @@ def discover(
                 found.append(_Found(_linked_file(absolute, root), root, is_link))
     kept = _not_git_ignored([(absolute, walked) for _, absolute, walked, _ in folders])
     for (given, _, walked, reason), left in zip(folders, kept):
-        if walked and not left:
+        if given in implied:
+            pass
+        elif walked and not left:
             notes.append(f"{given}: excluded (ignored by git); nothing read")
         elif not left and reason is not None:
             notes.append(f"{given}: excluded ({reason}); nothing read")
