@@ -350,3 +350,139 @@ def test_an_untracked_file_is_neither_read_nor_written(hook_repo: HookRepo, tmp_
     assert blocked.returncode != 0 and "ACF002" in blocked.stdout, blocked.stdout
     assert is_unscaled(MODEL, scratch.read_text())
     assert standalone.read_text() == TRAIN  # still untracked: untouched
+
+
+# --- issue 26/28: option-like names, pin-only commits, excludes ------------------------------
+
+
+def hook_definitions() -> list[dict]:
+    import yaml
+
+    return yaml.safe_load((REPO / HOOKS_FILE).read_text())
+
+
+@pytest.mark.parametrize(
+    ("name", "passed"),
+    [
+        ("train.py", True),
+        ("pkg/-v.py", True),
+        ("train.ipynb", True),
+        ("conf/config.yaml", True),
+        ("environment.yml", True),
+        ("setup.py", True),
+        ("pyproject.toml", True),
+        ("sub/pyproject.toml", True),
+        ("setup.cfg", True),
+        ("requirements.txt", True),
+        ("requirements-dev.txt", True),
+        ("requirements/base.txt", True),
+        ("uv.lock", True),
+        ("poetry.lock", True),
+        ("pdm.lock", True),
+        ("Pipfile.lock", True),
+        ("README.md", False),
+        ("notes.txt", False),
+        ("Cargo.lock", False),
+        ("tox.ini", False),
+    ],
+)
+def test_hooks_take_sources_and_every_pin_file_the_tool_reads(name: str, passed: bool) -> None:
+    """pre-commit passes a file when `files` matches it: every kind of pin file that
+    project/pins.py reads, and the sources; the hooks end their options with `--`."""
+    import re
+
+    from amp_clipfix.project.pins import is_pin_file
+
+    for hook in hook_definitions():
+        assert "types_or" not in hook and "types" not in hook  # `files` alone decides
+        assert bool(re.search(hook["files"], name)) is passed, (hook["id"], name)
+        assert hook["args"] == ["--"] and "--force-exclude" in hook["entry"].split()
+    if name.endswith((".txt", ".lock", ".toml", ".cfg")):
+        assert is_pin_file(Path(name)) is passed
+
+
+def test_a_staged_file_named_like_an_option_is_checked(hook_repo: HookRepo, tmp_path: Path) -> None:
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check"])
+    (repo / "-v.py").write_text(TRAIN)
+    blocked = commit(repo, env)
+    assert blocked.returncode != 0, blocked.stdout
+    assert "-v.py:16:9: ACF001" in blocked.stdout
+    assert "No such option" not in blocked.stdout
+
+
+def pinned_project(root: Path, lightning: str) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(
+        f'[project]\nname = "{root.name}"\nversion = "0"\n'
+        f'dependencies = ["lightning=={lightning}"]\n'
+    )
+    (root / "train.py").write_text(TRAIN)
+
+
+def test_a_commit_of_only_a_pin_checks_the_project_it_belongs_to(
+    hook_repo: HookRepo, tmp_path: Path
+) -> None:
+    """pytorch-lightning 1.9 has no Fabric clip, so the code passes; the commit that moves the
+    pin of project b to 2.4 changes no Python file and must still be checked, b only."""
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check"])
+    pinned_project(repo / "a", "2.4.0")  # a finding, committed before: not this commit's
+    pinned_project(repo / "b", "1.9.5")
+    commit_without_hooks(repo, env, ".")
+    pyproject = repo / "b" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("1.9.5", "2.4.0"))
+
+    blocked = commit(repo, env)
+    assert blocked.returncode != 0, blocked.stdout
+    assert "b/train.py:16:9: ACF001" in blocked.stdout
+    assert "a/train.py" not in blocked.stdout
+    assert "cannot parse" not in blocked.stdout and "(no files to check)" not in blocked.stdout
+
+
+def test_a_commit_of_only_requirements_is_fixed_by_the_fixing_hook(
+    hook_repo: HookRepo, tmp_path: Path
+) -> None:
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix"])
+    (repo / "requirements.txt").write_text("lightning==1.9.5\n")
+    (repo / "train.py").write_text(TRAIN)
+    commit_without_hooks(repo, env, ".")
+    (repo / "requirements.txt").write_text("lightning==2.4.0\n")
+
+    fixed = commit(repo, env)
+    assert fixed.returncode != 0 and "files were modified by this hook" in fixed.stdout
+    assert "clip_gradients_unscaled(fabric, model, optimizer" in (repo / "train.py").read_text()
+
+
+def test_excluded_staged_files_do_not_block_the_commit(hook_repo: HookRepo, tmp_path: Path) -> None:
+    """pre-commit names every staged file: `exclude` must hold for them (--force-exclude)."""
+    env = hook_repo.env
+    repo = user_repo(tmp_path / "user", hook_repo, ["amp-clipfix-check", "amp-clipfix"])
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "p"\nversion = "0"\n\n[tool.amp-clipfix]\nexclude = ["legacy"]\n'
+    )
+    (repo / "legacy").mkdir()
+    (repo / "legacy" / "train.py").write_text(TRAIN)
+    (repo / "train.py").write_text(TRAIN.replace('"16-mixed"', '"32-true"'))
+
+    passed = commit(repo, env)
+    assert passed.returncode == 0, passed.stdout
+    assert "Failed" not in passed.stdout and "no Python files" not in passed.stdout
+    assert (repo / "legacy" / "train.py").read_text() == TRAIN
+
+
+def test_the_readme_rev_recipe_pins_the_newest_commit(hook_repo: HookRepo, tmp_path: Path) -> None:
+    """The README's `rev: main` then `pre-commit autoupdate --freeze`: the hook repository has
+    no tags, and the recipe still ends with a fixed revision that runs."""
+    env = hook_repo.env
+    repo = write_config(tmp_path / "user", hook_repo, ["amp-clipfix-check"])
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(config.read_text().replace(f"rev: {hook_repo.sha}", "rev: main"))
+    updated = pre_commit(repo, env, "autoupdate", "--freeze", "--repo", str(hook_repo.path))
+    assert updated.returncode == 0, updated.stdout
+    assert f"rev: {hook_repo.sha}" in config.read_text()
+    (repo / "train.py").write_text(TRAIN)
+    git(repo, env, "add", "--all")
+    checked = pre_commit(repo, env, "run", "--all-files")
+    assert checked.returncode == 1 and "train.py:16:9: ACF001" in checked.stdout, checked.stdout

@@ -116,17 +116,84 @@ def test_config_select_and_ignore_keys(sample: Path) -> None:
     assert f": {FABRIC_CODE}" in widened and f": {TRAINER_CODE}" in widened
 
 
-def test_unknown_codes_warn_in_one_line_everywhere(sample: Path) -> None:
+KNOWN = f"(known codes: {', '.join(sorted(RULES))})"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("--select", "ACF998"), f"error: --select: unknown code 'ACF998' {KNOWN}"),
+        (("--select", f"{FABRIC_CODE},ACF9"), f"error: --select: unknown code 'ACF9' {KNOWN}"),
+        (("--ignore", "acf997"), f"error: --ignore: unknown code 'ACF997' {KNOWN}"),
+        (("--select", ""), "error: --select: selects no code (an empty value; known codes:"),
+        (("--select", ","), "error: --select: selects no code (an empty value; known codes:"),
+        (("--select", " , "), "error: --select: selects no code (an empty value; known codes:"),
+    ],
+)
+def test_an_unknown_code_or_an_empty_selection_is_a_one_line_error(
+    sample: Path, args: tuple[str, ...], line: str
+) -> None:
+    """A typo (or an unset CI variable) would switch the check off for good: exit 2, like ruff."""
+    for command in ("check", "apply"):
+        result = invoke(command, *args, "sample_project")
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
+    assert b"fused=True" in (sample / "train_fabric.py").read_bytes()  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("table", "line"),
+    [
+        (
+            'ignore = ["XYZ1"]',
+            f"error: sample_project/pyproject.toml: ignore: unknown code 'XYZ1' {KNOWN}",
+        ),
+        (
+            'select = ["ACF00", "acf1"]',
+            "error: sample_project/pyproject.toml: select: unknown code 'ACF1' ",
+        ),
+        ("select = []", "error: sample_project/pyproject.toml: select: selects no code"),
+    ],
+)
+def test_a_configuration_with_an_unknown_code_is_a_one_line_error(
+    sample: Path, table: str, line: str
+) -> None:
     pyproject = sample / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + '\n[tool.amp-clipfix]\nignore = ["XYZ1"]\n')
+    pyproject.write_text(pyproject.read_text() + f"\n[tool.amp-clipfix]\n{table}\n")
+    result = invoke("check", "sample_project")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(line) and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_another_projects_unknown_code_skips_that_project_and_the_run_goes_on(repos: Path) -> None:
+    pyproject = repos / "b" / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace(f'ignore = ["{FABRIC_CODE}"]', 'ignore = ["ACF0O1"]')
+    )
+    result = invoke("check", "repos/a", "repos/b")
+    assert result.exit_code == 2
+    assert (
+        f"error: repos/b/pyproject.toml: ignore: unknown code 'ACF0O1' {KNOWN}; project skipped"
+        in result.stderr
+    )
+    assert f"repos/a/train_fabric.py:18:9: {FABRIC_CODE}" in result.stdout  # the run went on
+    assert "repos/b/" not in result.stdout
+
+
+def test_the_review_code_stays_accepted_everywhere(sample: Path) -> None:
+    review = "ACF003"
+    assert review in RULES
+    for args in (("--select", review), ("--ignore", review), ("--select", f"{review},ALL")):
+        assert invoke("check", *args, "sample_project").exit_code in (0, 1)
+    pyproject = sample / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'\n[tool.amp-clipfix]\nignore = ["{review}"]\n')
+    assert invoke("check", "sample_project").exit_code == 1
+
+
+def test_an_unknown_code_in_a_suppression_comment_is_a_warning(sample: Path) -> None:
     fabric = sample / "train_fabric.py"
     fabric.write_text(fabric.read_text().replace("fused=True)", "fused=True)  # noqa: ACF999"))
-    result = invoke("check", "--select", "ACF998", "--ignore", "acf997", "sample_project")
-    lines = [line for line in result.output.splitlines() if line.startswith("warning:")]
-    assert any("--select: unknown code 'ACF998'" in line for line in lines), result.output
-    assert any("--ignore: unknown code 'ACF997'" in line for line in lines)
-    assert any("pyproject.toml: ignore: unknown code 'XYZ1'" in line for line in lines)
-    assert result.exit_code == 0  # ACF998 selects nothing: a warning, not an error
     comment = invoke("check", "sample_project").output
     assert (
         "warning: sample_project/train_fabric.py:11: unknown code 'ACF999' in a suppression "

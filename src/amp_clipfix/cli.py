@@ -36,20 +36,22 @@ from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
-from amp_clipfix.project.pins import configured_source
+from amp_clipfix.project.discover import Project, find_project_root
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.settings import (
     CommandLine,
     ProjectConfigurer,
     Scope,
+    Selection,
+    code_error,
+    config_code_error,
     partial_scope,
     project_keep,
-    selection_for,
     split_codes,
     suppression_warnings,
-    unknown_code_warning,
 )
+from amp_clipfix.strategies import DOES, auto_description, safety_label
 
 if TYPE_CHECKING:  # rich and the machine formats are imported when output needs them
     from rich.console import Console
@@ -61,12 +63,19 @@ FORMATS = ("text", "json", "sarif", "github", "rdjson", "gitlab")
 MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
 STDIN = Path("-")
 
-STRATEGY_HELP = (
-    "How to fix: bf16 rewrites the precision to bf16-mixed (Fabric; changes numerics), unfuse "
-    "sets fused=False (keeps numerics, slower step), guard skips clipping where Lightning cannot "
-    "clip (warns at run time), auto picks bf16 on Fabric and unfuse on the Trainer. "
-    "[default: auto, or `strategy` in [tool.amp-clipfix]]"
-)
+
+def strategy_help() -> str:
+    """`--strategy`'s help, rendered from what the code does (strategies.py)."""
+    does = "; ".join(
+        f"{strategy.value} {DOES[strategy]}, {safety_label(strategy)}" for strategy in DOES
+    )
+    return (
+        f"How to fix: {does}. {auto_description()}. "
+        "[default: auto, or `strategy` in [tool.amp-clipfix]]"
+    )
+
+
+STRATEGY_HELP = strategy_help()
 
 
 @functools.cache
@@ -99,8 +108,7 @@ class Settings:
 
     paths: tuple[Path, ...]
     strategy: Strategy
-    target: Target | None  # --lightning-version, else the configuration's; None: project pins
-    exclude: tuple[str, ...]
+    target: Target | None  # --lightning-version; None: each project's configuration or pins
     output_format: str
     jobs: int
     stdin_filename: Path | None
@@ -109,8 +117,19 @@ class Settings:
     exit_zero: bool = False
     output_file: Path | None = None
     warnings: tuple[str, ...] = ()
-    configurer: ProjectConfigurer | None = None
+    configurer: ProjectConfigurer = field(default_factory=lambda: ProjectConfigurer(CommandLine()))
     cache: bool = True
+    force_exclude: bool = False
+
+
+class OneLineUsageError(click.ClickException):
+    """A usage error in one line (`error: ...` on stderr, like the run's other errors), exit 2,
+    as ruff reports a bad `--select`."""
+
+    exit_code = 2
+
+    def show(self, file: IO[str] | None = None) -> None:
+        click.echo(terminal_safe(f"error: {self.format_message()}"), err=True)
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -134,6 +153,13 @@ def common_options(function):  # noqa: ANN001, ANN201
             metavar="GLOB",
             help="Skip files and folders matching GLOB (repeatable; replaces `exclude` of the "
             "configuration).",
+        ),
+        click.option(
+            "--force-exclude",
+            is_flag=True,
+            help="Apply exclude, extend-exclude and the default excludes to paths named on the "
+            "command line too (as ruff does; what pre-commit hooks need): an excluded named "
+            "path is skipped with a note.",
         ),
         click.option(
             "--format",
@@ -221,6 +247,7 @@ def settings_from(
     output_file: Path | None = None,
     tracked_only: bool = False,
     no_cache: bool = False,
+    force_exclude: bool = False,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
     try:
@@ -233,15 +260,14 @@ def settings_from(
     if STDIN in targets and len(targets) > 1:
         raise click.UsageError("`-` (stdin) cannot be combined with other paths")
     start = stdin_filename or Path(".") if targets == (STDIN,) else targets[0]
-    try:
+    try:  # the first PATH's configuration is checked before anything runs; others per project
         config = load_config(start if observed.exists(start) else Path("."))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     try:
-        target = requested_target(lightning_version, config.lightning_version, config.path)
+        target = requested_target(lightning_version)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--lightning-version") from None
-    excludes = tuple(exclude) or tuple(config.exclude or ())
     command_line = CommandLine(
         strategy=strategy,
         lightning_version=lightning_version,
@@ -249,22 +275,19 @@ def settings_from(
         ignore=split_codes(ignore),
         scope=Scope(targets) if targets == (STDIN,) else partial_scope(targets),
         tracked_only=tracked_only,
-        start_config=config.path,
+        exclude=tuple(exclude),
     )
-    warnings = [
-        unknown_code_warning(where, codes)
-        for where, codes in (
-            ("--select", command_line.select or ()),
-            ("--ignore", command_line.ignore),
-            (f"{display_path(config.path)}: select" if config.path else "", config.select or ()),
-            (f"{display_path(config.path)}: ignore" if config.path else "", config.ignore),
-        )
-    ]
+    problem = (
+        code_error("--select", command_line.select, selects=True)
+        or code_error("--ignore", command_line.ignore)
+        or config_code_error(config)
+    )
+    if problem is not None:
+        raise OneLineUsageError(problem)
     return Settings(
         paths=targets,
-        strategy=Strategy(strategy or config.strategy or Strategy.AUTO.value),
+        strategy=Strategy(strategy or Strategy.AUTO.value),
         target=target,
-        exclude=excludes + config.extend_exclude,
         output_format=output_format,
         jobs=jobs,
         stdin_filename=stdin_filename,
@@ -272,14 +295,16 @@ def settings_from(
         command_line=command_line,
         exit_zero=exit_zero,
         output_file=output_file,
-        warnings=tuple(warning for warning in warnings if warning),
         configurer=ProjectConfigurer(command_line),
         cache=not no_cache,
+        force_exclude=force_exclude,
     )
 
 
 def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> RunResult:
-    """Run the pipeline on the paths, or on `stdin_data` when the path is `-`."""
+    """Run the pipeline on the paths, or on `stdin_data` when the path is `-`. The base
+    options hold the command line only; each project's configuration is merged by
+    `settings.configurer`."""
     line = settings.command_line
     options = Options(
         strategy=settings.strategy,
@@ -287,28 +312,25 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
         fix=fix,
         with_edits=settings.output_format in MACHINE_FORMATS,
         jobs=settings.jobs,
-        keep=project_keep(selection_for(line, load_config_quietly(settings)), line.scope),
+        keep=project_keep(Selection(line.select, line.ignore), line.scope),
         configure=settings.configurer,
         cache=settings.cache,
     )
     if stdin_data is not None:
         name = settings.stdin_filename or Path("stdin.py")
-        return run_source(name, stdin_data, options)
+        configured = settings.configurer(Project(find_project_root(name), (name,)), options)
+        if isinstance(configured, FileError):
+            return RunResult((), (), (configured,), files_seen=0, files_parsed=0, projects=0)
+        return run_source(name, stdin_data, configured[1])
     targets = line.scope.targets
+    excludes = settings.configurer.excludes
+    walk = functools.partial(run, force_exclude=settings.force_exclude, implied=line.scope.implied)
     if settings.verbosity < 0 or not stderr_is_terminal():
-        return run(targets, options, settings.exclude)
+        return walk(targets, options, excludes)
     from amp_clipfix.output.terminal import ProgressBar
 
     with ProgressBar(stderr_console()) as progress:
-        return run(targets, options, settings.exclude, progress)
-
-
-def load_config_quietly(settings: Settings):  # noqa: ANN201 - a Config
-    """The first PATH's configuration again (already validated by `settings_from`)."""
-    from amp_clipfix.project.config import Config
-
-    start = settings.command_line.start_config
-    return load_config(start) if start is not None else Config()
+        return walk(targets, options, excludes, progress)
 
 
 def finish(
@@ -560,7 +582,7 @@ def emit_report(
         result.findings,
         files_seen=result.files_seen,
         lightning_version=lightning_label(result),
-        strategy=settings.strategy.value,
+        strategy=run_strategy(result, settings) or Strategy.AUTO.value,
         errors=len(result.errors),
         projects=project_targets(result),
     )
@@ -586,16 +608,19 @@ def emit_report(
         click.echo(summary_line(result, summary, settings, project_table), file=stream)
 
 
-def requested_target(
-    lightning_version: str | None, configured: str | None, config_path: Path | None
-) -> Target | None:
-    """The release asked for on the command line, else in the first PATH's configuration; None
-    leaves it to each project's pins. Raises ValueError for a malformed version."""
+def requested_target(lightning_version: str | None) -> Target | None:
+    """The release asked for on the command line; None leaves it to each project's
+    configuration or pins. Raises ValueError for a malformed version."""
     if lightning_version:
         return Target.exact(parse_version(lightning_version), "--lightning-version")
-    if configured and config_path is not None:
-        return Target.exact(parse_version(configured), configured_source(config_path))
     return None
+
+
+def run_strategy(result: RunResult, settings: Settings) -> str | None:
+    """The strategy every project used (the command line's, or the configurations' when they
+    agree); None when projects' configurations chose different ones."""
+    used = {project.strategy for project in result.per_project} or {settings.strategy}
+    return used.pop().value if len(used) == 1 else None
 
 
 def lightning_label(result: RunResult) -> str:
@@ -604,11 +629,15 @@ def lightning_label(result: RunResult) -> str:
 
 
 def project_targets(result: RunResult) -> list[dict[str, object]]:
-    """Per project: its root and the Lightning it assumed, for JSON and SARIF."""
-    return [
-        {"root": display_path(root), **target_json(target)}
-        for root, target in sorted(result.targets, key=lambda pair: str(pair[0]))
-    ]
+    """Per project: its root, the Lightning it assumed and its strategy, for JSON and SARIF."""
+    strategies = {project.root: project.strategy.value for project in result.per_project}
+    rows: list[dict[str, object]] = []
+    for root, target in sorted(result.targets, key=lambda pair: str(pair[0])):
+        row: dict[str, object] = {"root": display_path(root), **target_json(target)}
+        if root in strategies:
+            row["strategy"] = strategies[root]
+        rows.append(row)
+    return rows
 
 
 def target_json(target: Target) -> dict[str, object]:
@@ -625,9 +654,11 @@ def summary_line(
     result: RunResult, summary: Summary, settings: Settings, project_table: bool = False
 ) -> str:
     findings = active_findings(result.findings)
+    strategy = run_strategy(result, settings)
+    fixable_with = f"--strategy {strategy}" if strategy else "each project's strategy"
     parts = [
-        f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with --strategy "
-        f"{settings.strategy.value}) in {plural(result.files_seen, 'file')}"
+        f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with {fixable_with}) "
+        f"in {plural(result.files_seen, 'file')}"
     ]
     if summary.suppressed:
         parts.append(f"{summary.suppressed} suppressed")
@@ -651,8 +682,7 @@ def report_errors(result: RunResult, settings: Settings) -> None:
     """Warnings (unknown codes anywhere, untracked files, empty paths), then errors: one line
     each, on stderr."""
     warnings = list(settings.warnings)
-    if settings.configurer is not None:
-        warnings.extend(settings.configurer.warnings)
+    warnings.extend(settings.configurer.warnings)
     warnings.extend(suppression_warnings(result.findings))
     warnings.extend(result.notes)
     for warning in dict.fromkeys(warnings):

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix import observed
 from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
@@ -32,7 +32,7 @@ from amp_clipfix.models import (
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.config import helper_module_path
-from amp_clipfix.project.discover import Project, discover, find_project_root
+from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.rules import find_findings
@@ -96,6 +96,7 @@ class ProjectResult:
     findings: tuple[Finding, ...]
     changes: tuple[FileChange, ...]
     errors: tuple[FileError, ...]
+    strategy: Strategy = Strategy.AUTO  # the project's own: command line, else its configuration
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,12 @@ class NoProgress:
 def run(
     paths: Sequence[Path],
     options: Options,
-    exclude: Sequence[str] = (),
+    exclude: Excludes = (),
     progress: Progress | None = None,
+    force_exclude: bool = False,
+    implied: frozenset[Path] = frozenset(),
 ) -> RunResult:
-    discovery = discover(paths, exclude)
+    discovery = discover(paths, exclude, force_exclude, implied)
     if progress is not None:
         progress.planned(sum(len(project.files) for project in discovery.projects))
     results = []
@@ -167,7 +170,7 @@ def run(
             project.root,
         )
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
-        summaries.append(project_result(project.root, target, result))
+        summaries.append(project_result(project.root, target, result, project_options.strategy))
     merged = merge(results, errors, projects=len(discovery.projects))
     return replace(
         merged,
@@ -183,8 +186,11 @@ def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...
     return resolution.target, resolution.warnings
 
 
-def project_result(root: Path, target: Target, result: RunResult) -> ProjectResult:
-    return ProjectResult(root, target.version_label, result.findings, result.changes, result.errors)
+def project_result(
+    root: Path, target: Target, result: RunResult, strategy: Strategy = Strategy.AUTO
+) -> ProjectResult:
+    release = target.version_label
+    return ProjectResult(root, release, result.findings, result.changes, result.errors, strategy)
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
@@ -635,7 +641,7 @@ def collect_files(
             collect_outcome(collection, path, parse_and_collect(path, data))
 
 
-Outcome = tuple[Optional[ReadFile], Optional[FileError]]
+Outcome = tuple[ReadFile | None, FileError | None]
 
 
 def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]:

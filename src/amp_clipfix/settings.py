@@ -9,7 +9,6 @@ with a site in a named file (or under a named folder) are reported and fixed.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +26,7 @@ from amp_clipfix.project.config import (
     load_config,
 )
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
-from amp_clipfix.project.pins import configured_source
+from amp_clipfix.project.pins import configured_source, is_pin_file
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES
 
@@ -48,14 +47,29 @@ def unknown_codes(entries: Iterable[str]) -> list[str]:
     ]
 
 
-def unknown_code_warning(where: str, entries: Iterable[str]) -> str | None:
-    """One line naming the unknown codes of `where`, or None when all are known."""
+def code_error(where: str, entries: Sequence[str] | None, selects: bool = False) -> str | None:
+    """One line naming the unknown codes of `where` (a typo would switch a check off for good,
+    so it is an error, as in ruff), or saying that a selection selects nothing (`--select ""`
+    from an unset CI variable); None when all is well."""
+    if entries is None:
+        return None
+    known = f"known codes: {', '.join(known_codes())}"
+    if selects and not entries:
+        return f"{where}: selects no code (an empty value; {known}, or ALL)"
     unknown = unknown_codes(entries)
     if not unknown:
         return None
     names = ", ".join(repr(code) for code in unknown)
-    return f"{where}: unknown code{'s' if len(unknown) > 1 else ''} {names} (known codes: " + (
-        f"{', '.join(known_codes())})"
+    return f"{where}: unknown code{'s' if len(unknown) > 1 else ''} {names} ({known})"
+
+
+def config_code_error(config: Config) -> str | None:
+    """The first problem with the codes of a configuration's `select` / `ignore`."""
+    if config.path is None:
+        return None
+    name = display_path(config.path)
+    return code_error(f"{name}: select", config.select, selects=True) or code_error(
+        f"{name}: ignore", config.ignore
     )
 
 
@@ -89,6 +103,11 @@ class Scope:
     targets: tuple[Path, ...]
     only: tuple[Path, ...] | None = None
 
+    @property
+    def implied(self) -> frozenset[Path]:
+        """Targets nobody named: the project roots a partial run walks (no notes for them)."""
+        return frozenset(self.targets) - frozenset(self.only or self.targets)
+
     def touches(self, finding: Finding) -> bool:
         """A site in a named file or under a named folder; links count as what they name (a
         named link and its target found by the walk are one file)."""
@@ -104,11 +123,22 @@ class Scope:
 
 def partial_scope(paths: Sequence[Path]) -> Scope:
     """A named file that lies in a project (a folder with a project marker) brings in that
-    whole project; findings are then limited to those with a site under a named path."""
+    whole project; findings are then limited to those with a site under a named path. A named
+    pin file (`pyproject.toml`, `requirements.txt`, a lock file: what pre-commit passes when a
+    commit changes only pins) names its whole project, whose findings it can change; so does
+    `setup.py` or `environment.yml`, which are also read as code."""
     targets: list[Path] = []
+    only: list[Path] = []
     partial = False
     for path in paths:
+        if observed.is_file(path) and is_pin_file(path):
+            root = find_project_root(path)
+            targets.append(root)
+            only.append(root)
+            partial = True
+            continue
         targets.append(path)
+        only.append(path)
         if not observed.is_file(path):
             continue
         root = find_project_root(path)
@@ -118,7 +148,7 @@ def partial_scope(paths: Sequence[Path]) -> Scope:
     if not partial:
         return Scope(tuple(paths))
     unique = tuple(dict.fromkeys(targets))
-    return Scope(unique, tuple(_absolute(path) for path in paths))
+    return Scope(unique, tuple(_absolute(path) for path in only))
 
 
 def _absolute(path: Path) -> Path:
@@ -136,7 +166,7 @@ class CommandLine:
     ignore: tuple[str, ...] = ()
     scope: Scope = field(default_factory=lambda: Scope(()))
     tracked_only: bool = False
-    start_config: Path | None = None  # already applied to the run's base options
+    exclude: tuple[str, ...] = ()  # --exclude: replaces each configuration's `exclude`
 
 
 def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closure
@@ -148,45 +178,69 @@ def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closur
 
 class ProjectConfigurer:
     """`Options.configure`: a project's own `[tool.amp-clipfix]` (its nearest pyproject.toml)
-    applies to its files; command-line options win; git-untracked files are dropped when asked.
-    Warnings (unknown codes) are kept for the CLI to print once."""
+    applies to its files, every key, and to no other project's: the run's base options hold
+    the command line only, and each project, the first PATH's included, merges its own
+    configuration over them here. Command-line options win; git-untracked files are dropped
+    when asked. Warnings are kept for the CLI to print once."""
 
     def __init__(self, command_line: CommandLine) -> None:
         self.command_line = command_line
         self.warnings: list[str] = []
-        self._warned: set[Path] = set()
+        self._configs: dict[Path, Config | ConfigError] = {}
+
+    def config(self, root: Path) -> Config:
+        """The configuration of the project at `root`, read once per run (raises ConfigError)."""
+        if root not in self._configs:
+            try:
+                self._configs[root] = load_config(root)
+            except ConfigError as error:
+                self._configs[root] = error
+        found = self._configs[root]
+        if isinstance(found, ConfigError):
+            raise found
+        return found
+
+    def excludes(self, root: Path) -> tuple[str, ...]:
+        """The globs discovery skips in the project at `root`: `--exclude` or the
+        configuration's `exclude`, plus its `extend-exclude`. A broken configuration excludes
+        nothing here; `__call__` reports it and skips the project."""
+        try:
+            config = self.config(root)
+        except ConfigError:
+            return self.command_line.exclude
+        return (self.command_line.exclude or config.exclude or ()) + config.extend_exclude
 
     def __call__(self, project: Project, options: Options) -> tuple[Project, Options] | FileError:
         if self.command_line.tracked_only:
             project = self._tracked(project)
         try:
-            config = load_config(project.root)
+            config = self.config(project.root)
         except ConfigError as error:
             return FileError(
                 find_pyproject(project.root),
                 f"{error_message(error)}; project {display_path(project.root)} skipped",
                 ErrorKind.READ,
             )
-        if config.path is not None and config.path != self.command_line.start_config:
-            self._warn_codes(config)
-            try:
-                options = self._with_config(options, config)
-            except ValueError as error:
-                return FileError(config.path, f"{error}; project skipped", ErrorKind.READ)
-            project = _without_excluded(project, config)
-        if config.helper_module:  # the start configuration's too: base options lack it
+        problem = config_code_error(config)
+        if problem is not None and config.path is not None:
+            message = f"{error_message(ConfigError(problem))}; project skipped"
+            return FileError(config.path, message, ErrorKind.READ)
+        try:
+            options = self._with_config(options, config)
+        except ValueError as error:
+            return FileError(config.path, f"{error}; project skipped", ErrorKind.READ)
+        if config.helper_module:
             try:
                 helper_module_path(project.root, config.helper_module)
             except ConfigError as error:
                 message = f"{error_message(error)}; project {display_path(project.root)} skipped"
                 return FileError(config.path, message, ErrorKind.READ)
-            options = replace(options, helper_module=config.helper_module)
         selection = selection_for(self.command_line, config)
         return project, replace(options, keep=project_keep(selection, self.command_line.scope))
 
     def _with_config(self, options: Options, config: Config) -> Options:
         """The nearest configuration wins whole (as in ruff): what it leaves unset takes the
-        defaults, not the first PATH's configuration."""
+        command line's value or the default, never another project's configuration."""
         line = self.command_line
         strategy = line.strategy or config.strategy or Strategy.AUTO.value
         target = options.target if line.lightning_version else None  # None: the project's pins
@@ -197,16 +251,8 @@ class ProjectConfigurer:
             options,
             strategy=Strategy(strategy),
             target=target,
+            helper_module=config.helper_module,
         )
-
-    def _warn_codes(self, config: Config) -> None:
-        if config.path is None or config.path in self._warned:
-            return
-        self._warned.add(config.path)
-        for key, codes in (("select", config.select or ()), ("ignore", config.ignore)):
-            warning = unknown_code_warning(f"{display_path(config.path)}: {key}", codes)
-            if warning:
-                self.warnings.append(warning)
 
     def _tracked(self, project: Project) -> Project:
         tracked = git_tracked(project.root)
@@ -234,25 +280,6 @@ def selection_for(command_line: CommandLine, config: Config) -> Selection:
     """ruff's rule: `--select` replaces the configuration's `select`; ignores add up."""
     select = command_line.select if command_line.select is not None else config.select
     return Selection(select, command_line.ignore + config.ignore)
-
-
-def _without_excluded(project: Project, config: Config) -> Project:
-    globs = tuple(g.rstrip("/") for g in (*(config.exclude or ()), *config.extend_exclude))
-    if not globs:
-        return project
-
-    def excluded(path: Path) -> bool:
-        relative = Path(os.path.relpath(path, project.root))
-        names = [relative.as_posix(), *(part for part in relative.parts)]
-        return any(fnmatch.fnmatch(name, glob) for name in names for glob in globs) or any(
-            fnmatch.fnmatch(parent.as_posix(), glob)
-            for parent in relative.parents
-            for glob in globs
-            if parent.parts
-        )
-
-    kept = tuple(path for path in project.files if not excluded(path))
-    return replace(project, files=kept, linked_inside=project.linked_inside & set(kept))
 
 
 def git_tracked(root: Path) -> set[Path] | None:

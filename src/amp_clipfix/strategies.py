@@ -26,6 +26,25 @@ SAFETY = {
 }
 
 SAFE_STRATEGIES = frozenset({Strategy.UNSCALE, Strategy.UNFUSE})
+# What `auto` tries, in order: safe fixes only, the one that keeps most first. `fixes/choose.py`
+# follows it and `--help` is rendered from it.
+AUTO_ORDER = (Strategy.UNSCALE, Strategy.UNFUSE)
+# What each strategy does, in a few words, for `--help`.
+DOES = {
+    Strategy.UNSCALE: "clips through the run's own GradScaler (keeps fp16, the fused kernel "
+    "and clipping)",
+    Strategy.UNFUSE: "sets fused=False (same numerics, slower step)",
+    Strategy.BF16: "rewrites the precision to bf16-mixed (Fabric; changes numerics)",
+    Strategy.GUARD: "skips clipping where Lightning cannot clip (warns at run time)",
+}
+
+
+def auto_description() -> str:
+    """What `auto` picks, from AUTO_ORDER: the sentence `--help` and the README say."""
+    first, *rest = AUTO_ORDER
+    picks = f"{first.value} where it applies" + "".join(f", else {s.value}" for s in rest)
+    unsafe = " and ".join(s.value for s in DOES if not is_safe(s))
+    return f"auto picks {picks}; never an unsafe fix: {unsafe} run only when named"
 
 
 def is_safe(strategy: Strategy) -> bool:

@@ -18,9 +18,7 @@ from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
 from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
-from amp_clipfix.strategies import SAFETY, is_safe
-
-AUTO_ORDER = (Strategy.UNSCALE, Strategy.UNFUSE)  # safe fixes only, the one that keeps most first
+from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
 
 
 def choose_fixes(findings: Sequence[Finding], strategy: Strategy, target: Target) -> list[Finding]:

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import quote
 
 from amp_clipfix import __version__
@@ -33,8 +33,7 @@ from amp_clipfix.output.safe_text import json_safe, terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
-# Optional[...] rather than `| None`: this alias is evaluated at import time on Python 3.9.
-EditMap = Optional[Mapping[Finding, Sequence[Edit]]]
+EditMap = Mapping[Finding, Sequence[Edit]] | None
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

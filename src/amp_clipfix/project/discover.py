@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,17 +85,29 @@ def find_project_root(path: Path) -> Path:
     return start
 
 
-def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
+Excludes = Sequence[str] | Callable[[Path], Sequence[str]]
+
+
+def discover(
+    paths: Sequence[Path],
+    exclude: Excludes = (),
+    force_exclude: bool = False,
+    implied: Collection[Path] = (),
+) -> Discovery:
     """Collect the Python files under `paths`, grouped by project; bad paths become error lines.
 
-    Files named explicitly are always kept (any suffix, even if excluded). A file reached twice
-    is listed once. Projects that end up with no files are left out.
+    `exclude` is a list of globs, or each project root's own list (its configuration). Paths
+    named explicitly are kept even if excluded (any suffix), unless `force_exclude` (ruff's
+    `--force-exclude`, what pre-commit hooks need): then an excluded named path is skipped with a
+    note that says so. A file reached twice is listed once. Projects that end up with no files
+    are left out. `implied` paths (the project roots a partial run adds) get no notes.
     """
-    globs = tuple(pattern.rstrip("/") for pattern in exclude if pattern.rstrip("/"))
+    globs_of = _globs_of(exclude)
     found: list[_Found] = []
     errors: list[FileError] = []
     notes: list[str] = []
-    folders: list[tuple[Path, Path, list[_Found]]] = []  # given, absolute, files walked
+    # given, absolute, the files walked, why the folder itself is excluded (None: it is not)
+    folders: list[tuple[Path, Path, list[_Found], str | None]] = []
     for given in paths:
         absolute = _absolute(given)
         if not observed.exists(absolute):
@@ -108,20 +120,31 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> Discovery:
         elif _leaves_project(absolute):
             message = "a link leads outside the project; not processed"
             errors.append(FileError(given, message, ErrorKind.PATH))
-        elif observed.is_dir(absolute):
-            root = find_project_root(absolute)
-            folders.append((given, absolute, _walk(absolute, root, globs, errors)))
-        elif observed.is_file(absolute):
-            root = find_project_root(absolute)
-            is_link = observed.is_symlink(absolute)
-            found.append(_Found(_linked_file(absolute, root), root, is_link))
-        else:
+        elif not (observed.is_dir(absolute) or observed.is_file(absolute)):
             errors.append(FileError(given, "not a regular file or directory", ErrorKind.PATH))
-    kept = _not_git_ignored([(absolute, walked) for _, absolute, walked in folders])
-    for (given, _, _), walked in zip(folders, kept):
-        if not walked:
+        else:
+            root = find_project_root(absolute)
+            globs = globs_of(root)
+            reason = exclusion(absolute, root, globs)
+            if reason is not None and force_exclude:
+                notes.append(f"{given}: excluded ({reason}); skipped (--force-exclude)")
+            elif observed.is_dir(absolute):
+                walked = _walk(absolute, root, globs, errors)
+                folders.append((given, absolute, walked, reason))
+            else:
+                is_link = observed.is_symlink(absolute)
+                found.append(_Found(_linked_file(absolute, root), root, is_link))
+    kept = _not_git_ignored([(absolute, walked) for _, absolute, walked, _ in folders])
+    for (given, _, walked, reason), left in zip(folders, kept):
+        if given in implied:
+            pass
+        elif walked and not left:
+            notes.append(f"{given}: excluded (ignored by git); nothing read")
+        elif not left and reason is not None:
+            notes.append(f"{given}: excluded ({reason}); nothing read")
+        elif not left:
             notes.append(f"{given}: no Python files, notebooks or configs found")
-        found.extend(walked)
+        found.extend(left)
 
     files_by_root: dict[Path, list[Path]] = {}
     chosen, linked_inside = _dedupe(found)
@@ -177,6 +200,41 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
         # Reversed so that popping from the end visits subfolders in sorted order.
         pending.extend(reversed(subfolders))
     return found
+
+
+def _globs_of(exclude: Excludes) -> Callable[[Path], tuple[str, ...]]:
+    """Each project root's exclude globs, trailing slashes dropped, computed once per root."""
+    cache: dict[Path, tuple[str, ...]] = {}
+
+    def globs_of(root: Path) -> tuple[str, ...]:
+        if root not in cache:
+            patterns = exclude(root) if callable(exclude) else exclude
+            cache[root] = tuple(p.rstrip("/") for p in patterns if p.rstrip("/"))
+        return cache[root]
+
+    return globs_of
+
+
+def exclusion(path: Path, root: Path, globs: tuple[str, ...]) -> str | None:
+    """Why a named path is excluded, or None: a glob matches it or a folder it lies in (relative
+    to its project root), or it lies in a folder skipped by default (`site-packages`, `.venv`,
+    ...) below its project root or the current folder."""
+    relative = Path(os.path.relpath(path, root))
+    inside_root = relative.parts[:1] != ("..",)
+    candidates = [relative, *(parent for parent in relative.parents if parent.parts)]
+    for candidate in candidates if inside_root else ():
+        for glob in globs:
+            if fnmatch.fnmatch(candidate.as_posix(), glob) or fnmatch.fnmatch(candidate.name, glob):
+                return f"matches exclude {glob!r}"
+    below = [relative.parts if inside_root else ()]
+    here = Path(os.path.relpath(path, os.getcwd()))
+    if here.parts[:1] != ("..",):
+        below.append(here.parts)
+    for parts in below:
+        skipped = next((part for part in parts if part in DEFAULT_EXCLUDES), None)
+        if skipped is not None:
+            return f"inside {skipped!r}, skipped by default"
+    return None
 
 
 def _is_excluded(path: Path, root: Path, globs: tuple[str, ...]) -> bool:

@@ -176,6 +176,20 @@ def requirement_files(root: Path) -> list[Path]:
     return [path for path in found if observed.is_file(path)]
 
 
+DECLARATION_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+def is_pin_file(path: Path) -> bool:
+    """A file of a kind `sources` reads for a project's pins (by its name, wherever it lies):
+    a commit that changes only it can change the findings of its project (pre-commit)."""
+    name = path.name
+    return (
+        name in (*LOCK_FILES, *DECLARATION_FILES, *CONDA_FILES)
+        or fnmatch.fnmatchcase(name, "requirements*.txt")
+        or (path.parent.name == "requirements" and name.endswith(".txt"))
+    )
+
+
 def _names(folder: Path) -> list[str]:
     try:
         return observed.listdir(folder)
