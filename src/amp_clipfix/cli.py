@@ -422,7 +422,7 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
         sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
         sys.exit(exit_code(settings, result, findings_left=bool(unfixed)))
     if patch_dir is not None:
-        write_patch_dir(result, patch_dir)
+        result = replace(result, errors=result.errors + tuple(write_patch_dir(result, patch_dir)))
     elif settings.output_format == "text":
         show_changes(result)
     if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
@@ -431,7 +431,8 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
     elif settings.output_format != "json":  # before writing: notebook lines are read from disk
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream)
-    written, write_errors = write_changes(result.changes, yes=yes, dry_run=dry_run)
+    roots = project_roots(result)
+    written, write_errors = write_changes(result.changes, yes=yes, dry_run=dry_run, roots=roots)
     result = replace(result, errors=result.errors + tuple(write_errors))
     fixed = fixed_findings(result, written)
     if settings.output_format == "json":  # after writing: it says which findings were fixed
@@ -659,17 +660,30 @@ def show_changes(result: RunResult) -> None:
             notes = []
 
 
-def write_patch_dir(result: RunResult, folder: Path) -> None:
-    """One `<project>.patch` per project with changes, paths relative to the project's root."""
+def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
+    """One `<project>.patch` per project with changes, paths relative to the project's root;
+    a patch that cannot be written (its name is a link, say) is an error line, the others are
+    still written."""
+    from amp_clipfix.output.write import WriteError, write_own_file
+
     projects = [project for project in result.per_project if project.changes]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for name, project in zip(project_patch_names([p.root for p in projects]), projects):
-            target = folder / name
-            target.write_bytes(b"".join(patch_of(c, project.root) for c in project.changes))
-            click.echo(f"wrote {display_path(target)} ({display_path(project.root)})", err=True)
     except OSError as error:
         raise click.FileError(str(folder), error.strerror or str(error)) from None
+    errors = []
+    for name, project in zip(project_patch_names([p.root for p in projects]), projects):
+        target = folder / name
+        try:
+            write_own_file(target, b"".join(patch_of(c, project.root) for c in project.changes))
+        except WriteError as error:
+            errors.append(FileError(target, str(error), ErrorKind.WRITE))
+            continue
+        click.echo(
+            terminal_safe(f"wrote {display_path(target)} ({display_path(project.root)})"),
+            err=True,
+        )
+    return errors
 
 
 def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozenset[Finding]:
@@ -721,9 +735,10 @@ def is_interactive() -> bool:
 
 
 def write_changes(
-    changes: Sequence[FileChange], yes: bool, dry_run: bool
+    changes: Sequence[FileChange], yes: bool, dry_run: bool, roots: dict[Path, Path] | None = None
 ) -> tuple[list[FileChange], list[FileError]]:
-    """Write (or not); the changes written, and the writes that failed."""
+    """Write (or not); the changes written, and the writes that failed. `roots`: each changed
+    file's project root, which no write may leave."""
     if not changes:
         return [], []
     if dry_run:
@@ -742,19 +757,9 @@ def write_changes(
         ):
             click.echo("Nothing written.", err=True)
             return [], []
-    from amp_clipfix.output.write import WriteError, create_atomic, write_atomic
+    from amp_clipfix.output.write import write_all
 
-    written: list[FileChange] = []
-    failed: list[FileError] = []
-    for change in changes:
-        try:
-            if change.created:
-                create_atomic(change.source.path, change.new_data)
-            else:
-                write_atomic(change.source, change.new_data, change.keep_hard_links)
-            written.append(change)
-        except WriteError as error:
-            # reported with the run's other errors (and in JSON/SARIF) by `finish`
-            failed.append(FileError(change.source.path, str(error), ErrorKind.WRITE))
+    # failures are reported with the run's other errors (and in JSON/SARIF) by `finish`
+    written, failed = write_all(changes, roots)
     click.echo(f"Fixed {plural(len(written), 'file')}.", err=True)
     return written, failed
