@@ -546,9 +546,7 @@ def test_a_pin_file_linked_to_the_environment_is_never_read(project: Path) -> No
     assert done.returncode == 1, done.stderr  # the finding, under the default release
 
 
-def test_a_pyproject_linked_out_of_the_project_is_not_read(
-    project: Path, tmp_path: Path
-) -> None:
+def test_a_pyproject_linked_out_of_the_project_is_not_read(project: Path, tmp_path: Path) -> None:
     (project / "train.py").write_bytes(GOOD)
     outside = tmp_path / "elsewhere.toml"
     outside.write_text('[tool.amp-clipfix]\nstrategy = "TOKEN=s3cr3t"\n')
