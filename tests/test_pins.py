@@ -475,3 +475,115 @@ def test_every_reader_survives_any_nesting(name: str, depth: int) -> None:
             pins.parse_pins(pins.READERS[name], data, pins.LIGHTNING)
         except pins.PinError as error:
             assert "\n" not in str(error)
+
+
+# --- The pin that decides is the one the project installs (issue 28) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("files", "decided"),
+    [
+        (
+            {
+                "requirements-docs.txt": "pytorch-lightning==1.6.0\n",
+                "requirements.txt": "lightning==2.4.0\n",
+            },
+            "lightning 2.4.0 from requirements.txt",
+        ),
+        (
+            {
+                "requirements/docs.txt": "pytorch-lightning==1.6.0\n",
+                "requirements/base.txt": "lightning>=2.4,<2.5\n",
+            },
+            "lightning>=2.4,<2.5 from requirements/base.txt",
+        ),
+        (
+            {
+                "requirements-test.txt": "lightning==1.9.5\n",
+                "pyproject.toml": '[project]\ndependencies = ["lightning>=2.2,<2.3"]\n',
+            },
+            "lightning>=2.2,<2.3 from pyproject.toml",
+        ),
+        (
+            {
+                "pyproject.toml": '[project]\ndependencies = ["torch"]\n'
+                '[project.optional-dependencies]\ndocs = ["pytorch-lightning==1.6.0"]\n'
+                '[dependency-groups]\ndev = ["lightning==2.0.0"]\n',
+                "setup.py": "from setuptools import setup\n"
+                "setup(install_requires=['lightning~=2.4.0'])\n",
+            },
+            "lightning~=2.4.0 from setup.py",
+        ),
+        (
+            {
+                "pyproject.toml": '[tool.poetry.dependencies]\nlightning = "^2.1"\n'
+                '[tool.poetry.group.docs.dependencies]\npytorch-lightning = "1.6.0"\n'
+            },
+            "lightning ^2.1 from pyproject.toml",
+        ),
+        (
+            {
+                "Pipfile.lock": json.dumps(
+                    {
+                        "default": {"lightning": {"version": "==2.4.0"}},
+                        "develop": {"pytorch-lightning": {"version": "==1.6.0"}},
+                    }
+                )
+            },
+            "lightning 2.4.0 from Pipfile.lock",
+        ),
+        (
+            {
+                "requirements.txt": "-r requirements/pytorch/base.txt\n",
+                "requirements/pytorch/base.txt": "lightning==2.2.5\n",
+                "requirements/app.txt": "lightning==2.0.0\n",
+            },
+            "lightning 2.2.5 from requirements/pytorch/base.txt",
+        ),
+        (
+            {
+                "requirements-docs.txt": "pytorch-lightning==1.6.0\n",
+                "setup.cfg": "[options.extras_require]\nall = lightning==2.0.0\n",
+            },
+            "pytorch-lightning 1.6.0 from requirements-docs.txt",  # second tier: exact first
+        ),
+    ],
+    ids=[
+        "docs-vs-requirements",
+        "folder",
+        "test-vs-pyproject",
+        "extras-vs-setup",
+        "poetry-groups",
+        "pipfile-develop",
+        "included",
+        "second-tier-only",
+    ],
+)
+def test_what_the_project_installs_decides(
+    tmp_path: Path, files: dict[str, str], decided: str
+) -> None:
+    root = project(tmp_path, files)
+    resolution = resolve_target(root)
+    assert resolution.warnings == ()
+    assert resolution.target.describe() == decided
+
+
+def test_the_report_names_the_file_that_decided(tmp_path: Path) -> None:
+    project(
+        tmp_path / "p",
+        {
+            "setup.py": "import setuptools\n",
+            "train.py": FABRIC_16,
+            "requirements-docs.txt": "pytorch-lightning==1.6.0\n",
+            "requirements.txt": "lightning==2.4.0\n",
+        },
+    )
+    text = CliRunner().invoke(main, ["check", "p"])
+    assert text.exit_code == 1, text.output  # 1.6.0 would have had no finding
+    assert text.output.splitlines()[-1].endswith(
+        "; assumed lightning 2.4.0 from p/requirements.txt."
+    )
+    document = json.loads(CliRunner().invoke(main, ["check", "--format", "json", "p"]).output)
+    (summary,) = document["summary"]["projects"]
+    assert summary["source"] == "p/requirements.txt"
+    assert summary["assumed"] == "lightning 2.4.0 from p/requirements.txt"

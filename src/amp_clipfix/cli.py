@@ -712,6 +712,7 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     if not result.per_project:
         return
@@ -719,12 +720,19 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     table = Table(
         title="amp-clipfix per project", title_justify="left", box=None if not utf else box.SIMPLE
     )
-    for column in ("project", "release assumed", "findings", "fixed", "left for review", "errors"):
-        table.add_column(column, justify="left" if column == "project" else "right")
+    columns = ("project", "release assumed", "from", "findings", "fixed", "left for review")
+    for column in (*columns, "errors"):
+        text = column in ("project", "from")
+        table.add_column(
+            column,
+            justify="left" if text else "right",
+            overflow="fold",  # never cut a path short
+            min_width=24 if column == "from" else None,
+        )
     for row in project_rows(result.per_project, fixed, wrote):
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # text, never markup: `[tool.x]` stays
     stderr = stderr_console()
-    Console(stderr=True, width=max(stderr.width, 100) if not stderr.is_terminal else None).print(
+    Console(stderr=True, width=max(stderr.width, 120) if not stderr.is_terminal else None).print(
         table
     )
 

@@ -98,6 +98,7 @@ class ProjectResult:
     findings: tuple[Finding, ...]
     changes: tuple[FileChange, ...]
     errors: tuple[FileError, ...]
+    source: str = ""  # where the release was read: "requirements.txt", "default (...)"
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,9 @@ def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...
 
 
 def project_result(root: Path, target: Target, result: RunResult) -> ProjectResult:
-    return ProjectResult(root, target.version_label, result.findings, result.changes, result.errors)
+    return ProjectResult(
+        root, target.version_label, result.findings, result.changes, result.errors, target.source
+    )
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
