@@ -587,3 +587,18 @@ def test_the_report_names_the_file_that_decided(tmp_path: Path) -> None:
     (summary,) = document["summary"]["projects"]
     assert summary["source"] == "p/requirements.txt"
     assert summary["assumed"] == "lightning 2.4.0 from p/requirements.txt"
+
+
+def test_a_broken_docs_requirements_file_does_not_warn_when_an_install_pin_decides(
+    tmp_path: Path,
+) -> None:
+    root = project(
+        tmp_path,
+        {
+            "requirements-docs.txt": "pytorch-lightning=1.6.0\n",
+            "pyproject.toml": '[project]\ndependencies = ["lightning>=2.2,<2.3"]\n',
+        },
+    )
+    resolution = resolve_target(root)
+    assert resolution.target.describe() == "lightning>=2.2,<2.3 from pyproject.toml"
+    assert resolution.warnings == ()

@@ -169,6 +169,8 @@ def candidate_pins(
     listed = sources(root, files)
     for optional in (False, True):
         for path, read, accept in listed:
+            if not optional and read is requirements_reader(True):
+                continue  # a docs/test requirements file has no pin the project installs
             try:
                 pins = files.pins(path, read)
             except PinError as error:
