@@ -112,18 +112,8 @@ def test_plain_patch_applies_to_the_notebook_on_disk(magics: Path) -> None:
 
 
 def notebook_of(*sources: list[str]) -> str:
-    cells = [
-        {
-            "cell_type": "code",
-            "execution_count": None,
-            "id": f"c{number}",
-            "metadata": {},
-            "outputs": [],
-            "source": source,
-        }
-        for number, source in enumerate(sources)
-    ]
-    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    cells = [nbformat.v4.new_code_cell("".join(source)) for source in sources]
+    return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
 
 
 CLIPPING = [

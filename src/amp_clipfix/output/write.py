@@ -17,7 +17,7 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -265,29 +265,9 @@ def create_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
     _ensure_inside(path, root)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp_name = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name[:TEMP_NAME_CHARS]}.", suffix=TEMP_SUFFIX
-        )
     except OSError as error:
         raise WriteError(f"cannot create: {os_error_reason(error)}") from None
-    try:
-        with os.fdopen(handle, "wb") as temp_file:
-            temp_file.write(data)
-            temp_file.flush()
-            os.fsync(temp_file.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp_name, 0o644 & ~umask)
-        with _stop_signals_raise():
-            os.link(temp_name, path)
-    except FileExistsError:
-        raise WriteError("cannot create: the file appeared meanwhile; not written") from None
-    except OSError as error:
-        raise WriteError(f"cannot create: {os_error_reason(error)}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-    _fsync_folder(path.parent)
+    _place_new(path, data, 0o644, os.link, "create")
 
 
 def write_own_file(path: Path, data: bytes) -> None:
@@ -298,12 +278,22 @@ def write_own_file(path: Path, data: bytes) -> None:
     user committed. Mode 0666 less the umask, as for any new file."""
     if os.path.islink(path):
         raise WriteError("is a symbolic link; not written through (it may lead anywhere)")
+    # os.replace replaces the name itself: a link made there meanwhile is replaced, never
+    # written through.
+    _place_new(path, data, 0o666, os.replace, "write")
+
+
+def _place_new(
+    path: Path, data: bytes, mode: int, place: Callable[[str, Path], None], verb: str
+) -> None:
+    """`data` in a synced temp file next to `path` (`mode` less the umask), then `place`d at
+    the name (os.link: only where it is free; os.replace: over it); the temp file never stays."""
     try:
         handle, temp_name = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name[:TEMP_NAME_CHARS]}.", suffix=TEMP_SUFFIX
         )
     except OSError as error:
-        raise WriteError(f"cannot write: {os_error_reason(error)}") from None
+        raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
     try:
         with os.fdopen(handle, "wb") as temp_file:
             temp_file.write(data)
@@ -311,11 +301,13 @@ def write_own_file(path: Path, data: bytes) -> None:
             os.fsync(temp_file.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(temp_name, 0o666 & ~umask)
+        os.chmod(temp_name, mode & ~umask)
         with _stop_signals_raise():
-            os.replace(temp_name, path)  # replaces the name itself, never a link's target
+            place(temp_name, path)
+    except FileExistsError:
+        raise WriteError(f"cannot {verb}: the file appeared meanwhile; not written") from None
     except OSError as error:
-        raise WriteError(f"cannot write: {os_error_reason(error)}") from None
+        raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
