@@ -491,3 +491,172 @@ def test_current_folder_deleted_after_cd(project: Path, tmp_path: Path, cache: b
     assert result.returncode == 2, result.stderr
     assert b"Traceback" not in result.stderr
     assert b"the current folder no longer exists" in result.stderr
+
+
+# --- Round two (issue 28): nothing is read or written through a link out of the project -----
+
+
+def test_patch_dir_link_is_never_written_through(project: Path, tmp_path: Path) -> None:
+    (project / "train.py").write_bytes(GOOD)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"keep me\n")
+    (project / "patches").mkdir()
+    (project / "patches" / "project.patch").symlink_to(outside)
+    result = invoke("apply", "--dry-run", "--patch-dir", "patches", "--strategy", "unfuse", ".")
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        "error: patches/project.patch: is a symbolic link; not written through "
+        "(it may lead anywhere)"
+    ]
+    assert outside.read_bytes() == b"keep me\n"
+    assert (project / "patches" / "project.patch").is_symlink()
+
+
+def test_patch_dir_replaces_its_own_patch_atomically(project: Path) -> None:
+    (project / "train.py").write_bytes(GOOD)
+    (project / "patches").mkdir()
+    (project / "patches" / "project.patch").write_bytes(b"old\n")
+    result = invoke("apply", "--dry-run", "--patch-dir", "patches", "--strategy", "unfuse", ".")
+    assert result.exit_code == 1, result.output
+    patch = (project / "patches" / "project.patch").read_bytes()
+    assert b"+++ b/train.py" in patch and b"old" not in patch
+    assert list((project / "patches").iterdir()) == [project / "patches" / "project.patch"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_a_pin_file_linked_to_the_environment_is_never_read(project: Path) -> None:
+    """The CI job's environment (tokens, keys) must never reach the output."""
+    (project / "train.py").write_bytes(GOOD)
+    (project / "requirements.txt").symlink_to("/proc/self/environ")
+    environment = {**os.environ, "lightning": "2.0 TOKEN=s3cr3t-t0ken"}
+    environment["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "s3cr3t" not in done.stdout + done.stderr
+    assert (
+        "warning: requirements.txt: a link leads outside the project; not read; "
+        "not used for the Lightning version"
+    ) in done.stderr.splitlines()
+    assert done.returncode == 1, done.stderr  # the finding, under the default release
+
+
+def test_a_pyproject_linked_out_of_the_project_is_not_read(project: Path, tmp_path: Path) -> None:
+    (project / "train.py").write_bytes(GOOD)
+    outside = tmp_path / "elsewhere.toml"
+    outside.write_text('[tool.amp-clipfix]\nstrategy = "TOKEN=s3cr3t"\n')
+    (project / "pyproject.toml").unlink()
+    (project / "pyproject.toml").symlink_to(outside)
+    result = invoke("check", ".")
+    assert result.exit_code == 2, result.output
+    assert "s3cr3t" not in result.output
+    assert result.output.splitlines()[-1] == (
+        "Error: pyproject.toml: a link leads outside the project; not read"
+    )
+
+
+# --- Round two: text from files never reaches the terminal raw -----------------------------
+
+HOSTILE = "\x1b]0;owned\x07\u202e" + "TOKEN=s3cr3t " * 400
+TOML_HOSTILE = "\\u001b]0;owned\\u0007\\u202e" + "TOKEN=s3cr3t " * 400  # escaped in TOML
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("requirements.txt", f"lightning=2.0{HOSTILE}\n"),
+        ("pyproject.toml", f'[project]\ndependencies = ["lightning=2.0{TOML_HOSTILE}"]\n'),
+        ("setup.cfg", f"[options\n{HOSTILE}\n"),
+        ("environment.yml", f"dependencies: [\n{HOSTILE}\n"),
+        ("environment.yml", f"dependencies:\n  - lightning={HOSTILE.strip()}\n"),
+        ("pyproject.toml", f'[tool.poetry.dependencies]\nlightning = "^{TOML_HOSTILE}"\n'),
+    ],
+)
+def test_pin_file_text_in_a_warning_is_escaped_and_short(
+    project: Path, name: str, content: str
+) -> None:
+    (project / "train.py").write_bytes(GOOD)
+    (project / name).write_text(content, encoding="utf-8")
+    result = invoke("check", ".")
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, result.output
+    assert f"warning: {name}:" in warnings[0]
+    assert len(warnings[0]) < 300, warnings[0]
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+    assert result.output.count("s3cr3t") <= 3
+
+
+def test_a_config_value_in_an_error_is_escaped_and_short(project: Path) -> None:
+    (project / "train.py").write_bytes(GOOD)
+    (project / "pyproject.toml").write_text(
+        f'[tool.amp-clipfix]\nstrategy = "{TOML_HOSTILE}"\n', encoding="utf-8"
+    )
+    result = invoke("check", ".")
+    assert result.exit_code == 2
+    line = result.output.splitlines()[-1]
+    assert "'strategy' must be one of" in line and len(line) < 300, line
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+
+
+# --- Round two: all or nothing across files (the helper module) -----------------------------
+
+HELPER_CASE = REPO / "fixtures" / "trainer_unscale_helper_module_created" / "input"
+
+
+@pytest.fixture
+def helper_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "helpers"
+    shutil.copytree(HELPER_CASE, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".amp_clipfix_cache" not in p.parts
+    }
+
+
+def test_a_read_only_helper_module_writes_none_of_its_importers(helper_project: Path) -> None:
+    helpers = helper_project / "mypkg" / "amp_helpers.py"
+    helpers.write_text('"""Shared helpers."""\n')
+    helpers.chmod(0o444)
+    before = snapshot(helper_project)
+    result = invoke("apply", "--yes", "--strategy", "unscale", "--lightning-version", "2.6.6", ".")
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        "error: mypkg/amp_helpers.py: read-only file (mode 0444); not written",
+        "error: mypkg/model.py: not written: it needs mypkg/amp_helpers.py, which was not written",
+    ]
+    assert snapshot(helper_project) == before, "no file may import what was not written"
+
+
+def test_a_helper_module_that_appears_meanwhile_writes_none_of_its_importers(
+    helper_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import amp_clipfix.cli as cli_module
+
+    original = cli_module.write_changes
+    helpers = helper_project / "mypkg" / "amp_helpers.py"
+
+    def someone_else_writes_first(*args: object, **kwargs: object):  # noqa: ANN202
+        helpers.write_text("# an editor's new file\n")
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli_module, "write_changes", someone_else_writes_first)
+    model = (helper_project / "mypkg" / "model.py").read_bytes()
+    result = invoke("apply", "--yes", "--strategy", "unscale", "--lightning-version", "2.6.6", ".")
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        "error: mypkg/amp_helpers.py: cannot create: the file appeared meanwhile; not written",
+        "error: mypkg/model.py: not written: it needs mypkg/amp_helpers.py, which was not written",
+    ]
+    assert (helper_project / "mypkg" / "model.py").read_bytes() == model
+    assert helpers.read_text() == "# an editor's new file\n"

@@ -106,3 +106,63 @@ def test_plain_patch_applies_to_the_notebook_on_disk(magics: Path) -> None:
     magics.write_bytes(original)
     assert invoke("apply", "--yes", "--strategy", "guard", ".").exit_code == 0
     assert magics.read_bytes() == patched
+
+
+# --- IPython escapes as IPython reads them (issue 28) -------------------------------------------
+
+
+def notebook_of(*sources: list[str]) -> str:
+    cells = [nbformat.v4.new_code_cell("".join(source)) for source in sources]
+    return nbformat.writes(nbformat.v4.new_notebook(cells=cells))
+
+
+CLIPPING = [
+    "import lightning as L\n",
+    "import torch\n",
+    'fabric = L.Fabric(precision="16-mixed")\n',
+    "opt = torch.optim.AdamW([], fused=True)\n",
+    "fabric.clip_gradients(None, opt, max_norm=1.0)\n",
+]
+ESCAPED = {
+    "continued": ["!pip install torch \\\n", "    lightning==2.4.0 \\\n", "    --quiet\n"],
+    "continued-magic": ["%pip install \\\n", "  lightning\n"],
+    "assigned": ["gpus = !nvidia-smi -L\n", "elapsed = %timeit -o sum(range(9))\n"],
+    "continued-assigned": ["out = !pip install \\\n", "    lightning\n"],
+    "in-a-block": ["for _ in range(2):\n", "    !echo hi \\\n", "      there\n", "    x = 1\n"],
+    "autocall": ["/print 1\n", ",print a b\n", ";print c\n"],
+}
+
+
+@pytest.mark.parametrize("escaped", ESCAPED, ids=list(ESCAPED))
+def test_escaped_commands_over_several_lines_are_kept_out_of_the_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, escaped: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.ipynb").write_text(notebook_of(ESCAPED[escaped], CLIPPING))
+    result = invoke("check", ".")
+    assert result.exit_code == 1, result.output
+    assert "train.ipynb:cell 2:5:1: ACF001" in result.output, result.output
+    applied = invoke("apply", "--yes", ".")
+    assert applied.exit_code == 0, applied.output
+    cells = json.loads((tmp_path / "train.ipynb").read_text())["cells"]
+    first = "".join(cells[0]["source"])  # a helper may come first (the module's top)
+    assert first.endswith("".join(ESCAPED[escaped])), "the escaped lines are never changed"
+    assert invoke("check", ".").exit_code == 0
+
+
+def test_an_escape_character_inside_a_string_is_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`!` or `%` starting a line inside a triple-quoted string, brackets or a continued line is
+    not an escape (IPython only looks where a logical line starts): the code keeps it."""
+    from amp_clipfix.sources.notebook import module_lines
+
+    assert module_lines('s = """\n!not a command\n"""\n!ls\n') == [
+        's = """',
+        "!not a command",
+        '"""',
+        "#",
+        "",
+    ]
+    assert module_lines("x = (1 +\n  %time\n)\n") == ["x = (1 +", "  %time", ")", ""]
+    assert module_lines("x = 1 \\\n  %y\n") == ["x = 1 \\", "  %y", ""]

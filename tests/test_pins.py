@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from amp_clipfix.cli import main
 from amp_clipfix.project import pins
@@ -329,4 +331,274 @@ def test_only_lines_naming_a_lightning_package_are_read_or_warned_about(tmp_path
     )
     resolution = resolve_target(root)
     assert resolution.target.pin == "lightning-fabric 2.4.0"
+    assert resolution.warnings == ()
+
+
+# --- Nothing is read through a link out of the project (issue 28) ----------------------------
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_pin_file_linked_out_of_the_project_is_never_read(tmp_path: Path, source: str) -> None:
+    files, _ = SOURCES[source]
+    outside = project(tmp_path / "outside", files)
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in files:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).symlink_to(outside / name)
+    resolution = resolve_target(root)
+    assert resolution.target.source == "default (latest release)"
+    name = next(iter(files))
+    assert resolution.warnings == (
+        f"project/{name}: a link leads outside the project; not read; "
+        "not used for the Lightning version",
+    )
+
+
+def test_a_pin_file_linked_inside_the_project_is_read(tmp_path: Path) -> None:
+    root = project(tmp_path, {"deps/pinned.txt": "lightning==2.4.0\n"})
+    (root / "requirements.txt").symlink_to(root / "deps" / "pinned.txt")
+    assert assumed(root) == "lightning 2.4.0 from requirements.txt"
+
+
+# --- Every reader of a pin file survives any content (issue 28) -------------------------------
+
+DEEP = 20_000
+NESTED = "[" * DEEP + "]" * DEEP
+DEEP_FILES = {
+    "pyproject.toml": f'[project]\ndependencies = ["lightning==2.4.0"]\nx = {NESTED}\n',
+    "uv.lock": f"{lock('lightning', '2.4.0')}x = {NESTED}\n",
+    "Pipfile.lock": '{"default": {"lightning": {"version": "==2.4.0"}}, "x": ' + NESTED + "}",
+    "environment.yml": f"dependencies:\n  - lightning=2.4.0\nx: {NESTED}\n",
+}
+
+
+@pytest.mark.parametrize("name", DEEP_FILES)
+def test_a_deeply_nested_pin_file_is_one_warning(tmp_path: Path, name: str) -> None:
+    root = project(tmp_path, {name: DEEP_FILES[name]})
+    resolution = resolve_target(root)
+    assert resolution.target.source == "default (latest release)"
+    (warning,) = resolution.warnings
+    assert warning.startswith(f"{name}: ") and "nested too deeply" in warning, warning
+
+
+@pytest.mark.parametrize("name", ["uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock"])
+def test_a_lock_that_is_not_utf8_is_one_warning(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(b'# caf\xe9\n[[package]]\nname = "lightning"\n')
+    (tmp_path / "requirements.txt").write_text("pytorch-lightning==1.9.5\n")
+    resolution = resolve_target(tmp_path)
+    assert resolution.target.describe() == "pytorch-lightning 1.9.5 from requirements.txt"
+    assert resolution.warnings == (
+        f"{name}: not UTF-8 text (byte 5); not used for the Lightning version",
+    )
+
+
+@pytest.mark.parametrize(
+    "setup_py",
+    [
+        "REQS = ['torch']\nREQS = REQS + ['lightning==2.4.0']\nsetup(install_requires=REQS)\n",
+        "REQS = ['torch']\nREQS += ['lightning==2.4.0']\nsetup(install_requires=REQS)\n",
+        "EXTRAS = {'pl': ['lightning==2.4.0']}\nEXTRAS = {**EXTRAS, 'all': EXTRAS['pl']}\n"
+        "setup(extras_require=EXTRAS)\n",
+        "EXTRAS = {'pl': ['lightning==2.4.0'], 'all': EXTRAS}\nsetup(extras_require=EXTRAS)\n",
+        "A = B\nB = A + ['lightning==2.4.0']\nsetup(install_requires=A)\n",
+        "setup(install_requires=['lightning==2.4.0']" + " + []" * 2_000 + ")\n",
+    ],
+    ids=["self-plus", "augmented", "spread", "self-in-dict", "cycle", "long-chain"],
+)
+def test_setup_py_self_reference_and_long_chains_end(tmp_path: Path, setup_py: str) -> None:
+    root = project(tmp_path, {"setup.py": "from setuptools import setup\n" + setup_py})
+    resolution = resolve_target(root)
+    assert resolution.warnings == ()
+    assert resolution.target.describe() == "lightning 2.4.0 from setup.py"
+
+
+def test_a_setup_py_too_deep_for_the_parser_is_one_warning(tmp_path: Path) -> None:
+    chain = "setup(install_requires=['lightning==2.4.0']" + " + []" * 50_000 + ")\n"
+    resolution = resolve_target(project(tmp_path, {"setup.py": chain}))
+    assert resolution.target.source == "default (latest release)"
+    assert resolution.warnings == (
+        "setup.py: nested too deeply to read; not used for the Lightning version",
+    )
+
+
+def test_a_deeply_nested_project_is_a_warning_on_the_command_line(tmp_path: Path) -> None:
+    project(tmp_path / "p", {"setup.py": "import setuptools\n", "train.py": FABRIC_16})
+    (tmp_path / "p" / "uv.lock").write_text(DEEP_FILES["uv.lock"])
+    result = CliRunner().invoke(main, ["check", "p"], catch_exceptions=False)
+    assert result.exit_code == 1, result.output  # the finding (default release), no traceback
+    assert "warning: p/uv.lock: nested too deeply to read; not used for the Lightning version" in (
+        result.output.splitlines()
+    )
+
+
+FORMAT_ALPHABET = "[]{}()=\"',:;#\n\t -*!^~<>.0123456789abcdeilghtnprsvyk_&|+\\\x00\xe9"
+
+
+@pytest.mark.parametrize("name", sorted(pins.READERS))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=300) | st.text(FORMAT_ALPHABET, max_size=300).map(str.encode))
+def test_every_reader_survives_any_bytes(name: str, data: bytes) -> None:
+    """Whatever a pin file holds, its reader gives pins or one line (PinError), never another
+    exception; a message quotes the file short and escaped."""
+    reader = pins.READERS[name]
+    for prefix in (b"", READER_PREFIXES.get(name, b"")):
+        try:
+            found = pins.parse_pins(reader, prefix + data, pins.LIGHTNING)
+        except pins.PinError as error:
+            message = str(error)
+            assert "\n" not in message and len(message) < 400, message
+            assert not any(ord(c) < 32 for c in message), message
+        else:
+            assert all(isinstance(pin, pins.Pin) for pin in found)
+
+
+READER_PREFIXES = {  # a valid start, so that the bytes reach the reader's own code
+    "pyproject.toml": b'[project]\ndependencies = ["lightning',
+    "uv.lock": b'[[package]]\nname = "lightning"\nversion = "',
+    "poetry.lock": b'[[package]]\nname = "lightning"\nversion = "',
+    "pdm.lock": b'[[package]]\nname = "lightning"\nversion = "',
+    "Pipfile.lock": b'{"default": {"lightning": {"version": "',
+    "requirements.txt": b"lightning",
+    "setup.cfg": b"[options]\ninstall_requires =\n    lightning",
+    "setup.py": b"setup(install_requires=['lightning",
+    "environment.yml": b"dependencies:\n  - lightning",
+}
+
+
+@pytest.mark.parametrize("name", sorted(pins.READERS))
+@pytest.mark.parametrize("depth", [100, 1_000, 100_000])
+def test_every_reader_survives_any_nesting(name: str, depth: int) -> None:
+    for opening, closing in ("[]", "{}", "()"):
+        data = READER_PREFIXES[name] + (opening * depth + closing * depth).encode()
+        try:
+            pins.parse_pins(pins.READERS[name], data, pins.LIGHTNING)
+        except pins.PinError as error:
+            assert "\n" not in str(error)
+
+
+# --- The pin that decides is the one the project installs (issue 28) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("files", "decided"),
+    [
+        (
+            {
+                "requirements-docs.txt": "pytorch-lightning==1.6.0\n",
+                "requirements.txt": "lightning==2.4.0\n",
+            },
+            "lightning 2.4.0 from requirements.txt",
+        ),
+        (
+            {
+                "requirements/docs.txt": "pytorch-lightning==1.6.0\n",
+                "requirements/base.txt": "lightning>=2.4,<2.5\n",
+            },
+            "lightning>=2.4,<2.5 from requirements/base.txt",
+        ),
+        (
+            {
+                "requirements-test.txt": "lightning==1.9.5\n",
+                "pyproject.toml": '[project]\ndependencies = ["lightning>=2.2,<2.3"]\n',
+            },
+            "lightning>=2.2,<2.3 from pyproject.toml",
+        ),
+        (
+            {
+                "pyproject.toml": '[project]\ndependencies = ["torch"]\n'
+                '[project.optional-dependencies]\ndocs = ["pytorch-lightning==1.6.0"]\n'
+                '[dependency-groups]\ndev = ["lightning==2.0.0"]\n',
+                "setup.py": "from setuptools import setup\n"
+                "setup(install_requires=['lightning~=2.4.0'])\n",
+            },
+            "lightning~=2.4.0 from setup.py",
+        ),
+        (
+            {
+                "pyproject.toml": '[tool.poetry.dependencies]\nlightning = "^2.1"\n'
+                '[tool.poetry.group.docs.dependencies]\npytorch-lightning = "1.6.0"\n'
+            },
+            "lightning ^2.1 from pyproject.toml",
+        ),
+        (
+            {
+                "Pipfile.lock": json.dumps(
+                    {
+                        "default": {"lightning": {"version": "==2.4.0"}},
+                        "develop": {"pytorch-lightning": {"version": "==1.6.0"}},
+                    }
+                )
+            },
+            "lightning 2.4.0 from Pipfile.lock",
+        ),
+        (
+            {
+                "requirements.txt": "-r requirements/pytorch/base.txt\n",
+                "requirements/pytorch/base.txt": "lightning==2.2.5\n",
+                "requirements/app.txt": "lightning==2.0.0\n",
+            },
+            "lightning 2.2.5 from requirements/pytorch/base.txt",
+        ),
+        (
+            {
+                "requirements-docs.txt": "pytorch-lightning==1.6.0\n",
+                "setup.cfg": "[options.extras_require]\nall = lightning==2.0.0\n",
+            },
+            "pytorch-lightning 1.6.0 from requirements-docs.txt",  # second tier: exact first
+        ),
+    ],
+    ids=[
+        "docs-vs-requirements",
+        "folder",
+        "test-vs-pyproject",
+        "extras-vs-setup",
+        "poetry-groups",
+        "pipfile-develop",
+        "included",
+        "second-tier-only",
+    ],
+)
+def test_what_the_project_installs_decides(
+    tmp_path: Path, files: dict[str, str], decided: str
+) -> None:
+    root = project(tmp_path, files)
+    resolution = resolve_target(root)
+    assert resolution.warnings == ()
+    assert resolution.target.describe() == decided
+
+
+def test_the_report_names_the_file_that_decided(tmp_path: Path) -> None:
+    project(
+        tmp_path / "p",
+        {
+            "setup.py": "import setuptools\n",
+            "train.py": FABRIC_16,
+            "requirements-docs.txt": "pytorch-lightning==1.6.0\n",
+            "requirements.txt": "lightning==2.4.0\n",
+        },
+    )
+    text = CliRunner().invoke(main, ["check", "p"])
+    assert text.exit_code == 1, text.output  # 1.6.0 would have had no finding
+    assert text.output.splitlines()[-1].endswith(
+        "; assumed lightning 2.4.0 from p/requirements.txt."
+    )
+    document = json.loads(CliRunner().invoke(main, ["check", "--format", "json", "p"]).output)
+    (summary,) = document["summary"]["projects"]
+    assert summary["source"] == "p/requirements.txt"
+    assert summary["assumed"] == "lightning 2.4.0 from p/requirements.txt"
+
+
+def test_a_broken_docs_requirements_file_does_not_warn_when_an_install_pin_decides(
+    tmp_path: Path,
+) -> None:
+    root = project(
+        tmp_path,
+        {
+            "requirements-docs.txt": "pytorch-lightning=1.6.0\n",
+            "pyproject.toml": '[project]\ndependencies = ["lightning>=2.2,<2.3"]\n',
+        },
+    )
+    resolution = resolve_target(root)
+    assert resolution.target.describe() == "lightning>=2.2,<2.3 from pyproject.toml"
     assert resolution.warnings == ()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import shutil
 import subprocess
 import sys
@@ -339,24 +340,28 @@ def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> Non
     dry = cli(tmp_path, "apply", "--dry-run", "repos/a", "repos/b")
     table = dry.stderr.decode()
     header = next(line for line in table.splitlines() if "release assumed" in line)
-    assert header.split() == [
+    assert cells(header) == [
         "project",
-        "release",
-        "assumed",
+        "release assumed",
+        "from",
         "findings",
         "fixed",
-        "left",
-        "for",
-        "review",
+        "left for review",
         "errors",
     ]
-    row_a = next(line for line in table.splitlines() if line.strip().startswith("repos/a"))
-    row_b = next(line for line in table.splitlines() if line.strip().startswith("repos/b"))
-    assert row_a.split()[1:3] == ["2.6.6", "2"] and "2 pending" in row_a
-    assert row_b.split()[1:3] == ["2.4.0", "1"]  # b's own lightning-version and ignore
+    row_a = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/a")))
+    row_b = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/b")))
+    assert row_a[1] == "2.6.6" and row_a[3] == "2" and "2 pending" in row_a[4]
+    assert row_a[2] in ("installed distribution", "default (latest release)")
+    assert row_b[1:4] == ["2.4.0", "pyproject.toml [tool.amp-clipfix]", "1"]  # b's own config
     written = cli(tmp_path, "apply", "--yes", "repos/a", "repos/b")
-    row_a = next(line for line in written.stderr.decode().splitlines() if "repos/a" in line)
-    assert row_a.split()[1:] == ["2.6.6", "2", "2", "0", "0"]
+    row_a = cells(next(line for line in written.stderr.decode().splitlines() if "repos/a" in line))
+    assert row_a[:2] + row_a[3:] == ["repos/a", "2.6.6", "2", "2", "0", "0"]
+
+
+def cells(line: str) -> list[str]:
+    """A row of the table: its cells are two or more spaces apart."""
+    return re.split(r"\s{2,}", line.strip())
 
 
 # --- stdin with machine formats ---------------------------------------------------------------

@@ -198,3 +198,60 @@ def test_temp_file_is_created_in_the_same_folder(
 
 def test_write_error_message_is_one_line() -> None:
     assert str(WriteError("a\nb")) == "a b"
+
+
+# --- Round two (issue 28): never through a link out of the project; all or nothing -----------
+
+
+def test_a_file_reached_through_a_link_out_of_its_project_is_not_written(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path = make_file(outside)
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    source = read_source(root / "linked" / "module.py")
+    with pytest.raises(WriteError, match="a link leads outside the project; not written"):
+        write_atomic(source, EDITED, root=root)
+    with pytest.raises(WriteError, match="a link leads outside the project; not written"):
+        write_module.create_atomic(root / "linked" / "new.py", EDITED, root=root)
+    assert path.read_bytes() == ORIGINAL and not (outside / "new.py").exists()
+    write_atomic(read_source(path), EDITED, root=outside)  # inside its own project: written
+    assert path.read_bytes() == EDITED
+
+
+def test_write_all_writes_what_others_need_first_and_nothing_that_needs_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amp_clipfix.pipeline import FileChange
+
+    monkeypatch.chdir(tmp_path)
+    helper = make_file(tmp_path, b"# helpers\n", "helpers.py")
+    helper.chmod(0o444)
+    user = make_file(tmp_path, ORIGINAL, "user.py")
+    alone = make_file(tmp_path, ORIGINAL, "alone.py")
+    changes = [
+        FileChange(read_source(alone), EDITED, ()),
+        FileChange(read_source(user), EDITED, (), requires=(helper,)),
+        FileChange(read_source(helper), b"# helpers\ndef h(): ...\n", ()),
+    ]
+    written, failed = write_module.write_all(changes, {p: tmp_path for p in (helper, user, alone)})
+    assert [change.source.path for change in written] == [alone]
+    assert [(error.path, error.message) for error in failed] == [
+        (helper, "read-only file (mode 0444); not written"),
+        (user, "not written: it needs helpers.py, which was not written"),
+    ]
+    assert user.read_bytes() == ORIGINAL and alone.read_bytes() == EDITED
+
+
+def test_a_patch_is_never_written_through_a_link(tmp_path: Path) -> None:
+    target = make_file(tmp_path, b"keep\n", "target.txt")
+    link = tmp_path / "x.patch"
+    link.symlink_to(target)
+    with pytest.raises(WriteError, match="is a symbolic link; not written through"):
+        write_module.write_own_file(link, b"patch\n")
+    assert target.read_bytes() == b"keep\n" and link.is_symlink()
+    own = tmp_path / "y.patch"
+    write_module.write_own_file(own, b"one\n")
+    write_module.write_own_file(own, b"two\n")
+    assert own.read_bytes() == b"two\n" and leftover_temp_files(tmp_path) == []

@@ -487,7 +487,7 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
     per_file = asking and patch_dir is None and settings.output_format == "text"
     per_file = per_file and not plain_output()
     if patch_dir is not None:
-        write_patch_dir(result, patch_dir)
+        result = replace(result, errors=result.errors + tuple(write_patch_dir(result, patch_dir)))
     elif settings.output_format == "text" and not per_file:
         show_changes(result)
     if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
@@ -497,7 +497,8 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream)
     show = change_shower(result) if per_file else None
-    written, write_errors, waited = write_changes(result.changes, yes, dry_run, show)
+    roots = project_roots(result)
+    written, write_errors, waited = write_changes(result.changes, yes, dry_run, show, roots)
     result = replace(result, errors=result.errors + tuple(write_errors))
     fixed = fixed_findings(result, written)
     if settings.output_format == "json":  # after writing: it says which findings were fixed
@@ -749,17 +750,30 @@ def change_shower(result: RunResult) -> Callable[[FileChange], None]:
     return show
 
 
-def write_patch_dir(result: RunResult, folder: Path) -> None:
-    """One `<project>.patch` per project with changes, paths relative to the project's root."""
+def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
+    """One `<project>.patch` per project with changes, paths relative to the project's root;
+    a patch that cannot be written (its name is a link, say) is an error line, the others are
+    still written."""
+    from amp_clipfix.output.write import WriteError, write_own_file
+
     projects = [project for project in result.per_project if project.changes]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for name, project in zip(project_patch_names([p.root for p in projects]), projects):
-            target = folder / name
-            target.write_bytes(b"".join(patch_of(c, project.root) for c in project.changes))
-            click.echo(f"wrote {display_path(target)} ({display_path(project.root)})", err=True)
     except OSError as error:
         raise click.FileError(str(folder), error.strerror or str(error)) from None
+    errors = []
+    for name, project in zip(project_patch_names([p.root for p in projects]), projects):
+        target = folder / name
+        try:
+            write_own_file(target, b"".join(patch_of(c, project.root) for c in project.changes))
+        except WriteError as error:
+            errors.append(FileError(target, str(error), ErrorKind.WRITE))
+            continue
+        click.echo(
+            terminal_safe(f"wrote {display_path(target)} ({display_path(project.root)})"),
+            err=True,
+        )
+    return errors
 
 
 def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozenset[Finding]:
@@ -788,6 +802,7 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     if not result.per_project:
         return
@@ -795,12 +810,19 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     table = Table(
         title="amp-clipfix per project", title_justify="left", box=None if not utf else box.SIMPLE
     )
-    for column in ("project", "release assumed", "findings", "fixed", "left for review", "errors"):
-        table.add_column(column, justify="left" if column == "project" else "right")
+    columns = ("project", "release assumed", "from", "findings", "fixed", "left for review")
+    for column in (*columns, "errors"):
+        text = column in ("project", "from")
+        table.add_column(
+            column,
+            justify="left" if text else "right",
+            overflow="fold",  # never cut a path short
+            min_width=24 if column == "from" else None,
+        )
     for row in project_rows(result.per_project, fixed, wrote):
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # text, never markup: `[tool.x]` stays
     stderr = stderr_console()
-    Console(stderr=True, width=max(stderr.width, 100) if not stderr.is_terminal else None).print(
+    Console(stderr=True, width=max(stderr.width, 120) if not stderr.is_terminal else None).print(
         table
     )
 
@@ -850,7 +872,8 @@ def choose_changes(
     """Per file, like `git add -p`: y, n, a (this and the rest), q (nothing more), ? (help).
     The helper module is not asked about: it is written when a file that imports from it is.
     Returns the changes to write and the seconds spent waiting for answers."""
-    asked = [change for change in changes if not change.helper_module]
+    required = {path for change in changes for path in change.requires}
+    asked = [change for change in changes if change.source.path not in required]
     chosen: list[FileChange] = []
     waited = 0.0
     for number, change in enumerate(asked, start=1):
@@ -873,9 +896,9 @@ def with_helper_modules(
     changes: Sequence[FileChange], chosen: Sequence[FileChange]
 ) -> list[FileChange]:
     """The chosen changes, after the helper modules they import from (written first)."""
-    needed = {finding for change in chosen for finding in change.findings}
-    helpers = [c for c in changes if c.helper_module and needed & set(c.findings)]
-    return [*helpers, *(change for change in chosen if not change.helper_module)]
+    needed = {path for change in chosen for path in change.requires}
+    helpers = [change for change in changes if change.source.path in needed]
+    return [*helpers, *(change for change in chosen if change.source.path not in needed)]
 
 
 @contextlib.contextmanager
@@ -901,9 +924,10 @@ def write_changes(
     yes: bool,
     dry_run: bool,
     show: Callable[[FileChange], None] | None = None,
+    roots: dict[Path, Path] | None = None,
 ) -> tuple[list[FileChange], list[FileError], float]:
     """Write (or not); the changes written, the writes that failed, and the seconds spent
-    waiting at the prompt."""
+    waiting at the prompt. `roots`: each changed file's project root, which no write may leave."""
     if not changes:
         return [], [], 0.0
     if dry_run:
@@ -922,7 +946,13 @@ def write_changes(
         if not chosen:
             click.echo("Nothing written.", err=True)
             return [], [], waited
-    written, failed = write_chosen(chosen)
+    from amp_clipfix.output.write import write_all
+
+    with interrupts_deferred() as caught:
+        # failures are reported with the run's other errors (and in JSON/SARIF) by `finish`
+        written, failed = write_all(chosen, roots, stop=lambda: bool(caught))
+    if caught:
+        raise Interrupted(len(written))
     click.echo(f"Fixed {plural(len(written), 'file')}.", err=True)
     left = [change for change in changes if change not in written]
     if left:
@@ -932,35 +962,3 @@ def write_changes(
             err=True,
         )
     return written, failed, waited
-
-
-def write_chosen(chosen: Sequence[FileChange]) -> tuple[list[FileChange], list[FileError]]:
-    """Write each change atomically, helper modules first; a file whose helper module could
-    not be written is not written either (it would import what is not there)."""
-    from amp_clipfix.output.write import WriteError, create_atomic, write_atomic
-
-    written: list[FileChange] = []
-    failed: list[FileError] = []
-    unavailable: set[Finding] = set()
-    with interrupts_deferred() as caught:
-        for change in chosen:
-            if caught:
-                break
-            if not change.helper_module and unavailable & set(change.findings):
-                message = "not written: the helper module it imports from could not be written"
-                failed.append(FileError(change.source.path, message, ErrorKind.WRITE))
-                continue
-            try:
-                if change.created:
-                    create_atomic(change.source.path, change.new_data)
-                else:
-                    write_atomic(change.source, change.new_data, change.keep_hard_links)
-                written.append(change)
-            except WriteError as error:
-                # reported with the run's other errors (and in JSON/SARIF) by `finish`
-                failed.append(FileError(change.source.path, str(error), ErrorKind.WRITE))
-                if change.helper_module:
-                    unavailable.update(change.findings)
-    if caught:
-        raise Interrupted(len(written))
-    return written, failed

@@ -10,6 +10,7 @@ them before the command line is even read.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 
@@ -152,6 +153,28 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     if _active is not None:
         _noted("read", path, "", hashlib.sha256(data).hexdigest())
     return data
+
+
+class LeavesFolder(OSError):
+    """A link on the way to a file leads outside the folder it was asked in (the project)."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.EXDEV, "a link leads outside the project; not read")
+
+
+def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether `path`, every link on the way resolved, lies in `folder` (resolved too): the one
+    test of "does this reach outside the project" that every reader and writer asks."""
+    real, real_folder = realpath(path), realpath(folder)
+    return real == real_folder or real.startswith(os.path.join(real_folder, ""))
+
+
+def read_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bytes:
+    """The bytes of `path`, a file of the project at `folder`; raises LeavesFolder (never
+    reading) when a link on the way leads outside it, else as `read_bytes`."""
+    if not inside(path, folder):
+        raise LeavesFolder  # the realpaths noted are what decided: a replay asks them again
+    return read_bytes(realpath(path))
 
 
 def read_text(path: str | os.PathLike[str], errors: str = "strict") -> str:

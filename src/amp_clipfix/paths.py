@@ -23,3 +23,17 @@ def display_path(path: Path) -> str:
 def os_error_reason(error: OSError) -> str:
     """`Permission denied`, not `[Errno 13] Permission denied: '/x'` (the path is said apart)."""
     return error.strerror or str(error) or type(error).__name__
+
+
+EXCERPT_CHARS = 60
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS, quoted: bool = True) -> str:
+    """Text read from a file, as a message quotes it: `repr`'s escapes (no control character,
+    line break or bidirectional override reaches a terminal raw) and at most `limit`
+    characters, so that a file that is not what it seems is never dumped into a message.
+    `quoted=False` for a parser's own message about the file (escaped, without quotes)."""
+    shown = repr(text[:limit])
+    if not quoted:
+        shown = shown[1:-1]
+    return shown if len(text) <= limit else f"{shown}... ({len(text)} characters)"

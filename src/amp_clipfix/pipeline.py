@@ -31,7 +31,7 @@ from amp_clipfix.models import (
 )
 from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import os_error_reason
-from amp_clipfix.project.config import helper_module_path
+from amp_clipfix.project.config import ConfigError, helper_module_path
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
@@ -39,7 +39,7 @@ from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language, Rendered, SourceError, Stage, VerifyError
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip
-from amp_clipfix.sources.text import SourceFile, encode_text, read_source
+from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
 if TYPE_CHECKING:
     from amp_clipfix.fixes.transform import HelperImports
@@ -70,7 +70,9 @@ class FileChange:
     cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
     keep_hard_links: bool = False  # all its hard-linked names are in the tree: rewrite in place
     created: bool = False  # a new file (the helper module): `--- /dev/null` in the patch
-    helper_module: bool = False  # the `helper-module` the other changes of its findings import
+    # Files that must be written for this one to be (the helper module it imports from):
+    # when one cannot be, this one is not written either.
+    requires: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class ProjectResult:
     changes: tuple[FileChange, ...]
     errors: tuple[FileError, ...]
     strategy: Strategy = Strategy.AUTO  # the project's own: command line, else its configuration
+    source: str = ""  # where the release was read: "requirements.txt", "default (...)"
 
 
 @dataclass(frozen=True)
@@ -189,8 +192,15 @@ def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...
 def project_result(
     root: Path, target: Target, result: RunResult, strategy: Strategy = Strategy.AUTO
 ) -> ProjectResult:
-    release = target.version_label
-    return ProjectResult(root, release, result.findings, result.changes, result.errors, strategy)
+    return ProjectResult(
+        root,
+        target.version_label,
+        result.findings,
+        result.changes,
+        result.errors,
+        strategy,
+        target.source,
+    )
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
@@ -813,30 +823,50 @@ def helper_imports(module: str | None, root: Path | None) -> HelperImports | Non
 def with_helper_module(
     changes: list[FileChange], errors: list[FileError], helpers: HelperImports
 ) -> tuple[list[FileChange], list[FileError]]:
-    """The changes plus the helper module created or completed; when it cannot be, no file
-    that imports from it is changed (one error says why)."""
+    """The changes plus the helper module created or completed, which the files importing from
+    it require (write_all writes them only after it). When it cannot be made, none of those
+    files is changed: each gets an error line, after the one that says why."""
     from amp_clipfix.fixes.helper_module import helper_module_source
 
-    path = helper_module_path(helpers.root, helpers.module)
-    importing = [c for c in changes if c.new_data != c.source.data]
+    importing = [c for c in changes if c.source.path in helpers.importers]
     findings = tuple(dict.fromkeys(f for c in importing for f in c.findings))
+    path = helpers.root / helpers.module.replace(".", "/")
     try:
+        path = helper_module_path(helpers.root, helpers.module)
         if any(c.source.path == path for c in changes):
             raise SourceError("it is also a file being fixed")
         if observed.exists(path):
-            source = read_source(path)
+            source = read_helper_module(path, helpers.root)
             text = helper_module_source(source.text, helpers.imported)
             if text == source.text:
                 return changes, errors
-            change = FileChange(source, encode_text(source, text), findings, helper_module=True)
-            return [*changes, change], errors
-        empty = SourceFile(path, b"", "", "utf-8", False)
-        new = helper_module_source(None, helpers.imported).encode("utf-8")
-        change = FileChange(empty, new, findings, created=True, helper_module=True)
-        return [*changes, change], errors
-    except (SourceError, ValueError) as error:
+            helper = FileChange(source, encode_text(source, text), findings)
+        else:
+            empty = SourceFile(path, b"", "", "utf-8", False)
+            new = helper_module_source(None, helpers.imported).encode("utf-8")
+            helper = FileChange(empty, new, findings, created=True)
+    except (SourceError, ValueError, ConfigError) as error:
         message = f"helper-module {helpers.module}: cannot be created or updated: {error}"
-        return [], [*errors, FileError(path, message, ErrorKind.FIX)]
+        refused = [
+            FileError(c.source.path, f"not fixed: {NEEDS_HELPER} {helpers.module}", ErrorKind.FIX)
+            for c in importing
+        ]
+        kept = [c for c in changes if c not in importing]
+        return kept, [*errors, FileError(path, message, ErrorKind.FIX), *refused]
+    needing = [replace(c, requires=(path,)) if c in importing else c for c in changes]
+    return [*needing, helper], errors
+
+
+NEEDS_HELPER = "it would import from helper-module"
+
+
+def read_helper_module(path: Path, root: Path) -> SourceFile:
+    """The helper module as it is now, read only inside the project (never through a link
+    out of it)."""
+    try:
+        return decode_source(path, observed.read_inside(path, root))
+    except OSError as error:
+        raise SourceError(f"cannot read: {os_error_reason(error)}") from None
 
 
 def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:

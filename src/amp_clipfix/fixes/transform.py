@@ -112,6 +112,7 @@ class HelperImports:
     module: str
     root: Path
     imported: set[str] = field(default_factory=set)
+    importers: set[Path] = field(default_factory=set)  # the fixed files that import them
 
 
 def fixed_text(
@@ -129,6 +130,8 @@ def fixed_text(
     if helpers is not None:
         module, names = import_helpers(file.tree, module, helpers.module, helpers.root)
         helpers.imported.update(names)
+        if names:
+            helpers.importers.add(document.path)
     return with_lost_ending(document.text, file.tree.code, module.code)
 
 

@@ -22,6 +22,9 @@ class ProjectSummaryLike(Protocol):
     def release(self) -> str: ...
 
     @property
+    def source(self) -> str: ...
+
+    @property
     def findings(self) -> tuple[Finding, ...]: ...
 
     @property
@@ -101,8 +104,9 @@ def error_line(error: FileError) -> str:
 def project_rows(
     projects: Sequence[ProjectSummaryLike], fixed: Collection[Finding], wrote: bool
 ) -> list[tuple[str, ...]]:
-    """The rows of `apply`'s per-project table: project, release assumed, findings, fixed (or
-    pending in a dry run), left for review, errors."""
+    """The rows of `apply`'s per-project table: project, release assumed, where it was read
+    (the file that decided, `--lightning-version`, `default`...), findings, fixed (or pending
+    in a dry run), left for review, errors."""
     rows: list[tuple[str, ...]] = []
     for project in projects:
         findings = active_findings(project.findings)
@@ -114,6 +118,7 @@ def project_rows(
             (
                 display_path(project.root),
                 project.release,
+                terminal_safe(project.source.removeprefix(f"{display_path(project.root)}/")),
                 str(len(findings)),
                 fixed_cell,
                 str(review),

@@ -17,11 +17,17 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from amp_clipfix.paths import os_error_reason
+from amp_clipfix import observed
+from amp_clipfix.models import ErrorKind, FileError
+from amp_clipfix.paths import display_path, os_error_reason
 from amp_clipfix.sources.text import SourceFile
+
+if TYPE_CHECKING:  # the pipeline comes later than output; only its type is named here
+    from amp_clipfix.pipeline import FileChange
 
 TEMP_SUFFIX = ".amp-clipfix.tmp"
 # The temporary name keeps a short prefix of the file's name: a name near the 255-byte limit
@@ -39,11 +45,59 @@ class WriteError(Exception):
         super().__init__(" ".join(message.split()))
 
 
-def write_atomic(source: SourceFile, new_data: bytes, keep_hard_links: bool = False) -> None:
+def write_all(
+    changes: Sequence[FileChange],
+    roots: Mapping[Path, Path] | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> tuple[list[FileChange], list[FileError]]:
+    """Write every change, all or nothing across files: a file another change needs (the
+    helper module the fixed files import from) is written first, and when it cannot be, none
+    of the files that need it is written (each gets its own error line). `roots`: each file's
+    project root, which no write may leave (through a link). `stop` is asked before each file
+    (Ctrl-C: the write under way ends, no other begins). The changes written, the errors."""
+    roots = roots or {}
+    needed = {path for change in changes for path in change.requires}
+    ordered = sorted(changes, key=lambda change: change.source.path not in needed)
+    written: list[FileChange] = []
+    failed: list[FileError] = []
+    done: set[Path] = set()
+    for change in ordered:
+        if stop():
+            break
+        path = change.source.path
+        missing = [required for required in change.requires if required not in done]
+        try:
+            if missing:
+                raise WriteError(
+                    f"not written: it needs {display_path(missing[0])}, which was not written"
+                )
+            root = roots.get(path)
+            if change.created:
+                create_atomic(path, change.new_data, root)
+            else:
+                write_atomic(change.source, change.new_data, change.keep_hard_links, root)
+        except WriteError as error:
+            failed.append(FileError(path, str(error), ErrorKind.WRITE))
+            continue
+        written.append(change)
+        done.add(path)
+    return written, failed
+
+
+def _ensure_inside(path: Path, root: Path | None) -> None:
+    if root is not None and not observed.inside(path, root):
+        raise WriteError("a link leads outside the project; not written")
+
+
+def write_atomic(
+    source: SourceFile, new_data: bytes, keep_hard_links: bool = False, root: Path | None = None
+) -> None:
     """Replace the file read as `source` with `new_data`, or raise WriteError and change nothing.
 
     `keep_hard_links`: the file's other names all lie in the tree being fixed, so it is
-    rewritten in place (after the new bytes are safe in a synced temp file) to stay linked."""
+    rewritten in place (after the new bytes are safe in a synced temp file) to stay linked.
+    `root`: the project, which the file (every link on the way resolved) must lie in."""
+    _ensure_inside(source.path, root)
     target = _write_target(source.path)
     _ensure_unchanged(target, source.data)
     try:
@@ -208,17 +262,43 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def create_atomic(path: Path, data: bytes) -> None:
+def create_atomic(path: Path, data: bytes, root: Path | None = None) -> None:
     """Create a new file (the helper module) with `data`, or raise WriteError and leave nothing:
     the bytes go to a synced temp file that is then linked to the name, which fails rather than
-    replace a file that appeared meanwhile. Missing folders are made; mode 0644 less the umask."""
+    replace a file that appeared meanwhile. Missing folders are made; mode 0644 less the umask.
+    `root`: the project, which the new file (every link on the way resolved) must lie in."""
+    _ensure_inside(path, root)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise WriteError(f"cannot create: {os_error_reason(error)}") from None
+    _place_new(path, data, 0o644, os.link, "create")
+
+
+def write_own_file(path: Path, data: bytes) -> None:
+    """Write a file the run makes for the user (a `--patch-dir` patch), new or replacing one
+    made before: atomically (a synced temp file renamed over the name), and never through a
+    link. A name that is a symbolic link is refused (WriteError): writing through it would
+    change the file it leads to, wherever that is, and replacing it would change what the
+    user committed. Mode 0666 less the umask, as for any new file."""
+    if os.path.islink(path):
+        raise WriteError("is a symbolic link; not written through (it may lead anywhere)")
+    # os.replace replaces the name itself: a link made there meanwhile is replaced, never
+    # written through.
+    _place_new(path, data, 0o666, os.replace, "write")
+
+
+def _place_new(
+    path: Path, data: bytes, mode: int, place: Callable[[str, Path], None], verb: str
+) -> None:
+    """`data` in a synced temp file next to `path` (`mode` less the umask), then `place`d at
+    the name (os.link: only where it is free; os.replace: over it); the temp file never stays."""
+    try:
         handle, temp_name = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name[:TEMP_NAME_CHARS]}.", suffix=TEMP_SUFFIX
         )
     except OSError as error:
-        raise WriteError(f"cannot create: {os_error_reason(error)}") from None
+        raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
     try:
         with os.fdopen(handle, "wb") as temp_file:
             temp_file.write(data)
@@ -226,13 +306,13 @@ def create_atomic(path: Path, data: bytes) -> None:
             os.fsync(temp_file.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(temp_name, 0o644 & ~umask)
+        os.chmod(temp_name, mode & ~umask)
         with _stop_signals_raise():
-            os.link(temp_name, path)
+            place(temp_name, path)
     except FileExistsError:
-        raise WriteError("cannot create: the file appeared meanwhile; not written") from None
+        raise WriteError(f"cannot {verb}: the file appeared meanwhile; not written") from None
     except OSError as error:
-        raise WriteError(f"cannot create: {os_error_reason(error)}") from None
+        raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)

@@ -14,7 +14,7 @@ from typing import Any
 
 from amp_clipfix import observed
 from amp_clipfix.models import Strategy
-from amp_clipfix.paths import display_path
+from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.version import parse_version
 
 if sys.version_info >= (3, 11):
@@ -73,11 +73,16 @@ def load_config(start: Path) -> Config:
         return Config()
     name = display_path(path)
     try:
-        data = tomllib.loads(observed.read_bytes(path).decode("utf-8"))
+        # Read only inside its own folder: a pyproject.toml that links out is not read.
+        data = tomllib.loads(observed.read_inside(path, path.parent).decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{name}: invalid TOML: {error}") from None
+        raise ConfigError(f"{name}: invalid TOML: {excerpt(str(error), 120, False)}") from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{name}: invalid TOML: not UTF-8 at byte {error.start}") from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(f"{name}: invalid TOML: nested too deeply to read") from None
+    except observed.LeavesFolder as error:
+        raise ConfigError(f"{name}: {error.strerror}") from None
     except OSError as error:
         raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
     tool = data.get("tool", {})
@@ -89,7 +94,7 @@ def load_config(start: Path) -> Config:
         raise ConfigError(f"{where} must be a table")
     for key in table:
         if key not in KEYS:
-            raise ConfigError(f"{where} unknown key {key!r} (known keys: {', '.join(KEYS)})")
+            raise ConfigError(f"{where} unknown key {excerpt(key)} (known keys: {', '.join(KEYS)})")
     return Config(
         strategy=_strategy(where, table.get("strategy")),
         lightning_version=_lightning_version(where, table.get("lightning-version")),
@@ -102,10 +107,18 @@ def load_config(start: Path) -> Config:
     )
 
 
+def shown_value(value: Any) -> str:
+    """A value of the file in a message: escaped and short (`excerpt`), with its type when it
+    is not a string."""
+    if isinstance(value, str):
+        return excerpt(value)
+    return f"{excerpt(repr(value), quoted=False)} ({type(value).__name__})"
+
+
 def _strategy(where: str, value: Any) -> str | None:
     if value is None or value in STRATEGIES:
         return value
-    shown = repr(value) if isinstance(value, str) else f"{value!r} ({type(value).__name__})"
+    shown = shown_value(value)
     raise ConfigError(f"{where} 'strategy' must be one of {', '.join(STRATEGIES)}, not {shown}")
 
 
@@ -115,20 +128,22 @@ def _lightning_version(where: str, value: Any) -> str | None:
     if not isinstance(value, str):
         # `lightning-version = 2.10` would be the float 2.1: insist on a string.
         raise ConfigError(
-            f"{where} 'lightning-version' must be a quoted string like \"2.6.6\", not {value!r}"
+            f"{where} 'lightning-version' must be a quoted string like \"2.6.6\", "
+            f"not {shown_value(value)}"
         )
     try:
         parse_version(value)
     except ValueError:
         raise ConfigError(
-            f"{where} 'lightning-version' must be X.Y or X.Y.Z, not {value!r}"
+            f"{where} 'lightning-version' must be X.Y or X.Y.Z, not {excerpt(value)}"
         ) from None
     return value.strip()
 
 
 def _globs(where: str, key: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f"{where} {key!r} must be a list of glob strings, not {value!r}")
+        shown = shown_value(value)
+        raise ConfigError(f"{where} {key!r} must be a list of glob strings, not {shown}")
     return tuple(value)
 
 
@@ -136,7 +151,8 @@ def _codes(where: str, key: str, value: Any) -> tuple[str, ...]:
     """Codes as written, upper-cased; whether they exist is checked (with a warning) by the
     caller, which knows the rules."""
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise ConfigError(f'{where} {key!r} must be a list of codes like "ACF001", not {value!r}')
+        shown = shown_value(value)
+        raise ConfigError(f'{where} {key!r} must be a list of codes like "ACF001", not {shown}')
     return tuple(item.strip().upper() for item in value if item.strip())
 
 
@@ -153,7 +169,7 @@ def _helper_module(where: str, value: Any) -> str | None:
     if not isinstance(value, str) or not is_dotted_name(value.strip()):
         raise ConfigError(
             f"{where} 'helper-module' must be a dotted module name like \"mypkg.amp_helpers\", "
-            f"not {value!r}"
+            f"not {shown_value(value)}"
         )
     return value.strip()
 
@@ -168,8 +184,7 @@ def helper_module_path(root: Path, dotted: str) -> Path:
         base = root / "src"
     package = base.joinpath(*parts)
     path = package / "__init__.py" if observed.is_dir(package) else package.with_suffix(".py")
-    real_root = Path(observed.realpath(root))
-    if not Path(observed.realpath(path)).is_relative_to(real_root):
+    if not observed.inside(path, root):
         raise ConfigError(
             f"'helper-module' {dotted!r} resolves outside the project ({display_path(root)})"
         )

@@ -190,7 +190,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
                         subfolders.append(entry_path)
                 elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
                     is_link = entry.is_symlink()
-                    if is_link and not _is_inside(Path(observed.realpath(entry_path)), real_root):
+                    if is_link and not observed.inside(entry_path, real_root):
                         continue
                     path = _linked_file(entry_path, root) if is_link else entry_path
                     found.append(_Found(path, root, is_link))
@@ -315,7 +315,8 @@ class GitIgnoreFiles:
             lines: list[str] = []
             for name in names:
                 with contextlib.suppress(OSError, UnicodeDecodeError):
-                    lines += observed.read_text(folder / name).splitlines()
+                    data = observed.read_inside(folder / name, self.repository)
+                    lines += data.decode("utf-8").splitlines()
             self.specs[folder, names] = GitIgnoreSpec.from_lines(lines)
         return self.specs[folder, names]
 
@@ -384,8 +385,7 @@ def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
 def _leaves_project(path: Path) -> bool:
     """The real location of `path` is outside the real root of the project it seems to be in
     (`dirlink/out.py` where `dirlink` leads elsewhere)."""
-    root = Path(observed.realpath(find_project_root(path)))
-    return not _is_inside(Path(observed.realpath(path)), root)
+    return not observed.inside(path, find_project_root(path))
 
 
 def _linked_file(path: Path, root: Path) -> Path:
@@ -393,10 +393,6 @@ def _linked_file(path: Path, root: Path) -> Path:
     (so `/tmp` and its real name on macOS show the same)."""
     real = observed.realpath(path)
     return root / os.path.relpath(real, observed.realpath(root))
-
-
-def _is_inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
 
 
 def _absolute(path: Path) -> Path:

@@ -1,8 +1,10 @@
 """Jupyter notebooks: their code cells as one Python module, and edits written back into the JSON.
 
 The code cells, in order, make one module (so a Fabric made in one cell links with a clip call
-in another), each cell after a separator comment line. IPython magics and shell lines (`%`, `%%`,
-`!`) become empty comments there, so they are never parsed and never changed.
+in another), each cell after a separator comment line. IPython's escapes (cell magics `%%`, line
+magics `%`, shell lines `!`, help and autocall), found where IPython finds them and with the lines
+a backslash continues them on, become empty comments there (an assignment from one keeps its
+target), so they are never parsed and never changed.
 
 Which module line belongs to which cell is kept by the tool itself (line ranges), never read back
 from text in the code: after a fix, the old and new module are aligned line by line and every new
@@ -31,7 +33,6 @@ from amp_clipfix.sources.text import (
 )
 
 CELL_SEPARATOR = "# amp-clipfix: cell {number}"  # for people reading the module; never parsed
-MAGIC = re.compile(r"^\s*(%|!)")
 LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
@@ -82,11 +83,95 @@ def is_magic_cell(text: str) -> bool:
 
 
 def module_lines(text: str) -> list[str]:
-    """A cell's lines as the module holds them: magics blanked to `#`."""
+    """A cell's lines as the module holds them: IPython's escapes kept out of the parse, the
+    way IPython finds them (inputtransformer2): a cell magic (`%%`) takes the whole cell; an
+    escaped command (`!`, `!!`, `%`, `?`, `/`, `,`, `;`) starts a logical line (not inside a
+    string, brackets or a continued line) and goes on over the lines that end with a
+    backslash; its lines become `#`. `x = !cmd` and `x = %magic` keep their assignment of a
+    value known only at run time (`x = get_ipython()`, as IPython calls it)."""
     lines = [line for line, _ in split_lines(text)]
     if is_magic_cell(text):
         return ["#" for _ in lines]
-    return ["#" if MAGIC.match(line) else line for line in lines]
+    shown: list[str] = []
+    scanner = LogicalLines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        escaped = escaped_command(line) if scanner.at_start else None
+        if escaped is None:
+            scanner.feed(line)
+            shown.append(line)
+            index += 1
+            continue
+        end = index
+        while lines[end].endswith("\\") and end + 1 < len(lines):
+            end += 1
+        shown.append(escaped)
+        shown.extend("#" for _ in range(index + 1, end + 1))
+        index = end + 1
+    return shown
+
+
+ESCAPES = ("!", "%", "?", "/", ",", ";")  # IPython's ESCAPE_SINGLES (`!!`, `??` start so too)
+ASSIGNED_ESCAPE = re.compile(r"^(\s*[\w.,\s\[\]*'\"]+?\s*=)(?!=)\s*(?:!|%(?=[A-Za-z_]))")
+
+
+def escaped_command(line: str) -> str | None:
+    """What the module holds for a line that starts an IPython escape, else None."""
+    if line.lstrip().startswith(ESCAPES):
+        return "#"
+    assigned = ASSIGNED_ESCAPE.match(line)
+    if assigned is not None:
+        return f"{assigned[1]} get_ipython()"
+    return None
+
+
+class LogicalLines:
+    """Where Python's logical lines start, line by line: not inside a string (one that a
+    backslash continues, or a triple-quoted one), brackets, or after a line that ends with a
+    backslash. Only there does IPython look for an escape."""
+
+    def __init__(self) -> None:
+        self.quote: str | None = None  # the quote that closes the string we are in
+        self.depth = 0
+        self.continued = False
+
+    @property
+    def at_start(self) -> bool:
+        return self.quote is None and self.depth == 0 and not self.continued
+
+    def feed(self, line: str) -> None:
+        index, length, commented = 0, len(line), False
+        while index < length:
+            char = line[index]
+            if self.quote is not None:
+                if char == "\\":
+                    index += 2
+                elif line.startswith(self.quote, index):
+                    index += len(self.quote)
+                    self.quote = None
+                else:
+                    index += 1
+                continue
+            if char == "#":
+                commented = True
+                break
+            if char in "'\"":
+                self.quote = line[index : index + 3] if line[index : index + 3] in TRIPLES else char
+                index += len(self.quote)
+                continue
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(0, self.depth - 1)
+            index += 1
+        ends_in_backslash = line.endswith("\\") and not commented
+        if self.quote is not None and len(self.quote) == 1 and not ends_in_backslash:
+            self.quote = None  # a one-quote string ends with its line (else: a syntax error)
+        self.continued = self.quote is None and ends_in_backslash
+
+
+TRIPLES = ("'''", '"""')
 
 
 def read_notebook(source: SourceFile) -> Notebook:
