@@ -299,6 +299,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
         return run(targets, options, settings.exclude)
     from amp_clipfix.output.terminal import ProgressBar
 
+    replay.refuse()  # a progress bar is drawn as time passes: never replayed
     with ProgressBar(stderr_console()) as progress:
         return run(targets, options, settings.exclude, progress)
 
@@ -327,6 +328,7 @@ def finish(settings: Settings, result: RunResult, started: float, files_fixed: i
         errors=len(result.errors),
         seconds=time.perf_counter() - started,
     )
+    replay.refuse()  # the time taken is no answer a later run may print again
     render_summary(stderr_console(), stats)
 
 
@@ -385,9 +387,9 @@ def check(**options: object) -> None:
     with report_stream(settings, stdout_ok=True) as stream:
         emit_report(result, settings, stream)
     finish(settings, result, started)
-    noted = settings.output_file is None and stdin_data is None and settings.verbosity <= 0
+    noted = settings.output_file is None and stdin_data is None
     if settings.cache and noted:
-        replay.allow()  # all it printed follows from what it read (-v prints the time it took)
+        replay.allow()  # all it printed follows from what it read, unless refused above
     sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
 
