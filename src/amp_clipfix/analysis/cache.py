@@ -41,6 +41,7 @@ class Cache:
         self.build = fingerprint()
         self.ready = False
         self.writable: bool | None = None  # asked before the first write
+        self.secret: bytes | None = secret(root)  # None until one is made: every load misses
         self.inside: dict[str, bool] = {}  # subfolder -> its real place is in the project
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
 
@@ -81,10 +82,9 @@ class Cache:
         """The value stored under `key`, or None: a miss is anything but a value this user
         stored under this key (nothing else is ever unpickled), and any failure to load."""
         folder = os.path.join(self.folder, key[-2:])
-        code = secret(self.root)
-        if code is None or not self.is_inside(folder):
+        if self.secret is None or not self.is_inside(folder):
             return None
-        value = read_sealed(code, folder, key)
+        value = read_sealed(self.secret, folder, key)
         if value is None:
             return None
         try:
@@ -96,13 +96,14 @@ class Cache:
         folder = os.path.join(self.folder, key[-2:])
         if not self.may_write() or not self.is_inside(folder):
             return
-        code = secret(self.root, create=True)
+        if self.secret is None:
+            self.secret = secret(self.root, create=True)
         try:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            if code is None or len(data) > MAX_ENTRY_BYTES:
+            if self.secret is None or len(data) > MAX_ENTRY_BYTES:
                 return
             self.prepare()
-            write_entry(folder, key, seal(code, key, data))
+            write_entry(folder, key, seal(self.secret, key, data))
         except Exception:  # noqa: BLE001 - an entry that cannot be written is not written
             return
 
