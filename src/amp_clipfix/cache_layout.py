@@ -217,13 +217,6 @@ def unseal(key: bytes, name: str, data: bytes) -> bytes | None:
     return value if hmac.compare_digest(data[len(SEAL) : head], _tag(key, name, value)) else None
 
 
-def read_sealed(key: bytes, folder: str | os.PathLike[str], name: str) -> bytes | None:
-    """The value of entry `folder/name`, or None (a miss) for anything but an entry this key
-    sealed under this name."""
-    data = read_file(os.path.join(folder, name), len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
-    return None if data is None else unseal(key, name, data)
-
-
 def read_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """A regular file's bytes when there are at most `limit` of them; None otherwise. Never
     follows a link in the last component and never waits on a pipe a repository planted."""
@@ -262,3 +255,62 @@ def tracked(root: str | os.PathLike[str]) -> bool:
     from amp_clipfix import observed
 
     return bool(observed.git(["ls-files", "-z", "--", CACHE_DIR], root, note=False))
+
+
+class Entries:
+    """The entries of the cache in project `root` as they are read and written: sealed with
+    this user's secret under their names, never bigger than the bound, never through a link
+    that leaves the project, never into a cache folder the checkout tracks. Both the per-file
+    cache and the replay's records go through here."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = root
+        self.key = secret(root)  # None until one is made: every read misses
+        self.writable: bool | None = None  # asked before the first write
+        self.inside: dict[str, bool] = {}  # folder -> its real place is in the project
+        self.ready = False
+
+    def read(self, folder: str, name: str) -> bytes | None:
+        """The value of entry `folder/name`, or None (a miss) for anything but an entry this
+        user sealed under this name."""
+        if self.key is None or not self.is_inside(folder):
+            return None
+        data = read_file(os.path.join(folder, name), len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
+        return None if data is None else unseal(self.key, name, data)
+
+    def write(self, folder: str, name: str, value: bytes) -> bool:
+        """Store `value` as entry `folder/name`, whole or not at all; False when not written."""
+        if len(value) > MAX_ENTRY_BYTES or not self.is_inside(folder) or not self.may_write():
+            return False
+        if self.key is None:
+            self.key = secret(self.root, create=True)
+        if self.key is None:
+            return False
+        try:
+            self.prepare()
+            write_entry(folder, name, seal(self.key, name, value))
+        except OSError:
+            return False
+        return True
+
+    def may_write(self) -> bool:
+        """Never into a cache folder the checkout tracks (a check changes no tracked file)."""
+        if self.writable is None:
+            self.writable = not tracked(self.root)
+        return self.writable
+
+    def is_inside(self, folder: str) -> bool:
+        """Nothing is read or written through a link that leads out of the project."""
+        known = self.inside.get(folder)
+        if known is None:
+            known = self.inside[folder] = stays_inside(self.root, folder)
+        return known
+
+    def prepare(self) -> None:
+        """The cache folder holds a `.gitignore` that ignores everything in it."""
+        if self.ready:
+            return
+        folder = os.path.join(self.root, CACHE_DIR)
+        if not os.path.exists(os.path.join(folder, ".gitignore")):
+            write_entry(folder, ".gitignore", b"# Created by amp-clipfix automatically.\n*\n")
+        self.ready = True

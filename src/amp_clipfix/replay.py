@@ -27,16 +27,7 @@ import os
 import sys
 
 from amp_clipfix import observed
-from amp_clipfix.cache_layout import (
-    fingerprint,
-    read_sealed,
-    seal,
-    secret,
-    stays_inside,
-    tracked,
-    version_folder,
-    write_entry,
-)
+from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -150,8 +141,7 @@ def _record(key: str) -> tuple[Output, int] | None:
         folder = os.path.join(cache, "replay")
         if not os.path.isfile(os.path.join(folder, key)):
             continue
-        code = secret(_project_root(cache))
-        data = None if code is None else read_sealed(code, folder, key)
+        data = Entries(_project_root(cache)).read(folder, key)
         if data is None:
             return None
         try:
@@ -192,17 +182,15 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     if not _allowed or _refused or not caches:
         return
     folder = os.path.join(caches[0], "replay")
-    root = _project_root(caches[0])
-    if not stays_inside(root, folder) or tracked(root):
-        return
-    secret_key = secret(root, create=True)
-    if secret_key is None:
-        return
     try:
-        write_entry(folder, key, seal(secret_key, key, marshal.dumps((answers, output, code))))
-        _keep_newest(folder, KEPT_RECORDS)
-    except (OSError, ValueError):  # ValueError: marshal refused a value
+        record = marshal.dumps((answers, output, code))
+    except ValueError:  # marshal refused a value
         return
+    if Entries(_project_root(caches[0])).write(folder, key, record):
+        try:
+            _keep_newest(folder, KEPT_RECORDS)
+        except OSError:
+            return
 
 
 def _keep_newest(folder: str, count: int) -> None:

@@ -20,17 +20,7 @@ import pickle
 from enum import Enum
 from pathlib import Path, PurePath
 
-from amp_clipfix.cache_layout import (
-    MAX_ENTRY_BYTES,
-    fingerprint,
-    read_sealed,
-    seal,
-    secret,
-    stays_inside,
-    tracked,
-    version_folder,
-    write_entry,
-)
+from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 from amp_clipfix.models import FileSites
 
 
@@ -39,10 +29,7 @@ class Cache:
         self.root = root
         self.folder = Path(version_folder(root))
         self.build = fingerprint()
-        self.ready = False
-        self.writable: bool | None = None  # asked before the first write
-        self.secret: bytes | None = secret(root)  # None until one is made: every load misses
-        self.inside: dict[str, bool] = {}  # subfolder -> its real place is in the project
+        self.entries = Entries(root)
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
 
     def digest(self, data: bytes) -> bytes:
@@ -81,10 +68,7 @@ class Cache:
     def load(self, key: str) -> object | None:
         """The value stored under `key`, or None: a miss is anything but a value this user
         stored under this key (nothing else is ever unpickled), and any failure to load."""
-        folder = os.path.join(self.folder, key[-2:])
-        if self.secret is None or not self.is_inside(folder):
-            return None
-        value = read_sealed(self.secret, folder, key)
+        value = self.entries.read(os.path.join(self.folder, key[-2:]), key)
         if value is None:
             return None
         try:
@@ -93,41 +77,11 @@ class Cache:
             return None
 
     def store(self, key: str, value: object) -> None:
-        folder = os.path.join(self.folder, key[-2:])
-        if not self.may_write() or not self.is_inside(folder):
-            return
-        if self.secret is None:
-            self.secret = secret(self.root, create=True)
         try:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            if self.secret is None or len(data) > MAX_ENTRY_BYTES:
-                return
-            self.prepare()
-            write_entry(folder, key, seal(self.secret, key, data))
-        except Exception:  # noqa: BLE001 - an entry that cannot be written is not written
+        except Exception:  # noqa: BLE001 - a value that cannot be pickled is not stored
             return
-
-    def may_write(self) -> bool:
-        """Never into a cache folder the checkout tracks (a check changes no tracked file)."""
-        if self.writable is None:
-            self.writable = not tracked(self.root)
-        return self.writable
-
-    def is_inside(self, folder: str) -> bool:
-        """Nothing is read or written through a link that leads out of the project."""
-        known = self.inside.get(folder)
-        if known is None:
-            known = self.inside[folder] = stays_inside(self.root, folder)
-        return known
-
-    def prepare(self) -> None:
-        """Create the folder with a `.gitignore` that ignores everything in it."""
-        if self.ready:
-            return
-        root = self.folder.parent
-        if not (root / ".gitignore").exists():
-            write_entry(root, ".gitignore", b"# Created by amp-clipfix automatically.\n*\n")
-        self.ready = True
+        self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
 
 
 class CachedData(pickle.Unpickler):
