@@ -164,6 +164,16 @@ def test_a_cache_folder_linked_outside_the_project_is_never_written(
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with findings, the cache on, and this user's secret in a folder of its own."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", root)
+    return root
+
+
 def git(project: Path, *arguments: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments],
@@ -176,14 +186,11 @@ def git(project: Path, *arguments: str) -> str:
 
 @pytest.mark.parametrize("shipped", ["committed with git add -f", "extracted from a tarball"])
 def test_a_cache_made_on_another_machine_is_never_believed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shipped: str
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shipped: str
 ) -> None:
     """A repository brings a cache made for the path CI checks it out at, whose entries and
     replay record say "0 findings" (the tool that made them lied): CI reports the findings, as
     `--no-cache` does, and never writes into a cache folder the checkout tracks."""
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    project = tmp_path / "project"
-    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", project)
     git(project, "init", "-q")
     git(project, "add", ".")
     git(project, "commit", "-q", "-m", "code")
@@ -211,12 +218,9 @@ def test_a_cache_made_on_another_machine_is_never_believed(
 
 
 def test_a_cache_made_by_another_interpreter_is_not_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Python 3.12 parses what 3.11 cannot: 3.11's cached "cannot parse" is not 3.12's answer."""
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    project = tmp_path / "project"
-    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", project)
     arguments = ("check", "--lightning-version", "2.6.6", ".")
     real_parse = pipeline.parse_and_collect
 
@@ -282,15 +286,9 @@ def stored_entries(project: Path) -> list[Path]:
     return sorted(path for path in entries if path.parent.name != "replay")
 
 
-def test_one_changed_byte_in_an_entry_is_a_miss(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_one_changed_byte_in_an_entry_is_a_miss(project: Path) -> None:
     """Whatever byte of whichever entry changes, the check reports what a fresh one does: never
     ModuleNotFoundError, MemoryError, OverflowError, nor any other traceback."""
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    project = tmp_path / "project"
-    shutil.copytree(FIXTURES / "trainer_factory_other_module_unfuse" / "input", project)
     arguments = ("check", "--lightning-version", "2.6.6", ".")
     fresh = amp_clipfix(project, *arguments, "--no-cache", entry=False)
     amp_clipfix(project, *arguments, entry=False)
