@@ -5,6 +5,7 @@ environment, the folder it is started from) makes it run again."""
 from __future__ import annotations
 
 import contextlib
+import json
 import marshal
 import os
 import shutil
@@ -15,9 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from piped import amp_clipfix
 
 from amp_clipfix import observed
-from amp_clipfix.cache_layout import version_folder
+from amp_clipfix.cache_layout import seal, secret, unseal, version_folder
 from amp_clipfix.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -49,10 +51,15 @@ def records(project: Path) -> list[Path]:
 
 def mark_records(project: Path) -> None:
     """Make every noted run print `replayed` instead: what the next run prints then says
-    whether it was replayed."""
+    whether it was replayed (sealed with this user's secret, as the run sealed it)."""
+    key = secret(project)
+    assert key is not None
     for record in records(project):
-        answers, _, code = marshal.loads(record.read_bytes())
-        record.write_bytes(marshal.dumps((answers, [(1, b"replayed\n")], code)))
+        value = unseal(key, record.name, record.read_bytes())
+        assert value is not None
+        answers, _, code = marshal.loads(value)
+        marked = marshal.dumps((answers, [(1, b"replayed\n")], code))
+        record.write_bytes(seal(key, record.name, marked))
 
 
 @pytest.fixture
@@ -339,3 +346,90 @@ def test_the_oldest_records_are_removed_beyond_the_newest_32(project: Path) -> N
     kept = records(project)
     assert len(kept) == 32
     assert {f"{number:064x}" for number in range(10, 40)} <= {path.name for path in kept}
+
+
+def test_a_run_that_saw_a_file_change_under_it_is_never_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SARIF reads a notebook twice (its sites, then the file lines of a cell); an editor saves
+    it in between: the run is not noted, so no later run replays its mixed output."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "notebook_trainer_unfuse" / "input", project)
+    notebook = project / "train.ipynb"
+    content = json.loads(notebook.read_text(encoding="utf-8"))
+    content["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": ["# Notes"]})
+    saved = json.dumps(content, indent=1).encode()
+    arguments = ("check", "--format", "sarif", "--lightning-version", "2.6.6", ".")
+    real_read = observed.read_bytes
+
+    def editor_saves_after_the_first_read(path: str | os.PathLike[str]) -> bytes:
+        data = real_read(path)
+        if Path(path).name == "train.ipynb" and data != saved:
+            notebook.write_bytes(saved)
+        return data
+
+    with monkeypatch.context() as racing:
+        racing.setattr(observed, "read_bytes", editor_saves_after_the_first_read)
+        amp_clipfix(project, *arguments)
+    assert notebook.read_bytes() == saved
+
+    fresh = amp_clipfix(project, *arguments, "--no-cache", entry=False)
+    assert fresh.code == 1
+    assert amp_clipfix(project, *arguments) == fresh
+
+
+def test_a_replay_into_a_reader_that_stopped_exits_as_the_run_does(project: Path) -> None:
+    """`amp-clipfix check | head -1`: the reader is gone before the replay writes; no
+    BrokenPipeError traceback, the exit code of a run into a closed pipe (click's 1)."""
+
+    def into_a_closed_pipe(*arguments: str) -> tuple[int, str]:
+        reading, writing = os.pipe()
+        os.close(reading)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "amp_clipfix", "check", *arguments, "."],
+                cwd=project,
+                env=environment(),
+                stdout=writing,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+        finally:
+            os.close(writing)
+        return result.returncode, result.stderr
+
+    check(project, ".")
+    key = secret(project)
+    assert key is not None
+    for record in records(project):  # stderr first, so the replay shows itself, then stdout
+        value = unseal(key, record.name, record.read_bytes())
+        assert value is not None
+        answers, output, code = marshal.loads(value)
+        marked = marshal.dumps((answers, [(2, b"replayed\n"), *output], code))
+        record.write_bytes(seal(key, record.name, marked))
+
+    code, stderr = into_a_closed_pipe()
+    assert stderr == "replayed\n"
+    assert code == into_a_closed_pipe("--no-cache")[0] == 1
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [{"FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}],
+    ids=["FORCE_COLOR", "TTY_COMPATIBLE"],
+)
+def test_a_run_that_draws_for_a_terminal_is_never_noted(
+    project: Path, variables: dict[str, str]
+) -> None:
+    """Forced terminal output (a progress bar, the summary with the time taken) in a piped
+    run: each run prints its own, never the first run's."""
+    first = check(project, ".", **variables)
+    assert first.returncode == 1 and "wall time" in first.stderr
+    assert records(project) == []
+    second = check(project, ".", **variables)
+    assert second.returncode == 1 and "wall time" in second.stderr
+    assert records(project) == []

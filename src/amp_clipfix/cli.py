@@ -329,6 +329,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
         return walk(targets, options, excludes)
     from amp_clipfix.output.terminal import ProgressBar
 
+    replay.refuse()  # a progress bar is drawn as time passes: never replayed
     with ProgressBar(stderr_console()) as progress:
         return walk(targets, options, excludes, progress)
 
@@ -357,6 +358,7 @@ def finish(
         errors=len(result.errors),
         seconds=time.perf_counter() - started,
     )
+    replay.refuse()  # the time taken is no answer a later run may print again
     render_summary(stderr_console(), stats)
 
 
@@ -446,9 +448,9 @@ def check(**options: object) -> None:
     with report_stream(settings, stdout_ok=True) as stream:
         emit_report(result, settings, stream)
     finish(settings, result, started)
-    noted = settings.output_file is None and stdin_data is None and settings.verbosity <= 0
+    noted = settings.output_file is None and stdin_data is None
     if settings.cache and noted:
-        replay.allow()  # all it printed follows from what it read (-v prints the time it took)
+        replay.allow()  # all it printed follows from what it read, unless refused above
     sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
 

@@ -24,10 +24,14 @@ Question = tuple[str, str, str]  # (what is asked, of which path, with what extr
 
 
 class Recording:
-    """The questions asked while it is entered, each with its answer."""
+    """The questions asked while it is entered, each with its answer. A question asked again
+    with another answer (a file an editor saved between two reads of one run) makes the
+    recording `changed`: the run saw two states of its input, and no single state explains
+    what it printed."""
 
     def __init__(self) -> None:
         self.answers: dict[Question, object] = {}
+        self.changed = False
         self.previous: Recording | None = None
 
     def __enter__(self) -> Recording:
@@ -45,7 +49,10 @@ _active: Recording | None = None
 
 def _noted(kind: str, path: str | os.PathLike[str], extra: str, answer: object) -> None:
     if _active is not None:
-        _active.answers[kind, os.fspath(path), extra] = answer
+        question = (kind, os.fspath(path), extra)
+        first = _active.answers.setdefault(question, answer)
+        if first is not answer and first != answer:
+            _active.changed = True
 
 
 def _plainly(kind: str, path: str | os.PathLike[str]) -> object:
@@ -183,11 +190,12 @@ def read_text(path: str | os.PathLike[str], errors: str = "strict") -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def git(arguments: list[str], folder: str | os.PathLike[str]) -> bytes | None:
+def git(arguments: list[str], folder: str | os.PathLike[str], note: bool = True) -> bytes | None:
     """What `git ARGUMENTS` prints in `folder`; None when git cannot be asked (not installed,
-    not a checkout, a checkout it refuses)."""
+    not a checkout, a checkout it refuses). `note=False`: a question whose answer never reaches
+    the output (whether the cache may write), which a replay need not ask again."""
     answer = _run_git(arguments, folder)
-    if _active is not None:
+    if _active is not None and note:
         digest = None if answer is None else hashlib.sha256(answer).hexdigest()
         _noted("git", folder, "\0".join(arguments), digest)
     return answer

@@ -4,10 +4,15 @@ A `check` whose output goes to no terminal (CI, pre-commit, an editor, a pipe) n
 question it asks of the file system (observed.py: what a folder holds, which bytes a file has,
 what git lists) and, when it ends with 0 or 1, its output and exit code, in the nearest cache
 folder at or above the current folder. The same command line, from the same folder, with the
-same environment and the same amp-clipfix, asks those questions again before anything else is
-imported; when every answer is the same, so would the whole run be, and the noted output is
-written instead. The
-analysis itself stays cached by content hash (analysis/cache.py); this only saves starting it.
+same environment, interpreter, packages and amp-clipfix build, asks those questions again before
+anything else is imported; when every answer is the same, so would the whole run be, and the
+noted output is written instead. The analysis itself stays cached by content hash
+(analysis/cache.py); this only saves starting it.
+
+A record is trusted as the cache's entries are (cache_layout.py): sealed with this user's
+secret under its key, or a miss. Not noted: a run that saw an input change under it (a question
+answered twice, differently), a run whose output could not be written, and a run that printed
+what depends on time or the terminal (the progress bar, the summary table with the time taken).
 
 Standard library only, so that a replay costs little more than starting Python and reading the
 files.
@@ -21,8 +26,8 @@ import marshal
 import os
 import sys
 
-from amp_clipfix import __version__, observed
-from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder, write_entry
+from amp_clipfix import observed
+from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -33,15 +38,26 @@ VOLATILE_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
 
 KEPT_RECORDS = 32  # the newest records of a cache folder; older ones are removed
 
+# What a run whose output could not be written exits with: click's answer to a closed pipe.
+EXIT_BROKEN_PIPE = 1
+
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
 
 _allowed = False
+_refused = False
 
 
 def allow() -> None:
     """The command says its run may be replayed (a cached `check` reporting to stdout)."""
     global _allowed
     _allowed = True
+
+
+def refuse() -> None:
+    """The run printed something its inputs do not decide (the time taken, a progress bar):
+    it is never noted, whatever else allows it."""
+    global _refused
+    _refused = True
 
 
 def replayable(arguments: list[str]) -> bool:
@@ -66,45 +82,14 @@ def _is_terminal(stream: IO[str] | None) -> bool:
 
 def run_key(arguments: list[str]) -> str:
     """What decides a run besides the file system: the command line, the current folder, the
-    environment, the interpreter and its packages, and amp-clipfix's own files."""
+    environment, and the tool build with its interpreter and packages (`fingerprint`)."""
     digest = hashlib.sha256()
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
-    current = os.getcwd()
-    parts = [__version__, FORMAT, current, sys.executable, *arguments, "\0"]
+    parts = [fingerprint(), os.getcwd(), *arguments, "\0"]
     parts += [f"{name}={value}" for name, value in environment]
-    parts += ["\0", *(f"{entry}:{_modified(entry, current)}" for entry in sys.path)]
-    parts += _package_files(os.path.dirname(__file__))
     for part in parts:
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()
-
-
-def _modified(path: str, current: str) -> int:
-    """When a folder of sys.path last changed: an install into site-packages changes it. Not the
-    current folder's (`python -m` puts it first): the run's own cache folder changes it."""
-    if path in ("", current):
-        return 0
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return -1
-
-
-def _package_files(folder: str) -> list[str]:
-    """Name, size and modification time of each of amp-clipfix's modules: an edited checkout
-    (an editable install) never replays what older code printed."""
-    found: list[str] = []
-    try:
-        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
-            found += _package_files(entry.path)
-        elif entry.name.endswith((".py", ".json")):
-            status = entry.stat()
-            found.append(f"{entry.path}:{status.st_size}:{status.st_mtime_ns}")
-    return found
 
 
 def _cache_folders() -> list[str]:
@@ -124,29 +109,61 @@ def _cache_folders() -> list[str]:
         folder = parent
 
 
-def _records(key: str) -> list[str]:
-    return [os.path.join(folder, "replay", key) for folder in _cache_folders()]
+def _project_root(cache: str) -> str:
+    """The project whose cache folder `cache` (this version's) is."""
+    return os.path.dirname(os.path.dirname(cache))
 
 
 def replay(key: str) -> int | None:
     """Write the noted output and return the exit code, when the record still holds."""
-    records = [path for path in _records(key) if os.path.isfile(path)]
-    if not records:
+    noted = _record(key)
+    if noted is None:
         return None
+    output, code = noted
     try:
-        with open(records[0], "rb") as file:
-            answers, output, code = marshal.loads(file.read())
-        if not (_is_output(output) and isinstance(code, int) and observed.still_answers(answers)):
+        for stream, data in output:  # buffered as the run's own writes were: stderr by the line
+            if stream == 1:
+                sys.stdout.buffer.write(data)
+            else:
+                sys.stderr.buffer.write(data)
+                sys.stderr.flush()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (`| head`): quietly, as the run does
+        _silence_output()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _record(key: str) -> tuple[Output, int] | None:
+    """The output and exit code of the record of `key` in the nearest cache that has one, when
+    this user sealed it and every noted question still gets its answer."""
+    for cache in _cache_folders():
+        folder = os.path.join(cache, "replay")
+        if not os.path.isfile(os.path.join(folder, key)):
+            continue
+        data = Entries(_project_root(cache)).read(folder, key)
+        if data is None:
             return None
-    except (OSError, EOFError, ValueError, TypeError, AttributeError):  # not a record of ours
-        return None
-    for stream, data in output:  # buffered as the run's own writes were: stderr by the line
-        if stream == 1:
-            sys.stdout.buffer.write(data)
-        else:
-            sys.stderr.buffer.write(data)
-            sys.stderr.flush()
-    return int(code)
+        try:
+            answers, output, exit_code = marshal.loads(data)
+            if not (_is_output(output) and type(exit_code) is int and type(answers) is dict):
+                return None
+            return (output, exit_code) if observed.still_answers(answers) else None
+        except Exception:  # noqa: BLE001 - a record that fails to load is a miss
+            return None
+    return None
+
+
+def _silence_output() -> None:
+    """Point both streams at the null device: what is still buffered for a closed pipe is
+    dropped at exit instead of raising again while Python shuts down."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            nothing = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(nothing, stream.fileno())
+            os.close(nothing)
+        except (OSError, ValueError, AttributeError):
+            continue
 
 
 def _is_output(output: object) -> bool:
@@ -158,19 +175,22 @@ def _is_output(output: object) -> bool:
 
 def save(key: str, answers: dict[observed.Question, object], output: Output, code: int) -> None:
     """Note the run in the nearest cache at or above the current folder (the run made one when
-    the current folder is in a project), when the command allowed it. Written whole or not at
-    all."""
+    the current folder is in a project), when the command allowed it and nothing refused it.
+    Sealed with this user's secret; written whole or not at all; never into a cache folder the
+    checkout tracks."""
     caches = _cache_folders()
-    if not _allowed or not caches:
+    if not _allowed or _refused or not caches:
         return
     folder = os.path.join(caches[0], "replay")
-    if not stays_inside(os.path.dirname(os.path.dirname(caches[0])), folder):
-        return
     try:
-        write_entry(folder, key, marshal.dumps((answers, output, code)))
-        _keep_newest(folder, KEPT_RECORDS)
-    except (OSError, ValueError):  # ValueError: marshal refused a value
+        record = marshal.dumps((answers, output, code))
+    except ValueError:  # marshal refused a value
         return
+    if Entries(_project_root(caches[0])).write(folder, key, record):
+        try:
+            _keep_newest(folder, KEPT_RECORDS)
+        except OSError:
+            return
 
 
 def _keep_newest(folder: str, count: int) -> None:
@@ -191,11 +211,11 @@ def _keep_newest(folder: str, count: int) -> None:
 
 
 class _Tee(io.BufferedIOBase):
-    """A binary stream that passes everything to `target` and notes it in `output`."""
+    """A binary stream that passes everything to `target` and notes it in `captured`."""
 
-    def __init__(self, number: int, target: IO[bytes], output: Output) -> None:
+    def __init__(self, number: int, target: IO[bytes], captured: Captured) -> None:
         super().__init__()
-        self.number, self.target, self.output = number, target, output
+        self.number, self.target, self.captured = number, target, captured
 
     @property
     def name(self) -> str:
@@ -205,12 +225,20 @@ class _Tee(io.BufferedIOBase):
         return True
 
     def write(self, data: bytes, /) -> int:  # type: ignore[override]
-        self.output.append((self.number, bytes(data)))
-        self.target.write(data)
+        self.captured.output.append((self.number, bytes(data)))
+        try:
+            self.target.write(data)
+        except BaseException:
+            self.captured.failed = True  # the noted output is not what the reader got
+            raise
         return len(data)
 
     def flush(self) -> None:
-        self.target.flush()
+        try:
+            self.target.flush()
+        except BaseException:
+            self.captured.failed = True
+            raise
 
     def isatty(self) -> bool:
         return False
@@ -220,16 +248,18 @@ class _Tee(io.BufferedIOBase):
 
 
 class Captured:
-    """stdout and stderr as they were, also noted in order (`output`) while it is entered."""
+    """stdout and stderr as they were, also noted in order (`output`) while it is entered;
+    `failed` once a write or flush to either failed."""
 
     def __init__(self) -> None:
         self.output: Output = []
+        self.failed = False
         self.originals = sys.stdout, sys.stderr
 
-    def __enter__(self) -> Output:
+    def __enter__(self) -> Captured:
         sys.stdout, sys.stderr = (
             io.TextIOWrapper(
-                _Tee(number, stream.buffer, self.output),
+                _Tee(number, stream.buffer, self),
                 encoding=stream.encoding,
                 errors=stream.errors,
                 line_buffering=bool(stream.line_buffering),
@@ -237,19 +267,24 @@ class Captured:
             )
             for number, stream in ((1, sys.stdout), (2, sys.stderr))
         )
-        return self.output
+        return self
+
+    def flush(self) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                self.failed = True
 
     def __exit__(self, *exception: object) -> None:
-        import contextlib  # only when noting
-
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
+        self.flush()
         sys.stdout, sys.stderr = self.originals
 
 
 def main() -> None:
     """The `amp-clipfix` command: a replay when one holds, else the command line (cli.py)."""
+    global _allowed, _refused
+    _allowed = _refused = False
     arguments = sys.argv[1:]
     if not replayable(arguments):
         return _command_line()
@@ -260,14 +295,14 @@ def main() -> None:
     code = replay(key)
     if code is not None:
         sys.exit(code)
-    with observed.Recording() as seen, Captured() as output:
+    with observed.Recording() as seen, Captured() as captured:
         try:
             _command_line()
         except SystemExit as end:
             if end.code in (0, 1, None):
-                sys.stdout.flush()
-                sys.stderr.flush()
-                save(key, seen.answers, output, int(end.code or 0))
+                captured.flush()
+                if not (captured.failed or seen.changed):
+                    save(key, seen.answers, captured.output, int(end.code or 0))
             raise
 
 

@@ -1,22 +1,26 @@
-"""An on-disk cache of per-file collection results, keyed by content hash and tool version.
+"""An on-disk cache of per-file collection results and project resolutions.
 
 Like ruff's: a folder in the project root (`.amp_clipfix_cache/`) that ignores itself in git
-(its own `.gitignore` holds `*`). Entries are written to a temporary file and renamed into
-place, so two runs sharing the folder never read half an entry; an entry that cannot be read is
-a miss. `--no-cache` bypasses it.
+(its own `.gitignore` holds `*`). An entry's key holds everything its value depends on: the
+tool build and interpreter (`cache_layout.fingerprint`), the project root, the file's path and
+bytes (a project entry: every file's, and the collected sites). Entries are sealed with this
+user's secret and written to a temporary file and renamed into place: two runs sharing the
+folder never read half an entry, and an entry this user did not write for this key (another
+machine's, a repository's own, one changed byte) is a miss, as is anything that fails to load.
+`--no-cache` bypasses it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
+import io
+import os
 import pickle
 from enum import Enum
 from pathlib import Path, PurePath
 
-from amp_clipfix import __version__
-from amp_clipfix.cache_layout import FORMAT, stays_inside, version_folder, write_entry
+from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 from amp_clipfix.models import FileSites
 
 
@@ -24,7 +28,8 @@ class Cache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.folder = Path(version_folder(root))
-        self.ready = False
+        self.build = fingerprint()
+        self.entries = Entries(root)
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
 
     def digest(self, data: bytes) -> bytes:
@@ -38,7 +43,7 @@ class Cache:
 
     def key(self, path: Path, data: bytes) -> str:
         digest = hashlib.sha256()
-        digest.update(f"{__version__}\0{FORMAT}\0{path}\0".encode("utf-8", "surrogateescape"))
+        digest.update(f"{self.build}\0{path}\0".encode("utf-8", "surrogateescape"))
         digest.update(self.digest(data))
         return digest.hexdigest()
 
@@ -50,8 +55,10 @@ class Cache:
         self.store(self.key(path, data), sites)
 
     def project_key(self, stage: str, inputs: dict[Path, bytes], sites: object) -> str:
-        """A project resolution depends on every file's text and on the collected sites."""
-        digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{stage}\0".encode())
+        """A project resolution depends on the project's root (module names), every file's
+        text and on the collected sites."""
+        head = f"{self.build}\0{stage}\0{self.root}\0"
+        digest = hashlib.sha256(head.encode("utf-8", "surrogateescape"))
         for path in sorted(inputs, key=str):
             digest.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
             digest.update(self.digest(inputs[path]))
@@ -59,29 +66,22 @@ class Cache:
         return "project-" + digest.hexdigest()
 
     def load(self, key: str) -> object | None:
-        entry = self.folder / key[-2:] / key
+        """The value stored under `key`, or None: a miss is anything but a value this user
+        stored under this key (nothing else is ever unpickled), and any failure to load."""
+        value = self.entries.read(os.path.join(self.folder, key[-2:]), key)
+        if value is None:
+            return None
         try:
-            with entry.open("rb") as handle:
-                return CachedData(handle).load()
-        except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
+            return CachedData(io.BytesIO(value)).load()
+        except Exception:  # noqa: BLE001 - an entry that fails to load is a miss, whatever fails
             return None
 
     def store(self, key: str, value: object) -> None:
-        folder = self.folder / key[-2:]
-        if not stays_inside(self.root, folder):
+        try:
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - a value that cannot be pickled is not stored
             return
-        with contextlib.suppress(OSError):
-            self.prepare()
-            write_entry(folder, key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-    def prepare(self) -> None:
-        """Create the folder with a `.gitignore` that ignores everything in it."""
-        if self.ready:
-            return
-        root = self.folder.parent
-        if not (root / ".gitignore").exists():
-            write_entry(root, ".gitignore", b"# Created by amp-clipfix automatically.\n*\n")
-        self.ready = True
+        self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
 
 
 class CachedData(pickle.Unpickler):
@@ -91,7 +91,10 @@ class CachedData(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> type:
         if module.startswith("amp_clipfix.") or module == "pathlib":
-            found = super().find_class(module, name)
+            try:
+                found = super().find_class(module, name)
+            except Exception:  # noqa: BLE001 - no such module or name: not our data
+                found = None
             if isinstance(found, type) and _is_cached_type(found):
                 return found
         raise pickle.UnpicklingError(f"{module}.{name} is not cached data")
