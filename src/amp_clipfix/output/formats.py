@@ -30,7 +30,6 @@ from amp_clipfix.models import (
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.paths import display_path
-from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
 # Optional[...] rather than `| None`: this alias is evaluated at import time on Python 3.9.
 EditMap = Optional[Mapping[Finding, Sequence[Edit]]]
@@ -267,6 +266,8 @@ def fingerprints(findings: Sequence[Finding]) -> dict[Finding, str]:
 
 
 def _sarif_level(finding: Finding) -> str:
+    from amp_clipfix.rules import RULES
+
     if finding.suppressed:
         return "note"
     return RULES[finding.code].level
@@ -347,6 +348,8 @@ def _sarif_result(
 
 
 def _sarif_rule(code: str) -> dict[str, Any]:
+    from amp_clipfix.rules import RULES, help_uri, render_rule
+
     rule = RULES[code]
     page = render_rule(rule)
     return {
@@ -382,6 +385,8 @@ def to_sarif(
     errors: Sequence[FileError] = (),
 ) -> str:
     """A SARIF 2.1.0 log with one run; paths are relative to `%SRCROOT%`, the current folder."""
+    from amp_clipfix.rules import HOMEPAGE, RULES
+
     codes = sorted(RULES)
     prints = fingerprints(findings)
     invocation: dict[str, Any] = {"executionSuccessful": not errors and summary.errors == 0}
@@ -425,6 +430,8 @@ def to_github(findings: Sequence[Finding]) -> str:
     for finding in sorted_findings(findings):
         if finding.suppressed:
             continue
+        from amp_clipfix.rules import RULES  # only with a finding to annotate
+
         command = RULES[finding.code].level
         site = finding.primary
         properties = ",".join(
@@ -477,6 +484,8 @@ def _rd_suggestions(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
 def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
     """reviewdog's Diagnostic Format (rdjson, a `DiagnosticResult`), findings that are not
     suppressed; the fix's edits are `suggestions`, so a pull request shows "commit suggestion"."""
+    from amp_clipfix.rules import HOMEPAGE, RULES, help_uri
+
     diagnostics = []
     for finding in sorted_findings(findings):
         if finding.suppressed:
@@ -509,6 +518,8 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
     """A GitLab code quality report (a JSON array, `artifacts:reports:codequality`), one issue
     per finding that is not suppressed, with a stable fingerprint."""
     import hashlib
+
+    from amp_clipfix.rules import RULES
 
     prints = fingerprints(findings)
     issues = []
