@@ -296,7 +296,7 @@ def collect_project(
         from amp_clipfix.analysis.cache import Cache
 
         collection.cache = Cache(project.root)
-    contents, searchable = read_project(project, collection)
+    contents, searchable = read_project(project, collection, prefilter)
     key = ""
     if collection.cache is not None:
         key = collection.cache.project_key("collection", contents, prefilter)
@@ -347,20 +347,34 @@ def is_lasting(error: FileError) -> bool:
 
 
 def read_project(
-    project: Project, collection: Collection
+    project: Project, collection: Collection, prefilter: bool = True
 ) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
-    """Every file's bytes, and what the prefilter reads of it (a notebook's code cells)."""
+    """Every file's bytes, and what the prefilter reads of it (a notebook's code cells).
+
+    With the prefilter, a project in which no file's raw bytes can write `fused` gets no text
+    to search at all: no stage can pass there (collect_stages stops after the first), so no
+    notebook's JSON is parsed for its code, just as no Python file is parsed."""
     contents: dict[Path, bytes] = {}
     searchable: dict[Path, bytes] = {}
+    failed: dict[Path, OSError] = {}
     for path in project.files:
         try:
             contents[path] = observed.read_bytes(path)
+        except OSError as error:
+            failed[path] = error
+    searched = not prefilter or any(
+        adapter_for(path).may_mention(data, FUSED_WORD) for path, data in contents.items()
+    )
+    for path in project.files:
+        if path in failed:
+            message = f"cannot read: {os_error_reason(failed[path])}"
+            collection.errors.append(FileError(path, message, ErrorKind.READ))
+            continue
+        try:
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
-            searchable[path] = adapter_for(path).searchable(path, contents[path])
-        except OSError as error:
-            message = f"cannot read: {os_error_reason(error)}"
-            collection.errors.append(FileError(path, message, ErrorKind.READ))
+            if searched:
+                searchable[path] = adapter_for(path).searchable(path, contents[path])
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
