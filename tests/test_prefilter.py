@@ -82,3 +82,56 @@ def test_prefilter_changes_no_result_on_real_lightning_sources(tmp_path: Path) -
     with_prefilter = outcome(tmp_path, True, Strategy.AUTO)
     assert [finding.code for finding in with_prefilter[0]] == ["ACF002"]
     assert with_prefilter == outcome(tmp_path, False, Strategy.AUTO)
+
+
+def notebook_json(*cells: str) -> str:
+    import json
+
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": "code", "metadata": {}, "outputs": [], "source": cell}
+                for cell in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("fused_file", "escaped", "parsed"),
+    [(False, False, 0), (True, False, 2), (False, True, 2)],
+    ids=["nothing-fused", "fused-module", "escaped-letter"],
+)
+def test_notebooks_pass_the_raw_prefilter_before_their_json_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fused_file: bool, escaped: bool, parsed: int
+) -> None:
+    """A notebook is decoded for its code only when some file of the project may write
+    `fused` (raw bytes; an escaped letter in the JSON may hide the word)."""
+    from amp_clipfix.sources import notebook
+
+    calls: list[Path] = []
+    real = notebook.read_notebook
+
+    def counting(source):  # noqa: ANN001, ANN202
+        calls.append(source.path)
+        return real(source)
+
+    monkeypatch.setattr(notebook, "read_notebook", counting)
+    clip = "trainer = L.Trainer(precision='16-mixed', gradient_clip_val=1.0)"
+    (tmp_path / "a.ipynb").write_text(notebook_json("import lightning as L", clip))
+    optimizer = "import torch\nopt = torch.optim.AdamW([], fused=True)\n"
+    escaped_json = notebook_json(optimizer).replace("fused", "\\u0066used")  # still valid JSON
+    (tmp_path / "b.ipynb").write_text(
+        escaped_json if escaped else notebook_json("import torch\nopt = torch.optim.AdamW([])\n")
+    )
+    (tmp_path / "train.py").write_text("import lightning as L\n" + clip + "\n")
+    if fused_file:
+        (tmp_path / "model.py").write_text("import torch\ntorch.optim.AdamW([], fused=True)\n")
+    result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET))
+    assert len(set(calls)) == parsed  # notebooks decoded at all (one passing is loaded again)
+    assert result.errors == ()
+    unfiltered = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET, prefilter=False))
+    assert (result.findings, result.errors) == (unfiltered.findings, unfiltered.errors)

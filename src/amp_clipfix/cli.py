@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import inspect
 import os
 import sys
 import time
@@ -23,8 +22,6 @@ import click
 
 from amp_clipfix import __version__, observed, replay
 from amp_clipfix.models import ErrorKind, FileError, Finding, Strategy, active_findings
-from amp_clipfix.output.diff import diff_hunks
-from amp_clipfix.output.patches import patch_of, patch_with_base, project_patch_names
 from amp_clipfix.output.report import (
     assumption_lines,
     error_line,
@@ -38,7 +35,6 @@ from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.discover import Project, find_project_root
 from amp_clipfix.project.version import Target, parse_version
-from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.settings import (
     CommandLine,
     ProjectConfigurer,
@@ -514,22 +510,36 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
     sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
 
 
-@main.command()
+class CodesInHelp(click.Command):
+    """`explain`, whose help ends with the known codes: the rules (and the analysis under them)
+    are imported only when that help is shown, not by every run that imports the command line."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        import inspect  # click has imported it already
+
+        from amp_clipfix.rules import RULES
+
+        own = self.help
+        self.help = f"{inspect.cleandoc(own or '')}\n\nCODE is one of {', '.join(sorted(RULES))}."
+        try:
+            super().format_help_text(ctx, formatter)
+        finally:
+            self.help = own
+
+
+@main.command(cls=CodesInHelp)
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the rule page of CODE: what it detects, why Lightning fails, an example before and
     after, and the safety of each fix."""
+    from amp_clipfix.rules import RULES, render_rule
+
     rule = RULES.get(code.upper())
     if rule is None:
         raise click.BadParameter(
             f"unknown code {code!r}; known codes: {', '.join(RULES)}", param_hint="CODE"
         )
     click.echo(render_rule(rule))
-
-
-explain.help = (
-    f"{inspect.cleandoc(explain.help or '')}\n\nCODE is one of {', '.join(sorted(RULES))}."
-)
 
 
 @main.command()
@@ -711,6 +721,8 @@ def project_roots(result: RunResult) -> dict[Path, Path]:
 def show_changes(result: RunResult) -> None:
     changes = result.changes
     if plain_output():
+        from amp_clipfix.output.patches import patch_with_base
+
         out = sys.stdout.buffer
         patch = patch_with_base(changes, project_roots(result))
         if is_tty(sys.stdout):  # NO_COLOR on a terminal: file text never reaches it raw
@@ -729,6 +741,7 @@ def change_shower(result: RunResult) -> Callable[[FileChange], None]:
     """Renders one file's diff with rich on stdout, with what its fixes change."""
     from rich.console import Console
 
+    from amp_clipfix.output.diff import diff_hunks
     from amp_clipfix.output.diff_view import render_file_diff
 
     console = Console()
@@ -756,6 +769,7 @@ def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
     """One `<project>.patch` per project with changes, paths relative to the project's root;
     a patch that cannot be written (its name is a link, say) is an error line, the others are
     still written."""
+    from amp_clipfix.output.patches import patch_of, project_patch_names
     from amp_clipfix.output.write import WriteError, write_own_file
 
     projects = [project for project in result.per_project if project.changes]

@@ -2,7 +2,8 @@
 forward slashes, and the operating system's reason in its own words.
 
 Every stage that names a file (errors, reports, patches) uses these, so a path reads the same
-everywhere.
+everywhere. Which paths are library code (never a user's site) is a path question too, asked
+before anything is parsed.
 """
 
 from __future__ import annotations
@@ -37,3 +38,25 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS, quoted: bool = True) -> str:
     if not quoted:
         shown = shown[1:-1]
     return shown if len(text) <= limit else f"{shown}... ({len(text)} characters)"
+
+
+LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+LIGHTNING_PACKAGES: tuple[tuple[str, ...], ...] = (
+    ("lightning", "pytorch"),
+    ("lightning", "fabric"),
+    ("pytorch_lightning",),
+    ("lightning_fabric",),
+)
+
+
+def is_library(path: Path) -> bool:
+    """Code under site-packages, or inside Lightning's own package, is never a user site."""
+    parts = path.parts
+    if LIBRARY_DIRS & set(parts):
+        return True
+    for package in LIGHTNING_PACKAGES:
+        width = len(package)
+        for index in range(len(parts) - width):
+            if tuple(parts[index : index + width]) == package:
+                return True
+    return False

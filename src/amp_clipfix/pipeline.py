@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix import observed
-from amp_clipfix.analysis.read import ParseError, ReadFile, read_document
-from amp_clipfix.fixes.choose import choose_fixes
 from amp_clipfix.models import (
     Edit,
     ErrorKind,
@@ -29,19 +27,18 @@ from amp_clipfix.models import (
     Span,
     Strategy,
 )
-from amp_clipfix.output.diff import diff_hunks
-from amp_clipfix.paths import os_error_reason
-from amp_clipfix.project.config import ConfigError, helper_module_path
+from amp_clipfix.paths import is_library, os_error_reason
+from amp_clipfix.project.config import ConfigError
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
-from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language, Rendered, SourceError, Stage, VerifyError
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.fixes.transform import HelperImports
 
 # Below this much source a process pool costs more than it saves.
@@ -231,6 +228,12 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
+    if not files:  # nothing read has a site: no rule can combine any (and none is imported)
+        read_errors = tuple(collection.errors)
+        return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
+    from amp_clipfix.fixes.choose import choose_fixes
+    from amp_clipfix.rules import find_findings
+
     linked = find_findings(files, target)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
@@ -327,7 +330,7 @@ def collect_project_files(
         from amp_clipfix.analysis.cache import Cache
 
         collection.cache = Cache(project.root)
-    contents, searchable = read_project(project, collection)
+    contents, searchable = read_project(project, collection, prefilter)
     key = ""
     if collection.cache is not None:
         key = collection.cache.project_key("collection", contents, prefilter)
@@ -356,6 +359,8 @@ def restore_collection(collection: Collection, contents: dict[Path, bytes], cach
     (only the documents with sites are loaded, for the fixes and the report)."""
     if not isinstance(cached, CollectedProject):
         return False
+    from amp_clipfix.analysis.read import ReadFile
+
     parsed = {}
     for path, sites in cached.sites.items():
         try:
@@ -375,20 +380,34 @@ def is_lasting(error: FileError) -> bool:
 
 
 def read_project(
-    project: Project, collection: Collection
+    project: Project, collection: Collection, prefilter: bool = True
 ) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
-    """Every file's bytes, and what the prefilter reads of it (a notebook's code cells)."""
+    """Every file's bytes, and what the prefilter reads of it (a notebook's code cells).
+
+    With the prefilter, a project in which no file's raw bytes can write `fused` gets no text
+    to search at all: no stage can pass there (collect_stages stops after the first), so no
+    notebook's JSON is parsed for its code, just as no Python file is parsed."""
     contents: dict[Path, bytes] = {}
     searchable: dict[Path, bytes] = {}
+    failed: dict[Path, OSError] = {}
     for path in project.files:
         try:
             contents[path] = observed.read_bytes(path)
+        except OSError as error:
+            failed[path] = error
+    searched = not prefilter or any(
+        adapter_for(path).may_mention(data, FUSED_WORD) for path, data in contents.items()
+    )
+    for path in project.files:
+        if path in failed:
+            message = f"cannot read: {os_error_reason(failed[path])}"
+            collection.errors.append(FileError(path, message, ErrorKind.READ))
+            continue
+        try:
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
-            searchable[path] = adapter_for(path).searchable(path, contents[path])
-        except OSError as error:
-            message = f"cannot read: {os_error_reason(error)}"
-            collection.errors.append(FileError(path, message, ErrorKind.READ))
+            if searched:
+                searchable[path] = adapter_for(path).searchable(path, contents[path])
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
@@ -408,8 +427,6 @@ def collect_stages(
         collect_files(contents, list(contents), jobs, collection)
         resolve_collection(root, contents, searchable, collection)
         return
-    from amp_clipfix.analysis.resolve import clipping_files, is_library
-
     # Library code (site-packages, Lightning's own package) is never a user site: never parsed.
     searchable = {path: data for path, data in searchable.items() if not is_library(path)}
     collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
@@ -428,6 +445,8 @@ def collect_stages(
         p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
     }
     evaluator = project_evaluator_of(root, contents, searchable, collection)
+    from amp_clipfix.analysis.resolve import clipping_files
+
     stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
     class_names = ClassNames(searchable)
@@ -506,7 +525,7 @@ def resolve_collection(
 ) -> None:
     """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
     sites are read too (libcst parses only the files a fix changes, in fixed_file)."""
-    from amp_clipfix.analysis.read import in_cell
+    from amp_clipfix.analysis.read import ReadFile, in_cell
     from amp_clipfix.analysis.resolve import resolve
 
     python = {path: data for path, data in searchable.items() if not read_as_config(path)}
@@ -651,7 +670,7 @@ def collect_files(
             collect_outcome(collection, path, parse_and_collect(path, data))
 
 
-Outcome = tuple[ReadFile | None, FileError | None]
+Outcome = tuple["ReadFile | None", "FileError | None"]
 
 
 def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]:
@@ -705,6 +724,8 @@ def from_cache(collection: Collection, path: Path, data: bytes) -> bool:
     sites = collection.cache.get(path, data)
     if sites is None:
         return False
+    from amp_clipfix.analysis.read import ReadFile
+
     try:
         document = adapter_for(path).load(path, data)
     except SourceError:
@@ -734,6 +755,8 @@ def collect_outcome(
 def parse_and_collect(path: Path, data: bytes) -> tuple[ReadFile | None, FileError | None]:
     """One file: load it through its adapter, parse once, read its sites. Errors come back as
     values, so that one odd file never stops the run (and survives a process pool)."""
+    from amp_clipfix.analysis.read import ParseError, read_document  # only files that pass
+
     try:
         return read_document(adapter_for(path).load(path, data)), None
     except ParseError as error:
@@ -827,6 +850,7 @@ def with_helper_module(
     it require (write_all writes them only after it). When it cannot be made, none of those
     files is changed: each gets an error line, after the one that says why."""
     from amp_clipfix.fixes.helper_module import helper_module_source
+    from amp_clipfix.project.config import helper_module_path
 
     importing = [c for c in changes if c.source.path in helpers.importers]
     findings = tuple(dict.fromkeys(f for c in importing for f in c.findings))
@@ -873,6 +897,8 @@ def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:
     """The change's hunks as edits (whole-line ranges and their new text), each given to the
     findings whose fix targets a line in it; a hunk no target line is in (an inserted helper)
     belongs to every finding fixed in the file."""
+    from amp_clipfix.output.diff import diff_hunks
+
     source = change.source
     edits: dict[Finding, list[Edit]] = {finding: [] for finding in change.findings}
     for hunk in diff_hunks(source.data, change.new_data, context=0):

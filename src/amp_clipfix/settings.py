@@ -28,17 +28,21 @@ from amp_clipfix.project.config import (
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
 from amp_clipfix.project.pins import configured_source, is_pin_file
 from amp_clipfix.project.version import Target, parse_version
-from amp_clipfix.rules import RULES
 
 SELECT_ALL = "ALL"
 
 
 def known_codes() -> tuple[str, ...]:
+    from amp_clipfix.rules import RULES  # the registry imports the analysis: only when asked
+
     return tuple(sorted(RULES))
 
 
 def unknown_codes(entries: Iterable[str]) -> list[str]:
     """Entries that name no rule: neither a code nor a prefix of one (nor `ALL`)."""
+    entries = list(entries)
+    if not entries:
+        return []
     codes = known_codes()
     return [
         entry
@@ -296,6 +300,8 @@ def git_tracked(root: Path) -> set[Path] | None:
 
 def suppression_warnings(findings: Sequence[Finding]) -> list[str]:
     """One line per suppression comment (on a site's line) that names an unknown code."""
+    if not findings:
+        return []
     codes = set(known_codes())
     seen: set[tuple[Path, int, str]] = set()
     warnings = []

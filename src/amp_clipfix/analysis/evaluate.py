@@ -216,9 +216,9 @@ class Evaluator:
         values: list[object] = []
         for item in items:
             if isinstance(item, Thunk):
-                values.extend(self.ev(item.expr, item.ctx))
+                add_unique(values, self.ev(item.expr, item.ctx))
             else:
-                values.append(item)
+                add_unique(values, (item,))
         return values
 
     # -- expressions ---------------------------------------------------------------------------
@@ -289,7 +289,7 @@ class Evaluator:
         for value in values:
             if isinstance(value, DictV):
                 for key, items in value.entries.items():
-                    into.entries.setdefault(key, []).extend(items)
+                    add_unique(into.entries.setdefault(key, []), items)
                 into.closed = into.closed and value.closed
             else:
                 into.closed = False
@@ -564,9 +564,9 @@ class Evaluator:
                         continue
                     for key, items in value.entries.items():
                         if key in names_:
-                            bound.setdefault(key, []).extend(items)
+                            add_unique(bound.setdefault(key, []), items)
                         else:
-                            extra.entries.setdefault(key, []).extend(items)
+                            add_unique(extra.entries.setdefault(key, []), items)
                 self.merge_spread(DictV(), spread)
                 if not all(isinstance(value, DictV) and value.closed for value in spread):
                     extra.closed = False
@@ -789,7 +789,7 @@ class Evaluator:
                     for value in self.ev(keyword.value, ctx):
                         if isinstance(value, DictV):
                             for key, items in value.entries.items():
-                                keywords.setdefault(key, []).extend(items)
+                                add_unique(keywords.setdefault(key, []), items)
             return [Part(self.ev(call.args[0], ctx), keywords, call, ctx.summary)]
         if qname in names.DICT_CONSTRUCTORS:
             result = DictV({k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg})
@@ -866,6 +866,26 @@ class Evaluator:
                 if call is not None:
                     return klass.summary.entry(call)
         return None
+
+
+def value_key(value: object) -> tuple[int, int] | int:
+    """Two arguments are one value when they are one object, or the same expression in the
+    same context (a Thunk made again by another call of `bind`)."""
+    if isinstance(value, Thunk):
+        return (id(value.expr), id(value.ctx))
+    return id(value)
+
+
+def add_unique(target: list[object], items: Iterable[object]) -> None:
+    """Extend `target` by the items it does not hold yet. The same argument reached along two
+    paths (wrappers that each call the next in two branches, each passing `**kwargs` on) is
+    one value: kept twice, the lists would double at every wrapper."""
+    seen = {value_key(value) for value in target}
+    for item in items:
+        key = value_key(item)
+        if key not in seen:
+            seen.add(key)
+            target.append(item)
 
 
 def bounded(values: list[object], node: ast.AST, ctx: Ctx) -> list[object]:

@@ -59,30 +59,11 @@ from amp_clipfix.analysis.values import (
     TupleV,
 )
 from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.paths import is_library
 
-LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
-LIGHTNING_PACKAGES: tuple[tuple[str, ...], ...] = (
-    ("lightning", "pytorch"),
-    ("lightning", "fabric"),
-    ("pytorch_lightning",),
-    ("lightning_fabric",),
-)
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
 # (a module class deriving from a project base in a file with neither is found through its hook).
 CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
-
-
-def is_library(path: Path) -> bool:
-    """Code under site-packages, or inside Lightning's own package, is never a user site."""
-    parts = path.parts
-    if LIBRARY_DIRS & set(parts):
-        return True
-    for package in LIGHTNING_PACKAGES:
-        width = len(package)
-        for index in range(len(parts) - width):
-            if tuple(parts[index : index + width]) == package:
-                return True
-    return False
 
 
 @dataclass

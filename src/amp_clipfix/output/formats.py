@@ -31,7 +31,6 @@ from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.output.safe_text import json_safe, terminal_safe
 from amp_clipfix.paths import display_path
-from amp_clipfix.rules import HOMEPAGE, RULES, help_uri, render_rule
 
 EditMap = Mapping[Finding, Sequence[Edit]] | None
 
@@ -267,6 +266,8 @@ def fingerprints(findings: Sequence[Finding]) -> dict[Finding, str]:
 
 
 def _sarif_level(finding: Finding) -> str:
+    from amp_clipfix.rules import RULES
+
     if finding.suppressed:
         return "note"
     return RULES[finding.code].level
@@ -347,6 +348,8 @@ def _sarif_result(
 
 
 def _sarif_rule(code: str) -> dict[str, Any]:
+    from amp_clipfix.rules import RULES, help_uri, render_rule
+
     rule = RULES[code]
     page = render_rule(rule)
     return {
@@ -382,6 +385,8 @@ def to_sarif(
     errors: Sequence[FileError] = (),
 ) -> str:
     """A SARIF 2.1.0 log with one run; paths are relative to `%SRCROOT%`, the current folder."""
+    from amp_clipfix.rules import HOMEPAGE, RULES
+
     codes = sorted(RULES)
     prints = fingerprints(findings)
     invocation: dict[str, Any] = {"executionSuccessful": not errors and summary.errors == 0}
@@ -431,6 +436,8 @@ def to_github(findings: Sequence[Finding]) -> str:
     for finding in sorted_findings(findings):
         if finding.suppressed:
             continue
+        from amp_clipfix.rules import RULES  # only with a finding to annotate
+
         command = RULES[finding.code].level
         site = finding.primary
         path = display_path(site.path)
@@ -460,6 +467,7 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
     lines is a `suggestion` ("commit suggestion" on a pull request), any other the full patch in
     the message."""
     from amp_clipfix.output.review import site_diagnostics
+    from amp_clipfix.rules import HOMEPAGE, RULES, help_uri
 
     diagnostics = []
     for finding in sorted_findings(findings):
@@ -487,6 +495,8 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
     """A GitLab code quality report (a JSON array, `artifacts:reports:codequality`), one issue
     per finding that is not suppressed, with a stable fingerprint."""
     import hashlib
+
+    from amp_clipfix.rules import RULES
 
     prints = fingerprints(findings)
     issues = []

@@ -90,6 +90,11 @@ class SourceAdapter(Protocol):
         """The cheap test for one prefilter stage (see sources/prefilter.py)."""
         ...
 
+    def may_mention(self, data: bytes, word: bytes) -> bool:
+        """Whether what the prefilter reads of these raw bytes can contain `word` (an ASCII
+        word), asked before any decoding or parsing: false means it cannot."""
+        ...
+
     def load(self, path: Path, data: bytes) -> Document:
         """Decode; SourceError (one line) when the file cannot be read faithfully."""
         ...

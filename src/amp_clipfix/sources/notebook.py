@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.python import PYTHON_PREFILTER, verify_python
 from amp_clipfix.sources.text import (
@@ -471,6 +472,9 @@ class NotebookSource:
 
     def searchable(self, path: Path, data: bytes) -> bytes:
         return read_notebook(decode_source(path, data)).module_text.encode("utf-8")
+
+    def may_mention(self, data: bytes, word: bytes) -> bool:
+        return prefilter.json_may_contain(data, word)
 
     def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
         return PYTHON_PREFILTER[stage]

@@ -93,3 +93,14 @@ CLASS_NAME = re.compile(rb"\bclass\s+(\w+)")
 def defined_class_names(data: bytes) -> frozenset[str]:
     """Names of the classes a file may define (to find base classes of a LightningModule)."""
     return frozenset(name.decode("ascii", "replace") for name in CLASS_NAME.findall(data))
+
+
+# JSON may write any character as `\uXXXX`; an ASCII letter so written is 0x41-0x7A.
+ESCAPED_LETTER = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
+
+
+def json_may_contain(data: bytes, word: bytes) -> bool:
+    """Whether a JSON document's strings (a notebook's code) can contain the ASCII `word`: it is
+    written as is, or some letter is escaped (never by Jupyter, but valid JSON). Asked of the
+    raw bytes, so a notebook that cannot matter is never decoded."""
+    return word in data or ESCAPED_LETTER.search(data) is not None

@@ -31,6 +31,9 @@ class PythonSource:
     def searchable(self, path: Path, data: bytes) -> bytes:
         return data
 
+    def may_mention(self, data: bytes, word: bytes) -> bool:
+        return word in data  # the prefilter reads the bytes themselves
+
     def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
         return PYTHON_PREFILTER[stage]
 

@@ -439,6 +439,9 @@ class YamlSource:
     def searchable(self, path: Path, data: bytes) -> bytes:
         return data
 
+    def may_mention(self, data: bytes, word: bytes) -> bool:
+        return word in data  # the prefilter reads the bytes themselves
+
     def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
         if stage is Stage.FUSED_OPTIMIZER:
             return prefilter.may_configure_fused_optimizer
