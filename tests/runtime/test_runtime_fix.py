@@ -19,8 +19,13 @@ Each program pays a few seconds of torch and Lightning import, so the runs of th
 start together in a small thread pool and each test waits for its own results.
 
 A case whose case.json has `"runtime": ["lightning==2.0.9.post0", ...]` runs its program with the
-python of `.venvs/<release>` (made by scripts/runtime_venvs.py) and pins that release in its own
-project files; amp-clipfix itself always runs from the test interpreter and must read the pin.
+python of that release's nox environment (`nox -t releases`, noxfile.py) and pins that release in
+its own project files; amp-clipfix itself always runs from the test interpreter and must read the
+pin.
+
+Under pytest-xdist every test of one case goes to the same worker (`xdist_group`, with the
+`--dist loadgroup` of pyproject.toml), which runs that case's programs one at a time: the workers
+are the parallelism. Without xdist the runs start together in the thread pool.
 """
 
 from __future__ import annotations
@@ -38,8 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import runtime_venvs
 from pytest import FixtureRequest, TempPathFactory
+
+import noxfile
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "fixtures" / "runtime"
@@ -64,17 +70,13 @@ class Case:
     entry: str
     error: str
     strategies: tuple[str, ...]
-    release: str | None = None  # the .venvs/<release> its program runs with; None: this python
+    runtime: tuple[str, ...] = ()  # the release its program runs on (empty: this python)
     unscale_refused: str | None = None  # why the safe fixes cannot keep the fused kernel here
-
-    @property
-    def runnable(self) -> bool:
-        return self.release is None or runtime_venvs.is_ready(self.release)
 
     @property
     def python(self) -> str:
         """The interpreter of the case's program."""
-        return str(runtime_venvs.interpreter(self.release)) if self.release else sys.executable
+        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
 
     requires: tuple[str, ...] = ()  # modules the program imports beyond torch and Lightning
 
@@ -94,7 +96,7 @@ def load_cases() -> list[Case]:
                 entry=data["entry"],
                 error=data["error"],
                 strategies=tuple(data["strategies"]),
-                release=runtime_venvs.venv_name(data["runtime"]) if data.get("runtime") else None,
+                runtime=tuple(data.get("runtime", ())),
                 unscale_refused=data.get("unscale_refused"),
                 requires=tuple(data.get("requires", ())),
             )
@@ -103,7 +105,12 @@ def load_cases() -> list[Case]:
 
 
 CASES = load_cases()
-FIX_PAIRS = [pytest.param(c, s, id=f"{c}-{s}") for c in CASES for s in c.strategies]
+# Under pytest-xdist a case's tests share one worker, which then runs each of its programs once.
+ONE_WORKER = {c.name: pytest.mark.xdist_group(f"runtime-{c}") for c in CASES}
+CASE_PARAMS = [pytest.param(c, id=str(c), marks=ONE_WORKER[c.name]) for c in CASES]
+FIX_PAIRS = [
+    pytest.param(c, s, id=f"{c}-{s}", marks=ONE_WORKER[c.name]) for c in CASES for s in c.strategies
+]
 
 
 @dataclass(frozen=True)
@@ -284,11 +291,16 @@ def worker_count() -> int:
 
 @pytest.fixture(scope="module", autouse=True)
 def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator[Runs]:
-    """Queue the runs of every selected test of this module now, in test order, so they overlap."""
-    runs = Runs(tmp_path_factory, worker_count())
-    for item in request.session.items:
+    """Queue the runs of every selected test of this module now, in test order, so they overlap.
+    An xdist worker does not know which tests it will get: it runs each program when a test first
+    asks for it, one at a time, beside the other workers."""
+    xdist_worker = "PYTEST_XDIST_WORKER" in os.environ
+    runs = Runs(tmp_path_factory, 1 if xdist_worker else worker_count())
+    for item in [] if xdist_worker else request.session.items:
         params = getattr(item, "callspec", None) and item.callspec.params
-        if not params or item.module is not request.module or not params["case"].runnable:
+        if not params or item.module is not request.module:
+            continue
+        if not Path(params["case"].python).exists():  # the test fails on that, not the run
             continue
         if item.originalname == test_check_reports_the_unfixed_program.__name__:
             runs.checked(params["case"])
@@ -324,15 +336,15 @@ def test_required_modules_are_installed(case: Case) -> None:
     assert not missing, f"{case} needs {missing}: pip install -e '.[test]'"
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("case", CASE_PARAMS)
 def test_check_reports_the_unfixed_program(case: Case, runs: Runs, require_release) -> None:
     """`amp-clipfix check` finds what makes the program fail, on the release the project pins."""
-    require_release(case.release)
+    require_release(case.runtime)
     checked = runs.checked(case).result()
     assert checked.returncode == 1, f"check should report findings\n{checked}"
-    if case.release:  # read from the project's own pins, not from the Lightning installed here
+    if case.runtime:  # read from the project's own pins, not from the Lightning installed here
         assumed = checked.stdout.rsplit("; assumed ", 1)[-1]
-        line = case.release.rsplit("-", 1)[1][:3]  # "1.9", "2.0", "2.4"
+        line = case.runtime[0].partition("==")[2][:3]  # "1.9", "2.0", "2.4"
         assert line in assumed and " from project/" in assumed, checked
 
 
@@ -341,7 +353,7 @@ def test_fix_makes_the_program_train(
     case: Case, strategy: str, runs: Runs, require_release
 ) -> None:
     """Fails with Lightning's error before; after `apply --strategy S` it trains (and clips)."""
-    require_release(case.release)
+    require_release(case.runtime)
     before = runs.before(case).result()
     assert before.returncode != 0, f"the unfixed program should fail\n{before}"
     assert case.error in before.stderr, f"expected {case.error!r} in stderr\n{before}"
@@ -374,7 +386,7 @@ def test_safe_fix_keeps_the_numbers(case: Case, strategy: str, runs: Runs, requi
     """After a safe fix the parameters match Lightning's own clipping with fused=False within
     1e-6 (on the release the case pins, in its own venv); unscale (and auto) also keep the fused
     optimizer and the precision."""
-    require_release(case.release)
+    require_release(case.runtime)
     reference = runs.reference(case).result()
     assert reference.after is not None
     assert reference.after.returncode == 0, (
