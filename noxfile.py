@@ -7,7 +7,8 @@ the only record of which releases the tests need: every release among them is a 
 `release-<name>-<version>`, tagged `releases`, whose environment nox keeps in
 `.nox/release-<name>-<version>/` (its default place) and reuses on the next run.
 
-    nox -t releases      # create or update every release environment (a second run only asks pip)
+    nox -t releases      # create or update every release environment, one per core at a time
+                         # (a second run only asks pip)
     nox -l               # list them
 
 torch==2.13.0 (a CPU wheel) is installed first and pinned again beside the release, so that
@@ -32,6 +33,7 @@ TAG = "releases"
 
 nox.options.default_venv_backend = "venv"
 nox.options.error_on_external_run = True
+nox.options.parallel = "auto"  # the releases install side by side, one per core
 
 
 def session_name(requirements: list[str]) -> str:
@@ -71,6 +73,7 @@ def release_session(requirements: list[str]) -> nox.registry.Func:
         tags=[TAG],
         venv_backend="venv",
         reuse_venv=True,
+        allow_parallel=True,
     )(install)
 
 

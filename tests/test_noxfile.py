@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nox
@@ -52,3 +53,15 @@ def test_the_tests_look_where_nox_makes_the_environment() -> None:
 def test_a_release_must_be_an_exact_pin() -> None:
     with pytest.raises(ValueError, match="exact pin"):
         noxfile.session_name(["lightning>=2.4"])
+
+
+def test_the_readme_test_command_installs_makes_the_releases_and_runs_everything() -> None:
+    """The second command block of README.md is the one .ci/run runs as written."""
+    readme = (Path(noxfile.ROOT) / "README.md").read_text(encoding="utf-8")
+    command = re.findall(r"^```bash\n(.*?)^```$", readme, re.MULTILINE | re.DOTALL)[1]
+    steps = [step.strip() for step in command.strip().split("&&")]
+    assert steps[2] == 'pip install -e ".[test]"', command
+    assert steps[3] == f"nox -t {noxfile.TAG}", command
+    assert steps[4].startswith("python -m pytest -n auto"), command
+    assert steps[4].endswith('-m "runtime or not runtime"'), command
+    assert "readme_block 2" in (Path(noxfile.ROOT) / ".ci" / "run").read_text(encoding="utf-8")
