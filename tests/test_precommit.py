@@ -22,6 +22,8 @@ HOOKS_FILE = ".pre-commit-hooks.yaml"
 # What `pip install` of the hook repository needs; nothing else is copied.
 INSTALLABLE = ("pyproject.toml", "README.md", "src", HOOKS_FILE)
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
+# Under pytest-xdist the whole file runs on one worker, which builds the hook environment once.
+pytestmark = pytest.mark.xdist_group("precommit")
 
 TRAIN = """\
 import lightning as L

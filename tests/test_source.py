@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import os
 from pathlib import Path
 
 import pytest
@@ -160,18 +159,12 @@ def test_folder_is_not_readable_as_source(tmp_path: Path) -> None:
         read_source(tmp_path)
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() == 0,
-    reason="root can read a chmod 000 file; the monkeypatched test covers this case",
-)
-def test_unreadable_file_by_permissions(tmp_path: Path) -> None:
-    path = write_file(tmp_path, b"x = 1\n")
-    path.chmod(0)
-    try:
+def test_unreadable_file_by_permissions(ordinary_user) -> None:
+    with ordinary_user as folder:
+        path = write_file(folder, b"x = 1\n")
+        path.chmod(0)
         with pytest.raises(SourceError) as caught:
             read_source(path)
-    finally:
-        path.chmod(0o644)
 
     assert str(caught.value) == "cannot read: Permission denied"
 

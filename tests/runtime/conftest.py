@@ -2,40 +2,73 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
-import os
+import json
+import subprocess
 import sys
 from collections.abc import Callable
 
 import pytest
-import runtime_venvs
+from packaging.requirements import InvalidRequirement, Requirement
+
+import noxfile
 
 REQUIRED = {"torch": "2.13.0", "lightning": "2.6.6"}
-VENV_SCRIPT = "scripts/runtime_venvs.py"
+MAKE_RELEASES = "nox -t releases"
 
 
-def is_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
+@functools.cache
+def release_problem(requirements: tuple[str, ...]) -> str | None:
+    """Why the environment `noxfile.py` makes for this release cannot run its cases (missing,
+    or another version of an exactly pinned package), or None when it can."""
+    python = noxfile.python_of(list(requirements))
+    if not python.exists():
+        return f"{python} is missing"
+    pins = {}
+    for line in (noxfile.TORCH, *requirements):
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        exact = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if exact:
+            pins[requirement.name] = exact[0]
+    probe = (
+        "import importlib.metadata as m, json, sys\n"
+        "def version(name):\n"
+        "    try:\n        return m.version(name)\n"
+        "    except m.PackageNotFoundError:\n        return None\n"
+        "print(json.dumps({name: version(name) for name in json.loads(sys.argv[1])}))"
+    )
+    found = subprocess.run(
+        [str(python), "-c", probe, json.dumps(sorted(pins))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        return f"{python} does not run: {found.stderr.strip()[-500:]}"
+    installed = json.loads(found.stdout)
+    wrong = [
+        f"{name} {installed[name] or 'missing'} (wants {version})"
+        for name, version in pins.items()
+        if installed[name] is None or installed[name].split("+")[0] != version
+    ]
+    return f"{python} holds {', '.join(wrong)}" if wrong else None
 
 
 @pytest.fixture(scope="session")
-def require_release() -> Callable[[str | None], None]:
-    """Call with a case's release (a `.venvs/<name>`; None for this interpreter). A missing or
-    stale venv fails under CI=true (the multi-release proof must run there) and skips locally,
-    saying how to make it."""
+def require_release() -> Callable[[tuple[str, ...]], None]:
+    """Call with a case's `"runtime"` list (empty: this interpreter). Fails, never skips, when
+    that release's environment is missing or stale: the proof on every release the fixtures name
+    is part of every full run."""
 
-    def require(name: str | None) -> None:
-        wanted = runtime_venvs.wanted_venvs()
-        if name is None or runtime_venvs.is_ready(name, wanted.get(name, [])):
-            return
-        message = (
-            f"the runtime venv .venvs/{name} is missing or out of date; create it with "
-            f"`python {VENV_SCRIPT}`"
-        )
-        if is_ci():
+    def require(requirements: tuple[str, ...]) -> None:
+        if requirements and (problem := release_problem(requirements)):
+            message = f"{problem}; create the release environments with `{MAKE_RELEASES}`"
             pytest.fail(message, pytrace=False)
-        pytest.skip(message)
 
     return require
 
@@ -52,12 +85,12 @@ def pytest_report_header() -> list[str]:
     """Say which torch and Lightning the runtime facts were checked against."""
     found = ", ".join(f"{name} {installed_version(name)}" for name in REQUIRED)
     releases = ", ".join(
-        f"{name} ({'ready' if runtime_venvs.is_ready(name, wanted) else 'missing'})"
-        for name, wanted in runtime_venvs.wanted_venvs().items()
+        f"{name} ({'ready' if release_problem(tuple(wanted)) is None else 'missing'})"
+        for name, wanted in noxfile.releases().items()
     )
     return [
         f"amp-clipfix runtime tests: {found} ({sys.executable})",
-        f"release venvs (.venvs/, {VENV_SCRIPT}): {releases or 'none'}",
+        f"release environments (.nox/, `{MAKE_RELEASES}`): {releases or 'none'}",
     ]
 
 

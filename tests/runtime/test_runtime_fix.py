@@ -19,8 +19,13 @@ Each program pays a few seconds of torch and Lightning import, so the runs of th
 start together in a small thread pool and each test waits for its own results.
 
 A case whose case.json has `"runtime": ["lightning==2.0.9.post0", ...]` runs its program with the
-python of `.venvs/<release>` (made by scripts/runtime_venvs.py) and pins that release in its own
-project files; amp-clipfix itself always runs from the test interpreter and must read the pin.
+python of that release's nox environment (`nox -t releases`, noxfile.py) and pins that release in
+its own project files; amp-clipfix itself always runs from the test interpreter and must read the
+pin.
+
+Under pytest-xdist every test of one case goes to the same worker (`xdist_group`, with the
+`--dist loadgroup` of pyproject.toml), which runs that case's programs one at a time: the workers
+are the parallelism. Without xdist the runs start together in the thread pool.
 """
 
 from __future__ import annotations
@@ -32,17 +37,22 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import runtime_venvs
 from pytest import FixtureRequest, TempPathFactory
+
+import noxfile
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "fixtures" / "runtime"
+FORKSERVER = Path(__file__).with_name("forkserver.py")
 STRATEGIES = ("bf16", "unfuse", "guard", "unscale", "auto")
 SAFE = ("unfuse", "unscale", "auto")  # keep numerics: compared with the fused=False reference
 KEEP_FUSED = ("unscale", "auto")  # auto picks unscale wherever it applies
@@ -64,17 +74,13 @@ class Case:
     entry: str
     error: str
     strategies: tuple[str, ...]
-    release: str | None = None  # the .venvs/<release> its program runs with; None: this python
+    runtime: tuple[str, ...] = ()  # the release its program runs on (empty: this python)
     unscale_refused: str | None = None  # why the safe fixes cannot keep the fused kernel here
-
-    @property
-    def runnable(self) -> bool:
-        return self.release is None or runtime_venvs.is_ready(self.release)
 
     @property
     def python(self) -> str:
         """The interpreter of the case's program."""
-        return str(runtime_venvs.interpreter(self.release)) if self.release else sys.executable
+        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
 
     requires: tuple[str, ...] = ()  # modules the program imports beyond torch and Lightning
 
@@ -94,7 +100,7 @@ def load_cases() -> list[Case]:
                 entry=data["entry"],
                 error=data["error"],
                 strategies=tuple(data["strategies"]),
-                release=runtime_venvs.venv_name(data["runtime"]) if data.get("runtime") else None,
+                runtime=tuple(data.get("runtime", ())),
                 unscale_refused=data.get("unscale_refused"),
                 requires=tuple(data.get("requires", ())),
             )
@@ -103,7 +109,12 @@ def load_cases() -> list[Case]:
 
 
 CASES = load_cases()
-FIX_PAIRS = [pytest.param(c, s, id=f"{c}-{s}") for c in CASES for s in c.strategies]
+# Under pytest-xdist a case's tests share one worker, which then runs each of its programs once.
+ONE_WORKER = {c.name: pytest.mark.xdist_group(f"runtime-{c}") for c in CASES}
+CASE_PARAMS = [pytest.param(c, id=str(c), marks=ONE_WORKER[c.name]) for c in CASES]
+FIX_PAIRS = [
+    pytest.param(c, s, id=f"{c}-{s}", marks=ONE_WORKER[c.name]) for c in CASES for s in c.strategies
+]
 
 
 @dataclass(frozen=True)
@@ -126,15 +137,20 @@ class Proc:
         return f"Proc({self.command!r}, exit {self.returncode})"
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
-    """Run a child Python with a clean, predictable environment and capture its output."""
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """A clean, predictable environment for a child Python."""
     child_env = {k: v for k, v in os.environ.items() if k not in (EXPECT_CLIPPING, REPORT)}
     child_env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="utf-8", NO_COLOR="1")
     child_env.update(env or {})
+    return child_env
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
+    """Run a child Python with a clean, predictable environment and capture its output."""
     completed = subprocess.run(
         args,
         cwd=cwd,
-        env=child_env,
+        env=child_env(env),
         capture_output=True,
         encoding="utf-8",
         errors="replace",
@@ -142,6 +158,87 @@ def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
         check=False,
     )
     return Proc(" ".join(args), completed.returncode, completed.stdout, completed.stderr)
+
+
+class ForkServer:
+    """tests/runtime/forkserver.py under one interpreter: torch and Lightning imported once, a
+    forked child per program (importing them took about nine tenths of each program's time)."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._process = subprocess.Popen(
+            [python, str(FORKSERVER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=child_env(),
+            encoding="utf-8",
+        )
+        self._reply()
+
+    def _reply(self) -> dict:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line:
+            self._log.seek(0)
+            log = self._log.read().decode(errors="replace")[-3000:]
+            raise RuntimeError(f"the fork server of {self.python} exited:\n{log}")
+        return json.loads(line)
+
+    def run(self, args: list[str], cwd: Path, env: dict[str, str]) -> Proc:
+        """`python *args` in `cwd` with `child_env(env)`, as `run` would, but forked."""
+        assert self._process.stdin is not None
+        stdout, stderr = (cwd.parent / f"{cwd.name}.{n}.{uuid.uuid4().hex}" for n in (1, 2))
+        request = {"argv": args, "cwd": str(cwd), "env": child_env(env), "timeout": TIMEOUT}
+        request.update(stdout=str(stdout), stderr=str(stderr))
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        returncode = self._reply()["returncode"]
+        read = {"encoding": "utf-8", "errors": "replace"}
+        output = stdout.read_text(**read), stderr.read_text(**read)
+        return Proc(f"{self.python} {' '.join(args)} (forked)", returncode, *output)
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+
+
+class ForkServers:
+    """Idle fork servers per interpreter; one per program running at the same time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[ForkServer]] = {}
+        self._all: list[ForkServer] = []
+
+    def run(self, python: str, args: list[str], cwd: Path, env: dict[str, str]) -> Proc:
+        with self._lock:
+            idle = self._idle.setdefault(python, [])
+            server = idle.pop() if idle else None
+        if server is None:
+            server = ForkServer(python)
+            with self._lock:
+                self._all.append(server)
+        proc = server.run(args, cwd, env)  # a server that failed is not used again
+        with self._lock:
+            idle.append(server)
+        return proc
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._all, self._idle = self._all, [], {}
+        for server in servers:
+            server.close()
+
+
+PROGRAMS = ForkServers()
 
 
 def copy_project(case: Case, workdir: Path) -> Path:
@@ -158,7 +255,7 @@ def run_program(
     env = {EXPECT_CLIPPING: "1"} if expect_clipping else {}
     if report is not None:
         env[REPORT] = str(report)
-    return run([case.python, case.entry], cwd=project, env=env)
+    return PROGRAMS.run(case.python, [case.entry], cwd=project, env=env)
 
 
 def amp_clipfix(*args: str, cwd: Path) -> Proc:
@@ -284,11 +381,16 @@ def worker_count() -> int:
 
 @pytest.fixture(scope="module", autouse=True)
 def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator[Runs]:
-    """Queue the runs of every selected test of this module now, in test order, so they overlap."""
-    runs = Runs(tmp_path_factory, worker_count())
-    for item in request.session.items:
+    """Queue the runs of every selected test of this module now, in test order, so they overlap.
+    An xdist worker does not know which tests it will get: it runs each program when a test first
+    asks for it, one at a time, beside the other workers."""
+    xdist_worker = "PYTEST_XDIST_WORKER" in os.environ
+    runs = Runs(tmp_path_factory, 1 if xdist_worker else worker_count())
+    for item in [] if xdist_worker else request.session.items:
         params = getattr(item, "callspec", None) and item.callspec.params
-        if not params or item.module is not request.module or not params["case"].runnable:
+        if not params or item.module is not request.module:
+            continue
+        if not Path(params["case"].python).exists():  # the test fails on that, not the run
             continue
         if item.originalname == test_check_reports_the_unfixed_program.__name__:
             runs.checked(params["case"])
@@ -300,6 +402,7 @@ def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator
                 runs.reference(params["case"])
     yield runs
     runs.close()
+    PROGRAMS.close()
 
 
 def test_cases_are_well_formed() -> None:
@@ -317,6 +420,23 @@ def test_cases_are_well_formed() -> None:
             assert not {"unscale", "auto"} & set(case.strategies), case
 
 
+def test_a_forked_program_runs_as_python_runs_it(tmp_path: Path) -> None:
+    """The fork server changes the cost of a run, not what a run shows: the same exit code,
+    output and error as `python <entry>` in a fresh interpreter (an unfixed and a fixed run)."""
+    case = next(c for c in CASES if not c.runtime and "unfuse" in c.strategies)
+    unfixed = copy_project(case, tmp_path / "unfixed")
+    fixed = unfused_copy(case, tmp_path / "fixed")
+    for project in (unfixed, fixed):
+        env = {EXPECT_CLIPPING: "1"}
+        fresh = run([sys.executable, case.entry], cwd=project, env=env)
+        forked = PROGRAMS.run(sys.executable, [case.entry], cwd=project, env=env)
+        assert forked.returncode == fresh.returncode, f"{fresh}\n\n{forked}"
+        assert forked.stdout == fresh.stdout, f"{fresh}\n\n{forked}"
+        assert forked.stderr.strip().splitlines()[-1:] == fresh.stderr.strip().splitlines()[-1:]
+    assert fresh.returncode == 0 and "TRAINED OK" in fresh.stdout, fresh
+    assert case.error in run([sys.executable, case.entry], cwd=unfixed).stderr
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_required_modules_are_installed(case: Case) -> None:
     """Fail, never skip: a case whose program needs more than torch and Lightning says what."""
@@ -324,15 +444,15 @@ def test_required_modules_are_installed(case: Case) -> None:
     assert not missing, f"{case} needs {missing}: pip install -e '.[test]'"
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
+@pytest.mark.parametrize("case", CASE_PARAMS)
 def test_check_reports_the_unfixed_program(case: Case, runs: Runs, require_release) -> None:
     """`amp-clipfix check` finds what makes the program fail, on the release the project pins."""
-    require_release(case.release)
+    require_release(case.runtime)
     checked = runs.checked(case).result()
     assert checked.returncode == 1, f"check should report findings\n{checked}"
-    if case.release:  # read from the project's own pins, not from the Lightning installed here
+    if case.runtime:  # read from the project's own pins, not from the Lightning installed here
         assumed = checked.stdout.rsplit("; assumed ", 1)[-1]
-        line = case.release.rsplit("-", 1)[1][:3]  # "1.9", "2.0", "2.4"
+        line = case.runtime[0].partition("==")[2][:3]  # "1.9", "2.0", "2.4"
         assert line in assumed and " from project/" in assumed, checked
 
 
@@ -341,7 +461,7 @@ def test_fix_makes_the_program_train(
     case: Case, strategy: str, runs: Runs, require_release
 ) -> None:
     """Fails with Lightning's error before; after `apply --strategy S` it trains (and clips)."""
-    require_release(case.release)
+    require_release(case.runtime)
     before = runs.before(case).result()
     assert before.returncode != 0, f"the unfixed program should fail\n{before}"
     assert case.error in before.stderr, f"expected {case.error!r} in stderr\n{before}"
@@ -374,7 +494,7 @@ def test_safe_fix_keeps_the_numbers(case: Case, strategy: str, runs: Runs, requi
     """After a safe fix the parameters match Lightning's own clipping with fused=False within
     1e-6 (on the release the case pins, in its own venv); unscale (and auto) also keep the fused
     optimizer and the precision."""
-    require_release(case.release)
+    require_release(case.runtime)
     reference = runs.reference(case).result()
     assert reference.after is not None
     assert reference.after.returncode == 0, (

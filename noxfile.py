@@ -1,0 +1,81 @@
+"""The Lightning releases the runtime proof runs on, one nox session (and virtual environment) each.
+
+A runtime fixture names the release its program runs on in its case.json:
+`"runtime": ["pytorch-lightning==1.9.5", "setuptools>=77.0.3,<81"]` (requirement lines, the
+Lightning pin first); cases without it run on the interpreter that runs the tests. Those lists are
+the only record of which releases the tests need: every release among them is a session here,
+`release-<name>-<version>`, tagged `releases`, whose environment nox keeps in
+`.nox/release-<name>-<version>/` (its default place) and reuses on the next run.
+
+    nox -t releases      # create or update every release environment, one per core at a time
+                         # (a second run only asks pip)
+    nox -l               # list them
+
+torch==2.13.0 (a CPU wheel) is installed first and pinned again beside the release, so that
+Lightning never resolves another torch (any other torch request pulls a multi-GB CUDA build).
+`tests/runtime/` runs each case's program with `python_of(...)` of its list and fails when that
+environment is missing or holds other versions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+CASES = ROOT / "fixtures" / "runtime"
+ENVDIR = ROOT / ".nox"  # nox's default --envdir
+TORCH = "torch==2.13.0"
+TAG = "releases"
+
+nox.options.default_venv_backend = "venv"
+nox.options.error_on_external_run = True
+nox.options.parallel = "auto"  # the releases install side by side, one per core
+
+
+def session_name(requirements: list[str]) -> str:
+    """`["lightning==2.0.9.post0", ...]` -> `release-lightning-2-0-9-post0`: the first line
+    names it, spelled so that nox uses it unchanged as the folder name."""
+    name, _, version = requirements[0].partition("==")
+    if not version.strip() or not name.strip():
+        raise ValueError(f"the first runtime requirement must be an exact pin: {requirements[0]!r}")
+    return "release-" + re.sub(r"[^a-z0-9]+", "-", f"{name}-{version}".lower()).strip("-")
+
+
+def releases(cases: Path = CASES) -> dict[str, list[str]]:
+    """{session name: requirements}, merged over every case that names the same release."""
+    wanted: dict[str, list[str]] = {}
+    for spec in sorted(cases.glob("*/case.json")):
+        requirements = json.loads(spec.read_text(encoding="utf-8")).get("runtime")
+        if not requirements:
+            continue
+        merged = wanted.setdefault(session_name(requirements), [])
+        merged.extend(line for line in requirements if line not in merged)
+    return wanted
+
+
+def python_of(requirements: list[str]) -> Path:
+    """The interpreter of the environment that `nox -t releases` makes for this release."""
+    return ENVDIR / session_name(requirements) / "bin" / "python"
+
+
+def release_session(requirements: list[str]) -> nox.registry.Func:
+    def install(session: nox.Session) -> None:
+        session.install(TORCH)  # first, so that Lightning never resolves another torch
+        session.install(TORCH, *requirements)
+
+    install.__doc__ = " ".join(requirements)
+    return nox.session(
+        name=session_name(requirements),
+        tags=[TAG],
+        venv_backend="venv",
+        reuse_venv=True,
+        allow_parallel=True,
+    )(install)
+
+
+for _requirements in releases().values():
+    release_session(_requirements)

@@ -1,0 +1,67 @@
+"""noxfile.py: one session per release a runtime fixture names, in the folder the tests look in."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nox
+import pytest
+from nox.sessions import _normalize_path
+
+import noxfile
+
+RUNTIME_CASES = Path(noxfile.CASES)
+
+
+def test_every_release_a_fixture_names_is_a_session_tagged_releases() -> None:
+    named = {
+        tuple(data["runtime"])
+        for spec in RUNTIME_CASES.glob("*/case.json")
+        if (data := json.loads(spec.read_text(encoding="utf-8"))).get("runtime")
+    }
+    assert named, "the runtime fixtures name no release besides the test interpreter's"
+    sessions = nox.registry.get()
+    for requirements in named:
+        name = noxfile.session_name(list(requirements))
+        assert noxfile.TAG in sessions[name].tags, name
+        assert set(requirements) <= set(noxfile.releases()[name]), name
+
+
+def test_a_new_release_is_a_fixture_folder(tmp_path: Path) -> None:
+    for case, runtime in [
+        ("fabric_2_2", ["lightning_fabric==2.2.5"]),
+        ("trainer_1_9", ["pytorch-lightning==1.9.5"]),
+        ("manual_1_9", ["pytorch-lightning==1.9.5", "setuptools<81"]),
+        ("current", None),
+    ]:
+        (tmp_path / case).mkdir()
+        (tmp_path / case / "case.json").write_text(json.dumps({"runtime": runtime}))
+    assert noxfile.releases(tmp_path) == {
+        "release-lightning-fabric-2-2-5": ["lightning_fabric==2.2.5"],
+        "release-pytorch-lightning-1-9-5": ["pytorch-lightning==1.9.5", "setuptools<81"],
+    }
+
+
+def test_the_tests_look_where_nox_makes_the_environment() -> None:
+    for name, requirements in noxfile.releases().items():
+        folder = _normalize_path(str(noxfile.ENVDIR), name)
+        assert noxfile.python_of(requirements) == Path(folder) / "bin" / "python"
+
+
+def test_a_release_must_be_an_exact_pin() -> None:
+    with pytest.raises(ValueError, match="exact pin"):
+        noxfile.session_name(["lightning>=2.4"])
+
+
+def test_the_readme_test_command_installs_makes_the_releases_and_runs_everything() -> None:
+    """The second command block of README.md is the one .ci/run runs as written."""
+    readme = (Path(noxfile.ROOT) / "README.md").read_text(encoding="utf-8")
+    command = re.findall(r"^```bash\n(.*?)^```$", readme, re.MULTILINE | re.DOTALL)[1]
+    steps = [step.strip() for step in command.strip().split("&&")]
+    assert steps[2] == 'pip install -e ".[test]"', command
+    assert steps[3] == f"nox -t {noxfile.TAG}", command
+    assert steps[4].startswith("python -m pytest -n auto"), command
+    assert steps[4].endswith('-m "runtime or not runtime"'), command
+    assert "readme_block 2" in (Path(noxfile.ROOT) / ".ci" / "run").read_text(encoding="utf-8")
