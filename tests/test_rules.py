@@ -31,7 +31,7 @@ SEARCH_RULES = sorted(code for code, rule in RULES.items() if rule.search is not
 
 
 def test_the_codes_are_the_documented_ones() -> None:
-    assert sorted(RULES) == ["ACF001", "ACF002", "ACF003", "ACF004"]
+    assert sorted(RULES) == ["ACF001", "ACF002", "ACF003", "ACF004", "ACF005"]
     assert SITE_RULES == ["ACF001", "ACF002", "ACF003"]
     assert all(code == rule.code for code, rule in RULES.items())
 

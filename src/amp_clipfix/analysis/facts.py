@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import Ext, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, Edit, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document
@@ -58,7 +59,15 @@ class FileFacts:
         return ast.get_source_segment(self.document.text, node) or ""
 
     def line(self, number: int) -> str:
+        """The line's text without its line ending."""
         return self.source.line(number)
+
+    def newline(self, number: int) -> str:
+        """The line ending of the line (the file's own; `\n` for a last line without one)."""
+        starts = self.source.line_starts
+        end = starts[number] if number < len(starts) else len(self.document.text)
+        raw = self.document.text[starts[number - 1] : end]
+        return raw[len(raw.rstrip("\r\n")) :] or "\n"
 
     def indentation(self, line: int) -> str:
         return self.source.indentation(line)
@@ -86,9 +95,7 @@ class FileFacts:
         statement, at the statement's indentation; the line ending is the file's own."""
         line = statement.lineno
         indent = self.indentation(line)
-        text = self.line(line)
-        ending = text[len(text.rstrip("\r\n")) :] or "\n"
-        return Edit(self.path, Span(line, 0, line, 0), f"{indent}{code}{ending}")
+        return Edit(self.path, Span(line, 0, line, 0), f"{indent}{code}{self.newline(line)}")
 
     def replace(self, node: ast.AST, code: str) -> Edit:
         return Edit(self.path, self.span(node), code)
@@ -166,6 +173,122 @@ class ProjectFacts:
                 return [Opaque(call, made.summary)]
             return evaluator.force(evaluator.ev(call.args[position], ctx))
         return []
+
+    # -- Lightning facts -------------------------------------------------------------------------
+
+    def class_of(self, file: FileFacts, node: ast.AST) -> ClsV | None:
+        """The class whose method holds `node` (None outside a class)."""
+        _, cls = file.summary.enclosing(node)
+        summary = self.evaluator.summary(file.path) or file.summary
+        return None if cls is None else ClsV(cls, summary)
+
+    def is_lightning_module(self, cls: ClsV) -> bool:
+        return self.evaluator.derives_from(cls, names.LIGHTNING_MODULE_CLASSES)
+
+    def manual_optimization(self, cls: ClsV) -> bool | None:
+        """Whether the module optimizes by hand (`self.automatic_optimization = False` in a
+        method or the class body, of it or a project base): None when decided at run time."""
+        evaluator = self.evaluator
+        values: list[object] = []
+        for klass in evaluator.mro(cls):
+            if isinstance(klass, ClsV):
+                found = evaluator.class_attribute(klass, "automatic_optimization", True)
+                values.extend(evaluator.force(found))
+                if values:
+                    break
+        if not values:
+            return False  # Lightning's default: automatic
+        states = {v.value == "False" if isinstance(v, Lit) else None for v in values}
+        if any(isinstance(v, Fn) for v in values):
+            return None  # a property: its returns are not followed here
+        return states.pop() if len(states) == 1 else None
+
+    def trainers_of(self, cls: ClsV) -> list[TrainerV] | None:
+        """The Trainers whose `fit` is given an instance of the class (or a subclass); None when
+        no followed `fit` names it (it is trained elsewhere, or through a CLI)."""
+        found: list[TrainerV] = []
+        for file in self.with_words(b".fit("):
+            for call in ast.walk(file.tree):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "fit"
+                ):
+                    continue
+                model = call.args[0] if call.args else None
+                for keyword in call.keywords:
+                    if keyword.arg == "model":
+                        model = keyword.value
+                if model is None:
+                    continue
+                classes = [v.cls for v in self.values(file, model) if isinstance(v, Inst)]
+                if not any(self.is_subclass(c, cls) for c in classes):
+                    continue
+                found += [v for v in self.values(file, call.func.value) if isinstance(v, TrainerV)]
+        return found or None
+
+    def is_subclass(self, cls: ClsV, base: ClsV) -> bool:
+        return any(isinstance(c, ClsV) and c.node is base.node for c in self.evaluator.mro(cls))
+
+    def uses_scaler(self, entry: TrainerV | FabricV) -> bool | None:
+        """Whether a Trainer or Fabric runs with a GradScaler (precision `16-mixed`, `16`,
+        `"16"`, or a precision plugin given one): None when decided at run time."""
+        if entry.call is None or entry.summary is None:
+            return None  # a subclass's super().__init__, a factory: not read here
+        made = Made("", entry.call, entry.summary)
+        plugins = self.argument(made, "plugins")
+        states = [self.plugin_scaler(value) for value in self.plugin_values(made, plugins)]
+        if states:
+            return True if True in states else (None if None in states else False)
+        precision = self.argument(made, "precision")
+        if not precision:
+            return False  # the default precision, 32-true
+        return scaler_of_precision(precision)
+
+    def plugin_values(self, made: Made, plugins: list[object]) -> list[object]:
+        """The plugin objects given to `plugins=` (one, or the items of a list or tuple)."""
+        call = made.call
+        node = next((k.value for k in call.keywords if k.arg == "plugins"), None)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            evaluator = self.evaluator
+            ctx = evaluator.ctx_of(made.summary, node)
+            return [v for item in node.elts for v in evaluator.force(evaluator.ev(item, ctx))]
+        return plugins
+
+    def plugin_scaler(self, value: object) -> bool | None:
+        """Whether a precision plugin object uses a GradScaler; False for other plugins."""
+        if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
+            return None if isinstance(value, Opaque) else False
+        evaluator = self.evaluator
+        callee, summary = value.node.func, value.summary
+        if summary is None:
+            return None
+        made_by = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
+        qnames = [v.qname for v in made_by if isinstance(v, Ext)]
+        plugins = [names.plugin_scaler_index(q) for q in qnames]
+        known = [p for p in plugins if p is not None]
+        if not known:
+            return False if qnames else None
+        made = Made(qnames[0], value.node, summary)
+        scaler = self.argument(made, "scaler", known[0][1])
+        if any(not (isinstance(v, Lit) and v.value == "None") for v in scaler):
+            return True
+        return scaler_of_precision(self.argument(made, "precision", 0))
+
+
+def scaler_of_precision(values: list[object]) -> bool | None:
+    """A GradScaler for `16-mixed`, `16`, `"16"`; none for other literals; None at run time."""
+    states: set[bool | None] = set()
+    for value in values:
+        if isinstance(value, Lit):
+            states.add(value.value in names.SCALER_PRECISIONS)
+        elif isinstance(value, DictV):
+            states.add(None)
+        else:
+            states.add(None)
+    if not states:
+        return None
+    return True if True in states else (None if None in states else False)
 
 
 @dataclass(frozen=True)

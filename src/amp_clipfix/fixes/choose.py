@@ -56,10 +56,20 @@ def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
     strategy the one it names."""
     if strategy is Strategy.AUTO:
         safe = [fix for fix in finding.offers if fix.safe]
-        return replace(finding, fix=safe[0]) if safe else finding
+        if safe:
+            return replace(finding, fix=safe[0])
+        return (
+            finding
+            if finding.refusal or not finding.offers
+            else replace(
+                finding, refusal=f"{finding.code} offers no safe fix here; name one with --strategy"
+            )
+        )
     named = [fix for fix in finding.offers if fix.strategy is strategy]
     if named:
         return replace(finding, fix=named[0])
+    if finding.refusal:
+        return finding
     return replace(finding, refusal=f"{finding.code} offers no {strategy.value} fix here")
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.link import PathPieces, sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import acf001, acf002, acf003, acf004
+from amp_clipfix.rules import acf001, acf002, acf003, acf004, acf005
 from amp_clipfix.rules.base import HOMEPAGE, Found, Rule, RuleFix, help_uri, render_rule
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 RULES: dict[str, Rule] = {
-    rule.code: rule for rule in (acf001.RULE, acf002.RULE, acf003.RULE, acf004.RULE)
+    rule.code: rule for rule in (acf001.RULE, acf002.RULE, acf003.RULE, acf004.RULE, acf005.RULE)
 }
 REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at run time
 
@@ -80,6 +80,7 @@ def found_finding(rule: Rule, found: Found) -> Finding:
         suppressed=is_suppressed(rule.code, sites),
         notes=site_notes(sites),
         offers=tuple(offered(fix, sites) for fix in found.fixes),
+        refusal=None if found.fixes else found.unfixed,
     )
 
 

@@ -192,8 +192,9 @@ def unscaled_clip(
 
 
 def call_site(event: Event, kind: SiteKind) -> Site:
-    """The event's call as a site, shown as written."""
-    return event.file.site(kind, event.call, f"`{event.file.code(event.call)}`")
+    """The event's call as a site, shown as written (on one line)."""
+    code = " ".join(event.file.code(event.call).split()).replace("( ", "(").replace(", )", ")")
+    return event.file.site(kind, event.call, f"`{code}`")
 
 
 def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> bool | None:

@@ -68,6 +68,7 @@ class Found:
     review: str | None = None
     fixes: tuple[RuleFix, ...] = ()
     condition: str | None = None  # appended to the message: "..., if <condition>"
+    unfixed: str | None = None  # why no fix is offered, for the report ("no fix: ...")
 
 
 # A rule's own search: the project's parsed files and facts in, its findings out.
