@@ -80,10 +80,9 @@ def clip_module_gradients_unscaled(
     scale = 1.0
     if not fused:
         states = getattr(scaler, "_per_optimizer_states", {})
-        stage = states.get(id(inner), {}).get("stage") if id(inner) in states else None
-        if scaler is None or module.automatic_optimization or stage is not None and (
-            getattr(stage, "name", "") == "UNSCALED"
-        ):
+        stage = states[id(inner)].get("stage") if id(inner) in states else None
+        unscaled = getattr(stage, "name", "") == "UNSCALED"  # Lightning unscaled it already
+        if scaler is None or module.automatic_optimization or unscaled:
             module.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
             return
         scale = float(scaler.get_scale())
