@@ -15,17 +15,22 @@ def clip_gradients_unscaled(
     clip_val=None,
     max_norm=None,
     norm_type=2.0,
-    error_if_nonfinite=True,
+    error_if_nonfinite=None,
 ):
     """`fabric.clip_gradients(...)`, which also clips an optimizer that unscales its own
     gradients (fused=True) under a GradScaler (inserted by amp-clipfix).
 
     Lightning refuses to unscale such an optimizer for clipping; torch can: unscale it with the
     run's own GradScaler, then clip, and the scaler's step passes no scale to the fused kernel.
+    Under a GradScaler a non-finite norm is an overflow step the scaler skips, so it never
+    raises there (`error_if_nonfinite` defaults to whether there is no scaler).
     Returns what `fabric.clip_gradients` returns: the total norm for `max_norm`, else None.
     """
     import torch
 
+    scaler = getattr(fabric.strategy.precision, "scaler", None)
+    if error_if_nonfinite is None:
+        error_if_nonfinite = scaler is None
     inner = getattr(optimizer, "optimizer", optimizer)  # unwrap Fabric's optimizer wrapper
     if not getattr(inner, "_step_supports_amp_scaling", False):
         return fabric.clip_gradients(
@@ -42,7 +47,6 @@ def clip_gradients_unscaled(
         raise ValueError("Only one of `clip_val` or `max_norm` can be set")
     if clip_val is None and max_norm is None:
         raise ValueError("You have to specify either `clip_val` or `max_norm`")
-    scaler = getattr(fabric.strategy.precision, "scaler", None)
     if scaler is not None:
         scaler.unscale_(inner)
     parameters = [p for group in inner.param_groups for p in group["params"]]
@@ -63,15 +67,25 @@ def clip_module_gradients_unscaled(
 
     Lightning refuses to clip such an optimizer; torch can: unscale it with the run's own
     GradScaler (when there is one), then clip, and the scaler's step passes no scale to the fused
-    kernel. Every other optimizer goes to `module.clip_gradients` unchanged.
+    kernel. In manual optimization, before `optimizer.step()`, the gradients of any other
+    optimizer are still scaled (Lightning unscales them inside `step`): they are clipped to the
+    value times the scale. Every other call goes to `module.clip_gradients` unchanged.
     """
     import torch
 
     inner = getattr(optimizer, "optimizer", optimizer)  # unwrap a LightningOptimizer
-    if not getattr(inner, "_step_supports_amp_scaling", False):
-        module.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-        return
     trainer = module.trainer
+    scaler = getattr(trainer.precision_plugin, "scaler", None)
+    fused = getattr(inner, "_step_supports_amp_scaling", False)
+    scale = 1.0
+    if not fused:
+        states = getattr(scaler, "_per_optimizer_states", {})
+        stage = states[id(inner)].get("stage") if id(inner) in states else None
+        unscaled = getattr(stage, "name", "") == "UNSCALED"  # Lightning unscaled it already
+        if scaler is None or module.automatic_optimization or unscaled:
+            module.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+            return
+        scale = float(scaler.get_scale())
     strategy = type(trainer.strategy)
     sharded = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
     if any(word in cls.__name__ for cls in strategy.__mro__ for word in sharded):
@@ -87,12 +101,11 @@ def clip_module_gradients_unscaled(
         raise ValueError(f"gradient_clip_algorithm {algorithm!r} is not 'norm' or 'value'")
     if gradient_clip_val <= 0:
         return
-    scaler = getattr(trainer.precision_plugin, "scaler", None)
-    if scaler is not None:
+    if fused and scaler is not None:
         scaler.unscale_(inner)
     parameters = [p for group in inner.param_groups for p in group["params"]]
     if algorithm == "value":
-        torch.nn.utils.clip_grad_value_(parameters, clip_value=gradient_clip_val)
+        torch.nn.utils.clip_grad_value_(parameters, clip_value=gradient_clip_val * scale)
     else:
-        torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val)
+        torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val * scale)
 '''

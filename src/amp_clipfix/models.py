@@ -22,13 +22,26 @@ class SiteKind(str, Enum):
     TRAINER_CLIP = "trainer-clip"  # Trainer(gradient_clip_val=...)
     MODULE_CLIP = "module-clip"  # self.clip_gradients(...) in a LightningModule
     FUSED_OPTIMIZER = "fused-optimizer"  # torch.optim.X(..., fused=True)
+    # Sites of rules with their own search (rules/base.py `Rule.search`):
+    GRAD_SCALER = "grad-scaler"  # a torch GradScaler, or a precision that makes one
+    BACKWARD = "backward"  # scaler.scale(loss).backward(), self.manual_backward(loss), ...
+    GRAD_CLIP = "grad-clip"  # a clip call: torch.nn.utils.clip_grad_norm_(...), ...
+    OPTIMIZER_STEP = "optimizer-step"  # scaler.step(opt), opt.step()
+    MANUAL_OPTIMIZATION = "manual-optimization"  # self.automatic_optimization = False
 
     @property
     def role(self) -> str:
         """The piece of the failure it is, in the words reports use."""
-        if self is SiteKind.FUSED_OPTIMIZER:
-            return "fused optimizer"
-        return "precision" if self.value.endswith("precision") else "clip"
+        return ROLES.get(self) or ("precision" if self.value.endswith("precision") else "clip")
+
+
+ROLES = {
+    SiteKind.FUSED_OPTIMIZER: "fused optimizer",
+    SiteKind.GRAD_SCALER: "scaler",
+    SiteKind.BACKWARD: "backward",
+    SiteKind.OPTIMIZER_STEP: "step",
+    SiteKind.MANUAL_OPTIMIZATION: "manual optimization",
+}
 
 
 class Certainty(str, Enum):
@@ -142,6 +155,7 @@ class LightningPath(str, Enum):
 
     FABRIC = "fabric"
     TRAINER = "trainer"
+    TORCH = "torch"  # plain torch (a GradScaler of its own), no Lightning entry point
 
 
 @dataclass(frozen=True)
@@ -153,6 +167,9 @@ class Fix:
     safety: str  # what it changes in behaviour, shown in the diff view and machine output
     leftover: tuple[Site, ...] = ()  # sites of the same kind it cannot rewrite: a partial fix
     safe: bool = False  # ruff's fix safety: True when behaviour and numerics stay the same
+    # A rule's own fix (rules/base.py `RuleFix`): text edits made by the rule's search, applied
+    # as they are (no codemod of fixes/codemods runs for it); `targets` are the sites it changes.
+    edits: tuple[Edit, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,9 +183,11 @@ class Finding:
     sites: tuple[Site, ...]
     fix: Fix | None = None
     refusal: str | None = None  # why the requested strategy does not apply
-    review: str | None = None  # what a person must decide (ACF003)
+    review: str | None = None  # what a person must decide (ACF003, or a rule's own review)
     suppressed: bool = False
     notes: tuple[str, ...] = field(default=())
+    # A rule with its own search offers its fixes here, one per strategy; choose.py picks one.
+    offers: tuple[Fix, ...] = ()
 
     @property
     def resolved(self) -> bool:

@@ -54,6 +54,7 @@ USES_LIGHTNING = re.compile(
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
     from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.facts import ProjectFacts
     from amp_clipfix.analysis.summary import Summary
 
 
@@ -205,13 +206,14 @@ def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     of the project the given name lies in."""
     root = find_project_root(path)
     target, warnings = project_target(root, options)
-    collection = Collection()
+    collection = Collection(root=path.parent)
     collect_outcome(collection, path, parse_and_collect(path, data))
     if not read_as_config(path):
         try:
             searchable = {path: adapter_for(path).searchable(path, data)}
         except SourceError:
             searchable = {}
+        collection.contents, collection.searchable = {path: data}, searchable
         if searchable:
             resolve_collection(path.parent, {path: data}, searchable, collection)
     result = process(collection, options, target, files_seen=1)
@@ -228,13 +230,14 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    if not files:  # nothing read has a site: no rule can combine any (and none is imported)
+    facts = project_facts(collection, target)
+    if not files and facts is None:  # nothing read has a site and no rule searches: no finding
         read_errors = tuple(collection.errors)
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
     from amp_clipfix.fixes.choose import choose_fixes
     from amp_clipfix.rules import find_findings
 
-    linked = find_findings(files, target)
+    linked = find_findings(files, target, facts=facts)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     findings = choose_fixes(linked, options.strategy, target)
@@ -244,7 +247,11 @@ def process(
     if options.fix or options.with_edits:
         helpers = options.helper_module if root is not None else None
         changes, fix_errors = fix_project(
-            collection.parsed, findings, linked_inside, target, (helpers, root)
+            {**collection.searched, **collection.parsed},
+            findings,
+            linked_inside,
+            target,
+            (helpers, root),
         )
         errors.extend(fix_errors)
     if options.with_edits:
@@ -300,6 +307,12 @@ class Collection:
     # the trial and the final resolution.
     summaries: dict[Path, Summary | None] = field(default_factory=dict)
     evaluator: Evaluator | None = None
+    # The project's files as read, for the rules with their own search (their facts), and the
+    # documents those searches read that have no collected sites (a fix may change them).
+    root: Path | None = None
+    contents: dict[Path, bytes] = field(default_factory=dict)
+    searchable: dict[Path, bytes] = field(default_factory=dict)
+    searched: dict[Path, ReadFile] = field(default_factory=dict)
 
 
 def collect_project(
@@ -315,7 +328,7 @@ def collect_project(
     a config does, the files that may configure a Trainer; then files defining base classes
     still unknown.
     """
-    collection = Collection(progress=progress or NoProgress())
+    collection = Collection(progress=progress or NoProgress(), root=project.root)
     collect_project_files(project, jobs, prefilter, collection, cache)
     # every file has been looked at now, parsed or not
     collection.progress.done(max(len(project.files) - collection.files_done, 0))
@@ -331,6 +344,7 @@ def collect_project_files(
 
         collection.cache = Cache(project.root)
     contents, searchable = read_project(project, collection, prefilter)
+    collection.contents, collection.searchable = contents, searchable
     key = ""
     if collection.cache is not None:
         key = collection.cache.project_key("collection", contents, prefilter)
@@ -593,6 +607,52 @@ def resolve_collection(
         collection.parsed[path] = replace(parsed, sites=sites)
 
 
+def project_facts(collection: Collection, target: Target) -> ProjectFacts | None:
+    """The parsed files and facts the rules with their own search read: the project's Python
+    documents that hold one of their words (library code left out), each parsed once (the
+    collection's tree when it has one), and the project's one evaluator."""
+    from amp_clipfix.rules import searching_rules
+
+    rules = searching_rules()
+    words = tuple(word for rule in rules for word in rule.words)
+    if not rules or collection.root is None or not words:
+        return None
+    from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+    from amp_clipfix.analysis.resolve import is_library
+
+    root, contents, searchable = collection.root, collection.contents, collection.searchable
+    load = summary_loader(root, contents, collection)
+    files: dict[Path, FileFacts] = {}
+    for path, data in searchable.items():
+        if read_as_config(path) or is_library(path) or not any(w in data for w in words):
+            continue
+        read = collection.parsed.get(path)
+        try:
+            document = read.document if read else adapter_for(path).load(path, contents[path])
+        except (SourceError, KeyError):
+            continue  # the collection reports what cannot be read
+        summary = load(path)
+        if summary is None:
+            if not any(error.path == path for error in collection.errors):
+                collection.errors.append(parse_error(path, contents[path]))
+            continue
+        files[path] = FileFacts(document, summary)
+        if read is None:
+            collection.searched[path] = ReadFile(document, FileSites(path))
+    return ProjectFacts(
+        root,
+        target,
+        files,
+        lambda: project_evaluator_of(root, contents, searchable, collection),
+    )
+
+
+def parse_error(path: Path, data: bytes) -> FileError:
+    """The one-line error of a file a search wanted that Python cannot parse."""
+    _, error = parse_and_collect(path, data)
+    return error or FileError(path, "cannot parse", ErrorKind.PARSE)
+
+
 def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
     """The files whose adapter's prefilter says they may hold this stage's sites."""
     return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
@@ -773,12 +833,23 @@ def parse_and_collect(path: Path, data: bytes) -> tuple[ReadFile | None, FileErr
 def fix_targets_by_file(
     findings: Sequence[Finding],
 ) -> dict[Path, dict[Strategy, list[Site]]]:
+    """The codemods' targets per file; a rule's own fix (its edits) runs no codemod."""
     targets: dict[Path, dict[Strategy, list[Site]]] = defaultdict(lambda: defaultdict(list))
     for finding in findings:
-        if finding.fix is not None:
+        if finding.fix is not None and not finding.fix.edits:
             for site in finding.fix.targets:
                 targets[site.path][finding.fix.strategy].append(site)
     return targets
+
+
+def edits_by_file(findings: Sequence[Finding]) -> dict[Path, list[Edit]]:
+    """The text edits of the rules' own fixes, per file."""
+    edits: dict[Path, list[Edit]] = defaultdict(list)
+    for finding in findings:
+        if finding.fix is not None:
+            for edit in finding.fix.edits:
+                edits[edit.path].append(edit)
+    return edits
 
 
 def fixed_file(
@@ -786,16 +857,33 @@ def fixed_file(
     targets: Mapping[Strategy, Sequence[Site]],
     target: Target = DEFAULT_TARGET,
     helpers: HelperImports | None = None,
+    edits: Sequence[Edit] = (),
 ) -> Rendered:
-    """The file's bytes after the fixes; raises VerifyError / SourceError when they fail."""
+    """The file's bytes after the fixes; raises VerifyError / SourceError when they fail.
+    The rules' own edits are made first, and the codemods' targets moved past them."""
     from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
+    document = file.document
+    if edits:
+        from amp_clipfix.fixes.edits import apply_edits, moved_span, ordered
+
+        if document.language is not Language.PYTHON:
+            raise VerifyError("a rule's own fix edits Python code only; not fixed")
+        made = ordered(edits)
+        edited = apply_edits(document.text, made)
+        if not targets:
+            return document.adapter.render(document, edited)
+        targets = {
+            strategy: [replace(s, span=moved_span(made, s.span)) for s in sites]
+            for strategy, sites in targets.items()
+        }
+        file = replace(file, document=replace(document, text=edited), tree=None)
     if file.tree is None and file.document.language is Language.PYTHON:  # parsed only to fix
         from amp_clipfix.sources.python import parse_libcst
 
         file = replace(file, tree=parse_libcst(file.document.text))
     text = fixed_text(file, targets, target, helpers)
-    return file.document.adapter.render(file.document, text)
+    return document.adapter.render(document, text)
 
 
 def fix_project(
@@ -810,10 +898,12 @@ def fix_project(
     files import their helpers and one more change creates or updates that module."""
     changes, errors = [], []
     helpers = helper_imports(*helper_module)
-    for path, targets in sorted(fix_targets_by_file(findings).items()):
-        file = parsed[path]
+    by_file = fix_targets_by_file(findings)
+    edits = edits_by_file(findings)
+    for path in sorted(set(by_file) | set(edits)):
+        file, targets = parsed[path], by_file.get(path, {})
         try:
-            rendered = fixed_file(file, targets, target, helpers)
+            rendered = fixed_file(file, targets, target, helpers, edits.get(path, ()))
         except (VerifyError, SourceError) as error:
             errors.append(FileError(path, f"not fixed: {error}", ErrorKind.FIX))
             continue
@@ -826,7 +916,11 @@ def fix_project(
             fixing = tuple(
                 finding
                 for finding in findings
-                if finding.fix is not None and any(s.path == path for s in finding.fix.targets)
+                if finding.fix is not None
+                and (
+                    any(s.path == path for s in finding.fix.targets)
+                    or any(e.path == path for e in finding.fix.edits)
+                )
             )
             keep_links = path in linked_inside
             changes.append(FileChange(source, rendered.data, fixing, rendered.cells, keep_links))

@@ -802,9 +802,9 @@ class Evaluator:
         if qname == "builtins.getattr" and len(call.args) >= 2:
             return self.call_getattr(call, ctx)
         if qname in names.TRAINER_CLASSES:
-            return [TrainerV(ctx.summary.entry(call))]
+            return [TrainerV(ctx.summary.entry(call), call, ctx.summary)]
         if qname in names.FABRIC_CLASSES:
-            return [FabricV(ctx.summary.entry(call))]
+            return [FabricV(ctx.summary.entry(call), call, ctx.summary)]
         return self.unknown_callee(call, ctx)
 
     def call_getattr(self, call: ast.Call, ctx: Ctx) -> list[object]:

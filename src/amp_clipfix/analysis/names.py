@@ -102,3 +102,26 @@ def plugin_scaler_index(qualified_name: str) -> tuple[str, int] | None:
     if qualified_name.startswith(TRAINER_PACKAGES) and short in TRAINER_PLUGINS:
         return "trainer", TRAINER_PLUGINS[short]
     return None
+
+
+# torch's loss scalers: `scale(loss)` multiplies, `unscale_(opt)` divides the optimizer's grads.
+GRAD_SCALERS = frozenset(
+    {
+        "torch.GradScaler",
+        "torch.amp.GradScaler",
+        "torch.amp.grad_scaler.GradScaler",
+        "torch.cuda.amp.GradScaler",
+        "torch.cuda.amp.grad_scaler.GradScaler",
+        "torch.cpu.amp.GradScaler",
+        "torch.cpu.amp.grad_scaler.GradScaler",
+        "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+    }
+)
+
+# torch's clipping functions, by the argument that bounds the gradients.
+TORCH_CLIPS = {
+    "torch.nn.utils.clip_grad_norm_": "max_norm",
+    "torch.nn.utils.clip_grad.clip_grad_norm_": "max_norm",
+    "torch.nn.utils.clip_grad_value_": "clip_value",
+    "torch.nn.utils.clip_grad.clip_grad_value_": "clip_value",
+}

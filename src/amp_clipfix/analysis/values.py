@@ -118,8 +118,14 @@ class Opt:
 @dataclass(eq=False)
 class TrainerV:
     entry: str
+    # The `Trainer(...)` call itself when it is one (not a subclass's), for the searches that
+    # read its arguments (analysis/facts.py).
+    call: ast.Call | None = None
+    summary: Summary | None = None
 
 
 @dataclass(eq=False)
 class FabricV:
     entry: str | None
+    call: ast.Call | None = None  # the `Fabric(...)` call, as for TrainerV
+    summary: Summary | None = None

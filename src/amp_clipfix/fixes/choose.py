@@ -28,6 +28,9 @@ def choose_fixes(findings: Sequence[Finding], strategy: Strategy, target: Target
 def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
     if finding.suppressed:
         return finding
+    rule = RULES.get(finding.code)
+    if finding.offers or (rule is not None and rule.search is not None):
+        return choose_offered(finding, strategy)
     offered = RULES[finding.code].fix_safety if finding.code in RULES else None
     if strategy is Strategy.AUTO:
         order = [c for c in AUTO_ORDER if offered is None or c.value in offered]
@@ -44,6 +47,28 @@ def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
     leftover = tuple(site for site in finding.sites if site.kind is kind and site not in targets)
     fix = Fix(strategy, targets, SAFETY[strategy], leftover, safe=is_safe(strategy))
     return replace(finding, fix=fix)
+
+
+def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
+    """A rule with its own search offers its fixes: `auto` takes the first safe one, a named
+    strategy the one it names."""
+    if strategy is Strategy.AUTO:
+        safe = [fix for fix in finding.offers if fix.safe]
+        if safe:
+            return replace(finding, fix=safe[0])
+        return (
+            finding
+            if finding.refusal or not finding.offers
+            else replace(
+                finding, refusal=f"{finding.code} offers no safe fix here; name one with --strategy"
+            )
+        )
+    named = [fix for fix in finding.offers if fix.strategy is strategy]
+    if named:
+        return replace(finding, fix=named[0])
+    if finding.refusal:
+        return finding
+    return replace(finding, refusal=f"{finding.code} offers no {strategy.value} fix here")
 
 
 def fix_targets(

@@ -6,30 +6,87 @@ Adding a rule means adding its module here (see CONTRIBUTING.md): nothing else n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.link import PathPieces, sort_key
-from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Site
+from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import acf001, acf002, acf003
-from amp_clipfix.rules.base import HOMEPAGE, Rule, help_uri, render_rule
+from amp_clipfix.rules import acf001, acf002, acf003, acf004, acf005
+from amp_clipfix.rules.base import HOMEPAGE, Found, Rule, RuleFix, help_uri, render_rule
 
-__all__ = ["HOMEPAGE", "RULES", "REVIEW", "Rule", "find_findings", "help_uri", "render_rule"]
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.facts import ProjectFacts
 
-RULES: dict[str, Rule] = {rule.code: rule for rule in (acf001.RULE, acf002.RULE, acf003.RULE)}
+__all__ = [
+    "HOMEPAGE",
+    "RULES",
+    "REVIEW",
+    "Found",
+    "Rule",
+    "RuleFix",
+    "find_findings",
+    "help_uri",
+    "render_rule",
+]
+
+RULES: dict[str, Rule] = {
+    rule.code: rule for rule in (acf001.RULE, acf002.RULE, acf003.RULE, acf004.RULE, acf005.RULE)
+}
 REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at run time
 
 
 def find_findings(
-    files: Sequence[FileSites], target: Target, rules: Sequence[Rule] | None = None
+    files: Sequence[FileSites],
+    target: Target,
+    rules: Sequence[Rule] | None = None,
+    facts: ProjectFacts | None = None,
 ) -> list[Finding]:
-    """All findings of one project on its target Lightning release(s), in a deterministic order."""
+    """All findings of one project on its target Lightning release(s), in a deterministic order;
+    the rules with their own search run when the project's `facts` are given."""
+    chosen = list(RULES.values() if rules is None else rules)
     findings = [
         make_finding(rule, group)
-        for rule in (RULES.values() if rules is None else rules)
+        for rule in chosen
         if rule.find is not None
         for group in rule.find(files, target)
     ]
+    if facts is not None:
+        findings += [
+            found_finding(rule, found)
+            for rule in chosen
+            if rule.search is not None
+            for found in rule.search(facts)
+        ]
     return sorted(findings, key=lambda f: sort_key(f.sites[0]))
+
+
+def searching_rules(rules: Sequence[Rule] | None = None) -> list[Rule]:
+    """The rules with their own search (the pipeline gives them the project's facts)."""
+    return [rule for rule in (RULES.values() if rules is None else rules) if rule.search]
+
+
+def found_finding(rule: Rule, found: Found) -> Finding:
+    """The `Finding` of one `Found`: the rule's code and message, its fixes offered."""
+    assert rule.lightning_path is not None, "a rule with a search names its Lightning path"
+    sites = tuple(sorted(set(found.sites), key=sort_key))
+    message = rule.message if found.condition is None else f"{rule.message}, if {found.condition}"
+    return Finding(
+        rule.code,
+        rule.lightning_path,
+        message,
+        found.confidence,
+        sites,
+        review=found.review,
+        suppressed=is_suppressed(rule.code, sites),
+        notes=site_notes(sites),
+        offers=tuple(offered(fix, sites) for fix in found.fixes),
+        refusal=None if found.fixes else found.unfixed,
+    )
+
+
+def offered(fix: RuleFix, sites: Sequence[Site]) -> Fix:
+    targets = fix.targets or tuple(sites[:1])
+    return Fix(fix.strategy, targets, fix.safety, safe=fix.safe, edits=fix.edits)
 
 
 def make_finding(rule: Rule, candidates: Sequence[PathPieces]) -> Finding:

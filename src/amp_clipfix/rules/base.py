@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.link import PathPieces
-from amp_clipfix.models import FileSites, LightningPath, Strategy
+from amp_clipfix.models import Confidence, Edit, FileSites, LightningPath, Site, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.strategies import SAFETY, is_safe
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.facts import ProjectFacts
 
 HOMEPAGE = "https://github.com/amp-clipfix/amp-clipfix"
 
@@ -34,6 +38,44 @@ Finder = Callable[[Sequence[FileSites], Target], Iterable[Sequence[PathPieces]]]
 
 
 @dataclass(frozen=True)
+class RuleFix:
+    """One fix a rule with its own search offers for one finding.
+
+    `edits` replace text of the document (character columns, the document's own line endings;
+    `ProjectFacts` files make them), `safe` is ruff's fix safety (behaviour and numerics stay
+    right for every run-time value), `safety` what it does and changes, shown in the diff view
+    and machine output. `strategy` is the `--strategy` it answers to; `auto` takes the first
+    safe one.
+    """
+
+    strategy: Strategy
+    edits: tuple[Edit, ...]
+    safe: bool
+    safety: str
+    targets: tuple[Site, ...] = ()  # the sites it changes (the finding's primary site first)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One finding of a rule's own search: its typed sites, its confidence, and its fixes.
+
+    A finding decided at run time keeps the rule's code with `Confidence.REVIEW`, and `review`
+    says what a person must decide; offer there only fixes right for every run-time value.
+    """
+
+    sites: tuple[Site, ...]
+    confidence: Confidence = Confidence.HIGH
+    review: str | None = None
+    fixes: tuple[RuleFix, ...] = ()
+    condition: str | None = None  # appended to the message: "..., if <condition>"
+    unfixed: str | None = None  # why no fix is offered, for the report ("no fix: ...")
+
+
+# A rule's own search: the project's parsed files and facts in, its findings out.
+Search = Callable[["ProjectFacts"], Iterable[Found]]
+
+
+@dataclass(frozen=True)
 class Rule:
     """One finding code and everything said about it.
 
@@ -41,6 +83,10 @@ class Rule:
     applies for this rule, whether it is safe and what it changes in behaviour. `find` yields the
     rule's findings as groups of pieces; a rule without it is produced by others (ACF003, the
     review form of both paths).
+
+    A rule that needs more than the collected sites has its own `search` instead (never both):
+    it reads the files whose text holds one of its `words` and yields `Found`s with their own
+    fixes (`RuleFix`), and `confidence` says whether it may be certain at all.
     """
 
     code: str
@@ -55,6 +101,9 @@ class Rule:
     lightning_path: LightningPath | None = None
     level: str = "error"  # "error" when certain, "warning" when a person must review
     find: Finder | None = field(default=None, compare=False)
+    search: Search | None = field(default=None, compare=False)
+    words: tuple[bytes, ...] = ()  # a search reads only files whose text holds one of these
+    why_title: str = "Why Lightning fails"  # the page's heading for `why`
 
 
 def safety(strategy: Strategy, where: str) -> str:
@@ -73,16 +122,19 @@ def render_rule(rule: Rule, heading_level: int = 1) -> str:
     embed pages under its own headings. The title is the bare code, so the anchor is `#acf001`."""
     title = "#" * heading_level
     section = "#" * (heading_level + 1)
-    safety = "\n".join(
-        f"- `{strategy.value}`: {rule.fix_safety[strategy.value]}"
-        for strategy in FIX_ORDER
-        if strategy.value in rule.fix_safety  # a rule lists the fixes that may fix it
+    safety = (
+        "\n".join(
+            f"- `{strategy.value}`: {rule.fix_safety[strategy.value]}"
+            for strategy in FIX_ORDER
+            if strategy.value in rule.fix_safety  # a rule lists the fixes that may fix it
+        )
+        or "- No automatic fix: a person decides."
     )
     return (
         f"{title} {rule.code}\n\n"
         f"`{rule.name}`: {rule.short}\n\n"
         f"{section} What it detects\n\n{rule.full}\n\n"
-        f"{section} Why Lightning fails\n\n{rule.why}\n\n"
+        f"{section} {rule.why_title}\n\n{rule.why}\n\n"
         f"{section} Example\n\n"
         f"Before:\n\n```python\n{rule.example_before}```\n\n"
         f"After (`amp-clipfix apply`, strategy `auto`):\n\n```python\n{rule.example_after}```\n\n"

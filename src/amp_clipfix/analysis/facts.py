@@ -1,0 +1,300 @@
+"""What a rule with its own search is given: the project's parsed files and its facts.
+
+A search (rules/base.py `Rule.search`) reads the `ast` trees of the files its words may be in,
+asks the project's evaluator (evaluate.py, the one that follows values for every rule) what an
+expression may hold, and makes typed `Site`s with suppressions and notebook cells already set.
+No display text is read back: sites carry their kind, position and value.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import SourceText
+from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.evaluate import Evaluator
+from amp_clipfix.analysis.read import in_cell
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
+from amp_clipfix.models import Certainty, Edit, Site, SiteKind, Span
+from amp_clipfix.project.version import Target
+from amp_clipfix.sources.base import Document
+
+
+@dataclass
+class FileFacts:
+    """One Python document (a module, a notebook's code) as a search reads it."""
+
+    document: Document
+    summary: Summary
+    _source: SourceText | None = None
+    _suppressions: dict[int, frozenset[str]] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.document.path
+
+    @property
+    def tree(self) -> ast.Module:
+        return self.summary.tree
+
+    @property
+    def source(self) -> SourceText:
+        if self._source is None:
+            self._source = SourceText(self.document.text, self.summary.tree)
+        return self._source
+
+    def span(self, node: ast.AST) -> Span:
+        """The node's span in libcst's terms (character columns), in the document's text."""
+        return self.source.span(node)
+
+    def code(self, node: ast.AST) -> str:
+        """The node's source text, as written (the whole text for the module)."""
+        if isinstance(node, ast.Module):
+            return self.document.text
+        return ast.get_source_segment(self.document.text, node) or ""
+
+    def line(self, number: int) -> str:
+        """The line's text without its line ending."""
+        return self.source.line(number)
+
+    def newline(self, number: int) -> str:
+        """The line ending of the line (the file's own; `\n` for a last line without one)."""
+        starts = self.source.line_starts
+        end = starts[number] if number < len(starts) else len(self.document.text)
+        raw = self.document.text[starts[number - 1] : end]
+        return raw[len(raw.rstrip("\r\n")) :] or "\n"
+
+    def indentation(self, line: int) -> str:
+        return self.source.indentation(line)
+
+    def site(
+        self,
+        kind: SiteKind,
+        node: ast.AST,
+        detail: str,
+        value: str | None = None,
+        certainty: Certainty = Certainty.KNOWN,
+        owner: str | None = None,
+    ) -> Site:
+        """A site at `node`, with the suppression comments on its lines and its notebook cell."""
+        if self._suppressions is None:
+            self._suppressions = comment_suppressions(self.source, self.summary.tree)
+        site = Site(kind, self.path, self.span(node), certainty, detail, value, owner)
+        site = with_suppressions(site, self._suppressions)
+        if self.document.locate(1)[0] is not None:
+            site = in_cell(site, self.document)
+        return site
+
+    def insert_before(self, statement: ast.stmt, code: str) -> Edit:
+        """An edit that puts `code` (one line, no indentation) on its own line before the
+        statement, at the statement's indentation; the line ending is the file's own."""
+        line = statement.lineno
+        indent = self.indentation(line)
+        return Edit(self.path, Span(line, 0, line, 0), f"{indent}{code}{self.newline(line)}")
+
+    def replace(self, node: ast.AST, code: str) -> Edit:
+        return Edit(self.path, self.span(node), code)
+
+
+@dataclass
+class ProjectFacts:
+    """The parsed files of one project that a search's words may be in, its target release,
+    and the project's evaluator (made on first use)."""
+
+    root: Path
+    target: Target
+    files: Mapping[Path, FileFacts]
+    evaluator_of: Callable[[], Evaluator] = field(repr=False)
+    _evaluator: Evaluator | None = None
+
+    @property
+    def evaluator(self) -> Evaluator:
+        if self._evaluator is None:
+            self._evaluator = self.evaluator_of()
+        return self._evaluator
+
+    def with_words(self, *words: bytes) -> Iterator[FileFacts]:
+        """The files whose text holds one of `words`, in path order."""
+        for path in sorted(self.files, key=str):
+            file = self.files[path]
+            data = file.document.text.encode("utf-8", "replace")
+            if any(word in data for word in words):
+                yield file
+
+    def values(self, file: FileFacts, node: ast.AST) -> list[object]:
+        """What the expression may hold (evaluate.py's values; `Opaque` is run time)."""
+        evaluator = self.evaluator
+        summary = evaluator.summary(file.path) or file.summary
+        return evaluator.force(evaluator.ev(node, evaluator.ctx_of(summary, node)))
+
+    def qualified_names(self, file: FileFacts, node: ast.AST) -> frozenset[str]:
+        """The qualified names of library objects the expression may be (`torch.nn.utils.
+        clip_grad_norm_` through any import or alias); empty for project code and unknowns."""
+        return frozenset(v.qname for v in self.values(file, node) if isinstance(v, Ext))
+
+    def made_by(self, file: FileFacts, node: ast.AST) -> frozenset[str]:
+        """The qualified names of the library callables whose call may have made the value of
+        `node` (`scaler = torch.amp.GradScaler("cuda")` gives `torch.amp.GradScaler`)."""
+        return frozenset(made.qname for made in self.constructions(file, node))
+
+    def constructions(self, file: FileFacts, node: ast.AST) -> list[Made]:
+        """The library calls that may have made the value of `node`, and the values it may
+        hold that no such call made (`other`: run time, or project objects)."""
+        evaluator = self.evaluator
+        found: list[Made] = []
+        for value in self.values(file, node):
+            if (
+                isinstance(value, Opaque)
+                and isinstance(value.node, ast.Call)
+                and value.summary is not None  # an Opaque of a config has no module
+            ):
+                callee, summary = value.node.func, value.summary
+                made = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
+                found.extend(Made(v.qname, value.node, summary) for v in made if isinstance(v, Ext))
+        return found
+
+    def argument(self, made: Made, name: str, position: int | None = None) -> list[object]:
+        """The values an argument of a library call may take; `[]` when it is not passed (a
+        `**` spread that may pass it gives an `Opaque`)."""
+        evaluator, call = self.evaluator, made.call
+        ctx = evaluator.ctx_of(made.summary, call)
+        for keyword in call.keywords:
+            if keyword.arg == name:
+                return evaluator.force(evaluator.ev(keyword.value, ctx))
+            if keyword.arg is None:
+                return [Opaque(keyword.value, made.summary)]
+        if position is not None and len(call.args) > position:
+            if any(isinstance(arg, ast.Starred) for arg in call.args[: position + 1]):
+                return [Opaque(call, made.summary)]
+            return evaluator.force(evaluator.ev(call.args[position], ctx))
+        return []
+
+    # -- Lightning facts -------------------------------------------------------------------------
+
+    def class_of(self, file: FileFacts, node: ast.AST) -> ClsV | None:
+        """The class whose method holds `node` (None outside a class)."""
+        _, cls = file.summary.enclosing(node)
+        summary = self.evaluator.summary(file.path) or file.summary
+        return None if cls is None else ClsV(cls, summary)
+
+    def is_lightning_module(self, cls: ClsV) -> bool:
+        return self.evaluator.derives_from(cls, names.LIGHTNING_MODULE_CLASSES)
+
+    def manual_optimization(self, cls: ClsV) -> bool | None:
+        """Whether the module optimizes by hand (`self.automatic_optimization = False` in a
+        method or the class body, of it or a project base): None when decided at run time."""
+        evaluator = self.evaluator
+        values: list[object] = []
+        for klass in evaluator.mro(cls):
+            if isinstance(klass, ClsV):
+                found = evaluator.class_attribute(klass, "automatic_optimization", True)
+                values.extend(evaluator.force(found))
+                if values:
+                    break
+        if not values:
+            return False  # Lightning's default: automatic
+        states = {v.value == "False" if isinstance(v, Lit) else None for v in values}
+        if any(isinstance(v, Fn) for v in values):
+            return None  # a property: its returns are not followed here
+        return states.pop() if len(states) == 1 else None
+
+    def trainers_of(self, cls: ClsV) -> list[TrainerV] | None:
+        """The Trainers whose `fit` is given an instance of the class (or a subclass); None when
+        no followed `fit` names it (it is trained elsewhere, or through a CLI)."""
+        found: list[TrainerV] = []
+        for file in self.with_words(b".fit("):
+            for call in ast.walk(file.tree):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "fit"
+                ):
+                    continue
+                model = call.args[0] if call.args else None
+                for keyword in call.keywords:
+                    if keyword.arg == "model":
+                        model = keyword.value
+                if model is None:
+                    continue
+                classes = [v.cls for v in self.values(file, model) if isinstance(v, Inst)]
+                if not any(self.is_subclass(c, cls) for c in classes):
+                    continue
+                found += [v for v in self.values(file, call.func.value) if isinstance(v, TrainerV)]
+        return found or None
+
+    def is_subclass(self, cls: ClsV, base: ClsV) -> bool:
+        return any(isinstance(c, ClsV) and c.node is base.node for c in self.evaluator.mro(cls))
+
+    def uses_scaler(self, entry: TrainerV | FabricV) -> bool | None:
+        """Whether a Trainer or Fabric runs with a GradScaler (precision `16-mixed`, `16`,
+        `"16"`, or a precision plugin given one): None when decided at run time."""
+        if entry.call is None or entry.summary is None:
+            return None  # a subclass's super().__init__, a factory: not read here
+        made = Made("", entry.call, entry.summary)
+        plugins = self.argument(made, "plugins")
+        states = [self.plugin_scaler(value) for value in self.plugin_values(made, plugins)]
+        if states:
+            return True if True in states else (None if None in states else False)
+        precision = self.argument(made, "precision")
+        if not precision:
+            return False  # the default precision, 32-true
+        return scaler_of_precision(precision)
+
+    def plugin_values(self, made: Made, plugins: list[object]) -> list[object]:
+        """The plugin objects given to `plugins=` (one, or the items of a list or tuple)."""
+        call = made.call
+        node = next((k.value for k in call.keywords if k.arg == "plugins"), None)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            evaluator = self.evaluator
+            ctx = evaluator.ctx_of(made.summary, node)
+            return [v for item in node.elts for v in evaluator.force(evaluator.ev(item, ctx))]
+        return plugins
+
+    def plugin_scaler(self, value: object) -> bool | None:
+        """Whether a precision plugin object uses a GradScaler; False for other plugins."""
+        if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
+            return None if isinstance(value, Opaque) else False
+        evaluator = self.evaluator
+        callee, summary = value.node.func, value.summary
+        if summary is None:
+            return None
+        made_by = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
+        qnames = [v.qname for v in made_by if isinstance(v, Ext)]
+        plugins = [names.plugin_scaler_index(q) for q in qnames]
+        known = [p for p in plugins if p is not None]
+        if not known:
+            return False if qnames else None
+        made = Made(qnames[0], value.node, summary)
+        scaler = self.argument(made, "scaler", known[0][1])
+        if any(not (isinstance(v, Lit) and v.value == "None") for v in scaler):
+            return True
+        return scaler_of_precision(self.argument(made, "precision", 0))
+
+
+def scaler_of_precision(values: list[object]) -> bool | None:
+    """A GradScaler for `16-mixed`, `16`, `"16"`; none for other literals; None at run time."""
+    states: set[bool | None] = set()
+    for value in values:
+        if isinstance(value, Lit):
+            states.add(value.value in names.SCALER_PRECISIONS)
+        elif isinstance(value, DictV):
+            states.add(None)
+        else:
+            states.add(None)
+    if not states:
+        return None
+    return True if True in states else (None if None in states else False)
+
+
+@dataclass(frozen=True)
+class Made:
+    """A call of a library callable (by qualified name) that made a value."""
+
+    qname: str
+    call: ast.Call
+    summary: Summary

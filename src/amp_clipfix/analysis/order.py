@@ -1,0 +1,203 @@
+"""The order of backward, unscale, clip and step calls in a function, and in the helpers it calls.
+
+A search says what each call is (`Classify`: a rule knows its own calls by qualified name or by
+the evaluator's values); this module walks a function's statements in source order, enters the
+project functions it calls (a few levels deep), and gives the events in the order they run,
+each with the statement of the function read where a fix can go. Receivers and arguments are
+compared by their structure (`ast.dump`), with a helper's parameters replaced by the caller's
+arguments, so `scaler.step(opt)` in a helper and `scaler.scale(loss)` in its caller meet.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from amp_clipfix.analysis.evaluate import all_params
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.values import Fn
+
+HELPER_DEPTH = 3
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class EventKind(str, Enum):
+    BACKWARD = "backward"  # gradients are made (scaled when `scaler` is set)
+    UNSCALE = "unscale"  # scaler.unscale_(optimizer)
+    CLIP = "clip"  # gradients are clipped
+    STEP = "step"  # an optimizer steps (through the scaler when `scaler` is set)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a classifier says a call is: its kind, the expressions of the scaler and optimizer
+    it names, and anything the rule wants to keep (`detail`: an argument node, say)."""
+
+    kind: EventKind
+    scaler: ast.expr | None = None
+    optimizer: ast.expr | None = None
+    detail: object = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One call in run order. `scaler` and `optimizer` are structural keys of the expressions
+    meant (never shown); `statement` is the statement of the function read that runs it (the
+    call itself, or the call of the helper it is in); `file` the file of the call."""
+
+    kind: EventKind
+    call: ast.Call
+    file: FileFacts
+    statement: ast.stmt
+    scaler: str | None = None
+    optimizer: str | None = None
+    via: tuple[ast.Call, ...] = ()  # helper calls it is reached through, outermost first
+    detail: object = None  # what the classifier wants to keep (an argument node, ...)
+    # The scaler's and optimizer's code as it may be written in the function read (a helper's
+    # parameter becomes the caller's argument), None where it cannot be written there.
+    scaler_code: str | None = None
+    optimizer_code: str | None = None
+
+
+# (file, call) -> what the call is, or None (then a project function it calls is entered).
+Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
+
+
+def key(node: ast.AST | None) -> str | None:
+    """A structural key of an expression (the same variable or attribute gives the same key)."""
+    return None if node is None else ast.dump(node, annotate_fields=False)
+
+
+Body = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def functions(file: FileFacts) -> Iterator[Body]:
+    """The module's own code, then every function and method of the file, outer before inner."""
+    yield file.tree
+    for node in ast.walk(file.tree):
+        if isinstance(node, FUNCTIONS):
+            yield node
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a body and of the blocks inside it, in source order; functions and
+    classes defined inside are left out (they run when called)."""
+    for statement in body:
+        if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                blocks = [h for h in inner if isinstance(h, ast.ExceptHandler)]
+                for handler in blocks:
+                    yield from statements(handler.body)
+                yield from statements([s for s in inner if isinstance(s, ast.stmt)])
+        if isinstance(statement, ast.Match):
+            for case in statement.cases:
+                yield from statements(case.body)
+
+
+def calls_of(statement: ast.stmt) -> list[ast.Call]:
+    """The calls a statement makes itself (not those of its blocks), inner calls first."""
+    found: list[ast.Call] = []
+    stack: list[ast.AST] = [statement]
+    own = {
+        id(s)
+        for f in ("body", "orelse", "finalbody", "handlers", "cases")
+        for s in getattr(statement, f, None) or ()
+    }
+    while stack:
+        node = stack.pop()
+        if id(node) in own or isinstance(node, (ast.Lambda, *FUNCTIONS, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Call):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return sorted(found, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
+
+
+def events(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: Body,
+    classify: Classify,
+    depth: int = 0,
+) -> list[Event]:
+    """The events of `function` in run order (source order; loops are read once)."""
+    found: list[Event] = []
+    for statement in statements(function.body):
+        for call in calls_of(statement):
+            seen = classify(file, call)
+            if seen is not None:
+                found.append(
+                    Event(
+                        seen.kind,
+                        call,
+                        file,
+                        statement,
+                        key(seen.scaler),
+                        key(seen.optimizer),
+                        detail=seen.detail,
+                        scaler_code=None if seen.scaler is None else file.code(seen.scaler),
+                        optimizer_code=(
+                            None if seen.optimizer is None else file.code(seen.optimizer)
+                        ),
+                    )
+                )
+                continue
+            if depth < HELPER_DEPTH:
+                for inner in helper_events(facts, file, call, classify, depth):
+                    found.append(replace(inner, statement=statement, via=(call, *inner.via)))
+    return found
+
+
+def helper_events(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, classify: Classify, depth: int
+) -> list[Event]:
+    """The events of the project functions `call` may run, in the caller's keys."""
+    found: list[Event] = []
+    for value in facts.values(file, call.func):
+        if not isinstance(value, Fn) or value.summary.path not in facts.files:
+            continue
+        helper = facts.files[value.summary.path]
+        names = parameter_keys(value, call)
+        for event in events(facts, helper, value.node, classify, depth + 1):
+            scaler = names.get(event.scaler or "")
+            optimizer = names.get(event.optimizer or "")
+            found.append(
+                replace(
+                    event,
+                    scaler=scaler[0] if scaler else event.scaler,
+                    optimizer=optimizer[0] if optimizer else event.optimizer,
+                    scaler_code=file.code(scaler[1]) if scaler else None,
+                    optimizer_code=file.code(optimizer[1]) if optimizer else None,
+                )
+            )
+    return found
+
+
+def parameter_keys(fn: Fn, call: ast.Call) -> dict[str, tuple[str, ast.expr]]:
+    """The key of each helper parameter -> the key and expression of the caller's argument."""
+    params = [p.arg for p in all_params(fn.node.args)]
+    positional = [p.arg for p in (*fn.node.args.posonlyargs, *fn.node.args.args)]
+    if fn.bound and positional:
+        positional = positional[1:]
+    mapping: dict[str, tuple[str, ast.expr]] = {}
+    for name, arg in zip(positional, call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        mapping[key(ast.Name(name, ast.Load())) or ""] = (key(arg) or "", arg)
+    for keyword in call.keywords:
+        if keyword.arg in params:
+            name_key = key(ast.Name(keyword.arg, ast.Load())) or ""
+            mapping[name_key] = (key(keyword.value) or "", keyword.value)
+    return mapping
+
+
+def statement_line_is_own(file: FileFacts, statement: ast.stmt) -> bool:
+    """The statement starts its line (a line can be put before it): not `if x: clip(...)`."""
+    line = file.line(statement.lineno)
+    return not line[: file.span(statement).column].strip()

@@ -1,0 +1,254 @@
+"""ACF004: plain torch clips gradients that a GradScaler scaled, with no `unscale_` first.
+
+A rule with its own search and fix (CONTRIBUTING.md, "Adding a rule with its own search and
+fixes"): it reads the order of backward, clip and step in each function and the helpers it
+calls, knows the GradScaler by what made it, and inserts `scaler.unscale_(optimizer)` once per
+optimizer the clip covers.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
+from amp_clipfix.analysis.order import (
+    Event,
+    EventKind,
+    Seen,
+    events,
+    functions,
+    statement_line_is_own,
+)
+from amp_clipfix.analysis.values import Lit
+from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.rules.base import Found, Rule, RuleFix
+
+CODE = "ACF004"
+
+MESSAGE = (
+    "Gradients scaled by a GradScaler are clipped before `scaler.unscale_(optimizer)`: the clip "
+    "bounds the scaled gradients, so the step sees max_norm / scale"
+)
+
+FIX = (
+    "inserts `scaler.unscale_(optimizer)` right before the clip, once for each optimizer the "
+    "scaler steps after it, as torch's AMP recipe does; the scaler's step then uses the "
+    "unscaled gradients and still skips a step whose gradients overflowed"
+)
+
+WHY = (
+    "`scaler.scale(loss).backward()` leaves every gradient multiplied by the loss scale (65536 "
+    "at first, often thousands later). `torch.nn.utils.clip_grad_norm_` and `clip_grad_value_` "
+    "read those gradients as they are: with a scale of 4096 and `max_norm=1.0` the gradients "
+    "that reach the step have norm 1 / 4096 = 2.4e-4, and training crawls or stalls with no "
+    "error. torch's AMP recipe calls `scaler.unscale_(optimizer)` before clipping; "
+    "`scaler.step(optimizer)` then knows the gradients are unscaled. `unscale_` may run once per "
+    "optimizer between two `scaler.update()` calls: a second call raises "
+    "`RuntimeError: unscale_() has already been called on this optimizer since the last "
+    "update()`."
+)
+
+BEFORE = """\
+import torch
+
+model = torch.nn.Linear(32, 2).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cuda")
+
+for batch in torch.randn(10, 8, 32, device="cuda"):
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(batch).square().mean()
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad()
+"""
+
+AFTER = BEFORE.replace(
+    "    torch.nn.utils.clip_grad_norm_",
+    "    scaler.unscale_(optimizer)\n    torch.nn.utils.clip_grad_norm_",
+)
+
+
+def is_scaler(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    return bool(facts.made_by(file, node) & GRAD_SCALERS)
+
+
+def clip_name(file: FileFacts, call: ast.Call) -> bool:
+    """A cheap first test before the evaluator is asked: the callee is spelled as a torch
+    clip function, or is a name imported as one."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    short = {qname.rsplit(".", 1)[-1] for qname in TORCH_CLIPS}
+    return name in short or file.summary.imports.get(name, "") in TORCH_CLIPS
+
+
+def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
+    """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls."""
+
+    def classify(file: FileFacts, call: ast.Call) -> Seen | None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            receiver = func.value
+            if (
+                func.attr == "backward"
+                and isinstance(receiver, ast.Call)
+                and isinstance(receiver.func, ast.Attribute)
+                and receiver.func.attr == "scale"
+                and is_scaler(facts, file, receiver.func.value)
+            ):
+                return Seen(EventKind.BACKWARD, scaler=receiver.func.value)
+            if func.attr in ("unscale_", "step") and call.args and is_scaler(facts, file, receiver):
+                kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
+                return Seen(kind, scaler=receiver, optimizer=call.args[0])
+        if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+            return Seen(EventKind.CLIP)
+        return None
+
+    return classify
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    classify = classifier(facts)
+    seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
+    for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
+        for function in functions(file):
+            if b"scale" not in file.code(function).encode():
+                continue
+            order = events(facts, file, function, classify)
+            for index, clip in enumerate(order):
+                if clip.kind is EventKind.CLIP:
+                    found = unscaled_clip(facts, file, order, index)
+                    if found is not None and (id(clip.call), id(clip.statement)) not in seen:
+                        seen.add((id(clip.call), id(clip.statement)))
+                        yield found
+
+
+def unscaled_clip(
+    facts: ProjectFacts, file: FileFacts, order: list[Event], index: int
+) -> Found | None:
+    """A finding when a scaled backward comes before the clip and the scaler steps optimizers
+    after it that were not unscaled before it."""
+    clip = order[index]
+    backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
+    if not backwards:
+        return None
+    backward = backwards[-1]
+    scaler = backward.scaler
+    start = order.index(backward)
+    steps: list[Event] = []
+    for event in order[index + 1 :]:
+        if event.kind is EventKind.BACKWARD and event.scaler == scaler:
+            break
+        if event.kind is EventKind.STEP and event.scaler == scaler:
+            steps.append(event)
+    if not steps or clip.statement in {backward.statement, *(s.statement for s in steps)}:
+        return None  # not this function's order: a helper that does all of it reports it
+    unscaled = {
+        e.optimizer
+        for e in order[start:index]
+        if e.kind is EventKind.UNSCALE and e.scaler == scaler
+    }
+    missing = list({s.optimizer: s for s in steps if s.optimizer not in unscaled}.values())
+    if not missing:
+        return None
+    sites = (
+        call_site(backward, SiteKind.BACKWARD),
+        call_site(clip, SiteKind.GRAD_CLIP),
+        *(call_site(step, SiteKind.OPTIMIZER_STEP) for step in steps),
+    )
+    enabled = scaler_enabled(facts, file, backward)
+    if enabled is False:
+        return None
+    later = {
+        e.optimizer
+        for e in order[index + 1 :]
+        if e.kind is EventKind.UNSCALE and e.scaler == scaler
+    }
+    fixes: tuple[RuleFix, ...] = ()
+    codes = [(backward.scaler_code, step.optimizer_code) for step in missing]
+    if (
+        not later & {s.optimizer for s in missing}
+        and all(a and b for a, b in codes)
+        and statement_line_is_own(file, clip.statement)
+    ):
+        edits = tuple(
+            file.insert_before(clip.statement, f"{scaler_code}.unscale_({optimizer_code})")
+            for scaler_code, optimizer_code in codes
+        )
+        fixes = (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(sites[1],)),)
+    if enabled is None:
+        return Found(
+            sites,
+            Confidence.REVIEW,
+            review="whether the GradScaler is enabled is decided at run time",
+            fixes=fixes,
+            condition="the GradScaler is enabled",
+        )
+    return Found(sites, fixes=fixes)
+
+
+def call_site(event: Event, kind: SiteKind) -> Site:
+    """The event's call as a site, shown as written (on one line)."""
+    code = " ".join(event.file.code(event.call).split()).replace("( ", "(").replace(", )", ")")
+    return event.file.site(kind, event.call, f"`{code}`")
+
+
+def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> bool | None:
+    """True when every GradScaler that may be meant is enabled, False when none is, None when
+    that is decided at run time (`enabled=args.amp`)."""
+    call = backward.call.func
+    assert isinstance(call, ast.Attribute) and isinstance(call.value, ast.Call)
+    receiver = call.value.func
+    assert isinstance(receiver, ast.Attribute)
+    states: set[bool | None] = set()
+    for made in facts.constructions(backward.file, receiver.value):
+        if made.qname not in GRAD_SCALERS:
+            continue
+        values = facts.argument(made, "enabled", 4)
+        if not values:
+            states.add(True)
+        for value in values:
+            if isinstance(value, Lit) and value.value in ("True", "False"):
+                states.add(value.value == "True")
+            else:
+                states.add(None)
+    if states == {False}:
+        return False
+    return True if states == {True} else None
+
+
+RULE = Rule(
+    code=CODE,
+    name="torch-clip-scaled-gradients",
+    message=MESSAGE,
+    level="error",
+    lightning_path=LightningPath.TORCH,
+    search=search,
+    words=(b"clip_grad_norm_", b"clip_grad_value_"),
+    short="Plain torch clips gradients scaled by a GradScaler without unscaling them first.",
+    full=(
+        "In a function (and the project helpers it calls, followed in run order): "
+        "`scaler.scale(loss).backward()` on a torch GradScaler, then "
+        "`torch.nn.utils.clip_grad_norm_(...)` or `clip_grad_value_(...)`, then "
+        "`scaler.step(optimizer)`, with no `scaler.unscale_(optimizer)` between the backward and "
+        "the clip. The scaler is known by the call that made it (`torch.amp.GradScaler`, "
+        "`torch.cuda.amp.GradScaler`, ...), the clip by its qualified name. A scaler enabled "
+        "at run time (`enabled=args.amp`) makes it a review finding; the fix is right either "
+        "way (`unscale_` of a disabled scaler does nothing)."
+    ),
+    why_title="Why it trains wrong",
+    why=WHY,
+    example_before=BEFORE,
+    example_after=AFTER,
+    fix_safety={
+        Strategy.UNSCALE.value: (
+            f"The default (`auto`). Safe: it {FIX}. Not offered when the scaler already "
+            "unscales that optimizer after the clip (a second `unscale_` raises), or when the "
+            "scaler or the optimizer cannot be named where the clip is."
+        ),
+    },
+)

@@ -1,0 +1,403 @@
+"""ACF005: manual optimization under fp16 clips gradients before Lightning unscales them.
+
+In manual optimization Lightning unscales the gradients inside `optimizer.step()`, right before
+`on_before_optimizer_step`; a clip between `self.manual_backward(loss)` and `opt.step()` bounds
+the scaled gradients. The fix moves the clip into `on_before_optimizer_step`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIPS
+from amp_clipfix.analysis.order import Event, EventKind, Seen, events, key
+from amp_clipfix.analysis.values import ClsV, Fn, Opaque, Opt
+from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
+from amp_clipfix.rules.acf004 import call_site, clip_name
+from amp_clipfix.rules.base import Found, Rule, RuleFix
+
+CODE = "ACF005"
+HOOK = "on_before_optimizer_step"
+
+MESSAGE = (
+    "Manual optimization clips gradients between `self.manual_backward(loss)` and "
+    "`optimizer.step()`: under fp16 they are still scaled there, so the clip bounds the scaled "
+    "gradients and the step sees max_norm / scale"
+)
+
+FIX = (
+    "moves the clip into `on_before_optimizer_step(self, optimizer)`, which Lightning calls "
+    "inside `optimizer.step()` after it has unscaled the gradients (the clip's optimizer becomes "
+    "the hook's `optimizer`); right for every precision, since without a GradScaler the hook "
+    "sees the same gradients"
+)
+
+UNFIXED = (
+    "the clip cannot be moved as it is (it reads a value local to the step, sits in a block or a "
+    "helper, its result is used, several optimizers step, the module has the hook already, or "
+    "the optimizer may be fused): clip in on_before_optimizer_step by hand, or multiply "
+    "max_norm by the GradScaler's get_scale()"
+)
+
+WHY = (
+    "With `self.automatic_optimization = False` and a GradScaler (`16-mixed`, `16`, or a "
+    "`MixedPrecision` plugin with a scaler), `self.manual_backward(loss)` runs "
+    "`scaler.scale(loss).backward()`: every gradient is multiplied by the loss scale (65536 at "
+    "first, often thousands later). Lightning unscales them only inside `optimizer.step()`, "
+    "after the closure and right before `on_before_optimizer_step`. A clip written between "
+    "`manual_backward` and `step` (`torch.nn.utils.clip_grad_norm_(...)`, or "
+    "`self.clip_gradients(opt, ...)` as Lightning's own docs show it) bounds the scaled "
+    "gradients: with a scale of 4096 and `max_norm=1.0` the step sees 2.4e-4, and training "
+    "crawls with no error (Lightning issue #18089). Calling `scaler.unscale_(opt)` by hand is "
+    "no fix: Lightning unscales again inside `step()`, or raises."
+)
+
+BEFORE = """\
+import lightning as L
+import torch
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.layer = torch.nn.Linear(32, 2)
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        opt.zero_grad()
+        loss = self.layer(batch).sum()
+        self.manual_backward(loss)
+        self.clip_gradients(opt, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
+        opt.step()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+trainer = L.Trainer(precision="16-mixed", max_epochs=1)
+trainer.fit(Model(), train_dataloaders=torch.randn(64, 4, 32))
+"""
+
+AFTER = """\
+import lightning as L
+import torch
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.layer = torch.nn.Linear(32, 2)
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        opt.zero_grad()
+        loss = self.layer(batch).sum()
+        self.manual_backward(loss)
+        opt.step()
+
+    def on_before_optimizer_step(self, optimizer):
+        self.clip_gradients(optimizer, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+trainer = L.Trainer(precision="16-mixed", max_epochs=1)
+trainer.fit(Model(), train_dataloaders=torch.randn(64, 4, 32))
+"""
+
+
+def self_call(call: ast.Call, attr: str) -> bool:
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == attr
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
+
+
+def optimizer_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    """The expression holds an optimizer Lightning gave the module (`self.optimizers()`, an
+    item of it), or one the project built."""
+    for value in facts.values(file, node):
+        if isinstance(value, Opt):
+            return True
+        if isinstance(value, Opaque):
+            inner = value.node
+            while isinstance(inner, (ast.Subscript, ast.Attribute)) and not isinstance(
+                inner, ast.Call
+            ):
+                inner = inner.value
+            if isinstance(inner, ast.Call) and self_call(inner, "optimizers"):
+                return True
+    return False
+
+
+def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
+    def classify(file: FileFacts, call: ast.Call) -> Seen | None:
+        func = call.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id == MODULE_UNSCALE_HELPER
+            and any(isinstance(v, Fn) for v in facts.values(file, func))
+        ):
+            return Seen(EventKind.UNSCALE)  # amp-clipfix's own helper clips right where it is
+        if self_call(call, "manual_backward"):
+            return Seen(EventKind.BACKWARD)
+        if self_call(call, "clip_gradients") and call.args:
+            return Seen(EventKind.CLIP, optimizer=call.args[0], detail="module")
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and not call.args
+            and optimizer_of(facts, file, func.value)
+        ):
+            return Seen(EventKind.STEP, optimizer=func.value)
+        if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+            return Seen(EventKind.CLIP, detail="torch")
+        return None
+
+    return classify
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    classify = classifier(facts)
+    for file in facts.with_words(b"manual_backward"):
+        for cls_node in [n for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)]:
+            methods = [n for n in cls_node.body if isinstance(n, (ast.FunctionDef,))]
+            if not methods:
+                continue
+            cls = facts.class_of(file, methods[0])
+            if cls is None or not facts.is_lightning_module(cls):
+                continue
+            manual = facts.manual_optimization(cls)
+            if manual is False:
+                continue
+            for method in methods:
+                order = events(facts, file, method, classify)
+                for index, clip in enumerate(order):
+                    if clip.kind is EventKind.CLIP:
+                        found = scaled_clip(facts, file, cls, method, order, index, manual)
+                        if found is not None:
+                            yield found
+
+
+def scaled_clip(
+    facts: ProjectFacts,
+    file: FileFacts,
+    cls: ClsV,
+    method: ast.FunctionDef,
+    order: list[Event],
+    index: int,
+    manual: bool | None,
+) -> Found | None:
+    clip = order[index]
+    backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
+    steps = [e for e in order[index + 1 :] if e.kind is EventKind.STEP]
+    if not backwards or not steps:
+        return None
+    if clip.statement in {backwards[-1].statement, steps[0].statement}:
+        return None  # a helper that does all of it is read on its own
+    if clip.detail == "module" and may_be_fused(facts, cls):
+        return None  # Lightning refuses that clip under fp16 (ACF002), whose fix clips it right
+    trainers = facts.trainers_of(cls)
+    states = {facts.uses_scaler(t) for t in trainers} if trainers is not None else {None}
+    if states == {False}:
+        return None  # every Trainer that trains it runs without a GradScaler
+    sites: tuple[Site, ...] = (
+        call_site(backwards[-1], SiteKind.BACKWARD),
+        call_site(clip, SiteKind.GRAD_CLIP),
+        call_site(steps[0], SiteKind.OPTIMIZER_STEP),
+    )
+    fixes = moved_to_hook(facts, file, cls, method, clip, steps, sites[1])
+    unfixed = None if fixes else UNFIXED
+    unknown = []
+    if manual is None:
+        unknown.append("whether the module optimizes manually")
+    if True not in states:
+        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
+    if unknown:
+        return Found(
+            sites,
+            Confidence.REVIEW,
+            review=f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided "
+            "at run time",
+            fixes=fixes,
+            condition="the module runs under fp16 mixed precision",
+            unfixed=unfixed,
+        )
+    return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def moved_to_hook(
+    facts: ProjectFacts,
+    file: FileFacts,
+    cls: ClsV,
+    method: ast.FunctionDef,
+    clip: Event,
+    steps: list[Event],
+    target: Site,
+) -> tuple[RuleFix, ...]:
+    """The clip moved into a new `on_before_optimizer_step`, when that keeps what it does:
+    the clip is a statement of the method itself, its result unused, it reads nothing local
+    but the optimizer stepped, one optimizer steps, the optimizer is not fused (Lightning
+    does not unscale those before the hook), and the class has no such hook yet."""
+    statement = clip.statement
+    hook_idx = facts.target.clip_hook_takes_optimizer_idx
+    if (
+        clip.via
+        or statement not in method.body
+        or not isinstance(statement, ast.Expr)
+        or statement.value is not clip.call
+        or len({s.optimizer for s in steps}) != 1
+        or has_hook(facts, cls)
+        or may_be_fused(facts, cls)
+        or file.line(statement.lineno)[: file.span(statement).column].strip()
+        or not rest_is_comment(file, statement)
+    ):
+        return ()
+    optimizer = steps[0].optimizer
+    code = moved_code(file, method, clip, optimizer)
+    if code is None:
+        return ()
+    indent = file.indentation(method.lineno)
+    body = file.indentation(method.body[0].lineno)
+    lines = code.split("\n")
+    ending = file.newline(method.lineno)
+    params = "self, optimizer" + {True: ", optimizer_idx", False: "", None: ", *args"}[hook_idx]
+    hook = (
+        f"{ending}{indent}def {HOOK}({params}):{ending}"
+        + ending.join(body + line for line in lines)
+        + ending
+    )
+    end = method.end_lineno or method.lineno
+    edits = (
+        Edit(file.path, Span(statement.lineno, 0, (statement.end_lineno or 0) + 1, 0), ""),
+        Edit(file.path, Span(end + 1, 0, end + 1, 0), hook),
+    )
+    return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
+
+
+def rest_is_comment(file: FileFacts, statement: ast.stmt) -> bool:
+    """Nothing but a comment follows the statement on its last line (`a; b` cannot move)."""
+    end = file.span(statement)
+    rest = file.line(end.end_line)[end.end_column :].strip()
+    return not rest or rest.startswith("#")
+
+
+def moved_code(
+    file: FileFacts, method: ast.FunctionDef, clip: Event, optimizer: str | None
+) -> str | None:
+    """The clip's code for the hook: the stepped optimizer (a name) becomes `optimizer`; any
+    other local of the method makes it unmovable (None)."""
+    local = {
+        name.id
+        for node in ast.walk(method)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With))
+        for name in ast.walk(node)
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+    } | {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
+    replaced: list[ast.AST] = []
+    call = clip.call
+    if clip.detail == "module" and call.args:
+        if key(call.args[0]) == optimizer:
+            replaced.append(call.args[0])
+        else:
+            return None
+    for node in ast.walk(call):
+        if isinstance(node, ast.Name) and node.id in local and not covered(node, replaced):
+            if key(node) == optimizer:
+                replaced.append(node)
+            else:
+                return None
+    text = file.code(call)
+    start = file.span(call)
+    lines = text.split("\n")
+    for node in sorted(replaced, key=lambda n: file.span(n).line * 10**6 + file.span(n).column)[
+        ::-1
+    ]:
+        span = file.span(node)
+        row = span.line - start.line
+        first = span.column - (start.column if row == 0 else 0)
+        last = span.end_column - (start.column if row == 0 else 0)
+        lines[row] = lines[row][:first] + "optimizer" + lines[row][last:]
+    indent = file.indentation(start.line)
+    return "\n".join([lines[0], *(line.removeprefix(indent) for line in lines[1:])])
+
+
+def covered(node: ast.AST, replaced: list[ast.AST]) -> bool:
+    return any(node is r or node in ast.walk(r) for r in replaced)
+
+
+def has_hook(facts: ProjectFacts, cls: ClsV) -> bool:
+    return any(
+        isinstance(klass, ClsV)
+        and any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == HOOK
+            for s in klass.node.body
+        )
+        for klass in facts.evaluator.mro(cls)
+    )
+
+
+def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
+    """An optimizer `configure_optimizers` returns may be fused (or cannot be followed)."""
+    evaluator = facts.evaluator
+    method = evaluator.instance_attribute(cls, "configure_optimizers", cls.node)
+    fns = [m for m in method if isinstance(m, Fn)]
+    if not fns:
+        return True
+    for fn in fns:
+        ctx = evaluator.ctx(fn.summary, fn.node, fn.cls)
+        for node in ast.walk(fn.node):
+            if isinstance(node, ast.Return) and node.value is not None:
+                for value in evaluator.force(evaluator.ev(node.value, ctx)):
+                    if isinstance(value, Opt) and any(
+                        getattr(f, "value", None) not in ("False", "None")
+                        for f in evaluator.force(value.fused)
+                    ):
+                        return True
+                    if not isinstance(value, Opt):
+                        return True
+    return False
+
+
+RULE = Rule(
+    code=CODE,
+    name="manual-optimization-clip-scaled",
+    message=MESSAGE,
+    level="error",
+    lightning_path=LightningPath.TRAINER,
+    search=search,
+    words=(b"manual_backward", b".fit("),
+    short="Manual optimization under fp16 clips gradients that are still scaled.",
+    full=(
+        "In a LightningModule with `self.automatic_optimization = False` (in a method or the "
+        "class body, of it or a project base): a clip (`torch.nn.utils.clip_grad_norm_`, "
+        "`clip_grad_value_`, or `self.clip_gradients(opt, ...)`) after "
+        "`self.manual_backward(loss)` and before `opt.step()` on an optimizer of the module, in "
+        "a method or the project helpers it calls. Certain when a Trainer whose `fit` is given "
+        "the module runs with a GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin "
+        "with one); a review finding when no followed `fit` names the module or its precision "
+        "is decided at run time; nothing when every such Trainer runs without a scaler."
+    ),
+    why_title="Why it trains wrong",
+    why=WHY,
+    example_before=BEFORE,
+    example_after=AFTER,
+    fix_safety={
+        Strategy.UNSCALE.value: (
+            f"The default (`auto`). Safe: it {FIX}. On Lightning 1.x the hook is "
+            "`on_before_optimizer_step(self, optimizer, optimizer_idx)`. Not offered when the "
+            "clip reads a local value of the step other than the optimizer, is inside a block "
+            "or a helper, uses its result, when the module steps several optimizers or already "
+            "has the hook, or when the optimizer may be fused (Lightning does not unscale a "
+            "fused optimizer before the hook); the finding then says what to move."
+        ),
+    },
+)
