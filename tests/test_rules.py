@@ -10,6 +10,7 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
 from amp_clipfix.rules import RULES, help_uri, render_rule
+from amp_clipfix.sources.prefilter import SEARCH_WORDS
 from amp_clipfix.strategies import SAFETY
 
 FABRIC_ERROR = "Gradient clipping is not implemented for optimizers handling the unscaling."
@@ -34,6 +35,14 @@ def test_the_codes_are_the_documented_ones() -> None:
     assert sorted(RULES) == ["ACF001", "ACF002", "ACF003", "ACF004", "ACF005"]
     assert SITE_RULES == ["ACF001", "ACF002", "ACF003"]
     assert all(code == rule.code for code, rule in RULES.items())
+
+
+@pytest.mark.parametrize("code", SEARCH_RULES)
+def test_the_prefilter_knows_the_words_a_search_rule_looks_for(code: str) -> None:
+    """A run drops files before any rule is imported: a word the prefilter does not know would
+    make the rule blind to every project without a `fused` in it."""
+    missing = set(RULES[code].words) - set(SEARCH_WORDS)
+    assert not missing, f"add {sorted(missing)} to sources/prefilter.SEARCH_WORDS"
 
 
 @pytest.mark.parametrize("code", SEARCH_RULES)

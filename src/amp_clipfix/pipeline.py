@@ -34,7 +34,12 @@ from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language, Rendered, SourceError, Stage, VerifyError
-from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip
+from amp_clipfix.sources.prefilter import (
+    FUSED_WORD,
+    SEARCH_WORDS,
+    defined_class_names,
+    may_clip,
+)
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
 if TYPE_CHECKING:
@@ -410,7 +415,9 @@ def read_project(
         except OSError as error:
             failed[path] = error
     searched = not prefilter or any(
-        adapter_for(path).may_mention(data, FUSED_WORD) for path, data in contents.items()
+        adapter_for(path).may_mention(data, word)
+        for path, data in contents.items()
+        for word in (FUSED_WORD, *SEARCH_WORDS)
     )
     for path in project.files:
         if path in failed:
@@ -611,6 +618,10 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
     """The parsed files and facts the rules with their own search read: the project's Python
     documents that hold one of their words (library code left out), each parsed once (the
     collection's tree when it has one), and the project's one evaluator."""
+    if collection.root is None or not any(
+        word in data for data in collection.searchable.values() for word in SEARCH_WORDS
+    ):
+        return None  # no file holds a word a searching rule looks for: none is imported
     from amp_clipfix.rules import searching_rules
 
     rules = searching_rules()
@@ -618,7 +629,7 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
     if not rules or collection.root is None or not words:
         return None
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-    from amp_clipfix.analysis.resolve import is_library
+    from amp_clipfix.analysis.read import ReadFile
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)

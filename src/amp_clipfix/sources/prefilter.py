@@ -28,6 +28,15 @@ TRAINER_CALLS = frozenset(
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
 IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
+# What the rules with their own search look for (each names its words in its own module,
+# `Rule.words`), kept here as well so that a run knows which files can matter before any rule is
+# imported; tests/test_rules.py checks that every searching rule's words are here.
+SEARCH_WORDS: tuple[bytes, ...] = (
+    b"clip_grad_norm_",
+    b"clip_grad_value_",
+    b"manual_backward",
+    b".fit(",
+)
 
 
 def may_have_fused_optimizer(data: bytes) -> bool:
