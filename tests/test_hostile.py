@@ -659,3 +659,19 @@ def test_a_helper_module_that_appears_meanwhile_writes_none_of_its_importers(
     ]
     assert (helper_project / "mypkg" / "model.py").read_bytes() == model
     assert helpers.read_text() == "# an editor's new file\n"
+
+
+def test_a_helper_module_that_cannot_be_read_gives_each_importer_its_error(
+    helper_project: Path,
+) -> None:
+    helpers = helper_project / "mypkg" / "amp_helpers.py"
+    helpers.write_bytes(b"x = '\xff'\n")
+    before = snapshot(helper_project)
+    result = invoke("apply", "--yes", "--strategy", "unscale", "--lightning-version", "2.6.6", ".")
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [
+        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers: cannot be created or "
+        "updated: cannot decode as utf-8 at byte 5",
+        "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers",
+    ]
+    assert snapshot(helper_project) == before

@@ -215,6 +215,13 @@ def test_a_file_reached_through_a_link_out_of_its_project_is_not_written(tmp_pat
         write_atomic(source, EDITED, root=root)
     with pytest.raises(WriteError, match="a link leads outside the project; not written"):
         write_module.create_atomic(root / "linked" / "new.py", EDITED, root=root)
+    from amp_clipfix.pipeline import FileChange
+
+    change = FileChange(source, EDITED, ())
+    written, failed = write_module.write_all([change], {source.path: root})
+    assert written == [] and [error.message for error in failed] == [
+        "a link leads outside the project; not written"
+    ]
     assert path.read_bytes() == ORIGINAL and not (outside / "new.py").exists()
     write_atomic(read_source(path), EDITED, root=outside)  # inside its own project: written
     assert path.read_bytes() == EDITED

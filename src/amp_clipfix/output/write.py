@@ -71,11 +71,11 @@ def write_all(
                 raise WriteError(
                     f"not written: it needs {display_path(missing[0])}, which was not written"
                 )
-            root = roots.get(path)
+            _ensure_inside(path, roots.get(path))
             if change.created:
-                create_atomic(path, change.new_data, root)
+                create_atomic(path, change.new_data)
             else:
-                write_atomic(change.source, change.new_data, change.keep_hard_links, root)
+                write_atomic(change.source, change.new_data, change.keep_hard_links)
         except WriteError as error:
             failed.append(FileError(path, str(error), ErrorKind.WRITE))
             continue
