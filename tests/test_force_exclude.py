@@ -157,3 +157,12 @@ def test_force_exclude_with_stdin_leaves_an_excluded_buffer_alone(project: Path)
     assert applied.exit_code == 0 and applied.stdout == TRAIN
     plain = CliRunner().invoke(main, ["check", "--stdin-filename", name, "-"], input=TRAIN)
     assert plain.exit_code == 1 and FINDING in plain.stdout  # named without --force-exclude
+
+
+def test_a_named_empty_folder_is_noted_in_a_partial_run(project: Path) -> None:
+    """A named file brings in its project's root (no note for that root); a named folder beside
+    it still gets its own note."""
+    (project / "empty").mkdir()
+    result = invoke("check", "proj/empty", "proj/train.py")
+    assert "warning: proj/empty: no Python files, notebooks or configs found" in result.stderr
+    assert str(project) not in result.stderr
