@@ -140,3 +140,29 @@ def test_an_excluded_pin_folder_copy_is_not_needed(project: Path) -> None:
     result = invoke("check", "proj/docs/requirements.txt")
     assert result.exit_code == 1 and f"proj/train.py:18:9: {FINDING}" in result.stdout
     shutil.rmtree(docs)
+
+
+def test_force_exclude_with_stdin_leaves_an_excluded_buffer_alone(project: Path) -> None:
+    """An editor pipes the buffer with `--stdin-filename`: an excluded name is not checked
+    (ruff's rule), and `apply -` gives the code back unchanged."""
+    name = "proj/legacy/train.py"
+    checked = CliRunner().invoke(
+        main, ["check", "--force-exclude", "--stdin-filename", name, "-"], input=TRAIN
+    )
+    assert checked.exit_code == 0 and FINDING not in checked.stdout
+    assert f"warning: {name}: excluded (matches exclude 'legacy')" in checked.stderr
+    applied = CliRunner().invoke(
+        main, ["apply", "--force-exclude", "--stdin-filename", name, "-"], input=TRAIN
+    )
+    assert applied.exit_code == 0 and applied.stdout == TRAIN
+    plain = CliRunner().invoke(main, ["check", "--stdin-filename", name, "-"], input=TRAIN)
+    assert plain.exit_code == 1 and FINDING in plain.stdout  # named without --force-exclude
+
+
+def test_a_named_empty_folder_is_noted_in_a_partial_run(project: Path) -> None:
+    """A named file brings in its project's root (no note for that root); a named folder beside
+    it still gets its own note."""
+    (project / "empty").mkdir()
+    result = invoke("check", "proj/empty", "proj/train.py")
+    assert "warning: proj/empty: no Python files, notebooks or configs found" in result.stderr
+    assert str(project) not in result.stderr

@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 HOOKS_FILE = ".pre-commit-hooks.yaml"
 # What `pip install` of the hook repository needs; nothing else is copied.
-INSTALLABLE = ("pyproject.toml", "README.md", "src", HOOKS_FILE)
+INSTALLABLE = ("pyproject.toml", "README.md", "LICENSE", "src", HOOKS_FILE)
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
 # Under pytest-xdist the whole file runs on one worker, which builds the hook environment once.
 pytestmark = pytest.mark.xdist_group("precommit")

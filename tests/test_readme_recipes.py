@@ -121,13 +121,13 @@ def test_the_dry_run_recipe_applies_as_written(tmp_path: Path) -> None:
     assert "&& git apply" not in recipe().split(";")[0]  # a dry run with changes exits 1
     work, reference = tmp_path / "work", tmp_path / "reference"
     for folder in (work, reference):
-        shutil.copytree(SAMPLE, folder / "src")
+        shutil.copytree(SAMPLE, folder / "src", ignore=shutil.ignore_patterns(".*_cache"))
     subprocess.run(["git", "init", "-q"], cwd=work, check=True)
     applied = run_recipe(work)
     assert applied.returncode == 0, applied.stderr
     fixed = CliRunner().invoke(main, ["apply", "--yes", "--no-cache", str(reference / "src")])
     assert fixed.exit_code == 0, fixed.output
-    for path in sorted((reference / "src").iterdir()):
+    for path in sorted((reference / "src").glob("*.py")):
         assert (work / "src" / path.name).read_bytes() == path.read_bytes(), path.name
     again = run_recipe(work)  # nothing left: an empty patch, still exit 0
     assert again.returncode == 0, again.stderr
@@ -168,7 +168,8 @@ def test_requires_python_is_what_the_dependencies_need() -> None:
 
 
 def test_the_license_is_the_full_apache_text_that_pyproject_names() -> None:
-    assert PYPROJECT["project"]["license"] == {"text": "Apache-2.0"}
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+    assert PYPROJECT["project"]["license-files"] == ["LICENSE"]
     text = (REPO / "LICENSE").read_bytes()
     assert hashlib.sha256(text).hexdigest() == APACHE_2_SHA256
     urls = PYPROJECT["project"]["urls"]
@@ -263,3 +264,45 @@ def test_auto_report_is_fork_safe(
         assert outputs["report-file"] == "amp-clipfix.sarif"
         sarif = json.loads((tmp_path / "amp-clipfix.sarif").read_text())
         assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+
+
+def test_a_fresh_clone_builds_a_wheel_that_runs(tmp_path: Path) -> None:
+    """What `pip install ./amp-clipfix` builds from a clone (the tracked files, nothing beside
+    them): its metadata says what pyproject says, it carries the LICENSE, and it runs."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: no clone to imitate")
+    clone = tmp_path / "amp-clipfix"
+    for name in listed.stdout.decode().split("\0"):
+        source = REPO / name
+        if name and source.is_file() and not name.startswith(("fixtures/", "tests/")):
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+        + [str(clone), "-w", str(tmp_path / "dist")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("amp_clipfix-*.whl")
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        license_name = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+        assert archive.read(license_name) == (REPO / "LICENSE").read_bytes()
+    head = metadata.decode().split("\n\n", 1)[0].splitlines()
+    assert "Requires-Python: >=3.10" in head and "License-Expression: Apache-2.0" in head
+    assert "Project-URL: Source, https://github.com/amp-clipfix/amp-clipfix" in head
+    env = {**os.environ, "PYTHONPATH": str(wheel)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", str(SAMPLE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 1 and "ACF001" in ran.stdout, ran.stderr

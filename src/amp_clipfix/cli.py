@@ -33,7 +33,7 @@ from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
-from amp_clipfix.project.discover import Project, find_project_root
+from amp_clipfix.project.discover import Project, exclusion, find_project_root
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.settings import (
     CommandLine,
@@ -112,7 +112,6 @@ class Settings:
     command_line: CommandLine = field(default_factory=CommandLine)
     exit_zero: bool = False
     output_file: Path | None = None
-    warnings: tuple[str, ...] = ()
     configurer: ProjectConfigurer = field(default_factory=lambda: ProjectConfigurer(CommandLine()))
     cache: bool = True
     force_exclude: bool = False
@@ -314,9 +313,14 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
     )
     if stdin_data is not None:
         name = settings.stdin_filename or Path("stdin.py")
-        configured = settings.configurer(Project(find_project_root(name), (name,)), options)
+        root = find_project_root(name)
+        configured = settings.configurer(Project(root, (name,)), options)
         if isinstance(configured, FileError):
             return RunResult((), (), (configured,), files_seen=0, files_parsed=0, projects=0)
+        reason = exclusion(Path(os.path.abspath(name)), root, settings.configurer.excludes(root))
+        if settings.force_exclude and reason is not None:  # an editor's buffer: left as it is
+            note = f"{name}: excluded ({reason}); skipped (--force-exclude)"
+            return RunResult((), (), (), files_seen=0, files_parsed=0, projects=0, notes=(note,))
         return run_source(name, stdin_data, configured[1])
     targets = line.scope.targets
     excludes = settings.configurer.excludes
@@ -692,10 +696,9 @@ def summary_line(
 
 
 def report_errors(result: RunResult, settings: Settings) -> None:
-    """Warnings (unknown codes anywhere, untracked files, empty paths), then errors: one line
-    each, on stderr."""
-    warnings = list(settings.warnings)
-    warnings.extend(settings.configurer.warnings)
+    """Warnings (unknown codes in suppression comments, untracked files, excluded or empty
+    paths), then errors: one line each, on stderr."""
+    warnings = list(settings.configurer.warnings)
     warnings.extend(suppression_warnings(result.findings))
     warnings.extend(result.notes)
     for warning in dict.fromkeys(warnings):

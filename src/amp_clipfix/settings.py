@@ -106,11 +106,8 @@ class Scope:
 
     targets: tuple[Path, ...]
     only: tuple[Path, ...] | None = None
-
-    @property
-    def implied(self) -> frozenset[Path]:
-        """Targets nobody named: the project roots a partial run walks (no notes for them)."""
-        return frozenset(self.targets) - frozenset(self.only or self.targets)
+    # Targets nobody named: the project roots a partial run walks (no notes for them).
+    implied: frozenset[Path] = frozenset()
 
     def touches(self, finding: Finding) -> bool:
         """A site in a named file or under a named folder; links count as what they name (a
@@ -133,13 +130,12 @@ def partial_scope(paths: Sequence[Path]) -> Scope:
     `setup.py` or `environment.yml`, which are also read as code."""
     targets: list[Path] = []
     only: list[Path] = []
-    partial = False
+    implied: set[Path] = set()
     for path in paths:
         if observed.is_file(path) and is_pin_file(path):
             root = find_project_root(path)
             targets.append(root)
             only.append(root)
-            partial = True
             continue
         targets.append(path)
         only.append(path)
@@ -148,11 +144,12 @@ def partial_scope(paths: Sequence[Path]) -> Scope:
         root = find_project_root(path)
         if any(observed.lexists(root / marker) for marker in PROJECT_MARKERS):
             targets.append(root)
-            partial = True
-    if not partial:
+            implied.add(root)
+    if targets == list(paths):
         return Scope(tuple(paths))
     unique = tuple(dict.fromkeys(targets))
-    return Scope(unique, tuple(_absolute(path) for path in only))
+    named = {_absolute(path) for path in only}
+    return Scope(unique, tuple(_absolute(path) for path in only), frozenset(implied - named))
 
 
 def _absolute(path: Path) -> Path:
