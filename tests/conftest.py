@@ -17,6 +17,22 @@ import pytest
 RUNTIME_TESTS = Path(__file__).resolve().parent / "runtime"
 
 
+def _own_user_cache() -> str:
+    """The cache seals its entries with a secret in the user's cache folder
+    (cache_layout.secret): the suite, and the subprocesses it starts, get a folder of their
+    own, removed at the end, never the real one."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="amp-clipfix-tests-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+os.environ["XDG_CACHE_HOME"] = _own_user_cache()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if RUNTIME_TESTS in Path(str(item.path)).parents:

@@ -353,3 +353,24 @@ def test_an_entry_is_read_whole_only_up_to_its_bound(
     assert cache.load(big) is None
     cache.store(big, "small")
     assert cache.load(big) == "small"
+
+
+def test_a_secret_the_repository_brings_is_never_used(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI may point XDG_CACHE_HOME into the checkout (to cache it): a repository that brings
+    the secret its lying entries were sealed with still gets a fresh answer."""
+    arguments = ("check", "--lightning-version", "2.6.6", ".")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-machine"))
+    with monkeypatch.context() as lying:
+        lying.setattr(pipeline, "collect_stages", lambda *arguments: None)
+        assert b"0 findings" in amp_clipfix(project, *arguments).stdout
+    shipped = project / ".cache" / "amp-clipfix"
+    shutil.copytree(tmp_path / "other-machine" / "amp-clipfix", shipped)
+    assert (shipped / "secret").stat().st_mode & 0o777 == 0o600
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(project / ".cache"))
+    fresh = amp_clipfix(project, *arguments, "--no-cache", entry=False)
+    assert fresh.code == 1 and b"optim.py:5:51: ACF002" in fresh.stdout
+    assert amp_clipfix(project, *arguments) == fresh
+    assert amp_clipfix(project, *arguments, entry=False) == fresh

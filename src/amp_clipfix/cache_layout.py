@@ -168,9 +168,9 @@ def _read_secret(path: str) -> bytes | None:
     data = read_file(path, SECRET_BYTES)
     if data is None or len(data) != SECRET_BYTES:
         return None
-    if hasattr(os, "getuid"):
+    if hasattr(os, "geteuid"):
         status = os.stat(path, follow_symlinks=False)
-        if status.st_uid != os.getuid() or status.st_mode & 0o077:
+        if status.st_uid != os.geteuid() or status.st_mode & 0o077:
             return None
     return data
 
