@@ -195,13 +195,19 @@ class Resolution:
         return self.found
 
     def summaries_with(self, *words: bytes, among: set[Path] | None = None) -> Iterator[Summary]:
-        for path, data in self.contents.items():
+        matching = self.files_with(*words)
+        for path in self.contents:
             if among is not None and path not in among:
                 continue
-            if any(word in data for word in words) and not is_library(path):
+            if path in matching and not is_library(path):
                 summary = self.ev.summary(path)
                 if summary is not None:
                     yield summary
+
+    def files_with(self, *words: bytes) -> set[Path]:
+        """Files holding any of `words`: each word's files are searched once per run (the
+        evaluator keeps them for the trial and the final resolution alike)."""
+        return set().union(*(self.ev.files_with(word) for word in words))
 
     # -- refining run-time sites ---------------------------------------------------------------
 
@@ -300,7 +306,7 @@ class Resolution:
     def module_optimizers(self) -> None:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
         and those of its project bases build, wherever their `fused` is decided."""
-        candidates = {p for p, d in self.contents.items() if any(w in d for w in CLASS_WORDS)}
+        candidates = self.files_with(*CLASS_WORDS)
         for summary in self.summaries_with(*CLASS_WORDS, among=relevant_among(self.ev, candidates)):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))
