@@ -13,7 +13,7 @@ test functions) are left out, so a factory named `main` imported by a module cla
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 # A line break, then a top-level definition or assignment: searched in b"\n" + the text, the
@@ -164,9 +164,12 @@ def class_text(data: bytes, match: re.Match[bytes]) -> bytes:
 NEXT_LINE = re.compile(rb"^([ \t]*)(?=[^\s#)\]}])", re.MULTILINE)
 
 
-def files_naming(contents: Mapping[Path, bytes], names: set[str]) -> set[Path]:
+def files_naming(
+    contents: Mapping[Path, bytes], names: set[str], among: Collection[Path] | None = None
+) -> set[Path]:
     """Files that write one of `names`, or a name defined at the top of a file that does (a
-    factory returning the class): where a module class can be created and fitted."""
+    factory returning the class): where a module class can be created and fitted. `among`:
+    only these files are wanted (those that fit at all); the names still come from every file."""
     pattern = any_word({name.encode("utf-8") for name in names})
     if pattern is None:
         return set()
@@ -174,7 +177,8 @@ def files_naming(contents: Mapping[Path, bytes], names: set[str]) -> set[Path]:
     nearby = set().union(*(top_level_names(contents[path]) for path in direct))
     pattern = any_word({name.encode("utf-8") for name in names} | nearby)
     assert pattern is not None
-    return {path for path, data in contents.items() if pattern.search(data)}
+    wanted = contents if among is None else among
+    return {path for path in wanted if pattern.search(contents[path])}
 
 
 def any_word(words: set[bytes]) -> WordSearch | None:
