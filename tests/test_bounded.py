@@ -93,3 +93,93 @@ def test_many_calls_through_a_long_chain_stay_small(
     counted, findings = analyse(tmp_path / "many", wrapper_chain(40, calls=50), monkeypatch)
     assert [code for code, _ in findings] == ["ACF001"]  # one precision, one finding
     assert counted.longest <= 50 + 4
+
+
+def large_module(statements: int, newline: str = "\n") -> str:
+    """Top-level data around one Trainer finding: the shape of bench/projects.py's module."""
+    head = [
+        '"""A generated module."""',
+        "import torch",
+        "from lightning.pytorch import LightningModule, Trainer",
+        "",
+        "",
+        "class Model(LightningModule):",
+        "    def configure_optimizers(self):",
+        "        return torch.optim.AdamW(self.parameters(), lr=1e-3, fused=True)",
+        "",
+    ]
+    data = []
+    for index in range(statements):
+        data.append(
+            [
+                f"value_{index} = {index}",
+                f"name_{index} = 'text {index}'  # a comment",
+                f"table_{index} = {{\n    'a': {index},\n    'b': [1, 2],\n}}",
+                f"listed_{index} = [value_{index}, {index}]",
+            ][index % 4]
+        )
+    tail = ["", "trainer = Trainer(precision='16-mixed', gradient_clip_val=1.0)", ""]
+    tail += ["trainer.fit(Model())", ""]
+    return newline.join(head + data + tail)
+
+
+def fixed(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch, whole: bool = False):  # noqa: ANN201
+    """The run's change and every text libcst parsed (with `whole`: the module not elided)."""
+    from amp_clipfix.fixes import elide
+    from amp_clipfix.sources import python
+
+    folder.mkdir()
+    (folder / "module.py").write_bytes(source.encode())
+    parsed: list[str] = []
+    real = python.parse_libcst
+
+    def counting(text: str):  # noqa: ANN202
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(python, "parse_libcst", counting)
+    if whole:
+        monkeypatch.setattr(elide, "elide", lambda *arguments: None)
+    result = run([folder], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True, with_edits=True))
+    monkeypatch.undo()
+    assert result.errors == ()
+    (change,) = result.changes
+    return change.new_data, parsed, result
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_large_module_gives_libcst_only_what_the_fix_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, newline: str
+) -> None:
+    """JSON, SARIF and `apply` fix the module: libcst sees a text whose size does not grow with
+    the module's data, and the bytes are those of fixing the whole module."""
+    small = large_module(400, newline)
+    large = large_module(4000, newline)
+    small_data, small_parsed, _ = fixed(tmp_path / "small", small, monkeypatch)
+    large_data, large_parsed, result = fixed(tmp_path / "large", large, monkeypatch)
+    whole_data, whole_parsed, _ = fixed(tmp_path / "whole", large, monkeypatch, whole=True)
+    assert large_data == whole_data  # byte for byte what the whole module's fix gives
+    assert len(whole_parsed[0]) == len(large)
+    assert len(large_parsed) == len(small_parsed) == 1
+    # Beyond its line breaks (one string token), the text libcst reads does not grow.
+    seen = [
+        len(text.replace("\r", "").replace("\n", "")) for text in (*large_parsed, *small_parsed)
+    ]
+    assert seen[0] == seen[1] < len(small) / 10
+    assert large_parsed[0].count(newline) == large.count(newline)  # lines keep their numbers
+    assert result.edits and all(edits for edits in result.edits.values())
+
+
+def test_data_naming_what_the_fix_touches_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Data that binds a name the kept code writes (`Trainer = ...` would change what the call
+    means), or that reads a helper the fix inserts, stays in what libcst sees."""
+    source = large_module(400).replace(
+        "value_8 = 8", "Trainer = Trainer\nhelper = clip_module_gradients_unscaled"
+    )
+    data, parsed, _ = fixed(tmp_path / "kept", source, monkeypatch)
+    whole, _, _ = fixed(tmp_path / "whole", source, monkeypatch, whole=True)
+    assert data == whole
+    assert "Trainer = Trainer\n" in parsed[0]
+    assert "helper = clip_module_gradients_unscaled\n" in parsed[0]

@@ -890,9 +890,22 @@ def fixed_file(
         }
         file = replace(file, document=replace(document, text=edited), tree=None)
     if file.tree is None and file.document.language is Language.PYTHON:  # parsed only to fix
-        from amp_clipfix.sources.python import parse_libcst
+        from amp_clipfix.fixes.elide import elide
+        from amp_clipfix.sources.python import parse_libcst, verify_python
 
-        file = replace(file, tree=parse_libcst(file.document.text))
+        document = file.document
+        lines = [(s.span.line, s.span.end_line) for sites in targets.values() for s in sites]
+        elided = elide(document.text, lines, file.syntax)
+        if elided is not None:  # a large module: libcst sees what the fixes need
+            part = replace(document, text=elided.text)
+            fixed_part = fixed_text(
+                replace(file, document=part, tree=parse_libcst(part.text)), targets, target, helpers
+            )
+            text = elided.restore(fixed_part)
+            if text is not None:
+                verify_python(part.text, fixed_part)  # the rest is the module's own statements
+                return document.adapter.render(document, text, parsed=True)
+        file = replace(file, tree=parse_libcst(document.text))
     text = fixed_text(file, targets, target, helpers)
     return document.adapter.render(document, text)
 

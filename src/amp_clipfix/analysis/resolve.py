@@ -195,13 +195,19 @@ class Resolution:
         return self.found
 
     def summaries_with(self, *words: bytes, among: set[Path] | None = None) -> Iterator[Summary]:
-        for path, data in self.contents.items():
+        matching = self.files_with(*words)
+        for path in self.contents:
             if among is not None and path not in among:
                 continue
-            if any(word in data for word in words) and not is_library(path):
+            if path in matching and not is_library(path):
                 summary = self.ev.summary(path)
                 if summary is not None:
                     yield summary
+
+    def files_with(self, *words: bytes) -> set[Path]:
+        """Files holding any of `words`: each word's files are searched once per run (the
+        evaluator keeps them for the trial and the final resolution alike)."""
+        return set().union(*(self.ev.files_with(word) for word in words))
 
     # -- refining run-time sites ---------------------------------------------------------------
 
@@ -300,7 +306,7 @@ class Resolution:
     def module_optimizers(self) -> None:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
         and those of its project bases build, wherever their `fused` is decided."""
-        candidates = {p for p, d in self.contents.items() if any(w in d for w in CLASS_WORDS)}
+        candidates = self.files_with(*CLASS_WORDS)
         for summary in self.summaries_with(*CLASS_WORDS, among=relevant_among(self.ev, candidates)):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))
@@ -536,7 +542,7 @@ class Resolution:
     def fit_calls(self) -> None:
         """Fits of the module classes that may have a fused optimizer (no other fit can link
         a Trainer to a finding)."""
-        among = text_search(self.ev, "naming", *sorted(self.fused_classes()))
+        among = text_search(self.ev, "naming", *sorted(self.fused_classes()), within=b".fit(")
         for summary in self.summaries_with(b".fit(", among=among):
             for call in summary.calls("fit"):
                 if not isinstance(call.func, ast.Attribute):
@@ -586,7 +592,10 @@ class Resolution:
         yaml_trainer = any(
             site.entry == names.CLI_TRAINER for file in self.files.values() for site in file.sites
         )
-        among = None if yaml_trainer else text_search(self.ev, "naming", *sorted(fused_classes))
+        among = None
+        if not yaml_trainer:
+            fused_names = sorted(fused_classes)
+            among = text_search(self.ev, "naming", *fused_names, within=b"LightningCLI")
         for summary in self.summaries_with(b"LightningCLI", among=among):
             for call in walk(summary.tree):
                 if not isinstance(call, ast.Call):
@@ -763,11 +772,16 @@ CLIPS_IN_CLASS = re.compile(rb"clip_gradients")
 
 
 def text_search(
-    evaluator: Evaluator, kind: str, *names: str, body: re.Pattern[bytes] | None = None
+    evaluator: Evaluator,
+    kind: str,
+    *names: str,
+    body: re.Pattern[bytes] | None = None,
+    within: bytes | None = None,
 ) -> set[Path]:
     """Files found by a text search of relevance.py, once per run: the trial and the final
-    resolution ask the same questions."""
-    key = (kind, names, body.pattern if body is not None else None)
+    resolution ask the same questions. `within`: a word every file the caller keeps holds (the
+    search need not look at the others)."""
+    key = (kind, names, body.pattern if body is not None else within)
     if key not in evaluator.text_searches:
         if kind == "subclasses":
             if evaluator.class_lines is None:
@@ -775,7 +789,8 @@ def text_search(
             base = names[0].encode("utf-8")
             found = subclass_files(evaluator.contents, base, body, evaluator.class_lines)
         else:
-            found = files_naming(evaluator.contents, set(names))
+            among = None if within is None else evaluator.files_with(within)
+            found = files_naming(evaluator.contents, set(names), among)
         evaluator.text_searches[key] = found
     return evaluator.text_searches[key]
 

@@ -101,7 +101,8 @@ class SourceAdapter(Protocol):
 
     def locate(self, document: Document, line: int) -> tuple[int | None, int]: ...
 
-    def render(self, document: Document, new_text: str) -> Rendered:
+    def render(self, document: Document, new_text: str, parsed: bool = False) -> Rendered:
         """The file's bytes with `new_text` in place of the document's text; VerifyError when the
-        result would not parse or not be a valid file of its kind."""
+        result would not parse or not be a valid file of its kind. `parsed`: the caller has
+        checked that the code parses (fixes/elide.py checks the part that changed)."""
         ...

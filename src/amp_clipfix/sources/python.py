@@ -44,8 +44,9 @@ class PythonSource:
     def locate(self, document: Document, line: int) -> tuple[int | None, int]:
         return None, line
 
-    def render(self, document: Document, new_text: str) -> Rendered:
-        verify_python(document.text, new_text)
+    def render(self, document: Document, new_text: str, parsed: bool = False) -> Rendered:
+        if not parsed:
+            verify_python(document.text, new_text)
         try:
             return Rendered(encode_text(document.source, new_text))
         except SourceError as error:

@@ -454,7 +454,7 @@ class YamlSource:
     def locate(self, document: Document, line: int) -> tuple[int | None, int]:
         return None, line
 
-    def render(self, document: Document, new_text: str) -> Rendered:
+    def render(self, document: Document, new_text: str, parsed: bool = False) -> Rendered:
         try:
             collect_config_sites(document.path, new_text)
             return Rendered(encode_text(document.source, new_text))
