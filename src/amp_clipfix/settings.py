@@ -55,16 +55,19 @@ def code_error(where: str, entries: Sequence[str] | None, selects: bool = False)
     """One line naming the unknown codes of `where` (a typo would switch a check off for good,
     so it is an error, as in ruff), or saying that a selection selects nothing (`--select ""`
     from an unset CI variable); None when all is well."""
-    if entries is None:
-        return None
-    known = f"known codes: {', '.join(known_codes())}"
-    if selects and not entries:
-        return f"{where}: selects no code (an empty value; {known}, or ALL)"
+    if entries is None or (not entries and not selects):
+        return None  # nothing to check: the rule registry (and the analysis) stays unimported
+    if not entries:
+        return f"{where}: selects no code (an empty value; {known_list()}, or ALL)"
     unknown = unknown_codes(entries)
     if not unknown:
         return None
     names = ", ".join(repr(code) for code in unknown)
-    return f"{where}: unknown code{'s' if len(unknown) > 1 else ''} {names} ({known})"
+    return f"{where}: unknown code{'s' if len(unknown) > 1 else ''} {names} ({known_list()})"
+
+
+def known_list() -> str:
+    return f"known codes: {', '.join(known_codes())}"
 
 
 def config_code_error(config: Config) -> str | None:
