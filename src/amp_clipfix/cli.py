@@ -801,8 +801,8 @@ def ask(question: str) -> str:
     """One answer among `ANSWERS` (end of input is `q`); anything else prints the help and
     asks again."""
     while True:
+        PROMPT.open = True  # before the question shows: Ctrl-C may come at any moment
         click.echo(question, nl=False, err=True)
-        PROMPT.open = True
         line = sys.stdin.readline()
         PROMPT.open = False
         if not line:  # end of input (Ctrl-D): quit
