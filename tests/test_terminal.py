@@ -204,46 +204,27 @@ def test_each_file_is_its_own_choice(work: Path) -> None:
     assert "+def clip_gradients_unscaled(" in before_second[before_second.index("(1/3)") :]
 
 
-def test_a_writes_this_file_and_all_the_rest(work: Path) -> None:
+@pytest.mark.parametrize(
+    ("answers", "written", "code", "said"),
+    [
+        ((b"n\n", b"a\n"), (False, True, True), 1, "Left unwritten, fixes not applied: 1 file"),
+        ((b"a\n",), (True, True, True), 0, "Fixed 3 files."),
+        ((b"y\n", b"q\n"), (True, False, False), 1, "Left unwritten, fixes not applied: 2 files"),
+        ((b"\x04",), (False, False, False), 1, "Nothing written."),  # Ctrl-D: as q
+    ],
+    ids=["n-then-a", "a-at-once", "y-then-q", "end-of-input"],
+)
+def test_a_writes_the_rest_and_q_writes_nothing_more(
+    work: Path, answers: tuple[bytes, ...], written: tuple[bool, ...], code: int, said: str
+) -> None:
     terminal = Terminal(["apply", "--no-cache", "sample_project"], work / "work")
-    answer(terminal, b"n\n", b"a\n")
-    code, text = terminal.finish()
-    assert state(work) == {
-        "model.py": "unchanged",
-        "train_fabric.py": "fixed",
-        "train_fabric2.py": "fixed",
-    }
-    assert code == 1 and "(3/3)" not in text
-
-
-def test_a_at_the_first_question_writes_everything(work: Path) -> None:
-    terminal = Terminal(["apply", "--no-cache", "sample_project"], work / "work")
-    answer(terminal, b"a\n")
-    code, text = terminal.finish()
-    assert set(state(work).values()) == {"fixed"}
-    assert code == 0, text
-    assert "Fixed 3 files." in text and "Left unwritten" not in text
-
-
-def test_q_writes_what_was_chosen_and_nothing_more(work: Path) -> None:
-    terminal = Terminal(["apply", "--no-cache", "sample_project"], work / "work")
-    answer(terminal, b"y\n", b"q\n")
-    code, text = terminal.finish()
-    assert state(work) == {
-        "model.py": "fixed",
-        "train_fabric.py": "unchanged",
-        "train_fabric2.py": "unchanged",
-    }
-    assert code == 1 and "(3/3)" not in text
-    assert "Left unwritten, fixes not applied: 2 files" in text
-
-
-def test_end_of_input_at_the_prompt_is_quit(work: Path) -> None:
-    terminal = Terminal(["apply", "--no-cache", "sample_project"], work / "work")
-    answer(terminal, b"\x04")  # Ctrl-D
-    code, text = terminal.finish()
-    assert set(state(work).values()) == {"unchanged"}
-    assert code == 1 and "Nothing written." in text
+    answer(terminal, *answers)
+    exit_code, text = terminal.finish()
+    expected = {name: "fixed" if done else "unchanged" for name, done in zip(FILES, written)}
+    assert state(work) == expected
+    assert exit_code == code, text
+    assert said in text
+    assert text.count("Write sample_project/") == len(answers)  # none asked after a or q
 
 
 def interrupted_lines(text: str) -> list[str]:
