@@ -383,3 +383,48 @@ def test_file_names_with_control_characters_never_reach_the_output_raw(
         annotations = result.stdout.splitlines()
         assert len(annotations) == 3
         assert all("file=" not in line for line in annotations)
+
+
+@pytest.mark.parametrize("reply", ["y", "n"])
+def test_the_helper_module_goes_with_the_file_that_imports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reply: str
+) -> None:
+    """Only the file is asked about; its helper module is written with it (first), or not at
+    all: never one without the other."""
+    case = REPO / "fixtures" / "trainer_unscale_helper_module_created"
+    shutil.copytree(case / "input", tmp_path / "p")
+    monkeypatch.setattr("amp_clipfix.cli.is_interactive", lambda: True)
+    monkeypatch.chdir(tmp_path / "p")
+    args = ["apply", "--no-cache", "--strategy", "unscale", "--lightning-version", "2.6.6", "."]
+    result = CliRunner().invoke(main, args, input=f"{reply}\n")
+    assert re.findall(r"\(\d/\d\) Write (\S+)\?", result.output) == ["mypkg/model.py"]
+    helper = tmp_path / "p" / "mypkg" / "amp_helpers.py"
+    model = (tmp_path / "p" / "mypkg" / "model.py").read_bytes()
+    if reply == "y":
+        assert result.exit_code == 0, result.output
+        assert helper.read_bytes() == (case / "expected" / "mypkg" / "amp_helpers.py").read_bytes()
+        assert model == (case / "expected" / "mypkg" / "model.py").read_bytes()
+    else:
+        assert result.exit_code == 1, result.output
+        assert not helper.exists()
+        assert model == (case / "input" / "mypkg" / "model.py").read_bytes()
+
+
+def test_a_helper_module_that_cannot_be_written_keeps_its_importers_unwritten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only helper module is refused: the file that would import from it is not
+    written either (it would fail with ImportError), and both say so."""
+    case = REPO / "fixtures" / "fabric_unscale_helper_module_updated"
+    shutil.copytree(case / "input", tmp_path / "p")
+    helper = tmp_path / "p" / "tools" / "amp.py"
+    helper.chmod(0o444)
+    monkeypatch.chdir(tmp_path / "p")
+    args = ["apply", "--yes", "--no-cache", "--strategy", "unscale", "--lightning-version", "2.6.6"]
+    result = CliRunner().invoke(main, [*args, "."])
+    assert result.exit_code == 2, result.output
+    assert (tmp_path / "p" / "train.py").read_bytes() == (case / "input" / "train.py").read_bytes()
+    assert helper.read_bytes() == (case / "input" / "tools" / "amp.py").read_bytes()
+    assert "error: train.py: not written: the helper module it imports from could not be" in (
+        result.stderr
+    )
