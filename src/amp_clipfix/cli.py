@@ -765,14 +765,26 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     table = Table(
         title="amp-clipfix per project", title_justify="left", box=None if not utf else box.SIMPLE
     )
-    for column in ("project", "release assumed", "findings", "fixed", "left for review", "errors"):
+    columns = ("project", "release assumed", "findings", "fixed", "left for review", "errors")
+    for column in columns:
         table.add_column(column, justify="left" if column == "project" else "right")
-    for row in project_rows(result.per_project, fixed, wrote):
+    rows = project_rows(result.per_project, fixed, wrote)
+    for row in rows:
         table.add_row(*row)
     stderr = stderr_console()
-    Console(stderr=True, width=max(stderr.width, 100) if not stderr.is_terminal else None).print(
-        table
-    )
+    console = Console(stderr=True, width=max(stderr.width, 100) if not stderr.is_terminal else None)
+    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
+    if natural > console.width:
+        # too narrow for the columns to stay readable: one block of lines per project
+        table = Table(title="amp-clipfix per project", title_justify="left", box=None)
+        table.add_column("", overflow="fold")
+        table.add_column("", justify="right", overflow="fold")
+        table.show_header = False
+        for row in rows:
+            table.add_row(terminal_safe(row[0]), "", style="bold")
+            for column, value in zip(columns[1:], row[1:]):
+                table.add_row(f"  {column}", value)
+    console.print(table)
 
 
 def is_interactive() -> bool:
