@@ -727,7 +727,8 @@ def write_patch_dir(result: RunResult, folder: Path) -> None:
         for name, project in zip(project_patch_names([p.root for p in projects]), projects):
             target = folder / name
             target.write_bytes(b"".join(patch_of(c, project.root) for c in project.changes))
-            click.echo(f"wrote {display_path(target)} ({display_path(project.root)})", err=True)
+            shown = f"wrote {display_path(target)} ({display_path(project.root)})"
+            click.echo(terminal_safe(shown), err=True)
     except OSError as error:
         raise click.FileError(str(folder), error.strerror or str(error)) from None
 
