@@ -1,8 +1,8 @@
 """The command line: `amp-clipfix check`, `apply`, `explain` and `schema` (DESIGN.md §3, §6).
 
 Exit codes: 0 nothing (left) to fix, 1 findings remain or changes are pending, 2 usage or file
-errors; `--exit-zero` turns 1 into 0. Piped, `apply` prints a plain patch on stdout and
-everything else on stderr.
+errors, 130 interrupted (Ctrl-C); `--exit-zero` turns 1 into 0. Piped, `apply` prints a plain
+patch on stdout and everything else on stderr.
 """
 
 from __future__ import annotations
@@ -443,7 +443,8 @@ def check(**options: object) -> None:
 def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -> None:
     """Fix the findings in PATHS: show the change as a unified diff, then write it.
 
-    On a terminal it asks before writing; --yes writes without asking; --dry-run never writes.
+    On a terminal it asks per file before writing (y, n, a: this and the rest, q: nothing more,
+    ?: help); --yes writes without asking; --dry-run never writes.
     Piped, the diff is a plain patch on stdout (`git apply` takes it) and everything else goes to
     stderr. With PATH `-`, the fixed code is printed on stdout and the report (any format) on
     stderr. Exit 0 when nothing is left to fix, 1 when findings remain unfixed or changes are
