@@ -231,6 +231,12 @@ def site_diagnostics(
         if key not in seen:
             seen.add(key)
             sites.append(site)
+    if finding.fix is not None and finding.fix.leftover:  # never let a partial fix pass as whole
+        left = "; ".join(
+            f"{display_path(site.path)}:{site.shown_span.line} {site.detail}"
+            for site in finding.fix.leftover
+        )
+        message += f"\n\nThe fix is partial: left for a person: {left}."
     block = one_block(edits, file_lines) if finding.fix is not None else None
     patch = fix_patch(edits, file_lines) if finding.fix is not None and edits else None
     with_patch = message + _patch_note(finding, patch) if patch else message
