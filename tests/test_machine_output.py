@@ -435,3 +435,18 @@ def test_every_key_of_real_json_output_is_described(
     jsonschema.Draft7Validator(schema).validate(document)
     assert document["findings"], "each run should report something to check"
     assert undescribed(schema, schema, document) == []
+
+
+def test_rdjson_never_passes_a_partial_fix_as_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """guard wraps one of two clip calls: each comment says what stays for a person."""
+    case = REPO / "fixtures" / "fabric_guard_partial_some_clips_unguardable"
+    shutil.copytree(case / "input", tmp_path / "p")
+    monkeypatch.chdir(tmp_path / "p")
+    args = ["--strategy", "guard", "--lightning-version", "2.6.6", "."]
+    document = json.loads(invoke("check", "--format", "rdjson", *args).stdout)
+    assert document["diagnostics"]
+    for diagnostic in document["diagnostics"]:
+        message = diagnostic["message"]
+        assert "The fix is partial: left for a person: train.py:13 fabric.clip_gradients" in message

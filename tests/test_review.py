@@ -6,7 +6,6 @@ cannot encode the output."""
 from __future__ import annotations
 
 import os
-import pty
 import re
 import shutil
 import subprocess
@@ -386,30 +385,18 @@ def test_apply_stdin_prints_only_the_code_on_stdout(sample: Path, output_format:
 
 
 def run_on_terminal(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, bytes]:
-    """Run under a pseudo-terminal (stdin, stdout, stderr), answering the prompt with no."""
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "amp_clipfix", *args],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        cwd=cwd,
-        env=env,
-    )
-    os.close(follower)
-    output = b""
+    """Run under a pseudo-terminal (stdin, stdout, stderr), answering each question with no."""
+    from test_terminal import QUESTION, Terminal
+
+    terminal = Terminal(args, cwd, env=env)
     while True:
         try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the terminal closed: the process is gone
+            terminal.wait_for(QUESTION)
+        except AssertionError:  # it ended: no more questions
             break
-        if not chunk:
-            break
-        output += chunk
-        if output.rstrip().endswith(b"[y,n,a,q,?]"):
-            os.write(leader, b"n\n")
-    os.close(leader)
-    return process.wait(timeout=120), output
+        terminal.send(b"n\n")
+    code, _ = terminal.finish()
+    return code, terminal.output
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")

@@ -1,8 +1,8 @@
 """The command line: `amp-clipfix check`, `apply`, `explain` and `schema` (DESIGN.md §3, §6).
 
 Exit codes: 0 nothing (left) to fix, 1 findings remain or changes are pending, 2 usage or file
-errors; `--exit-zero` turns 1 into 0. Piped, `apply` prints a plain patch on stdout and
-everything else on stderr.
+errors, 130 interrupted (Ctrl-C); `--exit-zero` turns 1 into 0. Piped, `apply` prints a plain
+patch on stdout and everything else on stderr.
 """
 
 from __future__ import annotations
@@ -467,7 +467,8 @@ def check(**options: object) -> None:
 def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -> None:
     """Fix the findings in PATHS: show the change as a unified diff, then write it.
 
-    On a terminal it asks before writing; --yes writes without asking; --dry-run never writes.
+    On a terminal it asks per file before writing (y, n, a: this and the rest, q: nothing more,
+    ?: help); --yes writes without asking; --dry-run never writes.
     Piped, the diff is a plain patch on stdout (`git apply` takes it) and everything else goes to
     stderr. With PATH `-`, the fixed code is printed on stdout and the report (any format) on
     stderr. Exit 0 when nothing is left to fix, 1 when findings remain unfixed or changes are
@@ -829,8 +830,16 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     table = Table(
         title="amp-clipfix per project", title_justify="left", box=None if not utf else box.SIMPLE
     )
-    columns = ("project", "release assumed", "from", "findings", "fixed", "left for review")
-    for column in (*columns, "errors"):
+    columns = (
+        "project",
+        "release assumed",
+        "from",
+        "findings",
+        "fixed",
+        "left for review",
+        "errors",
+    )
+    for column in columns:
         text = column in ("project", "from")
         table.add_column(
             column,
@@ -838,12 +847,23 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
             overflow="fold",  # never cut a path short
             min_width=24 if column == "from" else None,
         )
-    for row in project_rows(result.per_project, fixed, wrote):
+    rows = project_rows(result.per_project, fixed, wrote)
+    for row in rows:
         table.add_row(*(Text(cell) for cell in row))  # text, never markup: `[tool.x]` stays
     stderr = stderr_console()
-    Console(stderr=True, width=max(stderr.width, 120) if not stderr.is_terminal else None).print(
-        table
-    )
+    console = Console(stderr=True, width=max(stderr.width, 120) if not stderr.is_terminal else None)
+    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
+    if natural > console.width:
+        # too narrow for the columns to stay readable: one block of lines per project
+        table = Table(title="amp-clipfix per project", title_justify="left", box=None)
+        table.add_column("", overflow="fold")
+        table.add_column("", justify="right", overflow="fold")
+        table.show_header = False
+        for row in rows:
+            table.add_row(Text(terminal_safe(row[0])), "", style="bold")
+            for column, value in zip(columns[1:], row[1:]):
+                table.add_row(f"  {column}", Text(value))
+    console.print(table)
 
 
 def is_interactive() -> bool:
@@ -872,8 +892,8 @@ def ask(question: str) -> str:
     """One answer among `ANSWERS` (end of input is `q`); anything else prints the help and
     asks again."""
     while True:
+        PROMPT.open = True  # before the question shows: Ctrl-C may come at any moment
         click.echo(question, nl=False, err=True)
-        PROMPT.open = True
         line = sys.stdin.readline()
         PROMPT.open = False
         if not line:  # end of input (Ctrl-D): quit

@@ -466,9 +466,10 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
     suppressed, one diagnostic per site (output/review.py says why): a fix that fits one block of
     lines is a `suggestion` ("commit suggestion" on a pull request), any other the full patch in
     the message."""
-    from amp_clipfix.output.review import site_diagnostics
+    from amp_clipfix.output.review import FileLines, site_diagnostics
     from amp_clipfix.rules import HOMEPAGE, RULES, help_uri
 
+    file_lines = FileLines()
     diagnostics = []
     for finding in sorted_findings(findings):
         if finding.suppressed:
@@ -478,7 +479,9 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
             "code": {"value": finding.code, "url": help_uri(finding.code)},
         }
         diagnostics.extend(
-            site_diagnostics(finding, _edits_for(finding, edits), _full_message(finding), base)
+            site_diagnostics(
+                finding, _edits_for(finding, edits), _full_message(finding), base, file_lines
+            )
         )
     document = {
         "source": {"name": "amp-clipfix", "url": HOMEPAGE},

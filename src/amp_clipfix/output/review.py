@@ -20,10 +20,8 @@ Columns are UTF-8 byte offsets, reviewdog's rule (proto/rdf/reviewdog.proto, `Po
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +32,14 @@ from amp_clipfix.output.locations import file_span
 from amp_clipfix.paths import display_path
 from amp_clipfix.sources.text import SourceError, decode_source
 
-__all__ = ["MAX_UNCHANGED_LINES", "LineBlock", "fix_patch", "one_block", "site_diagnostics"]
+__all__ = [
+    "MAX_UNCHANGED_LINES",
+    "FileLines",
+    "LineBlock",
+    "fix_patch",
+    "one_block",
+    "site_diagnostics",
+]
 
 # A suggestion may carry this many unchanged lines between two edits and still read as one fix.
 MAX_UNCHANGED_LINES = 3
@@ -60,22 +65,21 @@ def split_text_lines(text: str) -> list[str]:
     return lines
 
 
-def file_lines(path: Path) -> list[str] | None:
-    """The file's lines as it is on disk now (before `apply` writes), None when it is absent or
-    cannot be decoded (a helper module the fix creates is absent: empty)."""
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return _file_lines(str(path), status.st_mtime_ns, status.st_size)
+class FileLines:
+    """Each file's lines as it is on disk now (before `apply` writes), read once per report
+    through `observed`; None when it is absent or cannot be decoded."""
 
+    def __init__(self) -> None:
+        self._read: dict[Path, list[str] | None] = {}
 
-@lru_cache(maxsize=256)
-def _file_lines(path: str, mtime_ns: int, size: int) -> list[str] | None:
-    try:
-        return split_text_lines(decode_source(Path(path), observed.read_bytes(path)).text)
-    except (OSError, SourceError):
-        return None
+    def __call__(self, path: Path) -> list[str] | None:
+        if path not in self._read:
+            try:
+                text = decode_source(path, observed.read_bytes(path)).text
+                self._read[path] = split_text_lines(text)
+            except (OSError, SourceError):
+                self._read[path] = None
+        return self._read[path]
 
 
 def _old_lines(edit: Edit) -> tuple[int, int]:
@@ -96,7 +100,7 @@ def apply_edits(lines: Sequence[str], edits: Sequence[Edit]) -> str:
     return "".join(out)
 
 
-def one_block(edits: Sequence[Edit]) -> LineBlock | None:
+def one_block(edits: Sequence[Edit], file_lines: FileLines) -> LineBlock | None:
     """The fix as one block of whole lines, or None when it does not fit one (several files,
     edits far apart, a file that cannot be read again)."""
     if not edits or any(edit.path != edits[0].path for edit in edits):
@@ -129,7 +133,7 @@ def _shifted(edits: Sequence[Edit], by: int) -> list[Edit]:
     ]
 
 
-def fix_patch(edits: Sequence[Edit]) -> str | None:
+def fix_patch(edits: Sequence[Edit], file_lines: FileLines) -> str | None:
     """The fix's own unified patch (paths relative to the current folder, `git apply` takes
     it), None when a file it edits cannot be read again."""
     by_path: dict[Path, list[Edit]] = {}
@@ -153,9 +157,8 @@ def fix_patch(edits: Sequence[Edit]) -> str | None:
     return "".join(parts) or None
 
 
-def byte_column(site_path: Path, line: int, column: int) -> int:
+def byte_column(lines: list[str] | None, line: int, column: int) -> int:
     """The 1-based UTF-8 byte column of character `column` (0-based) of `line`."""
-    lines = file_lines(site_path)
     if lines is None or not 1 <= line <= len(lines):
         return column + 1
     return len(lines[line - 1][:column].encode("utf-8", "surrogatepass")) + 1
@@ -165,17 +168,22 @@ def _position(line: int, column: int | None = None) -> dict[str, int]:
     return {"line": line} if column is None else {"line": line, "column": column}
 
 
-def site_range(site: Site) -> dict[str, Any]:
+def site_range(site: Site, file_lines: FileLines) -> dict[str, Any]:
     """A site's range: UTF-8 byte columns, end exclusive; a notebook site covers whole file
     lines (its columns are the cell's, not the JSON file's)."""
     in_file = file_span(site)
     if in_file is not None:
         return {"start": _position(in_file.line), "end": _position(in_file.end_line)}
-    span = site.span
+    span, lines = site.span, file_lines(site.path)
     return {
-        "start": _position(span.line, byte_column(site.path, span.line, span.column)),
-        "end": _position(span.end_line, byte_column(site.path, span.end_line, span.end_column)),
+        "start": _position(span.line, byte_column(lines, span.line, span.column)),
+        "end": _position(span.end_line, byte_column(lines, span.end_line, span.end_column)),
     }
+
+
+def located(site: Site, file_lines: FileLines) -> dict[str, Any]:
+    """An rdjson `Location`: the display path and the site's range."""
+    return {"path": display_path(site.path), "range": site_range(site, file_lines)}
 
 
 def _site_lines(site: Site) -> tuple[int, int]:
@@ -206,7 +214,11 @@ def _suggestion(block: LineBlock) -> dict[str, Any]:
 
 
 def site_diagnostics(
-    finding: Finding, edits: Sequence[Edit], message: str, base: dict[str, Any]
+    finding: Finding,
+    edits: Sequence[Edit],
+    message: str,
+    base: dict[str, Any],
+    file_lines: FileLines,
 ) -> list[dict[str, Any]]:
     """One diagnostic per distinct site of the finding (the primary first), each with the
     other sites as `related_locations`. The diagnostic on the lines of a one-block fix carries
@@ -219,8 +231,14 @@ def site_diagnostics(
         if key not in seen:
             seen.add(key)
             sites.append(site)
-    block = one_block(edits) if finding.fix is not None else None
-    patch = fix_patch(edits) if finding.fix is not None and edits else None
+    if finding.fix is not None and finding.fix.leftover:  # never let a partial fix pass as whole
+        left = "; ".join(
+            f"{display_path(site.path)}:{site.shown_span.line} {site.detail}"
+            for site in finding.fix.leftover
+        )
+        message += f"\n\nThe fix is partial: left for a person: {left}."
+    block = one_block(edits, file_lines) if finding.fix is not None else None
+    patch = fix_patch(edits, file_lines) if finding.fix is not None and edits else None
     with_patch = message + _patch_note(finding, patch) if patch else message
 
     def inside(site: Site) -> bool:
@@ -235,7 +253,7 @@ def site_diagnostics(
     carrier = next((site for site in sites if inside(site)), None)
     diagnostics = []
     for site in sites:
-        location: dict[str, Any] = {"path": display_path(site.path), "range": site_range(site)}
+        location = located(site, file_lines)
         diagnostic: dict[str, Any] = {"message": with_patch, "location": location, **base}
         if site is carrier and block is not None:
             diagnostic["message"] = message
@@ -246,7 +264,7 @@ def site_diagnostics(
         related = [
             {
                 "message": f"{other.kind.role}: {other.detail}",
-                "location": {"path": display_path(other.path), "range": site_range(other)},
+                "location": located(other, file_lines),
             }
             for other in sites
             if other is not site

@@ -87,7 +87,11 @@ class ProgressBar:
         self._task = self._progress.add_task("finding files", total=None)
 
     def __enter__(self) -> ProgressBar:
-        self._progress.start()
+        try:
+            self._progress.start()
+        except BaseException:  # Ctrl-C as the bar comes up: take it down again
+            self._progress.stop()
+            raise
         return self
 
     def __exit__(
