@@ -439,6 +439,13 @@ def test_a_forked_program_runs_as_python_runs_it(tmp_path: Path) -> None:
     assert fresh[fixed].returncode == 0 and "TRAINED OK" in fresh[fixed].stdout, fresh[fixed]
 
 
+def test_a_missing_release_environment_fails(require_release) -> None:
+    """Fail, never skip: a release no environment was made for names the command that makes it."""
+    with pytest.raises(pytest.fail.Exception, match=r"is missing; .* `nox -t releases`"):
+        require_release(("lightning==0.0.1",))
+    require_release(())  # this interpreter's cases need none
+
+
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_required_modules_are_installed(case: Case) -> None:
     """Fail, never skip: a case whose program needs more than torch and Lightning says what."""
