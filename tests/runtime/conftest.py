@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 
 import noxfile
 
@@ -21,20 +21,12 @@ MAKE_RELEASES = "nox -t releases"
 
 @functools.cache
 def release_problem(requirements: tuple[str, ...]) -> str | None:
-    """Why the environment `noxfile.py` makes for this release cannot run its cases (missing,
-    or another version of an exactly pinned package), or None when it can."""
+    """Why the environment `noxfile.py` makes for this release cannot run its cases (missing, or
+    holding a version a requirement line excludes), or None when it can."""
     python = noxfile.python_of(list(requirements))
     if not python.exists():
         return f"{python} is missing"
-    pins = {}
-    for line in (noxfile.TORCH, *requirements):
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        exact = [spec.version for spec in requirement.specifier if spec.operator == "=="]
-        if exact:
-            pins[requirement.name] = exact[0]
+    wanted = [Requirement(line) for line in (noxfile.TORCH, *requirements)]
     probe = (
         "import importlib.metadata as m, json, sys\n"
         "def version(name):\n"
@@ -42,19 +34,16 @@ def release_problem(requirements: tuple[str, ...]) -> str | None:
         "    except m.PackageNotFoundError:\n        return None\n"
         "print(json.dumps({name: version(name) for name in json.loads(sys.argv[1])}))"
     )
-    found = subprocess.run(
-        [str(python), "-c", probe, json.dumps(sorted(pins))],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    names = json.dumps([requirement.name for requirement in wanted])
+    found = subprocess.run([str(python), "-c", probe, names], capture_output=True, text=True)
     if found.returncode != 0:
         return f"{python} does not run: {found.stderr.strip()[-500:]}"
     installed = json.loads(found.stdout)
     wrong = [
-        f"{name} {installed[name] or 'missing'} (wants {version})"
-        for name, version in pins.items()
-        if installed[name] is None or installed[name].split("+")[0] != version
+        f"{requirement.name} {installed[requirement.name] or 'missing'} (wants {requirement})"
+        for requirement in wanted
+        if installed[requirement.name] is None
+        or not requirement.specifier.contains(installed[requirement.name], prereleases=True)
     ]
     return f"{python} holds {', '.join(wrong)}" if wrong else None
 

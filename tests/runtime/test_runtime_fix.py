@@ -428,15 +428,24 @@ def test_a_forked_program_runs_as_python_runs_it(tmp_path: Path) -> None:
     case = next(c for c in CASES if not c.runtime and "unfuse" in c.strategies)
     unfixed = copy_project(case, tmp_path / "unfixed")
     fixed = unfused_copy(case, tmp_path / "fixed")
+    fresh = {}
     for project in (unfixed, fixed):
         env = {EXPECT_CLIPPING: "1"}
-        fresh = run([sys.executable, case.entry], cwd=project, env=env)
+        fresh[project] = run([sys.executable, case.entry], cwd=project, env=env)
         forked = PROGRAMS.run(sys.executable, [case.entry], cwd=project, env=env)
-        assert forked.returncode == fresh.returncode, f"{fresh}\n\n{forked}"
-        assert forked.stdout == fresh.stdout, f"{fresh}\n\n{forked}"
-        assert forked.stderr.strip().splitlines()[-1:] == fresh.stderr.strip().splitlines()[-1:]
-    assert fresh.returncode == 0 and "TRAINED OK" in fresh.stdout, fresh
-    assert case.error in run([sys.executable, case.entry], cwd=unfixed).stderr
+        shown = fresh[project]
+        assert forked.returncode == shown.returncode, f"{shown}\n\n{forked}"
+        assert forked.stdout == shown.stdout, f"{shown}\n\n{forked}"
+        assert forked.stderr.strip().splitlines()[-1:] == shown.stderr.strip().splitlines()[-1:]
+    assert case.error in fresh[unfixed].stderr, fresh[unfixed]
+    assert fresh[fixed].returncode == 0 and "TRAINED OK" in fresh[fixed].stdout, fresh[fixed]
+
+
+def test_a_missing_release_environment_fails(require_release) -> None:
+    """Fail, never skip: a release no environment was made for names the command that makes it."""
+    with pytest.raises(pytest.fail.Exception, match=r"is missing; .* `nox -t releases`"):
+        require_release(("lightning==0.0.1",))
+    require_release(())  # this interpreter's cases need none
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
