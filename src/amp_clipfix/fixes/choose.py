@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
-from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import Certainty, Finding, Fix, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import SAFETY, is_safe
@@ -98,6 +98,13 @@ def fix_targets(
         return targets, None if targets else "the precision is not written as a literal to rewrite"
     if strategy is Strategy.UNFUSE:
         targets = fixable(sites, SiteKind.FUSED_OPTIMIZER, lambda s: s.value == "True")
+        if targets and not trainer and any(  # Fabric then clips it under a GradScaler: it
+            s.kind is SiteKind.FABRIC_PRECISION  # must not raise on an overflow step (ACF007)
+            and s.certainty is Certainty.KNOWN
+            and s.value in names.SCALER_PRECISIONS
+            for s in sites
+        ):
+            targets += fixable(sites, SiteKind.FABRIC_CLIP, lambda s: True)
         return targets, None if targets else "fused is not written as a literal True to rewrite"
     kind = SiteKind.MODULE_CLIP if trainer else SiteKind.FABRIC_CLIP
     targets = fixable(sites, kind, lambda s: True)

@@ -368,6 +368,7 @@ def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
 
 
 RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
     name="manual-optimization-clip-scaled",
     message=MESSAGE,

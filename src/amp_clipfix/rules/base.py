@@ -104,6 +104,23 @@ class Rule:
     search: Search | None = field(default=None, compare=False)
     words: tuple[bytes, ...] = ()  # a search reads only files whose text holds one of these
     why_title: str = "Why Lightning fails"  # the page's heading for `why`
+    lines: tuple[str, ...] = ()  # the release lines (`LINES`) whose code it fires on
+
+
+# The release lines of the README's table of which rule fires where.
+LINES = ("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6", "no Lightning")
+
+
+def render_release_table(rules: Iterable[Rule]) -> str:
+    """The README's table: one row per rule, a mark for each release line it fires on."""
+    head = "| rule | " + " | ".join(LINES) + " |\n|---|" + "---|" * len(LINES) + "\n"
+    rows = "".join(
+        f"| `{rule.code}` {rule.name} | "
+        + " | ".join("yes" if line in rule.lines else "-" for line in LINES)
+        + " |\n"
+        for rule in rules
+    )
+    return head + rows
 
 
 def safety(strategy: Strategy, where: str) -> str:
