@@ -53,7 +53,8 @@ def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
 
 def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
     """A rule with its own search offers its fixes: `auto` takes the first safe one, a named
-    strategy the one it names."""
+    strategy the one it names, else the first safe one (the strategies name the ways the
+    fused-optimizer rules are fixed; a safe fix of another rule is never the wrong choice)."""
     if strategy is Strategy.AUTO:
         safe = [fix for fix in finding.offers if fix.safe]
         if safe:
@@ -66,6 +67,7 @@ def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
             )
         )
     named = [fix for fix in finding.offers if fix.strategy is strategy]
+    named += [fix for fix in finding.offers if fix.safe]  # a safe fix serves any strategy
     if named:
         return replace(finding, fix=named[0])
     if finding.refusal:
@@ -98,13 +100,17 @@ def fix_targets(
         return targets, None if targets else "the precision is not written as a literal to rewrite"
     if strategy is Strategy.UNFUSE:
         targets = fixable(sites, SiteKind.FUSED_OPTIMIZER, lambda s: s.value == "True")
-        if targets and not trainer and any(  # Fabric then clips it under a GradScaler: it
-            s.kind is SiteKind.FABRIC_PRECISION  # must not raise on an overflow step (ACF007)
-            and s.certainty is Certainty.KNOWN
-            and s.value in names.SCALER_PRECISIONS
-            for s in sites
+        if (
+            targets
+            and not trainer
+            and any(  # Fabric then clips it under a GradScaler: it
+                s.kind is SiteKind.FABRIC_PRECISION  # must not raise on an overflow step (ACF007)
+                and s.certainty is Certainty.KNOWN
+                and s.value in names.SCALER_PRECISIONS
+                for s in sites
+            )
         ):
-            targets += fixable(sites, SiteKind.FABRIC_CLIP, lambda s: True)
+            targets += tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP)
         return targets, None if targets else "fused is not written as a literal True to rewrite"
     kind = SiteKind.MODULE_CLIP if trainer else SiteKind.FABRIC_CLIP
     targets = fixable(sites, kind, lambda s: True)
