@@ -205,9 +205,8 @@ def scaled_clip(
         return None  # a helper that does all of it is read on its own
     if clip.detail == "module" and may_be_fused(facts, cls):
         return None  # Lightning refuses that clip under fp16 (ACF002), whose fix clips it right
-    trainers = facts.trainers_of(cls)
-    states = {facts.uses_scaler(t) for t in trainers} if trainers is not None else {None}
-    if states == {False}:
+    state = trainers_scaler(facts, cls)
+    if state is False:
         return None  # every Trainer that trains it runs without a GradScaler
     sites: tuple[Site, ...] = (
         call_site(backwards[-1], SiteKind.BACKWARD),
@@ -219,7 +218,7 @@ def scaled_clip(
     unknown = []
     if manual is None:
         unknown.append("whether the module optimizes manually")
-    if True not in states:
+    if state is None:
         unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
     if unknown:
         return Found(
@@ -232,6 +231,14 @@ def scaled_clip(
             unfixed=unfixed,
         )
     return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def trainers_scaler(facts: ProjectFacts, cls: ClsV) -> bool | None:
+    """Whether the Trainers that train the module use a GradScaler: True when one certainly
+    does, False when none does, None when that is decided at run time (or no `fit` names it)."""
+    trainers = facts.trainers_of(cls)
+    states = {facts.uses_scaler(t) for t in trainers} if trainers is not None else {None}
+    return True if True in states else (None if None in states else False)
 
 
 def moved_to_hook(
