@@ -31,7 +31,7 @@ SEARCH_RULES = sorted(code for code, rule in RULES.items() if rule.search is not
 
 
 def test_the_codes_are_the_documented_ones() -> None:
-    assert sorted(RULES) == [f"ACF00{n}" for n in range(1, 9)]
+    assert sorted(RULES) == [f"ACF00{n}" for n in range(1, 10)]
     assert SITE_RULES == ["ACF001", "ACF002", "ACF003"]
     assert all(code == rule.code for code, rule in RULES.items())
 
