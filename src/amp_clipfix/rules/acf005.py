@@ -165,26 +165,44 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     return classify
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
-    classify = classifier(facts)
-    for file in facts.with_words(b"manual_backward"):
+def manual_modules(
+    facts: ProjectFacts, *words: bytes
+) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
+    """The LightningModule classes (in files holding one of `words`) that may optimize
+    manually, with their methods and whether they certainly do (None: decided at run time)."""
+    for file in facts.with_words(*words):
         for cls_node in [n for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)]:
-            methods = [n for n in cls_node.body if isinstance(n, (ast.FunctionDef,))]
-            if not methods:
-                continue
-            cls = facts.class_of(file, methods[0])
+            methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
+            cls = facts.class_of(file, methods[0]) if methods else None
             if cls is None or not facts.is_lightning_module(cls):
                 continue
             manual = facts.manual_optimization(cls)
-            if manual is False:
-                continue
-            for method in methods:
-                order = events(facts, file, method, classify)
-                for index, clip in enumerate(order):
-                    if clip.kind is EventKind.CLIP:
-                        found = scaled_clip(facts, file, cls, method, order, index, manual)
-                        if found is not None:
-                            yield found
+            if manual is not False:
+                yield file, cls, methods, manual
+
+
+def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:
+    """What a manual-optimization finding leaves to a person, or None when it is certain."""
+    unknown = []
+    if manual is None:
+        unknown.append("whether the module optimizes manually")
+    if scaler is None:
+        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
+    if not unknown:
+        return None
+    return f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    classify = classifier(facts)
+    for file, cls, methods, manual in manual_modules(facts, b"manual_backward"):
+        for method in methods:
+            order = events(facts, file, method, classify)
+            for index, clip in enumerate(order):
+                if clip.kind is EventKind.CLIP:
+                    found = scaled_clip(facts, file, cls, method, order, index, manual)
+                    if found is not None:
+                        yield found
 
 
 def scaled_clip(
@@ -215,17 +233,12 @@ def scaled_clip(
     )
     fixes = moved_to_hook(facts, file, cls, method, clip, steps, sites[1])
     unfixed = None if fixes else UNFIXED
-    unknown = []
-    if manual is None:
-        unknown.append("whether the module optimizes manually")
-    if state is None:
-        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
-    if unknown:
+    review = runtime_review(manual, state)
+    if review is not None:
         return Found(
             sites,
             Confidence.REVIEW,
-            review=f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided "
-            "at run time",
+            review=review,
             fixes=fixes,
             condition="the module runs under fp16 mixed precision",
             unfixed=unfixed,

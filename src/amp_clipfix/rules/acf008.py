@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis.evaluate import first_param
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
-from amp_clipfix.rules.acf005 import trainers_scaler
+from amp_clipfix.rules.acf005 import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF008"
@@ -98,31 +98,21 @@ def on_self(call: ast.Call, self_name: str | None) -> bool:
 
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
-    for file in facts.with_words(b".backward("):
-        for cls_node in [n for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)]:
-            methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
-            if not methods:
+    for file, cls, methods, manual in manual_modules(facts, b".backward("):
+        for method in methods:
+            self_name = first_param(method)
+            calls = [
+                n
+                for n in ast.walk(method)
+                if isinstance(n, ast.Call) and plain_backward(n) and not on_self(n, self_name)
+            ]
+            if not calls:
                 continue
-            cls = facts.class_of(file, methods[0])
-            if cls is None or not facts.is_lightning_module(cls):
-                continue
-            manual = facts.manual_optimization(cls)
-            if manual is False:
-                continue
-            for method in methods:
-                self_name = first_param(method)
-                calls = [
-                    n
-                    for n in ast.walk(method)
-                    if isinstance(n, ast.Call) and plain_backward(n) and not on_self(n, self_name)
-                ]
-                if not calls:
-                    continue
-                state = trainers_scaler(facts, cls)
-                if state is False:
-                    break
-                for call in calls:
-                    yield found(file, call, self_name, manual, state)
+            state = trainers_scaler(facts, cls)
+            if state is False:
+                break
+            for call in calls:
+                yield found(file, call, self_name, manual, state)
 
 
 def found(
@@ -140,17 +130,12 @@ def found(
     if self_name and "\n" not in loss:
         code = f"{self_name}.manual_backward({', '.join(arguments)})"
         fixes = (RuleFix(Strategy.UNSCALE, (file.replace(call, code),), True, FIX, (site,)),)
-    unknown = []
-    if manual is None:
-        unknown.append("whether the module optimizes manually")
-    if state is None:
-        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
-    if unknown:
+    review = runtime_review(manual, state)
+    if review is not None:
         return Found(
             (site,),
             Confidence.REVIEW,
-            review=f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided "
-            "at run time",
+            review=review,
             fixes=fixes,
             condition="the module runs under fp16 mixed precision",
         )

@@ -80,33 +80,13 @@ trainer = L.Trainer(max_epochs=1, gradient_clip_val=0.5, gradient_clip_algorithm
 trainer.fit(Model(), train_dataloaders=torch.randn(64, 4, 32))
 """
 
-AFTER = """\
-import lightning as L
-import torch
-
-
-class Model(L.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.automatic_optimization = False
-        self.layer = torch.nn.Linear(32, 2)
-
-    def training_step(self, batch, batch_idx):
-        opt = self.optimizers()
-        opt.zero_grad()
-        self.manual_backward(self.layer(batch).sum())
-        opt.step()
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    def on_before_optimizer_step(self, optimizer):
-        self.clip_gradients(optimizer, gradient_clip_val=0.5, gradient_clip_algorithm="value")
-
-
-trainer = L.Trainer(max_epochs=1)
-trainer.fit(Model(), train_dataloaders=torch.randn(64, 4, 32))
-"""
+AFTER = BEFORE.replace(
+    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n",
+    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n\n"
+    "    def on_before_optimizer_step(self, optimizer):\n"
+    "        self.clip_gradients(optimizer, gradient_clip_val=0.5, "
+    'gradient_clip_algorithm="value")\n',
+).replace(', gradient_clip_val=0.5, gradient_clip_algorithm="value")\ntrainer', ")\ntrainer")
 
 KEYWORDS = ("gradient_clip_val", "gradient_clip_algorithm")
 
