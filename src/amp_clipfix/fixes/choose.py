@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
-from amp_clipfix.models import Certainty, Finding, Fix, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import SAFETY, is_safe
@@ -53,8 +53,7 @@ def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
 
 def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
     """A rule with its own search offers its fixes: `auto` takes the first safe one, a named
-    strategy the one it names, else the first safe one (the strategies name the ways the
-    fused-optimizer rules are fixed; a safe fix of another rule is never the wrong choice)."""
+    strategy the one it names."""
     if strategy is Strategy.AUTO:
         safe = [fix for fix in finding.offers if fix.safe]
         if safe:
@@ -67,7 +66,6 @@ def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
             )
         )
     named = [fix for fix in finding.offers if fix.strategy is strategy]
-    named += [fix for fix in finding.offers if fix.safe]  # a safe fix serves any strategy
     if named:
         return replace(finding, fix=named[0])
     if finding.refusal:
@@ -100,17 +98,6 @@ def fix_targets(
         return targets, None if targets else "the precision is not written as a literal to rewrite"
     if strategy is Strategy.UNFUSE:
         targets = fixable(sites, SiteKind.FUSED_OPTIMIZER, lambda s: s.value == "True")
-        if (
-            targets
-            and not trainer
-            and any(  # Fabric then clips it under a GradScaler: it
-                s.kind is SiteKind.FABRIC_PRECISION  # must not raise on an overflow step (ACF007)
-                and s.certainty is Certainty.KNOWN
-                and s.value in names.SCALER_PRECISIONS
-                for s in sites
-            )
-        ):
-            targets += tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP)
         return targets, None if targets else "fused is not written as a literal True to rewrite"
     kind = SiteKind.MODULE_CLIP if trainer else SiteKind.FABRIC_CLIP
     targets = fixable(sites, kind, lambda s: True)

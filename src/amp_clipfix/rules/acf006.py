@@ -14,7 +14,7 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
 from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
-from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, clip_name
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
@@ -208,15 +208,42 @@ def through_fabric(
     else:
         arguments.append(f"clip_val={file.code(limit)}")
     code = f"{backward.scaler_code}.clip_gradients({', '.join(arguments)})"
-    edit = file.replace(call, code)
-    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=FIX, targets=(target,)),)
+    edits = (file.replace(call, code), *unused_import(file, call.func))
+    return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
 
 
-def optimizer_may_be_fused(
-    facts: ProjectFacts, file: FileFacts, node: ast.expr, unknown: bool = True
-) -> bool:
-    """fabric.clip_gradients refuses an optimizer that unscales itself (ACF001); `unknown` is
-    the answer when no optimizer is followed."""
+def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
+    """The `from ... import clip_grad_norm_` the rewritten call was its only use of, taken out
+    (the whole statement when it imports nothing else), so the fix leaves no unused import."""
+    if not isinstance(func, ast.Name):
+        return []
+    uses = [n for n in ast.walk(file.tree) if isinstance(n, ast.Name) and n.id == func.id]
+    if len(uses) != 1:
+        return []
+    for statement in file.tree.body:
+        if not isinstance(statement, ast.ImportFrom):
+            continue
+        names = statement.names
+        for index, alias in enumerate(names):
+            if (alias.asname or alias.name) != func.id:
+                continue
+            if len(names) == 1:
+                start, end = statement.lineno, statement.end_lineno or statement.lineno
+                if file.line(start)[: file.span(statement).column].strip():
+                    return []
+                return [Edit(file.path, Span(start, 0, end + 1, 0), "")]
+            here = file.span(alias)
+            if index + 1 < len(names):
+                after = file.span(names[index + 1])
+                return [Edit(file.path, Span(here.line, here.column, after.line, after.column), "")]
+            before = file.span(names[index - 1])
+            span = Span(before.end_line, before.end_column, here.end_line, here.end_column)
+            return [Edit(file.path, span, "")]
+    return []
+
+
+def optimizers_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[Opt]:
+    """The optimizers the expression may hold, also through `fabric.setup(model, optimizer)`."""
     values = facts.values(file, node)
     optimizers = [v for v in values if isinstance(v, Opt)]
     for value in values:  # `model, optimizer = fabric.setup(model, optimizer)`: its arguments
@@ -232,8 +259,15 @@ def optimizer_may_be_fused(
             for argument in made.args:
                 found = facts.evaluator.force(facts.evaluator.ev(argument, ctx))
                 optimizers += [v for v in found if isinstance(v, Opt)]
+    return optimizers
+
+
+def optimizer_may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    """fabric.clip_gradients refuses an optimizer that unscales itself (ACF001); one that is
+    not followed to where it is built may be fused."""
+    optimizers = optimizers_of(facts, file, node)
     if not optimizers:
-        return unknown  # not followed to where it is built
+        return True
     return any(
         not (isinstance(f, Lit) and f.value in ("False", "None"))
         for opt in optimizers

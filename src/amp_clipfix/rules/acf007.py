@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
-from amp_clipfix.rules.acf006 import fabric_values, optimizer_may_be_fused, scaler_state
+from amp_clipfix.rules.acf006 import fabric_values, optimizers_of, scaler_state
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF007"
@@ -88,8 +88,8 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             if not fabrics:
                 continue
             optimizer = keywords.get("optimizer", call.args[1] if len(call.args) > 1 else None)
-            if optimizer is None or known_fused(facts, file, optimizer):
-                continue  # Lightning refuses that clip (ACF001), whose fixes clip it right
+            if optimizer is None or fused_written(facts, file, optimizer):
+                continue  # ACF001's: its fixes decide how that optimizer is clipped
             state = scaler_state(facts, fabrics)
             if state is False:
                 continue
@@ -113,9 +113,12 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             yield Found((site,), fixes=(fix,))
 
 
-def known_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    """An optimizer the expression may be is built with a `fused` value that is not False."""
-    return optimizer_may_be_fused(facts, file, node, unknown=False)
+def fused_written(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    """An optimizer the expression may be is built with a `fused` argument (True, False or a
+    value of its own): that optimizer is ACF001's, whose `unscale` fix clips it through a
+    helper that never raises on an overflow step. Known gap: after ACF001's `unfuse` fix the
+    clip is Fabric's own again, with its `error_if_nonfinite=True`."""
+    return any(v.fused for v in optimizers_of(facts, file, node))
 
 
 def edit(file: FileFacts, call: ast.Call, setting: ast.expr | None) -> Edit:
