@@ -150,7 +150,10 @@ RULE = Rule(
         "`error_if_nonfinite=False` (absent, or written `True`), where the Fabric uses a "
         "GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin with one). A review "
         "finding, without a fix, when the precision is decided at run time; nothing under "
-        "bf16 or 32-bit, or when a `**` spread may pass the argument."
+        "bf16 or 32-bit, or when a `**` spread may pass the argument. An optimizer built with "
+        "a `fused=` argument is left to ACF001, whose `unscale` helper never raises there "
+        "(after its `unfuse` fix, Fabric's own clip is back: pass `error_if_nonfinite=False` "
+        "by hand)."
     ),
     why_title="Why it fails",
     why=WHY,
