@@ -216,7 +216,7 @@ def scaled_clip(
 ) -> Found | None:
     clip = order[index]
     backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
-    steps = [e for e in order[index + 1 :] if e.kind is EventKind.STEP]
+    steps = steps_after(order, index)
     if not backwards or not steps:
         return None
     if clip.statement in {backwards[-1].statement, steps[0].statement}:
@@ -244,6 +244,18 @@ def scaled_clip(
             unfixed=unfixed,
         )
     return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def steps_after(order: list[Event], index: int) -> list[Event]:
+    """The optimizer steps after the event at `index`, up to the next backward (a later step
+    belongs to other gradients)."""
+    steps = []
+    for event in order[index + 1 :]:
+        if event.kind is EventKind.BACKWARD:
+            break
+        if event.kind is EventKind.STEP:
+            steps.append(event)
+    return steps
 
 
 def trainers_scaler(facts: ProjectFacts, cls: ClsV) -> bool | None:

@@ -16,6 +16,7 @@ from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
 from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, clip_name
+from amp_clipfix.rules.acf005 import steps_after
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF006"
@@ -128,7 +129,7 @@ def scaled_clip(
 ) -> Found | None:
     clip = order[index]
     backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
-    steps = [e for e in order[index + 1 :] if e.kind is EventKind.STEP]
+    steps = steps_after(order, index)
     if not backwards or not steps or clip.statement is backwards[-1].statement:
         return None
     backward = backwards[-1]
