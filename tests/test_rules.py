@@ -9,7 +9,7 @@ import pytest
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.rules import RULES, help_uri, render_rule
+from amp_clipfix.rules import RULES, help_uri, render_release_table, render_rule
 from amp_clipfix.sources.prefilter import SEARCH_WORDS
 from amp_clipfix.strategies import SAFETY
 
@@ -32,7 +32,7 @@ SEARCH_RULES = sorted(code for code, rule in RULES.items() if rule.search is not
 
 
 def test_the_codes_are_the_documented_ones() -> None:
-    assert sorted(RULES) == ["ACF001", "ACF002", "ACF003", "ACF004", "ACF005"]
+    assert sorted(RULES) == [f"ACF00{n}" for n in range(1, 10)]
     assert SITE_RULES == ["ACF001", "ACF002", "ACF003"]
     assert all(code == rule.code for code, rule in RULES.items())
 
@@ -41,7 +41,7 @@ def test_the_codes_are_the_documented_ones() -> None:
 def test_the_prefilter_knows_the_words_a_search_rule_looks_for(code: str) -> None:
     """A run drops files before any rule is imported: a word the prefilter does not know would
     make the rule blind to every project without a `fused` in it."""
-    missing = set(RULES[code].words) - set(SEARCH_WORDS)
+    missing = set(RULES[code].needed_words) - set(SEARCH_WORDS)
     assert not missing, f"add {sorted(missing)} to sources/prefilter.SEARCH_WORDS"
 
 
@@ -136,3 +136,10 @@ def test_readme_carries_every_rule_page_verbatim() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     for rule in RULES.values():
         assert render_rule(rule, heading_level=3) in readme, f"README is stale for {rule.code}"
+
+
+def test_readme_carries_the_release_table_of_the_rules() -> None:
+    """Which rule fires on which release line, rendered from the rule modules."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert render_release_table(RULES.values()) in readme
+    assert all(rule.lines for rule in RULES.values())

@@ -624,37 +624,50 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
         return None  # no file holds a word a searching rule looks for: none is imported
     from amp_clipfix.rules import searching_rules
 
-    rules = searching_rules()
+    rules = [
+        rule
+        for rule in searching_rules()
+        if any(
+            word in data for data in collection.searchable.values() for word in rule.needed_words
+        )
+    ]
     words = tuple(word for rule in rules for word in rule.words)
-    if not rules or collection.root is None or not words:
+    if not words:
         return None
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
     from amp_clipfix.analysis.read import ReadFile
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)
-    files: dict[Path, FileFacts] = {}
-    for path, data in searchable.items():
-        if read_as_config(path) or is_library(path) or not any(w in data for w in words):
-            continue
-        read = collection.parsed.get(path)
+
+    def read(path: Path) -> FileFacts | None:
+        if path not in searchable or read_as_config(path) or is_library(path):
+            return None
+        parsed = collection.parsed.get(path)
         try:
-            document = read.document if read else adapter_for(path).load(path, contents[path])
+            document = parsed.document if parsed else adapter_for(path).load(path, contents[path])
         except (SourceError, KeyError):
-            continue  # the collection reports what cannot be read
+            return None  # the collection reports what cannot be read
         summary = load(path)
         if summary is None:
             if not any(error.path == path for error in collection.errors):
                 collection.errors.append(parse_error(path, contents[path]))
-            continue
-        files[path] = FileFacts(document, summary)
-        if read is None:
+            return None
+        if parsed is None:
             collection.searched[path] = ReadFile(document, FileSites(path))
+        return FileFacts(document, summary)
+
+    files = {
+        path: found
+        for path, data in searchable.items()
+        if any(word in data for word in words) and (found := read(path)) is not None
+    }
     return ProjectFacts(
         root,
         target,
         files,
         lambda: project_evaluator_of(root, contents, searchable, collection),
+        loader=read,
     )
 
 

@@ -11,7 +11,8 @@ min(true norm, max_norm), at least one step was skipped for an overflow and ever
 is above 1. A case with `"error"` must instead fail as written with that error.
 
 A case whose case.json has `"runtime": ["lightning==2.0.9.post0", ...]` runs with the python of
-`.venvs/<release>`; its project pins that release (requirements.txt) for amp-clipfix to read.
+that release's nox environment (`nox -t releases`, noxfile.py); its project pins that release
+(requirements.txt) for amp-clipfix to read.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import runtime_venvs
+
+import noxfile
 
 pytestmark = pytest.mark.runtime
 
@@ -45,11 +47,11 @@ class Case:
     entry: str
     hazard: str
     error: str | None
-    release: str | None
+    runtime: tuple[str, ...]  # the release's requirement lines; empty: this interpreter
 
     @property
     def python(self) -> str:
-        return str(runtime_venvs.interpreter(self.release)) if self.release else sys.executable
+        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
 
     def __str__(self) -> str:
         return self.name
@@ -61,7 +63,6 @@ def load_cases() -> list[Case]:
         data = json.loads(spec.read_text(encoding="utf-8"))
         if "hazard" not in data:
             continue
-        release = runtime_venvs.venv_name(data["runtime"]) if data.get("runtime") else None
         cases.append(
             Case(
                 spec.parent.name,
@@ -69,7 +70,7 @@ def load_cases() -> list[Case]:
                 data["entry"],
                 data["hazard"],
                 data.get("error"),
-                release,
+                tuple(data.get("runtime", ())),
             )
         )
     return cases
@@ -105,9 +106,9 @@ def wrong_steps(report: dict) -> list[dict]:
 
 @pytest.mark.parametrize("case", load_cases(), ids=str)
 def test_trains_wrong_as_written_and_right_after_apply(
-    case: Case, tmp_path: Path, require_release: Callable[[str | None], None]
+    case: Case, tmp_path: Path, require_release: Callable[[tuple[str, ...]], None]
 ) -> None:
-    require_release(case.release)
+    require_release(case.runtime)
     before, after = tmp_path / "before", tmp_path / "after"
     for project in (before, after):
         shutil.copytree(case.project, project)

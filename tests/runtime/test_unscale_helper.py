@@ -128,3 +128,41 @@ def test_module_helper_clips_by_the_trainers_settings_when_given_none() -> None:
     before = grad_norm(optimizer)
     clip(module, optimizer)  # no clip value anywhere: nothing to do, as in Lightning
     assert grad_norm(optimizer) == before
+
+
+def test_fabric_helper_never_raises_on_an_overflow_step_under_a_scaler() -> None:
+    """A GradScaler skips a step whose gradients overflowed: the helper must not raise there
+    (Fabric's own default, error_if_nonfinite=True, does), and keeps the default without one."""
+    clip = helper(FABRIC_HELPER_SOURCE, FABRIC_HELPER)
+    scaler = SimpleNamespace(unscale_=lambda optimizer: None)
+    fabric = Recorder(SingleDeviceStrategy(), scaler)
+    optimizer = optimizer_with_gradients(fused=False)
+    clip(fabric, "model", optimizer, max_norm=1.0)
+    assert fabric.calls == [("model", optimizer, None, 1.0, 2.0, False)]
+    fused = optimizer_with_gradients(fused=True)
+    for group in fused.param_groups:
+        for parameter in group["params"]:
+            parameter.grad.fill_(float("inf"))
+    total = clip(fabric, "model", fused, max_norm=1.0)  # no RuntimeError: non-finite norm
+    assert not torch.isfinite(total)
+
+
+def test_module_helper_in_manual_optimization_clips_scaled_gradients_to_value_times_scale() -> None:
+    """Between manual_backward and step the gradients of a non-fused optimizer are still scaled
+    (Lightning unscales inside step): the helper clips them to the value times the scale, and
+    hands the call to Lightning once the scaler has unscaled them."""
+    clip = helper(MODULE_HELPER_SOURCE, MODULE_HELPER)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 4)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    scaler.scale(layer(torch.randn(8, 4)).pow(2).sum().mul(100)).backward()
+    module = Recorder(SingleDeviceStrategy(), scaler)
+    module.automatic_optimization = False
+    clip(module, optimizer, 1.0, "norm")
+    assert module.calls == []
+    assert grad_norm(optimizer) == pytest.approx(1024.0, rel=1e-5)
+    scaler.unscale_(optimizer)
+    assert grad_norm(optimizer) == pytest.approx(1.0, rel=1e-5)
+    clip(module, optimizer, 1.0, "norm")  # unscaled now (as in on_before_optimizer_step)
+    assert module.calls == [(optimizer, 1.0, "norm")]

@@ -111,6 +111,17 @@ class ProjectFacts:
     files: Mapping[Path, FileFacts]
     evaluator_of: Callable[[], Evaluator] = field(repr=False)
     _evaluator: Evaluator | None = None
+    _fits: list[Fit] | None = None
+    # Loads a project file no search word named (a module class defined elsewhere, say).
+    loader: Callable[[Path], FileFacts | None] | None = field(default=None, repr=False)
+
+    def file(self, path: Path) -> FileFacts | None:
+        """The parsed file at `path` (one of `files`, or loaded on first use)."""
+        if path not in self.files and self.loader is not None:
+            loaded = self.loader(path)
+            if loaded is not None:
+                self.files = {**self.files, path: loaded}
+        return self.files.get(path)
 
     @property
     def evaluator(self) -> Evaluator:
@@ -203,29 +214,56 @@ class ProjectFacts:
             return None  # a property: its returns are not followed here
         return states.pop() if len(states) == 1 else None
 
+    def fits(self) -> list[Fit]:
+        """Every `<trainer>.fit(model, ...)` of the project whose receiver may be a Trainer:
+        the Trainers it may be and the module classes its model may be an instance of."""
+        if self._fits is None:
+            self._fits = []
+            for file in self.with_words(b".fit("):
+                for call in ast.walk(file.tree):
+                    if not (
+                        isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == "fit"
+                    ):
+                        continue
+                    model = call.args[0] if call.args else None
+                    for keyword in call.keywords:
+                        if keyword.arg == "model":
+                            model = keyword.value
+                    receiver = self.values(file, call.func.value)
+                    trainers = [v for v in receiver if isinstance(v, TrainerV)]
+                    if model is None or not trainers:
+                        continue
+                    values = self.values(file, model)
+                    classes = [v.cls for v in values if isinstance(v, Inst)]
+                    unknown = len(classes) != len(values)
+                    self._fits.append(Fit(trainers, classes, unknown))
+        return self._fits
+
     def trainers_of(self, cls: ClsV) -> list[TrainerV] | None:
         """The Trainers whose `fit` is given an instance of the class (or a subclass); None when
         no followed `fit` names it (it is trained elsewhere, or through a CLI)."""
-        found: list[TrainerV] = []
-        for file in self.with_words(b".fit("):
-            for call in ast.walk(file.tree):
-                if not (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "fit"
-                ):
-                    continue
-                model = call.args[0] if call.args else None
-                for keyword in call.keywords:
-                    if keyword.arg == "model":
-                        model = keyword.value
-                if model is None:
-                    continue
-                classes = [v.cls for v in self.values(file, model) if isinstance(v, Inst)]
-                if not any(self.is_subclass(c, cls) for c in classes):
-                    continue
-                found += [v for v in self.values(file, call.func.value) if isinstance(v, TrainerV)]
+        found = [
+            trainer
+            for fit in self.fits()
+            if any(self.is_subclass(c, cls) for c in fit.classes)
+            for trainer in fit.trainers
+        ]
         return found or None
+
+    def modules_of(self, call: ast.Call) -> tuple[list[ClsV], bool]:
+        """The module classes the Trainer made by `call` fits, and whether a `fit` of it is given
+        a model the analysis cannot follow (or no `fit` of it is found at all)."""
+        classes: list[ClsV] = []
+        unknown = False
+        seen = False
+        for fit in self.fits():
+            if any(trainer.call is call for trainer in fit.trainers):
+                seen = True
+                classes += [c for c in fit.classes if not any(c.node is k.node for k in classes)]
+                unknown = unknown or fit.unknown
+        return classes, unknown or not seen
 
     def is_subclass(self, cls: ClsV, base: ClsV) -> bool:
         return any(isinstance(c, ClsV) and c.node is base.node for c in self.evaluator.mro(cls))
@@ -289,6 +327,16 @@ def scaler_of_precision(values: list[object]) -> bool | None:
     if not states:
         return None
     return True if True in states else (None if None in states else False)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One `trainer.fit(model, ...)`: the Trainers and module classes it may join; `unknown`
+    when its model may be something the analysis does not follow."""
+
+    trainers: list[TrainerV]
+    classes: list[ClsV]
+    unknown: bool
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,16 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.link import PathPieces, sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import acf001, acf002, acf003, acf004, acf005
-from amp_clipfix.rules.base import HOMEPAGE, Found, Rule, RuleFix, help_uri, render_rule
+from amp_clipfix.rules import acf001, acf002, acf003, acf004, acf005, acf006, acf007, acf008, acf009
+from amp_clipfix.rules.base import (
+    HOMEPAGE,
+    Found,
+    Rule,
+    RuleFix,
+    help_uri,
+    render_release_table,
+    render_rule,
+)
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
@@ -26,11 +34,23 @@ __all__ = [
     "RuleFix",
     "find_findings",
     "help_uri",
+    "render_release_table",
     "render_rule",
 ]
 
 RULES: dict[str, Rule] = {
-    rule.code: rule for rule in (acf001.RULE, acf002.RULE, acf003.RULE, acf004.RULE, acf005.RULE)
+    rule.code: rule
+    for rule in (
+        acf001.RULE,
+        acf002.RULE,
+        acf003.RULE,
+        acf004.RULE,
+        acf005.RULE,
+        acf006.RULE,
+        acf007.RULE,
+        acf008.RULE,
+        acf009.RULE,
+    )
 }
 REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at run time
 

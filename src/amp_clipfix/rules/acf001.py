@@ -65,6 +65,7 @@ optimizer.step()
 )
 
 RULE = Rule(
+    lines=("lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF001",
     message=MESSAGE,
     why=WHY,

@@ -88,6 +88,7 @@ trainer.fit(Model(), train_dataloaders=loader)
 )
 
 RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF002",
     message=MESSAGE,
     why=WHY,

@@ -57,6 +57,7 @@ def train(model, precision):
 )
 
 RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF003",
     message="a piece of ACF001 or ACF002 is decided at run time",
     why=WHY,

@@ -222,6 +222,7 @@ def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> boo
 
 
 RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6", "no Lightning"),
     code=CODE,
     name="torch-clip-scaled-gradients",
     message=MESSAGE,

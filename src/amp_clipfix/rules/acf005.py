@@ -165,26 +165,44 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     return classify
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
-    classify = classifier(facts)
-    for file in facts.with_words(b"manual_backward"):
+def manual_modules(
+    facts: ProjectFacts, *words: bytes
+) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
+    """The LightningModule classes (in files holding one of `words`) that may optimize
+    manually, with their methods and whether they certainly do (None: decided at run time)."""
+    for file in facts.with_words(*words):
         for cls_node in [n for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)]:
-            methods = [n for n in cls_node.body if isinstance(n, (ast.FunctionDef,))]
-            if not methods:
-                continue
-            cls = facts.class_of(file, methods[0])
+            methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
+            cls = facts.class_of(file, methods[0]) if methods else None
             if cls is None or not facts.is_lightning_module(cls):
                 continue
             manual = facts.manual_optimization(cls)
-            if manual is False:
-                continue
-            for method in methods:
-                order = events(facts, file, method, classify)
-                for index, clip in enumerate(order):
-                    if clip.kind is EventKind.CLIP:
-                        found = scaled_clip(facts, file, cls, method, order, index, manual)
-                        if found is not None:
-                            yield found
+            if manual is not False:
+                yield file, cls, methods, manual
+
+
+def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:
+    """What a manual-optimization finding leaves to a person, or None when it is certain."""
+    unknown = []
+    if manual is None:
+        unknown.append("whether the module optimizes manually")
+    if scaler is None:
+        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
+    if not unknown:
+        return None
+    return f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    classify = classifier(facts)
+    for file, cls, methods, manual in manual_modules(facts, b"manual_backward"):
+        for method in methods:
+            order = events(facts, file, method, classify)
+            for index, clip in enumerate(order):
+                if clip.kind is EventKind.CLIP:
+                    found = scaled_clip(facts, file, cls, method, order, index, manual)
+                    if found is not None:
+                        yield found
 
 
 def scaled_clip(
@@ -198,16 +216,15 @@ def scaled_clip(
 ) -> Found | None:
     clip = order[index]
     backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
-    steps = [e for e in order[index + 1 :] if e.kind is EventKind.STEP]
+    steps = steps_after(order, index)
     if not backwards or not steps:
         return None
     if clip.statement in {backwards[-1].statement, steps[0].statement}:
         return None  # a helper that does all of it is read on its own
     if clip.detail == "module" and may_be_fused(facts, cls):
         return None  # Lightning refuses that clip under fp16 (ACF002), whose fix clips it right
-    trainers = facts.trainers_of(cls)
-    states = {facts.uses_scaler(t) for t in trainers} if trainers is not None else {None}
-    if states == {False}:
+    state = trainers_scaler(facts, cls)
+    if state is False:
         return None  # every Trainer that trains it runs without a GradScaler
     sites: tuple[Site, ...] = (
         call_site(backwards[-1], SiteKind.BACKWARD),
@@ -216,22 +233,37 @@ def scaled_clip(
     )
     fixes = moved_to_hook(facts, file, cls, method, clip, steps, sites[1])
     unfixed = None if fixes else UNFIXED
-    unknown = []
-    if manual is None:
-        unknown.append("whether the module optimizes manually")
-    if True not in states:
-        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
-    if unknown:
+    review = runtime_review(manual, state)
+    if review is not None:
         return Found(
             sites,
             Confidence.REVIEW,
-            review=f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided "
-            "at run time",
+            review=review,
             fixes=fixes,
             condition="the module runs under fp16 mixed precision",
             unfixed=unfixed,
         )
     return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def steps_after(order: list[Event], index: int) -> list[Event]:
+    """The optimizer steps after the event at `index`, up to the next backward (a later step
+    belongs to other gradients)."""
+    steps = []
+    for event in order[index + 1 :]:
+        if event.kind is EventKind.BACKWARD:
+            break
+        if event.kind is EventKind.STEP:
+            steps.append(event)
+    return steps
+
+
+def trainers_scaler(facts: ProjectFacts, cls: ClsV) -> bool | None:
+    """Whether the Trainers that train the module use a GradScaler: True when one certainly
+    does, False when none does, None when that is decided at run time (or no `fit` names it)."""
+    trainers = facts.trainers_of(cls)
+    states = {facts.uses_scaler(t) for t in trainers} if trainers is not None else {None}
+    return True if True in states else (None if None in states else False)
 
 
 def moved_to_hook(
@@ -368,6 +400,7 @@ def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
 
 
 RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
     name="manual-optimization-clip-scaled",
     message=MESSAGE,
@@ -375,6 +408,7 @@ RULE = Rule(
     lightning_path=LightningPath.TRAINER,
     search=search,
     words=(b"manual_backward", b".fit("),
+    needs=(b"manual_backward",),  # manual optimization is written in the module
     short="Manual optimization under fp16 clips gradients that are still scaled.",
     full=(
         "In a LightningModule with `self.automatic_optimization = False` (in a method or the "

@@ -103,7 +103,33 @@ class Rule:
     find: Finder | None = field(default=None, compare=False)
     search: Search | None = field(default=None, compare=False)
     words: tuple[bytes, ...] = ()  # a search reads only files whose text holds one of these
+    # A project none of whose files holds one of these cannot have this rule's finding (its search
+    # is not even started); empty: its `words`. Narrower than `words` where the search also reads
+    # common context (`.fit(`) but fires only with a rarer word (`automatic_optimization`).
+    needs: tuple[bytes, ...] = ()
     why_title: str = "Why Lightning fails"  # the page's heading for `why`
+    lines: tuple[str, ...] = ()  # the release lines (`LINES`) whose code it fires on
+
+    @property
+    def needed_words(self) -> tuple[bytes, ...]:
+        """The words one of which a project must hold for this rule to search it."""
+        return self.needs or self.words
+
+
+# The release lines of the README's table of which rule fires where.
+LINES = ("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6", "no Lightning")
+
+
+def render_release_table(rules: Iterable[Rule]) -> str:
+    """The README's table: one row per rule, a mark for each release line it fires on."""
+    head = "| rule | " + " | ".join(LINES) + " |\n|---|" + "---|" * len(LINES) + "\n"
+    rows = "".join(
+        f"| `{rule.code}` {rule.name} | "
+        + " | ".join("yes" if line in rule.lines else "-" for line in LINES)
+        + " |\n"
+        for rule in rules
+    )
+    return head + rows
 
 
 def safety(strategy: Strategy, where: str) -> str:

@@ -28,14 +28,16 @@ TRAINER_CALLS = frozenset(
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
 IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
-# What the rules with their own search look for (each names its words in its own module,
-# `Rule.words`), kept here as well so that a run knows which files can matter before any rule is
-# imported; tests/test_rules.py checks that every searching rule's words are here.
+# The words one of which a project must hold for a rule with its own search to look at it (each
+# rule names them in its own module, `Rule.needed_words`), kept here as well so that a run knows
+# which projects can matter before any rule is imported; tests/test_rules.py checks that every
+# searching rule's words are here.
 SEARCH_WORDS: tuple[bytes, ...] = (
     b"clip_grad_norm_",
     b"clip_grad_value_",
+    b"clip_gradients",
     b"manual_backward",
-    b".fit(",
+    b"automatic_optimization",
 )
 
 

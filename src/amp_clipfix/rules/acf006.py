@@ -1,0 +1,309 @@
+"""ACF006: Fabric under fp16 clips with torch's clip after `fabric.backward(loss)`.
+
+`fabric.backward(loss)` scales the loss with the run's GradScaler; the gradients stay scaled
+until the optimizer's step. torch's `clip_grad_norm_` there bounds the scaled gradients. The fix
+clips through Fabric, which unscales first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
+from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
+from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
+from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
+from amp_clipfix.rules.acf004 import call_site, clip_name
+from amp_clipfix.rules.acf005 import steps_after
+from amp_clipfix.rules.base import Found, Rule, RuleFix
+
+CODE = "ACF006"
+
+MESSAGE = (
+    "Fabric under fp16 clips with torch's clip after `fabric.backward(loss)`: the gradients are "
+    "still scaled there, so the clip bounds the scaled gradients and the step sees "
+    "max_norm / scale"
+)
+
+FIX = (
+    "rewrites the clip to `fabric.clip_gradients(model, optimizer, max_norm=..., "
+    "error_if_nonfinite=False)` (`clip_val=` for `clip_grad_value_`): Fabric unscales the "
+    "optimizer's gradients with the run's GradScaler before clipping, and an overflow step the "
+    "scaler skips does not raise"
+)
+
+UNFIXED = (
+    "the clip cannot be rewritten as it is (its parameters are not `model.parameters()`, its "
+    "result is used in a way Fabric's does not give, several optimizers step, or the optimizer "
+    "may be fused, which fabric.clip_gradients refuses): clip with fabric.clip_gradients(model, "
+    "optimizer, ..., error_if_nonfinite=False) by hand"
+)
+
+WHY = (
+    'With a GradScaler (`precision="16-mixed"`, `16`, or a `MixedPrecision` plugin given one) '
+    "`fabric.backward(loss)` runs `scaler.scale(loss).backward()`: every gradient is multiplied "
+    "by the loss scale until `optimizer.step()` unscales them. "
+    "`torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)` in between bounds the scaled "
+    "gradients: with a scale of 4096 the step sees 2.4e-4, and training crawls with no error. "
+    "`fabric.clip_gradients(...)` unscales first (`scaler.unscale_`), and `scaler.step` then "
+    "knows the gradients are unscaled."
+)
+
+BEFORE = """\
+import torch
+from lightning.fabric import Fabric
+
+fabric = Fabric(accelerator="cuda", precision="16-mixed")
+model = torch.nn.Linear(32, 2)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+model, optimizer = fabric.setup(model, optimizer)
+
+for batch in torch.randn(10, 8, 32, device=fabric.device):
+    loss = model(batch).sum()
+    fabric.backward(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    optimizer.step()
+    optimizer.zero_grad()
+"""
+
+AFTER = BEFORE.replace(
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)",
+    "fabric.clip_gradients(model, optimizer, max_norm=1.0, error_if_nonfinite=False)",
+)
+
+
+def fabric_values(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[FabricV]:
+    return [v for v in facts.values(file, node) if isinstance(v, FabricV)]
+
+
+def scaler_state(facts: ProjectFacts, fabrics: list[FabricV]) -> bool | None:
+    """True when a Fabric it may be uses a GradScaler for certain, False when none does, None
+    when that is decided at run time."""
+    states = {facts.uses_scaler(fabric) for fabric in fabrics}
+    return True if True in states else (None if None in states else False)
+
+
+def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
+    def classify(file: FileFacts, call: ast.Call) -> Seen | None:
+        func = call.func
+        if (
+            isinstance(func, ast.Name)
+            and func.id == FABRIC_UNSCALE_HELPER
+            and any(isinstance(v, Fn) for v in facts.values(file, func))
+        ):
+            return Seen(EventKind.UNSCALE)  # amp-clipfix's own helper clips through Fabric
+        if isinstance(func, ast.Attribute) and func.attr == "backward" and call.args:
+            fabrics = fabric_values(facts, file, func.value)
+            if fabrics:
+                return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
+        if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
+            return Seen(EventKind.STEP, optimizer=func.value)
+        if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+            return Seen(EventKind.CLIP)
+        return None
+
+    return classify
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    classify = classifier(facts)
+    reported: set[int] = set()
+    for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
+        if b"backward" not in file.document.text.encode():
+            continue
+        for function in functions(file):
+            order = events(facts, file, function, classify)
+            for index, clip in enumerate(order):
+                if clip.kind is not EventKind.CLIP or id(clip.call) in reported:
+                    continue
+                found = scaled_clip(facts, file, order, index)
+                if found is not None:
+                    reported.add(id(clip.call))
+                    yield found
+
+
+def scaled_clip(
+    facts: ProjectFacts, file: FileFacts, order: list[Event], index: int
+) -> Found | None:
+    clip = order[index]
+    backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
+    steps = steps_after(order, index)
+    if not backwards or not steps or clip.statement is backwards[-1].statement:
+        return None
+    backward = backwards[-1]
+    assert isinstance(backward.detail, list)
+    state = scaler_state(facts, backward.detail)
+    if state is False:
+        return None
+    sites = (
+        call_site(backward, SiteKind.BACKWARD),
+        call_site(clip, SiteKind.GRAD_CLIP),
+        call_site(steps[0], SiteKind.OPTIMIZER_STEP),
+    )
+    fixes = through_fabric(facts, file, clip, backward, steps, sites[1])
+    unfixed = None if fixes else UNFIXED
+    if state is None:
+        return Found(
+            sites,
+            Confidence.REVIEW,
+            review="whether the Fabric uses a GradScaler (fp16) is decided at run time",
+            fixes=fixes,
+            condition="the Fabric runs under fp16 mixed precision",
+            unfixed=unfixed,
+        )
+    return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def through_fabric(
+    facts: ProjectFacts,
+    file: FileFacts,
+    clip: Event,
+    backward: Event,
+    steps: list[Event],
+    target: Site,
+) -> tuple[RuleFix, ...]:
+    """`fabric.clip_gradients(model, optimizer, max_norm=...)` in place of torch's clip, when
+    the clip is written where the backward and the step are, on `model.parameters()`, one
+    optimizer steps and it is not fused."""
+    call = clip.call
+    if clip.via or backward.via or len({s.optimizer for s in steps}) != 1 or steps[0].via:
+        return ()
+    if backward.scaler_code is None or steps[0].optimizer_code is None:
+        return ()
+    params = call.args[0] if call.args else None
+    for keyword in call.keywords:
+        if keyword.arg == "parameters":
+            params = keyword.value
+    if not (
+        isinstance(params, ast.Call)
+        and isinstance(params.func, ast.Attribute)
+        and params.func.attr == "parameters"
+        and not params.args
+    ):
+        return ()
+    assert isinstance(steps[0].call.func, ast.Attribute)
+    if optimizer_may_be_fused(facts, steps[0].file, steps[0].call.func.value):
+        return ()
+    qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
+    bound = TORCH_CLIPS[sorted(qualified)[0]]
+    limit = call.args[1] if len(call.args) > 1 else None
+    norm_type = call.args[2] if len(call.args) > 2 else None
+    for keyword in call.keywords:
+        if keyword.arg == bound:
+            limit = keyword.value
+        elif keyword.arg == "norm_type":
+            norm_type = keyword.value
+        elif keyword.arg not in ("parameters", "error_if_nonfinite", "foreach"):
+            return ()
+    if limit is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return ()
+    model = file.code(params.func.value)
+    arguments = [model, steps[0].optimizer_code]
+    if bound == "max_norm":
+        arguments.append(f"max_norm={file.code(limit)}")
+        if norm_type is not None:
+            arguments.append(f"norm_type={file.code(norm_type)}")
+        arguments.append("error_if_nonfinite=False")
+    else:
+        arguments.append(f"clip_val={file.code(limit)}")
+    code = f"{backward.scaler_code}.clip_gradients({', '.join(arguments)})"
+    edits = (file.replace(call, code), *unused_import(file, call.func))
+    return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
+
+
+def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
+    """The `from ... import clip_grad_norm_` the rewritten call was its only use of, taken out
+    (the whole statement when it imports nothing else), so the fix leaves no unused import."""
+    if not isinstance(func, ast.Name):
+        return []
+    uses = [n for n in ast.walk(file.tree) if isinstance(n, ast.Name) and n.id == func.id]
+    if len(uses) != 1:
+        return []
+    for statement in file.tree.body:
+        if not isinstance(statement, ast.ImportFrom):
+            continue
+        names = statement.names
+        for index, alias in enumerate(names):
+            if (alias.asname or alias.name) != func.id:
+                continue
+            if len(names) == 1:
+                start, end = statement.lineno, statement.end_lineno or statement.lineno
+                if file.line(start)[: file.span(statement).column].strip():
+                    return []
+                return [Edit(file.path, Span(start, 0, end + 1, 0), "")]
+            here = file.span(alias)
+            if index + 1 < len(names):
+                after = file.span(names[index + 1])
+                return [Edit(file.path, Span(here.line, here.column, after.line, after.column), "")]
+            before = file.span(names[index - 1])
+            span = Span(before.end_line, before.end_column, here.end_line, here.end_column)
+            return [Edit(file.path, span, "")]
+    return []
+
+
+def optimizers_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[Opt]:
+    """The optimizers the expression may hold, also through `fabric.setup(model, optimizer)`."""
+    values = facts.values(file, node)
+    optimizers = [v for v in values if isinstance(v, Opt)]
+    for value in values:  # `model, optimizer = fabric.setup(model, optimizer)`: its arguments
+        made = getattr(value, "node", None)
+        if (
+            isinstance(value, Opaque)
+            and isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Attribute)
+            and made.func.attr in ("setup", "setup_optimizers")
+            and value.summary is not None
+        ):
+            ctx = facts.evaluator.ctx_of(value.summary, made)
+            for argument in made.args:
+                found = facts.evaluator.force(facts.evaluator.ev(argument, ctx))
+                optimizers += [v for v in found if isinstance(v, Opt)]
+    return optimizers
+
+
+def optimizer_may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    """fabric.clip_gradients refuses an optimizer that unscales itself (ACF001); one that is
+    not followed to where it is built may be fused."""
+    optimizers = optimizers_of(facts, file, node)
+    if not optimizers:
+        return True
+    return any(
+        not (isinstance(f, Lit) and f.value in ("False", "None"))
+        for opt in optimizers
+        for f in facts.evaluator.force(opt.fused)
+    )
+
+
+RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
+    code=CODE,
+    name="fabric-torch-clip-scaled",
+    message=MESSAGE,
+    level="error",
+    lightning_path=LightningPath.FABRIC,
+    search=search,
+    words=(b"clip_grad_norm_", b"clip_grad_value_"),
+    short="Fabric under fp16 clips with torch's clip before the gradients are unscaled.",
+    full=(
+        "In a function (and the project helpers it calls, in run order): "
+        "`fabric.backward(loss)` on a Fabric (by value: `Fabric(...)` followed through "
+        "assignments, attributes and parameters), then `torch.nn.utils.clip_grad_norm_(...)` "
+        "or `clip_grad_value_(...)`, then `optimizer.step()`. Certain when the Fabric uses a "
+        "GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin with one); a review finding "
+        "when its precision is decided at run time; nothing under bf16 or 32-bit."
+    ),
+    why_title="Why it trains wrong",
+    why=WHY,
+    example_before=BEFORE,
+    example_after=AFTER,
+    fix_safety={
+        Strategy.UNSCALE.value: (
+            f"The default (`auto`). Safe: it {FIX}. Right for every precision (without a scaler "
+            "Fabric clips as torch does). Not offered when the clip's parameters are not "
+            "`model.parameters()`, the clip is in a helper, several optimizers step, or the "
+            "optimizer may be fused (`fabric.clip_gradients` refuses those: ACF001)."
+        ),
+    },
+)

@@ -1,0 +1,276 @@
+"""ACF009: `Trainer(gradient_clip_val=...)` trains a module that optimizes manually.
+
+Lightning refuses automatic clipping for a module with `automatic_optimization = False`. The fix
+moves the clipping into the module's `on_before_optimizer_step` with the same value and
+algorithm, and removes the Trainer arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.values import ClsV, Lit
+from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
+from amp_clipfix.rules.acf005 import HOOK, has_hook, may_be_fused
+from amp_clipfix.rules.base import Found, Rule, RuleFix
+
+CODE = "ACF009"
+
+ERROR = (
+    "MisconfigurationException: Automatic gradient clipping is not supported for manual "
+    "optimization. Remove `Trainer(gradient_clip_val=1.0)` or switch to automatic optimization."
+)
+
+MESSAGE = (
+    "`Trainer(gradient_clip_val=...)` trains a module with manual optimization: Lightning raises "
+    "MisconfigurationException (automatic gradient clipping is not supported for manual "
+    "optimization)"
+)
+
+FIX = (
+    "moves the clipping into the module's `on_before_optimizer_step(self, optimizer)` as "
+    "`self.clip_gradients(optimizer, gradient_clip_val=..., gradient_clip_algorithm=...)` with "
+    "the Trainer's value and algorithm (Lightning calls the hook inside every "
+    "`optimizer.step()`, after unscaling under fp16), and removes the Trainer arguments"
+)
+
+UNFIXED = (
+    "the clipping cannot be moved as it is (the Trainer may also train a module that optimizes "
+    "automatically or one the analysis does not follow, the value or algorithm is decided at "
+    "run time, the module already has on_before_optimizer_step or may use a fused optimizer): "
+    "clip in the module's on_before_optimizer_step by hand and remove gradient_clip_val"
+)
+
+WHY = (
+    "With `self.automatic_optimization = False` the module steps its optimizers itself, and "
+    "Lightning has no place to clip for it: `Trainer(gradient_clip_val=...)` with a value "
+    "above 0 makes `trainer.fit` raise before the first step, on pytorch-lightning 1.9.5 as on "
+    "lightning 2.0.9 and 2.6.6:\n\n"
+    f"    {ERROR}\n\n"
+    "Clipping in manual optimization belongs in the module: `self.clip_gradients(...)` in "
+    "`on_before_optimizer_step`, which Lightning runs inside `optimizer.step()` after it has "
+    "unscaled fp16 gradients."
+)
+
+BEFORE = """\
+import lightning as L
+import torch
+
+
+class Model(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.layer = torch.nn.Linear(32, 2)
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        opt.zero_grad()
+        self.manual_backward(self.layer(batch).sum())
+        opt.step()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+trainer = L.Trainer(max_epochs=1, gradient_clip_val=0.5, gradient_clip_algorithm="value")
+trainer.fit(Model(), train_dataloaders=torch.randn(64, 4, 32))
+"""
+
+AFTER = BEFORE.replace(
+    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n",
+    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n\n"
+    "    def on_before_optimizer_step(self, optimizer):\n"
+    "        self.clip_gradients(optimizer, gradient_clip_val=0.5, "
+    'gradient_clip_algorithm="value")\n',
+).replace(', gradient_clip_val=0.5, gradient_clip_algorithm="value")\ntrainer', ")\ntrainer")
+
+KEYWORDS = ("gradient_clip_val", "gradient_clip_algorithm")
+
+
+def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> str | None:
+    """The one literal the expression holds (through names and constants), else None."""
+    values = facts.values(file, node)
+    texts = {v.value for v in values if isinstance(v, Lit)}
+    if len(texts) == 1 and all(isinstance(v, Lit) for v in values):
+        return texts.pop()
+    return None
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    for file in facts.with_words(b"gradient_clip_val"):
+        for call in ast.walk(file.tree):
+            if not isinstance(call, ast.Call):
+                continue
+            keywords = {k.arg: k for k in call.keywords if k.arg is not None and k.arg in KEYWORDS}
+            if "gradient_clip_val" not in keywords:
+                continue
+            if not facts.qualified_names(file, call.func) & TRAINER_CLASSES:
+                continue
+            value = literal(facts, file, keywords["gradient_clip_val"].value)
+            if value is not None and (value == "None" or float_or(value) <= 0):
+                continue  # no clipping: Lightning accepts it
+            classes, unknown = facts.modules_of(call)
+            states = [facts.manual_optimization(c) for c in classes]
+            if True not in states and None not in states:
+                continue  # no module it trains optimizes manually for all the code says
+            manual = [c for c, state in zip(classes, states) if state is not False]
+            site = file.site(
+                SiteKind.TRAINER_CLIP,
+                keywords["gradient_clip_val"],
+                f"`{' '.join(file.code(keywords['gradient_clip_val']).split())}`",
+            )
+            sites = (site, *(class_site(facts, c) for c in manual))
+            certain = not unknown and all(state is True for state in states)
+            if certain and value is not None:
+                fixes = moved(facts, file, call, keywords, classes, value)
+                yield Found(sites, fixes=fixes, unfixed=None if fixes else UNFIXED)
+                continue
+            yield Found(
+                sites,
+                Confidence.REVIEW,
+                review=review(unknown, states, value),
+                condition="the module it trains optimizes manually",
+                fixes=(),
+                unfixed=UNFIXED,
+            )
+
+
+def float_or(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 1.0
+
+
+def review(unknown: bool, states: list[bool | None], value: str | None) -> str:
+    if value is None:
+        return "the clip value is decided at run time (Lightning raises when it is above 0)"
+    if unknown or None in states:
+        return (
+            "which modules the Trainer trains, or whether they optimize manually, is decided "
+            "at run time"
+        )
+    return (
+        "the Trainer also trains a module that optimizes automatically, which its clipping serves"
+    )
+
+
+def class_site(facts: ProjectFacts, cls: ClsV) -> Site:
+    file = facts.file(cls.summary.path)
+    assert file is not None, "a class the evaluator found is in a project file"
+    return file.site(SiteKind.MANUAL_OPTIMIZATION, cls.node, f"class {cls.node.name}")
+
+
+def moved(
+    facts: ProjectFacts,
+    file: FileFacts,
+    call: ast.Call,
+    keywords: dict[str, ast.keyword],
+    classes: list[ClsV],
+    value: str,
+) -> tuple[RuleFix, ...]:
+    """The hook added to the one module class the Trainer trains, the Trainer arguments gone."""
+    if len(classes) != 1 or any(isinstance(a, ast.Starred) for a in call.args):
+        return ()
+    cls = classes[0]
+    module = facts.file(cls.summary.path)
+    if module is None or has_hook(facts, cls) or may_be_fused(facts, cls):
+        return ()
+    algorithm = "norm"
+    if "gradient_clip_algorithm" in keywords:
+        written = literal(facts, file, keywords["gradient_clip_algorithm"].value)
+        if written is None or written.lower() not in ("norm", "value"):
+            return ()
+        algorithm = written.lower()
+    hook_idx = facts.target.clip_hook_takes_optimizer_idx
+    params = "self, optimizer" + {True: ", optimizer_idx", False: "", None: ", *args"}[hook_idx]
+    last = cls.node.body[-1]
+    end = last.end_lineno or last.lineno
+    indent = module.indentation(cls.node.body[0].lineno)
+    inner = indent + (
+        module.indentation(last.body[0].lineno)[len(indent) :]
+        if isinstance(last, (ast.FunctionDef, ast.AsyncFunctionDef))
+        else "    "
+    )
+    newline = module.newline(end)
+    hook = (
+        f"{newline}{indent}def {HOOK}({params}):{newline}"
+        f"{inner}self.clip_gradients(optimizer, gradient_clip_val={value}, "
+        f'gradient_clip_algorithm="{algorithm}"){newline}'
+    )
+    edits = (
+        Edit(module.path, Span(end + 1, 0, end + 1, 0), hook),
+        *removed(file, call, [keywords[k] for k in KEYWORDS if k in keywords]),
+    )
+    target = file.site(SiteKind.TRAINER_CLIP, keywords["gradient_clip_val"], "")
+    return (RuleFix(Strategy.UNSCALE, edits, True, FIX, (target,)),)
+
+
+def removed(file: FileFacts, call: ast.Call, gone: list[ast.keyword]) -> list[Edit]:
+    """Edits that take the keywords out of the call with their commas: each run of removed
+    arguments goes up to the next kept one, or back to the previous one when it is last."""
+    arguments: list[ast.AST] = [*call.args, *call.keywords]
+    arguments.sort(key=lambda n: (file.span(n).line, file.span(n).column))
+    edits = []
+    index = 0
+    while index < len(arguments):
+        if arguments[index] not in gone:
+            index += 1
+            continue
+        end = index
+        while end + 1 < len(arguments) and arguments[end + 1] in gone:
+            end += 1
+        first, last = file.span(arguments[index]), file.span(arguments[end])
+        if end + 1 < len(arguments):
+            after = file.span(arguments[end + 1])
+            edits.append(
+                Edit(file.path, Span(first.line, first.column, after.line, after.column), "")
+            )
+        elif index > 0:
+            before = file.span(arguments[index - 1])
+            span = Span(before.end_line, before.end_column, last.end_line, last.end_column)
+            edits.append(Edit(file.path, span, ""))
+        else:
+            span = Span(first.line, first.column, last.end_line, last.end_column)
+            edits.append(Edit(file.path, span, ""))
+        index = end + 1
+    return edits
+
+
+RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
+    code=CODE,
+    name="trainer-clip-manual-optimization",
+    message=MESSAGE,
+    level="error",
+    lightning_path=LightningPath.TRAINER,
+    search=search,
+    words=(b"gradient_clip_val", b".fit("),
+    needs=(b"automatic_optimization",),  # manual optimization is written in the module
+    short="Trainer(gradient_clip_val=...) trains a module that optimizes manually.",
+    full=(
+        "A `Trainer(...)` call with `gradient_clip_val` (a value above 0, or one decided at run "
+        "time) whose `trainer.fit(model)` is given a LightningModule with "
+        "`self.automatic_optimization = False` (in a method or the class body, of it or a "
+        "project base). Certain, and fixed, when every module the Trainer fits optimizes "
+        "manually; a review finding without a fix when the Trainer may also fit another module, "
+        "one the analysis does not follow, or the value is decided at run time."
+    ),
+    why_title="Why Lightning fails",
+    why=WHY,
+    example_before=BEFORE,
+    example_after=AFTER,
+    fix_safety={
+        Strategy.UNSCALE.value: (
+            f"The default (`auto`). Safe: it {FIX}. On Lightning 1.x the hook is "
+            "`on_before_optimizer_step(self, optimizer, optimizer_idx)`. Only when the Trainer "
+            "provably trains only that one module, the value and algorithm are literals (or "
+            "constants), the module has no such hook yet and its optimizer is not fused "
+            "(Lightning refuses to clip those under mixed precision: ACF002)."
+        ),
+    },
+)
