@@ -51,6 +51,15 @@ class Certainty(str, Enum):
     RUNTIME = "runtime"
 
 
+class Sharding(str, Enum):
+    """The strategy of the Fabric / Trainer a site configures: whether it shards the model
+    (FSDP, DeepSpeed), which the unscale fix does not support (its helper raises there)."""
+
+    NONE = "none"  # no strategy given, or one that does not shard ("ddp", DDPStrategy())
+    SHARDED = "sharded"  # "fsdp", "deepspeed_stage_2", FSDPStrategy(), an FSDPPrecision plugin
+    UNKNOWN = "unknown"  # decided at run time (a variable, `**kwargs`, a class of the project)
+
+
 class Confidence(str, Enum):
     """A finding is certain, or depends on a value decided at run time (a person reviews)."""
 
@@ -104,6 +113,7 @@ class Site:
     # is used, when that is elsewhere than the site itself (a factory, a default, a constant).
     users: tuple[str, ...] = ()
     note: str | None = None  # e.g. that the place also serves other callers
+    sharding: Sharding = Sharding.NONE  # the strategy of the Fabric / Trainer it configures
 
     @property
     def shown_span(self) -> Span:

@@ -40,7 +40,7 @@ from amp_clipfix.analysis.scopes import (
     referents,
 )
 from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, ClassInfo, FileSites, Sharding, Site, SiteKind, Span
 
 UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -162,6 +162,7 @@ class SiteCollector(ast.NodeVisitor):
         self.fabric_bindings: dict[str, str | None] = {}
         self.guard_depth = 0
         self.entry_calls: list[str] = []  # Fabric(...) / Trainer(...) calls being visited
+        self.entry_sharding: dict[str, Sharding] = {}  # their `strategy=`, as a fact
         # Filled while visiting (what libcst saw so far): target name -> value and its scope
         self.assigned_values: dict[int, tuple[ast.expr, Scope]] = {}
         self.statement_calls: dict[int, ast.stmt] = {}  # calls a whole statement makes
@@ -270,7 +271,11 @@ class SiteCollector(ast.NodeVisitor):
         detail: str,
         value: str | None = None,
         fixable: bool = True,
+        sharding: Sharding | None = None,
     ) -> None:
+        entry = self.entry_calls[-1] if self.entry_calls else None
+        if sharding is None:
+            sharding = self.entry_sharding.get(entry, Sharding.NONE) if entry else Sharding.NONE
         self.sites.append(
             Site(
                 kind=kind,
@@ -281,7 +286,8 @@ class SiteCollector(ast.NodeVisitor):
                 value=value,
                 owner=self.class_stack[-1] if self.class_stack else None,
                 fixable=fixable,
-                entry=self.entry_calls[-1] if self.entry_calls else None,
+                entry=entry,
+                sharding=sharding,
             )
         )
 
@@ -492,6 +498,7 @@ class SiteCollector(ast.NodeVisitor):
         """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`."""
         name = self.code(call.func)
         spreads = star_kwargs(call)
+        self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
         precision = keyword_arg(call, "precision")
         if precision is not None:
             detail = f"{name}(precision={self.code(precision.value)})"
@@ -510,6 +517,25 @@ class SiteCollector(ast.NodeVisitor):
             for spread in spreads:
                 detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
                 self.add(clip_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+
+    def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
+        """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's
+        strategy classes is known; anything else (a variable, a spread, a project class) is
+        decided at run time."""
+        strategy = keyword_arg(call, "strategy")
+        if strategy is None:
+            return Sharding.UNKNOWN if spreads else Sharding.NONE
+        node = strategy.value
+        shards: bool | None = None
+        if isinstance(node, ast.Call):
+            shards = names.strategy_class_shards(self.qualified_names(node.func))
+        else:
+            _, value = self.resolve_literal(node)
+            if value is not None:
+                shards = names.strategy_name_shards(value)
+        if shards is None:
+            return Sharding.UNKNOWN
+        return Sharding.SHARDED if shards else Sharding.NONE
 
     def add_value(
         self,
@@ -550,10 +576,13 @@ class SiteCollector(ast.NodeVisitor):
         _, value = self.resolve_literal(precision)
         code = self.code(precision, is_sole_argument(call, precision))
         detail = f"{self.code(call.func)}({code}, ...)"
+        qualified = self.qualified_names(call.func)
+        sharded = any(name.rsplit(".", 1)[-1] in names.SHARDED_PLUGINS for name in qualified)
+        sharding = Sharding.SHARDED if sharded else None
         if value is None:
-            self.add(kind, call, Certainty.RUNTIME, detail, fixable=False)
+            self.add(kind, call, Certainty.RUNTIME, detail, fixable=False, sharding=sharding)
         elif names.is_mixed_precision(value):
-            self.add(kind, call, Certainty.KNOWN, detail, value)
+            self.add(kind, call, Certainty.KNOWN, detail, value, sharding=sharding)
 
     def collect_partial(self, call: ast.Call) -> None:
         positional = positional_args(call)
@@ -643,7 +672,8 @@ class SiteCollector(ast.NodeVisitor):
         if kind is SiteKind.FABRIC_CLIP:
             # The clip belongs to the Fabric its receiver holds, when that is known.
             bound = self.fabric_bindings.get(receiver_code)
-            self.sites[-1] = replace(self.sites[-1], entry=bound)
+            sharding = self.entry_sharding.get(bound, Sharding.NONE) if bound else Sharding.NONE
+            self.sites[-1] = replace(self.sites[-1], entry=bound, sharding=sharding)
 
     def collect_super_clipping(self, call: ast.Call) -> None:
         """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
-from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
-from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import Finding, Fix, LightningPath, Sharding, Site, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
@@ -126,17 +125,11 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
             "configure_gradient_clipping signatures differ (optimizer_idx); pin one line, or "
             "use --strategy unfuse"
         )
-    precision_kinds = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
-    sharded = sharded_reason([s.detail for s in sites if s.kind in precision_kinds])
-    if sharded is not None:
-        return (), sharded
+    refusal = sharding_refusal(sites)
+    if refusal is not None:
+        return (), refusal
     if finding.lightning_path is LightningPath.FABRIC:
         return tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP), None
-    if "whether gradients are clipped" in (finding.review or ""):
-        return (), (
-            "whether gradients are clipped is decided at run time: clipping through the scaler "
-            "would add clipping where there may be none; use --strategy unfuse"
-        )
     classes = tuple(
         s
         for s in sites
@@ -159,6 +152,23 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
             "object): an override cannot reroute that call; use --strategy unfuse"
         )
     return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None
+
+
+def sharding_refusal(sites: Sequence[Site]) -> str | None:
+    """The inserted helper raises under a sharded strategy (FSDP, DeepSpeed clip differently);
+    where the strategy is decided at run time, `unfuse` is right for every strategy."""
+    shardings = {site.sharding for site in sites}
+    if Sharding.SHARDED in shardings:
+        return (
+            "the strategy shards the model (FSDP, DeepSpeed): sharded strategies clip "
+            "differently, so clipping through the scaler does not apply; use --strategy unfuse"
+        )
+    if Sharding.UNKNOWN in shardings:
+        return (
+            "the strategy is decided at run time: under a sharded one (FSDP, DeepSpeed) the "
+            "inserted helper raises; use --strategy unfuse, which is right for every strategy"
+        )
+    return None
 
 
 def in_the_module_class(site: Site) -> bool:
