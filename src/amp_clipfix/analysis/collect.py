@@ -663,8 +663,12 @@ class SiteCollector(ast.NodeVisitor):
                 return
             certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
             kind = SiteKind.MODULE_CLIP
-        elif receiver_code in self.fabric_bindings or "fabric" in last_name:
+        elif receiver_code in self.fabric_bindings:
             kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.KNOWN, None
+        elif "fabric" in last_name:
+            # A name alone is no fact: the project resolution follows the receiver's value
+            # (a Fabric: certain; a module or another object: no clip; else a review).
+            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.RUNTIME, None
         else:
             return
         detail = f"{self.code(call.func)}(...)"

@@ -305,6 +305,10 @@ class Evaluator:
         for value in self.ev(base, ctx):
             if isinstance(value, DictV) and key is not None and key in value.entries:
                 values.extend(self.force(value.entries[key]))
+            elif isinstance(value, DictV) and key is None and value.closed and value.entries:
+                # A key decided at run time: one of the values (any other key raises KeyError).
+                for entry in value.entries.values():
+                    values.extend(self.force(entry))
             elif isinstance(value, TupleV) and key is not None and key.lstrip("-").isdigit():
                 index = int(key)
                 if -len(value.items) <= index < len(value.items):

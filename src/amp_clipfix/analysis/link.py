@@ -127,7 +127,7 @@ def fabric_pieces(
             ),
             tuple(optimizers),
             (clip,),
-            clip_known=True,
+            clip_known=clip.certainty is Certainty.KNOWN,  # a receiver only named like a Fabric
         )
         for clip in clips
     ]

@@ -49,10 +49,14 @@ from amp_clipfix.analysis.relevance import (
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
     ClsV,
+    DictV,
     Ext,
     FabricV,
+    Fn,
     Inst,
+    LambdaV,
     Lit,
+    ModuleV,
     Opaque,
     Opt,
     TrainerV,
@@ -60,6 +64,9 @@ from amp_clipfix.analysis.values import (
 )
 from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
 from amp_clipfix.paths import is_library
+
+# Values that are surely no Fabric: a receiver holding only these never clips on one.
+NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
 
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
 # (a module class deriving from a project base in a file with neither is found through its hook).
@@ -224,6 +231,9 @@ class Resolution:
             if relevant_among(self.ev, {site.path}):  # elsewhere no class is fused
                 self.refine_module_clip(site, node, ctx)
             return
+        if site.kind is SiteKind.FABRIC_CLIP:
+            self.refine_fabric_clip(site, node, ctx)
+            return
         key = {
             SiteKind.FUSED_OPTIMIZER: "fused",
             SiteKind.TRAINER_PRECISION: "precision",
@@ -258,6 +268,20 @@ class Resolution:
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)
+
+    def refine_fabric_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
+        """`x.clip_gradients(...)` on a receiver only named like a Fabric: its value decides.
+        A Fabric makes the site certain; a value that is surely no Fabric (a module of the
+        project, a class, a literal...) drops it; anything else stays a review."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return
+        receiver = self.ev.ev(node.func.value, ctx)
+        fabrics = [value for value in receiver if isinstance(value, FabricV)]
+        if not fabrics and not (receiver and all(isinstance(v, NOT_A_FABRIC) for v in receiver)):
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        for fabric in fabrics:
+            self.add(replace(site, certainty=Certainty.KNOWN, entry=fabric.entry))
 
     def refine_module_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
         """`self.clip_gradients(opt, gradient_clip_val=self.max_norm)` or the same through

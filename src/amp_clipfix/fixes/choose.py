@@ -14,7 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
-from amp_clipfix.models import Finding, Fix, LightningPath, Sharding, Site, SiteKind, Strategy
+from amp_clipfix.models import (
+    Certainty,
+    Finding,
+    Fix,
+    LightningPath,
+    Sharding,
+    Site,
+    SiteKind,
+    Strategy,
+)
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
@@ -129,7 +138,13 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
     if refusal is not None:
         return (), refusal
     if finding.lightning_path is LightningPath.FABRIC:
-        return tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP), None
+        clips = tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP)
+        if any(clip.certainty is Certainty.RUNTIME for clip in clips):
+            return (), (
+                "the clip's receiver is not known to be a Fabric (only its name says so): the "
+                "helper needs a Fabric; use --strategy unfuse"
+            )
+        return clips, None
     classes = tuple(
         s
         for s in sites
