@@ -367,27 +367,41 @@ class Evaluator:
     def with_item_assignments(
         self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
     ) -> list[object]:
-        """`kwargs["fused"] = True` adds an entry to the dict `kwargs` holds."""
-        if not any(isinstance(value, DictV) for value in values):
-            return values
-        added = DictV()
+        """`kwargs["fused"] = True` and `kwargs.update(fused=True)` set an entry of the dict
+        `kwargs` holds; `kwargs.setdefault("fused", True)` adds one of its possible values.
+        On a dict not known here (a `**kwargs` no caller fills) they make an open dict."""
+        added, defaults = DictV(), DictV()
         nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
         for statement in nodes:
-            if not isinstance(statement, ast.Assign):
-                continue
-            for target in statement.targets:
-                if (
-                    isinstance(target, ast.Subscript)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == name
-                    and isinstance(literal_of(target.slice), str)
-                ):
-                    key = literal_of(target.slice)
-                    added.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
-        if not added.entries:
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == name
+                        and isinstance(literal_of(target.slice), str)
+                    ):
+                        key = literal_of(target.slice)
+                        added.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
+            elif isinstance(statement, ast.Expr):
+                dict_method_entries(statement.value, name, ctx, added, defaults)
+        if not added.entries and not defaults.entries:
             return values
+        if not any(isinstance(value, DictV) for value in values):
+            return [*values, DictV({**defaults.entries, **added.entries}, closed=False)]
         return [
-            DictV({**value.entries, **added.entries}, value.closed)
+            DictV(
+                {
+                    **value.entries,
+                    **{  # a key the dict surely holds keeps its value
+                        key: [*value.entries.get(key, []), *items]
+                        for key, items in defaults.entries.items()
+                        if not (value.closed and key in value.entries)
+                    },
+                    **added.entries,
+                },
+                value.closed,
+            )
             if isinstance(value, DictV)
             else value
             for value in values
@@ -922,6 +936,35 @@ def forwards_kwargs(function: ast.AST) -> bool:
     args: ast.arguments = function.args  # type: ignore[attr-defined]
     named = {p.arg for p in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     return args.kwarg is not None and "fused" not in named
+
+
+def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defaults: DictV) -> None:
+    """`name.update(key=v)` / `name.update({"key": v})` set entries; `name.setdefault("key",
+    v)` may set one (the dict may hold the key already)."""
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+    ):
+        return
+    if call.func.attr == "setdefault" and len(call.args) == 2:
+        key = literal_of(call.args[0])
+        if isinstance(key, str):
+            defaults.entries.setdefault(key, []).append(Thunk(call.args[1], ctx))  # type: ignore[arg-type]
+    elif call.func.attr == "update":
+        pairs: list[tuple[object, ast.expr]] = [
+            (keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg
+        ]
+        if call.args and isinstance(call.args[0], ast.Dict):
+            pairs += [
+                (literal_of(key), value)
+                for key, value in zip(call.args[0].keys, call.args[0].values)
+                if key is not None
+            ]
+        for key, value in pairs:
+            if isinstance(key, str):
+                added.entries.setdefault(key, []).append(Thunk(value, ctx))  # type: ignore[arg-type]
 
 
 def is_method(summary: Summary, function: ast.AST) -> bool:
