@@ -48,6 +48,9 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 DEEPEST = 20_000  # Python-level recursion only (3.11 keeps no C frames for it)
 
 
+PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+
+
 def collect_sites(path: Path, text: str, tree: ast.Module | None = None) -> FileSites:
     """Collect the sites of one module (`tree` is `ast.parse(text)` when already at hand)."""
     if tree is None:
@@ -499,6 +502,9 @@ class SiteCollector(ast.NodeVisitor):
         name = self.code(call.func)
         spreads = star_kwargs(call)
         self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
+        plugins = keyword_arg(call, "plugins")
+        if plugins is not None:
+            self.link_plugins(plugins.value, self.entry_calls[-1])
         precision = keyword_arg(call, "precision")
         if precision is not None:
             detail = f"{name}(precision={self.code(precision.value)})"
@@ -517,6 +523,25 @@ class SiteCollector(ast.NodeVisitor):
             for spread in spreads:
                 detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
                 self.add(clip_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+
+    def link_plugins(self, plugins: ast.expr, entry: str) -> None:
+        """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
+        built before: that plugin's site configures this call (its precision, its strategy)."""
+        elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
+        for element in elements:
+            if not isinstance(element, ast.Name):
+                continue
+            assigned = self.single_assigned_value(element, self.scope)
+            if assigned is None or not isinstance(assigned[0], ast.Call):
+                continue
+            span = self.span(assigned[0])
+            for index, site in enumerate(self.sites):
+                if site.span != span or site.entry is not None or site.kind not in PRECISIONS:
+                    continue
+                sharding = site.sharding
+                if sharding is Sharding.NONE:
+                    sharding = self.entry_sharding.get(entry, Sharding.NONE)
+                self.sites[index] = replace(site, entry=entry, sharding=sharding)
 
     def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
         """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's

@@ -951,9 +951,9 @@ def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defau
     if call.func.attr == "setdefault" and len(call.args) == 2:
         key = literal_of(call.args[0])
         if isinstance(key, str):
-            defaults.entries.setdefault(key, []).append(Thunk(call.args[1], ctx))  # type: ignore[arg-type]
+            defaults.entries.setdefault(key, []).append(Thunk(call.args[1], ctx))
     elif call.func.attr == "update":
-        pairs: list[tuple[object, ast.expr]] = [
+        pairs: list[tuple[str | None, ast.expr]] = [
             (keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg
         ]
         if call.args and isinstance(call.args[0], ast.Dict):
@@ -962,9 +962,9 @@ def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defau
                 for key, value in zip(call.args[0].keys, call.args[0].values)
                 if key is not None
             ]
-        for key, value in pairs:
-            if isinstance(key, str):
-                added.entries.setdefault(key, []).append(Thunk(value, ctx))  # type: ignore[arg-type]
+        for name_key, value in pairs:
+            if isinstance(name_key, str):
+                added.entries.setdefault(name_key, []).append(Thunk(value, ctx))
 
 
 def is_method(summary: Summary, function: ast.AST) -> bool:
