@@ -127,6 +127,8 @@ class Evaluator:
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
+        # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
+        self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
@@ -513,6 +515,33 @@ class Evaluator:
                     continue
                 if self.calls_function(call, caller, function, cls):
                     found.append((call, caller))
+            if cls is None:
+                found.extend(self.launches_of(function, summary, ctx))
+        return found
+
+    def launches_of(
+        self, function: ast.AST, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """`fabric.launch(fn, a, b)` calls `fn(fabric, a, b)`: Fabric passes itself first."""
+        found = []
+        for launch in summary.calls(names.FABRIC_LAUNCH):
+            if not launch.args or not isinstance(launch.func, ast.Attribute):
+                continue
+            caller = self.ctx_of(summary, launch)
+            if caller.depth + ctx.depth > MAX_DEPTH:
+                continue
+            if not any(isinstance(v, FabricV) for v in self.ev(launch.func.value, caller)):
+                continue
+            if not any(
+                isinstance(v, Fn) and v.node is function for v in self.ev(launch.args[0], caller)
+            ):
+                continue
+            if id(launch) not in self.launched:
+                call = ast.Call(
+                    launch.args[0], [launch.func.value, *launch.args[1:]], launch.keywords
+                )
+                self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
+            found.append((self.launched[id(launch)][1], caller))
         return found
 
     def files_with(self, word: bytes) -> list[Path]:

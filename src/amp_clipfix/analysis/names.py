@@ -145,6 +145,9 @@ GUARD_HELPER = "can_clip_gradients"
 FABRIC_UNSCALE_HELPER = "clip_gradients_unscaled"
 MODULE_UNSCALE_HELPER = "clip_module_gradients_unscaled"
 
+# `fabric.launch(fn, *args)` calls `fn(fabric, *args)`.
+FABRIC_LAUNCH = "launch"
+
 PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
 DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})
 
