@@ -209,7 +209,16 @@ class Finding:
         """The site reported first: the one the fix changes, else the first site."""
         if self.fix is not None and self.fix.targets:
             return self.fix.targets[0]
-        return min(self.sites, key=lambda site: (str(site.path), site.span.line, site.span.column))
+        return min(
+            self.sites,
+            key=lambda site: (
+                str(site.path),
+                site.span.line,
+                site.span.column,
+                site.kind.value,  # a `**spread` is a precision and a clip site at one position
+                site.entry or "",
+            ),
+        )
 
 
 def active_findings(findings: Iterable[Finding]) -> list[Finding]:
