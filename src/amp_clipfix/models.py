@@ -60,6 +60,15 @@ class Sharding(str, Enum):
     UNKNOWN = "unknown"  # decided at run time (a variable, `**kwargs`, a class of the project)
 
 
+class Through(str, Enum):
+    """How a site's value reaches its call: as an argument, as the `**spread` itself (which may
+    or may not set the key), or as an entry inside a spread dict."""
+
+    ARGUMENT = "argument"
+    SPREAD = "spread"  # Trainer(**params): may set precision / gradient_clip_val
+    SPREAD_ENTRY = "spread-entry"  # AdamW(**{"fused": flag}): the entry's value
+
+
 class Confidence(str, Enum):
     """A finding is certain, or depends on a value decided at run time (a person reviews)."""
 
@@ -114,6 +123,8 @@ class Site:
     users: tuple[str, ...] = ()
     note: str | None = None  # e.g. that the place also serves other callers
     sharding: Sharding = Sharding.NONE  # the strategy of the Fabric / Trainer it configures
+    through: Through = Through.ARGUMENT
+    clip_call: bool = False  # an `x.clip_gradients(...)` call (Lightning runs it as written)
 
     @property
     def shown_span(self) -> Span:

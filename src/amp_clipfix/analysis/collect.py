@@ -40,7 +40,16 @@ from amp_clipfix.analysis.scopes import (
     referents,
 )
 from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import Certainty, ClassInfo, FileSites, Sharding, Site, SiteKind, Span
+from amp_clipfix.models import (
+    Certainty,
+    ClassInfo,
+    FileSites,
+    Sharding,
+    Site,
+    SiteKind,
+    Span,
+    Through,
+)
 
 UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -275,6 +284,7 @@ class SiteCollector(ast.NodeVisitor):
         value: str | None = None,
         fixable: bool = True,
         sharding: Sharding | None = None,
+        through: Through = Through.ARGUMENT,
     ) -> None:
         entry = self.entry_calls[-1] if self.entry_calls else None
         if sharding is None:
@@ -291,6 +301,7 @@ class SiteCollector(ast.NodeVisitor):
                 fixable=fixable,
                 entry=entry,
                 sharding=sharding,
+                through=through,
             )
         )
 
@@ -512,7 +523,14 @@ class SiteCollector(ast.NodeVisitor):
         elif keyword_arg(call, "plugins") is None:
             for spread in spreads:
                 detail = f"{name}({self.argument_code(spread)}) may set precision"
-                self.add(precision_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+                self.add(
+                    precision_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    detail,
+                    fixable=False,
+                    through=Through.SPREAD,
+                )
         if clip_kind is None:
             return
         clip = keyword_arg(call, "gradient_clip_val")
@@ -522,7 +540,14 @@ class SiteCollector(ast.NodeVisitor):
         else:
             for spread in spreads:
                 detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
-                self.add(clip_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+                self.add(
+                    clip_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    detail,
+                    fixable=False,
+                    through=Through.SPREAD,
+                )
 
     def link_plugins(self, plugins: ast.expr, entry: str) -> None:
         """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
@@ -625,17 +650,23 @@ class SiteCollector(ast.NodeVisitor):
             spread_code = self.argument_code(spread)
             for value, scope, conditional in self.fused_in_spread(spread.value, self.scope, False):
                 detail = f"{name}({spread_code}) with fused={self.code(value)}"
-                self.add_fused_value(value, detail, conditional, scope)
+                self.add_fused_value(value, detail, conditional, scope, Through.SPREAD_ENTRY)
 
     def add_fused_value(
-        self, value: ast.expr, detail: str, conditional: bool, scope: Scope | None = None
+        self,
+        value: ast.expr,
+        detail: str,
+        conditional: bool,
+        scope: Scope | None = None,
+        through: Through = Through.ARGUMENT,
     ) -> None:
         value, literal = self.resolve_literal(value, scope)
+        kind = SiteKind.FUSED_OPTIMIZER
         if literal == "True":
             certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
-            self.add(SiteKind.FUSED_OPTIMIZER, value, certainty, detail, literal)
+            self.add(kind, value, certainty, detail, literal, through=through)
         elif literal is None:
-            self.add(SiteKind.FUSED_OPTIMIZER, value, Certainty.RUNTIME, detail, fixable=False)
+            self.add(kind, value, Certainty.RUNTIME, detail, fixable=False, through=through)
 
     def fused_in_spread(
         self, node: ast.expr, scope: Scope, conditional: bool, depth: int = 0
@@ -698,6 +729,7 @@ class SiteCollector(ast.NodeVisitor):
             return
         detail = f"{self.code(call.func)}(...)"
         self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+        self.sites[-1] = replace(self.sites[-1], clip_call=True)
         if kind is SiteKind.FABRIC_CLIP:
             # The clip belongs to the Fabric its receiver holds, when that is known.
             bound = self.fabric_bindings.get(receiver_code)

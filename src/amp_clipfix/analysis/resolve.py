@@ -62,7 +62,7 @@ from amp_clipfix.analysis.values import (
     TrainerV,
     TupleV,
 )
-from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span, Through
 from amp_clipfix.paths import is_library
 
 # Values that are surely no Fabric: a receiver holding only these never clips on one.
@@ -240,9 +240,9 @@ class Resolution:
             SiteKind.FABRIC_PRECISION: "precision",
             SiteKind.TRAINER_CLIP: "gradient_clip_val",
         }.get(site.kind)
-        if key is None or "with fused=" in site.detail:
+        if key is None or site.through is Through.SPREAD_ENTRY:
             return
-        if "may set" in site.detail:
+        if site.through is Through.SPREAD:
             values = self.spread_values(summary, node, key, ctx)
         else:
             values = self.ev.ev(node, ctx)
@@ -516,6 +516,7 @@ class Resolution:
                     owner=owner,
                     fixable=False,
                     entry=entry,
+                    clip_call=True,
                 )
             )
 

@@ -198,6 +198,6 @@ def calls_clip_from_outside(site: Site, class_keys: set[str]) -> bool:
     runs it without passing through `configure_gradient_clipping`."""
     return (
         site.kind in (SiteKind.MODULE_CLIP, SiteKind.TRAINER_CLIP)
-        and ".clip_gradients(" in site.detail
+        and site.clip_call
         and f"{site.path}::{site.owner}" not in class_keys
     )
