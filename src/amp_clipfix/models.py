@@ -76,7 +76,7 @@ class Confidence(str, Enum):
     REVIEW = "review"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Span:
     """A range in a file: 1-based lines, 0-based columns, like libcst's CodeRange."""
 
@@ -84,6 +84,15 @@ class Span:
     column: int
     end_line: int
     end_column: int
+
+
+@dataclass(frozen=True, order=True)
+class ClassRef:
+    """A class of the project by position: where a fix may add a method."""
+
+    path: Path
+    span: Span  # the `class` statement
+    name: str
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,9 @@ class Site:
     sharding: Sharding = Sharding.NONE  # the strategy of the Fabric / Trainer it configures
     through: Through = Through.ARGUMENT
     clip_call: bool = False  # an `x.clip_gradients(...)` call (Lightning runs it as written)
+    # The LightningModule classes whose own methods build the optimizer with this value (through
+    # a factory, a default, a constant): the class an unscale override goes into.
+    built_in: tuple[ClassRef, ...] = ()
 
     @property
     def shown_span(self) -> Span:

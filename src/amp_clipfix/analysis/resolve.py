@@ -62,7 +62,16 @@ from amp_clipfix.analysis.values import (
     TrainerV,
     TupleV,
 )
-from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span, Through
+from amp_clipfix.models import (
+    Certainty,
+    ClassRef,
+    FileSites,
+    FitCall,
+    Site,
+    SiteKind,
+    Span,
+    Through,
+)
 from amp_clipfix.paths import is_library
 
 # Values that are surely no Fabric: a receiver holding only these never clips on one.
@@ -121,7 +130,8 @@ class Resolution:
         for index, old in enumerate(sites):
             if (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry):
                 users = tuple(sorted(set(old.users) | set(site.users)))
-                sites[index] = replace(old, users=users)
+                built_in = tuple(sorted(set(old.built_in) | set(site.built_in)))
+                sites[index] = replace(old, users=users, built_in=built_in)
                 return
         sites.append(site)
 
@@ -336,11 +346,15 @@ class Resolution:
         for klass in self.ev.mro(cls):
             if not isinstance(klass, ClsV):
                 continue
+            # The override goes where the building method is, when that class is a module
+            # (it precedes LightningModule in every MRO); a mixin's: into the module class.
+            home = klass if self.ev.derives_from(klass, names.LIGHTNING_MODULE_CLASSES) else cls
+            built_in = (ClassRef(home.summary.path, home.summary.span(home.node), home.node.name),)
             for method in klass.node.body:
                 if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     ctx = self.ev.ctx(klass.summary, method, klass.node)
                     for opt in self.optimizers_in(method, ctx):
-                        self.optimizer_sites(opt, (cls.key,))
+                        self.optimizer_sites(opt, (cls.key,), built_in)
 
     def optimizers_in(self, function: ast.AST, ctx: Ctx) -> Iterator[Opt]:
         """What the calls in a function build; a base class's method is shared by every module
@@ -362,7 +376,9 @@ class Resolution:
         func = call.func
         return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
 
-    def optimizer_sites(self, opt: Opt, users: tuple[str, ...]) -> None:
+    def optimizer_sites(
+        self, opt: Opt, users: tuple[str, ...], built_in: tuple[ClassRef, ...] = ()
+    ) -> None:
         """Sites where the optimizer's `fused` is decided, unless the file's collector has
         them already (then they only learn who uses them)."""
         if is_library(opt.summary.path):
@@ -378,7 +394,13 @@ class Resolution:
             for site in collected:
                 key = (site.path, site.span, site.kind)
                 for new in self.refined.get(key, []) if key in self.found.drop else [site]:
-                    self.add(replace(new, users=tuple(sorted({*new.users, *users}))))
+                    self.add(
+                        replace(
+                            new,
+                            users=tuple(sorted({*new.users, *users})),
+                            built_in=tuple(sorted({*new.built_in, *built_in})),
+                        )
+                    )
             return
         interesting = [
             v
@@ -392,6 +414,7 @@ class Resolution:
             detail = f"{name}(fused={code})"
             found = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
             if found is not None:
+                found = replace(found, built_in=built_in)
                 if not decided:
                     found = replace(found, certainty=Certainty.RUNTIME)
                 self.add(found)
@@ -875,7 +898,8 @@ def merge_users(site: Site, found: list[Site]) -> Site:
     for other in found:
         if (other.kind, other.span, other.entry) == (site.kind, site.span, site.entry):
             users = tuple(sorted(set(site.users) | set(other.users)))
-            return replace(site, users=users)
+            built_in = tuple(sorted(set(site.built_in) | set(other.built_in)))
+            return replace(site, users=users, built_in=built_in)
     return site
 
 

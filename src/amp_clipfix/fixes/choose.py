@@ -154,11 +154,13 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
         and in_the_module_class(s)
     )
     if not classes:
+        classes = factory_classes(finding)
+    if not classes:
         return (), (
-            "the fused optimizer is not built in the LightningModule class that uses it (it "
-            "is configured in YAML, a factory, a mixin or a constant elsewhere), so there is no "
-            "class of its own to give a configure_gradient_clipping override; use --strategy "
-            "unfuse"
+            "no LightningModule class is known to build the fused optimizer (it is configured "
+            "in YAML, or built by a method of another class, or its module class lives in a "
+            "file this finding does not read), so there is no class to give a "
+            "configure_gradient_clipping override; use --strategy unfuse"
         )
     class_keys = {f"{s.path}::{s.owner}" for s in classes}
     if any(calls_clip_from_outside(site, class_keys) for site in sites):
@@ -184,6 +186,25 @@ def sharding_refusal(sites: Sequence[Site]) -> str | None:
             "inserted helper raises; use --strategy unfuse, which is right for every strategy"
         )
     return None
+
+
+def factory_classes(finding: Finding) -> tuple[Site, ...]:
+    """An optimizer built by a function (a factory, a default, a constant) that the module
+    class's own methods call: the override goes into that class (`Site.built_in`). The targets
+    are the optimizer sites (which mark no class: they are in a function) and one anchor per
+    class, at its `class` statement, in a file the finding already reads."""
+    optimizers = [s for s in finding.sites if s.kind is SiteKind.FUSED_OPTIMIZER]
+    if not optimizers or any(s.in_config or s.owner is not None for s in optimizers):
+        return ()
+    read = {site.path for site in finding.sites}
+    homes = sorted({home for site in optimizers for home in site.built_in})
+    if not homes or any(home.path not in read for home in homes):
+        return ()
+    anchors = tuple(
+        replace(optimizers[0], path=home.path, span=home.span, owner=home.name, fixable=False)
+        for home in homes
+    )
+    return (*optimizers, *anchors)
 
 
 def in_the_module_class(site: Site) -> bool:
