@@ -517,6 +517,25 @@ class Evaluator:
                     found.append((call, caller))
             if cls is None:
                 found.extend(self.launches_of(function, summary, ctx))
+            elif name == "__init__":
+                found.extend(self.super_inits_of(cls, summary, ctx))
+        return found
+
+    def super_inits_of(
+        self, cls: ast.ClassDef, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """`super().__init__(...)` in a subclass's method calls the base's `__init__` with
+        those arguments (a subclass passes its config on to the base that uses it)."""
+        found = []
+        for call in summary.calls("__init__"):
+            if not is_super_call(call.func):
+                continue
+            caller = self.ctx_of(summary, call)
+            if caller.cls is None or caller.cls is cls or caller.depth + ctx.depth > MAX_DEPTH:
+                continue
+            mro = self.mro(ClsV(caller.cls, summary))
+            if any(isinstance(base, ClsV) and base.node is cls for base in mro[1:]):
+                found.append((call, caller))
         return found
 
     def launches_of(
@@ -994,6 +1013,16 @@ def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defau
         for name_key, value in pairs:
             if isinstance(name_key, str):
                 added.entries.setdefault(name_key, []).append(Thunk(value, ctx))
+
+
+def is_super_call(func: ast.expr) -> bool:
+    """`super().name` (the method of a base class)."""
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
 
 
 def is_method(summary: Summary, function: ast.AST) -> bool:
