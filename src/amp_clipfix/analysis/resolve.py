@@ -343,6 +343,7 @@ class Resolution:
         """A module class's optimizers (its mixins' and bases' methods included)."""
         if not self.ev.derives_from(cls, names.LIGHTNING_MODULE_CLASSES):
             return
+        overridden: set[str] = set()
         for klass in self.ev.mro(cls):
             if not isinstance(klass, ClsV):
                 continue
@@ -350,11 +351,18 @@ class Resolution:
             # (it precedes LightningModule in every MRO); a mixin's: into the module class.
             home = klass if self.ev.derives_from(klass, names.LIGHTNING_MODULE_CLASSES) else cls
             built_in = (ClassRef(home.summary.path, home.summary.span(home.node), home.node.name),)
-            for method in klass.node.body:
-                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    ctx = self.ev.ctx(klass.summary, method, klass.node)
-                    for opt in self.optimizers_in(method, ctx):
-                        self.optimizer_sites(opt, (cls.key,), built_in)
+            methods = [
+                method
+                for method in klass.node.body
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            for method in methods:
+                if method.name in overridden:
+                    continue  # a class before it in the MRO overrides it: never run for `cls`
+                ctx = self.ev.ctx(klass.summary, method, klass.node)
+                for opt in self.optimizers_in(method, ctx):
+                    self.optimizer_sites(opt, (cls.key,), built_in)
+            overridden.update(method.name for method in methods)
 
     def optimizers_in(self, function: ast.AST, ctx: Ctx) -> Iterator[Opt]:
         """What the calls in a function build; a base class's method is shared by every module
