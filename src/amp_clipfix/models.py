@@ -51,6 +51,24 @@ class Certainty(str, Enum):
     RUNTIME = "runtime"
 
 
+class Sharding(str, Enum):
+    """The strategy of the Fabric / Trainer a site configures: whether it shards the model
+    (FSDP, DeepSpeed), which the unscale fix does not support (its helper raises there)."""
+
+    NONE = "none"  # no strategy given, or one that does not shard ("ddp", DDPStrategy())
+    SHARDED = "sharded"  # "fsdp", "deepspeed_stage_2", FSDPStrategy(), an FSDPPrecision plugin
+    UNKNOWN = "unknown"  # decided at run time (a variable, `**kwargs`, a class of the project)
+
+
+class Through(str, Enum):
+    """How a site's value reaches its call: as an argument, as the `**spread` itself (which may
+    or may not set the key), or as an entry inside a spread dict."""
+
+    ARGUMENT = "argument"
+    SPREAD = "spread"  # Trainer(**params): may set precision / gradient_clip_val
+    SPREAD_ENTRY = "spread-entry"  # AdamW(**{"fused": flag}): the entry's value
+
+
 class Confidence(str, Enum):
     """A finding is certain, or depends on a value decided at run time (a person reviews)."""
 
@@ -58,7 +76,7 @@ class Confidence(str, Enum):
     REVIEW = "review"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Span:
     """A range in a file: 1-based lines, 0-based columns, like libcst's CodeRange."""
 
@@ -66,6 +84,15 @@ class Span:
     column: int
     end_line: int
     end_column: int
+
+
+@dataclass(frozen=True, order=True)
+class ClassRef:
+    """A class of the project by position: where a fix may add a method."""
+
+    path: Path
+    span: Span  # the `class` statement
+    name: str
 
 
 @dataclass(frozen=True)
@@ -104,6 +131,12 @@ class Site:
     # is used, when that is elsewhere than the site itself (a factory, a default, a constant).
     users: tuple[str, ...] = ()
     note: str | None = None  # e.g. that the place also serves other callers
+    sharding: Sharding = Sharding.NONE  # the strategy of the Fabric / Trainer it configures
+    through: Through = Through.ARGUMENT
+    clip_call: bool = False  # an `x.clip_gradients(...)` call (Lightning runs it as written)
+    # The LightningModule classes whose own methods build the optimizer with this value (through
+    # a factory, a default, a constant): the class an unscale override goes into.
+    built_in: tuple[ClassRef, ...] = ()
 
     @property
     def shown_span(self) -> Span:
@@ -199,7 +232,16 @@ class Finding:
         """The site reported first: the one the fix changes, else the first site."""
         if self.fix is not None and self.fix.targets:
             return self.fix.targets[0]
-        return min(self.sites, key=lambda site: (str(site.path), site.span.line, site.span.column))
+        return min(
+            self.sites,
+            key=lambda site: (
+                str(site.path),
+                site.span.line,
+                site.span.column,
+                site.kind.value,  # a `**spread` is a precision and a clip site at one position
+                site.entry or "",
+            ),
+        )
 
 
 def active_findings(findings: Iterable[Finding]) -> list[Finding]:

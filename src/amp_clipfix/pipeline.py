@@ -51,7 +51,8 @@ PARALLEL_MIN_BYTES = 512 * 1024
 
 # A finding needs Lightning: some file imports it (or is a config naming its classes).
 USES_LIGHTNING = re.compile(
-    rb"^\s*(?:from|import)\s+(?:lightning|pytorch_lightning|lightning_fabric)\b|"
+    rb"(?:^|;)\s*(?:from\s+|import\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)"
+    rb"(?:lightning|pytorch_lightning|lightning_fabric)\b|"
     rb"class_path|_target_|\btrainer\s*:",
     re.MULTILINE,
 )

@@ -40,12 +40,24 @@ from amp_clipfix.analysis.scopes import (
     referents,
 )
 from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import Certainty, ClassInfo, FileSites, Site, SiteKind, Span
+from amp_clipfix.models import (
+    Certainty,
+    ClassInfo,
+    FileSites,
+    Sharding,
+    Site,
+    SiteKind,
+    Span,
+    Through,
+)
 
 UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 DEEPEST = 20_000  # Python-level recursion only (3.11 keeps no C frames for it)
+
+
+PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
 
 
 def collect_sites(path: Path, text: str, tree: ast.Module | None = None) -> FileSites:
@@ -162,6 +174,7 @@ class SiteCollector(ast.NodeVisitor):
         self.fabric_bindings: dict[str, str | None] = {}
         self.guard_depth = 0
         self.entry_calls: list[str] = []  # Fabric(...) / Trainer(...) calls being visited
+        self.entry_sharding: dict[str, Sharding] = {}  # their `strategy=`, as a fact
         # Filled while visiting (what libcst saw so far): target name -> value and its scope
         self.assigned_values: dict[int, tuple[ast.expr, Scope]] = {}
         self.statement_calls: dict[int, ast.stmt] = {}  # calls a whole statement makes
@@ -270,7 +283,12 @@ class SiteCollector(ast.NodeVisitor):
         detail: str,
         value: str | None = None,
         fixable: bool = True,
+        sharding: Sharding | None = None,
+        through: Through = Through.ARGUMENT,
     ) -> None:
+        entry = self.entry_calls[-1] if self.entry_calls else None
+        if sharding is None:
+            sharding = self.entry_sharding.get(entry, Sharding.NONE) if entry else Sharding.NONE
         self.sites.append(
             Site(
                 kind=kind,
@@ -281,7 +299,9 @@ class SiteCollector(ast.NodeVisitor):
                 value=value,
                 owner=self.class_stack[-1] if self.class_stack else None,
                 fixable=fixable,
-                entry=self.entry_calls[-1] if self.entry_calls else None,
+                entry=entry,
+                sharding=sharding,
+                through=through,
             )
         )
 
@@ -492,6 +512,10 @@ class SiteCollector(ast.NodeVisitor):
         """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`."""
         name = self.code(call.func)
         spreads = star_kwargs(call)
+        self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
+        plugins = keyword_arg(call, "plugins")
+        if plugins is not None:
+            self.link_plugins(plugins.value, self.entry_calls[-1])
         precision = keyword_arg(call, "precision")
         if precision is not None:
             detail = f"{name}(precision={self.code(precision.value)})"
@@ -499,7 +523,14 @@ class SiteCollector(ast.NodeVisitor):
         elif keyword_arg(call, "plugins") is None:
             for spread in spreads:
                 detail = f"{name}({self.argument_code(spread)}) may set precision"
-                self.add(precision_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+                self.add(
+                    precision_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    detail,
+                    fixable=False,
+                    through=Through.SPREAD,
+                )
         if clip_kind is None:
             return
         clip = keyword_arg(call, "gradient_clip_val")
@@ -509,7 +540,52 @@ class SiteCollector(ast.NodeVisitor):
         else:
             for spread in spreads:
                 detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
-                self.add(clip_kind, spread, Certainty.RUNTIME, detail, fixable=False)
+                self.add(
+                    clip_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    detail,
+                    fixable=False,
+                    through=Through.SPREAD,
+                )
+
+    def link_plugins(self, plugins: ast.expr, entry: str) -> None:
+        """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
+        built before: that plugin's site configures this call (its precision, its strategy)."""
+        elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
+        for element in elements:
+            if not isinstance(element, ast.Name):
+                continue
+            assigned = self.single_assigned_value(element, self.scope)
+            if assigned is None or not isinstance(assigned[0], ast.Call):
+                continue
+            span = self.span(assigned[0])
+            for index, site in enumerate(self.sites):
+                if site.span != span or site.entry is not None or site.kind not in PRECISIONS:
+                    continue
+                sharding = site.sharding
+                if sharding is Sharding.NONE:
+                    sharding = self.entry_sharding.get(entry, Sharding.NONE)
+                self.sites[index] = replace(site, entry=entry, sharding=sharding)
+
+    def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
+        """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's
+        strategy classes is known; anything else (a variable, a spread, a project class) is
+        decided at run time."""
+        strategy = keyword_arg(call, "strategy")
+        if strategy is None:
+            return Sharding.UNKNOWN if spreads else Sharding.NONE
+        node = strategy.value
+        shards: bool | None = None
+        if isinstance(node, ast.Call):
+            shards = names.strategy_class_shards(self.qualified_names(node.func))
+        else:
+            _, value = self.resolve_literal(node)
+            if value is not None:
+                shards = names.strategy_name_shards(value)
+        if shards is None:
+            return Sharding.UNKNOWN
+        return Sharding.SHARDED if shards else Sharding.NONE
 
     def add_value(
         self,
@@ -550,10 +626,13 @@ class SiteCollector(ast.NodeVisitor):
         _, value = self.resolve_literal(precision)
         code = self.code(precision, is_sole_argument(call, precision))
         detail = f"{self.code(call.func)}({code}, ...)"
+        qualified = self.qualified_names(call.func)
+        sharded = any(name.rsplit(".", 1)[-1] in names.SHARDED_PLUGINS for name in qualified)
+        sharding = Sharding.SHARDED if sharded else None
         if value is None:
-            self.add(kind, call, Certainty.RUNTIME, detail, fixable=False)
+            self.add(kind, call, Certainty.RUNTIME, detail, fixable=False, sharding=sharding)
         elif names.is_mixed_precision(value):
-            self.add(kind, call, Certainty.KNOWN, detail, value)
+            self.add(kind, call, Certainty.KNOWN, detail, value, sharding=sharding)
 
     def collect_partial(self, call: ast.Call) -> None:
         positional = positional_args(call)
@@ -571,17 +650,23 @@ class SiteCollector(ast.NodeVisitor):
             spread_code = self.argument_code(spread)
             for value, scope, conditional in self.fused_in_spread(spread.value, self.scope, False):
                 detail = f"{name}({spread_code}) with fused={self.code(value)}"
-                self.add_fused_value(value, detail, conditional, scope)
+                self.add_fused_value(value, detail, conditional, scope, Through.SPREAD_ENTRY)
 
     def add_fused_value(
-        self, value: ast.expr, detail: str, conditional: bool, scope: Scope | None = None
+        self,
+        value: ast.expr,
+        detail: str,
+        conditional: bool,
+        scope: Scope | None = None,
+        through: Through = Through.ARGUMENT,
     ) -> None:
         value, literal = self.resolve_literal(value, scope)
+        kind = SiteKind.FUSED_OPTIMIZER
         if literal == "True":
             certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
-            self.add(SiteKind.FUSED_OPTIMIZER, value, certainty, detail, literal)
+            self.add(kind, value, certainty, detail, literal, through=through)
         elif literal is None:
-            self.add(SiteKind.FUSED_OPTIMIZER, value, Certainty.RUNTIME, detail, fixable=False)
+            self.add(kind, value, Certainty.RUNTIME, detail, fixable=False, through=through)
 
     def fused_in_spread(
         self, node: ast.expr, scope: Scope, conditional: bool, depth: int = 0
@@ -634,16 +719,22 @@ class SiteCollector(ast.NodeVisitor):
                 return
             certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
             kind = SiteKind.MODULE_CLIP
-        elif receiver_code in self.fabric_bindings or "fabric" in last_name:
+        elif receiver_code in self.fabric_bindings:
             kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.KNOWN, None
+        elif "fabric" in last_name:
+            # A name alone is no fact: the project resolution follows the receiver's value
+            # (a Fabric: certain; a module or another object: no clip; else a review).
+            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.RUNTIME, None
         else:
             return
         detail = f"{self.code(call.func)}(...)"
         self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+        self.sites[-1] = replace(self.sites[-1], clip_call=True)
         if kind is SiteKind.FABRIC_CLIP:
             # The clip belongs to the Fabric its receiver holds, when that is known.
             bound = self.fabric_bindings.get(receiver_code)
-            self.sites[-1] = replace(self.sites[-1], entry=bound)
+            sharding = self.entry_sharding.get(bound, Sharding.NONE) if bound else Sharding.NONE
+            self.sites[-1] = replace(self.sites[-1], entry=bound, sharding=sharding)
 
     def collect_super_clipping(self, call: ast.Call) -> None:
         """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with

@@ -127,6 +127,8 @@ class Evaluator:
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
+        # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
+        self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
@@ -305,6 +307,10 @@ class Evaluator:
         for value in self.ev(base, ctx):
             if isinstance(value, DictV) and key is not None and key in value.entries:
                 values.extend(self.force(value.entries[key]))
+            elif isinstance(value, DictV) and key is None and value.closed and value.entries:
+                # A key decided at run time: one of the values (any other key raises KeyError).
+                for entry in value.entries.values():
+                    values.extend(self.force(entry))
             elif isinstance(value, TupleV) and key is not None and key.lstrip("-").isdigit():
                 index = int(key)
                 if -len(value.items) <= index < len(value.items):
@@ -363,27 +369,41 @@ class Evaluator:
     def with_item_assignments(
         self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
     ) -> list[object]:
-        """`kwargs["fused"] = True` adds an entry to the dict `kwargs` holds."""
-        if not any(isinstance(value, DictV) for value in values):
-            return values
-        added = DictV()
+        """`kwargs["fused"] = True` and `kwargs.update(fused=True)` set an entry of the dict
+        `kwargs` holds; `kwargs.setdefault("fused", True)` adds one of its possible values.
+        On a dict not known here (a `**kwargs` no caller fills) they make an open dict."""
+        added, defaults = DictV(), DictV()
         nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
         for statement in nodes:
-            if not isinstance(statement, ast.Assign):
-                continue
-            for target in statement.targets:
-                if (
-                    isinstance(target, ast.Subscript)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == name
-                    and isinstance(literal_of(target.slice), str)
-                ):
-                    key = literal_of(target.slice)
-                    added.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
-        if not added.entries:
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == name
+                        and isinstance(literal_of(target.slice), str)
+                    ):
+                        key = literal_of(target.slice)
+                        added.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
+            elif isinstance(statement, ast.Expr):
+                dict_method_entries(statement.value, name, ctx, added, defaults)
+        if not added.entries and not defaults.entries:
             return values
+        if not any(isinstance(value, DictV) for value in values):
+            return [*values, DictV({**defaults.entries, **added.entries}, closed=False)]
         return [
-            DictV({**value.entries, **added.entries}, value.closed)
+            DictV(
+                {
+                    **value.entries,
+                    **{  # a key the dict surely holds keeps its value
+                        key: [*value.entries.get(key, []), *items]
+                        for key, items in defaults.entries.items()
+                        if not (value.closed and key in value.entries)
+                    },
+                    **added.entries,
+                },
+                value.closed,
+            )
             if isinstance(value, DictV)
             else value
             for value in values
@@ -495,6 +515,52 @@ class Evaluator:
                     continue
                 if self.calls_function(call, caller, function, cls):
                     found.append((call, caller))
+            if cls is None:
+                found.extend(self.launches_of(function, summary, ctx))
+            elif name == "__init__":
+                found.extend(self.super_inits_of(cls, summary, ctx))
+        return found
+
+    def super_inits_of(
+        self, cls: ast.ClassDef, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """`super().__init__(...)` in a subclass's method calls the base's `__init__` with
+        those arguments (a subclass passes its config on to the base that uses it)."""
+        found = []
+        for call in summary.calls("__init__"):
+            if not is_super_call(call.func):
+                continue
+            caller = self.ctx_of(summary, call)
+            if caller.cls is None or caller.cls is cls or caller.depth + ctx.depth > MAX_DEPTH:
+                continue
+            mro = self.mro(ClsV(caller.cls, summary))
+            if any(isinstance(base, ClsV) and base.node is cls for base in mro[1:]):
+                found.append((call, caller))
+        return found
+
+    def launches_of(
+        self, function: ast.AST, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """`fabric.launch(fn, a, b)` calls `fn(fabric, a, b)`: Fabric passes itself first."""
+        found = []
+        for launch in summary.calls(names.FABRIC_LAUNCH):
+            if not launch.args or not isinstance(launch.func, ast.Attribute):
+                continue
+            caller = self.ctx_of(summary, launch)
+            if caller.depth + ctx.depth > MAX_DEPTH:
+                continue
+            if not any(isinstance(v, FabricV) for v in self.ev(launch.func.value, caller)):
+                continue
+            if not any(
+                isinstance(v, Fn) and v.node is function for v in self.ev(launch.args[0], caller)
+            ):
+                continue
+            if id(launch) not in self.launched:
+                call = ast.Call(
+                    launch.args[0], [launch.func.value, *launch.args[1:]], launch.keywords
+                )
+                self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
+            found.append((self.launched[id(launch)][1], caller))
         return found
 
     def files_with(self, word: bytes) -> list[Path]:
@@ -918,6 +984,45 @@ def forwards_kwargs(function: ast.AST) -> bool:
     args: ast.arguments = function.args  # type: ignore[attr-defined]
     named = {p.arg for p in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     return args.kwarg is not None and "fused" not in named
+
+
+def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defaults: DictV) -> None:
+    """`name.update(key=v)` / `name.update({"key": v})` set entries; `name.setdefault("key",
+    v)` may set one (the dict may hold the key already)."""
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == name
+    ):
+        return
+    if call.func.attr == "setdefault" and len(call.args) == 2:
+        key = literal_of(call.args[0])
+        if isinstance(key, str):
+            defaults.entries.setdefault(key, []).append(Thunk(call.args[1], ctx))
+    elif call.func.attr == "update":
+        pairs: list[tuple[str | None, ast.expr]] = [
+            (keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg
+        ]
+        if call.args and isinstance(call.args[0], ast.Dict):
+            pairs += [
+                (literal_of(key), value)
+                for key, value in zip(call.args[0].keys, call.args[0].values)
+                if key is not None
+            ]
+        for name_key, value in pairs:
+            if isinstance(name_key, str):
+                added.entries.setdefault(name_key, []).append(Thunk(value, ctx))
+
+
+def is_super_call(func: ast.expr) -> bool:
+    """`super().name` (the method of a base class)."""
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
 
 
 def is_method(summary: Summary, function: ast.AST) -> bool:

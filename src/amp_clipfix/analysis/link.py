@@ -69,8 +69,25 @@ class TrainerSettings:
     entry: str | None = None
 
 
-def sort_key(site: Site) -> tuple[str, int, int]:
-    return (str(site.path), site.span.line, site.span.column)
+def sort_key(site: Site) -> tuple[object, ...]:
+    """A total order of sites: position first, then what tells two sites at one position apart
+    (a `**spread` is both a precision and a clip site), so no order depends on which question,
+    path or worker came first."""
+    span = site.span
+    return (
+        str(site.path),
+        span.line,
+        span.column,
+        span.end_line,
+        span.end_column,
+        site.kind.value,
+        site.entry or "",
+        site.owner or "",
+        site.value or "",
+        site.certainty.value,
+        site.users,
+        site.detail,
+    )
 
 
 def is_known(sites: Iterable[Site]) -> bool:
@@ -127,7 +144,7 @@ def fabric_pieces(
             ),
             tuple(optimizers),
             (clip,),
-            clip_known=True,
+            clip_known=clip.certainty is Certainty.KNOWN,  # a receiver only named like a Fabric
         )
         for clip in clips
     ]

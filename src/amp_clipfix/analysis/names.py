@@ -67,6 +67,70 @@ TRAINER_PLUGINS = {
     "NativeMixedPrecisionPlugin": 2,
 }
 
+# Strategies, by class (in the strategies packages) and by registry name: a sharded one (FSDP,
+# DeepSpeed) clips differently, and the unscale fix does not apply there.
+STRATEGY_PACKAGES = (
+    "lightning.pytorch.strategies.",
+    "lightning.fabric.strategies.",
+    "pytorch_lightning.strategies.",
+    "lightning_fabric.strategies.",
+)
+SHARDED_STRATEGY_CLASSES = frozenset(
+    {
+        "FSDPStrategy",
+        "DeepSpeedStrategy",
+        "ModelParallelStrategy",
+        "XLAFSDPStrategy",
+        "DDPFullyShardedStrategy",
+        "DDPFullyShardedNativeStrategy",
+        "DDPShardedStrategy",
+        "DDPSpawnShardedStrategy",
+        "ColossalAIStrategy",
+    }
+)
+PLAIN_STRATEGY_CLASSES = frozenset(
+    {
+        "DDPStrategy",
+        "DDPSpawnStrategy",
+        "DataParallelStrategy",
+        "SingleDeviceStrategy",
+        "SingleDeviceXLAStrategy",
+        "XLAStrategy",
+        "HorovodStrategy",
+    }
+)
+SHARDED_STRATEGY_WORDS = ("fsdp", "deepspeed", "sharded", "colossalai", "model_parallel")
+PLAIN_STRATEGY_NAMES = frozenset(
+    {"auto", "dp", "single_device", "single_xla", "xla", "xla_debug", "horovod", "None"}
+)
+# Precision plugins that belong to a sharded strategy.
+SHARDED_PLUGINS = frozenset({"FSDPPrecision", "FSDPMixedPrecisionPlugin"})
+
+
+def strategy_name_shards(value: str) -> bool | None:
+    """Whether a registered strategy name (`strategy="fsdp"`) shards the model; None for a
+    name this table does not know (a strategy the project registers itself)."""
+    lowered = value.lower()
+    if any(word in lowered for word in SHARDED_STRATEGY_WORDS):
+        return True
+    if value in PLAIN_STRATEGY_NAMES or lowered.startswith("ddp"):
+        return False
+    return None
+
+
+def strategy_class_shards(qualified_names: set[str]) -> bool | None:
+    """Whether a strategy class of Lightning's shards the model; None for any other class."""
+    for qualified_name in qualified_names:
+        if not qualified_name.startswith(STRATEGY_PACKAGES):
+            continue
+        short = qualified_name.rsplit(".", 1)[-1]
+        if short in SHARDED_STRATEGY_CLASSES:
+            return True
+        if short in PLAIN_STRATEGY_CLASSES:
+            return False
+    return None
+
+
 OPTIMIZER_MODULES = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "Adagrad": "adagrad"}
 FUSABLE_OPTIMIZERS = frozenset(
     name
@@ -80,6 +144,9 @@ GUARD_HELPER = "can_clip_gradients"
 # a LightningModule whose configure_gradient_clipping calls the second clips fused optimizers.
 FABRIC_UNSCALE_HELPER = "clip_gradients_unscaled"
 MODULE_UNSCALE_HELPER = "clip_module_gradients_unscaled"
+
+# `fabric.launch(fn, *args)` calls `fn(fabric, *args)`.
+FABRIC_LAUNCH = "launch"
 
 PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
 DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})

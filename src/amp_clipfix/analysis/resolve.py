@@ -49,17 +49,33 @@ from amp_clipfix.analysis.relevance import (
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
     ClsV,
+    DictV,
     Ext,
     FabricV,
+    Fn,
     Inst,
+    LambdaV,
     Lit,
+    ModuleV,
     Opaque,
     Opt,
     TrainerV,
     TupleV,
 )
-from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.models import (
+    Certainty,
+    ClassRef,
+    FileSites,
+    FitCall,
+    Site,
+    SiteKind,
+    Span,
+    Through,
+)
 from amp_clipfix.paths import is_library
+
+# Values that are surely no Fabric: a receiver holding only these never clips on one.
+NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
 
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
 # (a module class deriving from a project base in a file with neither is found through its hook).
@@ -114,7 +130,8 @@ class Resolution:
         for index, old in enumerate(sites):
             if (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry):
                 users = tuple(sorted(set(old.users) | set(site.users)))
-                sites[index] = replace(old, users=users)
+                built_in = tuple(sorted(set(old.built_in) | set(site.built_in)))
+                sites[index] = replace(old, users=users, built_in=built_in)
                 return
         sites.append(site)
 
@@ -230,15 +247,18 @@ class Resolution:
             if relevant_among(self.ev, {site.path}):  # elsewhere no class is fused
                 self.refine_module_clip(site, node, ctx)
             return
+        if site.kind is SiteKind.FABRIC_CLIP:
+            self.refine_fabric_clip(site, node, ctx)
+            return
         key = {
             SiteKind.FUSED_OPTIMIZER: "fused",
             SiteKind.TRAINER_PRECISION: "precision",
             SiteKind.FABRIC_PRECISION: "precision",
             SiteKind.TRAINER_CLIP: "gradient_clip_val",
         }.get(site.kind)
-        if key is None or "with fused=" in site.detail:
+        if key is None or site.through is Through.SPREAD_ENTRY:
             return
-        if "may set" in site.detail:
+        if site.through is Through.SPREAD:
             values = self.spread_values(summary, node, key, ctx)
         else:
             values = self.ev.ev(node, ctx)
@@ -264,6 +284,20 @@ class Resolution:
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)
+
+    def refine_fabric_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
+        """`x.clip_gradients(...)` on a receiver only named like a Fabric: its value decides.
+        A Fabric makes the site certain; a value that is surely no Fabric (a module of the
+        project, a class, a literal...) drops it; anything else stays a review."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return
+        receiver = self.ev.ev(node.func.value, ctx)
+        fabrics = [value for value in receiver if isinstance(value, FabricV)]
+        if not fabrics and not (receiver and all(isinstance(v, NOT_A_FABRIC) for v in receiver)):
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        for fabric in fabrics:
+            self.add(replace(site, certainty=Certainty.KNOWN, entry=fabric.entry))
 
     def refine_module_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
         """`self.clip_gradients(opt, gradient_clip_val=self.max_norm)` or the same through
@@ -315,14 +349,26 @@ class Resolution:
         """A module class's optimizers (its mixins' and bases' methods included)."""
         if not self.ev.derives_from(cls, names.LIGHTNING_MODULE_CLASSES):
             return
+        overridden: set[str] = set()
         for klass in self.ev.mro(cls):
             if not isinstance(klass, ClsV):
                 continue
-            for method in klass.node.body:
-                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    ctx = self.ev.ctx(klass.summary, method, klass.node)
-                    for opt in self.optimizers_in(method, ctx):
-                        self.optimizer_sites(opt, (cls.key,))
+            # The override goes where the building method is, when that class is a module
+            # (it precedes LightningModule in every MRO); a mixin's: into the module class.
+            home = klass if self.ev.derives_from(klass, names.LIGHTNING_MODULE_CLASSES) else cls
+            built_in = (ClassRef(home.summary.path, home.summary.span(home.node), home.node.name),)
+            methods = [
+                method
+                for method in klass.node.body
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            for method in methods:
+                if method.name in overridden:
+                    continue  # a class before it in the MRO overrides it: never run for `cls`
+                ctx = self.ev.ctx(klass.summary, method, klass.node)
+                for opt in self.optimizers_in(method, ctx):
+                    self.optimizer_sites(opt, (cls.key,), built_in)
+            overridden.update(method.name for method in methods)
 
     def optimizers_in(self, function: ast.AST, ctx: Ctx) -> Iterator[Opt]:
         """What the calls in a function build; a base class's method is shared by every module
@@ -344,7 +390,9 @@ class Resolution:
         func = call.func
         return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
 
-    def optimizer_sites(self, opt: Opt, users: tuple[str, ...]) -> None:
+    def optimizer_sites(
+        self, opt: Opt, users: tuple[str, ...], built_in: tuple[ClassRef, ...] = ()
+    ) -> None:
         """Sites where the optimizer's `fused` is decided, unless the file's collector has
         them already (then they only learn who uses them)."""
         if is_library(opt.summary.path):
@@ -360,7 +408,13 @@ class Resolution:
             for site in collected:
                 key = (site.path, site.span, site.kind)
                 for new in self.refined.get(key, []) if key in self.found.drop else [site]:
-                    self.add(replace(new, users=tuple(sorted({*new.users, *users}))))
+                    self.add(
+                        replace(
+                            new,
+                            users=tuple(sorted({*new.users, *users})),
+                            built_in=tuple(sorted({*new.built_in, *built_in})),
+                        )
+                    )
             return
         interesting = [
             v
@@ -374,6 +428,7 @@ class Resolution:
             detail = f"{name}(fused={code})"
             found = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
             if found is not None:
+                found = replace(found, built_in=built_in)
                 if not decided:
                     found = replace(found, certainty=Certainty.RUNTIME)
                 self.add(found)
@@ -498,6 +553,7 @@ class Resolution:
                     owner=owner,
                     fixable=False,
                     entry=entry,
+                    clip_call=True,
                 )
             )
 
@@ -865,7 +921,8 @@ def merge_users(site: Site, found: list[Site]) -> Site:
     for other in found:
         if (other.kind, other.span, other.entry) == (site.kind, site.span, site.entry):
             users = tuple(sorted(set(site.users) | set(other.users)))
-            return replace(site, users=users)
+            built_in = tuple(sorted(set(site.built_in) | set(other.built_in)))
+            return replace(site, users=users, built_in=built_in)
     return site
 
 

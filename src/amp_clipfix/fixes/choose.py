@@ -14,8 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
-from amp_clipfix.fixes.codemods.unscale_helper import sharded_reason
-from amp_clipfix.models import Finding, Fix, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import (
+    Certainty,
+    Finding,
+    Fix,
+    LightningPath,
+    Sharding,
+    Site,
+    SiteKind,
+    Strategy,
+)
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
@@ -126,17 +134,17 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
             "configure_gradient_clipping signatures differ (optimizer_idx); pin one line, or "
             "use --strategy unfuse"
         )
-    precision_kinds = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
-    sharded = sharded_reason([s.detail for s in sites if s.kind in precision_kinds])
-    if sharded is not None:
-        return (), sharded
+    refusal = sharding_refusal(sites)
+    if refusal is not None:
+        return (), refusal
     if finding.lightning_path is LightningPath.FABRIC:
-        return tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP), None
-    if "whether gradients are clipped" in (finding.review or ""):
-        return (), (
-            "whether gradients are clipped is decided at run time: clipping through the scaler "
-            "would add clipping where there may be none; use --strategy unfuse"
-        )
+        clips = tuple(s for s in sites if s.kind is SiteKind.FABRIC_CLIP)
+        if any(clip.certainty is Certainty.RUNTIME for clip in clips):
+            return (), (
+                "the clip's receiver is not known to be a Fabric (only its name says so): the "
+                "helper needs a Fabric; use --strategy unfuse"
+            )
+        return clips, None
     classes = tuple(
         s
         for s in sites
@@ -146,11 +154,13 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
         and in_the_module_class(s)
     )
     if not classes:
+        classes = factory_classes(finding)
+    if not classes:
         return (), (
-            "the fused optimizer is not built in the LightningModule class that uses it (it "
-            "is configured in YAML, a factory, a mixin or a constant elsewhere), so there is no "
-            "class of its own to give a configure_gradient_clipping override; use --strategy "
-            "unfuse"
+            "no LightningModule class is known to build the fused optimizer (it is configured "
+            "in YAML, or built by a method of another class, or its module class lives in a "
+            "file this finding does not read), so there is no class to give a "
+            "configure_gradient_clipping override; use --strategy unfuse"
         )
     class_keys = {f"{s.path}::{s.owner}" for s in classes}
     if any(calls_clip_from_outside(site, class_keys) for site in sites):
@@ -159,6 +169,42 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
             "object): an override cannot reroute that call; use --strategy unfuse"
         )
     return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None
+
+
+def sharding_refusal(sites: Sequence[Site]) -> str | None:
+    """The inserted helper raises under a sharded strategy (FSDP, DeepSpeed clip differently);
+    where the strategy is decided at run time, `unfuse` is right for every strategy."""
+    shardings = {site.sharding for site in sites}
+    if Sharding.SHARDED in shardings:
+        return (
+            "the strategy shards the model (FSDP, DeepSpeed): sharded strategies clip "
+            "differently, so clipping through the scaler does not apply; use --strategy unfuse"
+        )
+    if Sharding.UNKNOWN in shardings:
+        return (
+            "the strategy is decided at run time: under a sharded one (FSDP, DeepSpeed) the "
+            "inserted helper raises; use --strategy unfuse, which is right for every strategy"
+        )
+    return None
+
+
+def factory_classes(finding: Finding) -> tuple[Site, ...]:
+    """An optimizer built by a function (a factory, a default, a constant) that the module
+    class's own methods call: the override goes into that class (`Site.built_in`). The targets
+    are the optimizer sites (which mark no class: they are in a function) and one anchor per
+    class, at its `class` statement, in a file the finding already reads."""
+    optimizers = [s for s in finding.sites if s.kind is SiteKind.FUSED_OPTIMIZER]
+    if not optimizers or any(s.in_config or s.owner is not None for s in optimizers):
+        return ()
+    read = {site.path for site in finding.sites}
+    homes = sorted({home for site in optimizers for home in site.built_in})
+    if not homes or any(home.path not in read for home in homes):
+        return ()
+    anchors = tuple(
+        replace(optimizers[0], path=home.path, span=home.span, owner=home.name, fixable=False)
+        for home in homes
+    )
+    return (*optimizers, *anchors)
 
 
 def in_the_module_class(site: Site) -> bool:
@@ -173,6 +219,6 @@ def calls_clip_from_outside(site: Site, class_keys: set[str]) -> bool:
     runs it without passing through `configure_gradient_clipping`."""
     return (
         site.kind in (SiteKind.MODULE_CLIP, SiteKind.TRAINER_CLIP)
-        and ".clip_gradients(" in site.detail
+        and site.clip_call
         and f"{site.path}::{site.owner}" not in class_keys
     )

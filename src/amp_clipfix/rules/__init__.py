@@ -77,7 +77,7 @@ def find_findings(
             if rule.search is not None
             for found in rule.search(facts)
         ]
-    return sorted(findings, key=lambda f: sort_key(f.sites[0]))
+    return sorted(findings, key=lambda f: (*sort_key(f.sites[0]), f.code, *map(sort_key, f.sites)))
 
 
 def searching_rules(rules: Sequence[Rule] | None = None) -> list[Rule]:

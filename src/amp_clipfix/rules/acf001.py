@@ -89,13 +89,14 @@ RULE = Rule(
             "into the module: for an optimizer that unscales its own gradients it unscales "
             "them with `fabric.strategy.precision.scaler` and clips with torch (returning the "
             "total norm as Fabric does); every other optimizer goes to `fabric.clip_gradients` "
-            "unchanged. Refused under a sharded strategy (FSDP, DeepSpeed) in the code; the "
-            "helper raises under one chosen at run time.",
+            "unchanged. Refused under a sharded strategy (FSDP, DeepSpeed: a `strategy=` name or "
+            "class, an `FSDPPrecision` plugin) and under a strategy decided at run time (a "
+            "variable, `**kwargs`), where the helper would raise if the run shards.",
         ),
         Strategy.UNFUSE.value: safety(
             Strategy.UNFUSE,
             "Rewrites `fused=True` to `fused=False` where the optimizer is built. "
-            "Used by `auto` where `unscale` does not apply (a sharded strategy).",
+            "Used by `auto` where `unscale` does not apply (a sharded or run-time strategy).",
         ),
         Strategy.BF16.value: safety(
             Strategy.BF16,

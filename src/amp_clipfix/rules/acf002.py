@@ -123,8 +123,9 @@ RULE = Rule(
             "edited instead: its `self.clip_gradients(...)` and "
             "`super().configure_gradient_clipping(...)` calls, like those of manual "
             "optimization, go through the inserted `clip_module_gradients_unscaled` helper. "
-            "Refused where the optimizer is configured outside a module class (YAML) or the "
-            "strategy in the code is sharded (FSDP, DeepSpeed).",
+            "Refused where the optimizer is configured outside a module class (YAML), or the "
+            "strategy is sharded (FSDP, DeepSpeed: a `strategy=` name or class) or decided at "
+            "run time (a variable, `**kwargs`), where the helper would raise if the run shards.",
         ),
         Strategy.UNFUSE.value: safety(
             Strategy.UNFUSE,

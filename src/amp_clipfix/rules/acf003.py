@@ -81,8 +81,9 @@ RULE = Rule(
         Strategy.UNSCALE.value: safety(
             Strategy.UNSCALE,
             "The default (`auto`) where it applies. Its helper decides at run time, so it is "
-            "correct whatever the run-time precision or `fused` flag turn out to be; it is "
-            "refused when whether gradients are clipped at all is decided at run time.",
+            "correct whatever the run-time precision, clip value or `fused` flag turn out to be "
+            "(the override clips only when Lightning passes a value > 0); it is refused when "
+            "the strategy is decided at run time (it may shard the model).",
         ),
         Strategy.BF16.value: safety(
             Strategy.BF16,

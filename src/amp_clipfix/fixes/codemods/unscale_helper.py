@@ -8,18 +8,12 @@ LightningModule's `clip_gradients` / `configure_gradient_clipping` (1.x and 2.x)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from amp_clipfix.analysis import names
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE, MODULE_HELPER_SOURCE
 
 FABRIC_HELPER = names.FABRIC_UNSCALE_HELPER
 MODULE_HELPER = names.MODULE_UNSCALE_HELPER
 HELPERS = (FABRIC_HELPER, MODULE_HELPER)
-
-# Strategies that shard parameters or gradients clip differently: the helpers do not apply there.
-SHARDED_WORDS = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
-
 
 HELPER_SOURCES = {FABRIC_HELPER: FABRIC_HELPER_SOURCE, MODULE_HELPER: MODULE_HELPER_SOURCE}
 
@@ -45,14 +39,3 @@ def configure_gradient_clipping(
             optimizer,{index} gradient_clip_val, gradient_clip_algorithm
         )
 """
-
-
-def sharded_reason(details: Sequence[str]) -> str | None:
-    """Why the fix does not apply when a precision plugin or strategy in the code is sharded."""
-    for detail in details:
-        if any(word in detail for word in SHARDED_WORDS):
-            return (
-                f"{detail} shards the model: sharded strategies (FSDP, DeepSpeed) clip "
-                "differently, so clipping through the scaler does not apply; use --strategy unfuse"
-            )
-    return None
