@@ -37,6 +37,7 @@ from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.pins import configured_source
+from amp_clipfix.project.torch_release import TorchTarget, parse_torch_version
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.settings import (
@@ -64,7 +65,9 @@ STDIN = Path("-")
 STRATEGY_HELP = (
     "How to fix: bf16 rewrites the precision to bf16-mixed (Fabric; changes numerics), unfuse "
     "sets fused=False (keeps numerics, slower step), guard skips clipping where Lightning cannot "
-    "clip (warns at run time), auto picks bf16 on Fabric and unfuse on the Trainer. "
+    "clip (warns at run time), migrate writes the AMP spelling the target release accepts "
+    "(keeps behaviour), native replaces apex AMP with native mixed precision (changes "
+    "numerics), auto picks bf16 on Fabric and unfuse on the Trainer. "
     "[default: auto, or `strategy` in [tool.amp-clipfix]]"
 )
 
@@ -111,6 +114,7 @@ class Settings:
     warnings: tuple[str, ...] = ()
     configurer: ProjectConfigurer | None = None
     cache: bool = True
+    torch: TorchTarget | None = None  # --torch-version; None: each project's pins
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -127,6 +131,13 @@ def common_options(function):  # noqa: ANN001, ANN201
             "project's own pins: lightning-version in [tool.amp-clipfix], lock files, "
             "requirements*.txt, pyproject.toml, setup.cfg, setup.py, environment.yml; else the "
             "installed Lightning, else 2.6.6). It decides what is a finding and which fixes apply.",
+        ),
+        click.option(
+            "--torch-version",
+            metavar="X.Y[.Z]",
+            help="torch release the code runs with, for every project (default: each "
+            "project's own pins, read from the same files as Lightning's; else 2.13.0). It "
+            "decides which torch.amp spellings a fix may write.",
         ),
         click.option(
             "--exclude",
@@ -221,6 +232,7 @@ def settings_from(
     output_file: Path | None = None,
     tracked_only: bool = False,
     no_cache: bool = False,
+    torch_version: str | None = None,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
     try:
@@ -241,6 +253,10 @@ def settings_from(
         target = requested_target(lightning_version, config.lightning_version, config.path)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--lightning-version") from None
+    try:
+        torch = requested_torch(torch_version)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--torch-version") from None
     excludes = tuple(exclude) or tuple(config.exclude or ())
     command_line = CommandLine(
         strategy=strategy,
@@ -264,6 +280,7 @@ def settings_from(
         paths=targets,
         strategy=Strategy(strategy or config.strategy or Strategy.AUTO.value),
         target=target,
+        torch=torch,
         exclude=excludes + config.extend_exclude,
         output_format=output_format,
         jobs=jobs,
@@ -284,6 +301,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
     options = Options(
         strategy=settings.strategy,
         target=settings.target,
+        torch=settings.torch,
         fix=fix,
         with_edits=settings.output_format in MACHINE_FORMATS,
         jobs=settings.jobs,
@@ -553,6 +571,13 @@ def requested_target(
     return None
 
 
+def requested_torch(torch_version: str | None) -> TorchTarget | None:
+    """The torch asked for on the command line; None leaves it to each project's pins."""
+    if not torch_version:
+        return None
+    return TorchTarget.exact(parse_torch_version(torch_version), "--torch-version")
+
+
 def lightning_label(result: RunResult) -> str:
     """The release (or range) assumed, as JSON's `lightning_version`; several joined by ", "."""
     return ", ".join(sorted({target.version_label for _, target in result.targets}))
@@ -573,6 +598,8 @@ def target_json(target: Target) -> dict[str, object]:
         "source": target.source,
         "assumed": target.describe(),
         "releases": [str(release) for release in target.releases],
+        "torch": target.torch.pin,
+        "torch_source": target.torch.source,
     }
 
 

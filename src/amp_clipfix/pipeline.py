@@ -33,11 +33,19 @@ from amp_clipfix.output.diff import diff_hunks
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.config import helper_module_path
 from amp_clipfix.project.discover import Project, discover, find_project_root
-from amp_clipfix.project.pins import resolve_target
+from amp_clipfix.project.pins import resolve_target, resolve_torch
+from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.rules import find_findings
 from amp_clipfix.sources import adapter_for
-from amp_clipfix.sources.base import Language, Rendered, SourceError, Stage, VerifyError
+from amp_clipfix.sources.base import (
+    Document,
+    Language,
+    Rendered,
+    SourceError,
+    Stage,
+    VerifyError,
+)
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip
 from amp_clipfix.sources.text import SourceFile, encode_text, read_source
 
@@ -96,6 +104,7 @@ class ProjectResult:
     findings: tuple[Finding, ...]
     changes: tuple[FileChange, ...]
     errors: tuple[FileError, ...]
+    torch: str = ""  # the torch release (or range) assumed: "2.13.0"
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,7 @@ class Options:
 
     strategy: Strategy
     target: Target | None = None  # --lightning-version / configuration; None: the project's pins
+    torch: TorchTarget | None = None  # --torch-version; None: the project's pins
     fix: bool = False
     with_edits: bool = False  # per-finding edits, for JSON and SARIF output
     jobs: int = 1
@@ -172,14 +182,24 @@ def run(
 
 
 def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...]]:
-    """The Lightning release(s) a project runs on: the command line or configuration, else its
-    own pins (project/pins.py), and the warnings about pin files that could not be read."""
+    """The Lightning release(s) a project runs on, and the torch it runs with: the command line
+    or configuration, else its own pins (project/pins.py), and the warnings about pin files
+    that could not be read."""
     resolution = resolve_target(root, options.target)
-    return resolution.target, resolution.warnings
+    torch = resolve_torch(root, options.torch)
+    target = replace(resolution.target, torch=torch.target)
+    return target, resolution.warnings + torch.warnings
 
 
 def project_result(root: Path, target: Target, result: RunResult) -> ProjectResult:
-    return ProjectResult(root, target.version_label, result.findings, result.changes, result.errors)
+    return ProjectResult(
+        root,
+        target.version_label,
+        result.findings,
+        result.changes,
+        result.errors,
+        torch=target.torch.version_label,
+    )
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
@@ -571,8 +591,18 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)
     files: dict[Path, FileFacts] = {}
+    configs: dict[Path, Document] = {}
     for path, data in searchable.items():
-        if read_as_config(path) or is_library(path) or not any(w in data for w in words):
+        if is_library(path) or not any(w in data for w in words):
+            continue
+        if read_as_config(path):
+            read = collection.parsed.get(path)
+            try:
+                configs[path] = read.document if read else adapter_for(path).load(path, data)
+            except SourceError:
+                continue  # the collection reports what cannot be read
+            if read is None:
+                collection.searched[path] = ReadFile(configs[path], FileSites(path))
             continue
         read = collection.parsed.get(path)
         try:
@@ -592,6 +622,7 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
         target,
         files,
         lambda: project_evaluator_of(root, contents, searchable, collection),
+        configs=configs,
     )
 
 
@@ -799,8 +830,8 @@ def fixed_file(
     if edits:
         from amp_clipfix.fixes.edits import apply_edits, moved_span, ordered
 
-        if document.language is not Language.PYTHON:
-            raise VerifyError("a rule's own fix edits Python code only; not fixed")
+        if document.language not in (Language.PYTHON, Language.YAML):
+            raise VerifyError("a rule's own fix edits Python code and YAML configs only; not fixed")
         made = ordered(edits)
         edited = apply_edits(document.text, made)
         if not targets:

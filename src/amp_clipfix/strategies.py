@@ -23,9 +23,18 @@ SAFETY = {
         "changes behaviour: where Lightning cannot clip, clipping is skipped at run time "
         "(warned once), so training runs WITHOUT gradient clipping"
     ),
+    Strategy.MIGRATE: (
+        "keeps behaviour: the same setting in the spelling the target Lightning or torch "
+        "release accepts without an error or a deprecation warning"
+    ),
+    Strategy.NATIVE: (
+        "changes numerics: NVIDIA apex's AMP (its opt level, e.g. O2's fp16 weights with fp32 "
+        "master copies) is replaced by Lightning's native mixed precision (autocast and a "
+        "GradScaler, fp32 weights)"
+    ),
 }
 
-SAFE_STRATEGIES = frozenset({Strategy.UNSCALE, Strategy.UNFUSE})
+SAFE_STRATEGIES = frozenset({Strategy.UNSCALE, Strategy.UNFUSE, Strategy.MIGRATE})
 
 
 def is_safe(strategy: Strategy) -> bool:

@@ -12,6 +12,10 @@ The first source that names a Lightning package with a version wins:
 
 Packages: lightning, pytorch-lightning, lightning-fabric (in that order within one file). A file
 that cannot be read gives a one-line warning and the next source is asked.
+
+torch is read the same way, from the same files in the same order (`resolve_torch`): the first
+file that pins torch (`torch`; conda's `pytorch`) gives the torch target; `--torch-version`
+overrides it; nothing pinned means the newest torch amp-clipfix knows (2.13.0).
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ from packaging.version import InvalidVersion, Version
 from amp_clipfix import observed
 from amp_clipfix.paths import display_path
 from amp_clipfix.project.config import ConfigError, load_config
+from amp_clipfix.project.torch_release import (
+    DEFAULT_TORCH,
+    TorchTarget,
+    torch_releases_in,
+)
 from amp_clipfix.project.version import (
     DEFAULT_TARGET,
     Target,
@@ -47,6 +56,8 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 PACKAGES = ("lightning", "pytorch-lightning", "lightning-fabric")  # canonical names, by priority
+TORCH_PACKAGES = ("torch",)  # the second package read the same way (resolve_torch)
+READ_PACKAGES = PACKAGES + TORCH_PACKAGES
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
 CONDA_FILES = ("environment.yml", "environment.yaml")
 
@@ -59,7 +70,7 @@ class PinError(Exception):
 class Pin:
     """One Lightning requirement found in a file."""
 
-    package: str  # canonical: lightning, pytorch-lightning or lightning-fabric
+    package: str  # canonical: lightning, pytorch-lightning, lightning-fabric or torch
     specifier: SpecifierSet
     text: str  # as a person reads it: `lightning>=2.0,<3`
 
@@ -183,9 +194,9 @@ def _names(folder: Path) -> list[str]:
         return []
 
 
-def first_pin(pins: list[Pin]) -> Pin | None:
+def first_pin(pins: list[Pin], packages: tuple[str, ...] = PACKAGES) -> Pin | None:
     """The pin of the highest-priority package (lightning, then pytorch-lightning, ...)."""
-    for package in PACKAGES:
+    for package in packages:
         for pin in pins:
             if pin.package == package:
                 return pin
@@ -260,7 +271,7 @@ def canonical_name(name: str) -> str:
 def make_pin(name: str, specifier: str, text: str | None = None) -> Pin | None:
     """A pin when `name` is a Lightning package and `specifier` is a version constraint."""
     package = canonical_name(name)
-    if package not in PACKAGES or not specifier.strip():
+    if package not in READ_PACKAGES or not specifier.strip():
         return None
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -295,7 +306,7 @@ def names_lightning(line: str) -> bool:
     not `lightning-utilities`): only such a line can be a pin, or a malformed one worth a
     warning."""
     name = REQUIREMENT_NAME.match(line)
-    return name is not None and canonical_name(name[0]) in PACKAGES
+    return name is not None and canonical_name(name[0]) in READ_PACKAGES
 
 
 REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
@@ -421,7 +432,7 @@ def poetry_pin(name: str, constraint: Any) -> Pin | None:
         constraint = constraint[0] if constraint else None
     if isinstance(constraint, dict):
         constraint = constraint.get("version")
-    if not isinstance(constraint, str) or canonical_name(name) not in PACKAGES:
+    if not isinstance(constraint, str) or canonical_name(name) not in READ_PACKAGES:
         return None
     specifier = poetry_specifier(constraint)
     return make_pin(name, specifier, f"{canonical_name(name)} {constraint.strip()}")
@@ -526,6 +537,7 @@ def literal_strings(node: ast.expr, constants: dict[str, ast.expr]) -> list[str]
     return []
 
 
+CONDA_NAMES = {"pytorch": "torch"}  # conda's name for torch
 CONDA_ENTRY = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$")
 
 
@@ -544,6 +556,7 @@ def conda_pins(path: Path) -> list[Pin]:
             pins.extend(pins_of_lines(list(string_items(entry.get("pip")))))
         elif isinstance(entry, str) and (match := CONDA_ENTRY.match(entry.strip())):
             name, spec = match.groups()
+            name = CONDA_NAMES.get(name.lower(), name)
             pin = make_pin(name, conda_specifier(spec), f"{canonical_name(name)}{spec.strip()}")
             pins.extend([pin] if pin is not None else [])
     return pins
@@ -556,3 +569,40 @@ def conda_specifier(spec: str) -> str:
         version = spec[1:].rstrip(".*")
         return f"=={version}" if len(version.split(".")) >= 3 else f"=={version}.*"
     return spec
+
+
+# torch: the same files, read the same way, for a second package.
+
+
+@dataclass(frozen=True)
+class TorchResolution:
+    """A project's torch target and the warnings met on the way to it."""
+
+    target: TorchTarget
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchResolution:
+    """The torch of the project at `root`: `requested` (`--torch-version`) when given, else the
+    first file that pins torch (the order of `sources`), else the newest torch known."""
+    if requested is not None:
+        return TorchResolution(requested)
+    warnings: list[str] = []
+    for source, read, accept in sources(root):
+        try:
+            pins = read(source)
+        except (PinError, OSError):
+            continue  # resolve_target has said so already
+        pin = first_pin([pin for pin in pins if accept(pin)], TORCH_PACKAGES)
+        if pin is None:
+            continue
+        if pin.exact is not None:
+            return TorchResolution(TorchTarget.exact(pin.exact, display_path(source)))
+        releases = torch_releases_in(pin.specifier)
+        if releases:
+            return TorchResolution(TorchTarget(releases, pin.text, display_path(source)))
+        warnings.append(
+            f"{display_path(source)}: no known torch release matches {pin.text}; "
+            "not used for the torch version"
+        )
+    return TorchResolution(DEFAULT_TORCH, tuple(warnings))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.link import PathPieces, sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import acf001, acf002, acf003, acf004
+from amp_clipfix.rules import acf001, acf002, acf003, acf004, acf010, acf011, acf012, acf013
 from amp_clipfix.rules.base import HOMEPAGE, Found, Rule, RuleFix, help_uri, render_rule
 
 if TYPE_CHECKING:
@@ -30,7 +30,17 @@ __all__ = [
 ]
 
 RULES: dict[str, Rule] = {
-    rule.code: rule for rule in (acf001.RULE, acf002.RULE, acf003.RULE, acf004.RULE)
+    rule.code: rule
+    for rule in (
+        acf001.RULE,
+        acf002.RULE,
+        acf003.RULE,
+        acf004.RULE,
+        acf010.RULE,
+        acf011.RULE,
+        acf012.RULE,
+        acf013.RULE,
+    )
 }
 REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at run time
 
