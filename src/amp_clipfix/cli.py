@@ -37,7 +37,7 @@ from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.pins import configured_source
-from amp_clipfix.project.torch_release import TorchTarget, parse_torch_version
+from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, parse_torch_version
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.rules import RULES, render_rule
 from amp_clipfix.settings import (
@@ -616,7 +616,7 @@ def summary_line(
     if result.changes:
         parts.append(f"{plural(len(result.changes), 'file')} to change")
     line = ", ".join(parts)
-    described = {target.describe() for _, target in result.targets}
+    described = {target.describe() + torch_told(target) for _, target in result.targets}
     if not described:
         return f"{line}."
     if len(described) == 1:
@@ -627,6 +627,12 @@ def summary_line(
         f"{plural(len(result.targets), 'project')} "
         f"({'see the per-project table' if project_table else 'listed above'})."
     )
+
+
+def torch_told(target: Target) -> str:
+    """`, torch 2.3.1 from requirements.txt` when a pin or --torch-version set the torch (the
+    default, the newest torch known, goes unsaid)."""
+    return "" if target.torch == DEFAULT_TORCH else f", {target.torch.describe()}"
 
 
 def report_errors(result: RunResult, settings: Settings) -> None:

@@ -27,6 +27,12 @@ MESSAGE = (
     'maps it to `"16-mixed"` / `"bf16-mixed"`'
 )
 
+NOT_ON_1X = (
+    "no rewrite: the project's pins admit pytorch-lightning 1.x too, which rejects "
+    '"16-mixed" / "bf16-mixed"; rewrite it once the pin is 2.0 or newer'
+)
+ELSEWHERE = "no rewrite: the value is not written in the call; rewrite it where it is set"
+
 FIX = (
     'writes `"16-mixed"` / `"bf16-mixed"`, the value Lightning 2.x converts the old '
     "spelling to, so precision, numerics and the GradScaler stay as they were"
@@ -68,8 +74,10 @@ def python_precision(
     node = precision.value
     site = file.site(kind, precision, f"`{file.code(precision)}`", value=old[0])
     written = isinstance(node, ast.Constant) and str(node.value) in NEW_SPELLING
-    if not (fixable and written and len(old) == 1):
-        return Found((site,))
+    if not fixable:
+        return Found((site,), review=NOT_ON_1X)
+    if not (written and len(old) == 1):
+        return Found((site,), review=ELSEWHERE)
     edit = file.replace(node, quoted(file.code(node), NEW_SPELLING[old[0]]))
     return Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
 
@@ -100,10 +108,12 @@ def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
             ):
                 continue
             if not (fixable and site.fixable):
-                yield Found((site,))
+                review = NOT_ON_1X if not fixable else "no rewrite: the value is shared"
+                yield Found((site,), review=review)
                 continue
             token = token_of(document.text, site)
-            edit = Edit(path, site.span, quoted(token, NEW_SPELLING[site.value]))
+            new = NEW_SPELLING[site.value]
+            edit = Edit(path, site.span, quoted(token, new) if token[-1:] in "'\"" else new)
             yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
 
 

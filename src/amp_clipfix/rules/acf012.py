@@ -20,6 +20,7 @@ from amp_clipfix.analysis.calls import arguments, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+from amp_clipfix.sources.text import line_starts
 
 CODE = "ACF012"
 WORDS = (b"cuda.amp", b"cpu.amp", b"cuda import amp", b"cpu import amp")
@@ -42,7 +43,7 @@ TORCH_CHAIN = re.compile(r"(?P<root>[A-Za-z_]\w*)\.(?:cuda|cpu)\.amp\.(?:GradSca
 
 MESSAGE = (
     "`torch.cuda.amp` / `torch.cpu.amp` AMP classes are deprecated: torch 2.4 and newer warn "
-    "`FutureWarning: ... is deprecated. Please use torch.amp...('cuda', args...) instead.`"
+    "(FutureWarning) at each call; `torch.amp` takes the device instead"
 )
 
 FIX = (
@@ -88,7 +89,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         if not calls:
             continue
         torch_name = module_torch_name(file)
-        planned: list[tuple[Site, Rewrite | None]] = []
+        planned: list[tuple[Site, Rewrite | None, str | None]] = []
         for call, qnames in calls:
             kinds = {OLD_AMP[q] for q in qnames}
             name, device = next(iter(kinds))
@@ -96,15 +97,26 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             available = (
                 torch.has_amp_grad_scaler if name == "GradScaler" else torch.has_amp_autocast
             )
-            rewrite = None
-            if len(kinds) == 1 and available and not suppressed(site):
+            rewrite, why = None, None
+            if not available:
+                first = "2.3" if name == "GradScaler" else "1.12"
+                why = (
+                    f"no rewrite: `torch.amp.{name}` is not in every torch release the pins "
+                    f"admit ({torch.version_label}; added in {first})"
+                )
+            elif len(kinds) == 1 and not suppressed(site):
                 rewrite = rewrite_call(facts, file, call, name, device, torch_name or "torch", site)
-            planned.append((site, rewrite))
-        rewrites = [r for _, r in planned if r is not None]
+                if rewrite is None:
+                    why = "no rewrite: the call's arguments cannot be carried over as written"
+            elif len(kinds) > 1:
+                why = "no rewrite: the callee may be more than one of the deprecated classes"
+            planned.append((site, rewrite, why))
+        rewrites = [r for _, r, _ in planned if r is not None]
         imports = import_edits(file, rewrites, torch_name) if rewrites else ()
-        for site, rewrite in planned:
+        for site, rewrite, why in planned:
             if rewrite is None or imports is None:
-                yield Found((site,))
+                why = why or "no rewrite: the file's imports cannot be tidied safely"
+                yield Found((site,), review=why)
                 continue
             edits = rewrite.edits + imports
             yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, edits, True, FIX, (site,)),))
@@ -158,11 +170,16 @@ def rewrite_call(
     if call.args or call.keywords:
         first = arguments(call)[0]
         start = file.span(first)
+        separator = ", "
+        if start.line > file.span(call.func).end_line and start.column == len(
+            file.indentation(start.line)
+        ):  # one argument per line: the device gets its own
+            separator = f",{line_ending(file, start.line)}{file.indentation(start.line)}"
         edits.append(
             Edit(
                 file.path,
                 Span(start.line, start.column, start.line, start.column),
-                f"{quote}{device}{quote}, ",
+                f"{quote}{device}{quote}{separator}",
             )
         )
     else:
@@ -277,22 +294,22 @@ def import_text(statement: ast.stmt, kept: list[ast.alias]) -> str:
 
 
 def line_edit(file: FileFacts, statement: ast.stmt, text: str | None) -> Edit:
-    """The statement's whole lines replaced by `text` at its indentation (None: removed)."""
+    """The statement's whole lines replaced by `text` at its indentation (None: removed with
+    its line break)."""
     span = file.span(statement)
-    indent = file.indentation(span.line)
     last = file.line(span.end_line)
-    ending = last[len(last.rstrip("\r\n")) :]
-    if text is None:
-        return (
-            Edit(file.path, Span(span.line, 0, span.end_line + 1, 0), "")
-            if ending
-            else Edit(file.path, Span(span.line, 0, span.end_line, len(last)), "")
-        )
-    return Edit(
-        file.path,
-        Span(span.line, 0, span.end_line, len(last.rstrip("\r\n"))),
-        f"{indent}{text}",
-    )
+    if text is not None:
+        replacement = f"{file.indentation(span.line)}{text}"
+        return Edit(file.path, Span(span.line, 0, span.end_line, len(last)), replacement)
+    if len(line_starts(file.document.text)) > span.end_line:  # a line break follows
+        return Edit(file.path, Span(span.line, 0, span.end_line + 1, 0), "")
+    return Edit(file.path, Span(span.line, 0, span.end_line, len(last)), "")
+
+
+def line_ending(file: FileFacts, line: int) -> str:
+    starts = line_starts(file.document.text)
+    text = file.document.text[starts[line - 1] : starts[line] if line < len(starts) else None]
+    return text[len(text.rstrip("\r\n")) :] or "\n"
 
 
 RULE = Rule(
