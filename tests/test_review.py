@@ -271,12 +271,16 @@ def test_patch_names_stay_unique() -> None:
 def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> None:
     dry = cli(tmp_path, "apply", "--dry-run", "repos/a", "repos/b")
     table = dry.stderr.decode()
-    header = next(line for line in table.splitlines() if "release assumed" in line)
+    header = next(
+        line for line in table.splitlines() if line.split()[:2] == ["project", "Lightning"]
+    )
     assert header.split() == [
         "project",
-        "release",
-        "assumed",
+        "Lightning",
+        "torch",
         "findings",
+        "by",
+        "rule",
         "fixed",
         "left",
         "for",
@@ -285,11 +289,13 @@ def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> Non
     ]
     row_a = next(line for line in table.splitlines() if line.strip().startswith("repos/a"))
     row_b = next(line for line in table.splitlines() if line.strip().startswith("repos/b"))
-    assert row_a.split()[1:3] == ["2.6.6", "2"] and "2 pending" in row_a
-    assert row_b.split()[1:3] == ["2.4.0", "1"]  # b's own lightning-version and ignore
+    assert row_a.split()[1:4] == ["2.6.6", "2.13.0", "2"] and "2 pending" in row_a
+    assert "ACF001 1, ACF002 1" in row_a  # findings per rule
+    assert row_b.split()[1:6] == ["2.4.0", "2.13.0", "1", "ACF002", "1"]  # b's own pins
     written = cli(tmp_path, "apply", "--yes", "repos/a", "repos/b")
     row_a = next(line for line in written.stderr.decode().splitlines() if "repos/a" in line)
-    assert row_a.split()[1:] == ["2.6.6", "2", "2", "0", "0"]
+    assert row_a.split()[1:4] == ["2.6.6", "2.13.0", "2"]
+    assert row_a.split()[-3:] == ["2", "0", "0"]
 
 
 # --- stdin with machine formats ---------------------------------------------------------------

@@ -738,12 +738,22 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     table = Table(
         title="amp-clipfix per project", title_justify="left", box=None if not utf else box.SIMPLE
     )
-    for column in ("project", "release assumed", "findings", "fixed", "left for review", "errors"):
-        table.add_column(column, justify="left" if column == "project" else "right")
+    columns = (
+        "project",
+        "Lightning",
+        "torch",
+        "findings",
+        "by rule",
+        "fixed",
+        "left for review",
+        "errors",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("project", "by rule") else "right")
     for row in project_rows(result.per_project, fixed, wrote):
         table.add_row(*row)
     stderr = stderr_console()
-    Console(stderr=True, width=max(stderr.width, 100) if not stderr.is_terminal else None).print(
+    Console(stderr=True, width=max(stderr.width, 120) if not stderr.is_terminal else None).print(
         table
     )
 

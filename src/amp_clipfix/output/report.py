@@ -22,6 +22,9 @@ class ProjectSummaryLike(Protocol):
     def release(self) -> str: ...
 
     @property
+    def torch(self) -> str: ...
+
+    @property
     def findings(self) -> tuple[Finding, ...]: ...
 
     @property
@@ -101,8 +104,8 @@ def error_line(error: FileError) -> str:
 def project_rows(
     projects: Sequence[ProjectSummaryLike], fixed: Collection[Finding], wrote: bool
 ) -> list[tuple[str, ...]]:
-    """The rows of `apply`'s per-project table: project, release assumed, findings, fixed (or
-    pending in a dry run), left for review, errors."""
+    """The rows of `apply`'s per-project table: project, Lightning and torch assumed, findings,
+    findings per rule, fixed (or pending in a dry run), left for review, errors."""
     rows: list[tuple[str, ...]] = []
     for project in projects:
         findings = active_findings(project.findings)
@@ -114,13 +117,23 @@ def project_rows(
             (
                 display_path(project.root),
                 project.release,
+                project.torch,
                 str(len(findings)),
+                by_rule(findings),
                 fixed_cell,
                 str(review),
                 str(len(project.errors)),
             )
         )
     return rows
+
+
+def by_rule(findings: Sequence[Finding]) -> str:
+    """`ACF002 1, ACF012 3`: how many findings each rule had (`-` for none)."""
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+    return ", ".join(f"{code} {count}" for code, count in sorted(counts.items())) or "-"
 
 
 def assumption_lines(targets: Sequence[tuple[Path, Target]]) -> list[str]:
