@@ -218,10 +218,10 @@ def import_edits(
     statements: dict[int, tuple[ast.stmt, list[ast.alias]]] = {}
     for binding in unused:
         found = binding_statements(file.tree, binding)
-        if len(found) != 1:
-            continue  # bound twice (or not by an import): left as it is
-        statement, alias = found[0]
-        statements.setdefault(id(statement), (statement, []))[1].append(alias)
+        if not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s, _ in found):
+            continue  # bound otherwise too (an assignment, a def): left as it is
+        for statement, alias in found:  # every import of it (one per function, say)
+            statements.setdefault(id(statement), (statement, []))[1].append(alias)
     needs_torch = torch_name is None and any(r.needs_torch for r in rewrites)
     edits: list[Edit] = []
     torch_added = not needs_torch
@@ -235,7 +235,7 @@ def import_edits(
             edits.append(line_edit(file, statement, "import torch"))
             torch_added = True
         else:
-            edits.append(line_edit(file, statement, None))
+            edits.append(line_edit(file, statement, None, first_in_block(file.tree, statement)))
     if not torch_added:
         anchor = next(
             (s for s in file.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))), None
@@ -279,6 +279,15 @@ def binding_statements(tree: ast.Module, name: str) -> list[tuple[ast.stmt, ast.
     return found
 
 
+def first_in_block(tree: ast.Module, statement: ast.stmt) -> bool:
+    """The statement is the first of a function's, class's or compound statement's body (its
+    removal would leave a blank line right under the header)."""
+    return any(
+        isinstance(node, ast.stmt) and statement in (getattr(node, "body", None) or [])[:1]
+        for node in ast.walk(tree)
+    )
+
+
 def own_lines(file: FileFacts, statement: ast.stmt) -> bool:
     """The statement alone on its lines (no `;`, nothing before or after it)."""
     span = file.span(statement)
@@ -293,15 +302,20 @@ def import_text(statement: ast.stmt, kept: list[ast.alias]) -> str:
     return f"import {names}"
 
 
-def line_edit(file: FileFacts, statement: ast.stmt, text: str | None) -> Edit:
+def line_edit(
+    file: FileFacts, statement: ast.stmt, text: str | None, opens_block: bool = False
+) -> Edit:
     """The statement's whole lines replaced by `text` at its indentation (None: removed with
-    its line break)."""
+    its line break, and with the blank line after it when it opened its block)."""
     span = file.span(statement)
     last = file.line(span.end_line)
     if text is not None:
         replacement = f"{file.indentation(span.line)}{text}"
         return Edit(file.path, Span(span.line, 0, span.end_line, len(last)), replacement)
-    if len(line_starts(file.document.text)) > span.end_line:  # a line break follows
+    lines = len(line_starts(file.document.text))
+    if opens_block and lines > span.end_line + 1 and not file.line(span.end_line + 1).strip():
+        return Edit(file.path, Span(span.line, 0, span.end_line + 2, 0), "")
+    if lines > span.end_line:  # a line break follows
         return Edit(file.path, Span(span.line, 0, span.end_line + 1, 0), "")
     return Edit(file.path, Span(span.line, 0, span.end_line, len(last)), "")
 
