@@ -19,7 +19,18 @@ from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, S
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
 
 CODE = "ACF011"
-WORDS = (b"precision",)
+# The old values as they are written (a bare `precision` would make most Lightning files
+# searched): `precision=16`, `"16"`, `'bf16'`, YAML's `precision: 16` / `bf16`.
+WORDS = (
+    b"precision=16",
+    b"precision = 16",
+    b"precision: 16",
+    b"precision: bf16",
+    b'"16"',
+    b"'16'",
+    b'"bf16"',
+    b"'bf16'",
+)
 NEW_SPELLING = {"16": "16-mixed", "bf16": "bf16-mixed"}
 
 MESSAGE = (

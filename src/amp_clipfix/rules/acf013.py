@@ -20,7 +20,7 @@ from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteK
 from amp_clipfix.rules.base import Found, Rule
 
 CODE = "ACF013"
-WORDS = (b"fsdp", b"FSDP", b"FullySharded")
+WORDS = (b"gradient_clip_val",)  # only a Trainer that clips can refuse
 
 # Strategy names registered for FSDP (2.x: fsdp, fsdp_cpu_offload; 1.9: fairscale's fsdp and
 # the native ones).
