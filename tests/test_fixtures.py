@@ -8,7 +8,8 @@ A case is a folder with `input/` (the project as a user has it), `expected/` (th
 
 `findings` are what `check` reports before the fix; `remaining` what it reports after it.
 Without `lightning_version` no `--lightning-version` is passed: the release comes from the case's
-own pin files (fixtures/pin_*); `torch_version` likewise passes `--torch-version`. An optional
+own pin files (fixtures/pin_*); `torch_version` likewise passes `--torch-version`, and `ignore`
+(codes) `--ignore`: a case about one rule that also holds what a migration rule reports. An optional
 `report` pins the whole text report `check` prints on stdout (every finding with its sites and
 fix), line by line.
 """
@@ -55,6 +56,7 @@ def options(spec: dict) -> list[str]:
         ["--strategy", spec.get("strategy", "auto")]
         + (["--lightning-version", version] if version else [])
         + (["--torch-version", torch] if torch else [])
+        + (["--ignore", ",".join(spec["ignore"])] if spec.get("ignore") else [])
     )
 
 

@@ -39,6 +39,19 @@ OLD_AMP = {
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled) and torch.cpu.amp.autocast take these
 # positionally; torch.amp.autocast(device_type, dtype, enabled, cache_enabled) does not.
 AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+# The spellings that replace them: a branch that calls one of these next to the old call is a
+# fallback for older torch (`torch.amp.GradScaler("cuda") if new_torch else
+# torch.cuda.amp.GradScaler()`), not a call to rewrite.
+NEW_AMP = frozenset(
+    {
+        "torch.GradScaler",
+        "torch.amp.GradScaler",
+        "torch.amp.grad_scaler.GradScaler",
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.amp.autocast_mode.autocast",
+    }
+)
 TORCH_CHAIN = re.compile(r"(?P<root>[A-Za-z_]\w*)\.(?:cuda|cpu)\.amp\.(?:GradScaler|autocast)")
 
 MESSAGE = (
@@ -88,6 +101,10 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         calls = list(library_calls(facts, file, OLD_AMP.keys()))
         if not calls:
             continue
+        parents = {
+            id(child): node for node in ast.walk(file.tree) for child in ast.iter_child_nodes(node)
+        }
+        calls = [(c, q) for c, q in calls if not is_fallback(facts, file, c, parents)]
         torch_name = module_torch_name(file)
         planned: list[tuple[Site, Rewrite | None, str | None]] = []
         for call, qnames in calls:
@@ -120,6 +137,35 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 continue
             edits = rewrite.edits + imports
             yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, edits, True, FIX, (site,)),))
+
+
+def is_fallback(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, parents: dict[int, ast.AST]
+) -> bool:
+    """The call is one branch of a choice whose other branch calls the `torch.amp` spelling:
+    `if`/`else` (statement or expression), or `try`/`except` (the old one in the handler)."""
+    node: ast.AST = call
+    while id(node) in parents:
+        parent = parents[id(node)]
+        others: list[ast.AST] = []
+        if isinstance(parent, (ast.If, ast.IfExp)):
+            body: list[ast.AST] = [*parent.body] if isinstance(parent.body, list) else [parent.body]
+            orelse: list[ast.AST] = (
+                [*parent.orelse] if isinstance(parent.orelse, list) else [parent.orelse]
+            )
+            others = orelse if any(node is n for n in body) else body
+        elif isinstance(parent, ast.ExceptHandler) and id(parent) in parents:
+            others = list(parents[id(parent)].body)  # type: ignore[attr-defined]
+        if any(
+            isinstance(inner, ast.Call) and facts.qualified_names(file, inner.func) & NEW_AMP
+            for other in others
+            for inner in ast.walk(other)
+        ):
+            return True
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return False
+        node = parent
+    return False
 
 
 def suppressed(site: Site) -> bool:
