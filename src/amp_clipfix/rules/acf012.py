@@ -388,7 +388,9 @@ RULE = Rule(
         "first release that warns). The rewrite is offered where every torch release the pins "
         "admit has the new spelling: `torch.amp.autocast(device_type, ...)` from torch 1.12, "
         "`torch.amp.GradScaler(device, ...)` from torch 2.3; a call with `*args` is reported "
-        "and left to a person."
+        "and left to a person. A call in one branch of an `if`/`else` or `try`/`except` "
+        "whose other branch calls the `torch.amp` spelling is a fallback for older torch "
+        "(Lightning's own plugins have one) and is not reported."
     ),
     why_title="Why torch warns",
     why=(
