@@ -14,11 +14,21 @@ from collections.abc import Iterator
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, removal_edits
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
-from amp_clipfix.models import Certainty, Confidence, LightningPath, SiteKind, Strategy
+from amp_clipfix.models import (
+    Certainty,
+    Confidence,
+    Edit,
+    LightningPath,
+    Site,
+    SiteKind,
+    Span,
+    Strategy,
+)
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
 
 CODE = "ACF010"
 WORDS = (b"amp_backend", b"amp_level")
+WORD_KEYS = ("amp_backend", "amp_level")
 FIRST_DEPRECATED = (1, 9)  # 1.9 warns; 2.0 removed both arguments (TypeError)
 
 MESSAGE = (
@@ -62,6 +72,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             found = amp_arguments(facts, file, call)
             if found is not None:
                 yield found
+    yield from yaml_amp_arguments(facts)
 
 
 def amp_arguments(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found | None:
@@ -93,6 +104,92 @@ def amp_arguments(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found
     return Found(sites, fixes=fixes)
 
 
+def yaml_amp_arguments(facts: ProjectFacts) -> Iterator[Found]:
+    """`amp_backend:` / `amp_level:` in the trainer section of a LightningCLI or Hydra config:
+    each entry's own line is removed (a block mapping entry alone on its line that is not the
+    section's last key; otherwise it is reported for a person)."""
+    from amp_clipfix.sources.text import SourceError, line_starts
+    from amp_clipfix.sources.yaml import Mapping, children, compose_documents, suppressions
+
+    for path in sorted(facts.configs, key=str):
+        text = facts.configs[path].text
+        if not any(word.decode() in text for word in WORDS):
+            continue
+        try:
+            roots = compose_documents(text)
+        except SourceError:
+            continue  # the collection reports a broken config
+        starts = line_starts(text)
+        pending, seen = list(roots), set()
+        while pending:
+            node = pending.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            pending.extend(children(node))
+            mapping = Mapping.of(node)
+            if mapping is None:
+                continue
+            trainers = [
+                Mapping.of(value) for key, (_, value) in mapping.items.items() if key == "trainer"
+            ]
+            target = mapping.scalar("_target_") or mapping.scalar("class_path")
+            if target in TRAINER_CLASSES:
+                trainers.append(mapping)
+            for trainer in trainers:
+                if trainer is not None:
+                    found = yaml_found(path, text, starts, trainer, suppressions)
+                    if found is not None:
+                        yield found
+
+
+def yaml_found(path, text, starts, trainer, suppressions):  # noqa: ANN001, ANN201
+    own = [(key, value) for key, value in trainer.node.value if key.value in WORD_KEYS]
+    if not own:
+        return None
+    sites, edits, values = [], [], set()
+    for key, value in own:
+        line = key.start_mark.line + 1
+        end = value.end_mark
+        line_text = text[starts[line - 1] : starts[line] if line < len(starts) else None]
+        span = Span(line, key.start_mark.column, end.line + 1, end.column)
+        detail = f"trainer {key.value}: {getattr(value, 'value', '')}"
+        runtime = "${" in str(getattr(value, "value", ""))
+        sites.append(
+            Site(
+                SiteKind.TRAINER_AMP,
+                path,
+                span,
+                Certainty.RUNTIME if runtime else Certainty.KNOWN,
+                detail,
+                in_config=True,
+                suppressed_codes=suppressions({line_text}),
+            )
+        )
+        if key.value == "amp_backend":
+            values.add("runtime" if runtime else str(value.value).lower())
+        alone = not line_text[: key.start_mark.column].strip() and end.line + 1 == line
+        if alone and not trainer.node.flow_style and len(starts) > line:
+            edits.append(Edit(path, Span(line, 0, line + 1, 0), ""))
+    if len(edits) != len(own) or len(own) == len(trainer.node.value):
+        edits = []  # a flow mapping, a multi-line value, or the section would be left empty
+    if values & {"apex", "runtime"}:
+        fixes = (RuleFix(Strategy.NATIVE, tuple(edits), False, APEX),) if edits else ()
+        review = (
+            "the Trainer uses apex's AMP"
+            if "apex" in values
+            else ("whether the Trainer uses apex's AMP is decided at run time")
+        )
+        return Found(
+            tuple(sites),
+            Confidence.REVIEW,
+            review=f"{review}: {APEX}; decide whether native mixed precision is right",
+            fixes=fixes,
+        )
+    fixes = (RuleFix(Strategy.MIGRATE, tuple(edits), True, REMOVE),) if edits else ()
+    return Found(tuple(sites), fixes=fixes)
+
+
 def certainty_of(facts: ProjectFacts, file: FileFacts, node: ast.keyword) -> Certainty:
     _, runtime = literals(facts, file, node.value)
     return Certainty.RUNTIME if runtime else Certainty.KNOWN
@@ -112,7 +209,9 @@ RULE = Rule(
         "that passes `amp_backend` or `amp_level`, on a project whose Lightning is 1.9 or "
         'newer. `amp_backend="native"` (or `amp_level` without apex, which 1.x refused '
         'anyway) is removed; `amp_backend="apex"`, or a backend decided at run time, is a '
-        "review finding: apex's AMP is not Lightning's native mixed precision."
+        "review finding: apex's AMP is not Lightning's native mixed precision. The same keys "
+        "in the trainer section of a LightningCLI or Hydra YAML config are found too; their "
+        "lines are removed when each entry stands alone on its line."
     ),
     why=(
         "Lightning 2.0 removed apex support and with it both arguments: "
