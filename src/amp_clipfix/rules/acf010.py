@@ -9,7 +9,8 @@ a different implementation, so its removal is offered only by name (`--strategy 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, removal_edits
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -25,6 +26,7 @@ from amp_clipfix.models import (
     Strategy,
 )
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+from amp_clipfix.sources.yaml import Mapping
 
 CODE = "ACF010"
 WORDS = (b"amp_backend", b"amp_level")
@@ -109,7 +111,7 @@ def yaml_amp_arguments(facts: ProjectFacts) -> Iterator[Found]:
     each entry's own line is removed (a block mapping entry alone on its line that is not the
     section's last key; otherwise it is reported for a person)."""
     from amp_clipfix.sources.text import SourceError, line_starts
-    from amp_clipfix.sources.yaml import Mapping, children, compose_documents, suppressions
+    from amp_clipfix.sources.yaml import children, compose_documents, suppressions
 
     for path in sorted(facts.configs, key=str):
         text = facts.configs[path].text
@@ -143,11 +145,20 @@ def yaml_amp_arguments(facts: ProjectFacts) -> Iterator[Found]:
                         yield found
 
 
-def yaml_found(path, text, starts, trainer, suppressions):  # noqa: ANN001, ANN201
+def yaml_found(
+    path: Path,
+    text: str,
+    starts: Sequence[int],
+    trainer: Mapping,
+    suppressions: Callable[[set[str]], frozenset[str] | None],
+) -> Found | None:
+    """The finding of one trainer section's amp keys, with its line edits when they apply."""
     own = [(key, value) for key, value in trainer.node.value if key.value in WORD_KEYS]
     if not own:
         return None
-    sites, edits, values = [], [], set()
+    sites: list[Site] = []
+    edits: list[Edit] = []
+    values: set[str] = set()
     for key, value in own:
         line = key.start_mark.line + 1
         end = value.end_mark
