@@ -16,7 +16,11 @@ from amp_clipfix.sources.text import line_starts
 
 def ordered(edits: Iterable[Edit]) -> list[Edit]:
     """Distinct edits by position; two that overlap cannot both be made."""
-    unique = sorted(set(edits), key=lambda e: (e.span.line, e.span.column, e.span.end_line))
+    # dict.fromkeys, not set: two inserts at one place keep the order the fixes gave them
+    # (a set ordered them by string hash, which changes from run to run)
+    unique = sorted(
+        dict.fromkeys(edits), key=lambda e: (e.span.line, e.span.column, e.span.end_line)
+    )
     for before, after in zip(unique, unique[1:]):
         if (before.span.end_line, before.span.end_column) > (after.span.line, after.span.column):
             raise VerifyError("two fixes change the same code; not fixed")
