@@ -72,11 +72,13 @@ def test_unknown_key(root: Path) -> None:
     [
         (
             'strategy = "fast"',
-            "'strategy' must be one of auto, unscale, bf16, unfuse, guard, not 'fast'",
+            "'strategy' must be one of auto, unscale, bf16, unfuse, guard, migrate, native, "
+            "not 'fast'",
         ),
         (
             "strategy = 1",
-            "'strategy' must be one of auto, unscale, bf16, unfuse, guard, not 1 (int)",
+            "'strategy' must be one of auto, unscale, bf16, unfuse, guard, migrate, native, "
+            "not 1 (int)",
         ),
         ('lightning-version = "two"', "'lightning-version' must be X.Y or X.Y.Z, not 'two'"),
         ("lightning-version = 2.6", "'lightning-version' must be a quoted string"),

@@ -8,7 +8,10 @@ A case is a folder with `input/` (the project as a user has it), `expected/` (th
 
 `findings` are what `check` reports before the fix; `remaining` what it reports after it.
 Without `lightning_version` no `--lightning-version` is passed: the release comes from the case's
-own pin files (fixtures/pin_*).
+own pin files (fixtures/pin_*); `torch_version` likewise passes `--torch-version`, and `ignore`
+(codes) `--ignore`: a case about one rule that also holds what a migration rule reports. An optional
+`report` pins the whole text report `check` prints on stdout (every finding with its sites and
+fix), line by line.
 """
 
 from __future__ import annotations
@@ -48,9 +51,12 @@ def run_cli(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str):  # noqa
 
 def options(spec: dict) -> list[str]:
     """Without `lightning_version` the case's own pin files (or their absence) decide."""
-    version = spec.get("lightning_version")
-    return ["--strategy", spec.get("strategy", "auto")] + (
-        ["--lightning-version", version] if version else []
+    version, torch = spec.get("lightning_version"), spec.get("torch_version")
+    return (
+        ["--strategy", spec.get("strategy", "auto")]
+        + (["--lightning-version", version] if version else [])
+        + (["--torch-version", torch] if torch else [])
+        + (["--ignore", ",".join(spec["ignore"])] if spec.get("ignore") else [])
     )
 
 
@@ -76,6 +82,8 @@ def test_check_reports_the_expected_findings(case, monkeypatch: pytest.MonkeyPat
     result = run_cli(project, monkeypatch, "check", *options(spec))
     assert reported(result.output) == spec["findings"], result.output
     assert result.exit_code == (1 if spec["findings"] else 0), result.output
+    if "report" in spec:
+        assert result.stdout.splitlines() == spec["report"], result.stdout
 
 
 def test_apply_gives_the_expected_project(case, monkeypatch: pytest.MonkeyPatch) -> None:

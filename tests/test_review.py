@@ -338,24 +338,36 @@ def test_patch_names_stay_unique() -> None:
 def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> None:
     dry = cli(tmp_path, "apply", "--dry-run", "repos/a", "repos/b")
     table = dry.stderr.decode()
-    header = next(line for line in table.splitlines() if "release assumed" in line)
+    header = next(line for line in table.splitlines() if "Lightning" in line)
     assert cells(header) == [
         "project",
-        "release assumed",
+        "Lightning",
         "from",
+        "torch",
         "findings",
+        "by rule",
         "fixed",
         "left for review",
         "errors",
     ]
     row_a = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/a")))
     row_b = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/b")))
-    assert row_a[1] == "2.6.6" and row_a[3] == "2" and "2 pending" in row_a[4]
+    assert row_a[1] == "2.6.6" and row_a[3:5] == ["2.13.0", "2"] and "2 pending" in row_a[6]
     assert row_a[2] in ("installed distribution", "default (latest release)")
-    assert row_b[1:4] == ["2.4.0", "pyproject.toml [tool.amp-clipfix]", "1"]  # b's own config
+    assert row_a[5] == "ACF001 1, ACF002 1"  # findings per rule
+    assert row_b[1:6] == ["2.4.0", "pyproject.toml [tool.amp-clipfix]", "2.13.0", "1", "ACF002 1"]
     written = cli(tmp_path, "apply", "--yes", "repos/a", "repos/b")
     row_a = cells(next(line for line in written.stderr.decode().splitlines() if "repos/a" in line))
-    assert row_a[:2] + row_a[3:] == ["repos/a", "2.6.6", "2", "2", "0", "0"]
+    assert row_a[:2] + row_a[3:] == [
+        "repos/a",
+        "2.6.6",
+        "2.13.0",
+        "2",
+        "ACF001 1, ACF002 1",
+        "2",
+        "0",
+        "0",
+    ]
 
 
 def cells(line: str) -> list[str]:

@@ -34,6 +34,7 @@ from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, Options, RunResult, run, run_source
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.discover import Project, exclusion, find_project_root
+from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, parse_torch_version
 from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.settings import (
     CommandLine,
@@ -115,6 +116,7 @@ class Settings:
     configurer: ProjectConfigurer = field(default_factory=lambda: ProjectConfigurer(CommandLine()))
     cache: bool = True
     force_exclude: bool = False
+    torch: TorchTarget | None = None  # --torch-version; None: each project's pins
 
 
 class OneLineUsageError(click.ClickException):
@@ -141,6 +143,13 @@ def common_options(function):  # noqa: ANN001, ANN201
             "project's own pins: lightning-version in [tool.amp-clipfix], lock files, "
             "requirements*.txt, pyproject.toml, setup.cfg, setup.py, environment.yml; else the "
             "installed Lightning, else 2.6.6). It decides what is a finding and which fixes apply.",
+        ),
+        click.option(
+            "--torch-version",
+            metavar="X.Y[.Z]",
+            help="torch release the code runs with, for every project (default: each "
+            "project's own pins, read from the same files as Lightning's; else 2.13.0). It "
+            "decides which torch.amp spellings a fix may write.",
         ),
         click.option(
             "--exclude",
@@ -243,6 +252,7 @@ def settings_from(
     tracked_only: bool = False,
     no_cache: bool = False,
     force_exclude: bool = False,
+    torch_version: str | None = None,
 ) -> Settings:
     """Merge options over the configuration; bad values are usage errors (exit 2)."""
     try:
@@ -263,6 +273,10 @@ def settings_from(
         target = requested_target(lightning_version)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--lightning-version") from None
+    try:
+        torch = requested_torch(torch_version)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--torch-version") from None
     command_line = CommandLine(
         strategy=strategy,
         lightning_version=lightning_version,
@@ -283,6 +297,7 @@ def settings_from(
         paths=targets,
         strategy=Strategy(strategy or Strategy.AUTO.value),
         target=target,
+        torch=torch,
         output_format=output_format,
         jobs=jobs,
         stdin_filename=stdin_filename,
@@ -304,6 +319,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
     options = Options(
         strategy=settings.strategy,
         target=settings.target,
+        torch=settings.torch,
         fix=fix,
         with_edits=settings.output_format in MACHINE_FORMATS,
         jobs=settings.jobs,
@@ -641,6 +657,13 @@ def run_strategy(result: RunResult, settings: Settings) -> str | None:
     return used.pop().value if len(used) == 1 else None
 
 
+def requested_torch(torch_version: str | None) -> TorchTarget | None:
+    """The torch asked for on the command line; None leaves it to each project's pins."""
+    if not torch_version:
+        return None
+    return TorchTarget.exact(parse_torch_version(torch_version), "--torch-version")
+
+
 def lightning_label(result: RunResult) -> str:
     """The release (or range) assumed, as JSON's `lightning_version`; several joined by ", "."""
     return ", ".join(sorted({target.version_label for _, target in result.targets}))
@@ -665,6 +688,8 @@ def target_json(target: Target) -> dict[str, object]:
         "source": target.source,
         "assumed": target.describe(),
         "releases": [str(release) for release in target.releases],
+        "torch": target.torch.pin,
+        "torch_source": target.torch.source,
     }
 
 
@@ -683,7 +708,7 @@ def summary_line(
     if result.changes:
         parts.append(f"{plural(len(result.changes), 'file')} to change")
     line = ", ".join(parts)
-    described = {target.describe() for _, target in result.targets}
+    described = {target.describe() + torch_told(target) for _, target in result.targets}
     if not described:
         return f"{line}."
     if len(described) == 1:
@@ -694,6 +719,12 @@ def summary_line(
         f"{plural(len(result.targets), 'project')} "
         f"({'see the per-project table' if project_table else 'listed above'})."
     )
+
+
+def torch_told(target: Target) -> str:
+    """`, torch 2.3.1 from requirements.txt` when a pin or --torch-version set the torch (the
+    default, the newest torch known, goes unsaid)."""
+    return "" if target.torch == DEFAULT_TORCH else f", {target.torch.describe()}"
 
 
 def report_errors(result: RunResult, settings: Settings) -> None:
@@ -832,15 +863,17 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     )
     columns = (
         "project",
-        "release assumed",
+        "Lightning",
         "from",
+        "torch",
         "findings",
+        "by rule",
         "fixed",
         "left for review",
         "errors",
     )
     for column in columns:
-        text = column in ("project", "from")
+        text = column in ("project", "from", "by rule")
         table.add_column(
             column,
             justify="left" if text else "right",

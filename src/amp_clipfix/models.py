@@ -28,6 +28,9 @@ class SiteKind(str, Enum):
     GRAD_CLIP = "grad-clip"  # a clip call: torch.nn.utils.clip_grad_norm_(...), ...
     OPTIMIZER_STEP = "optimizer-step"  # scaler.step(opt), opt.step()
     MANUAL_OPTIMIZATION = "manual-optimization"  # self.automatic_optimization = False
+    TRAINER_AMP = "trainer-amp"  # Trainer(amp_backend=...), Trainer(amp_level=...)
+    TORCH_AMP = "torch-amp"  # torch.cuda.amp.GradScaler(...), torch.cuda.amp.autocast(...)
+    TRAINER_STRATEGY = "trainer-strategy"  # Trainer(strategy="fsdp"), FSDPStrategy(...)
 
     @property
     def role(self) -> str:
@@ -41,6 +44,9 @@ ROLES = {
     SiteKind.BACKWARD: "backward",
     SiteKind.OPTIMIZER_STEP: "step",
     SiteKind.MANUAL_OPTIMIZATION: "manual optimization",
+    SiteKind.TRAINER_AMP: "amp argument",
+    SiteKind.TORCH_AMP: "deprecated AMP call",
+    SiteKind.TRAINER_STRATEGY: "strategy",
 }
 
 
@@ -181,6 +187,8 @@ class Strategy(str, Enum):
     BF16 = "bf16"
     UNFUSE = "unfuse"
     GUARD = "guard"
+    MIGRATE = "migrate"  # the spelling the target release accepts, same behaviour (ACF010-012)
+    NATIVE = "native"  # apex AMP replaced by Lightning's native mixed precision (ACF010)
 
 
 class LightningPath(str, Enum):

@@ -30,10 +30,18 @@ from amp_clipfix.models import (
 from amp_clipfix.paths import is_library, os_error_reason
 from amp_clipfix.project.config import ConfigError
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
-from amp_clipfix.project.pins import resolve_target
+from amp_clipfix.project.pins import resolve_target, resolve_torch
+from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.sources import adapter_for
-from amp_clipfix.sources.base import Language, Rendered, SourceError, Stage, VerifyError
+from amp_clipfix.sources.base import (
+    Document,
+    Language,
+    Rendered,
+    SourceError,
+    Stage,
+    VerifyError,
+)
 from amp_clipfix.sources.prefilter import (
     FUSED_WORD,
     SEARCH_WORDS,
@@ -104,6 +112,7 @@ class ProjectResult:
     errors: tuple[FileError, ...]
     strategy: Strategy = Strategy.AUTO  # the project's own: command line, else its configuration
     source: str = ""  # where the release was read: "requirements.txt", "default (...)"
+    torch: str = ""  # the torch release (or range) assumed: "2.13.0"
 
 
 @dataclass(frozen=True)
@@ -112,6 +121,7 @@ class Options:
 
     strategy: Strategy
     target: Target | None = None  # --lightning-version / configuration; None: the project's pins
+    torch: TorchTarget | None = None  # --torch-version; None: the project's pins
     fix: bool = False
     with_edits: bool = False  # per-finding edits, for JSON and SARIF output
     jobs: int = 1
@@ -187,10 +197,13 @@ def run(
 
 
 def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...]]:
-    """The Lightning release(s) a project runs on: the command line or configuration, else its
-    own pins (project/pins.py), and the warnings about pin files that could not be read."""
+    """The Lightning release(s) a project runs on, and the torch it runs with: the command line
+    or configuration, else its own pins (project/pins.py), and the warnings about pin files
+    that could not be read."""
     resolution = resolve_target(root, options.target)
-    return resolution.target, resolution.warnings
+    torch = resolve_torch(root, options.torch)
+    target = replace(resolution.target, torch=torch.target)
+    return target, resolution.warnings + torch.warnings
 
 
 def project_result(
@@ -204,6 +217,7 @@ def project_result(
         result.errors,
         strategy,
         target.source,
+        torch=target.torch.version_label,
     )
 
 
@@ -640,11 +654,21 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)
+    configs: dict[Path, Document] = {}
 
     def read(path: Path) -> FileFacts | None:
-        if path not in searchable or read_as_config(path) or is_library(path):
+        if path not in searchable or is_library(path):
             return None
         parsed = collection.parsed.get(path)
+        if read_as_config(path):  # a YAML config: a rule reads its sites and edits its tokens
+            try:
+                config = parsed.document if parsed else adapter_for(path).load(path, contents[path])
+            except (SourceError, KeyError):
+                return None  # the collection reports what cannot be read
+            configs[path] = config
+            if parsed is None:
+                collection.searched[path] = ReadFile(config, FileSites(path))
+            return None
         try:
             document = parsed.document if parsed else adapter_for(path).load(path, contents[path])
         except (SourceError, KeyError):
@@ -669,6 +693,7 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
         files,
         lambda: project_evaluator_of(root, contents, searchable, collection),
         loader=read,
+        configs=configs,
     )
 
 
@@ -892,8 +917,8 @@ def fixed_file(
     if edits:
         from amp_clipfix.fixes.edits import apply_edits, moved_span, ordered
 
-        if document.language is not Language.PYTHON:
-            raise VerifyError("a rule's own fix edits Python code only; not fixed")
+        if document.language not in (Language.PYTHON, Language.YAML):
+            raise VerifyError("a rule's own fix edits Python code and YAML configs only; not fixed")
         made = ordered(edits)
         edited = apply_edits(document.text, made)
         if not targets:

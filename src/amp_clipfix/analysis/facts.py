@@ -103,8 +103,8 @@ class FileFacts:
 
 @dataclass
 class ProjectFacts:
-    """The parsed files of one project that a search's words may be in, its target release,
-    and the project's evaluator (made on first use)."""
+    """The parsed files of one project that a search's words may be in, its target release
+    (Lightning, and `target.torch`), and the project's evaluator (made on first use)."""
 
     root: Path
     target: Target
@@ -122,6 +122,10 @@ class ProjectFacts:
             if loaded is not None:
                 self.files = {**self.files, path: loaded}
         return self.files.get(path)
+
+    # The project's YAML configs (LightningCLI, Hydra) that hold a searching rule's words, as
+    # read: a rule reads their sites with sources/yaml.py and edits their tokens.
+    configs: Mapping[Path, Document] = field(default_factory=dict)
 
     @property
     def evaluator(self) -> Evaluator:

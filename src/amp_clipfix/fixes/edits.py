@@ -17,6 +17,8 @@ from amp_clipfix.sources.text import line_starts
 def ordered(edits: Iterable[Edit]) -> list[Edit]:
     """Distinct edits by position (insertions at one place in the order given); two that
     overlap cannot both be made."""
+    # dict.fromkeys, not set: two inserts at one place keep the order the fixes gave them
+    # (a set ordered them by string hash, which changes from run to run)
     unique = sorted(
         dict.fromkeys(edits), key=lambda e: (e.span.line, e.span.column, e.span.end_line)
     )

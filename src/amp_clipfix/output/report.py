@@ -25,6 +25,9 @@ class ProjectSummaryLike(Protocol):
     def source(self) -> str: ...
 
     @property
+    def torch(self) -> str: ...
+
+    @property
     def findings(self) -> tuple[Finding, ...]: ...
 
     @property
@@ -104,9 +107,9 @@ def error_line(error: FileError) -> str:
 def project_rows(
     projects: Sequence[ProjectSummaryLike], fixed: Collection[Finding], wrote: bool
 ) -> list[tuple[str, ...]]:
-    """The rows of `apply`'s per-project table: project, release assumed, where it was read
-    (the file that decided, `--lightning-version`, `default`...), findings, fixed (or pending
-    in a dry run), left for review, errors."""
+    """The rows of `apply`'s per-project table: project, Lightning release assumed, where it
+    was read (the file that decided, `--lightning-version`, `default`...), torch assumed,
+    findings, findings per rule, fixed (or pending in a dry run), left for review, errors."""
     rows: list[tuple[str, ...]] = []
     for project in projects:
         findings = active_findings(project.findings)
@@ -119,13 +122,23 @@ def project_rows(
                 display_path(project.root),
                 project.release,
                 terminal_safe(project.source.removeprefix(f"{display_path(project.root)}/")),
+                project.torch,
                 str(len(findings)),
+                by_rule(findings),
                 fixed_cell,
                 str(review),
                 str(len(project.errors)),
             )
         )
     return rows
+
+
+def by_rule(findings: Sequence[Finding]) -> str:
+    """`ACF002 1, ACF012 3`: how many findings each rule had (`-` for none)."""
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+    return ", ".join(f"{code} {count}" for code, count in sorted(counts.items())) or "-"
 
 
 def assumption_lines(targets: Sequence[tuple[Path, Target]]) -> list[str]:

@@ -29,6 +29,10 @@ warning (its text quoted short and escaped) and the next file is asked.
 
 The search takes the package names (`candidate_pins(root, LIGHTNING)`), so another package's pin
 is found the same way.
+
+torch is read that way (`resolve_torch`): the first file that pins torch (`torch`; conda's
+`pytorch`) gives the torch target; `--torch-version` overrides it; nothing pinned means the newest
+torch amp-clipfix knows (2.13.0).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from packaging.version import InvalidVersion, Version
 from amp_clipfix import observed
 from amp_clipfix.paths import display_path, excerpt, os_error_reason
 from amp_clipfix.project.config import ConfigError, load_config
+from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, torch_releases_in
 from amp_clipfix.project.version import (
     DEFAULT_TARGET,
     Target,
@@ -70,6 +75,8 @@ PACKAGES = LIGHTNING
 LOCK_FILES = ("uv.lock", "poetry.lock", "pdm.lock", "Pipfile.lock")
 CONDA_FILES = ("environment.yml", "environment.yaml")
 LIGHTNING_PURPOSE = "the Lightning version"
+TORCH = ("torch",)  # the second package read the same way (resolve_torch)
+TORCH_PURPOSE = "the torch version"
 
 Packages = Sequence[str]  # canonical distribution names, highest priority first
 
@@ -765,6 +772,7 @@ def literal_strings(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list
     return strings
 
 
+CONDA_NAMES = {"pytorch": "torch"}  # conda's name for torch
 CONDA_ENTRY = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$")
 
 
@@ -786,6 +794,7 @@ def conda_pins(data: bytes, packages: Packages) -> list[Pin]:
             pins.extend(pins_of_lines(list(string_items(entry.get("pip"))), packages))
         elif isinstance(entry, str) and (match := CONDA_ENTRY.match(entry.strip())):
             name, spec = match.groups()
+            name = CONDA_NAMES.get(name.lower(), name)
             text = f"{canonical_name(name)}{spec.strip()}"
             pin = make_pin(name, conda_specifier(spec), packages, text)
             pins.extend([pin] if pin is not None else [])
@@ -810,3 +819,38 @@ READERS: dict[str, Reader] = {
     "environment.yml": conda_pins,
 }
 """Every reader, by the file it reads (for tests that feed them any bytes)."""
+
+
+# torch: the same files, read the same way, for a second package.
+
+
+@dataclass(frozen=True)
+class TorchResolution:
+    """A project's torch target and the warnings met on the way to it."""
+
+    target: TorchTarget
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchResolution:
+    """The torch of the project at `root`: `requested` (`--torch-version`) when given, else the
+    first file that pins torch (candidate_pins' order), else the newest torch known. A file that
+    cannot be read was reported by resolve_target already: only unknown releases warn here."""
+    if requested is not None:
+        return TorchResolution(requested)
+    unreadable: list[str] = []
+    warnings: list[str] = []
+    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE):
+        if pin.exact is not None:
+            return TorchResolution(
+                TorchTarget.exact(pin.exact, display_path(source)), once(warnings)
+            )
+        releases = torch_releases_in(pin.specifier)
+        if releases:
+            target = TorchTarget(releases, pin.text, display_path(source))
+            return TorchResolution(target, once(warnings))
+        warnings.append(
+            f"{display_path(source)}: no known torch release matches "
+            f"{excerpt(pin.text, quoted=False)}; not used for {TORCH_PURPOSE}"
+        )
+    return TorchResolution(DEFAULT_TORCH, once(warnings))

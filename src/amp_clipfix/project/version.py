@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget
+
 if TYPE_CHECKING:  # parsing ranges is for pin files (project/pins.py), not every run
     from packaging.specifiers import SpecifierSet
 
@@ -175,6 +177,7 @@ class Target:
     releases: tuple[Release, ...]
     pin: str
     source: str
+    torch: TorchTarget = DEFAULT_TORCH  # the torch it runs with (pins.resolve_torch)
 
     @classmethod
     def exact(cls, version: Version, source: str, package: str = "Lightning") -> Target:

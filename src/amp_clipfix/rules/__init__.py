@@ -11,7 +11,21 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.link import PathPieces, sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import acf001, acf002, acf003, acf004, acf005, acf006, acf007, acf008, acf009
+from amp_clipfix.rules import (
+    acf001,
+    acf002,
+    acf003,
+    acf004,
+    acf005,
+    acf006,
+    acf007,
+    acf008,
+    acf009,
+    acf010,
+    acf011,
+    acf012,
+    acf013,
+)
 from amp_clipfix.rules.base import (
     HOMEPAGE,
     Found,
@@ -50,6 +64,10 @@ RULES: dict[str, Rule] = {
         acf007.RULE,
         acf008.RULE,
         acf009.RULE,
+        acf010.RULE,
+        acf011.RULE,
+        acf012.RULE,
+        acf013.RULE,
     )
 }
 REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at run time

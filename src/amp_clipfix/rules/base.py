@@ -31,7 +31,14 @@ TRAINER_ERROR = (
 )
 
 # Safe fixes first, in the order `auto` tries them; the unsafe ones run only when named.
-FIX_ORDER = (Strategy.UNSCALE, Strategy.UNFUSE, Strategy.BF16, Strategy.GUARD)
+FIX_ORDER = (
+    Strategy.UNSCALE,
+    Strategy.UNFUSE,
+    Strategy.MIGRATE,
+    Strategy.BF16,
+    Strategy.GUARD,
+    Strategy.NATIVE,
+)
 
 # A rule's search: the groups of candidate pieces in a project, one group per finding.
 Finder = Callable[[Sequence[FileSites], Target], Iterable[Sequence[PathPieces]]]

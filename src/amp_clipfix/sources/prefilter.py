@@ -38,6 +38,15 @@ SEARCH_WORDS: tuple[bytes, ...] = (
     b"clip_gradients",
     b"manual_backward",
     b"automatic_optimization",
+    b"amp_backend",
+    b"amp_level",
+    b"precision",
+    b"cuda.amp",
+    b"cpu.amp",
+    b"cuda import amp",
+    b"cpu import amp",
+    b"fsdp",
+    b"FSDP",
 )
 
 

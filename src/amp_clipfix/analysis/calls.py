@@ -1,0 +1,126 @@
+"""Calls of library callables and their arguments, for the rules that rewrite settings.
+
+The migration rules (ACF010 - ACF013) look at `Trainer(...)`, `Fabric(...)` and torch's AMP
+calls by qualified name (facts.py), read an argument's literal values through the project's
+evaluator, and remove or rewrite arguments as text edits that keep the call's layout.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from collections.abc import Collection, Iterator, Sequence
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.values import Lit, Opaque
+from amp_clipfix.models import Edit, Span
+from amp_clipfix.sources.text import line_starts
+
+
+def callee_words(call: ast.Call) -> tuple[str, str]:
+    """The callee's last name (`Trainer` of `pl.Trainer`) and the root name of its chain."""
+    func, last = call.func, ""
+    if isinstance(func, ast.Attribute):
+        last = func.attr
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    root = func.id if isinstance(func, ast.Name) else ""
+    return last or root, root
+
+
+def library_calls(
+    facts: ProjectFacts, file: FileFacts, qualified: Collection[str]
+) -> Iterator[tuple[ast.Call, frozenset[str]]]:
+    """The calls in the file whose callee may be one of `qualified` (through any import or
+    alias), with the qualified names it may be. A cheap test by name comes first: the callee's
+    last name is one of theirs, or a name the module imports as one of them."""
+    shorts = {name.rsplit(".", 1)[-1] for name in qualified}
+    imports = file.summary.imports
+    for node in ast.walk(file.tree):
+        if not isinstance(node, ast.Call):
+            continue
+        last, root = callee_words(node)
+        by_name = last in shorts or imports.get(last) in qualified
+        if not by_name and not any(
+            imports.get(root, "").startswith(q.rsplit(".", 1)[0]) for q in qualified
+        ):
+            continue
+        found = facts.qualified_names(file, node.func) & frozenset(qualified)
+        if found:
+            yield node, found
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def has_spread(call: ast.Call) -> bool:
+    """`**kwargs` or `*args` may pass anything."""
+    return any(k.arg is None for k in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args
+    )
+
+
+def literals(facts: ProjectFacts, file: FileFacts, node: ast.AST) -> tuple[set[str], bool]:
+    """The literal values (as `Lit.value` text) the expression may hold, and whether some value
+    is decided at run time (an `Opaque`, or anything that is not a literal)."""
+    values = facts.values(file, node)
+    found = {v.value for v in values if isinstance(v, Lit)}
+    runtime = any(not isinstance(v, Lit) or isinstance(v, Opaque) for v in values) or not values
+    return found, runtime
+
+
+def arguments(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """Positional and keyword arguments in source order."""
+    found: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def removal_edits(
+    file: FileFacts, call: ast.Call, drops: Sequence[ast.keyword]
+) -> tuple[Edit, ...]:
+    """Edits that remove the `drops` keywords from the call and the commas that go with them,
+    keeping every other argument, its line and its indentation. Empty when a comment lies in
+    what would be removed (a person moves it)."""
+    ordered = arguments(call)
+    dropped = {id(k) for k in drops}
+    text, starts = file.document.text, line_starts(file.document.text)
+    edits: list[Edit] = []
+    index = 0
+    while index < len(ordered):
+        if id(ordered[index]) not in dropped:
+            index += 1
+            continue
+        end = index
+        while end + 1 < len(ordered) and id(ordered[end + 1]) in dropped:
+            end += 1
+        first, last = file.span(ordered[index]), file.span(ordered[end])
+        if end + 1 < len(ordered):  # `a=1, next` -> `next`
+            after = file.span(ordered[end + 1])
+            span = Span(first.line, first.column, after.line, after.column)
+        elif index > 0:  # `prev, a=1` -> `prev`
+            before = file.span(ordered[index - 1])
+            span = Span(before.end_line, before.end_column, last.end_line, last.end_column)
+        else:  # the only arguments: everything between the parentheses
+            func, whole = file.span(call.func), file.span(call)
+            opening = text.index("(", offset(starts, func.end_line, func.end_column))
+            line, column = location(starts, opening + 1)
+            span = Span(line, column, whole.end_line, whole.end_column - 1)
+        removed = text[
+            offset(starts, span.line, span.column) : offset(starts, span.end_line, span.end_column)
+        ]
+        if "#" in removed:
+            return ()
+        edits.append(Edit(file.path, span, ""))
+        index = end + 1
+    return tuple(edits)
+
+
+def offset(starts: Sequence[int], line: int, column: int) -> int:
+    return starts[line - 1] + column
+
+
+def location(starts: Sequence[int], index: int) -> tuple[int, int]:
+    """(1-based line, character column) of a text offset."""
+    line = bisect.bisect_right(starts, index)
+    return line, index - starts[line - 1]

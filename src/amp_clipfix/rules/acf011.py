@@ -1,0 +1,172 @@
+"""ACF011: `precision=16`, `"16"` or `"bf16"`: historical spellings Lightning 2.x warns about.
+
+A rule with its own search and fixes (CONTRIBUTING.md): `Trainer(...)` / `Fabric(...)` calls by
+qualified name and the trainer sections of LightningCLI / Hydra YAML configs (read by
+sources/yaml.py). The literal becomes `"16-mixed"` / `"bf16-mixed"`, which Lightning 2.x maps
+the old spellings to anyway; pytorch-lightning 1.9 rejects the new spellings, so the rewrite is
+offered only where every release the project may run accepts them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.calls import keyword, library_calls, literals
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
+from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+
+CODE = "ACF011"
+# The old values as they are written (a bare `precision` would make most Lightning files
+# searched): `precision=16`, `"16"`, `'bf16'`, YAML's `precision: 16` / `bf16`.
+WORDS = (
+    b"precision=16",
+    b"precision = 16",
+    b"precision: 16",
+    b"precision: bf16",
+    b'"16"',
+    b"'16'",
+    b'"bf16"',
+    b"'bf16'",
+)
+NEW_SPELLING = {"16": "16-mixed", "bf16": "bf16-mixed"}
+
+MESSAGE = (
+    '`precision=16` / `"16"` / `"bf16"` is a historical spelling: Lightning 2.x warns and '
+    'maps it to `"16-mixed"` / `"bf16-mixed"`'
+)
+
+NOT_ON_1X = (
+    "no rewrite: the project's pins admit pytorch-lightning 1.x too, which rejects "
+    '"16-mixed" / "bf16-mixed"; rewrite it once the pin is 2.0 or newer'
+)
+ELSEWHERE = "no rewrite: the value is not written in the call; rewrite it where it is set"
+
+FIX = (
+    'writes `"16-mixed"` / `"bf16-mixed"`, the value Lightning 2.x converts the old '
+    "spelling to, so precision, numerics and the GradScaler stay as they were"
+)
+
+BEFORE = """\
+import lightning as L
+
+trainer = L.Trainer(precision=16, max_epochs=10)
+"""
+
+AFTER = BEFORE.replace("precision=16", 'precision="16-mixed"')
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    releases = facts.target.releases
+    if all(release.is_1x for release in releases):
+        return  # 1.x knows no other spelling
+    fixable = not any(release.is_1x for release in releases)
+    for file in facts.with_words(*WORDS):
+        for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
+            found = python_precision(facts, file, call, names <= FABRIC_CLASSES, fixable)
+            if found is not None:
+                yield found
+    yield from yaml_precision(facts, fixable)
+
+
+def python_precision(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, fabric: bool, fixable: bool
+) -> Found | None:
+    precision = keyword(call, "precision")
+    if precision is None:
+        return None
+    values, _ = literals(facts, file, precision.value)
+    old = sorted(values & NEW_SPELLING.keys())
+    if not old:
+        return None
+    kind = SiteKind.FABRIC_PRECISION if fabric else SiteKind.TRAINER_PRECISION
+    node = precision.value
+    site = file.site(kind, precision, f"`{file.code(precision)}`", value=old[0])
+    written = isinstance(node, ast.Constant) and str(node.value) in NEW_SPELLING
+    if not fixable:
+        return Found((site,), review=NOT_ON_1X)
+    if not (written and len(old) == 1):
+        return Found((site,), review=ELSEWHERE)
+    edit = file.replace(node, quoted(file.code(node), NEW_SPELLING[old[0]]))
+    return Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
+
+
+def quoted(written: str, value: str) -> str:
+    """The new value in the string's own quotes (`'16'` -> `'16-mixed'`); an int gets `"`."""
+    quote = written[-1] if written[-1:] in ("'", '"') else '"'
+    return f"{quote}{value}{quote}"
+
+
+def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
+    """`trainer: precision: 16` in LightningCLI and Hydra configs: the token is rewritten in
+    place (quotes kept); a value shared through an anchor is reported, never rewritten."""
+    from amp_clipfix.sources.text import SourceError
+    from amp_clipfix.sources.yaml import collect_config_sites
+
+    for path in sorted(facts.configs, key=str):
+        document = facts.configs[path]
+        try:
+            sites = collect_config_sites(path, document.text).sites
+        except SourceError:  # the collection reports a broken config
+            continue
+        for site in sites:
+            if not (
+                site.kind is SiteKind.TRAINER_PRECISION
+                and site.certainty is Certainty.KNOWN
+                and site.value in NEW_SPELLING
+            ):
+                continue
+            if not (fixable and site.fixable):
+                review = NOT_ON_1X if not fixable else "no rewrite: the value is shared"
+                yield Found((site,), review=review)
+                continue
+            token = token_of(document.text, site)
+            new = NEW_SPELLING[site.value]
+            edit = Edit(path, site.span, quoted(token, new) if token[-1:] in "'\"" else new)
+            yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
+
+
+def token_of(text: str, site: Site) -> str:
+    lines = text.splitlines(keepends=True)
+    return lines[site.span.line - 1][site.span.column : site.span.end_column]
+
+
+RULE = Rule(
+    lines=("lightning 2.0", "lightning 2.1 - 2.6"),
+    code=CODE,
+    name="legacy-precision-spelling",
+    message=MESSAGE,
+    level="warning",
+    lightning_path=LightningPath.TRAINER,
+    search=search,
+    words=WORDS,
+    needs=(b"precision",),  # the setting is named in code or config
+    short='`precision=16` / `"bf16"` are historical spellings of `"16-mixed"` / `"bf16-mixed"`.',
+    full=(
+        '`precision=16`, `"16"` or `"bf16"` passed to `Trainer(...)` or `Fabric(...)` '
+        "(known by qualified name; a value held in a variable is reported, a literal in the "
+        "call is rewritten), and `precision: 16` / `bf16` in the trainer section of a "
+        "LightningCLI or Hydra YAML config, on a project whose Lightning may be 2.x. The "
+        "rewrite is offered only when every release the project's pins admit is 2.0 or newer: "
+        'pytorch-lightning 1.9 rejects `"16-mixed"`.'
+    ),
+    why_title="Why Lightning warns",
+    why=(
+        'Lightning 2.0 renamed the precision values: `16` and `"16"` became `"16-mixed"`, '
+        '`"bf16"` became `"bf16-mixed"` (next to `"16-true"`, which trains in pure fp16). '
+        "The old values still work but warn: `precision=16 is supported for historical "
+        "reasons but its usage is discouraged. Please set your precision to 16-mixed "
+        "instead!` The new spelling is the same setting without the warning."
+    ),
+    example_before=BEFORE,
+    example_after=AFTER,
+    fix_safety={
+        Strategy.MIGRATE.value: safety(
+            Strategy.MIGRATE,
+            f"The default (`auto`), where every admitted release is Lightning 2.0 or newer: it "
+            f"{FIX}.",
+        ),
+    },
+)

@@ -1,0 +1,183 @@
+"""ACF013: FSDP with norm gradient clipping: Lightning's FSDP precision plugin refuses it.
+
+A rule with its own search (CONTRIBUTING.md): a `Trainer(...)` call by qualified name whose
+`strategy` is FSDP (the registered names, or an `FSDPStrategy(...)` it constructs) and whose
+`gradient_clip_val` is positive with the default `gradient_clip_algorithm="norm"`. Under mixed
+precision every release raises; from Lightning 2.1 the FSDP plugin is used for every precision.
+No automatic fix: switching to `"value"` clips differently, and FSDP's own
+`FullyShardedDataParallel.clip_grad_norm_` needs the wrapped root module (a person decides).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.calls import keyword, library_calls, literals
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteKind
+from amp_clipfix.rules.base import Found, Rule
+
+CODE = "ACF013"
+WORDS = (b"gradient_clip_val",)  # only a Trainer that clips can refuse
+
+# Strategy names registered for FSDP (2.x: fsdp, fsdp_cpu_offload; 1.9: fairscale's fsdp and
+# the native ones).
+FSDP_NAMES = frozenset(
+    {
+        "fsdp",
+        "fsdp_cpu_offload",
+        "fsdp_native",
+        "fsdp_native_full_shard_offload",
+        "fsdp_full_shard_offload",
+        "ddp_fully_sharded",
+    }
+)
+FSDP_STRATEGIES = frozenset(
+    {
+        "lightning.pytorch.strategies.FSDPStrategy",
+        "lightning.pytorch.strategies.fsdp.FSDPStrategy",
+        "pytorch_lightning.strategies.FSDPStrategy",
+        "pytorch_lightning.strategies.fsdp.FSDPStrategy",
+        "pytorch_lightning.strategies.DDPFullyShardedNativeStrategy",
+        "pytorch_lightning.strategies.fully_sharded_native.DDPFullyShardedNativeStrategy",
+        "pytorch_lightning.strategies.DDPFullyShardedStrategy",
+        "pytorch_lightning.strategies.fully_sharded.DDPFullyShardedStrategy",
+    }
+)
+MIXED = frozenset({"16", "bf16", "16-mixed", "bf16-mixed"})
+FIRST_ALWAYS = (2, 1)  # FSDPPrecision for every precision (verified on 2.4.0 and 2.6.6)
+
+ERROR = (
+    "MisconfigurationException: `gradient_clip_algorithm='norm'` is currently not supported "
+    "for `FSDPPrecision`"
+)
+
+MESSAGE = (
+    'FSDP with `gradient_clip_algorithm="norm"` (the default): Lightning\'s FSDP precision '
+    "plugin raises \"`gradient_clip_algorithm='norm'` is currently not supported\""
+)
+
+BEFORE = """\
+import lightning as L
+
+trainer = L.Trainer(strategy="fsdp", precision="bf16-mixed", gradient_clip_val=1.0)
+"""
+
+
+def search(facts: ProjectFacts) -> Iterator[Found]:
+    always = any(r.version.release[:2] >= FIRST_ALWAYS for r in facts.target.releases)
+    for file in facts.with_words(*WORDS):
+        for call, _ in library_calls(facts, file, TRAINER_CLASSES):
+            found = fsdp_norm_clip(facts, file, call, always)
+            if found is not None:
+                yield found
+
+
+def fsdp_norm_clip(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, always: bool
+) -> Found | None:
+    strategy, clip = keyword(call, "strategy"), keyword(call, "gradient_clip_val")
+    if strategy is None or clip is None or not is_fsdp(facts, file, strategy.value):
+        return None
+    clips, clip_runtime = literals(facts, file, clip.value)
+    if not clip_runtime and not any(positive(value) for value in clips):
+        return None
+    algorithm = keyword(call, "gradient_clip_algorithm")
+    norm, algorithm_runtime = True, False
+    if algorithm is not None:
+        written, algorithm_runtime = literals(facts, file, algorithm.value)
+        named = {name.rsplit(".", 1)[-1] for name in facts.qualified_names(file, algorithm.value)}
+        norm = "norm" in written or "NORM" in named
+        algorithm_runtime = algorithm_runtime and not named
+        if not norm and not algorithm_runtime:
+            return None
+    precision = keyword(call, "precision")
+    mixed, precision_runtime = False, False
+    if precision is not None:
+        values, precision_runtime = literals(facts, file, precision.value)
+        mixed = bool(values & MIXED)
+    if not (always or mixed or precision_runtime):
+        return None
+    sites: list[Site] = [
+        file.site(SiteKind.TRAINER_STRATEGY, strategy, f"`{file.code(strategy)}`"),
+        file.site(
+            SiteKind.TRAINER_CLIP,
+            clip,
+            f"`{file.code(clip)}`",
+            certainty=Certainty.RUNTIME if clip_runtime else Certainty.KNOWN,
+        ),
+    ]
+    if algorithm is not None:
+        sites.append(file.site(SiteKind.TRAINER_CLIP, algorithm, f"`{file.code(algorithm)}`"))
+    if precision is not None and (mixed or precision_runtime):
+        sites.append(file.site(SiteKind.TRAINER_PRECISION, precision, f"`{file.code(precision)}`"))
+    decided = [
+        what
+        for what, runtime in (
+            ("the clip value", clip_runtime and not any(positive(v) for v in clips)),
+            ("the clip algorithm", algorithm_runtime),
+            ("the precision", precision_runtime and not mixed and not always),
+        )
+        if runtime
+    ]
+    review = (
+        'clip with `gradient_clip_algorithm="value"`, or clip in the LightningModule with '
+        "FSDP's `clip_grad_norm_` on the wrapped module"
+    )
+    if decided:
+        return Found(
+            tuple(sites),
+            Confidence.REVIEW,
+            review=f"{' and '.join(decided)} decided at run time; then {review}",
+            condition=f"{' and '.join(decided)} make it clip by norm",
+        )
+    return Found(tuple(sites), Confidence.REVIEW, review=f"no automatic fix: {review}")
+
+
+def is_fsdp(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    values, _ = literals(facts, file, node)
+    if values & FSDP_NAMES:
+        return True
+    return bool(facts.made_by(file, node) & FSDP_STRATEGIES)
+
+
+def positive(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+RULE = Rule(
+    lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
+    code=CODE,
+    name="fsdp-norm-clipping",
+    message=MESSAGE,
+    level="error",
+    lightning_path=LightningPath.TRAINER,
+    search=search,
+    words=WORDS,
+    needs=(b"fsdp", b"FSDP"),  # only an FSDP strategy refuses
+    short='Lightning\'s FSDP precision plugin refuses `gradient_clip_algorithm="norm"`.',
+    full=(
+        'A `Trainer(...)` call (by qualified name) with an FSDP `strategy` (`"fsdp"`, '
+        '`"fsdp_cpu_offload"`, 1.9\'s native names, or an `FSDPStrategy(...)` it '
+        "constructs), a positive `gradient_clip_val` and `gradient_clip_algorithm` left at "
+        '`"norm"`. On Lightning 2.0 and 1.9 only mixed precision (`16-mixed`, `bf16-mixed`, '
+        "`16`, `bf16`) uses the FSDP precision plugin; from 2.1 every precision does. A value "
+        "decided at run time makes the finding say what to check."
+    ),
+    why=(
+        "torch's `clip_grad_norm_` over the local shards of an FSDP model computes a wrong "
+        "norm, so Lightning's FSDP precision plugin refuses: `" + ERROR + "` (the class is "
+        "`FSDPMixedPrecisionPlugin` on 2.0 and "
+        "`FullyShardedNativeNativeMixedPrecisionPlugin` on 1.9). `gradient_clip_algorithm="
+        '"value"` works; norm clipping needs FSDP\'s own '
+        "`FullyShardedDataParallel.clip_grad_norm_` on the wrapped root module."
+    ),
+    example_before=BEFORE,
+    example_after=BEFORE,
+    fix_safety={},
+)
