@@ -31,6 +31,11 @@ WORDS = (
     b'"bf16"',
     b"'bf16'",
 )
+# What a project must hold for the search to start: WORDS, with YAML's bare values ended (a
+# modern `precision: 16-mixed` holds `precision: 16`).
+NEEDS = tuple(word for word in WORDS if not word.startswith(b"precision: ")) + tuple(
+    f"precision: {value}{end}".encode() for value in ("16", "bf16") for end in ("\n", "\r", " ")
+)
 NEW_SPELLING = {"16": "16-mixed", "bf16": "bf16-mixed"}
 
 MESSAGE = (
@@ -142,7 +147,7 @@ RULE = Rule(
     lightning_path=LightningPath.TRAINER,
     search=search,
     words=WORDS,
-    needs=(b"precision",),  # the setting is named in code or config
+    needs=NEEDS,
     short='`precision=16` / `"bf16"` are historical spellings of `"16-mixed"` / `"bf16-mixed"`.',
     full=(
         '`precision=16`, `"16"` or `"bf16"` passed to `Trainer(...)` or `Fabric(...)` '
