@@ -93,7 +93,7 @@ def test_the_readme_lists_every_strategy_and_what_auto_picks() -> None:
     choices = [s.value for s in Strategy]
     assert f"--strategy [{'|'.join(choices)}]" in commands
     assert "auto picks unscale where it applies, else unfuse" in one_line(commands)
-    assert "bf16 and guard are unsafe" in one_line(commands)
+    assert "bf16, guard and native are unsafe" in one_line(commands)
 
 
 # --- the dry-run recipe ------------------------------------------------------------------------

@@ -338,7 +338,9 @@ def test_patch_names_stay_unique() -> None:
 def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> None:
     dry = cli(tmp_path, "apply", "--dry-run", "repos/a", "repos/b")
     table = dry.stderr.decode()
-    header = next(line for line in table.splitlines() if "Lightning" in line)
+    header = next(
+        line for line in table.splitlines() if cells(line)[:2] == ["project", "Lightning"]
+    )
     assert cells(header) == [
         "project",
         "Lightning",

@@ -884,8 +884,9 @@ def render_project_table(result: RunResult, fixed: frozenset[Finding], wrote: bo
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))  # text, never markup: `[tool.x]` stays
     stderr = stderr_console()
-    console = Console(stderr=True, width=max(stderr.width, 120) if not stderr.is_terminal else None)
-    natural = console.measure(table, options=console.options.update_width(10_000)).maximum
+    natural = stderr.measure(table, options=stderr.options.update_width(10_000)).maximum
+    # a log (not a terminal) takes the table at its natural width, one row per project
+    console = Console(stderr=True, width=None if stderr.is_terminal else max(natural, 120))
     if natural > console.width:
         # too narrow for the columns to stay readable: one block of lines per project
         table = Table(title="amp-clipfix per project", title_justify="left", box=None)

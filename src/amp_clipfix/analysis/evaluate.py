@@ -935,10 +935,13 @@ class Evaluator:
 
 
 def value_key(value: object) -> tuple[int, int] | int:
-    """Two arguments are one value when they are one object, or the same expression in the
-    same context (a Thunk made again by another call of `bind`)."""
+    """Two arguments are one value when they are one object, the same expression in the
+    same context (a Thunk made again by another call of `bind`), or "decided at run time" at
+    the same place (an Opaque made again along another path)."""
     if isinstance(value, Thunk):
         return (id(value.expr), id(value.ctx))
+    if isinstance(value, Opaque):
+        return (id(value.node), id(value.summary))
     return id(value)
 
 
