@@ -9,8 +9,9 @@ with `"migration"` in case.json).
 - `unchanged`: below a rule's boundary `apply` changes nothing and the program runs; the new
   spelling written in by hand fails with `expect`, which is why no rewrite is offered there.
 
-A case with `"runtime": [...]` runs with `.venvs/<release>` and pins that release in its
-`requirements.txt`; amp-clipfix runs from the test interpreter and must read the pin.
+A case with `"runtime": [...]` runs with that release's nox environment (`nox -t releases`) and
+pins that release in its `requirements.txt`; amp-clipfix runs from the test interpreter and must
+read the pin.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import runtime_venvs
+
+import noxfile
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "fixtures" / "runtime"
@@ -41,14 +43,14 @@ class Case:
     expect: str
     flags: tuple[str, ...]
     same_output: bool
-    release: str | None
+    runtime: tuple[str, ...]  # the release's requirement lines; empty: this interpreter
 
     def __str__(self) -> str:
         return self.name
 
     @property
     def python(self) -> str:
-        return str(runtime_venvs.interpreter(self.release)) if self.release else sys.executable
+        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
 
 
 def load_cases() -> list[Case]:
@@ -66,7 +68,7 @@ def load_cases() -> list[Case]:
                 data["expect"],
                 tuple(data.get("python_flags", ())),
                 bool(data.get("same_output")),
-                runtime_venvs.venv_name(data["runtime"]) if data.get("runtime") else None,
+                tuple(data.get("runtime", ())),
             )
         )
     return cases
@@ -108,9 +110,9 @@ def snapshot(project: Path) -> dict[str, bytes]:
 @pytest.mark.runtime
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_migration_case(
-    case: Case, tmp_path: Path, require_release: Callable[[str | None], None]
+    case: Case, tmp_path: Path, require_release: Callable[[tuple[str, ...]], None]
 ) -> None:
-    require_release(case.release)
+    require_release(case.runtime)
     project = tmp_path / "project"
     shutil.copytree(case.project, project)
     before = run_program(case, project, case.flags)
