@@ -47,6 +47,7 @@ from amp_clipfix.sources.prefilter import (
     SEARCH_WORDS,
     defined_class_names,
     may_clip,
+    may_need_search,
 )
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
@@ -633,8 +634,8 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
     """The parsed files and facts the rules with their own search read: the project's Python
     documents that hold one of their words (library code left out), each parsed once (the
     collection's tree when it has one), and the project's one evaluator."""
-    if collection.root is None or not any(
-        word in data for data in collection.searchable.values() for word in SEARCH_WORDS
+    if collection.root is None or not may_need_search(
+        (data, read_as_config(path)) for path, data in collection.searchable.items()
     ):
         return None  # no file holds a word a searching rule looks for: none is imported
     from amp_clipfix.rules import searching_rules

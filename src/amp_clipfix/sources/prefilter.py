@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 
 FUSED_WORD = b"fused"
 FUSED_ARGUMENT = re.compile(rb"\bfused\s*=(?!=)|[\'\"]fused[\'\"]")
@@ -48,6 +49,50 @@ SEARCH_WORDS: tuple[bytes, ...] = (
     b"fsdp",
     b"FSDP",
 )
+
+# ACF011's words (rules/acf011.WORDS; tests/test_rules.py checks they are the same): its search
+# reads only files holding one of them, though the project must only hold `precision` for it to
+# search at all. Where `precision` is the only searching word of a project, the search is started
+# only when some file may hold an old spelling (may_need_search).
+PRECISION_WORD = b"precision"
+LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
+    b"precision=16",
+    b"precision = 16",
+    b"precision: 16",
+    b"precision: bf16",
+    b'"16"',
+    b"'16'",
+    b'"bf16"',
+    b"'bf16'",
+)
+# A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
+# `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
+SETTLED_PRECISION = re.compile(
+    rb"precision[ \t]*:[ \t]*(['\"]?)[A-Za-z0-9_]+-[A-Za-z0-9_-]+\1[ \t]*"
+    rb"(?:#[^\r\n]*)?(?=[\r\n]|\Z)"
+)
+
+
+def may_need_search(files: Iterable[tuple[bytes, bool]]) -> bool:
+    """Whether a rule with its own search may find something in a project, from the text of its
+    files (`(data, is_config)`) alone, before any rule or analysis module is imported: some file
+    holds a searching word other than `precision`; or `precision` is there and some Python file
+    holds one of ACF011's words, or some config holds one and may set an old spelling (a
+    `precision:` that is not a settled dashed value, or an escape that may spell a key)."""
+    files = list(files)
+    others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
+    if any(word in data for data, _ in files for word in others):
+        return True
+    if not any(PRECISION_WORD in data for data, _ in files):
+        return False
+    for data, is_config in files:
+        if not any(word in data for word in LEGACY_PRECISION_WORDS):
+            continue  # ACF011's search never reads it
+        if not is_config or b"\\" in data:
+            return True
+        if data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data)):
+            return True
+    return False
 
 
 def may_have_fused_optimizer(data: bytes) -> bool:
