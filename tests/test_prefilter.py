@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.sources.prefilter import may_need_search
+from amp_clipfix.sources.prefilter import holds, json_may_contain, may_need_search
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(
@@ -165,7 +166,15 @@ def test_the_search_gate_starts_a_search_only_where_an_old_spelling_may_be(
 ) -> None:
     """`precision` alone (set to `16-mixed` in configs and code) imports no rule; an old
     spelling, an alias or an escaped key in a config, or another rule's word does."""
-    assert may_need_search(files) is expected
+    assert may_need_search((data, config, holds) for data, config in files) is expected
+
+
+def test_a_notebook_gives_the_gate_its_raw_bytes() -> None:
+    """A notebook's `"16"` is `\\"16\\"` in its JSON: its raw bytes still count as holding it."""
+    notebook = json.dumps({"cells": [{"source": ['L.Trainer(precision="16")']}]}).encode()
+    assert may_need_search([(notebook, False, json_may_contain)])
+    settled = notebook.replace(b'16\\"', b'16-mixed\\"')
+    assert not may_need_search([(settled, False, json_may_contain)])
 
 
 def test_a_dashed_precision_everywhere_gives_the_same_result_without_the_search(

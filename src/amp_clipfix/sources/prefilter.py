@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 FUSED_WORD = b"fused"
 FUSED_ARGUMENT = re.compile(rb"\bfused\s*=(?!=)|[\'\"]fused[\'\"]")
@@ -73,20 +73,29 @@ SETTLED_PRECISION = re.compile(
 )
 
 
-def may_need_search(files: Iterable[tuple[bytes, bool]]) -> bool:
+Mentions = Callable[[bytes, bytes], bool]  # whether a file's text may hold a word
+
+
+def holds(data: bytes, word: bytes) -> bool:
+    return word in data
+
+
+def may_need_search(files: Iterable[tuple[bytes, bool, Mentions]]) -> bool:
     """Whether a rule with its own search may find something in a project, from the text of its
-    files (`(data, is_config)`) alone, before any rule or analysis module is imported: some file
-    holds a searching word other than `precision`; or `precision` is there and some Python file
-    holds one of ACF011's words, or some config holds one and may set an old spelling (a
-    `precision:` that is not a settled dashed value, or an escape that may spell a key)."""
+    files (`(data, is_config, mentions)`) alone, before any rule or analysis module is imported:
+    some file holds a searching word other than `precision`; or `precision` is there and some
+    Python file holds one of ACF011's words, or some config holds one and may set an old
+    spelling (a `precision:` that is not a settled dashed value, or an escape that may spell a
+    key). `mentions(data, word)`: whether the text may hold the word (`holds` for decoded text;
+    a notebook's raw bytes: `json_may_contain`)."""
     files = list(files)
     others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
-    if any(word in data for data, _ in files for word in others):
+    if any(mentions(data, word) for data, _, mentions in files for word in others):
         return True
-    if not any(PRECISION_WORD in data for data, _ in files):
+    if not any(mentions(data, PRECISION_WORD) for data, _, mentions in files):
         return False
-    for data, is_config in files:
-        if not any(word in data for word in LEGACY_PRECISION_WORDS):
+    for data, is_config, mentions in files:
+        if not any(mentions(data, word) for word in LEGACY_PRECISION_WORDS):
             continue  # ACF011's search never reads it
         if not is_config or b"\\" in data:
             return True
@@ -160,12 +169,15 @@ def defined_class_names(data: bytes) -> frozenset[str]:
     return frozenset(name.decode("ascii", "replace") for name in CLASS_NAME.findall(data))
 
 
-# JSON may write any character as `\uXXXX`; an ASCII letter so written is 0x41-0x7A.
-ESCAPED_LETTER = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
+# JSON may write any character as `\uXXXX`; a printable ASCII character so written (a letter,
+# a digit, `.`, `=`, a quote) is 0x20-0x7F.
+ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
 
 
 def json_may_contain(data: bytes, word: bytes) -> bool:
     """Whether a JSON document's strings (a notebook's code) can contain the ASCII `word`: it is
-    written as is, or some letter is escaped (never by Jupyter, but valid JSON). Asked of the
-    raw bytes, so a notebook that cannot matter is never decoded."""
-    return word in data or ESCAPED_LETTER.search(data) is not None
+    written as is (a `"` of it as `\"`), or some ASCII character is escaped (never by Jupyter,
+    but valid JSON). Asked of the raw bytes, so a notebook that cannot matter is never decoded."""
+    if word in data or (b'"' in word and word.replace(b'"', b'\\"') in data):
+        return True
+    return ESCAPED_ASCII.search(data) is not None
