@@ -50,7 +50,7 @@ SEARCH_WORDS: tuple[bytes, ...] = (
     b"FSDP",
 )
 
-# ACF011's words (rules/acf011.WORDS; tests/test_rules.py checks they are the same): its search
+# ACF011's words (rules/acf011.WORDS is this tuple): its search
 # reads only files holding one of them, though the project must only hold `precision` for it to
 # search at all. Where `precision` is the only searching word of a project, the search is started
 # only when some file may hold an old spelling (may_need_search).
