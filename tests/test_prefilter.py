@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
+from amp_clipfix.sources.prefilter import holds, json_may_contain, may_need_search
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(
@@ -135,3 +137,56 @@ def test_notebooks_pass_the_raw_prefilter_before_their_json_is_parsed(
     assert result.errors == ()
     unfiltered = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET, prefilter=False))
     assert (result.findings, result.errors) == (unfiltered.findings, unfiltered.errors)
+
+
+SEARCH_GATE_CASES = [
+    # (files as (text, is a config), whether a searching rule may find something)
+    ([(b"trainer:\n  precision: 16-mixed\n", True), (b'Trainer(precision="bf16")', False)], True),
+    (
+        [(b"trainer:\n  precision: 16-mixed\n", True), (b'Trainer(precision="16-mixed")', False)],
+        False,
+    ),
+    ([(b"trainer:\n  precision: 'bf16-mixed'  # fast\r\n", True)], False),
+    ([(b"trainer:\n  precision: 16\n", True)], True),
+    ([(b"trainer:\n  precision: bf16\n", True)], True),
+    ([(b"trainer: {precision: 16-mixed}\n", True)], True),  # not one value on its line: parsed
+    ([(b'p: &p "16"\ntrainer:\n  precision: *p\n', True)], True),  # an alias
+    # ACF011 reads only files holding its words (`16` unquoted is not one of them)
+    ([(b"p: &p 16\ntrainer:\n  precision: *p\n", True)], False),
+    ([(b'trainer:\n  "precisio\\u006e": "16"\n', True), (b"precision", False)], True),
+    ([(b"trainer:\n  precision: 16-mixed\n  gradient_clip_val: 1\n", True)], False),
+    ([(b"trainer:\n  precision: 16-mixed\n", True), (b"x.manual_backward(loss)", False)], True),
+    ([(b'devices = "16"', False)], False),  # no `precision` anywhere: ACF011 never searches
+]
+
+
+@pytest.mark.parametrize(("files", "expected"), SEARCH_GATE_CASES)
+def test_the_search_gate_starts_a_search_only_where_an_old_spelling_may_be(
+    files: list[tuple[bytes, bool]], expected: bool
+) -> None:
+    """`precision` alone (set to `16-mixed` in configs and code) imports no rule; an old
+    spelling, an alias or an escaped key in a config, or another rule's word does."""
+    assert may_need_search((data, config, holds) for data, config in files) is expected
+
+
+def test_a_notebook_gives_the_gate_its_raw_bytes() -> None:
+    """A notebook's `"16"` is `\\"16\\"` in its JSON: its raw bytes still count as holding it."""
+    notebook = json.dumps({"cells": [{"source": ['L.Trainer(precision="16")']}]}).encode()
+    assert may_need_search([(notebook, False, json_may_contain)])
+    settled = notebook.replace(b'16\\"', b'16-mixed\\"')
+    assert not may_need_search([(settled, False, json_may_contain)])
+
+
+def test_a_dashed_precision_everywhere_gives_the_same_result_without_the_search(
+    tmp_path: Path,
+) -> None:
+    """The gate changes no result: a legacy spelling next to the settled ones is still found."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (tmp_path / "config.yaml").write_text("trainer:\n  precision: 16-mixed\n")
+    (tmp_path / "train.py").write_text(
+        'import lightning as L\n\nL.Trainer(precision="bf16-mixed").fit(None)\n'
+    )
+    options = Options(Strategy.AUTO, DEFAULT_TARGET)
+    assert run([tmp_path], options).findings == ()
+    (tmp_path / "old.yaml").write_text("trainer:\n  precision: 16\n")
+    assert [f.code for f in run([tmp_path], options).findings] == ["ACF011"]

@@ -10,7 +10,7 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
 from amp_clipfix.rules import RULES, help_uri, render_release_table, render_rule
-from amp_clipfix.sources.prefilter import SEARCH_WORDS
+from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS, SEARCH_WORDS
 from amp_clipfix.strategies import SAFETY
 
 FABRIC_ERROR = "Gradient clipping is not implemented for optimizers handling the unscaling."
@@ -43,6 +43,13 @@ def test_the_prefilter_knows_the_words_a_search_rule_looks_for(code: str) -> Non
     make the rule blind to every project without a `fused` in it."""
     missing = set(RULES[code].needed_words) - set(SEARCH_WORDS)
     assert not missing, f"add {sorted(missing)} to sources/prefilter.SEARCH_WORDS"
+
+
+def test_the_prefilter_knows_the_old_precision_spellings() -> None:
+    """A project whose only searching word is `precision` is searched only when a file holds
+    one of ACF011's words: the prefilter's copy must be the rule's."""
+    assert RULES["ACF011"].needed_words == (b"precision",)
+    assert RULES["ACF011"].words == LEGACY_PRECISION_WORDS
 
 
 @pytest.mark.parametrize("code", SEARCH_RULES)

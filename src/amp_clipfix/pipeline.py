@@ -44,9 +44,10 @@ from amp_clipfix.sources.base import (
 )
 from amp_clipfix.sources.prefilter import (
     FUSED_WORD,
-    SEARCH_WORDS,
     defined_class_names,
+    holds,
     may_clip,
+    may_need_search,
 )
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
@@ -429,10 +430,13 @@ def read_project(
             contents[path] = observed.read_bytes(path)
         except OSError as error:
             failed[path] = error
-    searched = not prefilter or any(
-        adapter_for(path).may_mention(data, word)
-        for path, data in contents.items()
-        for word in (FUSED_WORD, *SEARCH_WORDS)
+    searched = (
+        not prefilter
+        or any(adapter_for(path).may_mention(data, FUSED_WORD) for path, data in contents.items())
+        or may_need_search(
+            (data, read_as_config(path), adapter_for(path).may_mention)
+            for path, data in contents.items()
+        )
     )
     for path in project.files:
         if path in failed:
@@ -633,8 +637,8 @@ def project_facts(collection: Collection, target: Target) -> ProjectFacts | None
     """The parsed files and facts the rules with their own search read: the project's Python
     documents that hold one of their words (library code left out), each parsed once (the
     collection's tree when it has one), and the project's one evaluator."""
-    if collection.root is None or not any(
-        word in data for data in collection.searchable.values() for word in SEARCH_WORDS
+    if collection.root is None or not may_need_search(
+        (data, read_as_config(path), holds) for path, data in collection.searchable.items()
     ):
         return None  # no file holds a word a searching rule looks for: none is imported
     from amp_clipfix.rules import searching_rules

@@ -36,9 +36,7 @@ def library_calls(
     last name is one of theirs, or a name the module imports as one of them."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
     imports = file.summary.imports
-    for node in ast.walk(file.tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in file.summary.walked_calls():
         last, root = callee_words(node)
         by_name = last in shorts or imports.get(last) in qualified
         if not by_name and not any(

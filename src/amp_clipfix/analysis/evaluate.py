@@ -127,6 +127,7 @@ class Evaluator:
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
+        self.item_cache: dict[int, list[ast.stmt]] = {}  # item_statements, by scope
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
@@ -366,6 +367,15 @@ class Evaluator:
             self.locals_cache[key] = found
         return self.locals_cache[key]
 
+    def item_statements(self, scope: ast.AST) -> list[ast.stmt]:
+        """The assignments and expression statements of a scope (what with_item_assignments
+        reads), picked once per scope: a name is looked up there at every use."""
+        key = id(scope)
+        if key not in self.item_cache:
+            nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
+            self.item_cache[key] = [n for n in nodes if isinstance(n, (ast.Assign, ast.Expr))]
+        return self.item_cache[key]
+
     def with_item_assignments(
         self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
     ) -> list[object]:
@@ -373,8 +383,7 @@ class Evaluator:
         `kwargs` holds; `kwargs.setdefault("fused", True)` adds one of its possible values.
         On a dict not known here (a `**kwargs` no caller fills) they make an open dict."""
         added, defaults = DictV(), DictV()
-        nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
-        for statement in nodes:
+        for statement in self.item_statements(scope):
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
                     if (

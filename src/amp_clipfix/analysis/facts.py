@@ -9,6 +9,7 @@ No display text is read back: sites carry their kind, position and value.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,27 @@ from amp_clipfix.models import Certainty, Edit, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document
 
+# The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
+# parser does), each with its line ending.
+SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+def source_segment(lines: list[str], node: ast.AST) -> str | None:
+    """`ast.get_source_segment(text, node)` over the text's lines split once: the stdlib splits
+    the whole text again, one character at a time, at every call."""
+    try:
+        if node.end_lineno is None or node.end_col_offset is None:  # type: ignore[attr-defined]
+            return None
+        first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+        start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+    except AttributeError:
+        return None
+    if first == last:
+        return lines[first].encode()[start:end].decode()
+    head = lines[first].encode()[start:].decode()
+    tail = lines[last].encode()[:end].decode()
+    return "".join([head, *lines[first + 1 : last], tail])
+
 
 @dataclass
 class FileFacts:
@@ -33,10 +55,19 @@ class FileFacts:
     summary: Summary
     _source: SourceText | None = None
     _suppressions: dict[int, frozenset[str]] | None = None
+    _data: bytes | None = None
+    _lines: list[str] | None = None
 
     @property
     def path(self) -> Path:
         return self.document.path
+
+    @property
+    def data(self) -> bytes:
+        """The text as UTF-8, encoded once (every search asks which words it holds)."""
+        if self._data is None:
+            self._data = self.document.text.encode("utf-8", "replace")
+        return self._data
 
     @property
     def tree(self) -> ast.Module:
@@ -56,7 +87,9 @@ class FileFacts:
         """The node's source text, as written (the whole text for the module)."""
         if isinstance(node, ast.Module):
             return self.document.text
-        return ast.get_source_segment(self.document.text, node) or ""
+        if self._lines is None:
+            self._lines = SOURCE_LINE.findall(self.document.text)
+        return source_segment(self._lines, node) or ""
 
     def line(self, number: int) -> str:
         """The line's text without its line ending."""
@@ -137,8 +170,7 @@ class ProjectFacts:
         """The files whose text holds one of `words`, in path order."""
         for path in sorted(self.files, key=str):
             file = self.files[path]
-            data = file.document.text.encode("utf-8", "replace")
-            if any(word in data for word in words):
+            if any(word in file.data for word in words):
                 yield file
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:
@@ -224,12 +256,8 @@ class ProjectFacts:
         if self._fits is None:
             self._fits = []
             for file in self.with_words(b".fit("):
-                for call in ast.walk(file.tree):
-                    if not (
-                        isinstance(call, ast.Call)
-                        and isinstance(call.func, ast.Attribute)
-                        and call.func.attr == "fit"
-                    ):
+                for call in file.summary.walked_calls():
+                    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "fit"):
                         continue
                     model = call.args[0] if call.args else None
                     for keyword in call.keywords:

@@ -14,12 +14,28 @@ from collections import deque
 from collections.abc import Iterator
 
 AST, CONTEXT = ast.AST, ast.expr_context
+# Names and constants, most of a tree's leaves, hold no node but their context: their fields
+# are not even looked at. `ctx` (always a context) is left out of every node type's fields.
+LEAVES = (ast.Name, ast.Constant)
+FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold child nodes, worked out once per type."""
+    fields = FIELDS.get(kind)
+    if fields is None:
+        leaf = kind in LEAVES
+        fields = FIELDS[kind] = tuple(f for f in kind._fields if not leaf and f != "ctx")  # type: ignore[attr-defined]
+    return fields
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """`list(ast.iter_child_nodes(node))` without expression contexts."""
     children: list[ast.AST] = []
-    for field in node._fields:
+    fields = FIELDS.get(type(node))
+    if fields is None:
+        fields = node_fields(type(node))
+    for field in fields:
         value = getattr(node, field, None)
         if type(value) is list:
             for item in value:

@@ -12,7 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amp_clipfix.analysis.nodes import child_nodes, target_names
+from amp_clipfix.analysis.nodes import child_nodes, target_names, walk
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.models import Span
 from amp_clipfix.sources.prefilter import called_name
@@ -33,6 +33,7 @@ class Summary:
     _indexed: set[int] = field(default_factory=set)
     _starts: list[int] = field(default_factory=list)
     _calls: dict[str, list[ast.Call]] | None = None
+    _walked_calls: list[ast.Call] | None = None
     _classes: list[ast.ClassDef] | None = None
     _source: str | None = None
 
@@ -124,17 +125,21 @@ class Summary:
             self._classes = classes
         return self._classes
 
+    def walked_calls(self) -> list[ast.Call]:
+        """Every call of the module in `ast.walk`'s order, listed in one walk (once per module):
+        the searches that look at every call (Trainer calls, `fit` calls, library calls) read
+        this list instead of walking the whole tree again each."""
+        if self._walked_calls is None:
+            self._walked_calls = [node for node in walk(self.tree) if isinstance(node, ast.Call)]
+        return self._walked_calls
+
     def index(self) -> None:
-        """Calls by name, in one walk over the tree (once per module)."""
+        """Calls by name, from the one walk of `walked_calls` (once per module)."""
         calls: dict[str, list[ast.Call]] = {}
-        stack: list[ast.AST] = [self.tree]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.Call):
-                name = called_name(node.func)
-                if name is not None:
-                    calls.setdefault(name, []).append(node)
-            stack.extend(child_nodes(node))
+        for node in self.walked_calls():
+            name = called_name(node.func)
+            if name is not None:
+                calls.setdefault(name, []).append(node)
         for found in calls.values():
             found.sort(key=lambda call: (call.lineno, call.col_offset))
         self._calls = calls

@@ -102,9 +102,7 @@ def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> str | None:
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
     for file in facts.with_words(b"gradient_clip_val"):
-        for call in ast.walk(file.tree):
-            if not isinstance(call, ast.Call):
-                continue
+        for call in file.summary.walked_calls():
             keywords = {k.arg: k for k in call.keywords if k.arg is not None and k.arg in KEYWORDS}
             if "gradient_clip_val" not in keywords:
                 continue

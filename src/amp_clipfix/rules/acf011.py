@@ -17,25 +17,13 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS
 
 CODE = "ACF011"
 # The old values as they are written (a bare `precision` would make most Lightning files
-# searched): `precision=16`, `"16"`, `'bf16'`, YAML's `precision: 16` / `bf16`.
-WORDS = (
-    b"precision=16",
-    b"precision = 16",
-    b"precision: 16",
-    b"precision: bf16",
-    b'"16"',
-    b"'16'",
-    b'"bf16"',
-    b"'bf16'",
-)
-# What a project must hold for the search to start: WORDS, with YAML's bare values ended (a
-# modern `precision: 16-mixed` holds `precision: 16`).
-NEEDS = tuple(word for word in WORDS if not word.startswith(b"precision: ")) + tuple(
-    f"precision: {value}{end}".encode() for value in ("16", "bf16") for end in ("\n", "\r", " ")
-)
+# searched): `precision=16`, `"16"`, `'bf16'`, YAML's `precision: 16` / `bf16`. The prefilter
+# holds them, as its gate starts this search only where one of them may be.
+WORDS = LEGACY_PRECISION_WORDS
 NEW_SPELLING = {"16": "16-mixed", "bf16": "bf16-mixed"}
 
 MESSAGE = (
@@ -147,7 +135,7 @@ RULE = Rule(
     lightning_path=LightningPath.TRAINER,
     search=search,
     words=WORDS,
-    needs=NEEDS,
+    needs=(b"precision",),  # the setting is named in code or config
     short='`precision=16` / `"bf16"` are historical spellings of `"16-mixed"` / `"bf16-mixed"`.',
     full=(
         '`precision=16`, `"16"` or `"bf16"` passed to `Trainer(...)` or `Fabric(...)` '

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable
 
 FUSED_WORD = b"fused"
 FUSED_ARGUMENT = re.compile(rb"\bfused\s*=(?!=)|[\'\"]fused[\'\"]")
@@ -40,18 +41,7 @@ SEARCH_WORDS: tuple[bytes, ...] = (
     b"automatic_optimization",
     b"amp_backend",
     b"amp_level",
-    b"precision=16",
-    b"precision = 16",
-    b'"16"',
-    b"'16'",
-    b'"bf16"',
-    b"'bf16'",
-    b"precision: 16\n",
-    b"precision: 16\r",
-    b"precision: 16 ",
-    b"precision: bf16\n",
-    b"precision: bf16\r",
-    b"precision: bf16 ",
+    b"precision",
     b"cuda.amp",
     b"cpu.amp",
     b"cuda import amp",
@@ -59,6 +49,59 @@ SEARCH_WORDS: tuple[bytes, ...] = (
     b"fsdp",
     b"FSDP",
 )
+
+# ACF011's words (rules/acf011.WORDS is this tuple): its search
+# reads only files holding one of them, though the project must only hold `precision` for it to
+# search at all. Where `precision` is the only searching word of a project, the search is started
+# only when some file may hold an old spelling (may_need_search).
+PRECISION_WORD = b"precision"
+LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
+    b"precision=16",
+    b"precision = 16",
+    b"precision: 16",
+    b"precision: bf16",
+    b'"16"',
+    b"'16'",
+    b'"bf16"',
+    b"'bf16'",
+)
+# A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
+# `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
+SETTLED_PRECISION = re.compile(
+    rb"precision[ \t]*:[ \t]*(['\"]?)[A-Za-z0-9_]+-[A-Za-z0-9_-]+\1[ \t]*"
+    rb"(?:#[^\r\n]*)?(?=[\r\n]|\Z)"
+)
+
+
+Mentions = Callable[[bytes, bytes], bool]  # whether a file's text may hold a word
+
+
+def holds(data: bytes, word: bytes) -> bool:
+    return word in data
+
+
+def may_need_search(files: Iterable[tuple[bytes, bool, Mentions]]) -> bool:
+    """Whether a rule with its own search may find something in a project, from the text of its
+    files (`(data, is_config, mentions)`) alone, before any rule or analysis module is imported:
+    some file holds a searching word other than `precision`; or `precision` is there and some
+    Python file holds one of ACF011's words, or some config holds one and may set an old
+    spelling (a `precision:` that is not a settled dashed value, or an escape that may spell a
+    key). `mentions(data, word)`: whether the text may hold the word (`holds` for decoded text;
+    a notebook's raw bytes: `json_may_contain`)."""
+    files = list(files)
+    others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
+    if any(mentions(data, word) for data, _, mentions in files for word in others):
+        return True
+    if not any(mentions(data, PRECISION_WORD) for data, _, mentions in files):
+        return False
+    for data, is_config, mentions in files:
+        if not any(mentions(data, word) for word in LEGACY_PRECISION_WORDS):
+            continue  # ACF011's search never reads it
+        if not is_config or b"\\" in data:
+            return True
+        if data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data)):
+            return True
+    return False
 
 
 def may_have_fused_optimizer(data: bytes) -> bool:
@@ -126,12 +169,15 @@ def defined_class_names(data: bytes) -> frozenset[str]:
     return frozenset(name.decode("ascii", "replace") for name in CLASS_NAME.findall(data))
 
 
-# JSON may write any character as `\uXXXX`; an ASCII letter so written is 0x41-0x7A.
-ESCAPED_LETTER = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
+# JSON may write any character as `\uXXXX`; a printable ASCII character so written (a letter,
+# a digit, `.`, `=`, a quote) is 0x20-0x7F.
+ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
 
 
 def json_may_contain(data: bytes, word: bytes) -> bool:
     """Whether a JSON document's strings (a notebook's code) can contain the ASCII `word`: it is
-    written as is, or some letter is escaped (never by Jupyter, but valid JSON). Asked of the
-    raw bytes, so a notebook that cannot matter is never decoded."""
-    return word in data or ESCAPED_LETTER.search(data) is not None
+    written as is (a `"` of it as `\"`), or some ASCII character is escaped (never by Jupyter,
+    but valid JSON). Asked of the raw bytes, so a notebook that cannot matter is never decoded."""
+    if word in data or (b'"' in word and word.replace(b'"', b'\\"') in data):
+        return True
+    return ESCAPED_ASCII.search(data) is not None
