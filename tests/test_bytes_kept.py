@@ -22,7 +22,6 @@ from amp_clipfix.cli import main
 from amp_clipfix.output.write import TEMP_SUFFIX
 
 # A Fabric program with the finding: fp16 AMP, a fused AdamW and a clip call. `{I}` is one indent.
-# The clip passes error_if_nonfinite=False, so ACF007 has nothing to add: one edit per strategy.
 BODY = [
     b"import lightning as L",
     b"import torch",
@@ -32,7 +31,7 @@ BODY = [
     b'{I}fabric = L.Fabric(precision="16-mixed")',
     b"{I}model = torch.nn.Linear(2, 2)",
     b"{I}optimizer = torch.optim.AdamW(model.parameters(), fused=True)",
-    b"{I}fabric.clip_gradients(model, optimizer, max_norm=1.0, error_if_nonfinite=False)",
+    b"{I}fabric.clip_gradients(model, optimizer, max_norm=1.0)",
 ]
 
 
@@ -225,9 +224,7 @@ def test_guard_only_inserts_lines_in_the_files_style(
 
     assert result.exit_code == 0, result.output
     after = path.read_bytes()
-    clip = (
-        indent + b"fabric.clip_gradients(model, optimizer, max_norm=1.0, error_if_nonfinite=False)"
-    )
+    clip = indent + b"fabric.clip_gradients(model, optimizer, max_norm=1.0)"
     guarded = after.replace(indent + clip, clip)
     old_lines = original.split(newline)
     new_lines = guarded.split(newline)
