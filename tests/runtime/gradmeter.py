@@ -36,6 +36,14 @@ class Meter:
         ids = [id(p) for p in parameters]
 
         def before_step(opt, args, kwargs) -> None:
+            # A fused optimizer is stepped even on an overflow step: the GradScaler hands it
+            # `found_inf` (the kernel then skips) and, unless its gradients were unscaled
+            # already, the `grad_scale` the kernel divides them by.
+            found_inf = getattr(opt, "found_inf", None)
+            if found_inf is not None and float(found_inf) > 0:
+                return
+            grad_scale = getattr(opt, "grad_scale", None)
+            divisor = float(grad_scale) if grad_scale is not None else 1.0
             scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
             grads = [
                 p.grad.detach().double()
@@ -43,7 +51,8 @@ class Meter:
                 for p in g["params"]
                 if p.grad is not None
             ]
-            applied = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
+            norm = torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))
+            applied = float(norm) / divisor
             true = math.sqrt(sum(self.squares.get(i, 0.0) for i in ids)) / scale
             self.steps.append({"applied": applied, "true": true, "scale": scale})
 

@@ -34,11 +34,25 @@ FIX = (
     "sees the same gradients"
 )
 
+# The GradScaler's current scale as the module reads it: 1.0 without a scaler (bf16, 32-bit).
+SCALE = (
+    'getattr(getattr(self.trainer.precision_plugin, "scaler", None), "get_scale", lambda: 1.0)()'
+)
+
+FIX_SCALED = (
+    "multiplies the clip's limit by the GradScaler's current scale (`get_scale()` of "
+    "`self.trainer.precision_plugin.scaler`, 1.0 when there is none), so the scaled gradients "
+    "are clipped to limit x scale and reach the step at the limit once they are unscaled (by "
+    "Lightning, or inside a fused optimizer); right for every precision, since bf16 and 32-bit "
+    "have no scaler and keep the limit as written. No `unscale_` is inserted. A norm clip "
+    "leaves an overflow step's gradients non-finite, so the GradScaler still skips it; a value "
+    "clip bounds infinite gradients as it did before"
+)
+
 UNFIXED = (
-    "the clip cannot be moved as it is (it reads a value local to the step, sits in a block or a "
-    "helper, its result is used, several optimizers step, the module has the hook already, or "
-    "the optimizer may be fused): clip in on_before_optimizer_step by hand, or multiply "
-    "max_norm by the GradScaler's get_scale()"
+    "the clip cannot be moved as it is and its limit cannot be scaled (it sits in a helper the "
+    "module calls, or its limit is not written at the call): clip in on_before_optimizer_step "
+    "by hand, or multiply max_norm by the GradScaler's get_scale()"
 )
 
 WHY = (
@@ -150,6 +164,8 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
         if self_call(call, "manual_backward"):
             return Seen(EventKind.BACKWARD)
         if self_call(call, "clip_gradients") and call.args:
+            if is_scaled(limit_of(call, "module")):
+                return None  # its limit follows the loss scale: right on scaled gradients
             return Seen(EventKind.CLIP, optimizer=call.args[0], detail="module")
         if (
             isinstance(func, ast.Attribute)
@@ -159,6 +175,8 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
         ):
             return Seen(EventKind.STEP, optimizer=func.value)
         if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+            if is_scaled(limit_of(call, "torch")):
+                return None
             return Seen(EventKind.CLIP, detail="torch")
         return None
 
@@ -231,7 +249,9 @@ def scaled_clip(
         call_site(clip, SiteKind.GRAD_CLIP),
         call_site(steps[0], SiteKind.OPTIMIZER_STEP),
     )
-    fixes = moved_to_hook(facts, file, cls, method, clip, steps, sites[1])
+    fixes = moved_to_hook(facts, file, cls, method, clip, steps, sites[1]) or limit_scaled(
+        file, method, clip, sites[1]
+    )
     unfixed = None if fixes else UNFIXED
     review = runtime_review(manual, state)
     if review is not None:
@@ -244,6 +264,48 @@ def scaled_clip(
             unfixed=unfixed,
         )
     return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
+    """The clip's limit as written at the call (`max_norm`, `clip_value`, `gradient_clip_val`)."""
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    names = {"max_norm", "clip_value"} if detail == "torch" else {"gradient_clip_val"}
+    for keyword in call.keywords:
+        if keyword.arg in names:
+            return keyword.value
+    return call.args[1] if len(call.args) > 1 else None
+
+
+def is_scaled(limit: ast.expr | None) -> bool:
+    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it."""
+    return (
+        isinstance(limit, ast.BinOp)
+        and isinstance(limit.op, ast.Mult)
+        and ast.dump(limit.right) == ast.dump(ast.parse(SCALE, mode="eval").body)
+    )
+
+
+def limit_scaled(
+    file: FileFacts, method: ast.FunctionDef, clip: Event, target: Site
+) -> tuple[RuleFix, ...]:
+    """The clip's limit multiplied by the GradScaler's scale, where the clip cannot move (it
+    reads values local to the step): the call must be the module's own, in a method whose
+    first parameter is `self`, with its limit written at the call."""
+    limit = limit_of(clip.call, clip.detail)
+    if (
+        clip.via
+        or limit is None
+        or not method.args.args
+        or method.args.args[0].arg != "self"
+        or (isinstance(limit, ast.Constant) and limit.value is None)
+    ):
+        return ()
+    code = file.code(limit)
+    if not isinstance(limit, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)):
+        code = f"({code})"
+    edit = file.replace(limit, f"{code} * {SCALE}")
+    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=FIX_SCALED, targets=(target,)),)
 
 
 def steps_after(order: list[Event], index: int) -> list[Event]:
@@ -431,7 +493,10 @@ RULE = Rule(
             "clip reads a local value of the step other than the optimizer, is inside a block "
             "or a helper, uses its result, when the module steps several optimizers or already "
             "has the hook, or when the optimizer may be fused (Lightning does not unscale a "
-            "fused optimizer before the hook); the finding then says what to move."
+            "fused optimizer before the hook). There it "
+            f"{FIX_SCALED}: `max_norm=limit` becomes `max_norm=limit * {SCALE}`. Not offered "
+            "for a clip inside a helper the module calls, or one without its limit written at "
+            "the call; the finding then says what to do."
         ),
     },
 )

@@ -14,6 +14,7 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
 from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
+from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, clip_name
 from amp_clipfix.rules.acf005 import steps_after
@@ -34,11 +35,20 @@ FIX = (
     "scaler skips does not raise"
 )
 
+FIX_FUSED = (
+    f"rewrites the clip to `{FABRIC_UNSCALE_HELPER}(fabric, model, optimizer, max_norm=..., "
+    "error_if_nonfinite=False)` (`clip_val=` for `clip_grad_value_`), a helper inserted once "
+    "per module, because the optimizer may be fused and `fabric.clip_gradients` refuses a fused "
+    "one: the helper unscales a fused optimizer with the run's GradScaler and clips it with "
+    "torch (the scaler's step then passes no scale to the fused kernel and skips an overflow "
+    "step), and hands any other optimizer to `fabric.clip_gradients`; an overflow step does "
+    "not raise"
+)
+
 UNFIXED = (
     "the clip cannot be rewritten as it is (its parameters are not `model.parameters()`, its "
-    "result is used in a way Fabric's does not give, several optimizers step, or the optimizer "
-    "may be fused, which fabric.clip_gradients refuses): clip with fabric.clip_gradients(model, "
-    "optimizer, ..., error_if_nonfinite=False) by hand"
+    "result is used in a way Fabric's does not give, or several optimizers step): clip with "
+    "fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) by hand"
 )
 
 WHY = (
@@ -184,7 +194,8 @@ def through_fabric(
     ):
         return ()
     assert isinstance(steps[0].call.func, ast.Attribute)
-    if optimizer_may_be_fused(facts, steps[0].file, steps[0].call.func.value):
+    fused = optimizer_may_be_fused(facts, steps[0].file, steps[0].call.func.value)
+    if fused and (not isinstance(backward.call.func, ast.Attribute) or backward.via):
         return ()
     qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
     bound = TORCH_CLIPS[sorted(qualified)[0]]
@@ -208,9 +219,89 @@ def through_fabric(
         arguments.append("error_if_nonfinite=False")
     else:
         arguments.append(f"clip_val={file.code(limit)}")
+    if fused:
+        inserted = helper_insertion(file)
+        if inserted is None:
+            return ()
+        code = f"{FABRIC_UNSCALE_HELPER}({', '.join([backward.scaler_code, *arguments])})"
+        edits = (file.replace(call, code), *inserted, *unused_import(file, call.func))
+        return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX_FUSED, targets=(target,)),)
     code = f"{backward.scaler_code}.clip_gradients({', '.join(arguments)})"
     edits = (file.replace(call, code), *unused_import(file, call.func))
     return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
+
+
+def is_import_block(statement: ast.stmt) -> bool:
+    """An import, or a `try`/`if` block of simple lines that exists to import (as the unscale
+    fix's helper insertion reads a module's import section)."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return True
+    if not isinstance(statement, (ast.Try, ast.If)):
+        return False
+    if isinstance(statement, ast.If):
+        test = statement.test
+        name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
+        if name == "TYPE_CHECKING":
+            return True
+    inner = [node for node in ast.iter_child_nodes(statement) if isinstance(node, ast.stmt)]
+    inner += [line for handler in getattr(statement, "handlers", []) for line in handler.body]
+    return all(
+        isinstance(s, (ast.Import, ast.ImportFrom, *SIMPLE_STATEMENTS)) or is_import_block(s)
+        for s in inner
+    ) and any(is_import_block(s) for s in inner)
+
+
+def helper_insertion(file: FileFacts) -> list[Edit] | None:
+    """The edit that puts the Fabric unscale helper after the module's imports with PEP 8 blank
+    lines, as the unscale fix inserts it (the same text, so a second fix adds nothing: equal
+    edits are made once); none when the module defines it already, None when the module has
+    no statement after its imports to put it before."""
+    body = file.tree.body
+    if any(isinstance(s, ast.FunctionDef) and s.name == FABRIC_UNSCALE_HELPER for s in body):
+        return []
+    index = 0
+    for position, statement in enumerate(body):
+        docstring = (
+            position == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        )
+        if is_import_block(statement) or docstring:
+            index = position + 1
+        elif isinstance(statement, SIMPLE_STATEMENTS) and not any(
+            isinstance(n, ast.Name) and n.id == FABRIC_UNSCALE_HELPER for n in ast.walk(statement)
+        ):
+            continue
+        else:
+            break
+    if index == 0 or index >= len(body):
+        return None
+    following = body[index]
+    first = min([following.lineno, *(d.lineno for d in getattr(following, "decorator_list", []))])
+    start = (body[index - 1].end_lineno or body[index - 1].lineno) + 1
+    kept = first
+    for line in range(start, first):
+        if file.line(line).strip():
+            kept = line  # comments above the next statement stay with it
+            break
+    ending = file.newline(start)
+    helper = FABRIC_HELPER_SOURCE.replace("\n", ending)
+    text = f"{ending}{ending}{helper}{ending}{ending}"
+    return [Edit(file.path, Span(start, 0, kept, 0), text)]
+
+
+SIMPLE_STATEMENTS = (
+    ast.Expr,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Pass,
+    ast.Delete,
+    ast.Global,
+    ast.Assert,
+    ast.Raise,
+)
 
 
 def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
@@ -302,8 +393,9 @@ RULE = Rule(
         Strategy.UNSCALE.value: (
             f"The default (`auto`). Safe: it {FIX}. Right for every precision (without a scaler "
             "Fabric clips as torch does). Not offered when the clip's parameters are not "
-            "`model.parameters()`, the clip is in a helper, several optimizers step, or the "
-            "optimizer may be fused (`fabric.clip_gradients` refuses those: ACF001)."
+            "`model.parameters()`, the clip is in a helper, or several optimizers step. When "
+            f"the optimizer may be fused (`fabric.clip_gradients` refuses those: ACF001) it "
+            f"{FIX_FUSED}."
         ),
     },
 )
