@@ -85,27 +85,57 @@ def removal_edits(
     ordered = arguments(call)
     dropped = {id(k) for k in drops}
     text, starts = file.document.text, line_starts(file.document.text)
+    func, whole = file.span(call.func), file.span(call)
+    opening = text.index("(", offset(starts, func.end_line, func.end_column))
+    line, column = location(starts, opening + 1)
+    inside = Span(line, column, whole.end_line, whole.end_column - 1)
+    return item_removal_edits(
+        file, [file.span(a) for a in ordered], [id(a) in dropped for a in ordered], inside
+    )
+
+
+def entry_removal_edits(
+    file: FileFacts, node: ast.Dict, drops: Collection[str]
+) -> tuple[Edit, ...]:
+    """Edits that remove the entries with the constant keys `drops` from a dict display, as
+    `removal_edits` does for arguments. Empty when the display has a `**` entry (its `**` is
+    not part of its node) or a comment lies in what would be removed."""
+    if any(key is None for key in node.keys):
+        return ()
+    spans, dropped = [], []
+    for key, value in zip(node.keys, node.values):
+        first, last = file.span(key), file.span(value)  # type: ignore[arg-type]
+        spans.append(Span(first.line, first.column, last.end_line, last.end_column))
+        dropped.append(isinstance(key, ast.Constant) and key.value in drops)
+    whole = file.span(node)
+    inside = Span(whole.line, whole.column + 1, whole.end_line, whole.end_column - 1)
+    return item_removal_edits(file, spans, dropped, inside)
+
+
+def item_removal_edits(
+    file: FileFacts, ordered: Sequence[Span], dropped: Sequence[bool], inside: Span
+) -> tuple[Edit, ...]:
+    """Edits that remove the dropped items of a comma-separated list (`ordered`, in source
+    order) with their commas; `inside` is the text between the brackets."""
+    text, starts = file.document.text, line_starts(file.document.text)
     edits: list[Edit] = []
     index = 0
     while index < len(ordered):
-        if id(ordered[index]) not in dropped:
+        if not dropped[index]:
             index += 1
             continue
         end = index
-        while end + 1 < len(ordered) and id(ordered[end + 1]) in dropped:
+        while end + 1 < len(ordered) and dropped[end + 1]:
             end += 1
-        first, last = file.span(ordered[index]), file.span(ordered[end])
+        first, last = ordered[index], ordered[end]
         if end + 1 < len(ordered):  # `a=1, next` -> `next`
-            after = file.span(ordered[end + 1])
+            after = ordered[end + 1]
             span = Span(first.line, first.column, after.line, after.column)
         elif index > 0:  # `prev, a=1` -> `prev`
-            before = file.span(ordered[index - 1])
+            before = ordered[index - 1]
             span = Span(before.end_line, before.end_column, last.end_line, last.end_column)
-        else:  # the only arguments: everything between the parentheses
-            func, whole = file.span(call.func), file.span(call)
-            opening = text.index("(", offset(starts, func.end_line, func.end_column))
-            line, column = location(starts, opening + 1)
-            span = Span(line, column, whole.end_line, whole.end_column - 1)
+        else:  # the only items: everything between the brackets
+            span = inside
         removed = text[
             offset(starts, span.line, span.column) : offset(starts, span.end_line, span.end_column)
         ]

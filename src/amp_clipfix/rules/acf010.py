@@ -12,9 +12,17 @@ import ast
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from amp_clipfix.analysis.calls import keyword, library_calls, literals, removal_edits
+from amp_clipfix.analysis.calls import (
+    entry_removal_edits,
+    keyword,
+    library_calls,
+    literals,
+    removal_edits,
+)
+from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.names import DICT_CONSTRUCTORS, TRAINER_CLASSES
+from amp_clipfix.analysis.values import DictV, Lit
 from amp_clipfix.models import (
     Certainty,
     Confidence,
@@ -69,10 +77,14 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         release.version.release[:2] >= FIRST_DEPRECATED for release in facts.target.releases
     ):
         return
+    seen: set[tuple[Path, Span]] = set()  # a dict spread into several Trainers: one finding
     for file in facts.with_words(*WORDS):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES):
             found = amp_arguments(facts, file, call)
-            if found is not None:
+            if found is None:
+                found = spread_amp_entries(facts, file, call)
+            if found is not None and not {(s.path, s.span) for s in found.sites} <= seen:
+                seen.update((s.path, s.span) for s in found.sites)
                 yield found
     yield from yaml_amp_arguments(facts)
 
@@ -104,6 +116,122 @@ def amp_arguments(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found
         )
     fixes = (RuleFix(Strategy.MIGRATE, edits, safe=True, safety=REMOVE),) if edits else ()
     return Found(sites, fixes=fixes)
+
+
+def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found | None:
+    """`Trainer(**cfg)` whose dict (as the evaluator builds it: a display, `dict(...)`,
+    `cfg["amp_backend"] = ...`, `.update`, `.setdefault`) holds `amp_backend` / `amp_level`: a
+    finding at each place the entry is written. Certain when every such dict is closed and the
+    value a literal; the entries are removed only when each one is a removable piece of code
+    (a display entry, a `dict(...)` keyword, a statement of its own) and no other value could
+    take the removed entry's place (closed dicts only, no `**` merge)."""
+    sites: list[Site] = []
+    edits: list[Edit] = []
+    backends: set[str] = set()
+    runtime, removable = False, True
+    for spread in (k for k in call.keywords if k.arg is None):
+        for value in facts.values(file, spread.value):
+            if not isinstance(value, DictV):
+                continue
+            for key in WORD_KEYS:
+                for item in value.entries.get(key, []):
+                    place = written_place(facts, item)
+                    if place is None:
+                        runtime, removable = True, False
+                        continue
+                    where, node, edit = place
+                    values = facts.evaluator.force([item])
+                    literal = all(isinstance(v, Lit) for v in values) and bool(values)
+                    known = literal and value.closed
+                    runtime = runtime or not known
+                    if key == "amp_backend":
+                        backends.update(
+                            v.value.strip("'\"").lower() if isinstance(v, Lit) else "runtime"
+                            for v in values
+                        )
+                    site = where.site(
+                        SiteKind.TRAINER_AMP,
+                        node,
+                        f"`{where.code(node)}`",
+                        certainty=Certainty.KNOWN if known else Certainty.RUNTIME,
+                    )
+                    if site not in sites:
+                        sites.append(site)
+                    if edit and value.closed:
+                        edits.extend(e for e in edit if e not in edits)
+                    else:
+                        removable = False
+    if not sites:
+        return None
+    fixable = removable and bool(edits)
+    if "apex" in backends or "runtime" in backends or runtime:
+        review = (
+            "the Trainer uses apex's AMP"
+            if "apex" in backends and not runtime
+            else "whether the Trainer uses apex's AMP is decided at run time"
+        )
+        fixes = (RuleFix(Strategy.NATIVE, tuple(edits), False, APEX),) if fixable else ()
+        return Found(
+            tuple(sites),
+            Confidence.REVIEW,
+            review=f"{review}: {APEX}; decide whether native mixed precision is right",
+            fixes=fixes,
+        )
+    fixes = (RuleFix(Strategy.MIGRATE, tuple(edits), True, REMOVE),) if fixable else ()
+    return Found(tuple(sites), fixes=fixes)
+
+
+def written_place(
+    facts: ProjectFacts, item: object
+) -> tuple[FileFacts, ast.AST, tuple[Edit, ...]] | None:
+    """Where a dict entry's value is written (its file, the node that shows the entry: the
+    display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and the
+    edits that remove it (empty when no simple removal is exact)."""
+    if not isinstance(item, Thunk):
+        return None
+    where = facts.file(item.ctx.summary.path)
+    if where is None:
+        return None
+    for node in ast.walk(where.tree):
+        if isinstance(node, ast.Dict) and any(v is item.expr for v in node.values):
+            index = next(i for i, v in enumerate(node.values) if v is item.expr)
+            key = node.keys[index]
+            if key is None:
+                return None
+            entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
+            ast.copy_location(entry, key)
+            entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
+            name = key.value if isinstance(key, ast.Constant) else None
+            return where, entry, entry_removal_edits(where, node, {str(name)})
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.value is item.expr:
+                    made = facts.qualified_names(where, node.func) & DICT_CONSTRUCTORS
+                    return where, kw, removal_edits(where, node, [kw]) if made else ()
+        if isinstance(node, ast.Assign) and node.value is item.expr:
+            return where, node, statement_removal(where, node)
+    return where, item.expr, ()
+
+
+def statement_removal(file: FileFacts, statement: ast.stmt) -> tuple[Edit, ...]:
+    """The edit that removes a one-target statement standing alone on its lines, when its
+    block keeps another statement."""
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return ()
+    end = statement.end_lineno or statement.lineno
+    first, last = file.line(statement.lineno), file.line(end)
+    if first[: statement.col_offset].strip() or last[statement.end_col_offset or 0 :].strip():
+        return ()
+    if end >= len(file.source.line_starts):
+        return ()  # the file's last line
+    for parent in ast.walk(file.tree):
+        for field_name in ("body", "orelse", "finalbody"):
+            body = getattr(parent, field_name, None)
+            if isinstance(body, list) and statement in body:
+                if len(body) < 2:
+                    return ()
+                return (Edit(file.path, Span(statement.lineno, 0, end + 1, 0), ""),)
+    return ()
 
 
 def yaml_amp_arguments(facts: ProjectFacts) -> Iterator[Found]:
