@@ -164,6 +164,12 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
     if not sites:
         return None
     fixable = removable and bool(edits)
+    unfixed = (
+        None
+        if fixable
+        else "the entries cannot be removed exactly here (a `**` merge, a dict open to other "
+        "keys, or an entry not written as its own statement, display entry or keyword)"
+    )
     if "apex" in backends or "runtime" in backends or runtime:
         review = (
             "the Trainer uses apex's AMP"
@@ -176,9 +182,10 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
             Confidence.REVIEW,
             review=f"{review}: {APEX}; decide whether native mixed precision is right",
             fixes=fixes,
+            unfixed=unfixed,
         )
     fixes = (RuleFix(Strategy.MIGRATE, tuple(edits), True, REMOVE),) if fixable else ()
-    return Found(tuple(sites), fixes=fixes)
+    return Found(tuple(sites), fixes=fixes, unfixed=unfixed)
 
 
 def written_place(
