@@ -126,7 +126,7 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
     (a display entry, a `dict(...)` keyword, a statement of its own) and no other value could
     take the removed entry's place (closed dicts only, no `**` merge)."""
     sites: list[Site] = []
-    edits: list[Edit] = []
+    removals: dict[int, tuple[FileFacts, ast.AST, list[ast.AST]]] = {}  # by container
     backends: set[str] = set()
     runtime, removable = False, True
     for spread in (k for k in call.keywords if k.arg is None):
@@ -139,7 +139,7 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
                     if place is None:
                         runtime, removable = True, False
                         continue
-                    where, node, edit = place
+                    where, node, removal = place
                     values = facts.evaluator.force([item])
                     literal = all(isinstance(v, Lit) for v in values) and bool(values)
                     known = literal and value.closed
@@ -157,13 +157,18 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
                     )
                     if site not in sites:
                         sites.append(site)
-                    if edit and value.closed:
-                        edits.extend(e for e in edit if e not in edits)
+                    if removal is not None and value.closed:
+                        container, piece = removal
+                        pieces = removals.setdefault(id(container), (where, container, []))[2]
+                        if not any(p is piece for p in pieces):
+                            pieces.append(piece)
                     else:
                         removable = False
     if not sites:
         return None
-    fixable = removable and bool(edits)
+    groups = [removal_edits_of(*removal) for removal in removals.values()]
+    fixable = removable and bool(groups) and all(groups)
+    edits: list[Edit] = [edit for group in groups for edit in group]
     unfixed = (
         None
         if fixable
@@ -188,12 +193,15 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
     return Found(tuple(sites), fixes=fixes, unfixed=unfixed)
 
 
+Removal = tuple[ast.AST, ast.AST]  # the display, `dict(...)` call or statement; the piece
+
+
 def written_place(
     facts: ProjectFacts, item: object
-) -> tuple[FileFacts, ast.AST, tuple[Edit, ...]] | None:
+) -> tuple[FileFacts, ast.AST, Removal | None] | None:
     """Where a dict entry's value is written (its file, the node that shows the entry: the
-    display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and the
-    edits that remove it (empty when no simple removal is exact)."""
+    display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and what
+    removing it takes (None when no simple removal is exact)."""
     if not isinstance(item, Thunk):
         return None
     where = facts.file(item.ctx.summary.path)
@@ -208,16 +216,29 @@ def written_place(
             entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
             ast.copy_location(entry, key)
             entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
-            name = key.value if isinstance(key, ast.Constant) else None
-            return where, entry, entry_removal_edits(where, node, {str(name)})
+            return where, entry, (node, key)
         if isinstance(node, ast.Call):
             for kw in node.keywords:
                 if kw.value is item.expr:
                     made = facts.qualified_names(where, node.func) & DICT_CONSTRUCTORS
-                    return where, kw, removal_edits(where, node, [kw]) if made else ()
+                    return where, kw, (node, kw) if made else None
         if isinstance(node, ast.Assign) and node.value is item.expr:
-            return where, node, statement_removal(where, node)
-    return where, item.expr, ()
+            return where, node, (node, node)
+    return where, item.expr, None
+
+
+def removal_edits_of(
+    file: FileFacts, container: ast.AST, pieces: list[ast.AST]
+) -> tuple[Edit, ...]:
+    """The edits that remove all of a container's pieces at once (empty: not exactly)."""
+    if isinstance(container, ast.Dict):
+        names = {str(p.value) for p in pieces if isinstance(p, ast.Constant)}
+        return entry_removal_edits(file, container, names) if len(names) == len(pieces) else ()
+    if isinstance(container, ast.Call):
+        return removal_edits(file, container, [p for p in pieces if isinstance(p, ast.keyword)])
+    if isinstance(container, ast.Assign):
+        return statement_removal(file, container)
+    return ()
 
 
 def statement_removal(file: FileFacts, statement: ast.stmt) -> tuple[Edit, ...]:
@@ -358,7 +379,11 @@ RULE = Rule(
         'anyway) is removed; `amp_backend="apex"`, or a backend decided at run time, is a '
         "review finding: apex's AMP is not Lightning's native mixed precision. The same keys "
         "in the trainer section of a LightningCLI or Hydra YAML config are found too; their "
-        "lines are removed when each entry stands alone on its line."
+        "lines are removed when each entry stands alone on its line. A `Trainer(**cfg)` is "
+        'followed into its dict (a display, `dict(...)`, `cfg["amp_backend"] = ...`, '
+        "`.update`, `.setdefault`): the entry is reported where it is written, and a native "
+        "one is removed only from a dict closed to other keys, when it is a display entry, a "
+        "`dict(...)` keyword or a statement of its own."
     ),
     why=(
         "Lightning 2.0 removed apex support and with it both arguments: "
