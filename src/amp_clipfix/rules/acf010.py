@@ -167,13 +167,19 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
     if not sites:
         return None
     groups = [removal_edits_of(*removal) for removal in removals.values()]
-    fixable = removable and bool(groups) and all(groups)
+    fixable = (
+        removable
+        and bool(groups)
+        and all(groups)
+        and not any(hidden_default(where) for where, _, _ in removals.values())
+    )
     edits: list[Edit] = [edit for group in groups for edit in group]
     unfixed = (
         None
         if fixable
         else "the entries cannot be removed exactly here (a `**` merge, a dict open to other "
-        "keys, or an entry not written as its own statement, display entry or keyword)"
+        "keys, a `.setdefault` of the key, or an entry not written as its own statement, "
+        "display entry or keyword)"
     )
     if "apex" in backends or "runtime" in backends or runtime:
         review = (
@@ -191,6 +197,20 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
         )
     fixes = (RuleFix(Strategy.MIGRATE, tuple(edits), True, REMOVE),) if fixable else ()
     return Found(tuple(sites), fixes=fixes, unfixed=unfixed)
+
+
+def hidden_default(file: FileFacts) -> bool:
+    """A `.setdefault("amp_backend", ...)` in the file: on a dict that holds the key it is not
+    among the dict's values, and removing the entry would let it take effect."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "setdefault"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value in WORD_KEYS
+        for node in ast.walk(file.tree)
+    )
 
 
 Removal = tuple[ast.AST, ast.AST]  # the display, `dict(...)` call or statement; the piece
