@@ -171,7 +171,7 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
         removable
         and bool(groups)
         and all(groups)
-        and not any(hidden_default(where) for where, _, _ in removals.values())
+        and not any(hidden_default(where, container) for where, container, _ in removals.values())
     )
     edits: list[Edit] = [edit for group in groups for edit in group]
     unfixed = (
@@ -199,11 +199,14 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
     return Found(tuple(sites), fixes=fixes, unfixed=unfixed)
 
 
-def hidden_default(file: FileFacts) -> bool:
-    """A `.setdefault("amp_backend", ...)` in the file: on a dict that holds the key it is not
-    among the dict's values, and removing the entry would let it take effect."""
+def hidden_default(file: FileFacts, container: ast.AST) -> bool:
+    """A `.setdefault("amp_backend", ...)` in the function (or module) that writes the entry:
+    on a dict that holds the key it is not among the dict's values, and removing the entry
+    would let it take effect."""
+    scope = file.summary.enclosing(container)[0]
     return any(
         isinstance(node, ast.Call)
+        and file.summary.enclosing(node)[0] is scope
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "setdefault"
         and bool(node.args)
