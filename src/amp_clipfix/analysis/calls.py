@@ -11,7 +11,9 @@ import ast
 import bisect
 from collections.abc import Collection, Iterator, Sequence
 
+from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
 from amp_clipfix.analysis.values import Lit, Opaque
 from amp_clipfix.models import Edit, Span
 from amp_clipfix.sources.text import line_starts
@@ -154,3 +156,37 @@ def location(starts: Sequence[int], index: int) -> tuple[int, int]:
     """(1-based line, character column) of a text offset."""
     line = bisect.bisect_right(starts, index)
     return line, index - starts[line - 1]
+
+
+Removal = tuple[ast.AST, ast.AST]  # the display, `dict(...)` call or statement; the piece
+
+
+def written_place(
+    facts: ProjectFacts, item: object
+) -> tuple[FileFacts, ast.AST, Removal | None] | None:
+    """Where a dict entry's value is written (its file, the node that shows the entry: the
+    display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and what
+    removing it takes (None when no simple removal is exact)."""
+    if not isinstance(item, Thunk):
+        return None
+    where = facts.file(item.ctx.summary.path)
+    if where is None:
+        return None
+    for node in ast.walk(where.tree):
+        if isinstance(node, ast.Dict) and any(v is item.expr for v in node.values):
+            index = next(i for i, v in enumerate(node.values) if v is item.expr)
+            key = node.keys[index]
+            if key is None:
+                return None
+            entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
+            ast.copy_location(entry, key)
+            entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
+            return where, entry, (node, key)
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.value is item.expr:
+                    made = facts.qualified_names(where, node.func) & DICT_CONSTRUCTORS
+                    return where, kw, (node, kw) if made else None
+        if isinstance(node, ast.Assign) and node.value is item.expr:
+            return where, node, (node, node)
+    return where, item.expr, None

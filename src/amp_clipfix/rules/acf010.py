@@ -18,10 +18,10 @@ from amp_clipfix.analysis.calls import (
     library_calls,
     literals,
     removal_edits,
+    written_place,
 )
-from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import DICT_CONSTRUCTORS, TRAINER_CLASSES
+from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.values import DictV, Lit
 from amp_clipfix.models import (
     Certainty,
@@ -214,40 +214,6 @@ def hidden_default(file: FileFacts, container: ast.AST) -> bool:
         and node.args[0].value in WORD_KEYS
         for node in ast.walk(file.tree)
     )
-
-
-Removal = tuple[ast.AST, ast.AST]  # the display, `dict(...)` call or statement; the piece
-
-
-def written_place(
-    facts: ProjectFacts, item: object
-) -> tuple[FileFacts, ast.AST, Removal | None] | None:
-    """Where a dict entry's value is written (its file, the node that shows the entry: the
-    display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and what
-    removing it takes (None when no simple removal is exact)."""
-    if not isinstance(item, Thunk):
-        return None
-    where = facts.file(item.ctx.summary.path)
-    if where is None:
-        return None
-    for node in ast.walk(where.tree):
-        if isinstance(node, ast.Dict) and any(v is item.expr for v in node.values):
-            index = next(i for i, v in enumerate(node.values) if v is item.expr)
-            key = node.keys[index]
-            if key is None:
-                return None
-            entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
-            ast.copy_location(entry, key)
-            entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
-            return where, entry, (node, key)
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.value is item.expr:
-                    made = facts.qualified_names(where, node.func) & DICT_CONSTRUCTORS
-                    return where, kw, (node, kw) if made else None
-        if isinstance(node, ast.Assign) and node.value is item.expr:
-            return where, node, (node, node)
-    return where, item.expr, None
 
 
 def removal_edits_of(
