@@ -46,6 +46,10 @@ SEARCH_WORDS: tuple[bytes, ...] = (
     b"'16'",
     b'"bf16"',
     b"'bf16'",
+    b'"precision": 16',  # ACF011: a dict spread into Trainer(**cfg)
+    b"'precision': 16",
+    b'"precision"] = 16',
+    b"'precision'] = 16",
     b"precision: 16\n",
     b"precision: 16\r",
     b"precision: 16 ",
