@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterator, Sequence
 from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
-from amp_clipfix.analysis.values import Lit, Opaque
+from amp_clipfix.analysis.values import DictV, Lit, Opaque
 from amp_clipfix.models import Edit, Span
 from amp_clipfix.sources.text import line_starts
 
@@ -190,3 +190,30 @@ def written_place(
         if isinstance(node, ast.Assign) and node.value is item.expr:
             return where, node, (node, node)
     return where, item.expr, None
+
+
+def with_spread_keywords(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> ast.Call | None:
+    """The call as if the entries of its `**cfg` were keywords: each entry of a closed dict the
+    spread surely holds, written once in this file, becomes a keyword located where it is
+    written (so sites and code show that place). None when no entry is added."""
+    added: list[ast.keyword] = []
+    names = {k.arg for k in call.keywords if k.arg is not None}
+    for spread in (k for k in call.keywords if k.arg is None):
+        values = facts.values(file, spread.value)
+        if len(values) != 1 or not isinstance(values[0], DictV) or not values[0].closed:
+            continue
+        for name, items in values[0].entries.items():
+            if name in names or len(items) != 1 or not isinstance(items[0], Thunk):
+                continue
+            place = written_place(facts, items[0])
+            if place is None or place[0].path != file.path:
+                continue
+            made = ast.keyword(arg=name, value=items[0].expr)
+            ast.copy_location(made, place[1])
+            made.end_lineno = getattr(place[1], "end_lineno", None)
+            made.end_col_offset = getattr(place[1], "end_col_offset", None)
+            added.append(made)
+            names.add(name)
+    if not added:
+        return None
+    return ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *added])
