@@ -11,8 +11,10 @@ import ast
 import bisect
 from collections.abc import Collection, Iterator, Sequence
 
+from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.values import Lit, Opaque
+from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
+from amp_clipfix.analysis.values import DictV, Lit, Opaque
 from amp_clipfix.models import Edit, Span
 from amp_clipfix.sources.text import line_starts
 
@@ -83,27 +85,57 @@ def removal_edits(
     ordered = arguments(call)
     dropped = {id(k) for k in drops}
     text, starts = file.document.text, line_starts(file.document.text)
+    func, whole = file.span(call.func), file.span(call)
+    opening = text.index("(", offset(starts, func.end_line, func.end_column))
+    line, column = location(starts, opening + 1)
+    inside = Span(line, column, whole.end_line, whole.end_column - 1)
+    return item_removal_edits(
+        file, [file.span(a) for a in ordered], [id(a) in dropped for a in ordered], inside
+    )
+
+
+def entry_removal_edits(
+    file: FileFacts, node: ast.Dict, drops: Collection[str]
+) -> tuple[Edit, ...]:
+    """Edits that remove the entries with the constant keys `drops` from a dict display, as
+    `removal_edits` does for arguments. Empty when the display has a `**` entry (its `**` is
+    not part of its node) or a comment lies in what would be removed."""
+    if any(key is None for key in node.keys):
+        return ()
+    spans, dropped = [], []
+    for key, value in zip(node.keys, node.values):
+        first, last = file.span(key), file.span(value)  # type: ignore[arg-type]
+        spans.append(Span(first.line, first.column, last.end_line, last.end_column))
+        dropped.append(isinstance(key, ast.Constant) and key.value in drops)
+    whole = file.span(node)
+    inside = Span(whole.line, whole.column + 1, whole.end_line, whole.end_column - 1)
+    return item_removal_edits(file, spans, dropped, inside)
+
+
+def item_removal_edits(
+    file: FileFacts, ordered: Sequence[Span], dropped: Sequence[bool], inside: Span
+) -> tuple[Edit, ...]:
+    """Edits that remove the dropped items of a comma-separated list (`ordered`, in source
+    order) with their commas; `inside` is the text between the brackets."""
+    text, starts = file.document.text, line_starts(file.document.text)
     edits: list[Edit] = []
     index = 0
     while index < len(ordered):
-        if id(ordered[index]) not in dropped:
+        if not dropped[index]:
             index += 1
             continue
         end = index
-        while end + 1 < len(ordered) and id(ordered[end + 1]) in dropped:
+        while end + 1 < len(ordered) and dropped[end + 1]:
             end += 1
-        first, last = file.span(ordered[index]), file.span(ordered[end])
+        first, last = ordered[index], ordered[end]
         if end + 1 < len(ordered):  # `a=1, next` -> `next`
-            after = file.span(ordered[end + 1])
+            after = ordered[end + 1]
             span = Span(first.line, first.column, after.line, after.column)
         elif index > 0:  # `prev, a=1` -> `prev`
-            before = file.span(ordered[index - 1])
+            before = ordered[index - 1]
             span = Span(before.end_line, before.end_column, last.end_line, last.end_column)
-        else:  # the only arguments: everything between the parentheses
-            func, whole = file.span(call.func), file.span(call)
-            opening = text.index("(", offset(starts, func.end_line, func.end_column))
-            line, column = location(starts, opening + 1)
-            span = Span(line, column, whole.end_line, whole.end_column - 1)
+        else:  # the only items: everything between the brackets
+            span = inside
         removed = text[
             offset(starts, span.line, span.column) : offset(starts, span.end_line, span.end_column)
         ]
@@ -122,3 +154,64 @@ def location(starts: Sequence[int], index: int) -> tuple[int, int]:
     """(1-based line, character column) of a text offset."""
     line = bisect.bisect_right(starts, index)
     return line, index - starts[line - 1]
+
+
+Removal = tuple[ast.AST, ast.AST]  # the display, `dict(...)` call or statement; the piece
+
+
+def written_place(
+    facts: ProjectFacts, item: object
+) -> tuple[FileFacts, ast.AST, Removal | None] | None:
+    """Where a dict entry's value is written (its file, the node that shows the entry: the
+    display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and what
+    removing it takes (None when no simple removal is exact)."""
+    if not isinstance(item, Thunk):
+        return None
+    where = facts.file(item.ctx.summary.path)
+    if where is None:
+        return None
+    for node in ast.walk(where.tree):
+        if isinstance(node, ast.Dict) and any(v is item.expr for v in node.values):
+            index = next(i for i, v in enumerate(node.values) if v is item.expr)
+            key = node.keys[index]
+            if key is None:
+                return None
+            entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
+            ast.copy_location(entry, key)
+            entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
+            return where, entry, (node, key)
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.value is item.expr:
+                    made = facts.qualified_names(where, node.func) & DICT_CONSTRUCTORS
+                    return where, kw, (node, kw) if made else None
+        if isinstance(node, ast.Assign) and node.value is item.expr:
+            return where, node, (node, node)
+    return where, item.expr, None
+
+
+def with_spread_keywords(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> ast.Call | None:
+    """The call as if the entries of its `**cfg` were keywords: each entry of a closed dict the
+    spread surely holds, written once in this file, becomes a keyword located where it is
+    written (so sites and code show that place). None when no entry is added."""
+    added: list[ast.keyword] = []
+    names = {k.arg for k in call.keywords if k.arg is not None}
+    for spread in (k for k in call.keywords if k.arg is None):
+        values = facts.values(file, spread.value)
+        if len(values) != 1 or not isinstance(values[0], DictV) or not values[0].closed:
+            continue
+        for name, items in values[0].entries.items():
+            if name in names or len(items) != 1 or not isinstance(items[0], Thunk):
+                continue
+            place = written_place(facts, items[0])
+            if place is None or place[0].path != file.path:
+                continue
+            made = ast.keyword(arg=name, value=items[0].expr)
+            ast.copy_location(made, place[1])
+            made.end_lineno = getattr(place[1], "end_lineno", None)
+            made.end_col_offset = getattr(place[1], "end_col_offset", None)
+            added.append(made)
+            names.add(name)
+    if not added:
+        return None
+    return ast.Call(func=call.func, args=call.args, keywords=[*call.keywords, *added])

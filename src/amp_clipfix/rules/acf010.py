@@ -12,9 +12,17 @@ import ast
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from amp_clipfix.analysis.calls import keyword, library_calls, literals, removal_edits
+from amp_clipfix.analysis.calls import (
+    entry_removal_edits,
+    keyword,
+    library_calls,
+    literals,
+    removal_edits,
+    written_place,
+)
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.values import DictV, Lit
 from amp_clipfix.models import (
     Certainty,
     Confidence,
@@ -69,10 +77,14 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         release.version.release[:2] >= FIRST_DEPRECATED for release in facts.target.releases
     ):
         return
+    seen: set[tuple[Path, Span]] = set()  # a dict spread into several Trainers: one finding
     for file in facts.with_words(*WORDS):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES):
             found = amp_arguments(facts, file, call)
-            if found is not None:
+            if found is None:
+                found = spread_amp_entries(facts, file, call)
+            if found is not None and not {(s.path, s.span) for s in found.sites} <= seen:
+                seen.update((s.path, s.span) for s in found.sites)
                 yield found
     yield from yaml_amp_arguments(facts)
 
@@ -104,6 +116,139 @@ def amp_arguments(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found
         )
     fixes = (RuleFix(Strategy.MIGRATE, edits, safe=True, safety=REMOVE),) if edits else ()
     return Found(sites, fixes=fixes)
+
+
+def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found | None:
+    """`Trainer(**cfg)` whose dict (as the evaluator builds it: a display, `dict(...)`,
+    `cfg["amp_backend"] = ...`, `.update`, `.setdefault`) holds `amp_backend` / `amp_level`: a
+    finding at each place the entry is written. Certain when every such dict is closed and the
+    value a literal; the entries are removed only when each one is a removable piece of code
+    (a display entry, a `dict(...)` keyword, a statement of its own) and no other value could
+    take the removed entry's place (closed dicts only, no `**` merge)."""
+    sites: list[Site] = []
+    removals: dict[int, tuple[FileFacts, ast.AST, list[ast.AST]]] = {}  # by container
+    backends: set[str] = set()
+    runtime, removable = False, True
+    for spread in (k for k in call.keywords if k.arg is None):
+        for value in facts.values(file, spread.value):
+            if not isinstance(value, DictV):
+                continue
+            for key in WORD_KEYS:
+                for item in value.entries.get(key, []):
+                    place = written_place(facts, item)
+                    if place is None:
+                        runtime, removable = True, False
+                        continue
+                    where, node, removal = place
+                    values = facts.evaluator.force([item])
+                    literal = all(isinstance(v, Lit) for v in values) and bool(values)
+                    known = literal and value.closed
+                    runtime = runtime or not known
+                    if key == "amp_backend":
+                        backends.update(
+                            v.value.strip("'\"").lower() if isinstance(v, Lit) else "runtime"
+                            for v in values
+                        )
+                    site = where.site(
+                        SiteKind.TRAINER_AMP,
+                        node,
+                        f"`{where.code(node)}`",
+                        certainty=Certainty.KNOWN if known else Certainty.RUNTIME,
+                    )
+                    if site not in sites:
+                        sites.append(site)
+                    if removal is not None and value.closed:
+                        container, piece = removal
+                        pieces = removals.setdefault(id(container), (where, container, []))[2]
+                        if not any(p is piece for p in pieces):
+                            pieces.append(piece)
+                    else:
+                        removable = False
+    if not sites:
+        return None
+    groups = [removal_edits_of(*removal) for removal in removals.values()]
+    fixable = (
+        removable
+        and bool(groups)
+        and all(groups)
+        and not any(hidden_default(where, container) for where, container, _ in removals.values())
+    )
+    edits: list[Edit] = [edit for group in groups for edit in group]
+    unfixed = (
+        None
+        if fixable
+        else "the entries cannot be removed exactly here (a `**` merge, a dict open to other "
+        "keys, a `.setdefault` of the key, or an entry not written as its own statement, "
+        "display entry or keyword)"
+    )
+    if "apex" in backends or "runtime" in backends or runtime:
+        review = (
+            "the Trainer uses apex's AMP"
+            if "apex" in backends and not runtime
+            else "whether the Trainer uses apex's AMP is decided at run time"
+        )
+        fixes = (RuleFix(Strategy.NATIVE, tuple(edits), False, APEX),) if fixable else ()
+        return Found(
+            tuple(sites),
+            Confidence.REVIEW,
+            review=f"{review}: {APEX}; decide whether native mixed precision is right",
+            fixes=fixes,
+            unfixed=unfixed,
+        )
+    fixes = (RuleFix(Strategy.MIGRATE, tuple(edits), True, REMOVE),) if fixable else ()
+    return Found(tuple(sites), fixes=fixes, unfixed=unfixed)
+
+
+def hidden_default(file: FileFacts, container: ast.AST) -> bool:
+    """A `.setdefault("amp_backend", ...)` in the function (or module) that writes the entry:
+    on a dict that holds the key it is not among the dict's values, and removing the entry
+    would let it take effect."""
+    scope = file.summary.enclosing(container)[0]
+    return any(
+        isinstance(node, ast.Call)
+        and file.summary.enclosing(node)[0] is scope
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "setdefault"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value in WORD_KEYS
+        for node in ast.walk(file.tree)
+    )
+
+
+def removal_edits_of(
+    file: FileFacts, container: ast.AST, pieces: list[ast.AST]
+) -> tuple[Edit, ...]:
+    """The edits that remove all of a container's pieces at once (empty: not exactly)."""
+    if isinstance(container, ast.Dict):
+        names = {str(p.value) for p in pieces if isinstance(p, ast.Constant)}
+        return entry_removal_edits(file, container, names) if len(names) == len(pieces) else ()
+    if isinstance(container, ast.Call):
+        return removal_edits(file, container, [p for p in pieces if isinstance(p, ast.keyword)])
+    if isinstance(container, ast.Assign):
+        return statement_removal(file, container)
+    return ()
+
+
+def statement_removal(file: FileFacts, statement: ast.stmt) -> tuple[Edit, ...]:
+    """The edit that removes a one-target statement standing alone on its lines, when its
+    block keeps another statement."""
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return ()
+    end = statement.end_lineno or statement.lineno
+    first, last = file.line(statement.lineno), file.line(end)
+    if first[: statement.col_offset].strip() or last[statement.end_col_offset or 0 :].strip():
+        return ()
+    if end >= len(file.source.line_starts):
+        return ()  # the file's last line
+    for parent in ast.walk(file.tree):
+        for field_name in ("body", "orelse", "finalbody"):
+            body = getattr(parent, field_name, None)
+            if isinstance(body, list) and statement in body:
+                if len(body) < 2:
+                    return ()
+                return (Edit(file.path, Span(statement.lineno, 0, end + 1, 0), ""),)
+    return ()
 
 
 def yaml_amp_arguments(facts: ProjectFacts) -> Iterator[Found]:
@@ -223,7 +368,11 @@ RULE = Rule(
         'anyway) is removed; `amp_backend="apex"`, or a backend decided at run time, is a '
         "review finding: apex's AMP is not Lightning's native mixed precision. The same keys "
         "in the trainer section of a LightningCLI or Hydra YAML config are found too; their "
-        "lines are removed when each entry stands alone on its line."
+        "lines are removed when each entry stands alone on its line. A `Trainer(**cfg)` is "
+        'followed into its dict (a display, `dict(...)`, `cfg["amp_backend"] = ...`, '
+        "`.update`, `.setdefault`): the entry is reported where it is written, and a native "
+        "one is removed only from a dict closed to other keys, when it is a display entry, a "
+        "`dict(...)` keyword or a statement of its own."
     ),
     why=(
         "Lightning 2.0 removed apex support and with it both arguments: "

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
-from amp_clipfix.analysis.calls import keyword, library_calls, literals
+from amp_clipfix.analysis.calls import keyword, library_calls, literals, written_place
+from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
-from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.analysis.values import DictV, Lit
+from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
 from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS
 
@@ -56,11 +59,18 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
     if all(release.is_1x for release in releases):
         return  # 1.x knows no other spelling
     fixable = not any(release.is_1x for release in releases)
+    seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
     for file in facts.with_words(*WORDS):
         for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
-            found = python_precision(facts, file, call, names <= FABRIC_CLASSES, fixable)
+            fabric = names <= FABRIC_CLASSES
+            found = python_precision(facts, file, call, fabric, fixable)
             if found is not None:
                 yield found
+                continue
+            for found in spread_precision(facts, file, call, fabric, fixable):
+                if (found.sites[0].path, found.sites[0].span) not in seen:
+                    seen.add((found.sites[0].path, found.sites[0].span))
+                    yield found
     yield from yaml_precision(facts, fixable)
 
 
@@ -84,6 +94,50 @@ def python_precision(
         return Found((site,), review=ELSEWHERE)
     edit = file.replace(node, quoted(file.code(node), NEW_SPELLING[old[0]]))
     return Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
+
+
+def spread_precision(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, fabric: bool, fixable: bool
+) -> Iterator[Found]:
+    """`Trainer(**cfg)` whose dict holds `precision` in an old spelling: a finding where the
+    entry is written; the literal written there is rewritten (exact for every run-time value:
+    the same setting in the new spelling), any other value is reported."""
+    kind = SiteKind.FABRIC_PRECISION if fabric else SiteKind.TRAINER_PRECISION
+    for spread in (k for k in call.keywords if k.arg is None):
+        for value in facts.values(file, spread.value):
+            if not isinstance(value, DictV):
+                continue
+            for item in value.entries.get("precision", []):
+                place = written_place(facts, item) if isinstance(item, Thunk) else None
+                if place is None or not isinstance(item, Thunk):
+                    continue
+                values = facts.evaluator.force([item])
+                old = sorted({v.value for v in values if isinstance(v, Lit)} & NEW_SPELLING.keys())
+                if not old:
+                    continue
+                where, node, _ = place
+                certain = all(isinstance(v, Lit) for v in values) and value.closed
+                site = where.site(
+                    kind,
+                    node,
+                    f"`{where.code(node)}`",
+                    value=old[0],
+                    certainty=Certainty.KNOWN if certain else Certainty.RUNTIME,
+                )
+                written = item.expr
+                if not fixable:
+                    yield Found((site,), review=NOT_ON_1X)
+                elif not (
+                    isinstance(written, ast.Constant)
+                    and str(written.value) in NEW_SPELLING
+                    and len(old) == 1
+                ):
+                    yield Found((site,), review=ELSEWHERE)
+                else:
+                    new = quoted(where.code(written), NEW_SPELLING[old[0]])
+                    edit = where.replace(written, new)
+                    fix = RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,))
+                    yield Found((site,), fixes=(fix,))
 
 
 def quoted(written: str, value: str) -> str:

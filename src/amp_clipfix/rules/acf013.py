@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.calls import keyword, library_calls, literals
+from amp_clipfix.analysis.calls import keyword, library_calls, literals, with_spread_keywords
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteKind
@@ -71,6 +71,9 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
     for file in facts.with_words(*WORDS):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES):
             found = fsdp_norm_clip(facts, file, call, always)
+            spread = with_spread_keywords(facts, file, call) if found is None else None
+            if spread is not None:  # `Trainer(**cfg)`: the dict's entries, where written
+                found = fsdp_norm_clip(facts, file, spread, always)
             if found is not None:
                 yield found
 

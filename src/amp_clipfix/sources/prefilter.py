@@ -64,6 +64,10 @@ LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
     b"'16'",
     b'"bf16"',
     b"'bf16'",
+    b'"precision": 16',  # a dict spread into the call (`Trainer(**cfg)`)
+    b"'precision': 16",
+    b'"precision"] = 16',
+    b"'precision'] = 16",
 )
 # A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
 # `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
