@@ -131,6 +131,9 @@ class Evaluator:
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
+        self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
+        self.name_index: dict[bytes, list[Path]] | None = None
+        self.import_index: dict[Path, frozenset[bytes]] = {}
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
@@ -589,15 +592,46 @@ class Evaluator:
             if definition is not None and not is_method(ctx.summary, definition):
                 return [own]  # nested in a function: no other file can name it
             return self.files_with(word)
-        module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8")
-        imports = imported_name_pattern(wanted)
-        return [
-            path
-            for path, data in self.contents.items()
-            if path == own
-            or word in data
-            and ((module_word and module_word in data) or imports.search(data) is not None)
-        ]
+        key = (wanted, own)
+        if key not in self.caller_files_cache:
+            # once per name and defining file, from an index of each file's names made once
+            # per run: asked from many places, the text scans cost minutes on a torch-sized tree
+            module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8")
+            naming = {
+                path
+                for path in self.files_naming(word)
+                if (module_word and module_word in self.contents[path])
+                or word in self.imported_names(path)
+            }
+            self.caller_files_cache[key] = [
+                path for path in self.contents if path == own or path in naming
+            ]
+        return self.caller_files_cache[key]
+
+    def files_naming(self, name: bytes) -> list[Path]:
+        """The files whose text writes `name` as a whole word (an ASCII identifier; others are
+        looked for as text), from one pass over the project."""
+        if not name.isascii():
+            return self.files_with(name)
+        if self.name_index is None:
+            index: dict[bytes, list[Path]] = {}
+            for path, data in self.contents.items():
+                for token in set(IDENTIFIER.findall(data)):
+                    index.setdefault(token, []).append(path)
+            self.name_index = index
+        return self.name_index.get(name, [])
+
+    def imported_names(self, path: Path) -> frozenset[bytes]:
+        """The names a file's `import` clauses write (`from m import a, b`, also in parentheses
+        or after `import` on its line): where a module-level function can be imported by name."""
+        if path not in self.import_index:
+            data = self.contents[path]
+            self.import_index[path] = frozenset(
+                token
+                for clause in IMPORT_CLAUSE.findall(data)
+                for token in IDENTIFIER.findall(clause)
+            )
+        return self.import_index[path]
 
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
@@ -1053,10 +1087,10 @@ def is_module_level(summary: Summary, node: ast.AST) -> bool:
     return isinstance(parent, ast.Module)
 
 
-def imported_name_pattern(name: str) -> re.Pattern[bytes]:
-    """`from m import name`, also as one of several names or inside parentheses."""
-    word = re.escape(name.encode("utf-8"))
-    return re.compile(rb"\bimport\s+(?:\([^()]*?|[^\n]*?)\b" + word + rb"\b")
+IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
+# (`from m import name`, also as one of several names or inside parentheses).
+IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
 
 
 def super_init_call(cls: ast.ClassDef) -> ast.Call | None:
