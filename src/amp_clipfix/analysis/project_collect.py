@@ -182,7 +182,7 @@ def collect_stages(
         p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
     }
     evaluator = project_evaluator_of(root, contents, searchable, collection)
-    from amp_clipfix.analysis.resolve import clipping_files
+    from amp_clipfix.analysis.resolve_base import clipping_files
 
     stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
