@@ -13,7 +13,8 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
-from amp_clipfix.analysis.collect import comment_suppressions, is_clip_positive, with_suppressions
+from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
 from amp_clipfix.analysis.relevance import (
     class_lines,

@@ -8,7 +8,7 @@ import ast
 from collections import deque
 from dataclasses import replace
 
-from amp_clipfix.analysis.collect import is_hook_clip_argument
+from amp_clipfix.analysis.collect_calls import is_hook_clip_argument
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.resolve_base import ResolutionBase, keyword_value, relevant_among
