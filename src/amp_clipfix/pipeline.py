@@ -1,55 +1,29 @@
-"""The pipeline from paths to findings and fixed file contents, walked once in one direction:
+"""The pipeline from paths to findings and fixed file contents, walked once in one direction.
+It only orchestrates; each stage, and the cache it keeps, lives in its own package:
 
-discover -> read + parse + collect (per file) -> link (per project) -> choose fixes
--> transform + verify (per file) -> changes. Showing, confirming and writing are the CLI's.
+discover (project/) -> read + parse + collect per file, resolve per project (analysis/:
+project_collect.py, with the collection and resolution caches) -> find (rules/) -> choose fixes
+and make them (fixes/) -> a RunResult (results.py). Showing, confirming and writing are the CLI's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
-from amp_clipfix.analysis.parse_pool import collect_outcome, parse_and_collect
-from amp_clipfix.analysis.project_collect import collect_project
-from amp_clipfix.analysis.project_resolve import project_facts, resolve_collection
+from amp_clipfix.analysis.project_collect import collect_project, collect_source
+from amp_clipfix.analysis.project_resolve import project_facts
 from amp_clipfix.fixes.changes import FileChange, fix_project
-from amp_clipfix.models import Edit, FileError, Finding, Span, Strategy
+from amp_clipfix.models import Edit, FileError, Finding, Strategy
+from amp_clipfix.output.machine import change_edits
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
-from amp_clipfix.sources import adapter_for
-from amp_clipfix.sources.base import SourceError
-
-
-@dataclass(frozen=True)
-class RunResult:
-    findings: tuple[Finding, ...]
-    changes: tuple[FileChange, ...]
-    errors: tuple[FileError, ...]
-    files_seen: int
-    files_parsed: int
-    projects: int
-    edits: Mapping[Finding, tuple[Edit, ...]] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()  # paths with nothing to read, pin files that cannot be read
-    per_project: tuple[ProjectResult, ...] = ()  # the same run, one entry per project
-    targets: tuple[tuple[Path, Target], ...] = ()  # (project root, the Lightning it assumed)
-
-
-@dataclass(frozen=True)
-class ProjectResult:
-    """One project's share of a run, for the per-project table and `--patch-dir`."""
-
-    root: Path
-    release: str  # the Lightning release (or range) assumed for this project: "1.9.5"
-    findings: tuple[Finding, ...]
-    changes: tuple[FileChange, ...]
-    errors: tuple[FileError, ...]
-    strategy: Strategy = Strategy.AUTO  # the project's own: command line, else its configuration
-    source: str = ""  # where the release was read: "requirements.txt", "default (...)"
-    torch: str = ""  # the torch release (or range) assumed: "2.13.0"
+from amp_clipfix.results import RunResult, merge, project_result
+from amp_clipfix.sources.prefilter import holds, may_need_search
 
 
 @dataclass(frozen=True)
@@ -126,37 +100,12 @@ def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...
     return target, resolution.warnings + torch.warnings
 
 
-def project_result(
-    root: Path, target: Target, result: RunResult, strategy: Strategy = Strategy.AUTO
-) -> ProjectResult:
-    return ProjectResult(
-        root,
-        target.version_label,
-        result.findings,
-        result.changes,
-        result.errors,
-        strategy,
-        target.source,
-        torch=target.torch.version_label,
-    )
-
-
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     """One file's contents given directly (stdin); linking stays within it, the pins are those
     of the project the given name lies in."""
     root = find_project_root(path)
     target, warnings = project_target(root, options)
-    collection = Collection(root=path.parent)
-    collect_outcome(collection, path, parse_and_collect(path, data))
-    if not read_as_config(path):
-        try:
-            searchable = {path: adapter_for(path).searchable(path, data)}
-        except SourceError:
-            searchable = {}
-        collection.contents, collection.searchable = {path: data}, searchable
-        if searchable:
-            resolve_collection(path.parent, {path: data}, searchable, collection)
-    result = process(collection, options, target, files_seen=1)
+    result = process(collect_source(path, data), options, target, files_seen=1)
     return replace(result, notes=warnings, targets=((root, target),))
 
 
@@ -170,7 +119,7 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    facts = project_facts(collection, target)
+    facts = project_facts(collection, target, searched_words(collection))
     if not files and facts is None:  # nothing read has a site and no rule searches: no finding
         read_errors = tuple(collection.errors)
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
@@ -212,49 +161,21 @@ def process(
     )
 
 
-def merge(results: Sequence[RunResult], errors: list[FileError], projects: int) -> RunResult:
-    return RunResult(
-        findings=tuple(f for result in results for f in result.findings),
-        changes=tuple(
-            sorted(
-                (change for result in results for change in result.changes),
-                key=lambda change: str(change.source.path),
-            )
-        ),
-        errors=tuple(errors + [e for result in results for e in result.errors]),
-        files_seen=sum(result.files_seen for result in results),
-        files_parsed=sum(result.files_parsed for result in results),
-        projects=projects,
-        edits={k: v for result in results for k, v in result.edits.items()},
-        notes=tuple(note for result in results for note in result.notes),
-        targets=tuple(pair for result in results for pair in result.targets),
-    )
+def searched_words(collection: Collection) -> tuple[bytes, ...]:
+    """The words of the rules with their own search whose needed words some file holds. The
+    rules are a later stage than the analysis, so the pipeline asks them; when no file holds a
+    word any searching rule looks for, none is imported."""
+    if collection.root is None or not may_need_search(
+        (data, read_as_config(path), holds) for path, data in collection.searchable.items()
+    ):
+        return ()
+    from amp_clipfix.rules import searching_rules
 
-
-def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:
-    """The change's hunks as edits (whole-line ranges and their new text), each given to the
-    findings whose fix targets a line in it; a hunk no target line is in (an inserted helper)
-    belongs to every finding fixed in the file."""
-    from amp_clipfix.output.diff import diff_hunks
-
-    source = change.source
-    edits: dict[Finding, list[Edit]] = {finding: [] for finding in change.findings}
-    for hunk in diff_hunks(source.data, change.new_data, context=0):
-        first = hunk.old_start if hunk.old_count else hunk.old_start + 1
-        added = b"".join(line.text for line in hunk.lines if line.tag == "+")
-        replacement = added.decode(source.encoding, errors="replace")
-        if source.bom and first == 1:
-            replacement = replacement.removeprefix("\ufeff")
-        edit = Edit(source.path, Span(first, 0, first + hunk.old_count, 0), replacement)
-        owners = [
-            finding
-            for finding in change.findings
-            if finding.fix is not None
-            and any(
-                site.path == source.path and first <= site.span.line < first + hunk.old_count
-                for site in finding.fix.targets
-            )
-        ]
-        for finding in owners or change.findings:
-            edits[finding].append(edit)
-    return edits
+    rules = [
+        rule
+        for rule in searching_rules()
+        if any(
+            word in data for data in collection.searchable.values() for word in rule.needed_words
+        )
+    ]
+    return tuple(word for rule in rules for word in rule.words)

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
-from amp_clipfix.analysis.parse_pool import WORKER_DIED, collect_files
+from amp_clipfix.analysis.parse_pool import (
+    WORKER_DIED,
+    collect_files,
+    collect_outcome,
+    parse_and_collect,
+)
 from amp_clipfix.analysis.project_resolve import (
     project_evaluator_of,
     resolve_collection,
@@ -50,6 +55,21 @@ def collect_project(
     collect_project_files(project, jobs, prefilter, collection, cache)
     # every file has been looked at now, parsed or not
     collection.progress.done(max(len(project.files) - collection.files_done, 0))
+    return collection
+
+
+def collect_source(path: Path, data: bytes) -> Collection:
+    """One file's contents given directly (stdin): collected and resolved on its own."""
+    collection = Collection(root=path.parent)
+    collect_outcome(collection, path, parse_and_collect(path, data))
+    if not read_as_config(path):
+        try:
+            searchable = {path: adapter_for(path).searchable(path, data)}
+        except SourceError:
+            searchable = {}
+        collection.contents, collection.searchable = {path: data}, searchable
+        if searchable:
+            resolve_collection(path.parent, {path: data}, searchable, collection)
     return collection
 
 

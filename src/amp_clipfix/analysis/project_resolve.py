@@ -17,7 +17,6 @@ from amp_clipfix.paths import is_library
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError
-from amp_clipfix.sources.prefilter import holds, may_need_search
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -158,25 +157,13 @@ def resolve_collection(
         collection.parsed[path] = replace(parsed, sites=sites)
 
 
-def project_facts(collection: Collection, target: Target) -> ProjectFacts | None:
+def project_facts(
+    collection: Collection, target: Target, words: tuple[bytes, ...]
+) -> ProjectFacts | None:
     """The parsed files and facts the rules with their own search read: the project's Python
-    documents that hold one of their words (library code left out), each parsed once (the
+    documents that hold one of their `words` (library code left out), each parsed once (the
     collection's tree when it has one), and the project's one evaluator."""
-    if collection.root is None or not may_need_search(
-        (data, read_as_config(path), holds) for path, data in collection.searchable.items()
-    ):
-        return None  # no file holds a word a searching rule looks for: none is imported
-    from amp_clipfix.rules import searching_rules
-
-    rules = [
-        rule
-        for rule in searching_rules()
-        if any(
-            word in data for data in collection.searchable.values() for word in rule.needed_words
-        )
-    ]
-    words = tuple(word for rule in rules for word in rule.words)
-    if not words:
+    if collection.root is None or not words:
         return None
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
     from amp_clipfix.analysis.read import ReadFile

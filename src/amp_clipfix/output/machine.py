@@ -1,5 +1,5 @@
-"""What every machine-readable format shares: the run's summary, the edits of a finding's fix, its
-fingerprint and its full message.
+"""What every machine-readable format shares: the run's summary, the edits of a finding's fix
+(read back from the change its fix made), its fingerprint and its full message.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amp_clipfix.models import Edit, Finding, Fix, active_findings
+from amp_clipfix.fixes.changes import FileChange
+from amp_clipfix.models import Edit, Finding, Fix, Span, active_findings
 from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.paths import display_path
 
@@ -118,3 +119,32 @@ def _full_message(finding: Finding) -> str:
     elif finding.fix is None and finding.refusal:
         text += f". No fix: {finding.refusal}"
     return text
+
+
+def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:
+    """The change's hunks as edits (whole-line ranges and their new text), each given to the
+    findings whose fix targets a line in it; a hunk no target line is in (an inserted helper)
+    belongs to every finding fixed in the file."""
+    from amp_clipfix.output.diff import diff_hunks
+
+    source = change.source
+    edits: dict[Finding, list[Edit]] = {finding: [] for finding in change.findings}
+    for hunk in diff_hunks(source.data, change.new_data, context=0):
+        first = hunk.old_start if hunk.old_count else hunk.old_start + 1
+        added = b"".join(line.text for line in hunk.lines if line.tag == "+")
+        replacement = added.decode(source.encoding, errors="replace")
+        if source.bom and first == 1:
+            replacement = replacement.removeprefix("\ufeff")
+        edit = Edit(source.path, Span(first, 0, first + hunk.old_count, 0), replacement)
+        owners = [
+            finding
+            for finding in change.findings
+            if finding.fix is not None
+            and any(
+                site.path == source.path and first <= site.span.line < first + hunk.old_count
+                for site in finding.fix.targets
+            )
+        ]
+        for finding in owners or change.findings:
+            edits[finding].append(edit)
+    return edits
