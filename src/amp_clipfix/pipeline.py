@@ -15,14 +15,13 @@ from pathlib import Path
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.analysis.project_resolve import project_facts
-from amp_clipfix.fixes.changes import FileChange, fix_project
 from amp_clipfix.models import Edit, FileError, Finding, Strategy
 from amp_clipfix.output.machine import change_edits
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
-from amp_clipfix.results import RunResult, merge, project_result
+from amp_clipfix.results import FileChange, RunResult, merge, project_result
 from amp_clipfix.sources.prefilter import holds, may_need_search
 
 
@@ -123,6 +122,7 @@ def process(
     if not files and facts is None:  # nothing read has a site and no rule searches: no finding
         read_errors = tuple(collection.errors)
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
+    from amp_clipfix.fixes.changes import fix_project
     from amp_clipfix.fixes.choose import choose_fixes
     from amp_clipfix.rules import find_findings
 

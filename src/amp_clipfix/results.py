@@ -1,5 +1,6 @@
-"""What a run gives: its findings, the changes their fixes make, the errors, and each project's
-share. The command line reports, shows and writes them (pipeline.py makes them).
+"""What a run gives: its findings, the changes their fixes make (fixes/changes.py makes each
+FileChange), the errors, and each project's share. The command line reports, shows and writes
+them. Data only: importing it loads no analysis and no fixer.
 """
 
 from __future__ import annotations
@@ -8,9 +9,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amp_clipfix.fixes.changes import FileChange
 from amp_clipfix.models import Edit, FileError, Finding, Strategy
 from amp_clipfix.project.version import Target
+from amp_clipfix.sources.text import SourceFile
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """New bytes for one file, and the findings whose fixes produced them."""
+
+    source: SourceFile
+    new_data: bytes
+    findings: tuple[Finding, ...]
+    cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
+    keep_hard_links: bool = False  # all its hard-linked names are in the tree: rewrite in place
+    created: bool = False  # a new file (the helper module): `--- /dev/null` in the patch
+    # Files that must be written for this one to be (the helper module it imports from):
+    # when one cannot be, this one is not written either.
+    requires: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

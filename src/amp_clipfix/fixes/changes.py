@@ -1,12 +1,12 @@
-"""Each file's fixes, made once (FileChange): the diff, the written bytes and the machine output's
-edits all come from them; and the helper module the fixed files may import from.
+"""Each file's fixes, made once (a results.FileChange): the diff, the written bytes and the
+machine output's edits all come from them; and the helper module the fixed files may import from.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,27 +15,13 @@ from amp_clipfix.models import Edit, ErrorKind, FileError, Finding, Site, Strate
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.config import ConfigError
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
+from amp_clipfix.results import FileChange
 from amp_clipfix.sources.base import Language, Rendered, SourceError, VerifyError
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.fixes.transform import HelperImports
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """New bytes for one file, and the findings whose fixes produced them."""
-
-    source: SourceFile
-    new_data: bytes
-    findings: tuple[Finding, ...]
-    cells: tuple[tuple[int, str, str], ...] = ()  # notebooks: (cell, old text, new text)
-    keep_hard_links: bool = False  # all its hard-linked names are in the tree: rewrite in place
-    created: bool = False  # a new file (the helper module): `--- /dev/null` in the patch
-    # Files that must be written for this one to be (the helper module it imports from):
-    # when one cannot be, this one is not written either.
-    requires: tuple[Path, ...] = ()
 
 
 def fix_targets_by_file(

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amp_clipfix.fixes.changes import FileChange
 from amp_clipfix.models import Edit, Finding, Fix, Span, active_findings
 from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.paths import display_path
+from amp_clipfix.results import FileChange
 
 EditMap = Mapping[Finding, Sequence[Edit]] | None
 

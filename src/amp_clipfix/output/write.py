@@ -27,7 +27,7 @@ from amp_clipfix.paths import display_path, os_error_reason
 from amp_clipfix.sources.text import SourceFile
 
 if TYPE_CHECKING:  # only its type is named here
-    from amp_clipfix.fixes.changes import FileChange
+    from amp_clipfix.results import FileChange
 
 TEMP_SUFFIX = ".amp-clipfix.tmp"
 # The temporary name keeps a short prefix of the file's name: a name near the 255-byte limit
