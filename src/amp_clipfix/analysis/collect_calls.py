@@ -47,6 +47,8 @@ def is_hook_clip_argument(value: ast.expr | None, function: ast.AST | None) -> b
 
 
 class CallCollector(CollectorBase):
+    """The visit of a call: the sites it makes, by the qualified name of what it calls."""
+
     # -- calls ---------------------------------------------------------------------------------
 
     def visit_Call(self, node: ast.Call) -> None:

@@ -34,6 +34,8 @@ from amp_clipfix.paths import is_library
 
 
 class Resolution(RefineSites, OptimizerSearch, TrainerSearch):
+    """The searches of one resolution over one project's files, run in a fixed order."""
+
     # -- the three searches --------------------------------------------------------------------
 
     def run(self, trial: bool = False) -> Found:

@@ -38,6 +38,9 @@ class Found:
 
 
 class ResolutionBase:
+    """What every search reads and adds to: the evaluator, the files' own sites, what was
+    found so far."""
+
     def __init__(
         self,
         evaluator: Evaluator,

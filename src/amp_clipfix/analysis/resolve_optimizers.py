@@ -22,6 +22,8 @@ CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
 
 
 class OptimizerSearch(ResolutionBase):
+    """The fused optimizers of module classes and of files that clip on a Fabric."""
+
     # -- optimizers ----------------------------------------------------------------------------
 
     def module_optimizers(self) -> None:

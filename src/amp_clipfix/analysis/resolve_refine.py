@@ -32,6 +32,8 @@ NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
 
 
 class RefineSites(ResolutionBase):
+    """Run-time sites replaced by the literals that decide them."""
+
     # -- refining run-time sites ---------------------------------------------------------------
 
     def refine_runtime_sites(self) -> None:

@@ -30,6 +30,8 @@ from amp_clipfix.models import Certainty, FitCall, Site, SiteKind, Span
 
 
 class TrainerSearch(ResolutionBase):
+    """Trainer subclasses, clipping calls, fits and LightningCLI calls."""
+
     # -- Trainer subclasses, clips -------------------------------------------------------------
 
     def trainer_subclasses(self) -> None:
