@@ -44,6 +44,7 @@ def test_help_explains_the_commands() -> None:
         assert option in apply_help
 
 
+@pytest.mark.needs("lightning")  # the report names the Lightning installed here
 def test_check_exits_1_before_and_0_after_apply(sample: Path) -> None:
     before = invoke("check", "sample_project")
     assert before.exit_code == 1
