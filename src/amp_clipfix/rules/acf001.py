@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from amp_clipfix.analysis.link import fabric_groups
+from collections.abc import Iterator, Sequence
+
+from amp_clipfix.analysis.link import PathPieces, of_kind, user_sites
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
-from amp_clipfix.models import LightningPath, Strategy
-from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
+from amp_clipfix.models import Certainty, FileSites, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.project.version import Target
+from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
+from amp_clipfix.rules.clip_fused import found
 
 BF16_SCALER_ERROR = "ValueError: `precision='bf16-mixed'` does not use a scaler"
 
@@ -64,13 +68,65 @@ optimizer.step()
 """
 )
 
+
+def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
+    """One finding per module that clips on a Fabric: a `clip_gradients` call on a Fabric
+    (followed through assignments, attributes, parameters and annotations), the precision of
+    that Fabric with a GradScaler (`16`, `"16"`, `"16-mixed"` or a fabric `MixedPrecision` /
+    `FSDPPrecision` plugin with one), and the fused optimizers built in the module, or built
+    elsewhere (a factory, a default) and used in it. Before 2.0 Fabric has no `clip_gradients`,
+    so nothing can fail there."""
+    failing = target.fabric_failing_precisions
+    sites = user_sites(files)
+    precision = [
+        site
+        for site in of_kind(sites, SiteKind.FABRIC_PRECISION)
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
+    ]
+    optimizers = of_kind(sites, SiteKind.FUSED_OPTIMIZER)
+    clips = of_kind(sites, SiteKind.FABRIC_CLIP)
+    for path in sorted({clip.path for clip in clips}, key=str):
+        here = [s for s in clips if s.path == path]
+        # The clip's module, and the module of the Fabric its receiver holds.
+        places = {str(path)} | {c.entry.rsplit(":", 2)[0] for c in here if c.entry}
+        group = fabric_pieces(
+            [s for s in precision if s.path == path or s.entry is not None],
+            [s for s in optimizers if str(s.path) in places or places & set(s.users)],
+            here,
+        )
+        if group:
+            yield found(group)
+
+
+def fabric_pieces(
+    precision: Sequence[Site], optimizers: Sequence[Site], clips: Sequence[Site]
+) -> list[PathPieces]:
+    """Per clip call: the precision of the Fabric its receiver holds (any Fabric's of its
+    module when the receiver is not bound to a known `Fabric(...)` call)."""
+    candidates = [
+        PathPieces(
+            tuple(
+                site
+                for site in precision
+                if (site.entry is not None and site.entry == clip.entry)
+                or (site.path == clip.path and (clip.entry is None or site.entry is None))
+            ),
+            tuple(optimizers),
+            (clip,),
+            clip_known=clip.certainty is Certainty.KNOWN,  # a receiver only named like a Fabric
+        )
+        for clip in clips
+    ]
+    return [pieces for pieces in candidates if pieces.complete()]
+
+
 RULE = Rule(
     lines=("lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF001",
     message=MESSAGE,
     why=WHY,
     lightning_path=LightningPath.FABRIC,
-    find=fabric_groups,
+    find=search,
     name="fabric-clip-fused-fp16",
     short="Fabric clips gradients of a fused optimizer under fp16 mixed precision.",
     full=(

@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
-from amp_clipfix.analysis.link import trainer_groups
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.link import (
+    PathPieces,
+    is_known,
+    lightning_module_classes,
+    of_kind,
+    user_sites,
+)
 from amp_clipfix.helper_sources import MODULE_HELPER_SOURCE
-from amp_clipfix.models import LightningPath, Strategy
-from amp_clipfix.rules.base import TRAINER_ERROR, Rule, safety
+from amp_clipfix.models import (
+    Certainty,
+    ClassInfo,
+    FileSites,
+    LightningPath,
+    Site,
+    SiteKind,
+    Strategy,
+)
+from amp_clipfix.project.version import Target
+from amp_clipfix.rules.base import TRAINER_ERROR, Found, Rule, safety
+from amp_clipfix.rules.clip_fused import found
 from amp_clipfix.strategies import SAFETY
 
 MESSAGE = (
@@ -87,13 +107,143 @@ trainer.fit(Model(), train_dataloaders=loader)
 """
 )
 
+
+@dataclass(frozen=True)
+class TrainerSettings:
+    """The failing precision and the clipping of one `Trainer(...)` call."""
+
+    precision: tuple[Site, ...]
+    clips: tuple[Site, ...]
+    entry: str | None = None
+
+
+def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSettings]:
+    """One entry per Trainer call; a plugin built outside any Trainer call may be passed to any.
+    Releases up to 1.8.0 never refuse, so no precision takes part there."""
+    failing = target.trainer_failing_precisions
+    precision = [
+        site
+        for site in of_kind(sites, SiteKind.TRAINER_PRECISION)
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
+    ]
+    clips = of_kind(sites, SiteKind.TRAINER_CLIP)
+    free_plugins = tuple(site for site in precision if site.entry is None)
+    entries = sorted({s.entry for s in (*precision, *clips) if s.entry is not None})
+    settings = [
+        TrainerSettings(
+            precision=free_plugins + tuple(s for s in precision if s.entry == entry),
+            clips=tuple(s for s in clips if s.entry == entry),
+            entry=entry,
+        )
+        for entry in entries
+    ]
+    return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
+
+
+def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
+    """One finding for the optimizers of YAML configs, one per module class: a module class
+    (a LightningModule subclass, with its project bases and mixins) whose methods build a fused
+    optimizer (wherever `fused` is decided: a factory, a default, a constant, a partial passed
+    in), a mixed-precision Trainer that trains it, and clipping (`gradient_clip_val` > 0, a
+    Trainer subclass's `super().__init__`, `self.clip_gradients`, a Callback's
+    `pl_module.clip_gradients`, `super().configure_gradient_clipping`).
+
+    A Trainer whose `fit(...)` is followed to a module class trains that class only; a module
+    class no followed `fit` accounts for is linked to the Trainers whose fitted module is not
+    known, as a review finding (a YAML trainer section is the LightningCLI's: every class).
+    """
+    sites = user_sites(files)
+    trainers = trainer_settings(sites, target)
+    config_optimizers = tuple(
+        site
+        for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)
+        if site.owner is None and site.in_config
+    )
+    if config_optimizers and trainers:
+        # An optimizer in a LightningCLI / Hydra config belongs to the model the config trains.
+        candidates = [
+            PathPieces(trainer.precision, config_optimizers, trainer.clips, is_known(trainer.clips))
+            for trainer in trainers
+        ]
+        candidates = [pieces for pieces in candidates if pieces.complete()]
+        if candidates:
+            yield found(candidates)
+    if not trainers:
+        return
+    fits = [fit for file in files for fit in file.fits]
+    fitted: dict[str, set[str]] = {}
+    for fit in fits:
+        if fit.trainer is not None and fit.module_class is not None:
+            fitted.setdefault(fit.module_class, set()).add(fit.trainer)
+    known_entries = {
+        fit.trainer for fit in fits if fit.trainer is not None and fit.module_class is not None
+    }
+    unknown_entries = {
+        trainer.entry
+        for trainer in trainers
+        if trainer.entry not in known_entries
+        or any(f.trainer == trainer.entry and f.module_class is None for f in fits)
+    }
+    seen: set[frozenset[Site]] = set()  # classes sharing every piece make one finding
+    # fixed: their configure_gradient_clipping clips fused optimizers itself
+    unscaled = {class_key(info) for file in files for info in file.classes if info.clips_unscaled}
+    for key in module_class_keys(files, sites):
+        if key in unscaled:
+            continue
+        owned = [site for site in sites if owns(key, site)]
+        optimizers = of_kind(owned, SiteKind.FUSED_OPTIMIZER)
+        if not optimizers:
+            continue
+        module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
+        candidates = []
+        for trainer in trainers:
+            # The LightningCLI's Trainer trains every class, unless a CLI call names its model.
+            always = trainer.entry == names.CLI_TRAINER and trainer.entry not in known_entries
+            if key in fitted and trainer.entry not in fitted[key] and not always:
+                continue
+            if key not in fitted and trainer.entry not in unknown_entries and not always:
+                continue
+            candidates.append(
+                PathPieces(
+                    trainer.precision,
+                    optimizers,
+                    trainer.clips + module_clips,
+                    clip_known=is_known(trainer.clips) or is_known(module_clips),
+                    link_known=key in fitted or always,
+                )
+            )
+        candidates = [pieces for pieces in candidates if pieces.complete()]
+        pieces_sites = frozenset(
+            site for p in candidates for site in (*p.precision, *p.optimizers, *p.clips)
+        )
+        if candidates and pieces_sites not in seen:
+            seen.add(pieces_sites)
+            yield found(candidates)
+
+
+def class_key(info: ClassInfo) -> str:
+    return f"{info.path}::{info.name}"
+
+
+def owns(key: str, site: Site) -> bool:
+    """A module class owns the sites of its own methods and those its users name (a factory's
+    literal, a mixin's optimizer, an `__init__` default)."""
+    return key in site.users or (site.owner is not None and f"{site.path}::{site.owner}" == key)
+
+
+def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[str]:
+    keys = {class_key(info) for info in lightning_module_classes(files)}
+    keys.update(user for site in sites for user in site.users if "::" in user)
+    return sorted(keys)
+
+
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF002",
     message=MESSAGE,
     why=WHY,
     lightning_path=LightningPath.TRAINER,
-    find=trainer_groups,
+    find=search,
     name="trainer-clip-fused-mixed-precision",
     short=(
         "The Trainer clips gradients of a fused optimizer under mixed precision "
@@ -107,7 +257,7 @@ RULE = Rule(
         "is fused (`fused=True` however it gets there: a factory, a mixin, a partial, a dict "
         "spread, a default, a constant). Where the trained class cannot be followed, the "
         "Trainer is linked to every class no followed fit accounts for, as a review finding "
-        "(ACF003). Lightning raises RuntimeError when it clips."
+        "(confidence `review`, also named ACF003). Lightning raises RuntimeError when it clips."
     ),
     example_before=BEFORE,
     example_after=EXAMPLE_AFTER,
