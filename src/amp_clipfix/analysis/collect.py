@@ -43,6 +43,7 @@ from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import (
     Certainty,
     ClassInfo,
+    EntryId,
     FileSites,
     Sharding,
     Site,
@@ -171,10 +172,10 @@ class SiteCollector(ast.NodeVisitor):
         self.function_stack: list[ast.AST] = []  # the functions the visit is inside
         self.unscaled_classes: set[str] = set()  # classes whose clipping the unscale fix made
         # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
-        self.fabric_bindings: dict[str, str | None] = {}
+        self.fabric_bindings: dict[str, EntryId | None] = {}
         self.guard_depth = 0
-        self.entry_calls: list[str] = []  # Fabric(...) / Trainer(...) calls being visited
-        self.entry_sharding: dict[str, Sharding] = {}  # their `strategy=`, as a fact
+        self.entry_calls: list[EntryId] = []  # Fabric(...) / Trainer(...) calls being visited
+        self.entry_sharding: dict[EntryId, Sharding] = {}  # their `strategy=`, as a fact
         # Filled while visiting (what libcst saw so far): target name -> value and its scope
         self.assigned_values: dict[int, tuple[ast.expr, Scope]] = {}
         self.statement_calls: dict[int, ast.stmt] = {}  # calls a whole statement makes
@@ -456,12 +457,12 @@ class SiteCollector(ast.NodeVisitor):
             self.bind_fabric(self.code(node.target), None)
         self.generic_visit(node)
 
-    def entry_of(self, call: ast.Call) -> str:
+    def entry_of(self, call: ast.Call) -> EntryId:
         """The id of a Fabric(...) / Trainer(...) call: its path and position."""
         span = self.span(call)
-        return f"{self.path}:{span.line}:{span.column}"
+        return EntryId(self.path, span.line, span.column)
 
-    def bind_fabric(self, receiver: str, call: str | None) -> None:
+    def bind_fabric(self, receiver: str, call: EntryId | None) -> None:
         """Remember which Fabric a name holds; a name bound to two Fabrics could be either."""
         if receiver in self.fabric_bindings and self.fabric_bindings[receiver] != call:
             call = None
@@ -549,7 +550,7 @@ class SiteCollector(ast.NodeVisitor):
                     through=Through.SPREAD,
                 )
 
-    def link_plugins(self, plugins: ast.expr, entry: str) -> None:
+    def link_plugins(self, plugins: ast.expr, entry: EntryId) -> None:
         """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
         built before: that plugin's site configures this call (its precision, its strategy)."""
         elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]

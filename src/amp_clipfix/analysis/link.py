@@ -17,6 +17,7 @@ from amp_clipfix.models import (
     FileSites,
     Site,
     SiteKind,
+    entry_order,
 )
 
 
@@ -68,7 +69,7 @@ def sort_key(site: Site) -> tuple[object, ...]:
         span.end_line,
         span.end_column,
         site.kind.value,
-        site.entry or "",
+        entry_order(site.entry),
         site.owner or "",
         site.value or "",
         site.certainty.value,

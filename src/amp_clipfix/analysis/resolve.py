@@ -65,12 +65,15 @@ from amp_clipfix.analysis.values import (
 from amp_clipfix.models import (
     Certainty,
     ClassRef,
+    ConfigModel,
+    EntryId,
     FileSites,
     FitCall,
     Site,
     SiteKind,
     Span,
     Through,
+    UseId,
 )
 from amp_clipfix.paths import is_library
 
@@ -140,8 +143,8 @@ class Resolution:
         kind: SiteKind,
         value: object,
         detail: str,
-        entry: str | None = None,
-        users: tuple[str, ...] = (),
+        entry: EntryId | None = None,
+        users: tuple[UseId, ...] = (),
         fixable: bool = True,
     ) -> Site | None:
         """A site at a literal (known) or at an expression decided at run time."""
@@ -280,7 +283,7 @@ class Resolution:
                 new = replace(new, certainty=Certainty.RUNTIME)
             # The new place keeps its own enclosing class; the classes that use the optimizer
             # are named as its users (the fix that edits a class must find that class).
-            used_by = (f"{site.path}::{site.owner}",) if site.owner is not None else new.users
+            used_by = (UseId(site.path, site.owner),) if site.owner is not None else new.users
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)
@@ -391,7 +394,7 @@ class Resolution:
         return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
 
     def optimizer_sites(
-        self, opt: Opt, users: tuple[str, ...], built_in: tuple[ClassRef, ...] = ()
+        self, opt: Opt, users: tuple[UseId, ...], built_in: tuple[ClassRef, ...] = ()
     ) -> None:
         """Sites where the optimizer's `fused` is decided, unless the file's collector has
         them already (then they only learn who uses them)."""
@@ -452,7 +455,7 @@ class Resolution:
                 if isinstance(node, ast.Call) and self.may_build(node):
                     for value in self.ev.ev(node, self.ev.ctx_of(summary, node)):
                         if isinstance(value, Opt):
-                            self.optimizer_sites(value, (str(path),))
+                            self.optimizer_sites(value, (UseId(path),))
 
     # -- Trainer subclasses, clips -------------------------------------------------------------
 
@@ -572,8 +575,8 @@ class Resolution:
             return ""
         return positive[0] if len(positive) == len(literals) else None
 
-    def trainers_with_callback(self, callback: ClsV) -> list[str]:
-        entries: list[str] = []
+    def trainers_with_callback(self, callback: ClsV) -> list[EntryId]:
+        entries: list[EntryId] = []
         for summary in self.summaries_with(b"callbacks"):
             for call in summary.calls("Trainer") + [
                 c for c in walk(summary.tree) if isinstance(c, ast.Call)
@@ -611,7 +614,7 @@ class Resolution:
                 for keyword in call.keywords:
                     if keyword.arg == "model":
                         model = keyword.value
-                classes: set[str | None] = set()
+                classes: set[UseId | None] = set()
                 for value in self.ev.ev(model, ctx) if model is not None else []:
                     classes.add(value.cls.key if isinstance(value, Inst) else None)
                 for trainer in trainers:
@@ -629,12 +632,12 @@ class Resolution:
     def fused_classes(self) -> set[str]:
         """Names of the classes that own or use a fused optimizer found so far."""
         return {
-            key.rsplit("::", 1)[-1]
+            key.name
             for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
             for site in sites
             if site.kind is SiteKind.FUSED_OPTIMIZER
-            for key in (*site.users, f"::{site.owner}" if site.owner else "")
-            if "::" in key
+            for key in (*site.users, UseId(site.path, site.owner or ""))
+            if key.is_class
         }
 
     def cli_calls(self) -> None:
@@ -902,13 +905,12 @@ def resolve(
 def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:
     """A config's fits name their model class by dotted name: the project's class it is, or
     None (not known here) when the name is not a class of the project."""
-    if not any((fit.module_class or "").startswith(names.CONFIG_MODEL) for fit in file.fits):
+    if not any(isinstance(fit.module_class, ConfigModel) for fit in file.fits):
         return file
     fits = []
     for fit in file.fits:
-        dotted = fit.module_class or ""
-        if dotted.startswith(names.CONFIG_MODEL):
-            qname = dotted[len(names.CONFIG_MODEL) :]
+        if isinstance(fit.module_class, ConfigModel):
+            qname = fit.module_class.dotted
             values = evaluator.resolve_qname(qname, ast.Constant(qname), None)  # type: ignore[arg-type]
             keys = {value.key if isinstance(value, ClsV) else None for value in values}
             fits += [replace(fit, module_class=key) for key in sorted(keys, key=str) or [None]]
@@ -938,12 +940,12 @@ def trainer_files_needed(resolved: dict[Path, FileSites]) -> set[Path] | None:
             continue
         if site.path.suffix in (".yaml", ".yml"):
             return None
-        keys = {user for user in site.users if "::" in user}
+        keys = {user for user in site.users if user.is_class}
         if site.owner is not None:
-            keys.add(f"{site.path}::{site.owner}")
+            keys.add(UseId(site.path, site.owner))
         for key in keys:
             entries = [fit.trainer for fit in fits if fit.module_class == key and fit.trainer]
             if not entries and any(user == key for user in site.users):
                 return None
-            needed.update(Path(entry.rsplit(":", 2)[0]) for entry in entries)
+            needed.update(entry.path for entry in entries if not entry.cli)
     return needed

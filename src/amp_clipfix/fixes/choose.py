@@ -23,6 +23,7 @@ from amp_clipfix.models import (
     Site,
     SiteKind,
     Strategy,
+    UseId,
 )
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
@@ -162,7 +163,7 @@ def unscale_targets(finding: Finding, target: Target) -> tuple[tuple[Site, ...],
             "file this finding does not read), so there is no class to give a "
             "configure_gradient_clipping override; use --strategy unfuse"
         )
-    class_keys = {f"{s.path}::{s.owner}" for s in classes}
+    class_keys = {UseId(s.path, s.owner) for s in classes if s.owner is not None}
     if any(calls_clip_from_outside(site, class_keys) for site in sites):
         return (), (
             "clip_gradients is called from outside the module class (a Callback or another "
@@ -211,14 +212,14 @@ def in_the_module_class(site: Site) -> bool:
     """The override goes into the class around the site: only right when that class is the one
     that uses the optimizer. A value decided elsewhere (a constant, a factory's default, a mixin
     that may come after LightningModule in the bases) names its users instead."""
-    return not site.users or f"{site.path}::{site.owner}" in site.users
+    return not site.users or UseId(site.path, site.owner or "") in site.users
 
 
-def calls_clip_from_outside(site: Site, class_keys: set[str]) -> bool:
+def calls_clip_from_outside(site: Site, class_keys: set[UseId]) -> bool:
     """A `x.clip_gradients(...)` call outside the module classes (a Callback's hook): Lightning
     runs it without passing through `configure_gradient_clipping`."""
     return (
         site.kind in (SiteKind.MODULE_CLIP, SiteKind.TRAINER_CLIP)
         and site.clip_call
-        and f"{site.path}::{site.owner}" not in class_keys
+        and (site.owner is None or UseId(site.path, site.owner) not in class_keys)
     )

@@ -6,7 +6,15 @@ from collections.abc import Iterator, Sequence
 
 from amp_clipfix.analysis.link import PathPieces, of_kind, user_sites
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
-from amp_clipfix.models import Certainty, FileSites, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import (
+    Certainty,
+    FileSites,
+    LightningPath,
+    Site,
+    SiteKind,
+    Strategy,
+    UseId,
+)
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
 from amp_clipfix.rules.clip_fused import found
@@ -88,10 +96,11 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
     for path in sorted({clip.path for clip in clips}, key=str):
         here = [s for s in clips if s.path == path]
         # The clip's module, and the module of the Fabric its receiver holds.
-        places = {str(path)} | {c.entry.rsplit(":", 2)[0] for c in here if c.entry}
+        places = {path} | {clip.entry.path for clip in here if clip.entry is not None}
+        users = {UseId(place) for place in places}
         group = fabric_pieces(
             [s for s in precision if s.path == path or s.entry is not None],
-            [s for s in optimizers if str(s.path) in places or places & set(s.users)],
+            [s for s in optimizers if s.path in places or users & set(s.users)],
             here,
         )
         if group:

@@ -17,11 +17,15 @@ from amp_clipfix.helper_sources import MODULE_HELPER_SOURCE
 from amp_clipfix.models import (
     Certainty,
     ClassInfo,
+    ConfigModel,
+    EntryId,
     FileSites,
     LightningPath,
     Site,
     SiteKind,
     Strategy,
+    UseId,
+    entry_order,
 )
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules.base import TRAINER_ERROR, Found, Rule, safety
@@ -114,7 +118,7 @@ class TrainerSettings:
 
     precision: tuple[Site, ...]
     clips: tuple[Site, ...]
-    entry: str | None = None
+    entry: EntryId | None = None
 
 
 def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSettings]:
@@ -128,7 +132,9 @@ def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSetti
     ]
     clips = of_kind(sites, SiteKind.TRAINER_CLIP)
     free_plugins = tuple(site for site in precision if site.entry is None)
-    entries = sorted({s.entry for s in (*precision, *clips) if s.entry is not None})
+    entries = sorted(
+        {s.entry for s in (*precision, *clips) if s.entry is not None}, key=entry_order
+    )
     settings = [
         TrainerSettings(
             precision=free_plugins + tuple(s for s in precision if s.entry == entry),
@@ -171,7 +177,7 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
     if not trainers:
         return
     fits = [fit for file in files for fit in file.fits]
-    fitted: dict[str, set[str]] = {}
+    fitted: dict[UseId | ConfigModel, set[EntryId]] = {}
     for fit in fits:
         if fit.trainer is not None and fit.module_class is not None:
             fitted.setdefault(fit.module_class, set()).add(fit.trainer)
@@ -221,20 +227,20 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
             yield found(candidates)
 
 
-def class_key(info: ClassInfo) -> str:
-    return f"{info.path}::{info.name}"
+def class_key(info: ClassInfo) -> UseId:
+    return UseId(info.path, info.name)
 
 
-def owns(key: str, site: Site) -> bool:
+def owns(key: UseId, site: Site) -> bool:
     """A module class owns the sites of its own methods and those its users name (a factory's
     literal, a mixin's optimizer, an `__init__` default)."""
-    return key in site.users or (site.owner is not None and f"{site.path}::{site.owner}" == key)
+    return key in site.users or (site.owner is not None and UseId(site.path, site.owner) == key)
 
 
-def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[str]:
+def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[UseId]:
     keys = {class_key(info) for info in lightning_module_classes(files)}
-    keys.update(user for site in sites for user in site.users if "::" in user)
-    return sorted(keys)
+    keys.update(user for site in sites for user in site.users if user.is_class)
+    return sorted(keys, key=lambda key: (str(key.path), key.name))
 
 
 RULE = Rule(

@@ -32,7 +32,13 @@ def found(candidates: Sequence[PathPieces]) -> Found:
             key=sort_key,
         )
     )
-    unknown = min((pieces.unknown() for pieces in candidates), key=len)
+    # The way with the fewest unknown pieces (ties: the first in `Piece` order, whatever order
+    # the ways came in).
+    order = list(Piece)
+    unknown = min(
+        (pieces.unknown() for pieces in candidates),
+        key=lambda pieces: (len(pieces), [order.index(piece) for piece in pieces]),
+    )
     if not unknown:
         return Found(sites)
     named = [WORDS[piece][0] for piece in unknown]
