@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from amp_clipfix.analysis.link import of_kind, sort_key
-from amp_clipfix.models import Certainty, FileSites, LightningPath, SiteKind, Strategy
+from amp_clipfix.models import Certainty, FileSites, Finding, LightningPath, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import acf001
 from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
+from amp_clipfix.rules.clip_fused import Targets
 
 BF16_PRECISIONS = frozenset({"bf16", "bf16-mixed"})
 
@@ -41,6 +42,14 @@ def find(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
             yield Found(tuple(sorted((*bf16, *optimizers, *clips), key=sort_key)))
 
 
+def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
+    """ACF001's codemods on the same sites (`unfuse` the literal, `guard` the clip call); `bf16`
+    has nothing to rewrite here."""
+    if strategy is Strategy.BF16:
+        return (), "the precision already is bf16-mixed: there is nothing to rewrite"
+    return acf001.targets(finding, strategy, target)
+
+
 RULE = Rule(
     code="ACF900",
     name="fabric-clip-fused-bf16",
@@ -48,6 +57,7 @@ RULE = Rule(
     level="warning",
     lightning_path=LightningPath.FABRIC,
     find=find,
+    targets=targets,
     short="Fabric clips gradients of a fused optimizer under bf16-mixed: fails under 16-mixed.",
     full=(
         "Within one module, a Fabric with precision `bf16-mixed` (or `bf16`), an optimizer built "

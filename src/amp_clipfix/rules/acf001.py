@@ -9,6 +9,7 @@ from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import (
     Certainty,
     FileSites,
+    Finding,
     LightningPath,
     Site,
     SiteKind,
@@ -17,7 +18,14 @@ from amp_clipfix.models import (
 )
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
-from amp_clipfix.rules.clip_fused import found
+from amp_clipfix.rules.clip_fused import (
+    Targets,
+    bf16_targets,
+    fixable,
+    found,
+    sharding_refusal,
+    unfuse_targets,
+)
 
 BF16_SCALER_ERROR = "ValueError: `precision='bf16-mixed'` does not use a scaler"
 
@@ -129,6 +137,34 @@ def fabric_pieces(
     return [pieces for pieces in candidates if pieces.complete()]
 
 
+def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
+    """Per strategy, the sites its codemod rewrites: `unscale` every clip call (the helper
+    takes the Fabric), `unfuse` the `fused=True` literals, `bf16` the precision literals,
+    `guard` the clip calls; or why it does not apply to this finding."""
+    sites = finding.sites
+    if strategy is Strategy.UNSCALE:
+        refusal = sharding_refusal(sites)
+        if refusal is not None:
+            return (), refusal
+        clips = of_kind(sites, SiteKind.FABRIC_CLIP)
+        if any(clip.certainty is Certainty.RUNTIME for clip in clips):
+            return (), (
+                "the clip's receiver is not known to be a Fabric (only its name says so): the "
+                "helper needs a Fabric; use --strategy unfuse"
+            )
+        return clips, None
+    if strategy is Strategy.UNFUSE:
+        return unfuse_targets(sites)
+    if strategy is Strategy.BF16:
+        return bf16_targets(sites, SiteKind.FABRIC_PRECISION, target)
+    clips = fixable(sites, SiteKind.FABRIC_CLIP, lambda site: True)
+    if strategy is not Strategy.GUARD:
+        return (), f"{finding.code} offers no {strategy.value} fix"
+    return clips, None if clips else (
+        "the clip call is not a plain statement or assignment that can be guarded"
+    )
+
+
 RULE = Rule(
     lines=("lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF001",
@@ -136,6 +172,7 @@ RULE = Rule(
     why=WHY,
     lightning_path=LightningPath.FABRIC,
     find=search,
+    targets=targets,
     name="fabric-clip-fused-fp16",
     short="Fabric clips gradients of a fused optimizer under fp16 mixed precision.",
     full=(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.link import (
@@ -20,6 +20,7 @@ from amp_clipfix.models import (
     ConfigModel,
     EntryId,
     FileSites,
+    Finding,
     LightningPath,
     Site,
     SiteKind,
@@ -29,7 +30,14 @@ from amp_clipfix.models import (
 )
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules.base import TRAINER_ERROR, Found, Rule, safety
-from amp_clipfix.rules.clip_fused import found
+from amp_clipfix.rules.clip_fused import (
+    Targets,
+    bf16_targets,
+    fixable,
+    found,
+    sharding_refusal,
+    unfuse_targets,
+)
 from amp_clipfix.strategies import SAFETY
 
 MESSAGE = (
@@ -243,6 +251,113 @@ def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list
     return sorted(keys, key=lambda key: (str(key.path), key.name))
 
 
+def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
+    """Per strategy, the sites its codemod rewrites: `unscale` the module classes that build
+    the fused optimizer (an override goes into each) and their `self.clip_gradients(...)`
+    calls, `unfuse` the `fused=True` literals, `bf16` the precision literals (never on a
+    release that refuses bf16-mixed too), `guard` the `self.clip_gradients(...)` calls; or why
+    it does not apply to this finding."""
+    sites = finding.sites
+    if strategy is Strategy.UNSCALE:
+        return unscale_targets(finding, target)
+    if strategy is Strategy.UNFUSE:
+        return unfuse_targets(sites)
+    if strategy is Strategy.BF16:
+        if target.trainer_refuses_without_scaler:
+            return (), (
+                f"bf16 is not a fix on the Trainer path of Lightning {target.version_label}: "
+                "it refuses to clip fused optimizers under bf16-mixed too; "
+                "use --strategy unscale or --strategy unfuse"
+            )
+        return bf16_targets(sites, SiteKind.TRAINER_PRECISION, target)
+    if strategy is not Strategy.GUARD:
+        return (), f"{finding.code} offers no {strategy.value} fix"
+    clips = fixable(sites, SiteKind.MODULE_CLIP, lambda site: True)
+    if clips:
+        return clips, None
+    if not any(site.kind is SiteKind.MODULE_CLIP for site in sites):
+        return (), (
+            "clipping comes only from Trainer(gradient_clip_val=...): there is no clip call to "
+            "guard; use --strategy unscale or --strategy unfuse"
+        )
+    return (), "the clip call is not a plain statement or assignment that can be guarded"
+
+
+def unscale_targets(finding: Finding, target: Target) -> Targets:
+    """The LightningModule classes that build the fused optimizer (marked by its sites) and
+    their `self.clip_gradients(...)` calls."""
+    sites = finding.sites
+    if target.clip_hook_takes_optimizer_idx is None:
+        return (), (
+            f"Lightning {target.version_label} spans 1.x and 2.x, whose "
+            "configure_gradient_clipping signatures differ (optimizer_idx); pin one line, or "
+            "use --strategy unfuse"
+        )
+    refusal = sharding_refusal(sites)
+    if refusal is not None:
+        return (), refusal
+    classes = tuple(
+        s
+        for s in sites
+        if s.kind is SiteKind.FUSED_OPTIMIZER
+        and s.owner is not None
+        and not s.in_config
+        and in_the_module_class(s)
+    )
+    if not classes:
+        classes = factory_classes(finding)
+    if not classes:
+        return (), (
+            "no LightningModule class is known to build the fused optimizer (it is configured "
+            "in YAML, or built by a method of another class, or its module class lives in a "
+            "file this finding does not read), so there is no class to give a "
+            "configure_gradient_clipping override; use --strategy unfuse"
+        )
+    class_keys = {UseId(s.path, s.owner) for s in classes if s.owner is not None}
+    if any(calls_clip_from_outside(site, class_keys) for site in sites):
+        return (), (
+            "clip_gradients is called from outside the module class (a Callback or another "
+            "object): an override cannot reroute that call; use --strategy unfuse"
+        )
+    return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None
+
+
+def factory_classes(finding: Finding) -> tuple[Site, ...]:
+    """An optimizer built by a function (a factory, a default, a constant) that the module
+    class's own methods call: the override goes into that class (`Site.built_in`). The targets
+    are the optimizer sites (which mark no class: they are in a function) and one anchor per
+    class, at its `class` statement, in a file the finding already reads."""
+    optimizers = [s for s in finding.sites if s.kind is SiteKind.FUSED_OPTIMIZER]
+    if not optimizers or any(s.in_config or s.owner is not None for s in optimizers):
+        return ()
+    read = {site.path for site in finding.sites}
+    homes = sorted({home for site in optimizers for home in site.built_in})
+    if not homes or any(home.path not in read for home in homes):
+        return ()
+    anchors = tuple(
+        replace(optimizers[0], path=home.path, span=home.span, owner=home.name, fixable=False)
+        for home in homes
+    )
+    return (*optimizers, *anchors)
+
+
+def in_the_module_class(site: Site) -> bool:
+    """The override goes into the class around the site: only right when that class is the one
+    that uses the optimizer. A value decided elsewhere (a constant, a factory's default, a mixin
+    that may come after LightningModule in the bases) names its users instead."""
+    return not site.users or UseId(site.path, site.owner or "") in site.users
+
+
+def calls_clip_from_outside(site: Site, class_keys: set[UseId]) -> bool:
+    """A `x.clip_gradients(...)` call outside the module classes (a Callback's hook): Lightning
+    runs it without passing through `configure_gradient_clipping`."""
+    return (
+        site.kind in (SiteKind.MODULE_CLIP, SiteKind.TRAINER_CLIP)
+        and site.clip_call
+        and (site.owner is None or UseId(site.path, site.owner) not in class_keys)
+    )
+
+
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF002",
@@ -250,6 +365,7 @@ RULE = Rule(
     why=WHY,
     lightning_path=LightningPath.TRAINER,
     find=search,
+    targets=targets,
     name="trainer-clip-fused-mixed-precision",
     short=(
         "The Trainer clips gradients of a fused optimizer under mixed precision "

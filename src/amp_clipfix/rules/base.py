@@ -81,6 +81,10 @@ Search = Callable[["ProjectFacts"], Iterable[Found]]
 # release(s) the project runs on: ACF001 and ACF002, whose fixes are the shared codemods.
 Finder = Callable[[Sequence[FileSites], Target], Iterable[Found]]
 
+# What the shared codemod of a strategy (fixes/codemods) rewrites for one finding of a `find`
+# rule: its target sites, or why the strategy does not apply there.
+Targeter = Callable[[Finding, Strategy, Target], tuple[tuple[Site, ...], str | None]]
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -88,8 +92,9 @@ class Rule:
 
     `fix_safety` maps a strategy value (`unscale`, `unfuse`, `bf16`, `guard`) to where that fix
     applies for this rule, whether it is safe and what it changes in behaviour. `find` yields the
-    rule's findings from the collected sites; their fixes are the shared codemods
-    (`fixes/choose.py`, by `lightning_path`).
+    rule's findings from the collected sites, and `targets` says, per strategy, which sites the
+    shared codemods (fixes/codemods) rewrite for one of them or why that strategy does not
+    apply; `fixes/choose.py` only picks among the strategies.
 
     An alias (ACF003) has neither: no finding carries its code, and `reaches` says which
     findings of other rules it names in suppression comments, `--select` / `--ignore` and the
@@ -112,6 +117,7 @@ class Rule:
     lightning_path: LightningPath | None = None
     level: str = "error"  # "error" when certain, "warning" when a person must review
     find: Finder | None = field(default=None, compare=False)
+    targets: Targeter | None = field(default=None, compare=False)
     search: Search | None = field(default=None, compare=False)
     words: tuple[bytes, ...] = ()  # a search reads only files whose text holds one of these
     # A project none of whose files holds one of these cannot have this rule's finding (its search
