@@ -1,10 +1,12 @@
-"""The rules, one module each, and what turns their groups of pieces into findings.
-
-Adding a rule means adding its module here (see CONTRIBUTING.md): nothing else names its code.
+"""The rules, one module each (`acfNNN.py`, found here by name: adding a rule is adding its
+module, see CONTRIBUTING.md), and what turns their findings into `Finding`s.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -12,21 +14,6 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import (
-    acf001,
-    acf002,
-    acf003,
-    acf004,
-    acf005,
-    acf006,
-    acf007,
-    acf008,
-    acf009,
-    acf010,
-    acf011,
-    acf012,
-    acf013,
-)
 from amp_clipfix.rules.base import (
     HOMEPAGE,
     Found,
@@ -54,23 +41,18 @@ __all__ = [
     "render_rule",
 ]
 
+
+def _rule_modules() -> list[str]:
+    """The rule modules of this package (`acf001`, ...), in code order."""
+    return sorted(
+        name for _, name, _ in pkgutil.iter_modules(__path__) if re.fullmatch(r"acf\d{3}", name)
+    )
+
+
+# The one registry every command reads: each module's `RULE`, in code order.
 RULES: dict[str, Rule] = {
     rule.code: rule
-    for rule in (
-        acf001.RULE,
-        acf002.RULE,
-        acf003.RULE,
-        acf004.RULE,
-        acf005.RULE,
-        acf006.RULE,
-        acf007.RULE,
-        acf008.RULE,
-        acf009.RULE,
-        acf010.RULE,
-        acf011.RULE,
-        acf012.RULE,
-        acf013.RULE,
-    )
+    for rule in (importlib.import_module(f"{__name__}.{name}").RULE for name in _rule_modules())
 }
 
 
