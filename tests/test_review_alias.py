@@ -122,10 +122,10 @@ def test_machine_output_carries_the_code_and_the_review(project: Path) -> None:
     assert document["summary"]["by_code"] == {"ACF001": 2, "ACF002": 1}
     sarif = json.loads(invoke("check", "--format", "sarif").stdout)
     results = sarif["runs"][0]["results"]
-    assert [(r["ruleId"], r["level"]) for r in results] == [
-        ("ACF001", "error"),
-        ("ACF001", "warning"),
-        ("ACF002", "warning"),
+    assert [(r["ruleId"], r["level"], r["properties"]["confidence"]) for r in results] == [
+        ("ACF001", "error", "high"),
+        ("ACF001", "warning", "review"),
+        ("ACF002", "warning", "review"),
     ]
     github = invoke("check", "--format", "github").stdout.splitlines()
     assert [line.split(" ", 1)[0] for line in github] == ["::error", "::warning", "::warning"]

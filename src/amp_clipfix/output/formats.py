@@ -19,6 +19,7 @@ from urllib.parse import quote
 from amp_clipfix import __version__
 from amp_clipfix.models import (
     Certainty,
+    Confidence,
     Edit,
     FileError,
     Finding,
@@ -342,9 +343,11 @@ def _sarif_result(
     fixes = _sarif_fixes(finding, edits)
     if fixes:
         result["fixes"] = fixes
+    # As in JSON: "review" when a piece is decided at run time (the level is then a warning).
+    result["properties"] = {"confidence": Confidence(finding.confidence).value}
     assumed = summary.assumed_for(primary.path)
     if assumed is not None:
-        result["properties"] = {"assumed_lightning": assumed}
+        result["properties"]["assumed_lightning"] = assumed
     return result
 
 
