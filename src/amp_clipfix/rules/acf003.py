@@ -68,8 +68,8 @@ RULE = Rule(
     level="warning",
     name="clip-fused-decided-at-run-time",
     short=(
-        "Gradient clipping on a fused optimizer under mixed precision, where a piece is "
-        "decided at run time: review needed."
+        "Alias of the ACF001 / ACF002 findings where a piece is decided at run time "
+        "(confidence review): gradient clipping on a fused optimizer under mixed precision."
     ),
     full=(
         "An alias, not a finding of its own: the ACF001 or ACF002 pattern where the precision, "
