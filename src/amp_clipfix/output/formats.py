@@ -343,7 +343,7 @@ def _sarif_result(
     fixes = _sarif_fixes(finding, edits)
     if fixes:
         result["fixes"] = fixes
-    # As in JSON: "review" when a piece is decided at run time (the level is then a warning).
+    # As in JSON: "review" when a piece is decided at run time.
     result["properties"] = {"confidence": Confidence(finding.confidence).value}
     assumed = summary.assumed_for(primary.path)
     if assumed is not None:

@@ -116,10 +116,12 @@ def codes_of(finding: Finding) -> tuple[str, ...]:
 
 
 def level_of(finding: Finding) -> str:
-    """The SARIF level / GitHub annotation of a finding: its rule's level, and `warning` at most
-    where a person must review it."""
-    level = RULES[finding.code].level
-    return "warning" if finding.confidence == Confidence.REVIEW and level == "error" else level
+    """The SARIF level / GitHub annotation of a finding: its rule's level, or the rule's
+    `review_level` where a person must review it."""
+    rule = RULES[finding.code]
+    if finding.confidence == Confidence.REVIEW and rule.review_level is not None:
+        return rule.review_level
+    return rule.level
 
 
 def offered(fix: RuleFix, sites: Sequence[Site]) -> Fix:

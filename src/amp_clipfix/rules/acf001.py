@@ -173,6 +173,7 @@ RULE = Rule(
     lightning_path=LightningPath.FABRIC,
     find=search,
     targets=targets,
+    review_level="warning",
     name="fabric-clip-fused-fp16",
     short="Fabric clips gradients of a fused optimizer under fp16 mixed precision.",
     full=(

@@ -366,6 +366,7 @@ RULE = Rule(
     lightning_path=LightningPath.TRAINER,
     find=search,
     targets=targets,
+    review_level="warning",
     name="trainer-clip-fused-mixed-precision",
     short=(
         "The Trainer clips gradients of a fused optimizer under mixed precision "
