@@ -136,3 +136,39 @@ def test_explain_says_the_alias_reaches_the_review_findings() -> None:
     page = CliRunner().invoke(main, ["explain", "ACF003"]).output
     assert "An alias, not a finding of its own" in page
     assert "`# noqa: ACF003`" in page and "`--ignore ACF003`" in page
+
+
+def test_the_review_names_the_same_pieces_whatever_order_the_ways_come_in() -> None:
+    """Two Trainers meet one module class, each with two pieces decided at run time: the review
+    names the same two (the first in `Piece` order) for both orders of the ways."""
+    from amp_clipfix.analysis.link import PathPieces
+    from amp_clipfix.models import Certainty, Site, SiteKind, Span
+    from amp_clipfix.rules.clip_fused import found
+
+    def site(kind: SiteKind, line: int, certainty: Certainty) -> Site:
+        return Site(kind, Path("train.py"), Span(line, 0, line, 9), certainty, "detail")
+
+    optimizer = site(SiteKind.FUSED_OPTIMIZER, 1, Certainty.KNOWN)
+    runtime_precision = PathPieces(
+        (site(SiteKind.TRAINER_PRECISION, 2, Certainty.RUNTIME),),
+        (optimizer,),
+        (site(SiteKind.TRAINER_CLIP, 3, Certainty.KNOWN),),
+        clip_known=True,
+        link_known=False,
+    )
+    runtime_clip = PathPieces(
+        (site(SiteKind.TRAINER_PRECISION, 4, Certainty.KNOWN),),
+        (optimizer,),
+        (site(SiteKind.TRAINER_CLIP, 5, Certainty.RUNTIME),),
+        clip_known=False,
+        link_known=False,
+    )
+    first = found([runtime_precision, runtime_clip])
+    assert first == found([runtime_clip, runtime_precision])
+    assert (
+        first.review == "the precision and which module the Trainer trains are decided at run time"
+    )
+    assert (
+        first.condition
+        == "the precision chosen at run time is mixed and the Trainer trains this module"
+    )

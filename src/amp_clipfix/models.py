@@ -264,7 +264,7 @@ class Finding:
     sites: tuple[Site, ...]
     fix: Fix | None = None
     refusal: str | None = None  # why the requested strategy does not apply
-    review: str | None = None  # what a person must decide (ACF003, or a rule's own review)
+    review: str | None = None  # what a person must decide (a finding with confidence review)
     suppressed: bool = False
     notes: tuple[str, ...] = field(default=())
     # A rule with its own search offers its fixes here, one per strategy; choose.py picks one.
