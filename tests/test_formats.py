@@ -99,7 +99,7 @@ def review_finding(root: Path) -> Finding:
     optimizer = site(SiteKind.FUSED_OPTIMIZER, model, 12, 15, 60, value="True", owner="Model")
     clip = site(SiteKind.TRAINER_CLIP, model, 20, 32, 52, value="1.0")
     return Finding(
-        "ACF003",
+        "ACF002",
         LightningPath.TRAINER,
         "Trainer clips, if the precision chosen at run time is mixed\nsecond line",
         "review",
@@ -129,7 +129,7 @@ def test_summary_counts_active_findings_and_suppressed_apart(project: Path) -> N
     assert summary_of(findings).as_dict() == {
         "files": 3,
         "findings": 2,
-        "by_code": {"ACF001": 1, "ACF003": 1},
+        "by_code": {"ACF001": 1, "ACF002": 1},
         "fixable": 1,
         "suppressed": 1,
         "errors": 0,
@@ -145,7 +145,7 @@ def test_json_document_shape_and_round_trip(project: Path) -> None:
     text = to_json(findings, summary_of(findings), edits={fabric: [edit]})
     document = json.loads(text)
     assert list(document) == ["schema_version", "tool", "findings", "errors", "summary"]
-    assert document["schema_version"] == 2
+    assert document["schema_version"] == 3
     assert document["tool"] == {"name": "amp-clipfix", "version": __version__}
     assert [f["path"] for f in document["findings"]] == ["model.py", "src/train.py"]
     first = document["findings"][1]
@@ -220,7 +220,7 @@ def test_json_document_shape_and_round_trip(project: Path) -> None:
         "fixed": False,
     }
     review = document["findings"][0]
-    assert (review["line"], review["column"], review["code"]) == (12, 16, "ACF003")
+    assert (review["line"], review["column"], review["code"]) == (12, 16, "ACF002")
     assert review["fix"] is None
     assert review["review"] == "the precision is decided at run time"
     assert review["sites"][1]["decided_at_run_time"] is True
@@ -268,7 +268,7 @@ def test_sarif_results_levels_locations_suppressions_and_fixes(project: Path) ->
     results = run["results"]
     assert [(r["ruleId"], r["level"]) for r in results] == [
         ("ACF001", "note"),
-        ("ACF003", "warning"),
+        ("ACF002", "warning"),  # a review finding: a warning, though ACF002's level is error
         ("ACF001", "error"),
     ]
     suppressed, review, fabric = results
@@ -324,7 +324,7 @@ def test_github_lines_are_exact_and_escaped(project: Path) -> None:
     fabric, _ = fabric_finding(project)
     findings = [fabric, review_finding(project), suppressed_finding(project)]
     assert to_github(findings).splitlines() == [
-        "::warning file=model.py,line=12,col=16,endLine=12,endColumn=61,title=ACF003::"
+        "::warning file=model.py,line=12,col=16,endLine=12,endColumn=61,title=ACF002::"
         "Trainer clips, if the precision chosen at run time is mixed%0Asecond line",
         "::error file=src/train.py,line=4,col=27,endLine=4,endColumn=37,title=ACF001::"
         "Fabric clips: 100%25 broken, see a,b",

@@ -127,7 +127,8 @@ def test_yaml_list_valued_fused_is_a_review_finding(project: Path) -> None:
     )
     result = invoke("check", "--lightning-version", "2.6.6")
     assert result.exit_code == 1, result.output
-    assert "ACF003" in result.output and "fused: (a list)" in result.output
+    assert "ACF002" in result.output and "fused: (a list)" in result.output
+    assert "review: whether the optimizer is fused is decided at run time" in result.output
 
 
 def test_yaml_alias_bomb_does_not_hang(project: Path) -> None:

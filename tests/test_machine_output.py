@@ -157,14 +157,14 @@ def shipped_schema() -> dict:
 def test_schema_command_prints_the_shipped_schema() -> None:
     schema = shipped_schema()
     jsonschema.Draft7Validator.check_schema(schema)
-    assert schema["properties"]["schema_version"] == {"const": 2}
+    assert schema["properties"]["schema_version"]["const"] == 3
 
 
 def test_json_of_check_and_apply_validates_and_says_what_was_fixed(project: Path) -> None:
     validator = jsonschema.Draft7Validator(shipped_schema())
     checked = json.loads(invoke("check", "--format", "json", "sample_project").stdout)
     validator.validate(checked)
-    assert checked["schema_version"] == 2
+    assert checked["schema_version"] == 3
     assert {f["code"] for f in checked["findings"]} == {FABRIC_CODE, TRAINER_CODE}
     assert not any(f["fixed"] for f in checked["findings"])
     assert checked["errors"] == [

@@ -132,7 +132,7 @@ def test_constants_of_a_large_module_are_followed_from_another_module(tmp_path: 
     assert (tmp_path / "settings.py").stat().st_size > 1_000_000
     result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", str(tmp_path)])
     assert result.exit_code == 1, result.output
-    assert "ACF002" in result.output and "ACF003" not in result.output
+    assert "ACF002" in result.output and "review:" not in result.output  # certain
     assert "fused optimizer: " in result.output and "settings.py:40003 " in result.output
     assert "1 finding" in result.output
 

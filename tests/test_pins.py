@@ -307,7 +307,8 @@ def test_json_and_sarif_name_the_pin(two_projects: Path) -> None:
     )
     run = sarif["runs"][0]
     assert run["results"][0]["properties"] == {
-        "assumed_lightning": "lightning 2.4.0 from new/uv.lock"
+        "confidence": "high",
+        "assumed_lightning": "lightning 2.4.0 from new/uv.lock",
     }
     assert len(run["properties"]["projects"]) == 2
 

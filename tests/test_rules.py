@@ -9,7 +9,7 @@ import pytest
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.rules import RULES, help_uri, render_release_table, render_rule
+from amp_clipfix.rules import RULES, codes_of, help_uri, render_release_table, render_rule
 from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS, SEARCH_WORDS
 from amp_clipfix.strategies import SAFETY
 
@@ -135,7 +135,8 @@ def test_examples_are_what_the_tool_finds_and_fixes(tmp_path: Path, code: str) -
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     (tmp_path / "train.py").write_text(rule.example_before, encoding="utf-8")
     result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True))
-    assert {finding.code for finding in result.findings} == {code}
+    # An alias's example (ACF003) is a finding of another rule that the alias reaches.
+    assert result.findings and all(code in codes_of(finding) for finding in result.findings)
     changed = [rule.example_after] if rule.example_after != rule.example_before else []
     assert [change.new_data.decode() for change in result.changes] == changed
 

@@ -93,6 +93,45 @@ class Span:
 
 
 @dataclass(frozen=True, order=True)
+class EntryId:
+    """Which `Fabric(...)` / `Trainer(...)` a site configures: the call by its place, or (`cli`)
+    the LightningCLI's one Trainer that every YAML trainer section configures."""
+
+    path: Path
+    line: int
+    column: int
+    cli: bool = False
+
+
+@dataclass(frozen=True, order=True)
+class UseId:
+    """Where an optimizer built with a site's `fused` value is used, or which module class a
+    `fit` trains: a class of a file by name, or (`name` empty) the file itself."""
+
+    path: Path
+    name: str = ""
+
+    @property
+    def is_class(self) -> bool:
+        return bool(self.name)
+
+
+@dataclass(frozen=True, order=True)
+class ConfigModel:
+    """A config's `model` section names the class the LightningCLI's Trainer fits by dotted
+    name (`class_path` / `_target_`); the project resolution turns it into a `UseId`."""
+
+    dotted: str
+
+
+def entry_order(entry: EntryId | None) -> tuple[object, ...]:
+    """A total order of entries, None first, that never compares a path with None."""
+    if entry is None:
+        return ("",)
+    return (str(entry.path), entry.line, entry.column, entry.cli)
+
+
+@dataclass(frozen=True, order=True)
 class ClassRef:
     """A class of the project by position: where a fix may add a method."""
 
@@ -129,13 +168,13 @@ class Site:
     owner: str | None = None
     fixable: bool = True
     suppressed_codes: frozenset[str] | None = None
-    entry: str | None = None  # which Fabric / Trainer it configures, e.g. "train.py:12:10"
+    entry: EntryId | None = None  # which Fabric / Trainer it configures
     cell: int | None = None  # in a notebook: the cell number, and the span within that cell
     cell_span: Span | None = None
     in_config: bool = False  # read from a YAML config (LightningCLI / Hydra), not from code
-    # Classes ("path::Name") or files ("path") where the optimizer built with this `fused` value
-    # is used, when that is elsewhere than the site itself (a factory, a default, a constant).
-    users: tuple[str, ...] = ()
+    # Classes or files where the optimizer built with this `fused` value is used, when that is
+    # elsewhere than the site itself (a factory, a default, a constant).
+    users: tuple[UseId, ...] = ()
     note: str | None = None  # e.g. that the place also serves other callers
     sharding: Sharding = Sharding.NONE  # the strategy of the Fabric / Trainer it configures
     through: Through = Through.ARGUMENT
@@ -163,11 +202,12 @@ class ClassInfo:
 
 @dataclass(frozen=True)
 class FitCall:
-    """`trainer.fit(model, ...)`: which Trainer (its entry id) trains which module class
-    ("path::Name"); None where the analysis could not tell."""
+    """`trainer.fit(model, ...)`: which Trainer trains which module class (a config's dotted
+    name until the project resolution finds the class); None where the analysis could not
+    tell."""
 
-    trainer: str | None
-    module_class: str | None
+    trainer: EntryId | None
+    module_class: UseId | ConfigModel | None
 
 
 @dataclass(frozen=True)
@@ -224,7 +264,7 @@ class Finding:
     sites: tuple[Site, ...]
     fix: Fix | None = None
     refusal: str | None = None  # why the requested strategy does not apply
-    review: str | None = None  # what a person must decide (ACF003, or a rule's own review)
+    review: str | None = None  # what a person must decide (a finding with confidence review)
     suppressed: bool = False
     notes: tuple[str, ...] = field(default=())
     # A rule with its own search offers its fixes here, one per strategy; choose.py picks one.
@@ -247,7 +287,7 @@ class Finding:
                 site.span.line,
                 site.span.column,
                 site.kind.value,  # a `**spread` is a precision and a clip site at one position
-                site.entry or "",
+                entry_order(site.entry),
             ),
         )
 

@@ -94,9 +94,15 @@ class Selection:
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
 
-    def allows(self, code: str) -> bool:
-        selected = self.select is None or any(_matches(code, entry) for entry in self.select)
-        return selected and not any(_matches(code, entry) for entry in self.ignore)
+    def allows(self, codes: Sequence[str]) -> bool:
+        """`codes`: those that name one finding (its rule's, and aliases such as ACF003 for
+        the review findings of ACF001 / ACF002): one selected, none ignored."""
+        selected = self.select is None or any(
+            _matches(code, entry) for code in codes for entry in self.select
+        )
+        return selected and not any(
+            _matches(code, entry) for code in codes for entry in self.ignore
+        )
 
 
 def _matches(code: str, entry: str) -> bool:
@@ -175,7 +181,9 @@ class CommandLine:
 
 def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closure
     def keep(finding: Finding) -> bool:
-        return selection.allows(finding.code) and scope.touches(finding)
+        from amp_clipfix.rules import codes_of  # a finding exists: the registry is imported
+
+        return selection.allows(codes_of(finding)) and scope.touches(finding)
 
     return keep
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from amp_clipfix.analysis.link import PathPieces, of_kind
-from amp_clipfix.models import Certainty, FileSites, LightningPath, SiteKind, Strategy
+from amp_clipfix.analysis.link import of_kind, sort_key
+from amp_clipfix.models import Certainty, FileSites, Finding, LightningPath, SiteKind, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import acf001
-from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
+from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
+from amp_clipfix.rules.clip_fused import Targets
 
 BF16_PRECISIONS = frozenset({"bf16", "bf16-mixed"})
 
@@ -28,20 +29,25 @@ MESSAGE = (
 BEFORE = acf001.BEFORE.replace('"16-mixed"', '"bf16-mixed"')
 
 
-def find(files: Sequence[FileSites], target: Target) -> Iterator[list[PathPieces]]:
+def find(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
     """One finding per module where a bf16 Fabric precision, a fused optimizer and a Fabric clip
-    call are all written out (known sites only: a run-time piece would make it ACF003)."""
+    call are all written out (known sites only, so it is always certain)."""
     for file in files:
         known = [site for site in file.sites if site.certainty is Certainty.KNOWN]
         precision = of_kind(known, SiteKind.FABRIC_PRECISION)
-        pieces = PathPieces(
-            precision=tuple(site for site in precision if site.value in BF16_PRECISIONS),
-            optimizers=of_kind(known, SiteKind.FUSED_OPTIMIZER),
-            clips=of_kind(known, SiteKind.FABRIC_CLIP),
-            clip_known=True,
-        )
-        if pieces.complete():
-            yield [pieces]
+        bf16 = tuple(site for site in precision if site.value in BF16_PRECISIONS)
+        optimizers = of_kind(known, SiteKind.FUSED_OPTIMIZER)
+        clips = of_kind(known, SiteKind.FABRIC_CLIP)
+        if bf16 and optimizers and clips:
+            yield Found(tuple(sorted((*bf16, *optimizers, *clips), key=sort_key)))
+
+
+def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
+    """ACF001's codemods on the same sites (`unfuse` the literal, `guard` the clip call); `bf16`
+    has nothing to rewrite here."""
+    if strategy is Strategy.BF16:
+        return (), "the precision already is bf16-mixed: there is nothing to rewrite"
+    return acf001.targets(finding, strategy, target)
 
 
 RULE = Rule(
@@ -51,6 +57,7 @@ RULE = Rule(
     level="warning",
     lightning_path=LightningPath.FABRIC,
     find=find,
+    targets=targets,
     short="Fabric clips gradients of a fused optimizer under bf16-mixed: fails under 16-mixed.",
     full=(
         "Within one module, a Fabric with precision `bf16-mixed` (or `bf16`), an optimizer built "

@@ -20,7 +20,7 @@ from amp_clipfix.analysis.ast_syntax import (
 )
 from amp_clipfix.analysis.collect_walk import FUNCTIONS, CollectorBase
 from amp_clipfix.analysis.scopes import Binding, Scope
-from amp_clipfix.models import Certainty, Sharding, SiteKind, Through
+from amp_clipfix.models import Certainty, EntryId, Sharding, SiteKind, Through
 
 PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
 
@@ -131,7 +131,7 @@ class CallCollector(CollectorBase):
                     through=Through.SPREAD,
                 )
 
-    def link_plugins(self, plugins: ast.expr, entry: str) -> None:
+    def link_plugins(self, plugins: ast.expr, entry: EntryId) -> None:
         """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
         built before: that plugin's site configures this call (its precision, its strategy)."""
         elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]

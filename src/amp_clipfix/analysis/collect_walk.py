@@ -26,7 +26,16 @@ from amp_clipfix.analysis.scopes import (
     position,
     referents,
 )
-from amp_clipfix.models import Certainty, ClassInfo, Sharding, Site, SiteKind, Span, Through
+from amp_clipfix.models import (
+    Certainty,
+    ClassInfo,
+    EntryId,
+    Sharding,
+    Site,
+    SiteKind,
+    Span,
+    Through,
+)
 
 UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
 
@@ -52,10 +61,10 @@ class CollectorBase(ast.NodeVisitor):
         self.function_stack: list[ast.AST] = []  # the functions the visit is inside
         self.unscaled_classes: set[str] = set()  # classes whose clipping the unscale fix made
         # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
-        self.fabric_bindings: dict[str, str | None] = {}
+        self.fabric_bindings: dict[str, EntryId | None] = {}
         self.guard_depth = 0
-        self.entry_calls: list[str] = []  # Fabric(...) / Trainer(...) calls being visited
-        self.entry_sharding: dict[str, Sharding] = {}  # their `strategy=`, as a fact
+        self.entry_calls: list[EntryId] = []  # Fabric(...) / Trainer(...) calls being visited
+        self.entry_sharding: dict[EntryId, Sharding] = {}  # their `strategy=`, as a fact
         # Filled while visiting (what libcst saw so far): target name -> value and its scope
         self.assigned_values: dict[int, tuple[ast.expr, Scope]] = {}
         self.statement_calls: dict[int, ast.stmt] = {}  # calls a whole statement makes
@@ -332,12 +341,12 @@ class CollectorBase(ast.NodeVisitor):
             self.bind_fabric(self.code(node.target), None)
         self.generic_visit(node)
 
-    def entry_of(self, call: ast.Call) -> str:
+    def entry_of(self, call: ast.Call) -> EntryId:
         """The id of a Fabric(...) / Trainer(...) call: its path and position."""
         span = self.span(call)
-        return f"{self.path}:{span.line}:{span.column}"
+        return EntryId(self.path, span.line, span.column)
 
-    def bind_fabric(self, receiver: str, call: str | None) -> None:
+    def bind_fabric(self, receiver: str, call: EntryId | None) -> None:
         """Remember which Fabric a name holds; a name bound to two Fabrics could be either."""
         if receiver in self.fabric_bindings and self.fabric_bindings[receiver] != call:
             call = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, ConfigModel, FileSites, FitCall, Site, SiteKind, Span
 from amp_clipfix.sources.text import line_starts
 from amp_clipfix.sources.yaml import TAG, Mapping, compose_documents, shared_nodes
 
@@ -56,9 +56,7 @@ def collect_config_sites(path: Path, text: str) -> FileSites:
     reader = ConfigReader(path, text)
     for root in compose_documents(text):
         reader.read(root)
-    fits = tuple(
-        FitCall(names.CLI_TRAINER, f"{names.CONFIG_MODEL}{name}") for name in reader.models
-    )
+    fits = tuple(FitCall(names.CLI_TRAINER, ConfigModel(name)) for name in reader.models)
     return FileSites(path=path, sites=tuple(reader.sites), fits=fits)
 
 

@@ -37,6 +37,7 @@ from amp_clipfix.analysis.values import (
     TrainerV,
     TupleV,
 )
+from amp_clipfix.models import EntryId
 
 MAX_DEPTH = 6
 # Values one expression may hold before the run-time ones merge: flow-insensitive following
@@ -967,7 +968,7 @@ class Evaluator:
                 values.extend(self.ev(node.value, inner))
         return values or [Opaque(call, ctx.summary)]
 
-    def trainer_entry(self, cls: ClsV) -> str | None:
+    def trainer_entry(self, cls: ClsV) -> EntryId | None:
         """A Trainer subclass is configured where its `__init__` calls `super().__init__`."""
         for klass in self.mro(cls):
             if isinstance(klass, ClsV):

@@ -7,6 +7,10 @@ packages all resolve to one of these.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from amp_clipfix.models import EntryId
+
 FABRIC_CLASSES = frozenset(
     {
         "lightning.Fabric",
@@ -50,10 +54,9 @@ CLI_CLASSES = frozenset(
         "pytorch_lightning.utilities.cli.LightningCLI",
     }
 )
-CLI_TRAINER = "yaml:trainer"  # the entry id of that Trainer: every trainer section configures it
-# A config's `model` section (`class_path` / `_target_`) names the class that Trainer fits, as a
-# dotted name the project resolution turns into a class ("dotted:pkg.models.Model").
-CONFIG_MODEL = "dotted:"
+# The entry of that Trainer: every trainer section configures it (a config's `model` section
+# names the class it fits: `models.ConfigModel`).
+CLI_TRAINER = EntryId(Path(), 0, 0, cli=True)
 
 FABRIC_PACKAGES = ("lightning.fabric.", "lightning_fabric.")
 TRAINER_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.")

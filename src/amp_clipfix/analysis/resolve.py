@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from amp_clipfix.analysis import names
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
 from amp_clipfix.analysis.resolve_optimizers import OptimizerSearch
@@ -29,7 +28,7 @@ from amp_clipfix.analysis.resolve_refine import RefineSites
 from amp_clipfix.analysis.resolve_trainers import TrainerSearch
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV
-from amp_clipfix.models import FileSites, Site, SiteKind
+from amp_clipfix.models import ConfigModel, FileSites, Site, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
 
@@ -105,13 +104,12 @@ def resolve(
 def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:
     """A config's fits name their model class by dotted name: the project's class it is, or
     None (not known here) when the name is not a class of the project."""
-    if not any((fit.module_class or "").startswith(names.CONFIG_MODEL) for fit in file.fits):
+    if not any(isinstance(fit.module_class, ConfigModel) for fit in file.fits):
         return file
     fits = []
     for fit in file.fits:
-        dotted = fit.module_class or ""
-        if dotted.startswith(names.CONFIG_MODEL):
-            qname = dotted[len(names.CONFIG_MODEL) :]
+        if isinstance(fit.module_class, ConfigModel):
+            qname = fit.module_class.dotted
             values = evaluator.resolve_qname(qname, ast.Constant(qname), None)  # type: ignore[arg-type]
             keys = {value.key if isinstance(value, ClsV) else None for value in values}
             fits += [replace(fit, module_class=key) for key in sorted(keys, key=str) or [None]]
@@ -141,12 +139,12 @@ def trainer_files_needed(resolved: dict[Path, FileSites]) -> set[Path] | None:
             continue
         if site.path.suffix in (".yaml", ".yml"):
             return None
-        keys = {user for user in site.users if "::" in user}
+        keys = {user for user in site.users if user.is_class}
         if site.owner is not None:
-            keys.add(f"{site.path}::{site.owner}")
+            keys.add(UseId(site.path, site.owner))
         for key in keys:
             entries = [fit.trainer for fit in fits if fit.module_class == key and fit.trainer]
             if not entries and any(user == key for user in site.users):
                 return None
-            needed.update(Path(entry.rsplit(":", 2)[0]) for entry in entries)
+            needed.update(entry.path for entry in entries if not entry.cli)
     return needed

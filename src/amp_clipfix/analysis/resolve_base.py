@@ -24,7 +24,7 @@ from amp_clipfix.analysis.relevance import (
 )
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import Lit
-from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, EntryId, FileSites, FitCall, Site, SiteKind, Span, UseId
 from amp_clipfix.paths import is_library
 
 
@@ -89,8 +89,8 @@ class ResolutionBase:
         kind: SiteKind,
         value: object,
         detail: str,
-        entry: str | None = None,
-        users: tuple[str, ...] = (),
+        entry: EntryId | None = None,
+        users: tuple[UseId, ...] = (),
         fixable: bool = True,
     ) -> Site | None:
         """A site at a literal (known) or at an expression decided at run time."""

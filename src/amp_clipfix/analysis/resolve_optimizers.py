@@ -13,7 +13,7 @@ from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.resolve_base import ResolutionBase, relevant_among, segment, within
 from amp_clipfix.analysis.values import ClsV, Lit, Opaque, Opt
-from amp_clipfix.models import Certainty, ClassRef, SiteKind
+from amp_clipfix.models import Certainty, ClassRef, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
@@ -80,7 +80,7 @@ class OptimizerSearch(ResolutionBase):
         return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
 
     def optimizer_sites(
-        self, opt: Opt, users: tuple[str, ...], built_in: tuple[ClassRef, ...] = ()
+        self, opt: Opt, users: tuple[UseId, ...], built_in: tuple[ClassRef, ...] = ()
     ) -> None:
         """Sites where the optimizer's `fused` is decided, unless the file's collector has
         them already (then they only learn who uses them)."""
@@ -141,7 +141,7 @@ class OptimizerSearch(ResolutionBase):
                 if isinstance(node, ast.Call) and self.may_build(node):
                     for value in self.ev.ev(node, self.ev.ctx_of(summary, node)):
                         if isinstance(value, Opt):
-                            self.optimizer_sites(value, (str(path),))
+                            self.optimizer_sites(value, (UseId(path),))
 
 
 NEVER_OPTIMIZERS = frozenset(

@@ -25,7 +25,7 @@ from amp_clipfix.analysis.values import (
     TrainerV,
     TupleV,
 )
-from amp_clipfix.models import Certainty, Site, SiteKind, Through
+from amp_clipfix.models import Certainty, Site, SiteKind, Through, UseId
 
 # Values that are surely no Fabric: a receiver holding only these never clips on one.
 NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
@@ -88,7 +88,7 @@ class RefineSites(ResolutionBase):
                 new = replace(new, certainty=Certainty.RUNTIME)
             # The new place keeps its own enclosing class; the classes that use the optimizer
             # are named as its users (the fix that edits a class must find that class).
-            used_by = (f"{site.path}::{site.owner}",) if site.owner is not None else new.users
+            used_by = (UseId(site.path, site.owner),) if site.owner is not None else new.users
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)

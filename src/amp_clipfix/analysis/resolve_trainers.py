@@ -26,7 +26,7 @@ from amp_clipfix.analysis.resolve_base import (
 )
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Inst, Lit, Opaque, TrainerV, TupleV
-from amp_clipfix.models import Certainty, FitCall, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, EntryId, FitCall, Site, SiteKind, Span, UseId
 
 
 class TrainerSearch(ResolutionBase):
@@ -135,8 +135,8 @@ class TrainerSearch(ResolutionBase):
                 )
             )
 
-    def trainers_with_callback(self, callback: ClsV) -> list[str]:
-        entries: list[str] = []
+    def trainers_with_callback(self, callback: ClsV) -> list[EntryId]:
+        entries: list[EntryId] = []
         for summary in self.summaries_with(b"callbacks"):
             for call in summary.calls("Trainer") + [
                 c for c in walk(summary.tree) if isinstance(c, ast.Call)
@@ -174,7 +174,7 @@ class TrainerSearch(ResolutionBase):
                 for keyword in call.keywords:
                     if keyword.arg == "model":
                         model = keyword.value
-                classes: set[str | None] = set()
+                classes: set[UseId | None] = set()
                 for value in self.ev.ev(model, ctx) if model is not None else []:
                     classes.add(value.cls.key if isinstance(value, Inst) else None)
                 for trainer in trainers:
@@ -192,12 +192,12 @@ class TrainerSearch(ResolutionBase):
     def fused_classes(self) -> set[str]:
         """Names of the classes that own or use a fused optimizer found so far."""
         return {
-            key.rsplit("::", 1)[-1]
+            key.name
             for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
             for site in sites
             if site.kind is SiteKind.FUSED_OPTIMIZER
-            for key in (*site.users, f"::{site.owner}" if site.owner else "")
-            if "::" in key
+            for key in (*site.users, UseId(site.path, site.owner or ""))
+            if key.is_class
         }
 
     def cli_calls(self) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from amp_clipfix.analysis.nodes import child_nodes, target_names, walk
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
-from amp_clipfix.models import Span
+from amp_clipfix.models import EntryId, Span
 from amp_clipfix.sources.prefilter import called_name
 
 
@@ -61,10 +61,10 @@ class Summary:
             self.column(end_line, node.end_col_offset or 0),  # type: ignore[attr-defined]
         )
 
-    def entry(self, call: ast.AST) -> str:
+    def entry(self, call: ast.AST) -> EntryId:
         """The id of a Fabric(...) / Trainer(...) call, as the libcst collector names it."""
         span = self.span(call)
-        return f"{self.path}:{span.line}:{span.column}"
+        return EntryId(self.path, span.line, span.column)
 
     # -- structure -----------------------------------------------------------------------------
 

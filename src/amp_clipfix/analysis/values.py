@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass, field
 
 from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.models import EntryId, UseId
 
 
 @dataclass(eq=False)
@@ -70,8 +71,8 @@ class ClsV:
     summary: Summary
 
     @property
-    def key(self) -> str:
-        return f"{self.summary.path}::{self.node.name}"
+    def key(self) -> UseId:
+        return UseId(self.summary.path, self.node.name)
 
 
 @dataclass(eq=False)
@@ -117,7 +118,7 @@ class Opt:
 
 @dataclass(eq=False)
 class TrainerV:
-    entry: str
+    entry: EntryId
     # The `Trainer(...)` call itself when it is one (not a subclass's), for the searches that
     # read its arguments (analysis/facts.py).
     call: ast.Call | None = None
@@ -126,6 +127,6 @@ class TrainerV:
 
 @dataclass(eq=False)
 class FabricV:
-    entry: str | None
+    entry: EntryId | None
     call: ast.Call | None = None  # the `Fabric(...)` call, as for TrainerV
     summary: Summary | None = None

@@ -29,8 +29,9 @@ from amp_clipfix.output.sarif import to_sarif as to_sarif  # every format is ask
 from amp_clipfix.paths import display_path
 
 # The JSON document's own version: bumped when a key changes meaning or goes away (new keys
-# may appear without a bump). The shipped schema.json describes this version.
-JSON_SCHEMA_VERSION = 2
+# may appear without a bump). The shipped schema.json describes this version. 3: a review
+# finding of ACF001 / ACF002 carries its rule's code (it was ACF003) with confidence "review".
+JSON_SCHEMA_VERSION = 3
 
 
 def _range(span: Span) -> dict[str, int]:
@@ -146,9 +147,9 @@ def to_github(findings: Sequence[Finding]) -> str:
     for finding in sorted_findings(findings):
         if finding.suppressed:
             continue
-        from amp_clipfix.rules import RULES  # only with a finding to annotate
+        from amp_clipfix.rules import level_of  # only with a finding to annotate
 
-        command = RULES[finding.code].level
+        command = level_of(finding)
         site = finding.primary
         path = display_path(site.path)
         span = site.shown_span
@@ -177,7 +178,7 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
     lines is a `suggestion` ("commit suggestion" on a pull request), any other the full patch in
     the message."""
     from amp_clipfix.output.review import FileLines, site_diagnostics
-    from amp_clipfix.rules import HOMEPAGE, RULES, help_uri
+    from amp_clipfix.rules import HOMEPAGE, help_uri, level_of
 
     file_lines = FileLines()
     diagnostics = []
@@ -185,7 +186,7 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
         if finding.suppressed:
             continue
         base = {
-            "severity": RULES[finding.code].level.upper(),  # ERROR or WARNING
+            "severity": level_of(finding).upper(),  # ERROR or WARNING
             "code": {"value": finding.code, "url": help_uri(finding.code)},
         }
         diagnostics.extend(
@@ -209,7 +210,7 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
     per finding that is not suppressed, with a stable fingerprint."""
     import hashlib
 
-    from amp_clipfix.rules import RULES
+    from amp_clipfix.rules import level_of
 
     prints = fingerprints(findings)
     issues = []
@@ -223,7 +224,7 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
                 "description": f"{finding.code} {_full_message(finding)}",
                 "check_name": finding.code,
                 "fingerprint": hashlib.sha256(prints[finding].encode()).hexdigest(),
-                "severity": GITLAB_SEVERITY.get(RULES[finding.code].level, "major"),
+                "severity": GITLAB_SEVERITY.get(level_of(finding), "major"),
                 "location": {
                     "path": display_path(primary.path),
                     "lines": {"begin": in_file.line, "end": in_file.end_line},

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Edit, FileError, Finding, Site, Span
+from amp_clipfix.models import Confidence, Edit, FileError, Finding, Site, Span
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.machine import (
     FINGERPRINT_KEY,
@@ -73,11 +73,11 @@ def _location(site: Site) -> dict[str, Any]:
 
 
 def _sarif_level(finding: Finding) -> str:
-    from amp_clipfix.rules import RULES
+    from amp_clipfix.rules import level_of
 
     if finding.suppressed:
         return "note"
-    return RULES[finding.code].level
+    return level_of(finding)
 
 
 def _sarif_fixes(finding: Finding, edits: EditMap) -> list[dict[str, Any]]:
@@ -139,9 +139,11 @@ def _sarif_result(
     fixes = _sarif_fixes(finding, edits)
     if fixes:
         result["fixes"] = fixes
+    # As in JSON: "review" when a piece is decided at run time.
+    result["properties"] = {"confidence": Confidence(finding.confidence).value}
     assumed = summary.assumed_for(primary.path)
     if assumed is not None:
-        result["properties"] = {"assumed_lightning": assumed}
+        result["properties"]["assumed_lightning"] = assumed
     return result
 
 

@@ -1,31 +1,19 @@
-"""The rules, one module each, and what turns their groups of pieces into findings.
-
-Adding a rule means adding its module here (see CONTRIBUTING.md): nothing else names its code.
+"""The rules, one module each (`acfNNN.py`, found here by name: adding a rule is adding its
+module, see CONTRIBUTING.md), and what turns their findings into `Finding`s.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.link import PathPieces, sort_key
+from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules import (
-    acf001,
-    acf002,
-    acf003,
-    acf004,
-    acf005,
-    acf006,
-    acf007,
-    acf008,
-    acf009,
-    acf010,
-    acf011,
-    acf012,
-    acf013,
-)
 from amp_clipfix.rules.base import (
     HOMEPAGE,
     Found,
@@ -42,35 +30,30 @@ if TYPE_CHECKING:
 __all__ = [
     "HOMEPAGE",
     "RULES",
-    "REVIEW",
     "Found",
     "Rule",
     "RuleFix",
+    "codes_of",
     "find_findings",
     "help_uri",
+    "level_of",
     "render_release_table",
     "render_rule",
 ]
 
+
+def _rule_modules() -> list[str]:
+    """The rule modules of this package (`acf001`, ...), in code order."""
+    return sorted(
+        name for _, name, _ in pkgutil.iter_modules(__path__) if re.fullmatch(r"acf\d{3}", name)
+    )
+
+
+# The one registry every command reads: each module's `RULE`, in code order.
 RULES: dict[str, Rule] = {
     rule.code: rule
-    for rule in (
-        acf001.RULE,
-        acf002.RULE,
-        acf003.RULE,
-        acf004.RULE,
-        acf005.RULE,
-        acf006.RULE,
-        acf007.RULE,
-        acf008.RULE,
-        acf009.RULE,
-        acf010.RULE,
-        acf011.RULE,
-        acf012.RULE,
-        acf013.RULE,
-    )
+    for rule in (importlib.import_module(f"{__name__}.{name}").RULE for name in _rule_modules())
 }
-REVIEW = acf003.RULE  # what a finding becomes when a piece of it is decided at run time
 
 
 def find_findings(
@@ -83,10 +66,10 @@ def find_findings(
     the rules with their own search run when the project's `facts` are given."""
     chosen = list(RULES.values() if rules is None else rules)
     findings = [
-        make_finding(rule, group)
+        found_finding(rule, found)
         for rule in chosen
         if rule.find is not None
-        for group in rule.find(files, target)
+        for found in rule.find(files, target)
     ]
     if facts is not None:
         findings += [
@@ -108,18 +91,37 @@ def found_finding(rule: Rule, found: Found) -> Finding:
     assert rule.lightning_path is not None, "a rule with a search names its Lightning path"
     sites = tuple(sorted(set(found.sites), key=sort_key))
     message = rule.message if found.condition is None else f"{rule.message}, if {found.condition}"
-    return Finding(
+    finding = Finding(
         rule.code,
         rule.lightning_path,
         message,
         found.confidence,
         sites,
         review=found.review,
-        suppressed=is_suppressed(rule.code, sites),
         notes=site_notes(sites),
         offers=tuple(offered(fix, sites) for fix in found.fixes),
         refusal=None if found.fixes else found.unfixed,
     )
+    return replace(finding, suppressed=is_suppressed(codes_of(finding), sites))
+
+
+def codes_of(finding: Finding) -> tuple[str, ...]:
+    """The codes that name a finding: its rule's, then every alias that reaches it (ACF003 for
+    the review findings of ACF001 and ACF002). Suppressions and `--select` / `--ignore` read
+    these."""
+    aliases = sorted(
+        rule.code for rule in RULES.values() if rule.reaches is not None and rule.reaches(finding)
+    )
+    return (finding.code, *aliases)
+
+
+def level_of(finding: Finding) -> str:
+    """The SARIF level / GitHub annotation of a finding: its rule's level, or the rule's
+    `review_level` where a person must review it."""
+    rule = RULES[finding.code]
+    if finding.confidence == Confidence.REVIEW and rule.review_level is not None:
+        return rule.review_level
+    return rule.level
 
 
 def offered(fix: RuleFix, sites: Sequence[Site]) -> Fix:
@@ -127,53 +129,19 @@ def offered(fix: RuleFix, sites: Sequence[Site]) -> Fix:
     return Fix(fix.strategy, targets, fix.safety, safe=fix.safe, edits=fix.edits)
 
 
-def make_finding(rule: Rule, candidates: Sequence[PathPieces]) -> Finding:
-    """One finding from every way its pieces combine; it is certain when one way is."""
-    assert rule.lightning_path is not None, "a rule with a search names its Lightning path"
-    unknown = min((pieces.unknown() for pieces in candidates), key=len)
-    sites = tuple(
-        sorted(
-            {
-                site
-                for pieces in candidates
-                for site in (*pieces.precision, *pieces.optimizers, *pieces.clips)
-            },
-            key=sort_key,
-        )
-    )
-    if not unknown:
-        return Finding(
-            rule.code,
-            rule.lightning_path,
-            rule.message,
-            Confidence.HIGH,
-            sites,
-            suppressed=is_suppressed(rule.code, sites),
-            notes=site_notes(sites),
-        )
-    review = f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
-    conditions = " and ".join(acf003.CONDITIONS[piece] for piece in unknown)
-    return Finding(
-        REVIEW.code,
-        rule.lightning_path,
-        f"{rule.message}, if {conditions}",
-        Confidence.REVIEW,
-        sites,
-        review=review,
-        suppressed=is_suppressed(REVIEW.code, sites),
-        notes=site_notes(sites),
-    )
-
-
 def site_notes(sites: Sequence[Site]) -> tuple[str, ...]:
     """What the analysis says about a site's place (e.g. that it serves other callers too)."""
     return tuple(sorted({site.note for site in sites if site.note}))
 
 
-def is_suppressed(code: str, sites: Sequence[Site]) -> bool:
-    """A suppression comment on any line of any of the finding's sites silences it."""
+def is_suppressed(codes: Sequence[str], sites: Sequence[Site]) -> bool:
+    """A suppression comment on any line of any of the finding's sites, naming one of its
+    `codes` (or none), silences it."""
     return any(
         site.suppressed_codes
-        and (ALL_CODES in site.suppressed_codes or code in site.suppressed_codes)
+        and (
+            ALL_CODES in site.suppressed_codes
+            or any(code in site.suppressed_codes for code in codes)
+        )
         for site in sites
     )

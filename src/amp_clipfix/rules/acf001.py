@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
-from amp_clipfix.analysis.link import fabric_groups
+from collections.abc import Iterator, Sequence
+
+from amp_clipfix.analysis.link import PathPieces, of_kind, user_sites
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
-from amp_clipfix.models import LightningPath, Strategy
-from amp_clipfix.rules.base import FABRIC_ERROR, Rule, safety
+from amp_clipfix.models import (
+    Certainty,
+    FileSites,
+    Finding,
+    LightningPath,
+    Site,
+    SiteKind,
+    Strategy,
+    UseId,
+)
+from amp_clipfix.project.version import Target
+from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
+from amp_clipfix.rules.clip_fused import (
+    Targets,
+    bf16_targets,
+    fixable,
+    found,
+    sharding_refusal,
+    unfuse_targets,
+)
 
 BF16_SCALER_ERROR = "ValueError: `precision='bf16-mixed'` does not use a scaler"
 
@@ -64,13 +84,96 @@ optimizer.step()
 """
 )
 
+
+def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
+    """One finding per module that clips on a Fabric: a `clip_gradients` call on a Fabric
+    (followed through assignments, attributes, parameters and annotations), the precision of
+    that Fabric with a GradScaler (`16`, `"16"`, `"16-mixed"` or a fabric `MixedPrecision` /
+    `FSDPPrecision` plugin with one), and the fused optimizers built in the module, or built
+    elsewhere (a factory, a default) and used in it. Before 2.0 Fabric has no `clip_gradients`,
+    so nothing can fail there."""
+    failing = target.fabric_failing_precisions
+    sites = user_sites(files)
+    precision = [
+        site
+        for site in of_kind(sites, SiteKind.FABRIC_PRECISION)
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
+    ]
+    optimizers = of_kind(sites, SiteKind.FUSED_OPTIMIZER)
+    clips = of_kind(sites, SiteKind.FABRIC_CLIP)
+    for path in sorted({clip.path for clip in clips}, key=str):
+        here = [s for s in clips if s.path == path]
+        # The clip's module, and the module of the Fabric its receiver holds.
+        places = {path} | {clip.entry.path for clip in here if clip.entry is not None}
+        users = {UseId(place) for place in places}
+        group = fabric_pieces(
+            [s for s in precision if s.path == path or s.entry is not None],
+            [s for s in optimizers if s.path in places or users & set(s.users)],
+            here,
+        )
+        if group:
+            yield found(group)
+
+
+def fabric_pieces(
+    precision: Sequence[Site], optimizers: Sequence[Site], clips: Sequence[Site]
+) -> list[PathPieces]:
+    """Per clip call: the precision of the Fabric its receiver holds (any Fabric's of its
+    module when the receiver is not bound to a known `Fabric(...)` call)."""
+    candidates = [
+        PathPieces(
+            tuple(
+                site
+                for site in precision
+                if (site.entry is not None and site.entry == clip.entry)
+                or (site.path == clip.path and (clip.entry is None or site.entry is None))
+            ),
+            tuple(optimizers),
+            (clip,),
+            clip_known=clip.certainty is Certainty.KNOWN,  # a receiver only named like a Fabric
+        )
+        for clip in clips
+    ]
+    return [pieces for pieces in candidates if pieces.complete()]
+
+
+def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
+    """Per strategy, the sites its codemod rewrites: `unscale` every clip call (the helper
+    takes the Fabric), `unfuse` the `fused=True` literals, `bf16` the precision literals,
+    `guard` the clip calls; or why it does not apply to this finding."""
+    sites = finding.sites
+    if strategy is Strategy.UNSCALE:
+        refusal = sharding_refusal(sites)
+        if refusal is not None:
+            return (), refusal
+        clips = of_kind(sites, SiteKind.FABRIC_CLIP)
+        if any(clip.certainty is Certainty.RUNTIME for clip in clips):
+            return (), (
+                "the clip's receiver is not known to be a Fabric (only its name says so): the "
+                "helper needs a Fabric; use --strategy unfuse"
+            )
+        return clips, None
+    if strategy is Strategy.UNFUSE:
+        return unfuse_targets(sites)
+    if strategy is Strategy.BF16:
+        return bf16_targets(sites, SiteKind.FABRIC_PRECISION, target)
+    clips = fixable(sites, SiteKind.FABRIC_CLIP, lambda site: True)
+    if strategy is not Strategy.GUARD:
+        return (), f"{finding.code} offers no {strategy.value} fix"
+    return clips, None if clips else (
+        "the clip call is not a plain statement or assignment that can be guarded"
+    )
+
+
 RULE = Rule(
     lines=("lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF001",
     message=MESSAGE,
     why=WHY,
     lightning_path=LightningPath.FABRIC,
-    find=fabric_groups,
+    find=search,
+    targets=targets,
+    review_level="warning",
     name="fabric-clip-fused-fp16",
     short="Fabric clips gradients of a fused optimizer under fp16 mixed precision.",
     full=(

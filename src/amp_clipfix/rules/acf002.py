@@ -2,10 +2,42 @@
 
 from __future__ import annotations
 
-from amp_clipfix.analysis.link import trainer_groups
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.link import (
+    PathPieces,
+    is_known,
+    lightning_module_classes,
+    of_kind,
+    user_sites,
+)
 from amp_clipfix.helper_sources import MODULE_HELPER_SOURCE
-from amp_clipfix.models import LightningPath, Strategy
-from amp_clipfix.rules.base import TRAINER_ERROR, Rule, safety
+from amp_clipfix.models import (
+    Certainty,
+    ClassInfo,
+    ConfigModel,
+    EntryId,
+    FileSites,
+    Finding,
+    LightningPath,
+    Site,
+    SiteKind,
+    Strategy,
+    UseId,
+    entry_order,
+)
+from amp_clipfix.project.version import Target
+from amp_clipfix.rules.base import TRAINER_ERROR, Found, Rule, safety
+from amp_clipfix.rules.clip_fused import (
+    Targets,
+    bf16_targets,
+    fixable,
+    found,
+    sharding_refusal,
+    unfuse_targets,
+)
 from amp_clipfix.strategies import SAFETY
 
 MESSAGE = (
@@ -87,13 +119,254 @@ trainer.fit(Model(), train_dataloaders=loader)
 """
 )
 
+
+@dataclass(frozen=True)
+class TrainerSettings:
+    """The failing precision and the clipping of one `Trainer(...)` call."""
+
+    precision: tuple[Site, ...]
+    clips: tuple[Site, ...]
+    entry: EntryId | None = None
+
+
+def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSettings]:
+    """One entry per Trainer call; a plugin built outside any Trainer call may be passed to any.
+    Releases up to 1.8.0 never refuse, so no precision takes part there."""
+    failing = target.trainer_failing_precisions
+    precision = [
+        site
+        for site in of_kind(sites, SiteKind.TRAINER_PRECISION)
+        if failing and (site.certainty is Certainty.RUNTIME or site.value in failing)
+    ]
+    clips = of_kind(sites, SiteKind.TRAINER_CLIP)
+    free_plugins = tuple(site for site in precision if site.entry is None)
+    entries = sorted(
+        {s.entry for s in (*precision, *clips) if s.entry is not None}, key=entry_order
+    )
+    settings = [
+        TrainerSettings(
+            precision=free_plugins + tuple(s for s in precision if s.entry == entry),
+            clips=tuple(s for s in clips if s.entry == entry),
+            entry=entry,
+        )
+        for entry in entries
+    ]
+    return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
+
+
+def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
+    """One finding for the optimizers of YAML configs, one per module class: a module class
+    (a LightningModule subclass, with its project bases and mixins) whose methods build a fused
+    optimizer (wherever `fused` is decided: a factory, a default, a constant, a partial passed
+    in), a mixed-precision Trainer that trains it, and clipping (`gradient_clip_val` > 0, a
+    Trainer subclass's `super().__init__`, `self.clip_gradients`, a Callback's
+    `pl_module.clip_gradients`, `super().configure_gradient_clipping`).
+
+    A Trainer whose `fit(...)` is followed to a module class trains that class only; a module
+    class no followed `fit` accounts for is linked to the Trainers whose fitted module is not
+    known, as a review finding (a YAML trainer section is the LightningCLI's: every class).
+    """
+    sites = user_sites(files)
+    trainers = trainer_settings(sites, target)
+    config_optimizers = tuple(
+        site
+        for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)
+        if site.owner is None and site.in_config
+    )
+    if config_optimizers and trainers:
+        # An optimizer in a LightningCLI / Hydra config belongs to the model the config trains.
+        candidates = [
+            PathPieces(trainer.precision, config_optimizers, trainer.clips, is_known(trainer.clips))
+            for trainer in trainers
+        ]
+        candidates = [pieces for pieces in candidates if pieces.complete()]
+        if candidates:
+            yield found(candidates)
+    if not trainers:
+        return
+    fits = [fit for file in files for fit in file.fits]
+    fitted: dict[UseId | ConfigModel, set[EntryId]] = {}
+    for fit in fits:
+        if fit.trainer is not None and fit.module_class is not None:
+            fitted.setdefault(fit.module_class, set()).add(fit.trainer)
+    known_entries = {
+        fit.trainer for fit in fits if fit.trainer is not None and fit.module_class is not None
+    }
+    unknown_entries = {
+        trainer.entry
+        for trainer in trainers
+        if trainer.entry not in known_entries
+        or any(f.trainer == trainer.entry and f.module_class is None for f in fits)
+    }
+    seen: set[frozenset[Site]] = set()  # classes sharing every piece make one finding
+    # fixed: their configure_gradient_clipping clips fused optimizers itself
+    unscaled = {class_key(info) for file in files for info in file.classes if info.clips_unscaled}
+    for key in module_class_keys(files, sites):
+        if key in unscaled:
+            continue
+        owned = [site for site in sites if owns(key, site)]
+        optimizers = of_kind(owned, SiteKind.FUSED_OPTIMIZER)
+        if not optimizers:
+            continue
+        module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
+        candidates = []
+        for trainer in trainers:
+            # The LightningCLI's Trainer trains every class, unless a CLI call names its model.
+            always = trainer.entry == names.CLI_TRAINER and trainer.entry not in known_entries
+            if key in fitted and trainer.entry not in fitted[key] and not always:
+                continue
+            if key not in fitted and trainer.entry not in unknown_entries and not always:
+                continue
+            candidates.append(
+                PathPieces(
+                    trainer.precision,
+                    optimizers,
+                    trainer.clips + module_clips,
+                    clip_known=is_known(trainer.clips) or is_known(module_clips),
+                    link_known=key in fitted or always,
+                )
+            )
+        candidates = [pieces for pieces in candidates if pieces.complete()]
+        pieces_sites = frozenset(
+            site for p in candidates for site in (*p.precision, *p.optimizers, *p.clips)
+        )
+        if candidates and pieces_sites not in seen:
+            seen.add(pieces_sites)
+            yield found(candidates)
+
+
+def class_key(info: ClassInfo) -> UseId:
+    return UseId(info.path, info.name)
+
+
+def owns(key: UseId, site: Site) -> bool:
+    """A module class owns the sites of its own methods and those its users name (a factory's
+    literal, a mixin's optimizer, an `__init__` default)."""
+    return key in site.users or (site.owner is not None and UseId(site.path, site.owner) == key)
+
+
+def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[UseId]:
+    keys = {class_key(info) for info in lightning_module_classes(files)}
+    keys.update(user for site in sites for user in site.users if user.is_class)
+    return sorted(keys, key=lambda key: (str(key.path), key.name))
+
+
+def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
+    """Per strategy, the sites its codemod rewrites: `unscale` the module classes that build
+    the fused optimizer (an override goes into each) and their `self.clip_gradients(...)`
+    calls, `unfuse` the `fused=True` literals, `bf16` the precision literals (never on a
+    release that refuses bf16-mixed too), `guard` the `self.clip_gradients(...)` calls; or why
+    it does not apply to this finding."""
+    sites = finding.sites
+    if strategy is Strategy.UNSCALE:
+        return unscale_targets(finding, target)
+    if strategy is Strategy.UNFUSE:
+        return unfuse_targets(sites)
+    if strategy is Strategy.BF16:
+        if target.trainer_refuses_without_scaler:
+            return (), (
+                f"bf16 is not a fix on the Trainer path of Lightning {target.version_label}: "
+                "it refuses to clip fused optimizers under bf16-mixed too; "
+                "use --strategy unscale or --strategy unfuse"
+            )
+        return bf16_targets(sites, SiteKind.TRAINER_PRECISION, target)
+    if strategy is not Strategy.GUARD:
+        return (), f"{finding.code} offers no {strategy.value} fix"
+    clips = fixable(sites, SiteKind.MODULE_CLIP, lambda site: True)
+    if clips:
+        return clips, None
+    if not any(site.kind is SiteKind.MODULE_CLIP for site in sites):
+        return (), (
+            "clipping comes only from Trainer(gradient_clip_val=...): there is no clip call to "
+            "guard; use --strategy unscale or --strategy unfuse"
+        )
+    return (), "the clip call is not a plain statement or assignment that can be guarded"
+
+
+def unscale_targets(finding: Finding, target: Target) -> Targets:
+    """The LightningModule classes that build the fused optimizer (marked by its sites) and
+    their `self.clip_gradients(...)` calls."""
+    sites = finding.sites
+    if target.clip_hook_takes_optimizer_idx is None:
+        return (), (
+            f"Lightning {target.version_label} spans 1.x and 2.x, whose "
+            "configure_gradient_clipping signatures differ (optimizer_idx); pin one line, or "
+            "use --strategy unfuse"
+        )
+    refusal = sharding_refusal(sites)
+    if refusal is not None:
+        return (), refusal
+    classes = tuple(
+        s
+        for s in sites
+        if s.kind is SiteKind.FUSED_OPTIMIZER
+        and s.owner is not None
+        and not s.in_config
+        and in_the_module_class(s)
+    )
+    if not classes:
+        classes = factory_classes(finding)
+    if not classes:
+        return (), (
+            "no LightningModule class is known to build the fused optimizer (it is configured "
+            "in YAML, or built by a method of another class, or its module class lives in a "
+            "file this finding does not read), so there is no class to give a "
+            "configure_gradient_clipping override; use --strategy unfuse"
+        )
+    class_keys = {UseId(s.path, s.owner) for s in classes if s.owner is not None}
+    if any(calls_clip_from_outside(site, class_keys) for site in sites):
+        return (), (
+            "clip_gradients is called from outside the module class (a Callback or another "
+            "object): an override cannot reroute that call; use --strategy unfuse"
+        )
+    return classes + tuple(s for s in sites if s.kind is SiteKind.MODULE_CLIP), None
+
+
+def factory_classes(finding: Finding) -> tuple[Site, ...]:
+    """An optimizer built by a function (a factory, a default, a constant) that the module
+    class's own methods call: the override goes into that class (`Site.built_in`). The targets
+    are the optimizer sites (which mark no class: they are in a function) and one anchor per
+    class, at its `class` statement, in a file the finding already reads."""
+    optimizers = [s for s in finding.sites if s.kind is SiteKind.FUSED_OPTIMIZER]
+    if not optimizers or any(s.in_config or s.owner is not None for s in optimizers):
+        return ()
+    read = {site.path for site in finding.sites}
+    homes = sorted({home for site in optimizers for home in site.built_in})
+    if not homes or any(home.path not in read for home in homes):
+        return ()
+    anchors = tuple(
+        replace(optimizers[0], path=home.path, span=home.span, owner=home.name, fixable=False)
+        for home in homes
+    )
+    return (*optimizers, *anchors)
+
+
+def in_the_module_class(site: Site) -> bool:
+    """The override goes into the class around the site: only right when that class is the one
+    that uses the optimizer. A value decided elsewhere (a constant, a factory's default, a mixin
+    that may come after LightningModule in the bases) names its users instead."""
+    return not site.users or UseId(site.path, site.owner or "") in site.users
+
+
+def calls_clip_from_outside(site: Site, class_keys: set[UseId]) -> bool:
+    """A `x.clip_gradients(...)` call outside the module classes (a Callback's hook): Lightning
+    runs it without passing through `configure_gradient_clipping`."""
+    return (
+        site.kind in (SiteKind.MODULE_CLIP, SiteKind.TRAINER_CLIP)
+        and site.clip_call
+        and (site.owner is None or UseId(site.path, site.owner) not in class_keys)
+    )
+
+
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF002",
     message=MESSAGE,
     why=WHY,
     lightning_path=LightningPath.TRAINER,
-    find=trainer_groups,
+    find=search,
+    targets=targets,
+    review_level="warning",
     name="trainer-clip-fused-mixed-precision",
     short=(
         "The Trainer clips gradients of a fused optimizer under mixed precision "
@@ -107,7 +380,7 @@ RULE = Rule(
         "is fused (`fused=True` however it gets there: a factory, a mixin, a partial, a dict "
         "spread, a default, a constant). Where the trained class cannot be followed, the "
         "Trainer is linked to every class no followed fit accounts for, as a review finding "
-        "(ACF003). Lightning raises RuntimeError when it clips."
+        "(confidence `review`, also named ACF003). Lightning raises RuntimeError when it clips."
     ),
     example_before=BEFORE,
     example_after=EXAMPLE_AFTER,

@@ -1,23 +1,26 @@
-"""ACF003: the ACF001 or ACF002 pattern where a piece is decided at run time (review).
+"""ACF003: an alias for the review findings of ACF001 and ACF002 (a piece decided at run time).
 
-No search of its own: a finding of the other rules becomes this one when one of its pieces is not
-written as a literal, and says what a person must decide.
+No finding carries this code: a finding of ACF001 or ACF002 one of whose pieces is not written
+as a literal keeps its own code with confidence `review` and says what a person must decide.
+`ACF003` stays a code users write (suppression comments, `--select` / `--ignore`, the
+configuration), and reaches exactly those findings.
 """
 
 from __future__ import annotations
 
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
-from amp_clipfix.models import Strategy
+from amp_clipfix.models import Confidence, Finding, Strategy
 from amp_clipfix.rules import acf001, acf002
 from amp_clipfix.rules.base import Rule, safety
 
-# What each unknown piece must turn out to be for Lightning to raise.
-CONDITIONS = {
-    "the precision": "the precision chosen at run time is mixed",
-    "whether the optimizer is fused": "the optimizer is fused",
-    "whether gradients are clipped": "gradients are clipped",
-    "which module the Trainer trains": "the Trainer trains this module",
-}
+
+def reaches(finding: Finding) -> bool:
+    """The findings `ACF003` names: the review findings of ACF001 and ACF002."""
+    return (
+        finding.code in (acf001.RULE.code, acf002.RULE.code)
+        and finding.confidence == Confidence.REVIEW
+    )
+
 
 WHY = f"On the Fabric path:\n\n{acf001.WHY}\n\nOn the Trainer path:\n\n{acf002.WHY}"
 
@@ -60,20 +63,26 @@ RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code="ACF003",
     message="a piece of ACF001 or ACF002 is decided at run time",
+    reaches=reaches,
     why=WHY,
     level="warning",
     name="clip-fused-decided-at-run-time",
     short=(
-        "Gradient clipping on a fused optimizer under mixed precision, where a piece is "
-        "decided at run time: review needed."
+        "Alias of the ACF001 / ACF002 findings where a piece is decided at run time "
+        "(confidence review): gradient clipping on a fused optimizer under mixed precision."
     ),
     full=(
-        "The ACF001 or ACF002 pattern where the precision, the `fused` flag or the "
-        "clipping is not written as a literal (`Fabric(precision=args.precision)`, "
-        "`fused` passed through `**kwargs` or `functools.partial`, `Trainer(**params)`, "
-        "YAML configs). Lightning raises only if the run-time values complete the "
-        "pattern; the finding says what a person must decide. A fix is applied only "
-        "when it does not depend on the unknown piece."
+        "An alias, not a finding of its own: the ACF001 or ACF002 pattern where the precision, "
+        "the `fused` flag, the clipping or the module a Trainer trains is not written as a "
+        "literal (`Fabric(precision=args.precision)`, `fused` passed through `**kwargs` or "
+        "`functools.partial`, `Trainer(**params)`, YAML configs) is reported under its own "
+        "code, ACF001 or ACF002, with confidence `review` (a SARIF / GitHub `warning`) and a "
+        "`review:` line that says what a person must decide. `ACF003` names exactly those "
+        "findings: `# amp-clipfix: ignore[ACF003]` or `# noqa: ACF003` on a line of one of "
+        "their sites, `--select ACF003`, `--ignore ACF003` and `select` / `ignore` in the "
+        "configuration; `ACF001` / `ACF002` name them too. Lightning raises only if the "
+        "run-time values complete the pattern. A fix is applied only when it does not depend "
+        "on the unknown piece."
     ),
     example_before=BEFORE,
     example_after=EXAMPLE_AFTER,

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.link import PathPieces
-from amp_clipfix.models import Confidence, Edit, FileSites, LightningPath, Site, Strategy
+from amp_clipfix.models import Confidence, Edit, FileSites, Finding, LightningPath, Site, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.strategies import SAFETY, is_safe
 
@@ -39,9 +38,6 @@ FIX_ORDER = (
     Strategy.GUARD,
     Strategy.NATIVE,
 )
-
-# A rule's search: the groups of candidate pieces in a project, one group per finding.
-Finder = Callable[[Sequence[FileSites], Target], Iterable[Sequence[PathPieces]]]
 
 
 @dataclass(frozen=True)
@@ -81,6 +77,14 @@ class Found:
 # A rule's own search: the project's parsed files and facts in, its findings out.
 Search = Callable[["ProjectFacts"], Iterable[Found]]
 
+# A search over the sites the analysis collected (`analysis/collect.py`) for the Lightning
+# release(s) the project runs on: ACF001 and ACF002, whose fixes are the shared codemods.
+Finder = Callable[[Sequence[FileSites], Target], Iterable[Found]]
+
+# What the shared codemod of a strategy (fixes/codemods) rewrites for one finding of a `find`
+# rule: its target sites, or why the strategy does not apply there.
+Targeter = Callable[[Finding, Strategy, Target], tuple[tuple[Site, ...], str | None]]
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -88,8 +92,13 @@ class Rule:
 
     `fix_safety` maps a strategy value (`unscale`, `unfuse`, `bf16`, `guard`) to where that fix
     applies for this rule, whether it is safe and what it changes in behaviour. `find` yields the
-    rule's findings as groups of pieces; a rule without it is produced by others (ACF003, the
-    review form of both paths).
+    rule's findings from the collected sites, and `targets` says, per strategy, which sites the
+    shared codemods (fixes/codemods) rewrite for one of them or why that strategy does not
+    apply; `fixes/choose.py` only picks among the strategies.
+
+    An alias (ACF003) has neither: no finding carries its code, and `reaches` says which
+    findings of other rules it names in suppression comments, `--select` / `--ignore` and the
+    configuration (ACF003: the review findings of ACF001 and ACF002).
 
     A rule that needs more than the collected sites has its own `search` instead (never both):
     it reads the files whose text holds one of its `words` and yields `Found`s with their own
@@ -107,7 +116,11 @@ class Rule:
     fix_safety: dict[str, str]
     lightning_path: LightningPath | None = None
     level: str = "error"  # "error" when certain, "warning" when a person must review
+    # The level of its findings with confidence `review`, when not `level` (ACF001, ACF002:
+    # "warning", the level their review findings had as ACF003).
+    review_level: str | None = None
     find: Finder | None = field(default=None, compare=False)
+    targets: Targeter | None = field(default=None, compare=False)
     search: Search | None = field(default=None, compare=False)
     words: tuple[bytes, ...] = ()  # a search reads only files whose text holds one of these
     # A project none of whose files holds one of these cannot have this rule's finding (its search
@@ -116,6 +129,7 @@ class Rule:
     needs: tuple[bytes, ...] = ()
     why_title: str = "Why Lightning fails"  # the page's heading for `why`
     lines: tuple[str, ...] = ()  # the release lines (`LINES`) whose code it fires on
+    reaches: Callable[[Finding], bool] | None = field(default=None, compare=False)
 
     @property
     def needed_words(self) -> tuple[bytes, ...]:

@@ -1,0 +1,99 @@
+"""What ACF001 and ACF002 share: a finding from the ways its pieces combine, the words that say
+which piece a person must decide when one is decided at run time, and the pieces of their fixes
+(the sites a shared codemod rewrites, or why a strategy does not apply)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.link import PathPieces, Piece, sort_key
+from amp_clipfix.models import Confidence, Sharding, Site, SiteKind
+from amp_clipfix.project.version import Target
+from amp_clipfix.rules.base import Found
+
+# Each piece that may be decided at run time: how the review names it, and what it must turn
+# out to be for Lightning to raise (the end of the message: "..., if <condition>").
+WORDS = {
+    Piece.PRECISION: ("the precision", "the precision chosen at run time is mixed"),
+    Piece.FUSED: ("whether the optimizer is fused", "the optimizer is fused"),
+    Piece.CLIPPED: ("whether gradients are clipped", "gradients are clipped"),
+    Piece.TRAINED: ("which module the Trainer trains", "the Trainer trains this module"),
+}
+
+
+def found(candidates: Sequence[PathPieces]) -> Found:
+    """One finding from every way its pieces combine: certain when one way has every piece
+    written out, else a review finding of the same rule that names the fewest unknown pieces."""
+    sites = tuple(
+        sorted(
+            {
+                site
+                for pieces in candidates
+                for site in (*pieces.precision, *pieces.optimizers, *pieces.clips)
+            },
+            key=sort_key,
+        )
+    )
+    # The way with the fewest unknown pieces (ties: the first in `Piece` order, whatever order
+    # the ways came in).
+    order = list(Piece)
+    unknown = min(
+        (pieces.unknown() for pieces in candidates),
+        key=lambda pieces: (len(pieces), [order.index(piece) for piece in pieces]),
+    )
+    if not unknown:
+        return Found(sites)
+    named = [WORDS[piece][0] for piece in unknown]
+    return Found(
+        sites,
+        Confidence.REVIEW,
+        review=f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} decided at run time",
+        condition=" and ".join(WORDS[piece][1] for piece in unknown),
+    )
+
+
+# -- fixes: which sites the shared codemods (fixes/codemods) rewrite, per strategy -----------
+
+# The sites a strategy's codemod rewrites for one finding, or why it does not apply there.
+Targets = tuple[tuple[Site, ...], str | None]
+
+
+def fixable(
+    sites: Sequence[Site], kind: SiteKind, accept: Callable[[Site], bool]
+) -> tuple[Site, ...]:
+    return tuple(site for site in sites if site.kind is kind and site.fixable and accept(site))
+
+
+def unfuse_targets(sites: Sequence[Site]) -> Targets:
+    """`fused=True` where the optimizer is built, written as a literal."""
+    targets = fixable(sites, SiteKind.FUSED_OPTIMIZER, lambda s: s.value == "True")
+    return targets, None if targets else "fused is not written as a literal True to rewrite"
+
+
+def bf16_targets(sites: Sequence[Site], kind: SiteKind, target: Target) -> Targets:
+    """The precision literals (`kind`) that a scaler comes from, rewritten to bf16-mixed."""
+    if target.bf16_precision != "bf16-mixed":
+        return (), (
+            f"Lightning {target.version_label} includes 1.x releases, which spell bf16 "
+            'as "bf16", not "bf16-mixed"; use --strategy unfuse'
+        )
+    targets = fixable(sites, kind, lambda s: s.value in names.SCALER_PRECISIONS)
+    return targets, None if targets else "the precision is not written as a literal to rewrite"
+
+
+def sharding_refusal(sites: Sequence[Site]) -> str | None:
+    """The inserted helper raises under a sharded strategy (FSDP, DeepSpeed clip differently);
+    where the strategy is decided at run time, `unfuse` is right for every strategy."""
+    shardings = {site.sharding for site in sites}
+    if Sharding.SHARDED in shardings:
+        return (
+            "the strategy shards the model (FSDP, DeepSpeed): sharded strategies clip "
+            "differently, so clipping through the scaler does not apply; use --strategy unfuse"
+        )
+    if Sharding.UNKNOWN in shardings:
+        return (
+            "the strategy is decided at run time: under a sharded one (FSDP, DeepSpeed) the "
+            "inserted helper raises; use --strategy unfuse, which is right for every strategy"
+        )
+    return None
