@@ -19,7 +19,10 @@ from amp_clipfix.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
-GOOD_FIXED = GOOD.replace(b"fused=True", b"fused=False")
+# unfuse writes fused=False; ACF007 then passes error_if_nonfinite=False to Fabric's own clip
+GOOD_FIXED = GOOD.replace(b"fused=True", b"fused=False").replace(
+    b"max_norm=1.0)", b"max_norm=1.0, error_if_nonfinite=False)"
+)
 
 
 def invoke(*args: str) -> Result:
@@ -437,7 +440,9 @@ def test_form_feeds_are_kept(project: Path) -> None:
     path.write_bytes(source)
     result = invoke("apply", "--yes", "--strategy", "unfuse")
     assert result.exit_code == 0, result.output
-    assert path.read_bytes() == source.replace(b"fused=True", b"fused=False")
+    assert path.read_bytes() == source.replace(b"fused=True", b"fused=False").replace(
+        b"max_norm=1.0)", b"max_norm=1.0, error_if_nonfinite=False)"
+    )
 
 
 def test_changed_on_disk_counts_as_an_error_in_the_summary(
