@@ -1,0 +1,119 @@
+"""Manual optimization by value: which LightningModule a receiver holds, and the optimizers
+Lightning gives it.
+
+`self.manual_backward(loss)` in a module's method, `module.clip_gradients(...)` in a function
+given the module, `self.model.manual_backward(loss)` in a task object that holds one: the
+receiver is a LightningModule because its value is one (an instance or `self` of a module
+class), never because of its name. `self` in a mixin's method counts as the module whose method
+is being read when the mixin is one of that module's bases.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.order import Event, key
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import ClsV, Inst, Opaque, Opt, SelfV
+
+
+def module_classes(
+    facts: ProjectFacts, summary: Summary, node: ast.AST, owner: ClsV | None
+) -> list[ClsV]:
+    """The LightningModule classes the expression may be an instance of. `owner` is the class
+    whose method is read (a `self` of one of its bases is that class's own instance)."""
+    evaluator = facts.evaluator
+    found: list[ClsV] = []
+    for value in evaluator.force(evaluator.ev(node, evaluator.ctx_of(summary, node))):
+        if not isinstance(value, (SelfV, Inst)):
+            continue
+        cls = value.cls
+        if isinstance(value, SelfV) and owner is not None and facts.is_subclass(owner, cls):
+            cls = owner
+        if facts.is_lightning_module(cls) and not any(c.node is cls.node for c in found):
+            found.append(cls)
+    return found
+
+
+def module_call(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, attr: str, owner: ClsV | None
+) -> list[ClsV]:
+    """`<module>.<attr>(...)` where the receiver may be a LightningModule: its classes."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == attr):
+        return []
+    return module_classes(
+        facts, facts.evaluator.summary(file.path) or file.summary, func.value, owner
+    )
+
+
+def optimizer_of(facts: ProjectFacts, file: FileFacts, node: ast.expr, owner: ClsV | None) -> bool:
+    """The expression holds an optimizer Lightning gave a module (`<module>.optimizers()`, an
+    item of it), or one the project built."""
+    for value in facts.values(file, node):
+        if isinstance(value, Opt):
+            return True
+        if isinstance(value, Opaque) and value.summary is not None:
+            inner = value.node
+            while isinstance(inner, (ast.Subscript, ast.Attribute)):
+                inner = inner.value
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr == "optimizers"
+                and module_classes(facts, value.summary, inner.func.value, owner)
+            ):
+                return True
+    return False
+
+
+def rest_is_comment(file: FileFacts, statement: ast.stmt) -> bool:
+    """Nothing but a comment follows the statement on its last line (`a; b` cannot move)."""
+    end = file.span(statement)
+    rest = file.line(end.end_line)[end.end_column :].strip()
+    return not rest or rest.startswith("#")
+
+
+def moved_code(
+    file: FileFacts, method: ast.FunctionDef, clip: Event, optimizer: str | None
+) -> str | None:
+    """The clip's code for the hook: the stepped optimizer (a name) becomes `optimizer`; any
+    other local of the method makes it unmovable (None)."""
+    local = {
+        name.id
+        for node in ast.walk(method)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With))
+        for name in ast.walk(node)
+        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
+    } | {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
+    replaced: list[ast.AST] = []
+    call = clip.call
+    if clip.detail == "module" and call.args:
+        if key(call.args[0]) == optimizer:
+            replaced.append(call.args[0])
+        else:
+            return None
+    for node in ast.walk(call):
+        if isinstance(node, ast.Name) and node.id in local and not covered(node, replaced):
+            if key(node) == optimizer:
+                replaced.append(node)
+            else:
+                return None
+    text = file.code(call)
+    start = file.span(call)
+    lines = text.split("\n")
+    for node in sorted(replaced, key=lambda n: file.span(n).line * 10**6 + file.span(n).column)[
+        ::-1
+    ]:
+        span = file.span(node)
+        row = span.line - start.line
+        first = span.column - (start.column if row == 0 else 0)
+        last = span.end_column - (start.column if row == 0 else 0)
+        lines[row] = lines[row][:first] + "optimizer" + lines[row][last:]
+    indent = file.indentation(start.line)
+    return "\n".join([lines[0], *(line.removeprefix(indent) for line in lines[1:])])
+
+
+def covered(node: ast.AST, replaced: list[ast.AST]) -> bool:
+    return any(node is r or node in ast.walk(r) for r in replaced)
