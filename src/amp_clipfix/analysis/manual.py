@@ -11,9 +11,10 @@ is being read when the mixin is one of that module's bases.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.order import Event, key
+from amp_clipfix.analysis.order import Body, Event, functions, key
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Inst, Opaque, Opt, SelfV
 
@@ -117,3 +118,27 @@ def moved_code(
 
 def covered(node: ast.AST, replaced: list[ast.AST]) -> bool:
     return any(node is r or node in ast.walk(r) for r in replaced)
+
+
+def manual_reads(facts: ProjectFacts, file: FileFacts) -> Iterator[tuple[Body, ClsV | None]]:
+    """What a manual-optimization search reads in a file that writes `manual_backward`, with
+    the class of each function: the methods of LightningModule classes that may optimize
+    manually (their helpers are followed from there), and any other function, or the module's
+    own code, whose lines write `manual_backward` (a task object, a function given the
+    module). Other functions are reached as helpers of these, or not at all."""
+    written = {n for n, line in enumerate(file.data.splitlines(), 1) if b"manual_backward" in line}
+    inside: set[int] = set()
+    for function in functions(file):
+        if isinstance(function, ast.Module):
+            continue
+        lines = set(range(function.lineno, (function.end_lineno or function.lineno) + 1))
+        inside |= lines
+        owner = facts.class_of(file, function)
+        if lines & written or (
+            owner is not None
+            and facts.is_lightning_module(owner)
+            and facts.manual_optimization(owner) is not False
+        ):
+            yield function, owner
+    if written - inside:
+        yield file.tree, None

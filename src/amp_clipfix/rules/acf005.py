@@ -12,9 +12,15 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.manual import module_call, moved_code, optimizer_of, rest_is_comment
+from amp_clipfix.analysis.manual import (
+    manual_reads,
+    module_call,
+    moved_code,
+    optimizer_of,
+    rest_is_comment,
+)
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIPS
-from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
+from amp_clipfix.analysis.order import Event, EventKind, Seen, events
 from amp_clipfix.analysis.values import ClsV, DictV, Fn, Opt, TupleV
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, clip_name
@@ -198,13 +204,12 @@ def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:
 
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
-    """Every function of a file that may call `manual_backward` (a module's method, a helper,
-    a task object holding a module), read with the project helpers it calls; a clip reached
-    several ways is reported once, from the read nearest to it."""
+    """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
+    the project helpers it calls; a clip reached several ways is reported once, from the read
+    nearest to it."""
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):
-        for function in functions(file):
-            owner = None if isinstance(function, ast.Module) else facts.class_of(file, function)
+        for function, owner in manual_reads(facts, file):
             order = events(facts, file, function, classifier(facts, owner))
             for index, clip in enumerate(order):
                 if clip.kind is EventKind.CLIP:
