@@ -13,10 +13,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.order import Body, Event, functions, key
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Inst, Opaque, Opt, SelfV
+from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, Opt, SelfV, TupleV
 
 
 def module_classes(
@@ -142,3 +143,30 @@ def manual_reads(facts: ProjectFacts, file: FileFacts) -> Iterator[tuple[Body, C
             yield function, owner
     if written - inside:
         yield file.tree, None
+
+
+def module_code(file: FileFacts, clip: Event, backward: Event) -> str | None:
+    """The module's code where the clip is written, outside the module's own methods: the
+    clip's receiver (`self.net.clip_gradients`), or for torch's clip the receiver of a
+    `manual_backward` written in the same function; a name or attribute chain only (a call
+    would run twice)."""
+    call = clip.call if clip.detail == "module" else backward.call
+    if call is backward.call and backward.via:
+        return None
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    inner = receiver
+    while isinstance(inner, ast.Attribute):
+        inner = inner.value
+    return file.code(receiver) if receiver is not None and isinstance(inner, ast.Name) else None
+
+
+def items_of(evaluator: Evaluator, value: object, depth: int = 2) -> list[object]:
+    """The optimizers a `configure_optimizers` return stands for: the items of a list or tuple
+    (`[opt_a, opt_b]`, `[opt], [sched]`), a dict's `"optimizer"` (with its scheduler)."""
+    if depth and isinstance(value, DictV) and value.closed and "optimizer" in value.entries:
+        found = evaluator.force(value.entries["optimizer"])
+    elif depth and isinstance(value, TupleV):
+        found = [v for item in value.items for v in evaluator.force(item)]
+    else:
+        return [value]
+    return [v for item in found for v in items_of(evaluator, item, depth - 1)]

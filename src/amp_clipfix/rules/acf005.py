@@ -10,18 +10,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.manual import (
+    items_of,
     manual_reads,
     module_call,
+    module_code,
     moved_code,
     optimizer_of,
     rest_is_comment,
 )
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events
-from amp_clipfix.analysis.values import ClsV, DictV, Fn, Opt, TupleV
+from amp_clipfix.analysis.values import ClsV, Fn, Opt
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, clip_name
 from amp_clipfix.rules.base import Found, Rule, RuleFix
@@ -43,9 +44,11 @@ FIX = (
 )
 
 # The GradScaler's current scale as the module reads it: 1.0 without a scaler (bf16, 32-bit).
-SCALE = (
-    'getattr(getattr(self.trainer.precision_plugin, "scaler", None), "get_scale", lambda: 1.0)()'
+SCALE_OF = (
+    'getattr(getattr({module}.trainer.precision_plugin, "scaler", None), "get_scale", '
+    "lambda: 1.0)()"
 )
+SCALE = SCALE_OF.format(module="self")
 
 FIX_SCALED = (
     "multiplies the clip's limit by the GradScaler's current scale (`get_scale()` of "
@@ -64,9 +67,10 @@ UNFIXED = (
 )
 
 UNFIXED_OUTSIDE = (
-    "the clip is made outside the module's own methods (on a module a function or another "
-    "object holds): clip in the module's on_before_optimizer_step, or multiply max_norm by the "
-    "GradScaler's get_scale()"
+    "the clip is made outside the module's own methods and its limit cannot be scaled there "
+    "(it sits in a helper, its limit is not written at the call, or the module is not a name "
+    "or attribute there): clip in the module's on_before_optimizer_step, or multiply max_norm "
+    "by the GradScaler's get_scale()"
 )
 
 WHY = (
@@ -253,12 +257,13 @@ def scaled_clip(
         call_site(steps[0], SiteKind.OPTIMIZER_STEP),
     )
     own = isinstance(function, ast.FunctionDef) and owner is not None and owner.node is cls.node
-    fixes: tuple[RuleFix, ...] = ()
-    if own:
-        assert isinstance(function, ast.FunctionDef)
+    if isinstance(function, ast.FunctionDef) and own:
+        first = function.args.args[0].arg if function.args.args else None
         fixes = moved_to_hook(facts, file, cls, function, clip, steps, sites[1]) or limit_scaled(
-            file, function, clip, sites[1]
+            file, clip, sites[1], "self" if first == "self" else None
         )
+    else:
+        fixes = limit_scaled(file, clip, sites[1], module_code(file, clip, backwards[-1]))
     unfixed = None if fixes else (UNFIXED if own else UNFIXED_OUTSIDE)
     calls = (backwards[-1].call, clip.call, steps[0].call)
     review = runtime_review(manual, state)
@@ -286,34 +291,40 @@ def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
 
 
 def is_scaled(limit: ast.expr | None) -> bool:
-    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it."""
-    return (
-        isinstance(limit, ast.BinOp)
-        and isinstance(limit.op, ast.Mult)
-        and ast.dump(limit.right) == ast.dump(ast.parse(SCALE, mode="eval").body)
-    )
+    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it (for
+    `self` or a module another object holds)."""
+    if not (isinstance(limit, ast.BinOp) and isinstance(limit.op, ast.Mult)):
+        return False
+    module: object = limit.right
+    for field in ("func", "args", "args", "value", "value"):  # M of M.trainer.precision_plugin
+        module = getattr(module, field, None)
+        module = module[0] if isinstance(module, list) and module else module
+    if not isinstance(module, ast.expr):
+        return False
+    written = ast.parse(SCALE_OF.format(module=ast.unparse(module)), mode="eval").body
+    return ast.dump(limit.right) == ast.dump(written)
 
 
 def limit_scaled(
-    file: FileFacts, method: ast.FunctionDef, clip: Event, target: Site
+    file: FileFacts, clip: Event, target: Site, module: str | None
 ) -> tuple[RuleFix, ...]:
     """The clip's limit multiplied by the GradScaler's scale, where the clip cannot move (it
-    reads values local to the step): the call must be the module's own, in a method whose
-    first parameter is `self`, with its limit written at the call."""
+    reads values local to the step): the call must be written in the function read, with its
+    limit written at the call; `module` is the module's code there (`self` in its method)."""
     limit = limit_of(clip.call, clip.detail)
     if (
         clip.via
+        or module is None
         or limit is None
-        or not method.args.args
-        or method.args.args[0].arg != "self"
         or (isinstance(limit, ast.Constant) and limit.value is None)
     ):
         return ()
     code = file.code(limit)
     if not isinstance(limit, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)):
         code = f"({code})"
-    edit = file.replace(limit, f"{code} * {SCALE}")
-    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=FIX_SCALED, targets=(target,)),)
+    edit = file.replace(limit, f"{code} * {SCALE_OF.format(module=module)}")
+    safety = FIX_SCALED.replace("`self.trainer", f"`{module}.trainer")
+    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=safety, targets=(target,)),)
 
 
 def steps_after(order: list[Event], index: int) -> list[Event]:
@@ -419,18 +430,6 @@ def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
     return False
 
 
-def items_of(evaluator: Evaluator, value: object, depth: int = 2) -> list[object]:
-    """The optimizers a `configure_optimizers` return stands for: the items of a list or tuple
-    (`[opt_a, opt_b]`, `[opt], [sched]`), a dict's `"optimizer"` (with its scheduler)."""
-    if depth and isinstance(value, DictV) and value.closed and "optimizer" in value.entries:
-        found = evaluator.force(value.entries["optimizer"])
-    elif depth and isinstance(value, TupleV):
-        found = [v for item in value.items for v in evaluator.force(item)]
-    else:
-        return [value]
-    return [v for item in found for v in items_of(evaluator, item, depth - 1)]
-
-
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
@@ -450,8 +449,8 @@ RULE = Rule(
         "a method or the project helpers it calls (a few calls deep: methods, mixins, functions "
         "given the module). The receiver of `manual_backward` and `clip_gradients` is a "
         "module by its value, whatever its name: `self`, a function's parameter given "
-        "`self`, or `self.model` of a task object that holds the module (then the finding has "
-        "no fix). Certain when a Trainer whose `fit` is given "
+        "`self`, or `self.model` of a task object that holds the module. Certain when a "
+        "Trainer whose `fit` is given "
         "the module runs with a GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin "
         "with one); a review finding when no followed `fit` names the module or its precision "
         "is decided at run time; nothing when every such Trainer runs without a scaler."
@@ -469,9 +468,12 @@ RULE = Rule(
             "has the hook, or when the optimizer may be fused (Lightning does not unscale a "
             "fused optimizer before the hook). There it "
             f"{FIX_SCALED}: `max_norm=limit` becomes `max_norm=limit * {SCALE}`. Not offered "
-            "for a clip inside a helper the module calls, one without its limit written at "
-            "the call, or one made outside the module's own methods; the finding then says "
-            "what to do."
+            "for a clip inside a helper the module calls, or one without its limit written at "
+            "the call; the finding then says what to do. A clip written outside the module's "
+            "own methods (a task object's `self.model.clip_gradients(...)`, torch's clip after "
+            "`self.model.manual_backward(loss)`) cannot move into its hook: its limit is scaled "
+            "with the scale read through that module (`self.model.trainer`), where the module "
+            "is written as a name or attribute."
         ),
     },
 )
