@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER
-from amp_clipfix.analysis.values import Lit
+from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
+from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, STRATEGY_PACKAGES
+from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf006 import fabric_values, optimizers_of, scaler_state
 from amp_clipfix.rules.base import Found, Rule, RuleFix
@@ -108,7 +108,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             if optimizer is None:
                 continue
             state = scaler_state(facts, fabrics)
-            if state is False:
+            if state is False or all(clips_without_torch(facts, f) for f in fabrics):
                 continue
             detail = " ".join(file.code(call).split())
             site = file.site(SiteKind.GRAD_CLIP, call, f"`{detail}`")
@@ -144,6 +144,40 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             )
             bf16 = RuleFix(Strategy.BF16, (keyword,), False, FIX_BF16, targets=(site,))
             yield Found((site,), fixes=(*fixes, helper, bf16))
+
+
+# Fabric strategies whose `clip_gradients_norm` never reaches torch's `clip_grad_norm_`: FSDP
+# and XLA FSDP call the wrapped module's own `clip_grad_norm_`, which has no
+# `error_if_nonfinite`; DeepSpeed refuses to clip (Lightning 2.0.9 - 2.6.6 sources).
+OWN_CLIP_STRATEGIES = frozenset({"FSDPStrategy", "XLAFSDPStrategy", "DeepSpeedStrategy"})
+
+
+def clips_without_torch(facts: ProjectFacts, fabric: FabricV) -> bool:
+    """The Fabric's `strategy=` is certainly one that clips without torch's clip (an FSDP or
+    DeepSpeed class of Lightning's, or a registered name of one): the keyword changes nothing
+    there and no overflow step raises."""
+    if fabric.call is None or fabric.summary is None:
+        return False
+    evaluator = facts.evaluator
+    values = facts.argument(Made("", fabric.call, fabric.summary), "strategy")
+    for value in values:
+        if isinstance(value, Lit):
+            lowered = value.value.lower()
+            if not ("fsdp" in lowered or "deepspeed" in lowered):
+                return False
+        elif isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
+            callee = value.node.func
+            made = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(value.summary, callee)))
+            if not any(
+                isinstance(v, Ext)
+                and v.qname.startswith(STRATEGY_PACKAGES)
+                and v.qname.rsplit(".", 1)[-1] in OWN_CLIP_STRATEGIES
+                for v in made
+            ):
+                return False
+        else:
+            return False
+    return bool(values)
 
 
 def may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
@@ -185,7 +219,9 @@ RULE = Rule(
         "`error_if_nonfinite=False` (absent, or written `True`), where the Fabric uses a "
         "GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin with one). A review "
         "finding, without a fix, when the precision is decided at run time; nothing under "
-        "bf16 or 32-bit, or when a `**` spread may pass the argument. However the optimizer is "
+        "bf16 or 32-bit, under an FSDP or DeepSpeed `strategy=` (their clip never reaches "
+        "torch's `clip_grad_norm_`), or when a `**` spread may pass the argument. However the "
+        "optimizer is "
         "built: one built with a `fused=` argument other than `False` is also ACF001's, and "
         "the fix follows ACF001's (below)."
     ),
