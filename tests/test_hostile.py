@@ -20,7 +20,10 @@ from amp_clipfix.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
-GOOD_FIXED = GOOD.replace(b"fused=True", b"fused=False")
+# unfuse writes fused=False; ACF007 then passes error_if_nonfinite=False to Fabric's own clip
+GOOD_FIXED = GOOD.replace(b"fused=True", b"fused=False").replace(
+    b"max_norm=1.0)", b"max_norm=1.0, error_if_nonfinite=False)"
+)
 
 
 def invoke(*args: str) -> Result:
@@ -230,7 +233,10 @@ def test_notebook_untouched_lines_keep_their_escaping(project: Path, ensure_asci
     before = path.read_text()
     result = invoke("apply", "--yes", "--strategy", "unfuse", "--lightning-version", "2.6.6")
     assert result.exit_code == 0, result.output
-    expected = before.replace("fused=True", "fused=False")
+    # unfuse keeps Fabric's own clip; ACF007 passes error_if_nonfinite=False to it
+    expected = before.replace("fused=True", "fused=False").replace(
+        "max_norm=1.0)", "max_norm=1.0, error_if_nonfinite=False)"
+    )
     assert path.read_text() == expected
 
 
@@ -248,7 +254,7 @@ def test_notebook_cr_only_cell_lines(project: Path) -> None:
     assert cells[0] == cr_cell
     assert cells[2] == "\r".join(line.rstrip("\n") for line in TRAIN).replace(
         "fused=True", "fused=False"
-    )
+    ).replace("max_norm=1.0)", "max_norm=1.0, error_if_nonfinite=False)")
 
 
 # --- Parser crashes: one file costs one line, every other finding stands ---------------------
@@ -329,8 +335,10 @@ def test_sarif_with_a_file_name_that_is_not_utf8(project: Path) -> None:
     (project / os.fsdecode(b"caf\xe9.py")).write_bytes(GOOD)
     result = invoke("check", "--format", "sarif", "--lightning-version", "2.6.6")
     assert result.exit_code == 1, result.output
-    (location,) = [r["locations"][0] for r in json.loads(result.stdout)["runs"][0]["results"]]
-    assert location["physicalLocation"]["artifactLocation"]["uri"] == "caf%E9.py"
+    results = json.loads(result.stdout)["runs"][0]["results"]
+    assert sorted(r["ruleId"] for r in results) == ["ACF001", "ACF007"]  # one fp16 clip call
+    for location in [r["locations"][0] for r in results]:
+        assert location["physicalLocation"]["artifactLocation"]["uri"] == "caf%E9.py"
 
 
 # --- Nothing is written outside the project; the patch names the file that is written -------
@@ -439,7 +447,9 @@ def test_form_feeds_are_kept(project: Path) -> None:
     path.write_bytes(source)
     result = invoke("apply", "--yes", "--strategy", "unfuse")
     assert result.exit_code == 0, result.output
-    assert path.read_bytes() == source.replace(b"fused=True", b"fused=False")
+    assert path.read_bytes() == source.replace(b"fused=True", b"fused=False").replace(
+        b"max_norm=1.0)", b"max_norm=1.0, error_if_nonfinite=False)"
+    )
 
 
 def test_changed_on_disk_counts_as_an_error_in_the_summary(

@@ -165,7 +165,8 @@ def test_json_of_check_and_apply_validates_and_says_what_was_fixed(project: Path
     checked = json.loads(invoke("check", "--format", "json", "sample_project").stdout)
     validator.validate(checked)
     assert checked["schema_version"] == 3
-    assert {f["code"] for f in checked["findings"]} == {FABRIC_CODE, TRAINER_CODE}
+    # the sample's fp16 Fabric clip by norm is also ACF007's (an overflow step would raise)
+    assert {f["code"] for f in checked["findings"]} == {FABRIC_CODE, TRAINER_CODE, "ACF007"}
     assert not any(f["fixed"] for f in checked["findings"])
     assert checked["errors"] == [
         {
@@ -221,7 +222,7 @@ def test_sarif_names_each_failed_file_and_fingerprints_results(project: Path) ->
     )
     assert named == ["sample_project/also_broken.ipynb", "sample_project/broken.py"]
     prints = [r["partialFingerprints"]["ampClipfix/v1"] for r in log["runs"][0]["results"]]
-    assert len(set(prints)) == len(prints) == 3
+    assert len(set(prints)) == len(prints) == 4  # ACF001 and ACF007 on one call: two prints
     # lines moving does not change a fingerprint
     model = project / "model.py"
     model.write_text("# a new first line\n" + model.read_text())
@@ -240,11 +241,21 @@ def test_rdjson_follows_reviewdogs_format_with_suggestions(project: Path) -> Non
         invoke("check", "--format", "rdjson", "--strategy", "bf16", "sample_project").stdout
     )
     jsonschema.Draft7Validator(RDJSON_SCHEMA).validate(document)
-    fabric = [
+    in_fabric = [
         d
         for d in document["diagnostics"]
         if d["location"]["path"] == "sample_project/train_fabric.py"
     ]
+    # the clip by norm under fp16 is also ACF007's: one diagnostic, its own line's suggestion
+    (nonfinite,) = [d for d in in_fabric if d["code"]["value"] == "ACF007"]
+    assert nonfinite["suggestions"] == [
+        {
+            "range": {"start": {"line": 18}, "end": {"line": 18}},
+            "text": "        fabric.clip_gradients(model, optimizer, max_norm=1.0, "
+            "error_if_nonfinite=False)",
+        }
+    ]
+    fabric = [d for d in in_fabric if d is not nonfinite]
     # one diagnostic per site (precision, optimizer, clip), each naming the other two
     assert len(fabric) == 3
     assert all(len(d["related_locations"]) == 2 for d in fabric)
@@ -319,7 +330,13 @@ def test_gitlab_code_quality_report(project: Path) -> None:
         invoke("check", "--format", "gitlab", "--strategy", "bf16", "sample_project").stdout
     )
     jsonschema.Draft7Validator(GITLAB_SCHEMA).validate(issues)
-    assert len({issue["fingerprint"] for issue in issues}) == len(issues) == 3
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues) == 4  # + ACF007
+    assert sorted(issue["check_name"] for issue in issues) == [
+        FABRIC_CODE,
+        TRAINER_CODE,
+        "ACF002",
+        "ACF007",
+    ]
     fabric = next(i for i in issues if i["location"]["path"].endswith("train_fabric.py"))
     assert fabric["check_name"] == FABRIC_CODE and fabric["location"]["lines"]["begin"] == 9
     assert fabric["severity"] == "major"
@@ -446,7 +463,13 @@ def test_rdjson_never_passes_a_partial_fix_as_whole(
     monkeypatch.chdir(tmp_path / "p")
     args = ["--strategy", "guard", "--lightning-version", "2.6.6", "."]
     document = json.loads(invoke("check", "--format", "rdjson", *args).stdout)
-    assert document["diagnostics"]
+    # ACF007's keyword on each clip call is a whole fix of its own; ACF001's guard is partial
+    by_code: dict[str, list[dict]] = {}
     for diagnostic in document["diagnostics"]:
+        by_code.setdefault(diagnostic["code"]["value"], []).append(diagnostic)
+    assert sorted(by_code) == ["ACF001", "ACF007"] and len(by_code["ACF007"]) == 2
+    for diagnostic in by_code["ACF007"]:
+        assert "The fix is partial" not in diagnostic["message"]
+    for diagnostic in by_code["ACF001"]:
         message = diagnostic["message"]
         assert "The fix is partial: left for a person: train.py:13 fabric.clip_gradients" in message

@@ -55,10 +55,13 @@ def test_only_the_affected_cells_change_and_magics_stay(magics: Path) -> None:
 
 def test_json_output_points_to_the_cell(magics: Path) -> None:
     document = json.loads(invoke("check", "--format", "json", ".").output)
-    (finding,) = document["findings"]
+    finding, nonfinite = document["findings"]
     # reported where auto's fix (unscale) changes the code: the clip call in cell 4
     assert (finding["path"], finding["cell"], finding["line"]) == ("train.ipynb", 4, 4)
     assert {site.get("cell") for site in finding["sites"]} == {3, 4}
+    # that fp16 clip by norm is also ACF007's, in the same cell (its fix: the same helper)
+    assert (nonfinite["code"], nonfinite["cell"], nonfinite["line"]) == ("ACF007", 4, 4)
+    assert [site.get("cell") for site in nonfinite["sites"]] == [4]
 
 
 def test_terminal_diff_names_the_cells(magics: Path, monkeypatch: pytest.MonkeyPatch) -> None:

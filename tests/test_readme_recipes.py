@@ -72,20 +72,32 @@ def test_the_strategy_help_names_what_auto_picks() -> None:
     assert not any(is_safe(s) for s in (Strategy.BF16, Strategy.GUARD))
 
 
-def fix_strategies(folder: Path) -> set[str]:
+def fix_strategies(folder: Path) -> dict[str, set[str]]:
+    """The strategies of the fixes `check` chose, by finding code."""
     result = CliRunner().invoke(
         main, ["check", "--format", "json", "--no-cache", "-j", "1", str(folder)]
     )
-    return {f["fix"]["strategy"] for f in json.loads(result.stdout)["findings"] if f["fix"]}
+    found: dict[str, set[str]] = {}
+    for finding in json.loads(result.stdout)["findings"]:
+        if finding["fix"]:
+            found.setdefault(finding["code"], set()).add(finding["fix"]["strategy"])
+    return found
 
 
 def test_auto_picks_what_the_help_says(tmp_path: Path) -> None:
     """The first of AUTO_ORDER where it applies (the sample), the next where it does not (a
-    sharded Fabric), never an unsafe one."""
+    sharded Fabric), never an unsafe one. The sample's Fabric clip by norm under fp16 is also
+    ACF007's, whose fix joins ACF001's unscale (the same helper); the FSDP Fabric's clip never
+    reaches torch's clip_grad_norm_, so it is not."""
     shutil.copytree(SAMPLE, tmp_path / "sample")
     shutil.copytree(FSDP_CASE, tmp_path / "fsdp")
-    assert fix_strategies(tmp_path / "sample") == {AUTO_ORDER[0].value}
-    assert fix_strategies(tmp_path / "fsdp") == {AUTO_ORDER[1].value}
+    first, second = AUTO_ORDER[0].value, AUTO_ORDER[1].value
+    assert fix_strategies(tmp_path / "sample") == {
+        "ACF001": {first},
+        "ACF002": {first},
+        "ACF007": {first},
+    }
+    assert fix_strategies(tmp_path / "fsdp") == {"ACF001": {second}}
 
 
 def test_the_readme_lists_every_strategy_and_what_auto_picks() -> None:

@@ -92,6 +92,9 @@ def test_select_and_ignore_filter_findings_and_what_apply_fixes(sample: Path) ->
     prefix = invoke("check", "--select", TRAINER_CODE[:4], "sample_project").output
     assert f": {FABRIC_CODE}" in prefix and f": {TRAINER_CODE}" in prefix  # a prefix selects
     ignored = invoke("check", "--ignore", f"{FABRIC_CODE},{TRAINER_CODE}", "sample_project")
+    assert ignored.exit_code == 1 and "1 finding " in ignored.output
+    assert "train_fabric.py:18:9: ACF007" in ignored.output  # the fp16 clip by norm stays
+    ignored = invoke("check", "--ignore", f"{FABRIC_CODE},{TRAINER_CODE},ACF007", "sample_project")
     assert ignored.exit_code == 0 and "0 findings" in ignored.output
     applied = invoke("apply", "--yes", "--ignore", TRAINER_CODE, "sample_project")
     assert applied.exit_code == 0, applied.output
@@ -321,7 +324,14 @@ def test_patch_dir_writes_one_patch_per_project_that_git_applies(
     assert dry.stdout == b""  # the patches are in the folder
     assert sorted(p.name for p in (tmp_path / "patches").iterdir()) == ["a.patch", "b.patch"]
     b_patch = (tmp_path / "patches" / "b.patch").read_bytes()
-    assert b"--- a/model.py" in b_patch and b"train_fabric" not in b_patch  # b ignores Fabric
+    assert b"--- a/model.py" in b_patch
+    # b ignores ACF001: its Fabric clip keeps the fused optimizer and only gets ACF007's keyword
+    fabric_part = b_patch[b_patch.index(b"--- a/train_fabric.py") :]
+    assert b"fused=False" not in fabric_part and b"clip_gradients_unscaled" not in fabric_part
+    assert (
+        b"+        fabric.clip_gradients(model, optimizer, max_norm=1.0, error_if_nonfinite=False)"
+        in fabric_part
+    )
     for name in ("a", "b"):
         git(repos / name, "apply", str(tmp_path / "patches" / f"{name}.patch"))
         assert git(repos / name, "status", "--porcelain").stdout.strip()
@@ -357,19 +367,25 @@ def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> Non
     ]
     row_a = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/a")))
     row_b = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/b")))
-    assert row_a[1] == "2.6.6" and row_a[3:5] == ["2.13.0", "2"] and "2 pending" in row_a[6]
+    assert row_a[1] == "2.6.6" and row_a[3:5] == ["2.13.0", "3"] and "3 pending" in row_a[6]
     assert row_a[2] in ("installed distribution", "default (latest release)")
-    assert row_a[5] == "ACF001 1, ACF002 1"  # findings per rule
-    assert row_b[1:6] == ["2.4.0", "pyproject.toml [tool.amp-clipfix]", "2.13.0", "1", "ACF002 1"]
+    assert row_a[5] == "ACF001 1, ACF002 1, ACF007 1"  # findings per rule
+    assert row_b[1:6] == [
+        "2.4.0",
+        "pyproject.toml [tool.amp-clipfix]",
+        "2.13.0",
+        "2",
+        "ACF002 1, ACF007 1",
+    ]
     written = cli(tmp_path, "apply", "--yes", "repos/a", "repos/b")
     row_a = cells(next(line for line in written.stderr.decode().splitlines() if "repos/a" in line))
     assert row_a[:2] + row_a[3:] == [
         "repos/a",
         "2.6.6",
         "2.13.0",
-        "2",
-        "ACF001 1, ACF002 1",
-        "2",
+        "3",
+        "ACF001 1, ACF002 1, ACF007 1",
+        "3",
         "0",
         "0",
     ]

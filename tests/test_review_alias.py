@@ -15,7 +15,8 @@ from click.testing import CliRunner, Result
 from amp_clipfix.cli import main
 
 # A certain ACF001 (every piece a literal) and two review findings: ACF001 whose `fused` flag is
-# read from the environment, ACF002 whose precision comes from the command line.
+# read from the environment, ACF002 whose precision comes from the command line. The Fabric
+# programs clip by value: a clip by norm would also be ACF007's (error_if_nonfinite).
 CERTAIN = """\
 import lightning as L
 import torch
@@ -24,7 +25,7 @@ fabric = L.Fabric(precision="16-mixed")
 model = torch.nn.Linear(4, 4)
 optimizer = torch.optim.AdamW(model.parameters(), fused=True)
 model, optimizer = fabric.setup(model, optimizer)
-fabric.clip_gradients(model, optimizer, max_norm=1.0)
+fabric.clip_gradients(model, optimizer, clip_val=1.0)
 """
 FABRIC_REVIEW = """\
 import os
@@ -36,7 +37,7 @@ fabric = L.Fabric(precision="16-mixed")
 model = torch.nn.Linear(4, 4)
 optimizer = torch.optim.AdamW(model.parameters(), fused=os.environ.get("FUSED") == "1")
 model, optimizer = fabric.setup(model, optimizer)
-fabric.clip_gradients(model, optimizer, max_norm=1.0)
+fabric.clip_gradients(model, optimizer, clip_val=1.0)
 """
 TRAINER_REVIEW = """\
 import sys

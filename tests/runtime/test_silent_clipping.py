@@ -8,7 +8,8 @@ programs run fp16 with a real GradScaler on the CPU and a large `init_scale`, so
 overflow and are skipped and the scale stays above 1 afterwards. As written, some step's applied
 norm is off; after `amp-clipfix apply --yes` every step's applied norm is within 1% of
 min(true norm, max_norm), at least one step was skipped for an overflow and every stepped scale
-is above 1. A case with `"error"` must instead fail as written with that error.
+is above 1. A case with `"error"` must instead fail as written with that error; `"strategy"`
+names the `--strategy` of `apply` (`auto` when absent).
 
 A case whose case.json has `"runtime": ["lightning==2.0.9.post0", ...]` runs with the python of
 that release's nox environment (`nox -t releases`, noxfile.py); its project pins that release
@@ -46,6 +47,7 @@ class Case:
     hazard: str
     error: str | None
     runtime: tuple[str, ...]  # the release's requirement lines; empty: this interpreter
+    strategy: str  # the `--strategy` of `apply`
 
     @property
     def python(self) -> str:
@@ -69,6 +71,7 @@ def load_cases() -> list[Case]:
                 data["hazard"],
                 data.get("error"),
                 tuple(data.get("runtime", ())),
+                data.get("strategy", "auto"),
             )
         )
     return cases
@@ -115,7 +118,12 @@ def test_trains_wrong_as_written_and_right_after_apply(
     paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     code, out, err = finish(
-        run([sys.executable, "-m", "amp_clipfix", "apply", "--yes", str(after)], tmp_path, env)
+        run(
+            [sys.executable, "-m", "amp_clipfix", "apply", "--yes"]
+            + ["--strategy", case.strategy, str(after)],
+            tmp_path,
+            env,
+        )
     )
     assert code == 0, f"apply failed:\n{out}\n{err}"
     assert f" {case.hazard} " in out + err, f"no {case.hazard} finding:\n{out}\n{err}"

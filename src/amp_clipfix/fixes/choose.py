@@ -21,7 +21,33 @@ from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
 
 
 def choose_fixes(findings: Sequence[Finding], strategy: Strategy, target: Target) -> list[Finding]:
-    return [choose_fix(finding, strategy, target) for finding in findings]
+    return joined([choose_fix(finding, strategy, target) for finding in findings])
+
+
+def joined(findings: list[Finding]) -> list[Finding]:
+    """A rule's offer without edits joins another finding's chosen codemod on the same call: it
+    is taken (in place of the rule's own edit, or of no fix) only where that codemod rewrites
+    every site it names, so one call is rewritten once (ACF007 on a call ACF001's `unscale`
+    helper replaces); it is never chosen on its own."""
+    rewritten = {
+        (finding.fix.strategy, site.path, site.span.line, site.span.column)
+        for finding in findings
+        if finding.fix is not None and not finding.fix.edits
+        for site in finding.fix.targets
+    }
+    result = []
+    for finding in findings:
+        fix = finding.fix
+        if fix is None or fix.edits:
+            for offer in finding.offers:
+                if not offer.edits and all(
+                    (offer.strategy, s.path, s.span.line, s.span.column) in rewritten
+                    for s in offer.targets
+                ):
+                    finding = replace(finding, fix=offer, refusal=None)
+                    break
+        result.append(finding)
+    return result
 
 
 def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
@@ -53,18 +79,19 @@ def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
 def choose_offered(finding: Finding, strategy: Strategy) -> Finding:
     """A rule with its own search offers its fixes: `auto` takes the first safe one, a named
     strategy the one it names."""
+    offers = [fix for fix in finding.offers if fix.edits]  # the others only join (`joined`)
     if strategy is Strategy.AUTO:
-        safe = [fix for fix in finding.offers if fix.safe]
+        safe = [fix for fix in offers if fix.safe]
         if safe:
             return replace(finding, fix=safe[0])
         return (
             finding
-            if finding.refusal or not finding.offers
+            if finding.refusal or not offers
             else replace(
                 finding, refusal=f"{finding.code} offers no safe fix here; name one with --strategy"
             )
         )
-    named = [fix for fix in finding.offers if fix.strategy is strategy]
+    named = [fix for fix in offers if fix.strategy is strategy]
     if named:
         return replace(finding, fix=named[0])
     if finding.refusal:

@@ -11,9 +11,18 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.manual import (
+    items_of,
+    manual_reads,
+    module_call,
+    module_code,
+    moved_code,
+    optimizer_of,
+    rest_is_comment,
+)
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIPS
-from amp_clipfix.analysis.order import Event, EventKind, Seen, events, key
-from amp_clipfix.analysis.values import ClsV, Fn, Opaque, Opt
+from amp_clipfix.analysis.order import Event, EventKind, Seen, events
+from amp_clipfix.analysis.values import ClsV, Fn, Opt
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, clip_name
 from amp_clipfix.rules.base import Found, Rule, RuleFix
@@ -35,9 +44,11 @@ FIX = (
 )
 
 # The GradScaler's current scale as the module reads it: 1.0 without a scaler (bf16, 32-bit).
-SCALE = (
-    'getattr(getattr(self.trainer.precision_plugin, "scaler", None), "get_scale", lambda: 1.0)()'
+SCALE_OF = (
+    'getattr(getattr({module}.trainer.precision_plugin, "scaler", None), "get_scale", '
+    "lambda: 1.0)()"
 )
+SCALE = SCALE_OF.format(module="self")
 
 FIX_SCALED = (
     "multiplies the clip's limit by the GradScaler's current scale (`get_scale()` of "
@@ -53,6 +64,13 @@ UNFIXED = (
     "the clip cannot be moved as it is and its limit cannot be scaled (it sits in a helper the "
     "module calls, or its limit is not written at the call): clip in on_before_optimizer_step "
     "by hand, or multiply max_norm by the GradScaler's get_scale()"
+)
+
+UNFIXED_OUTSIDE = (
+    "the clip is made outside the module's own methods and its limit cannot be scaled there "
+    "(it sits in a helper, its limit is not written at the call, or the module is not a name "
+    "or attribute there): clip in the module's on_before_optimizer_step, or multiply max_norm "
+    "by the GradScaler's get_scale()"
 )
 
 WHY = (
@@ -125,34 +143,11 @@ trainer.fit(Model(), train_dataloaders=torch.randn(64, 4, 32))
 """
 
 
-def self_call(call: ast.Call, attr: str) -> bool:
-    func = call.func
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr == attr
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "self"
-    )
+def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an order.Classify
+    """Calls by what they are: a module's `manual_backward` (the module classes it may be are
+    the event's detail), a clip, an optimizer's `step()`. `owner`: the class whose method is
+    read."""
 
-
-def optimizer_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    """The expression holds an optimizer Lightning gave the module (`self.optimizers()`, an
-    item of it), or one the project built."""
-    for value in facts.values(file, node):
-        if isinstance(value, Opt):
-            return True
-        if isinstance(value, Opaque):
-            inner = value.node
-            while isinstance(inner, (ast.Subscript, ast.Attribute)) and not isinstance(
-                inner, ast.Call
-            ):
-                inner = inner.value
-            if isinstance(inner, ast.Call) and self_call(inner, "optimizers"):
-                return True
-    return False
-
-
-def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     def classify(file: FileFacts, call: ast.Call) -> Seen | None:
         func = call.func
         if (
@@ -161,9 +156,10 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             and any(isinstance(v, Fn) for v in facts.values(file, func))
         ):
             return Seen(EventKind.UNSCALE)  # amp-clipfix's own helper clips right where it is
-        if self_call(call, "manual_backward"):
-            return Seen(EventKind.BACKWARD)
-        if self_call(call, "clip_gradients") and call.args:
+        modules = module_call(facts, file, call, "manual_backward", owner)
+        if modules:
+            return Seen(EventKind.BACKWARD, detail=tuple(modules))
+        if call.args and module_call(facts, file, call, "clip_gradients", owner):
             if is_scaled(limit_of(call, "module")):
                 return None  # its limit follows the loss scale: right on scaled gradients
             return Seen(EventKind.CLIP, optimizer=call.args[0], detail="module")
@@ -171,7 +167,7 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             isinstance(func, ast.Attribute)
             and func.attr == "step"
             and not call.args
-            and optimizer_of(facts, file, func.value)
+            and optimizer_of(facts, file, func.value, owner)
         ):
             return Seen(EventKind.STEP, optimizer=func.value)
         if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
@@ -212,33 +208,44 @@ def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:
 
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
-    classify = classifier(facts)
-    for file, cls, methods, manual in manual_modules(facts, b"manual_backward"):
-        for method in methods:
-            order = events(facts, file, method, classify)
+    """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
+    the project helpers it calls; a clip reached several ways is reported once, from the read
+    nearest to it."""
+    found: dict[tuple[int, ...], tuple[int, Found]] = {}
+    for file in facts.with_words(b"manual_backward"):
+        for function, owner in manual_reads(facts, file):
+            order = events(facts, file, function, classifier(facts, owner))
             for index, clip in enumerate(order):
                 if clip.kind is EventKind.CLIP:
-                    found = scaled_clip(facts, file, cls, method, order, index, manual)
-                    if found is not None:
-                        yield found
+                    one = scaled_clip(facts, file, owner, function, order, index)
+                    if one is not None:
+                        calls = tuple(id(site_call) for site_call in one[0])
+                        if calls not in found or len(clip.via) < found[calls][0]:
+                            found[calls] = (len(clip.via), one[1])
+    for _, finding in found.values():
+        yield finding
 
 
 def scaled_clip(
     facts: ProjectFacts,
     file: FileFacts,
-    cls: ClsV,
-    method: ast.FunctionDef,
+    owner: ClsV | None,
+    function: ast.AST,
     order: list[Event],
     index: int,
-    manual: bool | None,
-) -> Found | None:
+) -> tuple[tuple[ast.Call, ...], Found] | None:
     clip = order[index]
     backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
     steps = steps_after(order, index)
     if not backwards or not steps:
         return None
-    if clip.statement in {backwards[-1].statement, steps[0].statement}:
-        return None  # a helper that does all of it is read on its own
+    made_for = backwards[-1].detail  # the module classes (analysis/manual.py)
+    assert isinstance(made_for, tuple)
+    modules = [m for m in made_for if facts.manual_optimization(m) is not False]
+    if not modules:
+        return None  # the module the gradients are made for optimizes automatically
+    cls = modules[0]
+    manual = facts.manual_optimization(cls)
     if clip.detail == "module" and may_be_fused(facts, cls):
         return None  # Lightning refuses that clip under fp16 (ACF002), whose fix clips it right
     state = trainers_scaler(facts, cls)
@@ -249,13 +256,19 @@ def scaled_clip(
         call_site(clip, SiteKind.GRAD_CLIP),
         call_site(steps[0], SiteKind.OPTIMIZER_STEP),
     )
-    fixes = moved_to_hook(facts, file, cls, method, clip, steps, sites[1]) or limit_scaled(
-        file, method, clip, sites[1]
-    )
-    unfixed = None if fixes else UNFIXED
+    own = isinstance(function, ast.FunctionDef) and owner is not None and owner.node is cls.node
+    if isinstance(function, ast.FunctionDef) and own:
+        first = function.args.args[0].arg if function.args.args else None
+        fixes = moved_to_hook(facts, file, cls, function, clip, steps, sites[1]) or limit_scaled(
+            file, clip, sites[1], "self" if first == "self" else None
+        )
+    else:
+        fixes = limit_scaled(file, clip, sites[1], module_code(file, clip, backwards[-1]))
+    unfixed = None if fixes else (UNFIXED if own else UNFIXED_OUTSIDE)
+    calls = (backwards[-1].call, clip.call, steps[0].call)
     review = runtime_review(manual, state)
     if review is not None:
-        return Found(
+        return calls, Found(
             sites,
             Confidence.REVIEW,
             review=review,
@@ -263,7 +276,7 @@ def scaled_clip(
             condition="the module runs under fp16 mixed precision",
             unfixed=unfixed,
         )
-    return Found(sites, fixes=fixes, unfixed=unfixed)
+    return calls, Found(sites, fixes=fixes, unfixed=unfixed)
 
 
 def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
@@ -278,34 +291,40 @@ def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
 
 
 def is_scaled(limit: ast.expr | None) -> bool:
-    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it."""
-    return (
-        isinstance(limit, ast.BinOp)
-        and isinstance(limit.op, ast.Mult)
-        and ast.dump(limit.right) == ast.dump(ast.parse(SCALE, mode="eval").body)
-    )
+    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it (for
+    `self` or a module another object holds)."""
+    if not (isinstance(limit, ast.BinOp) and isinstance(limit.op, ast.Mult)):
+        return False
+    module: object = limit.right
+    for field in ("func", "args", "args", "value", "value"):  # M of M.trainer.precision_plugin
+        module = getattr(module, field, None)
+        module = module[0] if isinstance(module, list) and module else module
+    if not isinstance(module, ast.expr):
+        return False
+    written = ast.parse(SCALE_OF.format(module=ast.unparse(module)), mode="eval").body
+    return ast.dump(limit.right) == ast.dump(written)
 
 
 def limit_scaled(
-    file: FileFacts, method: ast.FunctionDef, clip: Event, target: Site
+    file: FileFacts, clip: Event, target: Site, module: str | None
 ) -> tuple[RuleFix, ...]:
     """The clip's limit multiplied by the GradScaler's scale, where the clip cannot move (it
-    reads values local to the step): the call must be the module's own, in a method whose
-    first parameter is `self`, with its limit written at the call."""
+    reads values local to the step): the call must be written in the function read, with its
+    limit written at the call; `module` is the module's code there (`self` in its method)."""
     limit = limit_of(clip.call, clip.detail)
     if (
         clip.via
+        or module is None
         or limit is None
-        or not method.args.args
-        or method.args.args[0].arg != "self"
         or (isinstance(limit, ast.Constant) and limit.value is None)
     ):
         return ()
     code = file.code(limit)
     if not isinstance(limit, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)):
         code = f"({code})"
-    edit = file.replace(limit, f"{code} * {SCALE}")
-    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=FIX_SCALED, targets=(target,)),)
+    edit = file.replace(limit, f"{code} * {SCALE_OF.format(module=module)}")
+    safety = FIX_SCALED.replace("`self.trainer", f"`{module}.trainer")
+    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=safety, targets=(target,)),)
 
 
 def steps_after(order: list[Event], index: int) -> list[Event]:
@@ -377,57 +396,6 @@ def moved_to_hook(
     return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
 
 
-def rest_is_comment(file: FileFacts, statement: ast.stmt) -> bool:
-    """Nothing but a comment follows the statement on its last line (`a; b` cannot move)."""
-    end = file.span(statement)
-    rest = file.line(end.end_line)[end.end_column :].strip()
-    return not rest or rest.startswith("#")
-
-
-def moved_code(
-    file: FileFacts, method: ast.FunctionDef, clip: Event, optimizer: str | None
-) -> str | None:
-    """The clip's code for the hook: the stepped optimizer (a name) becomes `optimizer`; any
-    other local of the method makes it unmovable (None)."""
-    local = {
-        name.id
-        for node in ast.walk(method)
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With))
-        for name in ast.walk(node)
-        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)
-    } | {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
-    replaced: list[ast.AST] = []
-    call = clip.call
-    if clip.detail == "module" and call.args:
-        if key(call.args[0]) == optimizer:
-            replaced.append(call.args[0])
-        else:
-            return None
-    for node in ast.walk(call):
-        if isinstance(node, ast.Name) and node.id in local and not covered(node, replaced):
-            if key(node) == optimizer:
-                replaced.append(node)
-            else:
-                return None
-    text = file.code(call)
-    start = file.span(call)
-    lines = text.split("\n")
-    for node in sorted(replaced, key=lambda n: file.span(n).line * 10**6 + file.span(n).column)[
-        ::-1
-    ]:
-        span = file.span(node)
-        row = span.line - start.line
-        first = span.column - (start.column if row == 0 else 0)
-        last = span.end_column - (start.column if row == 0 else 0)
-        lines[row] = lines[row][:first] + "optimizer" + lines[row][last:]
-    indent = file.indentation(start.line)
-    return "\n".join([lines[0], *(line.removeprefix(indent) for line in lines[1:])])
-
-
-def covered(node: ast.AST, replaced: list[ast.AST]) -> bool:
-    return any(node is r or node in ast.walk(r) for r in replaced)
-
-
 def has_hook(facts: ProjectFacts, cls: ClsV) -> bool:
     return any(
         isinstance(klass, ClsV)
@@ -450,7 +418,8 @@ def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
         ctx = evaluator.ctx(fn.summary, fn.node, fn.cls)
         for node in ast.walk(fn.node):
             if isinstance(node, ast.Return) and node.value is not None:
-                for value in evaluator.force(evaluator.ev(node.value, ctx)):
+                values = evaluator.force(evaluator.ev(node.value, ctx))
+                for value in [v for w in values for v in items_of(evaluator, w)]:
                     if isinstance(value, Opt) and any(
                         getattr(f, "value", None) not in ("False", "None")
                         for f in evaluator.force(value.fused)
@@ -477,7 +446,11 @@ RULE = Rule(
         "class body, of it or a project base): a clip (`torch.nn.utils.clip_grad_norm_`, "
         "`clip_grad_value_`, or `self.clip_gradients(opt, ...)`) after "
         "`self.manual_backward(loss)` and before `opt.step()` on an optimizer of the module, in "
-        "a method or the project helpers it calls. Certain when a Trainer whose `fit` is given "
+        "a method or the project helpers it calls (a few calls deep: methods, mixins, functions "
+        "given the module). The receiver of `manual_backward` and `clip_gradients` is a "
+        "module by its value, whatever its name: `self`, a function's parameter given "
+        "`self`, or `self.model` of a task object that holds the module. Certain when a "
+        "Trainer whose `fit` is given "
         "the module runs with a GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin "
         "with one); a review finding when no followed `fit` names the module or its precision "
         "is decided at run time; nothing when every such Trainer runs without a scaler."
@@ -496,7 +469,11 @@ RULE = Rule(
             "fused optimizer before the hook). There it "
             f"{FIX_SCALED}: `max_norm=limit` becomes `max_norm=limit * {SCALE}`. Not offered "
             "for a clip inside a helper the module calls, or one without its limit written at "
-            "the call; the finding then says what to do."
+            "the call; the finding then says what to do. A clip written outside the module's "
+            "own methods (a task object's `self.model.clip_gradients(...)`, torch's clip after "
+            "`self.model.manual_backward(loss)`) cannot move into its hook: its limit is scaled "
+            "with the scale read through that module (`self.model.trainer`), where the module "
+            "is written as a name or attribute."
         ),
     },
 )

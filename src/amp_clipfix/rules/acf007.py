@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
+from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, STRATEGY_PACKAGES
+from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf006 import fabric_values, optimizers_of, scaler_state
 from amp_clipfix.rules.base import Found, Rule, RuleFix
@@ -62,6 +64,21 @@ for batch in torch.randn(10, 8, 32, device=fabric.device):
 AFTER = BEFORE.replace("max_norm=1.0)", "max_norm=1.0, error_if_nonfinite=False)")
 
 
+FIX_HELPER = (
+    f"replaces the call with `{FABRIC_UNSCALE_HELPER}(fabric, ...)`, the helper ACF001's "
+    "`unscale` fix inserts for the same call (one rewrite of it): under a GradScaler it never "
+    "raises on an overflow step, and it clips a fused optimizer after unscaling it with the "
+    "run's GradScaler"
+)
+
+
+FIX_BF16 = (
+    "passes `error_if_nonfinite=False` along with ACF001's `bf16` fix, which trains the "
+    "Fabric without a GradScaler: a non-finite norm then no longer raises, and the clip "
+    "leaves NaN gradients as torch's own clip does by default (the step is not skipped)"
+)
+
+
 def search(facts: ProjectFacts) -> Iterator[Found]:
     if not facts.target.fabric_can_clip:
         return  # 1.x: Fabric has no clip_gradients
@@ -88,37 +105,89 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             if not fabrics:
                 continue
             optimizer = keywords.get("optimizer", call.args[1] if len(call.args) > 1 else None)
-            if optimizer is None or fused_written(facts, file, optimizer):
-                continue  # ACF001's: its fixes decide how that optimizer is clipped
+            if optimizer is None:
+                continue
             state = scaler_state(facts, fabrics)
-            if state is False:
+            if state is False or all(clips_without_torch(facts, f) for f in fabrics):
                 continue
             detail = " ".join(file.code(call).split())
             site = file.site(SiteKind.GRAD_CLIP, call, f"`{detail}`")
+            helper = RuleFix(Strategy.UNSCALE, (), True, FIX_HELPER, targets=(site,))
             if state is None:
+                # where ACF001's `unscale` helper replaces the call (`joined`), right for
+                # every precision (it raises as Fabric does without a scaler); the keyword is not
+                fused = may_be_fused(facts, file, optimizer)
                 yield Found(
                     (site,),
                     Confidence.REVIEW,
                     review="whether the Fabric uses a GradScaler (fp16) is decided at run time",
                     condition="the Fabric runs under fp16 mixed precision",
+                    fixes=(helper,) if fused else (),
                     unfixed=(
                         "without a GradScaler, error_if_nonfinite=True may be wanted: pass "
                         "error_if_nonfinite=False where the precision is fp16"
                     ),
                 )
                 continue
-            fix = RuleFix(
-                Strategy.UNSCALE, (edit(file, call, setting),), True, FIX, targets=(site,)
+            keyword = edit(file, call, setting)
+            if not may_be_fused(facts, file, optimizer):
+                fix = RuleFix(Strategy.UNSCALE, (keyword,), True, FIX, targets=(site,))
+                yield Found((site,), fixes=(fix,))
+                continue
+            # ACF001's optimizer: whichever of its fixes runs, Fabric's clip stays and needs
+            # the keyword, unless ACF001's `unscale` helper replaces this very call: then the
+            # last offer (no edit of ours, the same codemod on the same call) is taken
+            # (fixes/choose.py `joined`).
+            fixes = tuple(
+                RuleFix(strategy, (keyword,), True, FIX, targets=(site,))
+                for strategy in (Strategy.UNSCALE, Strategy.UNFUSE, Strategy.GUARD)
             )
-            yield Found((site,), fixes=(fix,))
+            bf16 = RuleFix(Strategy.BF16, (keyword,), False, FIX_BF16, targets=(site,))
+            yield Found((site,), fixes=(*fixes, helper, bf16))
 
 
-def fused_written(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    """An optimizer the expression may be is built with a `fused` argument (True, False or a
-    value of its own): that optimizer is ACF001's, whose `unscale` fix clips it through a
-    helper that never raises on an overflow step. Known gap: after ACF001's `unfuse` fix the
-    clip is Fabric's own again, with its `error_if_nonfinite=True`."""
-    return any(v.fused for v in optimizers_of(facts, file, node))
+# Fabric strategies whose `clip_gradients_norm` never reaches torch's `clip_grad_norm_`: FSDP
+# and XLA FSDP call the wrapped module's own `clip_grad_norm_`, which has no
+# `error_if_nonfinite`; DeepSpeed refuses to clip (Lightning 2.0.9 - 2.6.6 sources).
+OWN_CLIP_STRATEGIES = frozenset({"FSDPStrategy", "XLAFSDPStrategy", "DeepSpeedStrategy"})
+
+
+def clips_without_torch(facts: ProjectFacts, fabric: FabricV) -> bool:
+    """The Fabric's `strategy=` is certainly one that clips without torch's clip (an FSDP or
+    DeepSpeed class of Lightning's, or a registered name of one): the keyword changes nothing
+    there and no overflow step raises."""
+    if fabric.call is None or fabric.summary is None:
+        return False
+    evaluator = facts.evaluator
+    values = facts.argument(Made("", fabric.call, fabric.summary), "strategy")
+    for value in values:
+        if isinstance(value, Lit):
+            lowered = value.value.lower()
+            if not ("fsdp" in lowered or "deepspeed" in lowered):
+                return False
+        elif isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
+            callee = value.node.func
+            made = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(value.summary, callee)))
+            if not any(
+                isinstance(v, Ext)
+                and v.qname.startswith(STRATEGY_PACKAGES)
+                and v.qname.rsplit(".", 1)[-1] in OWN_CLIP_STRATEGIES
+                for v in made
+            ):
+                return False
+        else:
+            return False
+    return bool(values)
+
+
+def may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    """An optimizer the expression may be is built with a `fused` argument other than a
+    literal False or None: ACF001's optimizer, whose fixes decide how the call is rewritten."""
+    return any(
+        not (isinstance(value, Lit) and value.value in ("False", "None"))
+        for optimizer in optimizers_of(facts, file, node)
+        for value in facts.evaluator.force(optimizer.fused)
+    )
 
 
 def edit(file: FileFacts, call: ast.Call, setting: ast.expr | None) -> Edit:
@@ -150,10 +219,11 @@ RULE = Rule(
         "`error_if_nonfinite=False` (absent, or written `True`), where the Fabric uses a "
         "GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin with one). A review "
         "finding, without a fix, when the precision is decided at run time; nothing under "
-        "bf16 or 32-bit, or when a `**` spread may pass the argument. An optimizer built with "
-        "a `fused=` argument is left to ACF001, whose `unscale` helper never raises there "
-        "(after its `unfuse` fix, Fabric's own clip is back: pass `error_if_nonfinite=False` "
-        "by hand)."
+        "bf16 or 32-bit, under an FSDP or DeepSpeed `strategy=` (their clip never reaches "
+        "torch's `clip_grad_norm_`), or when a `**` spread may pass the argument. However the "
+        "optimizer is "
+        "built: one built with a `fused=` argument other than `False` is also ACF001's, and "
+        "the fix follows ACF001's (below)."
     ),
     why_title="Why it fails",
     why=WHY,
@@ -163,7 +233,22 @@ RULE = Rule(
         Strategy.UNSCALE.value: (
             f"The default (`auto`). Safe: it {FIX}. Offered only where the Fabric certainly "
             "uses a GradScaler (without one a non-finite norm is a real error the author may "
-            "want raised)."
+            "want raised). Where ACF001's `unscale` fix replaces the same call with its helper "
+            f"(a fused optimizer), it instead {FIX_HELPER}; that is also its fix where the "
+            "optimizer may be fused and the precision is decided at run time (the helper keeps "
+            "Fabric's default without a scaler)."
+        ),
+        Strategy.UNFUSE.value: (
+            "Only for an optimizer that may be fused, with ACF001's `unfuse` fix, which keeps "
+            f"Fabric's own clip. Safe: it {FIX}."
+        ),
+        Strategy.BF16.value: (
+            "Only for an optimizer that may be fused, with ACF001's `bf16` fix. Unsafe (runs "
+            f"only when asked for by name): it {FIX_BF16}."
+        ),
+        Strategy.GUARD.value: (
+            "Only for an optimizer that may be fused, with ACF001's `guard` fix, which keeps "
+            f"Fabric's own clip for optimizers that are not fused. Safe: it {FIX}."
         ),
     },
 )
