@@ -10,6 +10,7 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
@@ -158,6 +159,9 @@ class CallerIndex(EvaluatorBase):
         if definition is None or not is_module_level(ctx.summary, definition):
             if definition is not None and not is_method(ctx.summary, definition):
                 return [own]  # nested in a function: no other file can name it
+            owner = ctx.summary.parent(definition) if definition is function else None
+            if isinstance(owner, ast.ClassDef) and word.isascii():
+                return self.method_caller_files(word, owner, own)
             return self.files_with(word)
         key = (wanted, own)
         if key not in self.caller_files_cache:
@@ -175,18 +179,54 @@ class CallerIndex(EvaluatorBase):
             ]
         return self.caller_files_cache[key]
 
+    def method_caller_files(self, word: bytes, cls: ast.ClassDef, own: Path) -> list[Path]:
+        """Files that can call the method `word` of `cls`: they write the method's name and the
+        name of the class or of a project class that derives from it (by its text), where an
+        instance is made, named or subclassed; not every file that writes a common method name
+        (`update`: a dict's, in hundreds of files of a big tree)."""
+        key = (word.decode(), own)
+        if key not in self.caller_files_cache:
+            holders: set[Path] = set()
+            for name in self.subclass_names(cls.name.encode("utf-8")):
+                holders.update(self.files_naming(name))
+            naming = set(self.files_naming(word))
+            self.caller_files_cache[key] = [
+                path for path in self.contents if path == own or path in naming & holders
+            ]
+        return self.caller_files_cache[key]
+
+    def subclass_names(self, base: bytes) -> set[bytes]:
+        """`base` and the names of the project classes that derive from it, by the text of
+        their `class` lines (relevance.class_matches), through any number of project classes;
+        only files that write a name already found are read."""
+        wanted = {base}
+        todo = [base]
+        while todo:
+            name = todo.pop()
+            for path in self.files_naming(name):
+                if path not in self.class_index:
+                    self.class_index[path] = [
+                        (match[2], set(WORD.findall(match[3])))
+                        for match in class_matches(self.contents[path])
+                    ]
+                for defined, bases in self.class_index[path]:
+                    if name in bases and defined not in wanted:
+                        wanted.add(defined)
+                        todo.append(defined)
+        return wanted
+
     def files_naming(self, name: bytes) -> list[Path]:
         """The files whose text writes `name` as a whole word (an ASCII identifier; others are
-        looked for as text), from one pass over the project."""
+        looked for as text): the files that hold it as text, then a word test on those only
+        (an index of every word of a torch-sized tree cost seconds and a hundred MB)."""
         if not name.isascii():
             return self.files_with(name)
-        if self.name_index is None:
-            index: dict[bytes, list[Path]] = {}
-            for path, data in self.contents.items():
-                for token in set(IDENTIFIER.findall(data)):
-                    index.setdefault(token, []).append(path)
-            self.name_index = index
-        return self.name_index.get(name, [])
+        if name not in self.name_files:
+            word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+            self.name_files[name] = [
+                path for path in self.files_with(name) if word.search(self.contents[path])
+            ]
+        return self.name_files[name]
 
     def imported_names(self, path: Path) -> frozenset[bytes]:
         """The names a file's `import` clauses write (`from m import a, b`, also in parentheses

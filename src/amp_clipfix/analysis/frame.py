@@ -74,7 +74,9 @@ class EvaluatorBase:
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
-        self.name_index: dict[bytes, list[Path]] | None = None
+        self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
+        # per file, its `class Name(bases):` lines as (name, words of the bases)
+        self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
