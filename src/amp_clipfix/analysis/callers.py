@@ -22,6 +22,9 @@ from amp_clipfix.analysis.values import (
     SelfV,
 )
 
+# Files writing a method's name beyond which its callers are looked for only where its class
+# (or a subclass) is named too: see method_caller_files.
+METHOD_CALLER_FILES = 100
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
 # (`from m import name`, also as one of several names or inside parentheses).
@@ -180,18 +183,23 @@ class CallerIndex(EvaluatorBase):
         return self.caller_files_cache[key]
 
     def method_caller_files(self, word: bytes, cls: ast.ClassDef, own: Path) -> list[Path]:
-        """Files that can call the method `word` of `cls`: they write the method's name and the
-        name of the class or of a project class that derives from it (by its text), where an
-        instance is made, named or subclassed; not every file that writes a common method name
-        (`update`: a dict's, in hundreds of files of a big tree)."""
-        key = (word.decode(), own)
+        """Files that can call the method `word` of `cls`: every file that writes the method's
+        name, as long as they are few (METHOD_CALLER_FILES); beyond that, those of them that
+        also write the name of the class or of a project class deriving from it (by its text),
+        where an instance is made, named or subclassed. A common name (`update`: a dict's, in
+        hundreds of files of a big tree) made a search parse and follow every one of them; the
+        price of the bound is an instance that reaches such a file only through values (an
+        argument, a return) when more than that many files write the name."""
+        key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
-            holders: set[Path] = set()
-            for name in self.subclass_names(cls.name.encode("utf-8")):
-                holders.update(self.files_naming(name))
             naming = set(self.files_naming(word))
+            if len(naming) > METHOD_CALLER_FILES:
+                holders: set[Path] = set()
+                for name in self.subclass_names(cls.name.encode("utf-8")):
+                    holders.update(self.files_naming(name))
+                naming &= holders
             self.caller_files_cache[key] = [
-                path for path in self.contents if path == own or path in naming & holders
+                path for path in self.contents if path == own or path in naming
             ]
         return self.caller_files_cache[key]
 
