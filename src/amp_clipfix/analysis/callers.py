@@ -5,6 +5,8 @@ file's names), which calls do, and what each call binds to the parameters.
 from __future__ import annotations
 
 import ast
+import functools
+import itertools
 import re
 from pathlib import Path
 
@@ -192,12 +194,16 @@ class CallerIndex(EvaluatorBase):
         argument, a return) when more than that many files write the name."""
         key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
-            naming = set(self.files_naming(word))
-            if len(naming) > METHOD_CALLER_FILES:
+            text, test = self.files_with(word), whole_word(word)
+            writing = (path for path in text if test.search(self.contents[path]))
+            if len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1))) > METHOD_CALLER_FILES:
                 holders: set[Path] = set()
                 for name in self.subclass_names(cls.name.encode("utf-8")):
                     holders.update(self.files_naming(name))
-                naming &= holders
+                # the word test only where the class is named too: not on hundreds of files
+                naming = {p for p in text if p in holders and test.search(self.contents[p])}
+            else:
+                naming = set(self.files_naming(word))
             self.caller_files_cache[key] = [
                 path for path in self.contents if path == own or path in naming
             ]
@@ -230,7 +236,7 @@ class CallerIndex(EvaluatorBase):
         if not name.isascii():
             return self.files_with(name)
         if name not in self.name_files:
-            word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+            word = whole_word(name)
             self.name_files[name] = [
                 path for path in self.files_with(name) if word.search(self.contents[path])
             ]
@@ -311,3 +317,9 @@ class CallerIndex(EvaluatorBase):
         if args.vararg is not None:
             bound[args.vararg.arg] = [Opaque(call, caller.summary)]
         return bound
+
+
+@functools.lru_cache(maxsize=256)
+def whole_word(name: bytes) -> re.Pattern[bytes]:
+    """`name` written as a whole word (not inside a longer identifier)."""
+    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
