@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis import evaluate
+from amp_clipfix.analysis import evaluate, frame
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
@@ -62,7 +62,7 @@ class Counted:
         monkeypatch.setattr(evaluate.Evaluator, "force", force)
 
     def evaluations(self) -> int:
-        return sum(evaluate.BUDGET - evaluator.budget for evaluator in self.evaluators)
+        return sum(frame.BUDGET - evaluator.budget for evaluator in self.evaluators)
 
 
 def analyse(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Counted, list]:

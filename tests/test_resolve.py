@@ -238,10 +238,10 @@ def test_one_expensive_question_leaves_the_budget_to_the_others(
     """A call whose evaluation fans out (a compiler's own code) stops at its own share; before,
     it spent the project's budget and every question after it was decided at run time: here
     which module the Trainer fits, so the finding was a review, not a certain ACF002."""
-    from amp_clipfix.analysis import evaluate
+    from amp_clipfix.analysis import frame
 
-    monkeypatch.setattr(evaluate, "BUDGET", 5_000)
-    monkeypatch.setattr(evaluate, "QUESTION_BUDGET", 500)
+    monkeypatch.setattr(frame, "BUDGET", 5_000)
+    monkeypatch.setattr(frame, "QUESTION_BUDGET", 500)
     (tmp_path / "train.py").write_text(EXPLODING_MODULE + FUSED_MODULE, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "."])

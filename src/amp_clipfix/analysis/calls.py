@@ -170,23 +170,26 @@ def written_place(
     where = facts.file(item.ctx.summary.path)
     if where is None:
         return None
-    for node in ast.walk(where.tree):
-        if isinstance(node, ast.Dict) and any(v is item.expr for v in node.values):
-            index = next(i for i, v in enumerate(node.values) if v is item.expr)
-            key = node.keys[index]
-            if key is None:
-                return None
-            entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
-            ast.copy_location(entry, key)
-            entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
-            return where, entry, (node, key)
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.value is item.expr:
-                    made = facts.qualified_names(where, node.func) & DICT_CONSTRUCTORS
-                    return where, kw, (node, kw) if made else None
-        if isinstance(node, ast.Assign) and node.value is item.expr:
-            return where, node, (node, node)
+    # The one node that holds the value is its parent (the module's parent map, made one
+    # top-level statement at a time): not a walk of the whole module per entry.
+    node = where.summary.parent(item.expr)
+    if isinstance(node, ast.Dict) and any(v is item.expr for v in node.values):
+        index = next(i for i, v in enumerate(node.values) if v is item.expr)
+        key = node.keys[index]
+        if key is None:
+            return None
+        entry = ast.Dict(keys=[key], values=[item.expr])  # the `"key": value` text
+        ast.copy_location(entry, key)
+        entry.end_lineno, entry.end_col_offset = item.expr.end_lineno, item.expr.end_col_offset
+        return where, entry, (node, key)
+    if isinstance(node, ast.keyword):
+        call = where.summary.parent(node)
+        if isinstance(call, ast.Call):
+            kw = next(kw for kw in call.keywords if kw.value is item.expr)
+            made = facts.qualified_names(where, call.func) & DICT_CONSTRUCTORS
+            return where, kw, (call, kw) if made else None
+    if isinstance(node, ast.Assign) and node.value is item.expr:
+        return where, node, (node, node)
     return where, item.expr, None
 
 

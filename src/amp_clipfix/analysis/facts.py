@@ -25,6 +25,7 @@ from amp_clipfix.models import Certainty, Edit, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document
 
+MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
 # parser does), each with its line ending.
 SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -145,6 +146,7 @@ class ProjectFacts:
     evaluator_of: Callable[[], Evaluator] = field(repr=False)
     _evaluator: Evaluator | None = None
     _fits: list[Fit] | None = None
+    _manual_word: bool | None = None  # may_optimize_manually
     # Loads a project file no search word named (a module class defined elsewhere, say).
     loader: Callable[[Path], FileFacts | None] | None = field(default=None, repr=False)
 
@@ -232,9 +234,21 @@ class ProjectFacts:
     def is_lightning_module(self, cls: ClsV) -> bool:
         return self.evaluator.derives_from(cls, names.LIGHTNING_MODULE_CLASSES)
 
+    def may_optimize_manually(self) -> bool:
+        """Whether any module of the project may optimize by hand: a class sets
+        `automatic_optimization` (in a method, its body, a property) only where its file writes
+        the word, and every class the evaluator knows is in a file it reads. False: no search
+        needs to find the modules or the Trainers that train them."""
+        if self._manual_word is None:
+            contents = self.evaluator.contents.values()
+            self._manual_word = any(MANUAL_WORD in data for data in contents)
+        return self._manual_word
+
     def manual_optimization(self, cls: ClsV) -> bool | None:
         """Whether the module optimizes by hand (`self.automatic_optimization = False` in a
         method or the class body, of it or a project base): None when decided at run time."""
+        if not self.may_optimize_manually():
+            return False  # no class of the project sets it: Lightning's default, automatic
         evaluator = self.evaluator
         values: list[object] = []
         for klass in evaluator.mro(cls):

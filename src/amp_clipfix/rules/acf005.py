@@ -184,6 +184,8 @@ def manual_modules(
 ) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
     """The LightningModule classes (in files holding one of `words`) that may optimize
     manually, with their methods and whether they certainly do (None: decided at run time)."""
+    if not facts.may_optimize_manually():
+        return  # no class of the project can: its LightningModules are not looked for
     for file in facts.with_words(*words):
         for cls_node in [n for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)]:
             methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]

@@ -101,6 +101,8 @@ def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> str | None:
 
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
+    if not facts.may_optimize_manually():
+        return  # no module optimizes by hand: no Trainer's fits need to be followed
     for file in facts.with_words(b"gradient_clip_val"):
         for call in file.summary.walked_calls():
             keywords = {k.arg: k for k in call.keywords if k.arg is not None and k.arg in KEYWORDS}

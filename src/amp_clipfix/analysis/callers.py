@@ -1,0 +1,325 @@
+"""Parameters followed to their callers: which files can call a function (from an index of each
+file's names), which calls do, and what each call binds to the parameters.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+import re
+from pathlib import Path
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.relevance import WORD, class_matches
+from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import (
+    ClsV,
+    DictV,
+    FabricV,
+    Fn,
+    Opaque,
+    SelfV,
+)
+
+# Files writing a method's name beyond which its callers are looked for only where its class
+# (or a subclass) is named too: see method_caller_files.
+METHOD_CALLER_FILES = 100
+IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
+# (`from m import name`, also as one of several names or inside parentheses).
+IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
+
+
+class CallerIndex(EvaluatorBase):
+    """A parameter's values from the calls of its function in the project, and the files that
+    can hold those calls."""
+
+    def parameter(self, function: ast.AST, name: str, node: ast.AST, ctx: Ctx) -> list[object]:
+        params = all_params(function.args)  # type: ignore[attr-defined]
+        method = is_method(ctx.summary, function)
+        positional = [*function.args.posonlyargs, *function.args.args]  # type: ignore[attr-defined]
+        if method and positional and positional[0].arg == name and ctx.cls is not None:
+            return [SelfV(ClsV(ctx.cls, ctx.summary))]
+        if ctx.bindings is not None and function is ctx.func:
+            return self.force(ctx.bindings.get(name, [Opaque(node, ctx.summary)]))
+        if isinstance(function, ast.Lambda):
+            return [Opaque(node, ctx.summary)]
+        key = (id(function), name)
+        if key not in self.callers_cache:
+            self.callers_cache[key] = []  # a recursive call sees no value
+            param = next(p for p in params if p.arg == name)
+            self.callers_cache[key] = self.parameter_from_callers(function, param, ctx)
+        return self.callers_cache[key]
+
+    def parameter_from_callers(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
+        """Every value the project's calls of `function` give `param` (the default when no
+        call is found; decided at run time when there is no default either)."""
+        values: list[object] = []
+        for call, caller in self.callers(function, ctx):
+            method = is_method(ctx.summary, function)
+            bound = self.bind(function, call, caller, method, ctx.summary)
+            values.extend(self.force(bound.get(param.arg, [])))
+        if values:
+            return values
+        # No call in the project: an entry point (a CLI, a test runner) calls it from outside,
+        # so its default is one value among those decided at run time.
+        default = self.default_of(function, param, ctx)
+        if default is not None:
+            values = self.ev(default, self.ctx_of(ctx.summary, function))
+            return [*values, Opaque(param, ctx.summary)]
+        if param is function.args.kwarg:  # type: ignore[attr-defined]
+            return [DictV(closed=False)]
+        return [Opaque(param, ctx.summary)]
+
+    def default_of(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> ast.expr | None:
+        args: ast.arguments = function.args  # type: ignore[attr-defined]
+        positional = [*args.posonlyargs, *args.args]
+        if param in positional:
+            index = positional.index(param) - (len(positional) - len(args.defaults))
+            return args.defaults[index] if index >= 0 else None
+        if param in args.kwonlyargs:
+            return args.kw_defaults[args.kwonlyargs.index(param)]
+        return None
+
+    def callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
+        """The calls of `function` in the project (a class's `__init__`: its instantiations)."""
+        name = function.name  # type: ignore[attr-defined]
+        cls = ctx.cls
+        wanted = cls.name if cls is not None and name == "__init__" else name
+        found = []
+        for path in self.caller_files(function, wanted, ctx):
+            summary = self.summary(path)
+            if summary is None:
+                continue
+            for call in summary.calls(wanted):
+                caller = self.ctx_of(summary, call)
+                if caller.depth + ctx.depth > MAX_DEPTH:
+                    continue
+                if self.calls_function(call, caller, function, cls):
+                    found.append((call, caller))
+            if cls is None:
+                found.extend(self.launches_of(function, summary, ctx))
+            elif name == "__init__":
+                found.extend(self.super_inits_of(cls, summary, ctx))
+        return found
+
+    def super_inits_of(
+        self, cls: ast.ClassDef, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """`super().__init__(...)` in a subclass's method calls the base's `__init__` with
+        those arguments (a subclass passes its config on to the base that uses it)."""
+        found = []
+        for call in summary.calls("__init__"):
+            if not is_super_call(call.func):
+                continue
+            caller = self.ctx_of(summary, call)
+            if caller.cls is None or caller.cls is cls or caller.depth + ctx.depth > MAX_DEPTH:
+                continue
+            mro = self.mro(ClsV(caller.cls, summary))
+            if any(isinstance(base, ClsV) and base.node is cls for base in mro[1:]):
+                found.append((call, caller))
+        return found
+
+    def launches_of(
+        self, function: ast.AST, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """`fabric.launch(fn, a, b)` calls `fn(fabric, a, b)`: Fabric passes itself first."""
+        found = []
+        for launch in summary.calls(names.FABRIC_LAUNCH):
+            if not launch.args or not isinstance(launch.func, ast.Attribute):
+                continue
+            caller = self.ctx_of(summary, launch)
+            if caller.depth + ctx.depth > MAX_DEPTH:
+                continue
+            if not any(isinstance(v, FabricV) for v in self.ev(launch.func.value, caller)):
+                continue
+            if not any(
+                isinstance(v, Fn) and v.node is function for v in self.ev(launch.args[0], caller)
+            ):
+                continue
+            if id(launch) not in self.launched:
+                call = ast.Call(
+                    launch.args[0], [launch.func.value, *launch.args[1:]], launch.keywords
+                )
+                self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
+            found.append((self.launched[id(launch)][1], caller))
+        return found
+
+    def files_with(self, word: bytes) -> list[Path]:
+        if word not in self.word_files:
+            self.word_files[word] = [path for path, data in self.contents.items() if word in data]
+        return self.word_files[word]
+
+    def caller_files(self, function: ast.AST, wanted: str, ctx: Ctx) -> list[Path]:
+        """Files that can call `wanted`, found in their text before any is parsed: a function
+        or class defined inside a function is called only in its own file; a module-level one
+        only where it is imported by name or reached through its module's name; a method
+        anywhere its name is written."""
+        word = wanted.encode("utf-8")
+        own = ctx.summary.path
+        definition = function if wanted == getattr(function, "name", None) else ctx.cls
+        if definition is None or not is_module_level(ctx.summary, definition):
+            if definition is not None and not is_method(ctx.summary, definition):
+                return [own]  # nested in a function: no other file can name it
+            owner = ctx.summary.parent(definition) if definition is function else None
+            if isinstance(owner, ast.ClassDef) and word.isascii():
+                return self.method_caller_files(word, owner, own)
+            return self.files_with(word)
+        key = (wanted, own)
+        if key not in self.caller_files_cache:
+            # once per name and defining file, from an index of each file's names made once
+            # per run: asked from many places, the text scans cost minutes on a torch-sized tree
+            module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8")
+            naming = {
+                path
+                for path in self.files_naming(word)
+                if (module_word and module_word in self.contents[path])
+                or word in self.imported_names(path)
+            }
+            self.caller_files_cache[key] = [
+                path for path in self.contents if path == own or path in naming
+            ]
+        return self.caller_files_cache[key]
+
+    def method_caller_files(self, word: bytes, cls: ast.ClassDef, own: Path) -> list[Path]:
+        """Files that can call the method `word` of `cls`: every file that writes the method's
+        name, as long as they are few (METHOD_CALLER_FILES); beyond that, those of them that
+        also write the name of the class or of a project class deriving from it (by its text),
+        where an instance is made, named or subclassed. A common name (`update`: a dict's, in
+        hundreds of files of a big tree) made a search parse and follow every one of them; the
+        price of the bound is an instance that reaches such a file only through values (an
+        argument, a return) when more than that many files write the name."""
+        key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
+        if key not in self.caller_files_cache:
+            text, test = self.files_with(word), whole_word(word)
+            writing = (path for path in text if test.search(self.contents[path]))
+            if len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1))) > METHOD_CALLER_FILES:
+                holders: set[Path] = set()
+                for name in self.subclass_names(cls.name.encode("utf-8")):
+                    holders.update(self.files_naming(name))
+                # the word test only where the class is named too: not on hundreds of files
+                naming = {p for p in text if p in holders and test.search(self.contents[p])}
+            else:
+                naming = set(self.files_naming(word))
+            self.caller_files_cache[key] = [
+                path for path in self.contents if path == own or path in naming
+            ]
+        return self.caller_files_cache[key]
+
+    def subclass_names(self, base: bytes) -> set[bytes]:
+        """`base` and the names of the project classes that derive from it, by the text of
+        their `class` lines (relevance.class_matches), through any number of project classes;
+        only files that write a name already found are read."""
+        wanted = {base}
+        todo = [base]
+        while todo:
+            name = todo.pop()
+            for path in self.files_naming(name):
+                if path not in self.class_index:
+                    self.class_index[path] = [
+                        (match[2], set(WORD.findall(match[3])))
+                        for match in class_matches(self.contents[path])
+                    ]
+                for defined, bases in self.class_index[path]:
+                    if name in bases and defined not in wanted:
+                        wanted.add(defined)
+                        todo.append(defined)
+        return wanted
+
+    def files_naming(self, name: bytes) -> list[Path]:
+        """The files whose text writes `name` as a whole word (an ASCII identifier; others are
+        looked for as text): the files that hold it as text, then a word test on those only
+        (an index of every word of a torch-sized tree cost seconds and a hundred MB)."""
+        if not name.isascii():
+            return self.files_with(name)
+        if name not in self.name_files:
+            word = whole_word(name)
+            self.name_files[name] = [
+                path for path in self.files_with(name) if word.search(self.contents[path])
+            ]
+        return self.name_files[name]
+
+    def imported_names(self, path: Path) -> frozenset[bytes]:
+        """The names a file's `import` clauses write (`from m import a, b`, also in parentheses
+        or after `import` on its line): where a module-level function can be imported by name."""
+        if path not in self.import_index:
+            data = self.contents[path]
+            self.import_index[path] = frozenset(
+                token
+                for clause in IMPORT_CLAUSE.findall(data)
+                for token in IDENTIFIER.findall(clause)
+            )
+        return self.import_index[path]
+
+    def calls_function(
+        self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
+    ) -> bool:
+        for callee in self.ev(call.func, caller):
+            if isinstance(callee, Fn) and callee.node is function:
+                return True
+            if (
+                isinstance(callee, ClsV)
+                and cls is not None
+                and any(isinstance(base, ClsV) and base.node is cls for base in self.mro(callee))
+            ):
+                return True
+        return False
+
+    def bind(
+        self, function: ast.AST, call: ast.Call, caller: Ctx, is_method: bool, owner: Summary
+    ) -> dict[str, list[object]]:
+        """The values a call gives the parameters of `function` (defaults for the rest)."""
+        args: ast.arguments = function.args  # type: ignore[attr-defined]
+        positional = [*args.posonlyargs, *args.args]
+        if is_method and positional:
+            positional = positional[1:]
+        names_ = {p.arg for p in (*positional, *args.kwonlyargs)}
+        bound: dict[str, list[object]] = {}
+        extra = DictV()
+        for index, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                for param in positional[index:]:
+                    bound.setdefault(param.arg, [Opaque(arg, caller.summary)])
+                break
+            if index < len(positional):
+                bound[positional[index].arg] = [Thunk(arg, caller)]
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                spread = self.ev(keyword.value, caller)
+                for value in spread:
+                    if not isinstance(value, DictV):
+                        continue
+                    for key, items in value.entries.items():
+                        if key in names_:
+                            add_unique(bound.setdefault(key, []), items)
+                        else:
+                            add_unique(extra.entries.setdefault(key, []), items)
+                self.merge_spread(DictV(), spread)
+                if not all(isinstance(value, DictV) and value.closed for value in spread):
+                    extra.closed = False
+            elif keyword.arg in names_:
+                bound[keyword.arg] = [Thunk(keyword.value, caller)]
+            else:
+                extra.entries[keyword.arg] = [Thunk(keyword.value, caller)]
+        for param in (*positional, *args.kwonlyargs):
+            if param.arg not in bound:
+                default = self.default_of(function, param, caller)
+                if default is not None:
+                    defining = self.ctx_of(owner, function)
+                    bound[param.arg] = [Thunk(default, defining)]
+                elif not extra.closed:
+                    bound[param.arg] = [Opaque(call, caller.summary)]
+        if args.kwarg is not None:
+            bound[args.kwarg.arg] = [extra]
+        if args.vararg is not None:
+            bound[args.vararg.arg] = [Opaque(call, caller.summary)]
+        return bound
+
+
+@functools.lru_cache(maxsize=256)
+def whole_word(name: bytes) -> re.Pattern[bytes]:
+    """`name` written as a whole word (not inside a longer identifier)."""
+    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")

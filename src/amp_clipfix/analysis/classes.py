@@ -1,0 +1,162 @@
+"""Classes in the evaluator: attribute lookup through the bases, what methods assign to `self`,
+`self.hparams`, and the method resolution order.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from amp_clipfix.analysis.frame import Ctx, EvaluatorBase
+from amp_clipfix.analysis.shapes import all_params, attribute_targets, bound_names, first_param
+from amp_clipfix.analysis.values import (
+    ClsV,
+    Ext,
+    Fn,
+    Inst,
+    ModuleV,
+    Opaque,
+    SelfV,
+)
+
+
+class ClassModel(EvaluatorBase):
+    """Attributes of modules, classes and instances: methods, `self.<attr>` assignments,
+    `self.hparams`, and the bases of a class."""
+
+    def ev_attribute(self, node: ast.Attribute, ctx: Ctx) -> list[object]:
+        base = node.value
+        if isinstance(base, ast.Attribute) and base.attr == "hparams":
+            owners = [v for v in self.ev(base.value, ctx) if isinstance(v, SelfV)]
+            if owners:
+                return [v for owner in owners for v in self.hparam(owner.cls, node.attr, node)]
+        return [
+            v for value in self.ev(base, ctx) for v in self.attribute_of(value, node.attr, node)
+        ]
+
+    def attribute_of(self, value: object, attr: str, node: ast.AST) -> list[object]:
+        if isinstance(value, Ext):
+            return self.resolve_qname(f"{value.qname}.{attr}", node, None)  # type: ignore[arg-type]
+        if isinstance(value, ModuleV):
+            return self.module_symbol(value.summary, attr, node)
+        if isinstance(value, SelfV):
+            return self.instance_attribute(value.cls, attr, node, skip_own=value.is_super)
+        if isinstance(value, Inst):
+            return self.instance_attribute(value.cls, attr, node)
+        if isinstance(value, ClsV):
+            return self.instance_attribute(value, attr, node, bound=False)
+        summary = getattr(value, "summary", None)
+        return [Opaque(node, summary)]  # type: ignore[arg-type]
+
+    def instance_attribute(
+        self, cls: ClsV, attr: str, node: ast.AST, bound: bool = True, skip_own: bool = False
+    ) -> list[object]:
+        """A method of the class (or a base), or what its methods assign to `self.<attr>`."""
+        key = (id(cls.node), attr + ("/super" if skip_own else "") + ("" if bound else "/cls"))
+        if key in self.attr_cache:
+            return self.attr_cache[key]
+        self.attr_cache[key] = []
+        values: list[object] = []
+        classes = [c for c in self.mro(cls) if isinstance(c, ClsV)]
+        for klass in classes[1:] if skip_own else classes:
+            values.extend(self.class_attribute(klass, attr, bound))
+            if values and any(isinstance(v, Fn) for v in values):
+                break
+        if not values:
+            external = [c for c in self.mro(cls) if isinstance(c, Ext)]
+            values = [Opaque(node, cls.summary)] if not external else [Opaque(node, cls.summary)]
+        self.attr_cache[key] = values
+        return values
+
+    def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
+        values: list[object] = []
+        for statement in klass.node.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if statement.name == attr:
+                    return [Fn(statement, klass.summary, klass.node, bound=bound)]
+                assignments = self.self_assignments(statement).get(attr)
+                if assignments:
+                    ctx = self.ctx(klass.summary, statement, klass.node)
+                    for inner in assignments:
+                        values.extend(self.self_assignment(inner, attr, statement, ctx))
+            elif isinstance(statement, ast.AnnAssign) and attr in bound_names(statement):
+                # a dataclass / config field: the constructor may set it
+                values.append(Opaque(statement, klass.summary))
+            elif isinstance(statement, ast.Assign) and attr in bound_names(statement):
+                values.extend(self.binding(statement, attr, self.ctx(klass.summary, None, None)))
+        return values
+
+    def self_assignments(self, method: ast.AST) -> dict[str, list[ast.AST]]:
+        """The statements of a method that assign `self.<attr>`, by attr: one walk per method,
+        not one per attribute asked about (big model classes are asked about hundreds)."""
+        key = id(method)
+        if key not in self.assignments_cache:
+            self_name = first_param(method)
+            found: dict[str, list[ast.AST]] = {}
+            for node in self.body(method):
+                if isinstance(node, ast.Assign):
+                    targets = node.targets
+                elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                    targets = [node.target]
+                else:
+                    continue
+                for target in targets:
+                    for element, _ in attribute_targets(target):
+                        if isinstance(element.value, ast.Name) and element.value.id == self_name:
+                            found.setdefault(element.attr, []).append(node)
+            self.assignments_cache[key] = found
+        return self.assignments_cache[key]
+
+    def self_assignment(self, node: ast.AST, attr: str, method: ast.AST, ctx: Ctx) -> list[object]:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        values: list[object] = []
+        self_name = first_param(method)
+        for target in targets:
+            for element, path in attribute_targets(target):
+                if (
+                    element.attr == attr
+                    and isinstance(element.value, ast.Name)
+                    and element.value.id == self_name
+                ):
+                    assert value is not None, "targets come with their value"
+                    values.extend(self.ev_path(value, path, ctx))
+        return values
+
+    def hparam(self, cls: ClsV, name: str, node: ast.AST) -> list[object]:
+        """`self.hparams.<name>`: the `__init__` parameter of that name (save_hyperparameters)."""
+        for klass in self.mro(cls):
+            if not isinstance(klass, ClsV):
+                continue
+            for statement in klass.node.body:
+                if (
+                    isinstance(statement, ast.FunctionDef)
+                    and statement.name == "__init__"
+                    and any(p.arg == name for p in all_params(statement.args))
+                ):
+                    ctx = self.ctx(klass.summary, statement, klass.node)
+                    return self.parameter(statement, name, node, ctx)
+        return [Opaque(node, cls.summary)]
+
+    def mro(self, cls: ClsV) -> list[object]:
+        """The class and its bases, depth first: project classes as ClsV, others as Ext."""
+        key = id(cls.node)
+        if key in self.mro_cache:
+            return self.mro_cache[key]
+        self.mro_cache[key] = [cls]
+        order: list[object] = [cls]
+        ctx = self.ctx_of(cls.summary, cls.node)
+        for base in cls.node.bases:
+            for value in self.ev(base, ctx):
+                if isinstance(value, ClsV):
+                    order.extend(b for b in self.mro(value) if b not in order)
+                elif isinstance(value, Ext):
+                    order.append(value)
+        self.mro_cache[key] = order
+        return order
+
+    def derives_from(self, cls: ClsV, qualified: frozenset[str]) -> bool:
+        return any(isinstance(b, Ext) and b.qname in qualified for b in self.mro(cls))

@@ -1,0 +1,121 @@
+"""The library model of the evaluator: what calls of torch, Lightning and the standard library
+return.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.shapes import literal_of, super_init_call
+from amp_clipfix.analysis.values import (
+    ClsV,
+    DictV,
+    Ext,
+    FabricV,
+    Opaque,
+    Opt,
+    Part,
+    TrainerV,
+)
+from amp_clipfix.models import EntryId
+
+UNKNOWN_OPTIMIZER = "torch.optim.*"  # getattr(torch.optim, name) with a name not in the code
+BUILTINS = {"dict": "builtins.dict", "getattr": "builtins.getattr", "super": "builtins.super"}
+CALLBACK_CLASSES = frozenset(
+    f"{package}.{module}Callback"
+    for package in ("lightning", "lightning.pytorch", "pytorch_lightning")
+    for module in ("", "callbacks.", "callbacks.callback.")
+)
+
+
+class LibraryModel(EvaluatorBase):
+    """Calls of library code: torch's optimizers, `functools.partial`, `dict(...)`, `getattr`,
+    Lightning's Trainer and Fabric."""
+
+    def unknown_callee(self, call: ast.Call, ctx: Ctx) -> list[object]:
+        """Only torch's fusable optimizers take `fused`: a call that cannot be followed and
+        passes `fused` builds a (possibly fused) optimizer."""
+        fused = self.fused_of(call, ctx)
+        if fused:
+            return [Opt(call, ctx.summary, fused)]
+        return [Opaque(call, ctx.summary)]
+
+    def call_external(self, qname: str, call: ast.Call, ctx: Ctx) -> list[object]:
+        if qname in names.FUSABLE_OPTIMIZERS or qname == UNKNOWN_OPTIMIZER:
+            return [Opt(call, ctx.summary, self.fused_of(call, ctx))]
+        if qname in names.PARTIAL_FUNCTIONS and call.args:
+            keywords: dict[str, list[object]] = {
+                k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg is not None
+            }
+            for keyword in call.keywords:
+                if keyword.arg is None:
+                    for value in self.ev(keyword.value, ctx):
+                        if isinstance(value, DictV):
+                            for key, items in value.entries.items():
+                                add_unique(keywords.setdefault(key, []), items)
+            return [Part(self.ev(call.args[0], ctx), keywords, call, ctx.summary)]
+        if qname in names.DICT_CONSTRUCTORS:
+            result = DictV({k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg})
+            for keyword in call.keywords:
+                if keyword.arg is None:
+                    self.merge_spread(result, self.ev(keyword.value, ctx))
+            if call.args:
+                self.merge_spread(result, self.ev(call.args[0], ctx))
+            return [result]
+        if qname == "builtins.getattr" and len(call.args) >= 2:
+            return self.call_getattr(call, ctx)
+        if qname in names.TRAINER_CLASSES:
+            return [TrainerV(ctx.summary.entry(call), call, ctx.summary)]
+        if qname in names.FABRIC_CLASSES:
+            return [FabricV(ctx.summary.entry(call), call, ctx.summary)]
+        return self.unknown_callee(call, ctx)
+
+    def call_getattr(self, call: ast.Call, ctx: Ctx) -> list[object]:
+        name = literal_of(call.args[1])
+        is_str = isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)
+        values: list[object] = []
+        for value in self.ev(call.args[0], ctx):
+            if is_str and name is not None:
+                values.extend(self.attribute_of(value, name, call))
+            elif isinstance(value, Ext) and value.qname in ("torch.optim", "torch.optim.*"):
+                values.append(Ext(UNKNOWN_OPTIMIZER))
+            else:
+                values.append(Opaque(call, ctx.summary))
+        return values
+
+    def call_partial(self, part: Part, call: ast.Call, ctx: Ctx) -> list[object]:
+        fused = self.force(part.keywords.get("fused", [])) + self.fused_of(call, ctx)
+        values: list[object] = []
+        for func in part.funcs:
+            if (
+                isinstance(func, Ext)
+                and (func.qname in names.FUSABLE_OPTIMIZERS or func.qname == UNKNOWN_OPTIMIZER)
+                or fused
+            ):
+                values.append(Opt(part.node, part.summary, fused))
+            else:
+                values.append(Opaque(call, ctx.summary))
+        return values
+
+    def fused_of(self, call: ast.Call, ctx: Ctx) -> list[object]:
+        """The values the call's `fused` argument may take (also through `**` spreads)."""
+        values: list[object] = []
+        for keyword in call.keywords:
+            if keyword.arg == "fused":
+                values.extend(self.ev(keyword.value, ctx))
+            elif keyword.arg is None:
+                for spread in self.ev(keyword.value, ctx):
+                    if isinstance(spread, DictV) and "fused" in spread.entries:
+                        values.extend(self.force(spread.entries["fused"]))
+        return values
+
+    def trainer_entry(self, cls: ClsV) -> EntryId | None:
+        """A Trainer subclass is configured where its `__init__` calls `super().__init__`."""
+        for klass in self.mro(cls):
+            if isinstance(klass, ClsV):
+                call = super_init_call(klass.node)
+                if call is not None:
+                    return klass.summary.entry(call)
+        return None
