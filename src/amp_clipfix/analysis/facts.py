@@ -20,7 +20,7 @@ from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, DictV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
+from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, Edit, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document
@@ -361,18 +361,14 @@ class ProjectFacts:
 
 
 def scaler_of_precision(values: list[object]) -> bool | None:
-    """A GradScaler for `16-mixed`, `16`, `"16"`; none for other literals; None at run time."""
-    states: set[bool | None] = set()
-    for value in values:
-        if isinstance(value, Lit):
-            states.add(value.value in names.SCALER_PRECISIONS)
-        elif isinstance(value, DictV):
-            states.add(None)
-        else:
-            states.add(None)
-    if not states:
-        return None
-    return True if True in states else (None if None in states else False)
+    """A GradScaler for `16-mixed`, `16`, `"16"`; none for other literals; None when decided at
+    run time: an unknown value, or literals that disagree (`"16-mixed" if cuda else
+    "bf16-mixed"` is a choice the run makes, not a certain GradScaler)."""
+    states = {
+        value.value in names.SCALER_PRECISIONS if isinstance(value, Lit) else None
+        for value in values
+    }
+    return states.pop() if len(states) == 1 else None
 
 
 @dataclass(frozen=True)
