@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from amp_clipfix import __version__, replay
+from amp_clipfix import __version__, run_notes
 from amp_clipfix.models import FileError, Strategy, active_findings
 from amp_clipfix.options import FORMATS, MACHINE_FORMATS, STDIN, Settings, settings_from
 from amp_clipfix.output.report import plural
@@ -205,7 +205,7 @@ def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> R
         return walk(targets, options, excludes)
     from amp_clipfix.output.terminal import ProgressBar
 
-    replay.refuse()  # a progress bar is drawn as time passes: never replayed
+    run_notes.refuse()  # a progress bar is drawn as time passes: never replayed
     with ProgressBar(stderr_console()) as progress:
         return walk(targets, options, excludes, progress)
 
@@ -290,7 +290,7 @@ def check(**options: object) -> None:
     finish(settings, result, started)
     noted = settings.output_file is None and stdin_data is None
     if settings.cache and noted:
-        replay.allow()  # all it printed follows from what it read, unless refused above
+        run_notes.allow()  # all it printed follows from what it read, unless refused above
     sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
 

@@ -14,6 +14,10 @@ secret under its key, or a miss. Not noted: a run that saw an input change under
 answered twice, differently), a run whose output could not be written, and a run that printed
 what depends on time or the terminal (the progress bar, the summary table with the time taken).
 
+This module is the entry point (`amp-clipfix`, `python -m amp_clipfix`): it imports the command
+line when there is nothing to replay, and the command line never imports it back (it tells
+run_notes.py whether the run may be noted).
+
 Standard library only, so that a replay costs little more than starting Python and reading the
 files.
 """
@@ -26,7 +30,7 @@ import marshal
 import os
 import sys
 
-from amp_clipfix import observed
+from amp_clipfix import observed, run_notes
 from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
@@ -42,23 +46,6 @@ KEPT_RECORDS = 32  # the newest records of a cache folder; older ones are remove
 EXIT_BROKEN_PIPE = 1
 
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
-
-_allowed = False
-_refused = False
-
-
-def allow() -> None:
-    """The command says its run may be replayed (a cached `check` reporting to stdout)."""
-    global _allowed
-    _allowed = True
-
-
-def refuse() -> None:
-    """The run printed something its inputs do not decide (the time taken, a progress bar):
-    it is never noted, whatever else allows it."""
-    global _refused
-    _refused = True
-
 
 def replayable(arguments: list[str]) -> bool:
     """A `check` reporting to no terminal, with the cache on."""
@@ -179,7 +166,7 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     Sealed with this user's secret; written whole or not at all; never into a cache folder the
     checkout tracks."""
     caches = _cache_folders()
-    if not _allowed or _refused or not caches:
+    if not run_notes.may_note() or not caches:
         return
     folder = os.path.join(caches[0], "replay")
     try:
@@ -283,8 +270,7 @@ class Captured:
 
 def main() -> None:
     """The `amp-clipfix` command: a replay when one holds, else the command line (cli.py)."""
-    global _allowed, _refused
-    _allowed = _refused = False
+    run_notes.reset()
     arguments = sys.argv[1:]
     if not replayable(arguments):
         return _command_line()

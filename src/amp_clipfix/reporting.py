@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from amp_clipfix import replay
+from amp_clipfix import run_notes
 from amp_clipfix.models import Finding, Strategy, active_findings
 from amp_clipfix.options import Settings
 from amp_clipfix.output.report import (
@@ -85,7 +85,7 @@ def finish(
         errors=len(result.errors),
         seconds=time.perf_counter() - started,
     )
-    replay.refuse()  # the time taken is no answer a later run may print again
+    run_notes.refuse()  # the time taken is no answer a later run may print again
     render_summary(stderr_console(), stats)
 
 
