@@ -3,52 +3,31 @@
 Exit codes: 0 nothing (left) to fix, 1 findings remain or changes are pending, 2 usage or file
 errors, 130 interrupted (Ctrl-C); `--exit-zero` turns 1 into 0. Piped, `apply` prints a plain
 patch on stdout and everything else on stderr.
+
+This module is click's: the options, their help and their errors. What a command does once its
+options are known is running.py's, which the quick reader of common command lines (quick.py)
+calls too, without importing click.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import gc
 import os
-import sys
 import time
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import click
 
-from amp_clipfix import __version__, run_notes
-from amp_clipfix.models import FileError, Strategy, active_findings
-from amp_clipfix.options import FORMATS, MACHINE_FORMATS, STDIN, Settings, settings_from
-from amp_clipfix.output.report import plural
-from amp_clipfix.pipeline import Options, RunResult, run, run_source
-from amp_clipfix.project.discover import Project, exclusion, find_project_root
-from amp_clipfix.reporting import (
-    emit_report,
-    finish,
-    render_project_table,
-    report_stream,
-    stderr_console,
-    stderr_is_terminal,
-    wants_project_table,
-)
-from amp_clipfix.settings import Selection, project_keep
+from amp_clipfix import __version__, running
+from amp_clipfix.models import Strategy
+from amp_clipfix.options import FORMATS, Settings, UsageProblem, settings_from
+from amp_clipfix.output.safe_text import terminal_safe
+from amp_clipfix.pipeline import run
+from amp_clipfix.reporting import OutputFileError
 from amp_clipfix.strategies import DOES, auto_description, safety_label
-from amp_clipfix.writing import (
-    PROMPT,
-    Interrupted,
-    change_shower,
-    fixed_findings,
-    is_interactive,
-    plain_output,
-    project_roots,
-    show_changes,
-    write_changes,
-    write_patch_dir,
-)
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from amp_clipfix.writing import is_interactive, plain_output, write_changes
 
 
 def strategy_help() -> str:
@@ -63,6 +42,37 @@ def strategy_help() -> str:
 
 
 STRATEGY_HELP = strategy_help()
+
+
+class OneLineUsageError(click.ClickException):
+    """A usage error in one line (`error: ...` on stderr, like the run's other errors), exit 2,
+    as ruff reports a bad `--select`."""
+
+    exit_code = 2
+
+    def show(self, file: IO[str] | None = None) -> None:
+        click.echo(terminal_safe(f"error: {self.format_message()}"), err=True)
+
+
+def command_settings(options: dict[str, object]) -> Settings:
+    """The options merged over the configuration; a bad one is click's usage error."""
+    try:
+        return settings_from(**options)  # type: ignore[arg-type]
+    except UsageProblem as problem:
+        if problem.one_line:
+            raise OneLineUsageError(problem.message) from None
+        if problem.param_hint is not None:
+            raise click.BadParameter(problem.message, param_hint=problem.param_hint) from None
+        raise click.UsageError(problem.message) from None
+
+
+@contextlib.contextmanager
+def file_errors() -> Iterator[None]:
+    """A report file or patch folder that cannot be opened: click's FileError (exit 1)."""
+    try:
+        yield
+    except OutputFileError as error:
+        raise click.FileError(error.filename, error.hint) from None
 
 
 def common_options(function):  # noqa: ANN001, ANN201
@@ -171,77 +181,15 @@ def common_options(function):  # noqa: ANN001, ANN201
     return function
 
 
-def execute(settings: Settings, fix: bool, stdin_data: bytes | None = None) -> RunResult:
-    """Run the pipeline on the paths, or on `stdin_data` when the path is `-`. The base
-    options hold the command line only; each project's configuration is merged by
-    `settings.configurer`."""
-    line = settings.command_line
-    options = Options(
-        strategy=settings.strategy,
-        target=settings.target,
-        torch=settings.torch,
-        fix=fix,
-        with_edits=settings.output_format in MACHINE_FORMATS,
-        jobs=settings.jobs,
-        keep=project_keep(Selection(line.select, line.ignore), line.scope),
-        configure=settings.configurer,
-        cache=settings.cache,
-    )
-    if stdin_data is not None:
-        name = settings.stdin_filename or Path("stdin.py")
-        root = find_project_root(name)
-        configured = settings.configurer(Project(root, (name,)), options)
-        if isinstance(configured, FileError):
-            return RunResult((), (), (configured,), files_seen=0, files_parsed=0, projects=0)
-        reason = exclusion(Path(os.path.abspath(name)), root, settings.configurer.excludes(root))
-        if settings.force_exclude and reason is not None:  # an editor's buffer: left as it is
-            note = f"{name}: excluded ({reason}); skipped (--force-exclude)"
-            return RunResult((), (), (), files_seen=0, files_parsed=0, projects=0, notes=(note,))
-        return run_source(name, stdin_data, configured[1])
-    targets = line.scope.targets
-    excludes = settings.configurer.excludes
-    walk = functools.partial(run, force_exclude=settings.force_exclude, implied=line.scope.implied)
-    if settings.verbosity < 0 or not stderr_is_terminal():
-        return walk(targets, options, excludes)
-    from amp_clipfix.output.terminal import ProgressBar
-
-    run_notes.refuse()  # a progress bar is drawn as time passes: never replayed
-    with ProgressBar(stderr_console()) as progress:
-        return walk(targets, options, excludes, progress)
-
-
-def read_stdin(settings: Settings) -> bytes | None:
-    return sys.stdin.buffer.read() if settings.paths == (STDIN,) else None
-
-
-def few_garbage_collections() -> None:
-    """The syntax trees of a run are millions of objects that live to its end and hold no
-    cycles; with the default thresholds the collector walks them again and again (half the
-    time of a 5 MB module). A short-lived command collects seldom instead."""
-    gc.set_threshold(100_000, 50, 1_000)
-
-
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells and git report for Ctrl-C
-
-
 class InterruptibleGroup(click.Group):
     """Ctrl-C anywhere in a command (analysis, the prompt) ends it with exit 130 and one line
-    on stderr, instead of click's "Aborted!" and exit 1, the code of "findings remain"."""
+    on stderr (running.interrupted), instead of click's "Aborted!" and exit 1."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as interrupt:
-            if PROMPT.open:  # the question's line is still open: end it first
-                click.echo(err=True)
-            written = interrupt.written if isinstance(interrupt, Interrupted) else 0
-            what = (
-                "nothing written"
-                if not written
-                else f"{plural(written, 'file')} written before it, nothing more"
-            )
-            click.echo(f"amp-clipfix: interrupted (Ctrl-C): {what}.", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            running.interrupted(interrupt)
 
 
 @click.group(cls=InterruptibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -258,18 +206,8 @@ def main() -> None:
     amp-clipfix apply --dry-run src/ > fix.patch   write nothing; the patch goes to stdout
     amp-clipfix explain ACF001          what a finding means and how each fix behaves
     """
-    never_fail_to_encode()
-    few_garbage_collections()
-
-
-def never_fail_to_encode() -> None:
-    """A terminal whose encoding cannot show a character (`PYTHONIOENCODING=ascii`, a legacy
-    code page) gets an escape instead of a UnicodeEncodeError traceback."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            with contextlib.suppress(ValueError, OSError):
-                reconfigure(errors="backslashreplace")
+    running.never_fail_to_encode()
+    running.few_garbage_collections()
 
 
 @main.command()
@@ -282,16 +220,9 @@ def check(**options: object) -> None:
     are findings (0 with --exit-zero), 2 on usage or file errors.
     """
     started = time.perf_counter()
-    settings = settings_from(**options)  # type: ignore[arg-type]
-    stdin_data = read_stdin(settings)
-    result = execute(settings, fix=False, stdin_data=stdin_data)
-    with report_stream(settings, stdout_ok=True) as stream:
-        emit_report(result, settings, stream)
-    finish(settings, result, started)
-    noted = settings.output_file is None and stdin_data is None
-    if settings.cache and noted:
-        run_notes.allow()  # all it printed follows from what it read, unless refused above
-    sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
+    settings = command_settings(options)
+    with file_errors():
+        running.check(settings, started, walk=run)
 
 
 @main.command()
@@ -315,46 +246,19 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
     pending (dry run, declined; 0 with --exit-zero), 2 on errors.
     """
     started = time.perf_counter()
-    settings = settings_from(**options)  # type: ignore[arg-type]
-    stdin_data = read_stdin(settings)
-    result = execute(settings, fix=True, stdin_data=stdin_data)
-    unfixed = [finding for finding in active_findings(result.findings) if not finding.resolved]
-    if stdin_data is not None:
-        with report_stream(settings, stdout_ok=False) as stream:
-            emit_report(result, settings, stream)
-        finish(settings, result, started)
-        sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
-        sys.exit(exit_code(settings, result, findings_left=bool(unfixed)))
-    asking = bool(result.changes) and not yes and not dry_run and is_interactive()
-    # on a terminal each file's diff comes right before its question, as with `git add -p`
-    per_file = asking and patch_dir is None and settings.output_format == "text"
-    per_file = per_file and not plain_output()
-    if patch_dir is not None:
-        result = replace(result, errors=result.errors + tuple(write_patch_dir(result, patch_dir)))
-    elif settings.output_format == "text" and not per_file:
-        show_changes(result, plain_output())
-    if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
-        with report_stream(settings, stdout_ok=False) as stream:
-            emit_report(result, settings, stream, only=unfixed, project_table=True)
-    elif settings.output_format != "json":  # before writing: notebook lines are read from disk
-        with report_stream(settings, stdout_ok=True) as stream:
-            emit_report(result, settings, stream)
-    show = change_shower(result) if per_file else None
-    roots = project_roots(result)
-    written, write_errors, waited = write_changes(
-        result.changes, yes, dry_run, show, roots, interactive=is_interactive()
-    )
-    result = replace(result, errors=result.errors + tuple(write_errors))
-    fixed = fixed_findings(result, written)
-    if settings.output_format == "json":  # after writing: it says which findings were fixed
-        with report_stream(settings, stdout_ok=True) as stream:
-            emit_report(result, settings, stream, fixed=fixed)
-    unwritten = len(result.changes) - len(written) if not dry_run else 0
-    finish(settings, result, started + waited, len(written), unwritten)
-    if wants_project_table(settings, result, patch_dir):
-        render_project_table(result, fixed, wrote=bool(written) or not result.changes)
-    pending = len(result.changes) - len(written)
-    sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
+    settings = command_settings(options)
+    with file_errors():
+        running.apply(
+            settings,
+            started,
+            yes,
+            dry_run,
+            patch_dir,
+            interactive=is_interactive(),
+            plain=plain_output(),
+            walk=run,
+            write=write_changes,
+        )
 
 
 class CodesInHelp(click.Command):
@@ -396,10 +300,3 @@ def schema() -> None:
 
     text = resources.files("amp_clipfix").joinpath("output/schema.json").read_text("utf-8")
     click.echo(text, nl=not text.endswith("\n"))
-
-
-def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int:
-    """2 on errors; 1 when findings are left (or changes pending) unless --exit-zero; else 0."""
-    if result.errors:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if findings_left and not settings.exit_zero else EXIT_CLEAN

@@ -7,13 +7,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
-
-import click
 
 from amp_clipfix import observed
 from amp_clipfix.models import Strategy
-from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.torch_release import TorchTarget, parse_torch_version
 from amp_clipfix.project.version import Target, parse_version
@@ -52,14 +48,14 @@ class Settings:
     torch: TorchTarget | None = None  # --torch-version; None: each project's pins
 
 
-class OneLineUsageError(click.ClickException):
-    """A usage error in one line (`error: ...` on stderr, like the run's other errors), exit 2,
-    as ruff reports a bad `--select`."""
+class UsageProblem(Exception):
+    """A bad option or configuration (exit 2). The command line (cli.py) shows it as click
+    does a usage error; `one_line`: as `error: ...` alone, as ruff reports a bad `--select`;
+    `param_hint`: the option a bad value was given to."""
 
-    exit_code = 2
-
-    def show(self, file: IO[str] | None = None) -> None:
-        click.echo(terminal_safe(f"error: {self.format_message()}"), err=True)
+    def __init__(self, message: str, param_hint: str | None = None, one_line: bool = False):
+        super().__init__(message)
+        self.message, self.param_hint, self.one_line = message, param_hint, one_line
 
 
 def settings_from(
@@ -81,29 +77,29 @@ def settings_from(
     force_exclude: bool = False,
     torch_version: str | None = None,
 ) -> Settings:
-    """Merge options over the configuration; bad values are usage errors (exit 2)."""
+    """Merge options over the configuration; a bad value raises UsageProblem (exit 2)."""
     try:
         os.getcwd()
     except OSError:
-        raise click.UsageError(
+        raise UsageProblem(
             "the current folder no longer exists (deleted after cd?); run from an existing one"
         ) from None
     targets = tuple(paths) or (Path("."),)
     if STDIN in targets and len(targets) > 1:
-        raise click.UsageError("`-` (stdin) cannot be combined with other paths")
+        raise UsageProblem("`-` (stdin) cannot be combined with other paths")
     start = stdin_filename or Path(".") if targets == (STDIN,) else targets[0]
     try:  # the first PATH's configuration is checked before anything runs; others per project
         config = load_config(start if observed.exists(start) else Path("."))
     except ConfigError as error:
-        raise click.UsageError(str(error)) from None
+        raise UsageProblem(str(error)) from None
     try:
         target = requested_target(lightning_version)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--lightning-version") from None
+        raise UsageProblem(str(error), param_hint="--lightning-version") from None
     try:
         torch = requested_torch(torch_version)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--torch-version") from None
+        raise UsageProblem(str(error), param_hint="--torch-version") from None
     command_line = CommandLine(
         strategy=strategy,
         lightning_version=lightning_version,
@@ -119,7 +115,7 @@ def settings_from(
         or config_code_error(config)
     )
     if problem is not None:
-        raise OneLineUsageError(problem)
+        raise UsageProblem(problem, one_line=True)
     return Settings(
         paths=targets,
         strategy=Strategy(strategy or Strategy.AUTO.value),

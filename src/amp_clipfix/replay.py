@@ -47,6 +47,7 @@ EXIT_BROKEN_PIPE = 1
 
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
 
+
 def replayable(arguments: list[str]) -> bool:
     """A `check` reporting to no terminal, with the cache on."""
     return (

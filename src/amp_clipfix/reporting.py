@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
-
-import click
 
 from amp_clipfix import run_notes
 from amp_clipfix.models import Finding, Strategy, active_findings
@@ -35,6 +34,46 @@ if TYPE_CHECKING:  # rich and the machine formats are imported when output needs
     from rich.console import Console
 
     from amp_clipfix.output.formats import Summary
+
+
+class OutputFileError(Exception):
+    """The report's file (or the patch folder) cannot be opened; the command line shows it as
+    click's FileError (exit 1)."""
+
+    def __init__(self, filename: str, hint: str) -> None:
+        super().__init__(filename, hint)
+        self.filename, self.hint = filename, hint
+
+
+ANSI_STYLE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's `strip_ansi`
+
+
+def echo(
+    message: str = "", file: IO[str] | None = None, nl: bool = True, err: bool = False
+) -> None:
+    """click.echo of text without importing click: the line, flushed, with ANSI styles removed
+    when the stream is no terminal. Under the click command line (click imported) it is
+    click.echo itself, which also mends a stream whose encoding is ASCII; the quick path
+    (quick.py) runs only when neither stream's is."""
+    click = sys.modules.get("click")
+    if click is not None:
+        click.echo(message, file=file, nl=nl, err=err)
+        return
+    stream = file if file is not None else sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    out = f"{message}\n" if nl else message
+    if not out:
+        stream.flush()
+        return
+    try:
+        terminal = stream.isatty()
+    except Exception:  # noqa: BLE001 - as click's `isatty`: a stream that cannot tell is none
+        terminal = False
+    if not terminal:
+        out = ANSI_STYLE.sub("", out)
+    stream.write(out)
+    stream.flush()
 
 
 @functools.cache
@@ -100,7 +139,7 @@ def report_stream(settings: Settings, stdout_ok: bool) -> Iterator[IO[str]]:
         with settings.output_file.open("w", encoding="utf-8", newline="\n") as stream:
             yield stream
     except OSError as error:
-        raise click.FileError(str(settings.output_file), error.strerror or str(error)) from None
+        raise OutputFileError(str(settings.output_file), error.strerror or str(error)) from None
 
 
 def emit_report(
@@ -137,19 +176,19 @@ def emit_report(
         "gitlab": lambda: to_gitlab(result.findings),
     }
     if settings.output_format in machine:
-        click.echo(machine[settings.output_format](), nl=False, file=stream)
+        echo(machine[settings.output_format](), nl=False, file=stream)
         return
     if settings.output_format == "github":
-        click.echo(to_github(result.findings), nl=False, file=stream)
+        echo(to_github(result.findings), nl=False, file=stream)
         stream = sys.stderr
     else:
         for line in format_findings(active_findings(result.findings) if only is None else only):
-            click.echo(line, file=stream)
+            echo(line, file=stream)
     if settings.verbosity >= 0:
         if len(result.targets) > 1 and not project_table:
             for line in assumption_lines(result.targets):
-                click.echo(line, file=stream)
-        click.echo(summary_line(result, summary, settings, project_table), file=stream)
+                echo(line, file=stream)
+        echo(summary_line(result, summary, settings, project_table), file=stream)
 
 
 def run_strategy(result: RunResult, settings: Settings) -> str | None:
@@ -229,9 +268,9 @@ def report_errors(result: RunResult, settings: Settings) -> None:
     warnings.extend(suppression_warnings(result.findings))
     warnings.extend(result.notes)
     for warning in dict.fromkeys(warnings):
-        click.echo(terminal_safe(f"warning: {warning}"), err=True)
+        echo(terminal_safe(f"warning: {warning}"), err=True)
     for error in result.errors:
-        click.echo(terminal_safe(f"error: {error_line(error)}"), err=True)
+        echo(terminal_safe(f"error: {error_line(error)}"), err=True)
 
 
 def wants_project_table(settings: Settings, result: RunResult, patch_dir: Path | None) -> bool:

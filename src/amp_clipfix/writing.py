@@ -11,14 +11,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
 from amp_clipfix.models import ErrorKind, FileError, Finding, active_findings
 from amp_clipfix.output.report import plural
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, RunResult
-from amp_clipfix.reporting import is_tty
+from amp_clipfix.reporting import OutputFileError, echo, is_tty
 
 
 class Interrupted(KeyboardInterrupt):
@@ -102,7 +100,7 @@ def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise click.FileError(str(folder), error.strerror or str(error)) from None
+        raise OutputFileError(str(folder), error.strerror or str(error)) from None
     errors = []
     for name, project in zip(project_patch_names([p.root for p in projects]), projects):
         target = folder / name
@@ -111,7 +109,7 @@ def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
         except WriteError as error:
             errors.append(FileError(target, str(error), ErrorKind.WRITE))
             continue
-        click.echo(
+        echo(
             terminal_safe(f"wrote {display_path(target)} ({display_path(project.root)})"),
             err=True,
         )
@@ -159,16 +157,16 @@ def ask(question: str) -> str:
     asks again."""
     while True:
         PROMPT.open = True  # before the question shows: Ctrl-C may come at any moment
-        click.echo(question, nl=False, err=True)
+        echo(question, nl=False, err=True)
         line = sys.stdin.readline()
         PROMPT.open = False
         if not line:  # end of input (Ctrl-D): quit
-            click.echo(err=True)
+            echo(err=True)
             return "q"
         answer = ANSWERS.get(line.strip().lower())
         if answer is not None:
             return answer
-        click.echo(PROMPT_HELP, err=True)
+        echo(PROMPT_HELP, err=True)
 
 
 def choose_changes(
@@ -238,12 +236,12 @@ def write_changes(
     if not changes:
         return [], [], 0.0
     if dry_run:
-        click.echo("Dry run: nothing written.", err=True)
+        echo("Dry run: nothing written.", err=True)
         return [], [], 0.0
     chosen, waited = list(changes), 0.0
     if not yes:
         if not interactive:
-            click.echo(
+            echo(
                 "Not a terminal and no --yes: nothing written (use --yes to write, --dry-run "
                 "to only show).",
                 err=True,
@@ -251,7 +249,7 @@ def write_changes(
             return [], [], 0.0
         chosen, waited = choose_changes(changes, show)
         if not chosen:
-            click.echo("Nothing written.", err=True)
+            echo("Nothing written.", err=True)
             return [], [], waited
     from amp_clipfix.output.write import write_all
 
@@ -260,11 +258,11 @@ def write_changes(
         written, failed = write_all(chosen, roots, stop=lambda: bool(caught))
     if caught:
         raise Interrupted(len(written))
-    click.echo(f"Fixed {plural(len(written), 'file')}.", err=True)
+    echo(f"Fixed {plural(len(written), 'file')}.", err=True)
     left = [change for change in changes if change not in written]
     if left:
         names = ", ".join(terminal_safe(display_path(c.source.path)) for c in left)
-        click.echo(
+        echo(
             f"Left unwritten, fixes not applied: {plural(len(left), 'file')} ({names}).",
             err=True,
         )
