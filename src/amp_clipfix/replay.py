@@ -270,7 +270,8 @@ class Captured:
 
 
 def main() -> None:
-    """The `amp-clipfix` command: a replay when one holds, else the command line (cli.py)."""
+    """The `amp-clipfix` command: a replay when one holds, else the command line (quick.py,
+    which hands what it does not read itself to cli.py)."""
     run_notes.reset()
     arguments = sys.argv[1:]
     if not replayable(arguments):
@@ -294,6 +295,6 @@ def main() -> None:
 
 
 def _command_line() -> None:
-    from amp_clipfix.cli import main as command_line
+    from amp_clipfix.quick import main as command_line
 
     command_line()
