@@ -1,10 +1,11 @@
 """A run pays only for what it uses: a `check` with nothing to find imports no analysis.
 
 The prefilter (sources/prefilter.py) decides from the raw text whether any file can take part in
-a finding; until one passes, nothing but the standard library, click, packaging and the
-package's floor, discovery and source adapters is imported. The modules a run imported are read
-from `python -X importtime` (every import the interpreter performed, on stderr), so no hook in
-the product is needed and a lazy import that stops being lazy shows up here.
+a finding; until one passes, nothing but the standard library, packaging and the package's
+floor, discovery and source adapters is imported; not click either, for a command line that
+quick.py reads. The modules a run imported are read from `python -X importtime` (every import
+the interpreter performed, on stderr), so no hook in the product is needed and a lazy import
+that stops being lazy shows up here.
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def test_a_check_with_nothing_to_find_imports_no_analysis(
         assert "0 findings" in done.stdout
     assert "amp_clipfix.sources.prefilter" in modules  # the run did reach the prefilter
     assert heavy(modules) == set()
+    # quick.py read the command line: neither click nor its command line was imported
+    assert "amp_clipfix.quick" in modules
+    assert not {"click", "amp_clipfix.cli"} & modules
 
 
 def test_with_the_cache_the_first_check_imports_no_analysis_and_the_replay_no_click(
@@ -123,6 +127,7 @@ def test_with_the_cache_the_first_check_imports_no_analysis_and_the_replay_no_cl
     first, done = imported_modules(root, "check", ".", cache=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert heavy(first) == set()
+    assert "click" not in first
     second, replayed = imported_modules(root, "check", ".", cache=True)
     assert replayed.stdout == done.stdout and replayed.returncode == 0
     assert "click" not in second and "amp_clipfix.pipeline" not in second
