@@ -5,7 +5,7 @@ cost a small project's `check` about a fifth of its time. This reader takes the 
 that CI, pre-commit and editors run, builds the same Settings as cli.py and calls the same run
 (running.py), so the output is the same by construction. Whatever it does not fully understand
 goes to the click command line unchanged, before anything is printed: no command or another
-command, `--help`, `--version`, an unknown or bunched option, a value click would refuse
+command (but `--version` alone), `--help`, an unknown or bunched option, a value click would refuse
 (a choice, a count, a path it checks), an interactive `apply` (no `--dry-run`), `--patch-dir`,
 shell completion, a bad option value or configuration (click words the error), a stream
 whose encoding click would mend.
@@ -195,6 +195,12 @@ def _completion_asked() -> bool:
 
 def main() -> None:
     """The command line: read here when understood, else by click (cli.py)."""
+    if sys.argv[1:] == ["--version"] and _plain_streams() and not _completion_asked():
+        from amp_clipfix import __version__
+
+        # click.version_option's message, with cli.py's prog_name
+        print(f"amp-clipfix, version {__version__}", flush=True)
+        sys.exit(0)
     understood = read(sys.argv[1:]) if _plain_streams() and not _completion_asked() else None
     if understood is None or not _run(understood):
         from amp_clipfix.cli import main as click_main
