@@ -158,6 +158,28 @@ def measure_case(case: Case, env: dict[str, str], pairs: int) -> None:
         )
 
 
+def measure_version(folder: Path, env: dict[str, str], pairs: int) -> list[str]:
+    """`amp-clipfix --version` against the bare interpreter, alternating: start-up alone."""
+    commands = {
+        "`amp-clipfix --version`": [entry_point("amp-clipfix"), "--version"],
+        "`python -c pass` (the interpreter alone)": [sys.executable, "-c", "pass"],
+    }
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    print("--version: warm-up", file=sys.stderr, flush=True)
+    for command in commands.values():
+        run(command, folder, env, (0,))
+    for _ in range(pairs):
+        for label, command in commands.items():
+            times[label].append(run(command, folder, env, (0,)).cpu_seconds)
+    lines = ["| start-up | runs | CPU s median (min–max) |", "|---|---:|---:|"]
+    for label, values in times.items():
+        lines.append(
+            f"| {label} | {len(values)} | {statistics.median(values):.3f} "
+            f"({min(values):.3f}–{max(values):.3f}) |"
+        )
+    return lines
+
+
 @dataclass
 class ModuleRun:
     label: str
@@ -255,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if case.site is not None:
                 case.site.unlink()
         report += [*case_table(cases), ""]
+        report += [*measure_version(small, env, arguments.pairs), ""]
         if repository is None and not arguments.no_repo:
             report += [f"Lightning repository: not measured ({DEFAULT_REPO} does not exist).", ""]
         if not arguments.no_module:
