@@ -1,11 +1,15 @@
 """Marks for the whole suite: the runtime proof (real torch and Lightning) is `runtime`.
 
-`python -m pytest` skips it for a quick local run (a few minutes); CI and the README's test
-command select everything with `-m "runtime or not runtime"`.
+`python -m pytest` leaves it out for a quick local run (a few minutes); CI and the README's test
+command select everything with `-m "runtime or not runtime"`. Where torch or Lightning is not
+installed, the quick run still collects and passes: each test that needs them (the runtime
+proof, `@pytest.mark.needs("lightning")`) is skipped with the missing package named. A run that
+selects the runtime tests accepts no skip at all.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -33,23 +37,62 @@ def _own_user_cache() -> str:
 os.environ["XDG_CACHE_HOME"] = _own_user_cache()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+RUNTIME_LIBRARIES = ("torch", "lightning")
+NOT_INSTALLED = "not installed here (pip install -e '.[test]' installs it)"
+
+
+def not_installed(names: tuple[str, ...]) -> str | None:
+    """The skip reason of a test that needs these packages, or None when all are installed."""
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    return f"needs {' and '.join(missing)}: {NOT_INSTALLED}" if missing else None
+
+
+def selects_runtime(config: pytest.Config) -> bool:
+    """Whether the run's `-m` expression keeps a test marked `runtime`."""
+    from _pytest.mark.expression import Expression
+
+    expression = config.option.markexpr
+    return not expression or Expression.compile(expression).evaluate(
+        lambda name, **_: name == "runtime"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    runtime_missing = not_installed(RUNTIME_LIBRARIES)
+    quick = not selects_runtime(config)
     for item in items:
+        needs = item.get_closest_marker("needs")
+        reason = not_installed(tuple(needs.args)) if needs else None
         if RUNTIME_TESTS in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.runtime)
+            if runtime_missing and quick:  # reported as skipped, and why, not left out unsaid
+                reason = runtime_missing
+            else:
+                item.add_marker(pytest.mark.runtime)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """A skipped test fails the run: every test runs everywhere the README's command runs, and
-    one that cannot says what it needs by failing."""
+    one that cannot says what it needs by failing. The one exception is a quick run (runtime
+    tests not selected) where torch or Lightning is not installed: a test that needs them is
+    skipped, saying which."""
     if hasattr(session.config, "workerinput"):  # an xdist worker: the controller counts
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    skipped = len(reporter.stats.get("skipped", [])) if reporter else 0
+    reports = reporter.stats.get("skipped", []) if reporter else []
+    quick = not selects_runtime(session.config)
+    skipped = [r for r in reports if not (quick and NOT_INSTALLED in skip_reason(r))]
     if skipped and session.exitstatus == pytest.ExitCode.OK:
         reporter.ensure_newline()
-        reporter.write_line(f"{skipped} skipped: no test may skip (tests/conftest.py)", red=True)
+        message = f"{len(skipped)} skipped: no test may skip (tests/conftest.py)"
+        reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

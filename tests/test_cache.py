@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 from piped import amp_clipfix
 
-from amp_clipfix import cache_layout, pipeline
+from amp_clipfix import cache_layout
+from amp_clipfix.analysis import parse_pool, project_collect
 from amp_clipfix.analysis.cache import Cache
 from amp_clipfix.cache_layout import seal, secret, version_folder
 from amp_clipfix.cli import main
@@ -90,7 +91,7 @@ def test_an_unchanged_project_is_not_collected_again(
     def collect_stages(*args: object) -> None:
         raise AssertionError("collected again")
 
-    monkeypatch.setattr(pipeline, "collect_stages", collect_stages)
+    monkeypatch.setattr(project_collect, "collect_stages", collect_stages)
     second = runner.invoke(main, ["check", "--lightning-version", "2.6.6", str(project)])
     assert second.exit_code == first.exit_code == 2
     assert second.output == first.output
@@ -198,7 +199,7 @@ def test_a_cache_made_on_another_machine_is_never_believed(
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-machine"))
     with monkeypatch.context() as lying:  # what it collects and resolves: nothing
-        lying.setattr(pipeline, "collect_stages", lambda *arguments: None)
+        lying.setattr(project_collect, "collect_stages", lambda *arguments: None)
         planted = amp_clipfix(project, *arguments)
     assert planted.code == 0 and b"0 findings" in planted.stdout
     assert amp_clipfix(project, *arguments).stdout == planted.stdout  # it replays the lie
@@ -222,9 +223,9 @@ def test_a_cache_made_by_another_interpreter_is_not_read(
 ) -> None:
     """Python 3.12 parses what 3.11 cannot: 3.11's cached "cannot parse" is not 3.12's answer."""
     arguments = ("check", "--lightning-version", "2.6.6", ".")
-    real_parse = pipeline.parse_and_collect
+    real_parse = parse_pool.parse_and_collect
 
-    def older_parser(path: Path, data: bytes) -> pipeline.Outcome:
+    def older_parser(path: Path, data: bytes) -> parse_pool.Outcome:
         if path.name == "optim.py":
             error = FileError(path, "cannot parse: invalid syntax", ErrorKind.PARSE, 5, 1)
             return None, error
@@ -232,7 +233,7 @@ def test_a_cache_made_by_another_interpreter_is_not_read(
 
     with monkeypatch.context() as older:
         older.setattr(sys, "version", "3.11.0 (an older interpreter)")
-        older.setattr(pipeline, "parse_and_collect", older_parser)
+        older.setattr(parse_pool, "parse_and_collect", older_parser)
         assert b"cannot parse" in amp_clipfix(project, *arguments, entry=False).stderr
 
     monkeypatch.setattr(sys, "version", "3.12.0 (a newer interpreter)")
@@ -363,7 +364,7 @@ def test_a_secret_the_repository_brings_is_never_used(
     arguments = ("check", "--lightning-version", "2.6.6", ".")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-machine"))
     with monkeypatch.context() as lying:
-        lying.setattr(pipeline, "collect_stages", lambda *arguments: None)
+        lying.setattr(project_collect, "collect_stages", lambda *arguments: None)
         assert b"0 findings" in amp_clipfix(project, *arguments).stdout
     shipped = project / ".cache" / "amp-clipfix"
     shutil.copytree(tmp_path / "other-machine" / "amp-clipfix", shipped)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+import amp_clipfix.analysis.parse_pool as parse_pool
 import amp_clipfix.pipeline as pipeline_module
 from amp_clipfix.cli import main
 
@@ -286,14 +287,14 @@ def killing_parse(path: Path, data: bytes):  # noqa: ANN201 - stands in for pars
     return ORIGINAL_PARSE(path, data)
 
 
-ORIGINAL_PARSE = pipeline_module.parse_and_collect
+ORIGINAL_PARSE = parse_pool.parse_and_collect
 TEST_PROCESS = os.getpid()
 # A candidate that is cheap to parse; six of them make the > 512 KiB that starts a process pool.
 FILLER = b"import torch\nopt = torch.optim.AdamW(p, fused=True)\n# " + b"x" * 100_000 + b"\n"
 
 
 def test_dead_worker_costs_only_its_file(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline_module, "parse_and_collect", killing_parse)
+    monkeypatch.setattr(parse_pool, "parse_and_collect", killing_parse)
     (project / "good.py").write_bytes(GOOD)
     (project / "killer.py").write_bytes(b"import torch\nopt = torch.optim.AdamW(p, fused=True)\n")
     for index in range(6):

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amp_clipfix.cli import main
-from amp_clipfix.project import pins
-from amp_clipfix.project.pins import poetry_specifier, resolve_target
+from amp_clipfix.project import pin_readers, pins
+from amp_clipfix.project.pin_readers import poetry_specifier
+from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import Target
 
 REAL_INSTALLED_TARGET = pins.installed_target
@@ -435,13 +436,13 @@ def test_a_deeply_nested_project_is_a_warning_on_the_command_line(tmp_path: Path
 FORMAT_ALPHABET = "[]{}()=\"',:;#\n\t -*!^~<>.0123456789abcdeilghtnprsvyk_&|+\\\x00\xe9"
 
 
-@pytest.mark.parametrize("name", sorted(pins.READERS))
+@pytest.mark.parametrize("name", sorted(pin_readers.READERS))
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300) | st.text(FORMAT_ALPHABET, max_size=300).map(str.encode))
 def test_every_reader_survives_any_bytes(name: str, data: bytes) -> None:
     """Whatever a pin file holds, its reader gives pins or one line (PinError), never another
     exception; a message quotes the file short and escaped."""
-    reader = pins.READERS[name]
+    reader = pin_readers.READERS[name]
     for prefix in (b"", READER_PREFIXES.get(name, b"")):
         try:
             found = pins.parse_pins(reader, prefix + data, pins.LIGHTNING)
@@ -466,13 +467,13 @@ READER_PREFIXES = {  # a valid start, so that the bytes reach the reader's own c
 }
 
 
-@pytest.mark.parametrize("name", sorted(pins.READERS))
+@pytest.mark.parametrize("name", sorted(pin_readers.READERS))
 @pytest.mark.parametrize("depth", [100, 1_000, 100_000])
 def test_every_reader_survives_any_nesting(name: str, depth: int) -> None:
     for opening, closing in ("[]", "{}", "()"):
         data = READER_PREFIXES[name] + (opening * depth + closing * depth).encode()
         try:
-            pins.parse_pins(pins.READERS[name], data, pins.LIGHTNING)
+            pins.parse_pins(pin_readers.READERS[name], data, pins.LIGHTNING)
         except pins.PinError as error:
             assert "\n" not in str(error)
 

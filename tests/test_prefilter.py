@@ -68,6 +68,7 @@ def test_base_class_chain_through_a_file_without_site_words(tmp_path: Path) -> N
     assert with_prefilter == outcome(tmp_path, False, Strategy.AUTO)
 
 
+@pytest.mark.needs("lightning")
 def test_prefilter_changes_no_result_on_real_lightning_sources(tmp_path: Path) -> None:
     """Real code (Lightning's own core and precision plugins, where every site word abounds)
     plus one project file with a finding, so that every prefilter stage runs."""

@@ -29,6 +29,12 @@ LIGHT_ANALYSIS = frozenset(
         "amp_clipfix.analysis.names",
         "amp_clipfix.analysis.suppression",
         "amp_clipfix.analysis.cache",  # the per-file cache: pickle and hashes, no analysis
+        # Collecting a project: reading, the prefilter stages, a process pool; the parser, the
+        # summaries and the resolution are imported inside them, only when a file passes.
+        "amp_clipfix.analysis.collection",
+        "amp_clipfix.analysis.parse_pool",
+        "amp_clipfix.analysis.project_collect",
+        "amp_clipfix.analysis.project_resolve",
     }
 )
 

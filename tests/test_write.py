@@ -215,7 +215,7 @@ def test_a_file_reached_through_a_link_out_of_its_project_is_not_written(tmp_pat
         write_atomic(source, EDITED, root=root)
     with pytest.raises(WriteError, match="a link leads outside the project; not written"):
         write_module.create_atomic(root / "linked" / "new.py", EDITED, root=root)
-    from amp_clipfix.pipeline import FileChange
+    from amp_clipfix.results import FileChange
 
     change = FileChange(source, EDITED, ())
     written, failed = write_module.write_all([change], {source.path: root})
@@ -230,7 +230,7 @@ def test_a_file_reached_through_a_link_out_of_its_project_is_not_written(tmp_pat
 def test_write_all_writes_what_others_need_first_and_nothing_that_needs_a_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from amp_clipfix.pipeline import FileChange
+    from amp_clipfix.results import FileChange
 
     monkeypatch.chdir(tmp_path)
     helper = make_file(tmp_path, b"# helpers\n", "helpers.py")

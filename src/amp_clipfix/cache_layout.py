@@ -25,8 +25,8 @@ import stat
 import sys
 
 from amp_clipfix import __version__
+from amp_clipfix.observed import CACHE_DIR
 
-CACHE_DIR = ".amp_clipfix_cache"
 FORMAT = "4"  # bump when the cached data's shape (or what a run computes from it) changes
 
 SECRET_BYTES = 32

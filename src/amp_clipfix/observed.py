@@ -14,13 +14,14 @@ import errno
 import hashlib
 import os
 
-from amp_clipfix.cache_layout import CACHE_DIR
-
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 Question = tuple[str, str, str]  # (what is asked, of which path, with what extra)
+
+# The cache's folder in a project (cache_layout.py): no listing a run asks for ever shows it.
+CACHE_DIR = ".amp_clipfix_cache"
 
 
 class Recording:

@@ -107,7 +107,6 @@ def snapshot(project: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.runtime
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_migration_case(
     case: Case, tmp_path: Path, require_release: Callable[[tuple[str, ...]], None]

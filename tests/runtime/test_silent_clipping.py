@@ -30,8 +30,6 @@ import pytest
 
 import noxfile
 
-pytestmark = pytest.mark.runtime
-
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "fixtures" / "runtime"
 METER = Path(__file__).resolve().parent / "gradmeter.py"

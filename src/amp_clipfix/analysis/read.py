@@ -11,10 +11,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.config_sites import collect_config_sites
 from amp_clipfix.analysis.parse import parse_module
 from amp_clipfix.models import FileSites, Site, Span
 from amp_clipfix.sources.base import Document, Language, SourceError
-from amp_clipfix.sources.yaml import collect_config_sites
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.models import Site, Span
-from amp_clipfix.sources.notebook import source_value_offsets
+from amp_clipfix.sources.notebook_json import source_value_offsets
 from amp_clipfix.sources.text import SourceError, decode_source
 
 

@@ -19,8 +19,8 @@ from amp_clipfix.output.diff import format_patch
 from amp_clipfix.output.report import site_prefix
 from amp_clipfix.paths import display_path
 
-if TYPE_CHECKING:  # the pipeline comes later than output; only its type is named here
-    from amp_clipfix.pipeline import FileChange
+if TYPE_CHECKING:  # only its type is named here
+    from amp_clipfix.results import FileChange
 
 UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 

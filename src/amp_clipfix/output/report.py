@@ -13,7 +13,7 @@ from amp_clipfix.project.version import Target
 
 
 class ProjectSummaryLike(Protocol):
-    """What the table reads of a project's result (the pipeline's ProjectResult)."""
+    """What the table reads of a project's result (results.ProjectResult)."""
 
     @property
     def root(self) -> Path: ...

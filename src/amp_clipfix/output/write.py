@@ -26,8 +26,8 @@ from amp_clipfix.models import ErrorKind, FileError
 from amp_clipfix.paths import display_path, os_error_reason
 from amp_clipfix.sources.text import SourceFile
 
-if TYPE_CHECKING:  # the pipeline comes later than output; only its type is named here
-    from amp_clipfix.pipeline import FileChange
+if TYPE_CHECKING:  # only its type is named here
+    from amp_clipfix.results import FileChange
 
 TEMP_SUFFIX = ".amp-clipfix.tmp"
 # The temporary name keeps a short prefix of the file's name: a name near the 255-byte limit

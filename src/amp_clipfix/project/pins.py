@@ -37,38 +37,34 @@ torch amp-clipfix knows (2.13.0).
 
 from __future__ import annotations
 
-import ast
 import fnmatch
-import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix import observed
 from amp_clipfix.paths import display_path, excerpt, os_error_reason
 from amp_clipfix.project.config import ConfigError, load_config
-from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, torch_releases_in
-from amp_clipfix.project.version import (
-    DEFAULT_TARGET,
-    Target,
-    parse_version,
-    releases_in,
+from amp_clipfix.project.pin_readers import (
+    LOCK_READERS,
+    Packages,
+    Pin,
+    PinError,
+    Reader,
+    canonical_name,
+    conda_pins,
+    pyproject_pins,
+    requirements_reader,
+    setup_cfg_pins,
+    setup_py_pins,
 )
-
-if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
-    from packaging.specifiers import SpecifierSet
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, torch_releases_in
+from amp_clipfix.project.version import DEFAULT_TARGET, Target, parse_version, releases_in
 
 LIGHTNING = ("lightning", "pytorch-lightning", "lightning-fabric")  # canonical names, by priority
 PACKAGES = LIGHTNING
@@ -77,33 +73,6 @@ CONDA_FILES = ("environment.yml", "environment.yaml")
 LIGHTNING_PURPOSE = "the Lightning version"
 TORCH = ("torch",)  # the second package read the same way (resolve_torch)
 TORCH_PURPOSE = "the torch version"
-
-Packages = Sequence[str]  # canonical distribution names, highest priority first
-
-
-class PinError(Exception):
-    """A pin file that cannot be read: one line, without the file name."""
-
-
-@dataclass(frozen=True)
-class Pin:
-    """One requirement of a package found in a file."""
-
-    package: str  # canonical: lightning, pytorch-lightning, lightning-fabric, ...
-    specifier: SpecifierSet
-    text: str  # as a person reads it: `lightning>=2.0,<3`
-    optional: bool = False  # an extra, a dependency group, a dev section, a docs/test file
-
-    @property
-    def exact(self) -> Version | None:
-        """The version of a `==X` pin (no wildcard), else None."""
-        specs = list(self.specifier)
-        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
-            try:
-                return Version(specs[0].version)
-            except InvalidVersion:
-                return None
-        return None
 
 
 @dataclass(frozen=True)
@@ -150,7 +119,6 @@ def once(warnings: list[str]) -> tuple[str, ...]:
     return tuple(kept)
 
 
-Reader = Callable[[bytes, Packages], list[Pin]]  # a file's bytes -> its pins; raises PinError
 Accept = Callable[[Pin], bool]
 
 
@@ -431,73 +399,8 @@ def metadata_version(path: Path) -> str | None:
     return None
 
 
-def canonical_name(name: str) -> str:
-    """A distribution's name as PEP 503 compares it (`Pytorch_Lightning` -> pytorch-lightning)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 # Readers: each turns a file's bytes into the pins of `packages` it holds, or raises PinError
 # (parse_pins turns what the parsers raise on odd content into one too).
-
-
-def make_pin(
-    name: str, specifier: str, packages: Packages, text: str | None = None, optional: bool = False
-) -> Pin | None:
-    """A pin when `name` is one of `packages` and `specifier` is a version constraint."""
-    package = canonical_name(name)
-    if package not in packages or not specifier.strip():
-        return None
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    try:
-        spec = SpecifierSet(specifier)
-    except InvalidSpecifier:
-        raise PinError(f"{package}: not a version constraint: {excerpt(specifier)}") from None
-    return Pin(package, spec, text or f"{package}{specifier}", optional)
-
-
-def requirement_pin(line: str, packages: Packages, optional: bool = False) -> Pin | None:
-    """A PEP 508 line (`lightning[extra]>=2.0,<3; python_version>"3.8"`)."""
-    if not names_package(line, packages):  # most lines of a file: no need to parse them
-        return None
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        requirement = Requirement(line)
-    except InvalidRequirement as error:
-        reason = str(error).splitlines()[0] if str(error) else "invalid"
-        reason = excerpt(reason, 80, quoted=False)
-        raise PinError(f"not a requirement: {excerpt(line)} ({reason})") from None
-    shown = f"{canonical_name(requirement.name)}{requirement.specifier}"
-    written = line.split(";")[0].strip()
-    text = re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+", "", written)) if written else shown
-    return make_pin(requirement.name, str(requirement.specifier), packages, text, optional)
-
-
-def names_package(line: str, packages: Packages) -> bool:
-    """The requirement's name is one of `packages` (`lightning[extra]>=2`, `Lightning_Fabric`,
-    not `lightning-utilities`): only such a line can be a pin, or a malformed one worth a
-    warning."""
-    name = REQUIREMENT_NAME.match(line)
-    return name is not None and canonical_name(name[0]) in packages
-
-
-REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-
-
-def pins_of_lines(lines: list[str], packages: Packages, optional: bool = False) -> list[Pin]:
-    pins = []
-    for line in lines:
-        if line.strip() and (pin := requirement_pin(line.strip(), packages, optional)):
-            pins.append(pin)
-    return pins
-
-
-def load_toml(data: bytes) -> dict[str, Any]:
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise PinError(f"invalid TOML: {excerpt(str(error), 120, quoted=False)}") from None
 
 
 def configured_target(root: Path) -> Target | None:
@@ -512,313 +415,6 @@ def configured_target(root: Path) -> Target | None:
 def configured_source(path: Path) -> str:
     """How a release set in configuration is named: `pyproject.toml [tool.amp-clipfix]`."""
     return f"{display_path(path)} [tool.amp-clipfix]"
-
-
-def toml_lock_pins(data: bytes, packages: Packages) -> list[Pin]:
-    """uv.lock, poetry.lock, pdm.lock: `[[package]]` tables with `name` and `version`; a
-    package only a dev group needs (poetry's `category = "dev"`, pdm's `groups`) is second
-    tier."""
-    entries = load_toml(data).get("package", [])
-    if not isinstance(entries, list):
-        raise PinError("`package` is not an array of tables")
-    pins = []
-    for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("version"), str):
-            continue
-        groups = entry.get("groups")
-        optional = entry.get("category") == "dev" or (
-            isinstance(groups, list) and bool(groups) and "default" not in groups
-        )
-        pin = make_pin(str(entry.get("name", "")), f"=={entry['version']}", packages)
-        if pin is not None:
-            text = f"{pin.package} {entry['version']}"
-            pins.append(Pin(pin.package, pin.specifier, text, optional))
-    return pins
-
-
-def pipfile_lock_pins(data: bytes, packages: Packages) -> list[Pin]:
-    """Pipfile.lock: JSON `{"default": {name: {"version": "==X"}}, "develop": {...}}`."""
-    try:
-        document = json.loads(data.decode("utf-8"))
-    except ValueError as error:
-        if isinstance(error, UnicodeDecodeError):
-            raise
-        raise PinError(f"invalid JSON: {excerpt(str(error), 120, quoted=False)}") from None
-    pins = []
-    for section in ("default", "develop"):
-        entries = document.get(section, {}) if isinstance(document, dict) else {}
-        for name, entry in entries.items() if isinstance(entries, dict) else ():
-            version = entry.get("version") if isinstance(entry, dict) else None
-            if isinstance(version, str):
-                pin = make_pin(name, version, packages, optional=section == "develop")
-                pins.extend([pin] if pin is not None else [])
-    return pins
-
-
-LOCK_READERS: dict[str, Reader] = {
-    "uv.lock": toml_lock_pins,
-    "poetry.lock": toml_lock_pins,
-    "pdm.lock": toml_lock_pins,
-    "Pipfile.lock": pipfile_lock_pins,
-}
-
-
-def requirements_pins(data: bytes, packages: Packages, optional: bool = False) -> list[Pin]:
-    """requirements*.txt: PEP 508 lines; options (`-r`, `-e`, `--hash`) and URLs are skipped."""
-    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    lines = []
-    for raw in text.replace("\\\n", " ").splitlines():
-        line = re.split(r"(?:^|\s)#", raw, maxsplit=1)[0].strip()
-        line = re.split(r"\s--?[a-z]", line, maxsplit=1)[0].strip()
-        if line and not line.startswith("-") and "://" not in line:
-            lines.append(line)
-    return pins_of_lines(lines, packages, optional)
-
-
-_REQUIREMENT_READERS = {
-    optional: partial(requirements_pins, optional=optional) for optional in (False, True)
-}
-
-
-def requirements_reader(optional: bool) -> Reader:
-    """The reader of an install (False) or docs/test (True) requirement file; one object per
-    kind, so that a file is parsed once whether its exact pins or its ranges are asked."""
-    return _REQUIREMENT_READERS[optional]
-
-
-def pyproject_pins(data: bytes, packages: Packages) -> list[Pin]:
-    """[project] dependencies (first tier), optional dependencies and [dependency-groups]
-    (second), Poetry's main table (first) and its dev tables and groups (second)."""
-    document = load_toml(data)
-    project = document.get("project", {}) if isinstance(document.get("project"), dict) else {}
-    pins = pins_of_lines(list(string_items(project.get("dependencies", []))), packages)
-    extras = [
-        line
-        for group in (
-            *dict_values(project.get("optional-dependencies")),
-            *dict_values(document.get("dependency-groups")),
-        )
-        for line in string_items(group)
-    ]
-    pins += pins_of_lines(extras, packages, optional=True)
-    tool = document.get("tool", {}) if isinstance(document.get("tool"), dict) else {}
-    poetry = tool.get("poetry", {}) if isinstance(tool.get("poetry"), dict) else {}
-    tables = [(poetry.get("dependencies"), False), (poetry.get("dev-dependencies"), True)]
-    tables.extend(
-        (group.get("dependencies"), True)
-        for group in dict_values(poetry.get("group"))
-        if isinstance(group, dict)
-    )
-    for table, optional in tables:
-        for name, constraint in table.items() if isinstance(table, dict) else ():
-            pin = poetry_pin(str(name), constraint, packages, optional)
-            if pin is not None:
-                pins.append(pin)
-    return pins
-
-
-def string_items(value: Any) -> Iterator[str]:
-    if isinstance(value, list):
-        yield from (item for item in value if isinstance(item, str))
-
-
-def dict_values(value: Any) -> list[Any]:
-    return list(value.values()) if isinstance(value, dict) else []
-
-
-def poetry_pin(name: str, constraint: Any, packages: Packages, optional: bool) -> Pin | None:
-    """`lightning = "^2.0"`, `{version = "~1.9", extras = [...]}` or a list of such tables."""
-    if isinstance(constraint, list):
-        constraint = constraint[0] if constraint else None
-    if isinstance(constraint, dict):
-        constraint = constraint.get("version")
-    if not isinstance(constraint, str) or canonical_name(name) not in packages:
-        return None
-    specifier = poetry_specifier(constraint)
-    text = f"{canonical_name(name)} {constraint.strip()}"
-    return make_pin(name, specifier, packages, text, optional)
-
-
-def poetry_specifier(constraint: str) -> str:
-    """Poetry's `^1.9.5`, `~2.0`, `2.4.0`, `2.*`, `>=2.0,<3` as a PEP 440 specifier."""
-    parts = []
-    for part in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", constraint.strip()):
-        if part in ("", "*"):
-            continue
-        if part.startswith("^"):
-            parts.extend(caret(part[1:]))
-        elif part.startswith("~") and not part.startswith("~="):
-            parts.extend(tilde(part[1:]))
-        elif part[0].isdigit():
-            parts.append(f"=={part}")
-        else:
-            parts.append(part)
-    return ",".join(parts) or ">=0"
-
-
-def release_numbers(text: str) -> list[int]:
-    try:
-        return list(Version(text.strip()).release)
-    except InvalidVersion:
-        raise PinError(f"not a version: {excerpt(text)}") from None
-
-
-def caret(text: str) -> list[str]:
-    """`^1.9.5` -> >=1.9.5,<2.0.0; `^0.2` -> >=0.2,<0.3."""
-    numbers = release_numbers(text)
-    index = next((i for i, n in enumerate(numbers) if n), len(numbers) - 1)
-    upper = [*numbers[:index], numbers[index] + 1]
-    return [f">={text.strip()}", f"<{'.'.join(map(str, upper))}"]
-
-
-def tilde(text: str) -> list[str]:
-    """`~2.0.3` -> >=2.0.3,<2.1; `~2` -> >=2,<3."""
-    numbers = release_numbers(text)
-    upper = [numbers[0] + 1] if len(numbers) == 1 else [numbers[0], numbers[1] + 1]
-    return [f">={text.strip()}", f"<{'.'.join(map(str, upper))}"]
-
-
-def setup_cfg_pins(data: bytes, packages: Packages) -> list[Pin]:
-    """setup.cfg `[options] install_requires` (first tier) and `[options.extras_require]`."""
-    import configparser  # only a project with a setup.cfg
-
-    parser = configparser.ConfigParser(interpolation=None)
-    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    try:
-        parser.read_string(text, source="setup.cfg")
-    except configparser.Error as error:
-        raise PinError(f"cannot parse: {one_line(error)}") from None
-    pins = []
-    if parser.has_option("options", "install_requires"):
-        pins += pins_of_lines(cfg_lines([parser.get("options", "install_requires")]), packages)
-    if parser.has_section("options.extras_require"):
-        extras = [value for _, value in parser.items("options.extras_require")]
-        pins += pins_of_lines(cfg_lines(extras), packages, optional=True)
-    return pins
-
-
-def one_line(error: Exception) -> str:
-    """A parser's message, which quotes the file: on one line, escaped and short."""
-    return excerpt(" ".join(str(error).split()), 80, quoted=False)
-
-
-def cfg_lines(values: list[str]) -> list[str]:
-    return [line for value in values for line in re.split(r"[\n;]", value)]
-
-
-def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
-    """`install_requires` (first tier) and `extras_require` of a `setup(...)` call, read as
-    literals, following module-level names (each once, so `REQS = REQS + [...]` ends)."""
-    try:
-        tree = ast.parse(data, filename="setup.py")
-    except (SyntaxError, ValueError) as error:
-        reason = getattr(error, "msg", None) or str(error)
-        raise PinError(f"cannot parse: {excerpt(reason, 80, quoted=False)}") from None
-    assigned: dict[str, list[ast.expr]] = {}
-    for statement in tree.body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(statement, ast.Assign):
-            targets, value = statement.targets, statement.value
-        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
-            targets, value = [statement.target], statement.value
-        for target in targets:
-            if isinstance(target, ast.Subscript):  # EXTRAS["all"] = ...: part of EXTRAS
-                target = target.value
-            if isinstance(target, ast.Name) and value is not None:
-                assigned.setdefault(target.id, []).append(value)
-    pins: list[Pin] = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and call_name(node.func).endswith("setup")):
-            continue
-        for keyword in node.keywords:
-            if keyword.arg in ("install_requires", "extras_require"):
-                lines = literal_strings(keyword.value, assigned)
-                pins += pins_of_lines(lines, packages, keyword.arg == "extras_require")
-    return pins
-
-
-def call_name(func: ast.expr) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    return func.attr if isinstance(func, ast.Attribute) else ""
-
-
-def literal_strings(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list[str]:
-    """The strings of a list/tuple/dict literal, `+` of them, a string of lines, and what
-    module-level names were assigned (each name followed once): without recursion, so any
-    depth of nesting and any self-reference ends."""
-    strings: list[str] = []
-    followed: set[str] = set()
-    pending: list[ast.AST] = [node]
-    while pending:
-        current = pending.pop()
-        children: list[ast.AST] = []
-        if isinstance(current, ast.Constant) and isinstance(current.value, str):
-            strings.extend(current.value.splitlines())
-        elif isinstance(current, ast.Name):
-            if current.id not in followed:
-                followed.add(current.id)
-                children = list(assigned.get(current.id, ()))
-        elif isinstance(current, ast.Dict):
-            children = [value for value in current.values if value is not None]
-        elif isinstance(current, (ast.List, ast.Tuple, ast.Set)):
-            children = list(current.elts)
-        elif isinstance(current, (ast.Starred, ast.Subscript)):
-            children = [current.value]
-        elif isinstance(current, ast.BinOp) and isinstance(current.op, (ast.Add, ast.BitOr)):
-            children = [current.left, current.right]
-        pending.extend(reversed(children))  # left to right
-    return strings
-
-
-CONDA_NAMES = {"pytorch": "torch"}  # conda's name for torch
-CONDA_ENTRY = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$")
-
-
-def conda_pins(data: bytes, packages: Packages) -> list[Pin]:
-    """environment.yml: `dependencies` entries (conda `name=1.9.5`) and their `pip:` list."""
-    from ruamel.yaml import YAML, YAMLError
-
-    text = data.decode("utf-8")
-    try:
-        document = YAML(typ="safe", pure=True).load(text)
-    except YAMLError as error:
-        raise PinError(f"invalid YAML: {one_line(error)}") from None
-    except (ValueError, TypeError, OverflowError) as error:  # a scalar its constructors refuse
-        raise PinError(f"invalid YAML: {type(error).__name__}") from None
-    entries = document.get("dependencies", []) if isinstance(document, dict) else []
-    pins: list[Pin] = []
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, dict):
-            pins.extend(pins_of_lines(list(string_items(entry.get("pip"))), packages))
-        elif isinstance(entry, str) and (match := CONDA_ENTRY.match(entry.strip())):
-            name, spec = match.groups()
-            name = CONDA_NAMES.get(name.lower(), name)
-            text = f"{canonical_name(name)}{spec.strip()}"
-            pin = make_pin(name, conda_specifier(spec), packages, text)
-            pins.extend([pin] if pin is not None else [])
-    return pins
-
-
-def conda_specifier(spec: str) -> str:
-    """Conda's `=1.9.5` (that release) and `=1.9` (1.9.*) as PEP 440; others as written."""
-    spec = spec.strip().split()[0] if spec.strip() else ""
-    if spec.startswith("=") and not spec.startswith("=="):
-        version = spec[1:].rstrip(".*")
-        return f"=={version}" if len(version.split(".")) >= 3 else f"=={version}.*"
-    return spec
-
-
-READERS: dict[str, Reader] = {
-    **LOCK_READERS,
-    "requirements.txt": requirements_reader(False),
-    "pyproject.toml": pyproject_pins,
-    "setup.cfg": setup_cfg_pins,
-    "setup.py": setup_py_pins,
-    "environment.yml": conda_pins,
-}
-"""Every reader, by the file it reads (for tests that feed them any bytes)."""
 
 
 # torch: the same files, read the same way, for a second package.

@@ -255,8 +255,9 @@ def yaml_amp_arguments(facts: ProjectFacts) -> Iterator[Found]:
     """`amp_backend:` / `amp_level:` in the trainer section of a LightningCLI or Hydra config:
     each entry's own line is removed (a block mapping entry alone on its line that is not the
     section's last key; otherwise it is reported for a person)."""
+    from amp_clipfix.analysis.config_sites import suppressions
     from amp_clipfix.sources.text import SourceError, line_starts
-    from amp_clipfix.sources.yaml import children, compose_documents, suppressions
+    from amp_clipfix.sources.yaml import children, compose_documents
 
     for path in sorted(facts.configs, key=str):
         text = facts.configs[path].text

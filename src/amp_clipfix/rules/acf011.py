@@ -2,8 +2,8 @@
 
 A rule with its own search and fixes (CONTRIBUTING.md): `Trainer(...)` / `Fabric(...)` calls by
 qualified name and the trainer sections of LightningCLI / Hydra YAML configs (read by
-sources/yaml.py). The literal becomes `"16-mixed"` / `"bf16-mixed"`, which Lightning 2.x maps
-the old spellings to anyway; pytorch-lightning 1.9 rejects the new spellings, so the rewrite is
+analysis/config_sites.py). The literal becomes `"16-mixed"` / `"bf16-mixed"`, which Lightning 2.x
+maps the old spellings to anyway; pytorch-lightning 1.9 rejects the new spellings, so the rewrite is
 offered only where every release the project may run accepts them.
 """
 
@@ -149,8 +149,8 @@ def quoted(written: str, value: str) -> str:
 def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
     """`trainer: precision: 16` in LightningCLI and Hydra configs: the token is rewritten in
     place (quotes kept); a value shared through an anchor is reported, never rewritten."""
+    from amp_clipfix.analysis.config_sites import collect_config_sites
     from amp_clipfix.sources.text import SourceError
-    from amp_clipfix.sources.yaml import collect_config_sites
 
     for path in sorted(facts.configs, key=str):
         document = facts.configs[path]

@@ -1,64 +1,34 @@
-"""LightningCLI and Hydra YAML configs: their sites, and fixes as in-place token edits.
+"""LightningCLI and Hydra YAML configs: composed into nodes, and fixed as in-place token edits
+(their sites are read in analysis/config_sites.py).
 
 The file is *composed* by ruamel.yaml (a graph of nodes with their start and end marks, before any
 value is constructed), so a fix replaces exactly the scalar's own token: after a tag (`!!bool`) or
 an anchor (`&p`), inside a block scalar (`>-`), a quoted string or a flow collection. Comments,
 indentation, quoting, key order and every other byte stay as they were.
-
-A value reached through an alias or a merge key (`<<: *base`) is shared: rewriting it would change
-every place that uses it, so such a site is reported but never rewritten. The graph is walked once
-per node and role, so an alias bomb costs as much as its text.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from amp_clipfix.analysis import names
-from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.models import Site, SiteKind
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.text import SourceError, decode_source, encode_text, line_starts
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
-OPTIMIZER_NAMES = frozenset(
-    {*names.FUSABLE_OPTIMIZERS, *(name.rsplit(".", 1)[-1] for name in names.FUSABLE_OPTIMIZERS)}
-)
-# LightningCLI (jsonargparse) and Hydra (OmegaConf) read YAML 1.1, where yes/on are booleans too.
-TRUE_WORDS = frozenset({"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
-FALSE_WORDS = frozenset({"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
 BOOLEAN_FLIPS = {
     **{"true": "false", "True": "False", "TRUE": "FALSE"},
     **{"yes": "no", "Yes": "No", "YES": "NO", "on": "off", "On": "Off", "ON": "OFF"},
 }
-NULL_WORDS = frozenset({"", "~", "null", "Null", "NULL"})
 TAG = "tag:yaml.org,2002:"
-STRING_TAGS = frozenset({"!", "!!str", f"!<{TAG}str>"})
-BOOL_TAGS = frozenset({"!!bool", f"!<{TAG}bool>"})
-NUMBER_TAGS = frozenset({f"{TAG}int", f"{TAG}float"})
-PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
-SHARED = "shared through an anchor or merge key: fix it by hand"
 
 
 def has_config_suffix(path: Path) -> bool:
     return path.suffix in CONFIG_SUFFIXES
-
-
-def collect_config_sites(path: Path, text: str) -> FileSites:
-    """The sites of one YAML file (every document in it)."""
-    reader = ConfigReader(path, text)
-    for root in compose_documents(text):
-        reader.read(root)
-    fits = tuple(
-        FitCall(names.CLI_TRAINER, f"{names.CONFIG_MODEL}{name}") for name in reader.models
-    )
-    return FileSites(path=path, sites=tuple(reader.sites), fits=fits)
 
 
 def compose_documents(text: str) -> list[Any]:
@@ -152,261 +122,6 @@ class Mapping:
         return value.value if type(value).__name__ == "ScalarNode" else ""
 
 
-class ConfigReader:
-    """Walks the composed YAML and records sites at the exact position of each scalar token."""
-
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.text = text
-        self.line_starts = line_starts(text)
-        self.sites: list[Site] = []
-        self.shared: set[int] = set()
-        self.recorded: set[tuple[SiteKind, int]] = set()
-        self.models: list[str] = []  # dotted names of the model classes the config builds
-
-    def read(self, root: Any) -> None:
-        self.shared = shared_nodes([root])
-        visited: set[tuple[int, str | None]] = set()
-        pending: list[tuple[Any, str | None]] = [(root, None)]
-        while pending:
-            node, key = pending.pop()
-            role = key if key in ("optimizer", "trainer") else None
-            if (id(node), role) in visited:
-                continue
-            visited.add((id(node), role))
-            mapping = Mapping.of(node)
-            if mapping is not None:
-                self.visit_mapping(mapping, key)
-                pending.extend((value, name) for name, (_, value) in mapping.items.items())
-            elif type(node).__name__ == "SequenceNode":
-                pending.extend((child, key) for child in node.value)
-
-    def visit_mapping(self, mapping: Mapping, key: str | None) -> None:
-        target = mapping.scalar("class_path") or mapping.scalar("_target_")
-        if target in OPTIMIZER_NAMES or (key == "optimizer" and not target):
-            self.optimizer(mapping, target or "optimizer")
-        if key == "trainer" or target in names.TRAINER_CLASSES:
-            self.trainer(mapping)
-        if key == "model" and target and target not in self.models:
-            self.models.append(target)
-
-    def optimizer(self, node: Mapping, name: str) -> None:
-        """`class_path` + `init_args.fused` (LightningCLI), `_target_` + `fused` (Hydra, also
-        with `_partial_`), or a flat `optimizer:` whose class is fixed in code."""
-        holder = init_args(node)
-        if "fused" not in holder.items:
-            return
-        key, value = holder.items["fused"]
-        scalar = self.scalar(value)
-        shape = "a list" if type(value).__name__ == "SequenceNode" else "a mapping"
-        detail = f"{name} fused: {scalar.token if scalar else f'({shape})'}"
-        if scalar is None or scalar.interpolated:
-            self.add(SiteKind.FUSED_OPTIMIZER, key, value, scalar, Certainty.RUNTIME, detail)
-        elif scalar.boolean is True:
-            self.add(SiteKind.FUSED_OPTIMIZER, key, value, scalar, Certainty.KNOWN, detail, "True")
-        elif scalar.boolean is None and not scalar.null:
-            self.add(SiteKind.FUSED_OPTIMIZER, key, value, scalar, Certainty.RUNTIME, detail)
-
-    def trainer(self, node: Mapping) -> None:
-        if "precision" in node.items:
-            self.precision(node, fixable=True)
-        plugins = node.items.get("plugins", (None, None))[1]
-        for plugin in self.plugins(plugins):
-            holder = init_args(plugin)
-            if "precision" in holder.items:
-                self.precision(holder, fixable=False)
-        if "gradient_clip_val" in node.items:
-            self.clip(*node.items["gradient_clip_val"])
-
-    def clip(self, key: Any, value: Any) -> None:
-        scalar = self.scalar(value)
-        if scalar is None:
-            return
-        detail = f"trainer gradient_clip_val: {scalar.token}"
-        if scalar.interpolated:
-            self.add(SiteKind.TRAINER_CLIP, key, value, scalar, Certainty.RUNTIME, detail)
-        elif value.tag in NUMBER_TAGS and positive(value.value):
-            self.add(
-                SiteKind.TRAINER_CLIP,
-                key,
-                value,
-                scalar,
-                Certainty.KNOWN,
-                detail,
-                scalar.token,
-                fixable=False,
-            )
-
-    def plugins(self, node: Any) -> Iterator[Mapping]:
-        """Precision plugin configs (`class_path` / `_target_` naming a MixedPrecision)."""
-        items = node.value if type(node).__name__ == "SequenceNode" else [node]
-        for item in items:
-            mapping = Mapping.of(item)
-            if mapping is not None:
-                target = mapping.scalar("class_path") or mapping.scalar("_target_")
-                plugin = names.plugin_scaler_index(target)
-                if plugin is not None and plugin[0] == "trainer":
-                    yield mapping
-
-    def precision(self, node: Mapping, fixable: bool) -> None:
-        key, value = node.items["precision"]
-        scalar = self.scalar(value)
-        if scalar is None:
-            return
-        detail = f"trainer precision: {scalar.token}"
-        if scalar.interpolated:
-            self.add(SiteKind.TRAINER_PRECISION, key, value, scalar, Certainty.RUNTIME, detail)
-        elif names.is_mixed_precision(value.value):
-            self.add(
-                SiteKind.TRAINER_PRECISION,
-                key,
-                value,
-                scalar,
-                Certainty.KNOWN,
-                detail,
-                value.value,
-                fixable=fixable and scalar.tag in ("", *STRING_TAGS),
-            )
-
-    def scalar(self, node: Any) -> Scalar | None:
-        """Where a scalar's own token lies (after its tag and anchor), or None for a list or a
-        mapping."""
-        if type(node).__name__ != "ScalarNode":
-            return None
-        start, end = node.start_mark.index, node.end_mark.index
-        properties = PROPERTY.match(self.text, start, end)
-        tag = ""
-        if properties:
-            tag = next((p for p in properties.group().split() if p.startswith("!")), "")
-            start = properties.end()
-        if node.style in ("|", ">"):
-            start, end = self.block_content(start, end, node.value)
-        token = self.text[start:end] if start >= 0 else ""
-        return Scalar(node, start, end, token, tag)
-
-    def block_content(self, start: int, end: int, value: str) -> tuple[int, int]:
-        """The one content line of a block scalar (`>-` then `  16-mixed`); (-1, -1) when the
-        value spans several lines (no value this tool rewrites does)."""
-        text = value.strip()
-        if not text or "\n" in text:
-            return -1, -1
-        line = bisect.bisect_right(self.line_starts, start)
-        for first in self.line_starts[line:]:
-            found = self.text.find(text, first, end)
-            if found >= 0:
-                return found, found + len(text)
-        return -1, -1
-
-    def position(self, index: int) -> tuple[int, int]:
-        """1-based line and 0-based column of a character offset."""
-        line = bisect.bisect_right(self.line_starts, index)
-        return line, index - self.line_starts[line - 1]
-
-    def add(
-        self,
-        kind: SiteKind,
-        key: Any,
-        value: Any,
-        scalar: Scalar | None,
-        certainty: Certainty,
-        detail: str,
-        literal: str | None = None,
-        fixable: bool | None = None,
-    ) -> None:
-        start, end = (scalar.start, scalar.end) if scalar and scalar.start >= 0 else (-1, -1)
-        if start < 0:
-            start = end = value.start_mark.index
-            fixable = False
-        if (kind, start) in self.recorded:
-            return  # the same token reached again under another role
-        self.recorded.add((kind, start))
-        if id(value) in self.shared:
-            detail, fixable = f"{detail} ({SHARED})", False
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
-        key_line = self.position(key.start_mark.index)[0]
-        comments = {self.line_text(line), self.line_text(key_line)}
-        trainer_site = kind in (SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
-        self.sites.append(
-            Site(
-                kind=kind,
-                path=self.path,
-                span=Span(line, column, end_line, end_column),
-                certainty=certainty,
-                detail=detail,
-                value=literal,
-                fixable=certainty is Certainty.KNOWN if fixable is None else fixable,
-                entry=names.CLI_TRAINER if trainer_site else None,
-                in_config=True,
-                suppressed_codes=suppressions(comments),
-            )
-        )
-
-    def line_text(self, line: int) -> str:
-        start = self.line_starts[line - 1]
-        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        return self.text[start:end]
-
-
-@dataclass(frozen=True)
-class Scalar:
-    """A scalar node, its own token's offsets in the text and its explicit tag (if any)."""
-
-    node: Any
-    start: int
-    end: int
-    token: str
-    tag: str
-
-    @property
-    def interpolated(self) -> bool:
-        return is_interpolation(self.node.value)
-
-    @property
-    def plain(self) -> bool:
-        return self.node.style is None and self.tag in ("", *BOOL_TAGS)
-
-    @property
-    def boolean(self) -> bool | None:
-        """True/False for a boolean (YAML 1.1 words too, with or without `!!bool`)."""
-        if not self.plain:
-            return None
-        if self.node.value in TRUE_WORDS:
-            return True
-        return False if self.node.value in FALSE_WORDS else None
-
-    @property
-    def null(self) -> bool:
-        return self.plain and not self.tag and self.node.value in NULL_WORDS
-
-
-def init_args(node: Mapping) -> Mapping:
-    """Where a config's arguments live: `init_args` (LightningCLI) or the node itself (Hydra)."""
-    arguments = Mapping.of(node.items.get("init_args", (None, None))[1])
-    return arguments if arguments is not None else node
-
-
-def positive(text: str) -> bool:
-    try:
-        return float(text.replace("_", "")) > 0
-    except ValueError:
-        return False
-
-
-def is_interpolation(value: object) -> bool:
-    """`${...}` (Hydra / OmegaConf) is decided when the config is composed."""
-    return isinstance(value, str) and "${" in value
-
-
-def suppressions(lines: set[str]) -> frozenset[str] | None:
-    codes: set[str] = set()
-    for line in lines:
-        comment = line.find("#")
-        if comment >= 0:
-            codes |= suppressed_codes(line[comment:])
-    return frozenset(codes) or None
-
-
 def fix_config(text: str, targets: Sequence[Site]) -> str:
     """Replace each target's token: `fused` booleans flip, precisions become `bf16-mixed`."""
     starts = line_starts(text)
@@ -456,7 +171,7 @@ class YamlSource:
 
     def render(self, document: Document, new_text: str, parsed: bool = False) -> Rendered:
         try:
-            collect_config_sites(document.path, new_text)
+            compose_documents(new_text)
             return Rendered(encode_text(document.source, new_text))
         except SourceError as error:
             raise VerifyError(f"the fixed config does not parse: {error}") from None

@@ -1,0 +1,347 @@
+"""The calls a module's sites come from: `Fabric(...)` / `Trainer(...)` and their plugins and
+strategy, optimizers built with `fused`, `partial(...)` and spreads, and clipping calls.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import (
+    has_guard_optimizer,
+    is_sole_argument,
+    keyword_arg,
+    literal_value,
+    positional_args,
+    positional_or_keyword,
+    star_kwargs,
+)
+from amp_clipfix.analysis.collect_walk import FUNCTIONS, CollectorBase
+from amp_clipfix.analysis.scopes import Binding, Scope
+from amp_clipfix.models import Certainty, Sharding, SiteKind, Through
+
+PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+
+
+def is_clip_positive(value: str | None) -> bool:
+    """`gradient_clip_val` clips only when it is a number above zero (None and 0 do not)."""
+    try:
+        return value is not None and float(value) > 0
+    except ValueError:
+        return False
+
+
+def is_hook_clip_argument(value: ast.expr | None, function: ast.AST | None) -> bool:
+    """A clip value that is a parameter of the `configure_gradient_clipping` hook it is passed
+    in: Lightning calls the hook with the Trainer's `gradient_clip_val`, so passing it on to
+    `self.clip_gradients` or `super().configure_gradient_clipping` clips with the Trainer's."""
+    if not isinstance(value, ast.Name) or not isinstance(function, FUNCTIONS):
+        return False
+    if function.name != "configure_gradient_clipping":
+        return False
+    arguments = function.args
+    parameters = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+    return value.id in {parameter.arg for parameter in parameters}
+
+
+class CallCollector(CollectorBase):
+    """The visit of a call: the sites it makes, by the qualified name of what it calls."""
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def visit_Call(self, node: ast.Call) -> None:
+        entries = len(self.entry_calls)
+        self.collect_call(node)
+        self.generic_visit(node)
+        del self.entry_calls[entries:]
+
+    def collect_call(self, node: ast.Call) -> None:
+        qualified = self.qualified_names(node.func)
+        if qualified & names.FABRIC_CLASSES:
+            self.entry_calls.append(self.entry_of(node))
+            self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)
+        elif qualified & names.TRAINER_CLASSES:
+            self.entry_calls.append(self.entry_of(node))
+            self.collect_entry_point(node, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
+        elif qualified & names.FUSABLE_OPTIMIZERS:
+            self.collect_fused(node, self.code(node.func))
+        elif qualified & names.PARTIAL_FUNCTIONS:
+            self.collect_partial(node)
+        else:
+            for qualified_name in qualified:
+                plugin = names.plugin_scaler_index(qualified_name)
+                if plugin is not None:
+                    self.collect_plugin(node, plugin[0])
+                    break
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "clip_gradients":
+            self.collect_clip(node)
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "configure_gradient_clipping"
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+            and self.class_stack
+        ):
+            self.collect_super_clipping(node)
+
+    def collect_entry_point(
+        self, call: ast.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
+    ) -> None:
+        """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`."""
+        name = self.code(call.func)
+        spreads = star_kwargs(call)
+        self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
+        plugins = keyword_arg(call, "plugins")
+        if plugins is not None:
+            self.link_plugins(plugins.value, self.entry_calls[-1])
+        precision = keyword_arg(call, "precision")
+        if precision is not None:
+            detail = f"{name}(precision={self.code(precision.value)})"
+            self.add_value(precision_kind, precision.value, detail, names.is_mixed_precision)
+        elif keyword_arg(call, "plugins") is None:
+            for spread in spreads:
+                detail = f"{name}({self.argument_code(spread)}) may set precision"
+                self.add(
+                    precision_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    detail,
+                    fixable=False,
+                    through=Through.SPREAD,
+                )
+        if clip_kind is None:
+            return
+        clip = keyword_arg(call, "gradient_clip_val")
+        if clip is not None:
+            detail = f"{name}(gradient_clip_val={self.code(clip.value)})"
+            self.add_value(clip_kind, clip.value, detail, is_clip_positive, fixable=False)
+        else:
+            for spread in spreads:
+                detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
+                self.add(
+                    clip_kind,
+                    spread,
+                    Certainty.RUNTIME,
+                    detail,
+                    fixable=False,
+                    through=Through.SPREAD,
+                )
+
+    def link_plugins(self, plugins: ast.expr, entry: str) -> None:
+        """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
+        built before: that plugin's site configures this call (its precision, its strategy)."""
+        elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
+        for element in elements:
+            if not isinstance(element, ast.Name):
+                continue
+            assigned = self.single_assigned_value(element, self.scope)
+            if assigned is None or not isinstance(assigned[0], ast.Call):
+                continue
+            span = self.span(assigned[0])
+            for index, site in enumerate(self.sites):
+                if site.span != span or site.entry is not None or site.kind not in PRECISIONS:
+                    continue
+                sharding = site.sharding
+                if sharding is Sharding.NONE:
+                    sharding = self.entry_sharding.get(entry, Sharding.NONE)
+                self.sites[index] = replace(site, entry=entry, sharding=sharding)
+
+    def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
+        """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's
+        strategy classes is known; anything else (a variable, a spread, a project class) is
+        decided at run time."""
+        strategy = keyword_arg(call, "strategy")
+        if strategy is None:
+            return Sharding.UNKNOWN if spreads else Sharding.NONE
+        node = strategy.value
+        shards: bool | None = None
+        if isinstance(node, ast.Call):
+            shards = names.strategy_class_shards(self.qualified_names(node.func))
+        else:
+            _, value = self.resolve_literal(node)
+            if value is not None:
+                shards = names.strategy_name_shards(value)
+        if shards is None:
+            return Sharding.UNKNOWN
+        return Sharding.SHARDED if shards else Sharding.NONE
+
+    def add_value(
+        self,
+        kind: SiteKind,
+        node: ast.expr,
+        detail: str,
+        counts: Callable[[str], bool],
+        fixable: bool = True,
+    ) -> None:
+        """A site for an argument value: known when it is a literal (or a name bound once to
+        one, reported at that literal), decided at run time otherwise; literals that do not
+        take part in the failure (`"32-true"`, `0`) are no site."""
+        literal_node, value = self.resolve_literal(node)
+        if value is None:
+            self.add(kind, node, Certainty.RUNTIME, detail, fixable=False)
+        elif counts(value):
+            self.add(kind, literal_node, Certainty.KNOWN, detail, value, fixable=fixable)
+
+    def resolve_literal(
+        self, node: ast.expr, scope: Scope | None = None
+    ) -> tuple[ast.expr, str | None]:
+        """The literal behind `node`: itself, or the value of a name bound once to a literal
+        (a module constant such as `PRECISION = "16-mixed"`)."""
+        value = literal_value(node, self.source)
+        if value is None and isinstance(node, ast.Name):
+            assigned = self.single_assigned_value(node, scope or self.scope)
+            if assigned is not None:
+                literal = literal_value(assigned[0], self.source)
+                if literal is not None:
+                    return assigned[0], literal
+        return node, value
+
+    def collect_plugin(self, call: ast.Call, side: str) -> None:
+        kind = SiteKind.FABRIC_PRECISION if side == "fabric" else SiteKind.TRAINER_PRECISION
+        precision = positional_or_keyword(call, 0, "precision")
+        if precision is None:
+            return
+        _, value = self.resolve_literal(precision)
+        code = self.code(precision, is_sole_argument(call, precision))
+        detail = f"{self.code(call.func)}({code}, ...)"
+        qualified = self.qualified_names(call.func)
+        sharded = any(name.rsplit(".", 1)[-1] in names.SHARDED_PLUGINS for name in qualified)
+        sharding = Sharding.SHARDED if sharded else None
+        if value is None:
+            self.add(kind, call, Certainty.RUNTIME, detail, fixable=False, sharding=sharding)
+        elif names.is_mixed_precision(value):
+            self.add(kind, call, Certainty.KNOWN, detail, value, sharding=sharding)
+
+    def collect_partial(self, call: ast.Call) -> None:
+        positional = positional_args(call)
+        if positional and self.qualified_names(positional[0]) & names.FUSABLE_OPTIMIZERS:
+            code = self.code(positional[0], is_sole_argument(call, positional[0]))
+            self.collect_fused(call, f"partial({code})")
+
+    def collect_fused(self, call: ast.Call, name: str) -> None:
+        """`fused=` written in the call, or inside a `**dict(...)` / `**{...}` spread."""
+        fused = keyword_arg(call, "fused")
+        if fused is not None:
+            self.add_fused_value(fused.value, f"{name}(fused={self.code(fused.value)})", False)
+            return
+        for spread in star_kwargs(call):
+            spread_code = self.argument_code(spread)
+            for value, scope, conditional in self.fused_in_spread(spread.value, self.scope, False):
+                detail = f"{name}({spread_code}) with fused={self.code(value)}"
+                self.add_fused_value(value, detail, conditional, scope, Through.SPREAD_ENTRY)
+
+    def add_fused_value(
+        self,
+        value: ast.expr,
+        detail: str,
+        conditional: bool,
+        scope: Scope | None = None,
+        through: Through = Through.ARGUMENT,
+    ) -> None:
+        value, literal = self.resolve_literal(value, scope)
+        kind = SiteKind.FUSED_OPTIMIZER
+        if literal == "True":
+            certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
+            self.add(kind, value, certainty, detail, literal, through=through)
+        elif literal is None:
+            self.add(kind, value, Certainty.RUNTIME, detail, fixable=False, through=through)
+
+    def fused_in_spread(
+        self, node: ast.expr, scope: Scope, conditional: bool, depth: int = 0
+    ) -> Iterator[tuple[ast.expr, Scope, bool]]:
+        """The `fused` values a `**spread` can carry, and whether a condition picks them."""
+        if depth > 4:
+            return
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if (
+                    key is not None
+                    and isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and literal_value(key, self.source) == "fused"
+                ):
+                    yield value, scope, conditional
+        elif isinstance(node, ast.Call) and self.qualified_names(node.func, scope) & (
+            names.DICT_CONSTRUCTORS
+        ):
+            fused = keyword_arg(node, "fused")
+            if fused is not None:
+                yield fused.value, scope, conditional
+        elif isinstance(node, ast.IfExp):
+            yield from self.fused_in_spread(node.body, scope, True, depth + 1)
+            yield from self.fused_in_spread(node.orelse, scope, True, depth + 1)
+        elif isinstance(node, ast.Name):
+            assigned = self.single_assigned_value(node, scope)
+            if assigned is not None:
+                yield from self.fused_in_spread(*assigned, conditional, depth + 1)
+
+    def single_assigned_value(self, name: ast.Name, scope: Scope) -> tuple[ast.expr, Scope] | None:
+        """The value of `name` (and the scope it is read in) when it is bound exactly once,
+        by a plain assignment already visited, in the scope `name` resolves to."""
+        assignments = [b for b in scope.resolve(name.id) if isinstance(b, Binding)]
+        if len(assignments) != 1:
+            return None
+        target = assignments[0].node
+        return self.assigned_values.get(id(target)) if isinstance(target, ast.Name) else None
+
+    def collect_clip(self, call: ast.Call) -> None:
+        if self.guard_depth:
+            return
+        receiver = call.func.value  # type: ignore[attr-defined]
+        receiver_code = self.code(receiver)
+        last_name = receiver_code.rsplit(".", 1)[-1].lower()
+        if receiver_code == "self" and self.class_stack:
+            clip = positional_or_keyword(call, 1, "gradient_clip_val")
+            value = None if clip is None else self.resolve_literal(clip)[1]
+            if value is not None and not is_clip_positive(value):
+                return
+            certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
+            kind = SiteKind.MODULE_CLIP
+        elif receiver_code in self.fabric_bindings:
+            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.KNOWN, None
+        elif "fabric" in last_name:
+            # A name alone is no fact: the project resolution follows the receiver's value
+            # (a Fabric: certain; a module or another object: no clip; else a review).
+            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.RUNTIME, None
+        else:
+            return
+        detail = f"{self.code(call.func)}(...)"
+        self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+        self.sites[-1] = replace(self.sites[-1], clip_call=True)
+        if kind is SiteKind.FABRIC_CLIP:
+            # The clip belongs to the Fabric its receiver holds, when that is known.
+            bound = self.fabric_bindings.get(receiver_code)
+            sharding = self.entry_sharding.get(bound, Sharding.NONE) if bound else Sharding.NONE
+            self.sites[-1] = replace(self.sites[-1], entry=bound, sharding=sharding)
+
+    def collect_super_clipping(self, call: ast.Call) -> None:
+        """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with
+        the value it passes; passing the hook's own parameter on leaves it to the Trainer."""
+        if self.guard_depth:
+            return
+        clip = positional_or_keyword(call, 1, "gradient_clip_val")
+        function = self.function_stack[-1] if self.function_stack else None
+        if clip is None or is_hook_clip_argument(clip, function):
+            return
+        value = self.resolve_literal(clip)[1]
+        if value is not None and not is_clip_positive(value):
+            return
+        certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
+        detail = f"{self.code(call.func)}(gradient_clip_val={self.code(clip)})"
+        self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=False)
+
+    def is_guardable(self, call: ast.Call) -> bool:
+        """The guard fix wraps a whole statement line that only calls or assigns the clip."""
+        statement = self.statement_calls.get(id(call))
+        if statement is None or not self.source.alone_on_line(statement):
+            return False
+        if isinstance(statement, ast.Assign) and not all(
+            isinstance(target, (ast.Name, ast.Attribute, ast.Subscript))
+            for target in statement.targets
+        ):
+            return False
+        return has_guard_optimizer(call)

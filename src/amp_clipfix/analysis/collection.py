@@ -1,0 +1,65 @@
+"""The parsed files of one project as the collection stages fill them, and who is told of the
+progress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from amp_clipfix.models import FileError, FileSites
+from amp_clipfix.sources import adapter_for
+from amp_clipfix.sources.base import Language
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.read import ReadFile
+    from amp_clipfix.analysis.summary import Summary
+
+
+class Progress(Protocol):
+    """Told how many files a run looks at, once they are found, and how many it has looked at
+    (read and filtered out, or parsed): a progress bar listens."""
+
+    def planned(self, files: int) -> None: ...
+
+    def done(self, files: int) -> None: ...
+
+
+class NoProgress:
+    def planned(self, files: int) -> None:
+        pass
+
+    def done(self, files: int) -> None:
+        pass
+
+
+@dataclass
+class Collection:
+    """The parsed files of one project, filled stage by stage."""
+
+    parsed: dict[Path, ReadFile] = field(default_factory=dict)
+    attempted: set[Path] = field(default_factory=set)
+    progress: Progress = field(default_factory=NoProgress)
+    errors: list[FileError] = field(default_factory=list)
+    files_parsed: int = 0
+    files_done: int = 0  # told to the progress bar
+    unparsed: dict[Path, FileSites] = field(default_factory=dict)  # a trial resolution's sites
+    cache: Cache | None = None
+    # Per-file summaries (ast) and the evaluator over them, made once per run and shared by
+    # the trial and the final resolution.
+    summaries: dict[Path, Summary | None] = field(default_factory=dict)
+    evaluator: Evaluator | None = None
+    # The project's files as read, for the rules with their own search (their facts), and the
+    # documents those searches read that have no collected sites (a fix may change them).
+    root: Path | None = None
+    contents: dict[Path, bytes] = field(default_factory=dict)
+    searchable: dict[Path, bytes] = field(default_factory=dict)
+    searched: dict[Path, ReadFile] = field(default_factory=dict)
+
+
+def read_as_config(path: Path) -> bool:
+    """Read as a config, not as Python code (the adapter decides, not the suffix)."""
+    return adapter_for(path).language is not Language.PYTHON

@@ -1,0 +1,143 @@
+"""Parse and collect a project's files: one by one, in a process pool when it pays (a worker that
+dies costs only its file), or from the per-file cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from amp_clipfix.analysis.collection import Collection
+from amp_clipfix.models import ErrorKind, FileError
+from amp_clipfix.sources import adapter_for
+from amp_clipfix.sources.base import SourceError
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.read import ReadFile
+
+
+# Below this much source a process pool costs more than it saves.
+PARALLEL_MIN_BYTES = 512 * 1024
+
+
+def parse_error(path: Path, data: bytes) -> FileError:
+    """The one-line error of a file a search wanted that Python cannot parse."""
+    _, error = parse_and_collect(path, data)
+    return error or FileError(path, "cannot parse", ErrorKind.PARSE)
+
+
+def collect_files(
+    contents: dict[Path, bytes], paths: list[Path], jobs: int, collection: Collection
+) -> None:
+    """Parse and collect `paths`, in a process pool when it pays; results in input order."""
+    collection.attempted.update(paths)
+    if collection.cache is not None:
+        paths = [path for path in paths if not from_cache(collection, path, contents[path])]
+    work = [(path, contents[path]) for path in paths]
+    if jobs > 1 and len(work) > 1 and sum(len(data) for _, data in work) > PARALLEL_MIN_BYTES:
+        for path, outcome in zip(paths, parse_in_pool(work, min(jobs, len(work)))):
+            collect_outcome(collection, path, outcome)
+    else:
+        for path, data in work:
+            collect_outcome(collection, path, parse_and_collect(path, data))
+
+
+Outcome = tuple["ReadFile | None", "FileError | None"]
+
+
+def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]:
+    """Outcomes in input order. A worker that dies (a crash in native code, the OOM killer)
+    costs only the file that killed it: the files left unfinished are parsed again one by one,
+    each in a process of its own, so that only the killer is reported."""
+    from concurrent.futures import ProcessPoolExecutor  # a run that needs no pool never
+    from concurrent.futures.process import BrokenProcessPool  # pays for multiprocessing
+
+    outcomes: list[Outcome | None] = [None] * len(work)
+    with ProcessPoolExecutor(max_workers=workers, initializer=leave_interrupts_to_parent) as pool:
+        futures = [pool.submit(parse_and_collect, path, data) for path, data in work]
+        try:
+            for index, future in enumerate(futures):
+                with contextlib.suppress(BrokenProcessPool):
+                    outcomes[index] = future.result()
+        except BaseException:  # Ctrl-C: the files not started are not parsed any more
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+    return [
+        outcome if outcome is not None else parse_isolated(*work[index])
+        for index, outcome in enumerate(outcomes)
+    ]
+
+
+WORKER_DIED = "cannot parse: the parsing process died on this file"
+
+
+def leave_interrupts_to_parent() -> None:
+    """A parsing process ignores Ctrl-C (the terminal sends it to the whole process group):
+    the command ends the run and says so once, without a traceback from each worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def parse_isolated(path: Path, data: bytes) -> Outcome:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        with ProcessPoolExecutor(max_workers=1, initializer=leave_interrupts_to_parent) as pool:
+            return pool.submit(parse_and_collect, path, data).result()
+    except BrokenProcessPool:
+        return None, FileError(path, WORKER_DIED, ErrorKind.PARSE)
+
+
+def from_cache(collection: Collection, path: Path, data: bytes) -> bool:
+    """A file whose sites the cache holds is loaded (no libcst) with those sites."""
+    assert collection.cache is not None
+    sites = collection.cache.get(path, data)
+    if sites is None:
+        return False
+    from amp_clipfix.analysis.read import ReadFile
+
+    try:
+        document = adapter_for(path).load(path, data)
+    except SourceError:
+        return False
+    collect_outcome(collection, path, (ReadFile(document, sites), None), cached=True)
+    return True
+
+
+def collect_outcome(
+    collection: Collection,
+    path: Path,
+    outcome: tuple[ReadFile | None, FileError | None],
+    cached: bool = False,
+) -> None:
+    parsed, error = outcome
+    if collection.cache is not None and parsed is not None and not cached:
+        collection.cache.put(path, parsed.document.source.data, parsed.sites)
+    collection.files_parsed += 1
+    collection.files_done += 1
+    collection.progress.done(1)
+    if error is not None:
+        collection.errors.append(error)
+    elif parsed is not None and (parsed.sites.sites or parsed.sites.classes or parsed.sites.fits):
+        collection.parsed[path] = parsed
+
+
+def parse_and_collect(path: Path, data: bytes) -> tuple[ReadFile | None, FileError | None]:
+    """One file: load it through its adapter, parse once, read its sites. Errors come back as
+    values, so that one odd file never stops the run (and survives a process pool)."""
+    from amp_clipfix.analysis.read import ParseError, read_document  # only files that pass
+
+    try:
+        return read_document(adapter_for(path).load(path, data)), None
+    except ParseError as error:
+        where = (error.line, error.column, error.cell)
+        return None, FileError(path, str(error), ErrorKind.PARSE, *where)
+    except SourceError as error:
+        kind = ErrorKind.PARSE if str(error).startswith("cannot parse") else ErrorKind.READ
+        return None, FileError(path, str(error), kind)
+    except Exception as error:  # noqa: BLE001 - one odd file must not stop the run
+        message = f"internal error while reading sites: {error!r}"
+        return None, FileError(path, message, ErrorKind.INTERNAL)

@@ -1,0 +1,273 @@
+"""Collect a project: read every file, then parse only the files the prefilter stages pass, and
+resolve; an unchanged project comes back from the cache whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from amp_clipfix import observed
+from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
+from amp_clipfix.analysis.parse_pool import (
+    WORKER_DIED,
+    collect_files,
+    collect_outcome,
+    parse_and_collect,
+)
+from amp_clipfix.analysis.project_resolve import (
+    project_evaluator_of,
+    resolve_collection,
+    trainer_files,
+)
+from amp_clipfix.models import ErrorKind, FileError, FileSites, SiteKind
+from amp_clipfix.paths import is_library, os_error_reason
+from amp_clipfix.project.discover import Project
+from amp_clipfix.sources import adapter_for
+from amp_clipfix.sources.base import SourceError, Stage
+from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip, may_need_search
+
+# A finding needs Lightning: some file imports it (or is a config naming its classes).
+USES_LIGHTNING = re.compile(
+    rb"(?:^|;)\s*(?:from\s+|import\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)"
+    rb"(?:lightning|pytorch_lightning|lightning_fabric)\b|"
+    rb"class_path|_target_|\btrainer\s*:",
+    re.MULTILINE,
+)
+
+
+def collect_project(
+    project: Project,
+    jobs: int,
+    prefilter: bool = True,
+    progress: Progress | None = None,
+    cache: bool = False,
+) -> Collection:
+    """Parse and collect the files of a project that can matter, in up to three stages.
+
+    With the prefilter: first the files that may build a fused optimizer; only when a class or
+    a config does, the files that may configure a Trainer; then files defining base classes
+    still unknown.
+    """
+    collection = Collection(progress=progress or NoProgress(), root=project.root)
+    collect_project_files(project, jobs, prefilter, collection, cache)
+    # every file has been looked at now, parsed or not
+    collection.progress.done(max(len(project.files) - collection.files_done, 0))
+    return collection
+
+
+def collect_source(path: Path, data: bytes) -> Collection:
+    """One file's contents given directly (stdin): collected and resolved on its own."""
+    collection = Collection(root=path.parent)
+    collect_outcome(collection, path, parse_and_collect(path, data))
+    if not read_as_config(path):
+        try:
+            searchable = {path: adapter_for(path).searchable(path, data)}
+        except SourceError:
+            searchable = {}
+        collection.contents, collection.searchable = {path: data}, searchable
+        if searchable:
+            resolve_collection(path.parent, {path: data}, searchable, collection)
+    return collection
+
+
+def collect_project_files(
+    project: Project, jobs: int, prefilter: bool, collection: Collection, cache: bool
+) -> None:
+    """collect_project's work: from the cache when the project is unchanged, else the stages."""
+    if cache:
+        from amp_clipfix.analysis.cache import Cache
+
+        collection.cache = Cache(project.root)
+    contents, searchable = read_project(project, collection, prefilter)
+    collection.contents, collection.searchable = contents, searchable
+    key = ""
+    if collection.cache is not None:
+        key = collection.cache.project_key("collection", contents, prefilter)
+        if restore_collection(collection, contents, collection.cache.load(key)):
+            return
+    read_errors = len(collection.errors)
+    collect_stages(project.root, contents, searchable, jobs, prefilter, collection)
+    errors = collection.errors[read_errors:]
+    if collection.cache is not None and all(is_lasting(error) for error in errors):
+        sites = {path: parsed.sites for path, parsed in collection.parsed.items()}
+        collection.cache.store(key, CollectedProject(sites, tuple(errors), collection.files_parsed))
+
+
+@dataclass(frozen=True)
+class CollectedProject:
+    """What collecting an unchanged project gives again: each file's sites after the
+    resolution, the files' errors, how many files were parsed (the cache's project entry)."""
+
+    sites: dict[Path, FileSites]
+    errors: tuple[FileError, ...]
+    files_parsed: int
+
+
+def restore_collection(collection: Collection, contents: dict[Path, bytes], cached: object) -> bool:
+    """Fill `collection` from a cached CollectedProject: no stage, search or resolution runs
+    (only the documents with sites are loaded, for the fixes and the report)."""
+    if not isinstance(cached, CollectedProject):
+        return False
+    from amp_clipfix.analysis.read import ReadFile
+
+    parsed = {}
+    for path, sites in cached.sites.items():
+        try:
+            parsed[path] = ReadFile(adapter_for(path).load(path, contents[path]), sites)
+        except (SourceError, KeyError):
+            return False
+    collection.parsed.update(parsed)
+    collection.errors.extend(cached.errors)
+    collection.files_parsed = cached.files_parsed
+    return True
+
+
+def is_lasting(error: FileError) -> bool:
+    """An error the next run on the same files gives again (a parse error), unlike a parsing
+    process that died (memory) or a resolution that failed: only those are cached."""
+    return error.kind is ErrorKind.PARSE and error.message != WORKER_DIED
+
+
+def read_project(
+    project: Project, collection: Collection, prefilter: bool = True
+) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
+    """Every file's bytes, and what the prefilter reads of it (a notebook's code cells).
+
+    With the prefilter, a project in which no file's raw bytes can write `fused` gets no text
+    to search at all: no stage can pass there (collect_stages stops after the first), so no
+    notebook's JSON is parsed for its code, just as no Python file is parsed."""
+    contents: dict[Path, bytes] = {}
+    searchable: dict[Path, bytes] = {}
+    failed: dict[Path, OSError] = {}
+    for path in project.files:
+        try:
+            contents[path] = observed.read_bytes(path)
+        except OSError as error:
+            failed[path] = error
+    searched = (
+        not prefilter
+        or any(adapter_for(path).may_mention(data, FUSED_WORD) for path, data in contents.items())
+        or may_need_search(
+            (data, read_as_config(path), adapter_for(path).may_mention)
+            for path, data in contents.items()
+        )
+    )
+    for path in project.files:
+        if path in failed:
+            message = f"cannot read: {os_error_reason(failed[path])}"
+            collection.errors.append(FileError(path, message, ErrorKind.READ))
+            continue
+        try:
+            if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
+                raise SourceError("binary file (contains NUL bytes)")
+            if searched:
+                searchable[path] = adapter_for(path).searchable(path, contents[path])
+        except SourceError as error:
+            collection.errors.append(FileError(path, str(error), ErrorKind.READ))
+            del contents[path]
+    return contents, searchable
+
+
+def collect_stages(
+    root: Path,
+    contents: dict[Path, bytes],
+    searchable: dict[Path, bytes],
+    jobs: int,
+    prefilter: bool,
+    collection: Collection,
+) -> None:
+    """The stages of collect_project, then the project resolution."""
+    if not prefilter:
+        collect_files(contents, list(contents), jobs, collection)
+        resolve_collection(root, contents, searchable, collection)
+        return
+    # Library code (site-packages, Lightning's own package) is never a user site: never parsed.
+    searchable = {path: data for path, data in searchable.items() if not is_library(path)}
+    collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
+    if not any(FUSED_WORD in data for data in searchable.values()) or not any(
+        USES_LIGHTNING.search(data) for data in searchable.values()
+    ):
+        return  # no optimizer of the project is fused, or nothing uses Lightning
+    unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
+    needed = trainer_files(root, contents, searchable, collection)
+    if needed is not None:  # only the Trainers a followed fit links to a fused module
+        unread_trainers = {p: d for p, d in unread.items() if p in needed or read_as_config(p)}
+    else:
+        unread_trainers = unread
+    stage = passing(unread_trainers, Stage.TRAINER)
+    clips = {
+        p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
+    }
+    evaluator = project_evaluator_of(root, contents, searchable, collection)
+    from amp_clipfix.analysis.resolve_base import clipping_files
+
+    stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
+    collect_files(contents, stage, jobs, collection)
+    class_names = ClassNames(searchable)
+    while stage := files_defining_missing_bases(class_names, collection):
+        collect_files(contents, stage, jobs, collection)
+    resolve_collection(root, contents, searchable, collection)
+
+
+def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
+    """The files whose adapter's prefilter says they may hold this stage's sites."""
+    return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
+
+
+# Packages whose classes the collector names by qualified name: a base imported from one of them
+# is never a class of the project, whatever project class shares its short name.
+EXTERNAL_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
+
+
+class ClassNames:
+    """The class names each file may define, read from the text only when a base class is
+    looked for at all (most runs look for none; on a torch-sized tree the scan is not free)."""
+
+    def __init__(self, searchable: Mapping[Path, bytes]) -> None:
+        self.searchable = searchable
+        self.by_file: dict[Path, frozenset[str]] | None = None
+
+    def items(self) -> Iterable[tuple[Path, frozenset[str]]]:
+        if self.by_file is None:
+            self.by_file = {p: defined_class_names(d) for p, d in self.searchable.items()}
+        return self.by_file.items()
+
+
+def files_defining_missing_bases(class_names: ClassNames, collection: Collection) -> list[Path]:
+    """Unparsed files that may define a base class still unknown on the way from a class that
+    builds a fused optimizer up to LightningModule (the chain may pass through project classes
+    in files without any site word)."""
+    classes = [info for file in collection.parsed.values() for info in file.sites.classes]
+    by_name: dict[str, list] = {}
+    for info in classes:
+        by_name.setdefault(info.name, []).append(info)
+    owners = {
+        (site.path, site.owner)
+        for file in collection.parsed.values()
+        for site in file.sites.sites
+        if site.kind is SiteKind.FUSED_OPTIMIZER and site.owner is not None
+    }
+    frontier = [info for info in classes if (info.path, info.name) in owners]
+    seen: set[tuple[Path, str]] = set()
+    wanted: set[str] = set()
+    while frontier:
+        info = frontier.pop()
+        if (info.path, info.name) in seen or info.is_lightning_module:
+            continue
+        seen.add((info.path, info.name))
+        for base in info.base_names:
+            if base.split(".", 1)[0] in EXTERNAL_PACKAGES:
+                continue  # imported from Lightning or torch: no project file defines it
+            short = base.rsplit(".", 1)[-1]
+            frontier.extend(by_name.get(short, ()))
+            wanted.add(short)  # every class of that name counts, as the linker matches names
+    if not wanted:
+        return []
+    return [
+        path
+        for path, names in class_names.items()
+        if path not in collection.attempted and names & wanted
+    ]

@@ -1,0 +1,258 @@
+"""What the searches of the project resolution share: the sites found so far, how a site is made
+and added (with its suppressions), which files hold a word, and the text searches that narrow
+the files.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import SourceText
+from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.collect_calls import is_clip_positive
+from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
+from amp_clipfix.analysis.relevance import (
+    class_lines,
+    files_naming,
+    fused_relevant_files,
+    subclass_files,
+)
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import Lit
+from amp_clipfix.models import Certainty, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.paths import is_library
+
+
+@dataclass
+class Found:
+    """Sites and fit calls the resolution adds, per file."""
+
+    sites: dict[Path, list[Site]]
+    fits: dict[Path, list[FitCall]]
+    drop: set[tuple[Path, Span, SiteKind]]  # run-time sites replaced by what decides them
+
+
+class ResolutionBase:
+    """What every search reads and adds to: the evaluator, the files' own sites, what was
+    found so far."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        files: dict[Path, FileSites],
+        contents: dict[Path, bytes],
+    ) -> None:
+        self.ev = evaluator
+        self.files = files
+        self.contents = contents
+        self.found = Found({}, {}, set())
+        # Only these files can hold a module class whose optimizer is fused (relevance.py).
+        self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
+        self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
+        self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
+
+    # -- output --------------------------------------------------------------------------------
+
+    def suppressions(self, path: Path) -> dict[int, frozenset[str]]:
+        """Line -> codes its comment silences, read as the collector reads them (a `#` inside
+        a string is no comment)."""
+        if path not in self.comments:
+            summary = self.ev.summary(path)
+            found: dict[int, frozenset[str]] = {}
+            if summary is not None:
+                found = comment_suppressions(
+                    SourceText(summary.source(), summary.tree), summary.tree
+                )
+            self.comments[path] = found
+        return self.comments[path]
+
+    def add(self, site: Site) -> None:
+        if is_library(site.path):
+            return
+        site = with_suppressions(site, self.suppressions(site.path))
+        sites = self.found.sites.setdefault(site.path, [])
+        for index, old in enumerate(sites):
+            if (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry):
+                users = tuple(sorted(set(old.users) | set(site.users)))
+                built_in = tuple(sorted(set(old.built_in) | set(site.built_in)))
+                sites[index] = replace(old, users=users, built_in=built_in)
+                return
+        sites.append(site)
+
+    def site(
+        self,
+        kind: SiteKind,
+        value: object,
+        detail: str,
+        entry: str | None = None,
+        users: tuple[str, ...] = (),
+        fixable: bool = True,
+    ) -> Site | None:
+        """A site at a literal (known) or at an expression decided at run time."""
+        node = value.node  # type: ignore[attr-defined]
+        summary: Summary = value.summary  # type: ignore[attr-defined]
+        if not hasattr(node, "lineno"):
+            return None
+        function, cls = summary.enclosing(node)
+        if isinstance(value, Lit):
+            shared = kind is SiteKind.FUSED_OPTIMIZER
+            return Site(
+                kind,
+                summary.path,
+                summary.span(node),
+                Certainty.KNOWN,
+                detail,
+                value.value,
+                owner=cls.name if cls is not None else None,
+                fixable=fixable,
+                entry=entry,
+                users=users,
+                note=self.shared_note(summary, node, function) if shared else None,
+            )
+        return Site(
+            kind,
+            summary.path,
+            summary.span(node),
+            Certainty.RUNTIME,
+            detail,
+            None,
+            owner=cls.name if cls is not None else None,
+            fixable=False,
+            entry=entry,
+            users=users,
+        )
+
+    def shared_note(self, summary: Summary, node: ast.AST, function: ast.AST | None) -> str | None:
+        """A default or a factory's literal decides `fused` for every call of its function:
+        say so when the project calls it from more than one place."""
+        if function is None or isinstance(function, ast.Lambda) or is_method(summary, function):
+            return None
+        calls = self.ev.callers(function, self.ev.ctx_of(summary, function))
+        if len(calls) < 2:
+            return None
+        where = sorted({f"{c.summary.path.name}:{call.lineno}" for call, c in calls})
+        shown = ", ".join(where[:5]) + (", ..." if len(where) > 5 else "")
+        return (
+            f"fused is decided at {summary.path.name}:{summary.span(node).line} in "
+            f"{getattr(function, 'name', 'a function')}(), which serves {len(calls)} calls "
+            f"({shown}): changing it there changes every one of them"
+        )
+
+    def summaries_with(self, *words: bytes, among: set[Path] | None = None) -> Iterator[Summary]:
+        matching = self.files_with(*words)
+        for path in self.contents:
+            if among is not None and path not in among:
+                continue
+            if path in matching and not is_library(path):
+                summary = self.ev.summary(path)
+                if summary is not None:
+                    yield summary
+
+    def files_with(self, *words: bytes) -> set[Path]:
+        """Files holding any of `words`: each word's files are searched once per run (the
+        evaluator keeps them for the trial and the final resolution alike)."""
+        return set().union(*(self.ev.files_with(word) for word in words))
+
+    def counts(self, kind: SiteKind, value: str) -> bool:
+        if kind is SiteKind.FUSED_OPTIMIZER:
+            return value == "True"
+        if kind is SiteKind.TRAINER_CLIP:
+            return is_clip_positive(value)
+        return names.is_mixed_precision(value)
+
+    def clip_value(self, value: ast.expr | None, ctx: Ctx) -> str | None:
+        """The clip value a call passes, followed to its literals (`self.max_norm` set from the
+        Callback's constructor argument): a positive literal, None when decided at run time,
+        "" when it never clips."""
+        if value is None:
+            return None
+        values = self.ev.ev(value, ctx)
+        literals = [v.value for v in values if isinstance(v, Lit)]
+        if not values or len(literals) < len(values):
+            return None
+        positive = [literal for literal in literals if is_clip_positive(literal)]
+        if not positive:
+            return ""
+        return positive[0] if len(positive) == len(literals) else None
+
+
+def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def within(inner: Span, outer: Span) -> bool:
+    return (inner.line, inner.column) >= (outer.line, outer.column) and (
+        inner.end_line,
+        inner.end_column,
+    ) <= (outer.end_line, outer.end_column)
+
+
+def segment(summary: Summary, node: ast.AST) -> str:
+    try:
+        return ast.get_source_segment(summary.source(), node) or "..."
+    except (IndexError, ValueError):
+        return "..."
+
+
+def relevant_files(evaluator: Evaluator) -> set[Path]:
+    """The files a fused value can reach (relevance.py), once per project."""
+    if evaluator.relevant is None:
+        evaluator.relevant = fused_relevant_files(evaluator.contents, evaluator.by_module)
+    return evaluator.relevant
+
+
+def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
+    """Those of `paths` a fused value can reach. The text search over the whole project costs
+    more than looking into a few files (a torch-sized tree with `fused` everywhere), so a few
+    are all kept: the search only ever saves work, it never decides a finding."""
+    if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
+        return set(paths)
+    return paths & relevant_files(evaluator)
+
+
+FEW_FILES = 20
+
+
+BIG_PROJECT = 16_000_000  # bytes of Python: beyond it the text search costs about a second
+
+
+def clipping_files(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
+    """Those of `paths` where a clip can take part: beside a fused optimizer (a Fabric's clip, a
+    module's own), or in a Callback (which clips whatever module its Trainer fits)."""
+    if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
+        return set(paths)
+    callbacks = text_search(evaluator, "subclasses", "Callback", body=CLIPS_IN_CLASS)
+    return relevant_among(evaluator, paths) | (paths & callbacks)
+
+
+# A Callback clips only in its own methods (clip_call: the class around the call).
+CLIPS_IN_CLASS = re.compile(rb"clip_gradients")
+
+
+def text_search(
+    evaluator: Evaluator,
+    kind: str,
+    *names: str,
+    body: re.Pattern[bytes] | None = None,
+    within: bytes | None = None,
+) -> set[Path]:
+    """Files found by a text search of relevance.py, once per run: the trial and the final
+    resolution ask the same questions. `within`: a word every file the caller keeps holds (the
+    search need not look at the others)."""
+    key = (kind, names, body.pattern if body is not None else within)
+    if key not in evaluator.text_searches:
+        if kind == "subclasses":
+            if evaluator.class_lines is None:
+                evaluator.class_lines = class_lines(evaluator.contents)
+            base = names[0].encode("utf-8")
+            found = subclass_files(evaluator.contents, base, body, evaluator.class_lines)
+        else:
+            among = None if within is None else evaluator.files_with(within)
+            found = files_naming(evaluator.contents, set(names), among)
+        evaluator.text_searches[key] = found
+    return evaluator.text_searches[key]

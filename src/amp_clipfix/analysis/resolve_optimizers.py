@@ -1,0 +1,156 @@
+"""Optimizers built outside the module class's own hook: factories and their `**kwargs`, mixins and
+base classes, `functools.partial` / lambdas, and the optimizers of files that clip on a Fabric.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import replace
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.nodes import walk
+from amp_clipfix.analysis.resolve_base import ResolutionBase, relevant_among, segment, within
+from amp_clipfix.analysis.values import ClsV, Lit, Opaque, Opt
+from amp_clipfix.models import Certainty, ClassRef, SiteKind
+from amp_clipfix.paths import is_library
+
+# Files whose classes may be module classes: they name Lightning or build optimizers in the hook
+# (a module class deriving from a project base in a file with neither is found through its hook).
+CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
+
+
+class OptimizerSearch(ResolutionBase):
+    """The fused optimizers of module classes and of files that clip on a Fabric."""
+
+    # -- optimizers ----------------------------------------------------------------------------
+
+    def module_optimizers(self) -> None:
+        """For every class that is (or may be fitted as) a module: the optimizers its methods
+        and those of its project bases build, wherever their `fused` is decided."""
+        candidates = self.files_with(*CLASS_WORDS)
+        for summary in self.summaries_with(*CLASS_WORDS, among=relevant_among(self.ev, candidates)):
+            for node in summary.classes():
+                self.class_optimizers(ClsV(node, summary))
+
+    def class_optimizers(self, cls: ClsV) -> None:
+        """A module class's optimizers (its mixins' and bases' methods included)."""
+        if not self.ev.derives_from(cls, names.LIGHTNING_MODULE_CLASSES):
+            return
+        overridden: set[str] = set()
+        for klass in self.ev.mro(cls):
+            if not isinstance(klass, ClsV):
+                continue
+            # The override goes where the building method is, when that class is a module
+            # (it precedes LightningModule in every MRO); a mixin's: into the module class.
+            home = klass if self.ev.derives_from(klass, names.LIGHTNING_MODULE_CLASSES) else cls
+            built_in = (ClassRef(home.summary.path, home.summary.span(home.node), home.node.name),)
+            methods = [
+                method
+                for method in klass.node.body
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            for method in methods:
+                if method.name in overridden:
+                    continue  # a class before it in the MRO overrides it: never run for `cls`
+                ctx = self.ev.ctx(klass.summary, method, klass.node)
+                for opt in self.optimizers_in(method, ctx):
+                    self.optimizer_sites(opt, (cls.key,), built_in)
+            overridden.update(method.name for method in methods)
+
+    def optimizers_in(self, function: ast.AST, ctx: Ctx) -> Iterator[Opt]:
+        """What the calls in a function build; a base class's method is shared by every module
+        class that derives from it, so its calls are listed once and their values memoised."""
+        key = id(function)
+        if key not in self.calls_in:
+            self.calls_in[key] = [
+                node
+                for node in walk(function)
+                if isinstance(node, ast.Call) and self.may_build(node)
+            ]
+        for node in self.calls_in[key]:
+            for value in self.ev.ev(node, self.ev.ctx_of(ctx.summary, node)):
+                if isinstance(value, Opt):
+                    yield value
+
+    def may_build(self, call: ast.Call) -> bool:
+        """Cheap test before evaluating a call: a method `self.log(...)` builds nothing."""
+        func = call.func
+        return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
+
+    def optimizer_sites(
+        self, opt: Opt, users: tuple[str, ...], built_in: tuple[ClassRef, ...] = ()
+    ) -> None:
+        """Sites where the optimizer's `fused` is decided, unless the file's collector has
+        them already (then they only learn who uses them)."""
+        if is_library(opt.summary.path):
+            return
+        call_span = opt.summary.span(opt.call)
+        existing = self.files.get(opt.summary.path)
+        collected = [
+            site
+            for site in (existing.sites if existing is not None else ())
+            if site.kind is SiteKind.FUSED_OPTIMIZER and within(site.span, call_span)
+        ]
+        if collected:  # the collector has this call; refine_runtime_sites follows its value
+            for site in collected:
+                key = (site.path, site.span, site.kind)
+                for new in self.refined.get(key, []) if key in self.found.drop else [site]:
+                    self.add(
+                        replace(
+                            new,
+                            users=tuple(sorted({*new.users, *users})),
+                            built_in=tuple(sorted({*new.built_in, *built_in})),
+                        )
+                    )
+            return
+        interesting = [
+            v
+            for v in opt.fused
+            if isinstance(v, Opaque) or (isinstance(v, Lit) and v.value == "True")
+        ]
+        decided = all(isinstance(v, Lit) and v.value == "True" for v in opt.fused)
+        for value in interesting:
+            name = call_name(opt.call)
+            code = segment(value.summary, value.node)
+            detail = f"{name}(fused={code})"
+            found = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
+            if found is not None:
+                found = replace(found, built_in=built_in)
+                if not decided:
+                    found = replace(found, certainty=Certainty.RUNTIME)
+                self.add(found)
+
+    def fabric_optimizers(self) -> None:
+        """A file that clips on a Fabric: the optimizers its code builds, wherever."""
+        paths = {
+            site.path
+            for sites in (
+                *(f.sites for f in self.files.values()),
+                *self.found.sites.values(),
+            )
+            for site in sites
+            if site.kind is SiteKind.FABRIC_CLIP
+        }
+        for path in sorted(relevant_among(self.ev, paths)):
+            summary = self.ev.summary(path)
+            if summary is None:
+                continue
+            for node in walk(summary.tree):
+                if isinstance(node, ast.Call) and self.may_build(node):
+                    for value in self.ev.ev(node, self.ev.ctx_of(summary, node)):
+                        if isinstance(value, Opt):
+                            self.optimizer_sites(value, (str(path),))
+
+
+NEVER_OPTIMIZERS = frozenset(
+    {"log", "log_dict", "parameters", "named_parameters", "view", "size", "to", "item"}
+)
+
+
+def call_name(call: ast.Call) -> str:
+    try:
+        return ast.unparse(call.func)
+    except Exception:  # noqa: BLE001 - only a label
+        return "optimizer"

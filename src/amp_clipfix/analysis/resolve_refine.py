@@ -1,0 +1,158 @@
+"""Sites decided at run time in their own file, refined to the literals that decide them (an
+`__init__` default, a dict entry, a module constant, a factory's argument).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from dataclasses import replace
+
+from amp_clipfix.analysis.collect_calls import is_hook_clip_argument
+from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.nodes import child_nodes
+from amp_clipfix.analysis.resolve_base import ResolutionBase, keyword_value, relevant_among
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import (
+    ClsV,
+    DictV,
+    FabricV,
+    Fn,
+    LambdaV,
+    Lit,
+    ModuleV,
+    Opt,
+    TrainerV,
+    TupleV,
+)
+from amp_clipfix.models import Certainty, Site, SiteKind, Through
+
+# Values that are surely no Fabric: a receiver holding only these never clips on one.
+NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
+
+
+class RefineSites(ResolutionBase):
+    """Run-time sites replaced by the literals that decide them."""
+
+    # -- refining run-time sites ---------------------------------------------------------------
+
+    def refine_runtime_sites(self) -> None:
+        for path, file in self.files.items():
+            summary = self.ev.summary(path)
+            if summary is None:
+                continue
+            for site in file.sites:
+                if site.certainty is not Certainty.RUNTIME:
+                    continue
+                node = expression_at(summary, site.span.line, site.span.column)
+                if node is None:
+                    continue
+                self.refine(summary, site, node)
+
+    def refine(self, summary: Summary, site: Site, node: ast.AST) -> None:
+        ctx = self.ev.ctx_of(summary, node)
+        if site.kind is SiteKind.MODULE_CLIP:
+            if relevant_among(self.ev, {site.path}):  # elsewhere no class is fused
+                self.refine_module_clip(site, node, ctx)
+            return
+        if site.kind is SiteKind.FABRIC_CLIP:
+            self.refine_fabric_clip(site, node, ctx)
+            return
+        key = {
+            SiteKind.FUSED_OPTIMIZER: "fused",
+            SiteKind.TRAINER_PRECISION: "precision",
+            SiteKind.FABRIC_PRECISION: "precision",
+            SiteKind.TRAINER_CLIP: "gradient_clip_val",
+        }.get(site.kind)
+        if key is None or site.through is Through.SPREAD_ENTRY:
+            return
+        if site.through is Through.SPREAD:
+            values = self.spread_values(summary, node, key, ctx)
+        else:
+            values = self.ev.ev(node, ctx)
+        if values is None or any(not isinstance(v, Lit) for v in values):
+            return
+        literals = [v for v in values if isinstance(v, Lit)]
+        counted = [v for v in literals if self.counts(site.kind, v.value)]
+        decided = len(counted) in (0, len(values))  # not chosen at run time between literals
+        if not decided and site.kind is not SiteKind.FUSED_OPTIMIZER:
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        for value in counted:
+            detail = f"{site.detail}, decided here"
+            fixable = site.kind is not SiteKind.TRAINER_CLIP
+            new = self.site(site.kind, value, detail, site.entry, fixable=fixable)
+            if new is None:
+                continue
+            if not decided:
+                new = replace(new, certainty=Certainty.RUNTIME)
+            # The new place keeps its own enclosing class; the classes that use the optimizer
+            # are named as its users (the fix that edits a class must find that class).
+            used_by = (f"{site.path}::{site.owner}",) if site.owner is not None else new.users
+            new = replace(new, users=site.users or used_by)
+            self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
+            self.add(new)
+
+    def refine_fabric_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
+        """`x.clip_gradients(...)` on a receiver only named like a Fabric: its value decides.
+        A Fabric makes the site certain; a value that is surely no Fabric (a module of the
+        project, a class, a literal...) drops it; anything else stays a review."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return
+        receiver = self.ev.ev(node.func.value, ctx)
+        fabrics = [value for value in receiver if isinstance(value, FabricV)]
+        if not fabrics and not (receiver and all(isinstance(v, NOT_A_FABRIC) for v in receiver)):
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        for fabric in fabrics:
+            self.add(replace(site, certainty=Certainty.KNOWN, entry=fabric.entry))
+
+    def refine_module_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
+        """`self.clip_gradients(opt, gradient_clip_val=self.max_norm)` or the same through
+        `super().configure_gradient_clipping(...)`: the value followed to its literals."""
+        if not isinstance(node, ast.Call):
+            return
+        value = keyword_value(node, "gradient_clip_val")
+        if value is None and len(node.args) > 1:
+            value = node.args[1]
+        if is_hook_clip_argument(value, ctx.func):
+            return  # the Trainer's value
+        literal = self.clip_value(value, ctx)
+        if literal is None:
+            return
+        self.found.drop.add((site.path, site.span, site.kind))
+        if literal:  # clips with a known positive value; "" never clips: no site
+            self.add(replace(site, certainty=Certainty.KNOWN, value=literal))
+
+    def spread_values(
+        self, summary: Summary, node: ast.AST, key: str, ctx: Ctx
+    ) -> list[object] | None:
+        """`**spread` of a Fabric / Trainer call: the values it gives `key`, None if unknown."""
+        values: list[object] = []
+        for value in self.ev.ev(node, ctx):
+            entries = getattr(value, "entries", None)
+            if entries is None or not value.closed:  # type: ignore[attr-defined]
+                return None
+            values.extend(self.ev.force(entries.get(key, [])))
+        return values
+
+
+def expression_at(summary: Summary, line: int, column: int) -> ast.AST | None:
+    """The outermost expression that starts at (line, character column), a `**spread`
+    keyword found at its `**`. Only the statements around that line are walked (a module of
+    a million nodes is not indexed for a handful of sites)."""
+    statements = [s for s in summary.tree.body if s.lineno <= line <= (s.end_lineno or s.lineno)]
+    queue: deque[ast.AST] = deque(statements)
+    while queue:
+        node = queue.popleft()  # breadth first: an outer expression before the inner ones
+        if getattr(node, "lineno", line) <= line <= (getattr(node, "end_lineno", None) or line):
+            if isinstance(node, ast.keyword) and node.arg is None:
+                span = summary.span(node)
+                if (span.line, span.column) == (line, column):
+                    return node.value
+            elif isinstance(node, ast.expr) and node.lineno == line:
+                span = summary.span(node)
+                if (span.line, span.column) == (line, column):
+                    return node
+            queue.extend(child_nodes(node))
+    return None

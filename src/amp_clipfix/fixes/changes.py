@@ -1,0 +1,194 @@
+"""Each file's fixes, made once (a results.FileChange): the diff, the written bytes and the
+machine output's edits all come from them; and the helper module the fixed files may import from.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from amp_clipfix import observed
+from amp_clipfix.models import Edit, ErrorKind, FileError, Finding, Site, Strategy
+from amp_clipfix.paths import os_error_reason
+from amp_clipfix.project.config import ConfigError
+from amp_clipfix.project.version import DEFAULT_TARGET, Target
+from amp_clipfix.results import FileChange
+from amp_clipfix.sources.base import Language, Rendered, SourceError, VerifyError
+from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.read import ReadFile
+    from amp_clipfix.fixes.transform import HelperImports
+
+
+def fix_targets_by_file(
+    findings: Sequence[Finding],
+) -> dict[Path, dict[Strategy, list[Site]]]:
+    """The codemods' targets per file; a rule's own fix (its edits) runs no codemod."""
+    targets: dict[Path, dict[Strategy, list[Site]]] = defaultdict(lambda: defaultdict(list))
+    for finding in findings:
+        if finding.fix is not None and not finding.fix.edits:
+            for site in finding.fix.targets:
+                targets[site.path][finding.fix.strategy].append(site)
+    return targets
+
+
+def edits_by_file(findings: Sequence[Finding]) -> dict[Path, list[Edit]]:
+    """The text edits of the rules' own fixes, per file."""
+    edits: dict[Path, list[Edit]] = defaultdict(list)
+    for finding in findings:
+        if finding.fix is not None:
+            for edit in finding.fix.edits:
+                edits[edit.path].append(edit)
+    return edits
+
+
+def fixed_file(
+    file: ReadFile,
+    targets: Mapping[Strategy, Sequence[Site]],
+    target: Target = DEFAULT_TARGET,
+    helpers: HelperImports | None = None,
+    edits: Sequence[Edit] = (),
+) -> Rendered:
+    """The file's bytes after the fixes; raises VerifyError / SourceError when they fail.
+    The rules' own edits are made first, and the codemods' targets moved past them."""
+    from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
+
+    document = file.document
+    if edits:
+        from amp_clipfix.fixes.edits import apply_edits, moved_span, ordered
+
+        if document.language not in (Language.PYTHON, Language.YAML):
+            raise VerifyError("a rule's own fix edits Python code and YAML configs only; not fixed")
+        made = ordered(edits)
+        edited = apply_edits(document.text, made)
+        if not targets:
+            return document.adapter.render(document, edited)
+        targets = {
+            strategy: [replace(s, span=moved_span(made, s.span)) for s in sites]
+            for strategy, sites in targets.items()
+        }
+        file = replace(file, document=replace(document, text=edited), tree=None)
+    if file.tree is None and file.document.language is Language.PYTHON:  # parsed only to fix
+        from amp_clipfix.fixes.elide import elide
+        from amp_clipfix.sources.python import parse_libcst, verify_python
+
+        document = file.document
+        lines = [(s.span.line, s.span.end_line) for sites in targets.values() for s in sites]
+        elided = elide(document.text, lines, file.syntax)
+        if elided is not None:  # a large module: libcst sees what the fixes need
+            part = replace(document, text=elided.text)
+            fixed_part = fixed_text(
+                replace(file, document=part, tree=parse_libcst(part.text)), targets, target, helpers
+            )
+            text = elided.restore(fixed_part)
+            if text is not None:
+                verify_python(part.text, fixed_part)  # the rest is the module's own statements
+                return document.adapter.render(document, text, parsed=True)
+        file = replace(file, tree=parse_libcst(document.text))
+    text = fixed_text(file, targets, target, helpers)
+    return document.adapter.render(document, text)
+
+
+def fix_project(
+    parsed: dict[Path, ReadFile],
+    findings: Sequence[Finding],
+    linked_inside: frozenset[Path] = frozenset(),
+    target: Target = DEFAULT_TARGET,
+    helper_module: tuple[str | None, Path | None] = (None, None),
+) -> tuple[list[FileChange], list[FileError]]:
+    """Each file's fixes, made once: the diff, the written bytes and machine output's edits all
+    come from these changes. With `helper-module` (its name and the project root) the fixed
+    files import their helpers and one more change creates or updates that module."""
+    changes, errors = [], []
+    helpers = helper_imports(*helper_module)
+    by_file = fix_targets_by_file(findings)
+    edits = edits_by_file(findings)
+    for path in sorted(set(by_file) | set(edits)):
+        file, targets = parsed[path], by_file.get(path, {})
+        try:
+            rendered = fixed_file(file, targets, target, helpers, edits.get(path, ()))
+        except (VerifyError, SourceError) as error:
+            errors.append(FileError(path, f"not fixed: {error}", ErrorKind.FIX))
+            continue
+        except Exception as error:  # noqa: BLE001 - a codemod bug must not stop the run
+            message = f"not fixed: internal error: {error!r}"
+            errors.append(FileError(path, message, ErrorKind.INTERNAL))
+            continue
+        source = file.document.source
+        if rendered.data != source.data:
+            fixing = tuple(
+                finding
+                for finding in findings
+                if finding.fix is not None
+                and (
+                    any(s.path == path for s in finding.fix.targets)
+                    or any(e.path == path for e in finding.fix.edits)
+                )
+            )
+            keep_links = path in linked_inside
+            changes.append(FileChange(source, rendered.data, fixing, rendered.cells, keep_links))
+    if helpers is not None and helpers.imported:
+        return with_helper_module(changes, errors, helpers)
+    return changes, errors
+
+
+def helper_imports(module: str | None, root: Path | None) -> HelperImports | None:
+    if module is None or root is None:
+        return None
+    from amp_clipfix.fixes.transform import HelperImports
+
+    return HelperImports(module, root)
+
+
+def with_helper_module(
+    changes: list[FileChange], errors: list[FileError], helpers: HelperImports
+) -> tuple[list[FileChange], list[FileError]]:
+    """The changes plus the helper module created or completed, which the files importing from
+    it require (write_all writes them only after it). When it cannot be made, none of those
+    files is changed: each gets an error line, after the one that says why."""
+    from amp_clipfix.fixes.helper_module import helper_module_source
+    from amp_clipfix.project.config import helper_module_path
+
+    importing = [c for c in changes if c.source.path in helpers.importers]
+    findings = tuple(dict.fromkeys(f for c in importing for f in c.findings))
+    path = helpers.root / helpers.module.replace(".", "/")
+    try:
+        path = helper_module_path(helpers.root, helpers.module)
+        if any(c.source.path == path for c in changes):
+            raise SourceError("it is also a file being fixed")
+        if observed.exists(path):
+            source = read_helper_module(path, helpers.root)
+            text = helper_module_source(source.text, helpers.imported)
+            if text == source.text:
+                return changes, errors
+            helper = FileChange(source, encode_text(source, text), findings)
+        else:
+            empty = SourceFile(path, b"", "", "utf-8", False)
+            new = helper_module_source(None, helpers.imported).encode("utf-8")
+            helper = FileChange(empty, new, findings, created=True)
+    except (SourceError, ValueError, ConfigError) as error:
+        message = f"helper-module {helpers.module}: cannot be created or updated: {error}"
+        refused = [
+            FileError(c.source.path, f"not fixed: {NEEDS_HELPER} {helpers.module}", ErrorKind.FIX)
+            for c in importing
+        ]
+        kept = [c for c in changes if c not in importing]
+        return kept, [*errors, FileError(path, message, ErrorKind.FIX), *refused]
+    needing = [replace(c, requires=(path,)) if c in importing else c for c in changes]
+    return [*needing, helper], errors
+
+
+NEEDS_HELPER = "it would import from helper-module"
+
+
+def read_helper_module(path: Path, root: Path) -> SourceFile:
+    """The helper module as it is now, read only inside the project (never through a link
+    out of it)."""
+    try:
+        return decode_source(path, observed.read_inside(path, root))
+    except OSError as error:
+        raise SourceError(f"cannot read: {os_error_reason(error)}") from None
