@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix import observed
@@ -13,6 +12,7 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.torch_release import TorchTarget, parse_torch_version
 from amp_clipfix.project.version import Target, parse_version
+from amp_clipfix.records import field, record
 from amp_clipfix.settings import (
     CommandLine,
     ProjectConfigurer,
@@ -28,7 +28,7 @@ MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
 STDIN = Path("-")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """Command-line options merged over `[tool.amp-clipfix]` of the nearest pyproject.toml."""
 

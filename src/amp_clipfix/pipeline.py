@@ -9,7 +9,6 @@ and make them (fixes/) -> a RunResult (results.py). Showing, confirming and writ
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
@@ -21,11 +20,12 @@ from amp_clipfix.project.discover import Excludes, Project, discover, find_proje
 from amp_clipfix.project.pins import resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
 from amp_clipfix.sources.prefilter import holds, may_need_search
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Options:
     """What the user asked for, the same for every project of a run."""
 

@@ -13,7 +13,6 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,6 +22,7 @@ from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural
 from amp_clipfix.pipeline import Options, RunResult, run, run_source
 from amp_clipfix.project.discover import Project, exclusion, find_project_root
+from amp_clipfix.records import replace
 from amp_clipfix.reporting import (
     echo,
     emit_report,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amp_clipfix import observed
@@ -28,6 +27,7 @@ from amp_clipfix.project.config import (
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
 from amp_clipfix.project.pins import configured_source, is_pin_file
 from amp_clipfix.project.version import Target, parse_version
+from amp_clipfix.records import field, record, replace
 
 SELECT_ALL = "ALL"
 
@@ -87,7 +87,7 @@ def split_codes(values: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Selection:
     """Which codes are reported: `select` (None: all) minus `ignore`; entries may be prefixes."""
 
@@ -103,7 +103,7 @@ def _matches(code: str, entry: str) -> bool:
     return entry == SELECT_ALL or code.startswith(entry)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scope:
     """The paths discovery walks, and the paths findings must touch (None: every finding)."""
 
@@ -159,7 +159,7 @@ def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CommandLine:
     """What the command line fixed for every project; unset values come from each project's
     configuration."""

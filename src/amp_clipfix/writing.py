@@ -8,7 +8,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.models import ErrorKind, FileError, Finding, active_findings
@@ -16,6 +15,7 @@ from amp_clipfix.output.report import plural
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, RunResult
+from amp_clipfix.records import record
 from amp_clipfix.reporting import OutputFileError, echo, is_tty
 
 
@@ -144,7 +144,7 @@ q - quit; do not write this file or any of the remaining ones
 ANSWERS = {"y": "y", "yes": "y", "n": "n", "no": "n", "a": "a", "all": "a", "q": "q", "quit": "q"}
 
 
-@dataclass
+@record
 class PromptState:
     open: bool = False  # a question is on the screen, its line not ended yet
 

@@ -22,6 +22,7 @@ from pathlib import Path, PurePath
 
 from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 from amp_clipfix.models import FileSites
+from amp_clipfix.records import is_record, record_names
 
 
 class Cache:
@@ -104,7 +105,7 @@ def _is_cached_type(found: type) -> bool:
     if found.__module__ == "pathlib":
         return issubclass(found, PurePath)
     own = found.__module__.startswith("amp_clipfix.")
-    return own and (dataclasses.is_dataclass(found) or issubclass(found, Enum))
+    return own and (dataclasses.is_dataclass(found) or is_record(found) or issubclass(found, Enum))
 
 
 def canonical(value: object) -> object:
@@ -114,6 +115,9 @@ def canonical(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
         return (type(value).__name__, *(canonical(getattr(value, f.name)) for f in fields))
+    if is_record(value) and not isinstance(value, type):
+        names = record_names(value)
+        return (type(value).__name__, *(canonical(getattr(value, name)) for name in names))
     if isinstance(value, (set, frozenset)):
         return ("set", *sorted((canonical(item) for item in value), key=repr))
     if isinstance(value, dict):

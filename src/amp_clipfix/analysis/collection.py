@@ -4,11 +4,11 @@ progress.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.models import FileError, FileSites
+from amp_clipfix.records import field, record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language
 
@@ -36,7 +36,7 @@ class NoProgress:
         pass
 
 
-@dataclass
+@record
 class Collection:
     """The parsed files of one project, filled stage by stage."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix import observed
@@ -25,6 +24,7 @@ from amp_clipfix.analysis.project_resolve import (
 from amp_clipfix.models import ErrorKind, FileError, FileSites, SiteKind
 from amp_clipfix.paths import is_library, os_error_reason
 from amp_clipfix.project.discover import Project
+from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip, may_need_search
@@ -96,7 +96,7 @@ def collect_project_files(
         collection.cache.store(key, CollectedProject(sites, tuple(errors), collection.files_parsed))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CollectedProject:
     """What collecting an unchanged project gives again: each file's sites after the
     resolution, the files' errors, how many files were parsed (the cache's project entry)."""

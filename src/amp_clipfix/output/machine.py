@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from amp_clipfix.models import Edit, Finding, Fix, Span, active_findings
 from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.paths import display_path
+from amp_clipfix.records import field, record
 from amp_clipfix.results import FileChange
 
 EditMap = Mapping[Finding, Sequence[Edit]] | None
@@ -21,7 +21,7 @@ EditMap = Mapping[Finding, Sequence[Edit]] | None
 FINGERPRINT_KEY = "ampClipfix/v1"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Summary:
     """The run's totals for machine output. `findings_by_code` and `fixable` count findings that
     are not suppressed; suppressed ones are counted apart, as they are never fixed."""

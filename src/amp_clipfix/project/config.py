@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import keyword
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from amp_clipfix import observed
 from amp_clipfix.models import Strategy
 from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.version import parse_version
+from amp_clipfix.records import record
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,7 +39,7 @@ class ConfigError(Exception):
     """A one-line error naming the file and, where there is one, the key."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     """The settings found; `None` (or empty) means "not set". `exclude` replaces the default
     user excludes, `extend_exclude` adds to them; `path` is the file they were read from."""

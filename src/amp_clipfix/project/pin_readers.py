@@ -10,13 +10,13 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.paths import excerpt
+from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
     from packaging.specifiers import SpecifierSet
@@ -33,7 +33,7 @@ class PinError(Exception):
     """A pin file that cannot be read: one line, without the file name."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pin:
     """One requirement of a package found in a file."""
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.notebook_json import encode_source_value, source_value_offsets, split_lines
@@ -31,7 +31,7 @@ from amp_clipfix.sources.text import SourceError, SourceFile, aligned, decode_so
 CELL_SEPARATOR = "# amp-clipfix: cell {number}"  # for people reading the module; never parsed
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CodeCell:
     number: int  # 1-based among all cells, as Jupyter shows them
     text: str  # the cell's source joined
@@ -44,7 +44,7 @@ class CodeCell:
         return split_lines(self.text)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Notebook:
     source: SourceFile
     cells: tuple[CodeCell, ...]

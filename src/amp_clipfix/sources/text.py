@@ -12,11 +12,11 @@ import codecs
 import re
 import tokenize
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.paths import os_error_reason
+from amp_clipfix.records import record
 
 # The PEP 263 patterns, as the tokenize module spells them; kept here so that a cookie line with
 # non-UTF-8 bytes (legal for Python itself) can still be read.
@@ -32,7 +32,7 @@ class SourceError(Exception):
         super().__init__(" ".join(message.split()))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceFile:
     """A file's exact bytes plus the text the codemods edit and what is needed to encode it back."""
 

@@ -10,11 +10,11 @@ indentation, quoting, key order and every other byte stay as they were.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from amp_clipfix.models import Site, SiteKind
+from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.text import SourceError, decode_source, encode_text, line_starts
@@ -103,7 +103,7 @@ def mapping_items(node: Any, seen: set[int] | None = None) -> list[tuple[str, An
     return own
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mapping:
     """A mapping node with its merged items, looked up by key."""
 
