@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amp_clipfix import observed
-from amp_clipfix.models import Strategy
+from amp_clipfix.kinds import Strategy
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.torch_release import TorchTarget, parse_torch_version
 from amp_clipfix.project.version import Target, parse_version

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.analysis.project_resolve import project_facts
-from amp_clipfix.models import Edit, FileError, Finding, Strategy
-from amp_clipfix.output.machine import change_edits
+from amp_clipfix.kinds import FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
@@ -23,6 +23,9 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
 from amp_clipfix.sources.prefilter import holds, may_need_search
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Edit, Finding
 
 
 @record(frozen=True)
@@ -144,6 +147,8 @@ def process(
         )
         errors.extend(fix_errors)
     if options.with_edits:
+        from amp_clipfix.output.machine import change_edits
+
         edits = {f: () for f in findings if f.fix is not None}
         for change in changes:
             for finding, found in change_edits(change).items():

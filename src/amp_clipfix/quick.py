@@ -114,7 +114,7 @@ def _converted(raw: Raw) -> dict[str, object]:
     NotUnderstood where click would refuse one or check more than this does."""
     from pathlib import Path
 
-    from amp_clipfix.models import Strategy
+    from amp_clipfix.kinds import Strategy
     from amp_clipfix.options import FORMATS
 
     strategy = raw.values.get("strategy")

@@ -17,9 +17,15 @@ from __future__ import annotations
 TYPE_CHECKING = False  # importing typing would cost what this module saves
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeVar
+    from typing import Any, TypeVar, dataclass_transform
 
     T = TypeVar("T")
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[T], T]:
+        """Only type checkers read it: they then check records as they check dataclasses."""
+        return lambda decorated: decorated
+
 
 RECORD_FIELDS = "__record_fields__"
 
@@ -74,13 +80,14 @@ class _Table:
     def __init__(self, fields: list[Field]) -> None:
         self.names = tuple(f.name for f in fields)
         self.defaults = {f.name: f.default for f in fields if f.default is not MISSING}
-        self.factories = {
-            f.name: f.default_factory for f in fields if f.default_factory is not MISSING
+        self.factories: dict[str, Callable[[], object]] = {
+            f.name: f.default_factory for f in fields if not isinstance(f.default_factory, _Missing)
         }
         self.compared = tuple(f.name for f in fields if f.compare)
         self.shown = tuple(f.name for f in fields if f.repr)
 
 
+@dataclass_transform(field_specifiers=(field, Field))
 def record(cls: type[T] | None = None, /, *, frozen: bool = False) -> Any:
     """`@record` / `@record(frozen=True)`: the class as `@dataclass` would make it (eq, repr,
     init; hashable when frozen, unhashable otherwise)."""
@@ -109,10 +116,10 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
         fields.append(made)
     table = _Table(fields)
     setattr(cls, RECORD_FIELDS, table)
-    cls.__init__ = _init  # type: ignore[misc]
+    cls.__init__ = _init  # type: ignore[method-assign]
     cls.__repr__ = _repr  # type: ignore[method-assign]
     cls.__eq__ = _eq  # type: ignore[method-assign]
-    cls.__match_args__ = table.names  # type: ignore[attr-defined]
+    setattr(cls, "__match_args__", table.names)  # noqa: B010 - a class mypy types as `type[T]`
     if frozen:
         cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
         cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from amp_clipfix import run_notes
-from amp_clipfix.models import Finding, Strategy, active_findings
+from amp_clipfix.kinds import Strategy, active_findings
 from amp_clipfix.options import Settings
 from amp_clipfix.output.report import (
     assumption_lines,
@@ -33,7 +33,8 @@ from amp_clipfix.settings import suppression_warnings
 if TYPE_CHECKING:  # rich and the machine formats are imported when output needs them
     from rich.console import Console
 
-    from amp_clipfix.output.formats import Summary
+    from amp_clipfix.models import Finding
+    from amp_clipfix.output.machine import Summary
 
 
 class OutputFileError(Exception):
@@ -152,14 +153,7 @@ def emit_report(
 ) -> None:
     """The findings in the chosen format, on `stream`. Several projects: the release each
     assumed, one line each (apply's per-project table lists them instead)."""
-    from amp_clipfix.output.formats import (
-        Summary,
-        to_github,
-        to_gitlab,
-        to_json,
-        to_rdjson,
-        to_sarif,
-    )
+    from amp_clipfix.output.machine import Summary
 
     summary = Summary.from_findings(
         result.findings,
@@ -169,6 +163,8 @@ def emit_report(
         errors=len(result.errors),
         projects=project_targets(result),
     )
+    if settings.output_format != "text":  # the machine formats (and json) only when asked
+        from amp_clipfix.output.formats import to_github, to_gitlab, to_json, to_rdjson, to_sarif
     machine = {
         "json": lambda: to_json(result.findings, summary, result.edits, result.errors, fixed),
         "sarif": lambda: to_sarif(result.findings, summary, result.edits, result.errors),

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from amp_clipfix.models import Edit, FileError, Finding, Strategy
+from amp_clipfix.kinds import FileError, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import field, record
 from amp_clipfix.sources.text import SourceFile
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Edit, Finding
 
 
 @record(frozen=True)

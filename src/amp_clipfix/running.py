@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from amp_clipfix import run_notes
-from amp_clipfix.models import FileError, active_findings
+from amp_clipfix.kinds import FileError, active_findings
 from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural
 from amp_clipfix.pipeline import Options, RunResult, run, run_source

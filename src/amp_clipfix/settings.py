@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
-from amp_clipfix.models import ALL_CODES, ErrorKind, FileError, Finding, Strategy
+from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import Options
 from amp_clipfix.project.config import (
@@ -30,6 +31,9 @@ from amp_clipfix.project.version import Target, parse_version
 from amp_clipfix.records import field, record, replace
 
 SELECT_ALL = "ALL"
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Finding
 
 
 def known_codes() -> tuple[str, ...]:
@@ -302,6 +306,8 @@ def suppression_warnings(findings: Sequence[Finding]) -> list[str]:
     """One line per suppression comment (on a site's line) that names an unknown code."""
     if not findings:
         return []
+    from amp_clipfix.models import ALL_CODES
+
     codes = set(known_codes())
     seen: set[tuple[Path, int, str]] = set()
     warnings = []

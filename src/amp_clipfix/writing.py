@@ -9,14 +9,18 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from amp_clipfix.models import ErrorKind, FileError, Finding, active_findings
+from amp_clipfix.kinds import ErrorKind, FileError, active_findings
 from amp_clipfix.output.report import plural
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, RunResult
 from amp_clipfix.records import record
 from amp_clipfix.reporting import OutputFileError, echo, is_tty
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Finding
 
 
 class Interrupted(KeyboardInterrupt):

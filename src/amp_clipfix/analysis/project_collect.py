@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
@@ -21,13 +22,16 @@ from amp_clipfix.analysis.project_resolve import (
     resolve_collection,
     trainer_files,
 )
-from amp_clipfix.models import ErrorKind, FileError, FileSites, SiteKind
+from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import is_library, os_error_reason
 from amp_clipfix.project.discover import Project
 from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip, may_need_search
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import FileSites
 
 # A finding needs Lightning: some file imports it (or is a config naming its classes).
 USES_LIGHTNING = re.compile(
@@ -240,6 +244,8 @@ def files_defining_missing_bases(class_names: ClassNames, collection: Collection
     """Unparsed files that may define a base class still unknown on the way from a class that
     builds a fused optimizer up to LightningModule (the chain may pass through project classes
     in files without any site word)."""
+    from amp_clipfix.models import SiteKind
+
     classes = [info for file in collection.parsed.values() for info in file.sites.classes]
     by_name: dict[str, list] = {}
     for info in classes:

@@ -7,15 +7,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from amp_clipfix.models import Edit, Finding, Fix, Span, active_findings
+from amp_clipfix.kinds import active_findings
 from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.paths import display_path
 from amp_clipfix.records import field, record
 from amp_clipfix.results import FileChange
 
-EditMap = Mapping[Finding, Sequence[Edit]] | None
+if TYPE_CHECKING:
+    from amp_clipfix.models import Edit, Finding, Fix, Span
+
+EditMap = Mapping["Finding", Sequence["Edit"]] | None
 
 
 FINGERPRINT_KEY = "ampClipfix/v1"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_clipfix import observed
-from amp_clipfix.models import Strategy
+from amp_clipfix.kinds import Strategy
 from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.version import parse_version
 from amp_clipfix.records import record

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_clipfix import observed
-from amp_clipfix.models import ErrorKind, FileError
+from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.records import record
 

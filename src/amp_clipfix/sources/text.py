@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import re
-import tokenize
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -179,6 +178,8 @@ def _declared_encoding(data: bytes, bom: bool) -> str:
     # Only the first two lines can carry a cookie. Splitting on CR too matters for old-Mac files,
     # where a plain readline() would hand over the whole file as one line.
     first_lines = data.splitlines(keepends=True)[:2]
+    import tokenize  # here: its regexes are built when it is imported
+
     try:
         detected, _ = tokenize.detect_encoding(iter(first_lines).__next__)
     except SyntaxError as error:
