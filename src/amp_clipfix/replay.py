@@ -24,7 +24,6 @@ files.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import marshal
 import os
@@ -71,6 +70,8 @@ def _is_terminal(stream: IO[str] | None) -> bool:
 def run_key(arguments: list[str]) -> str:
     """What decides a run besides the file system: the command line, the current folder, the
     environment, and the tool build with its interpreter and packages (`fingerprint`)."""
+    import hashlib  # here: a run that cannot be replayed never hashes
+
     digest = hashlib.sha256()
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
     parts = [fingerprint(), os.getcwd(), *arguments, "\0"]

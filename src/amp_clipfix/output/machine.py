@@ -16,7 +16,7 @@ from amp_clipfix.records import field, record
 from amp_clipfix.results import FileChange
 
 if TYPE_CHECKING:
-    from amp_clipfix.models import Edit, Finding, Fix, Span
+    from amp_clipfix.models import Edit, Finding, Fix
 
 EditMap = Mapping["Finding", Sequence["Edit"]] | None
 
@@ -128,6 +128,7 @@ def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:
     """The change's hunks as edits (whole-line ranges and their new text), each given to the
     findings whose fix targets a line in it; a hunk no target line is in (an inserted helper)
     belongs to every finding fixed in the file."""
+    from amp_clipfix.models import Edit, Span
     from amp_clipfix.output.diff import diff_hunks
 
     source = change.source

@@ -6,7 +6,6 @@ a file's bytes and the package names, and gives the pins it finds (or raises Pin
 from __future__ import annotations
 
 import ast
-import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -146,6 +145,8 @@ def toml_lock_pins(data: bytes, packages: Packages) -> list[Pin]:
 
 def pipfile_lock_pins(data: bytes, packages: Packages) -> list[Pin]:
     """Pipfile.lock: JSON `{"default": {name: {"version": "==X"}}, "develop": {...}}`."""
+    import json  # here: only a project with a Pipfile.lock reads JSON
+
     try:
         document = json.loads(data.decode("utf-8"))
     except ValueError as error:
