@@ -126,6 +126,32 @@ def test_a_check_with_nothing_to_find_imports_no_analysis(
     assert not {"click", "amp_clipfix.cli"} & modules
 
 
+# What a `check` with nothing to find does not import (records.py, kinds.py): dataclasses (which
+# imports inspect), the models of sites and findings, the hashes of the cache and the replay, and
+# json (a notebook the prefilter drops is never decoded).
+NOT_ON_THE_FLOOR = {"dataclasses", "inspect", "amp_clipfix.models", "hashlib", "json"}
+
+
+def test_a_check_with_nothing_to_find_imports_no_dataclasses_models_hashes_or_json(
+    tmp_path: Path,
+) -> None:
+    modules, done = imported_modules(project(tmp_path), "check", ".")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 findings" in done.stdout
+    assert "amp_clipfix.sources.prefilter" in modules
+    assert NOT_ON_THE_FLOOR & modules == set()
+    assert "tomllib" in modules  # the project's pyproject.toml is read
+
+
+def test_without_a_pyproject_no_toml_is_read(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (root / "pyproject.toml").unlink()
+    modules, done = imported_modules(root, "check", ".")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 findings" in done.stdout
+    assert (NOT_ON_THE_FLOOR | {"tomllib"}) & modules == set()
+
+
 def test_with_the_cache_the_first_check_imports_no_analysis_and_the_replay_no_click(
     tmp_path: Path,
 ) -> None:
@@ -134,6 +160,7 @@ def test_with_the_cache_the_first_check_imports_no_analysis_and_the_replay_no_cl
     assert done.returncode == 0, done.stderr[-2000:]
     assert heavy(first) == set()
     assert "click" not in first
+    assert {"dataclasses", "amp_clipfix.models", "json"} & first == set()
     second, replayed = imported_modules(root, "check", ".", cache=True)
     assert replayed.stdout == done.stdout and replayed.returncode == 0
     assert "click" not in second and "amp_clipfix.pipeline" not in second

@@ -17,11 +17,6 @@ from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.version import parse_version
 from amp_clipfix.records import record
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
-
 TABLE = "amp-clipfix"
 KEYS = (
     "strategy",
@@ -72,6 +67,11 @@ def load_config(start: Path) -> Config:
     if path is None:
         return Config()
     name = display_path(path)
+    if sys.version_info >= (3, 11):  # here: a project without pyproject.toml reads no TOML
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+
     try:
         # Read only inside its own folder: a pyproject.toml that links out is not read.
         data = tomllib.loads(observed.read_inside(path, path.parent).decode("utf-8"))

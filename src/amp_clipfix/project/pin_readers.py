@@ -19,10 +19,6 @@ from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
     from packaging.specifiers import SpecifierSet
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
 
 
 Packages = Sequence[str]  # canonical distribution names, highest priority first
@@ -115,6 +111,11 @@ def pins_of_lines(lines: list[str], packages: Packages, optional: bool = False) 
 
 
 def load_toml(data: bytes) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):  # here: a project without pyproject.toml reads no TOML
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
