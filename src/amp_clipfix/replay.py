@@ -30,7 +30,6 @@ import os
 import sys
 
 from amp_clipfix import observed, run_notes
-from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -72,6 +71,8 @@ def run_key(arguments: list[str]) -> str:
     environment, and the tool build with its interpreter and packages (`fingerprint`)."""
     import hashlib  # here: a run that cannot be replayed never hashes
 
+    from amp_clipfix.cache_layout import fingerprint
+
     digest = hashlib.sha256()
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
     parts = [fingerprint(), os.getcwd(), *arguments, "\0"]
@@ -84,6 +85,8 @@ def run_key(arguments: list[str]) -> str:
 def _cache_folders() -> list[str]:
     """This version's cache folders in the current folder and above it, nearest first: a run
     from inside a project keeps its cache in the project's root."""
+    from amp_clipfix.cache_layout import version_folder  # a run with the cache off: never
+
     try:
         folder, found = os.getcwd(), []
     except OSError:  # the current folder was removed during the run
@@ -126,6 +129,8 @@ def replay(key: str) -> int | None:
 def _record(key: str) -> tuple[Output, int] | None:
     """The output and exit code of the record of `key` in the nearest cache that has one, when
     this user sealed it and every noted question still gets its answer."""
+    from amp_clipfix.cache_layout import Entries
+
     for cache in _cache_folders():
         folder = os.path.join(cache, "replay")
         if not os.path.isfile(os.path.join(folder, key)):
@@ -170,6 +175,8 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     caches = _cache_folders()
     if not run_notes.may_note() or not caches:
         return
+    from amp_clipfix.cache_layout import Entries
+
     folder = os.path.join(caches[0], "replay")
     try:
         record = marshal.dumps((answers, output, code))
