@@ -5,7 +5,6 @@ a file's bytes and the package names, and gives the pins it finds (or raises Pin
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +17,8 @@ from amp_clipfix.paths import excerpt
 from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
+    import ast
+
     from packaging.specifiers import SpecifierSet
 
 
@@ -319,6 +320,8 @@ def cfg_lines(values: list[str]) -> list[str]:
 def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
     """`install_requires` (first tier) and `extras_require` of a `setup(...)` call, read as
     literals, following module-level names (each once, so `REQS = REQS + [...]` ends)."""
+    import ast  # here: only a project with a setup.py parses one
+
     try:
         tree = ast.parse(data, filename="setup.py")
     except (SyntaxError, ValueError) as error:
@@ -349,6 +352,8 @@ def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
 
 
 def call_name(func: ast.expr) -> str:
+    import ast
+
     if isinstance(func, ast.Name):
         return func.id
     return func.attr if isinstance(func, ast.Attribute) else ""
@@ -358,6 +363,8 @@ def literal_strings(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list
     """The strings of a list/tuple/dict literal, `+` of them, a string of lines, and what
     module-level names were assigned (each name followed once): without recursion, so any
     depth of nesting and any self-reference ends."""
+    import ast
+
     strings: list[str] = []
     followed: set[str] = set()
     pending: list[ast.AST] = [node]
