@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
-from amp_clipfix.analysis.project_resolve import project_facts
 from amp_clipfix.kinds import FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
@@ -121,7 +120,12 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    facts = project_facts(collection, target, searched_words(collection))
+    words = searched_words(collection)
+    facts = None  # project_facts gives None too without a word: its module is not imported
+    if words:
+        from amp_clipfix.analysis.project_resolve import project_facts
+
+        facts = project_facts(collection, target, words)
     if not files and facts is None:  # nothing read has a site and no rule searches: no finding
         read_errors = tuple(collection.errors)
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)

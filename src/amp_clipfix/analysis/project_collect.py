@@ -11,17 +11,6 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
-from amp_clipfix.analysis.parse_pool import (
-    WORKER_DIED,
-    collect_files,
-    collect_outcome,
-    parse_and_collect,
-)
-from amp_clipfix.analysis.project_resolve import (
-    project_evaluator_of,
-    resolve_collection,
-    trainer_files,
-)
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import is_library, os_error_reason
 from amp_clipfix.project.discover import Project
@@ -64,6 +53,9 @@ def collect_project(
 
 def collect_source(path: Path, data: bytes) -> Collection:
     """One file's contents given directly (stdin): collected and resolved on its own."""
+    from amp_clipfix.analysis.parse_pool import collect_outcome, parse_and_collect
+    from amp_clipfix.analysis.project_resolve import resolve_collection
+
     collection = Collection(root=path.parent)
     collect_outcome(collection, path, parse_and_collect(path, data))
     if not read_as_config(path):
@@ -132,6 +124,8 @@ def restore_collection(collection: Collection, contents: dict[Path, bytes], cach
 def is_lasting(error: FileError) -> bool:
     """An error the next run on the same files gives again (a parse error), unlike a parsing
     process that died (memory) or a resolution that failed: only those are cached."""
+    from amp_clipfix.analysis.parse_pool import WORKER_DIED
+
     return error.kind is ErrorKind.PARSE and error.message != WORKER_DIED
 
 
@@ -183,8 +177,13 @@ def collect_stages(
     prefilter: bool,
     collection: Collection,
 ) -> None:
-    """The stages of collect_project, then the project resolution."""
+    """The stages of collect_project, then the project resolution (its module is imported
+    once a file may take part: a project with nothing to find needs none)."""
+    from amp_clipfix.analysis.parse_pool import collect_files
+
     if not prefilter:
+        from amp_clipfix.analysis.project_resolve import resolve_collection
+
         collect_files(contents, list(contents), jobs, collection)
         resolve_collection(root, contents, searchable, collection)
         return
@@ -195,6 +194,12 @@ def collect_stages(
         re.search(USES_LIGHTNING, data, re.MULTILINE) for data in searchable.values()
     ):
         return  # no optimizer of the project is fused, or nothing uses Lightning
+    from amp_clipfix.analysis.project_resolve import (
+        project_evaluator_of,
+        resolve_collection,
+        trainer_files,
+    )
+
     unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
     needed = trainer_files(root, contents, searchable, collection)
     if needed is not None:  # only the Trainers a followed fit links to a fused module
