@@ -127,14 +127,16 @@ def test_a_check_with_nothing_to_find_imports_no_analysis(
 
 
 # What a `check` with nothing to find does not import (records.py, kinds.py): dataclasses (which
-# imports inspect), ast, the models of sites and findings, the project resolution, the hashes of
-# the cache and the replay, and json (a notebook the prefilter drops is never decoded).
+# imports inspect), ast, the models of sites and findings, the project resolution, apply's
+# writing, the hashes of the cache and the replay, and json (a notebook the prefilter drops is
+# never decoded).
 NOT_ON_THE_FLOOR = {
     "dataclasses",
     "inspect",
     "ast",
     "amp_clipfix.models",
     "amp_clipfix.analysis.project_resolve",
+    "amp_clipfix.writing",  # apply's diffs, questions and writes
     "hashlib",
     "json",
 }

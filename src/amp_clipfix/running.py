@@ -34,16 +34,6 @@ from amp_clipfix.reporting import (
     wants_project_table,
 )
 from amp_clipfix.settings import Selection, project_keep
-from amp_clipfix.writing import (
-    PROMPT,
-    Interrupted,
-    change_shower,
-    fixed_findings,
-    project_roots,
-    show_changes,
-    write_changes,
-    write_patch_dir,
-)
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells and git report for Ctrl-C
@@ -118,6 +108,8 @@ def never_fail_to_encode() -> None:
 def interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
     """Ctrl-C anywhere in a command (analysis, the prompt) ends it with exit 130 and one line
     on stderr, instead of click's "Aborted!" and exit 1, the code of "findings remain"."""
+    from amp_clipfix.writing import PROMPT, Interrupted
+
     if PROMPT.open:  # the question's line is still open: end it first
         echo(err=True)
     written = interrupt.written if isinstance(interrupt, Interrupted) else 0
@@ -153,11 +145,21 @@ def apply(
     interactive: bool,
     plain: bool,
     walk: Walk = run,
-    write: Callable[..., tuple[list, list[FileError], float]] = write_changes,
+    write: Callable[..., tuple[list, list[FileError], float]] | None = None,
 ) -> NoReturn:
     """`apply`'s run: the patch (or the diffs and questions on a terminal), the report, the
     writes, then exit 0, 1 or 2. `interactive`: someone can answer a prompt; `plain`: diffs
     are a plain patch."""
+    from amp_clipfix.writing import (  # apply's own: a check never writes
+        change_shower,
+        fixed_findings,
+        project_roots,
+        show_changes,
+        write_changes,
+        write_patch_dir,
+    )
+
+    write = write or write_changes
     stdin_data = read_stdin(settings)
     result = execute(settings, fix=True, stdin_data=stdin_data, walk_with=walk)
     unfixed = [finding for finding in active_findings(result.findings) if not finding.resolved]
