@@ -158,6 +158,28 @@ def measure_case(case: Case, env: dict[str, str], pairs: int) -> None:
         )
 
 
+def measure_version(folder: Path, env: dict[str, str], pairs: int) -> list[str]:
+    """`amp-clipfix --version` against the bare interpreter, alternating: start-up alone."""
+    commands = {
+        "`amp-clipfix --version`": [entry_point("amp-clipfix"), "--version"],
+        "`python -c pass` (the interpreter alone)": [sys.executable, "-c", "pass"],
+    }
+    times: dict[str, list[float]] = {label: [] for label in commands}
+    print("--version: warm-up", file=sys.stderr, flush=True)
+    for command in commands.values():
+        run(command, folder, env, (0,))
+    for _ in range(pairs):
+        for label, command in commands.items():
+            times[label].append(run(command, folder, env, (0,)).cpu_seconds)
+    lines = ["| start-up | runs | CPU s median (min–max) |", "|---|---:|---:|"]
+    for label, values in times.items():
+        lines.append(
+            f"| {label} | {len(values)} | {statistics.median(values):.3f} "
+            f"({min(values):.3f}–{max(values):.3f}) |"
+        )
+    return lines
+
+
 @dataclass
 class ModuleRun:
     label: str
@@ -215,6 +237,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=7, help="alternating pairs per case [7]")
     parser.add_argument("--lightning-repo", type=Path, default=None, help="a Lightning checkout")
     parser.add_argument("--module-mb", type=float, default=5.0, help="the module's MB [5]")
+    parser.add_argument("--no-repo", action="store_true", help="skip the Lightning repository")
     parser.add_argument("--no-corpus", action="store_true", help="skip torch + lightning")
     parser.add_argument("--no-module", action="store_true", help="skip the large module")
     return parser.parse_args(argv)
@@ -232,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         files = small_project(small)
         cases.append(Case(f"{files}-file project, no finding", small, ["."], 6.0))
         repository = arguments.lightning_repo or (DEFAULT_REPO if DEFAULT_REPO.is_dir() else None)
+        if arguments.no_repo:
+            repository = None
         if repository is not None:
             tree = copy_repository(repository, scratch / "repository")
             name = f"Lightning repository ({tree.files} files)"
@@ -252,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if case.site is not None:
                 case.site.unlink()
         report += [*case_table(cases), ""]
-        if repository is None:
+        report += [*measure_version(small, env, arguments.pairs), ""]
+        if repository is None and not arguments.no_repo:
             report += [f"Lightning repository: not measured ({DEFAULT_REPO} does not exist).", ""]
         if not arguments.no_module:
             runs = measure_module(scratch, env, arguments.module_mb)

@@ -1,10 +1,11 @@
 """A run pays only for what it uses: a `check` with nothing to find imports no analysis.
 
 The prefilter (sources/prefilter.py) decides from the raw text whether any file can take part in
-a finding; until one passes, nothing but the standard library, click, packaging and the
-package's floor, discovery and source adapters is imported. The modules a run imported are read
-from `python -X importtime` (every import the interpreter performed, on stderr), so no hook in
-the product is needed and a lazy import that stops being lazy shows up here.
+a finding; until one passes, nothing but the standard library, packaging and the package's
+floor, discovery and source adapters is imported; not click either, for a command line that
+quick.py reads. The modules a run imported are read from `python -X importtime` (every import
+the interpreter performed, on stderr), so no hook in the product is needed and a lazy import
+that stops being lazy shows up here.
 """
 
 from __future__ import annotations
@@ -120,6 +121,45 @@ def test_a_check_with_nothing_to_find_imports_no_analysis(
         assert "0 findings" in done.stdout
     assert "amp_clipfix.sources.prefilter" in modules  # the run did reach the prefilter
     assert heavy(modules) == set()
+    # quick.py read the command line: neither click nor its command line was imported
+    assert "amp_clipfix.quick" in modules
+    assert not {"click", "amp_clipfix.cli"} & modules
+
+
+# What a `check` with nothing to find does not import (records.py, kinds.py): dataclasses (which
+# imports inspect), ast, the models of sites and findings, the project resolution, apply's
+# writing, the hashes of the cache and the replay, and json (a notebook the prefilter drops is
+# never decoded).
+NOT_ON_THE_FLOOR = {
+    "dataclasses",
+    "inspect",
+    "ast",
+    "amp_clipfix.models",
+    "amp_clipfix.analysis.project_resolve",
+    "amp_clipfix.writing",  # apply's diffs, questions and writes
+    "hashlib",
+    "json",
+}
+
+
+def test_a_check_with_nothing_to_find_imports_no_dataclasses_models_hashes_or_json(
+    tmp_path: Path,
+) -> None:
+    modules, done = imported_modules(project(tmp_path), "check", ".")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 findings" in done.stdout
+    assert "amp_clipfix.sources.prefilter" in modules
+    assert NOT_ON_THE_FLOOR & modules == set()
+    assert "tomllib" in modules  # the project's pyproject.toml is read
+
+
+def test_without_a_pyproject_no_toml_is_read(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    (root / "pyproject.toml").unlink()
+    modules, done = imported_modules(root, "check", ".")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "0 findings" in done.stdout
+    assert (NOT_ON_THE_FLOOR | {"tomllib"}) & modules == set()
 
 
 def test_with_the_cache_the_first_check_imports_no_analysis_and_the_replay_no_click(
@@ -129,6 +169,8 @@ def test_with_the_cache_the_first_check_imports_no_analysis_and_the_replay_no_cl
     first, done = imported_modules(root, "check", ".", cache=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert heavy(first) == set()
+    assert "click" not in first
+    assert {"dataclasses", "amp_clipfix.models", "json"} & first == set()
     second, replayed = imported_modules(root, "check", ".", cache=True)
     assert replayed.stdout == done.stdout and replayed.returncode == 0
     assert "click" not in second and "amp_clipfix.pipeline" not in second

@@ -19,13 +19,16 @@ checkout. Standard library only: the replay asks all this before anything else i
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
 
 from amp_clipfix import __version__
 from amp_clipfix.observed import CACHE_DIR
+
+TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
+if TYPE_CHECKING:
+    import hashlib
 
 FORMAT = "4"  # bump when the cached data's shape (or what a run computes from it) changes
 
@@ -87,6 +90,8 @@ def fingerprint() -> str:
     state = (sys.version, sys.executable, tuple(sys.path), current, package)
     known = _fingerprints.get(state)
     if known is None:
+        import hashlib  # here: a run without the cache never hashes
+
         digest = hashlib.sha256()
         parts = [__version__, FORMAT, sys.version, sys.implementation.cache_tag or ""]
         parts.append(sys.executable)
@@ -195,6 +200,8 @@ def _make_secret(path: str) -> None:
 
 
 def _tag(key: bytes, name: str, value: bytes) -> bytes:
+    import hashlib
+
     digest = hashlib.blake2b(key=key, digest_size=TAG_BYTES, person=b"amp-clipfix")
     digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(value)

@@ -5,10 +5,12 @@ Every stage reads these and returns new ones; none of them is mutated after it i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+
+# Their home before kinds.py (the light types a run needs before anything is parsed):
+from amp_clipfix.kinds import ErrorKind, FileError, Strategy, active_findings  # noqa: F401
 
 ALL_CODES = "*"  # a suppression comment without codes silences every code
 
@@ -221,16 +223,6 @@ class FileSites:
     fits: tuple[FitCall, ...] = ()
 
 
-class Strategy(str, Enum):
-    AUTO = "auto"
-    UNSCALE = "unscale"
-    BF16 = "bf16"
-    UNFUSE = "unfuse"
-    GUARD = "guard"
-    MIGRATE = "migrate"  # the spelling the target release accepts, same behaviour (ACF010-012)
-    NATIVE = "native"  # apex AMP replaced by Lightning's native mixed precision (ACF010)
-
-
 class LightningPath(str, Enum):
     """Which Lightning entry point raises: they differ in error and in which fixes work."""
 
@@ -290,31 +282,3 @@ class Finding:
                 entry_order(site.entry),
             ),
         )
-
-
-def active_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """The findings reported and counted: those no suppression comment silences."""
-    return [finding for finding in findings if not finding.suppressed]
-
-
-class ErrorKind(str, Enum):
-    """Why a file could not be processed; machine output reports it beside path and message."""
-
-    PATH = "path"  # a path given that cannot be used (missing, a link out of the project)
-    READ = "read"  # cannot be read or decoded faithfully
-    PARSE = "parse"  # does not parse
-    FIX = "fix"  # a fix would not give a file that parses, or could not be made exactly
-    WRITE = "write"  # writing failed, or the file changed on disk meanwhile
-    INTERNAL = "internal"  # a bug of ours, kept to this one file
-
-
-@dataclass(frozen=True)
-class FileError:
-    """A problem with one file (or path); the run goes on with the others and exits 2."""
-
-    path: Path | None
-    message: str
-    kind: ErrorKind
-    line: int | None = None
-    column: int | None = None
-    cell: int | None = None

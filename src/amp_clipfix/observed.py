@@ -11,7 +11,6 @@ them before the command line is even read.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
@@ -159,7 +158,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         _noted("read", path, "", error.errno)
         raise
     if _active is not None:
-        _noted("read", path, "", hashlib.sha256(data).hexdigest())
+        _noted("read", path, "", _digest(data))
     return data
 
 
@@ -197,7 +196,7 @@ def git(arguments: list[str], folder: str | os.PathLike[str], note: bool = True)
     the output (whether the cache may write), which a replay need not ask again."""
     answer = _run_git(arguments, folder)
     if _active is not None and note:
-        digest = None if answer is None else hashlib.sha256(answer).hexdigest()
+        digest = None if answer is None else _digest(answer)
         _noted("git", folder, "\0".join(arguments), digest)
     return answer
 
@@ -243,11 +242,11 @@ def _answer(kind: str, path: str, extra: str) -> object:
         if not any(tuple(arguments[: len(start)]) == start for start in GIT_LISTINGS):
             return _UNKNOWN  # a record (a file in the project) never makes git run anything else
         answer = git(arguments, path)
-        return None if answer is None else hashlib.sha256(answer).hexdigest()
+        return None if answer is None else _digest(answer)
     try:
         if kind == "read":
             with open(path, "rb") as file:
-                return hashlib.sha256(file.read()).hexdigest()
+                return _digest(file.read())
         if kind == "scandir":
             return _entry_kinds(_entries(path))
         if kind == "listdir":
@@ -271,3 +270,10 @@ _PLAIN: dict[str, Callable[[str | os.PathLike[str]], object]] = {
     "is_symlink": os.path.islink,
     "realpath": os.path.realpath,
 }
+
+
+def _digest(data: bytes) -> str:
+    """The sha256 noted for an answer; hashlib is imported by the runs that note or replay."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()

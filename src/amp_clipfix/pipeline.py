@@ -9,23 +9,25 @@ and make them (fixes/) -> a RunResult (results.py). Showing, confirming and writ
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
-from amp_clipfix.analysis.project_resolve import project_facts
-from amp_clipfix.models import Edit, FileError, Finding, Strategy
-from amp_clipfix.output.machine import change_edits
+from amp_clipfix.kinds import FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
 from amp_clipfix.sources.prefilter import holds, may_need_search
 
+if TYPE_CHECKING:
+    from amp_clipfix.models import Edit, Finding
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Options:
     """What the user asked for, the same for every project of a run."""
 
@@ -118,7 +120,12 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    facts = project_facts(collection, target, searched_words(collection))
+    words = searched_words(collection)
+    facts = None  # project_facts gives None too without a word: its module is not imported
+    if words:
+        from amp_clipfix.analysis.project_resolve import project_facts
+
+        facts = project_facts(collection, target, words)
     if not files and facts is None:  # nothing read has a site and no rule searches: no finding
         read_errors = tuple(collection.errors)
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
@@ -144,6 +151,8 @@ def process(
         )
         errors.extend(fix_errors)
     if options.with_edits:
+        from amp_clipfix.output.machine import change_edits
+
         edits = {f: () for f in findings if f.fix is not None}
         for change in changes:
             for finding, found in change_edits(change).items():

@@ -14,20 +14,22 @@ secret under its key, or a miss. Not noted: a run that saw an input change under
 answered twice, differently), a run whose output could not be written, and a run that printed
 what depends on time or the terminal (the progress bar, the summary table with the time taken).
 
+This module is the entry point (`amp-clipfix`, `python -m amp_clipfix`): it imports the command
+line when there is nothing to replay, and the command line never imports it back (it tells
+run_notes.py whether the run may be noted).
+
 Standard library only, so that a replay costs little more than starting Python and reading the
 files.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import marshal
 import os
 import sys
 
-from amp_clipfix import observed
-from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
+from amp_clipfix import observed, run_notes
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -42,22 +44,6 @@ KEPT_RECORDS = 32  # the newest records of a cache folder; older ones are remove
 EXIT_BROKEN_PIPE = 1
 
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
-
-_allowed = False
-_refused = False
-
-
-def allow() -> None:
-    """The command says its run may be replayed (a cached `check` reporting to stdout)."""
-    global _allowed
-    _allowed = True
-
-
-def refuse() -> None:
-    """The run printed something its inputs do not decide (the time taken, a progress bar):
-    it is never noted, whatever else allows it."""
-    global _refused
-    _refused = True
 
 
 def replayable(arguments: list[str]) -> bool:
@@ -83,6 +69,10 @@ def _is_terminal(stream: IO[str] | None) -> bool:
 def run_key(arguments: list[str]) -> str:
     """What decides a run besides the file system: the command line, the current folder, the
     environment, and the tool build with its interpreter and packages (`fingerprint`)."""
+    import hashlib  # here: a run that cannot be replayed never hashes
+
+    from amp_clipfix.cache_layout import fingerprint
+
     digest = hashlib.sha256()
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
     parts = [fingerprint(), os.getcwd(), *arguments, "\0"]
@@ -95,6 +85,8 @@ def run_key(arguments: list[str]) -> str:
 def _cache_folders() -> list[str]:
     """This version's cache folders in the current folder and above it, nearest first: a run
     from inside a project keeps its cache in the project's root."""
+    from amp_clipfix.cache_layout import version_folder  # a run with the cache off: never
+
     try:
         folder, found = os.getcwd(), []
     except OSError:  # the current folder was removed during the run
@@ -137,6 +129,8 @@ def replay(key: str) -> int | None:
 def _record(key: str) -> tuple[Output, int] | None:
     """The output and exit code of the record of `key` in the nearest cache that has one, when
     this user sealed it and every noted question still gets its answer."""
+    from amp_clipfix.cache_layout import Entries
+
     for cache in _cache_folders():
         folder = os.path.join(cache, "replay")
         if not os.path.isfile(os.path.join(folder, key)):
@@ -179,8 +173,10 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
     Sealed with this user's secret; written whole or not at all; never into a cache folder the
     checkout tracks."""
     caches = _cache_folders()
-    if not _allowed or _refused or not caches:
+    if not run_notes.may_note() or not caches:
         return
+    from amp_clipfix.cache_layout import Entries
+
     folder = os.path.join(caches[0], "replay")
     try:
         record = marshal.dumps((answers, output, code))
@@ -282,9 +278,9 @@ class Captured:
 
 
 def main() -> None:
-    """The `amp-clipfix` command: a replay when one holds, else the command line (cli.py)."""
-    global _allowed, _refused
-    _allowed = _refused = False
+    """The `amp-clipfix` command: a replay when one holds, else the command line (quick.py,
+    which hands what it does not read itself to cli.py)."""
+    run_notes.reset()
     arguments = sys.argv[1:]
     if not replayable(arguments):
         return _command_line()
@@ -307,6 +303,6 @@ def main() -> None:
 
 
 def _command_line() -> None:
-    from amp_clipfix.cli import main as command_line
+    from amp_clipfix.quick import main as command_line
 
     command_line()

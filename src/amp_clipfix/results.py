@@ -6,15 +6,19 @@ them. Data only: importing it loads no analysis and no fixer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from amp_clipfix.models import Edit, FileError, Finding, Strategy
+from amp_clipfix.kinds import FileError, Strategy
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import field, record
 from amp_clipfix.sources.text import SourceFile
 
+if TYPE_CHECKING:
+    from amp_clipfix.models import Edit, Finding
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class FileChange:
     """New bytes for one file, and the findings whose fixes produced them."""
 
@@ -29,7 +33,7 @@ class FileChange:
     requires: tuple[Path, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunResult:
     findings: tuple[Finding, ...]
     changes: tuple[FileChange, ...]
@@ -43,7 +47,7 @@ class RunResult:
     targets: tuple[tuple[Path, Target], ...] = ()  # (project root, the Lightning it assumed)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProjectResult:
     """One project's share of a run, for the per-project table and `--patch-dir`."""
 

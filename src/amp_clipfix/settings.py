@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
-from amp_clipfix.models import ALL_CODES, ErrorKind, FileError, Finding, Strategy
+from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import Options
 from amp_clipfix.project.config import (
@@ -28,8 +28,12 @@ from amp_clipfix.project.config import (
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
 from amp_clipfix.project.pins import configured_source, is_pin_file
 from amp_clipfix.project.version import Target, parse_version
+from amp_clipfix.records import field, record, replace
 
 SELECT_ALL = "ALL"
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Finding
 
 
 def known_codes() -> tuple[str, ...]:
@@ -87,7 +91,7 @@ def split_codes(values: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Selection:
     """Which codes are reported: `select` (None: all) minus `ignore`; entries may be prefixes."""
 
@@ -109,7 +113,7 @@ def _matches(code: str, entry: str) -> bool:
     return entry == SELECT_ALL or code.startswith(entry)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scope:
     """The paths discovery walks, and the paths findings must touch (None: every finding)."""
 
@@ -165,7 +169,7 @@ def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CommandLine:
     """What the command line fixed for every project; unset values come from each project's
     configuration."""
@@ -310,6 +314,8 @@ def suppression_warnings(findings: Sequence[Finding]) -> list[str]:
     """One line per suppression comment (on a site's line) that names an unknown code."""
     if not findings:
         return []
+    from amp_clipfix.models import ALL_CODES
+
     codes = set(known_codes())
     seen: set[tuple[Path, int, str]] = set()
     warnings = []

@@ -12,7 +12,6 @@ machine's, a repository's own, one changed byte) is a miss, as is anything that 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import os
@@ -21,7 +20,11 @@ from enum import Enum
 from pathlib import Path, PurePath
 
 from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
-from amp_clipfix.models import FileSites
+from amp_clipfix.records import is_record, record_names
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from amp_clipfix.models import FileSites
 
 
 class Cache:
@@ -48,6 +51,8 @@ class Cache:
         return digest.hexdigest()
 
     def get(self, path: Path, data: bytes) -> FileSites | None:
+        from amp_clipfix.models import FileSites  # a file to parse: the analysis is imported
+
         value = self.load(self.key(path, data))
         return value if isinstance(value, FileSites) and value.path == path else None
 
@@ -104,16 +109,27 @@ def _is_cached_type(found: type) -> bool:
     if found.__module__ == "pathlib":
         return issubclass(found, PurePath)
     own = found.__module__.startswith("amp_clipfix.")
-    return own and (dataclasses.is_dataclass(found) or issubclass(found, Enum))
+    return own and (_is_dataclass(found) or is_record(found) or issubclass(found, Enum))
+
+
+def _is_dataclass(kind: type) -> bool:
+    """`dataclasses.is_dataclass` of a class, without importing dataclasses for a run that
+    made none (a check with nothing to find)."""
+    return hasattr(kind, "__dataclass_fields__")
 
 
 def canonical(value: object) -> object:
     """Equal values give equal keys: pickle's bytes depend on which objects are shared and
     a set's order on the process's hash seed, so neither can key the cache (a second run read
     its sites from the cache, and missed the project entry the first run wrote)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
+    if _is_dataclass(type(value)) and not isinstance(value, type):
+        import dataclasses  # imported already: it made the value's class
+
+        fields = dataclasses.fields(value)  # type: ignore[arg-type]  # checked just above
         return (type(value).__name__, *(canonical(getattr(value, f.name)) for f in fields))
+    if is_record(value) and not isinstance(value, type):
+        names = record_names(value)
+        return (type(value).__name__, *(canonical(getattr(value, name)) for name in names))
     if isinstance(value, (set, frozenset)):
         return ("set", *sorted((canonical(item) for item in value), key=repr))
     if isinstance(value, dict):

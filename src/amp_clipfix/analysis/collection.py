@@ -4,11 +4,11 @@ progress.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from amp_clipfix.models import FileError, FileSites
+from amp_clipfix.kinds import FileError
+from amp_clipfix.records import field, record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.analysis.summary import Summary
+    from amp_clipfix.models import FileSites
 
 
 class Progress(Protocol):
@@ -36,7 +37,7 @@ class NoProgress:
         pass
 
 
-@dataclass
+@record
 class Collection:
     """The parsed files of one project, filled stage by stage."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection
-from amp_clipfix.models import ErrorKind, FileError
+from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError
 

@@ -6,35 +6,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
-from amp_clipfix.analysis.parse_pool import (
-    WORKER_DIED,
-    collect_files,
-    collect_outcome,
-    parse_and_collect,
-)
-from amp_clipfix.analysis.project_resolve import (
-    project_evaluator_of,
-    resolve_collection,
-    trainer_files,
-)
-from amp_clipfix.models import ErrorKind, FileError, FileSites, SiteKind
+from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import is_library, os_error_reason
 from amp_clipfix.project.discover import Project
+from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
 from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip, may_need_search
 
-# A finding needs Lightning: some file imports it (or is a config naming its classes).
-USES_LIGHTNING = re.compile(
+if TYPE_CHECKING:
+    from amp_clipfix.models import FileSites
+
+# A finding needs Lightning: some file imports it (or is a config naming its classes). Compiled
+# (~3 ms) by `re` when first searched, only in a project with a fused word.
+USES_LIGHTNING = (
     rb"(?:^|;)\s*(?:from\s+|import\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)"
     rb"(?:lightning|pytorch_lightning|lightning_fabric)\b|"
-    rb"class_path|_target_|\btrainer\s*:",
-    re.MULTILINE,
+    rb"class_path|_target_|\btrainer\s*:"
 )
 
 
@@ -60,6 +53,9 @@ def collect_project(
 
 def collect_source(path: Path, data: bytes) -> Collection:
     """One file's contents given directly (stdin): collected and resolved on its own."""
+    from amp_clipfix.analysis.parse_pool import collect_outcome, parse_and_collect
+    from amp_clipfix.analysis.project_resolve import resolve_collection
+
     collection = Collection(root=path.parent)
     collect_outcome(collection, path, parse_and_collect(path, data))
     if not read_as_config(path):
@@ -96,7 +92,7 @@ def collect_project_files(
         collection.cache.store(key, CollectedProject(sites, tuple(errors), collection.files_parsed))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CollectedProject:
     """What collecting an unchanged project gives again: each file's sites after the
     resolution, the files' errors, how many files were parsed (the cache's project entry)."""
@@ -128,6 +124,8 @@ def restore_collection(collection: Collection, contents: dict[Path, bytes], cach
 def is_lasting(error: FileError) -> bool:
     """An error the next run on the same files gives again (a parse error), unlike a parsing
     process that died (memory) or a resolution that failed: only those are cached."""
+    from amp_clipfix.analysis.parse_pool import WORKER_DIED
+
     return error.kind is ErrorKind.PARSE and error.message != WORKER_DIED
 
 
@@ -179,8 +177,13 @@ def collect_stages(
     prefilter: bool,
     collection: Collection,
 ) -> None:
-    """The stages of collect_project, then the project resolution."""
+    """The stages of collect_project, then the project resolution (its module is imported
+    once a file may take part: a project with nothing to find needs none)."""
+    from amp_clipfix.analysis.parse_pool import collect_files
+
     if not prefilter:
+        from amp_clipfix.analysis.project_resolve import resolve_collection
+
         collect_files(contents, list(contents), jobs, collection)
         resolve_collection(root, contents, searchable, collection)
         return
@@ -188,9 +191,15 @@ def collect_stages(
     searchable = {path: data for path, data in searchable.items() if not is_library(path)}
     collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
-        USES_LIGHTNING.search(data) for data in searchable.values()
+        re.search(USES_LIGHTNING, data, re.MULTILINE) for data in searchable.values()
     ):
         return  # no optimizer of the project is fused, or nothing uses Lightning
+    from amp_clipfix.analysis.project_resolve import (
+        project_evaluator_of,
+        resolve_collection,
+        trainer_files,
+    )
+
     unread = {path: data for path, data in searchable.items() if path not in collection.attempted}
     needed = trainer_files(root, contents, searchable, collection)
     if needed is not None:  # only the Trainers a followed fit links to a fused module
@@ -240,6 +249,8 @@ def files_defining_missing_bases(class_names: ClassNames, collection: Collection
     """Unparsed files that may define a base class still unknown on the way from a class that
     builds a fused optimizer up to LightningModule (the chain may pass through project classes
     in files without any site word)."""
+    from amp_clipfix.models import SiteKind
+
     classes = [info for file in collection.parsed.values() for info in file.sites.classes]
     by_name: dict[str, list] = {}
     for info in classes:

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
-from amp_clipfix.models import ErrorKind, FileError, FileSites
+from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import is_library
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError
 
@@ -167,6 +167,7 @@ def project_facts(
         return None
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
     from amp_clipfix.analysis.read import ReadFile
+    from amp_clipfix.models import FileSites
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)

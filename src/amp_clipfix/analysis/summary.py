@@ -15,7 +15,15 @@ from pathlib import Path
 from amp_clipfix.analysis.nodes import child_nodes, target_names, walk
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.models import EntryId, Span
-from amp_clipfix.sources.prefilter import called_name
+
+
+def called_name(func: ast.expr) -> str | None:
+    """The name a call is indexed under: `f(...)` and `x.f(...)` -> "f"."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
 
 
 @dataclass

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ from amp_clipfix.models import Edit, ErrorKind, FileError, Finding, Site, Strate
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.config import ConfigError
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
+from amp_clipfix.records import replace
 from amp_clipfix.results import FileChange
 from amp_clipfix.sources.base import Language, Rendered, SourceError, VerifyError
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text

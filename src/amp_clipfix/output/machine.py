@@ -6,22 +6,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from amp_clipfix.models import Edit, Finding, Fix, Span, active_findings
+from amp_clipfix.kinds import active_findings
 from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.paths import display_path
+from amp_clipfix.records import field, record
 from amp_clipfix.results import FileChange
 
-EditMap = Mapping[Finding, Sequence[Edit]] | None
+if TYPE_CHECKING:
+    from amp_clipfix.models import Edit, Finding, Fix
+
+EditMap = Mapping["Finding", Sequence["Edit"]] | None
 
 
 FINGERPRINT_KEY = "ampClipfix/v1"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Summary:
     """The run's totals for machine output. `findings_by_code` and `fixable` count findings that
     are not suppressed; suppressed ones are counted apart, as they are never fixed."""
@@ -125,6 +128,7 @@ def change_edits(change: FileChange) -> dict[Finding, list[Edit]]:
     """The change's hunks as edits (whole-line ranges and their new text), each given to the
     findings whose fix targets a line in it; a hunk no target line is in (an inserted helper)
     belongs to every finding fixed in the file."""
+    from amp_clipfix.models import Edit, Span
     from amp_clipfix.output.diff import diff_hunks
 
     source = change.source

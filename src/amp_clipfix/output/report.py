@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from amp_clipfix.models import FileError, Finding, Site, active_findings
+from amp_clipfix.kinds import FileError, active_findings
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.project.version import Target
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Finding, Site
 
 
 class ProjectSummaryLike(Protocol):

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import keyword
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from amp_clipfix import observed
-from amp_clipfix.models import Strategy
+from amp_clipfix.kinds import Strategy
 from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.version import parse_version
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
+from amp_clipfix.records import record
 
 TABLE = "amp-clipfix"
 KEYS = (
@@ -39,7 +34,7 @@ class ConfigError(Exception):
     """A one-line error naming the file and, where there is one, the key."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     """The settings found; `None` (or empty) means "not set". `exclude` replaces the default
     user excludes, `extend_exclude` adds to them; `path` is the file they were read from."""
@@ -72,6 +67,11 @@ def load_config(start: Path) -> Config:
     if path is None:
         return Config()
     name = display_path(path)
+    if sys.version_info >= (3, 11):  # here: a project without pyproject.toml reads no TOML
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+
     try:
         # Read only inside its own folder: a pyproject.toml that links out is not read.
         data = tomllib.loads(observed.read_inside(path, path.parent).decode("utf-8"))

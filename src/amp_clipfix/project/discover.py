@@ -14,13 +14,13 @@ import contextlib
 import fnmatch
 import os
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from amp_clipfix import observed
-from amp_clipfix.models import ErrorKind, FileError
+from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import os_error_reason
+from amp_clipfix.records import record
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 SOURCE_SUFFIXES = (".py", ".ipynb", ".yaml", ".yml")  # files found by walking folders
@@ -46,7 +46,7 @@ DEFAULT_EXCLUDES = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Project:
     """A project root and its Python files (absolute, sorted, unique)."""
 
@@ -58,7 +58,7 @@ class Project:
     linked_inside: frozenset[Path] = frozenset()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Discovery:
     """Projects sorted by root, one-line errors for paths that could not be used, and notes
     for paths that held nothing to read (not an error: the run's exit code does not change)."""
@@ -68,7 +68,7 @@ class Discovery:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Found:
     path: Path
     root: Path

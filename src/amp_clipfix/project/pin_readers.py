@@ -5,25 +5,21 @@ a file's bytes and the package names, and gives the pins it finds (or raises Pin
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.paths import excerpt
+from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
+    import ast
+
     from packaging.specifiers import SpecifierSet
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
 
 
 Packages = Sequence[str]  # canonical distribution names, highest priority first
@@ -33,7 +29,7 @@ class PinError(Exception):
     """A pin file that cannot be read: one line, without the file name."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pin:
     """One requirement of a package found in a file."""
 
@@ -116,6 +112,11 @@ def pins_of_lines(lines: list[str], packages: Packages, optional: bool = False) 
 
 
 def load_toml(data: bytes) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):  # here: a project without pyproject.toml reads no TOML
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+
     try:
         return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
@@ -146,6 +147,8 @@ def toml_lock_pins(data: bytes, packages: Packages) -> list[Pin]:
 
 def pipfile_lock_pins(data: bytes, packages: Packages) -> list[Pin]:
     """Pipfile.lock: JSON `{"default": {name: {"version": "==X"}}, "develop": {...}}`."""
+    import json  # here: only a project with a Pipfile.lock reads JSON
+
     try:
         document = json.loads(data.decode("utf-8"))
     except ValueError as error:
@@ -317,6 +320,8 @@ def cfg_lines(values: list[str]) -> list[str]:
 def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
     """`install_requires` (first tier) and `extras_require` of a `setup(...)` call, read as
     literals, following module-level names (each once, so `REQS = REQS + [...]` ends)."""
+    import ast  # here: only a project with a setup.py parses one
+
     try:
         tree = ast.parse(data, filename="setup.py")
     except (SyntaxError, ValueError) as error:
@@ -347,6 +352,8 @@ def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
 
 
 def call_name(func: ast.expr) -> str:
+    import ast
+
     if isinstance(func, ast.Name):
         return func.id
     return func.attr if isinstance(func, ast.Attribute) else ""
@@ -356,6 +363,8 @@ def literal_strings(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list
     """The strings of a list/tuple/dict literal, `+` of them, a string of lines, and what
     module-level names were assigned (each name followed once): without recursion, so any
     depth of nesting and any self-reference ends."""
+    import ast
+
     strings: list[str] = []
     followed: set[str] = set()
     pending: list[ast.AST] = [node]

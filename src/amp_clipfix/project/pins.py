@@ -42,7 +42,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -65,6 +64,7 @@ from amp_clipfix.project.pin_readers import (
 )
 from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, torch_releases_in
 from amp_clipfix.project.version import DEFAULT_TARGET, Target, parse_version, releases_in
+from amp_clipfix.records import record
 
 LIGHTNING = ("lightning", "pytorch-lightning", "lightning-fabric")  # canonical names, by priority
 PACKAGES = LIGHTNING
@@ -75,7 +75,7 @@ TORCH = ("torch",)  # the second package read the same way (resolve_torch)
 TORCH_PURPOSE = "the torch version"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Resolution:
     """A project's target and the warnings met on the way to it."""
 
@@ -420,7 +420,7 @@ def configured_source(path: Path) -> str:
 # torch: the same files, read the same way, for a second package.
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TorchResolution:
     """A project's torch target and the warnings met on the way to it."""
 

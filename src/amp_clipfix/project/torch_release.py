@@ -17,10 +17,11 @@ admits) and where that was read, as `version.Target` is for Lightning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
+
+from amp_clipfix.records import record
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -45,7 +46,7 @@ def _line(version: Version) -> tuple[int, int]:
     return major, minor
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TorchTarget:
     """The torch a project runs on: the releases its pin admits, and where that was read."""
 

@@ -17,12 +17,12 @@ range refuses when one of its releases refuses, and a rewrite must be valid on a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget
+from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # parsing ranges is for pin files (project/pins.py), not every run
     from packaging.specifiers import SpecifierSet
@@ -94,7 +94,7 @@ def _triple(version: Version) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Release:
     """What one Lightning release does with fused optimizers, and the spellings it knows."""
 
@@ -165,7 +165,7 @@ class Release:
         return "pytorch_lightning" if self.is_1x else "lightning.pytorch"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """The Lightning a project runs on: the releases its pin admits, and where it was read.
 

@@ -9,11 +9,11 @@ result still parses. Nothing outside an adapter asks what kind of file a path is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from amp_clipfix.records import field, record
 from amp_clipfix.sources.text import SourceError, SourceFile
 
 __all__ = [
@@ -45,7 +45,7 @@ class Stage(str, Enum):
     TRAINER = "trainer"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Document:
     """One file as the analysis sees it.
 
@@ -67,7 +67,7 @@ class Document:
         return self.adapter.locate(self, line)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rendered:
     """A document's new bytes, and for a notebook the cells that changed (cell, old, new)."""
 

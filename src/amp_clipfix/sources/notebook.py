@@ -16,22 +16,20 @@ all). Outputs, execution counts, metadata, key order and indentation stay byte f
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
-from amp_clipfix.sources.notebook_json import encode_source_value, source_value_offsets, split_lines
 from amp_clipfix.sources.python import PYTHON_PREFILTER, verify_python
 from amp_clipfix.sources.text import SourceError, SourceFile, aligned, decode_source, encode_text
 
 CELL_SEPARATOR = "# amp-clipfix: cell {number}"  # for people reading the module; never parsed
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CodeCell:
     number: int  # 1-based among all cells, as Jupyter shows them
     text: str  # the cell's source joined
@@ -41,10 +39,12 @@ class CodeCell:
 
     @property
     def lines(self) -> list[tuple[str, str]]:
+        from amp_clipfix.sources.notebook_json import split_lines
+
         return split_lines(self.text)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Notebook:
     source: SourceFile
     cells: tuple[CodeCell, ...]
@@ -70,6 +70,8 @@ def module_lines(text: str) -> list[str]:
     string, brackets or a continued line) and goes on over the lines that end with a
     backslash; its lines become `#`. `x = !cmd` and `x = %magic` keep their assignment of a
     value known only at run time (`x = get_ipython()`, as IPython calls it)."""
+    from amp_clipfix.sources.notebook_json import split_lines
+
     lines = [line for line, _ in split_lines(text)]
     if is_magic_cell(text):
         return ["#" for _ in lines]
@@ -156,7 +158,13 @@ TRIPLES = ("'''", '"""')
 
 
 def read_notebook(source: SourceFile) -> Notebook:
-    """Parse the notebook JSON; anything but nbformat 4 with list/str sources is refused."""
+    """Parse the notebook JSON; anything but nbformat 4 with list/str sources is refused.
+    (json and the offsets' reader are imported here: a notebook the prefilter drops is never
+    parsed.)"""
+    import json
+
+    from amp_clipfix.sources.notebook_json import source_value_offsets
+
     try:
         document = json.loads(source.text)
     except json.JSONDecodeError as error:
@@ -259,6 +267,8 @@ def cell_from_chunk(
 
 def notebook_text_with(notebook: Notebook, changed: dict[int, str]) -> str:
     """The notebook file's text with the changed cells' `"source"` values replaced in place."""
+    from amp_clipfix.sources.notebook_json import encode_source_value
+
     text = notebook.source.text
     pieces: list[str] = []
     position = 0
@@ -307,6 +317,8 @@ class NotebookSource:
             verify_python(document.text, new_text)
         changed = cells_from_module(notebook, new_text)
         text = notebook_text_with(notebook, changed)
+        import json
+
         try:
             json.loads(text)
         except ValueError:

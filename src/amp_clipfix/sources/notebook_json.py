@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
+from amp_clipfix.records import record
 from amp_clipfix.sources.text import SourceError, aligned
 
 LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
@@ -130,7 +130,7 @@ def source_value_offsets(text: str) -> list[tuple[int, int]]:
         raise SourceError("not a valid notebook: JSON nested too deeply") from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class JsonNode:
     """A JSON value with its offsets; objects hold dicts of nodes, arrays lists of nodes."""
 

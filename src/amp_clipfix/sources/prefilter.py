@@ -14,7 +14,6 @@ without this prefilter are identical.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable, Iterable
 
@@ -141,14 +140,6 @@ def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False)
     arguments = r"\s*[^)\s]" if with_arguments else ""
     call = re.compile(rf"\b(?:{alternatives})\s*\({arguments}".encode("ascii"))
     return call.search(data) is not None
-
-
-def called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
 
 
 def may_clip(data: bytes) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,6 +77,8 @@ def check_nesting(text: str) -> None:
 
 
 def nesting_problem(text: str) -> str | None:
+    import ast  # here: only a file that is parsed or fixed needs it
+
     try:
         tree = ast.parse(text)
     except SyntaxError as error:
@@ -97,6 +98,8 @@ def nesting_problem(text: str) -> str | None:
 
 def verify_python(original: str, new: str) -> None:
     """The new code must parse with libcst, and with Python's own parser where the old did."""
+    import ast
+
     import libcst as cst  # only files that change reach this
 
     try:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import codecs
 import re
-import tokenize
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.paths import os_error_reason
+from amp_clipfix.records import record
 
 # The PEP 263 patterns, as the tokenize module spells them; kept here so that a cookie line with
 # non-UTF-8 bytes (legal for Python itself) can still be read.
@@ -32,7 +31,7 @@ class SourceError(Exception):
         super().__init__(" ".join(message.split()))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceFile:
     """A file's exact bytes plus the text the codemods edit and what is needed to encode it back."""
 
@@ -179,6 +178,8 @@ def _declared_encoding(data: bytes, bom: bool) -> str:
     # Only the first two lines can carry a cookie. Splitting on CR too matters for old-Mac files,
     # where a plain readline() would hand over the whole file as one line.
     first_lines = data.splitlines(keepends=True)[:2]
+    import tokenize  # here: its regexes are built when it is imported
+
     try:
         detected, _ = tokenize.detect_encoding(iter(first_lines).__next__)
     except SyntaxError as error:

@@ -10,14 +10,16 @@ indentation, quoting, key order and every other byte stay as they were.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from amp_clipfix.models import Site, SiteKind
+from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
 from amp_clipfix.sources.text import SourceError, decode_source, encode_text, line_starts
+
+if TYPE_CHECKING:
+    from amp_clipfix.models import Site
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 BOOLEAN_FLIPS = {
@@ -103,7 +105,7 @@ def mapping_items(node: Any, seen: set[int] | None = None) -> list[tuple[str, An
     return own
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Mapping:
     """A mapping node with its merged items, looked up by key."""
 
@@ -136,6 +138,8 @@ def fix_config(text: str, targets: Sequence[Site]) -> str:
 
 
 def replacement(site: Site, token: str) -> str:
+    from amp_clipfix.models import SiteKind
+
     if site.kind is SiteKind.FUSED_OPTIMIZER:
         return BOOLEAN_FLIPS.get(token, "false")
     if token[:1] in "\"'":

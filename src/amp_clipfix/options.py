@@ -1,0 +1,149 @@
+"""The options of `check` and `apply` merged over the configuration (the first PATH's
+`[tool.amp-clipfix]`): what a run is asked to do, before anything is read."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from amp_clipfix import observed
+from amp_clipfix.kinds import Strategy
+from amp_clipfix.project.config import ConfigError, load_config
+from amp_clipfix.project.torch_release import TorchTarget, parse_torch_version
+from amp_clipfix.project.version import Target, parse_version
+from amp_clipfix.records import field, record
+from amp_clipfix.settings import (
+    CommandLine,
+    ProjectConfigurer,
+    Scope,
+    code_error,
+    config_code_error,
+    partial_scope,
+    split_codes,
+)
+
+FORMATS = ("text", "json", "sarif", "github", "rdjson", "gitlab")
+MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
+STDIN = Path("-")
+
+
+@record(frozen=True)
+class Settings:
+    """Command-line options merged over `[tool.amp-clipfix]` of the nearest pyproject.toml."""
+
+    paths: tuple[Path, ...]
+    strategy: Strategy
+    target: Target | None  # --lightning-version; None: each project's configuration or pins
+    output_format: str
+    jobs: int
+    stdin_filename: Path | None
+    verbosity: int  # -1 quiet, 0 normal, 1 verbose
+    command_line: CommandLine = field(default_factory=CommandLine)
+    exit_zero: bool = False
+    output_file: Path | None = None
+    configurer: ProjectConfigurer = field(default_factory=lambda: ProjectConfigurer(CommandLine()))
+    cache: bool = True
+    force_exclude: bool = False
+    torch: TorchTarget | None = None  # --torch-version; None: each project's pins
+
+
+class UsageProblem(Exception):
+    """A bad option or configuration (exit 2). The command line (cli.py) shows it as click
+    does a usage error; `one_line`: as `error: ...` alone, as ruff reports a bad `--select`;
+    `param_hint`: the option a bad value was given to."""
+
+    def __init__(self, message: str, param_hint: str | None = None, one_line: bool = False):
+        super().__init__(message)
+        self.message, self.param_hint, self.one_line = message, param_hint, one_line
+
+
+def settings_from(
+    paths: Sequence[Path],
+    strategy: str | None,
+    lightning_version: str | None,
+    exclude: Sequence[str],
+    output_format: str,
+    jobs: int,
+    stdin_filename: Path | None,
+    quiet: bool = False,
+    verbose: bool = False,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    exit_zero: bool = False,
+    output_file: Path | None = None,
+    tracked_only: bool = False,
+    no_cache: bool = False,
+    force_exclude: bool = False,
+    torch_version: str | None = None,
+) -> Settings:
+    """Merge options over the configuration; a bad value raises UsageProblem (exit 2)."""
+    try:
+        os.getcwd()
+    except OSError:
+        raise UsageProblem(
+            "the current folder no longer exists (deleted after cd?); run from an existing one"
+        ) from None
+    targets = tuple(paths) or (Path("."),)
+    if STDIN in targets and len(targets) > 1:
+        raise UsageProblem("`-` (stdin) cannot be combined with other paths")
+    start = stdin_filename or Path(".") if targets == (STDIN,) else targets[0]
+    try:  # the first PATH's configuration is checked before anything runs; others per project
+        config = load_config(start if observed.exists(start) else Path("."))
+    except ConfigError as error:
+        raise UsageProblem(str(error)) from None
+    try:
+        target = requested_target(lightning_version)
+    except ValueError as error:
+        raise UsageProblem(str(error), param_hint="--lightning-version") from None
+    try:
+        torch = requested_torch(torch_version)
+    except ValueError as error:
+        raise UsageProblem(str(error), param_hint="--torch-version") from None
+    command_line = CommandLine(
+        strategy=strategy,
+        lightning_version=lightning_version,
+        select=split_codes(select) if select else None,
+        ignore=split_codes(ignore),
+        scope=Scope(targets) if targets == (STDIN,) else partial_scope(targets),
+        tracked_only=tracked_only,
+        exclude=tuple(exclude),
+    )
+    problem = (
+        code_error("--select", command_line.select, selects=True)
+        or code_error("--ignore", command_line.ignore)
+        or config_code_error(config)
+    )
+    if problem is not None:
+        raise UsageProblem(problem, one_line=True)
+    return Settings(
+        paths=targets,
+        strategy=Strategy(strategy or Strategy.AUTO.value),
+        target=target,
+        torch=torch,
+        output_format=output_format,
+        jobs=jobs,
+        stdin_filename=stdin_filename,
+        verbosity=-1 if quiet else 1 if verbose else 0,
+        command_line=command_line,
+        exit_zero=exit_zero,
+        output_file=output_file,
+        configurer=ProjectConfigurer(command_line),
+        cache=not no_cache,
+        force_exclude=force_exclude,
+    )
+
+
+def requested_target(lightning_version: str | None) -> Target | None:
+    """The release asked for on the command line; None leaves it to each project's
+    configuration or pins. Raises ValueError for a malformed version."""
+    if lightning_version:
+        return Target.exact(parse_version(lightning_version), "--lightning-version")
+    return None
+
+
+def requested_torch(torch_version: str | None) -> TorchTarget | None:
+    """The torch asked for on the command line; None leaves it to each project's pins."""
+    if not torch_version:
+        return None
+    return TorchTarget.exact(parse_torch_version(torch_version), "--torch-version")

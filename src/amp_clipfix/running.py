@@ -1,0 +1,208 @@
+"""The runs of `check` and `apply` once their options are known: the pipeline, the report, the
+writing and the exit code. No click here: the command line (cli.py) and the quick reader of
+common command lines (quick.py) both call these, so both behave the same by construction.
+
+What tests replace on cli.py (the pipeline's `run`, `write_changes`, whether the terminal is
+interactive or the output plain) is passed in by the caller rather than looked up here."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from amp_clipfix import run_notes
+from amp_clipfix.kinds import FileError, active_findings
+from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
+from amp_clipfix.output.report import plural
+from amp_clipfix.pipeline import Options, RunResult, run, run_source
+from amp_clipfix.project.discover import Project, exclusion, find_project_root
+from amp_clipfix.records import replace
+from amp_clipfix.reporting import (
+    echo,
+    emit_report,
+    finish,
+    render_project_table,
+    report_stream,
+    stderr_console,
+    stderr_is_terminal,
+    wants_project_table,
+)
+from amp_clipfix.settings import Selection, project_keep
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells and git report for Ctrl-C
+
+Walk = Callable[..., RunResult]  # pipeline.run, or what a test puts in its place
+
+
+def execute(
+    settings: Settings, fix: bool, stdin_data: bytes | None = None, walk_with: Walk = run
+) -> RunResult:
+    """Run the pipeline on the paths, or on `stdin_data` when the path is `-`. The base
+    options hold the command line only; each project's configuration is merged by
+    `settings.configurer`."""
+    line = settings.command_line
+    options = Options(
+        strategy=settings.strategy,
+        target=settings.target,
+        torch=settings.torch,
+        fix=fix,
+        with_edits=settings.output_format in MACHINE_FORMATS,
+        jobs=settings.jobs,
+        keep=project_keep(Selection(line.select, line.ignore), line.scope),
+        configure=settings.configurer,
+        cache=settings.cache,
+    )
+    if stdin_data is not None:
+        name = settings.stdin_filename or Path("stdin.py")
+        root = find_project_root(name)
+        configured = settings.configurer(Project(root, (name,)), options)
+        if isinstance(configured, FileError):
+            return RunResult((), (), (configured,), files_seen=0, files_parsed=0, projects=0)
+        reason = exclusion(Path(os.path.abspath(name)), root, settings.configurer.excludes(root))
+        if settings.force_exclude and reason is not None:  # an editor's buffer: left as it is
+            note = f"{name}: excluded ({reason}); skipped (--force-exclude)"
+            return RunResult((), (), (), files_seen=0, files_parsed=0, projects=0, notes=(note,))
+        return run_source(name, stdin_data, configured[1])
+    targets = line.scope.targets
+    excludes = settings.configurer.excludes
+    walk = functools.partial(
+        walk_with, force_exclude=settings.force_exclude, implied=line.scope.implied
+    )
+    if settings.verbosity < 0 or not stderr_is_terminal():
+        return walk(targets, options, excludes)
+    from amp_clipfix.output.terminal import ProgressBar
+
+    run_notes.refuse()  # a progress bar is drawn as time passes: never replayed
+    with ProgressBar(stderr_console()) as progress:
+        return walk(targets, options, excludes, progress)
+
+
+def read_stdin(settings: Settings) -> bytes | None:
+    return sys.stdin.buffer.read() if settings.paths == (STDIN,) else None
+
+
+def few_garbage_collections() -> None:
+    """The syntax trees of a run are millions of objects that live to its end and hold no
+    cycles; with the default thresholds the collector walks them again and again (half the
+    time of a 5 MB module). A short-lived command collects seldom instead."""
+    gc.set_threshold(100_000, 50, 1_000)
+
+
+def never_fail_to_encode() -> None:
+    """A terminal whose encoding cannot show a character (`PYTHONIOENCODING=ascii`, a legacy
+    code page) gets an escape instead of a UnicodeEncodeError traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
+def interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C anywhere in a command (analysis, the prompt) ends it with exit 130 and one line
+    on stderr, instead of click's "Aborted!" and exit 1, the code of "findings remain"."""
+    from amp_clipfix.writing import PROMPT, Interrupted
+
+    if PROMPT.open:  # the question's line is still open: end it first
+        echo(err=True)
+    written = interrupt.written if isinstance(interrupt, Interrupted) else 0
+    what = (
+        "nothing written"
+        if not written
+        else f"{plural(written, 'file')} written before it, nothing more"
+    )
+    echo(f"amp-clipfix: interrupted (Ctrl-C): {what}.", err=True)
+    sys.exit(EXIT_INTERRUPTED)
+
+
+def check(settings: Settings, started: float, walk: Walk = run) -> NoReturn:
+    """`check`'s run: the report, then exit 0, 1 or 2."""
+    stdin_data = read_stdin(settings)
+    result = execute(settings, fix=False, stdin_data=stdin_data, walk_with=walk)
+    with report_stream(settings, stdout_ok=True) as stream:
+        emit_report(result, settings, stream)
+    finish(settings, result, started)
+    noted = settings.output_file is None and stdin_data is None
+    if settings.cache and noted:
+        run_notes.allow()  # all it printed follows from what it read, unless refused above
+    sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
+
+
+def apply(
+    settings: Settings,
+    started: float,
+    yes: bool,
+    dry_run: bool,
+    patch_dir: Path | None,
+    *,
+    interactive: bool,
+    plain: bool,
+    walk: Walk = run,
+    write: Callable[..., tuple[list, list[FileError], float]] | None = None,
+) -> NoReturn:
+    """`apply`'s run: the patch (or the diffs and questions on a terminal), the report, the
+    writes, then exit 0, 1 or 2. `interactive`: someone can answer a prompt; `plain`: diffs
+    are a plain patch."""
+    from amp_clipfix.writing import (  # apply's own: a check never writes
+        change_shower,
+        fixed_findings,
+        project_roots,
+        show_changes,
+        write_changes,
+        write_patch_dir,
+    )
+
+    write = write or write_changes
+    stdin_data = read_stdin(settings)
+    result = execute(settings, fix=True, stdin_data=stdin_data, walk_with=walk)
+    unfixed = [finding for finding in active_findings(result.findings) if not finding.resolved]
+    if stdin_data is not None:
+        with report_stream(settings, stdout_ok=False) as stream:
+            emit_report(result, settings, stream)
+        finish(settings, result, started)
+        sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
+        sys.exit(exit_code(settings, result, findings_left=bool(unfixed)))
+    asking = bool(result.changes) and not yes and not dry_run and interactive
+    # on a terminal each file's diff comes right before its question, as with `git add -p`
+    per_file = asking and patch_dir is None and settings.output_format == "text"
+    per_file = per_file and not plain
+    if patch_dir is not None:
+        result = replace(result, errors=result.errors + tuple(write_patch_dir(result, patch_dir)))
+    elif settings.output_format == "text" and not per_file:
+        show_changes(result, plain)
+    if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
+        with report_stream(settings, stdout_ok=False) as stream:
+            emit_report(result, settings, stream, only=unfixed, project_table=True)
+    elif settings.output_format != "json":  # before writing: notebook lines are read from disk
+        with report_stream(settings, stdout_ok=True) as stream:
+            emit_report(result, settings, stream)
+    show = change_shower(result) if per_file else None
+    roots = project_roots(result)
+    written, write_errors, waited = write(
+        result.changes, yes, dry_run, show, roots, interactive=interactive
+    )
+    result = replace(result, errors=result.errors + tuple(write_errors))
+    fixed = fixed_findings(result, written)
+    if settings.output_format == "json":  # after writing: it says which findings were fixed
+        with report_stream(settings, stdout_ok=True) as stream:
+            emit_report(result, settings, stream, fixed=fixed)
+    unwritten = len(result.changes) - len(written) if not dry_run else 0
+    finish(settings, result, started + waited, len(written), unwritten)
+    if wants_project_table(settings, result, patch_dir):
+        render_project_table(result, fixed, wrote=bool(written) or not result.changes)
+    pending = len(result.changes) - len(written)
+    sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
+
+
+def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int:
+    """2 on errors; 1 when findings are left (or changes pending) unless --exit-zero; else 0."""
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings_left and not settings.exit_zero else EXIT_CLEAN
