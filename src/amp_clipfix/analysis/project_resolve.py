@@ -5,6 +5,7 @@ evaluator, and the facts the rules with their own search read.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -160,54 +161,118 @@ def resolve_collection(
 def project_facts(
     collection: Collection, target: Target, words: tuple[bytes, ...]
 ) -> ProjectFacts | None:
-    """The parsed files and facts the rules with their own search read: the project's Python
-    documents that hold one of their `words` (library code left out), each parsed once (the
-    collection's tree when it has one), and the project's one evaluator."""
+    """The files and facts the rules with their own search read: the project's Python
+    documents that hold one of their `words` (library code left out), each parsed once when a
+    search first asks for it (the collection's tree when it has one), and the project's one
+    evaluator. `ProjectFacts.settle` then reports the word-holding files that do not parse,
+    read or not, as an eager read of them all would have, in the same order."""
     if collection.root is None or not words:
         return None
-    from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+    from amp_clipfix.analysis.facts import FileFacts, LazyFiles, ProjectFacts
     from amp_clipfix.analysis.read import ReadFile
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)
     configs: dict[Path, Document] = {}
+    documents: dict[Path, Document | None] = {}
+    texts: dict[Path, bytes | None] = {}  # as FileFacts.data: what `with_words` tests
+    late: list[FileError] = []  # files no word named that do not parse, reported after the rest
+
+    def document_of(path: Path) -> Document | None:
+        if path not in documents:
+            parsed = collection.parsed.get(path)
+            try:
+                documents[path] = (
+                    parsed.document if parsed else adapter_for(path).load(path, contents[path])
+                )
+            except (SourceError, KeyError):
+                documents[path] = None  # the collection reports what cannot be read
+        return documents[path]
+
+    def text_of(path: Path) -> bytes | None:
+        if path not in texts:
+            document = document_of(path)
+            texts[path] = None if document is None else document.text.encode("utf-8", "replace")
+        return texts[path]
 
     def read(path: Path) -> FileFacts | None:
         if path not in searchable or is_library(path):
             return None
-        parsed = collection.parsed.get(path)
+        document = document_of(path)
         if read_as_config(path):  # a YAML config: a rule reads its sites and edits its tokens
-            try:
-                config = parsed.document if parsed else adapter_for(path).load(path, contents[path])
-            except (SourceError, KeyError):
-                return None  # the collection reports what cannot be read
-            configs[path] = config
-            if parsed is None:
-                collection.searched[path] = ReadFile(config, FileSites(path))
+            if document is not None:
+                configs[path] = document
+                if path not in collection.parsed:
+                    collection.searched[path] = ReadFile(document, FileSites(path))
             return None
-        try:
-            document = parsed.document if parsed else adapter_for(path).load(path, contents[path])
-        except (SourceError, KeyError):
-            return None  # the collection reports what cannot be read
+        if document is None:
+            return None
         summary = load(path)
         if summary is None:
-            if not any(error.path == path for error in collection.errors):
-                collection.errors.append(parse_error(path, contents[path]))
+            if path not in lazy.known and not reported(path):
+                late.append(parse_error(path, contents[path]))
             return None
-        if parsed is None:
+        if path not in collection.parsed:
             collection.searched[path] = ReadFile(document, FileSites(path))
         return FileFacts(document, summary)
 
-    files = {
-        path: found
-        for path, data in searchable.items()
-        if any(word in data for word in words) and (found := read(path)) is not None
-    }
+    def reported(path: Path) -> bool:
+        return any(error.path == path for error in (*collection.errors, *late))
+
+    def settle() -> None:
+        for path in lazy.candidates:
+            if path in lazy.done:
+                failed = lazy.done[path] is None and document_of(path) is not None
+            else:
+                document = document_of(path)
+                failed = document is not None and not may_parse(document.text) and not read(path)
+            if failed and not reported(path):
+                collection.errors.append(parse_error(path, contents[path]))
+        collection.errors.extend(error for error in late if not reported_before(error))
+        late.clear()
+
+    def reported_before(error: FileError) -> bool:
+        return any(known.path == error.path for known in collection.errors)
+
+    python: list[Path] = []
+    for path, data in searchable.items():
+        if not any(word in data for word in words) or is_library(path):
+            continue
+        if read_as_config(path):
+            read(path)
+        else:
+            python.append(path)
+    lazy = LazyFiles(python, text_of, read)
     return ProjectFacts(
         root,
         target,
-        files,
+        lazy,
         lambda: project_evaluator_of(root, contents, searchable, collection),
         loader=read,
         configs=configs,
+        settle=settle,
     )
+
+
+def may_parse(text: str) -> bool:
+    """Whether Python surely parses `text`, from compiling it to bytecode: no `ast` objects are
+    made (a fifth of `ast.parse`'s time). The compiler refuses more than the parser does (`return`
+    outside a function, top-level `await`), so False only means "parse it to know". It runs a
+    hundred frames below the recursion limit, so code nested to within a few levels of the
+    limit (where `ast.parse` stops a few levels before the compiler) is parsed as well. Large
+    modules are parsed in pieces (analysis/parse.py) and never judged here."""
+    from amp_clipfix.analysis.parse import LARGE_MODULE
+
+    if len(text) >= LARGE_MODULE:
+        return False
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit - 100, 200))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<amp-clipfix>", "exec", dont_inherit=True)
+    except Exception:  # noqa: BLE001 - any refusal (a RecursionError too): parse it to know
+        return False
+    finally:
+        sys.setrecursionlimit(limit)
+    return True
