@@ -75,3 +75,28 @@ def test_code_the_compiler_refuses_but_python_parses_is_no_error(
     assert code == 0, output
     assert "error" not in output
     assert parsed == ["top.py", "train.py"]
+
+
+def test_a_file_the_collection_parsed_is_not_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`opt.py` passes the prefilter (a fused optimizer) and so was parsed whole by the
+    collection: only `other.py`, which no stage parsed, is compiled to check that it parses."""
+    from amp_clipfix.analysis import project_resolve
+
+    checked: list[str] = []
+    may_parse = project_resolve.may_parse
+
+    def spied(text: str) -> bool:
+        checked.append(text)
+        return may_parse(text)
+
+    monkeypatch.setattr(project_resolve, "may_parse", spied)
+    opt = "import torch\n\nopt = torch.optim.AdamW([], fused=True)\nestimator.fit(x)\n"
+    (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
+    (tmp_path / "opt.py").write_text(opt, encoding="utf-8")
+    (tmp_path / "other.py").write_text(FIT, encoding="utf-8")
+    code, output, parsed = run_check(tmp_path, monkeypatch)
+    assert "error" not in output
+    assert checked == [FIT]
+    assert "opt.py" not in parsed and "other.py" not in parsed

@@ -223,6 +223,8 @@ def project_facts(
         for path in lazy.candidates:
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
+            elif path in collection.parses:
+                failed = False  # the collection parsed this text whole in this run
             else:
                 document = document_of(path)
                 failed = document is not None and not may_parse(document.text) and not read(path)
@@ -235,6 +237,10 @@ def project_facts(
         return any(known.path == error.path for known in collection.errors)
 
     python: list[Path] = []
+    # Each word once, and none that holds another (its files hold that one too): the same
+    # files, in fewer scans of the tree's text.
+    unique = set(words)
+    words = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
     for path, data in searchable.items():
         if not any(word in data for word in words) or is_library(path):
             continue
