@@ -242,7 +242,7 @@ def project_facts(
     unique = set(words)
     words = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
     for path, data in searchable.items():
-        if not any(word in data for word in words) or is_library(path):
+        if is_library(path) or not any(word in data for word in words):  # the cheap test first
             continue
         if read_as_config(path):
             read(path)
