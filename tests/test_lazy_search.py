@@ -100,3 +100,25 @@ def test_a_file_the_collection_parsed_is_not_checked_again(
     assert "error" not in output
     assert checked == [FIT]
     assert "opt.py" not in parsed and "other.py" not in parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (b"fit", (0, 3)),
+        (b"trainer.fit(model)", (8, 11)),
+        (b"refit(x); fit_all(); x.fit", (23, 26)),
+        (b"_fit fit2 \xc3\xa9fit", (12, 15)),  # the test is ASCII: a UTF-8 byte is no letter
+        (b"_fit fit2 afit", None),
+        (b"re fit", (3, 6)),
+    ],
+)
+def test_whole_word_finds_the_name_only_outside_longer_identifiers(
+    text: bytes, found: tuple[int, int] | None
+) -> None:
+    """The callers' word test (the name first, the look behind after it, for speed) matches
+    where a leading look-behind would."""
+    from amp_clipfix.analysis.callers import whole_word
+
+    match = whole_word(b"fit").search(text)
+    assert (match.span() if match else None) == found
