@@ -101,10 +101,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         calls = list(library_calls(facts, file, OLD_AMP.keys()))
         if not calls:
             continue
-        parents = {
-            id(child): node for node in ast.walk(file.tree) for child in ast.iter_child_nodes(node)
-        }
-        calls = [(c, q) for c, q in calls if not is_fallback(facts, file, c, parents)]
+        calls = [(c, q) for c, q in calls if not is_fallback(facts, file, c)]
         torch_name = module_torch_name(file)
         planned: list[tuple[Site, Rewrite | None, str | None]] = []
         for call, qnames in calls:
@@ -139,14 +136,14 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, edits, True, FIX, (site,)),))
 
 
-def is_fallback(
-    facts: ProjectFacts, file: FileFacts, call: ast.Call, parents: dict[int, ast.AST]
-) -> bool:
+def is_fallback(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
     """The call is one branch of a choice whose other branch calls the `torch.amp` spelling:
-    `if`/`else` (statement or expression), or `try`/`except` (the old one in the handler)."""
+    `if`/`else` (statement or expression), or `try`/`except` (the old one in the handler).
+    The summary's parents are mapped only around the statements asked about, not the whole
+    module (torch's test modules)."""
+    parent_of = file.summary.parent
     node: ast.AST = call
-    while id(node) in parents:
-        parent = parents[id(node)]
+    while (parent := parent_of(node)) is not None:
         others: list[ast.AST] = []
         if isinstance(parent, (ast.If, ast.IfExp)):
             body: list[ast.AST] = [*parent.body] if isinstance(parent.body, list) else [parent.body]
@@ -154,8 +151,8 @@ def is_fallback(
                 [*parent.orelse] if isinstance(parent.orelse, list) else [parent.orelse]
             )
             others = orelse if any(node is n for n in body) else body
-        elif isinstance(parent, ast.ExceptHandler) and id(parent) in parents:
-            others = list(parents[id(parent)].body)  # type: ignore[attr-defined]
+        elif isinstance(parent, ast.ExceptHandler) and (handled := parent_of(parent)):
+            others = list(handled.body)  # type: ignore[attr-defined]
         if any(
             isinstance(inner, ast.Call) and facts.qualified_names(file, inner.func) & NEW_AMP
             for other in others
