@@ -67,10 +67,10 @@ def test_word_holding_files_that_do_not_parse_are_reported_read_or_not(
 def test_code_the_compiler_refuses_but_python_parses_is_no_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The cheap check compiles to bytecode, which refuses a module-level `return`; such a
+    """The cheap check builds the symbol table, which refuses a module-level `nonlocal`; such a
     file is then parsed to know, and it parses: no error."""
     (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
-    (tmp_path / "top.py").write_text("estimator.fit(x)\nreturn 1\n", encoding="utf-8")
+    (tmp_path / "top.py").write_text("estimator.fit(x)\nnonlocal x\n", encoding="utf-8")
     code, output, parsed = run_check(tmp_path, monkeypatch)
     assert code == 0, output
     assert "error" not in output

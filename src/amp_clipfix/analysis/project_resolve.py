@@ -207,7 +207,7 @@ def project_facts(
             return None
         if document is None:
             return None
-        summary = load(path)
+        summary = parse_at_depth(lambda: load(path), start)
         if summary is None:
             if path not in lazy.known and not reported(path):
                 late.append(parse_error(path, contents[path]))
@@ -237,6 +237,8 @@ def project_facts(
         return any(known.path == error.path for known in collection.errors)
 
     python: list[Path] = []
+    # How deep `read` ran when it read every word file here first, from a comprehension.
+    start = frame_depth() + 2
     # Each word once, and none that holds another (its files hold that one too): the same
     # files, in fewer scans of the tree's text.
     unique = set(words)
@@ -261,12 +263,15 @@ def project_facts(
 
 
 def may_parse(text: str) -> bool:
-    """Whether Python surely parses `text`, from compiling it to bytecode: no `ast` objects are
-    made (a fifth of `ast.parse`'s time). The compiler refuses more than the parser does (`return`
-    outside a function, top-level `await`), so False only means "parse it to know". It runs a
-    hundred frames below the recursion limit, so code nested to within a few levels of the
-    limit (where `ast.parse` stops a few levels before the compiler) is parsed as well. Large
-    modules are parsed in pieces (analysis/parse.py) and never judged here."""
+    """Whether Python surely parses `text`, from its symbol table (`symtable`): the parser runs,
+    but no `ast` objects are made (a quarter of `ast.parse`'s time). The symbol table refuses
+    more than the parser does (`nonlocal` at module level), so False only means "parse it to
+    know". It runs a hundred frames below the recursion limit: code nested to within a few
+    levels of the limit (where `ast.parse` gives up a level or two before the symbol table)
+    is parsed to know as well. Large modules are parsed in pieces (analysis/parse.py) and never
+    judged here."""
+    import symtable
+
     from amp_clipfix.analysis.parse import LARGE_MODULE
 
     if len(text) >= LARGE_MODULE:
@@ -276,9 +281,35 @@ def may_parse(text: str) -> bool:
         sys.setrecursionlimit(max(limit - 100, 200))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(text, "<amp-clipfix>", "exec", dont_inherit=True)
+            symtable.symtable(text, "<amp-clipfix>", "exec")
     except Exception:  # noqa: BLE001 - any refusal (a RecursionError too): parse it to know
         return False
     finally:
         sys.setrecursionlimit(limit)
     return True
+
+
+def frame_depth() -> int:
+    """How many Python frames are running (what the parser's recursion limit counts)."""
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back  # type: ignore[assignment]
+    return depth
+
+
+def parse_at_depth(load: Callable[[], Summary | None], depth: int) -> Summary | None:
+    """`load()` with the recursion limit moved by how much deeper than `depth` it is called:
+    `ast.parse` gives up at a nesting that depends on the frames already running, and a file
+    read when a search first asks for it must parse exactly when it would have parsed at the
+    start of the searches."""
+    limit = sys.getrecursionlimit()
+    # `depth` is how deep `read` ran then, and it called the loader directly; now `read` is
+    # this frame's caller (`frame_depth() - 1`) and calls it through this frame and a lambda.
+    moved = limit + (frame_depth() - 1) + 2 - depth
+    if moved == limit:
+        return load()
+    sys.setrecursionlimit(moved)
+    try:
+        return load()
+    finally:
+        sys.setrecursionlimit(limit)
