@@ -5,6 +5,7 @@ only: which files `summarise` parsed, the output lines and the exit code."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,55 @@ def test_whole_word_finds_the_name_only_outside_longer_identifiers(
 
     match = whole_word(b"fit").search(text)
     assert (match.span() if match else None) == found
+
+
+def nested(terms: int) -> str:
+    """A module whose one expression nests `terms` deep (`a+a+...`): `ast.parse` gives up at
+    a depth that depends on the frames already running."""
+    return "x = " + "+".join(["a"] * terms) + "\n"
+
+
+def parses(terms: int) -> bool:
+    import ast
+
+    try:
+        ast.parse(nested(terms))
+    except (RecursionError, MemoryError, SyntaxError):
+        return False
+    return True
+
+
+def deepest(parse: Callable[[int], bool]) -> int:
+    low, high = 1, 20_000
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if parse(middle) else (low, middle - 1)
+    return low
+
+
+def test_a_file_read_late_parses_as_it_would_have_when_read_first() -> None:
+    """`project_facts` read every word file from a comprehension; a search now reads one many
+    frames deeper, through `parse_at_depth`: the deepest nesting that parses is the same."""
+    from amp_clipfix.analysis.project_resolve import frame_depth, parse_at_depth
+
+    starts: list[int] = []
+
+    def eager(terms: int) -> bool:  # as project_facts: where it notes its depth, then reads
+        starts.append(frame_depth() + 2)
+        return [read_first(terms) for _ in (0,)][0]
+
+    def read_first(terms: int) -> bool:
+        return parses(terms)
+
+    def late(terms: int, start: int, frames: int) -> bool:
+        if frames:
+            return late(terms, start, frames - 1)
+        return read_late(terms, start)
+
+    def read_late(terms: int, start: int) -> bool:
+        return bool(parse_at_depth(lambda: parses(terms), start))  # type: ignore[arg-type]
+
+    limit = deepest(eager)
+    start = starts[0]
+    for frames in (0, 40, 200):
+        assert deepest(lambda terms: late(terms, start, frames)) == limit  # noqa: B023
