@@ -9,9 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from amp_clipfix.cli import main
+from spied import check_counting_parses
 
 # ACF005 searches (the project writes `manual_backward`) and so `.fit(` is one of its words,
 # but its search reads a `fit` only for a module that clips: here nothing clips.
@@ -19,29 +17,12 @@ MANUAL = "def step(module, loss):\n    module.manual_backward(loss)\n"
 FIT = "def train(estimator, x):\n    return estimator.fit(x)\n"
 
 
-def run_check(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, list[str]]:
-    """`check`'s exit code, output and the names of the files it parsed with `ast`."""
-    from amp_clipfix.analysis import summary
-
-    parsed: list[str] = []
-    summarise = summary.summarise
-
-    def counted(root: Path, path: Path, *args: object, **kwargs: object) -> object:
-        parsed.append(path.name)
-        return summarise(root, path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(summary, "summarise", counted)
-    monkeypatch.chdir(project)
-    result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "."])
-    return result.exit_code, result.output, sorted(set(parsed))
-
-
 def test_a_file_holding_only_words_no_search_asks_for_is_not_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
     (tmp_path / "other.py").write_text(FIT, encoding="utf-8")
-    code, output, parsed = run_check(tmp_path, monkeypatch)
+    code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert code == 0, output
     assert output.startswith("0 findings "), output
     assert parsed == ["train.py"]
@@ -55,7 +36,7 @@ def test_word_holding_files_that_do_not_parse_are_reported_read_or_not(
     (tmp_path / "a.py").write_text("estimator.fit(x\n", encoding="utf-8")
     (tmp_path / "b.py").write_text(MANUAL.replace("(loss)", "(loss"), encoding="utf-8")
     (tmp_path / "c.py").write_text(FIT, encoding="utf-8")
-    code, output, parsed = run_check(tmp_path, monkeypatch)
+    code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert code == 2, output
     errors = [line for line in output.splitlines() if line.startswith("error:")]
     assert errors == [
@@ -72,7 +53,7 @@ def test_code_the_compiler_refuses_but_python_parses_is_no_error(
     file is then parsed to know, and it parses: no error."""
     (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
     (tmp_path / "top.py").write_text("estimator.fit(x)\nnonlocal x\n", encoding="utf-8")
-    code, output, parsed = run_check(tmp_path, monkeypatch)
+    code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert code == 0, output
     assert "error" not in output
     assert parsed == ["top.py", "train.py"]
@@ -97,7 +78,7 @@ def test_a_file_the_collection_parsed_is_not_checked_again(
     (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
     (tmp_path / "opt.py").write_text(opt, encoding="utf-8")
     (tmp_path / "other.py").write_text(FIT, encoding="utf-8")
-    code, output, parsed = run_check(tmp_path, monkeypatch)
+    code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert "error" not in output
     assert checked == [FIT]
     assert "opt.py" not in parsed and "other.py" not in parsed
