@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from spied import check_counting_parses
 
 from amp_clipfix.analysis.callers import METHOD_CALLER_FILES
-from amp_clipfix.cli import main
 
 LOOP = """\
 import torch
@@ -62,24 +61,13 @@ go(Loop(), torch.amp.GradScaler("cuda"), model, optimizer, model(torch.ones(2)).
 
 def parsed_by_check(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
     """`check`'s output and the names of the files it parsed with `ast`."""
-    from amp_clipfix.analysis import summary
-
-    parsed: list[str] = []
-    summarise = summary.summarise
-
-    def counted(root: Path, path: Path, *args: object, **kwargs: object) -> object:
-        parsed.append(path.name)
-        return summarise(root, path, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(summary, "summarise", counted)
-    monkeypatch.chdir(project)
-    result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "."])
-    assert result.exit_code == 1, result.output
-    assert result.output.startswith(
+    code, output, parsed = check_counting_parses(project, monkeypatch)
+    assert code == 1, output
+    assert output.startswith(
         "loop.py:7:9: ACF004 Gradients scaled by a GradScaler are clipped before"
-    ), result.output
-    assert "1 finding " in result.output
-    return result.output, sorted(set(parsed))
+    ), output
+    assert "1 finding " in output
+    return output, parsed
 
 
 def test_a_method_parameter_is_followed_only_into_files_naming_its_class(

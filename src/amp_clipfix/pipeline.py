@@ -134,6 +134,8 @@ def process(
     from amp_clipfix.rules import find_findings
 
     linked = find_findings(files, target, facts=facts)
+    if facts is not None and facts.settle is not None:
+        facts.settle()  # the word-holding files no search parsed that do not parse
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     findings = choose_fixes(linked, options.strategy, target)

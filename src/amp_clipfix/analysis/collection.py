@@ -43,6 +43,9 @@ class Collection:
 
     parsed: dict[Path, ReadFile] = field(default_factory=dict)
     attempted: set[Path] = field(default_factory=set)
+    # The files this run parsed whole without error (none served by the cache): a search need
+    # not check again that they parse (project_resolve.project_facts).
+    parses: set[Path] = field(default_factory=set)
     progress: Progress = field(default_factory=NoProgress)
     errors: list[FileError] = field(default_factory=list)
     files_parsed: int = 0

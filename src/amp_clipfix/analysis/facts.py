@@ -135,6 +135,60 @@ class FileFacts:
         return Edit(self.path, self.span(node), code)
 
 
+class LazyFiles(Mapping[Path, FileFacts]):
+    """The project's files that hold a searching rule's word (`candidates`, in the project's
+    order), each parsed when a search first asks for it: a rule's search parses only the files
+    that hold its own words. `loaded` are the files read for another reason (`ProjectFacts.file`),
+    in the order they were read; together they are what an eager read would have held."""
+
+    def __init__(
+        self,
+        candidates: list[Path],
+        text: Callable[[Path], bytes | None],
+        read: Callable[[Path], FileFacts | None],
+    ) -> None:
+        self.candidates, self.text, self.read = candidates, text, read
+        self.known = set(candidates)
+        self.done: dict[Path, FileFacts | None] = {}
+        self.loaded: dict[Path, FileFacts] = {}
+
+    def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
+        if path in self.loaded:
+            return self.loaded[path]
+        if path not in self.known:
+            return None
+        if path not in self.done:
+            self.done[path] = self.read(path)
+        return self.done[path]
+
+    def __getitem__(self, path: Path) -> FileFacts:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, Path) and self.get(path) is not None
+
+    def __iter__(self) -> Iterator[Path]:
+        yield from (path for path in self.candidates if self.get(path) is not None)
+        yield from (path for path in self.loaded if path not in self.known)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def with_words(self, words: tuple[bytes, ...]) -> Iterator[FileFacts]:
+        """The files whose document text holds one of `words`, in path order; the text is
+        read (decoded, not parsed) first, so only those files are parsed."""
+        for path in sorted({*self.candidates, *self.loaded}, key=str):
+            loaded = self.loaded.get(path)
+            data = loaded.data if loaded is not None else self.text(path)
+            if data is not None and any(word in data for word in words):
+                found = self.get(path)
+                if found is not None:
+                    yield found
+
+
 @dataclass
 class ProjectFacts:
     """The parsed files of one project that a search's words may be in, its target release
@@ -150,12 +204,19 @@ class ProjectFacts:
     # Loads a project file no search word named (a module class defined elsewhere, say).
     loader: Callable[[Path], FileFacts | None] | None = field(default=None, repr=False)
 
+    # Called once the searches are done: reports the word-holding files no search read that
+    # Python cannot parse (project_resolve.project_facts), as an eager read would have.
+    settle: Callable[[], None] | None = field(default=None, repr=False)
+
     def file(self, path: Path) -> FileFacts | None:
         """The parsed file at `path` (one of `files`, or loaded on first use)."""
         if path not in self.files and self.loader is not None:
             loaded = self.loader(path)
             if loaded is not None:
-                self.files = {**self.files, path: loaded}
+                if isinstance(self.files, LazyFiles):
+                    self.files.loaded[path] = loaded
+                else:
+                    self.files = {**self.files, path: loaded}
         return self.files.get(path)
 
     # The project's YAML configs (LightningCLI, Hydra) that hold a searching rule's words, as
@@ -169,7 +230,11 @@ class ProjectFacts:
         return self._evaluator
 
     def with_words(self, *words: bytes) -> Iterator[FileFacts]:
-        """The files whose text holds one of `words`, in path order."""
+        """The files whose text holds one of `words`, in path order (a lazy project's files
+        are parsed only when their text holds one)."""
+        if isinstance(self.files, LazyFiles):
+            yield from self.files.with_words(words)
+            return
         for path in sorted(self.files, key=str):
             file = self.files[path]
             if any(word in file.data for word in words):

@@ -121,7 +121,10 @@ def collect_outcome(
     collection.progress.done(1)
     if error is not None:
         collection.errors.append(error)
-    elif parsed is not None and (parsed.sites.sites or parsed.sites.classes or parsed.sites.fits):
+        return
+    if parsed is not None and not cached:
+        collection.parses.add(path)
+    if parsed is not None and (parsed.sites.sites or parsed.sites.classes or parsed.sites.fits):
         collection.parsed[path] = parsed
 
 

@@ -5,6 +5,7 @@ evaluator, and the facts the rules with their own search read.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -160,55 +161,156 @@ def resolve_collection(
 def project_facts(
     collection: Collection, target: Target, words: tuple[bytes, ...]
 ) -> ProjectFacts | None:
-    """The parsed files and facts the rules with their own search read: the project's Python
-    documents that hold one of their `words` (library code left out), each parsed once (the
-    collection's tree when it has one), and the project's one evaluator."""
+    """The files and facts the rules with their own search read: the project's Python
+    documents that hold one of their `words` (library code left out), each parsed once when a
+    search first asks for it (the collection's tree when it has one), and the project's one
+    evaluator. `ProjectFacts.settle` then reports the word-holding files that do not parse,
+    read or not, as an eager read of them all would have, in the same order."""
     if collection.root is None or not words:
         return None
-    from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+    from amp_clipfix.analysis.facts import FileFacts, LazyFiles, ProjectFacts
     from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.models import FileSites
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)
     configs: dict[Path, Document] = {}
+    documents: dict[Path, Document | None] = {}
+    texts: dict[Path, bytes | None] = {}  # as FileFacts.data: what `with_words` tests
+    late: list[FileError] = []  # files no word named that do not parse, reported after the rest
+
+    def document_of(path: Path) -> Document | None:
+        if path not in documents:
+            parsed = collection.parsed.get(path)
+            try:
+                documents[path] = (
+                    parsed.document if parsed else adapter_for(path).load(path, contents[path])
+                )
+            except (SourceError, KeyError):
+                documents[path] = None  # the collection reports what cannot be read
+        return documents[path]
+
+    def text_of(path: Path) -> bytes | None:
+        if path not in texts:
+            document = document_of(path)
+            texts[path] = None if document is None else document.text.encode("utf-8", "replace")
+        return texts[path]
 
     def read(path: Path) -> FileFacts | None:
         if path not in searchable or is_library(path):
             return None
-        parsed = collection.parsed.get(path)
+        document = document_of(path)
         if read_as_config(path):  # a YAML config: a rule reads its sites and edits its tokens
-            try:
-                config = parsed.document if parsed else adapter_for(path).load(path, contents[path])
-            except (SourceError, KeyError):
-                return None  # the collection reports what cannot be read
-            configs[path] = config
-            if parsed is None:
-                collection.searched[path] = ReadFile(config, FileSites(path))
+            if document is not None:
+                configs[path] = document
+                if path not in collection.parsed:
+                    collection.searched[path] = ReadFile(document, FileSites(path))
             return None
-        try:
-            document = parsed.document if parsed else adapter_for(path).load(path, contents[path])
-        except (SourceError, KeyError):
-            return None  # the collection reports what cannot be read
-        summary = load(path)
+        if document is None:
+            return None
+        summary = parse_at_depth(lambda: load(path), start)
         if summary is None:
-            if not any(error.path == path for error in collection.errors):
-                collection.errors.append(parse_error(path, contents[path]))
+            if path not in lazy.known and not reported(path):
+                late.append(parse_error(path, contents[path]))
             return None
-        if parsed is None:
+        if path not in collection.parsed:
             collection.searched[path] = ReadFile(document, FileSites(path))
         return FileFacts(document, summary)
 
-    files = {
-        path: found
-        for path, data in searchable.items()
-        if any(word in data for word in words) and (found := read(path)) is not None
-    }
+    def reported(path: Path) -> bool:
+        return any(error.path == path for error in (*collection.errors, *late))
+
+    def settle() -> None:
+        for path in lazy.candidates:
+            if path in lazy.done:
+                failed = lazy.done[path] is None and document_of(path) is not None
+            elif path in collection.parses:
+                failed = False  # the collection parsed this text whole in this run
+            else:
+                document = document_of(path)
+                failed = document is not None and not may_parse(document.text) and not read(path)
+            if failed and not reported(path):
+                collection.errors.append(parse_error(path, contents[path]))
+        collection.errors.extend(error for error in late if not reported_before(error))
+        late.clear()
+
+    def reported_before(error: FileError) -> bool:
+        return any(known.path == error.path for known in collection.errors)
+
+    python: list[Path] = []
+    # How deep `read` ran when it read every word file here first, from a comprehension.
+    start = frame_depth() + 2
+    # Each word once, and none that holds another (its files hold that one too): the same
+    # files, in fewer scans of the tree's text.
+    unique = set(words)
+    words = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
+    for path, data in searchable.items():
+        if is_library(path) or not any(word in data for word in words):  # the cheap test first
+            continue
+        if read_as_config(path):
+            read(path)
+        else:
+            python.append(path)
+    lazy = LazyFiles(python, text_of, read)
     return ProjectFacts(
         root,
         target,
-        files,
+        lazy,
         lambda: project_evaluator_of(root, contents, searchable, collection),
         loader=read,
         configs=configs,
+        settle=settle,
     )
+
+
+def may_parse(text: str) -> bool:
+    """Whether Python surely parses `text`, from its symbol table (`symtable`): the parser runs,
+    but no `ast` objects are made (a quarter of `ast.parse`'s time). The symbol table refuses
+    more than the parser does (`nonlocal` at module level), so False only means "parse it to
+    know". It runs a hundred frames below the recursion limit: code nested to within a few
+    levels of the limit (where `ast.parse` gives up a level or two before the symbol table)
+    is parsed to know as well. Large modules are parsed in pieces (analysis/parse.py) and never
+    judged here."""
+    import symtable
+
+    from amp_clipfix.analysis.parse import LARGE_MODULE
+
+    if len(text) >= LARGE_MODULE:
+        return False
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit - 100, 200))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            symtable.symtable(text, "<amp-clipfix>", "exec")
+    except Exception:  # noqa: BLE001 - any refusal (a RecursionError too): parse it to know
+        return False
+    finally:
+        sys.setrecursionlimit(limit)
+    return True
+
+
+def frame_depth() -> int:
+    """How many Python frames are running (what the parser's recursion limit counts)."""
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back  # type: ignore[assignment]
+    return depth
+
+
+def parse_at_depth(load: Callable[[], Summary | None], depth: int) -> Summary | None:
+    """`load()` with the recursion limit moved by how much deeper than `depth` it is called:
+    `ast.parse` gives up at a nesting that depends on the frames already running, and a file
+    read when a search first asks for it must parse exactly when it would have parsed at the
+    start of the searches."""
+    limit = sys.getrecursionlimit()
+    # `depth` is how deep `read` ran then, and it called the loader directly; now `read` is
+    # this frame's caller (`frame_depth() - 1`) and calls it through this frame and a lambda.
+    moved = limit + (frame_depth() - 1) + 2 - depth
+    if moved == limit:
+        return load()
+    sys.setrecursionlimit(moved)
+    try:
+        return load()
+    finally:
+        sys.setrecursionlimit(limit)

@@ -101,10 +101,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         calls = list(library_calls(facts, file, OLD_AMP.keys()))
         if not calls:
             continue
-        parents = {
-            id(child): node for node in ast.walk(file.tree) for child in ast.iter_child_nodes(node)
-        }
-        calls = [(c, q) for c, q in calls if not is_fallback(facts, file, c, parents)]
+        calls = [(c, q) for c, q in calls if not is_fallback(facts, file, c)]
         torch_name = module_torch_name(file)
         planned: list[tuple[Site, Rewrite | None, str | None]] = []
         for call, qnames in calls:
@@ -139,14 +136,14 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, edits, True, FIX, (site,)),))
 
 
-def is_fallback(
-    facts: ProjectFacts, file: FileFacts, call: ast.Call, parents: dict[int, ast.AST]
-) -> bool:
+def is_fallback(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
     """The call is one branch of a choice whose other branch calls the `torch.amp` spelling:
-    `if`/`else` (statement or expression), or `try`/`except` (the old one in the handler)."""
+    `if`/`else` (statement or expression), or `try`/`except` (the old one in the handler).
+    The summary's parents are mapped only around the statements asked about, not the whole
+    module (torch's test modules)."""
+    parent_of = file.summary.parent
     node: ast.AST = call
-    while id(node) in parents:
-        parent = parents[id(node)]
+    while (parent := parent_of(node)) is not None:
         others: list[ast.AST] = []
         if isinstance(parent, (ast.If, ast.IfExp)):
             body: list[ast.AST] = [*parent.body] if isinstance(parent.body, list) else [parent.body]
@@ -154,8 +151,8 @@ def is_fallback(
                 [*parent.orelse] if isinstance(parent.orelse, list) else [parent.orelse]
             )
             others = orelse if any(node is n for n in body) else body
-        elif isinstance(parent, ast.ExceptHandler) and id(parent) in parents:
-            others = list(parents[id(parent)].body)  # type: ignore[attr-defined]
+        elif isinstance(parent, ast.ExceptHandler) and (handled := parent_of(parent)):
+            others = list(handled.body)  # type: ignore[attr-defined]
         if any(
             isinstance(inner, ast.Call) and facts.qualified_names(file, inner.func) & NEW_AMP
             for other in others
@@ -251,19 +248,20 @@ def import_edits(
     """The import edits every rewrite of the file shares: bindings nothing reads any more are
     removed from their import, `import torch` is added where needed. None when the imports
     cannot be tidied safely (a person rewrites the calls)."""
-    rewritten_roots = {id(node) for r in rewrites for node in callee_roots(file, r)}
+    nodes = list(ast.walk(file.tree))  # walked once: a test module can hold a million nodes
+    rewritten_roots = {id(node) for r in rewrites for node in callee_roots(file, r, nodes)}
     unused = set()
     for binding in {r.binding for r in rewrites if r.binding}:
         readers = [
             node
-            for node in ast.walk(file.tree)
+            for node in nodes
             if isinstance(node, ast.Name) and node.id == binding and id(node) not in rewritten_roots
         ]
         if not readers:
             unused.add(binding)
     statements: dict[int, tuple[ast.stmt, list[ast.alias]]] = {}
     for binding in unused:
-        found = binding_statements(file.tree, binding)
+        found = binding_statements(nodes, binding)
         if not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s, _ in found):
             continue  # bound otherwise too (an assignment, a def): left as it is
         for statement, alias in found:  # every import of it (one per function, say)
@@ -281,7 +279,7 @@ def import_edits(
             edits.append(line_edit(file, statement, "import torch"))
             torch_added = True
         else:
-            edits.append(line_edit(file, statement, None, first_in_block(file.tree, statement)))
+            edits.append(line_edit(file, statement, None, first_in_block(nodes, statement)))
     if not torch_added:
         anchor = next(
             (s for s in file.tree.body if isinstance(s, (ast.Import, ast.ImportFrom))), None
@@ -292,11 +290,17 @@ def import_edits(
     return tuple(edits)
 
 
-def callee_roots(file: FileFacts, rewrite: Rewrite) -> list[ast.Name]:
-    """The Name nodes at the root of the rewritten call's old callee."""
+def callee_roots(file: FileFacts, rewrite: Rewrite, nodes: list[ast.AST]) -> list[ast.Name]:
+    """The Name nodes at the root of the rewritten call's old callee (`nodes`: the file's tree,
+    walked; a call's span starts on its first line, so only calls there are measured)."""
     found = []
-    for node in ast.walk(file.tree):
-        if isinstance(node, ast.Call) and file.span(node) == rewrite.site.span:
+    line = rewrite.site.span.line
+    for node in nodes:
+        if (
+            isinstance(node, ast.Call)
+            and node.lineno == line
+            and file.span(node) == rewrite.site.span
+        ):
             base = node.func
             while isinstance(base, ast.Attribute):
                 base = base.value
@@ -305,10 +309,11 @@ def callee_roots(file: FileFacts, rewrite: Rewrite) -> list[ast.Name]:
     return found
 
 
-def binding_statements(tree: ast.Module, name: str) -> list[tuple[ast.stmt, ast.alias]]:
-    """The import statements that bind `name`, with the alias that does."""
+def binding_statements(nodes: list[ast.AST], name: str) -> list[tuple[ast.stmt, ast.alias]]:
+    """The import statements that bind `name`, with the alias that does (`nodes`: the module's
+    tree, walked)."""
     found: list[tuple[ast.stmt, ast.alias]] = []
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 bound = alias.asname or (
@@ -325,12 +330,12 @@ def binding_statements(tree: ast.Module, name: str) -> list[tuple[ast.stmt, ast.
     return found
 
 
-def first_in_block(tree: ast.Module, statement: ast.stmt) -> bool:
+def first_in_block(nodes: list[ast.AST], statement: ast.stmt) -> bool:
     """The statement is the first of a function's, class's or compound statement's body (its
-    removal would leave a blank line right under the header)."""
+    removal would leave a blank line right under the header; `nodes`: the module, walked)."""
     return any(
         isinstance(node, ast.stmt) and statement in (getattr(node, "body", None) or [])[:1]
-        for node in ast.walk(tree)
+        for node in nodes
     )
 
 
