@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -388,7 +388,7 @@ class ProjectFacts:
         plugins = self.argument(made, "plugins")
         states = [self.plugin_scaler(value) for value in self.plugin_values(made, plugins)]
         if states:
-            return True if True in states else (None if None in states else False)
+            return any_scaler(states)
         precision = self.argument(made, "precision")
         if not precision:
             return False  # the default precision, 32-true
@@ -423,6 +423,13 @@ class ProjectFacts:
         if any(not (isinstance(v, Lit) and v.value == "None") for v in scaler):
             return True
         return scaler_of_precision(self.argument(made, "precision", 0))
+
+
+def any_scaler(states: Iterable[bool | None]) -> bool | None:
+    """Several answers to "is there a GradScaler?" (plugins of one call, the Trainers or Fabrics
+    a value may be): True when one certainly has one, False when none has, else None."""
+    known = set(states)
+    return True if True in known else (None if None in known else False)
 
 
 def scaler_of_precision(values: list[object]) -> bool | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.manual import (
     items_of,
     manual_reads,
@@ -345,8 +345,9 @@ def trainers_scaler(facts: ProjectFacts, cls: ClsV) -> bool | None:
     """Whether the Trainers that train the module use a GradScaler: True when one certainly
     does, False when none does, None when that is decided at run time (or no `fit` names it)."""
     trainers = facts.trainers_of(cls)
-    states = {facts.uses_scaler(t) for t in trainers} if trainers is not None else {None}
-    return True if True in states else (None if None in states else False)
+    if trainers is None:
+        return None
+    return any_scaler(facts.uses_scaler(trainer) for trainer in trainers)
 
 
 def moved_to_hook(

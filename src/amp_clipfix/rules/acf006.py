@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
 from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
@@ -91,8 +91,7 @@ def fabric_values(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[
 def scaler_state(facts: ProjectFacts, fabrics: list[FabricV]) -> bool | None:
     """True when a Fabric it may be uses a GradScaler for certain, False when none does, None
     when that is decided at run time."""
-    states = {facts.uses_scaler(fabric) for fabric in fabrics}
-    return True if True in states else (None if None in states else False)
+    return any_scaler(facts.uses_scaler(fabric) for fabric in fabrics)
 
 
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
