@@ -16,7 +16,6 @@ read the pin.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -26,52 +25,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cases import CaseBase, case_specs
 
-import noxfile
-
-ROOT = Path(__file__).resolve().parents[2]
-CASES_DIR = ROOT / "fixtures" / "runtime"
 TIMEOUT = 300
 
 
 @dataclass(frozen=True)
-class Case:
-    name: str
-    project: Path
-    entry: str
+class Case(CaseBase):
     kind: str
     expect: str
     flags: tuple[str, ...]
     same_output: bool
-    runtime: tuple[str, ...]  # the release's requirement lines; empty: this interpreter
-
-    def __str__(self) -> str:
-        return self.name
-
-    @property
-    def python(self) -> str:
-        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
 
 
 def load_cases() -> list[Case]:
-    cases = []
-    for spec in sorted(CASES_DIR.glob("*/case.json")):
-        data = json.loads(spec.read_text(encoding="utf-8"))
-        if "migration" not in data:
-            continue
-        cases.append(
-            Case(
-                spec.parent.name,
-                spec.parent / "project",
-                data["entry"],
-                data["migration"],
-                data["expect"],
-                tuple(data.get("python_flags", ())),
-                bool(data.get("same_output")),
-                tuple(data.get("runtime", ())),
-            )
+    return [
+        Case(
+            **common,
+            kind=data["migration"],
+            expect=data["expect"],
+            flags=tuple(data.get("python_flags", ())),
+            same_output=bool(data.get("same_output")),
         )
-    return cases
+        for common, data in case_specs("migration")
+    ]
 
 
 CASES = load_cases()

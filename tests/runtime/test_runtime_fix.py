@@ -46,12 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cases import CASES_DIR, ROOT, CaseBase, case_specs
 from pytest import FixtureRequest, TempPathFactory
 
-import noxfile
-
-ROOT = Path(__file__).resolve().parents[2]
-CASES_DIR = ROOT / "fixtures" / "runtime"
 FORKSERVER = Path(__file__).with_name("forkserver.py")
 STRATEGIES = ("bf16", "unfuse", "guard", "unscale", "auto")
 SAFE = ("unfuse", "unscale", "auto")  # keep numerics: compared with the fused=False reference
@@ -66,52 +63,31 @@ TIMEOUT = 300
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(CaseBase):
     """One runtime fixture: the project, its entry point, the error it raises, the fixes."""
 
-    name: str
-    project: Path
-    entry: str
     error: str
     strategies: tuple[str, ...]
-    runtime: tuple[str, ...] = ()  # the release its program runs on (empty: this python)
     unscale_refused: str | None = None  # why the safe fixes cannot keep the fused kernel here
-
-    @property
-    def python(self) -> str:
-        """The interpreter of the case's program."""
-        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
-
     requires: tuple[str, ...] = ()  # modules the program imports beyond torch and Lightning
     # Text edits the fused=False reference also needs ([old, new]): Fabric's own clip keeps
     # error_if_nonfinite=True and would raise on the overflow steps the fixed program survives.
     reference_edits: tuple[tuple[str, str], ...] = ()
 
-    def __str__(self) -> str:
-        return self.name
-
 
 def load_cases() -> list[Case]:
-    """Every fixtures/runtime/<case>/case.json, in name order."""
-    cases = []
-    for spec in sorted(CASES_DIR.glob("*/case.json")):
-        data = json.loads(spec.read_text(encoding="utf-8"))
-        if "hazard" in data or "migration" in data:
-            continue  # a silent hazard (test_silent_clipping.py) or a migration (test_migration.py)
-        cases.append(
-            Case(
-                name=spec.parent.name,
-                project=spec.parent / "project",
-                entry=data["entry"],
-                error=data["error"],
-                strategies=tuple(data["strategies"]),
-                runtime=tuple(data.get("runtime", ())),
-                unscale_refused=data.get("unscale_refused"),
-                requires=tuple(data.get("requires", ())),
-                reference_edits=tuple(tuple(pair) for pair in data.get("reference_edits", ())),
-            )
+    """Every failing program of fixtures/runtime/<case>/case.json, in name order."""
+    return [
+        Case(
+            **common,
+            error=data["error"],
+            strategies=tuple(data["strategies"]),
+            unscale_refused=data.get("unscale_refused"),
+            requires=tuple(data.get("requires", ())),
+            reference_edits=tuple(tuple(pair) for pair in data.get("reference_edits", ())),
         )
-    return cases
+        for common, data in case_specs(None)
+    ]
 
 
 CASES = load_cases()

@@ -28,11 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cases import ROOT, CaseBase, case_specs
 
-import noxfile
-
-ROOT = Path(__file__).resolve().parents[2]
-CASES_DIR = ROOT / "fixtures" / "runtime"
 METER = Path(__file__).resolve().parent / "gradmeter.py"
 PREFIX = "amp-clipfix gradmeter: "
 TOLERANCE = 0.01
@@ -40,41 +37,22 @@ TIMEOUT = 300
 
 
 @dataclass(frozen=True)
-class Case:
-    name: str
-    project: Path
-    entry: str
+class Case(CaseBase):
     hazard: str
     error: str | None
-    runtime: tuple[str, ...]  # the release's requirement lines; empty: this interpreter
     strategy: str  # the `--strategy` of `apply`
-
-    @property
-    def python(self) -> str:
-        return str(noxfile.python_of(list(self.runtime))) if self.runtime else sys.executable
-
-    def __str__(self) -> str:
-        return self.name
 
 
 def load_cases() -> list[Case]:
-    cases = []
-    for spec in sorted(CASES_DIR.glob("*/case.json")):
-        data = json.loads(spec.read_text(encoding="utf-8"))
-        if "hazard" not in data:
-            continue
-        cases.append(
-            Case(
-                spec.parent.name,
-                spec.parent / "project",
-                data["entry"],
-                data["hazard"],
-                data.get("error"),
-                tuple(data.get("runtime", ())),
-                data.get("strategy", "auto"),
-            )
+    return [
+        Case(
+            **common,
+            hazard=data["hazard"],
+            error=data.get("error"),
+            strategy=data.get("strategy", "auto"),
         )
-    return cases
+        for common, data in case_specs("hazard")
+    ]
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
