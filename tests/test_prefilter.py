@@ -42,6 +42,16 @@ def test_prefilter_skips_files_without_a_fused_optimizer(tmp_path: Path) -> None
     assert result.findings == ()
 
 
+def test_files_a_rule_search_parses_are_counted(tmp_path: Path) -> None:
+    """A finding that only a rule's own search finds (ACF012) still counts its file as parsed;
+    a file without any rule's word is not parsed."""
+    (tmp_path / "train.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
+    (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
+    result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET))
+    assert [finding.code for finding in result.findings] == ["ACF012"]
+    assert result.files_seen == 2 and result.files_parsed == 1
+
+
 def test_parallel_collection_gives_the_same_results(tmp_path: Path) -> None:
     sample = REPO / "examples" / "sample_project"
     serial = run([sample], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True, jobs=1))

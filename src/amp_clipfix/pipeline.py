@@ -166,7 +166,8 @@ def process(
         changes=tuple(changes),
         errors=tuple(errors),
         files_seen=files_seen,
-        files_parsed=collection.files_parsed,
+        # the collection's parses and the files a rule's own search parsed (never both)
+        files_parsed=collection.files_parsed + len(collection.searched),
         projects=1,
         edits=edits,
     )
