@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import tomllib
+from piped import amp_clipfix
 
 from amp_clipfix import observed
 from amp_clipfix.project.config import Config, ConfigError, load_config
@@ -140,3 +142,21 @@ def test_no_pyproject_gives_an_empty_config(root: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(observed, "is_file", is_file)
     assert load_config(folder) == Config()
     assert root.resolve() / "pyproject.toml" in looked_at
+
+
+def test_a_run_parses_its_pyproject_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Options, the project's configuration and its pins all come from one pyproject.toml: it
+    is parsed once per run."""
+    parsed: list[str] = []
+    loads = tomllib.loads
+    monkeypatch.setattr(tomllib, "loads", lambda text: parsed.append(text) or loads(text))
+    write(
+        tmp_path,  # a comment of its own: no earlier test in this process parsed these bytes
+        f"# {tmp_path}\n"
+        '[project]\nname = "p"\ndependencies = ["lightning==2.4.0"]\n\n'
+        '[tool.amp-clipfix]\nstrategy = "unfuse"\n',
+    )
+    (tmp_path / "train.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
+    result = amp_clipfix(tmp_path, "check", "--no-cache", "--format", "json", ".")
+    assert result.code == 1 and b'"lightning_version": "2.4.0"' in result.stdout
+    assert len(parsed) == 1

@@ -6,6 +6,7 @@ project never picks up a parent project's settings. Command-line options overrid
 
 from __future__ import annotations
 
+import functools
 import keyword
 import sys
 from pathlib import Path
@@ -61,20 +62,33 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def toml_reader() -> Any:
+    """tomllib, imported when a TOML file is first read: a project without one reads none."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
+    return tomllib
+
+
+@functools.lru_cache(maxsize=16)
+def parsed_toml(data: bytes) -> dict[str, Any]:
+    """The TOML document of these exact bytes. A run reads one pyproject.toml for its options,
+    its project's configuration and its pins: keyed by the bytes, the memo gives what parsing
+    them again would (an error is raised again each time, never kept). Callers only read it."""
+    return toml_reader().loads(data.decode("utf-8"))
+
+
 def load_config(start: Path) -> Config:
     """The configuration for files under `start`; an empty `Config` when there is none."""
     path = find_pyproject(start)
     if path is None:
         return Config()
     name = display_path(path)
-    if sys.version_info >= (3, 11):  # here: a project without pyproject.toml reads no TOML
-        import tomllib
-    else:  # pragma: no cover - exercised on Python < 3.11 only
-        import tomli as tomllib
-
+    tomllib = toml_reader()
     try:
         # Read only inside its own folder: a pyproject.toml that links out is not read.
-        data = tomllib.loads(observed.read_inside(path, path.parent).decode("utf-8"))
+        data = parsed_toml(observed.read_inside(path, path.parent))
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{name}: invalid TOML: {excerpt(str(error), 120, False)}") from None
     except UnicodeDecodeError as error:

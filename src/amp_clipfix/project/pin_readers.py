@@ -6,7 +6,6 @@ a file's bytes and the package names, and gives the pins it finds (or raises Pin
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.paths import excerpt
+from amp_clipfix.project.config import parsed_toml, toml_reader
 from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
@@ -112,14 +112,9 @@ def pins_of_lines(lines: list[str], packages: Packages, optional: bool = False) 
 
 
 def load_toml(data: bytes) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):  # here: a project without pyproject.toml reads no TOML
-        import tomllib
-    else:  # pragma: no cover - exercised on Python < 3.11 only
-        import tomli as tomllib
-
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except tomllib.TOMLDecodeError as error:
+        return parsed_toml(data)
+    except toml_reader().TOMLDecodeError as error:
         raise PinError(f"invalid TOML: {excerpt(str(error), 120, quoted=False)}") from None
 
 
