@@ -141,11 +141,15 @@ class Rule:
 LINES = ("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6", "no Lightning")
 
 
+ALIAS_NOTE = " (an alias, no finding of its own)"
+
+
 def render_release_table(rules: Iterable[Rule]) -> str:
-    """The README's table: one row per rule, a mark for each release line it fires on."""
+    """The README's table: one row per rule, a mark for each release line it fires on (an
+    alias: where the findings it names fire)."""
     head = "| rule | " + " | ".join(LINES) + " |\n|---|" + "---|" * len(LINES) + "\n"
     rows = "".join(
-        f"| `{rule.code}` {rule.name} | "
+        f"| `{rule.code}` {rule.name}{ALIAS_NOTE if rule.reaches else ''} | "
         + " | ".join("yes" if line in rule.lines else "-" for line in LINES)
         + " |\n"
         for rule in rules
