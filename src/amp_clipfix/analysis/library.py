@@ -42,7 +42,9 @@ class LibraryModel(EvaluatorBase):
         return [Opaque(call, ctx.summary)]
 
     def call_external(self, qname: str, call: ast.Call, ctx: Ctx) -> list[object]:
-        """A call of a library object, by what the registry says it is."""
+        """A call of a library object, by the kind the registry (names.py) gives it; any other
+        (a kind not modelled yet, such as `hydra.utils.instantiate` or `os.environ.get`, or an
+        object the registry does not hold) is decided at run time."""
         kind = names.kind_of(qname)
         if kind in OPTIMIZERS:
             return [Opt(call, ctx.summary, self.fused_of(call, ctx))]

@@ -44,6 +44,11 @@ class Kind(Enum):
     DICT = "dict"  # `dict(...)`: a dict constructor
     GETATTR = "getattr"
     SUPER = "super"
+    # Known, but not modelled yet: their values are decided at run time (library.py).
+    INSTANTIATE = "hydra.utils.instantiate"  # builds `_target_` with the config's arguments
+    ARGUMENT_PARSER = "argparse.ArgumentParser"  # `add_argument(..., default=...)`
+    DATACLASS_FIELD = "dataclasses.field"  # `field(default=...)` in a dataclass body
+    ENVIRON_GET = "os.environ.get"  # `os.environ.get(name, default)`
 
 
 class Side(Enum):
@@ -295,6 +300,10 @@ register(Entry(Kind.PARTIAL), "functools.partial")
 register(Entry(Kind.DICT), "builtins.dict", "dict")
 register(Entry(Kind.GETATTR), "builtins.getattr")
 register(Entry(Kind.SUPER), "builtins.super")
+register(Entry(Kind.INSTANTIATE), "hydra.utils.instantiate", "hydra.utils.call")
+register(Entry(Kind.ARGUMENT_PARSER), "argparse.ArgumentParser")
+register(Entry(Kind.DATACLASS_FIELD), "dataclasses.field")
+register(Entry(Kind.ENVIRON_GET), "os.environ.get", "os.getenv")
 
 
 def entry_of(qualified_name: str) -> Entry | None:
@@ -378,18 +387,25 @@ SHARDED_STRATEGY_WORDS = ("fsdp", "deepspeed", "sharded", "colossalai", "model_p
 PLAIN_STRATEGY_NAMES = frozenset(
     {"auto", "dp", "single_device", "single_xla", "xla", "xla_debug", "horovod", "None"}
 )
-# The names registered for FSDP (2.x: fsdp, fsdp_cpu_offload; 1.9: fairscale's fsdp and the
-# native ones).
-FSDP_STRATEGY_NAMES = frozenset(
-    {
-        "fsdp",
-        "fsdp_cpu_offload",
-        "fsdp_native",
-        "fsdp_native_full_shard_offload",
-        "fsdp_full_shard_offload",
-        "ddp_fully_sharded",
-    }
-)
+# Strategies by the name Lightning registers them under (`strategy="fsdp"`), where a rule needs
+# to know which strategy a name is (FSDP: 2.x's fsdp, fsdp_cpu_offload; 1.9's fairscale fsdp
+# and the native ones).
+REGISTERED_STRATEGIES = {
+    "fsdp": Shards.FSDP,
+    "fsdp_cpu_offload": Shards.FSDP,
+    "fsdp_native": Shards.FSDP,
+    "fsdp_native_full_shard_offload": Shards.FSDP,
+    "fsdp_full_shard_offload": Shards.FSDP,
+    "ddp_fully_sharded": Shards.FSDP,
+}
+
+
+def strategy_names(shards: Shards) -> frozenset[str]:
+    """The registered strategy names that shard one way."""
+    return frozenset(name for name, kind in REGISTERED_STRATEGIES.items() if kind is shards)
+
+
+FSDP_STRATEGY_NAMES = strategy_names(Shards.FSDP)
 # Strategies that clip through the wrapped module's own clip (FSDP, XLA FSDP), which has no
 # `error_if_nonfinite`, or refuse to clip (DeepSpeed): Lightning 2.0.9 - 2.6.6 sources.
 OWN_CLIP_SHARDS = frozenset({Shards.FSDP, Shards.XLA_FSDP, Shards.DEEPSPEED})
