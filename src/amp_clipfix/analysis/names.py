@@ -40,6 +40,7 @@ class Kind(Enum):
     GRAD_SCALER = "GradScaler"
     AUTOCAST = "autocast"
     CLIP_FUNCTION = "clip function"  # torch's clip_grad_norm_ / clip_grad_value_
+    CLIP_ALGORITHM = "GradClipAlgorithmType"  # a member: `gradient_clip_algorithm=` spelled
     PARTIAL = "partial"  # `functools.partial(func, **keywords)`
     DICT = "dict"  # `dict(...)`: a dict constructor
     GETATTR = "getattr"
@@ -99,6 +100,7 @@ class Entry:
     device: str | None = None  # a `torch.cuda.amp` / `torch.cpu.amp` class: its device
     torch_amp: bool = False  # the `torch.amp` spelling that takes the device as an argument
     bound: str | None = None  # clip functions: the argument that bounds the gradients
+    algorithm: str | None = None  # a GradClipAlgorithmType member: the string it stands for
 
 
 LIGHTNING = ("lightning",)
@@ -296,6 +298,21 @@ def register_clips() -> None:
 
 register_clips()
 
+
+def register_clip_algorithms() -> None:
+    """The Trainer's `GradClipAlgorithmType.NORM` / `.VALUE`: the strings `"norm"`, `"value"`."""
+    for member in ("NORM", "VALUE"):
+        register(
+            Entry(Kind.CLIP_ALGORITHM, algorithm=member.lower()),
+            *under(
+                TRAINER_PACKAGES,
+                f"utilities.GradClipAlgorithmType.{member}",
+                f"utilities.enums.GradClipAlgorithmType.{member}",
+            ),
+        )
+
+
+register_clip_algorithms()
 register(Entry(Kind.PARTIAL), "functools.partial")
 register(Entry(Kind.DICT), "builtins.dict", "dict")
 register(Entry(Kind.GETATTR), "builtins.getattr")

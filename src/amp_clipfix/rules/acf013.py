@@ -68,9 +68,10 @@ def fsdp_norm_clip(
     norm, algorithm_runtime = True, False
     if algorithm is not None:
         written, algorithm_runtime = literals(facts, file, algorithm.value)
-        named = {name.rsplit(".", 1)[-1] for name in facts.qualified_names(file, algorithm.value)}
-        norm = "norm" in written or "NORM" in named
-        algorithm_runtime = algorithm_runtime and not named
+        qualified = facts.qualified_names(file, algorithm.value)
+        named = {entry.algorithm for entry in map(names.entry_of, qualified) if entry}
+        norm = "norm" in written or "norm" in named
+        algorithm_runtime = algorithm_runtime and not qualified
         if not norm and not algorithm_runtime:
             return None
     precision = keyword(call, "precision")
