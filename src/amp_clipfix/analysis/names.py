@@ -103,7 +103,6 @@ class Entry:
     algorithm: str | None = None  # a GradClipAlgorithmType member: the string it stands for
 
 
-LIGHTNING = ("lightning",)
 TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 FABRIC_PACKAGES = ("lightning.fabric", "lightning_fabric")
 PACKAGES = {Side.FABRIC: FABRIC_PACKAGES, Side.TRAINER: TRAINER_PACKAGES}
@@ -112,12 +111,13 @@ PACKAGES = {Side.FABRIC: FABRIC_PACKAGES, Side.TRAINER: TRAINER_PACKAGES}
 LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
 EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
 
+FABRIC_LAUNCH = "launch"
 FABRIC = Entry(
     Kind.FABRIC,
     precision=Parameter("precision"),
     plugins=Parameter("plugins"),
     strategy=Parameter("strategy"),
-    launch="launch",
+    launch=FABRIC_LAUNCH,
 )
 TRAINER = Entry(
     Kind.TRAINER,
@@ -360,7 +360,6 @@ SHARDED_PLUGINS = frozenset(
     for name, entry in LIBRARY.items()
     if entry.kind is Kind.PRECISION_PLUGIN and entry.shards and entry.shards.sharded
 )
-FABRIC_LAUNCH = FABRIC.launch or "launch"
 
 # The entry of the LightningCLI's one Trainer: every trainer section configures it (a config's
 # `model` section names the class it fits: `models.ConfigModel`).
