@@ -209,7 +209,7 @@ class CallCollector(CollectorBase):
         code = self.code(precision, is_sole_argument(call, precision))
         detail = f"{self.code(call.func)}({code}, ...)"
         qualified = self.qualified_names(call.func)
-        sharded = any(name.rsplit(".", 1)[-1] in names.SHARDED_PLUGINS for name in qualified)
+        sharded = bool(qualified & names.SHARDED_PLUGINS)
         sharding = Sharding.SHARDED if sharded else None
         if value is None:
             self.add(kind, call, Certainty.RUNTIME, detail, fixable=False, sharding=sharding)

@@ -112,7 +112,7 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
 
     def resolve_project_name(self, qname: str, node: ast.AST, summary: Summary) -> list[object]:
         parts = qname.split(".")
-        if parts[0] in ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "builtins"):
+        if parts[0] in names.EXTERNAL_ROOTS:
             return [Ext(qname)]
         for cut in range(len(parts), 0, -1):
             module = self.find_module(".".join(parts[:cut]))

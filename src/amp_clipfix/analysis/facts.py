@@ -18,6 +18,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.evaluate import Evaluator
+from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
@@ -272,9 +273,16 @@ class ProjectFacts:
                 found.extend(Made(v.qname, value.node, summary) for v in made if isinstance(v, Ext))
         return found
 
-    def argument(self, made: Made, name: str, position: int | None = None) -> list[object]:
-        """The values an argument of a library call may take; `[]` when it is not passed (a
-        `**` spread that may pass it gives an `Opaque`)."""
+    def argument(
+        self, made: Made, name: str | Parameter | None, position: int | None = None
+    ) -> list[object]:
+        """The values an argument of a library call may take (by name and position, or as the
+        registry's `Parameter`); `[]` when it is not passed or the callable has no such
+        argument (a `**` spread that may pass it gives an `Opaque`)."""
+        if isinstance(name, Parameter):
+            return self.argument(made, name.name, name.position)
+        if name is None:
+            return []
         evaluator, call = self.evaluator, made.call
         ctx = evaluator.ctx_of(made.summary, call)
         for keyword in call.keywords:
@@ -384,12 +392,13 @@ class ProjectFacts:
         `"16"`, or a precision plugin given one): None when decided at run time."""
         if entry.call is None or entry.summary is None:
             return None  # a subclass's super().__init__, a factory: not read here
+        library = names.FABRIC if isinstance(entry, FabricV) else names.TRAINER
         made = Made("", entry.call, entry.summary)
-        plugins = self.argument(made, "plugins")
+        plugins = self.argument(made, library.plugins)
         states = [self.plugin_scaler(value) for value in self.plugin_values(made, plugins)]
         if states:
             return any_scaler(states)
-        precision = self.argument(made, "precision")
+        precision = self.argument(made, library.precision)
         if not precision:
             return False  # the default precision, 32-true
         return scaler_of_precision(precision)
@@ -414,15 +423,15 @@ class ProjectFacts:
             return None
         made_by = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
         qnames = [v.qname for v in made_by if isinstance(v, Ext)]
-        plugins = [names.plugin_scaler_index(q) for q in qnames]
-        known = [p for p in plugins if p is not None]
+        entries = [names.entry_of(q) for q in qnames]
+        known = [e for e in entries if e is not None and e.kind is names.Kind.PRECISION_PLUGIN]
         if not known:
             return False if qnames else None
         made = Made(qnames[0], value.node, summary)
-        scaler = self.argument(made, "scaler", known[0][1])
+        scaler = self.argument(made, known[0].scaler)
         if any(not (isinstance(v, Lit) and v.value == "None") for v in scaler):
             return True
-        return scaler_of_precision(self.argument(made, "precision", 0))
+        return scaler_of_precision(self.argument(made, known[0].precision))
 
 
 def any_scaler(states: Iterable[bool | None]) -> bool | None:

@@ -8,6 +8,7 @@ import ast
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.names import Kind
 from amp_clipfix.analysis.shapes import literal_of, super_init_call
 from amp_clipfix.analysis.values import (
     ClsV,
@@ -21,13 +22,11 @@ from amp_clipfix.analysis.values import (
 )
 from amp_clipfix.models import EntryId
 
-UNKNOWN_OPTIMIZER = "torch.optim.*"  # getattr(torch.optim, name) with a name not in the code
-BUILTINS = {"dict": "builtins.dict", "getattr": "builtins.getattr", "super": "builtins.super"}
-CALLBACK_CLASSES = frozenset(
-    f"{package}.{module}Callback"
-    for package in ("lightning", "lightning.pytorch", "pytorch_lightning")
-    for module in ("", "callbacks.", "callbacks.callback.")
-)
+OPTIMIZERS = (Kind.OPTIMIZER, Kind.ANY_OPTIMIZER)
+PICKED_FROM = (Kind.OPTIMIZER_MODULE, Kind.ANY_OPTIMIZER)  # `getattr(torch.optim, name)`
+# Names other modules imported from here before the registry held them.
+BUILTINS = names.BUILTINS
+CALLBACK_CLASSES = names.CALLBACK_CLASSES
 
 
 class LibraryModel(EvaluatorBase):
@@ -43,34 +42,46 @@ class LibraryModel(EvaluatorBase):
         return [Opaque(call, ctx.summary)]
 
     def call_external(self, qname: str, call: ast.Call, ctx: Ctx) -> list[object]:
-        if qname in names.FUSABLE_OPTIMIZERS or qname == UNKNOWN_OPTIMIZER:
+        """A call of a library object, by the kind the registry (names.py) gives it; any other
+        (a kind not modelled yet, such as `hydra.utils.instantiate` or `os.environ.get`, or an
+        object the registry does not hold) is decided at run time."""
+        kind = names.kind_of(qname)
+        if kind in OPTIMIZERS:
             return [Opt(call, ctx.summary, self.fused_of(call, ctx))]
-        if qname in names.PARTIAL_FUNCTIONS and call.args:
-            keywords: dict[str, list[object]] = {
-                k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg is not None
-            }
-            for keyword in call.keywords:
-                if keyword.arg is None:
-                    for value in self.ev(keyword.value, ctx):
-                        if isinstance(value, DictV):
-                            for key, items in value.entries.items():
-                                add_unique(keywords.setdefault(key, []), items)
-            return [Part(self.ev(call.args[0], ctx), keywords, call, ctx.summary)]
-        if qname in names.DICT_CONSTRUCTORS:
-            result = DictV({k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg})
-            for keyword in call.keywords:
-                if keyword.arg is None:
-                    self.merge_spread(result, self.ev(keyword.value, ctx))
-            if call.args:
-                self.merge_spread(result, self.ev(call.args[0], ctx))
-            return [result]
-        if qname == "builtins.getattr" and len(call.args) >= 2:
+        if kind is Kind.PARTIAL and call.args:
+            return [self.call_functools_partial(call, ctx)]
+        if kind is Kind.DICT:
+            return [self.call_dict(call, ctx)]
+        if kind is Kind.GETATTR and len(call.args) >= 2:
             return self.call_getattr(call, ctx)
-        if qname in names.TRAINER_CLASSES:
+        if kind is Kind.TRAINER:
             return [TrainerV(ctx.summary.entry(call), call, ctx.summary)]
-        if qname in names.FABRIC_CLASSES:
+        if kind is Kind.FABRIC:
             return [FabricV(ctx.summary.entry(call), call, ctx.summary)]
         return self.unknown_callee(call, ctx)
+
+    def call_functools_partial(self, call: ast.Call, ctx: Ctx) -> Part:
+        """`functools.partial(func, **keywords)`: the keywords, also through `**` spreads."""
+        keywords: dict[str, list[object]] = {
+            k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg is not None
+        }
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                for value in self.ev(keyword.value, ctx):
+                    if isinstance(value, DictV):
+                        for key, items in value.entries.items():
+                            add_unique(keywords.setdefault(key, []), items)
+        return Part(self.ev(call.args[0], ctx), keywords, call, ctx.summary)
+
+    def call_dict(self, call: ast.Call, ctx: Ctx) -> DictV:
+        """`dict(mapping, **spread, key=value)`."""
+        result = DictV({k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg})
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                self.merge_spread(result, self.ev(keyword.value, ctx))
+        if call.args:
+            self.merge_spread(result, self.ev(call.args[0], ctx))
+        return result
 
     def call_getattr(self, call: ast.Call, ctx: Ctx) -> list[object]:
         name = literal_of(call.args[1])
@@ -79,8 +90,8 @@ class LibraryModel(EvaluatorBase):
         for value in self.ev(call.args[0], ctx):
             if is_str and name is not None:
                 values.extend(self.attribute_of(value, name, call))
-            elif isinstance(value, Ext) and value.qname in ("torch.optim", "torch.optim.*"):
-                values.append(Ext(UNKNOWN_OPTIMIZER))
+            elif isinstance(value, Ext) and names.kind_of(value.qname) in PICKED_FROM:
+                values.append(Ext(names.UNKNOWN_OPTIMIZER))
             else:
                 values.append(Opaque(call, ctx.summary))
         return values
@@ -89,11 +100,7 @@ class LibraryModel(EvaluatorBase):
         fused = self.force(part.keywords.get("fused", [])) + self.fused_of(call, ctx)
         values: list[object] = []
         for func in part.funcs:
-            if (
-                isinstance(func, Ext)
-                and (func.qname in names.FUSABLE_OPTIMIZERS or func.qname == UNKNOWN_OPTIMIZER)
-                or fused
-            ):
+            if isinstance(func, Ext) and names.kind_of(func.qname) in OPTIMIZERS or fused:
                 values.append(Opt(part.node, part.summary, fused))
             else:
                 values.append(Opaque(call, ctx.summary))

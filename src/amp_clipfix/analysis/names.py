@@ -1,113 +1,431 @@
-"""The Lightning and torch names the detector recognises, by qualified name.
+"""The library model's registry: every library object the analysis knows, by qualified name.
 
-Qualified names come from the collector's scope analysis (analysis/scopes.py, libcst's rules),
-so `import lightning as L; L.Fabric`, `from lightning.fabric import Fabric as F` and the legacy
-packages all resolve to one of these.
+One table (`LIBRARY`) maps each qualified name to an `Entry` saying what the object is (its
+`Kind`) and the facts a rule or the evaluator asks about it (which argument carries the
+precision, the scaler or the strategy, how a strategy shards, which device an old AMP class is
+bound to). Nothing else in the analysis or the rules writes a library's qualified name: the
+evaluator dispatches on `kind_of(qname)` (library.py), and the sets other modules compare
+against (`FABRIC_CLASSES`, `FUSABLE_OPTIMIZERS`, ...) are views of the table. A new library fact
+is a new entry or field here (CONTRIBUTING.md, "Adding a rule that needs a new library fact");
+`tests/test_library_names.py` fails on a library qualified name written anywhere else.
+
+Qualified names come from the collector's scope analysis (analysis/scopes.py, libcst's rules)
+and the evaluator's imports, so `import lightning as L; L.Fabric`, `from lightning.fabric import
+Fabric as F` and the legacy packages all resolve to one of these. The module stays cheap to
+import: enums and records, no parsing.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 from amp_clipfix.models import EntryId
+from amp_clipfix.records import record
 
-FABRIC_CLASSES = frozenset(
-    {
-        "lightning.Fabric",
-        "lightning.fabric.Fabric",
-        "lightning.fabric.fabric.Fabric",
-        "lightning_fabric.Fabric",
-        "lightning_fabric.fabric.Fabric",
-    }
+
+class Kind(Enum):
+    """What a library object is, as far as the analysis cares."""
+
+    FABRIC = "Fabric"
+    TRAINER = "Trainer"
+    LIGHTNING_MODULE = "LightningModule"
+    LIGHTNING_CLI = "LightningCLI"  # builds one Trainer from YAML and `trainer_defaults`
+    CALLBACK = "Callback"  # its hooks clip whatever module its Trainer fits
+    PRECISION_PLUGIN = "precision plugin"  # one whose clip path refuses a fused optimizer
+    STRATEGY = "strategy"
+    OPTIMIZER = "fusable optimizer"  # a torch optimizer that takes `fused`
+    ANY_OPTIMIZER = "torch.optim class"  # `getattr(torch.optim, name)`: a name not in the code
+    OPTIMIZER_MODULE = "torch.optim"  # the module a `getattr` picks an optimizer from
+    GRAD_SCALER = "GradScaler"
+    AUTOCAST = "autocast"
+    CLIP_FUNCTION = "clip function"  # torch's clip_grad_norm_ / clip_grad_value_
+    CLIP_ALGORITHM = "GradClipAlgorithmType"  # a member: `gradient_clip_algorithm=` spelled
+    PARTIAL = "partial"  # `functools.partial(func, **keywords)`
+    DICT = "dict"  # `dict(...)`: a dict constructor
+    GETATTR = "getattr"
+    SUPER = "super"
+    # Known, but not modelled yet: their values are decided at run time (library.py).
+    INSTANTIATE = "hydra.utils.instantiate"  # builds `_target_` with the config's arguments
+    ARGUMENT_PARSER = "argparse.ArgumentParser"  # `add_argument(..., default=...)`
+    DATACLASS_FIELD = "dataclasses.field"  # `field(default=...)` in a dataclass body
+    ENVIRON_GET = "os.environ.get"  # `os.environ.get(name, default)`
+
+
+class Side(Enum):
+    """Which of Lightning's two APIs a plugin or strategy class belongs to."""
+
+    FABRIC = "fabric"
+    TRAINER = "trainer"
+
+
+class Shards(Enum):
+    """How a strategy (or the precision plugin of one) holds the model: a sharded one (FSDP,
+    DeepSpeed, ...) clips differently, and the unscale fix does not apply there."""
+
+    NONE = "none"  # DDP, data parallel, a single device, XLA, Horovod
+    FSDP = "fsdp"  # torch's FSDP (1.x: also fairscale's fully sharded)
+    DEEPSPEED = "deepspeed"
+    XLA_FSDP = "xla_fsdp"
+    MODEL_PARALLEL = "model_parallel"
+    FAIRSCALE = "fairscale"  # fairscale's sharded DDP (1.x)
+    COLOSSALAI = "colossalai"
+
+    @property
+    def sharded(self) -> bool:
+        return self is not Shards.NONE
+
+
+@record(frozen=True)
+class Parameter:
+    """An argument of a library callable: its keyword, and its position when it may be passed
+    positionally."""
+
+    name: str
+    position: int | None = None
+
+
+@record(frozen=True)
+class Entry:
+    """What the analysis knows of one library object (the fields that do not apply are None)."""
+
+    kind: Kind
+    side: Side | None = None  # plugins and strategies: Fabric's or the Trainer's
+    precision: Parameter | None = None  # Trainer, Fabric, precision plugins
+    scaler: Parameter | None = None  # precision plugins: where the GradScaler is passed
+    plugins: Parameter | None = None  # Trainer, Fabric
+    strategy: Parameter | None = None  # Trainer, Fabric
+    launch: str | None = None  # Fabric: `fabric.launch(fn, *args)` calls `fn(fabric, *args)`
+    shards: Shards | None = None  # strategies and plugins
+    device: str | None = None  # a `torch.cuda.amp` / `torch.cpu.amp` class: its device
+    torch_amp: bool = False  # the `torch.amp` spelling that takes the device as an argument
+    bound: str | None = None  # clip functions: the argument that bounds the gradients
+    algorithm: str | None = None  # a GradClipAlgorithmType member: the string it stands for
+
+
+TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
+FABRIC_PACKAGES = ("lightning.fabric", "lightning_fabric")
+PACKAGES = {Side.FABRIC: FABRIC_PACKAGES, Side.TRAINER: TRAINER_PACKAGES}
+# Packages whose objects are never the project's: a name imported from one is not looked for
+# among the project's modules.
+LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
+EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
+
+FABRIC_LAUNCH = "launch"
+FABRIC = Entry(
+    Kind.FABRIC,
+    precision=Parameter("precision"),
+    plugins=Parameter("plugins"),
+    strategy=Parameter("strategy"),
+    launch=FABRIC_LAUNCH,
+)
+TRAINER = Entry(
+    Kind.TRAINER,
+    precision=Parameter("precision"),
+    plugins=Parameter("plugins"),
+    strategy=Parameter("strategy"),
 )
 
-TRAINER_CLASSES = frozenset(
-    {
-        "lightning.Trainer",
-        "lightning.pytorch.Trainer",
-        "lightning.pytorch.trainer.Trainer",
-        "lightning.pytorch.trainer.trainer.Trainer",
-        "pytorch_lightning.Trainer",
-        "pytorch_lightning.trainer.Trainer",
-        "pytorch_lightning.trainer.trainer.Trainer",
-    }
+LIBRARY: dict[str, Entry] = {}
+
+
+def register(entry: Entry, *qualified_names: str) -> None:
+    for qualified_name in qualified_names:
+        LIBRARY[qualified_name] = entry
+
+
+def under(packages: tuple[str, ...], *paths: str) -> list[str]:
+    """`package.path` for every package and path: where a class is importable from."""
+    return [f"{package}.{path}" if package else path for package in packages for path in paths]
+
+
+register(
+    FABRIC,
+    *under(("lightning", *FABRIC_PACKAGES), "Fabric"),
+    *under(FABRIC_PACKAGES, "fabric.Fabric"),
+)
+register(
+    TRAINER,
+    *under(("lightning", *TRAINER_PACKAGES), "Trainer"),
+    *under(TRAINER_PACKAGES, "trainer.Trainer", "trainer.trainer.Trainer"),
+)
+register(
+    Entry(Kind.LIGHTNING_MODULE),
+    *under(("lightning", *TRAINER_PACKAGES), "LightningModule"),
+    *under(TRAINER_PACKAGES, "core.LightningModule", "core.module.LightningModule"),
+    "pytorch_lightning.core.lightning.LightningModule",
+)
+register(
+    Entry(Kind.LIGHTNING_CLI),
+    *under(TRAINER_PACKAGES, "cli.LightningCLI"),
+    "pytorch_lightning.utilities.cli.LightningCLI",
+)
+register(
+    Entry(Kind.CALLBACK),
+    *under(
+        ("lightning", *TRAINER_PACKAGES),
+        "Callback",
+        "callbacks.Callback",
+        "callbacks.callback.Callback",
+    ),
 )
 
-LIGHTNING_MODULE_CLASSES = frozenset(
-    {
-        "lightning.LightningModule",
-        "lightning.pytorch.LightningModule",
-        "lightning.pytorch.core.LightningModule",
-        "lightning.pytorch.core.module.LightningModule",
-        "pytorch_lightning.LightningModule",
-        "pytorch_lightning.core.LightningModule",
-        "pytorch_lightning.core.module.LightningModule",
-        "pytorch_lightning.core.lightning.LightningModule",
-    }
+# Precision plugins whose clip path raises with a fused optimizer: side, class, its modules
+# in `plugins.precision`, the position of its `scaler` argument (FSDPPrecision takes no
+# device), and the strategy it belongs to.
+PRECISION_PLUGINS = (
+    (Side.FABRIC, "MixedPrecision", ("amp", "native_amp"), 2, Shards.NONE),
+    (Side.FABRIC, "FSDPPrecision", ("fsdp",), 1, Shards.FSDP),
+    (Side.TRAINER, "MixedPrecision", ("amp",), 2, Shards.NONE),
+    (Side.TRAINER, "MixedPrecisionPlugin", ("amp", "native_amp"), 2, Shards.NONE),
+    (Side.TRAINER, "NativeMixedPrecisionPlugin", ("native_amp",), 2, Shards.NONE),
 )
 
-# LightningCLI builds one Trainer from its YAML trainer sections and `trainer_defaults`.
-CLI_CLASSES = frozenset(
-    {
-        "lightning.pytorch.cli.LightningCLI",
-        "pytorch_lightning.cli.LightningCLI",
-        "pytorch_lightning.utilities.cli.LightningCLI",
-    }
+
+def register_plugins() -> None:
+    for side, cls, modules, scaler, shards in PRECISION_PLUGINS:
+        register(
+            Entry(
+                Kind.PRECISION_PLUGIN,
+                side=side,
+                precision=Parameter("precision", 0),
+                scaler=Parameter("scaler", scaler),
+                shards=shards,
+            ),
+            *under(
+                PACKAGES[side],
+                f"plugins.{cls}",
+                f"plugins.precision.{cls}",
+                *(f"plugins.precision.{module}.{cls}" for module in modules),
+            ),
+        )
+
+
+register_plugins()
+
+# Lightning's strategy classes (both APIs, every line): class, its module in `strategies`, and
+# how it shards.
+STRATEGIES = (
+    ("FSDPStrategy", "fsdp", Shards.FSDP),
+    ("DDPFullyShardedNativeStrategy", "fully_sharded_native", Shards.FSDP),
+    ("DDPFullyShardedStrategy", "fully_sharded", Shards.FSDP),
+    ("DeepSpeedStrategy", "deepspeed", Shards.DEEPSPEED),
+    ("XLAFSDPStrategy", "xla_fsdp", Shards.XLA_FSDP),
+    ("ModelParallelStrategy", "model_parallel", Shards.MODEL_PARALLEL),
+    ("DDPShardedStrategy", "sharded", Shards.FAIRSCALE),
+    ("DDPSpawnShardedStrategy", "sharded_spawn", Shards.FAIRSCALE),
+    ("ColossalAIStrategy", "colossalai", Shards.COLOSSALAI),
+    ("DDPStrategy", "ddp", Shards.NONE),
+    ("DDPSpawnStrategy", "ddp_spawn", Shards.NONE),
+    ("DataParallelStrategy", "dp", Shards.NONE),
+    ("SingleDeviceStrategy", "single_device", Shards.NONE),
+    ("SingleDeviceXLAStrategy", "single_xla", Shards.NONE),
+    ("XLAStrategy", "xla", Shards.NONE),
+    ("HorovodStrategy", "horovod", Shards.NONE),
 )
-# The entry of that Trainer: every trainer section configures it (a config's `model` section
-# names the class it fits: `models.ConfigModel`).
+
+
+def register_strategies() -> None:
+    for side in Side:
+        for cls, module, shards in STRATEGIES:
+            register(
+                Entry(Kind.STRATEGY, side=side, shards=shards),
+                *under(PACKAGES[side], f"strategies.{cls}", f"strategies.{module}.{cls}"),
+            )
+
+
+register_strategies()
+
+# torch's optimizers that take `fused`, by their module in torch.optim.
+OPTIMIZER_MODULES = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "Adagrad": "adagrad"}
+
+
+def register_optimizers() -> None:
+    for cls, module in OPTIMIZER_MODULES.items():
+        register(Entry(Kind.OPTIMIZER), f"torch.optim.{cls}", f"torch.optim.{module}.{cls}")
+
+
+register_optimizers()
+OPTIMIZER_MODULE = "torch.optim"
+UNKNOWN_OPTIMIZER = "torch.optim.*"  # getattr(torch.optim, name) with a name not in the code
+register(Entry(Kind.OPTIMIZER_MODULE), OPTIMIZER_MODULE)
+register(Entry(Kind.ANY_OPTIMIZER), UNKNOWN_OPTIMIZER)
+
+# torch's loss scalers (`scale(loss)` multiplies, `unscale_(opt)` divides the optimizer's
+# grads) and autocast: the `torch.amp` spellings, and the device-bound ones torch 2.4 deprecates.
+register(
+    Entry(Kind.GRAD_SCALER, torch_amp=True),
+    "torch.GradScaler",
+    "torch.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+)
+register(
+    Entry(Kind.AUTOCAST, torch_amp=True),
+    "torch.autocast",
+    "torch.amp.autocast",
+    "torch.amp.autocast_mode.autocast",
+)
+
+
+def register_device_amp() -> None:
+    for device in ("cuda", "cpu"):
+        register(
+            Entry(Kind.GRAD_SCALER, device=device),
+            *under(("torch",), f"{device}.amp.GradScaler", f"{device}.amp.grad_scaler.GradScaler"),
+        )
+        register(
+            Entry(Kind.AUTOCAST, device=device),
+            *under(("torch",), f"{device}.amp.autocast", f"{device}.amp.autocast_mode.autocast"),
+        )
+
+
+register_device_amp()
+
+register(
+    Entry(Kind.GRAD_SCALER, shards=Shards.FSDP),
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+)
+
+
+def register_clips() -> None:
+    """torch's clipping functions, by the argument that bounds the gradients."""
+    for function, bound in (("clip_grad_norm_", "max_norm"), ("clip_grad_value_", "clip_value")):
+        register(
+            Entry(Kind.CLIP_FUNCTION, bound=bound),
+            *under(("torch.nn.utils",), function, f"clip_grad.{function}"),
+        )
+
+
+register_clips()
+
+
+def register_clip_algorithms() -> None:
+    """The Trainer's `GradClipAlgorithmType.NORM` / `.VALUE`: the strings `"norm"`, `"value"`."""
+    for member in ("NORM", "VALUE"):
+        register(
+            Entry(Kind.CLIP_ALGORITHM, algorithm=member.lower()),
+            *under(
+                TRAINER_PACKAGES,
+                f"utilities.GradClipAlgorithmType.{member}",
+                f"utilities.enums.GradClipAlgorithmType.{member}",
+            ),
+        )
+
+
+register_clip_algorithms()
+register(Entry(Kind.PARTIAL), "functools.partial")
+register(Entry(Kind.DICT), "builtins.dict", "dict")
+register(Entry(Kind.GETATTR), "builtins.getattr")
+register(Entry(Kind.SUPER), "builtins.super")
+register(Entry(Kind.INSTANTIATE), "hydra.utils.instantiate", "hydra.utils.call")
+register(Entry(Kind.ARGUMENT_PARSER), "argparse.ArgumentParser")
+register(Entry(Kind.DATACLASS_FIELD), "dataclasses.field")
+register(Entry(Kind.ENVIRON_GET), "os.environ.get", "os.getenv")
+
+
+def entry_of(qualified_name: str) -> Entry | None:
+    return LIBRARY.get(qualified_name)
+
+
+def kind_of(qualified_name: str) -> Kind | None:
+    entry = LIBRARY.get(qualified_name)
+    return None if entry is None else entry.kind
+
+
+def of_kind(*kinds: Kind) -> frozenset[str]:
+    """The qualified names of every object of these kinds."""
+    return frozenset(name for name, entry in LIBRARY.items() if entry.kind in kinds)
+
+
+# -- views of the table (what other modules compare against) --------------------------------------
+
+FABRIC_CLASSES = of_kind(Kind.FABRIC)
+TRAINER_CLASSES = of_kind(Kind.TRAINER)
+LIGHTNING_MODULE_CLASSES = of_kind(Kind.LIGHTNING_MODULE)
+CLI_CLASSES = of_kind(Kind.LIGHTNING_CLI)
+CALLBACK_CLASSES = of_kind(Kind.CALLBACK)
+FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
+PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
+DICT_CONSTRUCTORS = of_kind(Kind.DICT)
+GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
+TORCH_CLIPS = {
+    name: entry.bound
+    for name, entry in LIBRARY.items()
+    if entry.kind is Kind.CLIP_FUNCTION and entry.bound
+}
+# Names a module uses without importing them: `dict`, `getattr`, `super`.
+BUILTINS = {name.split(".", 1)[1]: name for name in LIBRARY if name.startswith("builtins.")}
+SHARDED_PLUGINS = frozenset(
+    name
+    for name, entry in LIBRARY.items()
+    if entry.kind is Kind.PRECISION_PLUGIN and entry.shards and entry.shards.sharded
+)
+
+# The entry of the LightningCLI's one Trainer: every trainer section configures it (a config's
+# `model` section names the class it fits: `models.ConfigModel`).
 CLI_TRAINER = EntryId(Path(), 0, 0, cli=True)
 
-FABRIC_PACKAGES = ("lightning.fabric.", "lightning_fabric.")
-TRAINER_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.")
 
-# Precision plugins whose clip path raises with a fused optimizer, and the index of their
-# positional `scaler` argument (FSDPPrecision takes no device).
-FABRIC_PLUGINS = {"MixedPrecision": 2, "FSDPPrecision": 1}
-TRAINER_PLUGINS = {
-    "MixedPrecision": 2,
-    "MixedPrecisionPlugin": 2,
-    "NativeMixedPrecisionPlugin": 2,
-}
+def plugin_scaler_index(qualified_name: str) -> tuple[str, int] | None:
+    """Return ("fabric" | "trainer", scaler position) for a known precision plugin class."""
+    entry = LIBRARY.get(qualified_name)
+    if entry is None or entry.side is None or entry.scaler is None:
+        return None
+    return entry.side.value, entry.scaler.position or 0
 
-# Strategies, by class (in the strategies packages) and by registry name: a sharded one (FSDP,
-# DeepSpeed) clips differently, and the unscale fix does not apply there.
-STRATEGY_PACKAGES = (
-    "lightning.pytorch.strategies.",
-    "lightning.fabric.strategies.",
-    "pytorch_lightning.strategies.",
-    "lightning_fabric.strategies.",
-)
-SHARDED_STRATEGY_CLASSES = frozenset(
-    {
-        "FSDPStrategy",
-        "DeepSpeedStrategy",
-        "ModelParallelStrategy",
-        "XLAFSDPStrategy",
-        "DDPFullyShardedStrategy",
-        "DDPFullyShardedNativeStrategy",
-        "DDPShardedStrategy",
-        "DDPSpawnShardedStrategy",
-        "ColossalAIStrategy",
-    }
-)
-PLAIN_STRATEGY_CLASSES = frozenset(
-    {
-        "DDPStrategy",
-        "DDPSpawnStrategy",
-        "DataParallelStrategy",
-        "SingleDeviceStrategy",
-        "SingleDeviceXLAStrategy",
-        "XLAStrategy",
-        "HorovodStrategy",
-    }
-)
+
+def strategy_class_shards(qualified_names: set[str]) -> bool | None:
+    """Whether a strategy class of Lightning's shards the model; None for any other class."""
+    for qualified_name in qualified_names:
+        entry = LIBRARY.get(qualified_name)
+        if entry is not None and entry.kind is Kind.STRATEGY and entry.shards is not None:
+            return entry.shards.sharded
+    return None
+
+
+def strategy_classes(side: Side, shards: Shards) -> frozenset[str]:
+    """Lightning's strategy classes of one API that shard one way."""
+    return frozenset(
+        name
+        for name, entry in LIBRARY.items()
+        if entry.kind is Kind.STRATEGY and entry.side is side and entry.shards is shards
+    )
+
+
+def strategy_shards(qualified_name: str) -> Shards | None:
+    """How a strategy class of Lightning's shards; None for any other class."""
+    entry = LIBRARY.get(qualified_name)
+    return entry.shards if entry is not None and entry.kind is Kind.STRATEGY else None
+
+
+# Strategies by registered name (`strategy="fsdp"`).
 SHARDED_STRATEGY_WORDS = ("fsdp", "deepspeed", "sharded", "colossalai", "model_parallel")
 PLAIN_STRATEGY_NAMES = frozenset(
     {"auto", "dp", "single_device", "single_xla", "xla", "xla_debug", "horovod", "None"}
 )
-# Precision plugins that belong to a sharded strategy.
-SHARDED_PLUGINS = frozenset({"FSDPPrecision", "FSDPMixedPrecisionPlugin"})
+# Strategies by the name Lightning registers them under (`strategy="fsdp"`), where a rule needs
+# to know which strategy a name is (FSDP: 2.x's fsdp, fsdp_cpu_offload; 1.9's fairscale fsdp
+# and the native ones).
+REGISTERED_STRATEGIES = {
+    "fsdp": Shards.FSDP,
+    "fsdp_cpu_offload": Shards.FSDP,
+    "fsdp_native": Shards.FSDP,
+    "fsdp_native_full_shard_offload": Shards.FSDP,
+    "fsdp_full_shard_offload": Shards.FSDP,
+    "ddp_fully_sharded": Shards.FSDP,
+}
+
+
+def strategy_names(shards: Shards) -> frozenset[str]:
+    """The registered strategy names that shard one way."""
+    return frozenset(name for name, kind in REGISTERED_STRATEGIES.items() if kind is shards)
+
+
+FSDP_STRATEGY_NAMES = strategy_names(Shards.FSDP)
+# Strategies that clip through the wrapped module's own clip (FSDP, XLA FSDP), which has no
+# `error_if_nonfinite`, or refuse to clip (DeepSpeed): Lightning 2.0.9 - 2.6.6 sources.
+OWN_CLIP_SHARDS = frozenset({Shards.FSDP, Shards.XLA_FSDP, Shards.DEEPSPEED})
+OWN_CLIP_STRATEGY_WORDS = ("fsdp", "deepspeed")
 
 
 def strategy_name_shards(value: str) -> bool | None:
@@ -121,39 +439,6 @@ def strategy_name_shards(value: str) -> bool | None:
     return None
 
 
-def strategy_class_shards(qualified_names: set[str]) -> bool | None:
-    """Whether a strategy class of Lightning's shards the model; None for any other class."""
-    for qualified_name in qualified_names:
-        if not qualified_name.startswith(STRATEGY_PACKAGES):
-            continue
-        short = qualified_name.rsplit(".", 1)[-1]
-        if short in SHARDED_STRATEGY_CLASSES:
-            return True
-        if short in PLAIN_STRATEGY_CLASSES:
-            return False
-    return None
-
-
-OPTIMIZER_MODULES = {"Adam": "adam", "AdamW": "adamw", "SGD": "sgd", "Adagrad": "adagrad"}
-FUSABLE_OPTIMIZERS = frozenset(
-    name
-    for cls, module in OPTIMIZER_MODULES.items()
-    for name in (f"torch.optim.{cls}", f"torch.optim.{module}.{cls}")
-)
-
-# The function the guard fix inserts: a clip call inside `if can_clip_gradients(...)` is fixed.
-GUARD_HELPER = "can_clip_gradients"
-# The functions the unscale fix inserts: a Fabric clip made through the first is no clip site, and
-# a LightningModule whose configure_gradient_clipping calls the second clips fused optimizers.
-FABRIC_UNSCALE_HELPER = "clip_gradients_unscaled"
-MODULE_UNSCALE_HELPER = "clip_module_gradients_unscaled"
-
-# `fabric.launch(fn, *args)` calls `fn(fabric, *args)`.
-FABRIC_LAUNCH = "launch"
-
-PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
-DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})
-
 # Precision values as Lightning normalises them (ints are compared as their str()).
 SCALER_PRECISIONS = frozenset({"16", "16-mixed"})
 MIXED_PRECISIONS = SCALER_PRECISIONS | {"bf16", "bf16-mixed"}
@@ -164,34 +449,11 @@ def is_mixed_precision(value: str) -> bool:
     return value in MIXED_PRECISIONS
 
 
-def plugin_scaler_index(qualified_name: str) -> tuple[str, int] | None:
-    """Return ("fabric" | "trainer", scaler position) for a known precision plugin class."""
-    short = qualified_name.rsplit(".", 1)[-1]
-    if qualified_name.startswith(FABRIC_PACKAGES) and short in FABRIC_PLUGINS:
-        return "fabric", FABRIC_PLUGINS[short]
-    if qualified_name.startswith(TRAINER_PACKAGES) and short in TRAINER_PLUGINS:
-        return "trainer", TRAINER_PLUGINS[short]
-    return None
+# -- amp-clipfix's own helpers (not a library's, kept with the names they are matched with) -------
 
-
-# torch's loss scalers: `scale(loss)` multiplies, `unscale_(opt)` divides the optimizer's grads.
-GRAD_SCALERS = frozenset(
-    {
-        "torch.GradScaler",
-        "torch.amp.GradScaler",
-        "torch.amp.grad_scaler.GradScaler",
-        "torch.cuda.amp.GradScaler",
-        "torch.cuda.amp.grad_scaler.GradScaler",
-        "torch.cpu.amp.GradScaler",
-        "torch.cpu.amp.grad_scaler.GradScaler",
-        "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
-    }
-)
-
-# torch's clipping functions, by the argument that bounds the gradients.
-TORCH_CLIPS = {
-    "torch.nn.utils.clip_grad_norm_": "max_norm",
-    "torch.nn.utils.clip_grad.clip_grad_norm_": "max_norm",
-    "torch.nn.utils.clip_grad_value_": "clip_value",
-    "torch.nn.utils.clip_grad.clip_grad_value_": "clip_value",
-}
+# The function the guard fix inserts: a clip call inside `if can_clip_gradients(...)` is fixed.
+GUARD_HELPER = "can_clip_gradients"
+# The functions the unscale fix inserts: a Fabric clip made through the first is no clip site, and
+# a LightningModule whose configure_gradient_clipping calls the second clips fused optimizers.
+FABRIC_UNSCALE_HELPER = "clip_gradients_unscaled"
+MODULE_UNSCALE_HELPER = "clip_module_gradients_unscaled"

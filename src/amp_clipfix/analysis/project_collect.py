@@ -226,11 +226,6 @@ def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
     return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
 
 
-# Packages whose classes the collector names by qualified name: a base imported from one of them
-# is never a class of the project, whatever project class shares its short name.
-EXTERNAL_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
-
-
 class ClassNames:
     """The class names each file may define, read from the text only when a base class is
     looked for at all (most runs look for none; on a torch-sized tree the scan is not free)."""
@@ -249,6 +244,7 @@ def files_defining_missing_bases(class_names: ClassNames, collection: Collection
     """Unparsed files that may define a base class still unknown on the way from a class that
     builds a fused optimizer up to LightningModule (the chain may pass through project classes
     in files without any site word)."""
+    from amp_clipfix.analysis.names import LIBRARY_PACKAGES
     from amp_clipfix.models import SiteKind
 
     classes = [info for file in collection.parsed.values() for info in file.sites.classes]
@@ -270,7 +266,7 @@ def files_defining_missing_bases(class_names: ClassNames, collection: Collection
             continue
         seen.add((info.path, info.name))
         for base in info.base_names:
-            if base.split(".", 1)[0] in EXTERNAL_PACKAGES:
+            if base.split(".", 1)[0] in LIBRARY_PACKAGES:
                 continue  # imported from Lightning or torch: no project file defines it
             short = base.rsplit(".", 1)[-1]
             frontier.extend(by_name.get(short, ()))

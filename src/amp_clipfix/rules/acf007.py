@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
-from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, STRATEGY_PACKAGES
+from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER
 from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf006 import fabric_values, optimizers_of, scaler_state
@@ -146,12 +147,6 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             yield Found((site,), fixes=(*fixes, helper, bf16))
 
 
-# Fabric strategies whose `clip_gradients_norm` never reaches torch's `clip_grad_norm_`: FSDP
-# and XLA FSDP call the wrapped module's own `clip_grad_norm_`, which has no
-# `error_if_nonfinite`; DeepSpeed refuses to clip (Lightning 2.0.9 - 2.6.6 sources).
-OWN_CLIP_STRATEGIES = frozenset({"FSDPStrategy", "XLAFSDPStrategy", "DeepSpeedStrategy"})
-
-
 def clips_without_torch(facts: ProjectFacts, fabric: FabricV) -> bool:
     """The Fabric's `strategy=` is certainly one that clips without torch's clip (an FSDP or
     DeepSpeed class of Lightning's, or a registered name of one): the keyword changes nothing
@@ -159,19 +154,17 @@ def clips_without_torch(facts: ProjectFacts, fabric: FabricV) -> bool:
     if fabric.call is None or fabric.summary is None:
         return False
     evaluator = facts.evaluator
-    values = facts.argument(Made("", fabric.call, fabric.summary), "strategy")
+    values = facts.argument(Made("", fabric.call, fabric.summary), names.FABRIC.strategy)
     for value in values:
         if isinstance(value, Lit):
             lowered = value.value.lower()
-            if not ("fsdp" in lowered or "deepspeed" in lowered):
+            if not any(word in lowered for word in names.OWN_CLIP_STRATEGY_WORDS):
                 return False
         elif isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
             callee = value.node.func
             made = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(value.summary, callee)))
             if not any(
-                isinstance(v, Ext)
-                and v.qname.startswith(STRATEGY_PACKAGES)
-                and v.qname.rsplit(".", 1)[-1] in OWN_CLIP_STRATEGIES
+                isinstance(v, Ext) and names.strategy_shards(v.qname) in names.OWN_CLIP_SHARDS
                 for v in made
             ):
                 return False

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from amp_clipfix.analysis.calls import arguments, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import LIBRARY, Kind
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
 from amp_clipfix.sources.text import line_starts
@@ -26,15 +27,11 @@ CODE = "ACF012"
 WORDS = (b"cuda.amp", b"cpu.amp", b"cuda import amp", b"cpu import amp")
 
 # Deprecated callable -> (name in torch.amp, device).
+AMP_NAMES = {Kind.GRAD_SCALER: "GradScaler", Kind.AUTOCAST: "autocast"}
 OLD_AMP = {
-    "torch.cuda.amp.GradScaler": ("GradScaler", "cuda"),
-    "torch.cuda.amp.grad_scaler.GradScaler": ("GradScaler", "cuda"),
-    "torch.cpu.amp.GradScaler": ("GradScaler", "cpu"),
-    "torch.cpu.amp.grad_scaler.GradScaler": ("GradScaler", "cpu"),
-    "torch.cuda.amp.autocast": ("autocast", "cuda"),
-    "torch.cuda.amp.autocast_mode.autocast": ("autocast", "cuda"),
-    "torch.cpu.amp.autocast": ("autocast", "cpu"),
-    "torch.cpu.amp.autocast_mode.autocast": ("autocast", "cpu"),
+    name: (AMP_NAMES[entry.kind], entry.device)
+    for name, entry in LIBRARY.items()
+    if entry.kind in AMP_NAMES and entry.device
 }
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled) and torch.cpu.amp.autocast take these
 # positionally; torch.amp.autocast(device_type, dtype, enabled, cache_enabled) does not.
@@ -43,14 +40,7 @@ AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 # fallback for older torch (`torch.amp.GradScaler("cuda") if new_torch else
 # torch.cuda.amp.GradScaler()`), not a call to rewrite.
 NEW_AMP = frozenset(
-    {
-        "torch.GradScaler",
-        "torch.amp.GradScaler",
-        "torch.amp.grad_scaler.GradScaler",
-        "torch.autocast",
-        "torch.amp.autocast",
-        "torch.amp.autocast_mode.autocast",
-    }
+    name for name, entry in LIBRARY.items() if entry.kind in AMP_NAMES and entry.torch_amp
 )
 TORCH_CHAIN = re.compile(r"(?P<root>[A-Za-z_]\w*)\.(?:cuda|cpu)\.amp\.(?:GradScaler|autocast)")
 

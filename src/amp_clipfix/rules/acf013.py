@@ -13,40 +13,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, with_spread_keywords
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.names import TRAINER_CLASSES, Shards, Side
 from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteKind
 from amp_clipfix.rules.base import Found, Rule
 
 CODE = "ACF013"
 WORDS = (b"gradient_clip_val",)  # only a Trainer that clips can refuse
 
-# Strategy names registered for FSDP (2.x: fsdp, fsdp_cpu_offload; 1.9: fairscale's fsdp and
-# the native ones).
-FSDP_NAMES = frozenset(
-    {
-        "fsdp",
-        "fsdp_cpu_offload",
-        "fsdp_native",
-        "fsdp_native_full_shard_offload",
-        "fsdp_full_shard_offload",
-        "ddp_fully_sharded",
-    }
-)
-FSDP_STRATEGIES = frozenset(
-    {
-        "lightning.pytorch.strategies.FSDPStrategy",
-        "lightning.pytorch.strategies.fsdp.FSDPStrategy",
-        "pytorch_lightning.strategies.FSDPStrategy",
-        "pytorch_lightning.strategies.fsdp.FSDPStrategy",
-        "pytorch_lightning.strategies.DDPFullyShardedNativeStrategy",
-        "pytorch_lightning.strategies.fully_sharded_native.DDPFullyShardedNativeStrategy",
-        "pytorch_lightning.strategies.DDPFullyShardedStrategy",
-        "pytorch_lightning.strategies.fully_sharded.DDPFullyShardedStrategy",
-    }
-)
-MIXED = frozenset({"16", "bf16", "16-mixed", "bf16-mixed"})
+FSDP_STRATEGIES = names.strategy_classes(Side.TRAINER, Shards.FSDP)
 FIRST_ALWAYS = (2, 1)  # FSDPPrecision for every precision (verified on 2.4.0 and 2.6.6)
 
 ERROR = (
@@ -91,16 +68,17 @@ def fsdp_norm_clip(
     norm, algorithm_runtime = True, False
     if algorithm is not None:
         written, algorithm_runtime = literals(facts, file, algorithm.value)
-        named = {name.rsplit(".", 1)[-1] for name in facts.qualified_names(file, algorithm.value)}
-        norm = "norm" in written or "NORM" in named
-        algorithm_runtime = algorithm_runtime and not named
+        qualified = facts.qualified_names(file, algorithm.value)
+        named = {entry.algorithm for entry in map(names.entry_of, qualified) if entry}
+        norm = "norm" in written or "norm" in named
+        algorithm_runtime = algorithm_runtime and not qualified
         if not norm and not algorithm_runtime:
             return None
     precision = keyword(call, "precision")
     mixed, precision_runtime = False, False
     if precision is not None:
         values, precision_runtime = literals(facts, file, precision.value)
-        mixed = bool(values & MIXED)
+        mixed = bool(values & names.MIXED_PRECISIONS)
     if not (always or mixed or precision_runtime):
         return None
     sites: list[Site] = [
@@ -141,7 +119,7 @@ def fsdp_norm_clip(
 
 def is_fsdp(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
     values, _ = literals(facts, file, node)
-    if values & FSDP_NAMES:
+    if values & names.FSDP_STRATEGY_NAMES:
         return True
     return bool(facts.made_by(file, node) & FSDP_STRATEGIES)
 

@@ -55,7 +55,7 @@ def plugin_args(call: cst.Call, scaler_index: int | None) -> tuple[cst.Arg | Non
 def is_grad_scaler(qualified: set[str]) -> bool:
     """torch's GradScaler (torch.amp, torch.cuda.amp, the sharded one): building it does nothing
     else, so a scaler only the plugin used can go."""
-    return any(name.startswith("torch.") and name.endswith("GradScaler") for name in qualified)
+    return bool(qualified & names.GRAD_SCALERS)
 
 
 class Bf16Command(SiteCodemod):
