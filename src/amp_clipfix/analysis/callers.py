@@ -219,14 +219,17 @@ class CallerIndex(EvaluatorBase):
         argument, a return) when more than that many files write the name."""
         key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
-            text, test = self.files_with(word), whole_word(word)
-            writing = (path for path in text if test.search(self.contents[path]))
+            test, contents = whole_word(word), self.contents
+            # the files holding the text, as far as the count needs: a common name is written
+            # more than METHOD_CALLER_FILES times long before the end of a big tree
+            text = self.word_files.get(word) or (p for p, data in contents.items() if word in data)
+            writing = (path for path in text if test.search(contents[path]))
             if len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1))) > METHOD_CALLER_FILES:
                 holders: set[Path] = set()
                 for name in self.subclass_names(cls.name.encode("utf-8")):
                     holders.update(self.files_naming(name))
                 # the word test only where the class is named too: not on hundreds of files
-                naming = {p for p in text if p in holders and test.search(self.contents[p])}
+                naming = {p for p in holders if word in contents[p] and test.search(contents[p])}
             else:
                 naming = set(self.files_naming(word))
             self.caller_files_cache[key] = [
