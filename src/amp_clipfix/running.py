@@ -48,18 +48,18 @@ def execute(
     """Run the pipeline on the paths, or on `stdin_data` when the path is `-`, without the
     garbage collector: the run's syntax trees, summaries and values live to its end and hold
     few cycles, and each collection walked the new ones again (10-20% of the CPU of a search
-    over the Lightning repository or of a 5 MB module, for ~3-8% more memory). It collects
+    over the Lightning repository or of a 5 MB module, for up to 8% more memory). It collects
     again once the run is over (a test runs many in one process)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return execute_collected(settings, fix, stdin_data, walk_with)
+        return execute_run(settings, fix, stdin_data, walk_with)
     finally:
         if collecting:
             gc.enable()
 
 
-def execute_collected(
+def execute_run(
     settings: Settings, fix: bool, stdin_data: bytes | None, walk_with: Walk
 ) -> RunResult:
     """execute's run. The base options hold the command line only; each project's
