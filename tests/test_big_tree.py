@@ -95,3 +95,38 @@ def test_few_files_naming_a_method_are_all_followed(
     output, parsed = parsed_by_check(tmp_path, monkeypatch)
     assert "  fix (unscale): safe:" in output
     assert "runner.py" in parsed
+
+
+# Another class's `run`: the file writes the name only where it defines it.
+DEFINES_RUN = """\
+class Other:
+    def run(self):
+        return 1
+"""
+# The call's name and its parenthesis apart: a comment and a line break, or a continuation.
+SPLIT_CALLS = {
+    "comment": (
+        "    return (\n"
+        "        loop.run  # the arguments below\n"
+        "        (scaler, model, optimizer, loss)\n"
+        "    )\n"
+    ),
+    "continuation": "    loop.run \\\n        (scaler, model, optimizer, loss)\n",
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(SPLIT_CALLS))
+def test_only_files_that_can_call_a_method_are_parsed_for_its_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """A file whose text cannot call `run` (its only `run(` is a `def`) is not parsed for
+    the callers of `Loop.run`; one whose call is split by a comment or a continuation is, and
+    its GradScaler reaches the finding."""
+    (tmp_path / "loop.py").write_text(LOOP, encoding="utf-8")
+    runner = "def go(loop, scaler, model, optimizer, loss):\n" + SPLIT_CALLS[spelling]
+    (tmp_path / "runner.py").write_text(runner, encoding="utf-8")
+    (tmp_path / "main.py").write_text(THROUGH_RUNNER, encoding="utf-8")
+    (tmp_path / "other.py").write_text(DEFINES_RUN, encoding="utf-8")
+    output, parsed = parsed_by_check(tmp_path, monkeypatch)
+    assert "  fix (unscale): safe:" in output
+    assert parsed == ["loop.py", "main.py", "runner.py"]

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.sources.prefilter import holds, json_may_contain, may_need_search
+from amp_clipfix.sources.prefilter import any_word, holds, json_may_contain, may_need_search
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(
@@ -201,3 +203,17 @@ def test_a_dashed_precision_everywhere_gives_the_same_result_without_the_search(
     assert run([tmp_path], options).findings == ()
     (tmp_path / "old.yaml").write_text("trainer:\n  precision: 16\n")
     assert [f.code for f in run([tmp_path], options).findings] == ["ACF011"]
+
+
+# Words sharing pieces as the searching rules' do (a piece of five bytes or more in several).
+SHARING = (b"precision=16", b"precision: bf16", b"clip_grad_norm_", b"gradient_clip_val", b".fit(")
+
+
+@given(st.lists(st.sampled_from([*SHARING, b"clip", b"precision", b"16", b"x", b" "]), max_size=8))
+def test_words_looked_for_through_their_shared_pieces_are_found_as_any_finds_them(
+    pieces: list[bytes],
+) -> None:
+    """The project's word scan tests shared pieces first (`precision`, `clip_`): a text holds a
+    word exactly when `any` over the words says so."""
+    text = b"".join(pieces)
+    assert any_word(SHARING)(text) == any(word in text for word in SHARING)

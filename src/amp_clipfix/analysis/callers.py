@@ -90,7 +90,15 @@ class CallerIndex(EvaluatorBase):
         cls = ctx.cls
         wanted = cls.name if cls is not None and name == "__init__" else name
         found = []
+        # the names whose calls are read below: a file that can call none is not parsed
+        called = [wanted]
+        if cls is None:
+            called.append(names.FABRIC_LAUNCH)
+        elif name == "__init__":
+            called.append("__init__")
         for path in self.caller_files(function, wanted, ctx):
+            if not any(self.may_call(path, each) for each in called):
+                continue
             summary = self.summary(path)
             if summary is None:
                 continue
@@ -148,6 +156,23 @@ class CallerIndex(EvaluatorBase):
             found.append((self.launched[id(launch)][1], caller))
         return found
 
+    def may_call(self, path: Path, name: str) -> bool:
+        """Whether the file's text can hold a call indexed under `name` (`name(`, `x.name(`:
+        Summary.calls), before it is parsed: the name as a whole word, then only what may stand
+        between a callee and its `(` (spaces, line breaks, comments, continuations), and not
+        a `def name(` or `class name(` line. A method every test module defines
+        (`training_step`) is called in few of them."""
+        if not name.isascii():
+            return True  # the text may spell it another way; parse to know
+        key = (name, path)
+        if key not in self.call_texts:
+            data = self.contents[path]
+            self.call_texts[key] = any(
+                not DEFINED.search(data, max(0, match.start() - 16), match.start())
+                for match in call_of(name.encode("ascii")).finditer(data)
+            )
+        return self.call_texts[key]
+
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:
             self.word_files[word] = [path for path, data in self.contents.items() if word in data]
@@ -194,14 +219,17 @@ class CallerIndex(EvaluatorBase):
         argument, a return) when more than that many files write the name."""
         key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
-            text, test = self.files_with(word), whole_word(word)
-            writing = (path for path in text if test.search(self.contents[path]))
+            test, contents = whole_word(word), self.contents
+            # the files holding the text, as far as the count needs: a common name is written
+            # more than METHOD_CALLER_FILES times long before the end of a big tree
+            text = self.word_files.get(word) or (p for p, data in contents.items() if word in data)
+            writing = (path for path in text if test.search(contents[path]))
             if len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1))) > METHOD_CALLER_FILES:
                 holders: set[Path] = set()
                 for name in self.subclass_names(cls.name.encode("utf-8")):
                     holders.update(self.files_naming(name))
                 # the word test only where the class is named too: not on hundreds of files
-                naming = {p for p in text if p in holders and test.search(self.contents[p])}
+                naming = {p for p in holders if word in contents[p] and test.search(contents[p])}
             else:
                 naming = set(self.files_naming(word))
             self.caller_files_cache[key] = [
@@ -317,6 +345,20 @@ class CallerIndex(EvaluatorBase):
         if args.vararg is not None:
             bound[args.vararg.arg] = [Opaque(call, caller.summary)]
         return bound
+
+
+# What may stand between a callee's name and the `(` of its call: spaces and line breaks (in
+# brackets), comments, backslash continuations.
+CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
+# A `def` or `class` keyword right before a name (spaces and tabs between): its definition.
+DEFINED = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
+
+
+@functools.lru_cache(maxsize=256)
+def call_of(name: bytes) -> re.Pattern[bytes]:
+    """`name` as a whole word followed by the `(` of a call (whole_word's look-behind)."""
+    escaped = re.escape(name)
+    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")" + CALL_GAP)
 
 
 @functools.lru_cache(maxsize=256)

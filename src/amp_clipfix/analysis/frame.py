@@ -78,6 +78,7 @@ class EvaluatorBase:
         # per file, its `class Name(bases):` lines as (name, words of the bases)
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
+        self.call_texts: dict[tuple[str, Path], bool] = {}  # callers.may_call
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}

@@ -18,6 +18,7 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError
+from amp_clipfix.sources.prefilter import any_word
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -243,9 +244,11 @@ def project_facts(
     # Each word once, and none that holds another (its files hold that one too): the same
     # files, in fewer scans of the tree's text.
     unique = set(words)
-    words = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
+    holds_word = any_word(
+        w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique)
+    )
     for path, data in searchable.items():
-        if is_library(path) or not any(word in data for word in words):  # the cheap test first
+        if is_library(path) or not holds_word(data):  # the cheap test first
             continue
         if read_as_config(path):
             read(path)

@@ -14,6 +14,7 @@ without this prefilter are identical.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 
@@ -81,6 +82,52 @@ Mentions = Callable[[bytes, bytes], bool]  # whether a file's text may hold a wo
 
 def holds(data: bytes, word: bytes) -> bool:
     return word in data
+
+
+# The shortest piece several words share that is looked for before them (shorter pieces, such as
+# `amp` of `amp_level` and `cuda.amp`, are in most files of a big tree: no text is skipped).
+SHARED_PIECE = 5
+
+
+@functools.lru_cache(maxsize=8)
+def shared_pieces(
+    words: tuple[bytes, ...],
+) -> tuple[tuple[bytes, ...], tuple[tuple[bytes, tuple[bytes, ...]], ...]]:
+    """The words no piece groups, and each piece with the words it is in: the piece in the
+    most words first (the longest, then the greatest, among equals), until none is in two."""
+    left = list(words)
+    groups: list[tuple[bytes, tuple[bytes, ...]]] = []
+    while True:
+        best: tuple[int, int, bytes] | None = None
+        for word in left:
+            for start in range(len(word)):
+                for end in range(start + SHARED_PIECE, len(word) + 1):
+                    piece = word[start:end]
+                    sharing = sum(1 for other in left if piece in other)
+                    if sharing > 1 and (best is None or (sharing, len(piece), piece) > best):
+                        best = (sharing, len(piece), piece)
+        if best is None:
+            return tuple(left), tuple(groups)
+        piece = best[2]
+        groups.append((piece, tuple(word for word in left if piece in word)))
+        left = [word for word in left if piece not in word]
+
+
+def any_word(words: Iterable[bytes]) -> Callable[[bytes], bool]:
+    """`lambda data: any(word in data for word in words)`, with fewer scans of the texts that
+    hold none (most of a big tree): words that share a piece of SHARED_PIECE bytes or more
+    (`precision` of ACF011's eight spellings, `clip_` of `clip_grad_norm_` and
+    `gradient_clip_val`) are looked for only in the texts that hold the piece. Each text holds
+    a word exactly when `any` says it does; on torch + lightning, 13 scans of a text that holds
+    none instead of 25."""
+    singles, groups = shared_pieces(tuple(dict.fromkeys(words)))
+
+    def test(data: bytes) -> bool:
+        return any(word in data for word in singles) or any(
+            piece in data and any(word in data for word in shared) for piece, shared in groups
+        )
+
+    return test
 
 
 def may_need_search(files: Iterable[tuple[bytes, bool, Mentions]]) -> bool:
