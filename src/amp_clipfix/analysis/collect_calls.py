@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import (
-    has_guard_optimizer,
+    is_guardable,
     is_sole_argument,
     keyword_arg,
     literal_value,
@@ -289,34 +289,23 @@ class CallCollector(CollectorBase):
         return self.assigned_values.get(id(target)) if isinstance(target, ast.Name) else None
 
     def collect_clip(self, call: ast.Call) -> None:
+        """`self.clip_gradients(...)` in a class: the module's own clipping. Any other receiver
+        is the project resolution's question (resolve_fabric.py): its value says whether it is
+        a Fabric, and which one."""
         if self.guard_depth:
             return
         receiver = call.func.value  # type: ignore[attr-defined]
-        receiver_code = self.code(receiver)
-        last_name = receiver_code.rsplit(".", 1)[-1].lower()
-        if receiver_code == "self" and self.class_stack:
-            clip = positional_or_keyword(call, 1, "gradient_clip_val")
-            value = None if clip is None else self.resolve_literal(clip)[1]
-            if value is not None and not is_clip_positive(value):
-                return
-            certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
-            kind = SiteKind.MODULE_CLIP
-        elif receiver_code in self.fabric_bindings:
-            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.KNOWN, None
-        elif "fabric" in last_name:
-            # A name alone is no fact: the project resolution follows the receiver's value
-            # (a Fabric: certain; a module or another object: no clip; else a review).
-            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.RUNTIME, None
-        else:
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self" and self.class_stack):
             return
+        clip = positional_or_keyword(call, 1, "gradient_clip_val")
+        value = None if clip is None else self.resolve_literal(clip)[1]
+        if value is not None and not is_clip_positive(value):
+            return
+        certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
         detail = f"{self.code(call.func)}(...)"
-        self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+        fixable = self.is_guardable(call)
+        self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=fixable)
         self.sites[-1] = replace(self.sites[-1], clip_call=True)
-        if kind is SiteKind.FABRIC_CLIP:
-            # The clip belongs to the Fabric its receiver holds, when that is known.
-            bound = self.fabric_bindings.get(receiver_code)
-            sharding = self.entry_sharding.get(bound, Sharding.NONE) if bound else Sharding.NONE
-            self.sites[-1] = replace(self.sites[-1], entry=bound, sharding=sharding)
 
     def collect_super_clipping(self, call: ast.Call) -> None:
         """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with
@@ -335,13 +324,4 @@ class CallCollector(CollectorBase):
         self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=False)
 
     def is_guardable(self, call: ast.Call) -> bool:
-        """The guard fix wraps a whole statement line that only calls or assigns the clip."""
-        statement = self.statement_calls.get(id(call))
-        if statement is None or not self.source.alone_on_line(statement):
-            return False
-        if isinstance(statement, ast.Assign) and not all(
-            isinstance(target, (ast.Name, ast.Attribute, ast.Subscript))
-            for target in statement.targets
-        ):
-            return False
-        return has_guard_optimizer(call)
+        return is_guardable(self.source, self.statement_calls.get(id(call)), call)

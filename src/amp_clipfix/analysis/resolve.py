@@ -24,7 +24,6 @@ from pathlib import Path
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
 from amp_clipfix.analysis.resolve_optimizers import OptimizerSearch
-from amp_clipfix.analysis.resolve_refine import RefineSites
 from amp_clipfix.analysis.resolve_trainers import TrainerSearch
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV
@@ -32,7 +31,7 @@ from amp_clipfix.models import ConfigModel, FileSites, Site, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
 
-class Resolution(RefineSites, OptimizerSearch, TrainerSearch):
+class Resolution(OptimizerSearch, TrainerSearch):
     """The searches of one resolution over one project's files, run in a fixed order."""
 
     # -- the three searches --------------------------------------------------------------------

@@ -55,6 +55,11 @@ class ResolutionBase:
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
         self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
+        self.sources: dict[Path, SourceText | None] = {}  # see source_text
+        # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches,
+        # and the precision sites found there by call (resolve_fabric.py).
+        self.entries: set[Path] = set()
+        self.entry_precision: dict[EntryId, list[Site]] = {}
 
     # -- output --------------------------------------------------------------------------------
 
@@ -62,14 +67,22 @@ class ResolutionBase:
         """Line -> codes its comment silences, read as the collector reads them (a `#` inside
         a string is no comment)."""
         if path not in self.comments:
-            summary = self.ev.summary(path)
+            source = self.source_text(path)
             found: dict[int, frozenset[str]] = {}
-            if summary is not None:
-                found = comment_suppressions(
-                    SourceText(summary.source(), summary.tree), summary.tree
-                )
+            if source is not None:
+                found = comment_suppressions(source, source.summary.tree)
             self.comments[path] = found
         return self.comments[path]
+
+    def source_text(self, path: Path) -> SourceText | None:
+        """The module's text, to give positions and code in libcst's terms as the collector
+        does (one per file and resolution)."""
+        if path not in self.sources:
+            summary = self.ev.summary(path)
+            self.sources[path] = (
+                None if summary is None else SourceText(summary.source(), summary.tree)
+            )
+        return self.sources[path]
 
     def add(self, site: Site) -> None:
         if is_library(site.path):
