@@ -20,9 +20,7 @@ from amp_clipfix.analysis.ast_syntax import (
 )
 from amp_clipfix.analysis.collect_walk import FUNCTIONS, CollectorBase
 from amp_clipfix.analysis.scopes import Binding, Scope
-from amp_clipfix.models import Certainty, EntryId, Sharding, SiteKind, Through
-
-PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+from amp_clipfix.models import Certainty, Sharding, SiteKind, Through
 
 
 def is_clip_positive(value: str | None) -> bool:
@@ -95,9 +93,6 @@ class CallCollector(CollectorBase):
         name = self.code(call.func)
         spreads = star_kwargs(call)
         self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
-        plugins = keyword_arg(call, "plugins")
-        if plugins is not None:
-            self.link_plugins(plugins.value, self.entry_calls[-1])
         precision = keyword_arg(call, "precision")
         if precision is not None:
             detail = f"{name}(precision={self.code(precision.value)})"
@@ -130,25 +125,6 @@ class CallCollector(CollectorBase):
                     fixable=False,
                     through=Through.SPREAD,
                 )
-
-    def link_plugins(self, plugins: ast.expr, entry: EntryId) -> None:
-        """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
-        built before: that plugin's site configures this call (its precision, its strategy)."""
-        elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
-        for element in elements:
-            if not isinstance(element, ast.Name):
-                continue
-            assigned = self.single_assigned_value(element, self.scope)
-            if assigned is None or not isinstance(assigned[0], ast.Call):
-                continue
-            span = self.span(assigned[0])
-            for index, site in enumerate(self.sites):
-                if site.span != span or site.entry is not None or site.kind not in PRECISIONS:
-                    continue
-                sharding = site.sharding
-                if sharding is Sharding.NONE:
-                    sharding = self.entry_sharding.get(entry, Sharding.NONE)
-                self.sites[index] = replace(site, entry=entry, sharding=sharding)
 
     def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
         """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's
@@ -290,7 +266,7 @@ class CallCollector(CollectorBase):
 
     def collect_clip(self, call: ast.Call) -> None:
         """`self.clip_gradients(...)` in a class: the module's own clipping. Any other receiver
-        is the project resolution's question (resolve_fabric.py): its value says whether it is
+        is the project resolution's question (resolve_entries.py): its value says whether it is
         a Fabric, and which one."""
         if self.guard_depth:
             return

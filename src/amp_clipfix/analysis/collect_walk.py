@@ -1,6 +1,6 @@
 """The site collector's walk: source order (libcst's), the scope each node is read in, guards,
 and how a site is added. Which Fabric a receiver holds is no question here: the project's
-evaluator answers it (resolve_fabric.py).
+evaluator answers it (resolve_entries.py).
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ class Resolution(OptimizerSearch, TrainerSearch):
     def run(self, trial: bool = False) -> Found:
         """All searches; a trial (which only tells which Trainer files to read) needs the
         fused optimizers and the fits of their classes alone."""
+        if not trial:
+            self.plugin_entries()
         self.refine_runtime_sites()
         self.module_optimizers()
         if not trial:
@@ -49,6 +51,7 @@ class Resolution(OptimizerSearch, TrainerSearch):
         self.fit_calls()
         if not trial:
             self.cli_calls()
+            self.settle_plugins()
         return self.found
 
 

@@ -48,7 +48,7 @@ class ResolutionBase:
         contents: dict[Path, bytes],
     ) -> None:
         self.ev = evaluator
-        self.files = files
+        self.files = dict(files)  # a plugin's site takes its entry here (resolve_entries.py)
         self.contents = contents
         self.found = Found({}, {}, set())
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
@@ -56,10 +56,10 @@ class ResolutionBase:
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
         self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
         self.sources: dict[Path, SourceText | None] = {}  # see source_text
-        # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches,
-        # and the precision sites found there by call (resolve_fabric.py).
+        # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches;
+        # plugin sites given the entry of the call they are passed to (resolve_entries.py).
         self.entries: set[Path] = set()
-        self.entry_precision: dict[EntryId, list[Site]] = {}
+        self.linked: dict[tuple[Path, Span, SiteKind], Site] = {}
 
     # -- output --------------------------------------------------------------------------------
 

@@ -23,13 +23,13 @@ from amp_clipfix.analysis.resolve_base import (
     segment,
     text_search,
 )
-from amp_clipfix.analysis.resolve_fabric import FabricSearch
+from amp_clipfix.analysis.resolve_entries import EntrySearch
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV, TupleV
 from amp_clipfix.models import Certainty, EntryId, FitCall, Site, SiteKind, Span, UseId
 
 
-class TrainerSearch(FabricSearch):
+class TrainerSearch(EntrySearch):
     """Trainer subclasses, clipping calls, fits and LightningCLI calls."""
 
     # -- Trainer subclasses, clips -------------------------------------------------------------
@@ -71,7 +71,7 @@ class TrainerSearch(FabricSearch):
 
     def clip_calls(self) -> None:
         """`x.clip_gradients(...)` calls other than a module's own `self.clip_gradients(...)`
-        (the collector's): a Fabric's (its value says so, resolve_fabric.py), or a
+        (the collector's): a Fabric's (its value says so, resolve_entries.py), or a
         LightningModule clipped from a Callback hook."""
         # A Fabric clip matters only beside a fused optimizer (relevant files); a Callback's
         # clip for whatever module its Trainer fits.
