@@ -56,9 +56,12 @@ class ResolutionBase:
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
         self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
         self.sources: dict[Path, SourceText | None] = {}  # see source_text
-        # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches;
-        # plugin sites given the entry of the call they are passed to (resolve_entries.py).
-        self.entries: set[Path] = set()
+        # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches and
+        # the plugins an entry is given; the entries read so far; plugin sites given the entry
+        # of the call they are passed to (resolve_entries.py).
+        self.read_paths = frozenset(files)
+        self.unread: dict[Path, tuple[Site, ...]] = {}
+        self.settled: set[EntryId] = set()
         self.linked: dict[tuple[Path, Span, SiteKind], Site] = {}
 
     # -- output --------------------------------------------------------------------------------

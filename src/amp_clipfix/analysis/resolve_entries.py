@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_guardable
@@ -36,7 +37,8 @@ from amp_clipfix.analysis.values import (
     TrainerV,
     TupleV,
 )
-from amp_clipfix.models import Certainty, EntryId, Sharding, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, EntryId, FileSites, Sharding, Site, SiteKind, Span
+from amp_clipfix.paths import is_library
 
 # Values that are surely no Fabric: a receiver holding only these never clips on one.
 NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
@@ -119,26 +121,36 @@ class EntrySearch(RefineSites):
 
     def entry_settings(self, fabric: FabricV) -> None:
         """The precision sites of a `Fabric(...)` call in a file the collection did not read
-        (a factory module holding no fused optimizer and no clip): read now, as the collector
-        reads any file, and refined as any run-time site."""
+        (a factory module holding no fused optimizer and no clip): read now, and refined as
+        any run-time site."""
         entry = fabric.entry
-        if entry is None or entry.cli or entry.path in self.files or entry.path in self.entries:
+        if entry is None or entry.cli or entry in self.settled:
             return
-        self.entries.add(entry.path)
+        self.settled.add(entry)
         summary = self.ev.summary(entry.path)
-        if summary is None:
-            return
-        sites = collect_sites(entry.path, summary.source(), summary.tree).sites
-        for site in sites:
-            if site.kind is not SiteKind.FABRIC_PRECISION or site.entry is None:
+        for site in self.unread_sites(entry.path):
+            if site.kind is not SiteKind.FABRIC_PRECISION or site.entry != entry:
                 continue
-            if site.certainty is Certainty.RUNTIME:
+            if site.certainty is Certainty.RUNTIME and summary is not None:
                 node = expression_at(summary, site.span.line, site.span.column)
                 if node is not None:
                     self.refine(summary, site, node)
                 if (site.path, site.span, site.kind) in self.found.drop:
                     continue  # replaced by the literals that decide it
             self.add(site)
+
+    def unread_sites(self, path: Path) -> tuple[Site, ...]:
+        """The sites of a file the collection did not read (its prefilter passed it over),
+        read now as the collector reads any file, once per resolution; none for a file it read
+        (its sites are in `files`) and for library code."""
+        if path in self.read_paths or is_library(path):
+            return ()
+        if path not in self.unread:
+            summary = self.ev.summary(path)
+            self.unread[path] = (
+                () if summary is None else collect_sites(path, summary.source(), summary.tree).sites
+            )
+        return self.unread[path]
 
     def call_sharding(self, call: ast.Call | None, summary: Summary | None) -> Sharding:
         """Whether the strategy of a `Fabric(...)` / `Trainer(...)` call shards the model: the
@@ -177,8 +189,6 @@ class EntrySearch(RefineSites):
             for site in file.sites
             if site.kind in PRECISIONS and site.entry is None and not site.in_config
         }
-        if not free:
-            return
         for summary in self.summaries_with(b"plugins"):
             for call in summary.walked_calls():
                 plugins = next((k.value for k in call.keywords if k.arg == "plugins"), None)
@@ -197,9 +207,23 @@ class EntrySearch(RefineSites):
                     for value in self.ev.force(self.ev.ev(element, ctx)):
                         if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
                             continue
-                        site = free.get((value.summary.path, value.summary.span(value.node)))
+                        site = self.free_plugin(free, value)
                         if site is not None:
                             self.link_plugin(site, made[0].entry, made[0].call, summary)
+
+    def free_plugin(self, free: dict[tuple[Path, Span], Site], value: Opaque) -> Site | None:
+        """The site of a plugin built by `value`'s call outside any entry call: collected, or
+        in a file the collection did not read (a factory module), taken into `files` here."""
+        key = (value.summary.path, value.summary.span(value.node))
+        if key in free:
+            return free[key]
+        for site in self.unread_sites(key[0]):
+            if (site.path, site.span) == key and site.kind in PRECISIONS and site.entry is None:
+                file = self.files.get(site.path, FileSites(site.path))
+                self.files[site.path] = replace(file, sites=(*file.sites, site))
+                free[key] = site
+                return site
+        return None
 
     def link_plugin(
         self, site: Site, entry: EntryId | None, call: ast.Call | None, summary: Summary
