@@ -155,7 +155,8 @@ class EntrySearch(RefineSites):
     def call_sharding(self, call: ast.Call | None, summary: Summary | None) -> Sharding:
         """Whether the strategy of a `Fabric(...)` / `Trainer(...)` call shards the model: the
         values its `strategy=` may take (a registered name, one of Lightning's strategy
-        classes); anything else, or a `**spread` that may pass one, is decided at run time."""
+        classes); anything else, a choice between sharded and plain ones, or a `**spread` that
+        may pass one, is decided at run time."""
         if call is None or summary is None:
             return Sharding.NONE  # a subclass's super().__init__: not read here
         strategy = next((k.value for k in call.keywords if k.arg == "strategy"), None)
@@ -174,9 +175,9 @@ class EntrySearch(RefineSites):
                 states.add(names.strategy_class_shards(qualified))
             else:
                 states.add(None)
-        if True in states:
+        if states == {True}:
             return Sharding.SHARDED
-        return Sharding.UNKNOWN if None in states or not states else Sharding.NONE
+        return Sharding.NONE if states == {False} else Sharding.UNKNOWN  # chosen at run time
 
     def plugin_entries(self) -> None:
         """Precision plugins built outside a `Fabric(...)` / `Trainer(...)` call (`plugin =
