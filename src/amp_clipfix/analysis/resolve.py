@@ -21,11 +21,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
 from amp_clipfix.analysis.resolve_optimizers import OptimizerSearch
 from amp_clipfix.analysis.resolve_trainers import TrainerSearch
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.analysis.values import ClsV
 from amp_clipfix.models import ConfigModel, FileSites, Site, SiteKind, UseId
 from amp_clipfix.paths import is_library
@@ -101,6 +102,18 @@ def resolve(
             fits=tuple(file.fits) + tuple(found.fits.get(path, [])),
         )
     return result
+
+
+def resolve_module(path: Path, text: str) -> FileSites:
+    """The sites of one module resolved as a project of its own (a codemod run alone, by
+    `python -m libcst.tool codemod`): the collector's sites, and what the resolution finds by
+    value there (which Fabric a clip is on, say)."""
+    tree = ast.parse(text)
+    sites = collect_sites(path, text, tree)
+    summary = summarise(path.parent, path, text, tree)
+    data = text.encode("utf-8")
+    load: Callable[[Path], Summary | None] = lambda p: summary if p == path else None  # noqa: E731
+    return resolve(path.parent, {path: sites}, {path: data}, load).get(path, sites)
 
 
 def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:
