@@ -13,6 +13,7 @@ to, by value: the per-file collector binds no names, the project's evaluator fol
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_guardable
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.resolve_base import relevant_among
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
@@ -61,6 +63,7 @@ PLAIN_ROOTS = frozenset(
 )
 
 PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+PLUGINS = re.compile(rb"\bplugins\s*=(?!=)")
 
 
 class EntrySearch(RefineSites):
@@ -190,7 +193,13 @@ class EntrySearch(RefineSites):
             for site in file.sites
             if site.kind in PRECISIONS and site.entry is None and not site.in_config
         }
-        for summary in self.summaries_with(b"plugins"):
+        # The calls that can matter: in a file holding a free plugin, or one a fused value
+        # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
+        passing = {
+            path for path in self.files_with(b"plugins") if PLUGINS.search(self.contents[path])
+        }
+        among = {path for path, _ in free} | relevant_among(self.ev, passing)
+        for summary in self.summaries_with(b"plugins", among=among & passing):
             for call in summary.walked_calls():
                 plugins = next((k.value for k in call.keywords if k.arg == "plugins"), None)
                 if plugins is None:
