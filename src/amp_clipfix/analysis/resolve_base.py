@@ -62,7 +62,7 @@ class ResolutionBase:
         self.read_paths = frozenset(files)
         self.unread: dict[Path, tuple[Site, ...]] = {}
         self.settled: set[EntryId] = set()
-        self.linked: dict[tuple[Path, Span, SiteKind], Site] = {}
+        self.linked: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
 
     # -- output --------------------------------------------------------------------------------
 

@@ -239,21 +239,30 @@ class EntrySearch(RefineSites):
         self, site: Site, entry: EntryId | None, call: ast.Call | None, summary: Summary
     ) -> None:
         """The plugin's site with the call's entry, in place of the free one: the refinement
-        of run-time sites then refines it (settle_plugins adds it where nothing did)."""
+        of run-time sites then refines it (settle_plugins adds it where nothing did). A plugin
+        given to several calls configures each."""
         sharding = site.sharding
         if sharding is Sharding.NONE:
             sharding = self.call_sharding(call, summary)
         linked = replace(site, entry=entry, sharding=sharding)
-        file = self.files[site.path]
-        sites = tuple(linked if old is site else old for old in file.sites)
-        self.files[site.path] = replace(file, sites=sites)
-        self.linked[(site.path, site.span, site.kind)] = linked
+        key = (site.path, site.span, site.kind)
+        if key not in self.linked:
+            file = self.files[site.path]
+            sites = tuple(linked if old is site else old for old in file.sites)
+            self.files[site.path] = replace(file, sites=sites)
+        self.linked.setdefault(key, []).append(linked)
 
     def settle_plugins(self) -> None:
-        """The linked plugin sites no refinement replaced, in place of the free ones."""
-        for key, site in sorted(self.linked.items(), key=lambda i: (str(i[0][0]), *i[0][1:])):
-            if key not in self.found.drop:
-                self.found.drop.add(key)
+        """The linked plugin sites no refinement replaced, in place of the free ones; where the
+        refinement replaced one (with the first call's entry), the same for the other calls."""
+        for key, sites in sorted(self.linked.items(), key=lambda i: (str(i[0][0]), *i[0][1:])):
+            if key in self.found.drop:
+                for other in sites[1:]:
+                    for new in self.refined.get(key, []):
+                        self.add(replace(new, entry=other.entry, sharding=other.sharding))
+                continue
+            self.found.drop.add(key)
+            for site in sites:
                 self.add(site)
 
 
