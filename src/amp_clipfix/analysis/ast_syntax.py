@@ -234,6 +234,20 @@ def clip_call_of(statement: ast.stmt) -> ast.Call | None:
     return None
 
 
+def is_guardable(source: SourceText, statement: ast.stmt | None, call: ast.Call) -> bool:
+    """The guard fix wraps a whole statement line that only calls or assigns the clip `call`
+    (`statement`: the statement around it)."""
+    if statement is None or clip_call_of(statement) is not call:
+        return False
+    if not source.alone_on_line(statement):
+        return False
+    if isinstance(statement, ast.Assign) and not all(
+        isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) for target in statement.targets
+    ):
+        return False
+    return has_guard_optimizer(call)
+
+
 def has_guard_optimizer(call: ast.Call) -> bool:
     """The guard fix needs the optimizer as a name, attribute or subscript it can repeat."""
     receiver = call.func.value  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
+    Ext,
     FabricV,
     Fn,
     Opaque,
@@ -51,8 +52,45 @@ class CallerIndex(EvaluatorBase):
         if key not in self.callers_cache:
             self.callers_cache[key] = []  # a recursive call sees no value
             param = next(p for p in params if p.arg == name)
-            self.callers_cache[key] = self.parameter_from_callers(function, param, ctx)
+            values = self.parameter_from_callers(function, param, ctx)
+            if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
+                param.annotation, ctx
+            ):
+                # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
+                # a Fabric the code declares, made where the analysis does not see.
+                values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
+            self.callers_cache[key] = values
         return self.callers_cache[key]
+
+    def declares_fabric(self, annotation: ast.expr | None, ctx: Ctx, depth: int = 0) -> bool:
+        """Whether a parameter's annotation names Lightning's Fabric (a subclass of it, an
+        `Optional[...]` / `X | None` of it, or the same written as a string), by value."""
+        if annotation is None or depth > 3:
+            return False
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                parsed = ast.parse(annotation.value, mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return False
+            ast.copy_location(parsed, annotation)
+            return self.declares_fabric(parsed, ctx, depth + 1)
+        if isinstance(annotation, ast.Subscript):
+            inner = annotation.slice
+            parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            return any(self.declares_fabric(part, ctx, depth + 1) for part in parts)
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            return any(
+                self.declares_fabric(side, ctx, depth + 1)
+                for side in (annotation.left, annotation.right)
+            )
+        if not isinstance(annotation, (ast.Name, ast.Attribute)):
+            return False
+        for value in self.ev(annotation, ctx):
+            if isinstance(value, Ext) and value.qname in names.FABRIC_CLASSES:
+                return True
+            if isinstance(value, ClsV) and self.derives_from(value, names.FABRIC_CLASSES):
+                return True
+        return False
 
     def parameter_from_callers(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
         """Every value the project's calls of `function` give `param` (the default when no

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import (
-    has_guard_optimizer,
+    is_guardable,
     is_sole_argument,
     keyword_arg,
     literal_value,
@@ -20,9 +20,7 @@ from amp_clipfix.analysis.ast_syntax import (
 )
 from amp_clipfix.analysis.collect_walk import FUNCTIONS, CollectorBase
 from amp_clipfix.analysis.scopes import Binding, Scope
-from amp_clipfix.models import Certainty, EntryId, Sharding, SiteKind, Through
-
-PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+from amp_clipfix.models import Certainty, Sharding, SiteKind, Through
 
 
 def is_clip_positive(value: str | None) -> bool:
@@ -95,9 +93,6 @@ class CallCollector(CollectorBase):
         name = self.code(call.func)
         spreads = star_kwargs(call)
         self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
-        plugins = keyword_arg(call, "plugins")
-        if plugins is not None:
-            self.link_plugins(plugins.value, self.entry_calls[-1])
         precision = keyword_arg(call, "precision")
         if precision is not None:
             detail = f"{name}(precision={self.code(precision.value)})"
@@ -130,25 +125,6 @@ class CallCollector(CollectorBase):
                     fixable=False,
                     through=Through.SPREAD,
                 )
-
-    def link_plugins(self, plugins: ast.expr, entry: EntryId) -> None:
-        """`plugins=plugin` / `plugins=[plugin, ...]` where `plugin` names a precision plugin
-        built before: that plugin's site configures this call (its precision, its strategy)."""
-        elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
-        for element in elements:
-            if not isinstance(element, ast.Name):
-                continue
-            assigned = self.single_assigned_value(element, self.scope)
-            if assigned is None or not isinstance(assigned[0], ast.Call):
-                continue
-            span = self.span(assigned[0])
-            for index, site in enumerate(self.sites):
-                if site.span != span or site.entry is not None or site.kind not in PRECISIONS:
-                    continue
-                sharding = site.sharding
-                if sharding is Sharding.NONE:
-                    sharding = self.entry_sharding.get(entry, Sharding.NONE)
-                self.sites[index] = replace(site, entry=entry, sharding=sharding)
 
     def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
         """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's
@@ -289,34 +265,23 @@ class CallCollector(CollectorBase):
         return self.assigned_values.get(id(target)) if isinstance(target, ast.Name) else None
 
     def collect_clip(self, call: ast.Call) -> None:
+        """`self.clip_gradients(...)` in a class: the module's own clipping. Any other receiver
+        is the project resolution's question (resolve_entries.py): its value says whether it is
+        a Fabric, and which one."""
         if self.guard_depth:
             return
         receiver = call.func.value  # type: ignore[attr-defined]
-        receiver_code = self.code(receiver)
-        last_name = receiver_code.rsplit(".", 1)[-1].lower()
-        if receiver_code == "self" and self.class_stack:
-            clip = positional_or_keyword(call, 1, "gradient_clip_val")
-            value = None if clip is None else self.resolve_literal(clip)[1]
-            if value is not None and not is_clip_positive(value):
-                return
-            certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
-            kind = SiteKind.MODULE_CLIP
-        elif receiver_code in self.fabric_bindings:
-            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.KNOWN, None
-        elif "fabric" in last_name:
-            # A name alone is no fact: the project resolution follows the receiver's value
-            # (a Fabric: certain; a module or another object: no clip; else a review).
-            kind, certainty, value = SiteKind.FABRIC_CLIP, Certainty.RUNTIME, None
-        else:
+        if not (isinstance(receiver, ast.Name) and receiver.id == "self" and self.class_stack):
             return
+        clip = positional_or_keyword(call, 1, "gradient_clip_val")
+        value = None if clip is None else self.resolve_literal(clip)[1]
+        if value is not None and not is_clip_positive(value):
+            return
+        certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
         detail = f"{self.code(call.func)}(...)"
-        self.add(kind, call, certainty, detail, value, fixable=self.is_guardable(call))
+        fixable = self.is_guardable(call)
+        self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=fixable)
         self.sites[-1] = replace(self.sites[-1], clip_call=True)
-        if kind is SiteKind.FABRIC_CLIP:
-            # The clip belongs to the Fabric its receiver holds, when that is known.
-            bound = self.fabric_bindings.get(receiver_code)
-            sharding = self.entry_sharding.get(bound, Sharding.NONE) if bound else Sharding.NONE
-            self.sites[-1] = replace(self.sites[-1], entry=bound, sharding=sharding)
 
     def collect_super_clipping(self, call: ast.Call) -> None:
         """`super().configure_gradient_clipping(optimizer, gradient_clip_val=...)` clips with
@@ -335,13 +300,4 @@ class CallCollector(CollectorBase):
         self.add(SiteKind.MODULE_CLIP, call, certainty, detail, value, fixable=False)
 
     def is_guardable(self, call: ast.Call) -> bool:
-        """The guard fix wraps a whole statement line that only calls or assigns the clip."""
-        statement = self.statement_calls.get(id(call))
-        if statement is None or not self.source.alone_on_line(statement):
-            return False
-        if isinstance(statement, ast.Assign) and not all(
-            isinstance(target, (ast.Name, ast.Attribute, ast.Subscript))
-            for target in statement.targets
-        ):
-            return False
-        return has_guard_optimizer(call)
+        return is_guardable(self.source, self.statement_calls.get(id(call)), call)

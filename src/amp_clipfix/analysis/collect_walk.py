@@ -1,5 +1,6 @@
-"""The site collector's walk: source order (libcst's), the scope each node is read in, guards, the
-Fabric and Trainer bindings, and how a site is added.
+"""The site collector's walk: source order (libcst's), the scope each node is read in, guards,
+and how a site is added. Which Fabric a receiver holds is no question here: the project's
+evaluator answers it (resolve_entries.py).
 """
 
 from __future__ import annotations
@@ -11,17 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.ast_syntax import (
-    SourceText,
-    clip_call_of,
-    literal_value,
-    string_token_count,
-)
+from amp_clipfix.analysis.ast_syntax import SourceText, clip_call_of
 from amp_clipfix.analysis.nodes import child_nodes, walk
 from amp_clipfix.analysis.scopes import (
     Scope,
     build_scopes,
-    dotted_names,
     full_name,
     position,
     referents,
@@ -60,8 +55,6 @@ class CollectorBase(ast.NodeVisitor):
         self.class_stack: list[str] = []
         self.function_stack: list[ast.AST] = []  # the functions the visit is inside
         self.unscaled_classes: set[str] = set()  # classes whose clipping the unscale fix made
-        # Receivers known to be a Fabric -> the Fabric(...) call bound to them (None: unknown)
-        self.fabric_bindings: dict[str, EntryId | None] = {}
         self.guard_depth = 0
         self.entry_calls: list[EntryId] = []  # Fabric(...) / Trainer(...) calls being visited
         self.entry_sharding: dict[EntryId, Sharding] = {}  # their `strategy=`, as a fact
@@ -105,38 +98,6 @@ class CollectorBase(ast.NodeVisitor):
             cut = prefix.rfind(".")
             prefix = None if cut == -1 else prefix[:cut]
         return set()
-
-    def annotation_string_names(self, node: ast.Constant) -> set[str]:
-        """libcst reads a string annotation as code: the names in it resolve where it is."""
-        try:
-            parsed = ast.parse(str(node.value))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return set()
-        found: set[str] = set()
-        inner: set[int] = set()
-        for child in walk(parsed):
-            if isinstance(child, ast.Attribute) and id(child) not in inner:
-                chain = list(dotted_names(child))
-                inner.update(id(part) for _, part in chain)
-                accessed = next((dotted for dotted, _ in chain if dotted in self.scope), None)
-                if accessed is None and chain:
-                    accessed = chain[-1][0]
-                if accessed is not None:
-                    found |= self.access_names(accessed, position(node))
-            elif (
-                isinstance(child, ast.Name)
-                and id(child) not in inner
-                and isinstance(child.ctx, ast.Load)
-            ):
-                found |= self.access_names(child.id, position(node))
-        return found
-
-    def access_names(self, name: str, at: tuple[int, int]) -> set[str]:
-        return {
-            qualified
-            for binding in referents(self.scope, name, at)
-            for qualified in binding.qualified_names(binding.name)
-        }
 
     def span(self, node: ast.AST) -> Span:
         return self.source.span(node)
@@ -233,9 +194,6 @@ class CollectorBase(ast.NodeVisitor):
             and mentions(node, names.MODULE_UNSCALE_HELPER)
         ):
             self.unscaled_classes.add(self.class_stack[-1])
-        for param in (*node.args.args, *node.args.kwonlyargs):
-            if param.annotation is not None and self.is_fabric_annotation(param.annotation):
-                self.bind_fabric(param.arg, None)
         for child in (*node.decorator_list, *argument_children(node.args), node.returns):
             if child is not None:
                 self.visit(child)
@@ -269,28 +227,6 @@ class CollectorBase(ast.NodeVisitor):
                 self.visit(child)
         self.scope = outer
 
-    def is_fabric_annotation(self, annotation: ast.AST) -> bool:
-        """`fabric: Fabric`, `fabric: L.Fabric`, also as a string (`"Fabric"`, `Optional[...]`)."""
-        is_string = isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)
-        qualified = (
-            self.annotation_string_names(annotation)  # type: ignore[arg-type]
-            if is_string
-            else self.qualified_names(annotation)
-        )
-        if qualified & names.FABRIC_CLASSES:
-            return True
-        if is_string:
-            if string_token_count(self.code(annotation)) != 1:
-                return False
-            text = literal_value(annotation, self.source) or ""
-            return text.rsplit(".", 1)[-1].strip() == "Fabric"
-        if isinstance(annotation, ast.Subscript):
-            return any(
-                self.is_fabric_annotation(element)
-                for element in subscript_elements(annotation, self.source)
-            )
-        return False
-
     def visit_If(self, node: ast.If) -> None:
         guarded = self.is_guard_test(node.test)
         self.guard_depth += guarded
@@ -318,39 +254,18 @@ class CollectorBase(ast.NodeVisitor):
         self.note_statement_call(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             self.assigned_values[id(node.targets[0])] = (node.value, self.scope)
-        if isinstance(node.value, ast.Call) and self.qualified_names(node.value.func) & (
-            names.FABRIC_CLASSES
-        ):
-            for target in node.targets:
-                self.bind_fabric(self.code(target), self.entry_of(node.value))
-        elif isinstance(node.value, (ast.Name, ast.Attribute)):
-            source = self.code(node.value)
-            if source in self.fabric_bindings:  # `self.fab = fabric`
-                for target in node.targets:
-                    self.bind_fabric(self.code(target), self.fabric_bindings[source])
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.note_statement_call(node)
         if isinstance(node.target, ast.Name) and node.value is not None:
             self.assigned_values[id(node.target)] = (node.value, self.scope)
-        value = node.value
-        if isinstance(value, ast.Call) and self.qualified_names(value.func) & names.FABRIC_CLASSES:
-            self.bind_fabric(self.code(node.target), self.entry_of(value))
-        elif self.is_fabric_annotation(node.annotation):
-            self.bind_fabric(self.code(node.target), None)
         self.generic_visit(node)
 
     def entry_of(self, call: ast.Call) -> EntryId:
         """The id of a Fabric(...) / Trainer(...) call: its path and position."""
         span = self.span(call)
         return EntryId(self.path, span.line, span.column)
-
-    def bind_fabric(self, receiver: str, call: EntryId | None) -> None:
-        """Remember which Fabric a name holds; a name bound to two Fabrics could be either."""
-        if receiver in self.fabric_bindings and self.fabric_bindings[receiver] != call:
-            call = None
-        self.fabric_bindings[receiver] = call
 
 
 VISITORS: dict[type, Callable[[CollectorBase, Any], None]] = {}
@@ -400,16 +315,6 @@ def source_order_children(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.IfExp):
         return [node.body, node.test, node.orelse]
     return child_nodes(node)
-
-
-def subscript_elements(node: ast.Subscript, source: SourceText) -> list[ast.AST]:
-    """The elements libcst sees in `X[a, b]` (a parenthesised tuple is one element)."""
-    index = node.slice
-    if isinstance(index, ast.Tuple) and not source.code(index).startswith("("):
-        elements = index.elts
-    else:
-        elements = [index]
-    return [element for element in elements if not isinstance(element, ast.Slice)]
 
 
 def mentions(node: ast.AST, name: str) -> bool:

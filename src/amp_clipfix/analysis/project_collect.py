@@ -22,10 +22,11 @@ from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_c
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites
 
-# A finding needs Lightning: some file imports it (or is a config naming its classes). Compiled
-# (~3 ms) by `re` when first searched, only in a project with a fused word.
+# A finding needs Lightning: some file imports it (on any line, the first one after a UTF-8 BOM
+# too), or is a config naming its classes. Compiled (~3 ms) by `re` when first searched, only in
+# a project with a fused word.
 USES_LIGHTNING = (
-    rb"(?:^|;)\s*(?:from\s+|import\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)"
+    rb"(?:^|;|\A\xef\xbb\xbf)\s*(?:from\s+|import\s+(?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)"
     rb"(?:lightning|pytorch_lightning|lightning_fabric)\b|"
     rb"class_path|_target_|\btrainer\s*:"
 )

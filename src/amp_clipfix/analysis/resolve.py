@@ -21,18 +21,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
 from amp_clipfix.analysis.resolve_optimizers import OptimizerSearch
-from amp_clipfix.analysis.resolve_refine import RefineSites
 from amp_clipfix.analysis.resolve_trainers import TrainerSearch
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.analysis.values import ClsV
 from amp_clipfix.models import ConfigModel, FileSites, Site, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
 
-class Resolution(RefineSites, OptimizerSearch, TrainerSearch):
+class Resolution(OptimizerSearch, TrainerSearch):
     """The searches of one resolution over one project's files, run in a fixed order."""
 
     # -- the three searches --------------------------------------------------------------------
@@ -40,6 +40,8 @@ class Resolution(RefineSites, OptimizerSearch, TrainerSearch):
     def run(self, trial: bool = False) -> Found:
         """All searches; a trial (which only tells which Trainer files to read) needs the
         fused optimizers and the fits of their classes alone."""
+        if not trial:
+            self.plugin_entries()
         self.refine_runtime_sites()
         self.module_optimizers()
         if not trial:
@@ -50,6 +52,7 @@ class Resolution(RefineSites, OptimizerSearch, TrainerSearch):
         self.fit_calls()
         if not trial:
             self.cli_calls()
+            self.settle_plugins()
         return self.found
 
 
@@ -99,6 +102,18 @@ def resolve(
             fits=tuple(file.fits) + tuple(found.fits.get(path, [])),
         )
     return result
+
+
+def resolve_module(path: Path, text: str) -> FileSites:
+    """The sites of one module resolved as a project of its own (a codemod run alone, by
+    `python -m libcst.tool codemod`): the collector's sites, and what the resolution finds by
+    value there (which Fabric a clip is on, say)."""
+    tree = ast.parse(text)
+    sites = collect_sites(path, text, tree)
+    summary = summarise(path.parent, path, text, tree)
+    data = text.encode("utf-8")
+    load: Callable[[Path], Summary | None] = lambda p: summary if p == path else None  # noqa: E731
+    return resolve(path.parent, {path: sites}, {path: data}, load).get(path, sites)
 
 
 def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:

@@ -48,13 +48,21 @@ class ResolutionBase:
         contents: dict[Path, bytes],
     ) -> None:
         self.ev = evaluator
-        self.files = files
+        self.files = dict(files)  # a plugin's site takes its entry here (resolve_entries.py)
         self.contents = contents
         self.found = Found({}, {}, set())
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
         self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
+        self.sources: dict[Path, SourceText | None] = {}  # see source_text
+        # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches and
+        # the plugins an entry is given; the entries read so far; plugin sites given the entry
+        # of the call they are passed to (resolve_entries.py).
+        self.read_paths = frozenset(files)
+        self.unread: dict[Path, tuple[Site, ...]] = {}
+        self.settled: set[EntryId] = set()
+        self.linked: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
 
     # -- output --------------------------------------------------------------------------------
 
@@ -62,14 +70,22 @@ class ResolutionBase:
         """Line -> codes its comment silences, read as the collector reads them (a `#` inside
         a string is no comment)."""
         if path not in self.comments:
-            summary = self.ev.summary(path)
+            source = self.source_text(path)
             found: dict[int, frozenset[str]] = {}
-            if summary is not None:
-                found = comment_suppressions(
-                    SourceText(summary.source(), summary.tree), summary.tree
-                )
+            if source is not None:
+                found = comment_suppressions(source, source.summary.tree)
             self.comments[path] = found
         return self.comments[path]
+
+    def source_text(self, path: Path) -> SourceText | None:
+        """The module's text, to give positions and code in libcst's terms as the collector
+        does (one per file and resolution)."""
+        if path not in self.sources:
+            summary = self.ev.summary(path)
+            self.sources[path] = (
+                None if summary is None else SourceText(summary.source(), summary.tree)
+            )
+        return self.sources[path]
 
     def add(self, site: Site) -> None:
         if is_library(site.path):

@@ -14,21 +14,9 @@ from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.resolve_base import ResolutionBase, keyword_value, relevant_among
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
-    ClsV,
-    DictV,
-    FabricV,
-    Fn,
-    LambdaV,
     Lit,
-    ModuleV,
-    Opt,
-    TrainerV,
-    TupleV,
 )
 from amp_clipfix.models import Certainty, Site, SiteKind, Through, UseId
-
-# Values that are surely no Fabric: a receiver holding only these never clips on one.
-NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
 
 
 class RefineSites(ResolutionBase):
@@ -54,9 +42,6 @@ class RefineSites(ResolutionBase):
         if site.kind is SiteKind.MODULE_CLIP:
             if relevant_among(self.ev, {site.path}):  # elsewhere no class is fused
                 self.refine_module_clip(site, node, ctx)
-            return
-        if site.kind is SiteKind.FABRIC_CLIP:
-            self.refine_fabric_clip(site, node, ctx)
             return
         key = {
             SiteKind.FUSED_OPTIMIZER: "fused",
@@ -92,20 +77,6 @@ class RefineSites(ResolutionBase):
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
             self.add(new)
-
-    def refine_fabric_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
-        """`x.clip_gradients(...)` on a receiver only named like a Fabric: its value decides.
-        A Fabric makes the site certain; a value that is surely no Fabric (a module of the
-        project, a class, a literal...) drops it; anything else stays a review."""
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            return
-        receiver = self.ev.ev(node.func.value, ctx)
-        fabrics = [value for value in receiver if isinstance(value, FabricV)]
-        if not fabrics and not (receiver and all(isinstance(v, NOT_A_FABRIC) for v in receiver)):
-            return
-        self.found.drop.add((site.path, site.span, site.kind))
-        for fabric in fabrics:
-            self.add(replace(site, certainty=Certainty.KNOWN, entry=fabric.entry))
 
     def refine_module_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
         """`self.clip_gradients(opt, gradient_clip_val=self.max_norm)` or the same through

@@ -18,18 +18,18 @@ from amp_clipfix.analysis.evaluate import (
 )
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.resolve_base import (
-    ResolutionBase,
     clipping_files,
     keyword_value,
     segment,
     text_search,
 )
+from amp_clipfix.analysis.resolve_entries import EntrySearch
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Inst, Lit, Opaque, TrainerV, TupleV
+from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV, TupleV
 from amp_clipfix.models import Certainty, EntryId, FitCall, Site, SiteKind, Span, UseId
 
 
-class TrainerSearch(ResolutionBase):
+class TrainerSearch(EntrySearch):
     """Trainer subclasses, clipping calls, fits and LightningCLI calls."""
 
     # -- Trainer subclasses, clips -------------------------------------------------------------
@@ -70,8 +70,9 @@ class TrainerSearch(ResolutionBase):
                     self.add(site)
 
     def clip_calls(self) -> None:
-        """`x.clip_gradients(...)` the file's collector did not take: a Fabric reached through
-        a parameter, or a LightningModule clipped from a Callback hook."""
+        """`x.clip_gradients(...)` calls other than a module's own `self.clip_gradients(...)`
+        (the collector's): a Fabric's (its value says so, resolve_entries.py), or a
+        LightningModule clipped from a Callback hook."""
         # A Fabric clip matters only beside a fused optimizer (relevant files); a Callback's
         # clip for whatever module its Trainer fits.
         clipping = {path for path, data in self.contents.items() if b"clip_gradients" in data}
@@ -90,24 +91,10 @@ class TrainerSearch(ResolutionBase):
     def clip_call(self, summary: Summary, call: ast.Call, span: Span) -> None:
         ctx = self.ev.ctx_of(summary, call)
         receiver = self.ev.ev(call.func.value, ctx)  # type: ignore[attr-defined]
-        fabrics = [v for v in receiver if isinstance(v, FabricV)]
-        detail = f"{segment(summary, call.func)}(...)"
-        owner = ctx.cls.name if ctx.cls is not None else None
-        for fabric in fabrics:
-            site = Site(
-                SiteKind.FABRIC_CLIP,
-                summary.path,
-                span,
-                Certainty.KNOWN,
-                detail,
-                None,
-                owner=owner,
-                fixable=False,
-                entry=fabric.entry,
-            )
-            self.add(site)
-        if fabrics or ctx.cls is None:
+        if self.fabric_clip(summary, call, span, ctx, receiver) or ctx.cls is None:
             return
+        detail = f"{segment(summary, call.func)}(...)"
+        owner = ctx.cls.name
         if not self.ev.derives_from(ClsV(ctx.cls, summary), CALLBACK_CLASSES):
             return
         entries = self.trainers_with_callback(ClsV(ctx.cls, summary))

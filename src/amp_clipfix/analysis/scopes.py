@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,27 +152,6 @@ def full_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Subscript):
         return full_name(node.value)
     return None
-
-
-def dotted_names(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
-    """libcst's _gen_dotted_names: the dotted prefixes of an attribute chain, longest first."""
-    if isinstance(node, ast.Name):
-        yield node.id, node
-        return
-    if not isinstance(node, ast.Attribute):
-        return
-    value = node.value
-    if isinstance(value, ast.Call):
-        if isinstance(value.func, (ast.Attribute, ast.Name)):
-            yield from dotted_names(value.func)
-    elif isinstance(value, (ast.Attribute, ast.Name)):
-        inner = dotted_names(value)
-        first = next(inner, None)
-        if first is None:
-            return
-        yield f"{first[0]}.{node.attr}", node
-        yield first
-        yield from inner
 
 
 def position(node: ast.AST) -> Position:

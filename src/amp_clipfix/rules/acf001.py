@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from amp_clipfix.analysis.link import PathPieces, of_kind, user_sites
+from amp_clipfix.analysis.link import PathPieces, of_kind, sort_key, user_sites
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import (
     Certainty,
+    EntryId,
     FileSites,
     Finding,
     LightningPath,
     Site,
     SiteKind,
+    Span,
     Strategy,
     UseId,
 )
@@ -102,17 +104,35 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
     optimizers = of_kind(sites, SiteKind.FUSED_OPTIMIZER)
     clips = of_kind(sites, SiteKind.FABRIC_CLIP)
     for path in sorted({clip.path for clip in clips}, key=str):
-        here = [s for s in clips if s.path == path]
-        # The clip's module, and the module of the Fabric its receiver holds.
-        places = {path} | {clip.entry.path for clip in here if clip.entry is not None}
-        users = {UseId(place) for place in places}
-        group = fabric_pieces(
-            [s for s in precision if s.path == path or s.entry is not None],
-            [s for s in optimizers if s.path in places or users & set(s.users)],
-            here,
-        )
-        if group:
-            yield found(group)
+        for here in by_fabric([s for s in clips if s.path == path]):
+            # The clip's module, and the module of the Fabric its receiver holds.
+            places = {path} | {clip.entry.path for clip in here if clip.entry is not None}
+            users = {UseId(place) for place in places}
+            group = fabric_pieces(
+                [s for s in precision if s.path == path or s.entry is not None],
+                [s for s in optimizers if s.path in places or users & set(s.users)],
+                here,
+            )
+            if group:
+                yield found(group)
+
+
+def by_fabric(clips: Sequence[Site]) -> list[list[Site]]:
+    """The clip sites of one module by the Fabric they are on: one finding never joins two
+    Fabrics' clips. The sites of one call stay together (its receiver may hold either Fabric),
+    and a clip on a Fabric not known (a name only, a subclass) may be on any: it joins them."""
+    if any(clip.entry is None for clip in clips):
+        return [list(clips)]
+    groups: list[tuple[set[EntryId | None], set[Span], list[Site]]] = []
+    for clip in sorted(clips, key=sort_key):
+        entries, spans, sites = {clip.entry}, {clip.span}, [clip]
+        for group in [g for g in groups if clip.entry in g[0] or clip.span in g[1]]:
+            groups.remove(group)
+            entries |= group[0]
+            spans |= group[1]
+            sites = group[2] + sites
+        groups.append((entries, spans, sites))
+    return [sites for _, _, sites in groups]
 
 
 def fabric_pieces(

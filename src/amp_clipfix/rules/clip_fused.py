@@ -5,6 +5,7 @@ which piece a person must decide when one is decided at run time, and the pieces
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.link import PathPieces, Piece, sort_key
@@ -25,15 +26,12 @@ WORDS = {
 def found(candidates: Sequence[PathPieces]) -> Found:
     """One finding from every way its pieces combine: certain when one way has every piece
     written out, else a review finding of the same rule that names the fewest unknown pieces."""
-    sites = tuple(
-        sorted(
-            {
-                site
-                for pieces in candidates
-                for site in (*pieces.precision, *pieces.optimizers, *pieces.clips)
-            },
-            key=sort_key,
-        )
+    sites = once(
+        {
+            site
+            for pieces in candidates
+            for site in (*pieces.precision, *pieces.optimizers, *pieces.clips)
+        }
     )
     # The way with the fewest unknown pieces (ties: the first in `Piece` order, whatever order
     # the ways came in).
@@ -51,6 +49,22 @@ def found(candidates: Sequence[PathPieces]) -> Found:
         review=f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} decided at run time",
         condition=" and ".join(WORDS[piece][1] for piece in unknown),
     )
+
+
+def once(sites: set[Site]) -> tuple[Site, ...]:
+    """The sites in a total order, each place once: one call that reaches two Fabrics (or a
+    Callback's clip of two Trainers) is one site of the finding, with the more cautious
+    strategy of the two."""
+    kept: dict[tuple[object, ...], Site] = {}
+    for site in sorted(sites, key=sort_key):
+        key = (site.path, site.span, site.kind, site.value, site.certainty)
+        first = kept.setdefault(key, site)
+        if CAUTION.index(site.sharding) > CAUTION.index(first.sharding):
+            kept[key] = replace(first, sharding=site.sharding)
+    return tuple(kept.values())
+
+
+CAUTION = (Sharding.NONE, Sharding.UNKNOWN, Sharding.SHARDED)
 
 
 # -- fixes: which sites the shared codemods (fixes/codemods) rewrite, per strategy -----------

@@ -8,8 +8,9 @@ files that pass, once):
 - a Trainer's precision or clipping: a call to `Trainer` or a `MixedPrecision...` plugin
   (configs: `precision`, `gradient_clip_val`).
 A finding always needs a fused optimizer, so a project in which no file builds one needs nothing
-else parsed, and a Fabric finding lies within one file. The tests check that results with and
-without this prefilter are identical.
+else parsed; a Fabric made in a module no stage passes (a factory) is read by the project
+resolution when a clip's receiver reaches it (analysis/resolve_entries.py). The tests check that
+results with and without this prefilter are identical.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import PositionProvider, ProviderT
 
-from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.resolve import resolve_module
 from amp_clipfix.models import Strategy
 from amp_clipfix.project.discover import find_project_root
 from amp_clipfix.project.pins import resolve_target
@@ -49,13 +49,14 @@ class SiteCodemod(VisitorBasedCodemodCommand):
 def standalone_targets(
     tree: cst.Module, context: CodemodContext, strategy: Strategy
 ) -> set[Position]:
-    """Detect, link (within this module only) and choose fixes, as the pipeline would."""
+    """Detect, link (within this module only, resolved as a project of its own) and choose
+    fixes, as the pipeline would."""
     from amp_clipfix.fixes.choose import choose_fixes
 
     path = Path(context.filename or "<module>")
     target = resolve_target(find_project_root(path)).target  # the module's project's pins
     findings = choose_fixes(
-        find_findings([collect_sites(path, tree.code)], target), strategy, target
+        find_findings([resolve_module(path, tree.code)], target), strategy, target
     )
     return {
         (site.span.line, site.span.column)

@@ -1,0 +1,273 @@
+"""Which `Fabric(...)` / `Trainer(...)` call (its `EntryId`) a clip and a precision plugin belong
+to, by value: the per-file collector binds no names, the project's evaluator follows them.
+
+- `x.clip_gradients(...)` is a Fabric's clip when `x`'s value is a Fabric, and belongs to the
+  `Fabric(...)` calls that value may come from, wherever they are: another method
+  (`self.fabric`), a factory in another module, a tuple or dict unpacked. A name alone is never
+  a fact: only where the value cannot be followed does a receiver named "fabric" give a review.
+- A precision plugin built outside the call (`plugin = MixedPrecision(...)`, a factory) belongs
+  to the calls whose `plugins=` it reaches.
+- The strategy of an entry is the value its `strategy=` argument has.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import is_guardable
+from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.resolve_base import relevant_among
+from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import (
+    ClsV,
+    DictV,
+    Ext,
+    FabricV,
+    Fn,
+    Inst,
+    LambdaV,
+    Lit,
+    ModuleV,
+    Opaque,
+    Opt,
+    TrainerV,
+    TupleV,
+)
+from amp_clipfix.models import Certainty, EntryId, FileSites, Sharding, Site, SiteKind, Span
+from amp_clipfix.paths import is_library
+
+# Values that are surely no Fabric: a receiver holding only these never clips on one.
+NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
+
+# Packages whose classes are never a Fabric unless Lightning's own Fabric is among their bases (a
+# project class built on these alone is no Fabric); a class from any other library might be one.
+PLAIN_ROOTS = frozenset(
+    {
+        "builtins",
+        "abc",
+        "typing",
+        "collections",
+        "dataclasses",
+        "enum",
+        "torch",
+        "lightning",
+        "pytorch_lightning",
+        "lightning_fabric",
+    }
+)
+
+PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
+PLUGINS = re.compile(rb"\bplugins\s*=(?!=)")
+
+
+class EntrySearch(RefineSites):
+    """Clip calls on Fabrics, the settings of the Fabrics they reach, and the calls precision
+    plugins are given to."""
+
+    def fabric_clip(
+        self, summary: Summary, call: ast.Call, span: Span, ctx: Ctx, receiver: list[object]
+    ) -> bool:
+        """The sites of a clip call whose receiver may be a Fabric: one per `Fabric(...)` its
+        value may come from (certain), or, where the value cannot be followed and only the
+        receiver's name says "fabric", one decided at run time (a review, never certain). False
+        when the receiver is no Fabric by anything known of it."""
+        source = self.source_text(summary.path)
+        if source is None:
+            return False
+        statement = innermost_statement(summary, call)
+        indentation = "" if statement is None else source.indentation(statement.lineno)
+        func: ast.Attribute = call.func  # type: ignore[assignment]
+        detail = f"{source.code(func, indentation=indentation)}(...)"
+        site = Site(
+            SiteKind.FABRIC_CLIP,
+            summary.path,
+            span,
+            Certainty.KNOWN,
+            detail,
+            None,
+            owner=ctx.cls.name if ctx.cls is not None else None,
+            fixable=is_guardable(source, statement, call),
+            clip_call=True,
+        )
+        fabrics = [value for value in receiver if isinstance(value, FabricV)]
+        for fabric in fabrics:
+            self.entry_settings(fabric)
+            sharding = self.call_sharding(fabric.call, fabric.summary)
+            self.add(replace(site, entry=fabric.entry, sharding=sharding))
+        if fabrics:
+            return True
+        if receiver and all(self.surely_no_fabric(value) for value in receiver):
+            return False
+        receiver_code = source.code(func.value, indentation=indentation)
+        if "fabric" not in receiver_code.rsplit(".", 1)[-1].lower():
+            return False
+        self.add(replace(site, certainty=Certainty.RUNTIME))
+        return True
+
+    def surely_no_fabric(self, value: object) -> bool:
+        """A module, class, function, literal, container, Trainer or optimizer; or an instance
+        of a project class built on no library class that could be a Fabric."""
+        if isinstance(value, NOT_A_FABRIC):
+            return True
+        if isinstance(value, Inst):
+            return all(
+                not isinstance(base, Ext) or base.qname.split(".", 1)[0] in PLAIN_ROOTS
+                for base in self.ev.mro(value.cls)
+            )
+        return False
+
+    def entry_settings(self, fabric: FabricV) -> None:
+        """The precision sites of a `Fabric(...)` call in a file the collection did not read
+        (a factory module holding no fused optimizer and no clip): read now, and refined as
+        any run-time site."""
+        entry = fabric.entry
+        if entry is None or entry.cli or entry in self.settled:
+            return
+        self.settled.add(entry)
+        summary = self.ev.summary(entry.path)
+        for site in self.unread_sites(entry.path):
+            if site.kind is not SiteKind.FABRIC_PRECISION or site.entry != entry:
+                continue
+            if site.certainty is Certainty.RUNTIME and summary is not None:
+                node = expression_at(summary, site.span.line, site.span.column)
+                if node is not None:
+                    self.refine(summary, site, node)
+                if (site.path, site.span, site.kind) in self.found.drop:
+                    continue  # replaced by the literals that decide it
+            self.add(site)
+
+    def unread_sites(self, path: Path) -> tuple[Site, ...]:
+        """The sites of a file the collection did not read (its prefilter passed it over),
+        read now as the collector reads any file, once per resolution; none for a file it read
+        (its sites are in `files`) and for library code."""
+        if path in self.read_paths or is_library(path):
+            return ()
+        if path not in self.unread:
+            summary = self.ev.summary(path)
+            self.unread[path] = (
+                () if summary is None else collect_sites(path, summary.source(), summary.tree).sites
+            )
+        return self.unread[path]
+
+    def call_sharding(self, call: ast.Call | None, summary: Summary | None) -> Sharding:
+        """Whether the strategy of a `Fabric(...)` / `Trainer(...)` call shards the model: the
+        values its `strategy=` may take (a registered name, one of Lightning's strategy
+        classes); anything else, a choice between sharded and plain ones, or a `**spread` that
+        may pass one, is decided at run time."""
+        if call is None or summary is None:
+            return Sharding.NONE  # a subclass's super().__init__: not read here
+        strategy = next((k.value for k in call.keywords if k.arg == "strategy"), None)
+        if strategy is None:
+            spreads = any(keyword.arg is None for keyword in call.keywords)
+            return Sharding.UNKNOWN if spreads else Sharding.NONE
+        ctx = self.ev.ctx_of(summary, call)
+        states: set[bool | None] = set()
+        for value in self.ev.force(self.ev.ev(strategy, ctx)):
+            if isinstance(value, Lit):
+                states.add(names.strategy_name_shards(value.value))
+            elif isinstance(value, Opaque) and isinstance(value.node, ast.Call):
+                callee = value.node.func
+                made = self.ev.ev(callee, self.ev.ctx_of(value.summary, callee))
+                qualified = {v.qname for v in made if isinstance(v, Ext)}
+                states.add(names.strategy_class_shards(qualified))
+            else:
+                states.add(None)
+        if states == {True}:
+            return Sharding.SHARDED
+        return Sharding.NONE if states == {False} else Sharding.UNKNOWN  # chosen at run time
+
+    def plugin_entries(self) -> None:
+        """Precision plugins built outside a `Fabric(...)` / `Trainer(...)` call (`plugin =
+        MixedPrecision(...)`, then `plugins=[plugin]`) configure the calls whose `plugins=`
+        their value reaches: their sites take that call's entry and, when they do not shard
+        themselves, its strategy."""
+        free = {
+            (site.path, site.span): site
+            for file in self.files.values()
+            for site in file.sites
+            if site.kind in PRECISIONS and site.entry is None and not site.in_config
+        }
+        # The calls that can matter: in a file holding a free plugin, or one a fused value
+        # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
+        passing = {
+            path for path in self.files_with(b"plugins") if PLUGINS.search(self.contents[path])
+        }
+        among = {path for path, _ in free} | relevant_among(self.ev, passing)
+        for summary in self.summaries_with(b"plugins", among=among & passing):
+            for call in summary.walked_calls():
+                plugins = next((k.value for k in call.keywords if k.arg == "plugins"), None)
+                if plugins is None:
+                    continue
+                ctx = self.ev.ctx_of(summary, call)
+                made = [
+                    value
+                    for value in self.ev.ev(call, ctx)
+                    if isinstance(value, (FabricV, TrainerV)) and value.call is call
+                ]
+                if not made:
+                    continue
+                elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
+                for element in elements:
+                    for value in self.ev.force(self.ev.ev(element, ctx)):
+                        if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
+                            continue
+                        site = self.free_plugin(free, value)
+                        if site is not None:
+                            self.link_plugin(site, made[0].entry, made[0].call, summary)
+
+    def free_plugin(self, free: dict[tuple[Path, Span], Site], value: Opaque) -> Site | None:
+        """The site of a plugin built by `value`'s call outside any entry call: collected, or
+        in a file the collection did not read (a factory module), taken into `files` here."""
+        key = (value.summary.path, value.summary.span(value.node))
+        if key in free:
+            return free[key]
+        for site in self.unread_sites(key[0]):
+            if (site.path, site.span) == key and site.kind in PRECISIONS and site.entry is None:
+                file = self.files.get(site.path, FileSites(site.path))
+                self.files[site.path] = replace(file, sites=(*file.sites, site))
+                free[key] = site
+                return site
+        return None
+
+    def link_plugin(
+        self, site: Site, entry: EntryId | None, call: ast.Call | None, summary: Summary
+    ) -> None:
+        """The plugin's site with the call's entry, in place of the free one: the refinement
+        of run-time sites then refines it (settle_plugins adds it where nothing did). A plugin
+        given to several calls configures each."""
+        sharding = site.sharding
+        if sharding is Sharding.NONE:
+            sharding = self.call_sharding(call, summary)
+        linked = replace(site, entry=entry, sharding=sharding)
+        key = (site.path, site.span, site.kind)
+        if key not in self.linked:
+            file = self.files[site.path]
+            sites = tuple(linked if old is site else old for old in file.sites)
+            self.files[site.path] = replace(file, sites=sites)
+        self.linked.setdefault(key, []).append(linked)
+
+    def settle_plugins(self) -> None:
+        """The linked plugin sites no refinement replaced, in place of the free ones; where the
+        refinement replaced one (with the first call's entry), the same for the other calls."""
+        for key, sites in sorted(self.linked.items(), key=lambda i: (str(i[0][0]), *i[0][1:])):
+            if key in self.found.drop:
+                for other in sites[1:]:
+                    for new in self.refined.get(key, []):
+                        self.add(replace(new, entry=other.entry, sharding=other.sharding))
+                continue
+            self.found.drop.add(key)
+            for site in sites:
+                self.add(site)
+
+
+def innermost_statement(summary: Summary, node: ast.AST) -> ast.stmt | None:
+    current = summary.parent(node)
+    while current is not None and not isinstance(current, ast.stmt):
+        current = summary.parent(current)
+    return current
