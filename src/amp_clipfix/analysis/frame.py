@@ -71,7 +71,9 @@ class EvaluatorBase:
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         self.item_cache: dict[int, list[ast.stmt]] = {}  # item_statements, by scope
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
+        # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
+        self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming

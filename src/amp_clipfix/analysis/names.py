@@ -150,6 +150,15 @@ MODULE_UNSCALE_HELPER = "clip_module_gradients_unscaled"
 
 # `fabric.launch(fn, *args)` calls `fn(fabric, *args)`.
 FABRIC_LAUNCH = "launch"
+# `Thread(target=fn, args=(...), kwargs={...})` and `Process(...)` call `fn(*args, **kwargs)`.
+CALLABLE_STARTERS = frozenset(
+    {
+        "threading.Thread",
+        "multiprocessing.Process",
+        "multiprocessing.context.Process",
+        "torch.multiprocessing.Process",
+    }
+)
 
 PARTIAL_FUNCTIONS = frozenset({"functools.partial"})
 DICT_CONSTRUCTORS = frozenset({"builtins.dict", "dict"})
