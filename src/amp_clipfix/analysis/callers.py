@@ -47,11 +47,18 @@ class CallerIndex(PassedCalls):
         if isinstance(function, ast.Lambda):
             return [Opaque(node, ctx.summary)]
         key = (id(function), name)
-        if key not in self.callers_cache:
-            self.callers_cache[key] = []  # a recursive call sees no value
-            param = next(p for p in params if p.arg == name)
-            self.callers_cache[key] = self.parameter_from_callers(function, param, ctx)
-        return self.callers_cache[key]
+        if key in self.callers_cache:
+            return self.callers_cache[key]
+        self.callers_cache[key] = []  # a recursive call sees no value
+        param = next(p for p in params if p.arg == name)
+        cuts = self.cuts
+        try:
+            values = self.parameter_from_callers(function, param, ctx)
+        finally:
+            del self.callers_cache[key]
+        if self.cuts == cuts:  # what a bound cut short is asked again, not remembered
+            self.callers_cache[key] = values
+        return values
 
     def parameter_from_callers(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
         """Every value the project's calls of `function` give `param` (the default when no

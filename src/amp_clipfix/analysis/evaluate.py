@@ -176,13 +176,15 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         self.budget -= 1
         self.question_budget -= 1
         self.running.add(key)
+        cuts = self.cuts
         try:
             values = self.ev_node(node, ctx)
         finally:
             self.running.discard(key)
         if len(values) > MAX_VALUES:
             values = bounded(values, node, ctx)
-        self.memo[key] = values
+        if self.cuts == cuts:  # a value a bound cut short is asked again, not remembered
+            self.memo[key] = values
         return values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch

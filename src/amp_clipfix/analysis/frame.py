@@ -74,6 +74,11 @@ class EvaluatorBase:
         # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
         self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
+        self.passed_nesting = 0  # passed.passed_calls running inside one another
+        self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function
+        # Searches cut short by a bound that is not part of a memo's key (passed.MAX_NESTED):
+        # a value made while this grows is not memoised (evaluate.ev, callers.parameter).
+        self.cuts = 0
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
@@ -125,6 +130,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def parameter(self, function: ast.AST, name: str, node: ast.AST, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
         raise NotImplementedError
 
     def bind(

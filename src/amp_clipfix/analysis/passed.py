@@ -22,11 +22,16 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Thunk
+from amp_clipfix.analysis.shapes import all_params, is_method
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn
 
 # Project functions a callable may pass through (received, handed on) before one calls it.
 FORWARD_DEPTH = 3
+# Searches for calls through values running inside one another (an argument read on the way
+# is itself a parameter followed to its callers): beyond it the search is cut, and what the
+# cut made is never memoised (frame.EvaluatorBase.cuts).
+MAX_NESTED = 2
 
 
 class PassedCalls(EvaluatorBase):
@@ -38,13 +43,23 @@ class PassedCalls(EvaluatorBase):
         """The calls of `function` (`cls`: a class whose instantiation calls its `__init__`)
         made through the calls of `summary` that pass it as an argument."""
         wanted = wanted_name(function, cls)
-        found: list[tuple[ast.Call, Ctx]] = []
-        for outer in self.passing(summary).get(wanted, ()):
-            caller = self.ctx_of(summary, outer)
-            if caller.depth + ctx.depth > MAX_DEPTH:
-                continue
-            found.extend(self.calls_through(outer, caller, function, cls, FORWARD_DEPTH))
-        return found
+        outers = self.passing(summary).get(wanted, ())
+        if not outers:
+            return []
+        if self.passed_nesting >= MAX_NESTED:
+            self.cuts += 1
+            return []
+        self.passed_nesting += 1
+        try:
+            found: list[tuple[ast.Call, Ctx]] = []
+            for outer in outers:
+                caller = self.ctx_of(summary, outer)
+                if caller.depth + ctx.depth > MAX_DEPTH:
+                    continue
+                found.extend(self.calls_through(outer, caller, function, cls, FORWARD_DEPTH))
+            return found
+        finally:
+            self.passed_nesting -= 1
 
     def passing(self, summary: Summary) -> dict[str, list[ast.Call]]:
         """The module's calls by the names their arguments write (`f(x)`, `f(key=self.x)`:
@@ -59,47 +74,80 @@ class PassedCalls(EvaluatorBase):
         return self.passing_index[key]
 
     def calls_through(
-        self, outer: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None, depth: int
+        self,
+        outer: ast.Call,
+        caller: Ctx,
+        function: ast.AST,
+        cls: ast.ClassDef | None,
+        depth: int,
+        accepted: frozenset[str] | None = None,
     ) -> list[tuple[ast.Call, Ctx]]:
-        """The calls of `function` that `outer` makes by what it is given."""
-        passed = [
-            arg for arg in arguments(outer) if self.is_callable(self.ev(arg, caller), function, cls)
-        ]
-        if not passed:
-            return []
+        """The calls of `function` that `outer` makes by what it is given. Only the arguments
+        written with an `accepted` name (the function's own; inside a helper, the parameters
+        that hold it) and received by something that calls what it receives are evaluated:
+        what the callee is comes first."""
+        if accepted is None:
+            accepted = frozenset({wanted_name(function, cls)})
         found: list[tuple[ast.Call, Ctx]] = []
         launch = self.launch_call(outer, caller)
-        if launch is not None and any(launch.func is arg for arg in passed):
+        if launch is not None and self.passes(launch.func, accepted, caller, function, cls):
             found.append((launch, caller))
         for callee in self.ev(outer.func, caller):
             if isinstance(callee, Ext) and callee.qname in names.CALLABLE_STARTERS:
                 started = self.started_call(outer)
-                if started is not None and any(started.func is arg for arg in passed):
+                if started is not None and self.passes(
+                    started.func, accepted, caller, function, cls
+                ):
                     found.append((started, caller))
             elif isinstance(callee, Fn) and callee.node is not function:
                 found.extend(
-                    self.calls_in_helper(callee, outer, caller, passed, function, cls, depth)
+                    self.calls_in_helper(callee, outer, caller, accepted, function, cls, depth)
                 )
         return found
+
+    def passes(
+        self,
+        arg: ast.expr,
+        accepted: frozenset[str],
+        caller: Ctx,
+        function: ast.AST,
+        cls: ast.ClassDef | None,
+    ) -> bool:
+        """Whether an argument is the function (by its value; the name only chooses which
+        arguments to evaluate)."""
+        return (
+            last_name(arg) in accepted
+            and not self.through_parameter(arg, caller)
+            and self.is_callable(self.ev(arg, caller), function, cls)
+        )
 
     def calls_in_helper(
         self,
         helper: Fn,
         outer: ast.Call,
         caller: Ctx,
-        passed: list[ast.expr],
+        accepted: frozenset[str],
         function: ast.AST,
         cls: ast.ClassDef | None,
         depth: int,
     ) -> Iterator[tuple[ast.Call, Ctx]]:
         """`helper(..., fn, ...)`: its calls of the parameter that receives `fn` (the outer
         call's arguments bound to its parameters), and those of the helpers it hands `fn` on to."""
+        called, handed = self.callable_params(helper.node)
+        if not called and not (handed and depth > 1):
+            return
         bound = self.bind(helper.node, outer, caller, helper.bound, helper.summary)
-        params = {
+        arguments_ = arguments(outer)
+        params = frozenset(
             name
-            for name, items in bound.items()
-            if any(isinstance(i, Thunk) and any(i.expr is arg for arg in passed) for i in items)
-        }
+            for name in sorted(called | handed if depth > 1 else called)
+            if any(
+                isinstance(item, Thunk)
+                and any(item.expr is arg for arg in arguments_)
+                and self.passes(item.expr, accepted, caller, function, cls)
+                for item in bound.get(name, ())
+            )
+        )
         if not params:
             return
         inner = Ctx(helper.summary, helper.node, helper.cls, bound, caller.depth + 1)
@@ -113,7 +161,50 @@ class PassedCalls(EvaluatorBase):
             elif depth > 1 and any(
                 isinstance(arg, ast.Name) and arg.id in params for arg in arguments(node)
             ):
-                yield from self.calls_through(node, inner, function, cls, depth - 1)
+                yield from self.calls_through(node, inner, function, cls, depth - 1, params)
+
+    def callable_params(self, function: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
+        """The parameters a function calls (`fn(...)`) and those it hands to a call
+        (`run(fn)`), read once per function from its own body."""
+        key = id(function)
+        if key not in self.param_uses:
+            params = {param.arg for param in all_params(function.args)}  # type: ignore[attr-defined]
+            called: set[str] = set()
+            handed: set[str] = set()
+            for node in self.body(function):
+                if not isinstance(node, ast.Call):
+                    continue
+                if isinstance(node.func, ast.Name) and node.func.id in params:
+                    called.add(node.func.id)
+                handed.update(
+                    arg.id
+                    for arg in arguments(node)
+                    if isinstance(arg, ast.Name) and arg.id in params
+                )
+            self.param_uses[key] = (frozenset(called), frozenset(handed))
+        return self.param_uses[key]
+
+    def through_parameter(self, arg: ast.expr, caller: Ctx) -> bool:
+        """Whether an argument reads a parameter of the function it is written in (`fn`,
+        `runner.train`; not a method's `self`): that value came from the function's callers,
+        and the call that passed it there is found where it is written (its name is the
+        function's), then followed here through the helpers (FORWARD_DEPTH). Reading it would
+        follow every caller of every such function first."""
+        root = arg
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or caller.bindings is not None:
+            return False  # a bound helper's parameter holds the outer call's argument
+        function, summary = caller.func, caller.summary
+        while function is not None:
+            params = all_params(function.args)  # type: ignore[attr-defined]
+            if any(param.arg == root.id for param in params):
+                own = is_method(summary, function) and params[0].arg == root.id
+                return not own
+            if root.id in self.local_bindings(function):
+                return False
+            function, _ = summary.enclosing(function)
+        return False
 
     def is_callable(
         self, values: list[object], function: ast.AST, cls: ast.ClassDef | None
