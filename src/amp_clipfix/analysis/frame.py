@@ -77,7 +77,8 @@ class EvaluatorBase:
         self.passed_nesting = 0  # passed.passed_calls running inside one another
         self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function
         # Searches cut short by a bound that is not part of a memo's key (passed.MAX_NESTED):
-        # a value made while this grows is not memoised (evaluate.ev, callers.parameter).
+        # a value made while this grows is not memoised (evaluate.ev, callers.parameter, the
+        # attributes and bases of classes.py).
         self.cuts = 0
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
