@@ -200,6 +200,10 @@ class ClassInfo:
     base_names: tuple[str, ...]  # qualified names of the bases as imported in its module
     is_lightning_module: bool  # a base is Lightning's own LightningModule
     clips_unscaled: bool = False  # its configure_gradient_clipping is the unscale fix's
+    # Derives from LightningModule through the project's classes, each base followed by value
+    # (imports, aliases, re-exports); set by the project resolution for the classes that own a
+    # fused optimizer (analysis/resolve.py: with_module_classes).
+    module_class: bool = False
 
 
 @dataclass(frozen=True)

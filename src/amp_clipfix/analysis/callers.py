@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
+from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
@@ -20,9 +21,9 @@ from amp_clipfix.analysis.values import (
     DictV,
     Ext,
     FabricV,
-    Fn,
     Opaque,
     SelfV,
+    TupleV,
 )
 
 # Files writing a method's name beyond which its callers are looked for only where its class
@@ -34,7 +35,7 @@ IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
 
 
-class CallerIndex(EvaluatorBase):
+class CallerIndex(PassedCalls):
     """A parameter's values from the calls of its function in the project, and the files that
     can hold those calls."""
 
@@ -49,18 +50,24 @@ class CallerIndex(EvaluatorBase):
         if isinstance(function, ast.Lambda):
             return [Opaque(node, ctx.summary)]
         key = (id(function), name)
-        if key not in self.callers_cache:
-            self.callers_cache[key] = []  # a recursive call sees no value
-            param = next(p for p in params if p.arg == name)
+        if key in self.callers_cache:
+            return self.callers_cache[key]
+        self.callers_cache[key] = []  # a recursive call sees no value
+        param = next(p for p in params if p.arg == name)
+        cuts = self.cuts
+        try:
             values = self.parameter_from_callers(function, param, ctx)
-            if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
-                param.annotation, ctx
-            ):
-                # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
-                # a Fabric the code declares, made where the analysis does not see.
-                values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
+        finally:
+            del self.callers_cache[key]
+        if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
+            param.annotation, ctx
+        ):
+            # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
+            # a Fabric the code declares, made where the analysis does not see.
+            values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
+        if self.cuts == cuts:  # what a bound cut short is asked again, not remembered
             self.callers_cache[key] = values
-        return self.callers_cache[key]
+        return values
 
     def declares_fabric(self, annotation: ast.expr | None, ctx: Ctx, depth: int = 0) -> bool:
         """Whether a parameter's annotation names Lightning's Fabric (a subclass of it, an
@@ -128,14 +135,14 @@ class CallerIndex(EvaluatorBase):
         cls = ctx.cls
         wanted = cls.name if cls is not None and name == "__init__" else name
         found = []
-        # the names whose calls are read below: a file that can call none is not parsed
-        called = [wanted]
-        if cls is None:
-            called.append(names.FABRIC_LAUNCH)
-        elif name == "__init__":
-            called.append("__init__")
+        # the names whose calls are read below: a file that can call none of them, and that
+        # writes the function's name nowhere but its definition (so passes it to nothing: a
+        # helper, `fabric.launch`, a Thread), is not parsed
+        called = [wanted, "__init__"] if cls is not None and name == "__init__" else [wanted]
         for path in self.caller_files(function, wanted, ctx):
-            if not any(self.may_call(path, each) for each in called):
+            if not any(self.may_call(path, each) for each in called) and not self.may_pass(
+                path, wanted
+            ):
                 continue
             summary = self.summary(path)
             if summary is None:
@@ -146,9 +153,9 @@ class CallerIndex(EvaluatorBase):
                     continue
                 if self.calls_function(call, caller, function, cls):
                     found.append((call, caller))
-            if cls is None:
-                found.extend(self.launches_of(function, summary, ctx))
-            elif name == "__init__":
+            # passed as a value to what calls it: a helper, `fabric.launch`, a Thread
+            found.extend(self.passed_calls(function, cls, summary, ctx))
+            if cls is not None and name == "__init__":
                 found.extend(self.super_inits_of(cls, summary, ctx))
         return found
 
@@ -169,30 +176,20 @@ class CallerIndex(EvaluatorBase):
                 found.append((call, caller))
         return found
 
-    def launches_of(
-        self, function: ast.AST, summary: Summary, ctx: Ctx
-    ) -> list[tuple[ast.Call, Ctx]]:
-        """`fabric.launch(fn, a, b)` calls `fn(fabric, a, b)`: Fabric passes itself first."""
-        found = []
-        for launch in summary.calls(names.FABRIC_LAUNCH):
-            if not launch.args or not isinstance(launch.func, ast.Attribute):
-                continue
-            caller = self.ctx_of(summary, launch)
-            if caller.depth + ctx.depth > MAX_DEPTH:
-                continue
-            if not any(isinstance(v, FabricV) for v in self.ev(launch.func.value, caller)):
-                continue
-            if not any(
-                isinstance(v, Fn) and v.node is function for v in self.ev(launch.args[0], caller)
-            ):
-                continue
-            if id(launch) not in self.launched:
-                call = ast.Call(
-                    launch.args[0], [launch.func.value, *launch.args[1:]], launch.keywords
-                )
-                self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
-            found.append((self.launched[id(launch)][1], caller))
-        return found
+    def may_pass(self, path: Path, name: str) -> bool:
+        """Whether the file's text writes `name` as a whole word other than where it is
+        defined (`def name(`, `class name(`): only there can it pass the function on as a
+        value (`run(fn=self.name)`, `fabric.launch(name)`)."""
+        if not name.isascii():
+            return True
+        key = (name, path)
+        if key not in self.pass_texts:
+            data = self.contents[path]
+            self.pass_texts[key] = any(
+                not DEFINED.search(data, max(0, match.start() - 16), match.start())
+                for match in whole_word(name.encode("ascii")).finditer(data)
+            )
+        return self.pass_texts[key]
 
     def may_call(self, path: Path, name: str) -> bool:
         """Whether the file's text can hold a call indexed under `name` (`name(`, `x.name(`:
@@ -323,16 +320,7 @@ class CallerIndex(EvaluatorBase):
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
     ) -> bool:
-        for callee in self.ev(call.func, caller):
-            if isinstance(callee, Fn) and callee.node is function:
-                return True
-            if (
-                isinstance(callee, ClsV)
-                and cls is not None
-                and any(isinstance(base, ClsV) and base.node is cls for base in self.mro(callee))
-            ):
-                return True
-        return False
+        return self.is_callable(self.ev(call.func, caller), function, cls)
 
     def bind(
         self, function: ast.AST, call: ast.Call, caller: Ctx, is_method: bool, owner: Summary
@@ -345,13 +333,19 @@ class CallerIndex(EvaluatorBase):
         names_ = {p.arg for p in (*positional, *args.kwonlyargs)}
         bound: dict[str, list[object]] = {}
         extra = DictV()
-        for index, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred):
-                for param in positional[index:]:
-                    bound.setdefault(param.arg, [Opaque(arg, caller.summary)])
-                break
+        rest: list[list[object]] | None = []  # what `*args` collects; None: not known here
+        positions = self.positional_items(call, caller)
+        if positions is None:  # a `*x` of no known length: its parameters decided at run time
+            starred = next(i for i, a in enumerate(call.args) if isinstance(a, ast.Starred))
+            positions = [[Thunk(arg, caller)] for arg in call.args[:starred]]
+            for param in positional[starred:]:
+                bound[param.arg] = [Opaque(call.args[starred], caller.summary)]
+            rest = None
+        for index, item in enumerate(positions):
             if index < len(positional):
-                bound[positional[index].arg] = [Thunk(arg, caller)]
+                bound[positional[index].arg] = item
+            elif rest is not None:
+                rest.append(item)
         for keyword in call.keywords:
             if keyword.arg is None:
                 spread = self.ev(keyword.value, caller)
@@ -381,8 +375,30 @@ class CallerIndex(EvaluatorBase):
         if args.kwarg is not None:
             bound[args.kwarg.arg] = [extra]
         if args.vararg is not None:
-            bound[args.vararg.arg] = [Opaque(call, caller.summary)]
+            unknown = Opaque(call, caller.summary)
+            bound[args.vararg.arg] = [unknown if rest is None else TupleV(rest)]
         return bound
+
+    def positional_items(self, call: ast.Call, caller: Ctx) -> list[list[object]] | None:
+        """The values of a call's positional arguments, one list per position: a `*x` spreads
+        a tuple or list of known length (`fn(*args)` where `args` holds `(model, loader)`);
+        None when one spreads something else."""
+        items: list[list[object]] = []
+        for arg in call.args:
+            if not isinstance(arg, ast.Starred):
+                items.append([Thunk(arg, caller)])
+                continue
+            values = self.ev(arg.value, caller)
+            tuples = [value for value in values if isinstance(value, TupleV)]
+            lengths = {len(value.items) for value in tuples}
+            if not values or len(tuples) < len(values) or len(lengths) != 1:
+                return None
+            spread: list[list[object]] = [[] for _ in range(lengths.pop())]
+            for value in tuples:
+                for position, item in enumerate(value.items):
+                    add_unique(spread[position], item)
+            items.extend(spread)
+        return items
 
 
 # What may stand between a callee's name and the `(` of its call: spaces and line breaks (in

@@ -55,6 +55,7 @@ class ClassModel(EvaluatorBase):
         if key in self.attr_cache:
             return self.attr_cache[key]
         self.attr_cache[key] = []
+        cuts = self.cuts
         values: list[object] = []
         classes = [c for c in self.mro(cls) if isinstance(c, ClsV)]
         for klass in classes[1:] if skip_own else classes:
@@ -64,7 +65,10 @@ class ClassModel(EvaluatorBase):
         if not values:
             external = [c for c in self.mro(cls) if isinstance(c, Ext)]
             values = [Opaque(node, cls.summary)] if not external else [Opaque(node, cls.summary)]
-        self.attr_cache[key] = values
+        if self.cuts == cuts:  # what a bound cut short is asked again (frame.cuts)
+            self.attr_cache[key] = values
+        else:
+            del self.attr_cache[key]
         return values
 
     def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
@@ -147,6 +151,7 @@ class ClassModel(EvaluatorBase):
         if key in self.mro_cache:
             return self.mro_cache[key]
         self.mro_cache[key] = [cls]
+        cuts = self.cuts
         order: list[object] = [cls]
         ctx = self.ctx_of(cls.summary, cls.node)
         for base in cls.node.bases:
@@ -155,7 +160,10 @@ class ClassModel(EvaluatorBase):
                     order.extend(b for b in self.mro(value) if b not in order)
                 elif isinstance(value, Ext):
                     order.append(value)
-        self.mro_cache[key] = order
+        if self.cuts == cuts:  # what a bound cut short is asked again (frame.cuts)
+            self.mro_cache[key] = order
+        else:
+            del self.mro_cache[key]
         return order
 
     def derives_from(self, cls: ClsV, qualified: frozenset[str]) -> bool:

@@ -38,7 +38,7 @@ from amp_clipfix.analysis.shapes import (
     super_init_call,
     target_path,
 )
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.summary import Summary, shared_folders
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
@@ -80,12 +80,17 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         for module, path in paths.items():
             self.by_module.setdefault(module, []).append(path)
 
-    def find_module(self, dotted: str) -> Summary | None:
+    def find_module(self, dotted: str, near: Summary | None = None) -> Summary | None:
+        """The module of that dotted name, else one whose name ends with it (`src.pkg.mod`
+        for `pkg.mod`); of several, the nearest to the importer `near` (a script's own folder
+        first, as its sys.path[0]), never simply the first of that name."""
         paths = self.by_module.get(dotted)
         if paths is None:
             suffix = "." + dotted
             paths = [p for name, ps in self.by_module.items() if name.endswith(suffix) for p in ps]
             self.by_module[dotted] = paths
+        if near is not None and len(paths) > 1:
+            paths = sorted(paths, key=lambda path: -shared_folders(path, near.path))
         for path in paths:
             summary = self.summary(path)
             if summary is not None:
@@ -115,7 +120,7 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         if parts[0] in names.EXTERNAL_ROOTS:
             return [Ext(qname)]
         for cut in range(len(parts), 0, -1):
-            module = self.find_module(".".join(parts[:cut]))
+            module = self.find_module(".".join(parts[:cut]), summary)
             if module is None or module is summary and cut == len(parts):
                 continue
             values: list[object] = [ModuleV(module)]
@@ -176,13 +181,15 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         self.budget -= 1
         self.question_budget -= 1
         self.running.add(key)
+        cuts = self.cuts
         try:
             values = self.ev_node(node, ctx)
         finally:
             self.running.discard(key)
         if len(values) > MAX_VALUES:
             values = bounded(values, node, ctx)
-        self.memo[key] = values
+        if self.cuts == cuts:  # a value a bound cut short is asked again, not remembered
+            self.memo[key] = values
         return values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch

@@ -71,7 +71,15 @@ class EvaluatorBase:
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         self.item_cache: dict[int, list[ast.stmt]] = {}  # item_statements, by scope
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
+        # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
+        self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
+        self.passed_nesting = 0  # passed.passed_calls running inside one another
+        self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function
+        # Searches cut short by a bound that is not part of a memo's key (passed.MAX_NESTED):
+        # a value made while this grows is not memoised (evaluate.ev, callers.parameter, the
+        # attributes and bases of classes.py).
+        self.cuts = 0
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
@@ -79,6 +87,7 @@ class EvaluatorBase:
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.call_texts: dict[tuple[str, Path], bool] = {}  # callers.may_call
+        self.pass_texts: dict[tuple[str, Path], bool] = {}  # callers.may_pass
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
@@ -124,6 +133,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def parameter(self, function: ast.AST, name: str, node: ast.AST, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
         raise NotImplementedError
 
     def bind(

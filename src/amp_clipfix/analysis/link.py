@@ -92,29 +92,12 @@ def user_sites(files: Sequence[FileSites]) -> list[Site]:
 
 
 def lightning_module_classes(files: Sequence[FileSites]) -> list[ClassInfo]:
-    """Classes that derive from LightningModule, directly or through classes of the project.
-
-    Bases are matched by their last name component, since a project class may be imported under
-    a relative or aliased name.
-    """
-    classes = [info for file in files for info in file.classes]
-    by_name: dict[str, list[ClassInfo]] = {}
-    for info in classes:
-        by_name.setdefault(info.name, []).append(info)
-    known: set[tuple[str, str]] = set()
-    changed = True
-    while changed:
-        changed = False
-        for info in classes:
-            key = (str(info.path), info.name)
-            if key in known:
-                continue
-            if info.is_lightning_module or any(
-                (str(base.path), base.name) in known
-                for base_name in info.base_names
-                for base in by_name.get(base_name.rsplit(".", 1)[-1], [])
-                if base is not info
-            ):
-                known.add(key)
-                changed = True
-    return [info for info in classes if (str(info.path), info.name) in known]
+    """Classes that derive from LightningModule: directly (a base's qualified name) or through
+    classes of the project, each base followed by value by the project resolution
+    (`ClassInfo.module_class`), never matched by its name."""
+    return [
+        info
+        for file in files
+        for info in file.classes
+        if info.is_lightning_module or info.module_class
+    ]

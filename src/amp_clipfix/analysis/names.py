@@ -42,6 +42,7 @@ class Kind(Enum):
     CLIP_FUNCTION = "clip function"  # torch's clip_grad_norm_ / clip_grad_value_
     CLIP_ALGORITHM = "GradClipAlgorithmType"  # a member: `gradient_clip_algorithm=` spelled
     PARTIAL = "partial"  # `functools.partial(func, **keywords)`
+    CALLABLE_STARTER = "Thread / Process"  # `Thread(target=fn, args=, kwargs=)` calls `fn`
     DICT = "dict"  # `dict(...)`: a dict constructor
     GETATTR = "getattr"
     SUPER = "super"
@@ -314,6 +315,13 @@ def register_clip_algorithms() -> None:
 
 register_clip_algorithms()
 register(Entry(Kind.PARTIAL), "functools.partial")
+register(
+    Entry(Kind.CALLABLE_STARTER),
+    "threading.Thread",
+    "multiprocessing.Process",
+    "multiprocessing.context.Process",
+    "torch.multiprocessing.Process",
+)
 register(Entry(Kind.DICT), "builtins.dict", "dict")
 register(Entry(Kind.GETATTR), "builtins.getattr")
 register(Entry(Kind.SUPER), "builtins.super")
@@ -346,6 +354,8 @@ CLI_CLASSES = of_kind(Kind.LIGHTNING_CLI)
 CALLBACK_CLASSES = of_kind(Kind.CALLBACK)
 FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
 PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
+# `Thread(target=fn, args=(...), kwargs={...})` and `Process(...)` call `fn(*args, **kwargs)`.
+CALLABLE_STARTERS = of_kind(Kind.CALLABLE_STARTER)
 DICT_CONSTRUCTORS = of_kind(Kind.DICT)
 GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
 TORCH_CLIPS = {

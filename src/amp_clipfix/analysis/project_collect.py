@@ -5,7 +5,7 @@ resolve; an unchanged project comes back from the cache whole.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from amp_clipfix.project.discover import Project
 from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
-from amp_clipfix.sources.prefilter import FUSED_WORD, defined_class_names, may_clip, may_need_search
+from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search
 
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites
@@ -39,11 +39,11 @@ def collect_project(
     progress: Progress | None = None,
     cache: bool = False,
 ) -> Collection:
-    """Parse and collect the files of a project that can matter, in up to three stages.
+    """Parse and collect the files of a project that can matter, in up to two stages.
 
     With the prefilter: first the files that may build a fused optimizer; only when a class or
-    a config does, the files that may configure a Trainer; then files defining base classes
-    still unknown.
+    a config does, the files that may configure (or clip on) a Trainer. A module class's bases
+    need no stage of their own: the resolution's evaluator reads them where they are.
     """
     collection = Collection(progress=progress or NoProgress(), root=project.root)
     collect_project_files(project, jobs, prefilter, collection, cache)
@@ -216,66 +216,9 @@ def collect_stages(
 
     stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
-    class_names = ClassNames(searchable)
-    while stage := files_defining_missing_bases(class_names, collection):
-        collect_files(contents, stage, jobs, collection)
     resolve_collection(root, contents, searchable, collection)
 
 
 def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
     """The files whose adapter's prefilter says they may hold this stage's sites."""
     return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
-
-
-class ClassNames:
-    """The class names each file may define, read from the text only when a base class is
-    looked for at all (most runs look for none; on a torch-sized tree the scan is not free)."""
-
-    def __init__(self, searchable: Mapping[Path, bytes]) -> None:
-        self.searchable = searchable
-        self.by_file: dict[Path, frozenset[str]] | None = None
-
-    def items(self) -> Iterable[tuple[Path, frozenset[str]]]:
-        if self.by_file is None:
-            self.by_file = {p: defined_class_names(d) for p, d in self.searchable.items()}
-        return self.by_file.items()
-
-
-def files_defining_missing_bases(class_names: ClassNames, collection: Collection) -> list[Path]:
-    """Unparsed files that may define a base class still unknown on the way from a class that
-    builds a fused optimizer up to LightningModule (the chain may pass through project classes
-    in files without any site word)."""
-    from amp_clipfix.analysis.names import LIBRARY_PACKAGES
-    from amp_clipfix.models import SiteKind
-
-    classes = [info for file in collection.parsed.values() for info in file.sites.classes]
-    by_name: dict[str, list] = {}
-    for info in classes:
-        by_name.setdefault(info.name, []).append(info)
-    owners = {
-        (site.path, site.owner)
-        for file in collection.parsed.values()
-        for site in file.sites.sites
-        if site.kind is SiteKind.FUSED_OPTIMIZER and site.owner is not None
-    }
-    frontier = [info for info in classes if (info.path, info.name) in owners]
-    seen: set[tuple[Path, str]] = set()
-    wanted: set[str] = set()
-    while frontier:
-        info = frontier.pop()
-        if (info.path, info.name) in seen or info.is_lightning_module:
-            continue
-        seen.add((info.path, info.name))
-        for base in info.base_names:
-            if base.split(".", 1)[0] in LIBRARY_PACKAGES:
-                continue  # imported from Lightning or torch: no project file defines it
-            short = base.rsplit(".", 1)[-1]
-            frontier.extend(by_name.get(short, ()))
-            wanted.add(short)  # every class of that name counts, as the linker matches names
-    if not wanted:
-        return []
-    return [
-        path
-        for path, names in class_names.items()
-        if path not in collection.attempted and names & wanted
-    ]

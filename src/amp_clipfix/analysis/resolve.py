@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
@@ -101,7 +102,34 @@ def resolve(
             sites=tuple(merged + added),
             fits=tuple(file.fits) + tuple(found.fits.get(path, [])),
         )
-    return result
+    return {path: with_module_classes(evaluator, file) for path, file in result.items()}
+
+
+def with_module_classes(evaluator: Evaluator, file: FileSites) -> FileSites:
+    """Which of the file's classes that own a fused optimizer derive from LightningModule
+    through the project's classes: each base is the class it is (an import, a relative or
+    aliased one, a module's attribute, a package's re-export), never a class of the same name."""
+    owners = {
+        site.owner
+        for site in file.sites
+        if site.kind is SiteKind.FUSED_OPTIMIZER and site.owner is not None
+    }
+    if not any(info.name in owners and not info.is_lightning_module for info in file.classes):
+        return file
+    summary = evaluator.summary(file.path)
+    if summary is None:
+        return file
+    classes = []
+    for info in file.classes:
+        if info.name in owners and not info.is_lightning_module:
+            nodes = [node for node in summary.classes() if node.name == info.name]
+            derived = any(
+                evaluator.derives_from(ClsV(node, summary), names.LIGHTNING_MODULE_CLASSES)
+                for node in nodes
+            )
+            info = replace(info, module_class=derived)
+        classes.append(info)
+    return replace(file, classes=tuple(classes))
 
 
 def resolve_module(path: Path, text: str) -> FileSites:

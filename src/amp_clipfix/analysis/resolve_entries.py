@@ -47,20 +47,14 @@ NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)
 
 # Packages whose classes are never a Fabric unless Lightning's own Fabric is among their bases (a
 # project class built on these alone is no Fabric); a class from any other library might be one.
-PLAIN_ROOTS = frozenset(
-    {
-        "builtins",
-        "abc",
-        "typing",
-        "collections",
-        "dataclasses",
-        "enum",
-        "torch",
-        "lightning",
-        "pytorch_lightning",
-        "lightning_fabric",
-    }
-)
+PLAIN_ROOTS = names.LIBRARY_PACKAGES | {
+    "builtins",
+    "abc",
+    "typing",
+    "collections",
+    "dataclasses",
+    "enum",
+}
 
 PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
 PLUGINS = re.compile(rb"\bplugins\s*=(?!=)")

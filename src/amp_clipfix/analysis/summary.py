@@ -194,6 +194,17 @@ def module_name(root: Path, path: Path) -> tuple[str, bool]:
     return ".".join(parts), is_package
 
 
+def shared_folders(path: Path, other: Path) -> int:
+    """How many folders, from the top, two files share (which of two same-named modules is
+    nearer an importer)."""
+    shared = 0
+    for mine, theirs in zip(path.parent.parts, other.parent.parts):
+        if mine != theirs:
+            break
+        shared += 1
+    return shared
+
+
 def summarise(root: Path, path: Path, text: str, tree: ast.Module | None = None) -> Summary | None:
     """The summary of one module (from the tree its sites were read from, when there is one),
     or None when Python cannot parse it (the reader reports it)."""

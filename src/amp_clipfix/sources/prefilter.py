@@ -204,14 +204,6 @@ def may_configure_trainer_in_config(data: bytes) -> bool:
     return any(word in data for word in CONFIG_WORDS)
 
 
-CLASS_NAME = re.compile(rb"\bclass\s+(\w+)")
-
-
-def defined_class_names(data: bytes) -> frozenset[str]:
-    """Names of the classes a file may define (to find base classes of a LightningModule)."""
-    return frozenset(name.decode("ascii", "replace") for name in CLASS_NAME.findall(data))
-
-
 # JSON may write any character as `\uXXXX`; a printable ASCII character so written (a letter,
 # a digit, `.`, `=`, a quote) is 0x20-0x7F.
 ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")

@@ -1,0 +1,277 @@
+"""Calls of a function made through a value: the function (or a class, for its `__init__`) is
+an argument of another call, and what receives it calls it.
+
+- a project function that takes it as a parameter and calls it with its own parameters
+  (`run_benchmark(fn=self.train, args=(model, loader))` with
+  `def run_benchmark(fn, args): return fn(*args)`), also after handing it on to another such
+  function (FORWARD_DEPTH helpers deep);
+- `fabric.launch(fn, a, b)`, which calls `fn(fabric, a, b)`;
+- the standard library's starters, `threading.Thread(target=fn, args=(...), kwargs={...})` and
+  `multiprocessing.Process(...)`, which call `fn(*args, **kwargs)`.
+
+Each is given back as a call of the function and the context its arguments are read in (the
+helper's parameters bound to the outer call's arguments), so a parameter followed to its callers
+(callers.py) binds them as it binds a direct call. Every value is asked of the evaluator; a name
+only chooses which calls to look at. Nothing evaluated is kept here: the indexes are syntax.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Thunk
+from amp_clipfix.analysis.shapes import all_params, is_method
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn
+
+# Project functions a callable may pass through (received, handed on) before one calls it.
+FORWARD_DEPTH = 3
+# Searches for calls through values running inside one another (an argument read on the way
+# is itself a parameter followed to its callers): beyond it the search is cut, and what the
+# cut made is never memoised (frame.EvaluatorBase.cuts).
+MAX_NESTED = 2
+
+
+class PassedCalls(EvaluatorBase):
+    """The calls of a function made by whatever receives it as an argument."""
+
+    def passed_calls(
+        self, function: ast.AST, cls: ast.ClassDef | None, summary: Summary, ctx: Ctx
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """The calls of `function` (`cls`: a class whose instantiation calls its `__init__`)
+        made through the calls of `summary` that pass it as an argument."""
+        wanted = wanted_name(function, cls)
+        outers = self.passing(summary).get(wanted, ())
+        if not outers:
+            return []
+        if self.passed_nesting >= MAX_NESTED:
+            self.cuts += 1
+            return []
+        self.passed_nesting += 1
+        try:
+            found: list[tuple[ast.Call, Ctx]] = []
+            for outer in outers:
+                caller = self.ctx_of(summary, outer)
+                if caller.depth + ctx.depth > MAX_DEPTH:
+                    continue
+                found.extend(self.calls_through(outer, caller, function, cls, FORWARD_DEPTH))
+            return found
+        finally:
+            self.passed_nesting -= 1
+
+    def passing(self, summary: Summary) -> dict[str, list[ast.Call]]:
+        """The module's calls by the names their arguments write (`f(x)`, `f(key=self.x)`:
+        under "x"), indexed once per module from the calls it lists anyway."""
+        key = summary.path
+        if key not in self.passing_index:
+            index: dict[str, list[ast.Call]] = {}
+            for call in summary.walked_calls():
+                for name in sorted({n for arg in arguments(call) if (n := last_name(arg))}):
+                    index.setdefault(name, []).append(call)
+            self.passing_index[key] = index
+        return self.passing_index[key]
+
+    def calls_through(
+        self,
+        outer: ast.Call,
+        caller: Ctx,
+        function: ast.AST,
+        cls: ast.ClassDef | None,
+        depth: int,
+        accepted: frozenset[str] | None = None,
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """The calls of `function` that `outer` makes by what it is given. Only the arguments
+        written with an `accepted` name (the function's own; inside a helper, the parameters
+        that hold it) and received by something that calls what it receives are evaluated:
+        what the callee is comes first."""
+        if accepted is None:
+            accepted = frozenset({wanted_name(function, cls)})
+        found: list[tuple[ast.Call, Ctx]] = []
+        launch = self.launch_call(outer, caller)
+        if launch is not None and self.passes(launch.func, accepted, caller, function, cls):
+            found.append((launch, caller))
+        for callee in self.ev(outer.func, caller):
+            if isinstance(callee, Ext) and callee.qname in names.CALLABLE_STARTERS:
+                started = self.started_call(outer)
+                if started is not None and self.passes(
+                    started.func, accepted, caller, function, cls
+                ):
+                    found.append((started, caller))
+            elif isinstance(callee, Fn) and callee.node is not function:
+                found.extend(
+                    self.calls_in_helper(callee, outer, caller, accepted, function, cls, depth)
+                )
+        return found
+
+    def passes(
+        self,
+        arg: ast.expr,
+        accepted: frozenset[str],
+        caller: Ctx,
+        function: ast.AST,
+        cls: ast.ClassDef | None,
+    ) -> bool:
+        """Whether an argument is the function (by its value; the name only chooses which
+        arguments to evaluate)."""
+        return (
+            last_name(arg) in accepted
+            and not self.through_parameter(arg, caller)
+            and self.is_callable(self.ev(arg, caller), function, cls)
+        )
+
+    def calls_in_helper(
+        self,
+        helper: Fn,
+        outer: ast.Call,
+        caller: Ctx,
+        accepted: frozenset[str],
+        function: ast.AST,
+        cls: ast.ClassDef | None,
+        depth: int,
+    ) -> Iterator[tuple[ast.Call, Ctx]]:
+        """`helper(..., fn, ...)`: its calls of the parameter that receives `fn` (the outer
+        call's arguments bound to its parameters), and those of the helpers it hands `fn` on to."""
+        called, handed = self.callable_params(helper.node)
+        if not called and not (handed and depth > 1):
+            return
+        bound = self.bind(helper.node, outer, caller, helper.bound, helper.summary)
+        arguments_ = arguments(outer)
+        params = frozenset(
+            name
+            for name in sorted(called | handed if depth > 1 else called)
+            if any(
+                isinstance(item, Thunk)
+                and any(item.expr is arg for arg in arguments_)
+                and self.passes(item.expr, accepted, caller, function, cls)
+                for item in bound.get(name, ())
+            )
+        )
+        if not params:
+            return
+        inner = Ctx(helper.summary, helper.node, helper.cls, bound, caller.depth + 1)
+        self.keep.append(inner)
+        for node in self.body(helper.node):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id in params:
+                if self.is_callable(self.ev(node.func, inner), function, cls):
+                    yield node, inner
+            elif depth > 1 and any(
+                isinstance(arg, ast.Name) and arg.id in params for arg in arguments(node)
+            ):
+                yield from self.calls_through(node, inner, function, cls, depth - 1, params)
+
+    def callable_params(self, function: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
+        """The parameters a function calls (`fn(...)`) and those it hands to a call
+        (`run(fn)`), read once per function from its own body."""
+        key = id(function)
+        if key not in self.param_uses:
+            params = {param.arg for param in all_params(function.args)}  # type: ignore[attr-defined]
+            called: set[str] = set()
+            handed: set[str] = set()
+            for node in self.body(function):
+                if not isinstance(node, ast.Call):
+                    continue
+                if isinstance(node.func, ast.Name) and node.func.id in params:
+                    called.add(node.func.id)
+                handed.update(
+                    arg.id
+                    for arg in arguments(node)
+                    if isinstance(arg, ast.Name) and arg.id in params
+                )
+            self.param_uses[key] = (frozenset(called), frozenset(handed))
+        return self.param_uses[key]
+
+    def through_parameter(self, arg: ast.expr, caller: Ctx) -> bool:
+        """Whether an argument reads a parameter of the function it is written in (`fn`,
+        `runner.train`; not a method's `self`): that value came from the function's callers,
+        and the call that passed it there is found where it is written (its name is the
+        function's), then followed here through the helpers (FORWARD_DEPTH). Reading it would
+        follow every caller of every such function first."""
+        root = arg
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or caller.bindings is not None:
+            return False  # a bound helper's parameter holds the outer call's argument
+        function, summary = caller.func, caller.summary
+        while function is not None:
+            params = all_params(function.args)  # type: ignore[attr-defined]
+            if any(param.arg == root.id for param in params):
+                own = is_method(summary, function) and params[0].arg == root.id
+                return not own
+            if root.id in self.local_bindings(function):
+                return False
+            function, _ = summary.enclosing(function)
+        return False
+
+    def is_callable(
+        self, values: list[object], function: ast.AST, cls: ast.ClassDef | None
+    ) -> bool:
+        """Whether a value calls `function` when called: the function itself, or (for an
+        `__init__`) its class or a subclass."""
+        for value in values:
+            if isinstance(value, Fn) and value.node is function:
+                return True
+            if (
+                isinstance(value, ClsV)
+                and cls is not None
+                and getattr(function, "name", None) == "__init__"
+                and any(isinstance(base, ClsV) and base.node is cls for base in self.mro(value))
+            ):
+                return True
+        return False
+
+    def launch_call(self, launch: ast.Call, caller: Ctx) -> ast.Call | None:
+        """`fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes (made once per
+        launch call: the evaluator keys its memo by node)."""
+        if not launch.args or not isinstance(launch.func, ast.Attribute):
+            return None
+        if launch.func.attr != names.FABRIC_LAUNCH:
+            return None
+        if not any(isinstance(v, FabricV) for v in self.ev(launch.func.value, caller)):
+            return None
+        if id(launch) not in self.launched:
+            call = ast.Call(launch.args[0], [launch.func.value, *launch.args[1:]], launch.keywords)
+            self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
+        return self.launched[id(launch)][1]
+
+    def started_call(self, start: ast.Call) -> ast.Call | None:
+        """`Thread(group, target, name, args, kwargs)` (and `Process`) as the call
+        `target(*args, **kwargs)` it makes (once per call, like launch_call)."""
+        if id(start) not in self.launched:
+            given = dict(zip(("group", "target", "name", "args", "kwargs"), start.args))
+            given.update((k.arg, k.value) for k in start.keywords if k.arg is not None)
+            target = given.get("target")
+            if target is None or any(k.arg is None for k in start.keywords):
+                return None
+            args: list[ast.expr] = []
+            if "args" in given:
+                args.append(ast.Starred(given["args"], ast.Load()))
+            kwargs = [ast.keyword(None, given["kwargs"])] if "kwargs" in given else []
+            call = ast.copy_location(ast.Call(target, args, kwargs), start)
+            for node in (*args, *kwargs):
+                ast.copy_location(node, start)
+            self.launched[id(start)] = (start, call)
+        return self.launched[id(start)][1]
+
+
+def wanted_name(function: ast.AST, cls: ast.ClassDef | None) -> str:
+    """The name a value of `function` is written with: a class's for its `__init__`."""
+    name: str = function.name  # type: ignore[attr-defined]
+    return cls.name if cls is not None and name == "__init__" else name
+
+
+def arguments(call: ast.Call) -> list[ast.expr]:
+    """A call's argument expressions, positional and keyword (a `*x` / `**x` as written)."""
+    return [*call.args, *(keyword.value for keyword in call.keywords)]
+
+
+def last_name(expr: ast.expr) -> str | None:
+    """The name an argument ends with: `fn` for `fn`, `train` for `self.train`."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
