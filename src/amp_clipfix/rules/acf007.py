@@ -157,8 +157,7 @@ def clips_without_torch(facts: ProjectFacts, fabric: FabricV) -> bool:
     values = facts.argument(Made("", fabric.call, fabric.summary), names.FABRIC.strategy)
     for value in values:
         if isinstance(value, Lit):
-            lowered = value.value.lower()
-            if not any(word in lowered for word in names.OWN_CLIP_STRATEGY_WORDS):
+            if names.registered_strategy(value.value) not in names.OWN_CLIP_SHARDS:
                 return False
         elif isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
             callee = value.node.func
