@@ -77,13 +77,11 @@ def is_scaler(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
     return bool(facts.made_by(file, node) & GRAD_SCALERS)
 
 
-def clip_name(file: FileFacts, call: ast.Call) -> bool:
-    """A cheap first test before the evaluator is asked: the callee is spelled as a torch
-    clip function, or is a name imported as one."""
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    short = {qname.rsplit(".", 1)[-1] for qname in TORCH_CLIPS}
-    return name in short or file.summary.imports.get(name, "") in TORCH_CLIPS
+def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
+    """The callee is torch's clip function by value, however it is spelled or bound (`clip =
+    nn_utils.clip_grad_norm_`); a project function spelled like one is not. No spelling test
+    first: order.events asks the evaluator about every callee anyway (helper_events)."""
+    return bool(facts.qualified_names(file, call.func) & TORCH_CLIPS.keys())
 
 
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
@@ -104,7 +102,7 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             if func.attr in ("unscale_", "step") and call.args and is_scaler(facts, file, receiver):
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
                 return Seen(kind, scaler=receiver, optimizer=call.args[0])
-        if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+        if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
 

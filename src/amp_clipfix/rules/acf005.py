@@ -20,11 +20,11 @@ from amp_clipfix.analysis.manual import (
     optimizer_of,
     rest_is_comment,
 )
-from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIPS
+from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events
 from amp_clipfix.analysis.values import ClsV, Fn, Opt
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.acf004 import call_site, clip_name
+from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF005"
@@ -170,7 +170,7 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
             and optimizer_of(facts, file, func.value, owner)
         ):
             return Seen(EventKind.STEP, optimizer=func.value)
-        if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+        if is_torch_clip(facts, file, call):
             if is_scaled(limit_of(call, "torch")):
                 return None
             return Seen(EventKind.CLIP, detail="torch")

@@ -16,7 +16,7 @@ from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
 from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.acf004 import call_site, clip_name
+from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.acf005 import steps_after
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
@@ -109,7 +109,7 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
                 return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
         if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
             return Seen(EventKind.STEP, optimizer=func.value)
-        if clip_name(file, call) and facts.qualified_names(file, func) & TORCH_CLIPS.keys():
+        if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
 
