@@ -76,10 +76,14 @@ class EvaluatorBase:
         self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
         self.passed_nesting = 0  # passed.passed_calls running inside one another
         self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function
-        # Searches cut short by a bound that is not part of a memo's key (passed.MAX_NESTED):
-        # a value made while this grows is not memoised (evaluate.ev, callers.parameter, the
-        # attributes and bases of classes.py).
+        # Searches cut short: a bound that is not part of a memo's key (the budgets,
+        # passed.MAX_NESTED) or a cycle (an evaluation, a parameter's callers, an attribute, a
+        # class's bases or an import asked again inside itself). A value made while this grew
+        # is kept for its question only (`remember`), never in the run's memos.
         self.cuts = 0
+        self.frames = 0  # memoised evaluations running (ev, parameter, attribute, mro)
+        self.following: set[tuple[str, object]] = set()  # parameter, attribute, mro running
+        self.question_cache: dict[tuple[str, object], list[object]] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
@@ -96,6 +100,54 @@ class EvaluatorBase:
         self.budget = BUDGET
         self.question_budget = self.question_limit = QUESTION_BUDGET
         self.resolving: set[str] = set()
+
+    # -- memos: the run's, and the question's ------------------------------------------------
+
+    def recall(self, cache: dict, kind: str, key: object) -> list[object] | None:  # type: ignore[type-arg]
+        """A value remembered: the run's (made without a cut, so the same whenever asked), else
+        this question's (made while something was cut below it: reading it is a cut too)."""
+        if key in cache:
+            return cache[key]  # type: ignore[no-any-return]
+        if self.frames == 0:
+            return None  # a new question: the cache of cut values is the last question's
+        found = self.question_cache.get((kind, key))
+        if found is not None:
+            self.cuts += 1
+        return found
+
+    def enter(self) -> int:
+        """Start a memoised evaluation (the caller leaves it with `frames -= 1`, also when it
+        raises); with none running, a new question: its own budget and its own memo of cut
+        values. The cut count to compare with at the end."""
+        if self.frames == 0:
+            self.question_budget = self.question_limit
+            self.question_cache.clear()
+        self.frames += 1
+        return self.cuts
+
+    def remember(
+        self,
+        cache: dict,  # type: ignore[type-arg]
+        kind: str,
+        key: object,
+        values: list[object],
+        cuts: int,
+    ) -> None:
+        """Keep the value of an evaluation started when `cuts` cuts were counted (its frame
+        left): a value nothing cut is the run's; a cut one stays with its question (asked again
+        there, it is read, not searched again: a cycle in a chain would cost a search per path),
+        and a later question searches again from its own start."""
+        if self.cuts == cuts:
+            cache[key] = values
+        else:
+            self.question_cache[(kind, key)] = values
+
+    def cycle(self, kind: str, key: object) -> bool:
+        """Whether that evaluation is running already (a cycle): then it is cut here."""
+        if (kind, key) in self.following:
+            self.cuts += 1
+            return True
+        return False
 
     # -- what the parts ask of each other (each defined by the part that owns it) --------------
 

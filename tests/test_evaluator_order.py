@@ -1,0 +1,137 @@
+"""The evaluator's answers do not depend on the order of its questions: a value cut short by a
+cycle (a parameter followed through mutually recursive callers, a class attribute that reads
+another that reads it back) or by a bound is never remembered for the questions after it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from amp_clipfix.analysis.evaluate import Evaluator
+from amp_clipfix.analysis.resolve import project_evaluator
+from amp_clipfix.analysis.summary import summarise
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, Fn, Inst, Lit, Opaque, Opt
+
+# Mutual recursion passing `fused` on, called from outside with a value each; a recursive
+# caller passing its own parameter on; two attributes of one class that read each other.
+SOURCE = """\
+import torch
+
+
+def build_a(model, fused, depth):
+    if depth:
+        return build_b(model, fused, depth - 1)
+    return torch.optim.AdamW(model.parameters(), fused=fused)
+
+
+def build_b(model, fused, depth):
+    if depth:
+        return build_a(model, fused, depth - 1)
+    return torch.optim.Adam(model.parameters(), fused=fused)
+
+
+def walk(model, fused, depth):
+    if depth:
+        walk(model, fused, depth - 1)
+    return torch.optim.SGD(model.parameters(), fused=fused)
+
+
+class Settings:
+    def __init__(self):
+        self.fused = self.default
+        self.default = self.fused
+
+    def reset(self):
+        self.fused = False
+        self.default = True
+
+    def build(self, model):
+        first = torch.optim.AdamW(model.parameters(), fused=self.fused)
+        second = torch.optim.Adam(model.parameters(), fused=self.default)
+        return first, second
+
+
+def main(model):
+    build_a(model, True, 3)
+    build_b(model, False, 2)
+    walk(model, None, 4)
+"""
+
+
+def render(values: list[object], evaluator: Evaluator) -> list[str]:
+    """A value as the resolution reads it: its kind, and its literal or place."""
+    shown = []
+    for value in evaluator.force(values):
+        if isinstance(value, Lit):
+            shown.append(f"Lit {value.value}")
+        elif isinstance(value, Opt):
+            shown.append(f"Opt {render(value.fused, evaluator)}")
+        elif isinstance(value, Opaque):
+            shown.append(f"Opaque {getattr(value.node, 'lineno', None)}")
+        elif isinstance(value, (ClsV, Fn)):
+            shown.append(f"{type(value).__name__} {value.node.name}")
+        elif isinstance(value, Inst):
+            shown.append(f"Inst {value.cls.node.name}")
+        elif isinstance(value, Ext):
+            shown.append(f"Ext {value.qname}")
+        elif isinstance(value, DictV):
+            shown.append(f"DictV {sorted(value.entries)}")
+        else:
+            shown.append(type(value).__name__)
+    return shown
+
+
+def questions(tmp_path: Path) -> tuple[Evaluator, list[tuple[str, ast.expr, object]]]:
+    """A fresh evaluator of SOURCE and its questions: every `fused=` argument, and the
+    parameters' `fused` read where a call passes it on."""
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE)
+    evaluator = project_evaluator(
+        tmp_path, {path: SOURCE.encode()}, lambda p: summarise(tmp_path, p, p.read_text())
+    )
+    summary = evaluator.summary(path)
+    assert summary is not None
+    asked = []
+    for node in ast.walk(summary.tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "fused":
+                    asked.append((f"fused= on line {node.lineno}", keyword.value, summary))
+            for arg in node.args:
+                if isinstance(arg, ast.Name) and arg.id == "fused":
+                    asked.append((f"fused passed on line {node.lineno}", arg, summary))
+    return evaluator, sorted(asked, key=lambda item: item[0])
+
+
+def answers(tmp_path: Path, reverse: bool) -> dict[str, list[str]]:
+    evaluator, asked = questions(tmp_path)
+    found = {}
+    for label, node, summary in reversed(asked) if reverse else asked:
+        found[label] = render(evaluator.ev(node, evaluator.ctx_of(summary, node)), evaluator)  # type: ignore[arg-type]
+    return found
+
+
+def test_answers_do_not_depend_on_the_order_of_questions(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    forward = answers(tmp_path / "one", reverse=False)
+    backward = answers(tmp_path / "two", reverse=True)
+    assert forward == backward
+    # What each question gets is every value the program can give it, whichever came first.
+    assert sorted(forward["fused= on line 7"]) == ["Lit False", "Lit True"]
+    assert sorted(forward["fused= on line 13"]) == ["Lit False", "Lit True"]
+    assert forward["fused= on line 19"] == ["Lit None"]
+    assert sorted(forward["fused= on line 32"]) == ["Lit False", "Lit True"]
+    assert sorted(forward["fused= on line 33"]) == ["Lit False", "Lit True"]
+
+
+def test_a_cycle_cut_is_not_remembered_but_the_question_is_answered_once(tmp_path: Path) -> None:
+    """Values a cycle cut are kept for the question that made them only: the run's memo holds
+    none of them, and a question asked again is answered the same."""
+    evaluator, asked = questions(tmp_path)
+    label, node, summary = asked[0]
+    ctx = evaluator.ctx_of(summary, node)  # type: ignore[arg-type]
+    first = render(evaluator.ev(node, ctx), evaluator)
+    assert (id(node), id(ctx)) not in evaluator.memo
+    assert evaluator.callers_cache == {}  # both parameters' callers met the cycle
+    assert render(evaluator.ev(node, ctx), evaluator) == first, label
