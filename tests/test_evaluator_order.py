@@ -125,13 +125,25 @@ def test_answers_do_not_depend_on_the_order_of_questions(tmp_path: Path) -> None
     assert sorted(forward["fused= on line 33"]) == ["Lit False", "Lit True"]
 
 
-def test_a_cycle_cut_is_not_remembered_but_the_question_is_answered_once(tmp_path: Path) -> None:
-    """Values a cycle cut are kept for the question that made them only: the run's memo holds
-    none of them, and a question asked again is answered the same."""
-    evaluator, asked = questions(tmp_path)
-    label, node, summary = asked[0]
+def test_a_cycle_is_remembered_at_its_head_only(tmp_path: Path) -> None:
+    """The run's memo keeps a cycle's value at its head (the evaluation the cycle came back
+    to), never the partial values inside it; asking one of those afterwards gives what it
+    gives asked first."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    evaluator, asked = questions(tmp_path / "one")
+    by_label = {label: (node, summary) for label, node, summary in asked}
+    node, summary = by_label["fused passed on line 12"]
     ctx = evaluator.ctx_of(summary, node)  # type: ignore[arg-type]
     first = render(evaluator.ev(node, ctx), evaluator)
-    assert (id(node), id(ctx)) not in evaluator.memo
-    assert evaluator.callers_cache == {}  # both parameters' callers met the cycle
-    assert render(evaluator.ev(node, ctx), evaluator) == first, label
+    assert (id(node), id(ctx)) in evaluator.memo  # the head
+    assert evaluator.heads[("ev", (id(node), id(ctx)))]  # with the members of its cycle
+    assert evaluator.callers_cache == {}  # both parameters' callers lie inside the cycle
+    inner, inner_summary = by_label["fused passed on line 6"]
+    inner_ctx = evaluator.ctx_of(inner_summary, inner)  # type: ignore[arg-type]
+    assert (id(inner), id(inner_ctx)) not in evaluator.memo
+    after = render(evaluator.ev(inner, inner_ctx), evaluator)
+    fresh, fresh_asked = questions(tmp_path / "two")
+    label, alone, alone_summary = next(item for item in fresh_asked if item[0].endswith("line 6"))
+    assert after == render(fresh.ev(alone, fresh.ctx_of(alone_summary, alone)), fresh), label  # type: ignore[arg-type]
+    assert render(evaluator.ev(node, ctx), evaluator) == first

@@ -56,8 +56,8 @@ class CallerIndex(PassedCalls):
         if self.cycle("callers", key):
             return []  # a recursive call adds no value of its own
         param = next(p for p in params if p.arg == name)
-        cuts = self.enter()
-        self.following.add(("callers", key))
+        entered = self.enter("callers", key)
+        values = None
         try:
             values = self.parameter_from_callers(function, param, ctx)
             if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
@@ -67,9 +67,7 @@ class CallerIndex(PassedCalls):
                 # a Fabric the code declares, made where the analysis does not see.
                 values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
         finally:
-            self.following.discard(("callers", key))
-            self.frames -= 1
-        self.remember(self.callers_cache, "callers", key, values, cuts)
+            self.leave(entered, self.callers_cache, "callers", key, values)
         return values
 
     def declares_fabric(self, annotation: ast.expr | None, ctx: Ctx, depth: int = 0) -> bool:

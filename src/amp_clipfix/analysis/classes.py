@@ -58,8 +58,8 @@ class ClassModel(EvaluatorBase):
         if values is None:
             if self.cycle("attr", key):
                 return []  # the attribute read inside its own value adds none of its own
-            cuts = self.enter()
-            self.following.add(("attr", key))
+            entered = self.enter("attr", key)
+            found: list[object] | None = None
             try:
                 values = []
                 classes = [c for c in self.mro(cls) if isinstance(c, ClsV)]
@@ -67,10 +67,9 @@ class ClassModel(EvaluatorBase):
                     values.extend(self.class_attribute(klass, attr, bound))
                     if values and any(isinstance(v, Fn) for v in values):
                         break
+                found = values
             finally:
-                self.following.discard(("attr", key))
-                self.frames -= 1
-            self.remember(self.attr_cache, "attr", key, values, cuts)
+                self.leave(entered, self.attr_cache, "attr", key, found)
         return values or [Opaque(node, cls.summary)]
 
     def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
@@ -156,8 +155,8 @@ class ClassModel(EvaluatorBase):
         if self.cycle("mro", key):
             return [cls]  # a class among its own bases (`class Model(Model)` of a name
             # bound twice): its bases are those found around this
-        cuts = self.enter()
-        self.following.add(("mro", key))
+        entered = self.enter("mro", key)
+        found: list[object] | None = None
         try:
             order: list[object] = [cls]
             ctx = self.ctx_of(cls.summary, cls.node)
@@ -167,10 +166,9 @@ class ClassModel(EvaluatorBase):
                         order.extend(b for b in self.mro(value) if b not in order)
                     elif isinstance(value, Ext):
                         order.append(value)
+            found = order
         finally:
-            self.following.discard(("mro", key))
-            self.frames -= 1
-        self.remember(self.mro_cache, "mro", key, order, cuts)
+            self.leave(entered, self.mro_cache, "mro", key, found)
         return order
 
     def derives_from(self, cls: ClsV, qualified: frozenset[str]) -> bool:

@@ -173,23 +173,22 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
             return known
         if ctx.depth > MAX_DEPTH:  # the depth is the context's, so the key's: not a cut
             return [Opaque(node, ctx.summary)]
-        cuts = self.enter()
+        if self.cycle("ev", key):
+            return [Opaque(node, ctx.summary)]
+        entered = self.enter("ev", key)
+        values: list[object] | None = None
         try:
-            if key in self.running or self.budget <= 0 or self.question_budget <= 0:
-                self.cuts += 1  # a cycle, or the run's or the question's budget spent
-                return [Opaque(node, ctx.summary)]
+            if self.budget <= 0 or self.question_budget <= 0:
+                self.cuts += 1  # the run's or the question's budget spent (not the key's)
+                values = [Opaque(node, ctx.summary)]
+                return values
             self.budget -= 1
             self.question_budget -= 1
-            self.running.add(key)
-            try:
-                values = self.ev_node(node, ctx)
-            finally:
-                self.running.discard(key)
+            values = self.ev_node(node, ctx)
+            if len(values) > MAX_VALUES:
+                values = bounded(values, node, ctx)
         finally:
-            self.frames -= 1
-        if len(values) > MAX_VALUES:
-            values = bounded(values, node, ctx)
-        self.remember(self.memo, "ev", key, values, cuts)
+            self.leave(entered, self.memo, "ev", key, values)
         return values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch
