@@ -5,7 +5,8 @@ assignments (also tuple unpacking), parameters and their defaults (from the call
 followed, else from every call of the function in the project), dict literals, `dict(...)`,
 `x["k"] = v` and `**` spreads, `functools.partial`, lambdas, returns of functions and factories
 across modules, attributes set on `self` and `self.hparams`, and base classes. Anything it cannot
-follow is `Opaque`: decided at run time. Depth and a global budget bound the work.
+follow is `Opaque`: decided at run time. Depth and budgets (per question, per run) bound the
+work; what a bound or a cycle cut short is never memoised for other questions (frame.py).
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ class EvaluatorBase:
             return
         if self.cuts == entered.cuts and low >= entered.place:
             cache[key] = values
-            if low == entered.place:
+            if members:  # a cycle's head
                 self.heads[(kind, key)] = frozenset(members)
         else:
             place = low if low < entered.place else NO_CYCLE
