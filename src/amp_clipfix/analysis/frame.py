@@ -136,8 +136,8 @@ class EvaluatorBase:
         with no hard cut, and with every cycle they met closed within them (a cycle's head: the
         outermost evaluation of the cycle). A head is not read while an evaluation of its
         cycle runs (that one asks it anew, as it would first). Else this question's value, made
-        while something was cut: reading it counts that cut again (a hard one, or the cycle when
-        the evaluation it met still runs)."""
+        while something was cut: reading it counts that cut again (a hard one, or the cycle it
+        met, while that still runs; once the cycle has ended, the value is asked anew)."""
         if key in cache:
             members = self.heads.get((kind, key))
             if members is None or self.active.keys().isdisjoint(members):
@@ -148,10 +148,10 @@ class EvaluatorBase:
         kept = self.question_cache.get((kind, key))
         if kept is None:
             return None
-        if kept.low < len(self.serials) and self.serials[kept.low] == kept.serial:
+        if kept.low != NO_CYCLE:
+            if kept.low >= len(self.serials) or self.serials[kept.low] != kept.serial:
+                return None  # the cycle it met has ended: what it left is partial, ask anew
             self.low = min(self.low, kept.low)  # the cycle it met is still running
-        elif kept.low != NO_CYCLE:
-            self.cuts += 1  # a cycle ended: what it left is partial
         if kept.hard:
             self.cuts += 1
         return kept.values
