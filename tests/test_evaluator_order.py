@@ -10,7 +10,7 @@ from pathlib import Path
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve import project_evaluator
 from amp_clipfix.analysis.summary import summarise
-from amp_clipfix.analysis.values import ClsV, DictV, Ext, Fn, Inst, Lit, Opaque, Opt
+from amp_clipfix.analysis.values import Lit, Opaque
 
 # Mutual recursion passing `fused` on, called from outside with a value each; a recursive
 # caller passing its own parameter on; two attributes of one class that read each other.
@@ -59,23 +59,13 @@ def main(model):
 
 
 def render(values: list[object], evaluator: Evaluator) -> list[str]:
-    """A value as the resolution reads it: its kind, and its literal or place."""
+    """A value as the resolution reads it: a literal, or decided at run time (and where)."""
     shown = []
     for value in evaluator.force(values):
         if isinstance(value, Lit):
             shown.append(f"Lit {value.value}")
-        elif isinstance(value, Opt):
-            shown.append(f"Opt {render(value.fused, evaluator)}")
         elif isinstance(value, Opaque):
             shown.append(f"Opaque {getattr(value.node, 'lineno', None)}")
-        elif isinstance(value, (ClsV, Fn)):
-            shown.append(f"{type(value).__name__} {value.node.name}")
-        elif isinstance(value, Inst):
-            shown.append(f"Inst {value.cls.node.name}")
-        elif isinstance(value, Ext):
-            shown.append(f"Ext {value.qname}")
-        elif isinstance(value, DictV):
-            shown.append(f"DictV {sorted(value.entries)}")
         else:
             shown.append(type(value).__name__)
     return shown
