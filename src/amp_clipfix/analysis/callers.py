@@ -50,23 +50,24 @@ class CallerIndex(PassedCalls):
         if isinstance(function, ast.Lambda):
             return [Opaque(node, ctx.summary)]
         key = (id(function), name)
-        if key in self.callers_cache:
-            return self.callers_cache[key]
-        self.callers_cache[key] = []  # a recursive call sees no value
+        known = self.recall(self.callers_cache, "callers", key)
+        if known is not None:
+            return known
+        if self.cycle("callers", key):
+            return []  # a recursive call adds no value of its own
         param = next(p for p in params if p.arg == name)
-        cuts = self.cuts
+        entered = self.enter("callers", key)
+        values = None
         try:
             values = self.parameter_from_callers(function, param, ctx)
+            if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
+                param.annotation, ctx
+            ):
+                # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
+                # a Fabric the code declares, made where the analysis does not see.
+                values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
         finally:
-            del self.callers_cache[key]
-        if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
-            param.annotation, ctx
-        ):
-            # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
-            # a Fabric the code declares, made where the analysis does not see.
-            values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
-        if self.cuts == cuts:  # what a bound cut short is asked again, not remembered
-            self.callers_cache[key] = values
+            self.leave(entered, self.callers_cache, "callers", key, values)
         return values
 
     def declares_fabric(self, annotation: ast.expr | None, ctx: Ctx, depth: int = 0) -> bool:
@@ -150,6 +151,7 @@ class CallerIndex(PassedCalls):
             for call in summary.calls(wanted):
                 caller = self.ctx_of(summary, call)
                 if caller.depth + ctx.depth > MAX_DEPTH:
+                    self.cuts += 1  # not the key's depth (a function and a name)
                     continue
                 if self.calls_function(call, caller, function, cls):
                     found.append((call, caller))
@@ -169,7 +171,10 @@ class CallerIndex(PassedCalls):
             if not is_super_call(call.func):
                 continue
             caller = self.ctx_of(summary, call)
-            if caller.cls is None or caller.cls is cls or caller.depth + ctx.depth > MAX_DEPTH:
+            if caller.cls is None or caller.cls is cls:
+                continue
+            if caller.depth + ctx.depth > MAX_DEPTH:
+                self.cuts += 1
                 continue
             mro = self.mro(ClsV(caller.cls, summary))
             if any(isinstance(base, ClsV) and base.node is cls for base in mro[1:]):

@@ -50,26 +50,27 @@ class ClassModel(EvaluatorBase):
     def instance_attribute(
         self, cls: ClsV, attr: str, node: ast.AST, bound: bool = True, skip_own: bool = False
     ) -> list[object]:
-        """A method of the class (or a base), or what its methods assign to `self.<attr>`."""
+        """A method of the class (or a base), or what its methods assign to `self.<attr>`;
+        decided at run time (at `node`, the asker's place: the memo holds what the class shows,
+        never one asker's place) when the project shows none."""
         key = (id(cls.node), attr + ("/super" if skip_own else "") + ("" if bound else "/cls"))
-        if key in self.attr_cache:
-            return self.attr_cache[key]
-        self.attr_cache[key] = []
-        cuts = self.cuts
-        values: list[object] = []
-        classes = [c for c in self.mro(cls) if isinstance(c, ClsV)]
-        for klass in classes[1:] if skip_own else classes:
-            values.extend(self.class_attribute(klass, attr, bound))
-            if values and any(isinstance(v, Fn) for v in values):
-                break
-        if not values:
-            external = [c for c in self.mro(cls) if isinstance(c, Ext)]
-            values = [Opaque(node, cls.summary)] if not external else [Opaque(node, cls.summary)]
-        if self.cuts == cuts:  # what a bound cut short is asked again (frame.cuts)
-            self.attr_cache[key] = values
-        else:
-            del self.attr_cache[key]
-        return values
+        values = self.recall(self.attr_cache, "attr", key)
+        if values is None:
+            if self.cycle("attr", key):
+                return []  # the attribute read inside its own value adds none of its own
+            entered = self.enter("attr", key)
+            found: list[object] | None = None
+            try:
+                values = []
+                classes = [c for c in self.mro(cls) if isinstance(c, ClsV)]
+                for klass in classes[1:] if skip_own else classes:
+                    values.extend(self.class_attribute(klass, attr, bound))
+                    if values and any(isinstance(v, Fn) for v in values):
+                        break
+                found = values
+            finally:
+                self.leave(entered, self.attr_cache, "attr", key, found)
+        return values or [Opaque(node, cls.summary)]
 
     def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
         values: list[object] = []
@@ -148,22 +149,26 @@ class ClassModel(EvaluatorBase):
     def mro(self, cls: ClsV) -> list[object]:
         """The class and its bases, depth first: project classes as ClsV, others as Ext."""
         key = id(cls.node)
-        if key in self.mro_cache:
-            return self.mro_cache[key]
-        self.mro_cache[key] = [cls]
-        cuts = self.cuts
-        order: list[object] = [cls]
-        ctx = self.ctx_of(cls.summary, cls.node)
-        for base in cls.node.bases:
-            for value in self.ev(base, ctx):
-                if isinstance(value, ClsV):
-                    order.extend(b for b in self.mro(value) if b not in order)
-                elif isinstance(value, Ext):
-                    order.append(value)
-        if self.cuts == cuts:  # what a bound cut short is asked again (frame.cuts)
-            self.mro_cache[key] = order
-        else:
-            del self.mro_cache[key]
+        known = self.recall(self.mro_cache, "mro", key)
+        if known is not None:
+            return known
+        if self.cycle("mro", key):
+            return [cls]  # a class among its own bases (`class Model(Model)` of a name
+            # bound twice): its bases are those found around this
+        entered = self.enter("mro", key)
+        found: list[object] | None = None
+        try:
+            order: list[object] = [cls]
+            ctx = self.ctx_of(cls.summary, cls.node)
+            for base in cls.node.bases:
+                for value in self.ev(base, ctx):
+                    if isinstance(value, ClsV):
+                        order.extend(b for b in self.mro(value) if b not in order)
+                    elif isinstance(value, Ext):
+                        order.append(value)
+            found = order
+        finally:
+            self.leave(entered, self.mro_cache, "mro", key, found)
         return order
 
     def derives_from(self, cls: ClsV, qualified: frozenset[str]) -> bool:

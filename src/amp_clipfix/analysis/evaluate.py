@@ -5,7 +5,8 @@ assignments (also tuple unpacking), parameters and their defaults (from the call
 followed, else from every call of the function in the project), dict literals, `dict(...)`,
 `x["k"] = v` and `**` spreads, `functools.partial`, lambdas, returns of functions and factories
 across modules, attributes set on `self` and `self.hparams`, and base classes. Anything it cannot
-follow is `Opaque`: decided at run time. Depth and a global budget bound the work.
+follow is `Opaque`: decided at run time. Depth and budgets (per question, per run) bound the
+work; what a bound or a cycle cut short is never memoised for other questions (frame.py).
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
     def resolve_qname(self, qname: str, node: ast.AST, summary: Summary) -> list[object]:
         """A qualified name: a project module's symbol when the project has that module."""
         if qname in self.resolving:  # an import cycle (`from . import x` in a package)
+            self.cuts += 1
             return [Ext(qname)]
         self.resolving.add(qname)
         try:
@@ -167,29 +169,27 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
         key = (id(node), id(ctx))
-        if key in self.memo:
-            return self.memo[key]
-        if not self.running:  # asked by the resolution, not by another evaluation
-            self.question_budget = self.question_limit
-        if (
-            key in self.running
-            or self.budget <= 0
-            or self.question_budget <= 0
-            or ctx.depth > MAX_DEPTH
-        ):
+        known = self.recall(self.memo, "ev", key)
+        if known is not None:
+            return known
+        if ctx.depth > MAX_DEPTH:  # the depth is the context's, so the key's: not a cut
             return [Opaque(node, ctx.summary)]
-        self.budget -= 1
-        self.question_budget -= 1
-        self.running.add(key)
-        cuts = self.cuts
+        if self.cycle("ev", key):
+            return [Opaque(node, ctx.summary)]
+        entered = self.enter("ev", key)
+        values: list[object] | None = None
         try:
+            if self.budget <= 0 or self.question_budget <= 0:
+                self.cuts += 1  # the run's or the question's budget spent (not the key's)
+                values = [Opaque(node, ctx.summary)]
+                return values
+            self.budget -= 1
+            self.question_budget -= 1
             values = self.ev_node(node, ctx)
+            if len(values) > MAX_VALUES:
+                values = bounded(values, node, ctx)
         finally:
-            self.running.discard(key)
-        if len(values) > MAX_VALUES:
-            values = bounded(values, node, ctx)
-        if self.cuts == cuts:  # a value a bound cut short is asked again, not remembered
-            self.memo[key] = values
+            self.leave(entered, self.memo, "ev", key, values)
         return values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch
@@ -278,7 +278,7 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
             ]
             if is_param or local:
                 fctx = ctx if function is ctx.func else self.ctx_of(ctx.summary, function)
-                values = self.parameter(function, name, node, ctx) if is_param else []
+                values = self.parameter(function, name, node, fctx) if is_param else []
                 values += [v for binding in local for v in self.binding(binding, name, fctx)]
                 return self.with_item_assignments(values, function, name, fctx)
             function, _ = ctx.summary.enclosing(function)

@@ -8,6 +8,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
@@ -23,6 +24,30 @@ BUDGET = 400_000  # evaluations per project; beyond it everything is decided at 
 # used the whole project budget, 9 s, and left nothing for the questions after it.
 QUESTION_BUDGET = 25_000
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+Memo = dict[Any, list[object]]  # one of the evaluator's memos, by its own key
+NO_CYCLE = 1 << 30  # a frame's `low` when it met no running evaluation again
+
+
+@dataclass(frozen=True)
+class Entered:
+    """An evaluation started: the hard cuts counted then, its place on the stack and serial,
+    and the cycle bookkeeping of the evaluation around it (restored when it ends)."""
+
+    cuts: int
+    place: int
+    serial: int
+    low: int
+    members: set[tuple[str, object]]
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A question's cut value, and the running evaluation it met again (a cycle), if any."""
+
+    values: list[object]
+    hard: bool  # a budget or a bound cut it
+    low: int
+    serial: int
 
 
 @dataclass(eq=False)
@@ -64,7 +89,6 @@ class EvaluatorBase:
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
-        self.running: set[tuple[int, int]] = set()
         self.contexts: dict[tuple[int, int], Ctx] = {}
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
@@ -76,10 +100,18 @@ class EvaluatorBase:
         self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
         self.passed_nesting = 0  # passed.passed_calls running inside one another
         self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function
-        # Searches cut short by a bound that is not part of a memo's key (passed.MAX_NESTED):
-        # a value made while this grows is not memoised (evaluate.ev, callers.parameter, the
-        # attributes and bases of classes.py).
+        # The memos (see `enter` / `leave`): hard cuts counted (a budget spent, a bound such as
+        # passed.MAX_NESTED outside a memo's key, a question's cut value read again), the
+        # evaluations running (ev, parameter, attribute, mro) by (kind, key) with their place on
+        # the stack, and the cut values kept for the current question only.
         self.cuts = 0
+        self.active: dict[tuple[str, object], int] = {}
+        self.serials: list[int] = []  # by place on the stack, the running frame's serial
+        self.serial = 0
+        self.low = NO_CYCLE  # the outermost running frame the current one met again (a cycle)
+        self.members: set[tuple[str, object]] = set()  # frames of the current cycle, done
+        self.heads: dict[tuple[str, object], frozenset[tuple[str, object]]] = {}
+        self.question_cache: dict[tuple[str, object], Kept] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
@@ -96,6 +128,81 @@ class EvaluatorBase:
         self.budget = BUDGET
         self.question_budget = self.question_limit = QUESTION_BUDGET
         self.resolving: set[str] = set()
+
+    # -- memos: the run's, and the question's ------------------------------------------------
+
+    def recall(self, cache: Memo, kind: str, key: object) -> list[object] | None:
+        """A value remembered. The run's memo holds values that depend on their key only: made
+        with no hard cut, and with every cycle they met closed within them (a cycle's head: the
+        outermost evaluation of the cycle). A head is not read while an evaluation of its
+        cycle runs (that one asks it anew, as it would first). Else this question's value, made
+        while something was cut: reading it counts that cut again (a hard one, or the cycle it
+        met, while that still runs; once the cycle has ended, the value is asked anew)."""
+        if key in cache:
+            members = self.heads.get((kind, key))
+            if members is None or self.active.keys().isdisjoint(members):
+                return cache[key]
+            return None
+        if not self.serials:
+            return None  # a new question: the cut values kept are the last question's
+        kept = self.question_cache.get((kind, key))
+        if kept is None:
+            return None
+        if kept.low != NO_CYCLE:
+            if kept.low >= len(self.serials) or self.serials[kept.low] != kept.serial:
+                return None  # the cycle it met has ended: what it left is partial, ask anew
+            self.low = min(self.low, kept.low)  # the cycle it met is still running
+        if kept.hard:
+            self.cuts += 1
+        return kept.values
+
+    def cycle(self, kind: str, key: object) -> bool:
+        """Whether that evaluation is running already (a cycle): then it is cut here."""
+        place = self.active.get((kind, key))
+        if place is None:
+            return False
+        self.low = min(self.low, place)
+        return True
+
+    def enter(self, kind: str, key: object) -> Entered:
+        """Start a memoised evaluation (`leave` ends it, also when it raises); with none
+        running, a new question: its own budget and its own memo of cut values."""
+        if not self.serials:
+            self.question_budget = self.question_limit
+            self.question_cache.clear()
+        self.serial += 1
+        entered = Entered(self.cuts, len(self.serials), self.serial, self.low, self.members)
+        self.active[(kind, key)] = entered.place
+        self.serials.append(self.serial)
+        self.low, self.members = NO_CYCLE, set()
+        return entered
+
+    def leave(
+        self, entered: Entered, cache: Memo, kind: str, key: object, values: list[object] | None
+    ) -> None:
+        """End an evaluation with its value (None: it raised). A value nothing cut below it,
+        or a cycle's head (every cycle it met closed at it), is the run's; any other is kept for
+        its question only (asked again there it is read, not searched again: a cycle in a chain
+        would cost a search per path) and searched again by a later question."""
+        del self.active[(kind, key)]
+        self.serials.pop()
+        low, members = self.low, self.members
+        self.low, self.members = entered.low, entered.members
+        if low < entered.place:  # a cycle through an evaluation still running outside this one
+            self.low = min(self.low, low)
+            self.members.update(members)
+            self.members.add((kind, key))
+        if values is None:
+            return
+        if self.cuts == entered.cuts and low >= entered.place:
+            cache[key] = values
+            if members:  # a cycle's head
+                self.heads[(kind, key)] = frozenset(members)
+        else:
+            place = low if low < entered.place else NO_CYCLE
+            serial = self.serials[low] if low < entered.place else 0
+            hard = self.cuts != entered.cuts
+            self.question_cache[(kind, key)] = Kept(values, hard, place, serial)
 
     # -- what the parts ask of each other (each defined by the part that owns it) --------------
 

@@ -55,6 +55,7 @@ class PassedCalls(EvaluatorBase):
             for outer in outers:
                 caller = self.ctx_of(summary, outer)
                 if caller.depth + ctx.depth > MAX_DEPTH:
+                    self.cuts += 1
                     continue
                 found.extend(self.calls_through(outer, caller, function, cls, FORWARD_DEPTH))
             return found
