@@ -18,6 +18,7 @@ from amp_clipfix.analysis.values import (
     Opaque,
     Opt,
     Part,
+    SchedulerV,
     TrainerV,
 )
 from amp_clipfix.models import EntryId
@@ -58,6 +59,8 @@ class LibraryModel(EvaluatorBase):
             return [TrainerV(ctx.summary.entry(call), call, ctx.summary)]
         if kind is Kind.FABRIC:
             return [FabricV(ctx.summary.entry(call), call, ctx.summary)]
+        if kind is Kind.LR_SCHEDULER:
+            return [SchedulerV(call, ctx.summary)]
         return self.unknown_callee(call, ctx)
 
     def call_functools_partial(self, call: ast.Call, ctx: Ctx) -> Part:

@@ -37,6 +37,7 @@ class Kind(Enum):
     OPTIMIZER = "fusable optimizer"  # a torch optimizer that takes `fused`
     ANY_OPTIMIZER = "torch.optim class"  # `getattr(torch.optim, name)`: a name not in the code
     OPTIMIZER_MODULE = "torch.optim"  # the module a `getattr` picks an optimizer from
+    LR_SCHEDULER = "torch LR scheduler"  # its `step()` moves the learning rate, not weights
     GRAD_SCALER = "GradScaler"
     AUTOCAST = "autocast"
     CLIP_FUNCTION = "clip function"  # torch's clip_grad_norm_ / clip_grad_value_
@@ -323,6 +324,13 @@ register(
     "torch.multiprocessing.Process",
 )
 register(Entry(Kind.DICT), "builtins.dict", "dict")
+# torch's learning-rate schedulers (every release the tool knows, 1.x's `_LRScheduler` too).
+LR_SCHEDULERS = (  # noqa: SIM905 - one name per line would take 20 lines
+    "LRScheduler _LRScheduler LambdaLR MultiplicativeLR StepLR MultiStepLR ConstantLR LinearLR "
+    "ExponentialLR SequentialLR PolynomialLR CosineAnnealingLR ChainedScheduler "
+    "ReduceLROnPlateau CyclicLR CosineAnnealingWarmRestarts OneCycleLR"
+).split()
+register(Entry(Kind.LR_SCHEDULER), *under(("torch.optim.lr_scheduler",), *LR_SCHEDULERS))
 register(Entry(Kind.GETATTR), "builtins.getattr")
 register(Entry(Kind.SUPER), "builtins.super")
 register(Entry(Kind.INSTANTIATE), "hydra.utils.instantiate", "hydra.utils.call")

@@ -117,6 +117,14 @@ class Opt:
 
 
 @dataclass(eq=False)
+class SchedulerV:
+    """A torch learning-rate scheduler built by `call`: its `step()` is no optimizer's step."""
+
+    call: ast.Call
+    summary: Summary
+
+
+@dataclass(eq=False)
 class TrainerV:
     entry: EntryId
     # The `Trainer(...)` call itself when it is one (not a subclass's), for the searches that

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
-from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt
+from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt, SchedulerV
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, is_torch_clip
@@ -108,6 +108,9 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             if fabrics:
                 return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
         if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
+            receivers = facts.values(file, func.value)
+            if receivers and all(isinstance(v, SchedulerV) for v in receivers):
+                return None  # a learning-rate scheduler's step, by value: no optimizer steps
             return Seen(EventKind.STEP, optimizer=func.value)
         if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
