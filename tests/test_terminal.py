@@ -14,6 +14,7 @@ import pty
 import re
 import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -70,6 +71,9 @@ class Terminal:
     def _take_terminal() -> None:  # in the child: a session whose controlling terminal is ours
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # Ctrl-C as a shell starts a command with it: whatever the test process's own
+        # disposition of SIGINT is at this moment (an ignored one would be inherited).
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     def _read(self, deadline: float) -> bool:
         """Read what is there (waiting at most until `deadline`); False once it is closed."""
