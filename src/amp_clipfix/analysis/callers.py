@@ -8,6 +8,7 @@ import ast
 import functools
 import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -134,16 +135,14 @@ class CallerIndex(PassedCalls):
         """The calls of `function` in the project (a class's `__init__`: its instantiations)."""
         name = function.name  # type: ignore[attr-defined]
         cls = ctx.cls
-        wanted = cls.name if cls is not None and name == "__init__" else name
+        init = cls is not None and name == "__init__"
+        wanted = cls.name if cls is not None and init else name
         found = []
-        # the names whose calls are read below: a file that can call none of them, and that
-        # writes the function's name nowhere but its definition (so passes it to nothing: a
-        # helper, `fabric.launch`, a Thread), is not parsed
-        called = [wanted, "__init__"] if cls is not None and name == "__init__" else [wanted]
         for path in self.caller_files(function, wanted, ctx):
-            if not any(self.may_call(path, each) for each in called) and not self.may_pass(
-                path, wanted
-            ):
+            # A file that writes the function's name nowhere but its definition neither calls
+            # it nor passes it on (a helper, `fabric.launch`, a Thread): not parsed. An
+            # `__init__` is also called as `super().__init__(...)`.
+            if not self.may_pass(path, wanted) and not (init and self.may_call(path, name)):
                 continue
             summary = self.summary(path)
             if summary is None:
@@ -157,7 +156,7 @@ class CallerIndex(PassedCalls):
                     found.append((call, caller))
             # passed as a value to what calls it: a helper, `fabric.launch`, a Thread
             found.extend(self.passed_calls(function, cls, summary, ctx))
-            if cls is not None and name == "__init__":
+            if cls is not None and init:
                 found.extend(self.super_inits_of(cls, summary, ctx))
         return found
 
@@ -183,35 +182,31 @@ class CallerIndex(PassedCalls):
 
     def may_pass(self, path: Path, name: str) -> bool:
         """Whether the file's text writes `name` as a whole word other than where it is
-        defined (`def name(`, `class name(`): only there can it pass the function on as a
-        value (`run(fn=self.name)`, `fabric.launch(name)`)."""
-        if not name.isascii():
-            return True
-        key = (name, path)
-        if key not in self.pass_texts:
-            data = self.contents[path]
-            self.pass_texts[key] = any(
-                not DEFINED.search(data, max(0, match.start() - 16), match.start())
-                for match in whole_word(name.encode("ascii")).finditer(data)
-            )
-        return self.pass_texts[key]
+        defined: only there can it call the function or pass it on as a value
+        (`run(fn=self.name)`, `fabric.launch(name)`)."""
+        return self.written(path, name, whole_word)
 
     def may_call(self, path: Path, name: str) -> bool:
         """Whether the file's text can hold a call indexed under `name` (`name(`, `x.name(`:
-        Summary.calls), before it is parsed: the name as a whole word, then only what may stand
-        between a callee and its `(` (spaces, line breaks, comments, continuations), and not
-        a `def name(` or `class name(` line. A method every test module defines
-        (`training_step`) is called in few of them."""
+        Summary.calls): the name, then only what may stand between a callee and its `(`
+        (spaces, line breaks, comments, continuations)."""
+        return self.written(path, name, call_of)
+
+    def written(self, path: Path, name: str, pattern: Callable[[bytes], re.Pattern[bytes]]) -> bool:
+        """Whether `pattern(name)` matches the file's text other than right after `def` or
+        `class`, before the file is parsed (a method every test module defines,
+        `training_step`, is written elsewhere in few of them). A name the text may spell
+        another way (not ASCII): parse to know."""
         if not name.isascii():
-            return True  # the text may spell it another way; parse to know
-        key = (name, path)
-        if key not in self.call_texts:
+            return True
+        key = (pattern.__name__, name, path)
+        if key not in self.written_texts:
             data = self.contents[path]
-            self.call_texts[key] = any(
+            self.written_texts[key] = any(
                 not DEFINED.search(data, max(0, match.start() - 16), match.start())
-                for match in call_of(name.encode("ascii")).finditer(data)
+                for match in pattern(name.encode("ascii")).finditer(data)
             )
-        return self.call_texts[key]
+        return self.written_texts[key]
 
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:

@@ -118,8 +118,7 @@ class EvaluatorBase:
         # per file, its `class Name(bases):` lines as (name, words of the bases)
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
-        self.call_texts: dict[tuple[str, Path], bool] = {}  # callers.may_call
-        self.pass_texts: dict[tuple[str, Path], bool] = {}  # callers.may_pass
+        self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
