@@ -22,6 +22,7 @@ from amp_clipfix.models import (
     FileSites,
     Finding,
     LightningPath,
+    Sharding,
     Site,
     SiteKind,
     Strategy,
@@ -35,6 +36,8 @@ from amp_clipfix.rules.clip_fused import (
     bf16_targets,
     fixable,
     found,
+    most_cautious,
+    place,
     sharding_refusal,
     unfuse_targets,
 )
@@ -155,35 +158,55 @@ def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSetti
 
 
 def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
-    """One finding for the optimizers of YAML configs, one per module class: a module class
-    (a LightningModule subclass, with its project bases and mixins) whose methods build a fused
-    optimizer (wherever `fused` is decided: a factory, a default, a constant, a partial passed
-    in), a mixed-precision Trainer that trains it, and clipping (`gradient_clip_val` > 0, a
+    """One finding per Trainer and what it trains: a module class (a LightningModule subclass,
+    with its project bases and mixins) whose methods build a fused optimizer (wherever `fused`
+    is decided: a factory, a default, a constant, a partial passed in), or the optimizers of
+    YAML configs, trained by a mixed-precision Trainer that clips (`gradient_clip_val` > 0, a
     Trainer subclass's `super().__init__`, `self.clip_gradients`, a Callback's
     `pl_module.clip_gradients`, `super().configure_gradient_clipping`).
 
     A Trainer whose `fit(...)` is followed to a module class trains that class only; a module
     class no followed `fit` accounts for is linked to the Trainers whose fitted module is not
     known, as a review finding (a YAML trainer section is the LightningCLI's: every class).
+    A finding never merges two Trainers' sites: a module class two Trainers fail with gets one
+    finding each, with that Trainer's precision and clipping and the module's optimizer and clip
+    calls, which both findings show (`shared`).
     """
     sites = user_sites(files)
     trainers = trainer_settings(sites, target)
-    config_optimizers = tuple(
+    if not trainers:
+        return
+    ways = [*config_ways(sites, trainers), *module_ways(files, sites, trainers)]
+    seen: set[frozenset[Site]] = set()  # classes sharing every piece make one finding
+    for pieces in shared(ways):
+        pieces_sites = frozenset((*pieces.precision, *pieces.optimizers, *pieces.clips))
+        if pieces_sites not in seen:
+            seen.add(pieces_sites)
+            yield found([pieces])
+
+
+def config_ways(sites: Sequence[Site], trainers: Sequence[TrainerSettings]) -> list[PathPieces]:
+    """An optimizer in a LightningCLI / Hydra config belongs to the model the config trains:
+    each Trainer with the other pieces fails with it."""
+    optimizers = tuple(
         site
         for site in of_kind(sites, SiteKind.FUSED_OPTIMIZER)
         if site.owner is None and site.in_config
     )
-    if config_optimizers and trainers:
-        # An optimizer in a LightningCLI / Hydra config belongs to the model the config trains.
-        candidates = [
-            PathPieces(trainer.precision, config_optimizers, trainer.clips, is_known(trainer.clips))
-            for trainer in trainers
-        ]
-        candidates = [pieces for pieces in candidates if pieces.complete()]
-        if candidates:
-            yield found(candidates)
-    if not trainers:
-        return
+    if not optimizers:
+        return []
+    ways = [
+        PathPieces(trainer.precision, optimizers, trainer.clips, is_known(trainer.clips))
+        for trainer in trainers
+    ]
+    return [pieces for pieces in ways if pieces.complete()]
+
+
+def module_ways(
+    files: Sequence[FileSites], sites: Sequence[Site], trainers: Sequence[TrainerSettings]
+) -> list[PathPieces]:
+    """Per module class that builds a fused optimizer, one way per Trainer that trains it (or
+    may: its fitted module is not known) with a failing precision and clipping."""
     fits = [fit for file in files for fit in file.fits]
     fitted: dict[UseId | ConfigModel, set[EntryId]] = {}
     for fit in fits:
@@ -198,9 +221,9 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
         if trainer.entry not in known_entries
         or any(f.trainer == trainer.entry and f.module_class is None for f in fits)
     }
-    seen: set[frozenset[Site]] = set()  # classes sharing every piece make one finding
     # fixed: their configure_gradient_clipping clips fused optimizers itself
     unscaled = {class_key(info) for file in files for info in file.classes if info.clips_unscaled}
+    ways = []
     for key in module_class_keys(files, sites):
         if key in unscaled:
             continue
@@ -209,7 +232,6 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
         if not optimizers:
             continue
         module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
-        candidates = []
         for trainer in trainers:
             # The LightningCLI's Trainer trains every class, unless a CLI call names its model.
             always = trainer.entry == names.CLI_TRAINER and trainer.entry not in known_entries
@@ -217,22 +239,40 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
                 continue
             if key not in fitted and trainer.entry not in unknown_entries and not always:
                 continue
-            candidates.append(
-                PathPieces(
-                    trainer.precision,
-                    optimizers,
-                    trainer.clips + module_clips,
-                    clip_known=is_known(trainer.clips) or is_known(module_clips),
-                    link_known=key in fitted or always,
-                )
+            pieces = PathPieces(
+                trainer.precision,
+                optimizers,
+                trainer.clips + module_clips,
+                clip_known=is_known(trainer.clips) or is_known(module_clips),
+                link_known=key in fitted or always,
             )
-        candidates = [pieces for pieces in candidates if pieces.complete()]
-        pieces_sites = frozenset(
-            site for p in candidates for site in (*p.precision, *p.optimizers, *p.clips)
+            if pieces.complete():
+                ways.append(pieces)
+    return ways
+
+
+def shared(ways: Sequence[PathPieces]) -> list[PathPieces]:
+    """Each optimizer site with the most cautious strategy of every Trainer that fails with it.
+    The unscale override goes into the class that builds the optimizer, so every Trainer that
+    trains with it runs the override: where one of them shards (or its strategy is decided at
+    run time) each finding on that optimizer refuses unscale, and `auto` unfuses it once for
+    all of them instead of adding an override the sharded run would reach."""
+    caution: dict[tuple[object, ...], Sharding] = {}
+    for pieces in ways:
+        strategy = most_cautious(s.sharding for s in (*pieces.precision, *pieces.clips))
+        for site in pieces.optimizers:
+            key = place(site)
+            caution[key] = most_cautious((caution.get(key, Sharding.NONE), strategy))
+    return [
+        replace(
+            pieces,
+            optimizers=tuple(
+                replace(site, sharding=most_cautious((site.sharding, caution[place(site)])))
+                for site in pieces.optimizers
+            ),
         )
-        if candidates and pieces_sites not in seen:
-            seen.add(pieces_sites)
-            yield found(candidates)
+        for pieces in ways
+    ]
 
 
 def class_key(info: ClassInfo) -> UseId:
@@ -293,9 +333,21 @@ def unscale_targets(finding: Finding, target: Target) -> Targets:
             "configure_gradient_clipping signatures differ (optimizer_idx); pin one line, or "
             "use --strategy unfuse"
         )
-    refusal = sharding_refusal(sites)
+    refusal = sharding_refusal([s for s in sites if s.kind is not SiteKind.FUSED_OPTIMIZER])
     if refusal is not None:
         return (), refusal
+    others = most_cautious(s.sharding for s in sites if s.kind is SiteKind.FUSED_OPTIMIZER)
+    if others is not Sharding.NONE:
+        strategy = (
+            "shards the model (FSDP, DeepSpeed)"
+            if others is Sharding.SHARDED
+            else "is decided at run time"
+        )
+        return (), (
+            f"the module class also trains under another Trainer whose strategy {strategy}: "
+            "the override would run there too, where the inserted helper raises; use "
+            "--strategy unfuse, which is right under every Trainer"
+        )
     classes = tuple(
         s
         for s in sites

@@ -4,7 +4,7 @@ which piece a person must decide when one is decided at run time, and the pieces
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
@@ -57,14 +57,22 @@ def once(sites: set[Site]) -> tuple[Site, ...]:
     strategy of the two."""
     kept: dict[tuple[object, ...], Site] = {}
     for site in sorted(sites, key=sort_key):
-        key = (site.path, site.span, site.kind, site.value, site.certainty)
-        first = kept.setdefault(key, site)
+        first = kept.setdefault(place(site), site)
         if CAUTION.index(site.sharding) > CAUTION.index(first.sharding):
-            kept[key] = replace(first, sharding=site.sharding)
+            kept[place(site)] = replace(first, sharding=site.sharding)
     return tuple(kept.values())
 
 
+def place(site: Site) -> tuple[object, ...]:
+    """What makes two sites one place of a finding: the same code saying the same thing."""
+    return (site.path, site.span, site.kind, site.value, site.certainty)
+
+
 CAUTION = (Sharding.NONE, Sharding.UNKNOWN, Sharding.SHARDED)
+
+
+def most_cautious(shardings: Iterable[Sharding]) -> Sharding:
+    return max(shardings, key=CAUTION.index, default=Sharding.NONE)
 
 
 # -- fixes: which sites the shared codemods (fixes/codemods) rewrite, per strategy -----------
