@@ -165,3 +165,30 @@ def test_unscale_edits_an_existing_override_instead_of_shadowing_it() -> None:
     assert fixed.count("def configure_gradient_clipping(") == 1
     assert "clip_module_gradients_unscaled(self, optimizer, 0.5, algorithm)" in fixed
     assert "self.clip_gradients(" not in fixed.split("class Model")[1]
+
+
+def test_unscale_and_unfuse_of_one_optimizer_in_one_walk_make_a_working_module() -> None:
+    """Two findings on one module class may ask for different fixes of the same optimizer (one
+    `unscale`, one `unfuse`): in the pipeline's one walk both apply, the override and helper
+    once and the literal turned off; redundant (the override hands an unfused optimizer to
+    Lightning), never a crash or a conflicting patch. ACF002 avoids it (`rules/acf002.shared`),
+    but the codemods must not depend on that."""
+    from amp_clipfix.fixes.codemods.base import standalone_targets
+    from amp_clipfix.fixes.transform import CombinedFixes, part
+    from amp_clipfix.models import Strategy
+    from amp_clipfix.project.version import DEFAULT_TARGET
+
+    context = CodemodContext(filename="train.py")
+    module = cst.parse_module(TRAINER_SCRIPT)
+    positions = standalone_targets(module, context, Strategy.UNSCALE)
+    assert positions == standalone_targets(module, context, Strategy.UNFUSE)  # the one literal
+    parts = [
+        part(context, command, positions, DEFAULT_TARGET)
+        for command in (UnfuseCommand, UnscaleCommand)
+    ]
+    fixed = CombinedFixes(context, parts).transform_module(module).code
+    assert fixed.count("def configure_gradient_clipping(") == 1
+    assert fixed.count("def clip_module_gradients_unscaled(") == 1
+    assert "self.parameters(), fused=False)" in fixed and "parameters(), fused=True" not in fixed
+    compile(fixed, "train.py", "exec")
+    assert run(UnscaleCommand, fixed) == fixed  # nothing left to fix
