@@ -432,7 +432,11 @@ RULE = Rule(
         "is fused (`fused=True` however it gets there: a factory, a mixin, a partial, a dict "
         "spread, a default, a constant). Where the trained class cannot be followed, the "
         "Trainer is linked to every class no followed fit accounts for, as a review finding "
-        "(confidence `review`, also named ACF003). Lightning raises RuntimeError when it clips."
+        "(confidence `review`, also named ACF003). One finding per Trainer and module class: "
+        "a class two Trainers fail with gets two, each with that Trainer's precision and "
+        "clipping and the class's optimizer (shown in both), never the other Trainer's. "
+        "`trainer.fit(...)` trains with the Trainer bound last before it (a name bound again "
+        "for a second run). Lightning raises RuntimeError when it clips."
     ),
     example_before=BEFORE,
     example_after=EXAMPLE_AFTER,
@@ -450,7 +454,11 @@ RULE = Rule(
             "optimization, go through the inserted `clip_module_gradients_unscaled` helper. "
             "Refused where the optimizer is configured outside a module class (YAML), or the "
             "strategy is sharded (FSDP, DeepSpeed: a `strategy=` name or class) or decided at "
-            "run time (a variable, `**kwargs`), where the helper would raise if the run shards.",
+            "run time (a variable, `**kwargs`), where the helper would raise if the run shards; "
+            "and, since the override serves every Trainer that trains the class, refused in each "
+            "finding on an optimizer that also trains under such a Trainer (`auto` then turns "
+            "`fused` off once, right under every Trainer). Two findings on one class give it one "
+            "override and its file one helper.",
         ),
         Strategy.UNFUSE.value: safety(
             Strategy.UNFUSE,
