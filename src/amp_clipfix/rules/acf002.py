@@ -37,8 +37,8 @@ from amp_clipfix.rules.clip_fused import (
     fixable,
     found,
     most_cautious,
-    place,
     sharding_refusal,
+    shared,
     unfuse_targets,
 )
 from amp_clipfix.strategies import SAFETY
@@ -206,7 +206,9 @@ def module_ways(
     files: Sequence[FileSites], sites: Sequence[Site], trainers: Sequence[TrainerSettings]
 ) -> list[PathPieces]:
     """Per module class that builds a fused optimizer, one way per Trainer that trains it (or
-    may: its fitted module is not known) with a failing precision and clipping."""
+    may: its fitted module is not known) with a failing precision and clipping. Its optimizer
+    sites carry the most cautious strategy of the Trainers that fit it, failing or not (those
+    with a precision or clip argument: a Trainer with neither leaves no site to read)."""
     fits = [fit for file in files for fit in file.fits]
     fitted: dict[UseId | ConfigModel, set[EntryId]] = {}
     for fit in fits:
@@ -221,6 +223,15 @@ def module_ways(
         if trainer.entry not in known_entries
         or any(f.trainer == trainer.entry and f.module_class is None for f in fits)
     }
+    strategies: dict[EntryId, Sharding] = {}
+    for site in (
+        *of_kind(sites, SiteKind.TRAINER_PRECISION),
+        *of_kind(sites, SiteKind.TRAINER_CLIP),
+    ):
+        if site.entry is not None:
+            strategies[site.entry] = most_cautious(
+                (strategies.get(site.entry, Sharding.NONE), site.sharding)
+            )
     # fixed: their configure_gradient_clipping clips fused optimizers itself
     unscaled = {class_key(info) for file in files for info in file.classes if info.clips_unscaled}
     ways = []
@@ -232,6 +243,13 @@ def module_ways(
         if not optimizers:
             continue
         module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
+        # Every Trainer that fits the class runs an override put there, failing or not.
+        fitting = most_cautious(
+            strategies.get(entry, Sharding.NONE) for entry in fitted.get(key, ())
+        )
+        optimizers = tuple(
+            replace(site, sharding=most_cautious((site.sharding, fitting))) for site in optimizers
+        )
         for trainer in trainers:
             # The LightningCLI's Trainer trains every class, unless a CLI call names its model.
             always = trainer.entry == names.CLI_TRAINER and trainer.entry not in known_entries
@@ -249,30 +267,6 @@ def module_ways(
             if pieces.complete():
                 ways.append(pieces)
     return ways
-
-
-def shared(ways: Sequence[PathPieces]) -> list[PathPieces]:
-    """Each optimizer site with the most cautious strategy of every Trainer that fails with it.
-    The unscale override goes into the class that builds the optimizer, so every Trainer that
-    trains with it runs the override: where one of them shards (or its strategy is decided at
-    run time) each finding on that optimizer refuses unscale, and `auto` unfuses it once for
-    all of them instead of adding an override the sharded run would reach."""
-    caution: dict[tuple[object, ...], Sharding] = {}
-    for pieces in ways:
-        strategy = most_cautious(s.sharding for s in (*pieces.precision, *pieces.clips))
-        for site in pieces.optimizers:
-            key = place(site)
-            caution[key] = most_cautious((caution.get(key, Sharding.NONE), strategy))
-    return [
-        replace(
-            pieces,
-            optimizers=tuple(
-                replace(site, sharding=most_cautious((site.sharding, caution[place(site)])))
-                for site in pieces.optimizers
-            ),
-        )
-        for pieces in ways
-    ]
 
 
 def class_key(info: ClassInfo) -> UseId:
@@ -456,7 +450,8 @@ RULE = Rule(
             "strategy is sharded (FSDP, DeepSpeed: a `strategy=` name or class) or decided at "
             "run time (a variable, `**kwargs`), where the helper would raise if the run shards; "
             "and, since the override serves every Trainer that trains the class, refused in each "
-            "finding on an optimizer that also trains under such a Trainer (`auto` then turns "
+            "finding on an optimizer that also trains under such a Trainer, failing or not "
+            "(`auto` then turns "
             "`fused` off once, right under every Trainer). Two findings on one class give it one "
             "override and its file one helper.",
         ),

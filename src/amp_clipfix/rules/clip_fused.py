@@ -75,6 +75,30 @@ def most_cautious(shardings: Iterable[Sharding]) -> Sharding:
     return max(shardings, key=CAUTION.index, default=Sharding.NONE)
 
 
+def shared(ways: Sequence[PathPieces]) -> list[PathPieces]:
+    """Each optimizer site with the most cautious strategy of every Trainer (or Fabric) that
+    fails with it, one way each. ACF002's unscale override goes into the class that builds the
+    optimizer, so every Trainer that trains with it runs the override: where one of them shards
+    (or its strategy is decided at run time) each finding on that optimizer refuses unscale, and
+    `auto` unfuses it once for all of them instead of adding an override the sharded run would
+    reach."""
+    caution: dict[tuple[object, ...], Sharding] = {}
+    for pieces in ways:
+        strategy = most_cautious(s.sharding for s in (*pieces.precision, *pieces.clips))
+        for site in pieces.optimizers:
+            key = place(site)
+            caution[key] = most_cautious((caution.get(key, Sharding.NONE), strategy, site.sharding))
+    return [
+        replace(
+            pieces,
+            optimizers=tuple(
+                replace(site, sharding=caution[place(site)]) for site in pieces.optimizers
+            ),
+        )
+        for pieces in ways
+    ]
+
+
 # -- fixes: which sites the shared codemods (fixes/codemods) rewrite, per strategy -----------
 
 # The sites a strategy's codemod rewrites for one finding, or why it does not apply there.
