@@ -19,6 +19,7 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.names import Parameter
+from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
@@ -350,7 +351,9 @@ class ProjectFacts:
                     for keyword in call.keywords:
                         if keyword.arg == "model":
                             model = keyword.value
-                    receiver = self.values(file, call.func.value)
+                    summary = self.evaluator.summary(file.path) or file.summary
+                    scope = self.evaluator.ctx_of(summary, call).func or summary.tree
+                    receiver = self.values(file, fit_receiver(call, scope))
                     trainers = [v for v in receiver if isinstance(v, TrainerV)]
                     if model is None or not trainers:
                         continue

@@ -42,6 +42,20 @@ def reaching_value(scope: ast.AST, use: ast.AST, name: str) -> ast.expr | None:
     return None
 
 
+def fit_receiver(call: ast.Call, scope: ast.AST) -> ast.expr:
+    """What `x.fit(...)` (a call in `scope`, its innermost function or the module) is called
+    on: for a name, the value of the binding that reaches the call in straight-line code
+    (`trainer = Trainer(...)` bound again for a second run fits with the Trainer bound last),
+    else the receiver itself (every value the name may hold)."""
+    assert isinstance(call.func, ast.Attribute)
+    receiver = call.func.value
+    if isinstance(receiver, ast.Name):
+        value = reaching_value(scope, call, receiver.id)
+        if value is not None:
+            return value
+    return receiver
+
+
 def way(scope: ast.AST, use: ast.AST) -> list[Step] | None:
     """The blocks from `scope`'s body down to the statement holding `use`."""
     steps: list[Step] = []

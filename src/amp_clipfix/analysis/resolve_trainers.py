@@ -17,7 +17,7 @@ from amp_clipfix.analysis.evaluate import (
     super_init_call,
 )
 from amp_clipfix.analysis.nodes import walk
-from amp_clipfix.analysis.reaching import reaching_value
+from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.resolve_base import (
     clipping_files,
     keyword_value,
@@ -156,7 +156,9 @@ class TrainerSearch(EntrySearch):
                     continue
                 ctx = self.ev.ctx_of(summary, call)
                 trainers = [
-                    v for v in self.ev.ev(fit_receiver(call, ctx), ctx) if isinstance(v, TrainerV)
+                    v
+                    for v in self.ev.ev(fit_receiver(call, ctx.func or ctx.summary.tree), ctx)
+                    if isinstance(v, TrainerV)
                 ]
                 if not trainers:
                     continue
@@ -294,17 +296,3 @@ PASSES_TRAINER_SETTINGS = re.compile(
     rb"\A(?=[\s\S]*\bsuper\b)(?=[\s\S]*\b__init__\b)"
     rb"(?=[\s\S]*(?:\bprecision\b|\bgradient_clip_val\b|\*\*))"
 )
-
-
-def fit_receiver(call: ast.Call, ctx: Ctx) -> ast.expr:
-    """What `x.fit(...)` is called on: for a name, the value of the binding that reaches the
-    call in straight-line code (`trainer = Trainer(...)` bound again for a second run fits with
-    the Trainer bound last), else the receiver itself (every value the name may hold)."""
-    assert isinstance(call.func, ast.Attribute)
-    receiver = call.func.value
-    if isinstance(receiver, ast.Name):
-        scope = ctx.func if ctx.func is not None else ctx.summary.tree
-        value = reaching_value(scope, call, receiver.id)
-        if value is not None:
-            return value
-    return receiver
