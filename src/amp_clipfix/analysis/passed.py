@@ -94,8 +94,9 @@ class PassedCalls(EvaluatorBase):
         if launch is not None and self.passes(launch.func, accepted, caller, function, cls):
             found.append((launch, caller))
         for callee in self.ev(outer.func, caller):
-            if isinstance(callee, Ext) and callee.qname in names.CALLABLE_STARTERS:
-                started = self.started_call(outer)
+            entry = names.entry_of(callee.qname) if isinstance(callee, Ext) else None
+            if entry is not None and entry.starts is not None:
+                started = self.started_call(outer, entry.starts)
                 if started is not None and self.passes(
                     started.func, accepted, caller, function, cls
                 ):
@@ -238,20 +239,27 @@ class PassedCalls(EvaluatorBase):
             self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
         return self.launched[id(launch)][1]
 
-    def started_call(self, start: ast.Call) -> ast.Call | None:
-        """`Thread(group, target, name, args, kwargs)` (and `Process`) as the call
-        `target(*args, **kwargs)` it makes (once per call, like launch_call)."""
+    def started_call(self, start: ast.Call, starts: tuple[names.Parameter, ...]) -> ast.Call | None:
+        """`Thread(target=fn, args=(...), kwargs={...})` (and `Process`) as the call
+        `fn(*args, **kwargs)` it makes, by the parameters the registry gives the starter (once
+        per call, like launch_call)."""
         if id(start) not in self.launched:
-            given = dict(zip(("group", "target", "name", "args", "kwargs"), start.args))
+            target, args_, kwargs_ = starts
+            given = {
+                p.name: start.args[p.position]
+                for p in starts
+                if p.position is not None and p.position < len(start.args)
+            }
             given.update((k.arg, k.value) for k in start.keywords if k.arg is not None)
-            target = given.get("target")
-            if target is None or any(k.arg is None for k in start.keywords):
+            if target.name not in given or any(k.arg is None for k in start.keywords):
+                return None
+            if any(isinstance(arg, ast.Starred) for arg in start.args):
                 return None
             args: list[ast.expr] = []
-            if "args" in given:
-                args.append(ast.Starred(given["args"], ast.Load()))
-            kwargs = [ast.keyword(None, given["kwargs"])] if "kwargs" in given else []
-            call = ast.copy_location(ast.Call(target, args, kwargs), start)
+            if args_.name in given:
+                args.append(ast.Starred(given[args_.name], ast.Load()))
+            kwargs = [ast.keyword(None, given[kwargs_.name])] if kwargs_.name in given else []
+            call = ast.copy_location(ast.Call(given[target.name], args, kwargs), start)
             for node in (*args, *kwargs):
                 ast.copy_location(node, start)
             self.launched[id(start)] = (start, call)
