@@ -58,6 +58,18 @@ class Thunk:
     ctx: Ctx
 
 
+class Given(ast.expr):
+    """An expression whose values are known already: what a call made through a
+    `functools.partial` passes before the call's own arguments (passed.py)."""
+
+    _fields = ()
+
+    def __init__(self, values: list[object], at: ast.AST) -> None:
+        super().__init__()
+        self.values = values
+        ast.copy_location(self, at)
+
+
 @dataclass(eq=False)
 class Ctx:
     """Where an expression is evaluated: its module, function, class and, when a particular
