@@ -116,6 +116,8 @@ LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabri
 EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
 
 FABRIC_LAUNCH = "launch"
+FABRIC_SETUPS = ("setup", "setup_optimizers")  # return the optimizers given them, wrapped
+MODULE_OPTIMIZERS = "optimizers"  # `LightningModule.optimizers()`: its LightningOptimizer(s)
 FABRIC = Entry(
     Kind.FABRIC,
     precision=Parameter("precision"),

@@ -11,9 +11,15 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
-from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
+from amp_clipfix.analysis.names import (
+    FABRIC_SETUPS,
+    FABRIC_UNSCALE_HELPER,
+    LIGHTNING_MODULE_CLASSES,
+    MODULE_OPTIMIZERS,
+    TORCH_CLIPS,
+)
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
-from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt, SchedulerV
+from amp_clipfix.analysis.values import Ext, FabricV, Fn, Inst, Lit, Opaque, Opt, SelfV
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, is_torch_clip
@@ -50,6 +56,16 @@ UNFIXED = (
     "result is used in a way Fabric's does not give, or several optimizers step): clip with "
     "fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) by hand"
 )
+
+UNKNOWN_STEP = (
+    "what the step's receiver is is decided at run time, so no fix is built on it: if it is "
+    "the optimizer, clip with fabric.clip_gradients(model, optimizer, ..., "
+    "error_if_nonfinite=False) by hand"
+)
+SCALER_REVIEW = "whether the Fabric uses a GradScaler (fp16) is decided at run time"
+SCALER_CONDITION = "the Fabric runs under fp16 mixed precision"
+STEP_REVIEW = "whether the `.step()` after the clip steps an optimizer is decided at run time"
+STEP_CONDITION = "the `.step()` after the clip steps the optimizer"
 
 WHY = (
     'With a GradScaler (`precision="16-mixed"`, `16`, or a `MixedPrecision` plugin given one) '
@@ -108,10 +124,10 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             if fabrics:
                 return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
         if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
-            receivers = facts.values(file, func.value)
-            if receivers and all(isinstance(v, SchedulerV) for v in receivers):
-                return None  # a learning-rate scheduler's step, by value: no optimizer steps
-            return Seen(EventKind.STEP, optimizer=func.value)
+            stepped = steps_optimizer(facts, file, func.value)
+            if stepped is False:
+                return None  # a scheduler's, a project object's: no optimizer steps (by value)
+            return Seen(EventKind.STEP, optimizer=func.value, detail=stepped)
         if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
@@ -149,20 +165,28 @@ def scaled_clip(
     state = scaler_state(facts, backward.detail)
     if state is False:
         return None
+    # A step whose receiver's value is not followed (detail None) may be an optimizer's: the
+    # clip may come before the step, so a review, and no fix is built on what it steps.
+    certain = [step for step in steps if step.detail is True]
     sites = (
         call_site(backward, SiteKind.BACKWARD),
         call_site(clip, SiteKind.GRAD_CLIP),
-        call_site(steps[0], SiteKind.OPTIMIZER_STEP),
+        call_site((certain or steps)[0], SiteKind.OPTIMIZER_STEP),
     )
-    fixes = through_fabric(facts, file, clip, backward, steps, sites[1])
-    unfixed = None if fixes else UNFIXED
-    if state is None:
+    fixes = through_fabric(facts, file, clip, backward, steps, sites[1]) if certain else ()
+    unfixed = None if fixes else UNFIXED if certain else UNKNOWN_STEP
+    reviews = [] if state else [SCALER_REVIEW]
+    conditions = [] if state else [SCALER_CONDITION]
+    if not certain:
+        reviews.append(STEP_REVIEW)
+        conditions.append(STEP_CONDITION)
+    if reviews:
         return Found(
             sites,
             Confidence.REVIEW,
-            review="whether the Fabric uses a GradScaler (fp16) is decided at run time",
+            review="; ".join(reviews),
             fixes=fixes,
-            condition="the Fabric runs under fp16 mixed precision",
+            condition=" and ".join(conditions),
             unfixed=unfixed,
         )
     return Found(sites, fixes=fixes, unfixed=unfixed)
@@ -336,24 +360,76 @@ def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
     return []
 
 
+def setup_arguments(facts: ProjectFacts, value: object) -> list[object] | None:
+    """What a value made by `fabric.setup(model, optimizer)` / `setup_optimizers(...)` (on a
+    Fabric, by value) may hold: the values of its arguments; None for any other value."""
+    made = getattr(value, "node", None)
+    if not (
+        isinstance(value, Opaque)
+        and isinstance(made, ast.Call)
+        and isinstance(made.func, ast.Attribute)
+        and made.func.attr in FABRIC_SETUPS
+        and value.summary is not None
+    ):
+        return None
+    evaluator = facts.evaluator
+    ctx = evaluator.ctx_of(value.summary, made)
+    if not any(isinstance(v, FabricV) for v in evaluator.ev(made.func.value, ctx)):
+        return None
+    return [v for argument in made.args for v in evaluator.force(evaluator.ev(argument, ctx))]
+
+
 def optimizers_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[Opt]:
     """The optimizers the expression may hold, also through `fabric.setup(model, optimizer)`."""
     values = facts.values(file, node)
     optimizers = [v for v in values if isinstance(v, Opt)]
     for value in values:  # `model, optimizer = fabric.setup(model, optimizer)`: its arguments
-        made = getattr(value, "node", None)
-        if (
-            isinstance(value, Opaque)
-            and isinstance(made, ast.Call)
-            and isinstance(made.func, ast.Attribute)
-            and made.func.attr in ("setup", "setup_optimizers")
-            and value.summary is not None
-        ):
-            ctx = facts.evaluator.ctx_of(value.summary, made)
-            for argument in made.args:
-                found = facts.evaluator.force(facts.evaluator.ev(argument, ctx))
-                optimizers += [v for v in found if isinstance(v, Opt)]
+        optimizers += [v for v in setup_arguments(facts, value) or () if isinstance(v, Opt)]
     return optimizers
+
+
+def steps_optimizer(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool | None:
+    """Whether `node.step()` steps an optimizer, by the receiver's value: True when every
+    value it may hold is one (a torch optimizer, one `fabric.setup(...)` wrapped, a
+    LightningModule's `optimizers()`), False when none is (a learning-rate scheduler, a
+    project object whose class has no library base, a literal...), None when that is decided
+    at run time (a value the analysis cannot follow)."""
+    known = unknown = False
+    for value in facts.values(file, node) or [Opaque(node, file.summary)]:
+        kind = optimizer_kind(facts, value)
+        known, unknown = known or kind is True, unknown or kind is None
+    if unknown:
+        return None
+    return known
+
+
+def optimizer_kind(facts: ProjectFacts, value: object) -> bool | None:
+    """Whether one value is an optimizer (None: decided at run time)."""
+    if isinstance(value, Opt):
+        return True
+    if isinstance(value, Inst):
+        # a project class deriving from a library class (torch.optim.Optimizer, say) may be one
+        return None if any(isinstance(c, Ext) for c in facts.evaluator.mro(value.cls)) else False
+    if not isinstance(value, Opaque):
+        return False  # a scheduler, a literal, a function, a Fabric... is no optimizer
+    given = setup_arguments(facts, value)
+    if given is not None:
+        return True if any(isinstance(v, Opt) for v in given) else None
+    made = value.node
+    if (
+        isinstance(made, ast.Call)
+        and isinstance(made.func, ast.Attribute)
+        and made.func.attr == MODULE_OPTIMIZERS
+        and value.summary is not None
+    ):
+        evaluator = facts.evaluator
+        owners = evaluator.ev(made.func.value, evaluator.ctx_of(value.summary, made))
+        if any(
+            isinstance(owner, SelfV) and evaluator.derives_from(owner.cls, LIGHTNING_MODULE_CLASSES)
+            for owner in owners
+        ):
+            return True
+    return None
 
 
 def optimizer_may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
@@ -383,9 +459,14 @@ RULE = Rule(
         "In a function (and the project helpers it calls, in run order): "
         "`fabric.backward(loss)` on a Fabric (by value: `Fabric(...)` followed through "
         "assignments, attributes and parameters), then `torch.nn.utils.clip_grad_norm_(...)` "
-        "or `clip_grad_value_(...)`, then `optimizer.step()`. Certain when the Fabric uses a "
-        "GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin with one); a review finding "
-        "when its precision is decided at run time; nothing under bf16 or 32-bit."
+        "or `clip_grad_value_(...)`, then `optimizer.step()`. A `.step()` is an optimizer's by "
+        "its receiver's value: a torch optimizer (also as `fabric.setup(...)` returns it, or a "
+        "LightningModule's `optimizers()`); a learning-rate scheduler or a project object is "
+        "none. Certain when the Fabric uses a GradScaler (`16-mixed`, `16`, or a "
+        "`MixedPrecision` plugin with one) and the step is an optimizer's; a review finding "
+        "when its precision is decided at run time, or when only a receiver the analysis "
+        "cannot follow steps (then without a fix: the fix would hand that receiver to "
+        "Fabric as the optimizer); nothing under bf16 or 32-bit."
     ),
     why_title="Why it trains wrong",
     why=WHY,
