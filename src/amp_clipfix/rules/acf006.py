@@ -10,21 +10,25 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.analysis.names import (
-    FABRIC_SETUPS,
     FABRIC_UNSCALE_HELPER,
-    LIGHTNING_MODULE_CLASSES,
-    MODULE_OPTIMIZERS,
     TORCH_CLIPS,
 )
-from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
-from amp_clipfix.analysis.values import Ext, FabricV, Fn, Inst, Lit, Opaque, Opt, SelfV
+from amp_clipfix.analysis.order import Classify, Event, EventKind, Seen, events, functions
+from amp_clipfix.analysis.values import Fn
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.acf005 import steps_after
 from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.fabric_steps import (
+    fabric_values,
+    optimizer_may_be_fused,
+    scaler_state,
+    steps_optimizer,
+)
 
 CODE = "ACF006"
 
@@ -57,6 +61,11 @@ UNFIXED = (
     "fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) by hand"
 )
 
+HELPER = (
+    "the clip is in a helper whose caller steps the optimizer, so it cannot be rewritten where "
+    "it is: clip with fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) "
+    "by hand, with the optimizer the caller steps"
+)
 UNKNOWN_STEP = (
     "what the step's receiver is is decided at run time, so no fix is built on it: if it is "
     "the optimizer, clip with fabric.clip_gradients(model, optimizer, ..., "
@@ -100,16 +109,6 @@ AFTER = BEFORE.replace(
 )
 
 
-def fabric_values(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[FabricV]:
-    return [v for v in facts.values(file, node) if isinstance(v, FabricV)]
-
-
-def scaler_state(facts: ProjectFacts, fabrics: list[FabricV]) -> bool | None:
-    """True when a Fabric it may be uses a GradScaler for certain, False when none does, None
-    when that is decided at run time."""
-    return any_scaler(facts.uses_scaler(fabric) for fabric in fabrics)
-
-
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     def classify(file: FileFacts, call: ast.Call) -> Seen | None:
         func = call.func
@@ -147,18 +146,67 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 if clip.kind is not EventKind.CLIP or id(clip.call) in reported:
                     continue
                 found = scaled_clip(facts, file, order, index)
+                if found is None and steps_in_callers(order, index, function):
+                    found = through_callers(facts, file, function, clip, classify)
                 if found is not None:
                     reported.add(id(clip.call))
                     yield found
 
 
-def scaled_clip(
-    facts: ProjectFacts, file: FileFacts, order: list[Event], index: int
+def steps_in_callers(order: list[Event], index: int, function: ast.AST) -> bool:
+    """Whether the clip at `index`, written in `function` after a backward there, may meet its
+    optimizer's step only in the function's callers: nothing steps after it here."""
+    return (
+        isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not order[index].via
+        and any(e.kind is EventKind.BACKWARD for e in order[:index])
+        and not steps_after(order, index)
+    )
+
+
+def through_callers(
+    facts: ProjectFacts, file: FileFacts, function: ast.AST, clip: Event, classify: Classify
 ) -> Found | None:
+    """A helper that runs the backward and the clip and leaves the step to its callers (a
+    scheduler may be the only step it makes): each project call of the helper is read in run
+    order, where the clip is reached through that call and the caller's step follows it. Of
+    several callers, a certain finding first, then the first step site."""
+    evaluator = facts.evaluator
+    summary = evaluator.summary(file.path)
+    body = getattr(function, "body", None)
+    if summary is None or summary.tree is not file.tree or not body:
+        return None
+    found: list[Found] = []
+    for call, caller in evaluator.callers(function, evaluator.ctx_of(summary, body[0])):
+        where = facts.file(caller.summary.path)
+        reading = caller.func if caller.func is not None else caller.summary.tree
+        if where is None or where.tree is not caller.summary.tree:
+            continue
+        if not isinstance(reading, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        order = events(facts, where, reading, classify)
+        for index, event in enumerate(order):
+            if event.call is clip.call and event.via and event.via[0] is call:
+                made = scaled_clip(facts, where, order, index, in_helper=True)
+                if made is not None:
+                    found.append(made)
+    if not found:
+        return None
+    return min(found, key=lambda f: (f.confidence is not Confidence.HIGH, sort_key(f.sites[2])))
+
+
+def scaled_clip(
+    facts: ProjectFacts, file: FileFacts, order: list[Event], index: int, in_helper: bool = False
+) -> Found | None:
+    """The finding of the clip at `index` of a function's events. A backward and a clip run by
+    one helper call are the helper's own (read there), unless `in_helper`: the helper leaves
+    the step to this caller (through_callers)."""
     clip = order[index]
     backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
     steps = steps_after(order, index)
-    if not backwards or not steps or clip.statement is backwards[-1].statement:
+    if not backwards or not steps:
+        return None
+    if clip.statement is backwards[-1].statement and not in_helper:
         return None
     backward = backwards[-1]
     assert isinstance(backward.detail, list)
@@ -174,7 +222,7 @@ def scaled_clip(
         call_site((certain or steps)[0], SiteKind.OPTIMIZER_STEP),
     )
     fixes = through_fabric(facts, file, clip, backward, steps, sites[1]) if certain else ()
-    unfixed = None if fixes else UNFIXED if certain else UNKNOWN_STEP
+    unfixed = None if fixes else UNKNOWN_STEP if not certain else HELPER if in_helper else UNFIXED
     reviews = [] if state else [SCALER_REVIEW]
     conditions = [] if state else [SCALER_CONDITION]
     if not certain:
@@ -360,91 +408,6 @@ def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
     return []
 
 
-def setup_arguments(facts: ProjectFacts, value: object) -> list[object] | None:
-    """What a value made by `fabric.setup(model, optimizer)` / `setup_optimizers(...)` (on a
-    Fabric, by value) may hold: the values of its arguments; None for any other value."""
-    made = getattr(value, "node", None)
-    if not (
-        isinstance(value, Opaque)
-        and isinstance(made, ast.Call)
-        and isinstance(made.func, ast.Attribute)
-        and made.func.attr in FABRIC_SETUPS
-        and value.summary is not None
-    ):
-        return None
-    evaluator = facts.evaluator
-    ctx = evaluator.ctx_of(value.summary, made)
-    if not any(isinstance(v, FabricV) for v in evaluator.ev(made.func.value, ctx)):
-        return None
-    return [v for argument in made.args for v in evaluator.force(evaluator.ev(argument, ctx))]
-
-
-def optimizers_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[Opt]:
-    """The optimizers the expression may hold, also through `fabric.setup(model, optimizer)`."""
-    values = facts.values(file, node)
-    optimizers = [v for v in values if isinstance(v, Opt)]
-    for value in values:  # `model, optimizer = fabric.setup(model, optimizer)`: its arguments
-        optimizers += [v for v in setup_arguments(facts, value) or () if isinstance(v, Opt)]
-    return optimizers
-
-
-def steps_optimizer(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool | None:
-    """Whether `node.step()` steps an optimizer, by the receiver's value: True when every
-    value it may hold is one (a torch optimizer, one `fabric.setup(...)` wrapped, a
-    LightningModule's `optimizers()`), False when none is (a learning-rate scheduler, a
-    project object whose class has no library base, a literal...), None when that is decided
-    at run time (a value the analysis cannot follow)."""
-    known = unknown = False
-    for value in facts.values(file, node) or [Opaque(node, file.summary)]:
-        kind = optimizer_kind(facts, value)
-        known, unknown = known or kind is True, unknown or kind is None
-    if unknown:
-        return None
-    return known
-
-
-def optimizer_kind(facts: ProjectFacts, value: object) -> bool | None:
-    """Whether one value is an optimizer (None: decided at run time)."""
-    if isinstance(value, Opt):
-        return True
-    if isinstance(value, Inst):
-        # a project class deriving from a library class (torch.optim.Optimizer, say) may be one
-        return None if any(isinstance(c, Ext) for c in facts.evaluator.mro(value.cls)) else False
-    if not isinstance(value, Opaque):
-        return False  # a scheduler, a literal, a function, a Fabric... is no optimizer
-    given = setup_arguments(facts, value)
-    if given is not None:
-        return True if any(isinstance(v, Opt) for v in given) else None
-    made = value.node
-    if (
-        isinstance(made, ast.Call)
-        and isinstance(made.func, ast.Attribute)
-        and made.func.attr == MODULE_OPTIMIZERS
-        and value.summary is not None
-    ):
-        evaluator = facts.evaluator
-        owners = evaluator.ev(made.func.value, evaluator.ctx_of(value.summary, made))
-        if any(
-            isinstance(owner, SelfV) and evaluator.derives_from(owner.cls, LIGHTNING_MODULE_CLASSES)
-            for owner in owners
-        ):
-            return True
-    return None
-
-
-def optimizer_may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    """fabric.clip_gradients refuses an optimizer that unscales itself (ACF001); one that is
-    not followed to where it is built may be fused."""
-    optimizers = optimizers_of(facts, file, node)
-    if not optimizers:
-        return True
-    return any(
-        not (isinstance(f, Lit) and f.value in ("False", "None"))
-        for opt in optimizers
-        for f in facts.evaluator.force(opt.fused)
-    )
-
-
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
@@ -459,10 +422,12 @@ RULE = Rule(
         "In a function (and the project helpers it calls, in run order): "
         "`fabric.backward(loss)` on a Fabric (by value: `Fabric(...)` followed through "
         "assignments, attributes and parameters), then `torch.nn.utils.clip_grad_norm_(...)` "
-        "or `clip_grad_value_(...)`, then `optimizer.step()`. A `.step()` is an optimizer's by "
-        "its receiver's value: a torch optimizer (also as `fabric.setup(...)` returns it, or a "
-        "LightningModule's `optimizers()`); a learning-rate scheduler or a project object is "
-        "none. Certain when the Fabric uses a GradScaler (`16-mixed`, `16`, or a "
+        "or `clip_grad_value_(...)`, then `optimizer.step()`; where a helper runs the backward "
+        "and the clip and leaves the step to its caller, the step is looked for in each project "
+        "call of the helper (its caller's step: a finding without a fix). A `.step()` is an "
+        "optimizer's by its receiver's value: a torch optimizer (also as `fabric.setup(...)` "
+        "returns it, or a LightningModule's `optimizers()`); a learning-rate scheduler or a "
+        "project object is none. Certain when the Fabric uses a GradScaler (`16-mixed`, `16`, or a "
         "`MixedPrecision` plugin with one) and the step is an optimizer's; a review finding "
         "when its precision is decided at run time, or when only a receiver the analysis "
         "cannot follow steps (then without a fix: the fix would hand that receiver to "
