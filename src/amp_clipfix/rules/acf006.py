@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.link import sort_key
@@ -16,13 +17,23 @@ from amp_clipfix.analysis.names import (
     FABRIC_UNSCALE_HELPER,
     TORCH_CLIPS,
 )
-from amp_clipfix.analysis.order import Classify, Event, EventKind, Seen, events, functions
+from amp_clipfix.analysis.order import (
+    Classify,
+    Event,
+    EventKind,
+    Seen,
+    events,
+    functions,
+    key,
+    parameter_keys,
+)
+from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.values import Fn
-from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
-from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
+from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.acf005 import steps_after
 from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
 from amp_clipfix.rules.fabric_steps import (
     fabric_values,
     optimizer_may_be_fused,
@@ -177,6 +188,7 @@ def through_callers(
     if summary is None or summary.tree is not file.tree or not body:
         return None
     found: list[Found] = []
+    readings: list[tuple[FileFacts, list[Event], int]] = []
     for call, caller in evaluator.callers(function, evaluator.ctx_of(summary, body[0])):
         where = facts.file(caller.summary.path)
         reading = caller.func if caller.func is not None else caller.summary.tree
@@ -190,9 +202,61 @@ def through_callers(
                 made = scaled_clip(facts, where, order, index, in_helper=True)
                 if made is not None:
                     found.append(made)
+                    readings.append((where, order, index))
     if not found:
         return None
-    return min(found, key=lambda f: (f.confidence is not Confidence.HIGH, sort_key(f.sites[2])))
+    chosen = min(found, key=lambda f: (f.confidence is not Confidence.HIGH, sort_key(f.sites[2])))
+    fixes = in_helper(facts, file, function, readings, chosen.sites[1])
+    return replace(chosen, fixes=fixes, unfixed=None) if fixes else chosen
+
+
+def in_helper(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: ast.AST,
+    readings: list[tuple[FileFacts, list[Event], int]],
+    target: Site,
+) -> tuple[RuleFix, ...]:
+    """The clip rewritten in the helper, on the helper's parameter that every call of it
+    binds to the optimizer its caller then steps (`train_step(fabric, model, optimizer, ...)`
+    followed by `optimizer.step()`): the backward and the clip written in the helper itself,
+    every step after it certain and of that one optimizer, the parameter never reassigned."""
+    chosen: set[str] | None = None
+    steps: list[Event] = []
+    clip = backward = None
+    for where, order, index in readings:
+        clip = order[index]
+        backward = [e for e in order[:index] if e.kind is EventKind.BACKWARD][-1]
+        after = steps_after(order, index)
+        call = clip.via[0]
+        if len(clip.via) != 1 or backward.via != (call,) or after[0].via:
+            return ()
+        if any(s.detail is not True for s in after) or len({s.optimizer for s in after}) != 1:
+            return ()
+        helpers = [v for v in facts.values(where, call.func) if isinstance(v, Fn)]
+        if len(helpers) != 1 or helpers[0].node is not function:
+            return ()
+        params = {
+            name
+            for name, (argument, _) in parameter_keys(helpers[0], call).items()
+            if argument == after[0].optimizer
+        }
+        chosen = params if chosen is None else chosen & params
+        steps.append(after[0])
+    local = facts.evaluator.local_bindings(function)
+    names = sorted(
+        p.arg
+        for p in all_params(function.args)  # type: ignore[attr-defined]
+        if key(ast.Name(p.arg, ast.Load())) in (chosen or ()) and p.arg not in local
+    )
+    if not names or clip is None or backward is None:
+        return ()
+    assert isinstance(backward.call.func, ast.Attribute)
+    fabric = file.code(backward.call.func.value)
+    steps = [replace(step, optimizer=names[0], via=()) for step in steps]
+    steps[0] = replace(steps[0], optimizer_code=names[0])
+    backward = replace(backward, via=(), scaler_code=fabric)
+    return through_fabric(facts, file, replace(clip, via=()), backward, steps, target)
 
 
 def scaled_clip(
@@ -267,8 +331,10 @@ def through_fabric(
         and not params.args
     ):
         return ()
-    assert isinstance(steps[0].call.func, ast.Attribute)
-    fused = optimizer_may_be_fused(facts, steps[0].file, steps[0].call.func.value)
+    fused = False
+    for step in steps:  # one optimizer; in a helper's callers, the one each caller steps
+        assert isinstance(step.call.func, ast.Attribute)
+        fused = fused or optimizer_may_be_fused(facts, step.file, step.call.func.value)
     if fused and (not isinstance(backward.call.func, ast.Attribute) or backward.via):
         return ()
     qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
@@ -305,109 +371,6 @@ def through_fabric(
     return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
 
 
-def is_import_block(statement: ast.stmt) -> bool:
-    """An import, or a `try`/`if` block of simple lines that exists to import (as the unscale
-    fix's helper insertion reads a module's import section)."""
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return True
-    if not isinstance(statement, (ast.Try, ast.If)):
-        return False
-    if isinstance(statement, ast.If):
-        test = statement.test
-        name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
-        if name == "TYPE_CHECKING":
-            return True
-    inner = [node for node in ast.iter_child_nodes(statement) if isinstance(node, ast.stmt)]
-    inner += [line for handler in getattr(statement, "handlers", []) for line in handler.body]
-    return all(
-        isinstance(s, (ast.Import, ast.ImportFrom, *SIMPLE_STATEMENTS)) or is_import_block(s)
-        for s in inner
-    ) and any(is_import_block(s) for s in inner)
-
-
-def helper_insertion(file: FileFacts) -> list[Edit] | None:
-    """The edit that puts the Fabric unscale helper after the module's imports with PEP 8 blank
-    lines, as the unscale fix inserts it (the same text, so a second fix adds nothing: equal
-    edits are made once); none when the module defines it already, None when the module has
-    no statement after its imports to put it before."""
-    body = file.tree.body
-    if any(isinstance(s, ast.FunctionDef) and s.name == FABRIC_UNSCALE_HELPER for s in body):
-        return []
-    index = 0
-    for position, statement in enumerate(body):
-        docstring = (
-            position == 0
-            and isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Constant)
-            and isinstance(statement.value.value, str)
-        )
-        if is_import_block(statement) or docstring:
-            index = position + 1
-        elif isinstance(statement, SIMPLE_STATEMENTS) and not any(
-            isinstance(n, ast.Name) and n.id == FABRIC_UNSCALE_HELPER for n in ast.walk(statement)
-        ):
-            continue
-        else:
-            break
-    if index == 0 or index >= len(body):
-        return None
-    following = body[index]
-    first = min([following.lineno, *(d.lineno for d in getattr(following, "decorator_list", []))])
-    start = (body[index - 1].end_lineno or body[index - 1].lineno) + 1
-    kept = first
-    for line in range(start, first):
-        if file.line(line).strip():
-            kept = line  # comments above the next statement stay with it
-            break
-    ending = file.newline(start)
-    helper = FABRIC_HELPER_SOURCE.replace("\n", ending)
-    text = f"{ending}{ending}{helper}{ending}{ending}"
-    return [Edit(file.path, Span(start, 0, kept, 0), text)]
-
-
-SIMPLE_STATEMENTS = (
-    ast.Expr,
-    ast.Assign,
-    ast.AnnAssign,
-    ast.AugAssign,
-    ast.Pass,
-    ast.Delete,
-    ast.Global,
-    ast.Assert,
-    ast.Raise,
-)
-
-
-def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
-    """The `from ... import clip_grad_norm_` the rewritten call was its only use of, taken out
-    (the whole statement when it imports nothing else), so the fix leaves no unused import."""
-    if not isinstance(func, ast.Name):
-        return []
-    uses = [n for n in ast.walk(file.tree) if isinstance(n, ast.Name) and n.id == func.id]
-    if len(uses) != 1:
-        return []
-    for statement in file.tree.body:
-        if not isinstance(statement, ast.ImportFrom):
-            continue
-        names = statement.names
-        for index, alias in enumerate(names):
-            if (alias.asname or alias.name) != func.id:
-                continue
-            if len(names) == 1:
-                start, end = statement.lineno, statement.end_lineno or statement.lineno
-                if file.line(start)[: file.span(statement).column].strip():
-                    return []
-                return [Edit(file.path, Span(start, 0, end + 1, 0), "")]
-            here = file.span(alias)
-            if index + 1 < len(names):
-                after = file.span(names[index + 1])
-                return [Edit(file.path, Span(here.line, here.column, after.line, after.column), "")]
-            before = file.span(names[index - 1])
-            span = Span(before.end_line, before.end_column, here.end_line, here.end_column)
-            return [Edit(file.path, span, "")]
-    return []
-
-
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
@@ -441,7 +404,10 @@ RULE = Rule(
         Strategy.UNSCALE.value: (
             f"The default (`auto`). Safe: it {FIX}. Right for every precision (without a scaler "
             "Fabric clips as torch does). Not offered when the clip's parameters are not "
-            "`model.parameters()`, the clip is in a helper, or several optimizers step. When "
+            "`model.parameters()`, the clip is in a helper (unless the helper runs the backward "
+            "and the clip, and every project call of it passes, as one of its parameters, the "
+            "optimizer its caller then steps: the clip is rewritten there on that parameter), "
+            "or several optimizers step. When "
             f"the optimizer may be fused (`fabric.clip_gradients` refuses those: ACF001) it "
             f"{FIX_FUSED}."
         ),
