@@ -299,7 +299,11 @@ class PassedCalls(EvaluatorBase):
 
     def partial_call(self, part: Part, call: ast.Call) -> ast.Call:
         """`call` made through `part`, as the call of the partial's function (its bound
-        positional arguments as a `*` of known values, its keywords as a `**` of a dict)."""
+        positional arguments as a `*` of known values, its keywords as a `**` of a dict), made
+        once per partial value and call (the evaluator's memo is keyed by node)."""
+        known = self.partial_calls.get((id(part), id(call)))
+        if known is not None:
+            return known[2]
         args: list[ast.expr] = list(call.args)
         if part.args is None or part.args:
             bound: list[object] = [
@@ -312,7 +316,7 @@ class PassedCalls(EvaluatorBase):
             spread = Given([DictV(dict(part.keywords), closed)], call)
             keywords.insert(0, ast.copy_location(ast.keyword(None, spread), call))
         made = ast.copy_location(ast.Call(Given(part.funcs, call), args, keywords), call)
-        self.keep.append(made)
+        self.partial_calls[(id(part), id(call))] = (part, call, made)
         return made
 
     def launch_call(self, launch: ast.Call, caller: Ctx) -> ast.Call | None:
