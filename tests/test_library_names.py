@@ -109,3 +109,17 @@ def test_the_views_other_modules_read_are_the_registry() -> None:
         Side.TRAINER, Shards.FSDP
     )
     assert names.TORCH_CLIPS["torch.nn.utils.clip_grad_norm_"] == "max_norm"
+
+
+def test_the_starters_say_where_their_callable_and_its_arguments_are() -> None:
+    """`Thread(group, target, name, args, kwargs)` and `Process(...)`: passed.py reads the
+    positions from the entry, not from an order written of its own."""
+    for starter in ("threading.Thread", "multiprocessing.Process"):
+        entry = names.entry_of(starter)
+        assert entry is not None and entry.kind is Kind.CALLABLE_STARTER
+        assert entry.starts is not None
+        assert [(p.name, p.position) for p in entry.starts] == [
+            ("target", 1),
+            ("args", 3),
+            ("kwargs", 4),
+        ]

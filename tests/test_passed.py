@@ -95,3 +95,54 @@ def test_a_search_a_bound_cut_is_asked_again_not_remembered(
     (fit,) = summary.calls("fit")
     again = evaluator.ev(fit.args[0], evaluator.ctx_of(summary, fit.args[0]))
     assert classes(evaluator.force(again)) == ["Fused"]
+
+
+PARTIAL = """\
+import functools
+import threading
+
+import lightning as L
+
+
+class Fused(L.LightningModule):
+    pass
+
+
+class Plain(L.LightningModule):
+    pass
+
+
+def run_benchmark(fn, args):
+    return fn(*args)
+
+
+class Bench:
+    def train(self, loader, model=None):
+        trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
+        trainer.fit(model, loader)
+
+    def go(self, loader):
+        {go}
+"""
+
+
+@pytest.mark.parametrize(
+    ("go", "expected"),
+    [
+        # the partial's positional argument first, then the call's; its keyword binds `model`
+        ("run_benchmark(functools.partial(self.train, model=Fused()), (loader,))", ["Fused"]),
+        # a keyword of the call overrides the partial's
+        ("functools.partial(self.train, model=Plain())(loader, model=Fused())", ["Fused"]),
+        ("job = functools.partial(self.train, loader, Fused())\n        job()", ["Fused"]),
+        (
+            "job = functools.partial(self.train, loader)\n"
+            "        threading.Thread(target=job, kwargs={'model': Fused()}).start()",
+            ["Fused"],
+        ),
+    ],
+)
+def test_a_partial_binds_its_arguments_before_the_calls(
+    tmp_path: Path, go: str, expected: list[str]
+) -> None:
+    values, _ = model_values(tmp_path, PARTIAL.format(go=go))
+    assert classes(values) == expected

@@ -153,7 +153,7 @@ class CallerIndex(PassedCalls):
                     self.cuts += 1  # not the key's depth (a function and a name)
                     continue
                 if self.calls_function(call, caller, function, cls):
-                    found.append((call, caller))
+                    found.extend(self.through_partial(call, caller, function, cls))
             # passed as a value to what calls it: a helper, `fabric.launch`, a Thread
             found.extend(self.passed_calls(function, cls, summary, ctx))
             if cls is not None and init:

@@ -22,6 +22,7 @@ from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
     MAX_VALUES,
     Ctx,
+    Given,
     Thunk,
     add_unique,
     bounded,
@@ -193,6 +194,8 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         return values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch
+        if isinstance(node, Given):
+            return self.force(node.values)
         literal = literal_of(node)
         if literal is not None:
             return [Lit(literal, node, ctx.summary)]

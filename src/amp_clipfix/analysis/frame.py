@@ -58,6 +58,18 @@ class Thunk:
     ctx: Ctx
 
 
+class Given(ast.expr):
+    """An expression whose values are known already: what a call made through a
+    `functools.partial` passes before the call's own arguments (passed.py)."""
+
+    _fields = ()
+
+    def __init__(self, values: list[object], at: ast.AST) -> None:
+        super().__init__()
+        self.values = values
+        ast.copy_location(self, at)
+
+
 @dataclass(eq=False)
 class Ctx:
     """Where an expression is evaluated: its module, function, class and, when a particular
@@ -97,6 +109,9 @@ class EvaluatorBase:
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}
+        # a call made through a `functools.partial` as the call of its function, by (partial,
+        # call); the partial and the call kept alive with it (passed.partial_call)
+        self.partial_calls: dict[tuple[int, int], tuple[object, ast.Call, ast.Call]] = {}
         self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
         self.passed_nesting = 0  # passed.passed_calls running inside one another
         self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function

@@ -64,7 +64,8 @@ class LibraryModel(EvaluatorBase):
         return self.unknown_callee(call, ctx)
 
     def call_functools_partial(self, call: ast.Call, ctx: Ctx) -> Part:
-        """`functools.partial(func, **keywords)`: the keywords, also through `**` spreads."""
+        """`functools.partial(func, *args, **keywords)`: the positional arguments it binds, and
+        the keywords, also through `**` spreads."""
         keywords: dict[str, list[object]] = {
             k.arg: [Thunk(k.value, ctx)] for k in call.keywords if k.arg is not None
         }
@@ -74,7 +75,11 @@ class LibraryModel(EvaluatorBase):
                     if isinstance(value, DictV):
                         for key, items in value.entries.items():
                             add_unique(keywords.setdefault(key, []), items)
-        return Part(self.ev(call.args[0], ctx), keywords, call, ctx.summary)
+        bound = call.args[1:]
+        args: list[list[object]] | None = [[Thunk(arg, ctx)] for arg in bound]
+        if any(isinstance(arg, ast.Starred) for arg in bound):
+            args = None
+        return Part(self.ev(call.args[0], ctx), keywords, call, ctx.summary, args)
 
     def call_dict(self, call: ast.Call, ctx: Ctx) -> DictV:
         """`dict(mapping, **spread, key=value)`."""

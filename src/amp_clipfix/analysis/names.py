@@ -103,6 +103,8 @@ class Entry:
     torch_amp: bool = False  # the `torch.amp` spelling that takes the device as an argument
     bound: str | None = None  # clip functions: the argument that bounds the gradients
     algorithm: str | None = None  # a GradClipAlgorithmType member: the string it stands for
+    # Thread / Process: the parameters holding the callable it calls, its `*args`, its `**kwargs`
+    starts: tuple[Parameter, Parameter, Parameter] | None = None
 
 
 TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
@@ -114,6 +116,8 @@ LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabri
 EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
 
 FABRIC_LAUNCH = "launch"
+FABRIC_SETUPS = ("setup", "setup_optimizers")  # return the optimizers given them, wrapped
+MODULE_OPTIMIZERS = "optimizers"  # `LightningModule.optimizers()`: its LightningOptimizer(s)
 FABRIC = Entry(
     Kind.FABRIC,
     precision=Parameter("precision"),
@@ -316,8 +320,11 @@ def register_clip_algorithms() -> None:
 
 register_clip_algorithms()
 register(Entry(Kind.PARTIAL), "functools.partial")
+# `Thread(group, target, name, args, kwargs)` and `Process(...)` (same order) call
+# `target(*args, **kwargs)`.
+STARTS = (Parameter("target", 1), Parameter("args", 3), Parameter("kwargs", 4))
 register(
-    Entry(Kind.CALLABLE_STARTER),
+    Entry(Kind.CALLABLE_STARTER, starts=STARTS),
     "threading.Thread",
     "multiprocessing.Process",
     "multiprocessing.context.Process",
@@ -362,8 +369,6 @@ CLI_CLASSES = of_kind(Kind.LIGHTNING_CLI)
 CALLBACK_CLASSES = of_kind(Kind.CALLBACK)
 FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
 PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
-# `Thread(target=fn, args=(...), kwargs={...})` and `Process(...)` call `fn(*args, **kwargs)`.
-CALLABLE_STARTERS = of_kind(Kind.CALLABLE_STARTER)
 DICT_CONSTRUCTORS = of_kind(Kind.DICT)
 GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
 TORCH_CLIPS = {
@@ -427,32 +432,20 @@ DDP_NAMES = tuple(
 REGISTERED_STRATEGIES = {
     name: shards
     for shards, registered in (
-        (
-            Shards.NONE,
-            (*DDP_NAMES, "auto", "none", "dp", "single_device", "single_tpu", "single_xla"),
-        ),
-        (Shards.NONE, ("xla", "xla_debug", "tpu_spawn", "tpu_spawn_debug", "horovod", "bagua")),
-        (Shards.NONE, ("hpu_parallel", "hpu_single", "ipu_strategy")),
-        (
-            Shards.FSDP,
-            ("fsdp", "fsdp_cpu_offload", "fsdp_native", "fsdp_native_full_shard_offload"),
-        ),
-        (Shards.FSDP, ("fsdp_full_shard_offload", "ddp_fully_sharded")),
-        (Shards.XLA_FSDP, ("xla_fsdp",)),
-        (
-            Shards.DEEPSPEED,
-            ("deepspeed", "deepspeed_stage_1", "deepspeed_stage_1_offload", "deepspeed_stage_2"),
-        ),
-        (
-            Shards.DEEPSPEED,
-            ("deepspeed_stage_2_offload", "deepspeed_stage_3", "deepspeed_stage_3_offload"),
-        ),
-        (Shards.DEEPSPEED, ("deepspeed_stage_3_offload_nvme",)),
-        (Shards.FAIRSCALE, ("ddp_sharded", "ddp_sharded_find_unused_parameters_false")),
-        (Shards.FAIRSCALE, ("ddp_sharded_spawn", "ddp_sharded_spawn_find_unused_parameters_false")),
-        (Shards.COLOSSALAI, ("colossalai",)),
+        (Shards.NONE, f"{' '.join(DDP_NAMES)} auto none dp single_device single_tpu single_xla"),
+        (Shards.NONE, "xla xla_debug tpu_spawn tpu_spawn_debug horovod bagua"),
+        (Shards.NONE, "hpu_parallel hpu_single ipu_strategy"),
+        (Shards.FSDP, "fsdp fsdp_cpu_offload fsdp_native fsdp_native_full_shard_offload"),
+        (Shards.FSDP, "fsdp_full_shard_offload ddp_fully_sharded"),
+        (Shards.XLA_FSDP, "xla_fsdp"),
+        (Shards.DEEPSPEED, "deepspeed deepspeed_stage_1 deepspeed_stage_1_offload"),
+        (Shards.DEEPSPEED, "deepspeed_stage_2 deepspeed_stage_2_offload deepspeed_stage_3"),
+        (Shards.DEEPSPEED, "deepspeed_stage_3_offload deepspeed_stage_3_offload_nvme"),
+        (Shards.FAIRSCALE, "ddp_sharded ddp_sharded_find_unused_parameters_false"),
+        (Shards.FAIRSCALE, "ddp_sharded_spawn ddp_sharded_spawn_find_unused_parameters_false"),
+        (Shards.COLOSSALAI, "colossalai"),
     )
-    for name in registered
+    for name in registered.split()
 }
 
 

@@ -7,7 +7,10 @@ an argument of another call, and what receives it calls it.
   function (FORWARD_DEPTH helpers deep);
 - `fabric.launch(fn, a, b)`, which calls `fn(fabric, a, b)`;
 - the standard library's starters, `threading.Thread(target=fn, args=(...), kwargs={...})` and
-  `multiprocessing.Process(...)`, which call `fn(*args, **kwargs)`.
+  `multiprocessing.Process(...)`, which call `fn(*args, **kwargs)` (where each argument is:
+  the starter's registry entry);
+- a `functools.partial(fn, a)` of it (the evaluator's partial value) called at once, passed to
+  any of the above, or stored under a name that is: its call is `fn(a, ...)`.
 
 Each is given back as a call of the function and the context its arguments are read in (the
 helper's parameters bound to the outer call's arguments), so a parameter followed to its callers
@@ -21,10 +24,10 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Thunk
+from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Given, Thunk
 from amp_clipfix.analysis.shapes import all_params, is_method
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, FabricV, Fn, Opaque, Part, TupleV
 
 # Project functions a callable may pass through (received, handed on) before one calls it.
 FORWARD_DEPTH = 3
@@ -58,7 +61,9 @@ class PassedCalls(EvaluatorBase):
                     self.cuts += 1
                     continue
                 found.extend(self.calls_through(outer, caller, function, cls, FORWARD_DEPTH))
-            return found
+            return [
+                made for call, at in found for made in self.through_partial(call, at, function, cls)
+            ]
         finally:
             self.passed_nesting -= 1
 
@@ -94,8 +99,9 @@ class PassedCalls(EvaluatorBase):
         if launch is not None and self.passes(launch.func, accepted, caller, function, cls):
             found.append((launch, caller))
         for callee in self.ev(outer.func, caller):
-            if isinstance(callee, Ext) and callee.qname in names.CALLABLE_STARTERS:
-                started = self.started_call(outer)
+            entry = names.entry_of(callee.qname) if isinstance(callee, Ext) else None
+            if entry is not None and entry.starts is not None:
+                started = self.started_call(outer, entry.starts)
                 if started is not None and self.passes(
                     started.func, accepted, caller, function, cls
                 ):
@@ -104,6 +110,47 @@ class PassedCalls(EvaluatorBase):
                 found.extend(
                     self.calls_in_helper(callee, outer, caller, accepted, function, cls, depth)
                 )
+            elif (
+                entry is not None
+                and entry.kind is names.Kind.PARTIAL
+                and depth > 1
+                and outer.args
+                and self.passes(outer.args[0], accepted, caller, function, cls)
+            ):
+                found.extend(self.partial_uses(outer, caller, function, cls, depth - 1))
+        return found
+
+    def partial_uses(
+        self, made: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None, depth: int
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """The calls of the `functools.partial(function, ...)` that `made` builds, wherever
+        its value goes in the module: called at once (`partial(fn, a)(b)`), an argument of a
+        call (a helper, `fabric.launch`, a Thread), or stored under a name (`job = ...`,
+        `self.job = ...`) that is called or passed on. Each call is of the partial: the caller
+        (passed_calls) puts the partial's own arguments first (through_partial)."""
+        summary = caller.summary
+        parent = summary.parent(made)
+        if isinstance(parent, ast.keyword):
+            parent = summary.parent(parent)
+        if isinstance(parent, ast.Call):
+            if parent.func is made:
+                return [(parent, caller)]
+            return self.calls_through(parent, caller, function, cls, depth)
+        targets: list[ast.expr] = []
+        if isinstance(parent, ast.Assign) and parent.value is made:
+            targets = parent.targets
+        elif isinstance(parent, ast.AnnAssign) and parent.value is made:
+            targets = [parent.target]
+        stored = frozenset(name for target in targets if (name := last_name(target)))
+        found: list[tuple[ast.Call, Ctx]] = []
+        for name in sorted(stored):
+            for call in summary.calls(name):
+                at = self.ctx_of(summary, call)
+                if self.is_callable(self.ev(call.func, at), function, cls):
+                    found.append((call, at))
+            for outer in self.passing(summary).get(name, ()):
+                at = self.ctx_of(summary, outer)
+                found.extend(self.calls_through(outer, at, function, cls, depth, stored))
         return found
 
     def passes(
@@ -115,9 +162,9 @@ class PassedCalls(EvaluatorBase):
         cls: ast.ClassDef | None,
     ) -> bool:
         """Whether an argument is the function (by its value; the name only chooses which
-        arguments to evaluate)."""
+        arguments to evaluate; a call, `partial(fn, a)`, is asked by its value alone)."""
         return (
-            last_name(arg) in accepted
+            (last_name(arg) in accepted or isinstance(arg, ast.Call))
             and not self.through_parameter(arg, caller)
             and self.is_callable(self.ev(arg, caller), function, cls)
         )
@@ -210,10 +257,12 @@ class PassedCalls(EvaluatorBase):
     def is_callable(
         self, values: list[object], function: ast.AST, cls: ast.ClassDef | None
     ) -> bool:
-        """Whether a value calls `function` when called: the function itself, or (for an
-        `__init__`) its class or a subclass."""
+        """Whether a value calls `function` when called: the function itself, a
+        `functools.partial` of it, or (for an `__init__`) its class or a subclass."""
         for value in values:
             if isinstance(value, Fn) and value.node is function:
+                return True
+            if isinstance(value, Part) and self.is_callable(value.funcs, function, cls):
                 return True
             if (
                 isinstance(value, ClsV)
@@ -223,6 +272,52 @@ class PassedCalls(EvaluatorBase):
             ):
                 return True
         return False
+
+    def through_partial(
+        self,
+        call: ast.Call,
+        caller: Ctx,
+        function: ast.AST,
+        cls: ast.ClassDef | None,
+        depth: int = FORWARD_DEPTH,
+    ) -> list[tuple[ast.Call, Ctx]]:
+        """A call of `function` as written, and, where its callee is a `functools.partial`
+        of it, the call the partial makes: the partial's arguments first, then the call's
+        (`partial(self.train, model)(loader)` calls `self.train(model, loader)`), so the
+        function's parameters are bound as for a direct call."""
+        values = self.ev(call.func, caller)
+        parts = [v for v in values if isinstance(v, Part) and self.is_callable([v], function, cls)]
+        if not parts:
+            return [(call, caller)]
+        others = [v for v in values if not isinstance(v, Part)]
+        found = [(call, caller)] if self.is_callable(others, function, cls) else []
+        for part in parts:
+            made = self.partial_call(part, call)
+            if depth > 0:
+                found.extend(self.through_partial(made, caller, function, cls, depth - 1))
+        return found
+
+    def partial_call(self, part: Part, call: ast.Call) -> ast.Call:
+        """`call` made through `part`, as the call of the partial's function (its bound
+        positional arguments as a `*` of known values, its keywords as a `**` of a dict), made
+        once per partial value and call (the evaluator's memo is keyed by node)."""
+        known = self.partial_calls.get((id(part), id(call)))
+        if known is not None:
+            return known[2]
+        args: list[ast.expr] = list(call.args)
+        if part.args is None or part.args:
+            bound: list[object] = [
+                TupleV(part.args) if part.args is not None else Opaque(part.node, part.summary)
+            ]
+            args.insert(0, ast.copy_location(ast.Starred(Given(bound, call), ast.Load()), call))
+        keywords = list(call.keywords)
+        if part.keywords:
+            closed = all(k.arg is not None for k in part.node.keywords)
+            spread = Given([DictV(dict(part.keywords), closed)], call)
+            keywords.insert(0, ast.copy_location(ast.keyword(None, spread), call))
+        made = ast.copy_location(ast.Call(Given(part.funcs, call), args, keywords), call)
+        self.partial_calls[(id(part), id(call))] = (part, call, made)
+        return made
 
     def launch_call(self, launch: ast.Call, caller: Ctx) -> ast.Call | None:
         """`fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes (made once per
@@ -238,20 +333,27 @@ class PassedCalls(EvaluatorBase):
             self.launched[id(launch)] = (launch, ast.copy_location(call, launch))
         return self.launched[id(launch)][1]
 
-    def started_call(self, start: ast.Call) -> ast.Call | None:
-        """`Thread(group, target, name, args, kwargs)` (and `Process`) as the call
-        `target(*args, **kwargs)` it makes (once per call, like launch_call)."""
+    def started_call(self, start: ast.Call, starts: tuple[names.Parameter, ...]) -> ast.Call | None:
+        """`Thread(target=fn, args=(...), kwargs={...})` (and `Process`) as the call
+        `fn(*args, **kwargs)` it makes, by the parameters the registry gives the starter (once
+        per call, like launch_call)."""
         if id(start) not in self.launched:
-            given = dict(zip(("group", "target", "name", "args", "kwargs"), start.args))
+            target, args_, kwargs_ = starts
+            given = {
+                p.name: start.args[p.position]
+                for p in starts
+                if p.position is not None and p.position < len(start.args)
+            }
             given.update((k.arg, k.value) for k in start.keywords if k.arg is not None)
-            target = given.get("target")
-            if target is None or any(k.arg is None for k in start.keywords):
+            if target.name not in given or any(k.arg is None for k in start.keywords):
+                return None
+            if any(isinstance(arg, ast.Starred) for arg in start.args):
                 return None
             args: list[ast.expr] = []
-            if "args" in given:
-                args.append(ast.Starred(given["args"], ast.Load()))
-            kwargs = [ast.keyword(None, given["kwargs"])] if "kwargs" in given else []
-            call = ast.copy_location(ast.Call(target, args, kwargs), start)
+            if args_.name in given:
+                args.append(ast.Starred(given[args_.name], ast.Load()))
+            kwargs = [ast.keyword(None, given[kwargs_.name])] if kwargs_.name in given else []
+            call = ast.copy_location(ast.Call(given[target.name], args, kwargs), start)
             for node in (*args, *kwargs):
                 ast.copy_location(node, start)
             self.launched[id(start)] = (start, call)

@@ -93,12 +93,14 @@ class Inst:
 
 @dataclass(eq=False)
 class Part:
-    """`functools.partial(func, **keywords)`."""
+    """`functools.partial(func, *args, **keywords)`; `args` the values of the positional
+    arguments it binds, one list per position (None: a `*x` makes them unknown)."""
 
     funcs: list[object]
     keywords: dict[str, list[object]]
     node: ast.Call
     summary: Summary
+    args: list[list[object]] | None = field(default_factory=list)
 
 
 @dataclass(eq=False)

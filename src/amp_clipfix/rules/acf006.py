@@ -9,16 +9,37 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
-from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER, TORCH_CLIPS
-from amp_clipfix.analysis.order import Event, EventKind, Seen, events, functions
-from amp_clipfix.analysis.values import FabricV, Fn, Lit, Opaque, Opt, SchedulerV
-from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
-from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.link import sort_key
+from amp_clipfix.analysis.names import (
+    FABRIC_UNSCALE_HELPER,
+    TORCH_CLIPS,
+)
+from amp_clipfix.analysis.order import (
+    Classify,
+    Event,
+    EventKind,
+    Seen,
+    events,
+    functions,
+    key,
+    parameter_keys,
+)
+from amp_clipfix.analysis.shapes import all_params
+from amp_clipfix.analysis.values import Fn
+from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.acf005 import steps_after
 from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
+from amp_clipfix.rules.fabric_steps import (
+    fabric_values,
+    optimizer_may_be_fused,
+    scaler_state,
+    steps_optimizer,
+)
 
 CODE = "ACF006"
 
@@ -50,6 +71,21 @@ UNFIXED = (
     "result is used in a way Fabric's does not give, or several optimizers step): clip with "
     "fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) by hand"
 )
+
+HELPER = (
+    "the clip is in a helper whose caller steps the optimizer, so it cannot be rewritten where "
+    "it is: clip with fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) "
+    "by hand, with the optimizer the caller steps"
+)
+UNKNOWN_STEP = (
+    "what the step's receiver is is decided at run time, so no fix is built on it: if it is "
+    "the optimizer, clip with fabric.clip_gradients(model, optimizer, ..., "
+    "error_if_nonfinite=False) by hand"
+)
+SCALER_REVIEW = "whether the Fabric uses a GradScaler (fp16) is decided at run time"
+SCALER_CONDITION = "the Fabric runs under fp16 mixed precision"
+STEP_REVIEW = "whether the `.step()` after the clip steps an optimizer is decided at run time"
+STEP_CONDITION = "the `.step()` after the clip steps the optimizer"
 
 WHY = (
     'With a GradScaler (`precision="16-mixed"`, `16`, or a `MixedPrecision` plugin given one) '
@@ -84,16 +120,6 @@ AFTER = BEFORE.replace(
 )
 
 
-def fabric_values(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[FabricV]:
-    return [v for v in facts.values(file, node) if isinstance(v, FabricV)]
-
-
-def scaler_state(facts: ProjectFacts, fabrics: list[FabricV]) -> bool | None:
-    """True when a Fabric it may be uses a GradScaler for certain, False when none does, None
-    when that is decided at run time."""
-    return any_scaler(facts.uses_scaler(fabric) for fabric in fabrics)
-
-
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     def classify(file: FileFacts, call: ast.Call) -> Seen | None:
         func = call.func
@@ -108,10 +134,10 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             if fabrics:
                 return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
         if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
-            receivers = facts.values(file, func.value)
-            if receivers and all(isinstance(v, SchedulerV) for v in receivers):
-                return None  # a learning-rate scheduler's step, by value: no optimizer steps
-            return Seen(EventKind.STEP, optimizer=func.value)
+            stepped = steps_optimizer(facts, file, func.value)
+            if stepped is False:
+                return None  # a scheduler's, a project object's: no optimizer steps (by value)
+            return Seen(EventKind.STEP, optimizer=func.value, detail=stepped)
         if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
@@ -131,38 +157,148 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 if clip.kind is not EventKind.CLIP or id(clip.call) in reported:
                     continue
                 found = scaled_clip(facts, file, order, index)
+                if found is None and steps_in_callers(order, index, function):
+                    found = through_callers(facts, file, function, clip, classify)
                 if found is not None:
                     reported.add(id(clip.call))
                     yield found
 
 
-def scaled_clip(
-    facts: ProjectFacts, file: FileFacts, order: list[Event], index: int
+def steps_in_callers(order: list[Event], index: int, function: ast.AST) -> bool:
+    """Whether the clip at `index`, written in `function` after a backward there, may meet its
+    optimizer's step only in the function's callers: nothing steps after it here."""
+    return (
+        isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not order[index].via
+        and any(e.kind is EventKind.BACKWARD for e in order[:index])
+        and not steps_after(order, index)
+    )
+
+
+def through_callers(
+    facts: ProjectFacts, file: FileFacts, function: ast.AST, clip: Event, classify: Classify
 ) -> Found | None:
+    """A helper that runs the backward and the clip and leaves the step to its callers (a
+    scheduler may be the only step it makes): each project call of the helper is read in run
+    order, where the clip is reached through that call and the caller's step follows it. Of
+    several callers, a certain finding first, then the first step site."""
+    evaluator = facts.evaluator
+    summary = evaluator.summary(file.path)
+    body = getattr(function, "body", None)
+    if summary is None or summary.tree is not file.tree or not body:
+        return None
+    found: list[Found] = []
+    readings: list[tuple[FileFacts, list[Event], int]] = []
+    for call, caller in evaluator.callers(function, evaluator.ctx_of(summary, body[0])):
+        where = facts.file(caller.summary.path)
+        reading = caller.func if caller.func is not None else caller.summary.tree
+        if where is None or where.tree is not caller.summary.tree:
+            continue
+        if not isinstance(reading, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        order = events(facts, where, reading, classify)
+        for index, event in enumerate(order):
+            if event.call is clip.call and event.via and event.via[0] is call:
+                made = scaled_clip(facts, where, order, index, in_helper=True)
+                if made is not None:
+                    found.append(made)
+                    readings.append((where, order, index))
+    if not found:
+        return None
+    chosen = min(found, key=lambda f: (f.confidence is not Confidence.HIGH, sort_key(f.sites[2])))
+    fixes = in_helper(facts, file, function, readings, chosen.sites[1])
+    return replace(chosen, fixes=fixes, unfixed=None) if fixes else chosen
+
+
+def in_helper(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: ast.AST,
+    readings: list[tuple[FileFacts, list[Event], int]],
+    target: Site,
+) -> tuple[RuleFix, ...]:
+    """The clip rewritten in the helper, on the helper's parameter that every call of it
+    binds to the optimizer its caller then steps (`train_step(fabric, model, optimizer, ...)`
+    followed by `optimizer.step()`): the backward and the clip written in the helper itself,
+    every step after it certain and of that one optimizer, the parameter never reassigned."""
+    chosen: set[str] | None = None
+    steps: list[Event] = []
+    clip = backward = None
+    for where, order, index in readings:
+        clip = order[index]
+        backward = [e for e in order[:index] if e.kind is EventKind.BACKWARD][-1]
+        after = steps_after(order, index)
+        call = clip.via[0]
+        if len(clip.via) != 1 or backward.via != (call,) or after[0].via:
+            return ()
+        if any(s.detail is not True for s in after) or len({s.optimizer for s in after}) != 1:
+            return ()
+        helpers = [v for v in facts.values(where, call.func) if isinstance(v, Fn)]
+        if len(helpers) != 1 or helpers[0].node is not function:
+            return ()
+        params = {
+            name
+            for name, (argument, _) in parameter_keys(helpers[0], call).items()
+            if argument == after[0].optimizer
+        }
+        chosen = params if chosen is None else chosen & params
+        steps.append(after[0])
+    local = facts.evaluator.local_bindings(function)
+    names = sorted(
+        p.arg
+        for p in all_params(function.args)  # type: ignore[attr-defined]
+        if key(ast.Name(p.arg, ast.Load())) in (chosen or ()) and p.arg not in local
+    )
+    if not names or clip is None or backward is None:
+        return ()
+    assert isinstance(backward.call.func, ast.Attribute)
+    fabric = file.code(backward.call.func.value)
+    steps = [replace(step, optimizer=names[0], via=()) for step in steps]
+    steps[0] = replace(steps[0], optimizer_code=names[0])
+    backward = replace(backward, via=(), scaler_code=fabric)
+    return through_fabric(facts, file, replace(clip, via=()), backward, steps, target)
+
+
+def scaled_clip(
+    facts: ProjectFacts, file: FileFacts, order: list[Event], index: int, in_helper: bool = False
+) -> Found | None:
+    """The finding of the clip at `index` of a function's events. A backward and a clip run by
+    one helper call are the helper's own (read there), unless `in_helper`: the helper leaves
+    the step to this caller (through_callers)."""
     clip = order[index]
     backwards = [e for e in order[:index] if e.kind is EventKind.BACKWARD]
     steps = steps_after(order, index)
-    if not backwards or not steps or clip.statement is backwards[-1].statement:
+    if not backwards or not steps:
+        return None
+    if clip.statement is backwards[-1].statement and not in_helper:
         return None
     backward = backwards[-1]
     assert isinstance(backward.detail, list)
     state = scaler_state(facts, backward.detail)
     if state is False:
         return None
+    # A step whose receiver's value is not followed (detail None) may be an optimizer's: the
+    # clip may come before the step, so a review, and no fix is built on what it steps.
+    certain = [step for step in steps if step.detail is True]
     sites = (
         call_site(backward, SiteKind.BACKWARD),
         call_site(clip, SiteKind.GRAD_CLIP),
-        call_site(steps[0], SiteKind.OPTIMIZER_STEP),
+        call_site((certain or steps)[0], SiteKind.OPTIMIZER_STEP),
     )
-    fixes = through_fabric(facts, file, clip, backward, steps, sites[1])
-    unfixed = None if fixes else UNFIXED
-    if state is None:
+    fixes = through_fabric(facts, file, clip, backward, steps, sites[1]) if certain else ()
+    unfixed = None if fixes else UNKNOWN_STEP if not certain else HELPER if in_helper else UNFIXED
+    reviews = [] if state else [SCALER_REVIEW]
+    conditions = [] if state else [SCALER_CONDITION]
+    if not certain:
+        reviews.append(STEP_REVIEW)
+        conditions.append(STEP_CONDITION)
+    if reviews:
         return Found(
             sites,
             Confidence.REVIEW,
-            review="whether the Fabric uses a GradScaler (fp16) is decided at run time",
+            review="; ".join(reviews),
             fixes=fixes,
-            condition="the Fabric runs under fp16 mixed precision",
+            condition=" and ".join(conditions),
             unfixed=unfixed,
         )
     return Found(sites, fixes=fixes, unfixed=unfixed)
@@ -195,8 +331,10 @@ def through_fabric(
         and not params.args
     ):
         return ()
-    assert isinstance(steps[0].call.func, ast.Attribute)
-    fused = optimizer_may_be_fused(facts, steps[0].file, steps[0].call.func.value)
+    fused = False
+    for step in steps:  # one optimizer; in a helper's callers, the one each caller steps
+        assert isinstance(step.call.func, ast.Attribute)
+        fused = fused or optimizer_may_be_fused(facts, step.file, step.call.func.value)
     if fused and (not isinstance(backward.call.func, ast.Attribute) or backward.via):
         return ()
     qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
@@ -233,142 +371,6 @@ def through_fabric(
     return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
 
 
-def is_import_block(statement: ast.stmt) -> bool:
-    """An import, or a `try`/`if` block of simple lines that exists to import (as the unscale
-    fix's helper insertion reads a module's import section)."""
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return True
-    if not isinstance(statement, (ast.Try, ast.If)):
-        return False
-    if isinstance(statement, ast.If):
-        test = statement.test
-        name = test.attr if isinstance(test, ast.Attribute) else getattr(test, "id", None)
-        if name == "TYPE_CHECKING":
-            return True
-    inner = [node for node in ast.iter_child_nodes(statement) if isinstance(node, ast.stmt)]
-    inner += [line for handler in getattr(statement, "handlers", []) for line in handler.body]
-    return all(
-        isinstance(s, (ast.Import, ast.ImportFrom, *SIMPLE_STATEMENTS)) or is_import_block(s)
-        for s in inner
-    ) and any(is_import_block(s) for s in inner)
-
-
-def helper_insertion(file: FileFacts) -> list[Edit] | None:
-    """The edit that puts the Fabric unscale helper after the module's imports with PEP 8 blank
-    lines, as the unscale fix inserts it (the same text, so a second fix adds nothing: equal
-    edits are made once); none when the module defines it already, None when the module has
-    no statement after its imports to put it before."""
-    body = file.tree.body
-    if any(isinstance(s, ast.FunctionDef) and s.name == FABRIC_UNSCALE_HELPER for s in body):
-        return []
-    index = 0
-    for position, statement in enumerate(body):
-        docstring = (
-            position == 0
-            and isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Constant)
-            and isinstance(statement.value.value, str)
-        )
-        if is_import_block(statement) or docstring:
-            index = position + 1
-        elif isinstance(statement, SIMPLE_STATEMENTS) and not any(
-            isinstance(n, ast.Name) and n.id == FABRIC_UNSCALE_HELPER for n in ast.walk(statement)
-        ):
-            continue
-        else:
-            break
-    if index == 0 or index >= len(body):
-        return None
-    following = body[index]
-    first = min([following.lineno, *(d.lineno for d in getattr(following, "decorator_list", []))])
-    start = (body[index - 1].end_lineno or body[index - 1].lineno) + 1
-    kept = first
-    for line in range(start, first):
-        if file.line(line).strip():
-            kept = line  # comments above the next statement stay with it
-            break
-    ending = file.newline(start)
-    helper = FABRIC_HELPER_SOURCE.replace("\n", ending)
-    text = f"{ending}{ending}{helper}{ending}{ending}"
-    return [Edit(file.path, Span(start, 0, kept, 0), text)]
-
-
-SIMPLE_STATEMENTS = (
-    ast.Expr,
-    ast.Assign,
-    ast.AnnAssign,
-    ast.AugAssign,
-    ast.Pass,
-    ast.Delete,
-    ast.Global,
-    ast.Assert,
-    ast.Raise,
-)
-
-
-def unused_import(file: FileFacts, func: ast.expr) -> list[Edit]:
-    """The `from ... import clip_grad_norm_` the rewritten call was its only use of, taken out
-    (the whole statement when it imports nothing else), so the fix leaves no unused import."""
-    if not isinstance(func, ast.Name):
-        return []
-    uses = [n for n in ast.walk(file.tree) if isinstance(n, ast.Name) and n.id == func.id]
-    if len(uses) != 1:
-        return []
-    for statement in file.tree.body:
-        if not isinstance(statement, ast.ImportFrom):
-            continue
-        names = statement.names
-        for index, alias in enumerate(names):
-            if (alias.asname or alias.name) != func.id:
-                continue
-            if len(names) == 1:
-                start, end = statement.lineno, statement.end_lineno or statement.lineno
-                if file.line(start)[: file.span(statement).column].strip():
-                    return []
-                return [Edit(file.path, Span(start, 0, end + 1, 0), "")]
-            here = file.span(alias)
-            if index + 1 < len(names):
-                after = file.span(names[index + 1])
-                return [Edit(file.path, Span(here.line, here.column, after.line, after.column), "")]
-            before = file.span(names[index - 1])
-            span = Span(before.end_line, before.end_column, here.end_line, here.end_column)
-            return [Edit(file.path, span, "")]
-    return []
-
-
-def optimizers_of(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[Opt]:
-    """The optimizers the expression may hold, also through `fabric.setup(model, optimizer)`."""
-    values = facts.values(file, node)
-    optimizers = [v for v in values if isinstance(v, Opt)]
-    for value in values:  # `model, optimizer = fabric.setup(model, optimizer)`: its arguments
-        made = getattr(value, "node", None)
-        if (
-            isinstance(value, Opaque)
-            and isinstance(made, ast.Call)
-            and isinstance(made.func, ast.Attribute)
-            and made.func.attr in ("setup", "setup_optimizers")
-            and value.summary is not None
-        ):
-            ctx = facts.evaluator.ctx_of(value.summary, made)
-            for argument in made.args:
-                found = facts.evaluator.force(facts.evaluator.ev(argument, ctx))
-                optimizers += [v for v in found if isinstance(v, Opt)]
-    return optimizers
-
-
-def optimizer_may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    """fabric.clip_gradients refuses an optimizer that unscales itself (ACF001); one that is
-    not followed to where it is built may be fused."""
-    optimizers = optimizers_of(facts, file, node)
-    if not optimizers:
-        return True
-    return any(
-        not (isinstance(f, Lit) and f.value in ("False", "None"))
-        for opt in optimizers
-        for f in facts.evaluator.force(opt.fused)
-    )
-
-
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
@@ -383,9 +385,16 @@ RULE = Rule(
         "In a function (and the project helpers it calls, in run order): "
         "`fabric.backward(loss)` on a Fabric (by value: `Fabric(...)` followed through "
         "assignments, attributes and parameters), then `torch.nn.utils.clip_grad_norm_(...)` "
-        "or `clip_grad_value_(...)`, then `optimizer.step()`. Certain when the Fabric uses a "
-        "GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin with one); a review finding "
-        "when its precision is decided at run time; nothing under bf16 or 32-bit."
+        "or `clip_grad_value_(...)`, then `optimizer.step()`; where a helper runs the backward "
+        "and the clip and leaves the step to its caller, the step is looked for in each project "
+        "call of the helper (its caller's step: a finding without a fix). A `.step()` is an "
+        "optimizer's by its receiver's value: a torch optimizer (also as `fabric.setup(...)` "
+        "returns it, or a LightningModule's `optimizers()`); a learning-rate scheduler or a "
+        "project object is none. Certain when the Fabric uses a GradScaler (`16-mixed`, `16`, or a "
+        "`MixedPrecision` plugin with one) and the step is an optimizer's; a review finding "
+        "when its precision is decided at run time, or when only a receiver the analysis "
+        "cannot follow steps (then without a fix: the fix would hand that receiver to "
+        "Fabric as the optimizer); nothing under bf16 or 32-bit."
     ),
     why_title="Why it trains wrong",
     why=WHY,
@@ -395,7 +404,10 @@ RULE = Rule(
         Strategy.UNSCALE.value: (
             f"The default (`auto`). Safe: it {FIX}. Right for every precision (without a scaler "
             "Fabric clips as torch does). Not offered when the clip's parameters are not "
-            "`model.parameters()`, the clip is in a helper, or several optimizers step. When "
+            "`model.parameters()`, the clip is in a helper (unless the helper runs the backward "
+            "and the clip, and every project call of it passes, as one of its parameters, the "
+            "optimizer its caller then steps: the clip is rewritten there on that parameter), "
+            "or several optimizers step. When "
             f"the optimizer may be fused (`fabric.clip_gradients` refuses those: ACF001) it "
             f"{FIX_FUSED}."
         ),

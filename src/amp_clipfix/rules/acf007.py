@@ -15,8 +15,8 @@ from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER
 from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
-from amp_clipfix.rules.acf006 import fabric_values, optimizers_of, scaler_state
 from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.fabric_steps import fabric_values, optimizers_of, scaler_state
 
 CODE = "ACF007"
 
