@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -24,7 +24,17 @@ from amp_clipfix.analysis.relevance import (
 )
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import Lit
-from amp_clipfix.models import Certainty, EntryId, FileSites, FitCall, Site, SiteKind, Span, UseId
+from amp_clipfix.models import (
+    Certainty,
+    EntryId,
+    FileSites,
+    FitCall,
+    Sharding,
+    Site,
+    SiteKind,
+    Span,
+    UseId,
+)
 from amp_clipfix.paths import is_library
 
 
@@ -35,6 +45,8 @@ class Found:
     sites: dict[Path, list[Site]]
     fits: dict[Path, list[FitCall]]
     drop: set[tuple[Path, Span, SiteKind]]  # run-time sites replaced by what decides them
+    # Collected sites whose call's strategy the evaluator decided (resolve_entries.py).
+    sharding: dict[tuple[Path, Span, SiteKind], Sharding] = field(default_factory=dict)
 
 
 class ResolutionBase:
