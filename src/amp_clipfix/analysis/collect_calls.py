@@ -126,21 +126,14 @@ class CallCollector(CollectorBase):
                 )
 
     def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
-        """The `strategy=` of a Fabric / Trainer call as written: a registered name or one of
-        Lightning's strategy classes is known; anything else (a variable, a spread, a project
-        class) is unknown here, and the project evaluator follows its value
-        (resolve_refine.py `settle_strategies`)."""
+        """The `strategy=` of a Fabric / Trainer call as written: a registered name is known;
+        anything else (a strategy class, a constant, a name, a spread) is unknown here, and the
+        project evaluator follows its value (resolve_entries.py `settle_strategies`)."""
         strategy = keyword_arg(call, "strategy")
         if strategy is None:
             return Sharding.UNKNOWN if spreads else Sharding.NONE
-        node = strategy.value
-        shards: bool | None = None
-        if isinstance(node, ast.Call):
-            shards = names.strategy_class_shards(self.qualified_names(node.func))
-        else:
-            value = literal_value(node, self.source)
-            if value is not None:
-                shards = names.strategy_name_shards(value)
+        value = literal_value(strategy.value, self.source)
+        shards = None if value is None else names.strategy_name_shards(value)
         if shards is None:
             return Sharding.UNKNOWN
         return Sharding.SHARDED if shards else Sharding.NONE

@@ -125,9 +125,12 @@ class EntrySearch(RefineSites):
             return
         self.settled.add(entry)
         summary = self.ev.summary(entry.path)
+        sharding = self.call_sharding(fabric.call, fabric.summary)
         for site in self.unread_sites(entry.path):
             if site.kind is not SiteKind.FABRIC_PRECISION or site.entry != entry:
                 continue
+            if site.sharding is Sharding.UNKNOWN:  # the collector leaves a strategy to values
+                site = replace(site, sharding=sharding)
             if site.certainty is Certainty.RUNTIME and summary is not None:
                 node = expression_at(summary, site.span.line, site.span.column)
                 if node is not None:
