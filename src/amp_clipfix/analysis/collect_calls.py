@@ -97,16 +97,7 @@ class CallCollector(CollectorBase):
             detail = f"{name}(precision={self.code(precision.value)})"
             self.add_value(precision_kind, precision.value, detail, names.is_mixed_precision)
         elif keyword_arg(call, "plugins") is None:
-            for spread in spreads:
-                detail = f"{name}({self.argument_code(spread)}) may set precision"
-                self.add(
-                    precision_kind,
-                    spread,
-                    Certainty.RUNTIME,
-                    detail,
-                    fixable=False,
-                    through=Through.SPREAD,
-                )
+            self.add_spreads(precision_kind, spreads, name, " may set precision")
         if clip_kind is None:
             return
         clip = keyword_arg(call, "gradient_clip_val")
@@ -114,16 +105,16 @@ class CallCollector(CollectorBase):
             detail = f"{name}(gradient_clip_val={self.code(clip.value)})"
             self.add_value(clip_kind, clip.value, detail, is_clip_positive, fixable=False)
         else:
-            for spread in spreads:
-                detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
-                self.add(
-                    clip_kind,
-                    spread,
-                    Certainty.RUNTIME,
-                    detail,
-                    fixable=False,
-                    through=Through.SPREAD,
-                )
+            self.add_spreads(clip_kind, spreads, name, " may set gradient_clip_val")
+
+    def add_spreads(
+        self, kind: SiteKind, spreads: list[ast.keyword], name: str, suffix: str = ""
+    ) -> None:
+        """The `**spreads` of a call as written: what they set is the evaluator's question
+        (resolve_refine.py)."""
+        for spread in spreads:
+            detail = f"{name}({self.argument_code(spread)}){suffix}"
+            self.add(kind, spread, Certainty.RUNTIME, detail, fixable=False, through=Through.SPREAD)
 
     def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
         """The `strategy=` of a Fabric / Trainer call as written: a registered name is known;
@@ -185,16 +176,7 @@ class CallCollector(CollectorBase):
         if fused is not None:
             self.add_fused_value(fused.value, f"{name}(fused={self.code(fused.value)})")
             return
-        for spread in star_kwargs(call):
-            detail = f"{name}({self.argument_code(spread)})"
-            self.add(
-                SiteKind.FUSED_OPTIMIZER,
-                spread,
-                Certainty.RUNTIME,
-                detail,
-                fixable=False,
-                through=Through.SPREAD,
-            )
+        self.add_spreads(SiteKind.FUSED_OPTIMIZER, star_kwargs(call), name)
 
     def add_fused_value(self, value: ast.expr, detail: str) -> None:
         literal = literal_value(value, self.source)
