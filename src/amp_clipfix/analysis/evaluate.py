@@ -308,13 +308,19 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
             self.locals_cache[key] = found
         return self.locals_cache[key]
 
-    def item_statements(self, scope: ast.AST) -> list[ast.stmt]:
+    def item_statements(self, scope: ast.AST) -> list[tuple[ast.stmt, bool]]:
         """The assignments and expression statements of a scope (what with_item_assignments
-        reads), picked once per scope: a name is looked up there at every use."""
+        reads), each with whether it runs on every path (a statement of the scope's own body,
+        not under a condition or in a loop), picked once per scope: a name is looked up there
+        at every use."""
         key = id(scope)
         if key not in self.item_cache:
             nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
-            self.item_cache[key] = [n for n in nodes if isinstance(n, (ast.Assign, ast.Expr))]
+            body = getattr(scope, "body", None)
+            always = {id(node) for node in body} if isinstance(body, list) else set()
+            self.item_cache[key] = [
+                (n, id(n) in always) for n in nodes if isinstance(n, (ast.Assign, ast.Expr))
+            ]
         return self.item_cache[key]
 
     def with_item_assignments(
@@ -325,10 +331,8 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         `kwargs.setdefault("fused", True)` adds one of its possible values. On a dict not known
         here (a `**kwargs` no caller fills) they make an open dict."""
         added, joined, defaults = DictV(), DictV(), DictV()
-        body = getattr(scope, "body", None)
-        always = {id(statement) for statement in body} if isinstance(body, list) else set()
-        for statement in self.item_statements(scope):
-            into = added if id(statement) in always else joined
+        for statement, always in self.item_statements(scope):
+            into = added if always else joined
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
                     if (
