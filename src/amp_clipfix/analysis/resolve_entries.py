@@ -21,8 +21,8 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_guardable
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
-from amp_clipfix.analysis.resolve_base import relevant_among
-from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at, innermost_statement
+from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
+from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
     ClsV,

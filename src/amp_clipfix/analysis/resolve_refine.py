@@ -19,9 +19,14 @@ from amp_clipfix.analysis.ast_syntax import positional_or_keyword
 from amp_clipfix.analysis.collect_calls import is_hook_clip_argument
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.nodes import child_nodes
-from amp_clipfix.analysis.resolve_base import ResolutionBase, keyword_value, relevant_among
+from amp_clipfix.analysis.resolve_base import (
+    ResolutionBase,
+    followed_here,
+    keyword_value,
+    relevant_among,
+)
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import Ext, Lit, Opaque
+from amp_clipfix.analysis.values import Ext, Lit
 from amp_clipfix.models import Certainty, Site, SiteKind, Through, UseId
 
 
@@ -96,38 +101,18 @@ class RefineSites(ResolutionBase):
         """`AdamW(**kw)`: a site at each `fused` value the dicts `kw` may be carry (a dict
         literal, `dict(...)`, one built in another module or by a factory); certain only when
         every dict `kw` may be sets it to `True`. A spread whose dicts set no `fused`, or whose
-        contents cannot be followed, leaves the optimizer's default: no site."""
+        contents cannot be followed, leaves the optimizer's default: no site. A spread that
+        depends on who calls (a parameter, an attribute) is the optimizer search's, which binds
+        it per caller and class (resolve_optimizers.py)."""
         key = (site.path, site.span, site.kind)
         self.found.drop.add(key)
-        dicts = self.ev.force(self.ev.ev(node, ctx))
-        values: list[object] = []
-        setting = 0
-        for value in dicts:
-            entries = getattr(value, "entries", None)
-            if entries is not None and "fused" in entries:
-                setting += 1
-                values.extend(self.ev.force(entries["fused"]))
-        decided = setting == len(dicts) and all(
-            isinstance(v, Lit) and v.value == "True" for v in values
-        )
-        for value in values:
-            if not isinstance(value, (Lit, Opaque)) or (
-                isinstance(value, Lit) and value.value != "True"
-            ):
-                continue
-            source = self.source_text(value.summary.path)
-            if source is None or not hasattr(value.node, "lineno"):
-                continue
-            statement = innermost_statement(value.summary, value.node)
-            indentation = "" if statement is None else source.indentation(statement.lineno)
-            detail = f"{site.detail} with fused={source.code(value.node, indentation=indentation)}"
-            new = self.site(site.kind, value, detail, site.entry)
-            if new is None:
-                continue
-            if not decided:
-                new = replace(new, certainty=Certainty.RUNTIME)
+        call = ctx.summary.parent(ctx.summary.parent(node) or node)
+        if not isinstance(call, ast.Call) or not followed_here(call, ctx):
+            self.deferred.add(key)
+            return
+        for new in self.spread_fused_sites(site.detail, node, ctx, site.entry):
             used_by = (UseId(site.path, site.owner),) if site.owner is not None else new.users
-            new = replace(new, users=site.users or used_by, through=Through.SPREAD_ENTRY)
+            new = replace(new, users=site.users or used_by)
             self.refined.setdefault(key, []).append(new)
             self.add(new)
 
@@ -212,10 +197,3 @@ def expression_at(summary: Summary, line: int, column: int) -> ast.AST | None:
                     return node
             queue.extend(child_nodes(node))
     return None
-
-
-def innermost_statement(summary: Summary, node: ast.AST) -> ast.stmt | None:
-    current = summary.parent(node)
-    while current is not None and not isinstance(current, ast.stmt):
-        current = summary.parent(current)
-    return current
