@@ -59,7 +59,11 @@ def test_names_resolve_by_scope() -> None:
     assert lines == [3, 7, 9]
 
 
-def test_a_module_constant_bound_once_is_followed_to_its_literal() -> None:
+def test_the_collector_writes_down_syntax_and_the_evaluator_decides_values(
+    tmp_path: Path,
+) -> None:
+    """A name and a `**spread` are run-time sites for the collector (it follows no value); the
+    project resolution follows them to their literals, reported at the literal."""
     code = (
         "import lightning as L\n"
         'PRECISION = "16-mixed"\n'
@@ -70,8 +74,19 @@ def test_a_module_constant_bound_once_is_followed_to_its_literal() -> None:
         "    return torch.optim.Adam(p, **opts)\n"
     )
     precision, fused = sites(code)
+    assert (precision.span.line, precision.certainty) == (4, Certainty.RUNTIME)
+    assert (fused.span.line, fused.detail) == (7, "torch.optim.Adam(**opts)")
+    assert fused.certainty is Certainty.RUNTIME
+    path = tmp_path / "train.py"
+    path.write_text(code, encoding="utf-8")
+    resolved = {site.kind: site for site in resolve_module(path, code).sites}
+    precision = resolved[SiteKind.TRAINER_PRECISION]
+    fused = resolved[SiteKind.FUSED_OPTIMIZER]
     assert (precision.span.line, precision.value) == (2, "16-mixed")
-    assert (fused.span.line, fused.detail) == (3, "torch.optim.Adam(**opts) with fused=True")
+    assert precision.certainty is Certainty.KNOWN
+    assert (fused.span.line, fused.value) == (3, "True")
+    assert fused.detail == "torch.optim.Adam(**opts) with fused=True"
+    assert fused.certainty is Certainty.KNOWN
 
 
 def test_suppression_comments_but_not_lookalikes_in_strings() -> None:

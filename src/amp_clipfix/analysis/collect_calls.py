@@ -5,7 +5,7 @@ strategy, optimizers built with `fused`, `partial(...)` and spreads, and clippin
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
@@ -19,7 +19,6 @@ from amp_clipfix.analysis.ast_syntax import (
     star_kwargs,
 )
 from amp_clipfix.analysis.collect_walk import FUNCTIONS, CollectorBase
-from amp_clipfix.analysis.scopes import Binding, Scope
 from amp_clipfix.models import Certainty, Sharding, SiteKind, Through
 
 
@@ -98,16 +97,7 @@ class CallCollector(CollectorBase):
             detail = f"{name}(precision={self.code(precision.value)})"
             self.add_value(precision_kind, precision.value, detail, names.is_mixed_precision)
         elif keyword_arg(call, "plugins") is None:
-            for spread in spreads:
-                detail = f"{name}({self.argument_code(spread)}) may set precision"
-                self.add(
-                    precision_kind,
-                    spread,
-                    Certainty.RUNTIME,
-                    detail,
-                    fixable=False,
-                    through=Through.SPREAD,
-                )
+            self.add_spreads(precision_kind, spreads, name, " may set precision")
         if clip_kind is None:
             return
         clip = keyword_arg(call, "gradient_clip_val")
@@ -115,32 +105,26 @@ class CallCollector(CollectorBase):
             detail = f"{name}(gradient_clip_val={self.code(clip.value)})"
             self.add_value(clip_kind, clip.value, detail, is_clip_positive, fixable=False)
         else:
-            for spread in spreads:
-                detail = f"{name}({self.argument_code(spread)}) may set gradient_clip_val"
-                self.add(
-                    clip_kind,
-                    spread,
-                    Certainty.RUNTIME,
-                    detail,
-                    fixable=False,
-                    through=Through.SPREAD,
-                )
+            self.add_spreads(clip_kind, spreads, name, " may set gradient_clip_val")
+
+    def add_spreads(
+        self, kind: SiteKind, spreads: list[ast.keyword], name: str, suffix: str = ""
+    ) -> None:
+        """The `**spreads` of a call as written: what they set is the evaluator's question
+        (resolve_refine.py)."""
+        for spread in spreads:
+            detail = f"{name}({self.argument_code(spread)}){suffix}"
+            self.add(kind, spread, Certainty.RUNTIME, detail, fixable=False, through=Through.SPREAD)
 
     def strategy_sharding(self, call: ast.Call, spreads: bool) -> Sharding:
-        """The `strategy=` of a Fabric / Trainer call: a registered name or one of Lightning's
-        strategy classes is known; anything else (a variable, a spread, a project class) is
-        decided at run time."""
+        """The `strategy=` of a Fabric / Trainer call as written: a registered name is known;
+        anything else (a strategy class, a constant, a name, a spread) is unknown here, and the
+        project evaluator follows its value (resolve_entries.py `settle_strategies`)."""
         strategy = keyword_arg(call, "strategy")
         if strategy is None:
             return Sharding.UNKNOWN if spreads else Sharding.NONE
-        node = strategy.value
-        shards: bool | None = None
-        if isinstance(node, ast.Call):
-            shards = names.strategy_class_shards(self.qualified_names(node.func))
-        else:
-            _, value = self.resolve_literal(node)
-            if value is not None:
-                shards = names.strategy_name_shards(value)
+        value = literal_value(strategy.value, self.source)
+        shards = None if value is None else names.strategy_name_shards(value)
         if shards is None:
             return Sharding.UNKNOWN
         return Sharding.SHARDED if shards else Sharding.NONE
@@ -153,35 +137,21 @@ class CallCollector(CollectorBase):
         counts: Callable[[str], bool],
         fixable: bool = True,
     ) -> None:
-        """A site for an argument value: known when it is a literal (or a name bound once to
-        one, reported at that literal), decided at run time otherwise; literals that do not
-        take part in the failure (`"32-true"`, `0`) are no site."""
-        literal_node, value = self.resolve_literal(node)
+        """A site for an argument value: known when it is a literal, else decided at run time
+        until the project evaluator follows it (resolve_refine.py); literals that do not take
+        part in the failure (`"32-true"`, `0`) are no site."""
+        value = literal_value(node, self.source)
         if value is None:
             self.add(kind, node, Certainty.RUNTIME, detail, fixable=False)
         elif counts(value):
-            self.add(kind, literal_node, Certainty.KNOWN, detail, value, fixable=fixable)
-
-    def resolve_literal(
-        self, node: ast.expr, scope: Scope | None = None
-    ) -> tuple[ast.expr, str | None]:
-        """The literal behind `node`: itself, or the value of a name bound once to a literal
-        (a module constant such as `PRECISION = "16-mixed"`)."""
-        value = literal_value(node, self.source)
-        if value is None and isinstance(node, ast.Name):
-            assigned = self.single_assigned_value(node, scope or self.scope)
-            if assigned is not None:
-                literal = literal_value(assigned[0], self.source)
-                if literal is not None:
-                    return assigned[0], literal
-        return node, value
+            self.add(kind, node, Certainty.KNOWN, detail, value, fixable=fixable)
 
     def collect_plugin(self, call: ast.Call, side: str) -> None:
         kind = SiteKind.FABRIC_PRECISION if side == "fabric" else SiteKind.TRAINER_PRECISION
         precision = positional_or_keyword(call, 0, "precision")
         if precision is None:
             return
-        _, value = self.resolve_literal(precision)
+        value = literal_value(precision, self.source)
         code = self.code(precision, is_sole_argument(call, precision))
         detail = f"{self.code(call.func)}({code}, ...)"
         qualified = self.qualified_names(call.func)
@@ -199,70 +169,22 @@ class CallCollector(CollectorBase):
             self.collect_fused(call, f"partial({code})")
 
     def collect_fused(self, call: ast.Call, name: str) -> None:
-        """`fused=` written in the call, or inside a `**dict(...)` / `**{...}` spread."""
+        """`fused=` written in the call; a `**spread` is recorded as such: what it holds (a
+        dict literal, `dict(...)`, a name, a dict built in another module) is the project
+        evaluator's question (resolve_refine.py `refine_fused_spread`)."""
         fused = keyword_arg(call, "fused")
         if fused is not None:
-            self.add_fused_value(fused.value, f"{name}(fused={self.code(fused.value)})", False)
+            self.add_fused_value(fused.value, f"{name}(fused={self.code(fused.value)})")
             return
-        for spread in star_kwargs(call):
-            spread_code = self.argument_code(spread)
-            for value, scope, conditional in self.fused_in_spread(spread.value, self.scope, False):
-                detail = f"{name}({spread_code}) with fused={self.code(value)}"
-                self.add_fused_value(value, detail, conditional, scope, Through.SPREAD_ENTRY)
+        self.add_spreads(SiteKind.FUSED_OPTIMIZER, star_kwargs(call), name)
 
-    def add_fused_value(
-        self,
-        value: ast.expr,
-        detail: str,
-        conditional: bool,
-        scope: Scope | None = None,
-        through: Through = Through.ARGUMENT,
-    ) -> None:
-        value, literal = self.resolve_literal(value, scope)
+    def add_fused_value(self, value: ast.expr, detail: str) -> None:
+        literal = literal_value(value, self.source)
         kind = SiteKind.FUSED_OPTIMIZER
         if literal == "True":
-            certainty = Certainty.RUNTIME if conditional else Certainty.KNOWN
-            self.add(kind, value, certainty, detail, literal, through=through)
+            self.add(kind, value, Certainty.KNOWN, detail, literal)
         elif literal is None:
-            self.add(kind, value, Certainty.RUNTIME, detail, fixable=False, through=through)
-
-    def fused_in_spread(
-        self, node: ast.expr, scope: Scope, conditional: bool, depth: int = 0
-    ) -> Iterator[tuple[ast.expr, Scope, bool]]:
-        """The `fused` values a `**spread` can carry, and whether a condition picks them."""
-        if depth > 4:
-            return
-        if isinstance(node, ast.Dict):
-            for key, value in zip(node.keys, node.values):
-                if (
-                    key is not None
-                    and isinstance(key, ast.Constant)
-                    and isinstance(key.value, str)
-                    and literal_value(key, self.source) == "fused"
-                ):
-                    yield value, scope, conditional
-        elif isinstance(node, ast.Call) and self.qualified_names(node.func, scope) & (
-            names.DICT_CONSTRUCTORS
-        ):
-            fused = keyword_arg(node, "fused")
-            if fused is not None:
-                yield fused.value, scope, conditional
-        elif isinstance(node, ast.IfExp):
-            yield from self.fused_in_spread(node.body, scope, True, depth + 1)
-            yield from self.fused_in_spread(node.orelse, scope, True, depth + 1)
-        elif isinstance(node, ast.Name):
-            assigned = self.single_assigned_value(node, scope)
-            if assigned is not None:
-                yield from self.fused_in_spread(*assigned, conditional, depth + 1)
-
-    def single_assigned_value(self, name: ast.Name, scope: Scope) -> tuple[ast.expr, Scope] | None:
-        """The value of `name` (and the scope it is read in) when it is bound exactly once,
-        by a plain assignment already visited, in the scope `name` resolves to."""
-        assignments = [b for b in scope.resolve(name.id) if isinstance(b, Binding)]
-        if len(assignments) != 1:
-            return None
-        target = assignments[0].node
-        return self.assigned_values.get(id(target)) if isinstance(target, ast.Name) else None
+            self.add(kind, value, Certainty.RUNTIME, detail, fixable=False)
 
     def collect_clip(self, call: ast.Call) -> None:
         """`self.clip_gradients(...)` in a class: the module's own clipping. Any other receiver
@@ -274,7 +196,7 @@ class CallCollector(CollectorBase):
         if not (isinstance(receiver, ast.Name) and receiver.id == "self" and self.class_stack):
             return
         clip = positional_or_keyword(call, 1, "gradient_clip_val")
-        value = None if clip is None else self.resolve_literal(clip)[1]
+        value = None if clip is None else literal_value(clip, self.source)
         if value is not None and not is_clip_positive(value):
             return
         certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME
@@ -292,7 +214,7 @@ class CallCollector(CollectorBase):
         function = self.function_stack[-1] if self.function_stack else None
         if clip is None or is_hook_clip_argument(clip, function):
             return
-        value = self.resolve_literal(clip)[1]
+        value = literal_value(clip, self.source)
         if value is not None and not is_clip_positive(value):
             return
         certainty = Certainty.KNOWN if value is not None else Certainty.RUNTIME

@@ -58,8 +58,6 @@ class CollectorBase(ast.NodeVisitor):
         self.guard_depth = 0
         self.entry_calls: list[EntryId] = []  # Fabric(...) / Trainer(...) calls being visited
         self.entry_sharding: dict[EntryId, Sharding] = {}  # their `strategy=`, as a fact
-        # Filled while visiting (what libcst saw so far): target name -> value and its scope
-        self.assigned_values: dict[int, tuple[ast.expr, Scope]] = {}
         self.statement_calls: dict[int, ast.stmt] = {}  # calls a whole statement makes
         self.statement: ast.stmt | None = None  # the statement being visited
 
@@ -252,14 +250,10 @@ class CollectorBase(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.note_statement_call(node)
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            self.assigned_values[id(node.targets[0])] = (node.value, self.scope)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.note_statement_call(node)
-        if isinstance(node.target, ast.Name) and node.value is not None:
-            self.assigned_values[id(node.target)] = (node.value, self.scope)
         self.generic_visit(node)
 
     def entry_of(self, call: ast.Call) -> EntryId:

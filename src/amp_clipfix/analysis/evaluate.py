@@ -311,23 +311,31 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
             self.locals_cache[key] = found
         return self.locals_cache[key]
 
-    def item_statements(self, scope: ast.AST) -> list[ast.stmt]:
+    def item_statements(self, scope: ast.AST) -> list[tuple[ast.stmt, bool]]:
         """The assignments and expression statements of a scope (what with_item_assignments
-        reads), picked once per scope: a name is looked up there at every use."""
+        reads), each with whether it runs on every path (a statement of the scope's own body,
+        not under a condition or in a loop), picked once per scope: a name is looked up there
+        at every use."""
         key = id(scope)
         if key not in self.item_cache:
             nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
-            self.item_cache[key] = [n for n in nodes if isinstance(n, (ast.Assign, ast.Expr))]
+            body = getattr(scope, "body", None)
+            always = {id(node) for node in body} if isinstance(body, list) else set()
+            self.item_cache[key] = [
+                (n, id(n) in always) for n in nodes if isinstance(n, (ast.Assign, ast.Expr))
+            ]
         return self.item_cache[key]
 
     def with_item_assignments(
         self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
     ) -> list[object]:
         """`kwargs["fused"] = True` and `kwargs.update(fused=True)` set an entry of the dict
-        `kwargs` holds; `kwargs.setdefault("fused", True)` adds one of its possible values.
-        On a dict not known here (a `**kwargs` no caller fills) they make an open dict."""
-        added, defaults = DictV(), DictV()
-        for statement in self.item_statements(scope):
+        `kwargs` holds (under a condition or in a loop: one more value it may have);
+        `kwargs.setdefault("fused", True)` adds one of its possible values. On a dict not known
+        here (a `**kwargs` no caller fills) they make an open dict."""
+        added, joined, defaults = DictV(), DictV(), DictV()
+        for statement, always in self.item_statements(scope):
+            into = added if always else joined
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
                     if (
@@ -337,9 +345,11 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
                         and isinstance(literal_of(target.slice), str)
                     ):
                         key = literal_of(target.slice)
-                        added.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
+                        into.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
             elif isinstance(statement, ast.Expr):
-                dict_method_entries(statement.value, name, ctx, added, defaults)
+                dict_method_entries(statement.value, name, ctx, into, defaults)
+        for key, items in joined.entries.items():
+            defaults.entries[key] = [*defaults.entries.get(key, []), *items]
         if not added.entries and not defaults.entries:
             return values
         if not any(isinstance(value, DictV) for value in values):
@@ -351,9 +361,12 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
                     **{  # a key the dict surely holds keeps its value
                         key: [*value.entries.get(key, []), *items]
                         for key, items in defaults.entries.items()
-                        if not (value.closed and key in value.entries)
+                        if not (value.closed and key in value.entries and key not in joined.entries)
                     },
-                    **added.entries,
+                    **{  # set on every path, then maybe set again on some
+                        key: [*items, *joined.entries.get(key, [])]
+                        for key, items in added.entries.items()
+                    },
                 },
                 value.closed,
             )

@@ -41,6 +41,7 @@ class Resolution(OptimizerSearch, TrainerSearch):
     def run(self, trial: bool = False) -> Found:
         """All searches; a trial (which only tells which Trainer files to read) needs the
         fused optimizers and the fits of their classes alone."""
+        self.settle_strategies()
         if not trial:
             self.plugin_entries()
         self.refine_runtime_sites()
@@ -85,9 +86,14 @@ def resolve(
     found = Resolution(evaluator, files, python).run(trial)
     files = {path: with_config_models(evaluator, file) for path, file in files.items()}
     result = dict(files)
-    for path in set(found.sites) | set(found.fits) | {p for p, _, _ in found.drop}:
+    changed = set(found.sites) | set(found.fits) | {p for p, _, _ in found.drop}
+    for path in changed | {p for p, _, _ in found.sharding}:
         file = result.get(path, FileSites(path=path))
-        kept = [site for site in file.sites if (site.path, site.span, site.kind) not in found.drop]
+        kept = [
+            replace(site, sharding=found.sharding.get(key, site.sharding))
+            for site in file.sites
+            if (key := (site.path, site.span, site.kind)) not in found.drop
+        ]
         added = [
             site
             for site in found.sites.get(path, [])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -23,8 +23,19 @@ from amp_clipfix.analysis.relevance import (
     subclass_files,
 )
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import Lit
-from amp_clipfix.models import Certainty, EntryId, FileSites, FitCall, Site, SiteKind, Span, UseId
+from amp_clipfix.analysis.values import Lit, Opaque
+from amp_clipfix.models import (
+    Certainty,
+    EntryId,
+    FileSites,
+    FitCall,
+    Sharding,
+    Site,
+    SiteKind,
+    Span,
+    Through,
+    UseId,
+)
 from amp_clipfix.paths import is_library
 
 
@@ -35,6 +46,8 @@ class Found:
     sites: dict[Path, list[Site]]
     fits: dict[Path, list[FitCall]]
     drop: set[tuple[Path, Span, SiteKind]]  # run-time sites replaced by what decides them
+    # Collected sites whose call's strategy the evaluator decided (resolve_entries.py).
+    sharding: dict[tuple[Path, Span, SiteKind], Sharding] = field(default_factory=dict)
 
 
 class ResolutionBase:
@@ -63,6 +76,9 @@ class ResolutionBase:
         self.unread: dict[Path, tuple[Site, ...]] = {}
         self.settled: set[EntryId] = set()
         self.linked: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
+        # Collected `**spread` sites of optimizer calls left to the optimizer search (their
+        # dicts depend on the caller: resolve_refine.py `refine_fused_spread`).
+        self.deferred: set[tuple[Path, Span, SiteKind]] = set()
 
     # -- output --------------------------------------------------------------------------------
 
@@ -143,6 +159,42 @@ class ResolutionBase:
             users=users,
         )
 
+    def spread_fused_sites(
+        self, detail: str, node: ast.AST, ctx: Ctx, entry: EntryId | None = None
+    ) -> list[Site]:
+        """The sites of the `fused` values the dicts a `**spread` may be carry, each named
+        `{detail} with fused=...`: certain only when every dict sets it to `True`."""
+        dicts = self.ev.force(self.ev.ev(node, ctx))
+        values: list[object] = []
+        setting = 0
+        for value in dicts:
+            entries = getattr(value, "entries", None)
+            if entries is not None and "fused" in entries:
+                setting += 1
+                values.extend(self.ev.force(entries["fused"]))
+        decided = setting == len(dicts) and all(
+            isinstance(v, Lit) and v.value == "True" for v in values
+        )
+        sites = []
+        for value in values:
+            if not isinstance(value, (Lit, Opaque)) or (
+                isinstance(value, Lit) and value.value != "True"
+            ):
+                continue
+            source = self.source_text(value.summary.path)
+            if source is None or not hasattr(value.node, "lineno"):
+                continue
+            statement = innermost_statement(value.summary, value.node)
+            indentation = "" if statement is None else source.indentation(statement.lineno)
+            code = source.code(value.node, indentation=indentation)
+            new = self.site(SiteKind.FUSED_OPTIMIZER, value, f"{detail} with fused={code}", entry)
+            if new is None:
+                continue
+            if not decided:
+                new = replace(new, certainty=Certainty.RUNTIME)
+            sites.append(replace(new, through=Through.SPREAD_ENTRY))
+        return sites
+
     def shared_note(self, summary: Summary, node: ast.AST, function: ast.AST | None) -> str | None:
         """A default or a factory's literal decides `fused` for every call of its function:
         say so when the project calls it from more than one place."""
@@ -195,6 +247,35 @@ class ResolutionBase:
         if not positive:
             return ""
         return positive[0] if len(positive) == len(literals) else None
+
+
+def followed_here(call: ast.Call, ctx: Ctx) -> bool:
+    """Whether the `**spreads` of an optimizer call hold the same dicts whoever calls its
+    function: a dict display, a call, a choice, a name that is no parameter of the function;
+    a parameter or an attribute (`**self.kwargs`) is bound per caller and class."""
+    parameters = parameter_names(ctx.func)
+    return all(
+        isinstance(k.value, (ast.Dict, ast.Call, ast.IfExp))
+        or (isinstance(k.value, ast.Name) and k.value.id not in parameters)
+        for k in call.keywords
+        if k.arg is None
+    )
+
+
+def parameter_names(function: ast.AST | None) -> set[str]:
+    arguments = getattr(function, "args", None)
+    if not isinstance(arguments, ast.arguments):
+        return set()
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return {argument.arg for argument in every}
+
+
+def innermost_statement(summary: Summary, node: ast.AST) -> ast.stmt | None:
+    current = summary.parent(node)
+    while current is not None and not isinstance(current, ast.stmt):
+        current = summary.parent(current)
+    return current
 
 
 def keyword_value(call: ast.Call, name: str) -> ast.expr | None:

@@ -21,7 +21,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_guardable
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
-from amp_clipfix.analysis.resolve_base import relevant_among
+from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
@@ -125,9 +125,12 @@ class EntrySearch(RefineSites):
             return
         self.settled.add(entry)
         summary = self.ev.summary(entry.path)
+        sharding = self.call_sharding(fabric.call, fabric.summary)
         for site in self.unread_sites(entry.path):
             if site.kind is not SiteKind.FABRIC_PRECISION or site.entry != entry:
                 continue
+            if site.sharding is Sharding.UNKNOWN:  # the collector leaves a strategy to values
+                site = replace(site, sharding=sharding)
             if site.certainty is Certainty.RUNTIME and summary is not None:
                 node = expression_at(summary, site.span.line, site.span.column)
                 if node is not None:
@@ -175,6 +178,36 @@ class EntrySearch(RefineSites):
         if states == {True}:
             return Sharding.SHARDED
         return Sharding.NONE if states == {False} else Sharding.UNKNOWN  # chosen at run time
+
+    def settle_strategies(self) -> None:
+        """The collector knows a `strategy=` only where it is written as a registered name or
+        one of Lightning's strategy classes; any other (a constant, a name, a factory's result)
+        is followed here, by value, and the sites of that call take the strategy it has."""
+        for path, file in sorted(self.files.items(), key=lambda item: str(item[0])):
+            entries = {
+                site.entry
+                for site in file.sites
+                if site.sharding is Sharding.UNKNOWN
+                and site.entry is not None
+                and not site.entry.cli
+                and site.entry.path == path
+            }
+            summary = self.ev.summary(path) if entries else None
+            if summary is None:
+                continue
+            shardings: dict[EntryId | None, Sharding] = {}
+            for entry in entries:
+                call = entry_call(summary, entry)
+                if call is not None:
+                    shardings[entry] = self.call_sharding(call, summary)
+            sites = []
+            for site in file.sites:
+                sharding = shardings.get(site.entry, site.sharding)
+                if site.sharding is Sharding.UNKNOWN and sharding is not Sharding.UNKNOWN:
+                    site = replace(site, sharding=sharding)
+                    self.found.sharding[(site.path, site.span, site.kind)] = sharding
+                sites.append(site)
+            self.files[path] = replace(file, sites=tuple(sites))
 
     def plugin_entries(self) -> None:
         """Precision plugins built outside a `Fabric(...)` / `Trainer(...)` call (`plugin =
@@ -260,8 +293,12 @@ class EntrySearch(RefineSites):
                 self.add(site)
 
 
-def innermost_statement(summary: Summary, node: ast.AST) -> ast.stmt | None:
-    current = summary.parent(node)
-    while current is not None and not isinstance(current, ast.stmt):
-        current = summary.parent(current)
-    return current
+def entry_call(summary: Summary, entry: EntryId) -> ast.Call | None:
+    """The `Fabric(...)` / `Trainer(...)` call an entry names: of the calls starting there
+    (`L.Trainer(...).fit(model)` starts there too), the one that ends first."""
+    calls = [
+        call
+        for call in summary.walked_calls()
+        if call.lineno == entry.line and summary.entry(call) == entry
+    ]
+    return min(calls, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0), default=None)

@@ -9,10 +9,19 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import is_sole_argument
 from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.names import Kind
 from amp_clipfix.analysis.nodes import walk
-from amp_clipfix.analysis.resolve_base import ResolutionBase, relevant_among, segment, within
-from amp_clipfix.analysis.values import ClsV, Lit, Opaque, Opt
+from amp_clipfix.analysis.resolve_base import (
+    ResolutionBase,
+    followed_here,
+    innermost_statement,
+    relevant_among,
+    segment,
+    within,
+)
+from amp_clipfix.analysis.values import ClsV, Ext, Lit, Opaque, Opt
 from amp_clipfix.models import Certainty, ClassRef, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
@@ -91,7 +100,9 @@ class OptimizerSearch(ResolutionBase):
         collected = [
             site
             for site in (existing.sites if existing is not None else ())
-            if site.kind is SiteKind.FUSED_OPTIMIZER and within(site.span, call_span)
+            if site.kind is SiteKind.FUSED_OPTIMIZER
+            and within(site.span, call_span)
+            and (site.path, site.span, site.kind) not in self.deferred
         ]
         if collected:  # the collector has this call; refine_runtime_sites follows its value
             for site in collected:
@@ -104,6 +115,8 @@ class OptimizerSearch(ResolutionBase):
                             built_in=tuple(sorted({*new.built_in, *built_in})),
                         )
                     )
+            return
+        if self.spread_optimizer_sites(opt, users, built_in):
             return
         interesting = [
             v
@@ -121,6 +134,38 @@ class OptimizerSearch(ResolutionBase):
                 if not decided:
                     found = replace(found, certainty=Certainty.RUNTIME)
                 self.add(found)
+
+    def spread_optimizer_sites(
+        self, opt: Opt, users: tuple[UseId, ...], built_in: tuple[ClassRef, ...]
+    ) -> bool:
+        """An optimizer call in a file the collection did not read whose `fused` comes from
+        `**spreads` that hold the same dicts whoever calls: the sites the refinement makes of
+        the same spreads in a file it read (resolve_refine.py), so that a result never depends
+        on which files were read. False for any other call."""
+        call = opt.call
+        spreads = [keyword for keyword in call.keywords if keyword.arg is None]
+        ctx = self.ev.ctx_of(opt.summary, call)
+        if not spreads or any(k.arg == "fused" for k in call.keywords):
+            return False
+        if not followed_here(call, ctx):
+            return False
+        source = self.source_text(opt.summary.path)
+        if source is None:
+            return False
+        statement = innermost_statement(opt.summary, call)
+        indentation = "" if statement is None else source.indentation(statement.lineno)
+        name = source.code(call.func, indentation=indentation)
+        made_by = self.ev.ev(call.func, ctx)
+        if call.args and any(
+            isinstance(v, Ext) and names.kind_of(v.qname) is Kind.PARTIAL for v in made_by
+        ):  # `partial(AdamW, **kw)`, named as the collector names it
+            first = call.args[0]
+            name = f"partial({source.code(first, is_sole_argument(call, first), indentation)})"
+        for spread in spreads:
+            detail = f"{name}({source.argument_code(spread, indentation)})"
+            for found in self.spread_fused_sites(detail, spread.value, ctx):
+                self.add(replace(found, users=users, built_in=built_in))
+        return True
 
     def fabric_optimizers(self) -> None:
         """A file that clips on a Fabric: the optimizers its code builds, wherever."""

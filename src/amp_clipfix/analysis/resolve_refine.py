@@ -1,5 +1,11 @@
 """Sites decided at run time in their own file, refined to the literals that decide them (an
 `__init__` default, a dict entry, a module constant, a factory's argument).
+
+The per-file collector writes down syntax only: a literal argument is a known site, anything
+else (a name, an attribute, a `**spread`, a plugin's precision argument) a run-time one. What
+the expression holds is decided here, by the project's evaluator alone, wherever the value was
+made (a constant assigned under a condition, imported from another module, a dict built in
+another module, a name rebound after the call).
 """
 
 from __future__ import annotations
@@ -8,14 +14,19 @@ import ast
 from collections import deque
 from dataclasses import replace
 
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import positional_or_keyword
 from amp_clipfix.analysis.collect_calls import is_hook_clip_argument
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.nodes import child_nodes
-from amp_clipfix.analysis.resolve_base import ResolutionBase, keyword_value, relevant_among
-from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import (
-    Lit,
+from amp_clipfix.analysis.resolve_base import (
+    ResolutionBase,
+    followed_here,
+    keyword_value,
+    relevant_among,
 )
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import Ext, Lit
 from amp_clipfix.models import Certainty, Site, SiteKind, Through, UseId
 
 
@@ -51,6 +62,13 @@ class RefineSites(ResolutionBase):
         }.get(site.kind)
         if key is None or site.through is Through.SPREAD_ENTRY:
             return
+        if site.kind is SiteKind.FUSED_OPTIMIZER and site.through is Through.SPREAD:
+            self.refine_fused_spread(site, node, ctx)
+            return
+        precision = self.plugin_precision(site, node, ctx)
+        if precision is not None:
+            self.refine_plugin(site, precision, ctx)
+            return
         if site.through is Through.SPREAD:
             values = self.spread_values(summary, node, key, ctx)
         else:
@@ -71,11 +89,63 @@ class RefineSites(ResolutionBase):
                 continue
             if not decided:
                 new = replace(new, certainty=Certainty.RUNTIME)
+            new = replace(new, sharding=site.sharding)  # the strategy of the call it configures
             # The new place keeps its own enclosing class; the classes that use the optimizer
             # are named as its users (the fix that edits a class must find that class).
             used_by = (UseId(site.path, site.owner),) if site.owner is not None else new.users
             new = replace(new, users=site.users or used_by)
             self.refined.setdefault((site.path, site.span, site.kind), []).append(new)
+            self.add(new)
+
+    def refine_fused_spread(self, site: Site, node: ast.AST, ctx: Ctx) -> None:
+        """`AdamW(**kw)`: a site at each `fused` value the dicts `kw` may be carry (a dict
+        literal, `dict(...)`, one built in another module or by a factory); certain only when
+        every dict `kw` may be sets it to `True`. A spread whose dicts set no `fused`, or whose
+        contents cannot be followed, leaves the optimizer's default: no site. A spread that
+        depends on who calls (a parameter, an attribute) is the optimizer search's, which binds
+        it per caller and class (resolve_optimizers.py)."""
+        key = (site.path, site.span, site.kind)
+        self.found.drop.add(key)
+        call = ctx.summary.parent(ctx.summary.parent(node) or node)
+        if not isinstance(call, ast.Call) or not followed_here(call, ctx):
+            self.deferred.add(key)
+            return
+        for new in self.spread_fused_sites(site.detail, node, ctx, site.entry):
+            used_by = (UseId(site.path, site.owner),) if site.owner is not None else new.users
+            new = replace(new, users=site.users or used_by)
+            self.refined.setdefault(key, []).append(new)
+            self.add(new)
+
+    def plugin_precision(self, site: Site, node: ast.AST, ctx: Ctx) -> ast.expr | None:
+        """The precision argument of a precision plugin's call (`MixedPrecision(p, ...)`), when
+        the site is that call: by the callee's value, None for any other expression."""
+        if site.kind not in (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION):
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        callee = self.ev.ev(node.func, ctx)
+        if not any(
+            isinstance(v, Ext) and names.plugin_scaler_index(v.qname) is not None for v in callee
+        ):
+            return None
+        return positional_or_keyword(node, 0, "precision")
+
+    def refine_plugin(self, site: Site, precision: ast.expr, ctx: Ctx) -> None:
+        """A plugin's precision followed to its literals: no site when none is mixed, the
+        plugin known with its precision when every one is the same mixed precision; a choice
+        at run time stays one."""
+        values = self.ev.force(self.ev.ev(precision, ctx))
+        if not values or any(not isinstance(v, Lit) for v in values):
+            return
+        literals = {v.value for v in values if isinstance(v, Lit)}
+        counted = {value for value in literals if names.is_mixed_precision(value)}
+        if counted and (len(counted) > 1 or counted != literals):
+            return
+        key = (site.path, site.span, site.kind)
+        self.found.drop.add(key)
+        if counted:
+            new = replace(site, certainty=Certainty.KNOWN, value=counted.pop(), fixable=True)
+            self.refined.setdefault(key, []).append(new)
             self.add(new)
 
     def refine_module_clip(self, site: Site, node: ast.AST, ctx: Ctx) -> None:

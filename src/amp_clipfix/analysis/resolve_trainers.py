@@ -175,8 +175,11 @@ class TrainerSearch(EntrySearch):
                         self.found.fits.setdefault(summary.path, []).append(fit)
 
     def any_fused(self) -> bool:
+        """A fused optimizer found so far (a collected site that the evaluator found sets no
+        `fused`, `fused=FLAG` with `FLAG = False`, is none)."""
         return any(
             site.kind is SiteKind.FUSED_OPTIMIZER
+            and (site.path, site.span, site.kind) not in self.found.drop
             for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
             for site in sites
         )
@@ -188,6 +191,7 @@ class TrainerSearch(EntrySearch):
             for sites in (*(f.sites for f in self.files.values()), *self.found.sites.values())
             for site in sites
             if site.kind is SiteKind.FUSED_OPTIMIZER
+            and (site.path, site.span, site.kind) not in self.found.drop
             for key in (*site.users, UseId(site.path, site.owner or ""))
             if key.is_class
         }

@@ -25,12 +25,13 @@ END_OF_FILE: Position = (1 << 62, 0)
 
 @dataclass(eq=False)
 class Binding:
-    """One assignment of a name: `ready` is where it becomes visible to its own scope."""
+    """One binding of a name: `ready` is where it becomes visible to its own scope. It says
+    which qualified name the name stands for (an import, or a definition of this module), never
+    what an assignment holds: values are the project evaluator's."""
 
     name: str
     scope: Scope
     ready: Position
-    node: ast.AST | None = None  # the target `ast.Name` of a plain assignment
     imported: ast.Import | ast.ImportFrom | None = None
 
     def qualified_names(self, full_name: str) -> set[str]:
@@ -171,9 +172,9 @@ class ScopeBuilder(ast.NodeVisitor):
         self.scopes: dict[int, Scope] = {}
         self.ready: Position = END_OF_FILE  # where the bindings being recorded become visible
 
-    def bind(self, name: str, node: ast.AST | None = None, imported=None) -> None:
+    def bind(self, name: str, imported=None) -> None:
         scope = self.scope.target(name)
-        scope.bind(Binding(name, scope, self.ready, node, imported))
+        scope.bind(Binding(name, scope, self.ready, imported))
 
     def visit_with_ready(self, ready: Position, nodes: list) -> None:
         saved, self.ready = self.ready, ready
@@ -201,7 +202,7 @@ class ScopeBuilder(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Store):
-            self.bind(node.id, node)
+            self.bind(node.id)
 
     def visit_Import(self, node: ast.Import) -> None:
         self.bind_import(node)
@@ -283,7 +284,7 @@ class ScopeBuilder(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         saved, self.ready = self.ready, end_position(node)
-        self.bind(node.name, node)
+        self.bind(node.name)
         self.ready = saved
         self.visit_arguments_outside(node.args)
         parent, self.scope = self.scope, self.open(node, "function", node.name)
@@ -323,7 +324,7 @@ class ScopeBuilder(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         saved, self.ready = self.ready, end_position(node)
-        self.bind(node.name, node)
+        self.bind(node.name)
         self.ready = saved
         for child in (*node.decorator_list, *node.bases, *node.keywords):
             self.visit(child)
