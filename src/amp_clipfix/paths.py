@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing's import is not free at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 def display_path(path: Path) -> str:
     """Paths relative to the current folder with forward slashes, as in the patch."""
@@ -41,6 +45,10 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS, quoted: bool = True) -> str:
 
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+# The top-level packages of the libraries the analysis models (analysis/names.py's roots): a
+# module of one of them is the library's own code, never the user's. Here, not in the registry,
+# because the run decides it before anything but the standard library is imported.
+LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
 LIGHTNING_PACKAGES: tuple[tuple[str, ...], ...] = (
     ("lightning", "pytorch"),
     ("lightning", "fabric"),
@@ -60,3 +68,29 @@ def is_library(path: Path) -> bool:
             if tuple(parts[index : index + width]) == package:
                 return True
     return False
+
+
+def library_files(files: Iterable[Path]) -> set[Path]:
+    """The files that are a library's own code: `is_library`'s, and every module whose
+    qualified name starts with one of LIBRARY_PACKAGES as Python imports it. A file's package
+    is the chain of folders above it that hold an `__init__.py` among the project's files; the
+    outermost one is its top-level package (the folder above it is the import root, as `src/`
+    is). So `torch/amp/grad_scaler.py` of a tree holding torch's sources is `torch.amp.
+    grad_scaler` (library), while `ray/train/torch/x.py` (`ray` a package) and `mylib/torch/
+    utils.py` (`mylib` a package) are the project's own. A lone module named like a library
+    (`torch.py` in no package) is left to the project: it cannot be the library's package."""
+    files = list(files)
+    packages = {path.parent for path in files if path.name == "__init__.py"}
+    found: set[Path] = set()
+    for path in files:
+        if is_library(path):
+            found.add(path)
+            continue
+        if LIBRARY_PACKAGES.isdisjoint(path.parts[:-1]):
+            continue  # no folder on the way is named like a library: the common case, free
+        folder, top = path.parent, None
+        while folder in packages:
+            top, folder = folder, folder.parent
+        if top is not None and top.name in LIBRARY_PACKAGES:
+            found.add(path)
+    return found

@@ -20,6 +20,7 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
+from amp_clipfix import paths
 from amp_clipfix.models import EntryId
 from amp_clipfix.records import record
 
@@ -109,8 +110,9 @@ TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 FABRIC_PACKAGES = ("lightning.fabric", "lightning_fabric")
 PACKAGES = {Side.FABRIC: FABRIC_PACKAGES, Side.TRAINER: TRAINER_PACKAGES}
 # Packages whose objects are never the project's: a name imported from one is not looked for
-# among the project's modules.
-LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
+# among the project's modules, and their own modules in a tree are never read (paths.py holds
+# the set: a run drops those files before it imports this registry).
+LIBRARY_PACKAGES = paths.LIBRARY_PACKAGES
 EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
 
 FABRIC_LAUNCH = "launch"
