@@ -20,8 +20,8 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
-from amp_clipfix import paths
 from amp_clipfix.models import EntryId
+from amp_clipfix.paths import LIBRARY_PACKAGES
 from amp_clipfix.records import record
 
 
@@ -109,10 +109,8 @@ class Entry:
 TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 FABRIC_PACKAGES = ("lightning.fabric", "lightning_fabric")
 PACKAGES = {Side.FABRIC: FABRIC_PACKAGES, Side.TRAINER: TRAINER_PACKAGES}
-# Packages whose objects are never the project's: a name imported from one is not looked for
-# among the project's modules, and their own modules in a tree are never read (paths.py holds
-# the set: a run drops those files before it imports this registry).
-LIBRARY_PACKAGES = paths.LIBRARY_PACKAGES
+# Packages whose objects are never the project's (LIBRARY_PACKAGES, paths.py's): a name imported
+# from one is not looked for among the project's modules; their own modules are never read.
 EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
 
 FABRIC_LAUNCH = "launch"
