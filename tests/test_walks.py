@@ -42,10 +42,10 @@ match y:
             pass
     case _:
         pass
-for z in w:
+for z in w(v()):
     class J:
         pass
-with q:
+with q(h(k())):
     while r:
         class K:
             pass
@@ -54,10 +54,13 @@ class L:
 """
 
 
-def test_walked_classes_are_ast_walk_s_classes_in_its_order() -> None:
+def test_walked_statements_and_calls_are_ast_walk_s_in_its_order() -> None:
     tree = ast.parse(NESTED)
     summary = summarise(Path(), Path("m.py"), NESTED, tree)
     assert summary is not None
     expected = [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
     assert [cls.name for cls in summary.walked_classes()] == expected
     assert expected[:3] == ["A", "L", "B"]  # breadth first, not in source order
+    statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    assert summary.walked_statements() == statements
+    assert summary.walked_calls() == [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
