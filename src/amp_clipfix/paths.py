@@ -55,6 +55,8 @@ LIGHTNING_PACKAGES: tuple[tuple[str, ...], ...] = (
     ("pytorch_lightning",),
     ("lightning_fabric",),
 )
+# Every folder name one of the rules below needs on the way to a library file.
+LIBRARY_NAMES = LIBRARY_DIRS | LIBRARY_PACKAGES | {names[0] for names in LIGHTNING_PACKAGES}
 
 
 def is_library(path: Path) -> bool:
@@ -79,18 +81,27 @@ def library_files(files: Iterable[Path]) -> set[Path]:
     grad_scaler` (library), while `ray/train/torch/x.py` (`ray` a package) and `mylib/torch/
     utils.py` (`mylib` a package) are the project's own. A lone module named like a library
     (`torch.py` in no package) is left to the project: it cannot be the library's package."""
+    # Folders as strings: a tree of torch's size has thousands of files in a few hundred
+    # folders, and a Path's first hash costs more than the whole question about its folder.
     files = list(files)
-    packages = {path.parent for path in files if path.name == "__init__.py"}
-    found: set[Path] = set()
-    for path in files:
-        if is_library(path):
-            found.add(path)
-            continue
-        if LIBRARY_PACKAGES.isdisjoint(path.parts[:-1]):
-            continue  # no folder on the way is named like a library: the common case, free
-        folder, top = path.parent, None
-        while folder in packages:
-            top, folder = folder, folder.parent
-        if top is not None and top.name in LIBRARY_PACKAGES:
-            found.add(path)
-    return found
+    parents = [os.path.dirname(os.fspath(path)) for path in files]
+    packages = {parent for path, parent in zip(files, parents) if path.name == "__init__.py"}
+    folders: dict[str, bool] = {}  # a file's answer is its folder's: asked once per folder
+    for parent in parents:
+        if parent not in folders:
+            folders[parent] = library_folder(parent, packages)
+    return {path for path, parent in zip(files, parents) if folders[parent]}
+
+
+def library_folder(folder: str, packages: set[str]) -> bool:
+    """Whether the files of `folder` are library code (library_files), `packages` the folders
+    holding an `__init__.py`."""
+    path = Path(folder)
+    if LIBRARY_NAMES.isdisjoint(path.parts):
+        return False  # no folder on the way is named like a library: the common case, free
+    if is_library(path / "__init__.py"):  # a module of the folder, by the path rule
+        return True
+    top = None
+    while folder in packages:
+        top, folder = folder, os.path.dirname(folder)
+    return top is not None and os.path.basename(top) in LIBRARY_PACKAGES
