@@ -80,24 +80,28 @@ BY_PATH = ["vendor/lightning/pytorch/trainer.py", "v/site-packages/pkg/x.py"]
         (["ray/__init__.py", "ray/train/__init__.py", "ray/train/torch/__init__.py"], []),
         (["mylib/__init__.py", "mylib/torch/__init__.py", "mylib/torch/utils.py"], []),
         (["mylib/__init__.py", "mylib/lightning/__init__.py", "mylib/lightning/x.py"], []),
-        # no package at all: a folder or a lone module named like the library
+        # below a namespace folder (no `__init__.py`): `mylib.torch`, `third_party.torch`, and
+        # anomalib's `anomalib.data.validators.torch`
+        (["mylib/torch/__init__.py", "mylib/torch/utils.py"], []),
+        (["third_party/torch/__init__.py", "third_party/torch/nn/x.py"], []),
+        (["src/pkg/__init__.py", "src/pkg/validators/torch/__init__.py", "src/pkg/v/t.py"], []),
+        # no package at all: a folder of scripts or a lone module named like the library
         (["torch/utils.py", "scripts/torch.py", "lightning.py"], []),
+        # `src` a package itself: `src.torch`
+        (["src/__init__.py", "src/torch/__init__.py", "src/torch/x.py"], []),
         # Lightning's own package by its path, as before, and site-packages
         (BY_PATH, BY_PATH),
     ],
 )
 def test_library_files_by_qualified_name(files: list[str], library: list[str]) -> None:
     root = Path("/project")
-    assert library_files([root / name for name in files]) == {root / name for name in library}
+    found = library_files(root, [root / name for name in files])
+    assert found == {root / name for name in library}
 
 
-def test_a_library_package_below_the_project_root_is_found_where_its_package_starts() -> None:
-    """The import root is the folder above the outermost package, wherever it is: `torch`
-    under a folder that is no package (`third_party/`) is torch's own package."""
-    root = Path("/project")
-    inside = [root / "third_party/torch/__init__.py", root / "third_party/torch/nn/x.py"]
-    packaged = [root / "pkg/__init__.py", root / "pkg/torch/__init__.py", root / "pkg/torch/y.py"]
-    assert library_files([*inside, root / "third_party/torch/nn/__init__.py", *packaged]) == {
-        *inside,
-        root / "third_party/torch/nn/__init__.py",
-    }
+def test_the_project_root_s_own_name_makes_no_library() -> None:
+    """A project whose root is a package named `torch` (`check torch/` with no project marker
+    above it) is searched: its modules' names below the root are all the project shows."""
+    root = Path("/work/torch")
+    files = [root / "__init__.py", root / "amp" / "__init__.py", root / "amp" / "scaler.py"]
+    assert library_files(root, files) == set()

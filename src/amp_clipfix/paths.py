@@ -72,36 +72,42 @@ def is_library(path: Path) -> bool:
     return False
 
 
-def library_files(files: Iterable[Path]) -> set[Path]:
-    """The files that are a library's own code: `is_library`'s, and every module whose
-    qualified name starts with one of LIBRARY_PACKAGES as Python imports it. A file's package
-    is the chain of folders above it that hold an `__init__.py` among the project's files; the
-    outermost one is its top-level package (the folder above it is the import root, as `src/`
-    is). So `torch/amp/grad_scaler.py` of a tree holding torch's sources is `torch.amp.
-    grad_scaler` (library), while `ray/train/torch/x.py` (`ray` a package) and `mylib/torch/
-    utils.py` (`mylib` a package) are the project's own. A lone module named like a library
-    (`torch.py` in no package) is left to the project: it cannot be the library's package."""
+def library_files(root: Path, files: Iterable[Path]) -> set[Path]:
+    """The files of the project at `root` that are a library's own code: `is_library`'s, and
+    the modules whose qualified name starts with one of LIBRARY_PACKAGES as the project's
+    import roots resolve it. The import roots are the project's root and its `src/` (when that
+    is no package itself); a module's top-level package is its first folder below them, and it
+    is a package when the project holds its `__init__.py`. So `torch/amp/grad_scaler.py` of a
+    tree holding torch's sources is `torch.amp.grad_scaler` (library), while `ray/train/torch/
+    x.py`, `mylib/torch/utils.py` (a package or a namespace below `mylib`) and a `torch/` folder
+    of scripts without an `__init__.py` are the project's own: never a folder's name found
+    anywhere in the path."""
     # Folders as strings: a tree of torch's size has thousands of files in a few hundred
     # folders, and a Path's first hash costs more than the whole question about its folder.
     files = list(files)
     parents = [os.path.dirname(os.fspath(path)) for path in files]
     packages = {parent for path, parent in zip(files, parents) if path.name == "__init__.py"}
+    top = os.fspath(root)
+    source = os.path.join(top, "src")
+    roots = (top,) if source in packages else (source, top)
     folders: dict[str, bool] = {}  # a file's answer is its folder's: asked once per folder
     for parent in parents:
         if parent not in folders:
-            folders[parent] = library_folder(parent, packages)
+            folders[parent] = library_folder(parent, roots, packages)
     return {path for path, parent in zip(files, parents) if folders[parent]}
 
 
-def library_folder(folder: str, packages: set[str]) -> bool:
-    """Whether the files of `folder` are library code (library_files), `packages` the folders
-    holding an `__init__.py`."""
+def library_folder(folder: str, roots: tuple[str, ...], packages: set[str]) -> bool:
+    """Whether the modules of `folder` are library code (library_files): `roots` the import
+    roots, the innermost first; `packages` the folders holding an `__init__.py`."""
     path = Path(folder)
     if LIBRARY_NAMES.isdisjoint(path.parts):
         return False  # no folder on the way is named like a library: the common case, free
     if is_library(path / "__init__.py"):  # a module of the folder, by the path rule
         return True
-    top = None
-    while folder in packages:
-        top, folder = folder, os.path.dirname(folder)
-    return top is not None and os.path.basename(top) in LIBRARY_PACKAGES
+    for root in roots:
+        relative = os.path.relpath(folder, root)
+        if relative != os.curdir and relative.split(os.sep, 1)[0] != os.pardir:
+            package = os.path.join(root, relative.split(os.sep, 1)[0])
+            return os.path.basename(package) in LIBRARY_PACKAGES and package in packages
+    return False

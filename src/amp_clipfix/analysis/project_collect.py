@@ -136,11 +136,11 @@ def read_project(
     """Every file's bytes, and what the prefilter reads of it (a notebook's code cells).
 
     A library's own code (paths.library_files: site-packages, Lightning's package, a module of
-    torch's or Lightning's package in the tree) is read, and never searched: it has no text to
-    search, so it costs no word scan, parse or evaluation. With the prefilter, a project in
-    which no other file's raw bytes can write `fused` gets no text to search at all: no stage
-    can pass there (collect_stages stops after the first), so no notebook's JSON is parsed for
-    its code, just as no Python file is parsed."""
+    torch's or Lightning's own package kept in the project) is read, and never searched: it has
+    no text to search, so it costs no word scan, parse or evaluation. With the prefilter, a
+    project in which no other file's raw bytes can write `fused` gets no text to search at all:
+    no stage can pass there (collect_stages stops after the first), so no notebook's JSON is
+    parsed for its code, just as no Python file is parsed."""
     contents: dict[Path, bytes] = {}
     searchable: dict[Path, bytes] = {}
     failed: dict[Path, OSError] = {}
@@ -149,7 +149,7 @@ def read_project(
             contents[path] = observed.read_bytes(path)
         except OSError as error:
             failed[path] = error
-    library = library_files(project.files)
+    library = library_files(project.root, project.files)
     own = {path: data for path, data in contents.items() if path not in library}
     searched = (
         not prefilter
