@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+TYPE_CHECKING = False  # typing's import is not free at start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 
 def display_path(path: Path) -> str:
     """Paths relative to the current folder with forward slashes, as in the patch."""
@@ -41,12 +45,18 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS, quoted: bool = True) -> str:
 
 
 LIBRARY_DIRS = frozenset({"site-packages", "dist-packages"})
+# The top-level packages of the libraries the analysis models (analysis/names.py's roots): a
+# module of one of them is the library's own code, never the user's. Here, not in the registry,
+# because the run decides it before anything but the standard library is imported.
+LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
 LIGHTNING_PACKAGES: tuple[tuple[str, ...], ...] = (
     ("lightning", "pytorch"),
     ("lightning", "fabric"),
     ("pytorch_lightning",),
     ("lightning_fabric",),
 )
+# Every folder name one of the rules below needs on the way to a library file.
+LIBRARY_NAMES = LIBRARY_DIRS | LIBRARY_PACKAGES | {names[0] for names in LIGHTNING_PACKAGES}
 
 
 def is_library(path: Path) -> bool:
@@ -59,4 +69,45 @@ def is_library(path: Path) -> bool:
         for index in range(len(parts) - width):
             if tuple(parts[index : index + width]) == package:
                 return True
+    return False
+
+
+def library_files(root: Path, files: Iterable[Path]) -> set[Path]:
+    """The files of the project at `root` that are a library's own code: `is_library`'s, and
+    the modules whose qualified name starts with one of LIBRARY_PACKAGES as the project's
+    import roots resolve it. The import roots are the project's root and its `src/` (when that
+    is no package itself); a module's top-level package is its first folder below them, and it
+    is a package when the project holds its `__init__.py`. So `torch/amp/grad_scaler.py` of a
+    tree holding torch's sources is `torch.amp.grad_scaler` (library), while `ray/train/torch/
+    x.py`, `mylib/torch/utils.py` (a package or a namespace below `mylib`) and a `torch/` folder
+    of scripts without an `__init__.py` are the project's own: never a folder's name found
+    anywhere in the path."""
+    # Folders as strings: a tree of torch's size has thousands of files in a few hundred
+    # folders, and a Path's first hash costs more than the whole question about its folder.
+    files = list(files)
+    parents = [os.path.dirname(os.fspath(path)) for path in files]
+    packages = {parent for path, parent in zip(files, parents) if path.name == "__init__.py"}
+    top = os.fspath(root)
+    source = os.path.join(top, "src")
+    roots = (top,) if source in packages else (source, top)
+    folders: dict[str, bool] = {}  # a file's answer is its folder's: asked once per folder
+    for parent in parents:
+        if parent not in folders:
+            folders[parent] = library_folder(parent, roots, packages)
+    return {path for path, parent in zip(files, parents) if folders[parent]}
+
+
+def library_folder(folder: str, roots: tuple[str, ...], packages: set[str]) -> bool:
+    """Whether the modules of `folder` are library code (library_files): `roots` the import
+    roots, the innermost first; `packages` the folders holding an `__init__.py`."""
+    path = Path(folder)
+    if LIBRARY_NAMES.isdisjoint(path.parts):
+        return False  # no folder on the way is named like a library: the common case, free
+    if is_library(path / "__init__.py"):  # a module of the folder, by the path rule
+        return True
+    for root in roots:
+        relative = os.path.relpath(folder, root)
+        if relative != os.curdir and relative.split(os.sep, 1)[0] != os.pardir:
+            package = os.path.join(root, relative.split(os.sep, 1)[0])
+            return os.path.basename(package) in LIBRARY_PACKAGES and package in packages
     return False

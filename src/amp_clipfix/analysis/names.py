@@ -21,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 
 from amp_clipfix.models import EntryId
+from amp_clipfix.paths import LIBRARY_PACKAGES
 from amp_clipfix.records import record
 
 
@@ -110,9 +111,8 @@ class Entry:
 TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 FABRIC_PACKAGES = ("lightning.fabric", "lightning_fabric")
 PACKAGES = {Side.FABRIC: FABRIC_PACKAGES, Side.TRAINER: TRAINER_PACKAGES}
-# Packages whose objects are never the project's: a name imported from one is not looked for
-# among the project's modules.
-LIBRARY_PACKAGES = frozenset({"lightning", "pytorch_lightning", "lightning_fabric", "torch"})
+# Packages whose objects are never the project's (LIBRARY_PACKAGES, paths.py's): a name imported
+# from one is not looked for among the project's modules; their own modules are never read.
 EXTERNAL_ROOTS = LIBRARY_PACKAGES | {"builtins"}  # and the names a module uses unimported
 
 FABRIC_LAUNCH = "launch"

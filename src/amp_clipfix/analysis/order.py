@@ -76,7 +76,7 @@ Body = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 def functions(file: FileFacts) -> Iterator[Body]:
     """The module's own code, then every function and method of the file, outer before inner."""
     yield file.tree
-    for node in ast.walk(file.tree):
+    for node in file.summary.walked_statements():  # ast.walk's order, statements only
         if isinstance(node, FUNCTIONS):
             yield node
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix import observed
 from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
 from amp_clipfix.kinds import ErrorKind, FileError
-from amp_clipfix.paths import is_library, os_error_reason
+from amp_clipfix.paths import library_files, os_error_reason
 from amp_clipfix.project.discover import Project
 from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
@@ -135,9 +135,12 @@ def read_project(
 ) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
     """Every file's bytes, and what the prefilter reads of it (a notebook's code cells).
 
-    With the prefilter, a project in which no file's raw bytes can write `fused` gets no text
-    to search at all: no stage can pass there (collect_stages stops after the first), so no
-    notebook's JSON is parsed for its code, just as no Python file is parsed."""
+    A library's own code (paths.library_files: site-packages, Lightning's package, a module of
+    torch's or Lightning's own package kept in the project) is read, and never searched: it has
+    no text to search, so it costs no word scan, parse or evaluation. With the prefilter, a
+    project in which no other file's raw bytes can write `fused` gets no text to search at all:
+    no stage can pass there (collect_stages stops after the first), so no notebook's JSON is
+    parsed for its code, just as no Python file is parsed."""
     contents: dict[Path, bytes] = {}
     searchable: dict[Path, bytes] = {}
     failed: dict[Path, OSError] = {}
@@ -146,12 +149,14 @@ def read_project(
             contents[path] = observed.read_bytes(path)
         except OSError as error:
             failed[path] = error
+    library = library_files(project.root, project.files)
+    own = {path: data for path, data in contents.items() if path not in library}
     searched = (
         not prefilter
-        or any(adapter_for(path).may_mention(data, FUSED_WORD) for path, data in contents.items())
+        or any(adapter_for(path).may_mention(data, FUSED_WORD) for path, data in own.items())
         or may_need_search(
             (data, read_as_config(path), adapter_for(path).may_mention)
-            for path, data in contents.items()
+            for path, data in own.items()
         )
     )
     for path in project.files:
@@ -162,7 +167,7 @@ def read_project(
         try:
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
-            if searched:
+            if searched and path not in library:
                 searchable[path] = adapter_for(path).searchable(path, contents[path])
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
@@ -185,11 +190,9 @@ def collect_stages(
     if not prefilter:
         from amp_clipfix.analysis.project_resolve import resolve_collection
 
-        collect_files(contents, list(contents), jobs, collection)
+        collect_files(contents, list(searchable), jobs, collection)  # library code: never
         resolve_collection(root, contents, searchable, collection)
         return
-    # Library code (site-packages, Lightning's own package) is never a user site: never parsed.
-    searchable = {path: data for path, data in searchable.items() if not is_library(path)}
     collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
         re.search(USES_LIGHTNING, data, re.MULTILINE) for data in searchable.values()

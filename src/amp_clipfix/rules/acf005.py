@@ -187,7 +187,7 @@ def manual_modules(
     if not facts.may_optimize_manually():
         return  # no class of the project can: its LightningModules are not looked for
     for file in facts.with_words(*words):
-        for cls_node in [n for n in ast.walk(file.tree) if isinstance(n, ast.ClassDef)]:
+        for cls_node in file.summary.walked_classes():
             methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
             cls = facts.class_of(file, methods[0]) if methods else None
             if cls is None or not facts.is_lightning_module(cls):

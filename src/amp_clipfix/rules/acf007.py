@@ -84,12 +84,8 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
     if not facts.target.fabric_can_clip:
         return  # 1.x: Fabric has no clip_gradients
     for file in facts.with_words(b"clip_gradients"):
-        for call in ast.walk(file.tree):
-            if not (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "clip_gradients"
-            ):
+        for call in file.summary.walked_calls():
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "clip_gradients"):
                 continue
             keywords = {k.arg: k.value for k in call.keywords}
             if None in keywords or any(isinstance(a, ast.Starred) for a in call.args):
