@@ -110,6 +110,20 @@ def listdir(folder: str | os.PathLike[str]) -> list[str]:
     return answer
 
 
+def distributions(folder: str | os.PathLike[str]) -> list[str]:
+    """The names of the folder's distribution metadata (`*.dist-info`, `*.egg-info`, any case),
+    sorted: all that the search for an installed package reads of a sys.path folder. Its other
+    names are no part of the answer: a `__pycache__` or a log another process writes there
+    between two runs changes nothing a run printed. Raises OSError."""
+    try:
+        answer = _distribution_names(folder)
+    except OSError:
+        _noted("distributions", folder, "", None)
+        raise
+    _noted("distributions", folder, "", tuple(answer))
+    return answer
+
+
 def scandir(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
     """The folder's entries sorted by name, without the cache's folder; what a walk asks of them
     (folder? file? link?) is part of the answer. Raises OSError."""
@@ -125,6 +139,13 @@ def scandir(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
 
 def _listing(folder: str | os.PathLike[str]) -> list[str]:
     return sorted(name for name in os.listdir(folder) if name != CACHE_DIR)
+
+
+def _distribution_names(folder: str | os.PathLike[str]) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if name.lower().endswith(METADATA_SUFFIXES))
+
+
+METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
 
 def _entries(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
@@ -251,6 +272,8 @@ def _answer(kind: str, path: str, extra: str) -> object:
             return _entry_kinds(_entries(path))
         if kind == "listdir":
             return tuple(_listing(path))
+        if kind == "distributions":
+            return tuple(_distribution_names(path))
         if kind == "identity":
             status = os.stat(path)
             return (status.st_dev, status.st_ino, status.st_nlink)
