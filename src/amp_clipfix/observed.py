@@ -101,13 +101,7 @@ def identity(path: str | os.PathLike[str]) -> tuple[int, int, int]:
 def listdir(folder: str | os.PathLike[str]) -> list[str]:
     """The folder's names, sorted, without the cache's own folder (every run may change it,
     none reads it as part of the project). Raises OSError."""
-    try:
-        answer = _listing(folder)
-    except OSError:
-        _noted("listdir", folder, "", None)
-        raise
-    _noted("listdir", folder, "", tuple(answer))
-    return answer
+    return _names("listdir", folder, _listing)
 
 
 def distributions(folder: str | os.PathLike[str]) -> list[str]:
@@ -115,12 +109,19 @@ def distributions(folder: str | os.PathLike[str]) -> list[str]:
     sorted: all that the search for an installed package reads of a sys.path folder. Its other
     names are no part of the answer: a `__pycache__` or a log another process writes there
     between two runs changes nothing a run printed. Raises OSError."""
+    return _names("distributions", folder, _distribution_names)
+
+
+def _names(
+    kind: str, folder: str | os.PathLike[str], names: Callable[[str | os.PathLike[str]], list[str]]
+) -> list[str]:
+    """`names(folder)`, noted as the answer to `kind` (None when it raised OSError)."""
     try:
-        answer = _distribution_names(folder)
+        answer = names(folder)
     except OSError:
-        _noted("distributions", folder, "", None)
+        _noted(kind, folder, "", None)
         raise
-    _noted("distributions", folder, "", tuple(answer))
+    _noted(kind, folder, "", tuple(answer))
     return answer
 
 
