@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from piped import amp_clipfix
 
-from amp_clipfix import observed
+from amp_clipfix import observed, replay
 from amp_clipfix.cache_layout import seal, secret, unseal, version_folder
 from amp_clipfix.cli import main
 
@@ -433,3 +433,37 @@ def test_a_run_that_draws_for_a_terminal_is_never_noted(
     second = check(project, ".", **variables)
     assert second.returncode == 1 and "wall time" in second.stderr
     assert records(project) == []
+
+
+def test_what_else_a_sys_path_folder_holds_is_no_reason_to_run_again(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed Lightning is found by the names of the distributions on sys.path: a file
+    of another kind appearing in a sys.path folder between two runs (the `__pycache__` or log
+    another process writes; under pytest-xdist the other worker does, in the folders the
+    test configuration puts on sys.path) leaves the record good, a Lightning installed there
+    does not. In this process, as `tests/test_cache_equivalence.py` runs the command."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    monkeypatch.syspath_prepend(str(packages))  # searched before the installed Lightning's
+    first = amp_clipfix(project, "check", ".")
+    assert first.code == 1 and b"from installed distribution" in first.stdout
+
+    (packages / "__pycache__").mkdir()
+    (packages / "notes.log").write_bytes(b"written by another process\n")
+    with monkeypatch.context() as patched:
+        patched.setattr(replay, "_command_line", not_run_again)
+        assert amp_clipfix(project, "check", ".") == first
+
+    installed = packages / "lightning-2.0.9.dist-info"
+    installed.mkdir()
+    (installed / "METADATA").write_text("Metadata-Version: 2.1\nName: lightning\nVersion: 2.0.9\n")
+    again = amp_clipfix(project, "check", ".")
+    assert b"assumed lightning 2.0.9 from installed distribution" in again.stdout
+    assert again == amp_clipfix(project, "check", "--no-cache", ".", entry=False)
+
+
+def not_run_again(*arguments: object) -> None:
+    raise AssertionError("an unchanged check ran again instead of being replayed")

@@ -247,6 +247,61 @@ def test_ctrl_c_at_the_prompt_exits_130_with_nothing_written(work: Path) -> None
     assert "Traceback" not in text and "Aborted" not in text
 
 
+# Ctrl-C at the very instant the prompt starts to wait. The kernel runs SIGINT's C handler,
+# which only notes the signal (and writes to signal.set_wakeup_fd's pipe); Python raises
+# KeyboardInterrupt at its next bytecode, or when an interrupted call returns. A signal that
+# lands after the prompt's last bytecode and before its read is blocked (a person pressing
+# Ctrl-C as the question appears; a loaded machine pausing the process right there: 1 run in
+# ~50 of the test above) interrupts nothing: the read waits on. `_thread.interrupt_main()` puts
+# a process in exactly that state, so the moment can be chosen: with a switch interval of
+# days, the thread that presses runs only while the prompt's thread waits inside a call it
+# made, and it presses once the question is on the screen and the prompt's own code (not the
+# echo's write) is that caller.
+AT_THE_INSTANT = f"""
+import _thread, os, sys, threading
+from amp_clipfix import writing
+
+sys.setswitchinterval(1e6)
+leader, follower = os.openpty()
+sys.stdin = open(follower, "r", closefd=False)
+sys.stderr = open(follower, "w", closefd=False)
+prompt = threading.main_thread().ident
+ended, typed = threading.Event(), threading.Event()
+
+
+def press_ctrl_c() -> None:
+    shown = b""
+    while {QUESTION!r} not in shown:
+        shown += os.read(leader, 1024)
+    while sys._current_frames()[prompt].f_code.co_filename != writing.__file__:
+        os.sched_yield()  # the echo's write is still under way
+    _thread.interrupt_main()
+    if not ended.wait({BOUND}):  # the prompt waits on: type a line, so that the test ends
+        typed.set()
+        os.write(leader, b"n\\n")
+
+
+threading.Thread(target=press_ctrl_c, daemon=True).start()
+try:
+    answer = writing.ask("(1/1) Write train.py? [y,n,a,q,?] ")
+except KeyboardInterrupt:
+    answer = "interrupted"
+ended.set()
+print(answer + (" once a line was typed" if typed.is_set() else ""))
+"""
+
+
+def test_ctrl_c_as_the_prompt_begins_to_wait_is_not_lost() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", AT_THE_INSTANT],
+        capture_output=True,
+        text=True,
+        timeout=2 * BOUND,
+        check=False,
+    )
+    assert (result.stdout, result.returncode) == ("interrupted\n", 0), result.stderr
+
+
 @pytest.fixture
 def big(tmp_path: Path) -> Path:
     """A project that takes a while to analyse: 300 modules with a finding each."""

@@ -101,12 +101,27 @@ def identity(path: str | os.PathLike[str]) -> tuple[int, int, int]:
 def listdir(folder: str | os.PathLike[str]) -> list[str]:
     """The folder's names, sorted, without the cache's own folder (every run may change it,
     none reads it as part of the project). Raises OSError."""
+    return _names("listdir", folder, _listing)
+
+
+def distributions(folder: str | os.PathLike[str]) -> list[str]:
+    """The names of the folder's distribution metadata (`*.dist-info`, `*.egg-info`, any case),
+    sorted: all that the search for an installed package reads of a sys.path folder. Its other
+    names are no part of the answer: a `__pycache__` or a log another process writes there
+    between two runs changes nothing a run printed. Raises OSError."""
+    return _names("distributions", folder, _distribution_names)
+
+
+def _names(
+    kind: str, folder: str | os.PathLike[str], names: Callable[[str | os.PathLike[str]], list[str]]
+) -> list[str]:
+    """`names(folder)`, noted as the answer to `kind` (None when it raised OSError)."""
     try:
-        answer = _listing(folder)
+        answer = names(folder)
     except OSError:
-        _noted("listdir", folder, "", None)
+        _noted(kind, folder, "", None)
         raise
-    _noted("listdir", folder, "", tuple(answer))
+    _noted(kind, folder, "", tuple(answer))
     return answer
 
 
@@ -125,6 +140,13 @@ def scandir(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
 
 def _listing(folder: str | os.PathLike[str]) -> list[str]:
     return sorted(name for name in os.listdir(folder) if name != CACHE_DIR)
+
+
+def _distribution_names(folder: str | os.PathLike[str]) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if name.lower().endswith(METADATA_SUFFIXES))
+
+
+METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
 
 def _entries(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
@@ -251,6 +273,8 @@ def _answer(kind: str, path: str, extra: str) -> object:
             return _entry_kinds(_entries(path))
         if kind == "listdir":
             return tuple(_listing(path))
+        if kind == "distributions":
+            return tuple(_distribution_names(path))
         if kind == "identity":
             status = os.stat(path)
             return (status.st_dev, status.st_ino, status.st_nlink)

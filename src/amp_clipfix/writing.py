@@ -161,8 +161,10 @@ def ask(question: str) -> str:
     asks again."""
     while True:
         PROMPT.open = True  # before the question shows: Ctrl-C may come at any moment
-        echo(question, nl=False, err=True)
-        line = sys.stdin.readline()
+        with waiting_for_a_line() as wait:
+            echo(question, nl=False, err=True)
+            wait()
+            line = sys.stdin.readline()
         PROMPT.open = False
         if not line:  # end of input (Ctrl-D): quit
             echo(err=True)
@@ -171,6 +173,47 @@ def ask(question: str) -> str:
         if answer is not None:
             return answer
         echo(PROMPT_HELP, err=True)
+
+
+@contextlib.contextmanager
+def waiting_for_a_line() -> Iterator[Callable[[], None]]:
+    """A function that returns once a line can be read from the terminal, or raises
+    KeyboardInterrupt on Ctrl-C however close to the start of the wait it comes. Python runs a
+    signal's handler between bytecodes, so a SIGINT that lands after the last of them and
+    before a plain blocking read began (someone pressing Ctrl-C as the question appears, a busy
+    machine pausing the process right there) would leave that read waiting for a line: the
+    interrupt noted, never raised. Made before the question shows, the wait also watches the
+    pipe the signal itself writes to (signal.set_wakeup_fd). A terminal's read gives one whole
+    line, so sys.stdin's buffer is empty whenever the wait begins. Off a terminal (a test's
+    stream), off the main thread and on Windows: no wait, a plain readline."""
+    import select
+    import signal
+    import threading
+
+    if (
+        sys.platform == "win32"
+        or not is_tty(sys.stdin)
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield lambda: None
+        return
+    stdin = sys.stdin.fileno()
+    woken, wake = os.pipe()
+
+    def wait() -> None:
+        while stdin not in select.select([stdin, woken], [], [])[0]:
+            os.read(woken, 512)  # a signal whose handler returned (Ctrl-C's raises)
+
+    try:
+        os.set_blocking(wake, False)  # the signal handler writes to it: it must never block
+        previous = signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
+        try:
+            yield wait
+        finally:
+            signal.set_wakeup_fd(previous)
+    finally:
+        os.close(woken)
+        os.close(wake)
 
 
 def choose_changes(

@@ -376,7 +376,11 @@ def installed_version(package: str) -> str | None:
     `Version:` header), without importing importlib.metadata: ~40 ms, a tenth of a check run."""
     for entry in sys.path:
         folder = Path(entry or ".")
-        for name in _names(folder):
+        try:
+            names = observed.distributions(folder)
+        except OSError:
+            continue
+        for name in names:
             match = INSTALLED.fullmatch(name)
             if match is None or canonical_name(match["name"]) != package:
                 continue
