@@ -1,0 +1,70 @@
+"""Which call a call is, by the value of its callee, where the file's imports do not say:
+`make = L.Trainer` then `make(precision=...)`, a class attribute `trainer_cls = Trainer` called
+as `self.trainer_cls(...)`, a factory returning the class, a module bound to another name.
+
+The collector names a callee through the file's imports only; a call it cannot name that passes
+a keyword making a site (`precision=`, `gradient_clip_val=`, `fused=`) it writes down as a
+candidate, by position. Here the project's evaluator follows each candidate's callee: when every
+value it may have is one registered library class (a Fabric, a Trainer, a precision plugin, a
+fusable optimizer, `functools.partial`), the file is collected again with that fact, and the
+call makes the sites the same call written with an import makes. A project class that happens
+to be named `Trainer` is no Lightning Trainer here: its value is the project's class.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.resolve_base import ResolutionBase
+from amp_clipfix.analysis.values import Ext
+
+
+class CalleeSearch(ResolutionBase):
+    """The candidate calls of the files the collection read, named by their callee's value."""
+
+    def identify_callees(self) -> None:
+        for path, file in sorted(self.files.items(), key=lambda item: str(item[0])):
+            if not file.candidates:
+                continue
+            summary = self.ev.summary(path)
+            if summary is None:
+                continue
+            spots = {(span.line, span.column) for span in file.candidates}
+            callees: dict[tuple[int, int], frozenset[str]] = {}
+            for call in summary.walked_calls():
+                span = summary.span(call)
+                if (span.line, span.column) not in spots:
+                    continue
+                qualified = self.callee_names(call.func, self.ev.ctx_of(summary, call))
+                if qualified:
+                    callees[(span.line, span.column)] = qualified
+            if not callees:
+                continue
+            collected = collect_sites(path, summary.source(), summary.tree, callees)
+            old = {(site.kind, site.span, site.entry) for site in file.sites}
+            added = [
+                site for site in collected.sites if (site.kind, site.span, site.entry) not in old
+            ]
+            for site in added:
+                self.add(site)
+            self.files[path] = file.__class__(
+                path=file.path,
+                sites=(*file.sites, *added),
+                classes=file.classes,
+                has_guard_helper=file.has_guard_helper,
+                fits=file.fits,
+                candidates=(),
+            )
+
+    def callee_names(self, func: ast.expr, ctx: object) -> frozenset[str]:
+        """The registered qualified name the callee's value is, when every value it may have
+        is one and the same library class; nothing otherwise."""
+        values = self.ev.force(self.ev.ev(func, ctx))  # type: ignore[arg-type]
+        if not values or not all(isinstance(value, Ext) for value in values):
+            return frozenset()
+        qualified = frozenset(value.qname for value in values)  # type: ignore[attr-defined]
+        if len(qualified) != 1 or not qualified <= names.LIBRARY.keys():
+            return frozenset()
+        return qualified
