@@ -67,7 +67,7 @@ class CallCollector(CollectorBase):
     def collect_call(self, node: ast.Call) -> None:
         qualified = self.qualified_names(node.func)
         if not any(name in names.LIBRARY for name in qualified):
-            qualified = self.callee_of(node) or qualified
+            qualified = set(self.callee_of(node) or qualified)
         if qualified & names.FABRIC_CLASSES:
             self.entry_calls.append(self.entry_of(node))
             self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)

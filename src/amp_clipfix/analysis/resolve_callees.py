@@ -14,9 +14,11 @@ to be named `Trainer` is no Lightning Trainer here: its value is the project's c
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.resolve_base import ResolutionBase
 from amp_clipfix.analysis.values import Ext
 
@@ -49,22 +51,16 @@ class CalleeSearch(ResolutionBase):
             ]
             for site in added:
                 self.add(site)
-            self.files[path] = file.__class__(
-                path=file.path,
-                sites=(*file.sites, *added),
-                classes=file.classes,
-                has_guard_helper=file.has_guard_helper,
-                fits=file.fits,
-                candidates=(),
-            )
+            self.files[path] = replace(file, sites=(*file.sites, *added), candidates=())
 
-    def callee_names(self, func: ast.expr, ctx: object) -> frozenset[str]:
+    def callee_names(self, func: ast.expr, ctx: Ctx) -> frozenset[str]:
         """The registered qualified name the callee's value is, when every value it may have
         is one and the same library class; nothing otherwise."""
-        values = self.ev.force(self.ev.ev(func, ctx))  # type: ignore[arg-type]
-        if not values or not all(isinstance(value, Ext) for value in values):
+        values = self.ev.force(self.ev.ev(func, ctx))
+        libraries = [value for value in values if isinstance(value, Ext)]
+        if not values or len(libraries) != len(values):
             return frozenset()
-        qualified = frozenset(value.qname for value in values)  # type: ignore[attr-defined]
+        qualified = frozenset(value.qname for value in libraries)
         if len(qualified) != 1 or not qualified <= names.LIBRARY.keys():
             return frozenset()
         return qualified
