@@ -44,8 +44,8 @@ def is_hook_clip_argument(value: ast.expr | None, function: ast.AST | None) -> b
 
 
 # A call whose callee the file's imports do not name is a candidate for the project evaluator
-# (resolve_callees.py) when it passes one of these: they are what makes a site of a Fabric,
-# Trainer or fusable optimizer call.
+# (resolve_callees.py) when it passes one of these (what makes a site of a Fabric, Trainer or
+# fusable optimizer call), or a mixed precision literal first (a precision plugin's).
 CANDIDATE_KEYWORDS = frozenset({"precision", "gradient_clip_val", "fused"})
 
 
@@ -100,13 +100,21 @@ class CallCollector(CollectorBase):
     def callee_of(self, call: ast.Call) -> frozenset[str] | None:
         """What the evaluator said the callee of a candidate call is; a call passing a keyword
         that makes a site is written down as a candidate for it (syntax only)."""
-        if not any(keyword.arg in CANDIDATE_KEYWORDS for keyword in call.keywords):
+        if not any(keyword.arg in CANDIDATE_KEYWORDS for keyword in call.keywords) and not (
+            call.args and self.is_mixed_literal(call.args[0])
+        ):
             return None
         span = self.span(call)
         known = self.callees.get((span.line, span.column))
         if known is None:
             self.candidates.append(span)
         return known
+
+    def is_mixed_literal(self, node: ast.expr) -> bool:
+        """A mixed precision written first (`MixedPrecision("16-mixed", "cuda")`): a plugin
+        call, when its callee's value is a plugin class."""
+        value = literal_value(node, self.source) if isinstance(node, ast.Constant) else None
+        return value is not None and names.is_mixed_precision(value)
 
     def collect_entry_point(
         self, call: ast.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
