@@ -20,7 +20,11 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.resolve_base import ResolutionBase
-from amp_clipfix.analysis.values import Ext
+from amp_clipfix.analysis.values import ClsV, Ext
+
+ENTRY_KINDS = (names.Kind.TRAINER, names.Kind.FABRIC)
+CONSTRUCTORS = ("__init__", "__new__")
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class CalleeSearch(ResolutionBase):
@@ -53,10 +57,27 @@ class CalleeSearch(ResolutionBase):
                 self.add(site)
             self.files[path] = replace(file, sites=(*file.sites, *added), candidates=())
 
+    def inherited_init(self, value: object) -> object:
+        """A project class that defines no `__init__` of its own below Lightning's Trainer or
+        Fabric (`class MyTrainer(L.Trainer): ...`): calling it calls the library's `__init__`
+        with the same arguments, so the call configures that class as a direct call would."""
+        if not isinstance(value, ClsV):
+            return value
+        for klass in self.ev.mro(value):
+            if isinstance(klass, ClsV):
+                if any(
+                    isinstance(node, FUNCTIONS) and node.name in CONSTRUCTORS
+                    for node in klass.node.body
+                ):
+                    return value
+            elif isinstance(klass, Ext):
+                return klass if names.kind_of(klass.qname) in ENTRY_KINDS else value
+        return value
+
     def callee_names(self, func: ast.expr, ctx: Ctx) -> frozenset[str]:
         """The registered qualified name the callee's value is, when every value it may have
         is one and the same library class; nothing otherwise."""
-        values = self.ev.force(self.ev.ev(func, ctx))
+        values = [self.inherited_init(value) for value in self.ev.force(self.ev.ev(func, ctx))]
         libraries = [value for value in values if isinstance(value, Ext)]
         if not values or len(libraries) != len(values):
             return frozenset()
