@@ -225,6 +225,7 @@ class FileSites:
     classes: tuple[ClassInfo, ...] = ()
     has_guard_helper: bool = False
     fits: tuple[FitCall, ...] = ()
+    candidates: tuple[Span, ...] = ()  # calls whose callee only the project evaluator can name
 
 
 class LightningPath(str, Enum):

@@ -23,8 +23,15 @@ from amp_clipfix.models import FileSites, Site
 DEEPEST = 20_000  # Python-level recursion only (3.11 keeps no C frames for it)
 
 
-def collect_sites(path: Path, text: str, tree: ast.Module | None = None) -> FileSites:
-    """Collect the sites of one module (`tree` is `ast.parse(text)` when already at hand)."""
+def collect_sites(
+    path: Path,
+    text: str,
+    tree: ast.Module | None = None,
+    callees: dict[tuple[int, int], frozenset[str]] | None = None,
+) -> FileSites:
+    """Collect the sites of one module (`tree` is `ast.parse(text)` when already at hand);
+    `callees` are the qualified names the project evaluator gave the callees of candidate calls
+    (line, column), which the file's imports do not name."""
     if tree is None:
         tree = ast.parse(text)
     source = SourceText(text, tree)
@@ -32,6 +39,8 @@ def collect_sites(path: Path, text: str, tree: ast.Module | None = None) -> File
     sys.setrecursionlimit(max(limit, DEEPEST))  # the visitor recurses once per nesting level
     try:
         collector = SiteCollector(path, source, tree)
+        collector.callees = callees or {}
+        collector.candidates = []
         collector.visit(tree)
     finally:
         sys.setrecursionlimit(limit)
@@ -44,6 +53,7 @@ def collect_sites(path: Path, text: str, tree: ast.Module | None = None) -> File
         sites=tuple(sites),
         classes=tuple(collector.classes),
         has_guard_helper=collector.has_guard_helper,
+        candidates=tuple(collector.candidates),
     )
 
 

@@ -43,8 +43,18 @@ def is_hook_clip_argument(value: ast.expr | None, function: ast.AST | None) -> b
     return value.id in {parameter.arg for parameter in parameters}
 
 
+# A call whose callee the file's imports do not name is a candidate for the project evaluator
+# (resolve_callees.py) when it passes one of these (what makes a site of a Fabric, Trainer or
+# fusable optimizer call), or a mixed precision literal first (a precision plugin's).
+CANDIDATE_KEYWORDS = frozenset({"precision", "gradient_clip_val", "fused"})
+
+
 class CallCollector(CollectorBase):
-    """The visit of a call: the sites it makes, by the qualified name of what it calls."""
+    """The visit of a call: the sites it makes, by the qualified name of what it calls (through
+    the file's imports, or, for a candidate, the value the project evaluator gave its callee)."""
+
+    callees: dict[tuple[int, int], frozenset[str]] = {}  # (line, column) -> the callee's value
+    candidates: list  # the spans of calls whose callee the imports do not name
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -56,6 +66,8 @@ class CallCollector(CollectorBase):
 
     def collect_call(self, node: ast.Call) -> None:
         qualified = self.qualified_names(node.func)
+        if not any(name in names.LIBRARY for name in qualified):
+            qualified = set(self.callee_of(node) or qualified)
         if qualified & names.FABRIC_CLASSES:
             self.entry_calls.append(self.entry_of(node))
             self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)
@@ -84,6 +96,25 @@ class CallCollector(CollectorBase):
             and self.class_stack
         ):
             self.collect_super_clipping(node)
+
+    def callee_of(self, call: ast.Call) -> frozenset[str] | None:
+        """What the evaluator said the callee of a candidate call is; a call passing a keyword
+        that makes a site is written down as a candidate for it (syntax only)."""
+        if not any(keyword.arg in CANDIDATE_KEYWORDS for keyword in call.keywords) and not (
+            call.args and self.is_mixed_literal(call.args[0])
+        ):
+            return None
+        span = self.span(call)
+        known = self.callees.get((span.line, span.column))
+        if known is None:
+            self.candidates.append(span)
+        return known
+
+    def is_mixed_literal(self, node: ast.expr) -> bool:
+        """A mixed precision written first (`MixedPrecision("16-mixed", "cuda")`): a plugin
+        call, when its callee's value is a plugin class."""
+        value = literal_value(node, self.source) if isinstance(node, ast.Constant) else None
+        return value is not None and names.is_mixed_precision(value)
 
     def collect_entry_point(
         self, call: ast.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
@@ -154,7 +185,9 @@ class CallCollector(CollectorBase):
         value = literal_value(precision, self.source)
         code = self.code(precision, is_sole_argument(call, precision))
         detail = f"{self.code(call.func)}({code}, ...)"
+        span = self.span(call)
         qualified = self.qualified_names(call.func)
+        qualified |= self.callees.get((span.line, span.column), frozenset())
         sharded = bool(qualified & names.SHARDED_PLUGINS)
         sharding = Sharding.SHARDED if sharded else None
         if value is None:

@@ -25,6 +25,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
+from amp_clipfix.analysis.resolve_callees import CalleeSearch
 from amp_clipfix.analysis.resolve_optimizers import OptimizerSearch
 from amp_clipfix.analysis.resolve_trainers import TrainerSearch
 from amp_clipfix.analysis.summary import Summary, summarise
@@ -33,7 +34,7 @@ from amp_clipfix.models import ConfigModel, FileSites, Site, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
 
-class Resolution(OptimizerSearch, TrainerSearch):
+class Resolution(CalleeSearch, OptimizerSearch, TrainerSearch):
     """The searches of one resolution over one project's files, run in a fixed order."""
 
     # -- the three searches --------------------------------------------------------------------
@@ -41,6 +42,7 @@ class Resolution(OptimizerSearch, TrainerSearch):
     def run(self, trial: bool = False) -> Found:
         """All searches; a trial (which only tells which Trainer files to read) needs the
         fused optimizers and the fits of their classes alone."""
+        self.identify_callees()
         self.settle_strategies()
         if not trial:
             self.plugin_entries()
