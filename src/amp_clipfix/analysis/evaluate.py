@@ -18,6 +18,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
+from amp_clipfix.analysis.dict_stores import dict_method_entries, item_receivers
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
     MAX_VALUES,
@@ -311,20 +312,25 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
             self.locals_cache[key] = found
         return self.locals_cache[key]
 
-    def item_statements(self, scope: ast.AST) -> list[tuple[ast.stmt, bool]]:
-        """The assignments and expression statements of a scope (what with_item_assignments
-        reads), each with whether it runs on every path (a statement of the scope's own body,
-        not under a condition or in a loop), picked once per scope: a name is looked up there
-        at every use."""
+    def item_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:
+        """The statements of a scope that may store into the dict `name` holds (what
+        with_item_assignments reads: `name[...] = v`, `name.update(...)`, ...), each with
+        whether it runs on every path (a statement of the scope's own body, not under a
+        condition or in a loop); indexed once per scope by the name they store through, since a
+        name is looked up there at every use (a module of thousands of statements)."""
         key = id(scope)
         if key not in self.item_cache:
             nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
             body = getattr(scope, "body", None)
             always = {id(node) for node in body} if isinstance(body, list) else set()
-            self.item_cache[key] = [
-                (n, id(n) in always) for n in nodes if isinstance(n, (ast.Assign, ast.Expr))
-            ]
-        return self.item_cache[key]
+            index: dict[str, list[tuple[ast.stmt, bool]]] = {}
+            for node in nodes:
+                if not isinstance(node, (ast.Assign, ast.Expr)):
+                    continue
+                for stored in item_receivers(node):
+                    index.setdefault(stored, []).append((node, id(node) in always))
+            self.item_cache[key] = index
+        return self.item_cache[key].get(name, [])
 
     def with_item_assignments(
         self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
@@ -334,7 +340,7 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         `kwargs.setdefault("fused", True)` adds one of its possible values. On a dict not known
         here (a `**kwargs` no caller fills) they make an open dict."""
         added, joined, defaults = DictV(), DictV(), DictV()
-        for statement, always in self.item_statements(scope):
+        for statement, always in self.item_statements(scope, name):
             into = added if always else joined
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
@@ -468,32 +474,3 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
             if isinstance(node, ast.Return) and node.value is not None:
                 values.extend(self.ev(node.value, inner))
         return values or [Opaque(call, ctx.summary)]
-
-
-def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defaults: DictV) -> None:
-    """`name.update(key=v)` / `name.update({"key": v})` set entries; `name.setdefault("key",
-    v)` may set one (the dict may hold the key already)."""
-    if not (
-        isinstance(call, ast.Call)
-        and isinstance(call.func, ast.Attribute)
-        and isinstance(call.func.value, ast.Name)
-        and call.func.value.id == name
-    ):
-        return
-    if call.func.attr == "setdefault" and len(call.args) == 2:
-        key = literal_of(call.args[0])
-        if isinstance(key, str):
-            defaults.entries.setdefault(key, []).append(Thunk(call.args[1], ctx))
-    elif call.func.attr == "update":
-        pairs: list[tuple[str | None, ast.expr]] = [
-            (keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg
-        ]
-        if call.args and isinstance(call.args[0], ast.Dict):
-            pairs += [
-                (literal_of(key), value)
-                for key, value in zip(call.args[0].keys, call.args[0].values)
-                if key is not None
-            ]
-        for name_key, value in pairs:
-            if isinstance(name_key, str):
-                added.entries.setdefault(name_key, []).append(Thunk(value, ctx))

@@ -105,7 +105,7 @@ class EvaluatorBase:
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
-        self.item_cache: dict[int, list[tuple[ast.stmt, bool]]] = {}  # item_statements, by scope
+        self.item_cache: dict[int, dict[str, list[tuple[ast.stmt, bool]]]] = {}  # item_statements
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}

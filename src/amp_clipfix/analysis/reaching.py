@@ -11,6 +11,7 @@ a `try` whose body may have bound it, another scope's `global` / `nonlocal`).
 from __future__ import annotations
 
 import ast
+import functools
 
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.shapes import bound_names, contains
@@ -150,8 +151,16 @@ def plain_value(statement: ast.stmt, name: str) -> ast.expr | None:
 
 def declared_elsewhere(scope: ast.AST, name: str) -> bool:
     """A function inside `scope` that rebinds the name through `global` / `nonlocal`."""
-    return any(
-        isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+    return name in declared_names(scope)
+
+
+@functools.lru_cache(maxsize=64)
+def declared_names(scope: ast.AST) -> frozenset[str]:
+    """The names `global` / `nonlocal` statements inside `scope` declare: one walk per scope,
+    not one per fit call (a module of thousands of statements has many)."""
+    return frozenset(
+        declared
         for node in walk(scope)
-        if node is not scope
+        if node is not scope and isinstance(node, (ast.Global, ast.Nonlocal))
+        for declared in node.names
     )
