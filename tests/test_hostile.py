@@ -689,3 +689,24 @@ def test_a_helper_module_that_cannot_be_read_gives_each_importer_its_error(
         "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers",
     ]
     assert snapshot(helper_project) == before
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_what_python_says_compiling_the_users_code_is_not_printed(project: Path, jobs: str) -> None:
+    """An invalid escape in the user's code makes Python's compiler warn (a SyntaxWarning from
+    3.12, a DeprecationWarning before, which `-W default` shows): as `<unknown>:3: ...`, with
+    no file, amid the report. The tool parses that code, it does not run it: nothing of it."""
+    source = 'import re\nimport torch\nPATTERN = re.compile("\\d+")\n'
+    for index in range(3):  # more than one file: -j 2 parses in a pool
+        source += f"opt{index} = torch.optim.AdamW([], fused=True)\n"
+        (project / f"train{index}.py").write_text(source)
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-m", "amp_clipfix", "check", "--no-cache", "-j", jobs],
+        capture_output=True,
+        cwd=project,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"escape" not in result.stderr + result.stdout
+    assert result.stdout.startswith(b"0 findings"), result.stdout

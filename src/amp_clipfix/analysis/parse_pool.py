@@ -76,8 +76,12 @@ def leave_interrupts_to_parent() -> None:
     """A parsing process ignores Ctrl-C (the terminal sends it to the whole process group):
     the command ends the run and says so once, without a traceback from each worker."""
     import signal
+    import warnings
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Nor does it print what Python says compiling the user's code (replay.quiet_compile_warnings)
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape")
 
 
 def parse_isolated(path: Path, data: bytes) -> Outcome:
