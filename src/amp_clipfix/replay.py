@@ -280,23 +280,11 @@ class Captured:
 def main() -> None:
     """The `amp-clipfix` command: a replay when one holds, else the command line (quick.py,
     which hands what it does not read itself to cli.py)."""
-    quiet_compile_warnings()
     try:
         _main()
     except SystemExit as end:
         _end_now(end)
         raise
-
-
-def quiet_compile_warnings() -> None:
-    """The user's code is parsed, never run: what Python says while compiling it (an invalid
-    escape `"\\d"`: a SyntaxWarning from Python 3.12, a DeprecationWarning before, printed as
-    `<unknown>:4: ...` with no file) is not the tool's output. `warnings` is loaded with the
-    interpreter: free here. The parsing processes do the same (parse_pool)."""
-    import warnings
-
-    warnings.filterwarnings("ignore", category=SyntaxWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape")
 
 
 def _end_now(end: SystemExit) -> None:

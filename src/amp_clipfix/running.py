@@ -35,6 +35,7 @@ from amp_clipfix.reporting import (
     wants_project_table,
 )
 from amp_clipfix.settings import Selection, project_keep
+from amp_clipfix.sources.python import ignore_compile_warnings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells and git report for Ctrl-C
@@ -49,11 +50,17 @@ def execute(
     garbage collector: the run's syntax trees, summaries and values live to its end and hold
     few cycles, and each collection walked the new ones again (10-20% of the CPU of a search
     over the Lightning repository or of a 5 MB module, for up to 8% more memory). It collects
-    again once the run is over (a test runs many in one process)."""
+    again once the run is over (a test runs many in one process). What Python's compiler says
+    about the user's code is not printed (sources.python.ignore_compile_warnings), for the run
+    only."""
+    import warnings
+
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return execute_run(settings, fix, stdin_data, walk_with)
+        with warnings.catch_warnings():
+            ignore_compile_warnings()
+            return execute_run(settings, fix, stdin_data, walk_with)
     finally:
         if collecting:
             gc.enable()

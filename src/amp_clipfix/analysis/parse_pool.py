@@ -12,6 +12,7 @@ from amp_clipfix.analysis.collection import Collection
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError
+from amp_clipfix.sources.python import ignore_compile_warnings
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.read import ReadFile
@@ -76,12 +77,9 @@ def leave_interrupts_to_parent() -> None:
     """A parsing process ignores Ctrl-C (the terminal sends it to the whole process group):
     the command ends the run and says so once, without a traceback from each worker."""
     import signal
-    import warnings
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Nor does it print what Python says compiling the user's code (replay.quiet_compile_warnings)
-    warnings.filterwarnings("ignore", category=SyntaxWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape")
+    ignore_compile_warnings()  # nor does it print what Python says compiling the user's code
 
 
 def parse_isolated(path: Path, data: bytes) -> Outcome:

@@ -76,6 +76,17 @@ def check_nesting(text: str) -> None:
         raise SourceError(f"cannot parse: {problem}")
 
 
+def ignore_compile_warnings() -> None:
+    """The user's code is parsed, never run: what Python says while compiling it (an invalid
+    escape `"\\d"`: a SyntaxWarning from Python 3.12, a DeprecationWarning before, printed as
+    `<unknown>:4: ...` with no file) is not the tool's output. Set for a run by
+    running.execute, and in each parsing process (parse_pool)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning, message="invalid escape")
+
+
 def nesting_problem(text: str) -> str | None:
     import ast  # here: only a file that is parsed or fixed needs it
 
