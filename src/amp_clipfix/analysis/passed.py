@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, EvaluatorBase, Given, Thunk
 from amp_clipfix.analysis.shapes import all_params, is_method
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.summary import Summary, called_name
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, FabricV, Fn, Opaque, Part, TupleV
 
 # Project functions a callable may pass through (received, handed on) before one calls it.
@@ -74,7 +74,7 @@ class PassedCalls(EvaluatorBase):
         if key not in self.passing_index:
             index: dict[str, list[ast.Call]] = {}
             for call in summary.walked_calls():
-                for name in sorted({n for arg in arguments(call) if (n := last_name(arg))}):
+                for name in sorted({n for arg in arguments(call) if (n := called_name(arg))}):
                     index.setdefault(name, []).append(call)
             self.passing_index[key] = index
         return self.passing_index[key]
@@ -141,7 +141,7 @@ class PassedCalls(EvaluatorBase):
             targets = parent.targets
         elif isinstance(parent, ast.AnnAssign) and parent.value is made:
             targets = [parent.target]
-        stored = frozenset(name for target in targets if (name := last_name(target)))
+        stored = frozenset(name for target in targets if (name := called_name(target)))
         found: list[tuple[ast.Call, Ctx]] = []
         for name in sorted(stored):
             for call in summary.calls(name):
@@ -164,7 +164,7 @@ class PassedCalls(EvaluatorBase):
         """Whether an argument is the function (by its value; the name only chooses which
         arguments to evaluate; a call, `partial(fn, a)`, is asked by its value alone)."""
         return (
-            (last_name(arg) in accepted or isinstance(arg, ast.Call))
+            (called_name(arg) in accepted or isinstance(arg, ast.Call))
             and not self.through_parameter(arg, caller)
             and self.is_callable(self.ev(arg, caller), function, cls)
         )
@@ -369,12 +369,3 @@ def wanted_name(function: ast.AST, cls: ast.ClassDef | None) -> str:
 def arguments(call: ast.Call) -> list[ast.expr]:
     """A call's argument expressions, positional and keyword (a `*x` / `**x` as written)."""
     return [*call.args, *(keyword.value for keyword in call.keywords)]
-
-
-def last_name(expr: ast.expr) -> str | None:
-    """The name an argument ends with: `fn` for `fn`, `train` for `self.train`."""
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return None

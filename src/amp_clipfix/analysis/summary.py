@@ -22,7 +22,8 @@ STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
 
 
 def called_name(func: ast.expr) -> str | None:
-    """The name a call is indexed under: `f(...)` and `x.f(...)` -> "f"."""
+    """The name an expression ends with: `f` and `x.f` -> "f" (what a call is indexed under,
+    and the name a function passed as a value, `fn` or `self.train`, is written with)."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):
