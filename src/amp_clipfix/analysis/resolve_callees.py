@@ -18,13 +18,13 @@ from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.collect_walk import FUNCTIONS
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.resolve_base import ResolutionBase
 from amp_clipfix.analysis.values import ClsV, Ext
 
 ENTRY_KINDS = (names.Kind.TRAINER, names.Kind.FABRIC)
 CONSTRUCTORS = ("__init__", "__new__")
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class CalleeSearch(ResolutionBase):
