@@ -240,8 +240,8 @@ def module_ways(
             continue
         owned = [site for site in sites if owns(key, site)]
         optimizers = of_kind(owned, SiteKind.FUSED_OPTIMIZER)
-        if not optimizers:
-            continue
+        if not optimizers or all(fixed_in(site, unscaled) for site in optimizers):
+            continue  # none, or each is built by classes the fix gave its override (a base)
         module_clips = of_kind(owned, SiteKind.MODULE_CLIP)
         # Every Trainer that fits the class runs an override put there, failing or not.
         fitting = most_cautious(
@@ -273,10 +273,23 @@ def class_key(info: ClassInfo) -> UseId:
     return UseId(info.path, info.name)
 
 
+def owner_key(site: Site) -> UseId | None:
+    return None if site.owner is None else UseId(site.path, site.owner)
+
+
+def fixed_in(site: Site, unscaled: set[UseId]) -> bool:
+    """The classes whose methods build an optimizer site (where the unscale fix puts its
+    override: the class around it, or those calling the function that builds it) all have the
+    fix's override, which their subclasses inherit."""
+    owner = owner_key(site)
+    homes = {owner} if owner is not None else {UseId(h.path, h.name) for h in site.built_in}
+    return bool(homes) and homes <= unscaled
+
+
 def owns(key: UseId, site: Site) -> bool:
     """A module class owns the sites of its own methods and those its users name (a factory's
     literal, a mixin's optimizer, an `__init__` default)."""
-    return key in site.users or (site.owner is not None and UseId(site.path, site.owner) == key)
+    return key in site.users or owner_key(site) == key
 
 
 def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[UseId]:
