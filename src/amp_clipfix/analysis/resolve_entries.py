@@ -155,17 +155,31 @@ class EntrySearch(RefineSites):
     def call_sharding(self, call: ast.Call | None, summary: Summary | None) -> Sharding:
         """Whether the strategy of a `Fabric(...)` / `Trainer(...)` call shards the model: the
         values its `strategy=` may take (a registered name, one of Lightning's strategy
-        classes); anything else, a choice between sharded and plain ones, or a `**spread` that
-        may pass one, is decided at run time."""
+        classes), also through a `**spread` of a dict the code shows whole (one without the
+        key keeps the default, which never shards); anything else, a choice between sharded
+        and plain ones, or a spread that may hold a strategy the code does not show, is
+        decided at run time."""
         if call is None or summary is None:
             return Sharding.NONE  # a subclass's super().__init__: not read here
-        strategy = next((k.value for k in call.keywords if k.arg == "strategy"), None)
-        if strategy is None:
-            spreads = any(keyword.arg is None for keyword in call.keywords)
-            return Sharding.UNKNOWN if spreads else Sharding.NONE
         ctx = self.ev.ctx_of(summary, call)
         states: set[bool | None] = set()
-        for value in self.ev.force(self.ev.ev(strategy, ctx)):
+        strategy = next((k.value for k in call.keywords if k.arg == "strategy"), None)
+        if strategy is not None:
+            values = self.ev.force(self.ev.ev(strategy, ctx))
+        else:
+            values = []
+            spreads = [k.value for k in call.keywords if k.arg is None]
+            if not spreads:
+                return Sharding.NONE
+            for spread in spreads:
+                for value in self.ev.force(self.ev.ev(spread, ctx)):
+                    if not isinstance(value, DictV) or not value.closed:
+                        return Sharding.UNKNOWN
+                    if "strategy" in value.entries:
+                        values.extend(self.ev.force(value.entries["strategy"]))
+                    else:
+                        states.add(False)
+        for value in values:
             if isinstance(value, Lit):
                 states.add(names.strategy_name_shards(value.value))
             elif isinstance(value, Opaque) and isinstance(value.node, ast.Call):
