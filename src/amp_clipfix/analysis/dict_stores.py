@@ -6,9 +6,63 @@ from __future__ import annotations
 
 import ast
 
-from amp_clipfix.analysis.frame import Ctx, Thunk
-from amp_clipfix.analysis.shapes import literal_of
-from amp_clipfix.analysis.values import DictV
+from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
+from amp_clipfix.analysis.shapes import all_params, bound_names, literal_of
+from amp_clipfix.analysis.values import DictV, Opaque
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+Stores = dict[str, list[tuple[ast.stmt, bool]]]
+
+
+def item_stores(scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Stores:
+    """The statements of a scope's own code (every block of it, not the functions or classes
+    defined in it) that may store into the dict a name holds, by that name, in source order,
+    each with whether it runs whenever the name is bound: its block is the block of every
+    binding of the name in the scope or a block around it (a parameter is bound in the
+    scope's body). A store under a condition, in a loop or a `try` that the binding is not
+    in may not run; one beside its binding in `if __name__ == "__main__":` does. A lambda
+    has no statements."""
+    if not isinstance(scope.body, list):
+        return {}
+    body = scope.body
+    bindings: dict[str, list[tuple[int, ...]]] = {}  # name -> the block chains that bind it
+    if not isinstance(scope, ast.Module):
+        for param in all_params(scope.args):
+            bindings.setdefault(param.arg, []).append((id(body),))
+    stores: list[tuple[str, ast.stmt, tuple[int, ...]]] = []
+    todo: list[tuple[list[ast.stmt], tuple[int, ...]]] = [(body, (id(body),))]
+    while todo:
+        block, chain = todo.pop()
+        for statement in block:
+            for name in statement_binds(statement):
+                bindings.setdefault(name, []).append(chain)
+            stores.extend((name, statement, chain) for name in sorted(item_receivers(statement)))
+            if not isinstance(statement, SCOPES):
+                todo.extend((inner, (*chain, id(inner))) for inner in blocks_of(statement))
+    stores.sort(key=lambda store: (store[1].lineno, store[1].col_offset))
+    index: Stores = {}
+    for name, statement, chain in stores:
+        always = all(chain[-1] in bound for bound in bindings.get(name, [(id(body),)]))
+        index.setdefault(name, []).append((statement, always))
+    return index
+
+
+def statement_binds(statement: ast.stmt) -> list[str]:
+    """The names a statement binds in its scope (a `with` binds its items' targets)."""
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        return [name for item in statement.items for name in bound_names(item)]
+    return bound_names(statement)
+
+
+def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
+    found = [
+        block
+        for field in ("body", "orelse", "finalbody")
+        if isinstance(block := getattr(statement, field, None), list) and block
+    ]
+    clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
+    return [*found, *(clause.body for clause in clauses)]
 
 
 def item_receivers(statement: ast.AST) -> set[str]:
@@ -57,3 +111,87 @@ def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defau
         for name_key, value in pairs:
             if isinstance(name_key, str):
                 added.entries.setdefault(name_key, []).append(Thunk(value, ctx))
+
+
+class DictStores(EvaluatorBase):
+    """What the statements that store into a dict do to the values of the name holding it."""
+
+    def item_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:
+        """The statements of a scope that may store into the dict `name` holds (what
+        with_item_assignments reads), each with whether it runs whenever the name is bound
+        (dict_stores.item_stores); indexed once per scope, since a name is looked up there at
+        every use (a module of thousands of statements)."""
+        key = id(scope)
+        if key not in self.item_cache:
+            self.item_cache[key] = item_stores(scope)  # type: ignore[arg-type]
+        return self.item_cache[key].get(name, [])
+
+    def with_item_assignments(
+        self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
+    ) -> list[object]:
+        """`kwargs["fused"] = True` and `kwargs.update(fused=True)` set an entry of the dict
+        `kwargs` holds (where they may not run: one more value it may have, and a key the dict
+        did not hold may stay absent, decided at run time); `kwargs.setdefault("fused", True)`
+        adds one of its possible values. On a dict not known here (a `**kwargs` no caller
+        fills) they make an open dict."""
+        added, joined, defaults = DictV(), DictV(), DictV()
+        maybe: dict[str, ast.stmt] = {}  # keys set where the store may not run
+        for statement, always in self.item_statements(scope, name):
+            into = added if always else joined
+            if isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == name
+                        and isinstance(literal_of(target.slice), str)
+                    ):
+                        key = literal_of(target.slice)
+                        into.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
+            elif isinstance(statement, ast.Expr):
+                before = set(defaults.entries)
+                dict_method_entries(statement.value, name, ctx, into, defaults)
+                if not always:
+                    maybe.update(dict.fromkeys(set(defaults.entries) - before, statement))
+            if not always:
+                maybe.update(dict.fromkeys(set(joined.entries) - set(maybe), statement))
+        for key, items in joined.entries.items():
+            defaults.entries[key] = [*defaults.entries.get(key, []), *items]
+        if not added.entries and not defaults.entries:
+            return values
+        if not any(isinstance(value, DictV) for value in values):
+            return [*values, DictV({**defaults.entries, **added.entries}, closed=False)]
+        return [
+            DictV(
+                {
+                    **value.entries,
+                    **{  # a key the dict surely holds keeps its value
+                        key: [
+                            *value.entries.get(key, []),
+                            *items,
+                            *self.absent(value, key, maybe.get(key), added, ctx),
+                        ]
+                        for key, items in defaults.entries.items()
+                        if not (value.closed and key in value.entries and key not in joined.entries)
+                    },
+                    **{  # set on every path, then maybe set again on some
+                        key: [*items, *joined.entries.get(key, [])]
+                        for key, items in added.entries.items()
+                    },
+                },
+                value.closed,
+            )
+            if isinstance(value, DictV)
+            else value
+            for value in values
+        ]
+
+    @staticmethod
+    def absent(
+        value: DictV, key: str, store: ast.stmt | None, added: DictV, ctx: Ctx
+    ) -> list[object]:
+        """A key that a closed dict does not hold and only a store that may not run sets: the
+        dict may lack it, and whether it does is decided at run time (at that store)."""
+        if store is None or not value.closed or key in value.entries or key in added.entries:
+            return []
+        return [Opaque(store, ctx.summary)]

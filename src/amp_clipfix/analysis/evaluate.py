@@ -18,7 +18,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
-from amp_clipfix.analysis.dict_stores import dict_method_entries, item_receivers
+from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
     MAX_VALUES,
@@ -33,9 +33,11 @@ from amp_clipfix.analysis.shapes import (
     all_params,
     bound_names,
     contains,
+    declared_global,
     first_param,
     forwards_kwargs,
     function_body_nodes,
+    global_rebinds,
     is_method,
     literal_of,
     super_init_call,
@@ -74,7 +76,7 @@ __all__ = [
 ]
 
 
-class Evaluator(CallerIndex, ClassModel, LibraryModel):
+class Evaluator(CallerIndex, ClassModel, DictStores, LibraryModel):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
     # -- modules -------------------------------------------------------------------------------
@@ -135,8 +137,17 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
 
     def module_symbol(self, summary: Summary, name: str, node: ast.AST) -> list[object]:
         ctx = self.ctx(summary, None, None)
+        rebound = [  # by a function that declares it `global` (not the binding being read)
+            v
+            for binding in self.rebinds(summary).get(name, [])
+            if not contains(binding, node)
+            for v in self.binding(binding, name, self.ctx_of(summary, binding))
+        ]
         if name in summary.top:
-            return [v for binding in summary.top[name] for v in self.binding(binding, name, ctx)]
+            values = [v for binding in summary.top[name] for v in self.binding(binding, name, ctx)]
+            return values + rebound
+        if rebound:
+            return rebound
         if name in summary.imports:
             return self.resolve_qname(summary.imports[name], node, summary)
         if summary.is_package:
@@ -271,6 +282,8 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         name = node.id
         function = ctx.func
         while function is not None:
+            if name in self.globals_declared(function):
+                break  # `global name`: the module's, whatever the functions around it bind
             params = all_params(function.args)  # type: ignore[attr-defined]
             is_param = any(param.arg == name for param in params)
             # Flow-insensitive: a parameter also holds what the body assigns to it, except in
@@ -287,7 +300,8 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
                 return self.with_item_assignments(values, function, name, fctx)
             function, _ = ctx.summary.enclosing(function)
             ctx = self.ctx_of(ctx.summary, function) if function is not None else ctx
-        if name in ctx.summary.top or name in ctx.summary.imports:
+        summary = ctx.summary
+        if name in summary.top or name in summary.imports or name in self.rebinds(summary):
             values = self.module_symbol(ctx.summary, name, node)
             return self.with_item_assignments(values, ctx.summary.tree, name, ctx)
         if name in BUILTINS:
@@ -303,83 +317,30 @@ class Evaluator(CallerIndex, ClassModel, LibraryModel):
         return self.body_cache[key]
 
     def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
+        """The function's own bindings by name; a name it declares `global` is not its own."""
         key = id(function)
         if key not in self.locals_cache:
             found: dict[str, list[ast.AST]] = {}
+            declared = self.globals_declared(function)
             for node in self.body(function):
                 for name in bound_names(node):
-                    found.setdefault(name, []).append(node)
+                    if name not in declared:
+                        found.setdefault(name, []).append(node)
             self.locals_cache[key] = found
         return self.locals_cache[key]
 
-    def item_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:
-        """The statements of a scope that may store into the dict `name` holds (what
-        with_item_assignments reads: `name[...] = v`, `name.update(...)`, ...), each with
-        whether it runs on every path (a statement of the scope's own body, not under a
-        condition or in a loop); indexed once per scope by the name they store through, since a
-        name is looked up there at every use (a module of thousands of statements)."""
-        key = id(scope)
-        if key not in self.item_cache:
-            nodes = self.body(scope) if not isinstance(scope, ast.Module) else scope.body
-            body = getattr(scope, "body", None)
-            always = {id(node) for node in body} if isinstance(body, list) else set()
-            index: dict[str, list[tuple[ast.stmt, bool]]] = {}
-            for node in nodes:
-                if not isinstance(node, (ast.Assign, ast.Expr)):
-                    continue
-                for stored in item_receivers(node):
-                    index.setdefault(stored, []).append((node, id(node) in always))
-            self.item_cache[key] = index
-        return self.item_cache[key].get(name, [])
+    def globals_declared(self, function: ast.AST) -> frozenset[str]:
+        key = id(function)
+        if key not in self.globals_cache:
+            self.globals_cache[key] = declared_global(self.body(function))
+        return self.globals_cache[key]
 
-    def with_item_assignments(
-        self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
-    ) -> list[object]:
-        """`kwargs["fused"] = True` and `kwargs.update(fused=True)` set an entry of the dict
-        `kwargs` holds (under a condition or in a loop: one more value it may have);
-        `kwargs.setdefault("fused", True)` adds one of its possible values. On a dict not known
-        here (a `**kwargs` no caller fills) they make an open dict."""
-        added, joined, defaults = DictV(), DictV(), DictV()
-        for statement, always in self.item_statements(scope, name):
-            into = added if always else joined
-            if isinstance(statement, ast.Assign):
-                for target in statement.targets:
-                    if (
-                        isinstance(target, ast.Subscript)
-                        and isinstance(target.value, ast.Name)
-                        and target.value.id == name
-                        and isinstance(literal_of(target.slice), str)
-                    ):
-                        key = literal_of(target.slice)
-                        into.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
-            elif isinstance(statement, ast.Expr):
-                dict_method_entries(statement.value, name, ctx, into, defaults)
-        for key, items in joined.entries.items():
-            defaults.entries[key] = [*defaults.entries.get(key, []), *items]
-        if not added.entries and not defaults.entries:
-            return values
-        if not any(isinstance(value, DictV) for value in values):
-            return [*values, DictV({**defaults.entries, **added.entries}, closed=False)]
-        return [
-            DictV(
-                {
-                    **value.entries,
-                    **{  # a key the dict surely holds keeps its value
-                        key: [*value.entries.get(key, []), *items]
-                        for key, items in defaults.entries.items()
-                        if not (value.closed and key in value.entries and key not in joined.entries)
-                    },
-                    **{  # set on every path, then maybe set again on some
-                        key: [*items, *joined.entries.get(key, [])]
-                        for key, items in added.entries.items()
-                    },
-                },
-                value.closed,
-            )
-            if isinstance(value, DictV)
-            else value
-            for value in values
-        ]
+    def rebinds(self, summary: Summary) -> dict[str, list[ast.AST]]:
+        """shapes.global_rebinds, once per module."""
+        key = id(summary)
+        if key not in self.rebinds_cache:
+            self.rebinds_cache[key] = global_rebinds(summary)
+        return self.rebinds_cache[key]
 
     def binding(self, binding: ast.AST, name: str, ctx: Ctx) -> list[object]:
         if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -106,6 +106,8 @@ class EvaluatorBase:
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         self.item_cache: dict[int, dict[str, list[tuple[ast.stmt, bool]]]] = {}  # item_statements
+        self.globals_cache: dict[int, frozenset[str]] = {}  # names a function declares global
+        self.rebinds_cache: dict[int, dict[str, list[ast.AST]]] = {}  # shapes.global_rebinds
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}

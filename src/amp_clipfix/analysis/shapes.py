@@ -144,3 +144,31 @@ def attribute_targets(target: ast.expr, path: tuple[int, ...] = ()):  # noqa: AN
     elif isinstance(target, (ast.Tuple, ast.List)):
         for index, element in enumerate(target.elts):
             yield from attribute_targets(element, (*path, index))
+
+
+def declared_global(body: Iterable[ast.AST]) -> frozenset[str]:
+    """The names a function's own body declares `global` (`body`: function_body_nodes)."""
+    return frozenset(name for node in body if isinstance(node, ast.Global) for name in node.names)
+
+
+def global_rebinds(summary: Summary) -> dict[str, list[ast.AST]]:
+    """The statements that bind a module-level name inside a function that declares it
+    `global` (`global PRECISION` then `PRECISION = "16-mixed"`), by name, in source order:
+    values the module's name may hold besides its own bindings."""
+    found: dict[str, list[ast.AST]] = {}
+    functions: dict[int, ast.AST] = {}
+    for statement in summary.walked_statements():
+        if isinstance(statement, ast.Global):
+            function, _ = summary.enclosing(statement)
+            if function is not None:
+                functions.setdefault(id(function), function)
+    for function in functions.values():
+        nodes = list(function_body_nodes(function))
+        declared = declared_global(nodes)
+        for node in nodes:
+            for name in bound_names(node):
+                if name in declared:
+                    found.setdefault(name, []).append(node)
+    for bindings in found.values():
+        bindings.sort(key=lambda node: (node.lineno, node.col_offset))  # type: ignore[attr-defined]
+    return found
