@@ -8,7 +8,7 @@ import ast
 
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
 from amp_clipfix.analysis.shapes import all_params, bound_names, literal_of
-from amp_clipfix.analysis.values import DictV, Opaque
+from amp_clipfix.analysis.values import Absent, DictV
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 Stores = dict[str, list[tuple[ast.stmt, bool]]]
@@ -194,4 +194,4 @@ class DictStores(EvaluatorBase):
         dict may lack it, and whether it does is decided at run time (at that store)."""
         if store is None or not value.closed or key in value.entries or key in added.entries:
             return []
-        return [Opaque(store, ctx.summary)]
+        return [Absent(store, ctx.summary)]

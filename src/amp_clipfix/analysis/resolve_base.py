@@ -23,7 +23,7 @@ from amp_clipfix.analysis.relevance import (
     subclass_files,
 )
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import Lit, Opaque
+from amp_clipfix.analysis.values import Absent, Lit, Opaque
 from amp_clipfix.models import (
     Certainty,
     EntryId,
@@ -181,6 +181,8 @@ class ResolutionBase:
                 isinstance(value, Lit) and value.value != "True"
             ):
                 continue
+            if isinstance(value, Absent):
+                continue  # a dict that may lack the key: not decided (above), no site of its own
             source = self.source_text(value.summary.path)
             if source is None or not hasattr(value.node, "lineno"):
                 continue

@@ -31,6 +31,12 @@ class Opaque:
 
 
 @dataclass(eq=False)
+class Absent(Opaque):
+    """A dict's key that only a store which may not run sets (`node`): whether the dict holds
+    it is decided at run time; where it does not, the callee's default applies."""
+
+
+@dataclass(eq=False)
 class DictV:
     """A dict built in the code; `entries` map constant keys to their possible values."""
 
