@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.sources.prefilter import any_word, holds, json_may_contain, may_need_search
+from amp_clipfix.sources.prefilter import (
+    any_word,
+    holds,
+    json_may_contain,
+    may_configure_trainer,
+    may_need_search,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(
@@ -217,3 +223,22 @@ def test_words_looked_for_through_their_shared_pieces_are_found_as_any_finds_the
     word exactly when `any` over the words says so."""
     text = b"".join(pieces)
     assert any_word(SHARING)(text) == any(word in text for word in SHARING)
+
+
+@pytest.mark.parametrize(
+    ("text", "passes"),
+    [
+        (b"import lightning as L\nmake = L.Trainer\nmake(precision='16-mixed')\n", True),
+        (
+            b"class Run:\n    trainer_cls: type = pl.Trainer  # the class\n\n"
+            b"    def go(self):\n        self.trainer_cls(**self.cfg)\n",
+            True,
+        ),
+        (b"from lightning import Trainer as T\nT(max_epochs=1)\n", True),
+        (b"make = L.Trainer\nprint(make)\n", False),  # bound, never called
+        (b"make = L.Trainer()\nmake()\n", False),  # a Trainer call without arguments
+        (b"make = trainer_factory(L.Trainer)\nmake(precision=16)\n", False),
+    ],
+)
+def test_a_name_bound_to_a_trainer_class_is_read_as_a_trainer(text: bytes, passes: bool) -> None:
+    assert may_configure_trainer(text) is passes

@@ -100,9 +100,9 @@ class CallCollector(CollectorBase):
     def callee_of(self, call: ast.Call) -> frozenset[str] | None:
         """What the evaluator said the callee of a candidate call is; a call passing a keyword
         that makes a site is written down as a candidate for it (syntax only)."""
-        if not any(keyword.arg in CANDIDATE_KEYWORDS for keyword in call.keywords) and not (
-            call.args and self.is_mixed_literal(call.args[0])
-        ):
+        if not any(
+            keyword.arg is None or keyword.arg in CANDIDATE_KEYWORDS for keyword in call.keywords
+        ) and not (call.args and self.is_mixed_literal(call.args[0])):
             return None
         span = self.span(call)
         known = self.callees.get((span.line, span.column))

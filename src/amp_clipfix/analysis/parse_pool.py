@@ -126,7 +126,11 @@ def collect_outcome(
         return
     if parsed is not None and not cached:
         collection.parses.add(path)
-    if parsed is not None and (parsed.sites.sites or parsed.sites.classes or parsed.sites.fits):
+    if parsed is None:
+        return
+    # a call the imports do not name is kept for the resolution to name (resolve_callees.py)
+    read = parsed.sites
+    if read.sites or read.classes or read.fits or read.candidates:
         collection.parsed[path] = parsed
 
 

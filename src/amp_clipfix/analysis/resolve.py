@@ -57,6 +57,7 @@ class Resolution(CalleeSearch, OptimizerSearch, TrainerSearch):
         if not trial:
             self.cli_calls()
             self.settle_plugins()
+        self.keep_callee_sites()
         return self.found
 
 

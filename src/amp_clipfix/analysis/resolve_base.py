@@ -66,6 +66,8 @@ class ResolutionBase:
         self.found = Found({}, {}, set())
         # Only these files can hold a module class whose optimizer is fused (relevance.py).
         self.refined: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
+        # the sites the candidates' callees made (resolve_callees.py), kept at the end
+        self.callee_sites: set[tuple[Path, Span, SiteKind]] = set()
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
         self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
         self.sources: dict[Path, SourceText | None] = {}  # see source_text

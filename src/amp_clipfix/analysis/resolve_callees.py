@@ -53,9 +53,19 @@ class CalleeSearch(ResolutionBase):
             added = [
                 site for site in collected.sites if (site.kind, site.span, site.entry) not in old
             ]
-            for site in added:
-                self.add(site)
+            self.callee_sites.update((site.path, site.span, site.kind) for site in added)
             self.files[path] = replace(file, sites=(*file.sites, *added), candidates=())
+
+    def keep_callee_sites(self) -> None:
+        """The sites the candidates' callees made, as the searches left them in the files
+        (their strategies settled), unless a search replaced them: a `**spread`'s run-time
+        site gives way to the entries it was followed to, as it does for a call the imports
+        name."""
+        for _, file in sorted(self.files.items(), key=lambda item: str(item[0])):
+            for site in file.sites:
+                key = (site.path, site.span, site.kind)
+                if key in self.callee_sites and key not in self.found.drop:
+                    self.add(site)
 
     def inherited_init(self, value: object) -> object:
         """A project class that defines no `__init__` of its own below Lightning's Trainer or

@@ -29,6 +29,12 @@ TRAINER_CALLS = frozenset(
 )
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
 IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
+# `make = L.Trainer` / `trainer_cls: type = pl.Trainer` (also a class attribute): a name bound
+# to a dotted name, alone on its line, that is then called by the name.
+ASSIGNED_ALIAS = re.compile(
+    rb"^[ \t]*(?:self\.)?(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?(\w+)[ \t]*(?:#[^\n]*)?$",
+    re.MULTILINE,
+)
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
 # The words one of which a project must hold for a rule with its own search to look at it (each
 # rule names them in its own module, `Rule.needed_words`), kept here as well so that a run knows
@@ -176,7 +182,8 @@ def may_configure_trainer(data: bytes) -> bool:
 
 
 def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False) -> bool:
-    """Whether the text calls one of `wanted` or an import alias of one (`X as Y` ... `Y(`).
+    """Whether the text calls one of `wanted` or an alias of one: imported (`X as Y` ... `Y(`)
+    or bound to it (`Y = m.X` ... `Y(`, `self.Y(`).
 
     Read as text, not parsed: the reader parses each file that passes once, so parsing here
     too would double the cost of every file that matters; a look-alike only costs a parse."""
@@ -184,6 +191,9 @@ def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False)
     for match in IMPORT_ALIAS.finditer(data):
         if match.group(1).decode("ascii", "replace") in wanted:
             names.add(match.group(2).decode("ascii", "replace"))
+    for match in ASSIGNED_ALIAS.finditer(data):
+        if match.group(2).decode("ascii", "replace") in wanted:
+            names.add(match.group(1).decode("ascii", "replace"))
     alternatives = "|".join(re.escape(name) for name in sorted(names))
     arguments = r"\s*[^)\s]" if with_arguments else ""
     call = re.compile(rf"\b(?:{alternatives})\s*\({arguments}".encode("ascii"))
