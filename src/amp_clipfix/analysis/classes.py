@@ -41,7 +41,13 @@ class ClassModel(EvaluatorBase):
         if isinstance(value, SelfV):
             return self.instance_attribute(value.cls, attr, node, skip_own=value.is_super)
         if isinstance(value, Inst):
-            return self.instance_attribute(value.cls, attr, node)
+            found = self.instance_attribute(value.cls, attr, node)
+            field = self.field_values(value, attr)
+            if field is None:
+                return found
+            values, declared = field  # what the construction gives it, then its methods'
+            kept = (v for v in found if not isinstance(v, Opaque) or id(v.node) not in declared)
+            return [*values, *kept]
         if isinstance(value, ClsV):
             return self.instance_attribute(value, attr, node, bound=False)
         summary = getattr(value, "summary", None)

@@ -19,6 +19,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
 from amp_clipfix.analysis.dict_stores import DictStores
+from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
     MAX_VALUES,
@@ -76,7 +77,7 @@ __all__ = [
 ]
 
 
-class Evaluator(CallerIndex, ClassModel, DictStores, LibraryModel):
+class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
     # -- modules -------------------------------------------------------------------------------
@@ -413,7 +414,7 @@ class Evaluator(CallerIndex, ClassModel, DictStores, LibraryModel):
                 return [TrainerV(self.trainer_entry(callee) or ctx.summary.entry(call))]
             if self.derives_from(callee, names.FABRIC_CLASSES):
                 return [FabricV(None)]
-            return [Inst(callee, call)]
+            return [Inst(callee, call, ctx)]
         if isinstance(callee, Part):
             return self.call_partial(callee, call, ctx)
         if isinstance(callee, LambdaV):

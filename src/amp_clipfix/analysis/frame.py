@@ -12,7 +12,7 @@ from typing import Any
 
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, DictV, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque
 
 MAX_DEPTH = 6
 # Values one expression may hold before the run-time ones merge: flow-insensitive following
@@ -107,6 +107,10 @@ class EvaluatorBase:
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         self.item_cache: dict[int, dict[str, list[tuple[ast.stmt, bool]]]] = {}  # item_statements
         self.globals_cache: dict[int, frozenset[str]] = {}  # names a function declares global
+        # fields.py: a dataclass's fields by class, and whether code may set an attribute from
+        # outside its class, by the attribute's name
+        self.layouts: dict[int, tuple[dict[str, list[ast.AnnAssign]], int | None] | None] = {}
+        self.stored_outside: dict[str, bool] = {}
         self.rebinds_cache: dict[int, dict[str, list[ast.AST]]] = {}  # shapes.global_rebinds
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         # (also `Thread(target=fn, args=...)`: passed.py)
@@ -267,6 +271,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def attribute_of(self, value: object, attr: str, node: ast.AST) -> list[object]:
+        raise NotImplementedError
+
+    def field_values(self, inst: Inst, attr: str) -> tuple[list[object], set[int]] | None:
         raise NotImplementedError
 
     def mro(self, cls: ClsV) -> list[object]:

@@ -52,6 +52,7 @@ class Kind(Enum):
     INSTANTIATE = "hydra.utils.instantiate"  # builds `_target_` with the config's arguments
     ARGUMENT_PARSER = "argparse.ArgumentParser"  # `add_argument(..., default=...)`
     DATACLASS_FIELD = "dataclasses.field"  # `field(default=...)` in a dataclass body
+    DATACLASS = "dataclasses.dataclass"  # its fields are `__init__`'s (analysis/fields.py)
     ENVIRON_GET = "os.environ.get"  # `os.environ.get(name, default)`
 
 
@@ -343,6 +344,7 @@ register(Entry(Kind.SUPER), "builtins.super")
 register(Entry(Kind.INSTANTIATE), "hydra.utils.instantiate", "hydra.utils.call")
 register(Entry(Kind.ARGUMENT_PARSER), "argparse.ArgumentParser")
 register(Entry(Kind.DATACLASS_FIELD), "dataclasses.field")
+register(Entry(Kind.DATACLASS), "dataclasses.dataclass")
 register(Entry(Kind.ENVIRON_GET), "os.environ.get", "os.getenv")
 
 

@@ -91,10 +91,12 @@ class SelfV:
 
 @dataclass(eq=False)
 class Inst:
-    """An instance of a project class made by `call`."""
+    """An instance of a project class made by `call`, written in `ctx` (the evaluator's
+    context, where the call's arguments are read: analysis/fields.py)."""
 
     cls: ClsV
     call: ast.Call | None = None
+    ctx: object = None
 
 
 @dataclass(eq=False)
