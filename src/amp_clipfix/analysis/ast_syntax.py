@@ -10,8 +10,10 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from collections.abc import Iterable
 from pathlib import Path
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import Span
 from amp_clipfix.sources.text import LINE_BREAK, line_starts
@@ -223,6 +225,17 @@ def is_sole_argument(call: ast.Call, node: ast.AST) -> bool:
 
 def star_kwargs(call: ast.Call) -> list[ast.keyword]:
     return [arg for arg in call.keywords if arg.arg is None]
+
+
+def namespace_argument(call: ast.Call, qualified: Iterable[str]) -> ast.expr | None:
+    """The argparse Namespace a call passes for its keyword arguments
+    (`Trainer.from_argparse_args(args)`), when its callee is such an entry."""
+    for name in qualified:
+        entry = names.entry_of(name)
+        if entry is not None and entry.namespace is not None and len(call.args) > entry.namespace:
+            argument = call.args[entry.namespace]
+            return None if isinstance(argument, ast.Starred) else argument
+    return None
 
 
 def clip_call_of(statement: ast.stmt) -> ast.Call | None:

@@ -14,6 +14,7 @@ from amp_clipfix.analysis.ast_syntax import (
     is_sole_argument,
     keyword_arg,
     literal_value,
+    namespace_argument,
     positional_args,
     positional_or_keyword,
     star_kwargs,
@@ -73,7 +74,10 @@ class CallCollector(CollectorBase):
             self.collect_entry_point(node, SiteKind.FABRIC_PRECISION, clip_kind=None)
         elif qualified & names.TRAINER_CLASSES:
             self.entry_calls.append(self.entry_of(node))
-            self.collect_entry_point(node, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP)
+            namespace = namespace_argument(node, sorted(qualified))
+            self.collect_entry_point(
+                node, SiteKind.TRAINER_PRECISION, SiteKind.TRAINER_CLIP, namespace
+            )
         elif qualified & names.FUSABLE_OPTIMIZERS:
             self.collect_fused(node, self.code(node.func))
         elif qualified & names.PARTIAL_FUNCTIONS:
@@ -117,11 +121,19 @@ class CallCollector(CollectorBase):
         return value is not None and names.is_mixed_precision(value)
 
     def collect_entry_point(
-        self, call: ast.Call, precision_kind: SiteKind, clip_kind: SiteKind | None
+        self,
+        call: ast.Call,
+        precision_kind: SiteKind,
+        clip_kind: SiteKind | None,
+        namespace: ast.expr | None = None,
     ) -> None:
-        """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`."""
+        """Fabric(...) or Trainer(...): the precision argument, the clip value, `**spreads`
+        (a Namespace whose attributes are keyword arguments is one: `from_argparse_args`)."""
         name = self.code(call.func)
         spreads = star_kwargs(call)
+        if namespace is not None:
+            spread = ast.keyword(arg=None, value=namespace)
+            spreads.append(ast.copy_location(spread, namespace))
         self.entry_sharding[self.entry_calls[-1]] = self.strategy_sharding(call, bool(spreads))
         precision = keyword_arg(call, "precision")
         if precision is not None:

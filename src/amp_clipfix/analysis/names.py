@@ -22,7 +22,7 @@ from pathlib import Path
 
 from amp_clipfix.models import EntryId
 from amp_clipfix.paths import LIBRARY_PACKAGES
-from amp_clipfix.records import record
+from amp_clipfix.records import record, replace
 
 
 class Kind(Enum):
@@ -107,6 +107,7 @@ class Entry:
     algorithm: str | None = None  # a GradClipAlgorithmType member: the string it stands for
     # Thread / Process: the parameters holding the callable it calls, its `*args`, its `**kwargs`
     starts: tuple[Parameter, Parameter, Parameter] | None = None
+    namespace: int | None = None  # `from_argparse_args(args)`: where the Namespace of kwargs is
 
 
 TRAINER_PACKAGES = ("lightning.pytorch", "pytorch_lightning")
@@ -151,10 +152,12 @@ register(
     *under(("lightning", *FABRIC_PACKAGES), "Fabric"),
     *under(FABRIC_PACKAGES, "fabric.Fabric"),
 )
+TRAINER_PATHS = ("Trainer", "trainer.Trainer", "trainer.trainer.Trainer")
+register(TRAINER, "lightning.Trainer", *under(TRAINER_PACKAGES, *TRAINER_PATHS))
+FROM_ARGPARSE_ARGS = "from_argparse_args"  # removed in 2.0: a Namespace's attributes as kwargs
 register(
-    TRAINER,
-    *under(("lightning", *TRAINER_PACKAGES), "Trainer"),
-    *under(TRAINER_PACKAGES, "trainer.Trainer", "trainer.trainer.Trainer"),
+    replace(TRAINER, namespace=0),
+    *(f"{path}.{FROM_ARGPARSE_ARGS}" for path in under(TRAINER_PACKAGES, *TRAINER_PATHS)),
 )
 register(
     Entry(Kind.LIGHTNING_MODULE),

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.ast_syntax import is_guardable
+from amp_clipfix.analysis.ast_syntax import is_guardable, namespace_argument
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
@@ -169,6 +169,8 @@ class EntrySearch(RefineSites):
         else:
             values = []
             spreads = [k.value for k in call.keywords if k.arg is None]
+            namespace = namespace_argument(call, self.callee_qnames(call, ctx))
+            spreads += [] if namespace is None else [namespace]
             if not spreads:
                 return Sharding.NONE
             for spread in spreads:
@@ -192,6 +194,9 @@ class EntrySearch(RefineSites):
         if states == {True}:
             return Sharding.SHARDED
         return Sharding.NONE if states == {False} else Sharding.UNKNOWN  # chosen at run time
+
+    def callee_qnames(self, call: ast.Call, ctx: Ctx) -> list[str]:
+        return sorted({v.qname for v in self.ev.ev(call.func, ctx) if isinstance(v, Ext)})
 
     def settle_strategies(self) -> None:
         """The collector knows a `strategy=` only where it is written as a registered name or

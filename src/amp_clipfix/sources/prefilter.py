@@ -25,7 +25,13 @@ OPTIMIZER_WORDS = (b"Adam", b"SGD", b"Adagrad")
 OPTIMIZER_CALLS = frozenset({"Adam", "AdamW", "SGD", "Adagrad", "partial"})
 TRAINER_WORDS = (b"Trainer", b"MixedPrecision")
 TRAINER_CALLS = frozenset(
-    {"Trainer", "MixedPrecision", "MixedPrecisionPlugin", "NativeMixedPrecisionPlugin"}
+    {
+        "Trainer",
+        "MixedPrecision",
+        "MixedPrecisionPlugin",
+        "NativeMixedPrecisionPlugin",
+        "from_argparse_args",  # pytorch-lightning 1.x: `Trainer.from_argparse_args(args)`
+    }
 )
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
 IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
