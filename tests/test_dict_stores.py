@@ -120,8 +120,8 @@ def main(amp):
 
 
 def test_a_lambda_scope_has_no_stores(tmp_path: Path) -> None:
-    """A lambda's parameter is decided at run time; its body, an expression, stores nothing
-    (until 0.9.0 reading it as a block of statements failed the project resolution)."""
+    """A lambda's parameter is decided at run time; its body, an expression, holds no
+    statement that stores into it (and is never read as a block of statements)."""
     source = """\
 from lightning import Trainer
 
