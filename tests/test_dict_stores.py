@@ -6,21 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import summarise
+from evaluated import one_module
+
 from amp_clipfix.analysis.values import DictV, Lit, Opaque
 
 
 def spread_of(tmp_path: Path, source: str, call: str = "Trainer") -> list[object]:
     """The values of the first `**` argument of the last `call(...)` in `source`, each dict's
     entries forced."""
-    path = tmp_path / "train.py"
-    path.write_text(source)
-    evaluator = project_evaluator(
-        tmp_path, {path: source.encode()}, lambda p: summarise(tmp_path, p, p.read_text())
-    )
-    summary = evaluator.summary(path)
-    assert summary is not None
+    evaluator, summary = one_module(tmp_path, source)
     made = summary.calls(call)[-1]
     spread = next(k.value for k in made.keywords if k.arg is None)
     values = evaluator.force(evaluator.ev(spread, evaluator.ctx_of(summary, spread)))

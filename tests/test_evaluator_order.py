@@ -7,9 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from evaluated import one_module
+
 from amp_clipfix.analysis.evaluate import Evaluator
-from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.values import Lit, Opaque
 
 # Mutual recursion passing `fused` on, called from outside with a value each; a recursive
@@ -74,13 +74,7 @@ def render(values: list[object], evaluator: Evaluator) -> list[str]:
 def questions(tmp_path: Path) -> tuple[Evaluator, list[tuple[str, ast.expr, object]]]:
     """A fresh evaluator of SOURCE and its questions: every `fused=` argument, and the
     parameters' `fused` read where a call passes it on."""
-    path = tmp_path / "train.py"
-    path.write_text(SOURCE)
-    evaluator = project_evaluator(
-        tmp_path, {path: SOURCE.encode()}, lambda p: summarise(tmp_path, p, p.read_text())
-    )
-    summary = evaluator.summary(path)
-    assert summary is not None
+    evaluator, summary = one_module(tmp_path, SOURCE)
     asked = []
     for node in ast.walk(summary.tree):
         if isinstance(node, ast.Call):

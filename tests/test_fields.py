@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from evaluated import one_module
 
-from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.values import Lit, Opaque
 
 CONFIG = """\
@@ -49,13 +48,7 @@ def precision_of(tmp_path: Path, body: str, argument: str = "precision") -> list
     """The values of `argument` of the last `L.Trainer(...)` call: literals as written, `?` for
     one decided at run time."""
     source = CONFIG + body
-    path = tmp_path / "train.py"
-    path.write_text(source)
-    evaluator = project_evaluator(
-        tmp_path, {path: source.encode()}, lambda p: summarise(tmp_path, p, p.read_text())
-    )
-    summary = evaluator.summary(path)
-    assert summary is not None
+    evaluator, summary = one_module(tmp_path, source)
     call = summary.calls("Trainer")[-1]
     value = next(k.value for k in call.keywords if k.arg == argument)
     values = evaluator.force(evaluator.ev(value, evaluator.ctx_of(summary, value)))

@@ -7,10 +7,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from evaluated import one_module
 
 from amp_clipfix.analysis import passed
-from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.values import Inst, Opaque
 
 SOURCE = """\
@@ -48,13 +47,7 @@ def helpers(count: int) -> str:
 
 def model_values(tmp_path: Path, source: str) -> tuple[list[object], object]:
     """What `model` in `trainer.fit(model, loader)` may hold, and the evaluator asked."""
-    path = tmp_path / "train.py"
-    path.write_text(source)
-    evaluator = project_evaluator(
-        tmp_path, {path: source.encode()}, lambda p: summarise(tmp_path, p, p.read_text())
-    )
-    summary = evaluator.summary(path)
-    assert summary is not None
+    evaluator, summary = one_module(tmp_path, source)
     (fit,) = summary.calls("fit")
     model = fit.args[0]
     assert isinstance(model, ast.Name)
