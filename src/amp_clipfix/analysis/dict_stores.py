@@ -5,6 +5,7 @@ with_item_assignments joins what they store into the dict's value)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
 from amp_clipfix.analysis.shapes import all_params, bound_names, literal_of
@@ -25,26 +26,38 @@ def item_stores(scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast
     if not isinstance(scope.body, list):
         return {}
     body = scope.body
+    stores: list[tuple[str, ast.stmt, tuple[int, ...]]] = []
+    for statement, chain in own_statements(body):
+        stores.extend((name, statement, chain) for name in sorted(item_receivers(statement)))
+    if not stores:
+        return {}
+    stored = {name for name, _, _ in stores}
     bindings: dict[str, list[tuple[int, ...]]] = {}  # name -> the block chains that bind it
     if not isinstance(scope, ast.Module):
         for param in all_params(scope.args):
             bindings.setdefault(param.arg, []).append((id(body),))
-    stores: list[tuple[str, ast.stmt, tuple[int, ...]]] = []
-    todo: list[tuple[list[ast.stmt], tuple[int, ...]]] = [(body, (id(body),))]
-    while todo:
-        block, chain = todo.pop()
-        for statement in block:
-            for name in statement_binds(statement):
+    for statement, chain in own_statements(body):
+        for name in statement_binds(statement):
+            if name in stored:
                 bindings.setdefault(name, []).append(chain)
-            stores.extend((name, statement, chain) for name in sorted(item_receivers(statement)))
-            if not isinstance(statement, SCOPES):
-                todo.extend((inner, (*chain, id(inner))) for inner in blocks_of(statement))
     stores.sort(key=lambda store: (store[1].lineno, store[1].col_offset))
     index: Stores = {}
     for name, statement, chain in stores:
         always = all(chain[-1] in bound for bound in bindings.get(name, [(id(body),)]))
         index.setdefault(name, []).append((statement, always))
     return index
+
+
+def own_statements(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, tuple[int, ...]]]:
+    """The statements of a scope's own code, each with the ids of the blocks it sits in (the
+    scope's body first); not those of the functions or classes defined in it."""
+    todo: list[tuple[list[ast.stmt], tuple[int, ...]]] = [(body, (id(body),))]
+    while todo:
+        block, chain = todo.pop()
+        for statement in block:
+            yield statement, chain
+            if not isinstance(statement, SCOPES):
+                todo.extend((inner, (*chain, id(inner))) for inner in blocks_of(statement))
 
 
 def statement_binds(statement: ast.stmt) -> list[str]:
@@ -65,8 +78,13 @@ def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
     return [*found, *(clause.body for clause in clauses)]
 
 
+# The dict methods whose entries dict_method_entries reads.
+STORING_METHODS = ("update", "setdefault")
+
+
 def item_receivers(statement: ast.AST) -> set[str]:
-    """The names whose dict `statement` may store into: `name[...] = v` and `name.m(...)`."""
+    """The names whose dict `statement` may store into: `name[...] = v`, `name.update(...)`
+    and `name.setdefault(...)`."""
     if isinstance(statement, ast.Assign):
         return {
             t.value.id
@@ -79,6 +97,7 @@ def item_receivers(statement: ast.AST) -> set[str]:
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
             and isinstance(call.func.value, ast.Name)
+            and call.func.attr in STORING_METHODS
         ):
             return {call.func.value.id}
     return set()
@@ -123,7 +142,13 @@ class DictStores(EvaluatorBase):
         every use (a module of thousands of statements)."""
         key = id(scope)
         if key not in self.item_cache:
-            self.item_cache[key] = item_stores(scope)  # type: ignore[arg-type]
+            if isinstance(scope, ast.Module) or any(
+                isinstance(node, (ast.Assign, ast.Expr)) and item_receivers(node)
+                for node in self.body(scope)  # walked already for the scope's own names
+            ):
+                self.item_cache[key] = item_stores(scope)  # type: ignore[arg-type]
+            else:
+                self.item_cache[key] = {}
         return self.item_cache[key].get(name, [])
 
     def with_item_assignments(

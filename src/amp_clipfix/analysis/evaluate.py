@@ -12,6 +12,7 @@ work; what a bound or a cycle cut short is never memoised for other questions (f
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -75,6 +76,10 @@ __all__ = [
     "literal_of",
     "super_init_call",
 ]
+
+
+# A `global` statement: the keyword where a statement starts (a line, after `;` or `:`).
+GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
 class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
@@ -340,7 +345,13 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         """shapes.global_rebinds, once per module."""
         key = id(summary)
         if key not in self.rebinds_cache:
-            self.rebinds_cache[key] = global_rebinds(summary)
+            text = self.contents.get(summary.path)  # a module's bytes (a notebook's: JSON)
+            written = (
+                text is None
+                or summary.path.suffix != ".py"
+                or (b"global" in text and GLOBAL.search(text) is not None)
+            )
+            self.rebinds_cache[key] = global_rebinds(summary) if written else {}
         return self.rebinds_cache[key]
 
     def binding(self, binding: ast.AST, name: str, ctx: Ctx) -> list[object]:

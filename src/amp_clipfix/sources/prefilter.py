@@ -35,11 +35,10 @@ TRAINER_CALLS = frozenset(
 )
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
 IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
-# `make = L.Trainer` / `trainer_cls: type = pl.Trainer` (also a class attribute): a name bound
-# to a dotted name, alone on its line, that is then called by the name.
+# `make = L.Trainer` / `trainer_cls: type = pl.Trainer` (also a class attribute): a line that
+# binds a name to a dotted name, which is then called by the name.
 ASSIGNED_ALIAS = re.compile(
-    rb"^[ \t]*(?:self\.)?(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?(\w+)[ \t]*(?:#[^\n]*)?$",
-    re.MULTILINE,
+    rb"[ \t]*(?:self\.)?(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?(\w+)[ \t\r]*(?:#[^\n]*)?"
 )
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
 # The words one of which a project must hold for a rule with its own search to look at it (each
@@ -197,13 +196,29 @@ def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False)
     for match in IMPORT_ALIAS.finditer(data):
         if match.group(1).decode("ascii", "replace") in wanted:
             names.add(match.group(2).decode("ascii", "replace"))
-    for match in ASSIGNED_ALIAS.finditer(data):
-        if match.group(2).decode("ascii", "replace") in wanted:
-            names.add(match.group(1).decode("ascii", "replace"))
+    names.update(assigned_aliases(data, wanted))
     alternatives = "|".join(re.escape(name) for name in sorted(names))
     arguments = r"\s*[^)\s]" if with_arguments else ""
     call = re.compile(rf"\b(?:{alternatives})\s*\({arguments}".encode("ascii"))
     return call.search(data) is not None
+
+
+def assigned_aliases(data: bytes, wanted: frozenset[str]) -> set[str]:
+    """The names lines bind to one of `wanted` (ASSIGNED_ALIAS), looking only at the lines
+    that hold one (a 5 MB module is not matched line by line)."""
+    found: set[str] = set()
+    for word in sorted(wanted):
+        encoded = word.encode("ascii")
+        start = data.find(encoded)
+        while start != -1:
+            line = data.rfind(b"\n", 0, start) + 1
+            end = data.find(b"\n", start)
+            end = len(data) if end == -1 else end
+            match = ASSIGNED_ALIAS.fullmatch(data, line, end)
+            if match is not None and match.group(2) == encoded:
+                found.add(match.group(1).decode("ascii", "replace"))
+            start = data.find(encoded, end)
+    return found
 
 
 def may_clip(data: bytes) -> bool:
