@@ -159,3 +159,17 @@ def configure():
 """
     values = spread_of(tmp_path, source)
     assert [entry([value], "precision") for value in values] == [["32-true"], ["16-mixed"]]
+
+
+def test_a_key_set_on_every_path_later_is_never_absent(tmp_path: Path) -> None:
+    source = """\
+import sys
+from lightning import Trainer
+
+cfg = {}
+if "--amp" in sys.argv:
+    cfg["precision"] = "16-mixed"
+cfg.setdefault("precision", "bf16-mixed")
+Trainer(**cfg)
+"""
+    assert sorted(values_of(tmp_path, source, "precision")) == ["16-mixed", "bf16-mixed"]

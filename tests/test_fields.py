@@ -104,3 +104,22 @@ def test_a_field_the_code_may_set_from_outside_is_decided_at_run_time(
 ) -> None:
     body = f"cfg = Config()\n{store}\nL.Trainer(precision=cfg.precision)\n"
     assert precision_of(tmp_path, body) == ["16-mixed", "?"]
+
+
+@pytest.mark.parametrize(
+    ("classes", "expected"),
+    [
+        ("@dataclass(init=False)\nclass Own:\n    precision: str = '16-mixed'\n", ["?"]),
+        (
+            "@dataclass\nclass Own:\n    precision: str = '16-mixed'\n\n"
+            "    def __init__(self, precision):\n        self.precision = precision\n",
+            ["?", "bf16-mixed"],  # what its own __init__ assigns, not the field's place
+        ),
+        ("@dataclass\nclass Own(argparse.Namespace):\n    precision: str = '16-mixed'\n", ["?"]),
+    ],
+)
+def test_a_dataclass_whose_init_is_not_the_generated_one_is_read_as_a_class(
+    tmp_path: Path, classes: str, expected: list[str]
+) -> None:
+    body = f"{classes}\n\nL.Trainer(precision=Own('bf16-mixed').precision)\n"
+    assert precision_of(tmp_path, body) == expected

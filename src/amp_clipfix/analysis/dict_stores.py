@@ -161,8 +161,9 @@ class DictStores(EvaluatorBase):
         fills) they make an open dict."""
         added, joined, defaults = DictV(), DictV(), DictV()
         maybe: dict[str, ast.stmt] = {}  # keys set where the store may not run
+        surely: set[str] = set()  # keys set (or defaulted) on every path
         for statement, always in self.item_statements(scope, name):
-            into = added if always else joined
+            stored, defaulted = DictV(), DictV()  # what this statement sets
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:
                     if (
@@ -172,14 +173,18 @@ class DictStores(EvaluatorBase):
                         and isinstance(literal_of(target.slice), str)
                     ):
                         key = literal_of(target.slice)
-                        into.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
+                        stored.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
             elif isinstance(statement, ast.Expr):
-                before = set(defaults.entries)
-                dict_method_entries(statement.value, name, ctx, into, defaults)
-                if not always:
-                    maybe.update(dict.fromkeys(set(defaults.entries) - before, statement))
-            if not always:
-                maybe.update(dict.fromkeys(set(joined.entries) - set(maybe), statement))
+                dict_method_entries(statement.value, name, ctx, stored, defaulted)
+            keys = [*stored.entries, *defaulted.entries]
+            if always:
+                surely.update(keys)
+            else:
+                maybe.update((key, statement) for key in keys if key not in maybe)
+            into = added if always else joined
+            for target_dict, source in ((into, stored), (defaults, defaulted)):
+                for key, items in source.entries.items():
+                    target_dict.entries.setdefault(key, []).extend(items)
         for key, items in joined.entries.items():
             defaults.entries[key] = [*defaults.entries.get(key, []), *items]
         if not added.entries and not defaults.entries:
@@ -194,7 +199,7 @@ class DictStores(EvaluatorBase):
                         key: [
                             *value.entries.get(key, []),
                             *items,
-                            *self.absent(value, key, maybe.get(key), added, ctx),
+                            *self.absent(value, key, maybe.get(key), surely, ctx),
                         ]
                         for key, items in defaults.entries.items()
                         if not (value.closed and key in value.entries and key not in joined.entries)
@@ -213,10 +218,10 @@ class DictStores(EvaluatorBase):
 
     @staticmethod
     def absent(
-        value: DictV, key: str, store: ast.stmt | None, added: DictV, ctx: Ctx
+        value: DictV, key: str, store: ast.stmt | None, surely: set[str], ctx: Ctx
     ) -> list[object]:
         """A key that a closed dict does not hold and only a store that may not run sets: the
         dict may lack it, and whether it does is decided at run time (at that store)."""
-        if store is None or not value.closed or key in value.entries or key in added.entries:
+        if store is None or not value.closed or key in value.entries or key in surely:
             return []
         return [Absent(store, ctx.summary)]

@@ -86,10 +86,11 @@ class DataclassFields(EvaluatorBase):
         if key in self.layouts:
             return self.layouts[key]
         layout: Layout | None = None
-        classes = [c for c in reversed(self.mro(cls)) if isinstance(c, ClsV)]
+        mro = self.mro(cls)
+        classes = [c for c in reversed(mro) if isinstance(c, ClsV)]
         fields: dict[str, list[ast.AnnAssign]] = {}
         keyword_only: int | None = None
-        if all(self.is_dataclass(klass) for klass in classes):
+        if len(classes) == len(mro) and all(self.generates_init(klass) for klass in classes):
             for klass in classes:
                 if self.dataclass_option(klass, "kw_only"):
                     keyword_only = len(fields) if keyword_only is None else keyword_only
@@ -108,6 +109,17 @@ class DataclassFields(EvaluatorBase):
         self.layouts[key] = layout
         return layout
 
+    def generates_init(self, cls: ClsV) -> bool:
+        """A dataclass by value whose `__init__` is the generated one (no `init=False`, no
+        `__init__` of its own)."""
+        if any(
+            isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and statement.name == "__init__"
+            for statement in cls.node.body
+        ):
+            return False
+        return self.is_dataclass(cls) and not self.dataclass_option(cls, "init", False)
+
     def is_dataclass(self, cls: ClsV) -> bool:
         return any(
             isinstance(value, Ext) and names.kind_of(value.qname) is names.Kind.DATACLASS
@@ -118,13 +130,15 @@ class DataclassFields(EvaluatorBase):
             )
         )
 
-    def dataclass_option(self, cls: ClsV, option: str) -> bool:
-        """`@dataclass(option=True)` (anything but a literal False counts)."""
+    def dataclass_option(self, cls: ClsV, option: str, value: bool = True) -> bool:
+        """`@dataclass(option=...)` is given, and not as the literal opposite of `value` (a
+        name or an expression counts as `value`: it may be)."""
         for decorator in cls.node.decorator_list:
             if isinstance(decorator, ast.Call):
                 for keyword in decorator.keywords:
                     if keyword.arg == option and not (
-                        isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+                        isinstance(keyword.value, ast.Constant)
+                        and keyword.value.value is (not value)
                     ):
                         return True
         return False
