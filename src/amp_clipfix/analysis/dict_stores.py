@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
 from amp_clipfix.analysis.shapes import all_params, bound_names, literal_of
+from amp_clipfix.analysis.summary import blocks_of
 from amp_clipfix.analysis.values import Absent, DictV
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -65,17 +66,6 @@ def statement_binds(statement: ast.stmt) -> list[str]:
     if isinstance(statement, (ast.With, ast.AsyncWith)):
         return [name for item in statement.items for name in bound_names(item)]
     return bound_names(statement)
-
-
-def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
-    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
-    found = [
-        block
-        for field in ("body", "orelse", "finalbody")
-        if isinstance(block := getattr(statement, field, None), list) and block
-    ]
-    clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
-    return [*found, *(clause.body for clause in clauses)]
 
 
 # The dict methods whose entries dict_method_entries reads.

@@ -308,8 +308,8 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
             ctx = self.ctx_of(ctx.summary, function) if function is not None else ctx
         summary = ctx.summary
         if name in summary.top or name in summary.imports or name in self.rebinds(summary):
-            values = self.module_symbol(ctx.summary, name, node)
-            return self.with_item_assignments(values, ctx.summary.tree, name, ctx)
+            values = self.module_symbol(summary, name, node)
+            return self.with_item_assignments(values, summary.tree, name, ctx)
         if name in BUILTINS:
             return [Ext(BUILTINS[name])]
         return [Opaque(node, ctx.summary)]

@@ -169,7 +169,7 @@ class EntrySearch(RefineSites):
         else:
             values = []
             spreads = [k.value for k in call.keywords if k.arg is None]
-            namespace = namespace_argument(call, self.callee_qnames(call, ctx))
+            namespace = namespace_argument(call, self.callee_qnames(call.func, ctx))
             spreads += [] if namespace is None else [namespace]
             if not spreads:
                 return Sharding.NONE
@@ -186,17 +186,17 @@ class EntrySearch(RefineSites):
                 states.add(names.strategy_name_shards(value.value))
             elif isinstance(value, Opaque) and isinstance(value.node, ast.Call):
                 callee = value.node.func
-                made = self.ev.ev(callee, self.ev.ctx_of(value.summary, callee))
-                qualified = {v.qname for v in made if isinstance(v, Ext)}
-                states.add(names.strategy_class_shards(qualified))
+                qualified = self.callee_qnames(callee, self.ev.ctx_of(value.summary, callee))
+                states.add(names.strategy_class_shards(set(qualified)))
             else:
                 states.add(None)
         if states == {True}:
             return Sharding.SHARDED
         return Sharding.NONE if states == {False} else Sharding.UNKNOWN  # chosen at run time
 
-    def callee_qnames(self, call: ast.Call, ctx: Ctx) -> list[str]:
-        return sorted({v.qname for v in self.ev.ev(call.func, ctx) if isinstance(v, Ext)})
+    def callee_qnames(self, func: ast.expr, ctx: Ctx) -> list[str]:
+        """The library qualified names a callee's values are, in order."""
+        return sorted({v.qname for v in self.ev.ev(func, ctx) if isinstance(v, Ext)})
 
     def settle_strategies(self) -> None:
         """The collector knows a `strategy=` only where it is written as a registered name or

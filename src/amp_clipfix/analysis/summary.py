@@ -198,12 +198,18 @@ class Summary:
 
 def inner_statements(statement: ast.stmt) -> list[ast.stmt]:
     """The statements of a compound statement's blocks (`body`, `orelse`, handlers, cases)."""
-    inner: list[ast.stmt] = []
-    for block in ("body", "orelse", "finalbody"):
-        inner.extend(getattr(statement, block, ()))
-    for clause in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
-        inner.extend(clause.body)
-    return inner
+    return [inner for block in blocks_of(statement) for inner in block]
+
+
+def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
+    found = [
+        block
+        for field in ("body", "orelse", "finalbody")
+        if isinstance(block := getattr(statement, field, None), list) and block
+    ]
+    clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
+    return [*found, *(clause.body for clause in clauses)]
 
 
 def first_line(statement: ast.stmt) -> int:
