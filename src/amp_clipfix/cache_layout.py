@@ -11,14 +11,20 @@ source of truth, so an entry is believed only when:
 - it is sealed with this user's own secret (`secret`: 32 random bytes in the user's cache folder,
   outside every project), over its name and its value: an entry made on another machine, by
   another user, for another name, or changed by one byte is a miss before anything unpickles it;
-- it is a regular file of a bounded size, read without following a link.
+- it is a regular file of this user's, of a bounded size, read without following a link.
 
-A cache folder that git tracks is never written (`tracked`): a check never changes a file of the
-checkout. Standard library only: the replay asks all this before anything else is imported.
+Every path of the cache (the cache folder, each folder in it, each entry) is reached from the
+project's root through plain folders of this user, each opened without following a link and
+every name looked up relative to the open folder (`open_folder`): a repository that ships a link
+there (to its own `src/`, to anywhere) gets nothing read, written or removed through it. Pruning
+removes only files the cache wrote (a name it gives, sealed under that name). A cache folder
+that git tracks is never written (`tracked`): a check never changes a file of the checkout.
+Standard library only: the replay asks all this before anything else is imported.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -29,6 +35,7 @@ from amp_clipfix.observed import CACHE_DIR
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
     import hashlib
+    from collections.abc import Callable
 
 FORMAT = "4"  # bump when the cached data's shape (or what a run computes from it) changes
 
@@ -50,25 +57,6 @@ def stays_inside(root: str | os.PathLike[str], folder: str | os.PathLike[str]) -
     real_root = os.path.realpath(root)
     real = os.path.realpath(folder)
     return real == real_root or real.startswith(os.path.join(real_root, ""))
-
-
-def write_entry(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
-    """`folder/name` holds `data` whole or not at all: written to a temporary file and renamed
-    into place, so runs that share the cache never read half an entry. Raises OSError."""
-    import tempfile  # only when writing: a replay reads
-
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, os.path.join(folder, name))
-    except OSError:
-        import contextlib
-
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 # -- what an answer depends on besides its inputs ------------------------------------------------
@@ -224,18 +212,19 @@ def unseal(key: bytes, name: str, data: bytes) -> bytes | None:
     return value if hmac.compare_digest(data[len(SEAL) : head], _tag(key, name, value)) else None
 
 
-def read_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
-    """A regular file's bytes when there are at most `limit` of them; None otherwise. Never
-    follows a link in the last component and never waits on a pipe a repository planted."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+def read_file(path: str | os.PathLike[str], limit: int, dir_fd: int | None = None) -> bytes | None:
+    """A regular file of this user's with at most `limit` bytes: its bytes; None otherwise.
+    Never follows a link in the last component and never waits on a pipe a repository planted.
+    `dir_fd`: an open folder `path` is relative to (a `Folder`'s)."""
+    flags = os.O_RDONLY | NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | CLOEXEC
     flags |= getattr(os, "O_BINARY", 0)
     try:
-        handle = os.open(path, flags)
+        handle = os.open(path, flags, dir_fd=dir_fd)
     except (OSError, ValueError):
         return None
     try:
         status = os.fstat(handle)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
+        if not stat.S_ISREG(status.st_mode) or not _own(status) or status.st_size > limit:
             return None
         chunks, left = [], status.st_size
         while left > 0:
@@ -249,6 +238,148 @@ def read_file(path: str | os.PathLike[str], limit: int) -> bytes | None:
         return None
     finally:
         os.close(handle)
+
+
+# -- the cache's folders: each a plain folder of this user, never reached through a link ---------
+
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW | CLOEXEC
+# Every name below the project's root looked up relative to an open folder (openat and its
+# kin): where the platform cannot (Windows), by path, each folder on the way checked with lstat.
+BY_FOLDER = os.open in os.supports_dir_fd and os.scandir in os.supports_fd
+GITIGNORE = b"# Created by amp-clipfix automatically.\n*\n"
+
+
+def _own(status: os.stat_result) -> bool:
+    """Made by this user (every file is, where there are no user ids)."""
+    return not hasattr(os, "geteuid") or status.st_uid == os.geteuid()
+
+
+def _plain(status: os.stat_result, kind: int) -> bool:
+    """A plain folder or file (`kind`: stat.S_IFDIR, S_IFREG) of this user: not a link, a
+    junction, a pipe or a device, whatever it leads to."""
+    links = getattr(status, "st_reparse_tag", 0)  # a Windows junction or link
+    return stat.S_IFMT(status.st_mode) == kind and not links and _own(status)
+
+
+class Folder:
+    """A folder of the cache, held open: the names in it are looked up relative to the open
+    folder (`dir_fd`), so a link swapped in on the way after it was opened redirects nothing
+    that is read, written or removed. `fd` None: by path (no dir_fd on this platform)."""
+
+    def __init__(self, fd: int | None, path: str) -> None:
+        self.fd, self.path = fd, path
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+    def at(self, name: str) -> str:
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def status(self, name: str) -> os.stat_result | None:
+        """What `name` is in the folder, the link itself for a link; None when absent."""
+        try:
+            return os.stat(self.at(name), dir_fd=self.fd, follow_symlinks=False)
+        except (OSError, ValueError):
+            return None
+
+    def read(self, name: str, limit: int) -> bytes | None:
+        return read_file(self.at(name), limit, dir_fd=self.fd)
+
+    def names(self) -> list[str]:
+        """The folder's names. Raises OSError."""
+        with os.scandir(self.fd if self.fd is not None else self.path) as scan:
+            return [entry.name for entry in scan]
+
+    def write(self, name: str, data: bytes) -> None:
+        """`name` holds `data` whole or not at all: written to a new temporary file and
+        renamed over the name, so runs that share the cache never read half an entry. Never
+        over anything but a plain file of this user. Raises OSError."""
+        existing = self.status(name)
+        if existing is not None and not _plain(existing, stat.S_IFREG):
+            raise OSError(errno.EEXIST, "not a plain file of this user's")
+        import contextlib  # only when writing: a replay reads
+
+        temporary = f".tmp-{os.urandom(8).hex()}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
+        flags |= getattr(os, "O_BINARY", 0)
+        handle = os.open(self.at(temporary), flags, 0o600, dir_fd=self.fd)
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            os.replace(self.at(temporary), self.at(name), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(self.at(temporary), dir_fd=self.fd)
+            raise
+
+    def unlink(self, name: str) -> None:
+        """Remove the name (a link itself, never what it leads to). Raises OSError."""
+        os.unlink(self.at(name), dir_fd=self.fd)
+
+
+def open_folder(
+    root: str | os.PathLike[str], parts: list[str], create: bool = False
+) -> Folder | None:
+    """The folder `root/parts[0]/.../parts[-1]`, each of `parts` a plain folder of this user
+    (made when missing and `create`), never a link, wherever it leads; None otherwise. The
+    root itself is the project the user named, links and all."""
+    if not BY_FOLDER:
+        return _folder_by_path(os.fspath(root), parts, create)
+    try:
+        handle = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    for part in parts:
+        try:
+            child = _open_child(handle, part, create)
+        except (OSError, ValueError):
+            child = None
+        os.close(handle)
+        if child is None:
+            return None
+        handle = child
+    return Folder(handle, os.path.join(root, *parts))
+
+
+def _open_child(folder: int, name: str, create: bool) -> int | None:
+    try:
+        child = os.open(name, FOLDER_FLAGS, dir_fd=folder)
+    except FileNotFoundError:
+        if not create:
+            return None
+        import contextlib  # only when writing: a replay reads
+
+        with contextlib.suppress(FileExistsError):  # another run made it first
+            os.mkdir(name, dir_fd=folder)
+        child = os.open(name, FOLDER_FLAGS, dir_fd=folder)
+    try:
+        if _plain(os.fstat(child), stat.S_IFDIR):
+            return child
+    except OSError:
+        pass
+    os.close(child)
+    return None
+
+
+def _folder_by_path(root: str, parts: list[str], create: bool) -> Folder | None:
+    path = root
+    for part in parts:
+        path = os.path.join(path, part)
+        try:
+            if create and not os.path.lexists(path):
+                os.makedirs(path, exist_ok=True)  # another run may make it meanwhile
+            status = os.lstat(path)
+        except OSError:
+            return None
+        if not _plain(status, stat.S_IFDIR):
+            return None
+    return Folder(None, path)
 
 
 # -- a cache the checkout tracks -----------------------------------------------------------------
@@ -265,40 +396,83 @@ def tracked(root: str | os.PathLike[str]) -> bool:
 
 
 class Entries:
-    """The entries of the cache in project `root` as they are read and written: sealed with
-    this user's secret under their names, never bigger than the bound, never through a link
-    that leaves the project, never into a cache folder the checkout tracks. Both the per-file
-    cache and the replay's records go through here."""
+    """The entries of the cache in project `root` as they are read, written and pruned: sealed
+    with this user's secret under their names, never bigger than the bound, never into a cache
+    folder the checkout tracks, and only in folders reached from the root through plain
+    folders of this user (`open_folder`): a folder or entry that is a link, whether it leads
+    out of the project or into its sources, is neither read, written nor pruned. Both the
+    per-file cache and the replay's records go through here."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = root
         self.key = secret(root)  # None until one is made: every read misses
         self.writable: bool | None = None  # asked before the first write
-        self.inside: dict[str, bool] = {}  # folder -> its real place is in the project
         self.ready = False
+
+    def folder(self, folder: str, create: bool = False) -> Folder | None:
+        """`folder`, a folder of this project's cache, opened (open_folder)."""
+        relative = os.path.relpath(folder, self.root)
+        parts = relative.split(os.sep)
+        if parts[0] != CACHE_DIR or os.pardir in parts:
+            return None
+        return open_folder(self.root, parts, create)
 
     def read(self, folder: str, name: str) -> bytes | None:
         """The value of entry `folder/name`, or None (a miss) for anything but an entry this
         user sealed under this name."""
-        if self.key is None or not self.is_inside(folder):
+        if self.key is None:
             return None
-        data = read_file(os.path.join(folder, name), len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
+        opened = self.folder(folder)
+        if opened is None:
+            return None
+        with opened:
+            data = opened.read(name, len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
         return None if data is None else unseal(self.key, name, data)
 
     def write(self, folder: str, name: str, value: bytes) -> bool:
         """Store `value` as entry `folder/name`, whole or not at all; False when not written."""
-        if len(value) > MAX_ENTRY_BYTES or not self.is_inside(folder) or not self.may_write():
+        if len(value) > MAX_ENTRY_BYTES or not self.may_write():
             return False
         if self.key is None:
             self.key = secret(self.root, create=True)
         if self.key is None:
             return False
         try:
-            self.prepare()
-            write_entry(folder, name, seal(self.key, name, value))
+            opened = self.folder(folder, create=True) if self.prepare() else None
+            if opened is None:
+                return False
+            with opened:
+                opened.write(name, seal(self.key, name, value))
         except OSError:
             return False
         return True
+
+    def prune(self, folder: str, keep: int, named: Callable[[str], bool]) -> None:
+        """Keep the newest `keep` entries of `folder`; of the older files, remove those the
+        cache wrote: a name `named` accepts, a plain file of this user, sealed under its name
+        with this user's secret. Nothing else is removed, no link is followed, and nothing
+        outside the folder is looked at."""
+        key = self.key
+        opened = None if key is None else self.folder(folder)
+        if key is None or opened is None:
+            return
+        with opened:
+            found = []
+            try:
+                names = [name for name in opened.names() if named(name)]
+            except OSError:
+                return
+            for name in names:
+                status = opened.status(name)
+                if status is not None and _plain(status, stat.S_IFREG):
+                    found.append((status.st_mtime_ns, name))
+            for _, name in sorted(found, reverse=True)[keep:]:
+                data = opened.read(name, len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
+                if data is not None and unseal(key, name, data) is not None:
+                    try:
+                        opened.unlink(name)
+                    except OSError:
+                        continue
 
     def may_write(self) -> bool:
         """Never into a cache folder the checkout tracks (a check changes no tracked file)."""
@@ -306,18 +480,16 @@ class Entries:
             self.writable = not tracked(self.root)
         return self.writable
 
-    def is_inside(self, folder: str) -> bool:
-        """Nothing is read or written through a link that leads out of the project."""
-        known = self.inside.get(folder)
-        if known is None:
-            known = self.inside[folder] = stays_inside(self.root, folder)
-        return known
-
-    def prepare(self) -> None:
-        """The cache folder holds a `.gitignore` that ignores everything in it."""
+    def prepare(self) -> bool:
+        """The cache folder holds a `.gitignore` that ignores everything in it; False when the
+        cache folder is no plain folder of this user (nothing is written then)."""
         if self.ready:
-            return
-        folder = os.path.join(self.root, CACHE_DIR)
-        if not os.path.exists(os.path.join(folder, ".gitignore")):
-            write_entry(folder, ".gitignore", b"# Created by amp-clipfix automatically.\n*\n")
+            return True
+        opened = open_folder(self.root, [CACHE_DIR], create=True)
+        if opened is None:
+            return False
+        with opened:
+            if opened.status(".gitignore") is None:
+                opened.write(".gitignore", GITIGNORE)
         self.ready = True
+        return True

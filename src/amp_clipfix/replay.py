@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 # Variables a shell changes between two runs of one command; every other one is part of the key.
 VOLATILE_VARIABLES = frozenset({"_", "OLDPWD", "PWD", "SHLVL"})
 
-KEPT_RECORDS = 32  # the newest records of a cache folder; older ones are removed
+# The newest records of a cache folder; older ones are removed. Every command line has its
+# record (pre-commit names other files at each commit), so the folder would grow without end.
+KEPT_RECORDS = 32
 
 # What a run whose output could not be written exits with: click's answer to a closed pipe.
 EXIT_BROKEN_PIPE = 1
@@ -182,28 +184,14 @@ def save(key: str, answers: dict[observed.Question, object], output: Output, cod
         record = marshal.dumps((answers, output, code))
     except ValueError:  # marshal refused a value
         return
-    if Entries(_project_root(caches[0])).write(folder, key, record):
-        try:
-            _keep_newest(folder, KEPT_RECORDS)
-        except OSError:
-            return
+    entries = Entries(_project_root(caches[0]))
+    if entries.write(folder, key, record):
+        entries.prune(folder, KEPT_RECORDS, _is_record_name)
 
 
-def _keep_newest(folder: str, count: int) -> None:
-    """Every command line has its record (pre-commit names other files at each commit): the
-    oldest beyond `count` are removed, so the folder does not grow without end."""
-    records = []
-    for entry in os.scandir(folder):
-        if not entry.name.startswith("."):
-            try:
-                records.append((entry.stat().st_mtime_ns, entry.path))
-            except OSError:
-                continue
-    for _, path in sorted(records, reverse=True)[count:]:
-        try:
-            os.unlink(path)
-        except OSError:
-            continue
+def _is_record_name(name: str) -> bool:
+    """A record's name: its run key, 64 lowercase hex digits (run_key)."""
+    return len(name) == 64 and all(character in "0123456789abcdef" for character in name)
 
 
 class _Tee(io.BufferedIOBase):

@@ -1,0 +1,174 @@
+"""Hostile input, round three (issue 39), the file system's half: a read-only check never
+touches a project file, every write survives any signal, a failed write keeps the old file, no
+open waits on a pipe, and nothing the tool leaves behind goes stale unsaid. Real files, real
+links, real signals, real FIFOs; each test failed on 0.10.0."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amp_clipfix.cache_layout import Entries, open_folder, seal, secret, version_folder
+from amp_clipfix.observed import CACHE_DIR
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
+
+
+def run(project: Path, *arguments: str, cache: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """`amp-clipfix ARGUMENTS` as a user starts it from `project`, output piped (as in CI)."""
+    environment = dict(os.environ)
+    if cache:
+        environment.pop("AMP_CLIPFIX_NO_CACHE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", *arguments],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every name under `folder` with its bytes (a link: where it leads)."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            found[name] = f"-> {os.readlink(path)}"
+        elif path.is_file():
+            found[name] = path.read_bytes()
+    return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project git cannot vouch for (no .git: a tarball, a docker COPY) with findings and a
+    `src/` of 40 modules."""
+    root = tmp_path / "project"
+    (root / "src").mkdir(parents=True)
+    (root / "pyproject.toml").write_bytes(b"")
+    (root / "train.py").write_bytes(GOOD)
+    for number in range(40):
+        (root / "src" / f"m{number}.py").write_text(f"x = {number}\n")
+    return root
+
+
+# --- 1. The cache: nothing read, written or pruned through a link, wherever it leads ----------
+
+
+def _link(project: Path, where: str) -> None:
+    version = Path(version_folder(project))
+    if where == "the cache folder":
+        (project / CACHE_DIR).symlink_to("src", target_is_directory=True)
+    elif where == "this version's folder":
+        (project / CACHE_DIR).mkdir()
+        version.symlink_to("../src", target_is_directory=True)
+    else:  # the replay's folder, or a folder of the per-file cache: every folder name is taken
+        version.mkdir(parents=True)
+        names = [f"{number:02x}" for number in range(256)]
+        for name in ["replay"] if where == "the replay folder" else names:
+            (version / name).symlink_to("../../src", target_is_directory=True)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["the replay folder", "the cache folder", "this version's folder", "every entry folder"],
+)
+def test_a_check_never_writes_or_prunes_through_a_link_in_the_cache(
+    project: Path, where: str
+) -> None:
+    _link(project, where)
+    sources = snapshot(project / "src")
+
+    for _ in range(3):  # a run that notes, one that replays or notes again, one more
+        result = run(project, "check", "--lightning-version", "2.6.6", ".")
+        assert result.returncode == 1, result.stderr
+        assert b"ACF001" in result.stdout
+
+    assert snapshot(project / "src") == sources
+
+
+def test_pruning_removes_only_records_the_cache_wrote(project: Path) -> None:
+    """A name of the right shape is not enough: a file the cache did not seal (the project's,
+    a link to one) is never removed, however old."""
+    assert run(project, "check", ".").returncode == 1
+    folder = Path(version_folder(project)) / "replay"
+    key = secret(project)
+    assert key is not None and folder.is_dir()
+    for number in range(80):
+        planted = folder / f"{number:064x}"
+        if number < 40:
+            planted.write_bytes(f"user data {number}\n".encode())
+        else:
+            planted.symlink_to(project / "src" / f"m{number - 40}.py")
+        os.utime(planted, ns=(number * 10**9, number * 10**9), follow_symlinks=False)
+    ours = folder / f"{99:064x}"
+    ours.write_bytes(seal(key, ours.name, marshal.dumps(({}, [], 0))))
+    os.utime(ours, ns=(10**9, 10**9))
+    planted_now = snapshot(folder)
+
+    assert run(project, "check", "--select", "ACF", ".").returncode == 1
+
+    left = snapshot(folder)
+    assert ours.name not in left  # an old record of this user's is removed
+    assert {name: left[name] for name in planted_now if name != ours.name} == {
+        name: data for name, data in planted_now.items() if name != ours.name
+    }
+    assert all((project / "src" / f"m{n}.py").read_text() == f"x = {n}\n" for n in range(40))
+
+
+def test_a_folder_swapped_for_a_link_after_it_was_opened_redirects_nothing(
+    project: Path,
+) -> None:
+    """The cache's folders are held open and every name in them is looked up relative to the
+    open folder: a link swapped in on the way mid-run changes nothing outside the cache."""
+    parts = [CACHE_DIR, "v-test", "replay"]
+    folder = open_folder(project, parts, create=True)
+    assert folder is not None
+    with folder:
+        (project / CACHE_DIR).rename(project / "moved")
+        (project / CACHE_DIR).symlink_to("src", target_is_directory=True)
+        folder.write("entry", b"sealed bytes")
+        folder.unlink("entry")
+        folder.write("entry", b"sealed bytes")
+    assert (project / "moved" / "v-test" / "replay" / "entry").read_bytes() == b"sealed bytes"
+    assert sorted(path.name for path in (project / "src").iterdir()) == sorted(
+        f"m{number}.py" for number in range(40)
+    )
+    assert open_folder(project, parts) is None  # opened again: the link is refused
+
+
+def test_a_cache_folder_of_another_user_is_neither_read_nor_written(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache folder another user made (a shared checkout, a container's root) is not this
+    user's to read or write: the run is another user's as far as the cache can tell."""
+    assert run(project, "check", ".").returncode == 1
+    before = snapshot(project / CACHE_DIR)
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(project).st_uid + 1)
+    entries = Entries(project)
+    entries.key = b"k" * 32
+    replay = os.path.join(version_folder(project), "replay")
+    assert open_folder(project, [CACHE_DIR]) is None
+    assert not entries.write(replay, f"{0:064x}", b"value")
+    assert entries.read(replay, next(iter(os.listdir(replay)))) is None
+    entries.prune(replay, 0, lambda name: True)
+    assert snapshot(project / CACHE_DIR) == before
+
+
+def test_the_cache_still_works_where_every_folder_is_plain(project: Path) -> None:
+    first = run(project, "check", ".")
+    assert first.returncode == 1
+    version = Path(version_folder(project))
+    assert (project / CACHE_DIR / ".gitignore").read_bytes().endswith(b"*\n")
+    assert len(list((version / "replay").iterdir())) == 1
+    assert any(path.name != "replay" for path in version.iterdir())  # per-file entries
+    second = run(project, "check", ".")
+    assert (second.stdout, second.returncode) == (first.stdout, 1)
