@@ -172,3 +172,64 @@ def test_the_cache_still_works_where_every_folder_is_plain(project: Path) -> Non
     assert any(path.name != "replay" for path in version.iterdir())  # per-file entries
     second = run(project, "check", ".")
     assert (second.stdout, second.returncode) == (first.stdout, 1)
+
+
+# --- 2. A signal mid-rewrite: every name holds the old bytes or the new ones ------------------
+
+REWRITE = """
+import os, signal, sys
+import amp_clipfix.output.write as write
+from amp_clipfix.sources.text import read_source
+
+real_open, sent = open, []
+
+class Hooked:
+    '''The file the in-place rewrite opens: the signal lands right before it truncates.'''
+
+    def __init__(self, file):
+        self.file = file
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        return self.file.__exit__(*exception)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+    def truncate(self, *size):
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+        return self.file.truncate(*size)
+
+write.open = lambda *arguments, **options: Hooked(real_open(*arguments, **options))
+write.write_atomic(read_source("a.py"), b"y = 2\\n", keep_hard_links=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "code"), [("SIGTERM", 128 + 15), ("SIGHUP", 128 + 1), ("SIGINT", -2)]
+)
+def test_a_signal_mid_rewrite_leaves_every_name_whole(tmp_path: Path, name: str, code: int) -> None:
+    """A hard-linked file is rewritten in place (its inode kept): a signal between the write
+    and the truncate used to leave the new text followed by the old tail under both names."""
+    old = b"x = 1\n" * 20_000
+    (tmp_path / "a.py").write_bytes(old)
+    os.link(tmp_path / "a.py", tmp_path / "b.py")
+
+    result = subprocess.run(
+        [sys.executable, "-c", REWRITE, name],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == code, result.stderr  # the signal still ends the process
+    data = (tmp_path / "a.py").read_bytes()
+    assert data in (old, b"y = 2\n"), data[:40]
+    assert (tmp_path / "b.py").read_bytes() == data
+    assert os.path.samefile(tmp_path / "a.py", tmp_path / "b.py")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.py", "b.py"]

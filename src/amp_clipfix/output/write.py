@@ -6,7 +6,8 @@ atomic), are flushed to disk, get the original permission bits, owner and extend
 read is left alone rather than overwritten; a read-only file (no write bit for its owner) is
 refused, since its owner said it is not to be changed; attributes that cannot be copied refuse
 the write instead of being lost. SIGTERM or SIGHUP during a write removes the temporary file
-before the process ends.
+before the process ends; a file rewritten in place (hard links) is never left half rewritten by
+any signal (`signals_deferred`).
 """
 
 from __future__ import annotations
@@ -205,19 +206,51 @@ def _copy_xattrs(target: Path, temp_name: str) -> None:
 
 def _rewrite_in_place(target: Path, new_data: bytes, old_data: bytes) -> None:
     """A file with several hard links keeps its inode, so that every name sees the fix (a
-    rename would split them). The new bytes are already safe in the synced temp file; should
-    the in-place write fail, the old bytes are put back."""
+    rename would split them). The new bytes are already safe in the synced temp file. From the
+    first write to the final size no signal ends it (`signals_deferred`), and should the
+    in-place write fail in any way, the old bytes are put back: every name holds the old bytes
+    or the new ones, never the new text followed by the old tail."""
+    with signals_deferred():
+        try:
+            with open(target, "r+b") as file:
+                file.write(new_data)
+                file.truncate()
+                file.flush()
+                os.fsync(file.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError), open(target, "r+b") as file:
+                file.write(old_data)
+                file.truncate()
+            raise
+
+
+DEFERRED_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGTERM, SIGHUP and SIGINT are noted while the block runs and delivered again once it is
+    done, to the handlers they had (which may end the process then): a handler that raises, or
+    a signal's default action, would otherwise stop a rewrite half way. Python runs signal
+    handlers in the main thread only; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def note(number: int, frame: object) -> None:
+        received.append(number)
+
+    previous = {number: signal.signal(number, note) for number in DEFERRED_SIGNALS}
     try:
-        with open(target, "r+b") as file:
-            file.write(new_data)
-            file.truncate()
-            file.flush()
-            os.fsync(file.fileno())
-    except OSError:
-        with contextlib.suppress(OSError), open(target, "r+b") as file:
-            file.write(old_data)
-            file.truncate()
-        raise
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        for number in dict.fromkeys(received):
+            signal.raise_signal(number)
 
 
 def _write_target(path: Path) -> Path:
