@@ -5,10 +5,14 @@ links, real signals, real FIFOs; each test failed on 0.10.0."""
 
 from __future__ import annotations
 
+import json
 import marshal
 import os
+import resource
+import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -233,3 +237,80 @@ def test_a_signal_mid_rewrite_leaves_every_name_whole(tmp_path: Path, name: str,
     assert (tmp_path / "b.py").read_bytes() == data
     assert os.path.samefile(tmp_path / "a.py", tmp_path / "b.py")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.py", "b.py"]
+
+
+# --- 3. An output file: written whole or kept as it was ---------------------------------------
+
+
+def limited(size: int) -> Callable[[], None]:
+    """`ulimit -f`: the child may write no file beyond `size` bytes (EFBIG past it)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def run_limited(project: Path, size: int, *arguments: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", *arguments],
+        cwd=project,
+        capture_output=True,
+        timeout=300,
+        check=False,
+        preexec_fn=limited(size),  # noqa: PLW1509 - the child starts no thread before exec
+    )
+
+
+def test_a_report_that_cannot_be_written_whole_keeps_the_old_one(project: Path) -> None:
+    report = project / "out.sarif"
+    report.write_bytes(b"the report of the last run\n")
+
+    result = run_limited(project, 4096, "check", "--format", "sarif", "-o", "out.sarif", ".")
+
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.decode().splitlines() == [
+        "error: out.sarif: cannot write: File too large; the old file is kept"
+    ]
+    assert report.read_bytes() == b"the report of the last run\n"
+    assert sorted(path.name for path in project.iterdir()) == [
+        "out.sarif",
+        "pyproject.toml",
+        "src",
+        "train.py",
+    ]
+
+
+def test_a_report_file_is_replaced_whole(project: Path) -> None:
+    report = project / "out.sarif"
+    report.write_bytes(b"x" * 100_000)  # longer than the new report: nothing of it may stay
+    report.chmod(0o640)
+    os.symlink("out.sarif", project / "latest.sarif")
+
+    result = run(project, "check", "--format", "sarif", "-o", "latest.sarif", ".", cache=False)
+
+    assert result.returncode == 1, result.stderr
+    assert json.loads(report.read_bytes())["runs"][0]["results"]
+    assert (project / "latest.sarif").is_symlink()  # the link the user named stays a link
+    assert stat.S_IMODE(report.stat().st_mode) == 0o640
+
+
+def test_a_report_folder_that_does_not_exist_is_one_line_and_exit_2(project: Path) -> None:
+    result = run(project, "check", "-o", "no/such/folder/report.txt", ".", cache=False)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        "error: no/such/folder/report.txt: cannot write: No such file or directory; nothing written"
+    ]
+
+
+def test_a_patch_that_cannot_be_written_whole_keeps_the_old_one(project: Path) -> None:
+    (project / "patches").mkdir()
+    old = project / "patches" / "project.patch"
+    old.write_bytes(b"the patch of the last run\n")
+
+    result = run_limited(project, 1024, "apply", "--dry-run", "--patch-dir", "patches", ".")
+
+    assert result.returncode == 2, result.stderr
+    assert "error: patches/project.patch: cannot write: File too large" in result.stderr.decode()
+    assert old.read_bytes() == b"the patch of the last run\n"
+    assert list((project / "patches").iterdir()) == [old]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,11 +69,12 @@ def command_settings(options: dict[str, object]) -> Settings:
 
 @contextlib.contextmanager
 def file_errors() -> Iterator[None]:
-    """A report file or patch folder that cannot be opened: click's FileError (exit 1)."""
+    """A report file or patch folder that cannot be written: one error line, exit 2."""
     try:
         yield
     except OutputFileError as error:
-        raise click.FileError(error.filename, error.hint) from None
+        error.show()
+        sys.exit(running.EXIT_ERROR)
 
 
 def common_options(function):  # noqa: ANN001, ANN201

@@ -251,11 +251,8 @@ def _run(raw: Raw) -> bool:
             raise
         _click_ending("pipe")
     except OutputFileError as error:
-        import click
-
-        failure = click.FileError(error.filename, error.hint)
-        failure.show()
-        sys.exit(failure.exit_code)
+        error.show()
+        sys.exit(running.EXIT_ERROR)
     return True
 
 

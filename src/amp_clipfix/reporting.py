@@ -38,12 +38,16 @@ if TYPE_CHECKING:  # rich and the machine formats are imported when output needs
 
 
 class OutputFileError(Exception):
-    """The report's file (or the patch folder) cannot be opened; the command line shows it as
-    click's FileError (exit 1)."""
+    """The report's file (or the patch folder) cannot be written; the command line shows it as
+    one error line and exits 2 (`show`). Whatever was there before is kept."""
 
     def __init__(self, filename: str, hint: str) -> None:
         super().__init__(filename, hint)
         self.filename, self.hint = filename, hint
+
+    def show(self) -> None:
+        shown = display_path(Path(self.filename))
+        echo(terminal_safe(f"error: {shown}: {' '.join(self.hint.split())}"), err=True)
 
 
 ANSI_STYLE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's `strip_ansi`
@@ -132,15 +136,20 @@ def finish(
 @contextlib.contextmanager
 def report_stream(settings: Settings, stdout_ok: bool) -> Iterator[IO[str]]:
     """Where the report goes: --output-file, else stdout (or stderr when stdout carries code
-    or a patch)."""
+    or a patch). The file gets the whole report or keeps what it held (write_output_file)."""
     if settings.output_file is None:
         yield sys.stdout if stdout_ok else sys.stderr
         return
+    import io
+
+    from amp_clipfix.output.write import WriteError, write_output_file
+
+    stream = io.StringIO(newline="\n")
+    yield stream
     try:
-        with settings.output_file.open("w", encoding="utf-8", newline="\n") as stream:
-            yield stream
-    except OSError as error:
-        raise OutputFileError(str(settings.output_file), error.strerror or str(error)) from None
+        write_output_file(settings.output_file, stream.getvalue().encode("utf-8"))
+    except WriteError as error:
+        raise OutputFileError(str(settings.output_file), str(error)) from None
 
 
 def emit_report(

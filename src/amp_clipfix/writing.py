@@ -104,7 +104,8 @@ def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise OutputFileError(str(folder), error.strerror or str(error)) from None
+        reason = error.strerror or str(error)
+        raise OutputFileError(str(folder), f"cannot make the folder: {reason}") from None
     errors = []
     for name, project in zip(project_patch_names([p.root for p in projects]), projects):
         target = folder / name

@@ -321,32 +321,70 @@ def write_own_file(path: Path, data: bytes) -> None:
     _place_new(path, data, 0o666, os.replace, "write")
 
 
+def write_output_file(path: Path, data: bytes) -> None:
+    """A file the user named for the run's output (`-o`): it holds the whole of `data` or what
+    it held before. A regular file (or a new name) gets the bytes through a synced temp file in
+    its folder, renamed over it: a write that fails part way (a full disk, a quota, a file size
+    limit) leaves the old file as it was. A link the user named is followed to the file it
+    names (and stays a link). Anything else (a terminal, a pipe, /dev/null) is written as it
+    is: there is nothing to rename over, and a device must never be replaced. Raises
+    WriteError, one line that says what became of the file."""
+    target = _write_target(path)
+    try:
+        status: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        status = None
+    except OSError as error:
+        raise WriteError(f"cannot write: {os_error_reason(error)}; not written") from None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        try:
+            with open(target, "wb") as stream:
+                stream.write(data)
+        except OSError as error:
+            raise WriteError(f"cannot write: {os_error_reason(error)}") from None
+        return
+    mode = 0o666 if status is None else stat.S_IMODE(status.st_mode)
+    try:
+        _place_new(target, data, mode, os.replace, "write", exact=status is not None)
+    except WriteError as error:
+        kept = "nothing written" if status is None else "the old file is kept"
+        raise WriteError(f"{error}; {kept}") from None
+
+
 def _place_new(
-    path: Path, data: bytes, mode: int, place: Callable[[str, Path], None], verb: str
+    path: Path,
+    data: bytes,
+    mode: int,
+    place: Callable[[str, Path], None],
+    verb: str,
+    exact: bool = False,
 ) -> None:
-    """`data` in a synced temp file next to `path` (`mode` less the umask), then `place`d at
-    the name (os.link: only where it is free; os.replace: over it); the temp file never stays."""
+    """`data` in a synced temp file next to `path` (`mode`, less the umask unless `exact`),
+    then `place`d at the name (os.link: only where it is free; os.replace: over it); the temp
+    file never stays, a stop signal included."""
     try:
         handle, temp_name = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name[:TEMP_NAME_CHARS]}.", suffix=TEMP_SUFFIX
         )
     except OSError as error:
         raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
-    try:
-        with os.fdopen(handle, "wb") as temp_file:
-            temp_file.write(data)
-            temp_file.flush()
-            os.fsync(temp_file.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp_name, mode & ~umask)
-        with _stop_signals_raise():
+    with _stop_signals_raise():
+        try:
+            with os.fdopen(handle, "wb") as temp_file:
+                temp_file.write(data)
+                temp_file.flush()
+                os.fsync(temp_file.fileno())
+            if not exact:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode &= ~umask
+            os.chmod(temp_name, mode)
             place(temp_name, path)
-    except FileExistsError:
-        raise WriteError(f"cannot {verb}: the file appeared meanwhile; not written") from None
-    except OSError as error:
-        raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
+        except FileExistsError:
+            raise WriteError(f"cannot {verb}: the file appeared meanwhile; not written") from None
+        except OSError as error:
+            raise WriteError(f"cannot {verb}: {os_error_reason(error)}") from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name)
     _fsync_folder(path.parent)
