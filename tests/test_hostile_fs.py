@@ -9,6 +9,7 @@ import json
 import marshal
 import os
 import resource
+import shutil
 import stat
 import subprocess
 import sys
@@ -314,3 +315,62 @@ def test_a_patch_that_cannot_be_written_whole_keeps_the_old_one(project: Path) -
     assert "error: patches/project.patch: cannot write: File too large" in result.stderr.decode()
     assert old.read_bytes() == b"the patch of the last run\n"
     assert list((project / "patches").iterdir()) == [old]
+
+
+# --- 4. A pipe where a file is read: never waited on ------------------------------------------
+
+HELPER_CASE = REPO / "fixtures" / "trainer_unscale_helper_module_created" / "input"
+
+
+def test_a_helper_module_that_is_a_pipe_is_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "helpers"
+    shutil.copytree(HELPER_CASE, root)
+    os.mkfifo(root / "mypkg" / "amp_helpers.py")
+    model = (root / "mypkg" / "model.py").read_bytes()
+
+    result = run(root, "apply", "--yes", "--strategy", "unscale", ".", cache=False)
+
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers: cannot be created or "
+        "updated: cannot read: not a regular file",
+        "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers",
+    ]
+    assert (root / "mypkg" / "model.py").read_bytes() == model
+    assert stat.S_ISFIFO((root / "mypkg" / "amp_helpers.py").lstat().st_mode)
+
+
+SWAPPED_AT_THE_PROMPT = """
+import os, sys
+import amp_clipfix.cli as cli
+
+original = cli.write_changes
+
+def swapped_while_waiting(*arguments, **options):
+    # what happens while the question waits for an answer: the file becomes a pipe
+    os.unlink("train.py")
+    os.mkfifo("train.py")
+    return original(*arguments, **options)
+
+cli.write_changes = swapped_while_waiting
+cli.main(["apply", "--yes", "--strategy", "unfuse", "--no-cache", "."])
+"""
+
+
+def test_a_file_swapped_for_a_pipe_before_it_is_written_is_one_line(project: Path) -> None:
+    (project / "other.py").write_bytes(GOOD)
+
+    result = subprocess.run(
+        [sys.executable, "-c", SWAPPED_AT_THE_PROMPT],
+        cwd=project,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
+    assert errors == ["error: train.py: cannot re-read before writing: not a regular file"]
+    assert b"fused=False" in (project / "other.py").read_bytes()  # the run goes on
+    assert stat.S_ISFIFO((project / "train.py").lstat().st_mode)

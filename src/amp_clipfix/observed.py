@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -171,11 +172,35 @@ def _entry_kinds(entries: list[os.DirEntry[str]]) -> tuple[tuple[str, bool, bool
     return tuple(kinds)
 
 
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The file's bytes (their sha256 is the answer noted). Raises OSError."""
+class NotRegular(OSError):
+    """A name that is no regular file (a pipe, a device, a socket, a folder) where a file's
+    bytes are asked: never read, so a pipe a repository planted never makes the run wait."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.EINVAL, "not a regular file")
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """A regular file's bytes, never waiting: opened non-blocking (a FIFO or a device opens at
+    once), then checked to be a regular file before anything is read (NotRegular otherwise).
+    Not noted (read_bytes is the run's question); the writer re-reads a file with it. Raises
+    OSError."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.open(path, flags | getattr(os, "O_BINARY", 0))
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise NotRegular
+        with open(handle, "rb", closefd=False) as file:
+            return file.read()
+    finally:
+        os.close(handle)
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The file's bytes (their sha256 is the answer noted); a name that is no regular file is
+    never read (read_file). Raises OSError."""
+    try:
+        data = read_file(path)
     except OSError as error:
         _noted("read", path, "", error.errno)
         raise
@@ -267,8 +292,7 @@ def _answer(kind: str, path: str, extra: str) -> object:
         return None if answer is None else _digest(answer)
     try:
         if kind == "read":
-            with open(path, "rb") as file:
-                return _digest(file.read())
+            return _digest(read_file(path))
         if kind == "scandir":
             return _entry_kinds(_entries(path))
         if kind == "listdir":

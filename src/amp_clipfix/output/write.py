@@ -212,16 +212,32 @@ def _rewrite_in_place(target: Path, new_data: bytes, old_data: bytes) -> None:
     or the new ones, never the new text followed by the old tail."""
     with signals_deferred():
         try:
-            with open(target, "r+b") as file:
+            with open(_open_regular(target), "r+b") as file:
                 file.write(new_data)
                 file.truncate()
                 file.flush()
                 os.fsync(file.fileno())
         except BaseException:
-            with contextlib.suppress(OSError), open(target, "r+b") as file:
+            with contextlib.suppress(OSError), open(_open_regular(target), "r+b") as file:
                 file.write(old_data)
                 file.truncate()
             raise
+
+
+def _open_regular(path: Path) -> int:
+    """`path` opened for reading and writing, never waiting (a pipe swapped in meanwhile opens
+    at once and is refused: observed.NotRegular). Raises OSError."""
+    flags = os.O_RDWR | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    handle = os.open(path, flags | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise observed.NotRegular
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(handle, True)
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
 
 
 DEFERRED_SIGNALS = tuple(
@@ -263,7 +279,7 @@ def _write_target(path: Path) -> Path:
 
 def _ensure_unchanged(target: Path, expected: bytes) -> None:
     try:
-        current = target.read_bytes()
+        current = observed.read_file(target)  # a pipe swapped in meanwhile: never waited on
     except OSError as error:
         raise WriteError(f"cannot re-read before writing: {os_error_reason(error)}") from None
     if current != expected:
