@@ -374,3 +374,76 @@ def test_a_file_swapped_for_a_pipe_before_it_is_written_is_one_line(project: Pat
     assert errors == ["error: train.py: cannot re-read before writing: not a regular file"]
     assert b"fused=False" in (project / "other.py").read_bytes()  # the run goes on
     assert stat.S_ISFIFO((project / "train.py").lstat().st_mode)
+
+
+# --- 5. Nothing stale: the helper module a commit needs, a patch of an earlier run ------------
+
+
+def git(root: Path, *arguments: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    )
+
+
+def test_the_fix_hook_never_passes_a_commit_that_lacks_the_helper_module(tmp_path: Path) -> None:
+    """pre-commit's fix hook (`apply --yes --tracked-only`) creates the helper module; after
+    `git add -u` (which stages the fixed file, never the new one) its second run used to pass
+    and the commit imported a module it lacked."""
+    root = tmp_path / "helpers"
+    shutil.copytree(HELPER_CASE, root)
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "start")
+    hook = ["apply", "--yes", "--tracked-only", "--force-exclude", "--strategy", "unscale"]
+    hook += ["--", "mypkg/model.py"]
+    line = (
+        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers is not in git's index "
+        "(--tracked-only): the commit would lack it; run `git add mypkg/amp_helpers.py`"
+    )
+
+    first = run(root, *hook, cache=False)
+    assert first.returncode == 2, first.stderr
+    assert line in first.stderr.decode().splitlines()
+    assert (root / "mypkg" / "amp_helpers.py").is_file()  # the fix is written all the same
+
+    git(root, "add", "-u")
+    second = run(root, *hook, cache=False)
+    assert second.returncode == 2, second.stderr
+    assert [ln for ln in second.stderr.decode().splitlines() if ln.startswith("error")] == [line]
+
+    git(root, "add", "mypkg/amp_helpers.py")
+    third = run(root, *hook, cache=False)
+    assert third.returncode == 0, third.stderr
+
+
+def test_a_reused_patch_folder_keeps_no_stale_patch(tmp_path: Path) -> None:
+    """A bulk run writes `<project>.patch` per project; once a project has nothing to fix, the
+    patch an earlier run wrote for it is removed, and said; a file of that name the tool did
+    not write is named, never removed."""
+    for name in ("a", "b", "c"):
+        (tmp_path / "repos" / name).mkdir(parents=True)
+        (tmp_path / "repos" / name / "pyproject.toml").write_bytes(b"")
+        (tmp_path / "repos" / name / "train.py").write_bytes(GOOD)
+    bulk = ["apply", "--dry-run", "--strategy", "unfuse", "--patch-dir", "patches"]
+    bulk += ["repos/a", "repos/b", "repos/c"]
+    assert run(tmp_path, *bulk, cache=False).returncode == 1
+    patches = tmp_path / "patches"
+    assert sorted(path.name for path in patches.iterdir()) == ["a.patch", "b.patch", "c.patch"]
+    git(tmp_path / "repos" / "a", "apply", str(patches / "a.patch"))
+    (tmp_path / "repos" / "b" / "train.py").write_bytes(GOOD.replace(b"fused=True", b"fused=False"))
+    (patches / "b.patch").write_bytes(b"my own notes\n")  # a file the tool did not write
+
+    again = run(tmp_path, *bulk, cache=False)
+
+    assert again.returncode == 1, again.stderr
+    assert sorted(path.name for path in patches.iterdir()) == ["b.patch", "c.patch"]
+    lines = again.stderr.decode().splitlines()
+    assert "removed patches/a.patch (repos/a: nothing to fix now)" in lines
+    assert (
+        "warning: patches/b.patch: repos/b has nothing to fix now; the file there was not "
+        "written by amp-clipfix and is left as it is"
+    ) in lines
+    assert (patches / "b.patch").read_bytes() == b"my own notes\n"

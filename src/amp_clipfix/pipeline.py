@@ -45,6 +45,9 @@ class Options:
     # error line when its configuration is broken.
     configure: Callable[[Project, Options], tuple[Project, Options] | FileError] | None = None
     cache: bool = True  # per-file results cached on disk by content hash
+    # --tracked-only: the files git's index holds in the project (a file a fix needs that the
+    # index lacks is an error: the commit would go without it); None: not asked.
+    index: frozenset[Path] | None = None
 
 
 def run(
@@ -152,6 +155,10 @@ def process(
             (helpers, root),
         )
         errors.extend(fix_errors)
+        if options.index is not None and helpers is not None and root is not None:
+            from amp_clipfix.fixes.changes import untracked_helper
+
+            errors.extend(untracked_helper(helpers, root, options.index, changes))
     if options.with_edits:
         from amp_clipfix.output.machine import change_edits
 

@@ -227,8 +227,9 @@ class ProjectConfigurer:
         return (self.command_line.exclude or config.exclude or ()) + config.extend_exclude
 
     def __call__(self, project: Project, options: Options) -> tuple[Project, Options] | FileError:
+        index = None
         if self.command_line.tracked_only:
-            project = self._tracked(project)
+            project, index = self._tracked(project)
         try:
             config = self.config(project.root)
         except ConfigError as error:
@@ -252,7 +253,8 @@ class ProjectConfigurer:
                 message = f"{error_message(error)}; project {display_path(project.root)} skipped"
                 return FileError(config.path, message, ErrorKind.READ)
         selection = selection_for(self.command_line, config)
-        return project, replace(options, keep=project_keep(selection, self.command_line.scope))
+        keep = project_keep(selection, self.command_line.scope)
+        return project, replace(options, keep=keep, index=index)
 
     def _with_config(self, options: Options, config: Config) -> Options:
         """The nearest configuration wins whole (as in ruff): what it leaves unset takes the
@@ -270,19 +272,21 @@ class ProjectConfigurer:
             helper_module=config.helper_module,
         )
 
-    def _tracked(self, project: Project) -> Project:
+    def _tracked(self, project: Project) -> tuple[Project, frozenset[Path] | None]:
+        """The project's files git's index holds, and that index (None: git cannot say)."""
         tracked = git_tracked(project.root)
         if tracked is None:
             self.warnings.append(
                 f"{display_path(project.root)}: not a git checkout (or git cannot be asked); "
                 "every file is read"
             )
-            return project
+            return project, None
         kept = tuple(path for path in project.files if _absolute(path) in tracked)
         for path in project.files:
             if path not in kept and path in (self.command_line.scope.only or ()):
                 self.warnings.append(f"{display_path(path)}: not tracked by git; skipped")
-        return replace(project, files=kept, linked_inside=project.linked_inside & set(kept))
+        kept_project = replace(project, files=kept, linked_inside=project.linked_inside & set(kept))
+        return kept_project, frozenset(tracked)
 
 
 def error_message(error: ConfigError) -> str:

@@ -96,21 +96,28 @@ def change_shower(result: RunResult) -> Callable[[FileChange], None]:
 def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
     """One `<project>.patch` per project with changes, paths relative to the project's root;
     a patch that cannot be written (its name is a link, say) is an error line, the others are
-    still written."""
-    from amp_clipfix.output.patches import patch_of, project_patch_names
+    still written. A project with nothing to fix now loses the patch an earlier run wrote for
+    it (a file of that name that starts with PATCH_MARK), and says so: a reused folder never
+    keeps a stale patch unsaid. Names come from every project of the run, so a project's
+    patch keeps its name from one run to the next."""
+    from amp_clipfix.output.patches import PATCH_MARK, patch_of, project_patch_names
     from amp_clipfix.output.write import WriteError, write_own_file
 
-    projects = [project for project in result.per_project if project.changes]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         reason = error.strerror or str(error)
         raise OutputFileError(str(folder), f"cannot make the folder: {reason}") from None
     errors = []
+    projects = result.per_project
     for name, project in zip(project_patch_names([p.root for p in projects]), projects):
         target = folder / name
+        if not project.changes:
+            _remove_stale_patch(target, project.root, PATCH_MARK)
+            continue
+        patch = b"".join(patch_of(c, project.root) for c in project.changes)
         try:
-            write_own_file(target, b"".join(patch_of(c, project.root) for c in project.changes))
+            write_own_file(target, patch_header(project.root) + patch)
         except WriteError as error:
             errors.append(FileError(target, str(error), ErrorKind.WRITE))
             continue
@@ -119,6 +126,46 @@ def write_patch_dir(result: RunResult, folder: Path) -> list[FileError]:
             err=True,
         )
     return errors
+
+
+def patch_header(root: Path) -> bytes:
+    """The first line of a `--patch-dir` patch: whose it is and how to apply it (a `#` line
+    `git apply` and `patch` skip), and the mark that says amp-clipfix wrote the file."""
+    from amp_clipfix.output.patches import PATCH_MARK, comment
+
+    shown = display_path(root)
+    return PATCH_MARK + comment(f"{shown} (git -C {shown} apply FILE)")[2:]
+
+
+def _remove_stale_patch(target: Path, root: Path, mark: bytes) -> None:
+    """`target`, the patch of a project with nothing to fix now: removed when an earlier run
+    wrote it (a plain file starting with `mark`), else named; either way said on stderr."""
+    from amp_clipfix import observed
+
+    if not os.path.lexists(target):
+        return
+    shown, project = display_path(target), display_path(root)
+    try:
+        ours = not os.path.islink(target) and observed.read_file(target).startswith(mark)
+    except OSError:
+        ours = False
+    if ours:
+        try:
+            os.unlink(target)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            message = f"warning: {shown}: {project} has nothing to fix now; not removed: {reason}"
+            echo(terminal_safe(message), err=True)
+            return
+        echo(terminal_safe(f"removed {shown} ({project}: nothing to fix now)"), err=True)
+    else:
+        echo(
+            terminal_safe(
+                f"warning: {shown}: {project} has nothing to fix now; the file there was not "
+                "written by amp-clipfix and is left as it is"
+            ),
+            err=True,
+        )
 
 
 def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozenset[Finding]:

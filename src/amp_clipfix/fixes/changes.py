@@ -4,6 +4,7 @@ machine output's edits all come from them; and the helper module the fixed files
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -192,3 +193,28 @@ def read_helper_module(path: Path, root: Path) -> SourceFile:
         return decode_source(path, observed.read_inside(path, root))
     except OSError as error:
         raise SourceError(f"cannot read: {os_error_reason(error)}") from None
+
+
+def untracked_helper(
+    module: str, root: Path, index: frozenset[Path], changes: Sequence[FileChange]
+) -> list[FileError]:
+    """Under --tracked-only (a pre-commit hook), the helper module the fixed files import from
+    must be in git's index, or the commit goes without it: an error naming the file to
+    `git add`, when a change creates it or it is there but untracked (a run after `git add -u`
+    sees the fixed files and nothing left to fix)."""
+    from amp_clipfix.paths import display_path
+    from amp_clipfix.project.config import helper_module_path
+
+    try:
+        path = helper_module_path(root, module)
+    except ConfigError:
+        return []  # said already by the project's configuration
+    created = any(change.created and change.source.path == path for change in changes)
+    if Path(os.path.abspath(path)) in index or not (created or observed.lexists(path)):
+        return []
+    shown = display_path(path)
+    message = (
+        f"helper-module {module} is not in git's index (--tracked-only): the commit would lack "
+        f"it; run `git add {shown}`"
+    )
+    return [FileError(path, message, ErrorKind.WRITE)]

@@ -23,6 +23,9 @@ if TYPE_CHECKING:  # only its type is named here
     from amp_clipfix.results import FileChange
 
 UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# How a `--patch-dir` patch starts (writing.patch_header): what tells a patch amp-clipfix wrote,
+# which a later run may remove when its project has nothing to fix any more.
+PATCH_MARK = b"# amp-clipfix: the fixes of project "
 
 
 def comment(text: str) -> bytes:
