@@ -158,25 +158,33 @@ class _Stopped(BaseException):
 def _stop_signals_raise() -> Iterator[None]:
     """While a file is being replaced, SIGTERM and SIGHUP unwind the write (removing the temp
     file) and then end the process with the signal's usual exit status."""
+    received: list[int] = []
+    with _signals_caught(STOP_SIGNALS, received, stop=True), contextlib.suppress(_Stopped):
+        yield
+    if received:
+        raise SystemExit(128 + received[0])
+
+
+@contextlib.contextmanager
+def _signals_caught(numbers: Sequence[int], received: list[int], stop: bool) -> Iterator[None]:
+    """While the block runs, the signals `numbers` are noted in `received` (and, when `stop`,
+    end the block: _Stopped is raised); the handlers they had come back after. Python runs
+    signal handlers in the main thread only; elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    received: list[int] = []
 
-    def stop(number: int, frame: object) -> None:
+    def caught(number: int, frame: object) -> None:
         received.append(number)
-        raise _Stopped
+        if stop:
+            raise _Stopped
 
-    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    previous = {number: signal.signal(number, caught) for number in numbers}
     try:
         yield
-    except _Stopped:
-        pass
     finally:
         for number, handler in previous.items():
-            signal.signal(number, handler)
-    if received:
-        raise SystemExit(128 + received[0])
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
 
 
 def _copy_xattrs(target: Path, temp_name: str) -> None:
@@ -249,22 +257,12 @@ DEFERRED_SIGNALS = tuple(
 def signals_deferred() -> Iterator[None]:
     """SIGTERM, SIGHUP and SIGINT are noted while the block runs and delivered again once it is
     done, to the handlers they had (which may end the process then): a handler that raises, or
-    a signal's default action, would otherwise stop a rewrite half way. Python runs signal
-    handlers in the main thread only; elsewhere the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    a signal's default action, would otherwise stop a rewrite half way."""
     received: list[int] = []
-
-    def note(number: int, frame: object) -> None:
-        received.append(number)
-
-    previous = {number: signal.signal(number, note) for number in DEFERRED_SIGNALS}
     try:
-        yield
+        with _signals_caught(DEFERRED_SIGNALS, received, stop=False):
+            yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, signal.SIG_DFL if handler is None else handler)
         for number in dict.fromkeys(received):
             signal.raise_signal(number)
 
