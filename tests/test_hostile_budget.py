@@ -1,0 +1,171 @@
+"""Hostile input, round three (issue 39): never a traceback, never exit 1 for an error, bounded
+work. Each section is one problem found on 0.10.0; each test failed there.
+
+Exit codes: 1 means "findings" (a CI step that tolerates findings passes it), so an error must
+be 2 with one `error:` line naming the file, and the run goes on with the other files.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amp_clipfix.analysis import evaluate, frame
+from amp_clipfix.models import Strategy
+from amp_clipfix.pipeline import Options, run
+from amp_clipfix.project.version import DEFAULT_TARGET
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
+
+
+def amp_clipfix(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user runs it: its own process, its own recursion limit."""
+    command = [sys.executable, "-m", "amp_clipfix", *args, "--no-cache"]
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=project, timeout=600, check=False
+    )
+
+
+def error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_bytes(b"")
+    return root
+
+
+# --- Deep and wide values: the rules run under the resolution's guard, the evaluator's work is
+# --- bounded, a bound hit is a review finding -------------------------------------------------
+
+
+def setters(count: int, argument: str = "args.fused") -> str:
+    """A module whose `FUSED` is stored by `count` setters, each keeping what the others
+    stored (`FUSED = v or FUSED`), all called before the optimizer is built."""
+    lines = ["import lightning as L", "import torch", "", "FUSED = False", ""]
+    for index in range(count):
+        lines += [f"def set{index}(v):", "    global FUSED; FUSED = v or FUSED", ""]
+    lines += ["def main(model, args):"]
+    lines += [f"    set{index}({argument})" for index in range(count)]
+    lines += [
+        '    fabric = L.Fabric(precision="16-mixed")',
+        "    optimizer = torch.optim.AdamW(model.parameters(), fused=FUSED)",
+        "    fabric.clip_gradients(model, optimizer, max_norm=1.0)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def test_a_hundred_global_setters_are_a_finding_not_a_traceback(project: Path) -> None:
+    """RecursionError from the rules stage (exit 1, the code of "findings") on 0.10.0."""
+    (project / "train.py").write_text(setters(100))
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr
+    line = 5 + 100 * 3 + 1 + 100 + 3  # the clip call
+    assert f"train.py:{line}:5: ACF001" in result.stdout
+    assert "if the optimizer is fused" in result.stdout  # `args.fused`: decided at run time
+
+
+class Counted:
+    """The evaluations each evaluator of a run performed (what its budget counts)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.evaluators: list[evaluate.Evaluator] = []
+        made = evaluate.Evaluator.__init__
+        counted = self
+
+        def init(self, *arguments, **keywords):  # noqa: ANN001, ANN002, ANN003, ANN202
+            made(self, *arguments, **keywords)
+            counted.evaluators.append(self)
+
+        monkeypatch.setattr(evaluate.Evaluator, "__init__", init)
+
+    def evaluations(self) -> int:
+        return sum(frame.BUDGET - evaluator.budget for evaluator in self.evaluators)
+
+
+def findings_of(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list]:
+    folder.mkdir()
+    (folder / "train.py").write_text(source)
+    counted = Counted(monkeypatch)
+    result = run([folder], Options(Strategy.AUTO, DEFAULT_TARGET))
+    assert not result.errors, result.errors
+    found = [(finding.code, finding.confidence.value) for finding in result.findings]
+    return counted.evaluations(), found
+
+
+def test_global_setters_cost_linear_work_and_stay_precise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each setter stores `True`: the optimizer may be fused (or not, when no setter runs),
+    however many setters there are (a read of FUSED inside a setter adds nothing to the read
+    around it, and no value is lost to a cycle cut), and four
+    times the setters cost about four times the evaluations (each read walked every path
+    through the others: 18 s at 90 setters, a RecursionError at 100)."""
+    small, small_found = findings_of(tmp_path / "a", setters(100, "True"), monkeypatch)
+    large, large_found = findings_of(tmp_path / "b", setters(400, "True"), monkeypatch)
+    assert small_found == large_found == [("ACF001", "review"), ("ACF007", "high")]
+    assert large <= 5 * small
+
+
+def chain(names: int) -> str:
+    """`X1 = X0`, `X2 = X1`, ... : a value followed through `names` assignments."""
+    lines = ["import lightning as L", "import torch", "", "X0 = True"]
+    lines += [f"X{index + 1} = X{index}" for index in range(names)]
+    lines += [
+        "",
+        "def main(model):",
+        '    fabric = L.Fabric(precision="16-mixed")',
+        f"    optimizer = torch.optim.AdamW(model.parameters(), fused=X{names})",
+        "    fabric.clip_gradients(model, optimizer, max_norm=1.0)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def test_a_value_followed_too_deep_is_a_review_finding(project: Path) -> None:
+    """3,000 names in a chain: past the evaluator's nesting bound the value is decided at run
+    time (a review finding), before Python's stack gives out (a traceback on 0.10.0)."""
+    (project / "train.py").write_text(chain(3_000))
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr
+    assert "review: whether the optimizer is fused is decided at run time" in result.stdout
+    (project / "train.py").write_text(chain(100))  # within the bound: followed to its literal
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6")
+    assert "fused optimizer: train.py:4 torch.optim.AdamW(fused=X100), decided here" in (
+        result.stdout
+    )
+
+
+def test_a_rule_that_fails_is_one_error_line_and_exit_2(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever a rule raises (a RecursionError included) is one line naming the project,
+    exit 2; the findings of the files' own sites still stand."""
+    from click.testing import CliRunner
+
+    from amp_clipfix import rules
+    from amp_clipfix.cli import main
+    from amp_clipfix.records import replace
+
+    def deep(*arguments: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setitem(rules.RULES, "ACF007", replace(rules.RULES["ACF007"], search=deep))
+    monkeypatch.chdir(project)
+    (project / "train.py").write_bytes(GOOD)
+    result = CliRunner().invoke(
+        main, ["check", "--no-cache", "--lightning-version", "2.6.6"], catch_exceptions=False
+    )
+    assert result.exit_code == 2, result.output
+    assert error_lines(result.output) == ["error: .: the rules gave up (code nested too deeply)"]
+    assert "train.py:19:9: ACF001" in result.output
