@@ -169,3 +169,94 @@ def test_a_rule_that_fails_is_one_error_line_and_exit_2(
     assert result.exit_code == 2, result.output
     assert error_lines(result.output) == ["error: .: the rules gave up (code nested too deeply)"]
     assert "train.py:19:9: ACF001" in result.output
+
+
+# --- Integers past Python's int-to-text limit (4,300 digits): one line, never a traceback -----
+
+HUGE = "1" * 5_000
+NOTEBOOK = (
+    '{"cells": [{"cell_type": "code", "execution_count": %s, "metadata": {}, "outputs": [],'
+    ' "source": ["x = 1\\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+)
+
+
+def test_a_huge_integer_in_a_notebook_is_one_error_line(project: Path) -> None:
+    (project / "train.py").write_bytes(GOOD)
+    (project / "big.ipynb").write_text(NOTEBOOK % HUGE)
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 2, result.stderr
+    assert error_lines(result.stderr) == [
+        "error: big.ipynb: not a valid notebook: a number of more than 4,300 digits"
+    ]
+    assert "train.py:19:9: ACF001" in result.stdout  # the run went on
+
+
+@pytest.mark.parametrize("table", ["tool.other", "project.optional-dependencies.big"])
+def test_a_huge_integer_in_a_pyproject_table_is_one_error_line(project: Path, table: str) -> None:
+    """Any table of the configuration's pyproject.toml: one line naming it, exit 2, as any
+    pyproject.toml that is not valid TOML."""
+    value = HUGE if table == "tool.other" else f"[{HUGE}]"
+    (project / "pyproject.toml").write_text(f"[{table}]\nn = {value}\n")
+    (project / "train.py").write_bytes(GOOD)
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "Error: pyproject.toml: invalid TOML: a number of more than 4,300 digits"
+    )
+
+
+UV_LOCK = 'version = 1\n\n[[package]]\nname = "lightning"\nversion = "2.6.6"\nsize = {}\n'
+POETRY_LOCK = '[[package]]\nname = "lightning"\nversion = "2.6.6"\nsize = {}\n'
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("uv.lock", UV_LOCK.format(HUGE)),
+        ("poetry.lock", POETRY_LOCK.format(HUGE)),
+        ("pdm.lock", POETRY_LOCK.format(HUGE)),
+        ("uv.lock", UV_LOCK.replace("2.6.6", "2." + HUGE).format(1)),
+        ("requirements.txt", f"lightning==2.{HUGE}\n"),
+        ("requirements.txt", f"lightning>=2.{HUGE}\n"),
+        ("pyproject.toml", f'[project]\nname = "x"\ndependencies = ["lightning=={HUGE}"]\n'),
+        ("environment.yml", f"dependencies:\n  - pip:\n    - lightning=={HUGE}.0\n"),
+    ],
+)
+def test_a_huge_number_in_a_pin_file_is_one_line_and_the_pin_is_not_used(
+    project: Path, name: str, content: str
+) -> None:
+    """A pin file that cannot be read is what it always was: one warning naming it, the pin
+    not used (the release comes from the next source), the run goes on."""
+    (project / name).write_text(content)
+    (project / "train.py").write_bytes(GOOD)
+    result = amp_clipfix(project, "check")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {name}: "), warnings
+    assert "a number of more than 4,300 digits; not used for the Lightning version" in warnings[0]
+    assert "train.py:19:9: ACF001" in result.stdout
+
+
+def test_huge_literals_in_code_and_configs_are_values_like_any_other(project: Path) -> None:
+    """A hex literal has no digit limit in Python, but its decimal text has: the evaluator
+    reads it as a value (an internal error of the resolution on 0.10.0); a YAML config's huge
+    numbers are read as numbers."""
+    code = GOOD.replace(b"fused=True", b"fused=FLAG").replace(
+        b"import torch\n", b"import torch\n\nFLAG = 0x" + b"f" * 5_000 + b"\n"
+    )
+    (project / "train.py").write_bytes(code)
+    config = (
+        f"trainer:\n  precision: 16-mixed\n  gradient_clip_val: {HUGE}\n  amp_backend: {HUGE}\n"
+        f"optimizer:\n  class_path: torch.optim.AdamW\n  init_args:\n    fused: {HUGE}\n"
+    )
+    (project / "config.yaml").write_text(config)
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr
+    assert not error_lines(result.stderr)
+    assert "train.py:21:9: ACF007" in result.stdout
+    assert "config.yaml:2:14: ACF002" in result.stdout
+    assert "config.yaml:4:3: ACF010" in result.stdout
