@@ -260,3 +260,56 @@ def test_huge_literals_in_code_and_configs_are_values_like_any_other(project: Pa
     assert "train.py:21:9: ACF007" in result.stdout
     assert "config.yaml:2:14: ACF002" in result.stdout
     assert "config.yaml:4:3: ACF010" in result.stdout
+
+
+# --- File names that are not UTF-8: shown escaped everywhere, never a traceback ---------------
+
+# A module whose optimizer's `fused` is a parameter: its callers are searched by the module's
+# name, which holds the name's bytes that are not UTF-8 (a UnicodeEncodeError on 0.10.0).
+BUILDER = GOOD.replace(
+    b"    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)\n",
+    b"    optimizer = build(model, True)\n",
+).replace(
+    b"def main():",
+    b"def build(model, fused):\n"
+    b"    return torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)\n\n\ndef main():",
+)
+ODD = "\udcff"  # os.fsdecode(b"\xff"): how Python names the byte
+
+
+@pytest.mark.parametrize("output", ["text", "json", "sarif", "github"])
+def test_a_name_that_is_not_utf8_is_shown_escaped_in_every_format(
+    project: Path, output: str
+) -> None:
+    (project / f"m{ODD}.py").write_bytes(BUILDER)
+    (project / "train.py").write_bytes(GOOD)
+    result = amp_clipfix(project, "check", "--lightning-version", "2.6.6", "--format", output)
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 1, result.stderr
+    result.stdout.encode("utf-8")  # text: no raw byte of the name, no lone surrogate
+    shown = {
+        "text": "m\\udcff.py:23:9: ACF001",
+        "json": '"path": "m\\udcff.py"',
+        "sarif": '"uri": "m%FF.py"',
+        "github": "::error title=ACF001::m\\udcff.py:23:9: ",
+    }
+    assert shown[output] in result.stdout
+    assert "train.py" in result.stdout  # the run went on
+
+
+def test_a_patch_names_a_file_that_is_not_utf8_as_git_does(project: Path) -> None:
+    """The header quotes the bytes git quotes (`"a/m\\377.py"`), and `git apply` takes it."""
+    (project / f"m{ODD}.py").write_bytes(BUILDER)
+    subprocess.run(["git", "init", "-q", "."], cwd=project, check=True)
+    patch = amp_clipfix(project, "apply", "--dry-run", "--strategy", "unfuse")
+    assert "Traceback" not in patch.stderr, patch.stderr[-2000:]
+    assert patch.returncode == 1, patch.stderr
+    assert '\n--- "a/m\\377.py"\n+++ "b/m\\377.py"\n' in patch.stdout
+    folder = project.parent / "patches"
+    written = amp_clipfix(project, "apply", "--dry-run", "--patch-dir", str(folder))
+    assert "Traceback" not in written.stderr, written.stderr[-2000:]
+    assert written.returncode == 1, written.stderr
+    assert '\n--- "a/m\\377.py"\n' in "\n" + (folder / "project.patch").read_text()
+    (project / "fix.patch").write_text(patch.stdout)
+    subprocess.run(["git", "apply", "fix.patch"], cwd=project, check=True)
+    assert b"build(model, False)" in (project / f"m{ODD}.py").read_bytes()
