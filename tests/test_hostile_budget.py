@@ -313,3 +313,44 @@ def test_a_patch_names_a_file_that_is_not_utf8_as_git_does(project: Path) -> Non
     (project / "fix.patch").write_text(patch.stdout)
     subprocess.run(["git", "apply", "fix.patch"], cwd=project, check=True)
     assert b"build(model, False)" in (project / f"m{ODD}.py").read_bytes()
+
+
+# --- A helper-module that does not parse: one line, nothing written ---------------------------
+
+HELPER_CASE = REPO / "fixtures" / "trainer_unscale_helper_module_created" / "input"
+CONFLICT = "<<<<<<< HEAD\ndef a():\n    pass\n=======\ndef b():\n    pass\n>>>>>>> theirs\n"
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".amp_clipfix_cache" not in p.parts
+    }
+
+
+@pytest.mark.parametrize("how", ["--yes", "--dry-run"])
+def test_a_helper_module_with_conflict_markers_is_one_line_and_nothing_is_written(
+    tmp_path: Path, how: str
+) -> None:
+    import shutil
+
+    root = tmp_path / "helpers"
+    shutil.copytree(HELPER_CASE, root)
+    (root / "mypkg" / "amp_helpers.py").write_text(CONFLICT)
+    before = snapshot(root)
+    result = amp_clipfix(
+        root, "apply", how, "--strategy", "unscale", "--lightning-version", "2.6.6"
+    )
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 2, result.stderr
+    errors = error_lines(result.stderr)
+    assert len(errors) == 2, errors
+    assert errors[0].startswith(
+        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers: cannot be created or "
+        "updated: cannot parse: "
+    )
+    assert errors[1] == (
+        "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers"
+    )
+    assert snapshot(root) == before
