@@ -7,6 +7,7 @@ be 2 with one `error:` line naming the file, and the run goes on with the other 
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -354,3 +355,135 @@ def test_a_helper_module_with_conflict_markers_is_one_line_and_nothing_is_writte
         "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers"
     )
     assert snapshot(root) == before
+
+
+# --- Any internal error: one line naming the file, exit 2, the other files go on --------------
+
+BAD = GOOD + b"# bad\n"  # a file a stage fails on (the patched function tells it by this line)
+GOOD_FIXED = GOOD.replace(b"fused=True", b"fused=False").replace(
+    b"max_norm=1.0)", b"max_norm=1.0, error_if_nonfinite=False)"
+)
+BOOM = "RuntimeError('boom')"
+
+
+def boom() -> None:
+    raise RuntimeError("boom")
+
+
+def failing(original, is_bad):  # noqa: ANN001, ANN201 - wraps any stage's function
+    def wrapped(*arguments, **keywords):  # noqa: ANN002, ANN003, ANN202
+        if is_bad(*arguments, **keywords):
+            boom()
+        return original(*arguments, **keywords)
+
+    return wrapped
+
+
+def named_bad(path: object, *rest: object, **keywords: object) -> bool:
+    return getattr(path, "name", None) == "bad.py"
+
+
+def always(*arguments: object, **keywords: object) -> bool:
+    return True
+
+
+def prefilter_failing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from amp_clipfix.sources.python import PythonSource
+
+    original = PythonSource.prefilter
+
+    def prefilter(self, stage):  # noqa: ANN001, ANN202
+        test = original(self, stage)
+        return failing(test, lambda data: b"# bad" in data)
+
+    monkeypatch.setattr(PythonSource, "prefilter", prefilter)
+
+
+def stage_patches(monkeypatch: pytest.MonkeyPatch, stage: str) -> None:  # noqa: C901
+    """Make `stage` fail: on bad.py for a stage per file, on the project or run for the others."""
+    import amp_clipfix.analysis.read as read
+    import amp_clipfix.analysis.resolve as resolve
+    import amp_clipfix.fixes.choose as choose
+    import amp_clipfix.fixes.transform as transform
+    import amp_clipfix.observed as observed
+    import amp_clipfix.output.patches as patches
+    import amp_clipfix.output.write as write
+    import amp_clipfix.pipeline as pipeline
+    import amp_clipfix.running as running
+    import amp_clipfix.sources.python as python
+    from amp_clipfix import rules
+    from amp_clipfix.records import replace
+
+    if stage == "discover":
+        monkeypatch.setattr(pipeline, "discover", failing(pipeline.discover, always))
+    elif stage == "read":
+        monkeypatch.setattr(observed, "read_bytes", failing(observed.read_bytes, named_bad))
+    elif stage == "prefilter":
+        prefilter_failing(monkeypatch)
+    elif stage == "parse":
+        bad_document = lambda document: document.path.name == "bad.py"  # noqa: E731
+        monkeypatch.setattr(read, "read_document", failing(read.read_document, bad_document))
+    elif stage == "resolve":
+        monkeypatch.setattr(resolve.Resolution, "run", failing(resolve.Resolution.run, always))
+    elif stage == "rules":
+        rule = rules.RULES["ACF007"]
+        monkeypatch.setitem(
+            rules.RULES, "ACF007", replace(rule, search=failing(rule.search, always))
+        )
+    elif stage == "choose":
+        monkeypatch.setattr(choose, "choose_fixes", failing(choose.choose_fixes, always))
+    elif stage == "transform":
+        bad_file = lambda file, *rest: file.document.path.name == "bad.py"  # noqa: E731
+        monkeypatch.setattr(transform, "fixed_text", failing(transform.fixed_text, bad_file))
+    elif stage == "verify":
+        bad_text = lambda original, new: "# bad" in original  # noqa: E731
+        monkeypatch.setattr(python, "verify_python", failing(python.verify_python, bad_text))
+    elif stage == "diff":
+        bad_path = lambda old, new, path, **keywords: path == "bad.py"  # noqa: E731
+        monkeypatch.setattr(patches, "format_patch", failing(patches.format_patch, bad_path))
+    elif stage == "report":
+        monkeypatch.setattr(running, "emit_report", failing(running.emit_report, always))
+    elif stage == "write":
+        bad_source = lambda source, *rest, **keywords: source.path.name == "bad.py"  # noqa: E731
+        monkeypatch.setattr(write, "write_atomic", failing(write.write_atomic, bad_source))
+
+
+STAGES = {  # stage: (the error line, whether it is a stage per file: good.py is fixed then)
+    "discover": (f"error: .: internal error in finding the files: {BOOM}", False),
+    "read": (f"error: bad.py: internal error while reading: {BOOM}", True),
+    "prefilter": (f"error: bad.py: internal error in the prefilter: {BOOM}", True),
+    "parse": (f"error: bad.py: internal error while reading sites: {BOOM}", True),
+    "resolve": (f"error: .: internal error in the project resolution: {BOOM}", False),
+    "rules": (f"error: .: internal error in the rules: {BOOM}", False),
+    "choose": (f"error: .: internal error in choosing fixes: {BOOM}", False),
+    "transform": (f"error: bad.py: not fixed: internal error: {BOOM}", True),
+    "verify": (f"error: bad.py: not fixed: internal error: {BOOM}", True),
+    "diff": (f"error: bad.py: not fixed: internal error in the diff: {BOOM}", True),
+    "report": (f"error: <stderr>: internal error in the report: {BOOM}", False),
+    "write": (f"error: bad.py: not written: internal error: {BOOM}", True),
+}
+
+
+@pytest.mark.parametrize("stage", list(STAGES))
+def test_an_internal_error_in_any_stage_is_one_line_and_exit_2(
+    project: Path, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    from click.testing import CliRunner
+
+    from amp_clipfix.cli import main
+
+    (project / "good.py").write_bytes(GOOD)
+    (project / "bad.py").write_bytes(BAD)
+    monkeypatch.chdir(project)
+    stage_patches(monkeypatch, stage)
+    arguments = ["apply", "--yes", "--no-cache", "--strategy", "unfuse"]
+    result = CliRunner().invoke(
+        main, [*arguments, "--lightning-version", "2.6.6"], catch_exceptions=False
+    )
+    line, per_file = STAGES[stage]
+    assert result.exit_code == 2, result.output
+    assert error_lines(result.output) == [line]
+    if per_file:  # the other file went on
+        assert (project / "good.py").read_bytes() == GOOD_FIXED
+    for name in ("good.py", "bad.py"):  # whatever was written is whole
+        ast.parse((project / name).read_bytes())

@@ -56,7 +56,13 @@ def run(
     force_exclude: bool = False,
     implied: frozenset[Path] = frozenset(),
 ) -> RunResult:
-    discovery = discover(paths, exclude, force_exclude, implied)
+    try:
+        discovery = discover(paths, exclude, force_exclude, implied)
+    except Exception as failure:  # noqa: BLE001 - one line per path given, exit 2
+        from amp_clipfix.analysis.project_resolve import stage_error
+
+        failed = tuple(stage_error("finding the files", failure, path) for path in paths)
+        return RunResult((), (), failed, files_seen=0, files_parsed=0, projects=0)
     if progress is not None:
         progress.planned(sum(len(project.files) for project in discovery.projects))
     results = []
@@ -136,7 +142,13 @@ def process(
     linked = guarded_findings(collection, files, target, facts, root)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
-    findings = choose_fixes(linked, options.strategy, target)
+    try:
+        findings = choose_fixes(linked, options.strategy, target)
+    except Exception as failure:  # noqa: BLE001 - reported without fixes, exit 2
+        from amp_clipfix.analysis.project_resolve import stage_error
+
+        collection.errors.append(stage_error("choosing fixes", failure, root or collection.root))
+        findings = linked
     changes: list[FileChange] = []
     errors = list(collection.errors)
     edits: dict[Finding, tuple[Edit, ...]] = {}
