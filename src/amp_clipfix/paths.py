@@ -30,6 +30,30 @@ def os_error_reason(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
 
 
+def unreadable_value(error: ValueError) -> str:
+    """What a reader's ValueError that is no syntax error says: Python refuses to turn an
+    integer of more than 4,300 digits (`sys.get_int_max_str_digits`) into a number, in JSON,
+    TOML and versions alike; the file is reported, never read on at quadratic cost."""
+    if "integer string conversion" in str(error):
+        return too_many_digits()
+    return excerpt(str(error), 120, quoted=False)
+
+
+def too_many_digits() -> str:
+    import sys
+
+    return f"a number of more than {sys.get_int_max_str_digits():,} digits"
+
+
+def has_too_many_digits(text: str) -> bool:
+    """Whether `text` holds a run of more digits than Python turns into an integer."""
+    import re
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    return bool(limit) and any(len(run) > limit for run in re.findall(r"[0-9]+", text))
+
+
 EXCERPT_CHARS = 60
 
 

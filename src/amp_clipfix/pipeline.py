@@ -24,7 +24,8 @@ from amp_clipfix.results import FileChange, RunResult, merge, project_result
 from amp_clipfix.sources.prefilter import holds, may_need_search
 
 if TYPE_CHECKING:
-    from amp_clipfix.models import Edit, Finding
+    from amp_clipfix.analysis.facts import ProjectFacts
+    from amp_clipfix.models import Edit, FileSites, Finding
 
 
 @record(frozen=True)
@@ -58,7 +59,13 @@ def run(
     force_exclude: bool = False,
     implied: frozenset[Path] = frozenset(),
 ) -> RunResult:
-    discovery = discover(paths, exclude, force_exclude, implied)
+    try:
+        discovery = discover(paths, exclude, force_exclude, implied)
+    except Exception as failure:  # noqa: BLE001 - one line per path given, exit 2
+        from amp_clipfix.analysis.project_resolve import stage_error
+
+        failed = tuple(stage_error("finding the files", failure, path) for path in paths)
+        return RunResult((), (), failed, files_seen=0, files_parsed=0, projects=0)
     if progress is not None:
         progress.planned(sum(len(project.files) for project in discovery.projects))
     results = []
@@ -134,14 +141,17 @@ def process(
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
     from amp_clipfix.fixes.changes import fix_project
     from amp_clipfix.fixes.choose import choose_fixes
-    from amp_clipfix.rules import find_findings
 
-    linked = find_findings(files, target, facts=facts)
-    if facts is not None and facts.settle is not None:
-        facts.settle()  # the word-holding files no search parsed that do not parse
+    linked = guarded_findings(collection, files, target, facts, root)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
-    findings = choose_fixes(linked, options.strategy, target)
+    try:
+        findings = choose_fixes(linked, options.strategy, target)
+    except Exception as failure:  # noqa: BLE001 - reported without fixes, exit 2
+        from amp_clipfix.analysis.project_resolve import stage_error
+
+        collection.errors.append(stage_error("choosing fixes", failure, root or collection.root))
+        findings = linked
     changes: list[FileChange] = []
     errors = list(collection.errors)
     edits: dict[Finding, tuple[Edit, ...]] = {}
@@ -178,6 +188,34 @@ def process(
         projects=1,
         edits=edits,
     )
+
+
+def guarded_findings(
+    collection: Collection,
+    files: list[FileSites],
+    target: Target,
+    facts: ProjectFacts | None,
+    root: Path | None,
+) -> list[Finding]:
+    """The rules' findings, under the resolution's guard (the same room on the stack, the
+    evaluator's own bounds): a rule that fails costs one error line naming the project, and
+    the findings of the files' own sites (no search) still stand when they can be made."""
+    from amp_clipfix.analysis.project_resolve import deep_stack, stage_error
+    from amp_clipfix.rules import find_findings
+
+    try:
+        with deep_stack():
+            linked = find_findings(files, target, facts=facts)
+            if facts is not None and facts.settle is not None:
+                facts.settle()  # the word-holding files no search parsed that do not parse
+            return linked
+    except Exception as failure:  # noqa: BLE001 - one error line, the run goes on
+        collection.errors.append(stage_error("the rules", failure, root or collection.root))
+    try:
+        with deep_stack():
+            return find_findings(files, target)
+    except Exception:  # noqa: BLE001 - reported above
+        return []
 
 
 def searched_words(collection: Collection) -> tuple[bytes, ...]:

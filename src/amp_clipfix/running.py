@@ -13,7 +13,7 @@ import functools
 import gc
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -21,6 +21,8 @@ from amp_clipfix import run_notes
 from amp_clipfix.kinds import FileError, active_findings
 from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural
+from amp_clipfix.output.safe_text import terminal_safe
+from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.pipeline import Options, RunResult, run, run_source
 from amp_clipfix.project.discover import Project, exclusion, find_project_root
 from amp_clipfix.records import replace
@@ -151,11 +153,47 @@ def interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
     sys.exit(EXIT_INTERRUPTED)
 
 
+@contextlib.contextmanager
+def one_line_on_failure(stage: str, where: str) -> Iterator[None]:
+    """A stage of the whole run that fails (a bug of ours the stages' own guards did not
+    keep to one file) ends the command with one error line naming `where` and exit 2, never a
+    traceback and exit 1 (the code of "findings"). What the command line itself handles
+    (a report file that cannot be opened, a closed pipe, end of input) passes through."""
+    from amp_clipfix.reporting import OutputFileError
+
+    try:
+        yield
+    except (OutputFileError, EOFError, BrokenPipeError):
+        raise
+    except Exception as failure:  # noqa: BLE001 - one line, exit 2
+        message = excerpt(f"internal error in {stage}: {failure!r}", 300, quoted=False)
+        echo(terminal_safe(f"error: {where}: {message}"), err=True)
+        sys.exit(EXIT_ERROR)
+
+
+def named_paths(settings: Settings) -> str:
+    """The paths a run was given, as an error line names them."""
+    if settings.paths == (STDIN,):
+        return display_path(settings.stdin_filename or Path("stdin.py"))
+    return ", ".join(display_path(path) for path in settings.paths)
+
+
+def report_name(settings: Settings, stdout_ok: bool) -> str:
+    """Where the report goes (reporting.report_stream), as an error line names it."""
+    if settings.output_file is not None:
+        return display_path(settings.output_file)
+    return "<stdout>" if stdout_ok else "<stderr>"
+
+
 def check(settings: Settings, started: float, walk: Walk = run) -> NoReturn:
     """`check`'s run: the report, then exit 0, 1 or 2."""
     stdin_data = read_stdin(settings)
-    result = execute(settings, fix=False, stdin_data=stdin_data, walk_with=walk)
-    with report_stream(settings, stdout_ok=True) as stream:
+    with one_line_on_failure("the analysis", named_paths(settings)):
+        result = execute(settings, fix=False, stdin_data=stdin_data, walk_with=walk)
+    with (
+        report_stream(settings, stdout_ok=True) as stream,
+        one_line_on_failure("the report", report_name(settings, True)),
+    ):
         emit_report(result, settings, stream)
     finish(settings, result, started)
     noted = settings.output_file is None and stdin_data is None
@@ -190,10 +228,15 @@ def apply(
 
     write = write or write_changes
     stdin_data = read_stdin(settings)
-    result = execute(settings, fix=True, stdin_data=stdin_data, walk_with=walk)
+    with one_line_on_failure("the analysis", named_paths(settings)):
+        result = execute(settings, fix=True, stdin_data=stdin_data, walk_with=walk)
+        result = diffable(result)
     unfixed = [finding for finding in active_findings(result.findings) if not finding.resolved]
     if stdin_data is not None:
-        with report_stream(settings, stdout_ok=False) as stream:
+        with (
+            report_stream(settings, stdout_ok=False) as stream,
+            one_line_on_failure("the report", report_name(settings, False)),
+        ):
             emit_report(result, settings, stream)
         finish(settings, result, started)
         sys.stdout.buffer.write(result.changes[0].new_data if result.changes else stdin_data)
@@ -203,24 +246,37 @@ def apply(
     per_file = asking and patch_dir is None and settings.output_format == "text"
     per_file = per_file and not plain
     if patch_dir is not None:
-        result = replace(result, errors=result.errors + tuple(write_patch_dir(result, patch_dir)))
+        with one_line_on_failure("the patches", display_path(patch_dir)):
+            patched = write_patch_dir(result, patch_dir)
+        result = replace(result, errors=result.errors + tuple(patched))
     elif settings.output_format == "text" and not per_file:
-        show_changes(result, plain)
+        with one_line_on_failure("the diff", "<stdout>"):
+            show_changes(result, plain)
     if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
-        with report_stream(settings, stdout_ok=False) as stream:
+        with (
+            report_stream(settings, stdout_ok=False) as stream,
+            one_line_on_failure("the report", report_name(settings, False)),
+        ):
             emit_report(result, settings, stream, only=unfixed, project_table=True)
     elif settings.output_format != "json":  # before writing: notebook lines are read from disk
-        with report_stream(settings, stdout_ok=True) as stream:
+        with (
+            report_stream(settings, stdout_ok=True) as stream,
+            one_line_on_failure("the report", report_name(settings, True)),
+        ):
             emit_report(result, settings, stream)
     show = change_shower(result) if per_file else None
     roots = project_roots(result)
-    written, write_errors, waited = write(
-        result.changes, yes, dry_run, show, roots, interactive=interactive
-    )
+    with one_line_on_failure("writing", named_paths(settings)):
+        written, write_errors, waited = write(
+            result.changes, yes, dry_run, show, roots, interactive=interactive
+        )
     result = replace(result, errors=result.errors + tuple(write_errors))
     fixed = fixed_findings(result, written)
     if settings.output_format == "json":  # after writing: it says which findings were fixed
-        with report_stream(settings, stdout_ok=True) as stream:
+        with (
+            report_stream(settings, stdout_ok=True) as stream,
+            one_line_on_failure("the report", report_name(settings, True)),
+        ):
             emit_report(result, settings, stream, fixed=fixed)
     unwritten = len(result.changes) - len(written) if not dry_run else 0
     finish(settings, result, started + waited, len(written), unwritten)
@@ -228,6 +284,26 @@ def apply(
         render_project_table(result, fixed, wrote=bool(written) or not result.changes)
     pending = len(result.changes) - len(written)
     sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
+
+
+def diffable(result: RunResult) -> RunResult:
+    """The changes whose diff can be made: one whose diff fails (a bug of ours) is neither
+    shown nor written, and is one error line naming its file; the others go on."""
+    from amp_clipfix.kinds import ErrorKind
+    from amp_clipfix.output.patches import patch_of
+
+    kept, errors = [], []
+    for change in result.changes:
+        try:
+            patch_of(change)
+        except Exception as failure:  # noqa: BLE001 - one line, the other files go on
+            message = excerpt(f"not fixed: internal error in the diff: {failure!r}", 300, False)
+            errors.append(FileError(change.source.path, message, ErrorKind.INTERNAL))
+            continue
+        kept.append(change)
+    if not errors:
+        return result
+    return replace(result, changes=tuple(kept), errors=result.errors + tuple(errors))
 
 
 def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int:

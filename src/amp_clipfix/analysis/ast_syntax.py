@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import Span
 from amp_clipfix.sources.text import LINE_BREAK, line_starts
@@ -190,7 +191,7 @@ def literal_value(node: ast.AST, source: SourceText) -> str | None:
     if isinstance(node, ast.Constant):
         value = node.value
         if value is None or isinstance(value, (bool, int, float)):
-            return str(value)
+            return literal_text(value)
         if isinstance(value, (str, bytes)) and string_token_count(source.code(node)) == 1:
             return str(value)
         return None

@@ -232,7 +232,7 @@ class CallerIndex(PassedCalls):
         if key not in self.caller_files_cache:
             # once per name and defining file, from an index of each file's names made once
             # per run: asked from many places, the text scans cost minutes on a torch-sized tree
-            module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8")
+            module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8", "surrogateescape")
             naming = {
                 path
                 for path in self.files_naming(word)

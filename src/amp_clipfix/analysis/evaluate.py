@@ -23,6 +23,7 @@ from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
+    MAX_NESTING,
     MAX_VALUES,
     Ctx,
     Given,
@@ -142,10 +143,40 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         return [Ext(qname)]
 
     def module_symbol(self, summary: Summary, name: str, node: ast.AST) -> list[object]:
+        """A module-level name. One rebound by functions that declare it `global` is read once
+        per question and binding left out: read again while its bindings are followed (`FUSED
+        = v or FUSED` in each of a hundred setters), it adds nothing the outer read does not
+        hold already, so the read costs a walk of its bindings, not one per path through them."""
+        rebinds = self.rebinds(summary).get(name, [])
+        if not rebinds:
+            return self.module_bindings(summary, name, node, [])
+        own = tuple(id(binding) for binding in rebinds if contains(binding, node))
+        reading = (id(summary), name)
+        key = (*reading, own)
+        known = self.recall(self.global_memo, "global", key)
+        if known is not None:
+            return known
+        place = self.global_reads.get(reading)
+        if place is not None:  # a cycle through the outer read, which holds what this adds
+            self.low = min(self.low, place)
+            return []
+        entered = self.enter("global", key)
+        self.global_reads[reading] = entered.place
+        values: list[object] | None = None
+        try:
+            values = self.module_bindings(summary, name, node, rebinds)
+        finally:
+            del self.global_reads[reading]
+            self.leave(entered, self.global_memo, "global", key, values)
+        return values
+
+    def module_bindings(
+        self, summary: Summary, name: str, node: ast.AST, rebinds: list[ast.AST]
+    ) -> list[object]:
         ctx = self.ctx(summary, None, None)
         rebound = [  # by a function that declares it `global` (not the binding being read)
             v
-            for binding in self.rebinds(summary).get(name, [])
+            for binding in rebinds
             if not contains(binding, node)
             for v in self.binding(binding, name, self.ctx_of(summary, binding))
         ]
@@ -194,6 +225,9 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         if ctx.depth > MAX_DEPTH:  # the depth is the context's, so the key's: not a cut
             return [Opaque(node, ctx.summary)]
         if self.cycle("ev", key):
+            return [Opaque(node, ctx.summary)]
+        if len(self.serials) >= MAX_NESTING:
+            self.cuts += 1  # a bound outside the key: never memoised
             return [Opaque(node, ctx.summary)]
         entered = self.enter("ev", key)
         values: list[object] | None = None

@@ -23,6 +23,11 @@ BUDGET = 400_000  # evaluations per project; beyond it everything is decided at 
 # value): real projects stay under ~8,000; one call into a compiler's own code (lightning-thunder)
 # used the whole project budget, 9 s, and left nothing for the questions after it.
 QUESTION_BUDGET = 25_000
+# Evaluations running inside one another (a chain of 3,000 `X1 = X0` names, setters reading
+# what the others store): past this the rest is decided at run time, a review finding, well
+# before Python's stack gives out (each level is ~10 frames; the stages that ask run with a
+# 20,000-frame limit: project_resolve.deep_stack).
+MAX_NESTING = 1_000
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 Memo = dict[Any, list[object]]  # one of the evaluator's memos, by its own key
 NO_CYCLE = 1 << 30  # a frame's `low` when it met no running evaluation again
@@ -112,6 +117,10 @@ class EvaluatorBase:
         self.layouts: dict[int, tuple[dict[str, list[ast.AnnAssign]], int | None] | None] = {}
         self.stored_outside: dict[str, bool] = {}
         self.rebinds_cache: dict[int, dict[str, list[ast.AST]]] = {}  # shapes.global_rebinds
+        # evaluate.module_symbol: a rebound global's values by (module, name, the bindings the
+        # read is in), and the reads running, by (module, name), with their place on the stack
+        self.global_memo: dict[tuple[int, str, tuple[int, ...]], list[object]] = {}
+        self.global_reads: dict[tuple[int, str], int] = {}
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         # (also `Thread(target=fn, args=...)`: passed.py)
         self.launched: dict[int, tuple[ast.Call, ast.Call]] = {}

@@ -64,3 +64,16 @@ def target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return target_names(target.value)
     return []
+
+
+def literal_text(value: object) -> str:
+    """`str(value)`, also for an integer past Python's limit on converting integers to
+    decimal text (4,300 digits, `sys.get_int_max_str_digits`: a `0x...` literal of the user's
+    code may hold one): written in hex, which has no limit, and equal to no short literal a
+    rule compares with."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return str(value)
+        except ValueError:
+            return hex(value)
+    return str(value)

@@ -4,6 +4,7 @@ resolve; an unchanged project comes back from the cache whole.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix import observed
 from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
 from amp_clipfix.kinds import ErrorKind, FileError
-from amp_clipfix.paths import library_files, os_error_reason
+from amp_clipfix.paths import excerpt, library_files, os_error_reason
 from amp_clipfix.project.discover import Project
 from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
@@ -144,18 +145,29 @@ def read_project(
     contents: dict[Path, bytes] = {}
     searchable: dict[Path, bytes] = {}
     failed: dict[Path, OSError] = {}
+    broken: dict[Path, Exception] = {}  # a bug of ours on that file: one line, the run goes on
     for path in project.files:
         try:
             contents[path] = observed.read_bytes(path)
         except OSError as error:
             failed[path] = error
+        except Exception as error:  # noqa: BLE001
+            broken[path] = error
     library = library_files(project.root, project.files)
     own = {path: data for path, data in contents.items() if path not in library}
+
+    def mentions(path: Path, data: bytes, word: bytes) -> bool:
+        try:
+            return adapter_for(path).may_mention(data, word)
+        except Exception as error:  # noqa: BLE001
+            broken.setdefault(path, error)
+            return False
+
     searched = (
         not prefilter
-        or any(adapter_for(path).may_mention(data, FUSED_WORD) for path, data in own.items())
+        or any(mentions(path, data, FUSED_WORD) for path, data in own.items())
         or may_need_search(
-            (data, read_as_config(path), adapter_for(path).may_mention)
+            (data, read_as_config(path), functools.partial(mentions, path))
             for path, data in own.items()
         )
     )
@@ -165,6 +177,8 @@ def read_project(
             collection.errors.append(FileError(path, message, ErrorKind.READ))
             continue
         try:
+            if path in broken:
+                raise broken[path]
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
             if searched and path not in library:
@@ -172,6 +186,10 @@ def read_project(
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
+        except Exception as error:  # noqa: BLE001 - a bug of ours on this file
+            message = excerpt(f"internal error while reading: {error!r}", 300, quoted=False)
+            collection.errors.append(FileError(path, message, ErrorKind.INTERNAL))
+            contents.pop(path, None)
     return contents, searchable
 
 
@@ -193,7 +211,9 @@ def collect_stages(
         collect_files(contents, list(searchable), jobs, collection)  # library code: never
         resolve_collection(root, contents, searchable, collection)
         return
-    collect_files(contents, passing(searchable, Stage.FUSED_OPTIMIZER), jobs, collection)
+    collect_files(
+        contents, passing(searchable, Stage.FUSED_OPTIMIZER, collection), jobs, collection
+    )
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
         re.search(USES_LIGHTNING, data, re.MULTILINE) for data in searchable.values()
     ):
@@ -210,7 +230,7 @@ def collect_stages(
         unread_trainers = {p: d for p, d in unread.items() if p in needed or read_as_config(p)}
     else:
         unread_trainers = unread
-    stage = passing(unread_trainers, Stage.TRAINER)
+    stage = passing(unread_trainers, Stage.TRAINER, collection)
     clips = {
         p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
     }
@@ -222,6 +242,20 @@ def collect_stages(
     resolve_collection(root, contents, searchable, collection)
 
 
-def passing(searchable: Mapping[Path, bytes], stage: Stage) -> list[Path]:
-    """The files whose adapter's prefilter says they may hold this stage's sites."""
-    return [path for path, data in searchable.items() if adapter_for(path).prefilter(stage)(data)]
+def passing(
+    searchable: Mapping[Path, bytes], stage: Stage, collection: Collection | None = None
+) -> list[Path]:
+    """The files whose adapter's prefilter says they may hold this stage's sites; a prefilter
+    that fails on a file (a bug of ours) is one error line for it, and the file is not read."""
+    passed = []
+    for path, data in searchable.items():
+        try:
+            if adapter_for(path).prefilter(stage)(data):
+                passed.append(path)
+        except Exception as error:  # noqa: BLE001
+            if collection is None:
+                raise
+            if not any(known.path == path for known in collection.errors):
+                message = excerpt(f"internal error in the prefilter: {error!r}", 300, quoted=False)
+                collection.errors.append(FileError(path, message, ErrorKind.INTERNAL))
+    return passed

@@ -4,16 +4,17 @@ evaluator, and the facts the rules with their own search read.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
-from amp_clipfix.paths import is_library
+from amp_clipfix.paths import excerpt, is_library
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
@@ -24,6 +25,31 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import ProjectFacts
     from amp_clipfix.analysis.summary import Summary
+
+
+DEEP_STACK = 20_000  # Python frames the resolution and the rules may use (the evaluator's bound)
+
+
+@contextlib.contextmanager
+def deep_stack() -> Iterator[None]:
+    """Run with room for DEEP_STACK frames: the evaluator stops nesting well before
+    (frame.MAX_NESTING), so what is left to Python's own limit is a backstop."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, DEEP_STACK))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def stage_error(stage: str, failure: BaseException, path: Path | None) -> FileError:
+    """One error line for a stage that failed on a project (or a file): what a RecursionError
+    means, else the exception; the run goes on with what the other stages made."""
+    if isinstance(failure, RecursionError):
+        message = f"{stage} gave up (code nested too deeply)"
+    else:
+        message = f"internal error in {stage}: {failure!r}"
+    return FileError(path, excerpt(message, 300, quoted=False), ErrorKind.INTERNAL)
 
 
 def trainer_files(
@@ -106,21 +132,13 @@ def resolve_collection(
     if isinstance(cached, dict):
         resolved = cached
     else:
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 20_000))
         try:
-            evaluator = project_evaluator_of(root, contents, searchable, collection)
-            resolved = resolve(root, files, python, load, evaluator, trial=not parse)
-        except RecursionError:
-            message = "the project resolution gave up (code nested too deeply)"
-            collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
-            return
+            with deep_stack():
+                evaluator = project_evaluator_of(root, contents, searchable, collection)
+                resolved = resolve(root, files, python, load, evaluator, trial=not parse)
         except Exception as failure:  # noqa: BLE001 - the files' own sites still stand
-            message = f"internal error in the project resolution: {failure!r}"
-            collection.errors.append(FileError(None, message, ErrorKind.INTERNAL))
+            collection.errors.append(stage_error("the project resolution", failure, root))
             return
-        finally:
-            sys.setrecursionlimit(limit)
         if cache is not None:
             cache.store(key, resolved)
     for path, sites in resolved.items():

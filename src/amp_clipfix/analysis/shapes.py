@@ -7,13 +7,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from amp_clipfix.analysis.nodes import child_nodes, target_names
+from amp_clipfix.analysis.nodes import child_nodes, literal_text, target_names
 from amp_clipfix.analysis.summary import Summary
 
 
 def literal_of(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str)):
-        return str(node.value)
+        return literal_text(node.value)
     if isinstance(node, ast.Constant) and node.value is None:
         return "None"
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):

@@ -34,8 +34,12 @@ MODULE_DOCSTRING = '"""Helpers the amp-clipfix fixes call (created by amp-clipfi
 
 
 def helper_module_source(existing: str | None, names: Iterable[str]) -> str:
-    """The module's text with every helper of `names` defined once (in name order)."""
-    module = cst.parse_module(existing if existing is not None else MODULE_DOCSTRING)
+    """The module's text with every helper of `names` defined once (in name order). An
+    existing module that does not parse (merge-conflict markers) raises SourceError: one line,
+    nothing written."""
+    from amp_clipfix.sources.python import parse_libcst
+
+    module = parse_libcst(existing if existing is not None else MODULE_DOCSTRING)
     for name in sorted(set(names), reverse=True):  # each goes after the imports: reversed
         if not has_helper(module, name):
             module = insert_helper(module, HELPERS[name])

@@ -210,14 +210,21 @@ _C_ESCAPES = {b"\t"[0]: b"\\t", b"\n"[0]: b"\\n", b'"'[0]: b'\\"', b"\\"[0]: b"\
 
 
 def _quote_path(raw: bytes) -> bytes:
-    """Quote a path the way git does when it holds quotes, backslashes or control characters."""
-    if not _NEEDS_QUOTING.search(raw):
+    """Quote a path the way git does when it holds quotes, backslashes or control characters,
+    or bytes that are not UTF-8 (a file named b"\\xff.py": `"a/\\377.py"`, as git's own diff
+    writes it and `git apply` reads it), so a patch header is text whatever the name's bytes."""
+    try:
+        raw.decode("utf-8")
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    if utf8 and not _NEEDS_QUOTING.search(raw):
         return raw
     out = bytearray(b'"')
     for byte in raw:
         if byte in _C_ESCAPES:
             out += _C_ESCAPES[byte]
-        elif byte < 0x20 or byte == 0x7F:
+        elif byte < 0x20 or byte == 0x7F or (byte >= 0x80 and not utf8):
             out += b"\\%03o" % byte
         else:
             out.append(byte)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.models import ErrorKind, FileError
-from amp_clipfix.paths import display_path, os_error_reason
+from amp_clipfix.paths import display_path, excerpt, os_error_reason
 from amp_clipfix.sources.text import SourceFile
 
 if TYPE_CHECKING:  # only its type is named here
@@ -79,6 +79,10 @@ def write_all(
                 write_atomic(change.source, change.new_data, change.keep_hard_links)
         except WriteError as error:
             failed.append(FileError(path, str(error), ErrorKind.WRITE))
+            continue
+        except Exception as error:  # noqa: BLE001 - a bug of ours: this file, the others go on
+            message = excerpt(f"not written: internal error: {error!r}", 300, quoted=False)
+            failed.append(FileError(path, message, ErrorKind.INTERNAL))
             continue
         written.append(change)
         done.add(path)

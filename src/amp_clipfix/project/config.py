@@ -14,7 +14,7 @@ from typing import Any
 
 from amp_clipfix import observed
 from amp_clipfix.kinds import Strategy
-from amp_clipfix.paths import display_path, excerpt
+from amp_clipfix.paths import display_path, excerpt, unreadable_value
 from amp_clipfix.project.version import parse_version
 from amp_clipfix.records import record
 
@@ -95,6 +95,8 @@ def load_config(start: Path) -> Config:
         raise ConfigError(f"{name}: invalid TOML: not UTF-8 at byte {error.start}") from None
     except (RecursionError, MemoryError):
         raise ConfigError(f"{name}: invalid TOML: nested too deeply to read") from None
+    except ValueError as error:  # after its subclasses above: a number too long to read
+        raise ConfigError(f"{name}: invalid TOML: {unreadable_value(error)}") from None
     except observed.LeavesFolder as error:
         raise ConfigError(f"{name}: {error.strerror}") from None
     except OSError as error:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from amp_clipfix.paths import excerpt
+from amp_clipfix.paths import excerpt, has_too_many_digits, too_many_digits, unreadable_value
 from amp_clipfix.project.config import parsed_toml, toml_reader
 from amp_clipfix.records import record
 
@@ -65,6 +65,8 @@ def make_pin(
     package = canonical_name(name)
     if package not in packages or not specifier.strip():
         return None
+    if has_too_many_digits(specifier):  # no version of it can be compared
+        raise PinError(f"{package}: not a version constraint: {too_many_digits()}")
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     try:
@@ -116,6 +118,10 @@ def load_toml(data: bytes) -> dict[str, Any]:
         return parsed_toml(data)
     except toml_reader().TOMLDecodeError as error:
         raise PinError(f"invalid TOML: {excerpt(str(error), 120, quoted=False)}") from None
+    except ValueError as error:
+        if isinstance(error, UnicodeDecodeError):
+            raise
+        raise PinError(f"invalid TOML: {unreadable_value(error)}") from None
 
 
 def toml_lock_pins(data: bytes, packages: Packages) -> list[Pin]:

@@ -47,7 +47,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix import observed
-from amp_clipfix.paths import display_path, excerpt, os_error_reason
+from amp_clipfix.paths import display_path, excerpt, os_error_reason, unreadable_value
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
@@ -198,6 +198,8 @@ def parse_pins(read: Reader, data: bytes, packages: Packages) -> list[Pin]:
         raise PinError(f"not UTF-8 text (byte {error.start})") from None
     except (RecursionError, MemoryError):
         raise PinError("nested too deeply to read") from None
+    except ValueError as error:  # a number too long to read (a version, a table's value)
+        raise PinError(unreadable_value(error)) from None
 
 
 def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]]:

@@ -22,6 +22,7 @@ from amp_clipfix.analysis.calls import (
 )
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.values import DictV, Lit
 from amp_clipfix.models import (
     Certainty,
@@ -221,7 +222,7 @@ def removal_edits_of(
 ) -> tuple[Edit, ...]:
     """The edits that remove all of a container's pieces at once (empty: not exactly)."""
     if isinstance(container, ast.Dict):
-        names = {str(p.value) for p in pieces if isinstance(p, ast.Constant)}
+        names = {literal_text(p.value) for p in pieces if isinstance(p, ast.Constant)}
         return entry_removal_edits(file, container, names) if len(names) == len(pieces) else ()
     if isinstance(container, ast.Call):
         return removal_edits(file, container, [p for p in pieces if isinstance(p, ast.keyword)])

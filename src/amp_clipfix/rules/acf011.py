@@ -17,6 +17,7 @@ from amp_clipfix.analysis.calls import keyword, library_calls, literals, written
 from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
+from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.values import DictV, Lit
 from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
@@ -87,7 +88,7 @@ def python_precision(
     kind = SiteKind.FABRIC_PRECISION if fabric else SiteKind.TRAINER_PRECISION
     node = precision.value
     site = file.site(kind, precision, f"`{file.code(precision)}`", value=old[0])
-    written = isinstance(node, ast.Constant) and str(node.value) in NEW_SPELLING
+    written = isinstance(node, ast.Constant) and literal_text(node.value) in NEW_SPELLING
     if not fixable:
         return Found((site,), review=NOT_ON_1X)
     if not (written and len(old) == 1):
@@ -129,7 +130,7 @@ def spread_precision(
                     yield Found((site,), review=NOT_ON_1X)
                 elif not (
                     isinstance(written, ast.Constant)
-                    and str(written.value) in NEW_SPELLING
+                    and literal_text(written.value) in NEW_SPELLING
                     and len(old) == 1
                 ):
                     yield Found((site,), review=ELSEWHERE)

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from amp_clipfix.paths import unreadable_value
 from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
@@ -171,6 +172,8 @@ def read_notebook(source: SourceFile) -> Notebook:
         raise SourceError(f"not a valid notebook: invalid JSON at line {error.lineno}") from None
     except RecursionError:
         raise SourceError("not a valid notebook: JSON nested too deeply") from None
+    except ValueError as error:  # a number too long to read
+        raise SourceError(f"not a valid notebook: {unreadable_value(error)}") from None
     if not isinstance(document, dict) or document.get("nbformat") != 4:
         raise SourceError("not a valid notebook: only nbformat 4 is supported")
     cells = document.get("cells")
