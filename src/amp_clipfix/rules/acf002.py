@@ -334,6 +334,12 @@ def unscale_targets(finding: Finding, target: Target) -> Targets:
     """The LightningModule classes that build the fused optimizer (marked by its sites) and
     their `self.clip_gradients(...)` calls."""
     sites = finding.sites
+    if target.assumed:
+        return (), (
+            f"no pin names the Lightning release ({target.version_label} is only assumed), "
+            "and 1.x and 2.x differ in configure_gradient_clipping's signature "
+            "(optimizer_idx); pin Lightning or pass --lightning-version"
+        )
     if target.clip_hook_takes_optimizer_idx is None:
         return (), (
             f"Lightning {target.version_label} spans 1.x and 2.x, whose "
