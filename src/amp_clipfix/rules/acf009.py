@@ -187,7 +187,10 @@ def moved(
             return ()
         algorithm = written.lower()
     hook_idx = facts.target.clip_hook_takes_optimizer_idx
-    params = "self, optimizer" + {True: ", optimizer_idx", False: "", None: ", *args"}[hook_idx]
+    # Lightning passes the clip value and algorithm as keywords (1.9.5 and 2.6.6 alike), after
+    # `optimizer_idx` on 1.x: a hook for both lines takes `*args, **kwargs`
+    extra = {True: ", optimizer_idx", False: "", None: ", *args, **kwargs"}[hook_idx]
+    params = "self, optimizer" + extra
     last = cls.node.body[-1]
     end = last.end_lineno or last.lineno
     indent = module.indentation(cls.node.body[0].lineno)
