@@ -84,8 +84,9 @@ AFTER = BEFORE.replace(
     "        return torch.optim.SGD(self.parameters(), lr=0.1)\n",
     "        return torch.optim.SGD(self.parameters(), lr=0.1)\n\n"
     "    def on_before_optimizer_step(self, optimizer):\n"
-    "        self.clip_gradients(optimizer, gradient_clip_val=0.5, "
-    'gradient_clip_algorithm="value")\n',
+    "        self.clip_gradients(\n"
+    '            optimizer, gradient_clip_val=0.5, gradient_clip_algorithm="value"\n'
+    "        )\n",
 ).replace(', gradient_clip_val=0.5, gradient_clip_algorithm="value")\ntrainer', ")\ntrainer")
 
 KEYWORDS = ("gradient_clip_val", "gradient_clip_algorithm")
