@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from test_fixes_ruff_clean import PAIRS, pair_id, ruff_command
+from test_pins import project
 
 from amp_clipfix.cli import main
 from amp_clipfix.project.style import Style, project_style
@@ -111,13 +112,6 @@ def test_the_fix_keeps_the_projects_format(
 # --- The project's settings, and what the fixes write with them ---------------------------------
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
-
-
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
@@ -153,7 +147,7 @@ def write(root: Path, files: dict[str, str]) -> Path:
 def test_the_project_style_is_read_from_its_settings(
     tmp_path: Path, files: dict[str, str], expected: Style
 ) -> None:
-    assert project_style(write(tmp_path, files)) == expected
+    assert project_style(project(tmp_path, files)) == expected
 
 
 FABRIC = """\
@@ -182,7 +176,7 @@ def apply(project: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_fixed_code_follows_the_line_length_and_quotes_of_the_project(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    narrow = apply(write(tmp_path / "a", {"train.py": FABRIC}), monkeypatch)
+    narrow = apply(project(tmp_path / "a", {"train.py": FABRIC}), monkeypatch)
     assert (
         "norm = clip_gradients_unscaled(\n    fabric, model, optimizer, max_norm=1.0\n)"
         "  # keep spikes in check\n"
@@ -193,7 +187,7 @@ def test_fixed_code_follows_the_line_length_and_quotes_of_the_project(
     assert 'getattr(inner, "_step_supports_amp_scaling", False)' in narrow
     settings = '[tool.ruff]\nline-length = 100\n[tool.ruff.format]\nquote-style = "single"\n'
     wide = apply(
-        write(tmp_path / "b", {"train.py": FABRIC, "pyproject.toml": settings}), monkeypatch
+        project(tmp_path / "b", {"train.py": FABRIC, "pyproject.toml": settings}), monkeypatch
     )
     assert (
         "norm = clip_gradients_unscaled(fabric, model, optimizer, max_norm=1.0)"

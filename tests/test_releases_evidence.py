@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_pins import project
 
 from amp_clipfix.cli import main
 from amp_clipfix.project import pins
@@ -19,13 +20,6 @@ def nothing_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """As in a pre-commit or pipx environment: no Lightning, no torch next to amp-clipfix."""
     monkeypatch.setattr(pins, "installed_version", lambda package: None)
     monkeypatch.chdir(tmp_path)
-
-
-def project(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
 
 
 def assumed(root: Path, files: tuple[Path, ...] = ()) -> str:
