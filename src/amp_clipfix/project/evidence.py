@@ -28,12 +28,13 @@ tests (pytorch-lightning 1.9.5, lightning 2.0.9.post0, 2.4.0, 2.6.6; their site-
 Not evidence: `import lightning`, `lightning.fabric`, `lightning_fabric` (the `lightning` 1.8/1.9
 packages and pytorch-lightning 1.9.5's own `lightning_fabric` have them too).
 
-Files are read as text (a word test first) and parsed with `ast` only when a word is there.
+Files are read as bytes (a pattern test first) and parsed with `ast` only where one matches.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -56,14 +57,14 @@ ONLY_1X_NAMES = frozenset({"LoggerCollection", "LightningLite"})
 ONLY_2X_PRECISIONS = frozenset(
     {"16-mixed", "bf16-mixed", "32-true", "64-true", "16-true", "bf16-true"}
 )
-WORDS = (
-    b"optimizer_idx",
-    b"_epoch_end",
-    b"LoggerCollection",
-    b"LightningLite",
-    b"pytorch_lightning.lite",
-    b"-mixed",
-    b"-true",
+# What a file must hold for `ast` to be asked (a parse costs ~10 ms a large file; the
+# patterns keep Lightning's own sources, which mention these names in strings, cheap).
+MAY_HOLD = re.compile(
+    rb"def\s+(?:training_step|optimizer_step|configure_gradient_clipping|backward"
+    rb"|optimizer_zero_grad|toggle_optimizer)\s*\([^)]*\boptimizer_idx\b"
+    rb"|def\s+(?:training|validation|test)_epoch_end\s*\("
+    rb"|\bLoggerCollection\b|\bLightningLite\b|pytorch_lightning\.lite"
+    rb"|precision\s*=\s*[\"'](?:16|bf16|32|64)-(?:mixed|true)[\"']"
 )
 LIGHTNING_WORDS = (b"lightning",)  # a file that names no Lightning package says nothing
 
@@ -96,7 +97,7 @@ def code_evidence(files: Iterable[Path], root: Path) -> tuple[Evidence | None, E
             continue
         if not any(word in data for word in LIGHTNING_WORDS):
             continue
-        if not any(word in data for word in WORDS):
+        if MAY_HOLD.search(data) is None:
             continue
         try:
             tree = ast.parse(data)
