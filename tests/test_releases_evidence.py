@@ -157,20 +157,20 @@ def test_code_evidence_narrows_the_line(tmp_path: Path, code: str, expected: str
         )
 
 
-def test_a_pin_beats_code_evidence_and_an_installed_release_of_the_line_beats_it(
+def test_a_pin_and_an_installed_lightning_beat_code_evidence(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Evidence is asked only when nothing else decides: the code is not even read then."""
     files = write_code(
         tmp_path, {"m.py": "from pytorch_lightning.loggers import LoggerCollection\n"}
     )
+    assert assumed(tmp_path, files).startswith("pytorch-lightning 1.x from code evidence")
     project(tmp_path, {"requirements.txt": "pytorch-lightning==1.7.7\n"})
     assert assumed(tmp_path, files) == "pytorch-lightning 1.7.7 from requirements.txt"
     (tmp_path / "requirements.txt").unlink()
-    installed = {"pytorch-lightning": "1.9.5"}
-    monkeypatch.setattr(pins, "installed_version", installed.get)
-    assert assumed(tmp_path, files) == "pytorch-lightning 1.9.5 from installed distribution"
     monkeypatch.setattr(pins, "installed_version", {"lightning": "2.6.6"}.get)
-    assert assumed(tmp_path, files).startswith("pytorch-lightning 1.x from code evidence")
+    monkeypatch.setattr(pins, "code_evidence", lambda files, root: pytest.fail("read"))
+    assert assumed(tmp_path, files) == "lightning 2.6.6 from installed distribution"
 
 
 def test_code_of_both_lines_is_no_evidence(tmp_path: Path) -> None:

@@ -3,10 +3,11 @@
 1. `--lightning-version`, else `lightning-version` in `[tool.amp-clipfix]` (nearest pyproject.toml);
 2. the pin that decides: the first file, in the order below, that names a Lightning package with
    a version (within one file: lightning, then pytorch-lightning, then lightning-fabric);
-3. code evidence (project/evidence.py): a name or hook signature only one line (1.x or 2.x)
-   runs narrows the target to that line's releases; the installed Lightning when it is in
-   that line;
-4. the Lightning installed next to amp-clipfix;
+3. the Lightning installed next to amp-clipfix (what the code runs with when amp-clipfix
+   shares the project's environment);
+4. code evidence (project/evidence.py): a name or hook signature only one line (1.x or 2.x)
+   runs narrows the target to that line's releases (the files are read again only here: a
+   pre-commit or pipx environment, which has no Lightning);
 5. else the latest release (2.6.6), *assumed*: what depends on the release (a spelling, a
    hook's signature) is then left for review, and the report says so.
 
@@ -135,17 +136,17 @@ def resolve_target(
             continue
         return Resolution(target, once(warnings))
     installed = installed_target()
-    only_1x, only_2x = code_evidence(files, root)
+    if installed is not None:
+        return Resolution(installed, once(warnings))
+    only_1x, only_2x = code_evidence(files, root)  # read only when nothing else decides
     if only_1x is not None and only_2x is not None:
         warnings.append(
             f"the code holds pytorch-lightning 1.x-only ({only_1x.describe()}) and Lightning "
             f"2.x-only ({only_2x.describe()}) code; not used for {LIGHTNING_PURPOSE}"
         )
-    elif (evidence := only_1x or only_2x) is not None and (
-        installed is None or installed.releases[0].is_1x == evidence.is_2x
-    ):  # (an installed Lightning of the line the code runs on is more precise)
+    elif (evidence := only_1x or only_2x) is not None:
         return Resolution(evidence_target(evidence.is_2x, evidence.describe()), once(warnings))
-    return Resolution(installed or ASSUMED_TARGET, once(warnings))
+    return Resolution(ASSUMED_TARGET, once(warnings))
 
 
 def evidence_target(is_2x: bool, evidence: str) -> Target:
