@@ -20,6 +20,7 @@ from test_fixes_ruff_clean import PAIRS, pair_id, ruff_command
 from test_pins import project
 
 from amp_clipfix.cli import main
+from amp_clipfix.fixes.layout import laid_out
 from amp_clipfix.project.style import Style, project_style
 
 # ACF005's scaled limit writes the GradScaler's scale inline in the clip's argument (an
@@ -200,3 +201,38 @@ def test_fixed_code_follows_the_line_length_and_quotes_of_the_project(
     helper_only = tmp_path / "helper.py"
     helper_only.write_text(wide.split("\n\n\nfabric = ")[0] + "\n", encoding="utf-8")
     assert subprocess.run([*check, str(helper_only)], capture_output=True).returncode == 0
+
+
+LONG = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, cccccccccccccccccc"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (  # a line the user wrote is never re-laid out, however long
+            f"x = f({LONG})\n",
+            f"x = f({LONG})\ny = 1\n",
+            f"x = f({LONG})\ny = 1\n",
+        ),
+        (  # one per line, a magic trailing comma, the comment after `)`
+            "x = 1\n",
+            f"x = 1\nz = f({LONG}, dddddddddddddddd)  # c\n",
+            "x = 1\nz = f(\n    aaaaaaaaaaaaaaaaaaaaaaaaaaaaa,\n"
+            "    bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb,\n    cccccccccccccccccc,\n"
+            "    dddddddddddddddd,\n)  # c\n",
+        ),
+        (  # a bare generator takes no trailing comma: left as it is
+            "x = 1\n",
+            "x = 1\ny = some_function_name(item for item in range(10**40) if item % 7 == 3)\n",
+            "x = 1\ny = some_function_name(item for item in range(10**40) if item % 7 == 3)\n",
+        ),
+        (  # ast counts UTF-8 bytes: a line that is not ASCII is not cut
+            "x = 1\n",
+            f"x = 1\nz = f('é', {LONG})\n",
+            f"x = 1\nz = f('é', {LONG})\n",
+        ),
+    ],
+    ids=["user-line", "one-per-line", "generator", "non-ascii"],
+)
+def test_layout_touches_only_what_it_can_cut_right(before: str, after: str, expected: str) -> None:
+    assert laid_out(before, after, Style(88, "double")) == expected

@@ -80,11 +80,13 @@ def width(line: str) -> int:
 def split_call(line: str, call: ast.Call, limit: int) -> list[str] | None:
     """`f(a, b)  # c` longer than `limit`, split as ruff format does; None when it fits or the
     call is not the line's last bracket."""
-    if width(line.rstrip()) <= limit or call.end_col_offset is None:
-        return None
+    if width(line.rstrip()) <= limit or call.end_col_offset is None or not line.isascii():
+        return None  # (ast's columns count UTF-8 bytes: only an ASCII line is cut by them)
     arguments = argument_nodes(call)
     if not arguments or any(a.end_lineno != call.lineno for a in arguments):
         return None
+    if any(isinstance(a, ast.GeneratorExp) for a in arguments):
+        return None  # `f(x for x in y)`: a bare generator takes no trailing comma
     head_end = arguments[0].col_offset
     opening = line.rfind("(", 0, head_end)
     closing = call.end_col_offset - 1
@@ -108,6 +110,8 @@ def realigned(lines: list[str], statement: ast.stmt, call: ast.Call) -> list[str
     if not arguments or arguments[0].lineno != call.lineno or call.end_lineno is None:
         return None
     first = lines[statement.lineno - 1]
+    if not first.isascii():
+        return None
     opening = first.rfind("(", 0, arguments[0].col_offset)
     if opening < 0 or first[opening + 1 : arguments[0].col_offset].strip():
         return None
