@@ -138,7 +138,7 @@ def test_unscale_alone_gives_the_module_class_an_override_once() -> None:
     once = run(UnscaleCommand, TRAINER_SCRIPT)
     assert once.count("def configure_gradient_clipping(") == 1
     assert once.count("def clip_module_gradients_unscaled(") == 1
-    assert "self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None\n" in once
+    assert "        self,\n        optimizer,\n        gradient_clip_val=None,\n" in once
     assert run(UnscaleCommand, once) == once
 
 
@@ -149,8 +149,8 @@ def test_unscale_override_has_optimizer_idx_for_lightning_1() -> None:
     context = CodemodContext(filename="train.py")
     command = UnscaleCommand(context, target=lightning_1)
     fixed = command.transform_module(cst.parse_module(TRAINER_SCRIPT)).code
-    assert "self, optimizer, optimizer_idx, gradient_clip_val=None," in fixed
-    assert "optimizer, optimizer_idx, gradient_clip_val, gradient_clip_algorithm\n" in fixed
+    assert "        optimizer,\n        optimizer_idx,\n        gradient_clip_val=None,\n" in fixed
+    assert "hook(optimizer, optimizer_idx, value, algorithm)\n" in fixed
 
 
 def test_unscale_edits_an_existing_override_instead_of_shadowing_it() -> None:

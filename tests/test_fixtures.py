@@ -11,7 +11,8 @@ Without `lightning_version` no `--lightning-version` is passed: the release come
 own pin files (fixtures/pin_*); `torch_version` likewise passes `--torch-version`, and `ignore`
 (codes) `--ignore`: a case about one rule that also holds what a migration rule reports. An optional
 `report` pins the whole text report `check` prints on stdout (every finding with its sites and
-fix), line by line.
+fix), line by line. `"installed": false` runs the case as if no Lightning and no torch were
+installed next to amp-clipfix (a release only assumed, `fixtures/release_assumed_*`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from amp_clipfix.cli import main
+from amp_clipfix.project import pins
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CASES = sorted(path for path in FIXTURES.iterdir() if (path / "input").is_dir())
@@ -65,12 +67,17 @@ def reported(output: str) -> list[str]:
 
 
 @pytest.fixture(params=CASES, ids=[case.name for case in CASES])
-def case(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, dict, Path]:
+def case(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, dict, Path]:
     project = tmp_path / "project"
     shutil.copytree(
         request.param / "input", project, ignore=shutil.ignore_patterns(".amp_clipfix_cache")
     )
-    return request.param, load_case(request.param), project
+    spec = load_case(request.param)
+    if spec.get("installed") is False:
+        monkeypatch.setattr(pins, "installed_version", lambda package: None)
+    return request.param, spec, project
 
 
 def test_there_are_enough_cases() -> None:

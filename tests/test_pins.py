@@ -162,7 +162,7 @@ def test_order_config_then_locks_then_declared_then_default(tmp_path: Path) -> N
     (root / "pyproject.toml").unlink()
     assert assumed(root) == "lightning>=2.4,<2.5 from requirements.txt"
     (root / "requirements.txt").unlink()
-    assert assumed(root) == "Lightning 2.6.6 from default (latest release)"
+    assert assumed(root) == "Lightning 2.6.6: no pin found (the latest release)"
 
 
 def test_the_command_line_wins(tmp_path: Path) -> None:
@@ -237,7 +237,7 @@ def test_a_bad_pin_file_warns_and_the_next_source_is_read(tmp_path: Path, name: 
 def test_a_range_no_known_release_meets_warns(tmp_path: Path) -> None:
     root = project(tmp_path, {"requirements.txt": "lightning>=3.1\n"})
     resolution = resolve_target(root)
-    assert resolution.target.source == "default (latest release)"
+    assert resolution.target.source == "no pin found (the latest release)"
     assert "no known Lightning release matches lightning>=3.1" in resolution.warnings[0]
 
 
@@ -351,7 +351,7 @@ def test_a_pin_file_linked_out_of_the_project_is_never_read(tmp_path: Path, sour
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).symlink_to(outside / name)
     resolution = resolve_target(root)
-    assert resolution.target.source == "default (latest release)"
+    assert resolution.target.source == "no pin found (the latest release)"
     name = next(iter(files))
     assert resolution.warnings == (
         f"project/{name}: a link leads outside the project; not read; "
@@ -381,7 +381,7 @@ DEEP_FILES = {
 def test_a_deeply_nested_pin_file_is_one_warning(tmp_path: Path, name: str) -> None:
     root = project(tmp_path, {name: DEEP_FILES[name]})
     resolution = resolve_target(root)
-    assert resolution.target.source == "default (latest release)"
+    assert resolution.target.source == "no pin found (the latest release)"
     (warning,) = resolution.warnings
     assert warning.startswith(f"{name}: ") and "nested too deeply" in warning, warning
 
@@ -420,7 +420,7 @@ def test_setup_py_self_reference_and_long_chains_end(tmp_path: Path, setup_py: s
 def test_a_setup_py_too_deep_for_the_parser_is_one_warning(tmp_path: Path) -> None:
     chain = "setup(install_requires=['lightning==2.4.0']" + " + []" * 50_000 + ")\n"
     resolution = resolve_target(project(tmp_path, {"setup.py": chain}))
-    assert resolution.target.source == "default (latest release)"
+    assert resolution.target.source == "no pin found (the latest release)"
     assert resolution.warnings == (
         "setup.py: nested too deeply to read; not used for the Lightning version",
     )
@@ -467,6 +467,10 @@ READER_PREFIXES = {  # a valid start, so that the bytes reach the reader's own c
     "setup.cfg": b"[options]\ninstall_requires =\n    lightning",
     "setup.py": b"setup(install_requires=['lightning",
     "environment.yml": b"dependencies:\n  - lightning",
+    "Dockerfile": b"RUN pip install lightning",
+    "ci.yml": b"steps:\n  - run: pip install lightning",
+    "tox.ini": b"[testenv]\ndeps =\n    lightning",
+    "noxfile.py": b"session.install('lightning",
 }
 
 

@@ -307,6 +307,9 @@ def test_the_fix_hook_fixes_a_yaml_only_commit_in_the_tracked_python(
     (repo / "model.py").write_text(MODEL)
     (repo / "main.py").write_text(CLI_MAIN)
     (repo / "config.yaml").write_text(CONFIG)
+    # the hook's environment has no Lightning: without a pin the release is only assumed and
+    # the unscale override (whose signature differs between 1.x and 2.x) is not written
+    (repo / "requirements.txt").write_text("lightning==2.6.6\n")
     commit_without_hooks(repo, env, ".")
     (repo / "config.yaml").write_text(CONFIG.replace("32-true", "16-mixed"))
 

@@ -368,7 +368,7 @@ def test_apply_ends_with_a_per_project_table(repos: Path, tmp_path: Path) -> Non
     row_a = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/a")))
     row_b = cells(next(line for line in table.splitlines() if line.strip().startswith("repos/b")))
     assert row_a[1] == "2.6.6" and row_a[3:5] == ["2.13.0", "3"] and "3 pending" in row_a[6]
-    assert row_a[2] in ("installed distribution", "default (latest release)")
+    assert row_a[2] in ("installed distribution", "no pin found (the latest release)")
     assert row_a[5] == "ACF001 1, ACF002 1, ACF007 1"  # findings per rule
     assert row_b[1:6] == [
         "2.4.0",

@@ -17,32 +17,27 @@ def clip_gradients_unscaled(
     norm_type=2.0,
     error_if_nonfinite=None,
 ):
-    """`fabric.clip_gradients(...)`, which also clips an optimizer that unscales its own
-    gradients (fused=True) under a GradScaler (inserted by amp-clipfix).
-
-    Lightning refuses to unscale such an optimizer for clipping; torch can: unscale it with the
-    run's own GradScaler, then clip, and the scaler's step passes no scale to the fused kernel.
-    Under a GradScaler a non-finite norm is an overflow step the scaler skips, so it never
-    raises there (`error_if_nonfinite` defaults to whether there is no scaler).
-    Returns what `fabric.clip_gradients` returns: the total norm for `max_norm`, else None.
+    """`fabric.clip_gradients(...)` that also clips a fused optimizer under a
+    GradScaler (inserted by amp-clipfix): unscale with the run's scaler, then
+    clip with torch. Under a scaler a non-finite norm is an overflow step the
+    scaler skips: by default it raises only without a scaler.
     """
     import torch
 
     scaler = getattr(fabric.strategy.precision, "scaler", None)
     if error_if_nonfinite is None:
         error_if_nonfinite = scaler is None
-    inner = getattr(optimizer, "optimizer", optimizer)  # unwrap Fabric's optimizer wrapper
+    inner = getattr(optimizer, "optimizer", optimizer)  # Fabric's wrapper
     if not getattr(inner, "_step_supports_amp_scaling", False):
-        return fabric.clip_gradients(
-            module, optimizer, clip_val, max_norm, norm_type, error_if_nonfinite
-        )
+        limits = (clip_val, max_norm, norm_type, error_if_nonfinite)
+        return fabric.clip_gradients(module, optimizer, *limits)
     strategy = type(fabric.strategy)
+    names = [cls.__name__ for cls in strategy.__mro__]
     sharded = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
-    if any(word in cls.__name__ for cls in strategy.__mro__ for word in sharded):
-        raise RuntimeError(
-            f"clip_gradients_unscaled (amp-clipfix) does not support {strategy.__name__}: "
-            "sharded strategies clip differently; use fused=False on this optimizer instead"
-        )
+    if any(word in name for name in names for word in sharded):
+        why = "sharded strategies clip differently; use fused=False instead"
+        name = strategy.__name__
+        raise RuntimeError(f"amp-clipfix does not support {name}: {why}")
     if clip_val is not None and max_norm is not None:
         raise ValueError("Only one of `clip_val` or `max_norm` can be set")
     if clip_val is None and max_norm is None:
@@ -53,59 +48,60 @@ def clip_gradients_unscaled(
     if clip_val is not None:
         torch.nn.utils.clip_grad_value_(parameters, clip_value=clip_val)
         return None
-    return torch.nn.utils.clip_grad_norm_(
-        parameters, max_norm, norm_type=norm_type, error_if_nonfinite=error_if_nonfinite
-    )
+    clip = torch.nn.utils.clip_grad_norm_
+    return clip(parameters, max_norm, norm_type, error_if_nonfinite)
 '''
 
 MODULE_HELPER_SOURCE = '''\
 def clip_module_gradients_unscaled(
-    module, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+    module,
+    optimizer,
+    gradient_clip_val=None,
+    gradient_clip_algorithm=None,
 ):
-    """`module.clip_gradients(...)`, which also clips an optimizer that unscales its own
-    gradients (fused=True) under mixed precision (inserted by amp-clipfix).
-
-    Lightning refuses to clip such an optimizer; torch can: unscale it with the run's own
-    GradScaler (when there is one), then clip, and the scaler's step passes no scale to the fused
-    kernel. In manual optimization, before `optimizer.step()`, the gradients of any other
-    optimizer are still scaled (Lightning unscales them inside `step`): they are clipped to the
-    value times the scale. Every other call goes to `module.clip_gradients` unchanged.
+    """`module.clip_gradients(...)` that also clips a fused optimizer under
+    mixed precision (inserted by amp-clipfix): unscale with the run's
+    GradScaler (if any), then clip with torch. In manual optimization, before
+    `step()`, another optimizer's gradients are still scaled: they are clipped
+    to the value times the scale. Any other call goes to
+    `module.clip_gradients`.
     """
     import torch
 
-    inner = getattr(optimizer, "optimizer", optimizer)  # unwrap a LightningOptimizer
+    inner = getattr(optimizer, "optimizer", optimizer)  # a LightningOptimizer
     trainer = module.trainer
     scaler = getattr(trainer.precision_plugin, "scaler", None)
     fused = getattr(inner, "_step_supports_amp_scaling", False)
+    value, algorithm = gradient_clip_val, gradient_clip_algorithm
     scale = 1.0
     if not fused:
         states = getattr(scaler, "_per_optimizer_states", {})
-        stage = states[id(inner)].get("stage") if id(inner) in states else None
-        unscaled = getattr(stage, "name", "") == "UNSCALED"  # Lightning unscaled it already
+        state = states.get(id(inner), {})
+        unscaled = getattr(state.get("stage"), "name", "") == "UNSCALED"
         if scaler is None or module.automatic_optimization or unscaled:
-            module.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+            module.clip_gradients(optimizer, value, algorithm)
             return
         scale = float(scaler.get_scale())
     strategy = type(trainer.strategy)
+    names = [cls.__name__ for cls in strategy.__mro__]
     sharded = ("FSDP", "DeepSpeed", "Sharded", "ModelParallel")
-    if any(word in cls.__name__ for cls in strategy.__mro__ for word in sharded):
-        raise RuntimeError(
-            f"clip_module_gradients_unscaled (amp-clipfix) does not support "
-            f"{strategy.__name__}: sharded strategies clip differently; use fused=False instead"
-        )
-    if gradient_clip_val is None:
-        gradient_clip_val = trainer.gradient_clip_val or 0.0
-    algorithm = gradient_clip_algorithm or trainer.gradient_clip_algorithm or "norm"
+    if any(word in name for name in names for word in sharded):
+        why = "sharded strategies clip differently; use fused=False instead"
+        name = strategy.__name__
+        raise RuntimeError(f"amp-clipfix does not support {name}: {why}")
+    if value is None:
+        value = trainer.gradient_clip_val or 0.0
+    algorithm = algorithm or trainer.gradient_clip_algorithm or "norm"
     algorithm = str(getattr(algorithm, "value", algorithm)).lower()
     if algorithm not in ("norm", "value"):
-        raise ValueError(f"gradient_clip_algorithm {algorithm!r} is not 'norm' or 'value'")
-    if gradient_clip_val <= 0:
+        raise ValueError(f"gradient_clip_algorithm {algorithm!r} is unknown")
+    if value <= 0:
         return
     if fused and scaler is not None:
         scaler.unscale_(inner)
     parameters = [p for group in inner.param_groups for p in group["params"]]
     if algorithm == "value":
-        torch.nn.utils.clip_grad_value_(parameters, clip_value=gradient_clip_val * scale)
+        torch.nn.utils.clip_grad_value_(parameters, clip_value=value * scale)
     else:
-        torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val * scale)
+        torch.nn.utils.clip_grad_norm_(parameters, value * scale)
 '''

@@ -79,7 +79,7 @@ def run(
                 progress.done(len(project.files))
             continue
         project, project_options = configured or (project, options)
-        target, warnings = project_target(project.root, project_options)
+        target, warnings = project_target(project.root, project_options, project.files)
         collection = collect_project(
             project, options.jobs, options.prefilter, progress, cache=options.cache
         )
@@ -101,11 +101,13 @@ def run(
     )
 
 
-def project_target(root: Path, options: Options) -> tuple[Target, tuple[str, ...]]:
+def project_target(
+    root: Path, options: Options, files: tuple[Path, ...] = ()
+) -> tuple[Target, tuple[str, ...]]:
     """The Lightning release(s) a project runs on, and the torch it runs with: the command line
-    or configuration, else its own pins (project/pins.py), and the warnings about pin files
-    that could not be read."""
-    resolution = resolve_target(root, options.target)
+    or configuration, else its own pins (project/pins.py), else what its code (`files`) runs
+    on, and the warnings about pin files that could not be read."""
+    resolution = resolve_target(root, options.target, files)
     torch = resolve_torch(root, options.torch)
     target = replace(resolution.target, torch=torch.target)
     return target, resolution.warnings + torch.warnings

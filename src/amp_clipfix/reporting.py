@@ -26,7 +26,7 @@ from amp_clipfix.output.report import (
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import RunResult
-from amp_clipfix.project.torch_release import DEFAULT_TORCH
+from amp_clipfix.project.torch_release import DEFAULT_TORCH, INSTALLED_SOURCE
 from amp_clipfix.project.version import Target
 from amp_clipfix.settings import suppression_warnings
 
@@ -261,9 +261,12 @@ def summary_line(
 
 
 def torch_told(target: Target) -> str:
-    """`, torch 2.3.1 from requirements.txt` when a pin or --torch-version set the torch (the
-    default, the newest torch known, goes unsaid)."""
-    return "" if target.torch == DEFAULT_TORCH else f", {target.torch.describe()}"
+    """`, torch 2.3.1 from requirements.txt` when a pin or --torch-version set the torch, `,
+    torch 2.13.0: no pin found (...)` when it is only assumed (the torch installed next to
+    amp-clipfix goes unsaid)."""
+    torch = target.torch
+    quiet = torch == DEFAULT_TORCH or (torch.source == INSTALLED_SOURCE and not torch.assumed)
+    return "" if quiet else f", {torch.describe()}"
 
 
 def report_errors(result: RunResult, settings: Settings) -> None:

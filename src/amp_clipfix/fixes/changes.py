@@ -14,6 +14,7 @@ from amp_clipfix import observed
 from amp_clipfix.models import Edit, ErrorKind, FileError, Finding, Site, Strategy
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.config import ConfigError
+from amp_clipfix.project.style import DEFAULT_STYLE, Style, project_style
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.records import replace
 from amp_clipfix.results import FileChange
@@ -53,9 +54,32 @@ def fixed_file(
     target: Target = DEFAULT_TARGET,
     helpers: HelperImports | None = None,
     edits: Sequence[Edit] = (),
+    style: Style = DEFAULT_STYLE,
 ) -> Rendered:
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail.
-    The rules' own edits are made first, and the codemods' targets moved past them."""
+    The rules' own edits are made first, and the codemods' targets moved past them. The lines
+    the fixes wrote are laid out in the project's `style` (fixes/layout.py)."""
+    rendered = _fixed_file(file, targets, target, helpers, edits)
+    document = file.document
+    if document.language is not Language.PYTHON or rendered.cells:
+        return rendered
+    from amp_clipfix.fixes.layout import laid_out
+
+    before = document.text
+    after = decode_source(document.source.path, rendered.data).text
+    styled = laid_out(before, after, style)
+    if styled == after:
+        return rendered
+    return document.adapter.render(document, styled)
+
+
+def _fixed_file(
+    file: ReadFile,
+    targets: Mapping[Strategy, Sequence[Site]],
+    target: Target,
+    helpers: HelperImports | None,
+    edits: Sequence[Edit],
+) -> Rendered:
     from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
 
     document = file.document
@@ -106,12 +130,14 @@ def fix_project(
     files import their helpers and one more change creates or updates that module."""
     changes, errors = [], []
     helpers = helper_imports(*helper_module)
+    root = helper_module[1]
+    style = project_style(root) if root is not None else DEFAULT_STYLE
     by_file = fix_targets_by_file(findings)
     edits = edits_by_file(findings)
     for path in sorted(set(by_file) | set(edits)):
         file, targets = parsed[path], by_file.get(path, {})
         try:
-            rendered = fixed_file(file, targets, target, helpers, edits.get(path, ()))
+            rendered = fixed_file(file, targets, target, helpers, edits.get(path, ()), style)
         except (VerifyError, SourceError) as error:
             errors.append(FileError(path, f"not fixed: {error}", ErrorKind.FIX))
             continue

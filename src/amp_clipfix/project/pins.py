@@ -3,8 +3,13 @@
 1. `--lightning-version`, else `lightning-version` in `[tool.amp-clipfix]` (nearest pyproject.toml);
 2. the pin that decides: the first file, in the order below, that names a Lightning package with
    a version (within one file: lightning, then pytorch-lightning, then lightning-fabric);
-3. the Lightning installed next to amp-clipfix;
-4. else the latest release (2.6.6).
+3. the Lightning installed next to amp-clipfix (what the code runs with when amp-clipfix
+   shares the project's environment);
+4. code evidence (project/evidence.py): a name or hook signature only one line (1.x or 2.x)
+   runs narrows the target to that line's releases (the files are read again only here: a
+   pre-commit or pipx environment, which has no Lightning);
+5. else the latest release (2.6.6), *assumed*: what depends on the release (a spelling, a
+   hook's signature) is then left for review, and the report says so.
 
 What the project installs decides before what only an extra, a dependency group or a docs/test
 requirements file asks for. Each of the two tiers asks, in this order:
@@ -16,7 +21,12 @@ requirements file asks for. Each of the two tiers asks, in this order:
 - setup.cfg and setup.py (read as data with `ast`, never run): `install_requires` (first tier),
   `extras_require` (second tier);
 - ranges in requirement files;
-- conda environment.yml (pip section and conda entries).
+- conda environment.yml (pip section and conda entries);
+- Dockerfiles (`Dockerfile`, `Dockerfile.*`, `*.Dockerfile` at the root, in `docker/` and
+  `.devcontainer/`): `RUN pip install ...` (continued lines, `-r FILE` read too);
+- second tier only (test environments): `.github/workflows/*.yml` (`pip install` in steps),
+  tox.ini (`deps =`, `pip install` in `commands`) and noxfile.py (`session.install(...)` string
+  literals, read with `ast`, never run), and the requirement files they install with `-r`.
 
 Requirement files: `requirements.txt` and the files it includes (`-r`, `-c`) first, then the other
 `requirements*.txt` and `requirements/*.txt`; those whose name says docs, tests, dev, lint, CI,
@@ -31,8 +41,8 @@ The search takes the package names (`candidate_pins(root, LIGHTNING)`), so anoth
 is found the same way.
 
 torch is read that way (`resolve_torch`): the first file that pins torch (`torch`; conda's
-`pytorch`) gives the torch target; `--torch-version` overrides it; nothing pinned means the newest
-torch amp-clipfix knows (2.13.0).
+`pytorch`) gives the torch target; `--torch-version` overrides it; nothing pinned means the torch
+installed next to amp-clipfix, else the newest torch amp-clipfix knows (2.13.0), assumed.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ import fnmatch
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -49,6 +59,7 @@ from packaging.version import InvalidVersion, Version
 from amp_clipfix import observed
 from amp_clipfix.paths import display_path, excerpt, os_error_reason, unreadable_value
 from amp_clipfix.project.config import ConfigError, load_config
+from amp_clipfix.project.evidence import code_evidence
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
     Packages,
@@ -57,13 +68,30 @@ from amp_clipfix.project.pin_readers import (
     Reader,
     canonical_name,
     conda_pins,
+    dockerfile_pins,
+    noxfile_includes,
+    noxfile_pins,
     pyproject_pins,
     requirements_reader,
     setup_cfg_pins,
     setup_py_pins,
+    shell_includes,
+    tox_pins,
+    workflow_pins,
 )
-from amp_clipfix.project.torch_release import DEFAULT_TORCH, TorchTarget, torch_releases_in
-from amp_clipfix.project.version import DEFAULT_TARGET, Target, parse_version, releases_in
+from amp_clipfix.project.torch_release import (
+    ASSUMED_TORCH,
+    INSTALLED_SOURCE,
+    TorchTarget,
+    torch_releases_in,
+)
+from amp_clipfix.project.version import (
+    ASSUMED_TARGET,
+    Target,
+    line_releases,
+    parse_version,
+    releases_in,
+)
 from amp_clipfix.records import record
 
 LIGHTNING = ("lightning", "pytorch-lightning", "lightning-fabric")  # canonical names, by priority
@@ -83,8 +111,11 @@ class Resolution:
     warnings: tuple[str, ...] = ()
 
 
-def resolve_target(root: Path, requested: Target | None = None) -> Resolution:
-    """The target of the project at `root`: `requested` (the command line) when given."""
+def resolve_target(
+    root: Path, requested: Target | None = None, files: Iterable[Path] = ()
+) -> Resolution:
+    """The target of the project at `root`: `requested` (the command line) when given; `files`
+    (the project's source files) are read for code evidence when no pin decides."""
     if requested is not None:
         return Resolution(requested)
     warnings: list[str] = []
@@ -104,7 +135,25 @@ def resolve_target(root: Path, requested: Target | None = None) -> Resolution:
             )
             continue
         return Resolution(target, once(warnings))
-    return Resolution(installed_target() or DEFAULT_TARGET, once(warnings))
+    installed = installed_target()
+    if installed is not None:
+        return Resolution(installed, once(warnings))
+    only_1x, only_2x = code_evidence(files, root)  # read only when nothing else decides
+    if only_1x is not None and only_2x is not None:
+        warnings.append(
+            f"the code holds pytorch-lightning 1.x-only ({only_1x.describe()}) and Lightning "
+            f"2.x-only ({only_2x.describe()}) code; not used for {LIGHTNING_PURPOSE}"
+        )
+    elif (evidence := only_1x or only_2x) is not None:
+        return Resolution(evidence_target(evidence.is_2x, evidence.describe()), once(warnings))
+    return Resolution(ASSUMED_TARGET, once(warnings))
+
+
+def evidence_target(is_2x: bool, evidence: str) -> Target:
+    """The releases of the line the code runs on: `pytorch-lightning 1.x from code evidence:
+    `optimizer_idx` in training_step at train.py:12`."""
+    pin = "Lightning 2.x" if is_2x else "pytorch-lightning 1.x"
+    return Target(line_releases(is_2x), pin, f"code evidence: {evidence}")
 
 
 def once(warnings: list[str]) -> tuple[str, ...]:
@@ -223,6 +272,69 @@ def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]
     for name in CONDA_FILES:
         if observed.is_file(root / name):
             listed.append((root / name, conda_pins, _any))
+    for path in dockerfiles(root):
+        listed.append((path, dockerfile_pins, _any))
+        listed.extend(included_requirements(path, root, files, shell_includes, False))
+    for path, reader, includes in test_environments(root):
+        listed.append((path, reader, _any))
+        listed.extend(included_requirements(path, root, files, includes, True))
+    return listed
+
+
+DOCKER_FOLDERS = ("", "docker", ".devcontainer")
+
+
+def is_dockerfile(name: str) -> bool:
+    return name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
+
+
+def dockerfiles(root: Path) -> list[Path]:
+    """`Dockerfile`, `Dockerfile.*`, `*.Dockerfile` at the root, in docker/ and .devcontainer/."""
+    found = []
+    for folder in DOCKER_FOLDERS:
+        base = root / folder if folder else root
+        found += [base / n for n in sorted(_names(base)) if is_dockerfile(n)]
+    return [path for path in found if observed.is_file(path)]
+
+
+Includes = Callable[[bytes], list[str]]
+
+
+def test_environments(root: Path) -> list[tuple[Path, Reader, Includes]]:
+    """CI workflows, tox.ini and noxfile.py: what the project is tested with (second tier)."""
+    found: list[tuple[Path, Reader, Includes]] = []
+    workflows = root / ".github" / "workflows"
+    for name in sorted(_names(workflows)):
+        if name.endswith((".yml", ".yaml")) and observed.is_file(workflows / name):
+            found.append((workflows / name, workflow_pins, shell_includes))
+    if observed.is_file(root / "tox.ini"):
+        found.append((root / "tox.ini", tox_pins, _no_includes))
+    if observed.is_file(root / "noxfile.py"):
+        found.append((root / "noxfile.py", noxfile_pins, noxfile_includes))
+    return found
+
+
+def _no_includes(data: bytes) -> list[str]:
+    return []
+
+
+def included_requirements(
+    path: Path, root: Path, files: ProjectFiles, includes: Includes, optional: bool
+) -> list[tuple[Path, Reader, Accept]]:
+    """The requirement files an install command reads (`pip install -r FILE`), relative to
+    the project root (where a Dockerfile's context or a CI job usually starts) or to the file
+    itself, inside the project only."""
+    try:
+        written = includes(files.data(path))
+    except PinError:
+        return []
+    listed: list[tuple[Path, Reader, Accept]] = []
+    for name in written:
+        for base in (root, path.parent):
+            candidate = Path(os.path.normpath(base / name))
+            if observed.is_file(candidate) and observed.inside(candidate, root):
+                listed.append((candidate, requirements_reader(optional), _any))
+                break
     return listed
 
 
@@ -322,9 +434,11 @@ def is_pin_file(path: Path) -> bool:
     a commit that changes only it can change the findings of its project (pre-commit)."""
     name = path.name
     return (
-        name in (*LOCK_FILES, *DECLARATION_FILES, *CONDA_FILES)
+        name in (*LOCK_FILES, *DECLARATION_FILES, *CONDA_FILES, "tox.ini", "noxfile.py")
         or fnmatch.fnmatchcase(name, "requirements*.txt")
         or (path.parent.name == "requirements" and name.endswith(".txt"))
+        or is_dockerfile(name)
+        or (path.parent.name == "workflows" and name.endswith((".yml", ".yaml")))
     )
 
 
@@ -365,7 +479,7 @@ def installed_target() -> Target | None:
             version = Version(found)
         except InvalidVersion:
             continue
-        return Target.exact(version, "installed distribution", package)
+        return Target.exact(version, INSTALLED_SOURCE, package)
     return None
 
 
@@ -436,8 +550,9 @@ class TorchResolution:
 
 def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchResolution:
     """The torch of the project at `root`: `requested` (`--torch-version`) when given, else the
-    first file that pins torch (candidate_pins' order), else the newest torch known. A file that
-    cannot be read was reported by resolve_target already: only unknown releases warn here."""
+    first file that pins torch (candidate_pins' order), else the torch installed next to
+    amp-clipfix, else the newest torch known (assumed). A file that cannot be read was
+    reported by resolve_target already: only unknown releases warn here."""
     if requested is not None:
         return TorchResolution(requested)
     unreadable: list[str] = []
@@ -455,4 +570,12 @@ def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchReso
             f"{display_path(source)}: no known torch release matches "
             f"{excerpt(pin.text, quoted=False)}; not used for {TORCH_PURPOSE}"
         )
-    return TorchResolution(DEFAULT_TORCH, once(warnings))
+    installed = installed_version("torch")
+    if installed is not None:
+        try:
+            version = Version(Version(installed).public)
+        except InvalidVersion:
+            pass
+        else:
+            return TorchResolution(TorchTarget.exact(version, INSTALLED_SOURCE), once(warnings))
+    return TorchResolution(ASSUMED_TORCH, once(warnings))

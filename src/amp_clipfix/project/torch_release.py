@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 LATEST_TORCH = Version("2.13.0")
+INSTALLED_SOURCE = "installed distribution"  # a release read from the installed metadata
 FIRST_AMP_AUTOCAST = (1, 12)  # torch/amp/autocast_mode.py
 FIRST_AMP_GRAD_SCALER = (2, 3)  # torch/amp/grad_scaler.py
 FIRST_DEPRECATION = (2, 4)  # torch.cuda.amp.GradScaler / autocast warn (FutureWarning)
@@ -53,6 +54,7 @@ class TorchTarget:
     releases: tuple[Version, ...]
     pin: str
     source: str
+    assumed: bool = False  # no pin, no --torch-version, no torch installed: `ASSUMED_TORCH`
 
     @classmethod
     def exact(cls, version: Version, source: str) -> TorchTarget:
@@ -66,7 +68,7 @@ class TorchTarget:
         return self.pin.split(" ", 1)[-1] if self.pin.startswith("torch ") else self.pin[5:]
 
     def describe(self) -> str:
-        return f"{self.pin} from {self.source}"
+        return f"{self.pin}: {self.source}" if self.assumed else f"{self.pin} from {self.source}"
 
     @property
     def warns_on_old_amp(self) -> bool:
@@ -103,3 +105,8 @@ def parse_torch_version(text: str) -> Version:
 
 
 DEFAULT_TORCH = TorchTarget.exact(LATEST_TORCH, "default (newest torch known)")
+# A project with no torch pin and no torch installed next to amp-clipfix: the newest torch,
+# marked as assumed; a rewrite that needs a given torch (ACF012) is then left for review.
+ASSUMED_TORCH = TorchTarget(
+    (LATEST_TORCH,), f"torch {LATEST_TORCH}", "no pin found (the newest torch known)", True
+)

@@ -178,6 +178,10 @@ class Target:
     pin: str
     source: str
     torch: TorchTarget = DEFAULT_TORCH  # the torch it runs with (pins.resolve_torch)
+    # Only assumed (no pin, no --lightning-version, nothing installed, no code evidence): what
+    # depends on the release (a spelling, a hook's signature) is then not known, and a rewrite
+    # whose safety depends on it is left for review (`bf16_precision`, ...).
+    assumed: bool = False
 
     @classmethod
     def exact(cls, version: Version, source: str, package: str = "Lightning") -> Target:
@@ -185,7 +189,10 @@ class Target:
         return cls((release,), f"{package} {release}", source)
 
     def describe(self) -> str:
-        """`pytorch-lightning 1.9.5 from setup.py`."""
+        """`pytorch-lightning 1.9.5 from setup.py`; `Lightning 2.6.6: no pin found (the latest
+        release)` when only assumed."""
+        if self.assumed:
+            return f"{self.pin}: {self.source}"
         return f"{self.pin} from {self.source}"
 
     @property
@@ -213,12 +220,18 @@ class Target:
 
     @property
     def bf16_precision(self) -> str | None:
-        """The bf16 spelling every admitted release accepts; None when they differ (1.x and 2.x)."""
+        """The bf16 spelling every admitted release accepts; None when they differ (1.x and 2.x)
+        or the release is only assumed."""
+        if self.assumed:
+            return None
         return _common(release.bf16_precision for release in self.releases)
 
     @property
     def clip_hook_takes_optimizer_idx(self) -> bool | None:
-        """Whether the hook takes `optimizer_idx` on every admitted release; None when mixed."""
+        """Whether the hook takes `optimizer_idx` on every admitted release; None when mixed or
+        only assumed."""
+        if self.assumed:
+            return None
         return _common(release.clip_hook_takes_optimizer_idx for release in self.releases)
 
 
@@ -233,3 +246,18 @@ def releases_in(specifier: SpecifierSet) -> tuple[Release, ...]:
 
 
 DEFAULT_TARGET = Target.exact(LATEST_RELEASE, "default (latest release)", "Lightning")
+# What a project with no pin, no installed Lightning and no code evidence is taken to run on:
+# the latest release, marked as assumed (pins.resolve_target).
+ASSUMED_SOURCE = "no pin found (the latest release)"
+ASSUMED_TARGET = Target(
+    (Release(LATEST_RELEASE),), f"Lightning {LATEST_RELEASE}", ASSUMED_SOURCE, assumed=True
+)
+
+
+def line_releases(first_2x: bool) -> tuple[Release, ...]:
+    """The released versions of one line: pytorch-lightning 1.x, or lightning 2.0 - 2.6.6."""
+    return tuple(
+        Release(version)
+        for version in KNOWN_RELEASES
+        if version <= LATEST_RELEASE and (version.release[0] >= 2) == first_2x
+    )

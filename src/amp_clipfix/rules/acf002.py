@@ -103,18 +103,20 @@ class Model(L.LightningModule):
         return torch.optim.AdamW(self.parameters(), lr=1e-3, fused=True)
 
     def configure_gradient_clipping(
-        self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+        self,
+        optimizer,
+        gradient_clip_val=None,
+        gradient_clip_algorithm=None,
     ):
-        # amp-clipfix: Lightning refuses to clip a fused optimizer under mixed precision, so clip
-        # it through the run's GradScaler; every other optimizer goes to Lightning as before.
+        # amp-clipfix: Lightning refuses to clip a fused optimizer under mixed
+        # precision: clip it through the run's GradScaler; any other optimizer
+        # goes to Lightning as before.
+        value, algorithm = gradient_clip_val, gradient_clip_algorithm
         if getattr(optimizer, "_step_supports_amp_scaling", False):
-            clip_module_gradients_unscaled(
-                self, optimizer, gradient_clip_val, gradient_clip_algorithm
-            )
+            clip_module_gradients_unscaled(self, optimizer, value, algorithm)
         else:
-            super().configure_gradient_clipping(
-                optimizer, gradient_clip_val, gradient_clip_algorithm
-            )
+            hook = super().configure_gradient_clipping
+            hook(optimizer, value, algorithm)
 
 
 trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
@@ -334,6 +336,12 @@ def unscale_targets(finding: Finding, target: Target) -> Targets:
     """The LightningModule classes that build the fused optimizer (marked by its sites) and
     their `self.clip_gradients(...)` calls."""
     sites = finding.sites
+    if target.assumed:
+        return (), (
+            f"no pin names the Lightning release ({target.version_label} is only assumed), "
+            "and 1.x and 2.x differ in configure_gradient_clipping's signature "
+            "(optimizer_idx); pin Lightning or pass --lightning-version"
+        )
     if target.clip_hook_takes_optimizer_idx is None:
         return (), (
             f"Lightning {target.version_label} spans 1.x and 2.x, whose "

@@ -132,7 +132,9 @@ class Model(L.LightningModule):
         opt.step()
 
     def on_before_optimizer_step(self, optimizer):
-        self.clip_gradients(optimizer, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
+        self.clip_gradients(
+            optimizer, gradient_clip_val=1.0, gradient_clip_algorithm="norm"
+        )
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)

@@ -84,8 +84,9 @@ AFTER = BEFORE.replace(
     "        return torch.optim.SGD(self.parameters(), lr=0.1)\n",
     "        return torch.optim.SGD(self.parameters(), lr=0.1)\n\n"
     "    def on_before_optimizer_step(self, optimizer):\n"
-    "        self.clip_gradients(optimizer, gradient_clip_val=0.5, "
-    'gradient_clip_algorithm="value")\n',
+    "        self.clip_gradients(\n"
+    '            optimizer, gradient_clip_val=0.5, gradient_clip_algorithm="value"\n'
+    "        )\n",
 ).replace(', gradient_clip_val=0.5, gradient_clip_algorithm="value")\ntrainer', ")\ntrainer")
 
 KEYWORDS = ("gradient_clip_val", "gradient_clip_algorithm")
@@ -187,7 +188,10 @@ def moved(
             return ()
         algorithm = written.lower()
     hook_idx = facts.target.clip_hook_takes_optimizer_idx
-    params = "self, optimizer" + {True: ", optimizer_idx", False: "", None: ", *args"}[hook_idx]
+    # Lightning passes the clip value and algorithm as keywords (1.9.5 and 2.6.6 alike), after
+    # `optimizer_idx` on 1.x: a hook for both lines takes `*args, **kwargs`
+    extra = {True: ", optimizer_idx", False: "", None: ", *args, **kwargs"}[hook_idx]
+    params = "self, optimizer" + extra
     last = cls.node.body[-1]
     end = last.end_lineno or last.lineno
     indent = module.indentation(cls.node.body[0].lineno)

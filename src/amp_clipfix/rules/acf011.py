@@ -39,6 +39,11 @@ NOT_ON_1X = (
     "no rewrite: the project's pins admit pytorch-lightning 1.x too, which rejects "
     '"16-mixed" / "bf16-mixed"; rewrite it once the pin is 2.0 or newer'
 )
+ASSUMED = (
+    "no rewrite: no pin names the Lightning release (2.6.6 is only assumed) and "
+    'pytorch-lightning 1.x rejects "16-mixed" / "bf16-mixed"; pin Lightning or pass '
+    "--lightning-version"
+)
 ELSEWHERE = "no rewrite: the value is not written in the call; rewrite it where it is set"
 
 FIX = (
@@ -59,7 +64,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
     releases = facts.target.releases
     if all(release.is_1x for release in releases):
         return  # 1.x knows no other spelling
-    fixable = not any(release.is_1x for release in releases)
+    fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
     for file in facts.with_words(*WORDS):
         for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
@@ -73,6 +78,10 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                     seen.add((found.sites[0].path, found.sites[0].span))
                     yield found
     yield from yaml_precision(facts, fixable)
+
+
+def not_fixable(facts: ProjectFacts) -> str:
+    return ASSUMED if facts.target.assumed else NOT_ON_1X
 
 
 def python_precision(
@@ -90,7 +99,7 @@ def python_precision(
     site = file.site(kind, precision, f"`{file.code(precision)}`", value=old[0])
     written = isinstance(node, ast.Constant) and literal_text(node.value) in NEW_SPELLING
     if not fixable:
-        return Found((site,), review=NOT_ON_1X)
+        return Found((site,), review=not_fixable(facts))
     if not (written and len(old) == 1):
         return Found((site,), review=ELSEWHERE)
     edit = file.replace(node, quoted(file.code(node), NEW_SPELLING[old[0]]))
@@ -127,7 +136,7 @@ def spread_precision(
                 )
                 written = item.expr
                 if not fixable:
-                    yield Found((site,), review=NOT_ON_1X)
+                    yield Found((site,), review=not_fixable(facts))
                 elif not (
                     isinstance(written, ast.Constant)
                     and literal_text(written.value) in NEW_SPELLING
@@ -167,7 +176,7 @@ def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
             ):
                 continue
             if not (fixable and site.fixable):
-                review = NOT_ON_1X if not fixable else "no rewrite: the value is shared"
+                review = not_fixable(facts) if not fixable else "no rewrite: the value is shared"
                 yield Found((site,), review=review)
                 continue
             token = token_of(document.text, site)

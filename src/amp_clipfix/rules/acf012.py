@@ -102,7 +102,13 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 torch.has_amp_grad_scaler if name == "GradScaler" else torch.has_amp_autocast
             )
             rewrite, why = None, None
-            if not available:
+            if torch.assumed:
+                why = (
+                    f"no rewrite: no pin names the torch release ({torch.version_label} is only "
+                    f"assumed) and `torch.amp.{name}` is not in older ones; pin torch or pass "
+                    "--torch-version"
+                )
+            elif not available:
                 first = "2.3" if name == "GradScaler" else "1.12"
                 why = (
                     f"no rewrite: `torch.amp.{name}` is not in every torch release the pins "

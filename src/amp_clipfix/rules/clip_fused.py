@@ -119,6 +119,12 @@ def unfuse_targets(sites: Sequence[Site]) -> Targets:
 
 def bf16_targets(sites: Sequence[Site], kind: SiteKind, target: Target) -> Targets:
     """The precision literals (`kind`) that a scaler comes from, rewritten to bf16-mixed."""
+    if target.assumed:
+        return (), (
+            f"no pin names the Lightning release ({target.version_label} is only assumed), "
+            'and 1.x spells bf16 "bf16", 2.x "bf16-mixed"; pin Lightning or pass '
+            "--lightning-version"
+        )
     if target.bf16_precision != "bf16-mixed":
         return (), (
             f"Lightning {target.version_label} includes 1.x releases, which spell bf16 "

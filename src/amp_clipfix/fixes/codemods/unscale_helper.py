@@ -22,20 +22,25 @@ OVERRIDE_NAME = "configure_gradient_clipping"
 
 def override_source(optimizer_idx: bool) -> str:
     """The `configure_gradient_clipping` override, in the signature of the target release
-    (Lightning 1.x passes `optimizer_idx` after the optimizer)."""
+    (Lightning 1.x passes `optimizer_idx` after the optimizer). Laid out as ruff format and
+    black leave it at any line length from 79 (a method's lines stay within 79 columns; the
+    signature is split by its magic trailing comma)."""
+    parameter = "    optimizer_idx,\n" if optimizer_idx else ""
     index = " optimizer_idx," if optimizer_idx else ""
     return f"""\
 def configure_gradient_clipping(
-    self, optimizer,{index} gradient_clip_val=None, gradient_clip_algorithm=None
+    self,
+    optimizer,
+{parameter}    gradient_clip_val=None,
+    gradient_clip_algorithm=None,
 ):
-    # amp-clipfix: Lightning refuses to clip a fused optimizer under mixed precision, so clip
-    # it through the run's GradScaler; every other optimizer goes to Lightning as before.
+    # amp-clipfix: Lightning refuses to clip a fused optimizer under mixed
+    # precision: clip it through the run's GradScaler; any other optimizer
+    # goes to Lightning as before.
+    value, algorithm = gradient_clip_val, gradient_clip_algorithm
     if getattr(optimizer, "_step_supports_amp_scaling", False):
-        {MODULE_HELPER}(
-            self, optimizer, gradient_clip_val, gradient_clip_algorithm
-        )
+        {MODULE_HELPER}(self, optimizer, value, algorithm)
     else:
-        super().configure_gradient_clipping(
-            optimizer,{index} gradient_clip_val, gradient_clip_algorithm
-        )
+        hook = super().configure_gradient_clipping
+        hook(optimizer,{index} value, algorithm)
 """
