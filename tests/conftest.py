@@ -10,6 +10,7 @@ selects the runtime tests accepts no skip at all.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 RUNTIME_TESTS = Path(__file__).resolve().parent / "runtime"
+RUNTIME_CASES = Path(__file__).resolve().parent.parent / "fixtures" / "runtime"
 
 
 def _own_user_cache() -> str:
@@ -38,7 +40,7 @@ os.environ["XDG_CACHE_HOME"] = _own_user_cache()
 
 
 RUNTIME_LIBRARIES = ("torch", "lightning")
-NOT_INSTALLED = "not installed here (pip install -e '.[test]' installs it)"
+NOT_INSTALLED = "not installed here (pip install -e . --group test installs it)"
 
 
 def not_installed(names: tuple[str, ...]) -> str | None:
@@ -57,7 +59,72 @@ def selects_runtime(config: pytest.Config) -> bool:
     )
 
 
+# --- phases: the static tests first, then the runtime proof release by release ------------------
+
+STATIC = "static tests (the code, its output, the fixtures; no training)"
+THIS_INTERPRETER = "runtime proof on this interpreter's torch and Lightning"
+
+
+def _case_releases() -> dict[str, str]:
+    """{runtime case: the release its program runs on (the first line of its `runtime` list)}."""
+    releases = {}
+    for spec in RUNTIME_CASES.glob("*/case.json"):
+        try:
+            wanted = json.loads(spec.read_text(encoding="utf-8")).get("runtime")
+        except (OSError, ValueError):
+            continue  # tests/runtime says what is wrong with it
+        releases[spec.parent.name] = wanted[0] if wanted else ""
+    return releases
+
+
+CASE_RELEASES = _case_releases()
+
+
+def phase_of(nodeid: str) -> tuple[int, str]:
+    """(order, header) of a test by its node id, which is all an xdist controller sees: runtime
+    tests by the release their case names in its parameters (`[case]`, `[case-strategy]`)."""
+    path = nodeid.split("::", 1)[0].replace("\\", "/")
+    if "/runtime/" not in f"/{path}":
+        return 0, STATIC
+    parameters = nodeid.rpartition("[")[2].rstrip("]") if nodeid.endswith("]") else ""
+    cases = [c for c in CASE_RELEASES if parameters == c or parameters.startswith(c + "-")]
+    release = CASE_RELEASES[max(cases, key=len)] if cases else ""
+    if not release:
+        return 1, THIS_INTERPRETER
+    order = 2 + sorted({r for r in CASE_RELEASES.values() if r}).index(release)
+    return order, f"runtime proof on {release} (its nox environment)"
+
+
+class PhaseHeaders:
+    """Says which phase the run is in when the first test of a phase starts. Registered on the
+    process that prints: the xdist controller, which hears of each test a worker starts (or
+    the only process, without xdist); never on a worker."""
+
+    def __init__(self, reporter: pytest.TerminalReporter) -> None:
+        self.reporter = reporter
+        self.shown: set[int] = set()
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        order, header = phase_of(nodeid)
+        if order not in self.shown:
+            self.shown.add(order)
+            writer = getattr(self.reporter, "_tw", None)  # after progress dots: a new line
+            if writer is not None and writer.width_of_current_line:
+                self.reporter.write("\n")
+            self.reporter.write_line(f"--- phase: {header}", bold=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(PhaseHeaders(reporter), "amp-clipfix-phases")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The static tests first, then the runtime proof release by release (stable: each phase
+    # keeps its files' order, and a runtime case's xdist group stays together).
+    items.sort(key=lambda item: phase_of(item.nodeid)[0])
     runtime_missing = not_installed(RUNTIME_LIBRARIES)
     quick = not selects_runtime(config)
     for item in items:

@@ -113,7 +113,7 @@ def test_sarif_lists_the_rule_and_its_result_at_the_rule_level(project: Path) ->
     assert rule["name"] == "fabric-clip-fused-bf16"
     assert rule["shortDescription"]["text"] == acf900.RULE.short
     assert rule["defaultConfiguration"] == {"level": "warning"}
-    assert rule["helpUri"].endswith("#acf900")
+    assert rule["helpUri"].endswith("/docs/rules/ACF900.md")
     (finding,) = run["results"]
     assert (finding["ruleId"], finding["ruleIndex"], finding["level"]) == (
         "ACF900",

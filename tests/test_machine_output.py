@@ -359,10 +359,10 @@ def test_action_and_example_workflow_validate(schema: str, path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_readme_workflow_is_the_example_file() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_workflow_is_the_example_file() -> None:
+    page = (REPO / "docs" / "integrations" / "github-action.md").read_text(encoding="utf-8")
     example = (REPO / "examples" / "github-workflow.yml").read_text(encoding="utf-8")
-    assert example in readme
+    assert example in page
 
 
 def test_a_notebook_cell_stored_as_one_string_maps_to_that_strings_line(

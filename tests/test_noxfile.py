@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import nox
 import pytest
 from nox.sessions import _normalize_path
+from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 import noxfile
 
@@ -60,8 +67,37 @@ def test_the_readme_test_command_installs_makes_the_releases_and_runs_everything
     readme = (Path(noxfile.ROOT) / "README.md").read_text(encoding="utf-8")
     command = re.findall(r"^```bash\n(.*?)^```$", readme, re.MULTILINE | re.DOTALL)[1]
     steps = [step.strip() for step in command.strip().split("&&")]
-    assert steps[2] == 'pip install -e ".[test]"', command
-    assert steps[3] == f"nox -t {noxfile.TAG}", command
-    assert steps[4].startswith("python -m pytest -n auto"), command
-    assert steps[4].endswith('-m "runtime or not runtime"'), command
+    assert steps[2] == "pip install -U pip", command  # pip 25.1+ reads dependency groups
+    assert steps[3] == "pip install -e . --group test", command
+    assert steps[4] == f"nox -t {noxfile.TAG}", command
+    assert steps[5].startswith("python -m pytest -n auto"), command
+    assert steps[5].endswith('-m "runtime or not runtime"'), command
     assert "readme_block 2" in (Path(noxfile.ROOT) / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_test_group_holds_what_the_release_environments_need() -> None:
+    """nox makes them with uv (one torch on disk, hard-linked from uv's cache), so the group
+    that the README's command installs brings nox and uv."""
+    pyproject = tomllib.loads((Path(noxfile.ROOT) / "pyproject.toml").read_text(encoding="utf-8"))
+    group = [Requirement(line).name for line in pyproject["dependency-groups"]["test"]]
+    assert {"nox", "uv", "torch"} <= set(group)
+    assert "optional-dependencies" not in pyproject["project"]  # no public `test` extra
+    assert nox.options.default_venv_backend == "uv"
+    for name in noxfile.releases():
+        assert nox.registry.get()[name].venv_backend == "uv", name
+
+
+def test_uv_is_told_where_pip_is_told_packages_come_from() -> None:
+    """uv does not read pip's settings: the sessions hand it pip's variables (a wheel folder,
+    an index), and leave alone a uv variable that is already set."""
+    environ = {
+        "PIP_FIND_LINKS": "/opt/wheels /srv/more",
+        "PIP_INDEX_URL": "file:///srv/simple",
+        "PIP_EXTRA_INDEX_URL": " ",
+        "UV_INDEX": "file:///mine",
+    }
+    assert noxfile.uv_env(environ) == {
+        "UV_FIND_LINKS": "/opt/wheels /srv/more",
+        "UV_DEFAULT_INDEX": "file:///srv/simple",
+    }
+    assert noxfile.uv_env({}) == {}

@@ -20,7 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 HOOKS_FILE = ".pre-commit-hooks.yaml"
 # What `pip install` of the hook repository needs; nothing else is copied.
-INSTALLABLE = ("pyproject.toml", "README.md", "LICENSE", "src", HOOKS_FILE)
+INSTALLABLE = ("pyproject.toml", "docs/pypi.md", "LICENSE", "src", HOOKS_FILE)  # pypi.md: readme
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*_cache")
 # Under pytest-xdist the whole file runs on one worker, which builds the hook environment once.
 pytestmark = pytest.mark.xdist_group("precommit")
@@ -81,7 +81,7 @@ def git(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProc
 
 
 def pre_commit(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The pre-commit of this interpreter: the one the test extra installs."""
+    """The pre-commit of this interpreter: the one the test dependency group installs."""
     return run([sys.executable, "-m", "pre_commit", *args], repo, env)
 
 
@@ -148,7 +148,8 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
     """Hook repository + its pre-commit environment, built once for every test in this file."""
     if importlib.util.find_spec("pre_commit") is None:
         pytest.fail(
-            "pre-commit is not installed: install the test extra (pip install -e '.[test]')",
+            "pre-commit is not installed: install the test dependency group"
+            " (pip install -e . --group test)",
             pytrace=False,
         )
     base = tmp_path_factory.mktemp("precommit")
@@ -160,6 +161,7 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> HookRepo:
         if source.is_dir():
             shutil.copytree(source, path / name, ignore=IGNORED)
         else:
+            (path / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, path / name)
     init_repo(path, env)
     git(path, env, "add", "--all")

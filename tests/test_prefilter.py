@@ -94,7 +94,7 @@ def test_prefilter_changes_no_result_on_real_lightning_sources(tmp_path: Path) -
     import shutil
 
     spec = importlib.util.find_spec("lightning")
-    assert spec is not None and spec.origin, "the test extra installs lightning"
+    assert spec is not None and spec.origin, "the test dependency group installs lightning"
     package = Path(spec.origin).parent
     for part in ("pytorch/core", "pytorch/plugins", "fabric/plugins"):
         shutil.copytree(package / part, tmp_path / part, ignore=shutil.ignore_patterns("*.pyc"))

@@ -437,6 +437,7 @@ def test_a_run_that_draws_for_a_terminal_is_never_noted(
     assert records(project) == []
 
 
+@pytest.mark.needs("lightning")  # the first run names the Lightning installed here
 def test_what_else_a_sys_path_folder_holds_is_no_reason_to_run_again(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,7 +9,7 @@ import pytest
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.rules import RULES, codes_of, help_uri, render_release_table, render_rule
+from amp_clipfix.rules import RULES, codes_of, help_uri, render_rule
 from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS, SEARCH_WORDS
 from amp_clipfix.strategies import SAFETY
 
@@ -124,8 +124,10 @@ def test_heading_level_nests_the_page() -> None:
     assert page.startswith("### ACF001\n") and "#### Fix safety" in page
 
 
-def test_help_uri_points_to_the_readme_anchor() -> None:
-    assert help_uri("ACF002") == "https://github.com/amp-clipfix/amp-clipfix#acf002"
+def test_help_uri_points_to_the_rule_page_of_the_docs() -> None:
+    assert help_uri("ACF002") == (
+        "https://github.com/amp-clipfix/amp-clipfix/blob/main/docs/rules/ACF002.md"
+    )
 
 
 ALSO_REPORTED = {"ACF001": ("ACF007",), "ACF003": ("ACF007",)}
@@ -147,19 +149,6 @@ def test_examples_are_what_the_tool_finds_and_fixes(tmp_path: Path, code: str) -
     assert {finding.code for finding in result.findings} - {f.code for f in own} == also
     changed = [rule.example_after] if rule.example_after != rule.example_before else []
     assert [change.new_data.decode() for change in result.changes] == changed
-
-
-def test_readme_carries_every_rule_page_verbatim() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    for rule in RULES.values():
-        assert render_rule(rule, heading_level=3) in readme, f"README is stale for {rule.code}"
-
-
-def test_readme_carries_the_release_table_of_the_rules() -> None:
-    """Which rule fires on which release line, rendered from the rule modules."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert render_release_table(RULES.values()) in readme
-    assert all(rule.lines for rule in RULES.values())
 
 
 # What each migration rule's page quotes: the error or warning the release gives (measured on

@@ -92,6 +92,6 @@ def real_libraries() -> None:
         pytest.fail(
             f"the runtime tests need {', '.join(missing)} importable from {sys.executable}; "
             f"install them with `{sys.executable} -m pip install {wanted}` "
-            "(or `pip install -e '.[test]'`).",
+            "(or `pip install -e . --group test`).",
             pytrace=False,
         )

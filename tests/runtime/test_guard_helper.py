@@ -44,7 +44,7 @@ else:
 NOT_INSTALLED = [name for name in ("torch", "lightning") if importlib.util.find_spec(name) is None]
 if NOT_INSTALLED:  # a quick run skips this file, saying why; one that selects it fails on that
     missing = " and ".join(NOT_INSTALLED)
-    reason = f"needs {missing}: not installed here (pip install -e '.[test]' installs it)"
+    reason = f"needs {missing}: not installed here (pip install -e . --group test installs it)"
     pytest.skip(reason, allow_module_level=True)
 if MISSING:
     pytest.fail(MISSING, pytrace=False)

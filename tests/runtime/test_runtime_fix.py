@@ -434,7 +434,7 @@ def test_a_missing_release_environment_fails(require_release) -> None:
 def test_required_modules_are_installed(case: Case) -> None:
     """Fail, never skip: a case whose program needs more than torch and Lightning says what."""
     missing = [name for name in case.requires if importlib.util.find_spec(name) is None]
-    assert not missing, f"{case} needs {missing}: pip install -e '.[test]'"
+    assert not missing, f"{case} needs {missing}: pip install -e . --group test"
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)

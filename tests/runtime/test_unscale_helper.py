@@ -21,7 +21,7 @@ from amp_clipfix.fixes.codemods.unscale_helper import (
 
 # Collected where torch is not installed too: a quick run there skips this file, saying why.
 torch = pytest.importorskip(
-    "torch", reason="needs torch: not installed here (pip install -e '.[test]' installs it)"
+    "torch", reason="needs torch: not installed here (pip install -e . --group test installs it)"
 )
 
 

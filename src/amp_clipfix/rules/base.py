@@ -1,8 +1,8 @@
 """What a rule is, and how its page is rendered.
 
 A rule owns its code, name, message, level, page, the strategies that may fix it and how it finds
-its findings; `amp-clipfix explain`, the SARIF rules, GitHub and text output and the README's rule
-section are all rendered from the rule itself, so they never disagree.
+its findings; `amp-clipfix explain`, the SARIF rules, GitHub and text output and the docs' rule
+pages are all rendered from the rule itself, so they never disagree.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class Rule:
         return self.needs or self.words
 
 
-# The release lines of the README's table of which rule fires where.
+# The release lines of the docs' table of which rule fires where (docs/rules/index.md).
 LINES = ("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6", "no Lightning")
 
 
@@ -145,7 +145,7 @@ ALIAS_NOTE = " (an alias, no finding of its own)"
 
 
 def render_release_table(rules: Iterable[Rule]) -> str:
-    """The README's table: one row per rule, a mark for each release line it fires on (an
+    """The docs' table: one row per rule, a mark for each release line it fires on (an
     alias: where the findings it names fire)."""
     head = "| rule | " + " | ".join(LINES) + " |\n|---|" + "---|" * len(LINES) + "\n"
     rows = "".join(
@@ -164,13 +164,13 @@ def safety(strategy: Strategy, where: str) -> str:
 
 
 def help_uri(code: str) -> str:
-    """The README section of a rule (its heading is the bare code, so the anchor is stable)."""
-    return f"{HOMEPAGE}#{code.lower()}"
+    """The rule's page of the docs (docs/rules/CODE.md, written by scripts/rule_pages.py)."""
+    return f"{HOMEPAGE}/blob/main/docs/rules/{code}.md"
 
 
 def render_rule(rule: Rule, heading_level: int = 1) -> str:
-    """The rule page as markdown that also reads as plain text; `heading_level` lets the README
-    embed pages under its own headings. The title is the bare code, so the anchor is `#acf001`."""
+    """The rule page as markdown that also reads as plain text; `heading_level` lets a page
+    embed it under its own headings. The title is the bare code, so the anchor is `#acf001`."""
     title = "#" * heading_level
     section = "#" * (heading_level + 1)
     safety = (
