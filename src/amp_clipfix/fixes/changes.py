@@ -27,10 +27,11 @@ if TYPE_CHECKING:
 def fix_targets_by_file(
     findings: Sequence[Finding],
 ) -> dict[Path, dict[Strategy, list[Site]]]:
-    """The codemods' targets per file; a rule's own fix (its edits) runs no codemod."""
+    """The codemods' targets per file; a rule's own fix (its edits, or an offer without edits
+    that joins another finding's codemod: fixes/choose.py `joined`) runs no codemod."""
     targets: dict[Path, dict[Strategy, list[Site]]] = defaultdict(lambda: defaultdict(list))
     for finding in findings:
-        if finding.fix is not None and not finding.fix.edits:
+        if finding.fix is not None and not finding.fix.edits and finding.fix not in finding.offers:
             for site in finding.fix.targets:
                 targets[site.path][finding.fix.strategy].append(site)
     return targets

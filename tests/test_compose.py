@@ -1,0 +1,56 @@
+"""Fixes that compose (issue 36): a fix another fix makes pointless is not made.
+
+`apply --strategy bf16` on a Fabric program takes the GradScaler away; ACF007's
+`error_if_nonfinite=False` exists for that scaler only, so the rewrite changes exactly the
+precision line, whatever the file's bytes (newlines, encoding cookie, BOM).
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.cli import main
+from tests.test_bytes_kept import BF16, expected_after, program
+
+# The clip keeps Fabric's default (`error_if_nonfinite=True`): under fp16 that is ACF007's.
+NO_KEYWORD = {b", error_if_nonfinite=False": b""}
+
+BF16_CASES = {
+    "plain": program(replace=NO_KEYWORD),
+    "crlf": program([b"\r\n"], replace=NO_KEYWORD),
+    "latin1_cookie": program(
+        header=[b"# -*- coding: latin-1 -*-", b"# caf\xe9 na\xefve \xa9"],
+        replace={**NO_KEYWORD, b"Linear(2, 2)": b'Linear(2, 2); name = "\xe9t\xe9"  # \xfc'},
+    ),
+    "bom": codecs.BOM_UTF8
+    + program(replace={**NO_KEYWORD, b"Linear(2, 2)": "Linear(2, 2)  # café €".encode()}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BF16_CASES))
+def test_bf16_changes_exactly_the_precision_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    original = BF16_CASES[case]
+    (tmp_path / "pyproject.toml").write_bytes(b"[project]\nname = 'p'\n")
+    path = tmp_path / "train.py"
+    path.write_bytes(original)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+
+    before = runner.invoke(main, ["check", "--lightning-version", "2.6.6", "train.py"])
+    assert "ACF007" in before.output  # the keyword would be a fix under fp16
+    result = runner.invoke(
+        main,
+        ["apply", "--yes", "--strategy", "bf16", "--lightning-version", "2.6.6", "train.py"],
+        catch_exceptions=False,
+    )
+
+    assert result.exit_code == 0, result.output
+    assert path.read_bytes() == expected_after(original, BF16)
+    after = runner.invoke(main, ["check", "--lightning-version", "2.6.6", "train.py"])
+    assert after.exit_code == 0, after.output
