@@ -8,6 +8,7 @@ precision line, whatever the file's bytes (newlines, encoding cookie, BOM).
 from __future__ import annotations
 
 import codecs
+import json
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,37 @@ def test_bf16_changes_exactly_the_precision_line(
     assert path.read_bytes() == expected_after(original, BF16)
     after = runner.invoke(main, ["check", "--lightning-version", "2.6.6", "train.py"])
     assert after.exit_code == 0, after.output
+
+
+REVIEW_FIXTURE = Path(__file__).resolve().parent.parent / (
+    "fixtures/fabric_review_runtime_precision_auto_unscale/input"
+)
+
+
+def machine(format_: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.chdir(REVIEW_FIXTURE)
+    result = CliRunner().invoke(main, ["check", "--format", format_, "--no-cache", "."])
+    assert result.exit_code == 1, result.output
+    return result.stdout
+
+
+def test_severity_follows_confidence_in_every_machine_format(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A review ACF007 (the precision is decided at run time) is a warning, as a review ACF001
+    is, though ACF007's level is error: a person decides, nothing is known to raise."""
+    sarif = json.loads(machine("sarif", monkeypatch))
+    levels = {(r["ruleId"], r["level"]) for r in sarif["runs"][0]["results"]}
+    assert levels == {("ACF001", "warning"), ("ACF007", "warning")}
+    github = machine("github", monkeypatch).splitlines()
+    assert [line.split(" ", 1)[0] for line in github] == ["::warning", "::warning"]
+    rdjson = json.loads(machine("rdjson", monkeypatch))
+    assert {(d["code"]["value"], d["severity"]) for d in rdjson["diagnostics"]} == {
+        ("ACF001", "WARNING"),
+        ("ACF007", "WARNING"),
+    }
+    gitlab = json.loads(machine("gitlab", monkeypatch))
+    assert {(d["check_name"], d["severity"]) for d in gitlab} == {
+        ("ACF001", "minor"),
+        ("ACF007", "minor"),
+    }
