@@ -89,3 +89,61 @@ def test_severity_follows_confidence_in_every_machine_format(
         ("ACF001", "minor"),
         ("ACF007", "minor"),
     }
+
+
+TWO_ROUNDS = Path(__file__).resolve().parent.parent / (
+    "fixtures/trainer_amp_backend_and_manual_clip_val_two_rounds"
+)
+
+
+def two_rounds_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_bytes((TWO_ROUNDS / "input" / "train.py").read_bytes())
+    monkeypatch.chdir(project)
+    return project
+
+
+def test_a_run_that_cannot_settle_says_so_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With one round allowed, the fix that waited for an overlapping one cannot be made:
+    nothing of the project is written, one line says why, exit 2."""
+    import amp_clipfix.pipeline
+
+    project = two_rounds_project(tmp_path, monkeypatch)
+    original = (project / "train.py").read_bytes()
+    monkeypatch.setattr(amp_clipfix.pipeline, "MAX_ROUNDS", 1)
+
+    result = CliRunner().invoke(
+        main, ["apply", "--yes", "--lightning-version", "2.6.6", "--no-cache", "."]
+    )
+
+    assert result.exit_code == 2, result.output
+    assert "the fixes did not settle after 1 rounds" in result.output
+    assert "nothing written for this project" in result.output
+    assert (project / "train.py").read_bytes() == original
+
+
+def test_stdin_reaches_the_fixpoint_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    two_rounds_project(tmp_path, monkeypatch)
+    result = CliRunner().invoke(
+        main,
+        ["apply", "--lightning-version", "2.6.6", "--stdin-filename", "train.py", "-"],
+        input=(TWO_ROUNDS / "input" / "train.py").read_bytes(),
+    )
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == (TWO_ROUNDS / "expected" / "train.py").read_bytes()
+
+
+def test_json_lists_the_finding_a_later_round_fixed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    two_rounds_project(tmp_path, monkeypatch)
+    result = CliRunner().invoke(
+        main, ["apply", "--yes", "--format", "json", "--lightning-version", "2.6.6", "."]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    findings = document["findings"] if isinstance(document, dict) else document
+    assert sorted(f["code"] for f in findings if f.get("fixed")) == ["ACF009", "ACF010"]
