@@ -246,15 +246,10 @@ def test_rdjson_follows_reviewdogs_format_with_suggestions(project: Path) -> Non
         for d in document["diagnostics"]
         if d["location"]["path"] == "sample_project/train_fabric.py"
     ]
-    # the clip by norm under fp16 is also ACF007's: one diagnostic, its own line's suggestion
+    # the clip by norm under fp16 is also ACF007's: one diagnostic, and no suggestion, since
+    # bf16 leaves no GradScaler whose overflow steps error_if_nonfinite=False would let pass
     (nonfinite,) = [d for d in in_fabric if d["code"]["value"] == "ACF007"]
-    assert nonfinite["suggestions"] == [
-        {
-            "range": {"start": {"line": 18}, "end": {"line": 18}},
-            "text": "        fabric.clip_gradients(model, optimizer, max_norm=1.0, "
-            "error_if_nonfinite=False)",
-        }
-    ]
+    assert "suggestions" not in nonfinite
     fabric = [d for d in in_fabric if d is not nonfinite]
     # one diagnostic per site (precision, optimizer, clip), each naming the other two
     assert len(fabric) == 3

@@ -8,13 +8,13 @@ and make them (fixes/) -> a RunResult (results.py). Showing, confirming and writ
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
-from amp_clipfix.kinds import FileError, Strategy
+from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
@@ -91,6 +91,8 @@ def run(
             project.linked_inside,
             project.root,
         )
+        if project_options.fix and result.changes:
+            result = to_fixpoint(result, project.root, rounds_of(project, project_options, target))
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result, project_options.strategy))
     merged = merge(results, errors, projects=len(discovery.projects))
@@ -119,7 +121,134 @@ def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     root = find_project_root(path)
     target, warnings = project_target(root, options)
     result = process(collect_source(path, data), options, target, files_seen=1)
+    if options.fix and result.changes:
+
+        def again(fixed: Mapping[Path, bytes]) -> RunResult:
+            collection = collect_source(path, fixed.get(path, data))
+            return process(collection, replace(options, with_edits=False), target, 1)
+
+        result = to_fixpoint(result, root, again)
     return replace(result, notes=warnings, targets=((root, target),))
+
+
+# The rounds of fixes that may change files (ruff allows 100); the fixes here settle in one or
+# two (tests/test_compose.py has one that needs two).
+MAX_ROUNDS = 4
+
+
+def rounds_of(
+    project: Project, options: Options, target: Target
+) -> Callable[[Mapping[Path, bytes]], RunResult]:
+    """One more round of a project's fixes: the project read again with the fixed bytes in
+    place of its files' own (and the files the fixes created), found, chosen and fixed."""
+
+    def again(fixed: Mapping[Path, bytes]) -> RunResult:
+        files = tuple(sorted({*project.files, *fixed}))
+        collection = collect_project(
+            replace(project, files=files), options.jobs, options.prefilter, fixed=fixed
+        )
+        return process(
+            collection,
+            replace(options, with_edits=False),
+            target,
+            len(files),
+            project.linked_inside,
+            project.root,
+        )
+
+    return again
+
+
+def to_fixpoint(
+    first: RunResult, root: Path, again: Callable[[Mapping[Path, bytes]], RunResult]
+) -> RunResult:
+    """Re-check the fixed files until the fixes change nothing more, as ruff does: each round
+    reads the project as the previous rounds left it, so a fix whose target a round removed is
+    not found again, an edit that overlapped another (deferred) is made, and a fix that made
+    another wrong is seen. The changes shown and written are the last round's bytes against
+    the files' own; the findings reported are the first round's, plus any finding the fixed
+    files have that the original had not (a fix must not make one). When the rounds do not
+    settle within MAX_ROUNDS, nothing of the project is changed and an error says so."""
+    changes = {change.source.path: change for change in first.changes}
+    errors = list(first.errors)
+    for _ in range(MAX_ROUNDS):  # each checks the rounds so far; MAX_ROUNDS may change files
+        fixed = {path: change.new_data for path, change in changes.items()}
+        round_ = again(fixed)
+        errors += [error for error in round_.errors if error not in errors]
+        later = [c for c in round_.changes if c.new_data != fixed.get(c.source.path)]
+        if not later:
+            return settled(first, changes, round_.findings, errors)
+        for change in later:
+            changes[change.source.path] = composed(changes.get(change.source.path), change)
+    message = (
+        f"the fixes did not settle after {MAX_ROUNDS} rounds (each changed the files again); "
+        "nothing written for this project"
+    )
+    return replace(first, changes=(), errors=(*errors, FileError(root, message, ErrorKind.FIX)))
+
+
+def composed(earlier: FileChange | None, later: FileChange) -> FileChange:
+    """One file's change over two rounds: the file's own bytes to the later round's, with the
+    findings the first round fixed there (their positions are the original's)."""
+    if earlier is None:
+        return later
+    cells = dict((cell, (old, new)) for cell, old, new in earlier.cells)
+    for cell, old, new in later.cells:
+        cells[cell] = (cells.get(cell, (old, new))[0], new)
+    return replace(
+        earlier,
+        new_data=later.new_data,
+        requires=tuple(dict.fromkeys(earlier.requires + later.requires)),
+        cells=tuple((cell, old, new) for cell, (old, new) in sorted(cells.items())),
+    )
+
+
+def settled(
+    first: RunResult,
+    changes: Mapping[Path, FileChange],
+    after: Sequence[Finding],
+    errors: Sequence[FileError],
+) -> RunResult:
+    """The run once the fixes settled. A first-round finding that a later round fixed (its
+    edit waited for an overlapping one) is listed with its file's change; a finding of the
+    fixed files beyond those the fixes left (by rule, file and message: positions moved) is
+    reported with no fix of its own, since a fix made it or did not fix what it was for."""
+    from collections import Counter
+
+    from amp_clipfix.kinds import active_findings
+
+    def key(finding: Finding) -> tuple[str, Path, str]:
+        return finding.code, finding.primary.path, finding.message
+
+    kept = {path: c for path, c in changes.items() if c.new_data != c.source.data}
+    fixing = {finding for change in kept.values() for finding in change.findings}
+    still = Counter(key(finding) for finding in active_findings(after))
+    for finding in active_findings(first.findings):
+        if finding in fixing:
+            continue
+        if still[key(finding)]:
+            still[key(finding)] -= 1
+        elif finding.fix is not None and finding.primary.path in kept:
+            change = kept[finding.primary.path]
+            kept[finding.primary.path] = replace(change, findings=(*change.findings, finding))
+    note = "found in the files as fixed: a person decides"
+    new = []
+    for finding in active_findings(after):
+        if still[key(finding)]:
+            still[key(finding)] -= 1
+            new.append(replace(finding, fix=None, refusal=note))
+    return replace(
+        first,
+        findings=first.findings + tuple(new),
+        changes=tuple(c for c in first_order(first, kept)),
+        errors=tuple(errors),
+    )
+
+
+def first_order(first: RunResult, kept: Mapping[Path, FileChange]) -> list[FileChange]:
+    """The changes in the first round's order, then those of files later rounds changed."""
+    order = [change.source.path for change in first.changes]
+    return [kept[path] for path in dict.fromkeys([*order, *kept]) if path in kept]
 
 
 def process(
@@ -165,6 +294,7 @@ def process(
             linked_inside,
             target,
             (helpers, root),
+            defer=options.fix,  # an edit that overlaps another waits for the next round
         )
         errors.extend(fix_errors)
         if options.index is not None and helpers is not None and root is not None:

@@ -15,9 +15,9 @@ import noxfile
 ROOT = Path(__file__).resolve().parents[2]
 CASES_DIR = ROOT / "fixtures" / "runtime"
 # What a case.json names decides the module that runs it: test_silent_clipping.py ("hazard"),
-# test_migration.py ("migration"); a case with neither is a failing program with fixes
-# (test_runtime_fix.py).
-KINDS = ("hazard", "migration")
+# test_migration.py ("migration"), test_compose_runtime.py ("compose"); a case with none is a
+# failing program with fixes (test_runtime_fix.py).
+KINDS = ("hazard", "migration", "compose")
 
 
 @dataclass(frozen=True)

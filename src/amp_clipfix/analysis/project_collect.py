@@ -39,15 +39,18 @@ def collect_project(
     prefilter: bool = True,
     progress: Progress | None = None,
     cache: bool = False,
+    fixed: Mapping[Path, bytes] | None = None,
 ) -> Collection:
     """Parse and collect the files of a project that can matter, in up to two stages.
 
     With the prefilter: first the files that may build a fused optimizer; only when a class or
     a config does, the files that may configure (or clip on) a Trainer. A module class's bases
     need no stage of their own: the resolution's evaluator reads them where they are.
+    `fixed`: the bytes a previous round of fixes gave some files (pipeline.py's fixpoint), read
+    in place of the files' own.
     """
     collection = Collection(progress=progress or NoProgress(), root=project.root)
-    collect_project_files(project, jobs, prefilter, collection, cache)
+    collect_project_files(project, jobs, prefilter, collection, cache, fixed or {})
     # every file has been looked at now, parsed or not
     collection.progress.done(max(len(project.files) - collection.files_done, 0))
     return collection
@@ -72,14 +75,19 @@ def collect_source(path: Path, data: bytes) -> Collection:
 
 
 def collect_project_files(
-    project: Project, jobs: int, prefilter: bool, collection: Collection, cache: bool
+    project: Project,
+    jobs: int,
+    prefilter: bool,
+    collection: Collection,
+    cache: bool,
+    fixed: Mapping[Path, bytes] | None = None,
 ) -> None:
     """collect_project's work: from the cache when the project is unchanged, else the stages."""
     if cache:
         from amp_clipfix.analysis.cache import Cache
 
         collection.cache = Cache(project.root)
-    contents, searchable = read_project(project, collection, prefilter)
+    contents, searchable = read_project(project, collection, prefilter, fixed or {})
     collection.contents, collection.searchable = contents, searchable
     key = ""
     if collection.cache is not None:
@@ -132,7 +140,10 @@ def is_lasting(error: FileError) -> bool:
 
 
 def read_project(
-    project: Project, collection: Collection, prefilter: bool = True
+    project: Project,
+    collection: Collection,
+    prefilter: bool = True,
+    fixed: Mapping[Path, bytes] | None = None,
 ) -> tuple[dict[Path, bytes], dict[Path, bytes]]:
     """Every file's bytes, and what the prefilter reads of it (a notebook's code cells).
 
@@ -147,6 +158,9 @@ def read_project(
     failed: dict[Path, OSError] = {}
     broken: dict[Path, Exception] = {}  # a bug of ours on that file: one line, the run goes on
     for path in project.files:
+        if fixed and path in fixed:
+            contents[path] = fixed[path]
+            continue
         try:
             contents[path] = observed.read_bytes(path)
         except OSError as error:

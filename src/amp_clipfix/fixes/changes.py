@@ -29,10 +29,11 @@ if TYPE_CHECKING:
 def fix_targets_by_file(
     findings: Sequence[Finding],
 ) -> dict[Path, dict[Strategy, list[Site]]]:
-    """The codemods' targets per file; a rule's own fix (its edits) runs no codemod."""
+    """The codemods' targets per file; a rule's own fix (its edits, or an offer without edits
+    that joins another finding's codemod: fixes/choose.py `joined`) runs no codemod."""
     targets: dict[Path, dict[Strategy, list[Site]]] = defaultdict(lambda: defaultdict(list))
     for finding in findings:
-        if finding.fix is not None and not finding.fix.edits:
+        if finding.fix is not None and not finding.fix.edits and finding.fix not in finding.offers:
             for site in finding.fix.targets:
                 targets[site.path][finding.fix.strategy].append(site)
     return targets
@@ -124,6 +125,7 @@ def fix_project(
     linked_inside: frozenset[Path] = frozenset(),
     target: Target = DEFAULT_TARGET,
     helper_module: tuple[str | None, Path | None] = (None, None),
+    defer: bool = False,
 ) -> tuple[list[FileChange], list[FileError]]:
     """Each file's fixes, made once: the diff, the written bytes and machine output's edits all
     come from these changes. With `helper-module` (its name and the project root) the fixed
@@ -132,6 +134,8 @@ def fix_project(
     helpers = helper_imports(*helper_module)
     root = helper_module[1]
     style = project_style(root) if root is not None else DEFAULT_STYLE
+    if defer:
+        findings = [f for f in findings if f not in overlapping(findings)]
     by_file = fix_targets_by_file(findings)
     edits = edits_by_file(findings)
     for path in sorted(set(by_file) | set(edits)):
@@ -161,6 +165,36 @@ def fix_project(
     if helpers is not None and helpers.imported:
         return with_helper_module(changes, errors, helpers)
     return changes, errors
+
+
+def overlapping(findings: Sequence[Finding]) -> set[Finding]:
+    """The findings whose own edits overlap the edits of a finding before them: each waits,
+    whole, for the next round of fixes (pipeline.py's fixpoint finds it again in the fixed
+    text), so no fix is ever made in part. An edit equal to one taken is no overlap: it is
+    made once (ACF004's `unscale_` for every clip of one step)."""
+    taken: dict[Path, list[Edit]] = defaultdict(list)
+    waiting: set[Finding] = set()
+    for finding in findings:
+        made = finding.fix.edits if finding.fix is not None else ()
+        if any(clashes(edit, other) for edit in made for other in taken[edit.path]):
+            waiting.add(finding)
+            continue
+        for edit in made:
+            taken[edit.path].append(edit)
+    return waiting
+
+
+def clashes(one: Edit, other: Edit) -> bool:
+    """Two different edits of one file that cannot both be made: their spans share text, or
+    one inserts strictly inside the text the other replaces."""
+    if one == other:
+        return False
+    a = ((one.span.line, one.span.column), (one.span.end_line, one.span.end_column))
+    b = ((other.span.line, other.span.column), (other.span.end_line, other.span.end_column))
+    if a[0] == a[1] or b[0] == b[1]:  # an insertion: inside the other's replaced text
+        point, (start, end) = (a[0], b) if a[0] == a[1] else (b[0], a)
+        return start < point < end
+    return max(a[0], b[0]) < min(a[1], b[1])
 
 
 def helper_imports(module: str | None, root: Path | None) -> HelperImports | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from amp_clipfix.models import Finding, Fix, Strategy
+from amp_clipfix.models import Finding, Fix, Site, Strategy
 from amp_clipfix.project.version import Target
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
@@ -28,12 +28,14 @@ def joined(findings: list[Finding]) -> list[Finding]:
     """A rule's offer without edits joins another finding's chosen codemod on the same call: it
     is taken (in place of the rule's own edit, or of no fix) only where that codemod rewrites
     every site it names, so one call is rewritten once (ACF007 on a call ACF001's `unscale`
-    helper replaces); it is never chosen on its own."""
+    helper replaces), or where that codemod removes the GradScaler the offer exists for (ACF007
+    on a clip of a Fabric ACF001's `bf16` rewrite leaves without one: `covered`); it is never
+    chosen on its own."""
     rewritten = {
         (finding.fix.strategy, site.path, site.span.line, site.span.column)
         for finding in findings
         if finding.fix is not None and not finding.fix.edits
-        for site in finding.fix.targets
+        for site in covered(finding.fix, finding)
     }
     result = []
     for finding in findings:
@@ -48,6 +50,20 @@ def joined(findings: list[Finding]) -> list[Finding]:
                     break
         result.append(finding)
     return result
+
+
+# Strategies whose codemod takes the GradScaler away from what a finding links (`bf16`: the
+# precision becomes bf16-mixed): every site of that finding is then free of the scaler, and the
+# scaler's own fixes there (ACF007's `error_if_nonfinite=False`) lose their reason.
+REMOVES_SCALER = frozenset({Strategy.BF16})
+
+
+def covered(fix: Fix, finding: Finding) -> tuple[Site, ...]:
+    """The sites a chosen codemod fix settles for the offers that join it: the sites it
+    rewrites, and for a complete fix that removes the GradScaler every site of its finding."""
+    if fix.strategy in REMOVES_SCALER and not fix.leftover:
+        return (*fix.targets, *finding.sites)
+    return fix.targets
 
 
 def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:

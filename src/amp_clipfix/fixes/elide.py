@@ -3,14 +3,15 @@
 libcst's tree, its position metadata and its walk cost ~100x `ast` per byte: a 1 MB module with
 one site took a minute and a gigabyte to fix, although a fix edits a few lines. Before the
 libcst parse, each run of top-level *data* statements (analysis/parse.py's `data_names`: plain
-assignments and expressions) that holds no target site, binds no name the rest of the module
-writes, reads no helper the fixes insert and is no docstring is replaced by a placeholder of
-the same number of lines: `not` and a triple-quoted string holding those lines' breaks (one
-string token for libcst, and no docstring, as `not` comes first). Every other line is kept byte
-for byte, so the sites' (line, column) positions still find their nodes, and to the codemods a
-placeholder is what the run was (simple statements at top level, which neither start nor end
-the import section where helpers go). After the fix each placeholder, found once
-and whole, is replaced by the run's own text.
+assignments and expressions) that holds no target site, shares no word with the rest of the
+module (it binds nothing kept code reads and reads nothing kept code binds, so no dead-code
+decision is made without one of a name's readers), reads no helper the fixes insert and is no
+docstring is replaced by a placeholder of the same number of lines: `not` and a triple-quoted
+string holding those lines' breaks (one string token for libcst, and no docstring, as `not`
+comes first). Every other line is kept byte for byte, so the sites' (line, column) positions
+still find their nodes, and to the codemods a placeholder is what the run was (simple
+statements at top level, which neither start nor end the import section where helpers go).
+After the fix each placeholder, found once and whole, is replaced by the run's own text.
 """
 
 from __future__ import annotations
@@ -77,19 +78,10 @@ def elide(
     for index, statement in enumerate(statements):
         if statement.elidable and overlaps(statement, spans):
             statements[index] = Statement(statement.line, statement.end_line, False)
-    kept_words = {
-        word
-        for statement in statements
-        if not statement.elidable
-        for word in WORD.findall("".join(lines[statement.line - 1 : statement.end_line]))
-    }
+    usable = hidden(statements, lines)
     runs: list[tuple[int, int]] = []
-    for statement in statements:
-        usable = statement.elidable and kept_words.isdisjoint(statement.bound)
-        if usable:
-            body = "".join(lines[statement.line - 1 : statement.end_line])
-            usable = HELPER_WORDS.isdisjoint(WORD.findall(body))
-        if not usable:
+    for statement, hide in zip(statements, usable, strict=True):
+        if not hide:
             continue
         if runs and only_blank_or_comments(lines, runs[-1][1], statement.line):
             runs[-1] = (runs[-1][0], statement.end_line)
@@ -99,6 +91,30 @@ def elide(
     if sum(end - start + 1 for start, end in runs) < MIN_ELIDED_LINES:
         return None
     return replaced(lines, runs)
+
+
+def hidden(statements: Sequence[Statement], lines: Sequence[str]) -> list[bool]:
+    """Which statements a placeholder may hide: elidable ones that share no word with any kept
+    statement, either way. A hidden statement binds nothing kept code reads (the sites' scopes
+    stay whole) and reads nothing kept code binds, so no fix decides a name is dead (a
+    `scaler = GradScaler(...)` line, an import: codemods/dead.py) from a view without one of its
+    readers. Words, not names: a string or comment that holds a word keeps its statement too,
+    which costs only speed. Keeping a statement adds its words, so this runs to a fixpoint."""
+    words = [
+        set(WORD.findall("".join(lines[statement.line - 1 : statement.end_line])))
+        for statement in statements
+    ]
+    usable = [s.elidable and HELPER_WORDS.isdisjoint(w) for s, w in zip(statements, words)]
+    kept_words = {word for hide, w in zip(usable, words) if not hide for word in w}
+    changed = True
+    while changed:
+        changed = False
+        for index, statement_words in enumerate(words):
+            if usable[index] and not kept_words.isdisjoint(statement_words):
+                usable[index] = False
+                kept_words |= statement_words
+                changed = True
+    return usable
 
 
 def top_level(module: ast.Module, lines: Sequence[str]) -> list[Statement]:

@@ -116,11 +116,14 @@ def codes_of(finding: Finding) -> tuple[str, ...]:
 
 
 def level_of(finding: Finding) -> str:
-    """The SARIF level / GitHub annotation of a finding: its rule's level, or the rule's
-    `review_level` where a person must review it."""
+    """The level of a finding in every machine format (SARIF level, GitHub annotation,
+    reviewdog and GitLab severity): its rule's level, and at most `warning` where a person
+    must review it (the rule's `review_level` when it names one): severity follows confidence."""
     rule = RULES[finding.code]
-    if finding.confidence == Confidence.REVIEW and rule.review_level is not None:
-        return rule.review_level
+    if finding.confidence == Confidence.REVIEW:
+        if rule.review_level is not None:
+            return rule.review_level
+        return "warning" if rule.level == "error" else rule.level
     return rule.level
 
 

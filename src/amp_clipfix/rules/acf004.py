@@ -168,13 +168,14 @@ def unscaled_clip(
     }
     fixes: tuple[RuleFix, ...] = ()
     codes = [(backward.scaler_code, step.optimizer_code) for step in missing]
+    anchor = first_clip(order, start, index, scaler)
     if (
         not later & {s.optimizer for s in missing}
         and all(a and b for a, b in codes)
-        and statement_line_is_own(file, clip.statement)
+        and statement_line_is_own(file, anchor.statement)
     ):
         edits = tuple(
-            file.insert_before(clip.statement, f"{scaler_code}.unscale_({optimizer_code})")
+            file.insert_before(anchor.statement, f"{scaler_code}.unscale_({optimizer_code})")
             for scaler_code, optimizer_code in codes
         )
         fixes = (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(sites[1],)),)
@@ -187,6 +188,20 @@ def unscaled_clip(
             condition="the GradScaler is enabled",
         )
     return Found(sites, fixes=fixes)
+
+
+def first_clip(order: list[Event], start: int, index: int, scaler: str | None) -> Event:
+    """Where the `unscale_` calls of the clip at `index` go: before the first clip of the same
+    backward that no `unscale_` or step of this scaler separates from it. Every clip of one step
+    then offers the same insertion, made once (`fixes/edits.ordered` keeps one of equal edits):
+    a second `unscale_` of one optimizer before its step raises."""
+    anchor = order[index]
+    for event in reversed(order[start + 1 : index]):
+        if event.kind in (EventKind.UNSCALE, EventKind.STEP) and event.scaler == scaler:
+            break
+        if event.kind is EventKind.CLIP and event.statement is not order[start].statement:
+            anchor = event
+    return anchor
 
 
 def call_site(event: Event, kind: SiteKind) -> Site:

@@ -74,9 +74,9 @@ FIX_HELPER = (
 
 
 FIX_BF16 = (
-    "passes `error_if_nonfinite=False` along with ACF001's `bf16` fix, which trains the "
-    "Fabric without a GradScaler: a non-finite norm then no longer raises, and the clip "
-    "leaves NaN gradients as torch's own clip does by default (the step is not skipped)"
+    "changes nothing here: ACF001's `bf16` fix trains this Fabric without a GradScaler, so "
+    "there is no overflow step to skip, and the clip keeps `error_if_nonfinite=True`, raising "
+    "on a non-finite norm as it should without a scaler"
 )
 
 
@@ -139,7 +139,9 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 RuleFix(strategy, (keyword,), True, FIX, targets=(site,))
                 for strategy in (Strategy.UNSCALE, Strategy.UNFUSE, Strategy.GUARD)
             )
-            bf16 = RuleFix(Strategy.BF16, (keyword,), False, FIX_BF16, targets=(site,))
+            # ACF001's `bf16` rewrite removes the GradScaler, and with it the reason for the
+            # keyword: no edit of ours, taken where that rewrite covers this clip (`joined`)
+            bf16 = RuleFix(Strategy.BF16, (), False, FIX_BF16, targets=(site,))
             yield Found((site,), fixes=(*fixes, helper, bf16))
 
 

@@ -116,8 +116,8 @@ class Rule:
     fix_safety: dict[str, str]
     lightning_path: LightningPath | None = None
     level: str = "error"  # "error" when certain, "warning" when a person must review
-    # The level of its findings with confidence `review`, when not `level` (ACF001, ACF002:
-    # "warning", the level their review findings had as ACF003).
+    # The level of its findings with confidence `review`; None: `warning` for a rule whose
+    # level is `error` (a person decides), else `level` (rules.level_of).
     review_level: str | None = None
     find: Finder | None = field(default=None, compare=False)
     targets: Targeter | None = field(default=None, compare=False)
