@@ -178,7 +178,7 @@ def error_findings(run: Run, sites: Sites) -> Iterable[Finding]:
         if code is None:
             continue
         frame = first_frame(error)
-        message = str(error.get("message", "")).splitlines()[0][:160]
+        message = (str(error.get("message", "")).splitlines() or [""])[0]
         evidence = f"{error.get('type')}: {message}"
         where = str(error.get("where", ""))
         if code == "ACF004" and manual_fit(run):
@@ -322,7 +322,7 @@ def plain_backward_findings(run: Run, sites: Sites) -> Iterable[Finding]:
         )
         site = sites.at(SiteKind.BACKWARD, frame, "plain backward in manual optimization")
         raised = [
-            f"then {e.get('type')}: {str(e.get('message', '')).splitlines()[0][:120]}"
+            f"then {e.get('type')}: {(str(e.get('message', '')).splitlines() or [''])[0]}"
             for e in run.events("error")
             if error_code(str(e.get("message", ""))) == "ACF008"
         ]
