@@ -17,6 +17,7 @@ process ends (exit 0) once the step's record is written.
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import os
 import sys
@@ -36,6 +37,7 @@ from .core import (
     SKIPPED_PREFIXES,
     emit,
     error_record,
+    flush,
 )
 from .lightning_hooks import install_fabric, install_module, install_trainer
 from .torch_hooks import install_torch
@@ -96,7 +98,6 @@ def install() -> None:
     if not path:
         return
     RECORD["path"] = path
-    RECORD["file"] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept for the run
     RECORD["pid"] = os.getpid()
     LIMIT["steps"] = int(os.environ.get(ENV_STEPS) or 3)
     LIMIT["overflow"] = os.environ.get(ENV_OVERFLOW) == "1"
@@ -109,6 +110,7 @@ def install() -> None:
     )
     sys.meta_path.insert(0, Finder())
     sys.excepthook = excepthook(sys.excepthook)
+    atexit.register(flush)
     emit(
         "process",
         argv=list(getattr(sys, "orig_argv", sys.argv)),

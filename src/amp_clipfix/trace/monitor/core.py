@@ -36,7 +36,7 @@ class _State(threading.local):
 STATE = _State()
 SKIPPED_PREFIXES: list[str] = []  # the interpreter's own folders, set by install()
 OWN_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
-RECORD: dict[str, Any] = {"path": None, "file": None, "pid": None}
+RECORD: dict[str, Any] = {"path": None, "pid": None}
 COUNTS = {"steps": 0, "updates": 0}
 OPTIMIZERS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 SCALERS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
@@ -49,19 +49,37 @@ RECORDED_ERRORS: set[int] = set()
 # -- records --------------------------------------------------------------------------------
 
 
+BUFFER: list[str] = []  # records not written yet: written together, in one write() each time
+BUFFERED = 64
+URGENT = frozenset({"process", "error", "stop", "monitor_error"})
+
+
 def emit(kind: str, **fields: Any) -> dict[str, Any]:
-    """Write one record (a JSON line) and return it."""
+    """Record one event (a JSON line) and return it. Lines are written in batches, each batch
+    with one write() to the file opened for appending (whole lines, whatever other processes
+    write), at once for an error, a stop or a new process, and at exit."""
     record = {"event": kind, "pid": os.getpid(), **fields}
-    path = RECORD["path"]
-    if path is None:
+    if RECORD["path"] is None:
         return record
-    if RECORD["pid"] != os.getpid():  # a forked child writes through its own handle
-        RECORD["file"] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept for the run
+    if RECORD["pid"] != os.getpid():  # a forked child: its parent writes what it buffered
+        BUFFER.clear()
         RECORD["pid"] = os.getpid()
-    stream = RECORD["file"]
-    stream.write(json.dumps(record, default=repr) + "\n")
-    stream.flush()
+    BUFFER.append(json.dumps(record, default=repr) + "\n")
+    if len(BUFFER) >= BUFFERED or kind in URGENT:
+        flush()
     return record
+
+
+def flush() -> None:
+    if not BUFFER or RECORD["path"] is None or RECORD["pid"] != os.getpid():
+        return
+    data = "".join(BUFFER).encode("utf-8")
+    BUFFER.clear()
+    descriptor = os.open(RECORD["path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
 
 
 def user_frames(skip: int = 1, limit: int = 8) -> list[list[Any]]:
@@ -148,13 +166,16 @@ def scaler_view(optimizer: Any) -> dict[str, Any] | None:
 
 
 def maybe_stop() -> None:
+    """At the end of a step: its records are written (one write), and after the last step
+    the process ends."""
+    if COUNTS["steps"] < LIMIT["steps"]:
+        flush()
+        return
     if COUNTS["steps"] >= LIMIT["steps"] and not (
         LIMIT["overflow"] and LIMIT["overflow_state"] < 2
     ):
         emit("stop", reason="steps", steps=COUNTS["steps"])
-        stream = RECORD["file"]
-        if stream is not None:
-            stream.flush()
+        flush()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(STOP_EXIT)
