@@ -18,7 +18,7 @@ from amp_clipfix.trace.launch import read_records
 
 def program(tmp_path: Path, lines: int = 30) -> str:
     path = tmp_path / "train.py"
-    path.write_text("".join(f"    line_{n} = {n}\n" for n in range(1, lines + 1)))
+    path.write_text("".join(f"line_{n} = print({n})\n" for n in range(1, lines + 1)))
     return str(path)
 
 
@@ -64,8 +64,9 @@ def test_a_clip_of_scaled_gradients_is_acf004_with_what_the_step_got(tmp_path: P
     assert finding.code == "ACF004"
     assert finding.confidence is Confidence.OBSERVED
     assert [(site.path.name, site.span.line, site.span.column) for site in finding.sites] == [
-        ("train.py", 11, 4)
+        ("train.py", 11, 10)
     ]
+    assert (finding.sites[0].span.end_line, finding.sites[0].span.end_column) == (11, 19)
     assert finding.notes[0] == (
         "observed: clip at train.py:11 on scaled gradients: scale 65536, max_norm 1, "
         "applied norm 1.53e-05 (meant 0.0458)"

@@ -9,6 +9,7 @@ command line a user types (the tool in its own process, the program in a child).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -198,3 +199,71 @@ def test_an_optimizer_from_a_registry_and_a_config_is_found_and_fixed_where_it_w
     assert "trace: train.py:11:5: fixed at the observed site: the static analysis does not " in (
         stderr
     )
+
+
+def test_a_clip_in_manual_optimization_before_the_step_clips_scaled_gradients(
+    tmp_path: Path,
+) -> None:
+    folder = copy("manual_clip_scaled", tmp_path)
+    found = trace(folder, "--", "python", "train.py")
+    assert found.returncode == 1
+    lines = found.stdout.splitlines()
+    assert lines[0].startswith("train.py:17:9: ACF005 Manual optimization clips gradients ")
+    applied = [
+        float(match.group(1))
+        for line in lines
+        if (match := re.search(r"applied norm ([-+.e\d]+) \(meant 1\)$", line))
+    ]
+    assert applied and max(applied) < 1 / 256  # max_norm / scale: the scale is 1024 or less
+    assert_fixed_and_verified(folder, "--", "python", "train.py")
+    assert "def on_before_optimizer_step(" in (folder / "train.py").read_text()
+
+
+def test_trainer_clip_with_manual_optimization_is_found_with_the_module_class(
+    tmp_path: Path,
+) -> None:
+    folder = copy("manual_clip_trainer_val", tmp_path)
+    found = trace(folder, "--", "python", "train.py")
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[:3] == [
+        "train.py:6:1: ACF009 `Trainer(gradient_clip_val=...)` trains a module with manual "
+        "optimization: Lightning raises MisconfigurationException (automatic gradient clipping "
+        "is not supported for manual optimization)",
+        "  precision: train.py:26 MixedPrecision precision '16-mixed' with a GradScaler, "
+        "gradient_clip_val=0.5",
+        "  manual optimization: train.py:6 class Model: automatic_optimization is False",
+    ]
+    assert_fixed_and_verified(folder, "--", "python", "train.py")
+    assert "gradient_clip_val=0.5" not in (folder / "train.py").read_text()
+
+
+def test_a_lightning_cli_program_configured_in_yaml(tmp_path: Path) -> None:
+    """`fused: true` comes from config.yaml through the module's argument: fixed where the
+    run built the optimizer."""
+    folder = copy("cli_yaml", tmp_path)
+    command = ("--", "python", "train.py", "fit", "--config", "config.yaml")
+    found = trace(folder, *command)
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[:3] == [
+        "train.py:19:16: ACF002 Trainer clips gradients of a fused optimizer under mixed "
+        "precision: Lightning raises RuntimeError (the current optimizer does not allow for "
+        "gradient clipping)",
+        "  fused optimizer: train.py:19 AdamW(fused=True) built here",
+        "  precision: train.py:23 MixedPrecision precision 'bf16-mixed' without a GradScaler, "
+        "gradient_clip_val=1.0",
+    ]
+    assert_fixed_and_verified(folder, *command)
+
+
+def test_ddp_children_on_cpu_are_traced_and_fixed(tmp_path: Path) -> None:
+    """Fabric(strategy="ddp", devices=2) starts a second process: it inherits the monitor."""
+    folder = copy("fabric_ddp", tmp_path)
+    found = trace(folder, "--", "python", "train.py")
+    assert found.returncode == 1
+    lines = found.stdout.splitlines()
+    assert lines[0].startswith("train.py:21:9: ACF006 Fabric under fp16 clips with torch's clip")
+    assert "  note: the same in 1 other process(es)" in lines
+    assert "trace: 2 process(es), 6 optimizer steps" in found.stderr
+    fixed = trace(folder, "--apply", "--yes", "--verify", "--", "python", "train.py")
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert verify_lines(fixed.stderr)[-1].startswith("verify: passed: 6 optimizer steps")

@@ -6,6 +6,7 @@ A record is a dict as the monitor wrote it (trace/monitor.py); nothing here impo
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,34 +62,55 @@ def number(value: float | None) -> str:
 
 
 class Sites:
-    """Sites at frames: the column is the line's first character of code."""
+    """Sites at frames: the span of the outermost call (else the statement) that starts on the
+    frame's line, read with `ast`; a file that cannot be read or parsed gives the line alone."""
 
     def __init__(self) -> None:
-        self.lines: dict[str, list[str]] = {}
+        self.trees: dict[str, ast.Module | None] = {}
 
-    def column(self, path: str, line: int) -> int:
-        if path not in self.lines:
+    def tree(self, path: str) -> ast.Module | None:
+        if path not in self.trees:
             try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
-            self.lines[path] = text.splitlines()
-        lines = self.lines[path]
-        if 0 < line <= len(lines):
-            code = lines[line - 1]
-            return len(code) - len(code.lstrip())
-        return 0
+                self.trees[path] = ast.parse(Path(path).read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                self.trees[path] = None
+        return self.trees[path]
+
+    def span(self, path: str, line: int) -> Span:
+        tree = self.tree(path)
+        best: Any = None  # an ast.Call or ast.stmt
+        for node in ast.walk(tree) if tree is not None else ():
+            if getattr(node, "lineno", None) != line:
+                continue
+            outer_call = isinstance(node, ast.Call) and (
+                not isinstance(best, ast.Call) or node.col_offset < best.col_offset
+            )
+            simple_statement = isinstance(node, ast.stmt) and not hasattr(node, "body")
+            if outer_call or (best is None and simple_statement):
+                best = node
+        if best is None or best.end_lineno is None or best.end_col_offset is None:
+            return Span(line, 0, line, 0)
+        return Span(line, best.col_offset, best.end_lineno, best.end_col_offset)
 
     def at(self, kind: SiteKind, frame: Sequence[Any], detail: str) -> Site:
         path, line = str(frame[0]), int(frame[1])
-        column = self.column(path, line)
         return Site(
             kind=kind,
             path=Path(path),
-            span=Span(line, column, line, column),
+            span=self.span(path, line),
             certainty=Certainty.KNOWN,
             detail=detail,
         )
+
+    def of_class(self, kind: SiteKind, path: str, name: str, detail: str) -> Site | None:
+        """The `class NAME` statement of a file, where a fix may add a method."""
+        tree = self.tree(path)
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                end = node.end_lineno or node.lineno
+                span = Span(node.lineno, node.col_offset, end, node.end_col_offset or 0)
+                return Site(kind, Path(path), span, Certainty.KNOWN, detail)
+        return None
 
 
 def first_frame(record: Record | None) -> list[Any] | None:
@@ -197,7 +219,7 @@ def error_findings(run: Run, sites: Sites) -> Iterable[Finding]:
                 extra += optimizer_site(run, sites, run.optimizer(clip_record))
             extra += entry_site(run, sites, "fabric" if code == "ACF001" else "trainer")
         elif code == "ACF009":
-            extra += entry_site(run, sites, "trainer")
+            extra += entry_site(run, sites, "trainer") + manual_classes(run, sites)
         if not clip and not extra:
             continue
         # the optimizer's construction first: that is where the fix goes
@@ -214,6 +236,19 @@ def raising_clip(run: Run, error: Record) -> Record | None:
     return None
 
 
+def manual_classes(run: Run, sites: Sites) -> list[Site]:
+    """The LightningModule classes the run fitted with manual optimization."""
+    found = []
+    for fit in run.events("fit"):
+        if fit.get("automatic_optimization", True) or not fit.get("file"):
+            continue
+        detail = f"class {fit.get('module')}: automatic_optimization is False"
+        site = sites.of_class(SiteKind.MANUAL_OPTIMIZATION, fit["file"], fit["module"], detail)
+        if site is not None:
+            found.append(site)
+    return found
+
+
 def manual_fit(run: Run) -> bool:
     return any(not fit.get("automatic_optimization", True) for fit in run.events("fit"))
 
@@ -222,6 +257,7 @@ def scaled_clip_findings(run: Run, sites: Sites) -> Iterable[Finding]:
     """Clips of an optimizer whose gradients the scaler had scaled and not unscaled."""
     seen: dict[tuple[str, int], list[str]] = {}
     first: dict[tuple[str, int], tuple[str, Record, float]] = {}
+    others: dict[tuple[str, int], set[object]] = {}
     for clip in [*run.events("clip"), *run.events("module_clip")]:
         scaler = scaled(clip)
         frame = first_frame(clip)
@@ -230,10 +266,11 @@ def scaled_clip_findings(run: Run, sites: Sites) -> Iterable[Finding]:
         if clip["event"] == "module_clip" and clip.get("automatic_optimization", True):
             continue  # Lightning's own clipping runs after its unscale
         key = (str(frame[0]), int(frame[1]))
-        seen.setdefault(key, []).append(measure(clip, scaler))
         if key not in first:
-            code = scaled_code(run, clip)
-            first[key] = (code, clip, scaler)
+            first[key] = (scaled_code(run, clip), clip, scaler)
+        others.setdefault(key, set()).add(clip.get("pid"))
+        if clip.get("pid") == first[key][1].get("pid"):  # the steps of one process
+            seen.setdefault(key, []).append(measure(clip, scaler))
     for key, (code, clip, scale) in first.items():
         frame = first_frame(clip)
         assert frame is not None
@@ -241,6 +278,8 @@ def scaled_clip_findings(run: Run, sites: Sites) -> Iterable[Finding]:
         where = f"{Path(key[0]).name}:{key[1]}"
         evidence = f"clip at {where} on scaled gradients: scale {number(scale)}, " + seen[key][0]
         notes = [f"step {n}: {m}" for n, m in enumerate(seen[key][1:], start=2)]
+        if len(others[key]) > 1:
+            notes.append(f"the same in {len(others[key]) - 1} other process(es)")
         detail = f"clips with bound {number(bound)} before the gradients are unscaled"
         optimizer = run.optimizer({"pid": clip.get("pid"), "optimizer": clip_optimizer(clip)})
         built = first_frame(optimizer)

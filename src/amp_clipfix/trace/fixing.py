@@ -33,12 +33,13 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def matches(static: Finding, seen: Finding) -> bool:
-    """Same code, and a static site spans a line where the run saw one of the finding's sites."""
+    """Same code, and a static site's lines meet those of a site the run saw."""
     if static.code != seen.code:
         return False
     return any(
         same_file(mine.path, theirs.path)
-        and mine.span.line <= theirs.span.line <= mine.span.end_line
+        and mine.span.line <= theirs.span.end_line
+        and theirs.span.line <= mine.span.end_line
         for mine in static.sites
         for theirs in seen.sites
     )
