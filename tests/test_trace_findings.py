@@ -264,3 +264,37 @@ def test_the_tool_process_never_imports_torch_or_lightning(tmp_path: Path) -> No
     assert not {"torch", "lightning", "pytorch_lightning", "lightning_fabric"} & imported
     [process] = [json.loads(line) for line in record.read_text().splitlines()]
     assert process["event"] == "process" and process["argv"][-1] == str(script)
+
+
+def test_observed_findings_are_valid_json_and_sarif(tmp_path: Path) -> None:
+    """Confidence `observed` is in the JSON schema and in SARIF's properties; both documents
+    validate (the SARIF one against the official 2.1.0 schema)."""
+    import jsonschema
+
+    from amp_clipfix.output.formats import to_json
+    from amp_clipfix.output.machine import Summary
+    from amp_clipfix.output.sarif import to_sarif
+    from tests.test_formats import require_sarif_schema
+
+    path = program(tmp_path)
+    record = {
+        "event": "fabric_clip",
+        "pid": 1,
+        "optimizer": 7,
+        "max_norm": 1.0,
+        "scaler": True,
+        "error_if_nonfinite": True,
+        "frames": frames(path, 8),
+    }
+    findings = observed(Run([record]))
+    summary = Summary.from_findings(findings, 1, "2.6.6", "auto")
+    document = json.loads(to_json(findings, summary))
+    schema = json.loads(
+        (Path(__file__).parent.parent / "src/amp_clipfix/output/schema.json").read_text()
+    )
+    jsonschema.validate(document, schema)
+    assert document["findings"][0]["confidence"] == "observed"
+    log = json.loads(to_sarif(findings, summary))
+    jsonschema.validate(log, require_sarif_schema())
+    [result] = log["runs"][0]["results"]
+    assert (result["ruleId"], result["properties"]) == ("ACF007", {"confidence": "observed"})
