@@ -28,6 +28,7 @@ from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.pipeline import run
 from amp_clipfix.reporting import OutputFileError
 from amp_clipfix.strategies import DOES, auto_description, safety_label
+from amp_clipfix.trace.command import trace
 from amp_clipfix.writing import is_interactive, plain_output, write_changes
 
 
@@ -302,3 +303,6 @@ def schema() -> None:
 
     text = resources.files("amp_clipfix").joinpath("output/schema.json").read_text("utf-8")
     click.echo(text, nl=not text.endswith("\n"))
+
+
+main.add_command(trace)  # `amp-clipfix trace -- COMMAND...` (trace/command.py)

@@ -82,6 +82,7 @@ class Confidence(str, Enum):
 
     HIGH = "high"
     REVIEW = "review"
+    OBSERVED = "observed"  # seen in a monitored run (`amp-clipfix trace`)
 
 
 @dataclass(frozen=True, order=True)

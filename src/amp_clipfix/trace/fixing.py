@@ -1,0 +1,181 @@
+"""`trace --apply` / `--dry-run`: the static rules' fixes, anchored on the sites the run showed.
+
+Two routes, and each finding says which it took:
+- static: the static analysis runs on the files that hold the observed sites; a static finding
+  of the same code with a site on an observed line is the observed finding, and its fix (with
+  the strategies, safety rules and fixpoint of `apply`) is the one written.
+- observed site: a loud error of a fused optimizer (ACF001, ACF002) the static analysis does not
+  find (an optimizer from a registry, a config, a factory) is fixed where the run saw the
+  optimizer built: `fused=False` in that call, whatever the call's other arguments.
+Anything else the static analysis does not find is reported, unfixed, with why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from amp_clipfix.kinds import ErrorKind, FileError, Strategy
+from amp_clipfix.models import Confidence, Finding, Fix, SiteKind
+from amp_clipfix.options import Settings
+from amp_clipfix.records import replace
+from amp_clipfix.results import FileChange, RunResult
+
+UNFUSE_SAFETY = (
+    "fused=False where the run built the optimizer: the same maths (foreach kernels), a "
+    "slightly slower step; a class built there that takes no `fused` argument would refuse it"
+)
+
+
+def same_file(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def matches(static: Finding, seen: Finding) -> bool:
+    """Same code, and a static site's lines meet those of a site the run saw."""
+    if static.code != seen.code:
+        return False
+    return any(
+        same_file(mine.path, theirs.path)
+        and mine.span.line <= theirs.span.end_line
+        and theirs.span.line <= mine.span.end_line
+        for mine in static.sites
+        for theirs in seen.sites
+    )
+
+
+def fix_observed(
+    findings: Sequence[Finding], settings: Settings, started: float, yes: bool, dry_run: bool
+) -> int:
+    """Fix, show and write as `apply` does; the exit code `apply` gives."""
+    from amp_clipfix import running
+    from amp_clipfix.output.report import finding_line
+    from amp_clipfix.reporting import echo
+    from amp_clipfix.writing import is_interactive, plain_output
+
+    result = fixed_result(findings, settings)
+    for finding in result.findings:
+        route = finding.notes[-1] if finding.fix or finding.refusal is None else finding.refusal
+        echo(f"trace: {finding_line(finding).split(': ', 1)[0]}: {route}", err=True)
+    files = tuple(sorted({change.source.path for change in result.changes}))
+    with_paths = replace(settings, paths=files or settings.paths)
+    try:
+        running.apply(
+            with_paths,
+            started,
+            yes,
+            dry_run,
+            None,
+            interactive=is_interactive(),
+            plain=plain_output(),
+            walk=lambda *_, **__: result,
+        )
+    except SystemExit as leaving:
+        return int(leaving.code or 0)
+    return 0  # pragma: no cover - apply always exits
+
+
+def fixed_result(findings: Sequence[Finding], settings: Settings) -> RunResult:
+    """The observed findings, each with the fix of its route, and the changes they make."""
+    from amp_clipfix.options import settings_from
+    from amp_clipfix.running import execute
+
+    files = sorted(
+        {site.path for finding in findings for site in finding.sites if site.path.is_file()}
+    )
+    static = RunResult((), (), (), 0, 0, 0)
+    if files:
+        scoped = settings_from(
+            paths=files,
+            strategy=None,
+            lightning_version=None,
+            exclude=(),
+            output_format=settings.output_format,
+            jobs=1,
+            stdin_filename=None,
+            quiet=True,
+            no_cache=True,
+        )
+        static = execute(scoped, fix=True)
+    kept: list[Finding] = []
+    renamed: dict[Finding, Finding] = {}
+    changes: list[FileChange] = []
+    errors: list[FileError] = list(static.errors)
+    for seen in findings:
+        found = [finding for finding in static.findings if matches(finding, seen)]
+        if found:
+            for finding in found:
+                if finding not in renamed:
+                    route = (
+                        "fixed through the static finding at the same site"
+                        if finding.fix
+                        else ("the static analysis finds it too, without a fix")
+                    )
+                    renamed[finding] = replace(
+                        finding,
+                        confidence=Confidence.OBSERVED,
+                        notes=(*finding.notes, *seen.notes, route),
+                    )
+                    kept.append(renamed[finding])
+            continue
+        direct = unfuse_at_site(seen, changes)
+        if isinstance(direct, FileError):
+            errors.append(direct)
+            kept.append(replace(seen, refusal=direct.message))
+        elif direct is not None:
+            finding, change = direct
+            kept.append(finding)
+            changes.append(change)
+        else:
+            kept.append(replace(seen, refusal=no_fix_reason(seen)))
+    for change in static.changes:
+        mine = tuple(renamed[f] for f in change.findings if f in renamed)
+        if mine:
+            changes.append(replace(change, findings=mine))
+    return RunResult(
+        findings=tuple(kept),
+        changes=tuple(sorted(changes, key=lambda change: str(change.source.path))),
+        errors=tuple(errors),
+        files_seen=len(files),
+        files_parsed=static.files_parsed,
+        projects=1,
+        edits={renamed[f]: e for f, e in static.edits.items() if f in renamed},
+        per_project=static.per_project,
+        targets=static.targets,
+    )
+
+
+def no_fix_reason(seen: Finding) -> str:
+    if seen.code in ("ACF001", "ACF002"):
+        return "the run saw no user frame where the optimizer was built"
+    return (
+        "the static analysis does not find this site, and its fix needs the names the code "
+        "uses (the scaler, the optimizer) at the clip: change it as the rule's page shows "
+        f"(amp-clipfix explain {seen.code})"
+    )
+
+
+def unfuse_at_site(
+    seen: Finding, changes: Sequence[FileChange]
+) -> tuple[Finding, FileChange] | FileError | None:
+    """ACF001 / ACF002 the static analysis missed: `fused=False` where the run built it."""
+    if seen.code not in ("ACF001", "ACF002"):
+        return None
+    built = [site for site in seen.sites if site.kind is SiteKind.FUSED_OPTIMIZER]
+    if not built or any(same_file(c.source.path, built[0].path) for c in changes):
+        return None
+    from amp_clipfix.trace.unfuse_call import unfuse_call
+
+    site = built[0]
+    made = unfuse_call(site.path, site.span.line)
+    if isinstance(made, str):
+        return FileError(site.path, made, kind=ErrorKind.FIX, line=site.span.line)
+    source, new_data = made
+    fix = Fix(Strategy.UNFUSE, (site,), UNFUSE_SAFETY, safe=True)
+    finding = replace(
+        seen,
+        fix=fix,
+        notes=(*seen.notes, "fixed at the observed site: the static analysis does not find it"),
+    )
+    return finding, FileChange(source, new_data, (finding,))
