@@ -162,7 +162,6 @@ def quoted(written: str, value: str) -> str:
 def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
     """`trainer: precision: 16` in LightningCLI and Hydra configs: the token is rewritten in
     place (quotes kept); a value shared through an anchor is reported, never rewritten."""
-    from amp_clipfix.analysis.config_sites import collect_config_sites
     from amp_clipfix.sources.text import SourceError
 
     for path in sorted(facts.configs, key=str):
@@ -170,7 +169,7 @@ def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
         if not may_spell_old_value(document.text):
             continue  # composing it (ruamel) is most of a big tree's cost, for no site
         try:
-            sites = collect_config_sites(path, document.text).sites
+            sites = facts.sites_of_config(path).sites
         except SourceError:  # the collection reports a broken config
             continue
         for site in sites:
