@@ -26,6 +26,7 @@ from amp_clipfix.sources.prefilter import holds, may_need_search
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
     from amp_clipfix.models import Edit, FileSites, Finding
+    from amp_clipfix.rules.base import Rule
 
 
 @record(frozen=True)
@@ -261,7 +262,8 @@ def process(
 ) -> RunResult:
     """Link, choose fixes and (when asked) fix the files of one project."""
     files = [file.sites for file in collection.parsed.values()]
-    words = searched_words(collection)
+    searching, left_out = searching_rules_of(collection)
+    words = tuple(word for rule in searching for word in rule.words)
     facts = None  # project_facts gives None too without a word: its module is not imported
     if words:
         from amp_clipfix.analysis.project_resolve import project_facts
@@ -272,8 +274,11 @@ def process(
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
     from amp_clipfix.fixes.changes import fix_project
     from amp_clipfix.fixes.choose import choose_fixes
+    from amp_clipfix.rules import RULES
 
-    linked = guarded_findings(collection, files, target, facts, root)
+    # every rule but the searching ones whose required library class the project never names
+    chosen = [rule for rule in RULES.values() if rule.code not in left_out]
+    linked = guarded_findings(collection, files, target, chosen, facts, root)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     try:
@@ -326,6 +331,7 @@ def guarded_findings(
     collection: Collection,
     files: list[FileSites],
     target: Target,
+    chosen: Sequence[Rule],
     facts: ProjectFacts | None,
     root: Path | None,
 ) -> list[Finding]:
@@ -337,7 +343,7 @@ def guarded_findings(
 
     try:
         with deep_stack():
-            linked = find_findings(files, target, facts=facts)
+            linked = find_findings(files, target, chosen, facts=facts)
             if facts is not None and facts.settle is not None:
                 facts.settle()  # the word-holding files no search parsed that do not parse
             return linked
@@ -345,26 +351,31 @@ def guarded_findings(
         collection.errors.append(stage_error("the rules", failure, root or collection.root))
     try:
         with deep_stack():
-            return find_findings(files, target)
+            return find_findings(files, target, chosen)
     except Exception:  # noqa: BLE001 - reported above
         return []
 
 
-def searched_words(collection: Collection) -> tuple[bytes, ...]:
-    """The words of the rules with their own search whose needed words some file holds. The
-    rules are a later stage than the analysis, so the pipeline asks them; when no file holds a
-    word any searching rule looks for, none is imported."""
+def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
+    """The rules with their own search whose needed words some file holds (their words are
+    read), and the codes of those that cannot find anything: a library class each of their
+    findings needs made or declared (`Rule.requires`) is named in no file. The rules are a
+    later stage than the analysis, so the pipeline asks them; when no file holds a word any
+    searching rule looks for, none is imported."""
     if collection.root is None or not may_need_search(
         (data, read_as_config(path), holds) for path, data in collection.searchable.items()
     ):
-        return ()
+        return [], set()
     from amp_clipfix.rules import searching_rules
 
-    rules = [
+    texts = collection.searchable.values()
+    rules = searching_rules()
+    named = {word for rule in rules for word in rule.requires}
+    absent = {word for word in named if not any(word in data for data in texts)}
+    left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
+    return [
         rule
-        for rule in searching_rules()
-        if any(
-            word in data for data in collection.searchable.values() for word in rule.needed_words
-        )
-    ]
-    return tuple(word for rule in rules for word in rule.words)
+        for rule in rules
+        if rule.code not in left_out
+        and any(word in data for data in texts for word in rule.needed_words)
+    ], left_out

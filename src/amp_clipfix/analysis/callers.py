@@ -239,9 +239,7 @@ class CallerIndex(PassedCalls):
                 if (module_word and module_word in self.contents[path])
                 or word in self.imported_names(path)
             }
-            self.caller_files_cache[key] = [
-                path for path in self.contents if path == own or path in naming
-            ]
+            self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]
 
     def method_caller_files(self, word: bytes, cls: ast.ClassDef, own: Path) -> list[Path]:
@@ -267,9 +265,7 @@ class CallerIndex(PassedCalls):
                 naming = {p for p in holders if word in contents[p] and test.search(contents[p])}
             else:
                 naming = set(self.files_naming(word))
-            self.caller_files_cache[key] = [
-                path for path in self.contents if path == own or path in naming
-            ]
+            self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]
 
     def subclass_names(self, base: bytes) -> set[bytes]:
@@ -299,10 +295,13 @@ class CallerIndex(PassedCalls):
         if not name.isascii():
             return self.files_with(name)
         if name not in self.name_files:
-            word = whole_word(name)
-            self.name_files[name] = [
-                path for path in self.files_with(name) if word.search(self.contents[path])
-            ]
+            indexed = self.word_index.naming(name)
+            if indexed is None:
+                word = whole_word(name)
+                indexed = [
+                    path for path in self.files_with(name) if word.search(self.contents[path])
+                ]
+            self.name_files[name] = indexed
         return self.name_files[name]
 
     def imported_names(self, path: Path) -> frozenset[bytes]:

@@ -62,6 +62,10 @@ class Collection:
     contents: dict[Path, bytes] = field(default_factory=dict)
     searchable: dict[Path, bytes] = field(default_factory=dict)
     searched: dict[Path, ReadFile] = field(default_factory=dict)
+    # Each YAML config's sites as its read gave them (None: it does not compose), before any
+    # resolution: a rule that reads a config's sites takes them here instead of composing the
+    # file again (ruamel's composer is most of the cost of a tree of Hydra configs).
+    config_sites: dict[Path, FileSites | None] = field(default_factory=dict)
 
 
 def read_as_config(path: Path) -> bool:

@@ -23,9 +23,9 @@ from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
-from amp_clipfix.models import Certainty, Edit, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
-from amp_clipfix.sources.base import Document
+from amp_clipfix.sources.base import Document, SourceError
 
 MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
@@ -224,6 +224,20 @@ class ProjectFacts:
     # The project's YAML configs (LightningCLI, Hydra) that hold a searching rule's words, as
     # read: a rule reads their sites with sources/yaml.py and edits their tokens.
     configs: Mapping[Path, Document] = field(default_factory=dict)
+    # Their sites where the collection read them this run (None: they do not compose).
+    config_sites: Mapping[Path, FileSites | None] = field(default_factory=dict)
+
+    def sites_of_config(self, path: Path) -> FileSites:
+        """A config's sites as its read gives them (composed once per run); raises SourceError
+        when it does not compose."""
+        if path in self.config_sites:
+            sites = self.config_sites[path]
+            if sites is None:
+                raise SourceError(f"{path}: cannot compose")
+            return sites
+        from amp_clipfix.analysis.config_sites import collect_config_sites
+
+        return collect_config_sites(path, self.configs[path].text)
 
     @property
     def evaluator(self) -> Evaluator:

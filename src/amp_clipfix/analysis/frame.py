@@ -13,6 +13,7 @@ from typing import Any
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque
+from amp_clipfix.analysis.word_index import WordIndex
 
 MAX_DEPTH = 6
 # Values one expression may hold before the run-time ones merge: flow-insensitive following
@@ -100,6 +101,7 @@ class EvaluatorBase:
         self.summaries = summaries
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
+        self.word_index = WordIndex(contents)  # which files write a name, and their order
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
         # (kind, names, body pattern) -> files: see resolve.text_search
         self.text_searches: dict[tuple[str, tuple[str, ...], bytes | None], set[Path]] = {}

@@ -8,7 +8,7 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.collection import Collection
+from amp_clipfix.analysis.collection import Collection, read_as_config
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError
@@ -116,6 +116,8 @@ def collect_outcome(
     cached: bool = False,
 ) -> None:
     parsed, error = outcome
+    if read_as_config(path):
+        collection.config_sites[path] = parsed.sites if parsed is not None else None
     if collection.cache is not None and parsed is not None and not cached:
         collection.cache.put(path, parsed.document.source.data, parsed.sites)
     collection.files_parsed += 1

@@ -280,6 +280,7 @@ def project_facts(
         lambda: project_evaluator_of(root, contents, searchable, collection),
         loader=read,
         configs=configs,
+        config_sites=collection.config_sites,
         settle=settle,
     )
 

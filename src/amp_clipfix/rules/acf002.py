@@ -237,10 +237,11 @@ def module_ways(
     # fixed: their configure_gradient_clipping clips fused optimizers itself
     unscaled = {class_key(info) for file in files for info in file.classes if info.clips_unscaled}
     ways = []
+    owned_by = sites_by_owner(sites)
     for key in module_class_keys(files, sites):
         if key in unscaled:
             continue
-        owned = [site for site in sites if owns(key, site)]
+        owned = [sites[index] for index in sorted(owned_by.get(key, ()))]
         optimizers = of_kind(owned, SiteKind.FUSED_OPTIMIZER)
         if not optimizers or all(fixed_in(site, unscaled) for site in optimizers):
             continue  # none, or each is built by classes the fix gave its override (a base)
@@ -288,10 +289,16 @@ def fixed_in(site: Site, unscaled: set[UseId]) -> bool:
     return bool(homes) and homes <= unscaled
 
 
-def owns(key: UseId, site: Site) -> bool:
-    """A module class owns the sites of its own methods and those its users name (a factory's
-    literal, a mixin's optimizer, an `__init__` default)."""
-    return key in site.users or owner_key(site) == key
+def sites_by_owner(sites: Sequence[Site]) -> dict[UseId, set[int]]:
+    """The positions in `sites` of the sites each module class owns: those of its own methods
+    and those its users name (a factory's literal, a mixin's optimizer, an `__init__`
+    default). Built once: asking each class of every site made N factories cost N * N."""
+    owned: dict[UseId, set[int]] = {}
+    for index, site in enumerate(sites):
+        owner = owner_key(site)
+        for key in (*site.users, *((owner,) if owner is not None else ())):
+            owned.setdefault(key, set()).add(index)
+    return owned
 
 
 def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[UseId]:

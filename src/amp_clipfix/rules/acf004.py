@@ -243,6 +243,7 @@ RULE = Rule(
     lightning_path=LightningPath.TORCH,
     search=search,
     words=(b"clip_grad_norm_", b"clip_grad_value_"),
+    requires=(b"GradScaler",),  # a GradScaler is made somewhere
     short="Plain torch clips gradients scaled by a GradScaler without unscaling them first.",
     full=(
         "In a function (and the project helpers it calls, followed in run order): "

@@ -380,6 +380,7 @@ RULE = Rule(
     lightning_path=LightningPath.FABRIC,
     search=search,
     words=(b"clip_grad_norm_", b"clip_grad_value_"),
+    requires=(b"Fabric",),  # a Fabric is made or declared somewhere
     short="Fabric under fp16 clips with torch's clip before the gradients are unscaled.",
     full=(
         "In a function (and the project helpers it calls, in run order): "

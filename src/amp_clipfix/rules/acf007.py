@@ -203,6 +203,7 @@ RULE = Rule(
     lightning_path=LightningPath.FABRIC,
     search=search,
     words=(b"clip_gradients",),
+    requires=(b"Fabric",),  # a Fabric is made or declared somewhere
     short="fabric.clip_gradients under a GradScaler raises on the overflow steps it should skip.",
     full=(
         "A `clip_gradients(...)` call on a Fabric (by value) with `max_norm` and without "

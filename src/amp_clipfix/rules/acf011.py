@@ -10,6 +10,7 @@ offered only where every release the project may run accepts them.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,6 +151,18 @@ def spread_precision(
                     yield Found((site,), fixes=(fix,))
 
 
+# `16` / `bf16` as a whole scalar token: not inside a longer one (`16-mixed`, `bf16-true`,
+# `x16`, `16.0`, `-16`), whatever quotes, tag or anchor come before it.
+OLD_VALUE_TOKEN = re.compile(r"(?<![\w.+-])(?:bf)?16(?![\w.+-])")
+
+
+def may_spell_old_value(text: str) -> bool:
+    """Whether a config's scalars can hold `16` or `bf16` (NEW_SPELLING's keys), from its
+    text: a plain or quoted token writes them as they are, only a double-quoted escape
+    (`"\\x31\\x36"`) can hide them."""
+    return "\\" in text or OLD_VALUE_TOKEN.search(text) is not None
+
+
 def quoted(written: str, value: str) -> str:
     """The new value in the string's own quotes (`'16'` -> `'16-mixed'`); an int gets `"`."""
     quote = written[-1] if written[-1:] in ("'", '"') else '"'
@@ -159,13 +172,14 @@ def quoted(written: str, value: str) -> str:
 def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
     """`trainer: precision: 16` in LightningCLI and Hydra configs: the token is rewritten in
     place (quotes kept); a value shared through an anchor is reported, never rewritten."""
-    from amp_clipfix.analysis.config_sites import collect_config_sites
     from amp_clipfix.sources.text import SourceError
 
     for path in sorted(facts.configs, key=str):
         document = facts.configs[path]
+        if not may_spell_old_value(document.text):
+            continue  # composing it (ruamel) is most of a big tree's cost, for no site
         try:
-            sites = collect_config_sites(path, document.text).sites
+            sites = facts.sites_of_config(path).sites
         except SourceError:  # the collection reports a broken config
             continue
         for site in sites:

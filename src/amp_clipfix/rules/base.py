@@ -127,6 +127,10 @@ class Rule:
     # is not even started); empty: its `words`. Narrower than `words` where the search also reads
     # common context (`.fit(`) but fires only with a rarer word (`automatic_optimization`).
     needs: tuple[bytes, ...] = ()
+    # Words each of which some file of the project must hold for this rule to search it at
+    # all (and): the name of a library class every finding needs made or declared somewhere
+    # (`Fabric`, `GradScaler`: a project that never names one has no such object to follow).
+    requires: tuple[bytes, ...] = ()
     why_title: str = "Why Lightning fails"  # the page's heading for `why`
     lines: tuple[str, ...] = ()  # the release lines (`LINES`) whose code it fires on
     reaches: Callable[[Finding], bool] | None = field(default=None, compare=False)

@@ -1,0 +1,155 @@
+"""Issue 35's corpus sweep: amp-clipfix's CPU against ruff's parse-only pass on fetched repos.
+
+Run it with the interpreter that has amp-clipfix and ruff installed:
+
+    python bench/corpora.py                             # every folder of /work/corpora
+    python bench/corpora.py --root DIR --only NAME ...  # some of them
+    python bench/corpora.py --save DIR                  # each JSON report to DIR/<name>.json
+    python bench/corpora.py --compare DIR               # each JSON report against DIR/<name>.json
+    python bench/corpora.py --pythonpath /tmp/base/src  # run another checkout (a baseline)
+
+Each corpus is a folder of `--root` (a repository's HEAD checked out, never committed here; the
+`baseline` folder is skipped). Per corpus, one run of each, in this order:
+
+- `python -m amp_clipfix check --no-cache --format json <corpus>` (exit 0 or 1),
+- `ruff check --no-cache --isolated --select E9 <corpus>`,
+
+with CPU the user + system time of the process and every process it reaped (`os.wait4`, as
+`resource.getrusage(RUSAGE_CHILDREN)` counts it) and memory the largest single process
+(scripts/corpus.py's `measure`). The report (markdown, stdout) gives per corpus the number of
+`*.py` files, both CPU figures, their ratio and amp-clipfix's peak MB, then the sum over the set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmark import child_environment, entry_point, load_average  # noqa: E402
+from corpus import Measurement, measure  # noqa: E402
+
+RUFF = ["check", "--no-cache", "--isolated", "--select", "E9"]
+DEFAULT_ROOT = Path("/work/corpora")
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    files: int
+    amp: Measurement
+    ruff: Measurement
+    same: str  # "" when not compared, else "same" / "DIFFERENT" / "new"
+
+    @property
+    def ratio(self) -> float:
+        return self.amp.cpu_seconds / max(self.ruff.cpu_seconds, 1e-3)
+
+
+def corpora(root: Path, only: Sequence[str]) -> list[Path]:
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and p.name != "baseline")
+    if only:
+        folders = [p for p in folders if p.name in only]
+    return folders
+
+
+def ruff_binary() -> str:
+    """The ruff executable itself (not `python -m ruff`, whose interpreter start would count)."""
+    try:
+        from ruff.__main__ import find_ruff_bin  # type: ignore[import-untyped]
+
+        return str(find_ruff_bin())
+    except ImportError:
+        return entry_point("ruff")
+
+
+def python_files(folder: Path) -> int:
+    return sum(1 for _ in folder.rglob("*.py"))
+
+
+def compare(report: str, name: str, folder: Path | None) -> str:
+    if folder is None:
+        return ""
+    expected = folder / f"{name}.json"
+    if not expected.exists():
+        return "new"
+    return "same" if expected.read_text(encoding="utf-8") == report else "DIFFERENT"
+
+
+def sweep(arguments: argparse.Namespace, env: dict[str, str]) -> list[Row]:
+    rows: list[Row] = []
+    amp = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "--format", "json"]
+    for folder in corpora(arguments.root, arguments.only):
+        print(f"corpus {folder.name} ...", file=sys.stderr, flush=True)
+        amp_run = measure([*amp, "."], folder, env, timeout=arguments.timeout)
+        ruff_run = measure([ruff_binary(), *RUFF, "."], folder, env)
+        if amp_run.returncode not in (0, 1):
+            tail = amp_run.stderr[-400:]
+            print(f"  amp-clipfix exit {amp_run.returncode}: {tail}", file=sys.stderr)
+        if arguments.save is not None:
+            arguments.save.mkdir(parents=True, exist_ok=True)
+            (arguments.save / f"{folder.name}.json").write_text(amp_run.stdout, encoding="utf-8")
+        same = compare(amp_run.stdout, folder.name, arguments.compare)
+        rows.append(Row(folder.name, python_files(folder), amp_run, ruff_run, same))
+        print(
+            f"  {amp_run.cpu_seconds:.2f} s vs ruff {ruff_run.cpu_seconds:.2f} s {same}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return rows
+
+
+def report(rows: Sequence[Row], load_before: str) -> list[str]:
+    lines = [
+        "| corpus | .py files | amp-clipfix CPU s | ruff E9 CPU s | ratio | peak MB | same |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.name} | {row.files} | {row.amp.cpu_seconds:.2f} | {row.ruff.cpu_seconds:.2f} "
+            f"| {row.ratio:.1f}x | {row.amp.peak_mb:.0f} | {row.same or '-'} |"
+        )
+    amp_total = sum(r.amp.cpu_seconds for r in rows)
+    ruff_total = sum(r.ruff.cpu_seconds for r in rows)
+    files = sum(r.files for r in rows)
+    peak = max((r.amp.peak_mb for r in rows), default=0)
+    ratio = amp_total / max(ruff_total, 1e-3)
+    lines.append(
+        f"| **all {len(rows)}** | {files} | {amp_total:.2f} | {ruff_total:.2f} "
+        f"| {ratio:.1f}x | {peak:.0f} | |"
+    )
+    return [*lines, "", f"Load average before: {load_before}; after: {load_average()}."]
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--save", type=Path, default=None)
+    parser.add_argument("--compare", type=Path, default=None)
+    parser.add_argument("--pythonpath", default=None, help="put this first on PYTHONPATH")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
+    load_before = load_average()
+    with tempfile.TemporaryDirectory(prefix="amp-clipfix-corpora-") as scratch:
+        env = child_environment(Path(scratch))
+        if arguments.pythonpath:
+            paths = [arguments.pythonpath, env.get("PYTHONPATH")]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        rows = sweep(arguments, env)
+    print("\n".join(report(rows, load_before)))
+    return 1 if any(r.same == "DIFFERENT" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
