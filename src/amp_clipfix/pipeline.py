@@ -155,7 +155,7 @@ def process(
             (helpers, root),
         )
         errors.extend(fix_errors)
-        if options.index is not None and helpers is not None and root is not None:
+        if options.fix and options.index is not None and helpers and root is not None:
             from amp_clipfix.fixes.changes import untracked_helper
 
             errors.extend(untracked_helper(helpers, root, options.index, changes))
