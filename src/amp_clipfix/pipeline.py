@@ -302,7 +302,7 @@ def process(
             defer=options.fix,  # an edit that overlaps another waits for the next round
         )
         errors.extend(fix_errors)
-        if options.index is not None and helpers is not None and root is not None:
+        if options.fix and options.index is not None and helpers and root is not None:
             from amp_clipfix.fixes.changes import untracked_helper
 
             errors.extend(untracked_helper(helpers, root, options.index, changes))

@@ -7,6 +7,8 @@ bytes (a project entry: every file's, and the collected sites). Entries are seal
 user's secret and written to a temporary file and renamed into place: two runs sharing the
 folder never read half an entry, and an entry this user did not write for this key (another
 machine's, a repository's own, one changed byte) is a miss, as is anything that fails to load.
+Every folder on the way is a plain folder of this user, opened without following a link
+(cache_layout.Entries): a link a repository ships in its cache folder is never written through.
 `--no-cache` bypasses it.
 """
 
