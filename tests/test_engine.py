@@ -93,6 +93,9 @@ def test_fabric_and_scaler_rules_are_left_out_where_no_file_names_the_class(
     assert gated(tmp_path, {"train.py": fabric}) == {"ACF004"}
     scaler = {"a.py": clip, "b.py": "scaler = torch.amp.GradScaler()\n"}
     assert gated(tmp_path, scaler) == {"ACF006", "ACF007"}
+    # Python reads `Fabrⅰc` (a small roman numeral one) as `Fabric`: not left out
+    spelled = "from lightning import Fabr\u2170c\n" + clip
+    assert gated(tmp_path, {"train.py": spelled}) == {"ACF004"}
 
 
 @pytest.mark.parametrize(
