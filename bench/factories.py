@@ -25,32 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark import child_environment  # noqa: E402
 from corpora import RUFF, ruff_binary  # noqa: E402
 from corpus import measure  # noqa: E402
-
-FACTORY = """import lightning as L
-import torch
-
-
-def make_optimizer_{i}(params, fused=True):
-    return torch.optim.AdamW(params, lr=1e-3, fused=fused)
-
-
-class Module{i}(L.LightningModule):
-    def configure_optimizers(self):
-        return make_optimizer_{i}(self.parameters())
-"""
-TRAIN = """import lightning as L
-
-trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
-"""
-
-
-def write_project(root: Path, count: int) -> None:
-    package = root / "pkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("", encoding="utf-8")
-    (root / "train.py").write_text(TRAIN, encoding="utf-8")
-    for i in range(count):
-        (package / f"f{i}.py").write_text(FACTORY.format(i=i), encoding="utf-8")
+from factory_project import write_project  # noqa: E402
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,31 +14,7 @@ from amp_clipfix.analysis.collection import Collection
 from amp_clipfix.analysis.word_index import SCANS_BEFORE_INDEX, WordIndex
 from amp_clipfix.pipeline import searching_rules_of
 from amp_clipfix.rules.acf011 import may_spell_old_value
-
-FACTORY = """import lightning as L
-import torch
-
-
-def make_optimizer_{i}(params, fused=True):
-    return torch.optim.AdamW(params, lr=1e-3, fused=fused)
-
-
-class Module{i}(L.LightningModule):
-    def configure_optimizers(self):
-        return make_optimizer_{i}(self.parameters())
-"""
-TRAIN = """import lightning as L
-
-trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
-"""
-
-
-def factory_project(root: Path, count: int) -> None:
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "train.py").write_text(TRAIN)
-    for i in range(count):
-        (root / "pkg" / f"f{i}.py").write_text(FACTORY.format(i=i))
+from bench.factory_project import FACTORY, write_project
 
 
 @pytest.fixture
@@ -51,7 +27,7 @@ def test_factories_past_the_index_threshold_give_every_finding(tmp_path: Path) -
     """More factories than names asked before the word index is built: each one's module is
     still linked to the Trainer, one finding per factory, each at its own file."""
     count = SCANS_BEFORE_INDEX + 20
-    factory_project(tmp_path, count)
+    write_project(tmp_path, count)
     run = amp_clipfix(tmp_path, "check", "--no-cache", "--format", "json", entry=False)
     assert run.code == 1
     report = json.loads(run.stdout)
@@ -63,7 +39,7 @@ def test_factories_past_the_index_threshold_give_every_finding(tmp_path: Path) -
 def test_a_warm_run_after_a_one_line_edit_equals_a_cold_one(tmp_path: Path, cache_on: None) -> None:
     """The caches filled by a first run, then one module edited (its lines move, one factory
     unfused): the warm run prints the bytes a cold `--no-cache` run prints."""
-    factory_project(tmp_path, 30)
+    write_project(tmp_path, 30)
     first = amp_clipfix(tmp_path, "check", "--format", "json", entry=False)
     assert first.code == 1
     edited = tmp_path / "pkg" / "f7.py"
@@ -117,6 +93,9 @@ def test_fabric_and_scaler_rules_are_left_out_where_no_file_names_the_class(
     assert gated(tmp_path, {"train.py": fabric}) == {"ACF004"}
     scaler = {"a.py": clip, "b.py": "scaler = torch.amp.GradScaler()\n"}
     assert gated(tmp_path, scaler) == {"ACF006", "ACF007"}
+    # Python reads `Fabrⅰc` (a small roman numeral one) as `Fabric`: not left out
+    spelled = "from lightning import Fabr\u2170c\n" + clip
+    assert gated(tmp_path, {"train.py": spelled}) == {"ACF004"}
 
 
 @pytest.mark.parametrize(

@@ -371,7 +371,11 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
     texts = collection.searchable.values()
     rules = searching_rules()
     named = {word for rule in rules for word in rule.requires}
-    absent = {word for word in named if not any(word in data for data in texts)}
+    absent = {
+        word
+        for word in named
+        if not any(may_name(path, data, word) for path, data in collection.searchable.items())
+    }
     left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     return [
         rule
@@ -379,3 +383,19 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
         if rule.code not in left_out
         and any(word in data for data in texts for word in rule.needed_words)
     ], left_out
+
+
+def may_name(path: Path, data: bytes, word: bytes) -> bool:
+    """Whether a file may write the ASCII identifier `word`: as its bytes (a notebook: also
+    through a JSON escape), or spelled with other characters that Python reads as it (NFKC:
+    `Fabrⅰc` is `Fabric`), looked for only in a text that is not all ASCII."""
+    from amp_clipfix.sources import adapter_for
+
+    if adapter_for(path).may_mention(data, word):
+        return True
+    if data.isascii():
+        return False
+    import unicodedata
+
+    text = data.decode("utf-8", "replace")
+    return word.decode("ascii") in unicodedata.normalize("NFKC", text)
