@@ -29,6 +29,7 @@ from amp_clipfix.reporting import (
     emit_report,
     finish,
     render_project_table,
+    report_errors,
     report_stream,
     stderr_console,
     stderr_is_terminal,
@@ -175,10 +176,12 @@ def apply(
     plain: bool,
     walk: Walk = run,
     write: Callable[..., tuple[list, list[FileError], float]] | None = None,
+    as_check: bool = False,
 ) -> NoReturn:
     """`apply`'s run: the patch (or the diffs and questions on a terminal), the report, the
     writes, then exit 0, 1 or 2. `interactive`: someone can answer a prompt; `plain`: diffs
-    are a plain patch."""
+    are a plain patch. `as_check`: `check --fix` (no diff; the findings left are reported on
+    stdout after writing, as ruff's) or `check --diff`."""
     from amp_clipfix.writing import (  # apply's own: a check never writes
         change_shower,
         fixed_findings,
@@ -202,14 +205,16 @@ def apply(
     # on a terminal each file's diff comes right before its question, as with `git add -p`
     per_file = asking and patch_dir is None and settings.output_format == "text"
     per_file = per_file and not plain
+    fixing = as_check and not dry_run  # `check --fix`: no diff, the report after writing
     if patch_dir is not None:
         result = replace(result, errors=result.errors + tuple(write_patch_dir(result, patch_dir)))
-    elif settings.output_format == "text" and not per_file:
+    elif settings.output_format == "text" and not per_file and not fixing:
         show_changes(result, plain)
-    if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
+    if settings.output_format == "text" and not fixing:
+        # the patch owns stdout; what is left goes to stderr
         with report_stream(settings, stdout_ok=False) as stream:
-            emit_report(result, settings, stream, only=unfixed, project_table=True)
-    elif settings.output_format != "json":  # before writing: notebook lines are read from disk
+            emit_report(result, settings, stream, only=unfixed, project_table=not as_check)
+    elif settings.output_format not in ("json", "text"):  # before writing: notebook lines
         with report_stream(settings, stdout_ok=True) as stream:
             emit_report(result, settings, stream)
     show = change_shower(result) if per_file else None
@@ -221,13 +226,57 @@ def apply(
     fixed = fixed_findings(result, written)
     if settings.output_format == "json":  # after writing: it says which findings were fixed
         with report_stream(settings, stdout_ok=True) as stream:
-            emit_report(result, settings, stream, fixed=fixed)
+            emit_report(result, settings, stream, fixed=fixed, after_writing=fixing)
+    elif fixing:  # `check --fix`: what is left, on stdout, as `check` reports it
+        left = [finding for finding in active_findings(result.findings) if finding not in fixed]
+        with report_stream(settings, stdout_ok=True) as stream:
+            emit_report(result, settings, stream, only=left, fixed=fixed, after_writing=True)
     unwritten = len(result.changes) - len(written) if not dry_run else 0
     finish(settings, result, started + waited, len(written), unwritten)
     if wants_project_table(settings, result, patch_dir):
         render_project_table(result, fixed, wrote=bool(written) or not result.changes)
     pending = len(result.changes) - len(written)
     sys.exit(exit_code(settings, result, findings_left=bool(unfixed or pending)))
+
+
+def show_files(settings: Settings) -> NoReturn:
+    """`check --show-files`: the files a check reads, one per line (as ruff lists them), after
+    excludes and --tracked-only; exit 0, or 2 when a path cannot be used."""
+    from amp_clipfix.paths import display_path
+    from amp_clipfix.project.discover import discover
+
+    line = settings.command_line
+    discovery = discover(
+        line.scope.targets, settings.configurer.excludes, settings.force_exclude, line.scope.implied
+    )
+    options = Options(strategy=settings.strategy)
+    errors = list(discovery.errors)
+    files: list[Path] = []
+    for project in discovery.projects:
+        configured = settings.configurer(project, options)
+        if isinstance(configured, FileError):
+            errors.append(configured)
+            continue
+        files.extend(configured[0].files)
+    for path in sorted({display_path(path) for path in files}):
+        echo(path)
+    result = RunResult((), (), tuple(errors), files_seen=len(files), files_parsed=0, projects=0)
+    report_errors(result, settings)
+    sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+
+
+def add_noqa(settings: Settings, walk: Walk = run) -> NoReturn:
+    """`check --add-noqa`: a noqa comment on the line of each finding; exit 0 (2 on errors),
+    as ruff's."""
+    from amp_clipfix.noqa_writer import add_noqa as write_comments
+
+    result = execute(settings, fix=False, stdin_data=None, walk_with=walk)
+    added, errors, notes = write_comments(active_findings(result.findings))
+    errors_now = result.errors + tuple(errors)
+    result = replace(result, errors=errors_now, notes=result.notes + tuple(notes))
+    report_errors(result, settings)
+    echo(f"Added {plural(added, 'noqa directive')}.", err=True)
+    sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
 
 
 def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int:

@@ -17,7 +17,7 @@ from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, RunResult
 from amp_clipfix.records import record
-from amp_clipfix.reporting import OutputFileError, echo, is_tty
+from amp_clipfix.reporting import COLOR, OutputFileError, colored_console, echo, is_tty
 
 if TYPE_CHECKING:
     from amp_clipfix.models import Finding
@@ -32,7 +32,10 @@ class Interrupted(KeyboardInterrupt):
 
 
 def plain_output() -> bool:
-    """A plain patch when stdout is not a terminal or colour is switched off."""
+    """A plain patch when stdout is not a terminal or colour is switched off (NO_COLOR,
+    --color never); --color always draws the coloured diff even piped."""
+    if COLOR[0] != "auto":
+        return COLOR[0] == "never"
     return not is_tty(sys.stdout) or "NO_COLOR" in os.environ
 
 
@@ -67,12 +70,10 @@ def show_changes(result: RunResult, plain: bool) -> None:
 
 def change_shower(result: RunResult) -> Callable[[FileChange], None]:
     """Renders one file's diff with rich on stdout, with what its fixes change."""
-    from rich.console import Console
-
     from amp_clipfix.output.diff import diff_hunks
     from amp_clipfix.output.diff_view import render_file_diff
 
-    console = Console()
+    console = colored_console()
 
     def show(change: FileChange) -> None:
         notes = []
