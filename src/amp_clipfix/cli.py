@@ -23,6 +23,7 @@ import click
 from amp_clipfix import __version__, running
 from amp_clipfix.models import Strategy
 from amp_clipfix.options import FORMATS, Settings, UsageProblem, settings_from
+from amp_clipfix.output.report import problem_line
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.pipeline import run
 from amp_clipfix.records import replace
@@ -46,13 +47,18 @@ STRATEGY_HELP = strategy_help()
 
 
 class OneLineUsageError(click.ClickException):
-    """A usage error in one line (`error: ...` on stderr, like the run's other errors), exit 2,
-    as ruff reports a bad `--select`."""
+    """A usage error in one line (`error: ...` on stderr, `path: error: ...` when a file is
+    concerned, like the run's other errors), exit 2, as ruff reports a bad `--select`."""
 
     exit_code = 2
 
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
     def show(self, file: IO[str] | None = None) -> None:
-        click.echo(terminal_safe(f"error: {self.format_message()}"), err=True)
+        line = problem_line("error", self.format_message(), self.where)
+        click.echo(terminal_safe(line), err=True)
 
 
 def command_settings(options: dict[str, object], **more: object) -> Settings:
@@ -62,7 +68,7 @@ def command_settings(options: dict[str, object], **more: object) -> Settings:
         return settings_from(**options, **more)  # type: ignore[arg-type]
     except UsageProblem as problem:
         if problem.one_line:
-            raise OneLineUsageError(problem.message) from None
+            raise OneLineUsageError(problem.message, problem.where) from None
         if problem.param_hint is not None:
             raise click.BadParameter(problem.message, param_hint=problem.param_hint) from None
         raise click.UsageError(problem.message) from None
@@ -80,7 +86,14 @@ def file_errors() -> Iterator[None]:
 def common_options(function):  # noqa: ANN001, ANN201
     """Options shared by `check` and `apply`."""
     decorators = [
-        click.argument("paths", nargs=-1, type=click.Path(path_type=Path), metavar="[PATHS]..."),
+        # readable=False: a path that cannot be read is the run's `path: error: cannot read`,
+        # the same line as for a file met in a folder, not click's usage error
+        click.argument(
+            "paths",
+            nargs=-1,
+            type=click.Path(path_type=Path, readable=False),
+            metavar="[PATHS]...",
+        ),
         click.option(
             "--strategy", type=click.Choice([s.value for s in Strategy]), help=STRATEGY_HELP
         ),
@@ -208,8 +221,9 @@ def common_options(function):  # noqa: ANN001, ANN201
         ),
         click.option(
             "--stdin-filename",
-            type=click.Path(path_type=Path),
-            help="With PATH `-`: the name to report the code read from stdin under.",
+            type=click.Path(path_type=Path, readable=False),
+            help="Read the code from stdin (with no PATHS, or PATH `-`) and report it under "
+            "this name, whose project's configuration applies.",
         ),
     ]
     for decorator in reversed(decorators):

@@ -61,12 +61,28 @@ class Settings:
 
 class UsageProblem(Exception):
     """A bad option or configuration (exit 2). The command line (cli.py) shows it as click
-    does a usage error; `one_line`: as `error: ...` alone, as ruff reports a bad `--select`;
-    `param_hint`: the option a bad value was given to."""
+    does a usage error; `one_line`: as `error: ...` alone (`where: error: ...` when a file is
+    concerned), as ruff reports a bad `--select`; `param_hint`: the option a bad value was
+    given to."""
 
-    def __init__(self, message: str, param_hint: str | None = None, one_line: bool = False):
+    def __init__(
+        self,
+        message: str,
+        param_hint: str | None = None,
+        one_line: bool = False,
+        where: str = "",
+    ):
         super().__init__(message)
         self.message, self.param_hint, self.one_line = message, param_hint, one_line
+        self.where = where
+
+    @classmethod
+    def of_file(cls, text: str) -> UsageProblem:
+        """A configuration's problem, `path: message`, as one `path: error: message` line."""
+        head, separator, rest = text.partition(": ")
+        if separator and head.endswith(".toml"):
+            return cls(rest, one_line=True, where=head)
+        return cls(text, one_line=True)
 
 
 def settings_from(
@@ -99,7 +115,8 @@ def settings_from(
         raise UsageProblem(
             "the current folder no longer exists (deleted after cd?); run from an existing one"
         ) from None
-    targets = tuple(paths) or (Path("."),)
+    # `--stdin-filename X` alone reads stdin, as ruff does (`-` says so too)
+    targets = tuple(paths) or ((STDIN,) if stdin_filename is not None else (Path("."),))
     if STDIN in targets and len(targets) > 1:
         raise UsageProblem("`-` (stdin) cannot be combined with other paths")
     start = stdin_filename or Path(".") if targets == (STDIN,) else targets[0]
@@ -111,7 +128,7 @@ def settings_from(
             found = load_config(start if observed.exists(start) else Path("."))
         found = with_overrides(found, overrides_of(overrides))
     except ConfigError as error:
-        raise UsageProblem(str(error)) from None
+        raise UsageProblem.of_file(str(error)) from None
     try:
         per_file = split_per_file(per_file_ignores) if per_file_ignores else None
     except ValueError as error:
@@ -152,7 +169,7 @@ def settings_from(
         or config_code_error(found)
     )
     if problem is not None:
-        raise UsageProblem(problem, one_line=True)
+        raise UsageProblem.of_file(problem)
     return Settings(
         paths=targets,
         strategy=Strategy(strategy or Strategy.AUTO.value),
@@ -186,7 +203,7 @@ def config_arguments(values: Sequence[str]) -> tuple[Path | None, tuple[str, ...
             raise UsageProblem("--config: give one configuration file (and any KEY = VALUE)")
         path = Path(value)
         if not observed.is_file(path):
-            raise UsageProblem(f"{value}: error: --config: no such file")
+            raise UsageProblem("no such file (--config)", one_line=True, where=value)
     return path, tuple(overrides)
 
 

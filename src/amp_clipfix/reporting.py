@@ -18,9 +18,10 @@ from amp_clipfix.kinds import Strategy, active_findings
 from amp_clipfix.options import Settings
 from amp_clipfix.output.report import (
     assumption_lines,
-    error_line,
+    error_where,
     format_findings,
     plural,
+    problem_line,
     project_rows,
 )
 from amp_clipfix.output.safe_text import terminal_safe
@@ -323,9 +324,12 @@ def summary_line(
     findings = active_findings(result.findings)
     strategy = run_strategy(result, settings)
     fixable_with = f"--strategy {strategy}" if strategy else "each project's strategy"
+    with_findings = len({finding.primary.path for finding in findings})
+    checked = f"{plural(result.files_seen, 'file')} checked"
+    where = f"in {plural(with_findings, 'file')} ({checked})" if findings else f"in {checked}"
     parts = [
         f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with {fixable_with}) "
-        f"in {plural(result.files_seen, 'file')}"
+        + where
     ]
     if summary.suppressed:
         parts.append(f"{summary.suppressed} suppressed")
@@ -362,7 +366,7 @@ def report_errors(result: RunResult, settings: Settings) -> None:
     for warning in dict.fromkeys(warnings):
         echo(terminal_safe(f"warning: {warning}"), err=True)
     for error in result.errors:
-        echo(terminal_safe(f"error: {error_line(error)}"), err=True)
+        echo(terminal_safe(problem_line("error", error.message, error_where(error))), err=True)
 
 
 def wants_project_table(settings: Settings, result: RunResult, patch_dir: Path | None) -> bool:

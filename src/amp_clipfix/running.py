@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from amp_clipfix import run_notes
-from amp_clipfix.kinds import FileError, active_findings
+from amp_clipfix import observed, run_notes
+from amp_clipfix.kinds import ErrorKind, FileError, active_findings
 from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural
 from amp_clipfix.pipeline import Options, RunResult, run, run_source
@@ -95,18 +95,64 @@ def execute_run(
             note = f"{name}: excluded ({reason}); skipped (--force-exclude)"
             return RunResult((), (), (), files_seen=0, files_parsed=0, projects=0, notes=(note,))
         return run_source(name, stdin_data, configured[1])
-    targets = line.scope.targets
+    unreadable = named_file_errors(settings.paths)
+    bad = {error.path for error in unreadable}
+    targets = tuple(target for target in line.scope.targets if target not in bad)
     excludes = settings.configurer.excludes
     walk = functools.partial(
         walk_with, force_exclude=settings.force_exclude, implied=line.scope.implied
     )
     if settings.verbosity < 0 or not stderr_is_terminal():
-        return walk(targets, options, excludes)
-    from amp_clipfix.output.terminal import ProgressBar
+        result = walk(targets, options, excludes)
+    else:
+        from amp_clipfix.output.terminal import ProgressBar
 
-    run_notes.refuse()  # a progress bar is drawn as time passes: never replayed
-    with ProgressBar(stderr_console()) as progress:
-        return walk(targets, options, excludes, progress)
+        with ProgressBar(stderr_console(), on_start=run_notes.refuse) as progress:
+            # a progress bar drawn as time passes is never replayed (on_start)
+            result = walk(targets, options, excludes, progress)
+    # the walk reads a named file again when its project's root is walked: one line per file
+    told = {os.path.abspath(error.path) for error in result.errors if error.path is not None}
+    untold = tuple(e for e in unreadable if os.path.abspath(e.path or "") not in told)
+    return replace(result, errors=untold + result.errors) if untold else result
+
+
+KINDS = (".py", ".pyi", ".ipynb", ".yaml", ".yml")
+
+
+def named_file_errors(paths: tuple[Path, ...]) -> list[FileError]:
+    """A file named on the command line that cannot be read as its kind is an error, not "0
+    findings": one that cannot be decoded (a `.py` that is not UTF-8 and has no coding
+    cookie), or one of another suffix (which is read as Python, as ruff reads a named file)
+    that does not parse as Python. Pin files (requirements.txt, pyproject.toml, lock files)
+    name their project and are read as such."""
+    from amp_clipfix.project.pins import is_pin_file
+    from amp_clipfix.sources.text import SourceError, decode_source
+
+    errors = []
+    for path in paths:
+        if path == STDIN or not observed.is_file(path) or is_pin_file(path):
+            continue
+        try:
+            data = observed.read_bytes(path)
+        except OSError:
+            continue  # the run's own read says "cannot read", as for a file in a folder
+        try:
+            source = decode_source(path, data)
+        except SourceError as error:
+            errors.append(FileError(path, str(error), ErrorKind.READ))
+            continue
+        if path.suffix in KINDS:
+            continue
+        try:
+            compile(source.text, str(path), "exec", flags=1024, dont_inherit=True)  # ast only
+        except (SyntaxError, ValueError) as error:
+            reason = getattr(error, "msg", None) or str(error)
+            message = (
+                "not a Python file, notebook or YAML config (read as Python, as a named file "
+                f"is: {reason})"
+            )
+            errors.append(FileError(path, message, ErrorKind.READ))
+    return errors
 
 
 def read_stdin(settings: Settings) -> bytes | None:

@@ -134,8 +134,16 @@ def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozense
 
 
 def is_interactive() -> bool:
-    """Someone can answer the prompt: stdin and stderr (where the prompt goes) are terminals."""
-    return is_tty(sys.stdin) and is_tty(sys.stderr)
+    """Someone can answer the prompt: stdin and stdout (where the diffs are drawn) are
+    terminals. Decided once, before any diff is drawn: a run with only stderr redirected
+    draws each diff and asks (the question then goes to stdout, see `prompt_stream`)."""
+    return is_tty(sys.stdin) and is_tty(sys.stdout)
+
+
+def prompt_stream() -> bool:
+    """Whether the question goes to stderr (a terminal) rather than stdout (stderr is
+    redirected: the person reads stdout)."""
+    return is_tty(sys.stderr)
 
 
 PROMPT_HELP = """\
@@ -162,18 +170,19 @@ def ask(question: str) -> str:
     asks again."""
     while True:
         PROMPT.open = True  # before the question shows: Ctrl-C may come at any moment
+        err = prompt_stream()
         with waiting_for_a_line() as wait:
-            echo(question, nl=False, err=True)
+            echo(question, nl=False, err=err)
             wait()
             line = sys.stdin.readline()
         PROMPT.open = False
         if not line:  # end of input (Ctrl-D): quit
-            echo(err=True)
+            echo(err=err)
             return "q"
         answer = ANSWERS.get(line.strip().lower())
         if answer is not None:
             return answer
-        echo(PROMPT_HELP, err=True)
+        echo(PROMPT_HELP, err=err)
 
 
 @contextlib.contextmanager
