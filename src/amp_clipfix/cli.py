@@ -458,9 +458,16 @@ def explain(ctx: click.Context, code: str, output_format: str) -> None:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of `--format json` (draft 7)."""
+@click.option(
+    "--config",
+    "of_config",
+    is_flag=True,
+    help="The schema of [tool.amp-clipfix] instead (for editors and check-jsonschema).",
+)
+def schema(of_config: bool) -> None:
+    """Print the JSON Schema of `--format json` (draft 7), or of the configuration."""
     from importlib import resources  # only this command reads package data
 
-    text = resources.files("amp_clipfix").joinpath("output/schema.json").read_text("utf-8")
+    name = "project/config_schema.json" if of_config else "output/schema.json"
+    text = resources.files("amp_clipfix").joinpath(name).read_text("utf-8")
     click.echo(text, nl=not text.endswith("\n"))
