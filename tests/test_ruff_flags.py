@@ -4,33 +4,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
+from test_cli import invoke, snapshot
 
 from amp_clipfix.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "examples" / "sample_project"
 PINNED = ("--lightning-version", "2.6.6", "--no-cache")
-
-
-@pytest.fixture
-def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    project = tmp_path / "sample_project"
-    shutil.copytree(SAMPLE, project)
-    monkeypatch.chdir(tmp_path)
-    return project
-
-
-def invoke(*args: str):  # noqa: ANN201
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.py")}
 
 
 def codes_reported(stdout: str) -> list[str]:

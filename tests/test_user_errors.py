@@ -10,38 +10,22 @@ import io
 import os
 import pty
 import select
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from rich.console import Console
+from test_cli import SAMPLE, invoke
 
 from amp_clipfix import observed
-from amp_clipfix.cli import main
 from amp_clipfix.output.terminal import ProgressBar
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "examples" / "sample_project"
 PINNED = ("--lightning-version", "2.6.6", "--no-cache")
 ENV = {**os.environ, "AMP_CLIPFIX_NO_CACHE": "1"}
 for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
     ENV.pop(name, None)
-
-
-@pytest.fixture
-def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    project = tmp_path / "sample_project"
-    shutil.copytree(SAMPLE, project)
-    monkeypatch.chdir(tmp_path)
-    return project
-
-
-def invoke(*args: str, input: bytes | None = None):  # noqa: ANN201
-    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 def test_a_named_file_that_is_not_python_is_an_error(sample: Path) -> None:
@@ -73,7 +57,9 @@ def test_a_named_pin_file_or_script_without_suffix_is_no_error(sample: Path) -> 
 
 def test_stdin_filename_alone_reads_stdin(sample: Path) -> None:
     code = (SAMPLE / "train_fabric.py").read_bytes()
-    result = invoke("check", *PINNED, "--stdin-filename", "sample_project/fabric.py", input=code)
+    result = invoke(
+        "check", *PINNED, "--stdin-filename", "sample_project/fabric.py", input=code.decode()
+    )
     assert result.exit_code == 1
     reported = [line for line in result.stdout.splitlines() if line[:1] not in (" ", "")]
     assert reported[0].startswith("sample_project/fabric.py:18:9: ACF001")

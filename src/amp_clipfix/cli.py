@@ -401,10 +401,7 @@ class CodesInHelp(click.Command):
             self.help = own
 
 
-@main.command(cls=CodesInHelp)
-@click.argument("rule_name", metavar="RULE", required=False)
-@click.option("--all", "every", is_flag=True, help="Every rule, in code order.")
-@click.option(
+RULE_FORMAT = click.option(
     "--output-format",
     "--format",
     "output_format",
@@ -413,6 +410,12 @@ class CodesInHelp(click.Command):
     show_default=True,
     help="text: the rule page (markdown); json: an object per rule (a list with --all).",
 )
+
+
+@main.command(cls=CodesInHelp)
+@click.argument("rule_name", metavar="RULE", required=False)
+@click.option("--all", "every", is_flag=True, help="Every rule, in code order.")
+@RULE_FORMAT
 def rule(rule_name: str | None, every: bool, output_format: str) -> None:
     """Print the page of RULE (a code such as ACF001 or a name such as
     fabric-clip-fused-fp16): what it detects, why Lightning fails, an example before and after,
@@ -442,15 +445,7 @@ def rule(rule_name: str | None, every: bool, output_format: str) -> None:
 
 @main.command(cls=CodesInHelp, name="explain")
 @click.argument("code", metavar="RULE")
-@click.option(
-    "--output-format",
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the rule page (markdown); json: an object.",
-)
+@RULE_FORMAT
 @click.pass_context
 def explain(ctx: click.Context, code: str, output_format: str) -> None:
     """The same as `rule RULE` (kept for older scripts)."""
