@@ -207,3 +207,32 @@ def test_the_prompt_asks_when_only_stderr_is_redirected(sample: Path, tmp_path: 
     assert "Not a terminal" not in errors + output.decode("utf-8", "replace")
     assert code == 0, errors
     assert "clip_gradients_unscaled" in (sample / "train_fabric.py").read_text()
+
+
+def test_a_replayed_check_into_one_file_gives_the_same_bytes(sample: Path) -> None:
+    """The replay of an unchanged check writes its noted chunks in order, each flushed: into
+    one file (`> out 2>&1`) it gives the bytes the analysing run gave."""
+    (sample / "train_fabric.py").write_text(
+        (sample / "train_fabric.py")
+        .read_text()
+        .replace("max_norm=1.0)", "max_norm=1.0)  # noqa: ACF999")
+    )
+    env = {key: value for key, value in ENV.items() if key != "AMP_CLIPFIX_NO_CACHE"}
+    runs = []
+    for number in range(3):  # the first notes, the next ones replay
+        both = sample.parent / f"both{number}.txt"
+        with both.open("wb") as stream:
+            done = subprocess.run(
+                [sys.executable, "-m", "amp_clipfix", "check", "--lightning-version", "2.6.6", "."],
+                stdout=stream,
+                stderr=stream,
+                cwd=sample,
+                env=env,
+                check=False,
+            )
+        assert done.returncode == 1
+        runs.append(both.read_bytes())
+    assert runs[0] == runs[1] == runs[2]
+    assert list((sample / ".amp_clipfix_cache").glob("*/replay/*"))  # the run was noted
+    assert b"warning: train_fabric.py:18: unknown code 'ACF999'" in runs[0]
+    assert runs[0].startswith(b"model.py:21:76: ACF002 ")
