@@ -22,7 +22,7 @@ import click
 
 from amp_clipfix import __version__, running
 from amp_clipfix.models import Strategy
-from amp_clipfix.options import FORMATS, Settings, UsageProblem, settings_from
+from amp_clipfix.options import FORMATS, STDIN, Settings, UsageProblem, settings_from
 from amp_clipfix.output.report import problem_line
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.pipeline import run
@@ -326,6 +326,8 @@ def check(
     safe_only = (fix or diff) and not unsafe_fixes
     settings = command_settings(options, safe_only=safe_only)
     settings = replace(settings, statistics=statistics, show_fixes=show_fixes)
+    if add_noqa and settings.paths == (STDIN,):
+        raise OneLineUsageError("--add-noqa writes files: it cannot take the code from stdin")
     with file_errors():
         if show_files:
             running.show_files(settings)

@@ -184,10 +184,10 @@ def never_fail_to_encode() -> None:
 def interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
     """Ctrl-C anywhere in a command (analysis, the prompt) ends it with exit 130 and one line
     on stderr, instead of click's "Aborted!" and exit 1, the code of "findings remain"."""
-    from amp_clipfix.writing import PROMPT, Interrupted
+    from amp_clipfix.writing import PROMPT, Interrupted, prompt_stream
 
     if PROMPT.open:  # the question's line is still open: end it first
-        echo(err=True)
+        echo(err=prompt_stream())
     written = interrupt.written if isinstance(interrupt, Interrupted) else 0
     what = (
         "nothing written"
