@@ -71,8 +71,9 @@ TARGET_CACHE_SPEEDUP = 5.0  # a second, cached check at least 5x cheaper than th
 TARGET_MODULE_SECONDS = 10.0  # a 5 MB module on one core (issue 17)
 TARGET_MODULE_MB = 500.0
 EXPECTED_MODULE_FINDINGS = 1
-# amp-clipfix's last text line: "3 findings (2 fixable with --strategy auto) in 640 files; ...".
-SUMMARY = re.compile(r"^(\d+) findings? .*?\bin (\d+) files?\b", re.MULTILINE)
+# amp-clipfix's last text line: "3 findings (2 fixable with --strategy auto) in 2 files (640 files
+# checked); ..." ("0 findings (...) in 640 files checked; ..." when there are none).
+SUMMARY = re.compile(r"^(\d+) findings? .*?\b(\d+) files? checked\b", re.MULTILINE)
 FINDING = re.compile(r"^\S.*?:\d+:\d+: ([A-Z]+\d+) ", re.MULTILINE)
 
 

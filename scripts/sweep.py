@@ -39,6 +39,8 @@ from pathlib import Path
 
 from corpus import Measurement, measure, package_folder, tree_from_folder
 
+from amp_clipfix.output.report import is_error_line
+
 INSTALLED = ("torch", "lightning")
 # Packages whose sources hold Lightning training code (Trainer / Fabric / LightningModule).
 PACKAGES = (
@@ -76,7 +78,7 @@ def crashed(run: Measurement) -> bool:
 
 
 def error_lines(run: Measurement) -> list[str]:
-    return [line for line in run.stderr.splitlines() if line.startswith("error:")]
+    return [line for line in run.stderr.splitlines() if is_error_line(line)]
 
 
 @dataclass

@@ -206,3 +206,13 @@ def ordinary_user(tmp_path: Path) -> Iterator[OrdinaryUser]:
         yield OrdinaryUser(folder, switch=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the bundled sample project, with the current folder set to its parent (a
+    module's own `sample` fixture, where it has one, takes precedence)."""
+    project = tmp_path / "sample_project"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "sample_project", project)
+    monkeypatch.chdir(tmp_path)
+    return project

@@ -65,8 +65,9 @@ def test_findings_and_files_are_read_from_the_text_report() -> None:
     output = (
         "src/model.py:21:76: ACF002 Trainer clips gradients of a fused optimizer\n"
         "  fused optimizer: src/model.py:21 torch.optim.AdamW(fused=True)\n"
-        "1 finding (1 fixable with --strategy auto) in 643 files; assumed lightning 2.6.6.\n"
+        "1 finding (1 fixable with --strategy auto) in 1 file (643 files checked); assumed "
+        "lightning 2.6.6.\n"
     )
     assert projects.reported(output) == (["ACF002"], 643)
-    assert projects.reported("0 findings (0 fixable) in 1 file; assumed x.\n") == ([], 1)
+    assert projects.reported("0 findings (0 fixable) in 1 file checked; assumed x.\n") == ([], 1)
     assert projects.reported("Traceback (most recent call last):\n") == ([], None)

@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 
 import amp_clipfix.output.write as write_module
 from amp_clipfix.cli import main
+from amp_clipfix.output.report import is_error_line
 from amp_clipfix.output.write import TEMP_SUFFIX
 
 # A Fabric program with the finding: fp16 AMP, a fused AdamW and a clip call. `{I}` is one indent.
@@ -84,7 +85,7 @@ def leftover_temp_files(folder: Path) -> list[Path]:
 
 
 def error_lines(result: Result) -> list[str]:
-    return [line for line in result.output.splitlines() if line.startswith("error:")]
+    return [line for line in result.output.splitlines() if is_error_line(line)]
 
 
 @pytest.fixture
@@ -456,7 +457,7 @@ def test_failed_rename_keeps_the_original_and_no_temp_file(
     assert path.read_bytes() == original
     assert other.read_bytes() == expected_after(original, UNFUSE)
     assert leftover_temp_files(project) == []
-    assert error_lines(result) == ["error: train.py: cannot write: No space left on device"]
+    assert error_lines(result) == ["train.py: error: cannot write: No space left on device"]
     assert "Traceback" not in result.output
 
 
@@ -477,7 +478,7 @@ def test_temp_file_that_cannot_be_created_keeps_the_original(
 
     assert result.exit_code == 2
     assert path.read_bytes() == original
-    assert error_lines(result) == ["error: train.py: cannot write: Permission denied"]
+    assert error_lines(result) == ["train.py: error: cannot write: Permission denied"]
 
 
 def test_failed_temp_write_keeps_the_original_and_no_temp_file(
@@ -497,7 +498,7 @@ def test_failed_temp_write_keeps_the_original_and_no_temp_file(
     assert result.exit_code == 2
     assert path.read_bytes() == original
     assert leftover_temp_files(project) == []
-    assert error_lines(result) == ["error: train.py: cannot write: Input/output error"]
+    assert error_lines(result) == ["train.py: error: cannot write: Input/output error"]
 
 
 def test_file_changed_before_the_write_is_not_overwritten(
@@ -520,7 +521,7 @@ def test_file_changed_before_the_write_is_not_overwritten(
     assert result.exit_code == 2
     assert path.read_bytes() == concurrent
     assert error_lines(result) == [
-        "error: train.py: changed on disk since it was read; not written"
+        "train.py: error: changed on disk since it was read; not written"
     ]
     assert leftover_temp_files(project) == []
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from amp_clipfix.cli import main
+from amp_clipfix.output.report import is_error_line
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "sample_project"
@@ -126,7 +127,7 @@ def test_unparsable_file_is_reported_and_the_rest_is_fixed(sample: Path) -> None
     broken.write_bytes(b"opt = torch.optim.AdamW(params, fused=True\n")
     result = invoke("apply", "--yes", "sample_project")
     assert result.exit_code == 2
-    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    errors = [line for line in result.output.splitlines() if is_error_line(line)]
     assert len(errors) == 1 and "broken.py" in errors[0] and "cannot parse" in errors[0]
     assert broken.read_bytes() == b"opt = torch.optim.AdamW(params, fused=True\n"
     assert b"def configure_gradient_clipping(" in (sample / "model.py").read_bytes()

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from amp_clipfix.cli import main
+from amp_clipfix.output.report import is_error_line
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -43,7 +44,7 @@ def test_broken_yaml_is_one_line_and_the_run_goes_on(cli_project: Path) -> None:
     (cli_project / "broken.yaml").write_text("optimizer:\n  fused: [true\n")
     result = invoke("apply", "--yes")
     assert result.exit_code == 2
-    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    errors = [line for line in result.output.splitlines() if is_error_line(line)]
     assert len(errors) == 1 and "broken.yaml" in errors[0] and "cannot parse YAML" in errors[0]
     assert "Traceback" not in result.output
     assert b"fused: false" in (cli_project / "config.yaml").read_bytes()

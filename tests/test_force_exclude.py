@@ -90,7 +90,7 @@ def test_a_named_folder_in_site_packages_is_reported_as_excluded(project: Path) 
     (package / "train.py").write_text(TRAIN)
     named = "proj/.venv/lib/python3.12/site-packages/pkg"
     walked = invoke("check", named)  # named and not forced: read, as ruff reads it
-    assert "in 1 file;" in walked.stdout and walked.stderr == ""
+    assert "1 file checked" in walked.stdout and walked.stderr == ""
     forced = invoke("check", "--force-exclude", named)
     assert (
         f"warning: {named}: excluded (inside '.venv', skipped by default); skipped "

@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 import amp_clipfix.analysis.parse_pool as parse_pool
 import amp_clipfix.pipeline as pipeline_module
 from amp_clipfix.cli import main
+from amp_clipfix.output.report import is_error_line
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
@@ -31,7 +32,7 @@ def invoke(*args: str) -> Result:
 
 
 def error_lines(result: Result) -> list[str]:
-    return [line for line in result.output.splitlines() if line.startswith("error:")]
+    return [line for line in result.output.splitlines() if is_error_line(line)]
 
 
 @pytest.fixture
@@ -221,7 +222,7 @@ def test_notebook_bad_structure_is_one_line(project: Path, content: str, message
     result = invoke("apply", "--yes", "--strategy", "unfuse")
     assert result.exit_code == 2, result.output
     (line,) = error_lines(result)
-    assert line.startswith("error: bad.ipynb: ") and message in line
+    assert line.startswith("bad.ipynb: error: ") and message in line
     assert (project / "good.py").read_bytes() == GOOD_FIXED
 
 
@@ -281,8 +282,8 @@ def test_long_boolean_chain_is_one_line(project: Path, jobs: str) -> None:
     assert b"deep.py:11:" in checked.stdout, checked.stdout  # its fused optimizer is found
     result = run("apply", "--yes")
     assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith(b"error:")]
-    assert errors == [b"error: deep.py: not fixed: cannot parse: the code is nested too deeply"]
+    errors = [line for line in result.stderr.splitlines() if is_error_line(line.decode())]
+    assert errors == [b"deep.py: error: not fixed: cannot parse: the code is nested too deeply"]
     assert (project / "good.py").read_bytes() == GOOD_FIXED
     assert (project / "deep.py").read_bytes() == deep
 
@@ -309,7 +310,7 @@ def test_dead_worker_costs_only_its_file(project: Path, monkeypatch: pytest.Monk
     result = invoke("apply", "--yes", "-j", "2", "--strategy", "unfuse")
     assert result.exit_code == 2, result.output
     assert error_lines(result) == [
-        "error: killer.py: cannot parse: the parsing process died on this file"
+        "killer.py: error: cannot parse: the parsing process died on this file"
     ]
     assert (project / "good.py").read_bytes() == GOOD_FIXED
 
@@ -353,7 +354,7 @@ def test_linked_folder_leading_outside_is_refused(project: Path, tmp_path: Path)
         result = invoke("apply", "--yes", "--strategy", "unfuse", given)
         assert result.exit_code == 2, result.output
         assert error_lines(result) == [
-            f"error: {given}: a link leads outside the project; not processed"
+            f"{given}: error: a link leads outside the project; not processed"
         ]
         assert (outside / "out.py").read_bytes() == GOOD
 
@@ -414,7 +415,7 @@ def test_read_only_file_is_refused(project: Path) -> None:
     path.chmod(0o444)
     result = invoke("apply", "--yes", "--strategy", "unfuse", "-v")
     assert result.exit_code == 2, result.output
-    assert "error: train.py: read-only file (mode 0444); not written" in result.output
+    assert "train.py: error: read-only file (mode 0444); not written" in result.output
     assert path.read_bytes() == GOOD
 
 
@@ -480,7 +481,7 @@ def test_pyproject_that_is_not_utf8_is_one_line(project: Path) -> None:
     (project / "train.py").write_bytes(GOOD)
     result = invoke("check")
     assert result.exit_code == 2
-    assert "pyproject.toml: invalid TOML: not UTF-8" in result.output
+    assert "pyproject.toml: error: invalid TOML: not UTF-8" in result.output
     assert "Traceback" not in result.output
 
 
@@ -518,7 +519,7 @@ def test_patch_dir_link_is_never_written_through(project: Path, tmp_path: Path) 
     result = invoke("apply", "--dry-run", "--patch-dir", "patches", "--strategy", "unfuse", ".")
     assert result.exit_code == 2, result.output
     assert error_lines(result) == [
-        "error: patches/project.patch: is a symbolic link; not written through "
+        "patches/project.patch: error: is a symbolic link; not written through "
         "(it may lead anywhere)"
     ]
     assert outside.read_bytes() == b"keep me\n"
@@ -569,7 +570,7 @@ def test_a_pyproject_linked_out_of_the_project_is_not_read(project: Path, tmp_pa
     assert result.exit_code == 2, result.output
     assert "s3cr3t" not in result.output
     assert result.output.splitlines()[-1] == (
-        "Error: pyproject.toml: a link leads outside the project; not read"
+        "pyproject.toml: error: a link leads outside the project; not read"
     )
 
 
@@ -645,8 +646,8 @@ def test_a_read_only_helper_module_writes_none_of_its_importers(helper_project: 
     result = invoke("apply", "--yes", "--strategy", "unscale", "--lightning-version", "2.6.6", ".")
     assert result.exit_code == 2, result.output
     assert error_lines(result) == [
-        "error: mypkg/amp_helpers.py: read-only file (mode 0444); not written",
-        "error: mypkg/model.py: not written: it needs mypkg/amp_helpers.py, which was not written",
+        "mypkg/amp_helpers.py: error: read-only file (mode 0444); not written",
+        "mypkg/model.py: error: not written: it needs mypkg/amp_helpers.py, which was not written",
     ]
     assert snapshot(helper_project) == before, "no file may import what was not written"
 
@@ -668,8 +669,8 @@ def test_a_helper_module_that_appears_meanwhile_writes_none_of_its_importers(
     result = invoke("apply", "--yes", "--strategy", "unscale", "--lightning-version", "2.6.6", ".")
     assert result.exit_code == 2, result.output
     assert error_lines(result) == [
-        "error: mypkg/amp_helpers.py: cannot create: the file appeared meanwhile; not written",
-        "error: mypkg/model.py: not written: it needs mypkg/amp_helpers.py, which was not written",
+        "mypkg/amp_helpers.py: error: cannot create: the file appeared meanwhile; not written",
+        "mypkg/model.py: error: not written: it needs mypkg/amp_helpers.py, which was not written",
     ]
     assert (helper_project / "mypkg" / "model.py").read_bytes() == model
     assert helpers.read_text() == "# an editor's new file\n"
@@ -684,9 +685,9 @@ def test_a_helper_module_that_cannot_be_read_gives_each_importer_its_error(
     result = invoke("apply", "--yes", "--strategy", "unscale", "--lightning-version", "2.6.6", ".")
     assert result.exit_code == 2, result.output
     assert error_lines(result) == [
-        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers: cannot be created or "
+        "mypkg/amp_helpers.py: error: helper-module mypkg.amp_helpers: cannot be created or "
         "updated: cannot decode as utf-8 at byte 5",
-        "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers",
+        "mypkg/model.py: error: not fixed: it would import from helper-module mypkg.amp_helpers",
     ]
     assert snapshot(helper_project) == before
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from spied import check_counting_parses
 
+from amp_clipfix.output.report import is_error_line
+
 # ACF005 searches (the project writes `manual_backward`) and so `.fit(` is one of its words,
 # but its search reads a `fit` only for a module that clips: here nothing clips.
 MANUAL = "def step(module, loss):\n    module.manual_backward(loss)\n"
@@ -38,10 +40,10 @@ def test_word_holding_files_that_do_not_parse_are_reported_read_or_not(
     (tmp_path / "c.py").write_text(FIT, encoding="utf-8")
     code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert code == 2, output
-    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    errors = [line for line in output.splitlines() if is_error_line(line)]
     assert errors == [
-        "error: a.py:1:14: cannot parse: '(' was never closed",
-        "error: b.py:2:27: cannot parse: '(' was never closed",
+        "a.py:1:14: error: cannot parse: '(' was never closed",
+        "b.py:2:27: error: cannot parse: '(' was never closed",
     ]
     assert "c.py" not in parsed
 

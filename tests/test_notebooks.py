@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from amp_clipfix.cli import main
+from amp_clipfix.output.report import is_error_line
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NOTEBOOK_CASES = sorted(path for path in FIXTURES.glob("notebook_*") if (path / "input").is_dir())
@@ -84,7 +85,7 @@ def test_broken_notebook_is_one_line_and_the_run_goes_on(
     (magics.parent / "broken.ipynb").write_text(content)
     result = invoke("apply", "--yes", ".")
     assert result.exit_code == 2
-    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    errors = [line for line in result.output.splitlines() if is_error_line(line)]
     assert len(errors) == 1 and "broken.ipynb" in errors[0] and message in errors[0]
     assert "clip_gradients_unscaled(fabric, " in magics.read_text()
 

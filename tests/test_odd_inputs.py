@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 import amp_clipfix.project.discover as discover_module
 from amp_clipfix import observed
 from amp_clipfix.cli import main
+from amp_clipfix.output.report import is_error_line
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
@@ -42,7 +43,7 @@ ODD = [
     Odd(
         "syntax_error.py",
         b"import torch\nopt = torch.optim.AdamW(p, fused=True\ndef f(:\n    pass\n",
-        ":3:1: cannot parse:",
+        ":3:1: error: cannot parse:",
     ),
     Odd(
         "unterminated.py",
@@ -52,7 +53,7 @@ ODD = [
     Odd(
         "python2_print.py",
         b'import torch\nprint "x"\nopt = torch.optim.AdamW(p, fused=True)\n',
-        ":2:1: cannot parse: Missing parentheses in call to 'print'",
+        ":2:1: error: cannot parse: Missing parentheses in call to 'print'",
     ),
     Odd(
         "python2_exec.py",
@@ -126,7 +127,7 @@ def assert_one_error_and_good_fixed(result: Result, project: Path, name: str, re
     assert "Traceback" not in result.output
     named = lines_naming(result, name)
     assert len(named) == 1, result.output
-    assert named[0].startswith(f"error: {name}"), named
+    assert named[0].startswith(f"{name}:") and ": error: " in named[0], named
     assert reason in named[0], named
     assert (project / "good.py").read_bytes() == GOOD_FIXED
 
@@ -165,9 +166,9 @@ def test_several_odd_files_each_get_their_line(project: Path) -> None:
 
     assert result.exit_code == 2
     assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    errors = [line for line in result.output.splitlines() if is_error_line(line)]
     assert sorted(errors) == sorted(
-        next(line for line in errors if line.startswith(f"error: {odd.name}")) for odd in ODD
+        next(line for line in errors if line.startswith(f"{odd.name}:")) for odd in ODD
     )
     assert (project / "good.py").read_bytes() == GOOD_FIXED
 
@@ -247,7 +248,7 @@ def test_unreadable_folder(project: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     named = lines_naming(result, "locked")
-    assert len(named) == 1 and named[0].startswith("error:"), result.output
+    assert len(named) == 1 and is_error_line(named[0]), result.output
     assert "Permission denied" in named[0]
     assert (project / "good.py").read_bytes() == GOOD_FIXED
 
@@ -291,7 +292,7 @@ def test_fifo_named_py_is_never_read(project: Path) -> None:
     walked = subprocess.run([*command, "sub"], capture_output=True, timeout=120, check=False)
 
     assert named.returncode == 2, named.stderr
-    assert b"error: pipe.py: not a regular file or directory" in named.stderr
+    assert b"pipe.py: error: not a regular file or directory" in named.stderr
     assert b"Traceback" not in named.stderr
     assert (project / "good.py").read_bytes() == GOOD_FIXED
     assert walked.returncode == 0, walked.stderr
@@ -341,5 +342,5 @@ def test_deeply_nested_code_is_one_line(project: Path, jobs: str) -> None:
 
     assert result.returncode == 2, result.returncode
     assert b"Traceback" not in result.stderr
-    assert b"error: deep.py:" in result.stderr
+    assert b"deep.py:" in result.stderr and b": error: " in result.stderr
     assert (project / "good.py").read_bytes() == GOOD_FIXED

@@ -27,6 +27,8 @@ KEYS = {
     "extend-exclude": 'extend-exclude = ["model.py"]',
     "select": 'select = ["ACF002"]',
     "ignore": 'ignore = ["ACF001"]',
+    "extend-select": 'select = ["ACF002"]\nextend-select = ["ACF007"]',
+    "per-file-ignores": 'per-file-ignores = {"model.py" = ["ACF002"]}',
     "helper-module": 'helper-module = "amp_helpers"',
 }
 

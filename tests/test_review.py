@@ -150,13 +150,13 @@ def test_an_unknown_code_or_an_empty_selection_is_a_one_line_error(
     [
         (
             'ignore = ["XYZ1"]',
-            f"error: sample_project/pyproject.toml: ignore: unknown code 'XYZ1' {KNOWN}",
+            f"sample_project/pyproject.toml: error: ignore: unknown code 'XYZ1' {KNOWN}",
         ),
         (
             'select = ["ACF00", "acf1"]',
-            "error: sample_project/pyproject.toml: select: unknown code 'ACF1' ",
+            "sample_project/pyproject.toml: error: select: unknown code 'ACF1' ",
         ),
-        ("select = []", "error: sample_project/pyproject.toml: select: selects no code"),
+        ("select = []", "sample_project/pyproject.toml: error: select: selects no code"),
     ],
 )
 def test_a_configuration_with_an_unknown_code_is_a_one_line_error(
@@ -177,7 +177,7 @@ def test_another_projects_unknown_code_skips_that_project_and_the_run_goes_on(re
     result = invoke("check", "repos/a", "repos/b")
     assert result.exit_code == 2
     assert (
-        f"error: repos/b/pyproject.toml: ignore: unknown code 'ACF0O1' {KNOWN}; project skipped"
+        f"repos/b/pyproject.toml: error: ignore: unknown code 'ACF0O1' {KNOWN}; project skipped"
         in result.stderr
     )
     assert f"repos/a/train_fabric.py:18:9: {FABRIC_CODE}" in result.stdout  # the run went on

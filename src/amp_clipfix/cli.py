@@ -23,10 +23,12 @@ import click
 
 from amp_clipfix import __version__, running
 from amp_clipfix.models import Strategy
-from amp_clipfix.options import FORMATS, Settings, UsageProblem, settings_from
+from amp_clipfix.options import FORMATS, STDIN, Settings, UsageProblem, settings_from
+from amp_clipfix.output.report import problem_line
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.pipeline import run
-from amp_clipfix.reporting import OutputFileError
+from amp_clipfix.records import replace
+from amp_clipfix.reporting import OutputFileError, set_color
 from amp_clipfix.strategies import DOES, auto_description, safety_label
 from amp_clipfix.trace.command import trace
 from amp_clipfix.writing import is_interactive, plain_output, write_changes
@@ -47,22 +49,28 @@ STRATEGY_HELP = strategy_help()
 
 
 class OneLineUsageError(click.ClickException):
-    """A usage error in one line (`error: ...` on stderr, like the run's other errors), exit 2,
-    as ruff reports a bad `--select`."""
+    """A usage error in one line (`error: ...` on stderr, `path: error: ...` when a file is
+    concerned, like the run's other errors), exit 2, as ruff reports a bad `--select`."""
 
     exit_code = 2
 
+    def __init__(self, message: str, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
     def show(self, file: IO[str] | None = None) -> None:
-        click.echo(terminal_safe(f"error: {self.format_message()}"), err=True)
+        line = problem_line("error", self.format_message(), self.where)
+        click.echo(terminal_safe(line), err=True)
 
 
-def command_settings(options: dict[str, object]) -> Settings:
+def command_settings(options: dict[str, object], **more: object) -> Settings:
     """The options merged over the configuration; a bad one is click's usage error."""
+    set_color(str(options.pop("color", None) or "auto"))
     try:
-        return settings_from(**options)  # type: ignore[arg-type]
+        return settings_from(**options, **more)  # type: ignore[arg-type]
     except UsageProblem as problem:
         if problem.one_line:
-            raise OneLineUsageError(problem.message) from None
+            raise OneLineUsageError(problem.message, problem.where) from None
         if problem.param_hint is not None:
             raise click.BadParameter(problem.message, param_hint=problem.param_hint) from None
         raise click.UsageError(problem.message) from None
@@ -81,7 +89,14 @@ def file_errors() -> Iterator[None]:
 def common_options(function):  # noqa: ANN001, ANN201
     """Options shared by `check` and `apply`."""
     decorators = [
-        click.argument("paths", nargs=-1, type=click.Path(path_type=Path), metavar="[PATHS]..."),
+        # readable=False: a path that cannot be read is the run's `path: error: cannot read`,
+        # the same line as for a file met in a folder, not click's usage error
+        click.argument(
+            "paths",
+            nargs=-1,
+            type=click.Path(path_type=Path, readable=False),
+            metavar="[PATHS]...",
+        ),
         click.option(
             "--strategy", type=click.Choice([s.value for s in Strategy]), help=STRATEGY_HELP
         ),
@@ -115,6 +130,7 @@ def common_options(function):  # noqa: ANN001, ANN201
             "path is skipped with a note.",
         ),
         click.option(
+            "--output-format",
             "--format",
             "output_format",
             type=click.Choice(FORMATS),
@@ -122,7 +138,40 @@ def common_options(function):  # noqa: ANN001, ANN201
             show_default=True,
             help="Report format: text for people, json (schema: `amp-clipfix schema`), sarif "
             "(code scanning), github (workflow annotations), rdjson (reviewdog, with "
-            "suggestions) or gitlab (code quality report).",
+            "suggestions) or gitlab (code quality report). `--format` is the same option.",
+        ),
+        click.option(
+            "--extend-select",
+            multiple=True,
+            metavar="CODES",
+            help="Report these codes or prefixes too, on top of `select` (comma-separated, "
+            "repeatable; added to `extend-select` of the configuration).",
+        ),
+        click.option(
+            "--per-file-ignores",
+            multiple=True,
+            metavar="GLOB:CODES",
+            help="Never report CODES in files matching GLOB (relative to the configuration's "
+            "folder; a GLOB without `/` matches a file's name anywhere). Repeatable; replaces "
+            "`per-file-ignores` of the configuration.",
+        ),
+        click.option(
+            "--config",
+            multiple=True,
+            metavar="PATH | KEY=VALUE",
+            help="A configuration file for every project (a pyproject.toml, whose "
+            "[tool.amp-clipfix] is read, or an amp-clipfix.toml with the keys at its top "
+            'level), or a `KEY = VALUE` override in TOML (e.g. `strategy = "unfuse"`) that '
+            "wins over every file. Repeatable.",
+        ),
+        click.option(
+            "--color",
+            type=click.Choice(["auto", "always", "never"]),
+            default="auto",
+            show_default=True,
+            help="Colour in diffs and tables: auto (on a terminal without NO_COLOR), always "
+            "(also piped: the diff is then no plain patch) or never (a plain patch on a "
+            "terminal too).",
         ),
         click.option(
             "--select",
@@ -175,8 +224,9 @@ def common_options(function):  # noqa: ANN001, ANN201
         ),
         click.option(
             "--stdin-filename",
-            type=click.Path(path_type=Path),
-            help="With PATH `-`: the name to report the code read from stdin under.",
+            type=click.Path(path_type=Path, readable=False),
+            help="Read the code from stdin (with no PATHS, or PATH `-`) and report it under "
+            "this name, whose project's configuration applies.",
         ),
     ]
     for decorator in reversed(decorators):
@@ -207,7 +257,8 @@ def main() -> None:
     amp-clipfix check src/              report findings
     amp-clipfix apply src/              show the fix as a diff, ask, then write
     amp-clipfix apply --dry-run src/ > fix.patch   write nothing; the patch goes to stdout
-    amp-clipfix explain ACF001          what a finding means and how each fix behaves
+    amp-clipfix check --diff src/       the same patch, as ruff's --diff (exit 1 if pending)
+    amp-clipfix rule ACF001             what a finding means and how each fix behaves
     """
     running.never_fail_to_encode()
     running.few_garbage_collections()
@@ -215,7 +266,57 @@ def main() -> None:
 
 @main.command()
 @common_options
-def check(**options: object) -> None:
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Write the safe fixes without asking, as `apply --yes` (no diff shown; the findings "
+    "left are reported). An unsafe --strategy needs --unsafe-fixes.",
+)
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="With --fix or --diff: allow an unsafe --strategy (bf16, guard) named on the "
+    "command line or in the configuration.",
+)
+@click.option(
+    "--diff",
+    is_flag=True,
+    help="Write nothing; print the fixes as a patch on stdout (as `apply --dry-run`). Exit 1 "
+    "when changes are pending, 0 when there are none.",
+)
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Instead of the findings, one line per code: count, code, [*] when all are fixable, "
+    "rule name (a JSON list with --output-format json).",
+)
+@click.option(
+    "--show-fixes",
+    is_flag=True,
+    help="List the findings fixed (with --fix) or that a fix would fix (otherwise), per "
+    "file and code.",
+)
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="Print the files a check would read (one per line, after excludes) and exit 0.",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Write `# noqa: ACFxxx` on the line of each finding (merged into a noqa comment "
+    "there), so the next check is clean; exit 0.",
+)
+def check(
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    statistics: bool,
+    show_fixes: bool,
+    show_files: bool,
+    add_noqa: bool,
+    **options: object,
+) -> None:
     """Report findings in PATHS (files or folders; default: the current folder; `-`: stdin).
 
     A file brings in the whole project it belongs to (a Trainer in another file still links),
@@ -223,8 +324,31 @@ def check(**options: object) -> None:
     are findings (0 with --exit-zero), 2 on usage or file errors.
     """
     started = time.perf_counter()
-    settings = command_settings(options)
+    if add_noqa and (fix or diff):
+        raise OneLineUsageError("--add-noqa cannot be combined with --fix or --diff")
+    safe_only = (fix or diff) and not unsafe_fixes
+    settings = command_settings(options, safe_only=safe_only)
+    settings = replace(settings, statistics=statistics, show_fixes=show_fixes)
+    if add_noqa and settings.paths == (STDIN,):
+        raise OneLineUsageError("--add-noqa writes files: it cannot take the code from stdin")
     with file_errors():
+        if show_files:
+            running.show_files(settings)
+        if add_noqa:
+            running.add_noqa(settings, walk=run)
+        if fix or diff:
+            running.apply(
+                settings,
+                started,
+                yes=not diff,
+                dry_run=diff,
+                patch_dir=None,
+                interactive=False,
+                plain=plain_output(),
+                walk=run,
+                write=write_changes,
+                as_check=True,
+            )
         running.check(settings, started, walk=run)
 
 
@@ -265,7 +389,7 @@ def apply(yes: bool, dry_run: bool, patch_dir: Path | None, **options: object) -
 
 
 class CodesInHelp(click.Command):
-    """`explain`, whose help ends with the known codes: the rules (and the analysis under them)
+    """`rule`, whose help ends with the known codes: the rules (and the analysis under them)
     are imported only when that help is shown, not by every run that imports the command line."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -274,34 +398,78 @@ class CodesInHelp(click.Command):
         from amp_clipfix.rules import RULES
 
         own = self.help
-        self.help = f"{inspect.cleandoc(own or '')}\n\nCODE is one of {', '.join(sorted(RULES))}."
+        names = ", ".join(f"{code} ({rule.name})" for code, rule in sorted(RULES.items()))
+        self.help = f"{inspect.cleandoc(own or '')}\n\nRULE is one of {names}."
         try:
             super().format_help_text(ctx, formatter)
         finally:
             self.help = own
 
 
-@main.command(cls=CodesInHelp)
-@click.argument("code")
-def explain(code: str) -> None:
-    """Print the rule page of CODE: what it detects, why Lightning fails, an example before and
-    after, and the safety of each fix."""
-    from amp_clipfix.rules import RULES, render_rule
+RULE_FORMAT = click.option(
+    "--output-format",
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the rule page (markdown); json: an object per rule (a list with --all).",
+)
 
-    rule = RULES.get(code.upper())
-    if rule is None:
-        raise click.BadParameter(
-            f"unknown code {code!r}; known codes: {', '.join(RULES)}", param_hint="CODE"
-        )
-    click.echo(render_rule(rule))
+
+@main.command(cls=CodesInHelp)
+@click.argument("rule_name", metavar="RULE", required=False)
+@click.option("--all", "every", is_flag=True, help="Every rule, in code order.")
+@RULE_FORMAT
+def rule(rule_name: str | None, every: bool, output_format: str) -> None:
+    """Print the page of RULE (a code such as ACF001 or a name such as
+    fabric-clip-fused-fp16): what it detects, why Lightning fails, an example before and after,
+    and the safety of each fix; `--all` prints every rule."""
+    from amp_clipfix.output.rule_pages import rule_json, rule_named, rule_text
+    from amp_clipfix.rules import RULES
+
+    if every == (rule_name is not None):
+        raise OneLineUsageError("give one RULE (a code or a name) or --all")
+    if every:
+        chosen = [RULES[code] for code in sorted(RULES)]
+    else:
+        found = rule_named(str(rule_name))
+        if found is None:
+            known = ", ".join(sorted(RULES))
+            what = "code" if str(rule_name)[-1:].isdigit() else "rule"
+            raise OneLineUsageError(f"unknown {what} {rule_name!r} (known codes: {known})")
+        chosen = [found]
+    if output_format == "json":
+        import json
+
+        data = [rule_json(one) for one in chosen]
+        click.echo(json.dumps(data if every else data[0], indent=2, ensure_ascii=False))
+        return
+    click.echo("\n".join(rule_text(one) for one in chosen))
+
+
+@main.command(cls=CodesInHelp, name="explain")
+@click.argument("code", metavar="RULE")
+@RULE_FORMAT
+@click.pass_context
+def explain(ctx: click.Context, code: str, output_format: str) -> None:
+    """The same as `rule RULE` (kept for older scripts)."""
+    ctx.invoke(rule, rule_name=code, every=False, output_format=output_format)
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of `--format json` (draft 7)."""
+@click.option(
+    "--config",
+    "of_config",
+    is_flag=True,
+    help="The schema of [tool.amp-clipfix] instead (for editors and check-jsonschema).",
+)
+def schema(of_config: bool) -> None:
+    """Print the JSON Schema of `--format json` (draft 7), or of the configuration."""
     from importlib import resources  # only this command reads package data
 
-    text = resources.files("amp_clipfix").joinpath("output/schema.json").read_text("utf-8")
+    name = "project/config_schema.json" if of_config else "output/schema.json"
+    text = resources.files("amp_clipfix").joinpath(name).read_text("utf-8")
     click.echo(text, nl=not text.endswith("\n"))
 
 

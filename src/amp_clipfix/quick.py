@@ -36,13 +36,21 @@ VALUES = {
     "--lightning-version": "lightning_version",
     "--torch-version": "torch_version",
     "--format": "output_format",
+    "--output-format": "output_format",
     "--output-file": "output_file",
     "-o": "output_file",
     "--jobs": "jobs",
     "-j": "jobs",
     "--stdin-filename": "stdin_filename",
 }
-REPEATED = {"--exclude": "exclude", "--select": "select", "--ignore": "ignore"}
+REPEATED = {
+    "--exclude": "exclude",
+    "--select": "select",
+    "--ignore": "ignore",
+    "--extend-select": "extend_select",
+    "--per-file-ignores": "per_file_ignores",
+    "--config": "config",
+}
 SHORT_WITH_VALUE = ("-o", "-j")  # `-j2` and `-ofile` are left to click
 NO_CACHE_VARIABLE = "AMP_CLIPFIX_NO_CACHE"
 
@@ -150,6 +158,9 @@ def _converted(raw: Raw) -> dict[str, object]:
         "output_format": output_format,
         "select": tuple(raw.repeated["select"]),
         "ignore": tuple(raw.repeated["ignore"]),
+        "extend_select": tuple(raw.repeated["extend_select"]),
+        "per_file_ignores": tuple(raw.repeated["per_file_ignores"]),
+        "config": tuple(raw.repeated["config"]),
         "exit_zero": "exit_zero" in raw.flags,
         "output_file": None if output_file is None else Path(output_file),
         "tracked_only": "tracked_only" in raw.flags,
@@ -162,15 +173,9 @@ def _converted(raw: Raw) -> dict[str, object]:
 
 
 def _path(value: str) -> str:
-    """A path value click's `Path` type takes as it is: an empty one, or one that exists but
-    cannot be read, click words an error for."""
+    """A path value click's `Path` type takes as it is (cli.py: `readable=False`, so a file
+    that cannot be read is the run's own error line): an empty one click words an error for."""
     if not value:
-        raise NotUnderstood
-    try:
-        os.stat(value)
-    except OSError:
-        return value
-    if not os.access(value, os.R_OK):
         raise NotUnderstood
     return value
 

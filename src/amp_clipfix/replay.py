@@ -115,13 +115,11 @@ def replay(key: str) -> int | None:
         return None
     output, code = noted
     try:
-        for stream, data in output:  # buffered as the run's own writes were: stderr by the line
-            if stream == 1:
-                sys.stdout.buffer.write(data)
-            else:
-                sys.stderr.buffer.write(data)
-                sys.stderr.flush()
-        sys.stdout.flush()
+        for stream, data in output:  # in the run's order, each chunk flushed before the next:
+            # with both streams sent to one file a buffered stdout would land mid-line later
+            target = sys.stdout if stream == 1 else sys.stderr
+            target.buffer.write(data)
+            target.flush()
     except BrokenPipeError:  # the reader stopped early (`| head`): quietly, as the run does
         _silence_output()
         return EXIT_BROKEN_PIPE

@@ -18,9 +18,10 @@ from amp_clipfix.kinds import Strategy, active_findings
 from amp_clipfix.options import Settings
 from amp_clipfix.output.report import (
     assumption_lines,
-    error_line,
+    error_where,
     format_findings,
     plural,
+    problem_line,
     project_rows,
 )
 from amp_clipfix.output.safe_text import terminal_safe
@@ -81,21 +82,50 @@ def echo(
     stream.flush()
 
 
-@functools.cache
+COLOR = ["auto"]  # --color: auto, always or never (the command line sets it per run)
+
+
+def set_color(when: str) -> None:
+    COLOR[0] = when
+
+
+def colored_console(stderr: bool = False) -> Console:
+    """A rich Console for --color: always forces colour (a terminal's escapes) even piped,
+    never switches it off; auto leaves it to rich (a terminal, NO_COLOR)."""
+    from rich.console import Console
+
+    when = COLOR[0]
+    return Console(
+        stderr=stderr,
+        force_terminal=True if when == "always" else None,
+        no_color=True if when == "never" else None,
+    )
+
+
 def stderr_console() -> Console:
+    return _stderr_console(COLOR[0])
+
+
+@functools.cache
+def _stderr_console(when: str) -> Console:
+    return colored_console(stderr=True)
+
+
+@functools.cache
+def _plain_stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True)
 
 
 def stderr_is_terminal() -> bool:
-    """Whether stderr gets the progress bar and the summary table, as rich decides it. rich is
-    imported only when the answer can be yes (a terminal, or a variable that forces one): a
-    piped run (CI, pre-commit) never pays for it."""
+    """Whether stderr gets the progress bar and the summary table, as rich decides it (--color
+    decides colour only, not this). rich is imported only when the answer can be yes (a
+    terminal, or a variable that forces one): a piped run (CI, pre-commit) never pays for it."""
     forced = os.environ.get("TTY_COMPATIBLE") or os.environ.get("FORCE_COLOR")
     if not forced and not is_tty(sys.stderr):
         return False
-    return stderr_console().is_terminal
+    return _plain_stderr_console().is_terminal
 
 
 def is_tty(stream: IO[str]) -> bool:
@@ -159,8 +189,10 @@ def emit_report(
     only: Sequence | None = None,
     fixed: frozenset[Finding] = frozenset(),
     project_table: bool = False,
+    after_writing: bool = False,
 ) -> None:
-    """The findings in the chosen format, on `stream`. Several projects: the release each
+    """The findings in the chosen format, on `stream` (`after_writing`: `fixed` were
+    written; the summary says how many). Several projects: the release each
     assumed, one line each (apply's per-project table lists them instead)."""
     from amp_clipfix.output.machine import Summary
 
@@ -180,6 +212,9 @@ def emit_report(
         "rdjson": lambda: to_rdjson(result.findings, result.edits),
         "gitlab": lambda: to_gitlab(result.findings),
     }
+    if settings.statistics and settings.output_format in ("text", "json"):
+        emit_statistics(result, settings, stream)
+        return
     if settings.output_format in machine:
         echo(machine[settings.output_format](), nl=False, file=stream)
         return
@@ -189,11 +224,67 @@ def emit_report(
     else:
         for line in format_findings(active_findings(result.findings) if only is None else only):
             echo(line, file=stream)
+    if settings.show_fixes:
+        for line in fixes_listing(result, fixed, after_writing):
+            echo(line, file=stream)
     if settings.verbosity >= 0:
         if len(result.targets) > 1 and not project_table:
             for line in assumption_lines(result.targets):
                 echo(line, file=stream)
-        echo(summary_line(result, summary, settings, project_table), file=stream)
+        written = len(fixed) if after_writing else None
+        echo(summary_line(result, summary, settings, project_table, written), file=stream)
+
+
+def emit_statistics(result: RunResult, settings: Settings, stream: IO[str]) -> None:
+    """`--statistics`, as ruff prints it: per code its count, `[*]` when every finding of it
+    has a fix, and the rule's name; with --output-format json a list of objects."""
+    from amp_clipfix.rules import RULES
+
+    rows: dict[str, list[int]] = {}
+    for finding in active_findings(result.findings):
+        counts = rows.setdefault(finding.code, [0, 0])
+        counts[0] += 1
+        counts[1] += finding.fix is not None
+    ordered = sorted(rows.items(), key=lambda item: (-item[1][0], item[0]))
+    names = {code: RULES[code].name if code in RULES else "" for code in rows}
+    if settings.output_format == "json":
+        import json
+
+        data = [
+            {"code": code, "name": names[code], "count": count, "fixable": fixable == count}
+            for code, (count, fixable) in ordered
+        ]
+        echo(json.dumps(data, indent=2), file=stream)
+        return
+    width = max((len(str(count)) for count, _ in rows.values()), default=1)
+    for code, (count, fixable) in ordered:
+        mark = "[*] " if fixable == count else "[ ] " if fixable else ""
+        echo(f"{count:>{width}}\t{code}\t{mark}{names[code]}", file=stream)
+
+
+def fixes_listing(result: RunResult, fixed: frozenset[Finding], after_writing: bool) -> list[str]:
+    """`--show-fixes`: the findings fixed (after writing) or that a fix would fix, per file
+    (the finding's own) and code, as ruff lists them."""
+    from amp_clipfix.rules import RULES
+
+    if after_writing:
+        listed, verb = list(fixed), "Fixed"
+    else:
+        listed = [f for f in active_findings(result.findings) if f.fix is not None]
+        verb = "Would fix"
+    if not listed:
+        return [f"{verb} 0 findings."]
+    per_file: dict[str, dict[str, int]] = {}
+    for finding in listed:
+        codes = per_file.setdefault(display_path(finding.primary.path), {})
+        codes[finding.code] = codes.get(finding.code, 0) + 1
+    lines = [f"{verb} {plural(len(listed), 'finding')}:"]
+    for path in sorted(per_file):
+        lines.append(terminal_safe(f"- {path}:"))
+        for code, count in sorted(per_file[path].items()):
+            name = RULES[code].name if code in RULES else ""
+            lines.append(f"    {count} \u00d7 {code} ({name})")
+    return lines
 
 
 def run_strategy(result: RunResult, settings: Settings) -> str | None:
@@ -233,18 +324,27 @@ def target_json(target: Target) -> dict[str, object]:
 
 
 def summary_line(
-    result: RunResult, summary: Summary, settings: Settings, project_table: bool = False
+    result: RunResult,
+    summary: Summary,
+    settings: Settings,
+    project_table: bool = False,
+    written: int | None = None,
 ) -> str:
     findings = active_findings(result.findings)
     strategy = run_strategy(result, settings)
     fixable_with = f"--strategy {strategy}" if strategy else "each project's strategy"
+    with_findings = len({finding.primary.path for finding in findings})
+    checked = f"{plural(result.files_seen, 'file')} checked"
+    where = f"in {plural(with_findings, 'file')} ({checked})" if findings else f"in {checked}"
     parts = [
         f"{plural(len(findings), 'finding')} ({summary.fixable} fixable with {fixable_with}) "
-        f"in {plural(result.files_seen, 'file')}"
+        + where
     ]
     if summary.suppressed:
         parts.append(f"{summary.suppressed} suppressed")
-    if result.changes:
+    if written is not None:
+        parts.append(f"{written} fixed, {len(findings) - written} remaining")
+    elif result.changes:
         parts.append(f"{plural(len(result.changes), 'file')} to change")
     line = ", ".join(parts)
     described = {target.describe() + torch_told(target) for _, target in result.targets}
@@ -278,7 +378,7 @@ def report_errors(result: RunResult, settings: Settings) -> None:
     for warning in dict.fromkeys(warnings):
         echo(terminal_safe(f"warning: {warning}"), err=True)
     for error in result.errors:
-        echo(terminal_safe(f"error: {error_line(error)}"), err=True)
+        echo(terminal_safe(problem_line("error", error.message, error_where(error))), err=True)
 
 
 def wants_project_table(settings: Settings, result: RunResult, patch_dir: Path | None) -> bool:

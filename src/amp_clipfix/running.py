@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
-from amp_clipfix import run_notes
-from amp_clipfix.kinds import FileError, active_findings
+from amp_clipfix import observed, run_notes
+from amp_clipfix.kinds import ErrorKind, FileError, active_findings
 from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural
 from amp_clipfix.output.safe_text import terminal_safe
@@ -31,6 +31,7 @@ from amp_clipfix.reporting import (
     emit_report,
     finish,
     render_project_table,
+    report_errors,
     report_stream,
     stderr_console,
     stderr_is_terminal,
@@ -96,18 +97,64 @@ def execute_run(
             note = f"{name}: excluded ({reason}); skipped (--force-exclude)"
             return RunResult((), (), (), files_seen=0, files_parsed=0, projects=0, notes=(note,))
         return run_source(name, stdin_data, configured[1])
-    targets = line.scope.targets
+    unreadable = named_file_errors(settings.paths)
+    bad = {error.path for error in unreadable}
+    targets = tuple(target for target in line.scope.targets if target not in bad)
     excludes = settings.configurer.excludes
     walk = functools.partial(
         walk_with, force_exclude=settings.force_exclude, implied=line.scope.implied
     )
     if settings.verbosity < 0 or not stderr_is_terminal():
-        return walk(targets, options, excludes)
-    from amp_clipfix.output.terminal import ProgressBar
+        result = walk(targets, options, excludes)
+    else:
+        from amp_clipfix.output.terminal import ProgressBar
 
-    run_notes.refuse()  # a progress bar is drawn as time passes: never replayed
-    with ProgressBar(stderr_console()) as progress:
-        return walk(targets, options, excludes, progress)
+        with ProgressBar(stderr_console(), on_start=run_notes.refuse) as progress:
+            # a progress bar drawn as time passes is never replayed (on_start)
+            result = walk(targets, options, excludes, progress)
+    # the walk reads a named file again when its project's root is walked: one line per file
+    told = {os.path.abspath(error.path) for error in result.errors if error.path is not None}
+    untold = tuple(e for e in unreadable if os.path.abspath(e.path or "") not in told)
+    return replace(result, errors=untold + result.errors) if untold else result
+
+
+KINDS = (".py", ".pyi", ".ipynb", ".yaml", ".yml")
+
+
+def named_file_errors(paths: tuple[Path, ...]) -> list[FileError]:
+    """A file named on the command line that cannot be read as its kind is an error, not "0
+    findings": one that cannot be decoded (a `.py` that is not UTF-8 and has no coding
+    cookie), or one of another suffix (which is read as Python, as ruff reads a named file)
+    that does not parse as Python. Pin files (requirements.txt, pyproject.toml, lock files)
+    name their project and are read as such."""
+    from amp_clipfix.project.pins import is_pin_file
+    from amp_clipfix.sources.text import SourceError, decode_source
+
+    errors = []
+    for path in paths:
+        if path == STDIN or not observed.is_file(path) or is_pin_file(path):
+            continue
+        try:
+            data = observed.read_bytes(path)
+        except OSError:
+            continue  # the run's own read says "cannot read", as for a file in a folder
+        try:
+            source = decode_source(path, data)
+        except SourceError as error:
+            errors.append(FileError(path, str(error), ErrorKind.READ))
+            continue
+        if path.suffix in KINDS:
+            continue
+        try:
+            compile(source.text, str(path), "exec", flags=1024, dont_inherit=True)  # ast only
+        except (SyntaxError, ValueError) as error:
+            reason = getattr(error, "msg", None) or str(error)
+            message = (
+                "not a Python file, notebook or YAML config (read as Python, as a named file "
+                f"is: {reason})"
+            )
+            errors.append(FileError(path, message, ErrorKind.READ))
+    return errors
 
 
 def read_stdin(settings: Settings) -> bytes | None:
@@ -139,10 +186,10 @@ def never_fail_to_encode() -> None:
 def interrupted(interrupt: KeyboardInterrupt) -> NoReturn:
     """Ctrl-C anywhere in a command (analysis, the prompt) ends it with exit 130 and one line
     on stderr, instead of click's "Aborted!" and exit 1, the code of "findings remain"."""
-    from amp_clipfix.writing import PROMPT, Interrupted
+    from amp_clipfix.writing import PROMPT, Interrupted, prompt_stream
 
     if PROMPT.open:  # the question's line is still open: end it first
-        echo(err=True)
+        echo(err=prompt_stream())
     written = interrupt.written if isinstance(interrupt, Interrupted) else 0
     what = (
         "nothing written"
@@ -213,10 +260,12 @@ def apply(
     plain: bool,
     walk: Walk = run,
     write: Callable[..., tuple[list, list[FileError], float]] | None = None,
+    as_check: bool = False,
 ) -> NoReturn:
     """`apply`'s run: the patch (or the diffs and questions on a terminal), the report, the
     writes, then exit 0, 1 or 2. `interactive`: someone can answer a prompt; `plain`: diffs
-    are a plain patch."""
+    are a plain patch. `as_check`: `check --fix` (no diff; the findings left are reported on
+    stdout after writing, as ruff's) or `check --diff`."""
     from amp_clipfix.writing import (  # apply's own: a check never writes
         change_shower,
         fixed_findings,
@@ -245,20 +294,22 @@ def apply(
     # on a terminal each file's diff comes right before its question, as with `git add -p`
     per_file = asking and patch_dir is None and settings.output_format == "text"
     per_file = per_file and not plain
+    fixing = as_check and not dry_run  # `check --fix`: no diff, the report after writing
     if patch_dir is not None:
         with one_line_on_failure("the patches", display_path(patch_dir)):
             patched = write_patch_dir(result, patch_dir)
         result = replace(result, errors=result.errors + tuple(patched))
-    elif settings.output_format == "text" and not per_file:
+    elif settings.output_format == "text" and not per_file and not fixing:
         with one_line_on_failure("the diff", "<stdout>"):
             show_changes(result, plain)
-    if settings.output_format == "text":  # the patch owns stdout; what is left goes to stderr
+    if settings.output_format == "text" and not fixing:
+        # the patch owns stdout; what is left goes to stderr
         with (
             report_stream(settings, stdout_ok=False) as stream,
             one_line_on_failure("the report", report_name(settings, False)),
         ):
-            emit_report(result, settings, stream, only=unfixed, project_table=True)
-    elif settings.output_format != "json":  # before writing: notebook lines are read from disk
+            emit_report(result, settings, stream, only=unfixed, project_table=not as_check)
+    elif settings.output_format not in ("json", "text"):  # before writing: notebook lines
         with (
             report_stream(settings, stdout_ok=True) as stream,
             one_line_on_failure("the report", report_name(settings, True)),
@@ -277,7 +328,14 @@ def apply(
             report_stream(settings, stdout_ok=True) as stream,
             one_line_on_failure("the report", report_name(settings, True)),
         ):
-            emit_report(result, settings, stream, fixed=fixed)
+            emit_report(result, settings, stream, fixed=fixed, after_writing=fixing)
+    elif fixing:  # `check --fix`: what is left, on stdout, as `check` reports it
+        left = [finding for finding in active_findings(result.findings) if finding not in fixed]
+        with (
+            report_stream(settings, stdout_ok=True) as stream,
+            one_line_on_failure("the report", report_name(settings, True)),
+        ):
+            emit_report(result, settings, stream, only=left, fixed=fixed, after_writing=True)
     unwritten = len(result.changes) - len(written) if not dry_run else 0
     finish(settings, result, started + waited, len(written), unwritten)
     if wants_project_table(settings, result, patch_dir):
@@ -304,6 +362,46 @@ def diffable(result: RunResult) -> RunResult:
     if not errors:
         return result
     return replace(result, changes=tuple(kept), errors=result.errors + tuple(errors))
+
+
+def show_files(settings: Settings) -> NoReturn:
+    """`check --show-files`: the files a check reads, one per line (as ruff lists them), after
+    excludes and --tracked-only; exit 0, or 2 when a path cannot be used."""
+    from amp_clipfix.paths import display_path
+    from amp_clipfix.project.discover import discover
+
+    line = settings.command_line
+    discovery = discover(
+        line.scope.targets, settings.configurer.excludes, settings.force_exclude, line.scope.implied
+    )
+    options = Options(strategy=settings.strategy)
+    errors = list(discovery.errors)
+    files: list[Path] = []
+    for project in discovery.projects:
+        configured = settings.configurer(project, options)
+        if isinstance(configured, FileError):
+            errors.append(configured)
+            continue
+        files.extend(configured[0].files)
+    for path in sorted({display_path(path) for path in files}):
+        echo(path)
+    result = RunResult((), (), tuple(errors), files_seen=len(files), files_parsed=0, projects=0)
+    report_errors(result, settings)
+    sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+
+
+def add_noqa(settings: Settings, walk: Walk = run) -> NoReturn:
+    """`check --add-noqa`: a noqa comment on the line of each finding; exit 0 (2 on errors),
+    as ruff's."""
+    from amp_clipfix.noqa_writer import add_noqa as write_comments
+
+    result = execute(settings, fix=False, stdin_data=None, walk_with=walk)
+    added, errors, notes = write_comments(active_findings(result.findings))
+    errors_now = result.errors + tuple(errors)
+    result = replace(result, errors=errors_now, notes=result.notes + tuple(notes))
+    report_errors(result, settings)
+    echo(f"Added {plural(added, 'noqa directive')}.", err=True)
+    sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
 
 
 def exit_code(settings: Settings, result: RunResult, findings_left: bool) -> int:

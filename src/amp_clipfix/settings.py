@@ -24,6 +24,9 @@ from amp_clipfix.project.config import (
     find_pyproject,
     helper_module_path,
     load_config,
+    load_config_file,
+    overrides_of,
+    with_overrides,
 )
 from amp_clipfix.project.discover import PROJECT_MARKERS, Project, find_project_root
 from amp_clipfix.project.pins import configured_source, is_pin_file
@@ -79,9 +82,35 @@ def config_code_error(config: Config) -> str | None:
     if config.path is None:
         return None
     name = display_path(config.path)
-    return code_error(f"{name}: select", config.select, selects=True) or code_error(
-        f"{name}: ignore", config.ignore
+    return (
+        code_error(f"{name}: select", config.select, selects=True)
+        or code_error(f"{name}: extend-select", config.extend_select)
+        or code_error(f"{name}: ignore", config.ignore)
+        or per_file_code_error(f"{name}: per-file-ignores", config.per_file_ignores)
     )
+
+
+def per_file_code_error(where: str, pairs: Sequence[tuple[str, Sequence[str]]]) -> str | None:
+    """The first unknown code of `per-file-ignores` pairs."""
+    for glob, codes in pairs:
+        problem = code_error(f"{where} {glob!r}", codes)
+        if problem is not None:
+            return problem
+    return None
+
+
+def split_per_file(values: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`--per-file-ignores "tests/*:ACF001,ACF002"` -> (glob, codes) pairs (ruff's form);
+    ValueError for a value without `:`."""
+    pairs = []
+    for value in values:
+        glob, colon, codes = value.rpartition(":")
+        if not colon or not glob or not codes.strip():
+            raise ValueError(
+                f"--per-file-ignores: {value!r} is not GLOB:CODES (like tests/*:ACF001)"
+            )
+        pairs.append((glob, split_codes([codes])))
+    return tuple(pairs)
 
 
 def split_codes(values: Sequence[str]) -> tuple[str, ...]:
@@ -97,16 +126,39 @@ class Selection:
 
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
+    # (glob, codes): ignored in the files the glob matches, relative to `base` (ruff's
+    # per-file-ignores; a glob without `/` matches a file's name at any depth).
+    per_file: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    base: Path | None = None
 
-    def allows(self, codes: Sequence[str]) -> bool:
+    def allows(self, codes: Sequence[str], path: Path | None = None) -> bool:
         """`codes`: those that name one finding (its rule's, and aliases such as ACF003 for
-        the review findings of ACF001 / ACF002): one selected, none ignored."""
+        the review findings of ACF001 / ACF002): one selected, none ignored (for `path`, the
+        file it is reported in, none ignored there either)."""
         selected = self.select is None or any(
             _matches(code, entry) for code in codes for entry in self.select
         )
-        return selected and not any(
-            _matches(code, entry) for code in codes for entry in self.ignore
-        )
+        ignored = list(self.ignore)
+        if path is not None and self.per_file:
+            ignored.extend(self.ignored_in(path))
+        return selected and not any(_matches(code, entry) for code in codes for entry in ignored)
+
+    def ignored_in(self, path: Path) -> list[str]:
+        """The codes per-file-ignores ignores in `path`."""
+        from amp_clipfix.project.discover import glob_matches
+
+        absolute = _absolute(path)
+        base = _absolute(self.base) if self.base is not None else Path(os.getcwd())
+        try:
+            relative = absolute.relative_to(base).as_posix()
+        except ValueError:
+            relative = absolute.as_posix()
+        return [
+            code
+            for glob, codes in self.per_file
+            if glob_matches(relative, absolute.name, glob)
+            for code in codes
+        ]
 
 
 def _matches(code: str, entry: str) -> bool:
@@ -181,13 +233,20 @@ class CommandLine:
     scope: Scope = field(default_factory=lambda: Scope(()))
     tracked_only: bool = False
     exclude: tuple[str, ...] = ()  # --exclude: replaces each configuration's `exclude`
+    extend_select: tuple[str, ...] = ()  # --extend-select: added to the selection
+    # --per-file-ignores: replaces each configuration's `per-file-ignores` (None: not given)
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    config_file: Path | None = None  # --config PATH: the configuration of every project
+    overrides: tuple[str, ...] = ()  # --config "KEY = VALUE", over every configuration
+    safe_only: bool = False  # `check --fix` / `--diff`: an unsafe strategy needs --unsafe-fixes
 
 
 def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closure
     def keep(finding: Finding) -> bool:
         from amp_clipfix.rules import codes_of  # a finding exists: the registry is imported
 
-        return selection.allows(codes_of(finding)) and scope.touches(finding)
+        path = finding.primary.path if selection.per_file else None
+        return selection.allows(codes_of(finding), path) and scope.touches(finding)
 
     return keep
 
@@ -208,13 +267,22 @@ class ProjectConfigurer:
         """The configuration of the project at `root`, read once per run (raises ConfigError)."""
         if root not in self._configs:
             try:
-                self._configs[root] = load_config(root)
+                self._configs[root] = self._load(root)
             except ConfigError as error:
                 self._configs[root] = error
         found = self._configs[root]
         if isinstance(found, ConfigError):
             raise found
         return found
+
+    def _load(self, root: Path) -> Config:
+        """`--config PATH` for every project, else the project's own; then the overrides."""
+        line = self.command_line
+        if line.config_file is not None:
+            config = load_config_file(line.config_file)
+        else:
+            config = load_config(root)
+        return with_overrides(config, overrides_of(line.overrides))
 
     def excludes(self, root: Path) -> tuple[str, ...]:
         """The globs discovery skips in the project at `root`: `--exclude` or the
@@ -252,7 +320,7 @@ class ProjectConfigurer:
             except ConfigError as error:
                 message = f"{error_message(error)}; project {display_path(project.root)} skipped"
                 return FileError(config.path, message, ErrorKind.READ)
-        selection = selection_for(self.command_line, config)
+        selection = selection_for(self.command_line, config, project.root)
         keep = project_keep(selection, self.command_line.scope)
         return project, replace(options, keep=keep, index=index)
 
@@ -261,9 +329,16 @@ class ProjectConfigurer:
         command line's value or the default, never another project's configuration."""
         line = self.command_line
         strategy = line.strategy or config.strategy or Strategy.AUTO.value
+        if line.safe_only and strategy != Strategy.AUTO.value and not is_safe_strategy(strategy):
+            raise ValueError(
+                f"strategy {strategy!r} is an unsafe fix: add --unsafe-fixes to apply it"
+            )
         target = options.target if line.lightning_version else None  # None: the project's pins
-        if not line.lightning_version and config.lightning_version and config.path is not None:
-            source = configured_source(config.path)
+        if not line.lightning_version and config.lightning_version:
+            overridden = "lightning-version" in overrides_of(line.overrides)
+            source = (
+                "--config" if overridden or config.path is None else configured_source(config.path)
+            )
             target = Target.exact(parse_version(config.lightning_version), source)
         return replace(
             options,
@@ -289,6 +364,12 @@ class ProjectConfigurer:
         return kept_project, frozenset(tracked)
 
 
+def is_safe_strategy(strategy: str) -> bool:
+    from amp_clipfix.strategies import is_safe  # models.py: only when a fix is asked for
+
+    return is_safe(Strategy(strategy))
+
+
 def error_message(error: ConfigError) -> str:
     """The message without the file name it starts with (the error's path carries it)."""
     text = str(error)
@@ -296,10 +377,19 @@ def error_message(error: ConfigError) -> str:
     return rest if separator and head.endswith("pyproject.toml") else text
 
 
-def selection_for(command_line: CommandLine, config: Config) -> Selection:
-    """ruff's rule: `--select` replaces the configuration's `select`; ignores add up."""
+def selection_for(command_line: CommandLine, config: Config, root: Path | None = None) -> Selection:
+    """ruff's rules: `--select` replaces the configuration's `select`, `extend-select` (both)
+    adds to it; ignores add up; `--per-file-ignores` replaces the configuration's, whose globs
+    are relative to its file's folder (else the project's root)."""
     select = command_line.select if command_line.select is not None else config.select
-    return Selection(select, command_line.ignore + config.ignore)
+    extend = command_line.extend_select + config.extend_select
+    if select is not None and extend:
+        select = select + extend
+    per_file = command_line.per_file_ignores
+    if per_file is None:
+        per_file = config.per_file_ignores
+    base = config.path.parent if config.path is not None else root
+    return Selection(select, command_line.ignore + config.ignore, per_file, base)
 
 
 def git_tracked(root: Path) -> set[Path] | None:

@@ -17,7 +17,7 @@ from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
 from amp_clipfix.pipeline import FileChange, RunResult
 from amp_clipfix.records import record
-from amp_clipfix.reporting import OutputFileError, echo, is_tty
+from amp_clipfix.reporting import COLOR, OutputFileError, colored_console, echo, is_tty
 
 if TYPE_CHECKING:
     from amp_clipfix.models import Finding
@@ -32,7 +32,10 @@ class Interrupted(KeyboardInterrupt):
 
 
 def plain_output() -> bool:
-    """A plain patch when stdout is not a terminal or colour is switched off."""
+    """A plain patch when stdout is not a terminal or colour is switched off (NO_COLOR,
+    --color never); --color always draws the coloured diff even piped."""
+    if COLOR[0] != "auto":
+        return COLOR[0] == "never"
     return not is_tty(sys.stdout) or "NO_COLOR" in os.environ
 
 
@@ -67,12 +70,10 @@ def show_changes(result: RunResult, plain: bool) -> None:
 
 def change_shower(result: RunResult) -> Callable[[FileChange], None]:
     """Renders one file's diff with rich on stdout, with what its fixes change."""
-    from rich.console import Console
-
     from amp_clipfix.output.diff import diff_hunks
     from amp_clipfix.output.diff_view import render_file_diff
 
-    console = Console()
+    console = colored_console()
 
     def show(change: FileChange) -> None:
         notes = []
@@ -181,8 +182,16 @@ def fixed_findings(result: RunResult, written: Sequence[FileChange]) -> frozense
 
 
 def is_interactive() -> bool:
-    """Someone can answer the prompt: stdin and stderr (where the prompt goes) are terminals."""
-    return is_tty(sys.stdin) and is_tty(sys.stderr)
+    """Someone can answer the prompt: stdin and stdout (where the diffs are drawn) are
+    terminals. Decided once, before any diff is drawn: a run with only stderr redirected
+    draws each diff and asks (the question then goes to stdout, see `prompt_stream`)."""
+    return is_tty(sys.stdin) and is_tty(sys.stdout)
+
+
+def prompt_stream() -> bool:
+    """Whether the question goes to stderr (a terminal) rather than stdout (stderr is
+    redirected: the person reads stdout)."""
+    return is_tty(sys.stderr)
 
 
 PROMPT_HELP = """\
@@ -209,18 +218,19 @@ def ask(question: str) -> str:
     asks again."""
     while True:
         PROMPT.open = True  # before the question shows: Ctrl-C may come at any moment
+        err = prompt_stream()
         with waiting_for_a_line() as wait:
-            echo(question, nl=False, err=True)
+            echo(question, nl=False, err=err)
             wait()
             line = sys.stdin.readline()
         PROMPT.open = False
         if not line:  # end of input (Ctrl-D): quit
-            echo(err=True)
+            echo(err=err)
             return "q"
         answer = ANSWERS.get(line.strip().lower())
         if answer is not None:
             return answer
-        echo(PROMPT_HELP, err=True)
+        echo(PROMPT_HELP, err=err)
 
 
 @contextlib.contextmanager

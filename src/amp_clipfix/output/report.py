@@ -99,12 +99,29 @@ def plural(count: int, word: str) -> str:
 
 def error_line(error: FileError) -> str:
     """`path[:cell N][:line:column]: message`, as compilers and ruff print them."""
+    where = error_where(error)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def error_where(error: FileError) -> str:
+    """`path[:cell N][:line:column]`, or "" for an error without a path."""
     where = [] if error.path is None else [display_path(error.path)]
     if error.cell is not None:
         where.append(f"cell {error.cell}")
     if error.line is not None:
         where.append(f"{error.line}:{error.column or 1}")
-    return ":".join(where) + f": {error.message}" if where else error.message
+    return ":".join(where)
+
+
+def is_error_line(line: str) -> bool:
+    """A line `problem_line` wrote for an error (with or without a path)."""
+    return line.startswith("error: ") or ": error: " in line
+
+
+def problem_line(level: str, message: str, where: str = "") -> str:
+    """The one style of every problem the run reports on stderr: `where: error: message`, as
+    compilers print them (`error: message` when no path is concerned)."""
+    return f"{where}: {level}: {message}" if where else f"{level}: {message}"
 
 
 def project_rows(

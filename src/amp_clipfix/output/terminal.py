@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -70,12 +73,31 @@ class FilesColumn(ProgressColumn):
         return Text(f"{int(task.completed)}/{int(task.total)} files")
 
 
+SHOW_AFTER = 1.0  # seconds: a run shorter than this draws no bar (AMP_CLIPFIX_PROGRESS_AFTER)
+
+
 class ProgressBar:
     """A transient rich progress bar fed by the pipeline: first the search for files (a pulsing
     bar), then every file found, counted when it has been looked at (read and filtered, or
-    parsed), not only the few that are parsed."""
+    parsed), not only the few that are parsed. It shows only once the run has taken longer
+    than `after` seconds (a small project's check ends before: no bar flashes by);
+    `on_start` is called when it does."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(
+        self,
+        console: Console,
+        after: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_start: Callable[[], None] = lambda: None,
+    ) -> None:
+        if after is None:
+            try:
+                after = float(os.environ.get("AMP_CLIPFIX_PROGRESS_AFTER", SHOW_AFTER))
+            except ValueError:
+                after = SHOW_AFTER
+        self._clock, self._on_start = clock, on_start
+        self._due = clock() + after
+        self._started = False
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -87,12 +109,19 @@ class ProgressBar:
         self._task = self._progress.add_task("finding files", total=None)
 
     def __enter__(self) -> ProgressBar:
+        self._maybe_start()
+        return self
+
+    def _maybe_start(self) -> None:
+        if self._started or self._clock() < self._due:
+            return
+        self._started = True
+        self._on_start()
         try:
             self._progress.start()
         except BaseException:  # Ctrl-C as the bar comes up: take it down again
             self._progress.stop()
             raise
-        return self
 
     def __exit__(
         self,
@@ -100,11 +129,18 @@ class ProgressBar:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._progress.stop()
+        if self._started:
+            self._progress.stop()
+
+    @property
+    def shown(self) -> bool:
+        return self._started
 
     def planned(self, files: int) -> None:
         total = self._progress.tasks[0].total or 0
         self._progress.update(self._task, total=total + files, description="checking")
+        self._maybe_start()
 
     def done(self, files: int) -> None:
         self._progress.advance(self._task, files)
+        self._maybe_start()

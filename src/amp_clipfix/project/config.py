@@ -16,7 +16,7 @@ from amp_clipfix import observed
 from amp_clipfix.kinds import Strategy
 from amp_clipfix.paths import display_path, excerpt, unreadable_value
 from amp_clipfix.project.version import parse_version
-from amp_clipfix.records import record
+from amp_clipfix.records import record, replace
 
 TABLE = "amp-clipfix"
 KEYS = (
@@ -25,9 +25,12 @@ KEYS = (
     "exclude",
     "extend-exclude",
     "select",
+    "extend-select",
     "ignore",
+    "per-file-ignores",
     "helper-module",
 )
+OWN_FILE = "amp-clipfix.toml"  # `--config amp-clipfix.toml`: the keys at its top level
 STRATEGIES = tuple(strategy.value for strategy in Strategy)
 
 
@@ -46,6 +49,10 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     select: tuple[str, ...] | None = None  # finding codes (or prefixes) to report; None: all
     ignore: tuple[str, ...] = ()  # codes (or prefixes) never reported
+    extend_select: tuple[str, ...] = ()  # codes (or prefixes) added to `select`
+    # (glob, codes) pairs: findings reported in a file the glob matches (relative to the
+    # project's root, as ruff's `per-file-ignores`) are not reported for those codes.
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # The dotted module the fixes import their helpers from (created or updated by the run);
     # None: each fixed module gets its own copy.
     helper_module: str | None = None
@@ -84,11 +91,30 @@ def load_config(start: Path) -> Config:
     path = find_pyproject(start)
     if path is None:
         return Config()
+    return load_config_file(path)
+
+
+def load_config_file(path: Path) -> Config:
+    """The configuration of one file: `[tool.amp-clipfix]` of a `pyproject.toml`, or the top
+    level of any other TOML file (`amp-clipfix.toml`, given with `--config`)."""
     name = display_path(path)
+    data = _read_toml(path, name)
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        table = tool.get(TABLE) if isinstance(tool, dict) else None
+        if table is None:
+            return Config()
+        where = f"{name}: [tool.{TABLE}]"
+    else:
+        table, where = data, f"{name}:"
+    return config_from_table(table, where, path)
+
+
+def _read_toml(path: Path, name: str) -> dict[str, Any]:
     tomllib = toml_reader()
     try:
         # Read only inside its own folder: a pyproject.toml that links out is not read.
-        data = parsed_toml(observed.read_inside(path, path.parent))
+        return parsed_toml(observed.read_inside(path, path.parent))
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{name}: invalid TOML: {excerpt(str(error), 120, False)}") from None
     except UnicodeDecodeError as error:
@@ -101,11 +127,11 @@ def load_config(start: Path) -> Config:
         raise ConfigError(f"{name}: {error.strerror}") from None
     except OSError as error:
         raise ConfigError(f"{name}: cannot read: {error.strerror or error}") from None
-    tool = data.get("tool", {})
-    table = tool.get(TABLE) if isinstance(tool, dict) else None
-    if table is None:
-        return Config()
-    where = f"{name}: [tool.{TABLE}]"
+
+
+def config_from_table(table: object, where: str, path: Path | None) -> Config:
+    """A validated `Config` from the table of `[tool.amp-clipfix]` (or a `--config` file or
+    override); ConfigError names `where` and the key."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
     for key in table:
@@ -117,10 +143,42 @@ def load_config(start: Path) -> Config:
         exclude=_globs(where, "exclude", table["exclude"]) if "exclude" in table else None,
         extend_exclude=_globs(where, "extend-exclude", table.get("extend-exclude", [])),
         select=_codes(where, "select", table["select"]) if "select" in table else None,
+        extend_select=_codes(where, "extend-select", table.get("extend-select", [])),
         ignore=_codes(where, "ignore", table.get("ignore", [])),
+        per_file_ignores=_per_file(where, table.get("per-file-ignores", {})),
         helper_module=_helper_module(where, table.get("helper-module")),
         path=path,
     )
+
+
+def overrides_of(texts: tuple[str, ...]) -> dict[str, Any]:
+    """`--config "KEY = VALUE"` overrides (ruff's form), each one TOML key of the table; a key
+    given twice keeps the last value. Raises ConfigError naming the option."""
+    if not texts:
+        return {}
+    tomllib = toml_reader()
+    table: dict[str, Any] = {}
+    for text in texts:
+        try:
+            parsed = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(
+                f"--config {excerpt(text)}: neither a file nor KEY = VALUE "
+                f"({excerpt(str(error), 80, False)})"
+            ) from None
+        table.update(parsed)
+    config_from_table(table, "--config", None)  # every key and value checked here
+    return table
+
+
+def with_overrides(config: Config, overrides: dict[str, Any]) -> Config:
+    """`config` with the keys `overrides` sets replaced (a `--config KEY = VALUE` wins over
+    every file)."""
+    if not overrides:
+        return config
+    given = config_from_table(overrides, "--config", None)
+    changes = {key.replace("-", "_"): getattr(given, key.replace("-", "_")) for key in overrides}
+    return replace(config, **changes)
 
 
 def shown_value(value: Any) -> str:
@@ -170,6 +228,22 @@ def _codes(where: str, key: str, value: Any) -> tuple[str, ...]:
         shown = shown_value(value)
         raise ConfigError(f'{where} {key!r} must be a list of codes like "ACF001", not {shown}')
     return tuple(item.strip().upper() for item in value if item.strip())
+
+
+def _per_file(where: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`{"tests/*" = ["ACF001"]}`: a table of glob -> list of codes."""
+    if not isinstance(value, dict) or not all(
+        isinstance(codes, list) and all(isinstance(code, str) for code in codes)
+        for codes in value.values()
+    ):
+        raise ConfigError(
+            f"{where} 'per-file-ignores' must be a table of glob = [codes] like "
+            f'{{"tests/*" = ["ACF001"]}}, not {shown_value(value)}'
+        )
+    return tuple(
+        (glob, tuple(code.strip().upper() for code in codes if code.strip()))
+        for glob, codes in value.items()
+    )
 
 
 def is_dotted_name(value: str) -> bool:

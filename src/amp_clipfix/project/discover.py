@@ -224,7 +224,7 @@ def exclusion(path: Path, root: Path, globs: tuple[str, ...]) -> str | None:
     candidates = [relative, *(parent for parent in relative.parents if parent.parts)]
     for candidate in candidates if inside_root else ():
         for glob in globs:
-            if fnmatch.fnmatch(candidate.as_posix(), glob) or fnmatch.fnmatch(candidate.name, glob):
+            if glob_matches(candidate.as_posix(), candidate.name, glob):
                 return f"matches exclude {glob!r}"
     below = [relative.parts if inside_root else ()]
     here = Path(os.path.relpath(path, os.getcwd()))
@@ -241,9 +241,13 @@ def _is_excluded(path: Path, root: Path, globs: tuple[str, ...]) -> bool:
     if not globs:
         return False
     relative = os.path.relpath(path, root).replace(os.sep, "/")
-    return any(
-        fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(path.name, glob) for glob in globs
-    )
+    return any(glob_matches(relative, path.name, glob) for glob in globs)
+
+
+def glob_matches(relative: str, name: str, glob: str) -> bool:
+    """Whether an exclude or per-file-ignores glob matches a path (`relative`: to the project
+    root, with `/`) or its `name`, as ruff matches both."""
+    return fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(name, glob)
 
 
 def _not_git_ignored(folders: list[tuple[Path, list[_Found]]]) -> list[list[_Found]]:
