@@ -296,6 +296,28 @@ def test_a_report_file_is_replaced_whole(project: Path) -> None:
     assert stat.S_IMODE(report.stat().st_mode) == 0o640
 
 
+@pytest.mark.parametrize("into", ["a pipe", "a file"])
+def test_a_report_to_dev_stdout_is_written_where_stdout_goes(project: Path, into: str) -> None:
+    """/dev/stdout is never replaced (nor the file the shell opened for it: its descriptor
+    would keep the old one)."""
+    out = project / "report.txt"
+    out.write_bytes(b"")
+    before = out.stat().st_ino
+    with out.open("wb") as file:
+        result = subprocess.run(
+            [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "-o", "/dev/stdout"],
+            cwd=project,
+            stdout=file if into == "a file" else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=300,
+            check=False,
+        )
+    assert result.returncode == 1, result.stderr
+    report = out.read_bytes() if into == "a file" else result.stdout
+    assert b"train.py:19:9: ACF001" in report
+    assert out.stat().st_ino == before
+
+
 def test_a_report_folder_that_does_not_exist_is_one_line_and_exit_2(project: Path) -> None:
     result = run(project, "check", "-o", "no/such/folder/report.txt", ".", cache=False)
     assert result.returncode == 2

@@ -344,19 +344,20 @@ def write_output_file(path: Path, data: bytes) -> None:
     it held before. A regular file (or a new name) gets the bytes through a synced temp file in
     its folder, renamed over it: a write that fails part way (a full disk, a quota, a file size
     limit) leaves the old file as it was. A link the user named is followed to the file it
-    names (and stays a link). Anything else (a terminal, a pipe, /dev/null) is written as it
-    is: there is nothing to rename over, and a device must never be replaced. Raises
-    WriteError, one line that says what became of the file."""
-    target = _write_target(path)
+    names (and stays a link). Anything else is written as it is: a terminal, a pipe or
+    /dev/null, which must never be replaced, and `/dev/stdout` or `/proc/self/fd/N` (the file
+    behind a descriptor the process holds, which a new file under its name would not be).
+    Raises WriteError, one line that says what became of the file."""
     try:
-        status: os.stat_result | None = os.stat(target)
+        status: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
         status = None
     except OSError as error:
         raise WriteError(f"cannot write: {os_error_reason(error)}; not written") from None
-    if status is not None and not stat.S_ISREG(status.st_mode):
+    target = _write_target(path)
+    if status is not None and (_names_a_descriptor(path) or not _same_file(target, status)):
         try:
-            with open(target, "wb") as stream:
+            with open(path, "wb") as stream:
                 stream.write(data)
         except OSError as error:
             raise WriteError(f"cannot write: {os_error_reason(error)}") from None
@@ -367,6 +368,35 @@ def write_output_file(path: Path, data: bytes) -> None:
     except WriteError as error:
         kept = "nothing written" if status is None else "the old file is kept"
         raise WriteError(f"{error}; {kept}") from None
+
+
+def _names_a_descriptor(path: Path) -> bool:
+    """Whether `path`'s links lead through `/proc/` or `/dev/fd/`: the file behind a descriptor
+    (`-o /dev/stdout > report.txt`), written in place, since the descriptor keeps the old file."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own bound on links followed
+        if current.startswith(("/proc/", "/dev/fd/")):
+            return True
+        try:
+            link = os.readlink(current)
+        except (OSError, ValueError):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), link))
+    return False
+
+
+def _same_file(target: Path, status: os.stat_result) -> bool:
+    """Whether `target` (a name's links resolved) is the regular file `status` describes."""
+    if not stat.S_ISREG(status.st_mode):
+        return False
+    try:
+        found = os.stat(target, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and (found.st_dev, found.st_ino) == (
+        status.st_dev,
+        status.st_ino,
+    )
 
 
 def _place_new(
