@@ -48,7 +48,7 @@ class OutputFileError(Exception):
 
     def show(self) -> None:
         shown = display_path(Path(self.filename))
-        echo(terminal_safe(f"error: {shown}: {' '.join(self.hint.split())}"), err=True)
+        echo(terminal_safe(problem_line("error", " ".join(self.hint.split()), shown)), err=True)
 
 
 ANSI_STYLE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's `strip_ansi`

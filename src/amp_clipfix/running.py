@@ -214,7 +214,9 @@ def one_line_on_failure(stage: str, where: str) -> Iterator[None]:
         raise
     except Exception as failure:  # noqa: BLE001 - one line, exit 2
         message = excerpt(f"internal error in {stage}: {failure!r}", 300, quoted=False)
-        echo(terminal_safe(f"error: {where}: {message}"), err=True)
+        from amp_clipfix.output.report import problem_line
+
+        echo(terminal_safe(problem_line("error", message, where)), err=True)
         sys.exit(EXIT_ERROR)
 
 
