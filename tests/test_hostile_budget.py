@@ -487,3 +487,75 @@ def test_an_internal_error_in_any_stage_is_one_line_and_exit_2(
         assert (project / "good.py").read_bytes() == GOOD_FIXED
     for name in ("good.py", "bad.py"):  # whatever was written is whole
         ast.parse((project / name).read_bytes())
+
+
+# --- The fix stage on a large data literal the code reads: bounded like the check -------------
+
+
+def table_module(rows: int, newline: str = "\n") -> str:
+    """A module whose code reads one large table (`TABLE["precision"]`): 0.5 MB at 14,000
+    rows took `apply --dry-run` 27-55 s and 600 MB, `check` 1 s."""
+    lines = ["import lightning as L", "import torch", "", "TABLE = {"]
+    lines += [
+        f"    'key_{i}': [{i}, {-i}, 'value {i}', {{'a': (1.5, None)}}],  # {i}"
+        for i in range(rows)
+    ]
+    lines += [
+        "    'precision': '16-mixed',",
+        "    'rows': [",
+        *[f"        ({i}, 'row'), " for i in range(rows // 4)],
+        "    ],",
+        "    'device': DEVICE,",
+        "}",
+        "",
+        "",
+        "def main(model):",
+        "    fabric = L.Fabric(precision=TABLE['precision'])",
+        "    optimizer = torch.optim.AdamW(model.parameters(), fused=True)",
+        "    fabric.clip_gradients(model, optimizer, max_norm=1.0)",
+        "",
+    ]
+    return newline.join(lines)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("strategy", [Strategy.AUTO, Strategy.BF16])
+def test_a_large_table_the_code_reads_gives_libcst_only_what_the_fix_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, newline: str, strategy: Strategy
+) -> None:
+    """The table's binding, its container and its named entries stay; its literal rows are
+    one string token for libcst; the bytes are those of fixing the whole module (bf16 edits
+    the table's own `'16-mixed'`)."""
+    from amp_clipfix.fixes import elide
+    from amp_clipfix.sources import python
+
+    def fixed(name: str, source: str, whole: bool = False) -> tuple[bytes, list[str]]:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "train.py").write_bytes(source.encode())
+        parsed: list[str] = []
+        real = python.parse_libcst
+
+        def counting(text: str):  # noqa: ANN202
+            parsed.append(text)
+            return real(text)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(python, "parse_libcst", counting)
+            if whole:
+                patched.setattr(elide, "elide", lambda *arguments: None)
+            options = Options(strategy, DEFAULT_TARGET, fix=True, with_edits=True)
+            result = run([folder], options)
+        assert result.errors == ()
+        (change,) = result.changes
+        return change.new_data, parsed
+
+    source = table_module(300, newline)
+    data, parsed = fixed("elided", source)
+    whole, _ = fixed("whole", source, whole=True)
+    assert data == whole
+    assert len(parsed) == 1 and len(parsed[0]) < len(source) / 10
+    assert parsed[0].count(newline) == source.count(newline)  # lines keep their numbers
+    assert "TABLE = {" in parsed[0] and "'device': DEVICE," in parsed[0]
+    if strategy is Strategy.BF16:
+        assert b"'precision': 'bf16-mixed'," in data
