@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_bounded import Counted
 
-from amp_clipfix.analysis import evaluate, frame
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
@@ -73,24 +73,6 @@ def test_a_hundred_global_setters_are_a_finding_not_a_traceback(project: Path) -
     line = 5 + 100 * 3 + 1 + 100 + 3  # the clip call
     assert f"train.py:{line}:5: ACF001" in result.stdout
     assert "if the optimizer is fused" in result.stdout  # `args.fused`: decided at run time
-
-
-class Counted:
-    """The evaluations each evaluator of a run performed (what its budget counts)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.evaluators: list[evaluate.Evaluator] = []
-        made = evaluate.Evaluator.__init__
-        counted = self
-
-        def init(self, *arguments, **keywords):  # noqa: ANN001, ANN002, ANN003, ANN202
-            made(self, *arguments, **keywords)
-            counted.evaluators.append(self)
-
-        monkeypatch.setattr(evaluate.Evaluator, "__init__", init)
-
-    def evaluations(self) -> int:
-        return sum(frame.BUDGET - evaluator.budget for evaluator in self.evaluators)
 
 
 def findings_of(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list]:
