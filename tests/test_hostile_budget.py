@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bounded import Counted
+from test_bounded import Counted, fixed
 
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
@@ -508,33 +508,9 @@ def test_a_large_table_the_code_reads_gives_libcst_only_what_the_fix_needs(
     """The table's binding, its container and its named entries stay; its literal rows are
     one string token for libcst; the bytes are those of fixing the whole module (bf16 edits
     the table's own `'16-mixed'`)."""
-    from amp_clipfix.fixes import elide
-    from amp_clipfix.sources import python
-
-    def fixed(name: str, source: str, whole: bool = False) -> tuple[bytes, list[str]]:
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "train.py").write_bytes(source.encode())
-        parsed: list[str] = []
-        real = python.parse_libcst
-
-        def counting(text: str):  # noqa: ANN202
-            parsed.append(text)
-            return real(text)
-
-        with monkeypatch.context() as patched:
-            patched.setattr(python, "parse_libcst", counting)
-            if whole:
-                patched.setattr(elide, "elide", lambda *arguments: None)
-            options = Options(strategy, DEFAULT_TARGET, fix=True, with_edits=True)
-            result = run([folder], options)
-        assert result.errors == ()
-        (change,) = result.changes
-        return change.new_data, parsed
-
     source = table_module(300, newline)
-    data, parsed = fixed("elided", source)
-    whole, _ = fixed("whole", source, whole=True)
+    data, parsed, _ = fixed(tmp_path / "elided", source, monkeypatch, strategy=strategy)
+    whole, _, _ = fixed(tmp_path / "whole", source, monkeypatch, whole=True, strategy=strategy)
     assert data == whole
     assert len(parsed) == 1 and len(parsed[0]) < len(source) / 10
     assert parsed[0].count(newline) == source.count(newline)  # lines keep their numbers
