@@ -125,7 +125,13 @@ def large_module(statements: int, newline: str = "\n") -> str:
     return newline.join(head + data + tail)
 
 
-def fixed(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch, whole: bool = False):  # noqa: ANN201
+def fixed(  # noqa: ANN201
+    folder: Path,
+    source: str,
+    monkeypatch: pytest.MonkeyPatch,
+    whole: bool = False,
+    strategy: Strategy = Strategy.AUTO,
+):
     """The run's change and every text libcst parsed (with `whole`: the module not elided)."""
     from amp_clipfix.fixes import elide
     from amp_clipfix.sources import python
@@ -142,7 +148,7 @@ def fixed(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch, whole: boo
     monkeypatch.setattr(python, "parse_libcst", counting)
     if whole:
         monkeypatch.setattr(elide, "elide", lambda *arguments: None)
-    result = run([folder], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True, with_edits=True))
+    result = run([folder], Options(strategy, DEFAULT_TARGET, fix=True, with_edits=True))
     monkeypatch.undo()
     assert result.errors == ()
     (change,) = result.changes

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_bounded import Counted, fixed
 
-from amp_clipfix.analysis import evaluate, frame
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
@@ -73,24 +73,6 @@ def test_a_hundred_global_setters_are_a_finding_not_a_traceback(project: Path) -
     line = 5 + 100 * 3 + 1 + 100 + 3  # the clip call
     assert f"train.py:{line}:5: ACF001" in result.stdout
     assert "if the optimizer is fused" in result.stdout  # `args.fused`: decided at run time
-
-
-class Counted:
-    """The evaluations each evaluator of a run performed (what its budget counts)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.evaluators: list[evaluate.Evaluator] = []
-        made = evaluate.Evaluator.__init__
-        counted = self
-
-        def init(self, *arguments, **keywords):  # noqa: ANN001, ANN002, ANN003, ANN202
-            made(self, *arguments, **keywords)
-            counted.evaluators.append(self)
-
-        monkeypatch.setattr(evaluate.Evaluator, "__init__", init)
-
-    def evaluations(self) -> int:
-        return sum(frame.BUDGET - evaluator.budget for evaluator in self.evaluators)
 
 
 def findings_of(folder: Path, source: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, list]:
@@ -487,3 +469,51 @@ def test_an_internal_error_in_any_stage_is_one_line_and_exit_2(
         assert (project / "good.py").read_bytes() == GOOD_FIXED
     for name in ("good.py", "bad.py"):  # whatever was written is whole
         ast.parse((project / name).read_bytes())
+
+
+# --- The fix stage on a large data literal the code reads: bounded like the check -------------
+
+
+def table_module(rows: int, newline: str = "\n") -> str:
+    """A module whose code reads one large table (`TABLE["precision"]`): 0.5 MB at 14,000
+    rows took `apply --dry-run` 27-55 s and 600 MB, `check` 1 s."""
+    lines = ["import lightning as L", "import torch", "", "TABLE = {"]
+    lines += [
+        f"    'key_{i}': [{i}, {-i}, 'value {i}', {{'a': (1.5, None)}}],  # {i}"
+        for i in range(rows)
+    ]
+    lines += [
+        "    'precision': '16-mixed',",
+        "    'rows': [",
+        *[f"        ({i}, 'row'), " for i in range(rows // 4)],
+        "    ],",
+        "    'device': DEVICE,",
+        "}",
+        "",
+        "",
+        "def main(model):",
+        "    fabric = L.Fabric(precision=TABLE['precision'])",
+        "    optimizer = torch.optim.AdamW(model.parameters(), fused=True)",
+        "    fabric.clip_gradients(model, optimizer, max_norm=1.0)",
+        "",
+    ]
+    return newline.join(lines)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("strategy", [Strategy.AUTO, Strategy.BF16])
+def test_a_large_table_the_code_reads_gives_libcst_only_what_the_fix_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, newline: str, strategy: Strategy
+) -> None:
+    """The table's binding, its container and its named entries stay; its literal rows are
+    one string token for libcst; the bytes are those of fixing the whole module (bf16 edits
+    the table's own `'16-mixed'`)."""
+    source = table_module(300, newline)
+    data, parsed, _ = fixed(tmp_path / "elided", source, monkeypatch, strategy=strategy)
+    whole, _, _ = fixed(tmp_path / "whole", source, monkeypatch, whole=True, strategy=strategy)
+    assert data == whole
+    assert len(parsed) == 1 and len(parsed[0]) < len(source) / 10
+    assert parsed[0].count(newline) == source.count(newline)  # lines keep their numbers
+    assert "TABLE = {" in parsed[0] and "'device': DEVICE," in parsed[0]
+    if strategy is Strategy.BF16:
+        assert b"'precision': 'bf16-mixed'," in data

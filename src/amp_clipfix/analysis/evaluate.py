@@ -144,15 +144,15 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
 
     def module_symbol(self, summary: Summary, name: str, node: ast.AST) -> list[object]:
         """A module-level name. One rebound by functions that declare it `global` is read once
-        per question and binding left out: read again while its bindings are followed (`FUSED
+        per question and place: read again while its bindings are followed (`FUSED
         = v or FUSED` in each of a hundred setters), it adds nothing the outer read does not
         hold already, so the read costs a walk of its bindings, not one per path through them."""
         rebinds = self.rebinds(summary).get(name, [])
         if not rebinds:
             return self.module_bindings(summary, name, node, [])
-        own = tuple(id(binding) for binding in rebinds if contains(binding, node))
         reading = (id(summary), name)
-        key = (*reading, own)
+        # the node read decides which binding is left out and where a run-time value is
+        key = (*reading, id(node))
         known = self.recall(self.global_memo, "global", key)
         if known is not None:
             return known

@@ -119,9 +119,9 @@ class EvaluatorBase:
         self.layouts: dict[int, tuple[dict[str, list[ast.AnnAssign]], int | None] | None] = {}
         self.stored_outside: dict[str, bool] = {}
         self.rebinds_cache: dict[int, dict[str, list[ast.AST]]] = {}  # shapes.global_rebinds
-        # evaluate.module_symbol: a rebound global's values by (module, name, the bindings the
-        # read is in), and the reads running, by (module, name), with their place on the stack
-        self.global_memo: dict[tuple[int, str, tuple[int, ...]], list[object]] = {}
+        # evaluate.module_symbol: a rebound global's values by (module, name, the node read),
+        # and the reads running, by (module, name), with their place on the stack
+        self.global_memo: dict[tuple[int, str, int], list[object]] = {}
         self.global_reads: dict[tuple[int, str], int] = {}
         # `fabric.launch(fn, *args)` as the call `fn(fabric, *args)` it makes, by launch call
         # (also `Thread(target=fn, args=...)`: passed.py)

@@ -88,9 +88,107 @@ def elide(
         else:
             runs.append((statement.line, statement.end_line))
     runs = [run for run in runs if run[1] - run[0] + 1 >= 2]
-    if sum(end - start + 1 for start, end in runs) < MIN_ELIDED_LINES:
+    elided = [(start, end, "") for start, end in runs]
+    kept = [s for s in statements if not any(a <= s.line and s.end_line <= b for a, b in runs)]
+    elided += literal_runs(module, kept, lines, spans)
+    if sum(end - start + 1 for start, end, _ in elided) < MIN_ELIDED_LINES:
         return None
-    return replaced(lines, runs)
+    return replaced(lines, sorted(elided))
+
+
+def literal_runs(
+    module: ast.Module,
+    kept: Sequence[Statement],
+    lines: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+) -> list[tuple[int, int, str]]:
+    """Inside the statements that stay (a large table the code reads: `TABLE = {...}` and
+    `TABLE["precision"]`), the runs of whole lines that hold only literal elements of a dict,
+    list, tuple or set display, no target site and no name: each becomes one element of the
+    same kind (a string key, or a string), so the binding, the container and every name the
+    codemods' scopes see are kept, and libcst reads one token for the run."""
+    wanted = {(statement.line, statement.end_line) for statement in kept}
+    found: list[tuple[int, int, str]] = []
+    for node in module.body:
+        end = node.end_lineno or node.lineno
+        if (node.lineno, end) not in wanted or end - node.lineno + 1 < MIN_ELIDED_LINES:
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Dict) and None not in inner.keys:
+                pairs = [(key, value) for key, value in zip(inner.keys, inner.values)]
+                elements = [(key, value) for key, value in pairs if key is not None]
+                found += element_runs(inner, elements, ": 0,", lines, spans)
+            elif isinstance(inner, (ast.List, ast.Tuple, ast.Set)):
+                found += element_runs(inner, [(e, e) for e in inner.elts], ",", lines, spans)
+    found.sort()
+    outermost: list[tuple[int, int, str]] = []
+    for run in found:  # a run inside another (a table's nested rows) goes with it
+        if outermost and run[0] <= outermost[-1][1]:
+            continue
+        outermost.append(run)
+    return outermost
+
+
+TRAILING_COMMA = re.compile(r"\s*,\s*(?:#.*)?\Z")
+
+
+def element_runs(
+    container: ast.expr,
+    elements: Sequence[tuple[ast.expr, ast.expr]],
+    suffix: str,
+    lines: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+) -> list[tuple[int, int, str]]:
+    """The runs of `container`'s elements (first and last node of each) to elide: literal, on
+    whole lines of their own (the first starts its line, the last ends it with a comma), at
+    least two lines, holding no target site."""
+    runs: list[tuple[int, int, str]] = []
+    start: int | None = None  # the first line of the run being grown
+    last_end = container.lineno  # where the previous element (or the opening bracket) ended
+    for index, (first, last) in enumerate(elements):
+        line, end = first.lineno, last.end_lineno or last.lineno
+        fits = is_literal(first) and is_literal(last) and not overlaps_lines(line, end, spans)
+        if not fits:
+            start = None
+        elif start is None and line > last_end and not lines[line - 1][: first.col_offset].strip():
+            start = line
+        following = elements[index + 1][0].lineno if index + 1 < len(elements) else None
+        closing = container.end_lineno or end
+        ends_line = (following is None and closing > end) or (
+            following is not None and following > end
+        )
+        tail = lines[end - 1].rstrip("\r\n")[last.end_col_offset or 0 :]
+        if start is not None and ends_line and TRAILING_COMMA.match(tail) and end > start:
+            if runs and runs[-1][0] == start:
+                runs[-1] = (start, end, suffix)
+            else:
+                runs.append((start, end, suffix))
+        last_end = end
+    return runs
+
+
+def is_literal(node: ast.expr) -> bool:
+    """A constant, or a display of constants (no name, call or f-string): what libcst would
+    read as many nodes and a codemod never needs."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Constant):
+            continue
+        if isinstance(item, ast.UnaryOp) and isinstance(item.op, (ast.USub, ast.UAdd)):
+            stack.append(item.operand)
+        elif isinstance(item, (ast.List, ast.Tuple, ast.Set)):
+            stack.extend(item.elts)
+        elif isinstance(item, ast.Dict) and None not in item.keys:
+            stack.extend(key for key in item.keys if key is not None)
+            stack.extend(item.values)
+        else:
+            return False
+    return True
+
+
+def overlaps_lines(line: int, end: int, spans: Sequence[tuple[int, int]]) -> bool:
+    return any(start <= end and line <= stop for start, stop in spans)
 
 
 def hidden(statements: Sequence[Statement], lines: Sequence[str]) -> list[bool]:
@@ -164,16 +262,21 @@ def only_blank_or_comments(lines: Sequence[str], after: int, before: int) -> boo
     )
 
 
-def replaced(lines: Sequence[str], runs: Sequence[tuple[int, int]]) -> Elided:
+def replaced(lines: Sequence[str], runs: Sequence[tuple[int, int, str]]) -> Elided:
+    """Each run's lines as one placeholder: a statement (`not` and a triple-quoted string), or
+    with a suffix one element of a display (the string and `: 0,` in a dict, `,` in the
+    others), indented as the run's first line."""
     parts: list[str] = []
     kept: list[tuple[str, str]] = []
     position = 0
-    for number, (start, end) in enumerate(runs):
+    for number, (start, end, suffix) in enumerate(runs):
         parts.extend(lines[position : start - 1])
         original = lines[start - 1 : end]
-        placeholder = [f'not """{MARK} {number}{ending(original[0])}']
+        first = original[0]
+        head = first[: len(first) - len(first.lstrip())] if suffix else "not "
+        placeholder = [f'{head}"""{MARK} {number}{ending(first)}']
         placeholder += [ending(line) for line in original[1:-1]]
-        placeholder.append('"""' + ending(original[-1]))
+        placeholder.append('"""' + suffix + ending(original[-1]))
         parts.extend(placeholder)
         kept.append(("".join(placeholder), "".join(original)))
         position = end
