@@ -299,7 +299,9 @@ def process(
             linked_inside,
             target,
             (helpers, root),
-            defer=options.fix,  # an edit that overlaps another waits for the next round
+            # an edit that overlaps another waits for the next round (check's machine output
+            # shows the first round's edits only)
+            defer=True,
         )
         errors.extend(fix_errors)
         if options.fix and options.index is not None and helpers and root is not None:
