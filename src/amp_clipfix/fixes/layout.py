@@ -30,9 +30,15 @@ INDENT = "    "
 def laid_out(before: str, after: str, style: Style) -> str:
     """`after` with the lines the fixes wrote in the project's style; `after` unchanged when
     it does not parse (the verification that follows reports it)."""
-    if before == after:
-        return after
+    if (
+        before == after
+        or "\r" in after.replace("\r\n", "")
+        or ("\r\n" in after and "\n" in after.replace("\r\n", ""))
+    ):
+        return after  # a lone CR, or mixed line ends: the bytes are kept as they are
     old = Counter(before.splitlines())
+    # a project whose own code exceeds the line length does not keep it: lines stay as written
+    keeps_length = all(width(line) <= style.line_length for line in old)
     text = requoted(after, old, style) if style.quote == "single" else after
     try:
         tree = ast.parse(text)
@@ -51,6 +57,8 @@ def laid_out(before: str, after: str, style: Style) -> str:
         if lines[first] in old:
             continue
         if statement.end_lineno == statement.lineno:
+            if not keeps_length:
+                continue
             split = split_call(lines[first], call, style.line_length)
             if split is not None:
                 replaced[first] = (1, split)
