@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amp_clipfix.cli import main
-from amp_clipfix.project import pin_readers, pins
+from amp_clipfix.project import install_readers, pin_readers, pins
 from amp_clipfix.project.pin_readers import poetry_specifier
 from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import Target
 
 REAL_INSTALLED_TARGET = pins.installed_target
+ALL_READERS = {**pin_readers.READERS, **install_readers.READERS}
 
 
 @pytest.fixture(autouse=True)
@@ -439,13 +440,13 @@ def test_a_deeply_nested_project_is_a_warning_on_the_command_line(tmp_path: Path
 FORMAT_ALPHABET = "[]{}()=\"',:;#\n\t -*!^~<>.0123456789abcdeilghtnprsvyk_&|+\\\x00\xe9"
 
 
-@pytest.mark.parametrize("name", sorted(pin_readers.READERS))
+@pytest.mark.parametrize("name", sorted(ALL_READERS))
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=300) | st.text(FORMAT_ALPHABET, max_size=300).map(str.encode))
 def test_every_reader_survives_any_bytes(name: str, data: bytes) -> None:
     """Whatever a pin file holds, its reader gives pins or one line (PinError), never another
     exception; a message quotes the file short and escaped."""
-    reader = pin_readers.READERS[name]
+    reader = ALL_READERS[name]
     for prefix in (b"", READER_PREFIXES.get(name, b"")):
         try:
             found = pins.parse_pins(reader, prefix + data, pins.LIGHTNING)
@@ -474,13 +475,13 @@ READER_PREFIXES = {  # a valid start, so that the bytes reach the reader's own c
 }
 
 
-@pytest.mark.parametrize("name", sorted(pin_readers.READERS))
+@pytest.mark.parametrize("name", sorted(ALL_READERS))
 @pytest.mark.parametrize("depth", [100, 1_000, 100_000])
 def test_every_reader_survives_any_nesting(name: str, depth: int) -> None:
     for opening, closing in ("[]", "{}", "()"):
         data = READER_PREFIXES[name] + (opening * depth + closing * depth).encode()
         try:
-            pins.parse_pins(pin_readers.READERS[name], data, pins.LIGHTNING)
+            pins.parse_pins(ALL_READERS[name], data, pins.LIGHTNING)
         except pins.PinError as error:
             assert "\n" not in str(error)
 

@@ -395,12 +395,10 @@ def test_narrow_terminal_folds_diff_rows_under_the_gutter(tmp_path: Path, column
     assert rows
     too_wide = [row for row in rows if cell_len(row) > columns]
     assert not too_wide, too_wide
-    long_line = (
-        "        parameters, max_norm, norm_type=norm_type, error_if_nonfinite=error_if_nonfinite"
-    )
+    long_line = '    parameters = [p for group in inner.param_groups for p in group["params"]]'
     gutter = re.compile(r"^(\s*\d+\s+|\s+)\+")
     joined = "".join(gutter.sub("", row, count=1) for row in rows)
-    assert long_line in joined
+    assert long_line.replace(" ", "") in joined.replace(" ", "")  # a fold may fall on a space
     # the summary and per-project tables fit as well, and no cell is cut short to "…": too
     # narrow for its columns, the per-project table is one block of lines per project
     tables = [line for line in text.splitlines() if re.search("[│┃─━┌└]", line)]

@@ -12,7 +12,8 @@ fixes wrote (a line of the fixed text that the original did not have):
 - a string literal the fix wrote takes the project's quotes (`quote-style = "single"`) when its
   text holds neither quote nor backslash; docstrings keep double quotes (as ruff does).
 
-Code the user wrote is never re-laid out: a project that is not formatted stays as it was.
+Code the user wrote is never re-laid out: a project that is not formatted stays as it was. A line
+whose part after the call is itself over the length (a long trailing comment) is left as it is.
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ INDENT = "    "
 def laid_out(before: str, after: str, style: Style) -> str:
     """`after` with the lines the fixes wrote in the project's style; `after` unchanged when
     it does not parse (the verification that follows reports it)."""
-    if before == after:
-        return after
+    if (
+        before == after
+        or "\r" in after.replace("\r\n", "")
+        or ("\r\n" in after and "\n" in after.replace("\r\n", ""))
+    ):
+        return after  # a lone CR, or mixed line ends: the bytes are kept as they are
     old = Counter(before.splitlines())
     text = requoted(after, old, style) if style.quote == "single" else after
     try:
@@ -95,6 +100,8 @@ def split_call(line: str, call: ast.Call, limit: int) -> list[str] | None:
     indent = line[: len(line) - len(line.lstrip())]
     inner = indent + ("\t" if indent.startswith("\t") else INDENT)
     rest = line[closing:]  # `)` and anything after it (a comment, `:`)
+    if width(indent + rest) > limit:
+        return None  # what follows the call is too long by itself: splitting gains nothing
     segments = [line[a.col_offset : a.end_col_offset] for a in arguments]
     together = ", ".join(segments)
     head = line[: opening + 1]

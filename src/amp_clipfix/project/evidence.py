@@ -33,14 +33,17 @@ Files are read as bytes (a pattern test first) and parsed with `ast` only where 
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.paths import display_path
 from amp_clipfix.records import record
+
+if TYPE_CHECKING:  # parsed only where a pattern matched
+    import ast
 
 OPTIMIZER_IDX_HOOKS = frozenset(
     {
@@ -99,6 +102,8 @@ def code_evidence(files: Iterable[Path], root: Path) -> tuple[Evidence | None, E
             continue
         if MAY_HOLD.search(data) is None:
             continue
+        import ast
+
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -112,6 +117,8 @@ def code_evidence(files: Iterable[Path], root: Path) -> tuple[Evidence | None, E
 
 
 def facts_of(tree: ast.AST, path: Path) -> Iterable[Evidence]:
+    import ast
+
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             arguments = node.args

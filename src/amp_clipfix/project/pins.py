@@ -60,6 +60,14 @@ from amp_clipfix import observed
 from amp_clipfix.paths import display_path, excerpt, os_error_reason, unreadable_value
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.evidence import code_evidence
+from amp_clipfix.project.install_readers import (
+    dockerfile_pins,
+    dockerfiles,
+    included_requirements,
+    is_dockerfile,
+    shell_includes,
+    test_environments,
+)
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
     Packages,
@@ -68,16 +76,10 @@ from amp_clipfix.project.pin_readers import (
     Reader,
     canonical_name,
     conda_pins,
-    dockerfile_pins,
-    noxfile_includes,
-    noxfile_pins,
     pyproject_pins,
     requirements_reader,
     setup_cfg_pins,
     setup_py_pins,
-    shell_includes,
-    tox_pins,
-    workflow_pins,
 )
 from amp_clipfix.project.torch_release import (
     ASSUMED_TORCH,
@@ -274,103 +276,20 @@ def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]
             listed.append((root / name, conda_pins, _any))
     for path in dockerfiles(root):
         listed.append((path, dockerfile_pins, _any))
-        listed.extend(included_requirements(path, root, files, shell_includes, False))
+        listed.extend(included_requirements(path, root, files.data, shell_includes, False))
     for path, reader, includes in test_environments(root):
         listed.append((path, reader, _any))
-        listed.extend(included_requirements(path, root, files, includes, True))
-    return listed
-
-
-DOCKER_FOLDERS = ("", "docker", ".devcontainer")
-
-
-def is_dockerfile(name: str) -> bool:
-    return name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
-
-
-def dockerfiles(root: Path) -> list[Path]:
-    """`Dockerfile`, `Dockerfile.*`, `*.Dockerfile` at the root, in docker/ and .devcontainer/."""
-    found = []
-    for folder in DOCKER_FOLDERS:
-        base = root / folder if folder else root
-        found += [base / n for n in sorted(_names(base)) if is_dockerfile(n)]
-    return [path for path in found if observed.is_file(path)]
-
-
-Includes = Callable[[bytes], list[str]]
-
-
-def test_environments(root: Path) -> list[tuple[Path, Reader, Includes]]:
-    """CI workflows, tox.ini and noxfile.py: what the project is tested with (second tier)."""
-    found: list[tuple[Path, Reader, Includes]] = []
-    workflows = root / ".github" / "workflows"
-    for name in sorted(_names(workflows)):
-        if name.endswith((".yml", ".yaml")) and observed.is_file(workflows / name):
-            found.append((workflows / name, workflow_pins, shell_includes))
-    if observed.is_file(root / "tox.ini"):
-        found.append((root / "tox.ini", tox_pins, _no_includes))
-    if observed.is_file(root / "noxfile.py"):
-        found.append((root / "noxfile.py", noxfile_pins, noxfile_includes))
-    return found
-
-
-def _no_includes(data: bytes) -> list[str]:
-    return []
-
-
-def included_requirements(
-    path: Path, root: Path, files: ProjectFiles, includes: Includes, optional: bool
-) -> list[tuple[Path, Reader, Accept]]:
-    """The requirement files an install command reads (`pip install -r FILE`), relative to
-    the project root (where a Dockerfile's context or a CI job usually starts) or to the file
-    itself, inside the project only."""
-    try:
-        written = includes(files.data(path))
-    except PinError:
-        return []
-    listed: list[tuple[Path, Reader, Accept]] = []
-    for name in written:
-        for base in (root, path.parent):
-            candidate = Path(os.path.normpath(base / name))
-            if observed.is_file(candidate) and observed.inside(candidate, root):
-                listed.append((candidate, requirements_reader(optional), _any))
-                break
+        listed.extend(included_requirements(path, root, files.data, includes, True))
     return listed
 
 
 # Words in a requirement file's name that say it is not what the project installs.
-AUXILIARY_WORDS = frozenset(
-    {
-        "bench",
-        "benchmark",
-        "benchmarks",
-        "check",
-        "ci",
-        "coverage",
-        "dev",
-        "develop",
-        "development",
-        "doc",
-        "docs",
-        "documentation",
-        "example",
-        "examples",
-        "lint",
-        "linting",
-        "mypy",
-        "notebook",
-        "notebooks",
-        "precommit",
-        "sphinx",
-        "style",
-        "test",
-        "testing",
-        "tests",
-        "tutorial",
-        "tutorials",
-        "typing",
-    }
-)
+AUXILIARY_NAMES = """
+bench benchmark benchmarks check ci coverage dev develop development doc docs documentation
+example examples lint linting mypy notebook notebooks precommit sphinx style test testing tests
+tutorial tutorials typing
+"""
+AUXILIARY_WORDS = frozenset(AUXILIARY_NAMES.split())
 
 
 def is_auxiliary(path: Path, root: Path) -> bool:
