@@ -267,3 +267,26 @@ def test_ddp_children_on_cpu_are_traced_and_fixed(tmp_path: Path) -> None:
     fixed = trace(folder, "--apply", "--yes", "--verify", "--", "python", "train.py")
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     assert verify_lines(fixed.stderr)[-1].startswith("verify: passed: 6 optimizer steps")
+
+
+def test_a_clip_in_a_callback_from_a_factory_is_found_and_fixed(tmp_path: Path) -> None:
+    """`callbacks=make_callbacks({...})` through a registry dict: `check` finds nothing, the run
+    shows Lightning's error in the callback's clip."""
+    folder = copy("callback_factory", tmp_path)
+    static = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert static.returncode == 0, static.stdout
+    found = trace(folder, "--", "python", "train.py")
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[1:3] == [
+        "  fused optimizer: train.py:29 AdamW(fused=True) built here",
+        "  clip: train.py:10 raised RuntimeError",
+    ]
+    assert found.stdout.startswith("train.py:10:9: ACF002 ")
+    stderr = assert_fixed_and_verified(folder, "--", "python", "train.py")
+    assert "trace: train.py:29:16: fixed at the observed site" in stderr
