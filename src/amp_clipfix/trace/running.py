@@ -61,7 +61,7 @@ def trace_run(
     if apply_fixes or dry_run:
         from amp_clipfix.trace.fixing import fix_observed
 
-        code = fix_observed(findings, settings, started, yes=yes, dry_run=dry_run)
+        code = fix_observed(findings, run, settings, started, yes=yes, dry_run=dry_run)
         if verify and not dry_run and code != EXIT_ERROR:
             from amp_clipfix.trace.verify import verify_run
 
