@@ -209,7 +209,8 @@ def error_findings(run: Run, sites: Sites) -> Iterable[Finding]:
             continue  # a torch clip with error_if_nonfinite=True: the user asked for it
         if code == "ACF008" and run.events("backward"):
             continue  # the plain backward's finding says where it comes from
-        clip = [sites.at(SiteKind.GRAD_CLIP, frame, f"raised {error.get('type')}")] if frame else []
+        kind = SiteKind.OPTIMIZER_STEP if code == "ACF008" else SiteKind.GRAD_CLIP
+        clip = [sites.at(kind, frame, f"raised {error.get('type')}")] if frame else []
         if frame in [first_frame(fit) for fit in run.events("fit")]:
             clip = []  # Lightning's own clipping, set on the Trainer: the entry site says so
         extra: list[Site] = []

@@ -6,7 +6,8 @@ Two routes, and each finding says which it took:
   the strategies, safety rules and fixpoint of `apply`) is the one written.
 - observed site: a loud error of a fused optimizer (ACF001, ACF002) the static analysis does not
   find (an optimizer from a registry, a config, a factory) is fixed where the run saw the
-  optimizer built: `fused=False` in that call, whatever the call's other arguments.
+  optimizer built: `fused=False` in that call, whatever the call's other arguments; a plain
+  backward in manual optimization (ACF008) becomes `MODULE.manual_backward(loss)` where it ran.
 Anything else the static analysis does not find is reported, unfixed, with why.
 """
 
@@ -17,11 +18,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
-from amp_clipfix.models import Confidence, Finding, Fix, SiteKind
+from amp_clipfix.models import Confidence, Finding, Fix, Site, SiteKind
 from amp_clipfix.options import Settings
 from amp_clipfix.records import replace
 from amp_clipfix.results import FileChange, RunResult
+from amp_clipfix.trace.findings import Run, first_frame
 
+MANUAL_BACKWARD_SAFETY = (
+    "`loss.backward()` becomes `self.manual_backward(loss)` where the run called it (the name "
+    "the module had there): Lightning scales the loss under fp16 and unscales before the step"
+)
 UNFUSE_SAFETY = (
     "fused=False where the run built the optimizer: the same maths (foreach kernels), a "
     "slightly slower step; a class built there that takes no `fused` argument would refuse it"
@@ -46,7 +52,12 @@ def matches(static: Finding, seen: Finding) -> bool:
 
 
 def fix_observed(
-    findings: Sequence[Finding], settings: Settings, started: float, yes: bool, dry_run: bool
+    findings: Sequence[Finding],
+    run: Run,
+    settings: Settings,
+    started: float,
+    yes: bool,
+    dry_run: bool,
 ) -> int:
     """Fix, show and write as `apply` does; the exit code `apply` gives."""
     from amp_clipfix import running
@@ -54,7 +65,7 @@ def fix_observed(
     from amp_clipfix.reporting import echo
     from amp_clipfix.writing import is_interactive, plain_output
 
-    result = fixed_result(findings, settings)
+    result = fixed_result(findings, settings, run)
     for finding in result.findings:
         route = finding.notes[-1] if finding.fix or finding.refusal is None else finding.refusal
         echo(f"trace: {finding_line(finding).split(': ', 1)[0]}: {route}", err=True)
@@ -76,7 +87,7 @@ def fix_observed(
     return 0  # pragma: no cover - apply always exits
 
 
-def fixed_result(findings: Sequence[Finding], settings: Settings) -> RunResult:
+def fixed_result(findings: Sequence[Finding], settings: Settings, run: Run) -> RunResult:
     """The observed findings, each with the fix of its route, and the changes they make."""
     from amp_clipfix.options import settings_from
     from amp_clipfix.running import execute
@@ -119,7 +130,7 @@ def fixed_result(findings: Sequence[Finding], settings: Settings) -> RunResult:
                     )
                     kept.append(renamed[finding])
             continue
-        direct = unfuse_at_site(seen, changes)
+        direct = fix_at_site(seen, changes, run)
         if isinstance(direct, FileError):
             errors.append(direct)
             kept.append(replace(seen, refusal=direct.message))
@@ -149,6 +160,8 @@ def fixed_result(findings: Sequence[Finding], settings: Settings) -> RunResult:
 def no_fix_reason(seen: Finding) -> str:
     if seen.code in ("ACF001", "ACF002"):
         return "the run saw no user frame where the optimizer was built"
+    if seen.code == "ACF008":
+        return "the run saw no name for the LightningModule where backward was called"
     return (
         "the static analysis does not find this site, and its fix needs the names the code "
         "uses (the scaler, the optimizer) at the clip: change it as the rule's page shows "
@@ -156,26 +169,44 @@ def no_fix_reason(seen: Finding) -> str:
     )
 
 
-def unfuse_at_site(
-    seen: Finding, changes: Sequence[FileChange]
+def fix_at_site(
+    seen: Finding, changes: Sequence[FileChange], run: Run
 ) -> tuple[Finding, FileChange] | FileError | None:
-    """ACF001 / ACF002 the static analysis missed: `fused=False` where the run built it."""
-    if seen.code not in ("ACF001", "ACF002"):
-        return None
-    built = [site for site in seen.sites if site.kind is SiteKind.FUSED_OPTIMIZER]
-    if not built or any(same_file(c.source.path, built[0].path) for c in changes):
-        return None
-    from amp_clipfix.trace.unfuse_call import unfuse_call
+    """What the static analysis missed, fixed where the run saw it: ACF001 / ACF002
+    `fused=False` where the optimizer was built, ACF008 `manual_backward` where backward ran."""
+    from amp_clipfix.trace.call_fixes import manual_backward_call, unfuse_call
 
-    site = built[0]
-    made = unfuse_call(site.path, site.span.line)
+    kind = {"ACF001": SiteKind.FUSED_OPTIMIZER, "ACF002": SiteKind.FUSED_OPTIMIZER}.get(
+        seen.code, SiteKind.BACKWARD if seen.code == "ACF008" else None
+    )
+    sites = [site for site in seen.sites if site.kind is kind]
+    if not sites or any(same_file(c.source.path, sites[0].path) for c in changes):
+        return None
+    site = sites[0]
+    if kind is SiteKind.FUSED_OPTIMIZER:
+        made = unfuse_call(site.path, site.span.line)
+        fix = Fix(Strategy.UNFUSE, (site,), UNFUSE_SAFETY, safe=True)
+    else:
+        receiver = backward_receiver(run, site)
+        if receiver is None:
+            return None
+        made = manual_backward_call(site.path, site.span.line, receiver)
+        fix = Fix(Strategy.UNSCALE, (site,), MANUAL_BACKWARD_SAFETY, safe=True)
     if isinstance(made, str):
         return FileError(site.path, made, kind=ErrorKind.FIX, line=site.span.line)
     source, new_data = made
-    fix = Fix(Strategy.UNFUSE, (site,), UNFUSE_SAFETY, safe=True)
     finding = replace(
         seen,
         fix=fix,
         notes=(*seen.notes, "fixed at the observed site: the static analysis does not find it"),
     )
     return finding, FileChange(source, new_data, (finding,))
+
+
+def backward_receiver(run: Run, site: Site) -> str | None:
+    """The name the run saw the LightningModule under where `loss.backward()` ran."""
+    for backward in run.events("backward"):
+        frame = first_frame(backward)
+        if frame and same_file(Path(frame[0]), site.path) and frame[1] == site.span.line:
+            return (backward.get("module") or {}).get("receiver")
+    return None

@@ -55,10 +55,13 @@ def trace_run(
     traced = traced_or_fail(command, record, steps, overflow, norms)
     run = Run(traced.records)
     findings = observed(run)
+    if not quiet:
+        for line in summary_lines(run, traced.returncode):
+            echo(line, err=True)
     if apply_fixes or dry_run:
         from amp_clipfix.trace.fixing import fix_observed
 
-        code = fix_observed(findings, settings, started, yes=yes, dry_run=dry_run)
+        code = fix_observed(findings, run, settings, started, yes=yes, dry_run=dry_run)
         if verify and not dry_run and code != EXIT_ERROR:
             from amp_clipfix.trace.verify import verify_run
 
@@ -70,9 +73,6 @@ def trace_run(
     with report_stream(settings, stdout_ok=True) as stream:
         emit_report(result, settings, stream)
     finish(settings, result, started)
-    if not quiet:
-        for line in summary_lines(run, traced.returncode):
-            echo(line, err=True)
     code = exit_code(settings, result, findings_left=bool(findings))
     if verify:
         from amp_clipfix.trace.verify import verify_run

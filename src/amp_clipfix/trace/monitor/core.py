@@ -187,20 +187,25 @@ def manual_module() -> dict[str, Any] | None:
         return None
     classes = tuple(LIGHTNING_MODULE_CLASSES)
     frame: Any = sys._getframe(2)  # noqa: SLF001
+    caller = frame
     for _ in range(30):
         if frame is None:
             return None
         owner = frame.f_locals.get("self")
+        if frame is caller and not isinstance(owner, classes):  # `def step(module, ...)`
+            owner = next((v for v in frame.f_locals.values() if isinstance(v, classes)), None)
         if isinstance(owner, classes):
             if getattr(owner, "automatic_optimization", True):
                 return None
             trainer = getattr(owner, "_trainer", None)
             plugin = getattr(trainer, "precision_plugin", None)
             scaler = getattr(plugin, "scaler", None)
+            names = [name for name, value in caller.f_locals.items() if value is owner]
             return {
                 "cls": type(owner).__name__,
                 "file": module_file(type(owner)),
                 "scaler": scaler is not None,
+                "receiver": names[0] if names else None,  # its name where the call is
             }
         frame = frame.f_back
     return None

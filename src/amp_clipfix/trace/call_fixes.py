@@ -1,15 +1,21 @@
-"""`fused=False` in the call that built an optimizer, found by the line the run saw it on: the
-observed-site route of `trace --apply` for an optimizer the static analysis does not follow
-(a registry, `getattr(torch.optim, name)`, a config's keyword arguments).
+"""The observed-site route of `trace --apply`: a call rewritten where the run saw it, by its
+line, for code the static analysis does not follow.
 
+`fused=False` in the call that built an optimizer (a registry, `getattr(torch.optim, name)`, a
+config's keyword arguments):
 - `X(..., fused=<anything>)`: the value becomes `False`;
 - `X(..., **kwargs)`: the last spread becomes `**{**kwargs, "fused": False}` (a key the spread
   may hold is overridden, never passed twice);
 - otherwise `fused=False` is added as the last argument.
+
+`loss.backward()` in manual optimization (a decorated training step, a helper):
+`MODULE.manual_backward(loss)`, MODULE being the name the run saw the LightningModule under in
+that frame.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import libcst as cst
@@ -64,30 +70,65 @@ def _unfused(call: cst.Call) -> cst.Call:
     return call.with_changes(args=args)
 
 
+def _backward(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "backward" and not call.args
+
+
+def _manual_backward(receiver: str) -> Callable[[cst.Call], cst.Call]:
+    def rewrite(call: cst.Call) -> cst.Call:
+        assert isinstance(call.func, cst.Attribute)
+        method = cst.Attribute(cst.Name(receiver), cst.Name("manual_backward"))
+        return call.with_changes(func=method, args=[cst.Arg(call.func.value)])
+
+    return rewrite
+
+
 class _Replace(cst.CSTTransformer):
-    def __init__(self, target: cst.Call) -> None:
-        self.target = target
+    def __init__(self, target: cst.Call, rewrite: Callable[[cst.Call], cst.Call]) -> None:
+        self.target, self.rewrite = target, rewrite
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
-        return _unfused(updated_node) if original_node is self.target else updated_node
+        return self.rewrite(updated_node) if original_node is self.target else updated_node
 
 
 def unfuse_call(path: Path, line: int) -> tuple[SourceFile, bytes] | str:
     """The file with the optimizer call at `line` unfused, or why not (one line)."""
+    return _rewritten(path, line, "where the run built the optimizer", None, _unfused)
+
+
+def manual_backward_call(path: Path, line: int, receiver: str) -> tuple[SourceFile, bytes] | str:
+    """The file with `X.backward()` at `line` as `RECEIVER.manual_backward(X)`, or why not."""
+    return _rewritten(
+        path, line, "where the run called backward", _backward, _manual_backward(receiver)
+    )
+
+
+def _rewritten(
+    path: Path,
+    line: int,
+    where: str,
+    accept: Callable[[cst.Call], bool] | None,
+    rewrite: Callable[[cst.Call], cst.Call],
+) -> tuple[SourceFile, bytes] | str:
     try:
         source = read_source(path)
         module = cst.parse_module(source.text)
     except (SourceError, cst.ParserSyntaxError) as error:
-        return f"cannot fix where the optimizer was built: {error}"
+        return f"cannot fix {where}: {error}"
     wrapper = MetadataWrapper(module)
     calls = _Calls(line)
     wrapper.visit(calls)
-    if not calls.found:
-        return f"no call starts on line {line}, where the run built the optimizer"
-    target = min(calls.found, key=_rank)  # stable: the outermost call of a rank comes first
-    text = wrapper.module.visit(_Replace(target)).code
+    found = [call for call in calls.found if accept is None or accept(call)]
+    if not found:
+        return f"no call to rewrite starts on line {line}, {where}"
+    target = min(found, key=_rank)  # stable: the outermost call of a rank comes first
+    text = wrapper.module.visit(_Replace(target, rewrite)).code
     try:
         compile(text, str(path), "exec")
     except SyntaxError as error:  # pragma: no cover - libcst wrote what it parsed
         return f"the fix would not parse: {error}"
-    return source, encode_text(source, text)
+    try:
+        return source, encode_text(source, text)
+    except SourceError as error:
+        return f"cannot fix {where}: {error}"
