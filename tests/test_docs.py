@@ -59,6 +59,30 @@ RUN_BY = {
     '"Fix gradient clipping on fused optimizers" amp-clipfix apply --yes --exit-zero .': (
         "test_docs::test_the_command_multi_gitter_and_git_xargs_run_fixes_a_repository"
     ),
+    "amp-clipfix trace -- python train.py": (
+        "test_trace_runtime::test_the_loud_fabric_error_is_found_fixed_and_verified"
+    ),
+    "amp-clipfix trace -- python -m pkg.train": (
+        "test_trace_runtime::test_a_program_started_with_python_m"
+    ),
+    "amp-clipfix trace -- python train.py fit --config config.yaml": (
+        "test_trace_runtime::test_a_lightning_cli_program_configured_in_yaml"
+    ),
+    "amp-clipfix trace --overflow -- python train.py": (
+        "test_trace_runtime::test_overflow_forced_shows_the_fabric_crash_and_the_fix_skips_the_step"
+    ),
+    "amp-clipfix trace --record run.jsonl -- python train.py": (
+        "test_trace_runtime::test_a_plain_torch_clip_of_scaled_gradients_shows_the_norm_the_step_got"
+    ),
+    "amp-clipfix trace --format json -- python train.py": (
+        "test_trace_runtime::test_the_loud_trainer_error_is_found_as_json_fixed_and_verified"
+    ),
+    "amp-clipfix trace --dry-run -- python train.py": (
+        "test_trace_runtime::test_plain_backward_in_a_decorated_training_step_is_fixed_where_it_ran"
+    ),
+    "amp-clipfix trace --apply --yes --verify -- python train.py": (
+        "test_trace_runtime::test_ddp_children_on_cpu_are_traced_and_fixed"
+    ),
     "git clone https://github.com/amp-clipfix/amp-clipfix && pip install ./amp-clipfix": (
         "not run (the network): test_readme_recipes::test_a_fresh_clone_builds_a_wheel_that_runs "
         "builds and runs what pip builds from a clone"
