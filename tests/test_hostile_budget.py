@@ -16,6 +16,7 @@ import pytest
 from test_bounded import Counted, fixed
 
 from amp_clipfix.models import Strategy
+from amp_clipfix.output.report import is_error_line
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
 
@@ -32,7 +33,7 @@ def amp_clipfix(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def error_lines(output: str) -> list[str]:
-    return [line for line in output.splitlines() if line.startswith("error:")]
+    return [line for line in output.splitlines() if is_error_line(line)]
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ def test_a_rule_that_fails_is_one_error_line_and_exit_2(
         main, ["check", "--no-cache", "--lightning-version", "2.6.6"], catch_exceptions=False
     )
     assert result.exit_code == 2, result.output
-    assert error_lines(result.output) == ["error: .: the rules gave up (code nested too deeply)"]
+    assert error_lines(result.output) == [".: error: the rules gave up (code nested too deeply)"]
     assert "train.py:19:9: ACF001" in result.output
 
 
@@ -170,7 +171,7 @@ def test_a_huge_integer_in_a_notebook_is_one_error_line(project: Path) -> None:
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.returncode == 2, result.stderr
     assert error_lines(result.stderr) == [
-        "error: big.ipynb: not a valid notebook: a number of more than 4,300 digits"
+        "big.ipynb: error: not a valid notebook: a number of more than 4,300 digits"
     ]
     assert "train.py:19:9: ACF001" in result.stdout  # the run went on
 
@@ -186,7 +187,7 @@ def test_a_huge_integer_in_a_pyproject_table_is_one_error_line(project: Path, ta
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[-1] == (
-        "Error: pyproject.toml: invalid TOML: a number of more than 4,300 digits"
+        "pyproject.toml: error: invalid TOML: a number of more than 4,300 digits"
     )
 
 
@@ -330,11 +331,11 @@ def test_a_helper_module_with_conflict_markers_is_one_line_and_nothing_is_writte
     errors = error_lines(result.stderr)
     assert len(errors) == 2, errors
     assert errors[0].startswith(
-        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers: cannot be created or "
+        "mypkg/amp_helpers.py: error: helper-module mypkg.amp_helpers: cannot be created or "
         "updated: cannot parse: "
     )
     assert errors[1] == (
-        "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers"
+        "mypkg/model.py: error: not fixed: it would import from helper-module mypkg.amp_helpers"
     )
     assert snapshot(root) == before
 
@@ -431,18 +432,18 @@ def stage_patches(monkeypatch: pytest.MonkeyPatch, stage: str) -> None:  # noqa:
 
 
 STAGES = {  # stage: (the error line, whether it is a stage per file: good.py is fixed then)
-    "discover": (f"error: .: internal error in finding the files: {BOOM}", False),
-    "read": (f"error: bad.py: internal error while reading: {BOOM}", True),
-    "prefilter": (f"error: bad.py: internal error in the prefilter: {BOOM}", True),
-    "parse": (f"error: bad.py: internal error while reading sites: {BOOM}", True),
-    "resolve": (f"error: .: internal error in the project resolution: {BOOM}", False),
-    "rules": (f"error: .: internal error in the rules: {BOOM}", False),
-    "choose": (f"error: .: internal error in choosing fixes: {BOOM}", False),
-    "transform": (f"error: bad.py: not fixed: internal error: {BOOM}", True),
-    "verify": (f"error: bad.py: not fixed: internal error: {BOOM}", True),
-    "diff": (f"error: bad.py: not fixed: internal error in the diff: {BOOM}", True),
-    "report": (f"error: <stderr>: internal error in the report: {BOOM}", False),
-    "write": (f"error: bad.py: not written: internal error: {BOOM}", True),
+    "discover": (f".: error: internal error in finding the files: {BOOM}", False),
+    "read": (f"bad.py: error: internal error while reading: {BOOM}", True),
+    "prefilter": (f"bad.py: error: internal error in the prefilter: {BOOM}", True),
+    "parse": (f"bad.py: error: internal error while reading sites: {BOOM}", True),
+    "resolve": (f".: error: internal error in the project resolution: {BOOM}", False),
+    "rules": (f".: error: internal error in the rules: {BOOM}", False),
+    "choose": (f".: error: internal error in choosing fixes: {BOOM}", False),
+    "transform": (f"bad.py: error: not fixed: internal error: {BOOM}", True),
+    "verify": (f"bad.py: error: not fixed: internal error: {BOOM}", True),
+    "diff": (f"bad.py: error: not fixed: internal error in the diff: {BOOM}", True),
+    "report": (f"<stderr>: error: internal error in the report: {BOOM}", False),
+    "write": (f"bad.py: error: not written: internal error: {BOOM}", True),
 }
 
 

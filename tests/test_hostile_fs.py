@@ -20,6 +20,7 @@ import pytest
 
 from amp_clipfix.cache_layout import Entries, open_folder, seal, secret, version_folder
 from amp_clipfix.observed import CACHE_DIR
+from amp_clipfix.output.report import is_error_line
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = (REPO / "fixtures" / "fabric_precision_kwarg_16_mixed" / "input" / "train.py").read_bytes()
@@ -271,7 +272,7 @@ def test_a_report_that_cannot_be_written_whole_keeps_the_old_one(project: Path) 
 
     assert result.returncode == 2, result.stderr
     assert result.stderr.decode().splitlines() == [
-        "error: out.sarif: cannot write: File too large; the old file is kept"
+        "out.sarif: error: cannot write: File too large; the old file is kept"
     ]
     assert report.read_bytes() == b"the report of the last run\n"
     assert sorted(path.name for path in project.iterdir()) == [
@@ -322,7 +323,7 @@ def test_a_report_folder_that_does_not_exist_is_one_line_and_exit_2(project: Pat
     result = run(project, "check", "-o", "no/such/folder/report.txt", ".", cache=False)
     assert result.returncode == 2
     assert result.stderr.decode().splitlines() == [
-        "error: no/such/folder/report.txt: cannot write: No such file or directory; nothing written"
+        "no/such/folder/report.txt: error: cannot write: No such file or directory; nothing written"
     ]
 
 
@@ -334,7 +335,7 @@ def test_a_patch_that_cannot_be_written_whole_keeps_the_old_one(project: Path) -
     result = run_limited(project, 1024, "apply", "--dry-run", "--patch-dir", "patches", ".")
 
     assert result.returncode == 2, result.stderr
-    assert "error: patches/project.patch: cannot write: File too large" in result.stderr.decode()
+    assert "patches/project.patch: error: cannot write: File too large" in result.stderr.decode()
     assert old.read_bytes() == b"the patch of the last run\n"
     assert list((project / "patches").iterdir()) == [old]
 
@@ -353,11 +354,11 @@ def test_a_helper_module_that_is_a_pipe_is_one_line(tmp_path: Path) -> None:
     result = run(root, "apply", "--yes", "--strategy", "unscale", ".", cache=False)
 
     assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
+    errors = [line for line in result.stderr.decode().splitlines() if is_error_line(line)]
     assert errors == [
-        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers: cannot be created or "
+        "mypkg/amp_helpers.py: error: helper-module mypkg.amp_helpers: cannot be created or "
         "updated: cannot read: not a regular file",
-        "error: mypkg/model.py: not fixed: it would import from helper-module mypkg.amp_helpers",
+        "mypkg/model.py: error: not fixed: it would import from helper-module mypkg.amp_helpers",
     ]
     assert (root / "mypkg" / "model.py").read_bytes() == model
     assert stat.S_ISFIFO((root / "mypkg" / "amp_helpers.py").lstat().st_mode)
@@ -392,8 +393,8 @@ def test_a_file_swapped_for_a_pipe_before_it_is_written_is_one_line(project: Pat
     )
 
     assert result.returncode == 2, result.stderr
-    errors = [line for line in result.stderr.decode().splitlines() if line.startswith("error:")]
-    assert errors == ["error: train.py: cannot re-read before writing: not a regular file"]
+    errors = [line for line in result.stderr.decode().splitlines() if is_error_line(line)]
+    assert errors == ["train.py: error: cannot re-read before writing: not a regular file"]
     assert b"fused=False" in (project / "other.py").read_bytes()  # the run goes on
     assert stat.S_ISFIFO((project / "train.py").lstat().st_mode)
 
@@ -422,7 +423,7 @@ def test_the_fix_hook_never_passes_a_commit_that_lacks_the_helper_module(tmp_pat
     hook = ["apply", "--yes", "--tracked-only", "--force-exclude", "--strategy", "unscale"]
     hook += ["--", "mypkg/model.py"]
     line = (
-        "error: mypkg/amp_helpers.py: helper-module mypkg.amp_helpers is not in git's index "
+        "mypkg/amp_helpers.py: error: helper-module mypkg.amp_helpers is not in git's index "
         "(--tracked-only): the commit would lack it; run `git add mypkg/amp_helpers.py`"
     )
 
@@ -434,7 +435,7 @@ def test_the_fix_hook_never_passes_a_commit_that_lacks_the_helper_module(tmp_pat
     git(root, "add", "-u")
     second = run(root, *hook, cache=False)
     assert second.returncode == 2, second.stderr
-    assert [ln for ln in second.stderr.decode().splitlines() if ln.startswith("error")] == [line]
+    assert [ln for ln in second.stderr.decode().splitlines() if is_error_line(ln)] == [line]
 
     git(root, "add", "mypkg/amp_helpers.py")
     third = run(root, *hook, cache=False)

@@ -164,7 +164,7 @@ def test_a_report_file_and_one_that_cannot_be_opened(tmp_path: Path) -> None:
     arguments = ["check", "--no-cache", "-o", "no/such/folder/report.txt", "."]
     quick = run("quick", root, arguments)
     assert quick[:3] == run("click", root, arguments)[:3]
-    assert quick[2] == 2 and b"error: no/such/folder/report.txt: cannot write" in quick[1]
+    assert quick[2] == 2 and b"no/such/folder/report.txt: error: cannot write" in quick[1]
 
 
 @pytest.mark.parametrize(

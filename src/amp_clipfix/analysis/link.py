@@ -17,6 +17,7 @@ from amp_clipfix.models import (
     FileSites,
     Site,
     SiteKind,
+    UseId,
     entry_order,
 )
 
@@ -101,3 +102,19 @@ def lightning_module_classes(files: Sequence[FileSites]) -> list[ClassInfo]:
         for info in file.classes
         if info.is_lightning_module or info.module_class
     ]
+
+
+def owner_key(site: Site) -> UseId | None:
+    return None if site.owner is None else UseId(site.path, site.owner)
+
+
+def sites_by_owner(sites: Sequence[Site]) -> dict[UseId, set[int]]:
+    """The positions in `sites` of the sites each module class owns: those of its own methods
+    and those its users name (a factory's literal, a mixin's optimizer, an `__init__`
+    default). Built once: asking each class of every site made N factories cost N * N."""
+    owned: dict[UseId, set[int]] = {}
+    for index, site in enumerate(sites):
+        owner = owner_key(site)
+        for key in (*site.users, *((owner,) if owner is not None else ())):
+            owned.setdefault(key, set()).add(index)
+    return owned

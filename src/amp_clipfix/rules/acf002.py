@@ -11,6 +11,8 @@ from amp_clipfix.analysis.link import (
     is_known,
     lightning_module_classes,
     of_kind,
+    owner_key,
+    sites_by_owner,
     user_sites,
 )
 from amp_clipfix.helper_sources import MODULE_HELPER_SOURCE
@@ -276,10 +278,6 @@ def class_key(info: ClassInfo) -> UseId:
     return UseId(info.path, info.name)
 
 
-def owner_key(site: Site) -> UseId | None:
-    return None if site.owner is None else UseId(site.path, site.owner)
-
-
 def fixed_in(site: Site, unscaled: set[UseId]) -> bool:
     """The classes whose methods build an optimizer site (where the unscale fix puts its
     override: the class around it, or those calling the function that builds it) all have the
@@ -287,18 +285,6 @@ def fixed_in(site: Site, unscaled: set[UseId]) -> bool:
     owner = owner_key(site)
     homes = {owner} if owner is not None else {UseId(h.path, h.name) for h in site.built_in}
     return bool(homes) and homes <= unscaled
-
-
-def sites_by_owner(sites: Sequence[Site]) -> dict[UseId, set[int]]:
-    """The positions in `sites` of the sites each module class owns: those of its own methods
-    and those its users name (a factory's literal, a mixin's optimizer, an `__init__`
-    default). Built once: asking each class of every site made N factories cost N * N."""
-    owned: dict[UseId, set[int]] = {}
-    for index, site in enumerate(sites):
-        owner = owner_key(site)
-        for key in (*site.users, *((owner,) if owner is not None else ())):
-            owned.setdefault(key, set()).add(index)
-    return owned
 
 
 def module_class_keys(files: Sequence[FileSites], sites: Sequence[Site]) -> list[UseId]:
