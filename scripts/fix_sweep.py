@@ -7,7 +7,8 @@ written to), a real copy under `--scratch` gets, in this order:
 1. `amp-clipfix check --no-cache --format json .`            findings before
 2. `ruff check --isolated --select F,E9 --output-format json .`  diagnostics before
 3. `amp-clipfix apply --yes --no-cache --strategy auto .`    then the same with `--strategy unfuse`
-4. `compile()` of every changed `.py` file (notebooks: ruff's E9 reads their cells)
+4. `compile()` of every changed `.py` file, `yaml.safe_load_all` of every changed YAML file
+   (notebooks: ruff's E9 reads their cells)
 5. steps 1 and 2 again: findings and diagnostics after
 
 and the report gives per corpus the files changed, findings before / after by code, the findings
@@ -36,8 +37,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import yaml
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "bench"))
+from benchmark import child_environment  # noqa: E402
 from corpora import DEFAULT_ROOT, corpora, ruff_binary  # noqa: E402
 from corpus import measure  # noqa: E402
 from sweep import crashed, error_lines  # noqa: E402
@@ -46,7 +50,6 @@ TOOL = (sys.executable, "-m", "amp_clipfix")
 CHECK = ("check", "--no-cache", "--format", "json", ".")
 RUFF = ("check", "--no-cache", "--isolated", "--select", "F,E9", "--output-format", "json", ".")
 STRATEGIES = ("auto", "unfuse")
-SUFFIXES = (".py", ".pyi", ".ipynb")
 TIMEOUT = 1800.0
 
 Key = tuple[str, str, str]  # (file, code, message)
@@ -91,12 +94,6 @@ class CorpusResult:
         )
 
 
-def env_for(scratch: Path) -> dict[str, str]:
-    from benchmark import child_environment
-
-    return child_environment(scratch)
-
-
 def run(what: str, command: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[Run, str]:
     measured = measure(list(command), cwd, env, timeout=TIMEOUT)
     result = Run(what, measured.returncode, measured.seconds, error_lines(measured))
@@ -130,19 +127,23 @@ def diagnostics_of(stdout: str, root: Path) -> Counter[Key]:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """Hash of every Python file and notebook under `root`, by relative path."""
+    """Hash of every file under `root` (code, notebooks, YAML configs), by relative path."""
     hashes = {}
     for path in sorted(root.rglob("*")):
-        if path.suffix in SUFFIXES and path.is_file() and not path.is_symlink():
+        if path.is_file() and not path.is_symlink():
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             hashes[path.relative_to(root).as_posix()] = digest
     return hashes
 
 
 def compile_error(data: bytes, name: str) -> str:
+    """Why `data` does not compile (Python) or load (YAML); "" when it does or is neither."""
     try:
-        compile(data, name, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as error:
+        if name.endswith((".py", ".pyi")):
+            compile(data, name, "exec", dont_inherit=True)
+        elif name.endswith((".yaml", ".yml")):
+            list(yaml.safe_load_all(data))
+    except (SyntaxError, ValueError, yaml.YAMLError) as error:
         return f"{type(error).__name__}: {error}"
     return ""
 
@@ -168,7 +169,7 @@ def sweep_one(source: Path, scratch: Path) -> CorpusResult:
     if root.exists():
         shutil.rmtree(root)
     shutil.copytree(source, root, symlinks=True)  # a real copy: apply rewrites files in place
-    env = env_for(scratch)
+    env = child_environment(scratch)
     ruff = ruff_binary()
 
     check, out = run("check before", [*TOOL, *CHECK], root, env)
@@ -187,8 +188,6 @@ def sweep_one(source: Path, scratch: Path) -> CorpusResult:
     after_hashes = snapshot(root)
     result.files_changed = sorted(p for p in after_hashes if hashes.get(p) != after_hashes[p])
     for path in result.files_changed:
-        if not path.endswith((".py", ".pyi")):
-            continue
         new = compile_error((root / path).read_bytes(), path)
         if new and not compile_error((source / path).read_bytes(), path):
             result.compile_failures.append(f"{path}: {new}")
@@ -205,7 +204,10 @@ def sweep_one(source: Path, scratch: Path) -> CorpusResult:
     fixable = Counter(finding_key(f) for f in before if (f.get("fix") or {}).get("edits"))
     result.before, result.after = by_code(before_keys), by_code(after_keys)
     result.addressed = by_code(fixable - after_keys)
-    result.still_reported = shown(fixable & after_keys)
+    # A key can repeat (two findings of one code and message in a file): the ones left after
+    # apply are first the ones that had no fix.
+    unfixable = before_keys - fixable
+    result.still_reported = shown((after_keys - unfixable) & fixable)
     result.new_findings = shown(after_keys - before_keys)
     result.ruff_before, result.ruff_after = ruff_before.total(), ruff_after.total()
     result.new_ruff = shown(ruff_after - ruff_before)
