@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE.parent / "bench"))
 from benchmark import child_environment  # noqa: E402
 from corpora import DEFAULT_ROOT, corpora, ruff_binary  # noqa: E402
 from corpus import measure  # noqa: E402
-from sweep import crashed, error_lines  # noqa: E402
+from sweep import count, crashed, error_lines  # noqa: E402
 
 TOOL = (sys.executable, "-m", "amp_clipfix")
 CHECK = ("check", "--no-cache", "--format", "json", ".")
@@ -170,34 +170,26 @@ def sweep_one(source: Path, scratch: Path) -> CorpusResult:
         shutil.rmtree(root)
     shutil.copytree(source, root, symlinks=True)  # a real copy: apply rewrites files in place
     env = child_environment(scratch)
-    ruff = ruff_binary()
 
-    check, out = run("check before", [*TOOL, *CHECK], root, env)
-    result.runs.append(check)
-    before = findings_of(out)
-    lint, out = run("ruff before", [ruff, *RUFF], root, env)
-    result.runs.append(lint)
-    ruff_before = diagnostics_of(out, root)
+    def state(when: str) -> tuple[list[dict], Counter[Key]]:
+        """The findings of `check` and the diagnostics of ruff, now."""
+        check, out = run(f"check {when}", [*TOOL, *CHECK], root, env)
+        lint, lint_out = run(f"ruff {when}", [ruff_binary(), *RUFF], root, env)
+        result.runs.extend((check, lint))
+        return findings_of(out), diagnostics_of(lint_out, root)
+
+    before, ruff_before = state("before")
     hashes = snapshot(root)
-
     for strategy in STRATEGIES:
         command = [*TOOL, "apply", "--yes", "--no-cache", "--strategy", strategy, "."]
-        applied, _ = run(f"apply {strategy}", command, root, env)
-        result.runs.append(applied)
-
+        result.runs.append(run(f"apply {strategy}", command, root, env)[0])
     after_hashes = snapshot(root)
     result.files_changed = sorted(p for p in after_hashes if hashes.get(p) != after_hashes[p])
     for path in result.files_changed:
         new = compile_error((root / path).read_bytes(), path)
         if new and not compile_error((source / path).read_bytes(), path):
             result.compile_failures.append(f"{path}: {new}")
-
-    check, out = run("check after", [*TOOL, *CHECK], root, env)
-    result.runs.append(check)
-    after = findings_of(out)
-    lint, out = run("ruff after", [ruff, *RUFF], root, env)
-    result.runs.append(lint)
-    ruff_after = diagnostics_of(out, root)
+    after, ruff_after = state("after")
 
     before_keys = Counter(finding_key(f) for f in before)
     after_keys = Counter(finding_key(f) for f in after)
@@ -213,13 +205,6 @@ def sweep_one(source: Path, scratch: Path) -> CorpusResult:
     result.new_ruff = shown(ruff_after - ruff_before)
     result.gone_ruff = shown(ruff_before - ruff_after)
     return result
-
-
-def count(codes: dict[str, int]) -> str:
-    total = sum(codes.values())
-    if not total:
-        return "0"
-    return f"{total} ({', '.join(f'{code} {n}' for code, n in codes.items())})"
 
 
 def table(results: Sequence[CorpusResult]) -> list[str]:
