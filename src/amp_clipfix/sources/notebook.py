@@ -68,10 +68,10 @@ def is_magic_cell(text: str) -> bool:
 def module_lines(text: str) -> list[str]:
     """A cell's lines as the module holds them: IPython's escapes kept out of the parse, the
     way IPython finds them (inputtransformer2): a cell magic (`%%`) takes the whole cell; an
-    escaped command (`!`, `!!`, `%`, `?`, `/`, `,`, `;`) starts a logical line (not inside a
-    string, brackets or a continued line) and goes on over the lines that end with a
-    backslash; its lines become `#` (its first `pass` where indented: it may be a block's only
-    statement). `x = !cmd` and `x = %magic` keep their assignment of a
+    escaped command (`!`, `!!`, `%`, `?`, `/`, `,`, `;`, or a whole line `name?`) starts a
+    logical line (not inside a string, brackets or a continued line) and goes on over the lines
+    that end with a backslash; its lines become `#` (its first `pass` where indented: it may
+    be a block's only statement). `x = !cmd` and `x = %magic` keep their assignment of a
     value known only at run time (`x = get_ipython()`, as IPython calls it)."""
     from amp_clipfix.sources.notebook_json import split_lines
 
@@ -100,12 +100,15 @@ def module_lines(text: str) -> list[str]:
 
 ESCAPES = ("!", "%", "?", "/", ",", ";")  # IPython's ESCAPE_SINGLES (`!!`, `??` start so too)
 ASSIGNED_ESCAPE = re.compile(r"^(\s*[\w.,\s\[\]*'\"]+?\s*=)(?!=)\s*(?:!|%(?=[A-Za-z_]))")
+# IPython's help at the end of a line (`obj?`, `%magic??`, `module.name?`): inputtransformer2's
+# `_help_end_re` over the whole logical line.
+HELP_END = re.compile(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
 
 
 def escaped_command(line: str) -> str | None:
     """What the module holds for a line that starts an IPython escape, else None."""
     stripped = line.lstrip()
-    if stripped.startswith(ESCAPES):
+    if stripped.startswith(ESCAPES) or HELP_END.match(line):
         # In a block the escape may be the block's only statement (`if IN_COLAB:` over `!pip`
         # lines): there it stays a statement, as IPython's `get_ipython().system(...)` does.
         indent = line[: len(line) - len(stripped)]
