@@ -3,8 +3,9 @@
 The code cells, in order, make one module (so a Fabric made in one cell links with a clip call
 in another), each cell after a separator comment line. IPython's escapes (cell magics `%%`, line
 magics `%`, shell lines `!`, help and autocall), found where IPython finds them and with the lines
-a backslash continues them on, become empty comments there (an assignment from one keeps its
-target), so they are never parsed and never changed.
+a backslash continues them on, become empty comments there (`pass` where indented, as a block
+may hold nothing else; an assignment from one keeps its target), so they are never parsed and
+never changed.
 
 Which module line belongs to which cell is kept by the tool itself (line ranges), never read back
 from text in the code: after a fix, the old and new module are aligned line by line and every new
@@ -67,9 +68,10 @@ def is_magic_cell(text: str) -> bool:
 def module_lines(text: str) -> list[str]:
     """A cell's lines as the module holds them: IPython's escapes kept out of the parse, the
     way IPython finds them (inputtransformer2): a cell magic (`%%`) takes the whole cell; an
-    escaped command (`!`, `!!`, `%`, `?`, `/`, `,`, `;`) starts a logical line (not inside a
-    string, brackets or a continued line) and goes on over the lines that end with a
-    backslash; its lines become `#`. `x = !cmd` and `x = %magic` keep their assignment of a
+    escaped command (`!`, `!!`, `%`, `?`, `/`, `,`, `;`, or a whole line `name?`) starts a
+    logical line (not inside a string, brackets or a continued line) and goes on over the lines
+    that end with a backslash; its lines become `#` (its first `pass` where indented: it may
+    be a block's only statement). `x = !cmd` and `x = %magic` keep their assignment of a
     value known only at run time (`x = get_ipython()`, as IPython calls it)."""
     from amp_clipfix.sources.notebook_json import split_lines
 
@@ -98,12 +100,19 @@ def module_lines(text: str) -> list[str]:
 
 ESCAPES = ("!", "%", "?", "/", ",", ";")  # IPython's ESCAPE_SINGLES (`!!`, `??` start so too)
 ASSIGNED_ESCAPE = re.compile(r"^(\s*[\w.,\s\[\]*'\"]+?\s*=)(?!=)\s*(?:!|%(?=[A-Za-z_]))")
+# IPython's help at the end of a line (`obj?`, `%magic??`, `module.name?`): inputtransformer2's
+# `_help_end_re` over the whole logical line.
+HELP_END = re.compile(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
 
 
 def escaped_command(line: str) -> str | None:
     """What the module holds for a line that starts an IPython escape, else None."""
-    if line.lstrip().startswith(ESCAPES):
-        return "#"
+    stripped = line.lstrip()
+    if stripped.startswith(ESCAPES) or HELP_END.match(line):
+        # In a block the escape may be the block's only statement (`if IN_COLAB:` over `!pip`
+        # lines): there it stays a statement, as IPython's `get_ipython().system(...)` does.
+        indent = line[: len(line) - len(stripped)]
+        return f"{indent}pass" if indent else "#"
     assigned = ASSIGNED_ESCAPE.match(line)
     if assigned is not None:
         return f"{assigned[1]} get_ipython()"
