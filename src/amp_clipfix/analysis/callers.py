@@ -105,11 +105,17 @@ class CallerIndex(PassedCalls):
         """Every value the project's calls of `function` give `param` (the default when no
         call is found; decided at run time when there is no default either)."""
         values: list[object] = []
-        for call, caller in self.callers(function, ctx):
+        found = self.callers(function, ctx)
+        for call, caller in found:
             method = is_method(ctx.summary, function)
             bound = self.bind(function, call, caller, method, ctx.summary)
             values.extend(self.force(bound.get(param.arg, [])))
         if values:
+            return values
+        if found and self.low < len(self.serials) - 1:
+            # Called, but only from inside a cycle through an evaluation still running (a
+            # ring of factories passing `fused` on): the values come round through that one,
+            # which adds them; this is no entry point called from outside.
             return values
         # No call in the project: an entry point (a CLI, a test runner) calls it from outside,
         # so its default is one value among those decided at run time.
