@@ -215,3 +215,28 @@ def module_file(cls: type) -> str | None:
     module = sys.modules.get(cls.__module__)
     name = getattr(module, "__file__", None)
     return os.path.abspath(name) if name else None
+
+
+# -- config files ---------------------------------------------------------------------------
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+CONFIG_FILES: set[str] = set()
+CONFIG_ROOT: list[str] = []  # the program's folder (its working directory at start)
+
+
+def config_opened(event: str, args: tuple[Any, ...]) -> None:
+    """An audit hook: the config files under the program's folder the run opens (by any
+    reader: open, Path.read_text, yaml, json, OmegaConf, jsonargparse), once each, recorded by
+    path. It reads nothing and changes nothing."""
+    if event != "open" or not args:
+        return
+    name = args[0]
+    if not isinstance(name, str) or not name.endswith(CONFIG_SUFFIXES):
+        return
+    path = os.path.abspath(name)
+    if path in CONFIG_FILES or not CONFIG_ROOT or not path.startswith(CONFIG_ROOT[0]):
+        return
+    CONFIG_FILES.add(path)
+    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+    if "r" in mode and "+" not in mode:
+        emit("config_file", path=path)
