@@ -298,3 +298,90 @@ def test_observed_findings_are_valid_json_and_sarif(tmp_path: Path) -> None:
     jsonschema.validate(log, require_sarif_schema())
     [result] = log["runs"][0]["results"]
     assert (result["ruleId"], result["properties"]) == ("ACF007", {"confidence": "observed"})
+
+
+def test_the_config_keys_behind_observed_values_are_named(tmp_path: Path) -> None:
+    """The config files the run opened (the monitor's `config_file` records) are read for the
+    keys whose values are the run's: by the key's last name and its value, nested paths named."""
+    path = program(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "trainer:\n"
+        "  precision: 16  # Lightning's 16-mixed\n"
+        "  gradient_clip_val: 0.5\n"
+        "model:\n"
+        "  fused: false\n"
+        "optimizer:\n"
+        "  init_args: {lr: 0.1, fused: !!bool true}\n"
+        "not_fused: true\n"
+    )
+    data = tmp_path / "data.json"
+    data.write_text('{"runs": [{"fused": true}], "precision": "bf16-mixed"}')
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("fused: [true\n")
+    records = [
+        *({"event": "config_file", "pid": 1, "path": str(p)} for p in (config, data, broken)),
+        {
+            "event": "trainer",
+            "pid": 1,
+            "plugin": "MixedPrecision",
+            "precision": "16-mixed",
+            "scaler": True,
+            "gradient_clip_val": 0.5,
+            "frames": frames(path, 3),
+        },
+        {
+            "event": "optimizer",
+            "pid": 1,
+            "id": 7,
+            "cls": "AdamW",
+            "fused": True,
+            "frames": frames(path, 5),
+        },
+        {
+            "event": "error",
+            "pid": 1,
+            "where": "trainer",
+            "type": "RuntimeError",
+            "message": "The current optimizer, AdamW, does not allow for gradient clipping "
+            "because it performs unscaling of gradients internally.",
+            "frames": frames(path, 9),
+        },
+        {
+            "event": "module_clip",
+            "pid": 1,
+            "optimizer": 7,
+            "error": "RuntimeError",
+            "frames": frames(path, 9),
+        },
+    ]
+    [finding] = observed(Run(records))
+    assert finding.code == "ACF002"
+    assert [
+        (site.kind.value, site.path.name, site.span.line, site.span.column, site.detail)
+        for site in finding.sites
+        if site.in_config
+    ] == [
+        (
+            "fused-optimizer",
+            "config.yaml",
+            7,
+            37,  # the token after its tag: what a fix replaces
+            "optimizer.init_args.fused: true (the config the run read)",
+        ),
+        ("fused-optimizer", "data.json", 1, 20, "runs.0.fused: true (the config the run read)"),
+        (
+            "trainer-precision",
+            "config.yaml",
+            2,
+            13,
+            "trainer.precision: 16 (the config the run read)",
+        ),
+        (
+            "trainer-clip",
+            "config.yaml",
+            3,
+            21,
+            "trainer.gradient_clip_val: 0.5 (the config the run read)",
+        ),
+    ]

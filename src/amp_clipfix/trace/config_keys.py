@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from amp_clipfix.analysis.config_sites import ConfigReader
 from amp_clipfix.models import Certainty, Site, SiteKind, Span
 from amp_clipfix.sources.text import SourceError, read_source
 from amp_clipfix.sources.yaml import TAG, compose_documents, mapping_items
@@ -34,10 +35,12 @@ class ConfigKeys:
     def keys(self, path: str) -> list[Key]:
         if path not in self.read:
             try:
-                roots = compose_documents(read_source(Path(path)).text)
+                text = read_source(Path(path)).text
+                roots = compose_documents(text)
             except (SourceError, OSError):
-                roots = []
-            self.read[path] = [key for root in roots for key in walk(root, "")]
+                text, roots = "", []
+            reader = ConfigReader(Path(path), text)
+            self.read[path] = [key for root in roots for key in walk(reader, root, "")]
         return self.read[path]
 
     def sites(self, kind: SiteKind, name: str, observed: object) -> list[Site]:
@@ -62,17 +65,23 @@ class ConfigKeys:
         return found
 
 
-def walk(node: Any, prefix: str) -> Iterator[Key]:
+def walk(reader: ConfigReader, node: Any, prefix: str) -> Iterator[Key]:
+    """Every scalar under a key, with its dotted path and its own token's span (after a tag or
+    an anchor, as the static YAML sites have it)."""
     kind = type(node).__name__
     if kind == "MappingNode":
         for key, _, value in mapping_items(node):
-            yield from walk(value, f"{prefix}.{key}" if prefix else str(key))
+            yield from walk(reader, value, f"{prefix}.{key}" if prefix else str(key))
     elif kind == "SequenceNode":
         for index, item in enumerate(node.value):
-            yield from walk(item, f"{prefix}.{index}")
+            yield from walk(reader, item, f"{prefix}.{index}")
     elif kind == "ScalarNode" and prefix:
-        start, end = node.start_mark, node.end_mark
-        yield prefix, node, Span(start.line + 1, start.column, end.line + 1, end.column)
+        scalar = reader.scalar(node)
+        if scalar is None or scalar.start < 0:
+            return
+        line, column = reader.position(scalar.start)
+        end_line, end_column = reader.position(scalar.end)
+        yield prefix, node, Span(line, column, end_line, end_column)
 
 
 def same_value(node: Any, observed: object) -> bool:
