@@ -41,6 +41,17 @@ def trace(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def check(folder: Path) -> subprocess.CompletedProcess[str]:
+    """`amp-clipfix check .`: what the static analysis finds in the program."""
+    return subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def verify_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("verify: ")]
 
@@ -174,13 +185,7 @@ def test_an_optimizer_from_a_registry_and_a_json_config_is_fixed_in_the_config(
     """`getattr(torch.optim, name)(params, **config[...])` with fused in a JSON file the program
     reads with json.load: the static analysis cannot tell, the run can, and names the key."""
     folder = copy("registry_optimizer", tmp_path)
-    static = subprocess.run(
-        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    static = check(folder)
     assert "ACF001" not in static.stdout
     found = trace(folder, "--", "python", "train.py", "config.json")
     assert found.returncode == 1
@@ -311,13 +316,7 @@ def test_a_clip_in_a_callback_from_a_factory_is_found_and_fixed(tmp_path: Path) 
     """`callbacks=make_callbacks({...})` through a registry dict: `check` finds nothing, the run
     shows Lightning's error in the callback's clip."""
     folder = copy("callback_factory", tmp_path)
-    static = subprocess.run(
-        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    static = check(folder)
     assert static.returncode == 0, static.stdout
     found = trace(folder, "--", "python", "train.py")
     assert found.returncode == 1
@@ -354,13 +353,7 @@ def test_a_hydra_instantiate_in_python_is_found_fixed_and_verified(tmp_path: Pat
     clipping: `check` finds nothing, the run finds Lightning's error where Hydra built the
     optimizer, and the fix passes `fused=False` to instantiate (which overrides the config's)."""
     folder = copy("hydra_instantiate", tmp_path)
-    static = subprocess.run(
-        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    static = check(folder)
     assert static.returncode == 0, static.stdout
     found = trace(folder, "--", "python", "train.py")
     assert found.returncode == 1
