@@ -212,6 +212,29 @@ def test_an_optimizer_from_a_registry_and_a_json_config_is_fixed_in_the_config(
     assert (folder / "train.py").read_bytes() == train
 
 
+def test_a_yaml_config_read_with_yaml_safe_load_is_fixed_in_its_key(tmp_path: Path) -> None:
+    """The same registry program with its config in YAML (`fused: yes`, YAML 1.1's true, as
+    PyYAML reads it): the key's token is flipped, its comment kept, the code untouched."""
+    folder = copy("yaml_config", tmp_path)
+    command = ("--", "python", "train.py", "config.yaml")
+    found = trace(folder, *command)
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[1:3] == [
+        "  fused optimizer: train.py:11 AdamW(fused=True) built here",
+        "  fused optimizer: config.yaml:5 optimizer_args.fused: yes (the config the run read)",
+    ]
+    train = (folder / "train.py").read_bytes()
+    stderr = assert_fixed_and_verified(folder, *command, changed="config.yaml")
+    assert (
+        "trace: config.yaml:5:10: fixed in the config the run read: optimizer_args.fused: yes "
+        "becomes no" in stderr
+    )
+    assert (folder / "config.yaml").read_text().splitlines()[4] == (
+        "  fused: no  # the fast kernel (YAML 1.1: yes is true)"
+    )
+    assert (folder / "train.py").read_bytes() == train
+
+
 def test_a_config_key_is_named_not_edited_when_two_keys_could_be_it(tmp_path: Path) -> None:
     """Two `fused: true` keys in the config the run read: both are named, and the fix goes where
     the run built the optimizer."""

@@ -15,12 +15,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from amp_clipfix.analysis.config_sites import ConfigReader
+from amp_clipfix.analysis.config_sites import ConfigReader, Scalar
 from amp_clipfix.models import Certainty, Site, SiteKind, Span
 from amp_clipfix.sources.text import SourceError, read_source
 from amp_clipfix.sources.yaml import TAG, compose_documents, mapping_items
 
-Key = tuple[str, Any, Span]  # dotted path, value node, the value's token
+Key = tuple[str, Scalar, Span]  # dotted path, the value, its own token's span
 
 CONFIG_READ_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -47,10 +47,10 @@ class ConfigKeys:
         """Sites of the keys named `name` whose value is the observed one."""
         found = []
         for path in self.paths:
-            for dotted, node, span in self.keys(path):
-                if dotted.rsplit(".", 1)[-1] != name or not same_value(node, observed):
+            for dotted, scalar, span in self.keys(path):
+                if dotted.rsplit(".", 1)[-1] != name or not same_value(scalar, observed):
                     continue
-                detail = f"{dotted}: {node.value} (the config the run read)"
+                detail = f"{dotted}: {scalar.token} (the config the run read)"
                 found.append(
                     Site(
                         kind,
@@ -58,7 +58,7 @@ class ConfigKeys:
                         span,
                         Certainty.KNOWN,
                         detail,
-                        value=str(node.value),
+                        value=scalar.token,
                         in_config=True,
                     )
                 )
@@ -81,14 +81,14 @@ def walk(reader: ConfigReader, node: Any, prefix: str) -> Iterator[Key]:
             return
         line, column = reader.position(scalar.start)
         end_line, end_column = reader.position(scalar.end)
-        yield prefix, node, Span(line, column, end_line, end_column)
+        yield prefix, scalar, Span(line, column, end_line, end_column)
 
 
-def same_value(node: Any, observed: object) -> bool:
-    tag = str(node.tag)
-    text = str(node.value)
-    if isinstance(observed, bool):
-        return tag == f"{TAG}bool" and (text.lower() in ("true", "yes", "on")) is observed
+def same_value(scalar: Scalar, observed: object) -> bool:
+    tag = str(scalar.node.tag)
+    text = str(scalar.node.value)
+    if isinstance(observed, bool):  # YAML 1.1 words too (`yes`), as PyYAML reads them
+        return scalar.boolean is observed
     if isinstance(observed, (int, float)):
         if tag not in (f"{TAG}int", f"{TAG}float"):
             return False

@@ -23,6 +23,7 @@ from amp_clipfix.options import Settings
 from amp_clipfix.records import replace
 from amp_clipfix.results import FileChange, RunResult
 from amp_clipfix.sources.text import SourceError, SourceFile, encode_text, read_source
+from amp_clipfix.sources.yaml import BOOLEAN_FLIPS
 from amp_clipfix.trace.findings import Run, first_frame
 
 MANUAL_BACKWARD_SAFETY = (
@@ -221,7 +222,8 @@ def fix_at_site(
         return FileError(site.path, made, kind=ErrorKind.FIX, line=site.span.line)
     source, new_data = made
     route = (
-        f"fixed in the config the run read: {site.detail.split(' (', 1)[0]} becomes false"
+        f"fixed in the config the run read: {site.detail.split(' (', 1)[0]} becomes "
+        f"{BOOLEAN_FLIPS.get(site.value or '', 'false')}"
         if site.in_config
         else "fixed at the observed site: the static analysis does not find it"
     )
