@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from amp_clipfix.cli import main
@@ -385,3 +386,37 @@ def test_the_config_keys_behind_observed_values_are_named(tmp_path: Path) -> Non
             "trainer.gradient_clip_val: 0.5 (the config the run read)",
         ),
     ]
+
+
+def test_the_monitor_notes_the_config_files_the_run_reads_under_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit hook, called as the interpreter calls it: each config file read under the
+    program's folder once; files written, outside the folder, or not configs are not noted."""
+    import os
+
+    from amp_clipfix.trace.monitor import core
+
+    record = tmp_path / "run.json"
+    monkeypatch.setitem(core.RECORD, "path", str(record))
+    monkeypatch.setitem(core.RECORD, "pid", os.getpid())
+    monkeypatch.setattr(core, "CONFIG_ROOT", [str(tmp_path / "project") + os.sep])
+    monkeypatch.setattr(core, "CONFIG_FILES", set())
+    project = tmp_path / "project"
+    calls = [
+        ("open", (str(project / "config.yaml"), "r", 0)),
+        ("open", (str(project / "config.yaml"), "rb", 0)),  # again: noted once
+        ("open", (str(project / "data.json"), None, os.O_RDONLY)),
+        ("open", (str(project / "out.json"), "w", 0)),
+        ("open", (str(project / "log.yml"), None, os.O_WRONLY | os.O_CREAT)),
+        ("open", (str(record), None, os.O_WRONLY | os.O_APPEND)),
+        ("open", (str(tmp_path / "elsewhere.yaml"), "r", 0)),
+        ("open", (str(project / "train.py"), "r", 0)),
+        ("open", (3, "r", 0)),
+        ("exec", (str(project / "x.yaml"),)),
+    ]
+    for event, args in calls:
+        core.config_opened(event, args)
+    core.flush()
+    noted = [json.loads(line)["path"] for line in record.read_text().splitlines()]
+    assert noted == [str(project / "config.yaml"), str(project / "data.json")]

@@ -237,6 +237,9 @@ def config_opened(event: str, args: tuple[Any, ...]) -> None:
     if path in CONFIG_FILES or not CONFIG_ROOT or not path.startswith(CONFIG_ROOT[0]):
         return
     CONFIG_FILES.add(path)
-    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
-    if "r" in mode and "+" not in mode:
-        emit("config_file", path=path)
+    mode = args[1] if len(args) > 1 else None
+    flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+    writes = any(c in mode for c in "wax+") if isinstance(mode, str) else False
+    if writes or flags & (os.O_WRONLY | os.O_RDWR) or path == RECORD["path"]:
+        return  # written, not read (the trace record itself among them)
+    emit("config_file", path=path)
