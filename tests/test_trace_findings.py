@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from amp_clipfix.cli import main
@@ -298,3 +299,124 @@ def test_observed_findings_are_valid_json_and_sarif(tmp_path: Path) -> None:
     jsonschema.validate(log, require_sarif_schema())
     [result] = log["runs"][0]["results"]
     assert (result["ruleId"], result["properties"]) == ("ACF007", {"confidence": "observed"})
+
+
+def test_the_config_keys_behind_observed_values_are_named(tmp_path: Path) -> None:
+    """The config files the run opened (the monitor's `config_file` records) are read for the
+    keys whose values are the run's: by the key's last name and its value, nested paths named."""
+    path = program(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "trainer:\n"
+        "  precision: 16  # Lightning's 16-mixed\n"
+        "  gradient_clip_val: 0.5\n"
+        "model:\n"
+        "  fused: false\n"
+        "optimizer:\n"
+        "  init_args: {lr: 0.1, fused: !!bool true}\n"
+        "not_fused: true\n"
+    )
+    data = tmp_path / "data.json"
+    data.write_text('{"runs": [{"fused": true}], "precision": "bf16-mixed"}')
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("fused: [true\n")
+    records = [
+        *({"event": "config_file", "pid": 1, "path": str(p)} for p in (config, data, broken)),
+        {
+            "event": "trainer",
+            "pid": 1,
+            "plugin": "MixedPrecision",
+            "precision": "16-mixed",
+            "scaler": True,
+            "gradient_clip_val": 0.5,
+            "frames": frames(path, 3),
+        },
+        {
+            "event": "optimizer",
+            "pid": 1,
+            "id": 7,
+            "cls": "AdamW",
+            "fused": True,
+            "frames": frames(path, 5),
+        },
+        {
+            "event": "error",
+            "pid": 1,
+            "where": "trainer",
+            "type": "RuntimeError",
+            "message": "The current optimizer, AdamW, does not allow for gradient clipping "
+            "because it performs unscaling of gradients internally.",
+            "frames": frames(path, 9),
+        },
+        {
+            "event": "module_clip",
+            "pid": 1,
+            "optimizer": 7,
+            "error": "RuntimeError",
+            "frames": frames(path, 9),
+        },
+    ]
+    [finding] = observed(Run(records))
+    assert finding.code == "ACF002"
+    assert [
+        (site.kind.value, site.path.name, site.span.line, site.span.column, site.detail)
+        for site in finding.sites
+        if site.in_config
+    ] == [
+        (
+            "fused-optimizer",
+            "config.yaml",
+            7,
+            37,  # the token after its tag: what a fix replaces
+            "optimizer.init_args.fused: true (the config the run read)",
+        ),
+        ("fused-optimizer", "data.json", 1, 20, "runs.0.fused: true (the config the run read)"),
+        (
+            "trainer-precision",
+            "config.yaml",
+            2,
+            13,
+            "trainer.precision: 16 (the config the run read)",
+        ),
+        (
+            "trainer-clip",
+            "config.yaml",
+            3,
+            21,
+            "trainer.gradient_clip_val: 0.5 (the config the run read)",
+        ),
+    ]
+
+
+def test_the_monitor_notes_the_config_files_the_run_reads_under_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit hook, called as the interpreter calls it: each config file read under the
+    program's folder once; files written, outside the folder, or not configs are not noted."""
+    import os
+
+    from amp_clipfix.trace.monitor import core
+
+    record = tmp_path / "run.json"
+    monkeypatch.setitem(core.RECORD, "path", str(record))
+    monkeypatch.setitem(core.RECORD, "pid", os.getpid())
+    monkeypatch.setattr(core, "CONFIG_ROOT", [str(tmp_path / "project") + os.sep])
+    monkeypatch.setattr(core, "CONFIG_FILES", set())
+    project = tmp_path / "project"
+    calls = [
+        ("open", (str(project / "config.yaml"), "r", 0)),
+        ("open", (str(project / "config.yaml"), "rb", 0)),  # again: noted once
+        ("open", (str(project / "data.json"), None, os.O_RDONLY)),
+        ("open", (str(project / "out.json"), "w", 0)),
+        ("open", (str(project / "log.yml"), None, os.O_WRONLY | os.O_CREAT)),
+        ("open", (str(record), None, os.O_WRONLY | os.O_APPEND)),
+        ("open", (str(tmp_path / "elsewhere.yaml"), "r", 0)),
+        ("open", (str(project / "train.py"), "r", 0)),
+        ("open", (3, "r", 0)),
+        ("exec", (str(project / "x.yaml"),)),
+    ]
+    for event, args in calls:
+        core.config_opened(event, args)
+    core.flush()
+    noted = [json.loads(line)["path"] for line in record.read_text().splitlines()]
+    assert noted == [str(project / "config.yaml"), str(project / "data.json")]

@@ -41,13 +41,26 @@ def trace(folder: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def check(folder: Path) -> subprocess.CompletedProcess[str]:
+    """`amp-clipfix check .`: what the static analysis finds in the program."""
+    return subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def verify_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("verify: ")]
 
 
-def assert_fixed_and_verified(folder: Path, *command: str, skipped: int | None = None) -> str:
-    """`--apply --yes --verify` writes a fix, exits 0 and the second run passes."""
-    before = (folder / "train.py").read_bytes() if (folder / "train.py").exists() else b""
+def assert_fixed_and_verified(
+    folder: Path, *command: str, skipped: int | None = None, changed: str = "train.py"
+) -> str:
+    """`--apply --yes --verify` writes a fix (in `changed`), exits 0 and the second run passes."""
+    before = (folder / changed).read_bytes() if (folder / changed).exists() else b""
     fixed = trace(folder, "--apply", "--yes", "--verify", "--steps", "4", *command)
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     lines = verify_lines(fixed.stderr)
@@ -56,7 +69,7 @@ def assert_fixed_and_verified(folder: Path, *command: str, skipped: int | None =
     if skipped is not None:
         assert f", {skipped} skipped on overflow" in lines[-1]
     if before:
-        assert (folder / "train.py").read_bytes() != before
+        assert (folder / changed).read_bytes() != before
     return fixed.stderr
 
 
@@ -166,38 +179,79 @@ def test_a_program_started_with_python_m(tmp_path: Path) -> None:
     assert "scaler.unscale_(optimizer)" in (folder / "pkg" / "train.py").read_text()
 
 
-def test_an_optimizer_from_a_registry_and_a_config_is_found_and_fixed_where_it_was_built(
+def test_an_optimizer_from_a_registry_and_a_json_config_is_fixed_in_the_config(
     tmp_path: Path,
 ) -> None:
-    """`getattr(torch.optim, name)(params, **config[...])` with fused in a JSON file: the static
-    analysis cannot tell, the run can."""
+    """`getattr(torch.optim, name)(params, **config[...])` with fused in a JSON file the program
+    reads with json.load: the static analysis cannot tell, the run can, and names the key."""
     folder = copy("registry_optimizer", tmp_path)
-    static = subprocess.run(
-        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    static = check(folder)
     assert "ACF001" not in static.stdout
     found = trace(folder, "--", "python", "train.py", "config.json")
     assert found.returncode == 1
-    assert found.stdout.splitlines()[:3] == [
-        "train.py:11:12: ACF001 Fabric clips gradients of a fused optimizer under fp16 mixed "
+    assert found.stdout.splitlines()[:4] == [
+        "config.json:1:65: ACF001 Fabric clips gradients of a fused optimizer under fp16 mixed "
         "precision: Lightning raises NotImplementedError (Gradient clipping is not implemented "
         "for optimizers handling the unscaling)",
         "  fused optimizer: train.py:11 AdamW(fused=True) built here",
+        "  fused optimizer: config.json:1 optimizer_args.fused: true (the config the run read)",
         "  clip: train.py:25 raised NotImplementedError",
     ]
     dry = trace(folder, "--dry-run", "--", "python", "train.py", "config.json")
     assert dry.returncode == 1
+    line = '{"optimizer": "AdamW", "optimizer_args": {"lr": 0.001, "fused": %s}, "max_norm": 1.0}'
+    assert f"-{line % 'true'}\n+{line % 'false'}\n" in dry.stdout
+    train = (folder / "train.py").read_bytes()
+    stderr = assert_fixed_and_verified(
+        folder, "--", "python", "train.py", "config.json", changed="config.json"
+    )
     assert (
-        '-    return kind(params, **config["optimizer_args"])\n'
-        '+    return kind(params, **{**config["optimizer_args"], "fused": False})\n'
-    ) in dry.stdout
-    stderr = assert_fixed_and_verified(folder, "--", "python", "train.py", "config.json")
-    assert "trace: train.py:11:12: fixed at the observed site: the static analysis does not " in (
-        stderr
+        "trace: config.json:1:65: fixed in the config the run read: optimizer_args.fused: true "
+        "becomes false" in stderr
+    )
+    assert (folder / "train.py").read_bytes() == train
+
+
+def test_a_yaml_config_read_with_yaml_safe_load_is_fixed_in_its_key(tmp_path: Path) -> None:
+    """The same registry program with its config in YAML (`fused: yes`, YAML 1.1's true, as
+    PyYAML reads it): the key's token is flipped, its comment kept, the code untouched."""
+    folder = copy("yaml_config", tmp_path)
+    command = ("--", "python", "train.py", "config.yaml")
+    found = trace(folder, *command)
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[1:3] == [
+        "  fused optimizer: train.py:11 AdamW(fused=True) built here",
+        "  fused optimizer: config.yaml:5 optimizer_args.fused: yes (the config the run read)",
+    ]
+    train = (folder / "train.py").read_bytes()
+    stderr = assert_fixed_and_verified(folder, *command, changed="config.yaml")
+    assert (
+        "trace: config.yaml:5:10: fixed in the config the run read: optimizer_args.fused: yes "
+        "becomes no" in stderr
+    )
+    assert (folder / "config.yaml").read_text().splitlines()[4] == (
+        "  fused: no  # the fast kernel (YAML 1.1: yes is true)"
+    )
+    assert (folder / "train.py").read_bytes() == train
+
+
+def test_a_config_key_is_named_not_edited_when_two_keys_could_be_it(tmp_path: Path) -> None:
+    """Two `fused: true` keys in the config the run read: both are named, and the fix goes where
+    the run built the optimizer."""
+    folder = copy("registry_optimizer", tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    config["scheduler_args"] = {"fused": True}
+    (folder / "config.json").write_text(json.dumps(config))
+    found = trace(folder, "--", "python", "train.py", "config.json")
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[1:4] == [
+        "  fused optimizer: train.py:11 AdamW(fused=True) built here",
+        "  fused optimizer: config.json:1 optimizer_args.fused: true (the config the run read)",
+        "  fused optimizer: config.json:1 scheduler_args.fused: true (the config the run read)",
+    ]
+    dry = trace(folder, "--dry-run", "--", "python", "train.py", "config.json")
+    assert (
+        '+    return kind(params, **{**config["optimizer_args"], "fused": False})\n' in dry.stdout
     )
 
 
@@ -240,21 +294,31 @@ def test_trainer_clip_with_manual_optimization_is_found_with_the_module_class(
 
 
 def test_a_lightning_cli_program_configured_in_yaml(tmp_path: Path) -> None:
-    """`fused: true` comes from config.yaml through the module's argument: fixed where the
-    run built the optimizer."""
+    """`fused: true` comes from config.yaml through the module's argument: the finding names
+    the file and the keys the run's values came from (the monitor saw the run open it). With
+    the YAML, the static analysis knows the Trainer too and finds `fused=self.fused`: its fix
+    (right for every value of the key) is the one written."""
     folder = copy("cli_yaml", tmp_path)
     command = ("--", "python", "train.py", "fit", "--config", "config.yaml")
     found = trace(folder, *command)
     assert found.returncode == 1
-    assert found.stdout.splitlines()[:3] == [
-        "train.py:19:16: ACF002 Trainer clips gradients of a fused optimizer under mixed "
+    assert found.stdout.splitlines()[:6] == [
+        "config.yaml:3:14: ACF002 Trainer clips gradients of a fused optimizer under mixed "
         "precision: Lightning raises RuntimeError (the current optimizer does not allow for "
         "gradient clipping)",
         "  fused optimizer: train.py:19 AdamW(fused=True) built here",
+        "  fused optimizer: config.yaml:11 model.fused: true (the config the run read)",
         "  precision: train.py:23 MixedPrecision precision 'bf16-mixed' without a GradScaler, "
         "gradient_clip_val=1.0",
+        "  precision: config.yaml:3 trainer.precision: bf16-mixed (the config the run read)",
+        "  clip: config.yaml:5 trainer.gradient_clip_val: 1.0 (the config the run read)",
     ]
-    assert_fixed_and_verified(folder, *command)
+    stderr = assert_fixed_and_verified(folder, *command)
+    assert "trace: train.py:19:68: fixed through the static finding at the same site" in stderr
+    assert "def configure_gradient_clipping(" in (folder / "train.py").read_text()
+    assert (folder / "config.yaml").read_bytes() == (
+        PROGRAMS / "cli_yaml" / "config.yaml"
+    ).read_bytes()
 
 
 def test_ddp_children_on_cpu_are_traced_and_fixed(tmp_path: Path) -> None:
@@ -275,13 +339,7 @@ def test_a_clip_in_a_callback_from_a_factory_is_found_and_fixed(tmp_path: Path) 
     """`callbacks=make_callbacks({...})` through a registry dict: `check` finds nothing, the run
     shows Lightning's error in the callback's clip."""
     folder = copy("callback_factory", tmp_path)
-    static = subprocess.run(
-        [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    static = check(folder)
     assert static.returncode == 0, static.stdout
     found = trace(folder, "--", "python", "train.py")
     assert found.returncode == 1
@@ -309,3 +367,29 @@ def test_plain_backward_in_a_decorated_training_step_is_fixed_where_it_ran(
     assert "-        loss.backward()\n+        module.manual_backward(loss)\n" in dry.stdout
     stderr = assert_fixed_and_verified(folder, "--", "python", "train.py")
     assert "trace: train.py:14:9: fixed at the observed site" in stderr
+
+
+@pytest.mark.needs("torch", "lightning", "hydra")
+def test_a_hydra_instantiate_in_python_is_found_fixed_and_verified(tmp_path: Path) -> None:
+    """`hydra.utils.instantiate(cfg.optimizer, params=...)` from an `OmegaConf.create({...})`
+    config with `_target_: torch.optim.AdamW` and `fused: True`, under Fabric with fp16 and
+    clipping: `check` finds nothing, the run finds Lightning's error where Hydra built the
+    optimizer, and the fix passes `fused=False` to instantiate (which overrides the config's)."""
+    folder = copy("hydra_instantiate", tmp_path)
+    static = check(folder)
+    assert static.returncode == 0, static.stdout
+    found = trace(folder, "--", "python", "train.py")
+    assert found.returncode == 1
+    assert found.stdout.splitlines()[:3] == [
+        "train.py:16:14: ACF001 Fabric clips gradients of a fused optimizer under fp16 mixed "
+        "precision: Lightning raises NotImplementedError (Gradient clipping is not implemented "
+        "for optimizers handling the unscaling)",
+        "  fused optimizer: train.py:18 AdamW(fused=True) built here",
+        "  clip: train.py:23 raised NotImplementedError",
+    ]
+    stderr = assert_fixed_and_verified(folder, "--", "python", "train.py")
+    assert "trace: train.py:18:17: fixed at the observed site" in stderr
+    assert (
+        "    optimizer = hydra.utils.instantiate(cfg.optimizer, params=model.parameters(), "
+        "fused=False)\n" in (folder / "train.py").read_text()
+    )

@@ -66,7 +66,8 @@ def _unfused(call: cst.Call) -> cst.Call:
             args[-1] = args[-1].with_changes(
                 comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
             )
-        args.append(cst.Arg(cst.Name("False"), keyword=cst.Name("fused")))
+        tight = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+        args.append(cst.Arg(cst.Name("False"), keyword=cst.Name("fused"), equal=tight))
     return call.with_changes(args=args)
 
 

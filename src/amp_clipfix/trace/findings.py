@@ -20,6 +20,7 @@ from amp_clipfix.models import (
     SiteKind,
     Span,
 )
+from amp_clipfix.trace.config_keys import ConfigKeys
 
 Record = dict[str, Any]
 
@@ -65,8 +66,9 @@ class Sites:
     """Sites at frames: the span of the outermost call (else the statement) that starts on the
     frame's line, read with `ast`; a file that cannot be read or parsed gives the line alone."""
 
-    def __init__(self) -> None:
+    def __init__(self, configs: ConfigKeys | None = None) -> None:
         self.trees: dict[str, ast.Module | None] = {}
+        self.configs = configs or ConfigKeys(())
 
     def tree(self, path: str) -> ast.Module | None:
         if path not in self.trees:
@@ -142,7 +144,7 @@ class Run:
 
 def observed(run: Run) -> list[Finding]:
     """The findings the run shows, one per code and primary site."""
-    sites = Sites()
+    sites = Sites(ConfigKeys(str(item.get("path")) for item in run.events("config_file")))
     found: dict[tuple[str, str, int], Finding] = {}
     for finding in [
         *error_findings(run, sites),
@@ -175,7 +177,9 @@ def optimizer_site(run: Run, sites: Sites, optimizer: Record | None) -> list[Sit
         return []
     fused = "fused=True" if optimizer.get("fused") else "fused=False"
     detail = f"{optimizer.get('cls')}({fused}) built here"
-    return [sites.at(SiteKind.FUSED_OPTIMIZER, frame, detail)]
+    fused_keys = sites.configs.sites(SiteKind.FUSED_OPTIMIZER, "fused", True)
+    keys = fused_keys if optimizer.get("fused") else []
+    return [sites.at(SiteKind.FUSED_OPTIMIZER, frame, detail), *keys]
 
 
 def entry_site(run: Run, sites: Sites, kind: str) -> list[Site]:
@@ -190,7 +194,10 @@ def entry_site(run: Run, sites: Sites, kind: str) -> list[Site]:
         if clip:
             detail += f", gradient_clip_val={clip}"
         site_kind = SiteKind.FABRIC_PRECISION if kind == "fabric" else SiteKind.TRAINER_PRECISION
-        return [sites.at(site_kind, frame, detail)]
+        keys = sites.configs.sites(site_kind, "precision", str(item.get("precision")))
+        if isinstance(clip, (int, float)) and clip:
+            keys += sites.configs.sites(SiteKind.TRAINER_CLIP, "gradient_clip_val", clip)
+        return [sites.at(site_kind, frame, detail), *keys]
     return []
 
 
@@ -223,8 +230,10 @@ def error_findings(run: Run, sites: Sites) -> Iterable[Finding]:
             extra += entry_site(run, sites, "trainer") + manual_classes(run, sites)
         if not clip and not extra:
             continue
-        # the optimizer's construction first: that is where the fix goes
-        ordered = [*extra[:1], *clip, *extra[1:]] if code in ("ACF001", "ACF002") else clip + extra
+        # the optimizer's construction (and its config key) first: that is where the fix goes
+        built = [site for site in extra if site.kind is SiteKind.FUSED_OPTIMIZER]
+        rest = [site for site in extra if site.kind is not SiteKind.FUSED_OPTIMIZER]
+        ordered = [*built, *clip, *rest] if code in ("ACF001", "ACF002") else clip + extra
         yield make(code, ordered, evidence)
 
 

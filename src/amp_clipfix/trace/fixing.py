@@ -22,6 +22,8 @@ from amp_clipfix.models import Confidence, Finding, Fix, Site, SiteKind
 from amp_clipfix.options import Settings
 from amp_clipfix.records import replace
 from amp_clipfix.results import FileChange, RunResult
+from amp_clipfix.sources.text import SourceError, SourceFile, encode_text, read_source
+from amp_clipfix.sources.yaml import BOOLEAN_FLIPS
 from amp_clipfix.trace.findings import Run, first_frame
 
 MANUAL_BACKWARD_SAFETY = (
@@ -32,6 +34,24 @@ UNFUSE_SAFETY = (
     "fused=False where the run built the optimizer: the same maths (foreach kernels), a "
     "slightly slower step; a class built there that takes no `fused` argument would refuse it"
 )
+
+UNFUSE_KEY_SAFETY = (
+    "`fused: false` in the config key whose value the run's optimizer was built with: the same "
+    "maths (foreach kernels), a slightly slower step; every run of that config gets it"
+)
+
+
+def unfuse_key(site: Site) -> tuple[SourceFile, bytes] | str:
+    """The config file with the `fused` key's token flipped, or why not (one line)."""
+    from amp_clipfix.sources.yaml import compose_documents, fix_config
+
+    try:
+        source = read_source(site.path)
+        text = fix_config(source.text, [site])
+        compose_documents(text)
+        return source, encode_text(source, text)
+    except SourceError as error:
+        return f"cannot fix {site.detail.split(' (', 1)[0]} in the config: {error}"
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -180,10 +200,16 @@ def fix_at_site(
         seen.code, SiteKind.BACKWARD if seen.code == "ACF008" else None
     )
     sites = [site for site in seen.sites if site.kind is kind]
+    keys = [site for site in sites if site.in_config]
+    if len(keys) == 1:  # the value comes from one key of a config the run read: fixed there
+        sites = keys
     if not sites or any(same_file(c.source.path, sites[0].path) for c in changes):
         return None
     site = sites[0]
-    if kind is SiteKind.FUSED_OPTIMIZER:
+    if site.in_config:
+        made = unfuse_key(site)
+        fix = Fix(Strategy.UNFUSE, (site,), UNFUSE_KEY_SAFETY, safe=True)
+    elif kind is SiteKind.FUSED_OPTIMIZER:
         made = unfuse_call(site.path, site.span.line)
         fix = Fix(Strategy.UNFUSE, (site,), UNFUSE_SAFETY, safe=True)
     else:
@@ -195,11 +221,13 @@ def fix_at_site(
     if isinstance(made, str):
         return FileError(site.path, made, kind=ErrorKind.FIX, line=site.span.line)
     source, new_data = made
-    finding = replace(
-        seen,
-        fix=fix,
-        notes=(*seen.notes, "fixed at the observed site: the static analysis does not find it"),
+    route = (
+        f"fixed in the config the run read: {site.detail.split(' (', 1)[0]} becomes "
+        f"{BOOLEAN_FLIPS.get(site.value or '', 'false')}"
+        if site.in_config
+        else "fixed at the observed site: the static analysis does not find it"
     )
+    finding = replace(seen, fix=fix, notes=(*seen.notes, route))
     return finding, FileChange(source, new_data, (finding,))
 
 

@@ -8,11 +8,12 @@ installed: the tool may live in another environment than the training program.
 
 It wraps, on their first import, torch's optimizers, GradScaler and clip functions,
 `Tensor.backward`, and Lightning's Fabric, Trainer and LightningModule, and writes one JSON line
-per event to the file named by AMP_CLIPFIX_TRACE (appended by every process). It changes nothing
-the program computes, except with AMP_CLIPFIX_TRACE_OVERFLOW=1: then the first `scaler.update()`
-sets a huge scale, so that the next step overflows (and is skipped) as one would in a long run,
-and the following update puts the scale back. After AMP_CLIPFIX_TRACE_STEPS optimizer steps the
-process ends (exit 0) once the step's record is written.
+per event to the file named by AMP_CLIPFIX_TRACE (appended by every process); an audit hook
+notes the config files (.yaml, .yml, .json) under the program's folder that the run opens.
+It changes nothing the program computes, except with AMP_CLIPFIX_TRACE_OVERFLOW=1: then the
+first `scaler.update()` sets a huge scale, so that the next step overflows (and is skipped)
+as one would in a long run, and the following update puts the scale back. After
+AMP_CLIPFIX_TRACE_STEPS optimizer steps the process ends (exit 0) once the step's record is written.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sysconfig
 from typing import Any
 
 from .core import (
+    CONFIG_ROOT,
     ENV_NORMS,
     ENV_OVERFLOW,
     ENV_RECORD,
@@ -35,6 +37,7 @@ from .core import (
     LIMIT,
     RECORD,
     SKIPPED_PREFIXES,
+    config_opened,
     emit,
     error_record,
     flush,
@@ -109,6 +112,8 @@ def install() -> None:
         if key in paths
     )
     sys.meta_path.insert(0, Finder())
+    CONFIG_ROOT[:] = [os.path.join(os.getcwd(), "")]
+    sys.addaudithook(config_opened)
     sys.excepthook = excepthook(sys.excepthook)
     atexit.register(flush)
     emit(

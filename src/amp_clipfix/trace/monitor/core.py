@@ -215,3 +215,31 @@ def module_file(cls: type) -> str | None:
     module = sys.modules.get(cls.__module__)
     name = getattr(module, "__file__", None)
     return os.path.abspath(name) if name else None
+
+
+# -- config files ---------------------------------------------------------------------------
+
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+CONFIG_FILES: set[str] = set()
+CONFIG_ROOT: list[str] = []  # the program's folder (its working directory at start)
+
+
+def config_opened(event: str, args: tuple[Any, ...]) -> None:
+    """An audit hook: the config files under the program's folder the run opens (by any
+    reader: open, Path.read_text, yaml, json, OmegaConf, jsonargparse), once each, recorded by
+    path. It reads nothing and changes nothing."""
+    if event != "open" or not args:
+        return
+    name = args[0]
+    if not isinstance(name, str) or not name.endswith(CONFIG_SUFFIXES):
+        return
+    path = os.path.abspath(name)
+    if path in CONFIG_FILES or not CONFIG_ROOT or not path.startswith(CONFIG_ROOT[0]):
+        return
+    CONFIG_FILES.add(path)
+    mode = args[1] if len(args) > 1 else None
+    flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+    writes = any(c in mode for c in "wax+") if isinstance(mode, str) else False
+    if writes or flags & (os.O_WRONLY | os.O_RDWR) or path == RECORD["path"]:
+        return  # written, not read (the trace record itself among them)
+    emit("config_file", path=path)
