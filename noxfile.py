@@ -27,6 +27,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import nox
@@ -86,9 +89,29 @@ def uv_env(environ: dict[str, str]) -> dict[str, str]:
     }
 
 
+def configured_find_links() -> str:
+    """pip's `find-links` from its configuration files (where this machine's CPU torch wheel
+    lies when no PIP_FIND_LINKS is set): uv reads neither pip's files nor its constraints."""
+    asked = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return asked.stdout.strip() if asked.returncode == 0 else ""
+
+
+def with_find_links(environ: dict[str, str], configured: Callable[[], str]) -> dict[str, str]:
+    """`environ` with PIP_FIND_LINKS from pip's configuration when the environment has none."""
+    if environ.get("PIP_FIND_LINKS", "").strip():
+        return environ
+    links = configured()
+    return {**environ, "PIP_FIND_LINKS": links} if links else environ
+
+
 def release_session(requirements: list[str]) -> nox.registry.Func:
     def install(session: nox.Session) -> None:
-        env = uv_env(dict(os.environ))
+        env = uv_env(with_find_links(dict(os.environ), configured_find_links))
         session.install(TORCH, env=env)  # first, so that Lightning never resolves another torch
         session.install(TORCH, *requirements, env=env)
 

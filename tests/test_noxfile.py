@@ -101,3 +101,12 @@ def test_uv_is_told_where_pip_is_told_packages_come_from() -> None:
         "UV_DEFAULT_INDEX": "file:///srv/simple",
     }
     assert noxfile.uv_env({}) == {}
+
+
+def test_find_links_come_from_pips_configuration_when_the_environment_has_none() -> None:
+    """uv reads no pip.conf: the CPU torch wheel's folder must reach it through UV_FIND_LINKS."""
+    assert noxfile.with_find_links({}, lambda: "/opt/wheels") == {"PIP_FIND_LINKS": "/opt/wheels"}
+    assert noxfile.uv_env(noxfile.with_find_links({}, lambda: "/w")) == {"UV_FIND_LINKS": "/w"}
+    kept = {"PIP_FIND_LINKS": "/mine"}
+    assert noxfile.with_find_links(kept, lambda: "/opt/wheels") == kept
+    assert noxfile.with_find_links({}, lambda: "") == {}
