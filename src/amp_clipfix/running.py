@@ -20,7 +20,7 @@ from typing import NoReturn
 from amp_clipfix import observed, run_notes
 from amp_clipfix.kinds import ErrorKind, FileError, active_findings
 from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
-from amp_clipfix.output.report import plural
+from amp_clipfix.output.report import plural, problem_line
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.pipeline import Options, RunResult, run, run_source
@@ -214,8 +214,6 @@ def one_line_on_failure(stage: str, where: str) -> Iterator[None]:
         raise
     except Exception as failure:  # noqa: BLE001 - one line, exit 2
         message = excerpt(f"internal error in {stage}: {failure!r}", 300, quoted=False)
-        from amp_clipfix.output.report import problem_line
-
         echo(terminal_safe(problem_line("error", message, where)), err=True)
         sys.exit(EXIT_ERROR)
 
@@ -349,7 +347,6 @@ def apply(
 def diffable(result: RunResult) -> RunResult:
     """The changes whose diff can be made: one whose diff fails (a bug of ours) is neither
     shown nor written, and is one error line naming its file; the others go on."""
-    from amp_clipfix.kinds import ErrorKind
     from amp_clipfix.output.patches import patch_of
 
     kept, errors = [], []
@@ -369,7 +366,6 @@ def diffable(result: RunResult) -> RunResult:
 def show_files(settings: Settings) -> NoReturn:
     """`check --show-files`: the files a check reads, one per line (as ruff lists them), after
     excludes and --tracked-only; exit 0, or 2 when a path cannot be used."""
-    from amp_clipfix.paths import display_path
     from amp_clipfix.project.discover import discover
 
     line = settings.command_line
