@@ -20,6 +20,7 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
+from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT, STRATEGY_ARGUMENT
 from amp_clipfix.models import EntryId
 from amp_clipfix.paths import LIBRARY_PACKAGES
 from amp_clipfix.records import record, replace
@@ -122,16 +123,16 @@ FABRIC_SETUPS = ("setup", "setup_optimizers")  # return the optimizers given the
 MODULE_OPTIMIZERS = "optimizers"  # `LightningModule.optimizers()`: its LightningOptimizer(s)
 FABRIC = Entry(
     Kind.FABRIC,
-    precision=Parameter("precision"),
+    precision=Parameter(PRECISION_ARGUMENT),
     plugins=Parameter("plugins"),
-    strategy=Parameter("strategy"),
+    strategy=Parameter(STRATEGY_ARGUMENT),
     launch=FABRIC_LAUNCH,
 )
 TRAINER = Entry(
     Kind.TRAINER,
-    precision=Parameter("precision"),
+    precision=Parameter(PRECISION_ARGUMENT),
     plugins=Parameter("plugins"),
-    strategy=Parameter("strategy"),
+    strategy=Parameter(STRATEGY_ARGUMENT),
 )
 
 LIBRARY: dict[str, Entry] = {}
@@ -381,6 +382,7 @@ TORCH_CLIPS = {
     for name, entry in LIBRARY.items()
     if entry.kind is Kind.CLIP_FUNCTION and entry.bound
 }
+TORCH_CLIP_BOUNDS = frozenset(TORCH_CLIPS.values())  # `max_norm`, `clip_value`
 # Names a module uses without importing them: `dict`, `getattr`, `super`.
 BUILTINS = {name.split(".", 1)[1]: name for name in LIBRARY if name.startswith("builtins.")}
 SHARDED_PLUGINS = frozenset(

@@ -19,8 +19,10 @@ from amp_clipfix.models import (
     UseId,
 )
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules.base import FABRIC_ERROR, Found, Rule, safety
+from amp_clipfix.rules.base import Found, Rule, safety
 from amp_clipfix.rules.clip_fused import (
+    FABRIC_CODE,
+    FABRIC_WHY,
     Targets,
     bf16_targets,
     fixable,
@@ -37,16 +39,6 @@ MESSAGE = (
     "unscaling)"
 )
 
-WHY = (
-    "Torch's fused optimizers (`fused=True` on Adam, AdamW, SGD, Adagrad) unscale their own "
-    'gradients inside `step()`. With a GradScaler in play (precision `16-mixed`, `16` or `"16"`, '
-    "or a `MixedPrecision`/`FSDPPrecision` plugin given a scaler), Lightning's "
-    "`MixedPrecision.unscale_gradients` refuses to unscale them for clipping, so "
-    "`fabric.clip_gradients(...)` raises:\n\n"
-    f"    {FABRIC_ERROR}\n\n"
-    "Plain torch has no such limit (`GradScaler.unscale_` + `clip_grad_norm_` work with fused "
-    "optimizers): the limitation is Lightning's."
-)
 
 BEFORE = """\
 import torch
@@ -187,9 +179,9 @@ def targets(finding: Finding, strategy: Strategy, target: Target) -> Targets:
 
 RULE = Rule(
     lines=("lightning 2.0", "lightning 2.1 - 2.6"),
-    code="ACF001",
+    code=FABRIC_CODE,
     message=MESSAGE,
-    why=WHY,
+    why=FABRIC_WHY,
     lightning_path=LightningPath.FABRIC,
     find=search,
     targets=targets,

@@ -32,8 +32,10 @@ from amp_clipfix.models import (
     entry_order,
 )
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules.base import TRAINER_ERROR, Found, Rule, safety
+from amp_clipfix.rules.base import Found, Rule, safety
 from amp_clipfix.rules.clip_fused import (
+    TRAINER_CODE,
+    TRAINER_WHY,
     Targets,
     bf16_targets,
     fixable,
@@ -50,16 +52,6 @@ MESSAGE = (
     "RuntimeError (the current optimizer does not allow for gradient clipping)"
 )
 
-WHY = (
-    "Torch's fused optimizers (`fused=True`) unscale their own gradients inside `step()`. When "
-    "the Trainer clips (`gradient_clip_val` > 0, `self.clip_gradients(...)` or a "
-    "`configure_gradient_clipping` override), Lightning's `MixedPrecision.clip_gradients` "
-    "refuses and raises (with the optimizer's class name):\n\n"
-    f"    {TRAINER_ERROR}\n\n"
-    "In every release up to 2.6.6 this happens under any `MixedPrecision`: `16-mixed` and "
-    "`bf16-mixed` alike. Lightning master (PR #21436, unreleased) raises only when a GradScaler "
-    "is present, i.e. under `16-mixed`."
-)
 
 BEFORE = """\
 import lightning as L
@@ -420,9 +412,9 @@ def calls_clip_from_outside(site: Site, class_keys: set[UseId]) -> bool:
 
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
-    code="ACF002",
+    code=TRAINER_CODE,
     message=MESSAGE,
-    why=WHY,
+    why=TRAINER_WHY,
     lightning_path=LightningPath.TRAINER,
     find=search,
     targets=targets,

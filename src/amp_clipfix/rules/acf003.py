@@ -10,19 +10,16 @@ from __future__ import annotations
 
 from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import Confidence, Finding, Strategy
-from amp_clipfix.rules import acf001, acf002
 from amp_clipfix.rules.base import Rule, safety
+from amp_clipfix.rules.clip_fused import FABRIC_CODE, FABRIC_WHY, TRAINER_CODE, TRAINER_WHY
 
 
 def reaches(finding: Finding) -> bool:
     """The findings `ACF003` names: the review findings of ACF001 and ACF002."""
-    return (
-        finding.code in (acf001.RULE.code, acf002.RULE.code)
-        and finding.confidence == Confidence.REVIEW
-    )
+    return finding.code in (FABRIC_CODE, TRAINER_CODE) and finding.confidence == Confidence.REVIEW
 
 
-WHY = f"On the Fabric path:\n\n{acf001.WHY}\n\nOn the Trainer path:\n\n{acf002.WHY}"
+WHY = f"On the Fabric path:\n\n{FABRIC_WHY}\n\nOn the Trainer path:\n\n{TRAINER_WHY}"
 
 BEFORE = """\
 import torch

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
+from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
     Event,
     EventKind,
@@ -21,8 +21,9 @@ from amp_clipfix.analysis.order import (
     functions,
     statement_line_is_own,
 )
+from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
-from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF004"
@@ -71,17 +72,6 @@ AFTER = BEFORE.replace(
     "    torch.nn.utils.clip_grad_norm_",
     "    scaler.unscale_(optimizer)\n    torch.nn.utils.clip_grad_norm_",
 )
-
-
-def is_scaler(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    return bool(facts.made_by(file, node) & GRAD_SCALERS)
-
-
-def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
-    """The callee is torch's clip function by value, however it is spelled or bound (`clip =
-    nn_utils.clip_grad_norm_`); a project function spelled like one is not. No spelling test
-    first: order.events asks the evaluator about every callee anyway (helper_events)."""
-    return bool(facts.qualified_names(file, call.func) & TORCH_CLIPS.keys())
 
 
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
@@ -202,12 +192,6 @@ def first_clip(order: list[Event], start: int, index: int, scaler: str | None) -
         if event.kind is EventKind.CLIP and event.statement is not order[start].statement:
             anchor = event
     return anchor
-
-
-def call_site(event: Event, kind: SiteKind) -> Site:
-    """The event's call as a site, shown as written (on one line)."""
-    code = " ".join(event.file.code(event.call).split()).replace("( ", "(").replace(", )", ")")
-    return event.file.site(kind, event.call, f"`{code}`")
 
 
 def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> bool | None:

@@ -10,9 +10,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.lightning_api import (
+    CLIP_HOOK,
+    MODULE_BACKWARD,
+    MODULE_CLIP,
+    MODULE_CLIP_BOUND,
+)
 from amp_clipfix.analysis.manual import (
-    items_of,
     manual_reads,
     module_call,
     module_code,
@@ -20,15 +25,22 @@ from amp_clipfix.analysis.manual import (
     optimizer_of,
     rest_is_comment,
 )
-from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
+from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIP_BOUNDS
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events
-from amp_clipfix.analysis.values import ClsV, Fn, Opt
+from amp_clipfix.analysis.training import (
+    call_site,
+    has_hook,
+    is_torch_clip,
+    may_be_fused,
+    runtime_review,
+    steps_after,
+    trainers_scaler,
+)
+from amp_clipfix.analysis.values import ClsV, Fn
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF005"
-HOOK = "on_before_optimizer_step"
 
 MESSAGE = (
     "Manual optimization clips gradients between `self.manual_backward(loss)` and "
@@ -158,10 +170,10 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
             and any(isinstance(v, Fn) for v in facts.values(file, func))
         ):
             return Seen(EventKind.UNSCALE)  # amp-clipfix's own helper clips right where it is
-        modules = module_call(facts, file, call, "manual_backward", owner)
+        modules = module_call(facts, file, call, MODULE_BACKWARD, owner)
         if modules:
             return Seen(EventKind.BACKWARD, detail=tuple(modules))
-        if call.args and module_call(facts, file, call, "clip_gradients", owner):
+        if call.args and module_call(facts, file, call, MODULE_CLIP, owner):
             if is_scaled(limit_of(call, "module")):
                 return None  # its limit follows the loss scale: right on scaled gradients
             return Seen(EventKind.CLIP, optimizer=call.args[0], detail="module")
@@ -179,36 +191,6 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
         return None
 
     return classify
-
-
-def manual_modules(
-    facts: ProjectFacts, *words: bytes
-) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
-    """The LightningModule classes (in files holding one of `words`) that may optimize
-    manually, with their methods and whether they certainly do (None: decided at run time)."""
-    if not facts.may_optimize_manually():
-        return  # no class of the project can: its LightningModules are not looked for
-    for file in facts.with_words(*words):
-        for cls_node in file.summary.walked_classes():
-            methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
-            cls = facts.class_of(file, methods[0]) if methods else None
-            if cls is None or not facts.is_lightning_module(cls):
-                continue
-            manual = facts.manual_optimization(cls)
-            if manual is not False:
-                yield file, cls, methods, manual
-
-
-def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:
-    """What a manual-optimization finding leaves to a person, or None when it is certain."""
-    unknown = []
-    if manual is None:
-        unknown.append("whether the module optimizes manually")
-    if scaler is None:
-        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
-    if not unknown:
-        return None
-    return f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
 
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
@@ -287,7 +269,7 @@ def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
     """The clip's limit as written at the call (`max_norm`, `clip_value`, `gradient_clip_val`)."""
     if any(isinstance(a, ast.Starred) for a in call.args):
         return None
-    names = {"max_norm", "clip_value"} if detail == "torch" else {"gradient_clip_val"}
+    names = TORCH_CLIP_BOUNDS if detail == "torch" else {MODULE_CLIP_BOUND}
     for keyword in call.keywords:
         if keyword.arg in names:
             return keyword.value
@@ -331,27 +313,6 @@ def limit_scaled(
     return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=safety, targets=(target,)),)
 
 
-def steps_after(order: list[Event], index: int) -> list[Event]:
-    """The optimizer steps after the event at `index`, up to the next backward (a later step
-    belongs to other gradients)."""
-    steps = []
-    for event in order[index + 1 :]:
-        if event.kind is EventKind.BACKWARD:
-            break
-        if event.kind is EventKind.STEP:
-            steps.append(event)
-    return steps
-
-
-def trainers_scaler(facts: ProjectFacts, cls: ClsV) -> bool | None:
-    """Whether the Trainers that train the module use a GradScaler: True when one certainly
-    does, False when none does, None when that is decided at run time (or no `fit` names it)."""
-    trainers = facts.trainers_of(cls)
-    if trainers is None:
-        return None
-    return any_scaler(facts.uses_scaler(trainer) for trainer in trainers)
-
-
 def moved_to_hook(
     facts: ProjectFacts,
     file: FileFacts,
@@ -389,7 +350,7 @@ def moved_to_hook(
     ending = file.newline(method.lineno)
     params = "self, optimizer" + {True: ", optimizer_idx", False: "", None: ", *args"}[hook_idx]
     hook = (
-        f"{ending}{indent}def {HOOK}({params}):{ending}"
+        f"{ending}{indent}def {CLIP_HOOK}({params}):{ending}"
         + ending.join(body + line for line in lines)
         + ending
     )
@@ -399,40 +360,6 @@ def moved_to_hook(
         Edit(file.path, Span(end + 1, 0, end + 1, 0), hook),
     )
     return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
-
-
-def has_hook(facts: ProjectFacts, cls: ClsV) -> bool:
-    return any(
-        isinstance(klass, ClsV)
-        and any(
-            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == HOOK
-            for s in klass.node.body
-        )
-        for klass in facts.evaluator.mro(cls)
-    )
-
-
-def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
-    """An optimizer `configure_optimizers` returns may be fused (or cannot be followed)."""
-    evaluator = facts.evaluator
-    method = evaluator.instance_attribute(cls, "configure_optimizers", cls.node)
-    fns = [m for m in method if isinstance(m, Fn)]
-    if not fns:
-        return True
-    for fn in fns:
-        ctx = evaluator.ctx(fn.summary, fn.node, fn.cls)
-        for node in ast.walk(fn.node):
-            if isinstance(node, ast.Return) and node.value is not None:
-                values = evaluator.force(evaluator.ev(node.value, ctx))
-                for value in [v for w in values for v in items_of(evaluator, w)]:
-                    if isinstance(value, Opt) and any(
-                        getattr(f, "value", None) not in ("False", "None")
-                        for f in evaluator.force(value.fused)
-                    ):
-                        return True
-                    if not isinstance(value, Opt):
-                        return True
-    return False
 
 
 RULE = Rule(

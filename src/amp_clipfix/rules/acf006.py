@@ -28,10 +28,9 @@ from amp_clipfix.analysis.order import (
     parameter_keys,
 )
 from amp_clipfix.analysis.shapes import all_params
+from amp_clipfix.analysis.training import call_site, is_torch_clip, steps_after
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
-from amp_clipfix.rules.acf004 import call_site, is_torch_clip
-from amp_clipfix.rules.acf005 import steps_after
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
 from amp_clipfix.rules.fabric_steps import (

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis.evaluate import first_param
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.training import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
-from amp_clipfix.rules.acf005 import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF008"

@@ -11,10 +11,16 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.lightning_api import (
+    CLIP_ALGORITHM_ARGUMENT,
+    CLIP_HOOK,
+    CLIP_VAL_ARGUMENT,
+    TRAINER_CLIP_ARGUMENTS,
+)
 from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.training import has_hook, may_be_fused
 from amp_clipfix.analysis.values import ClsV, Lit
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.acf005 import HOOK, has_hook, may_be_fused
 from amp_clipfix.rules.base import Found, Rule, RuleFix
 
 CODE = "ACF009"
@@ -89,8 +95,6 @@ AFTER = BEFORE.replace(
     "        )\n",
 ).replace(', gradient_clip_val=0.5, gradient_clip_algorithm="value")\ntrainer', ")\ntrainer")
 
-KEYWORDS = ("gradient_clip_val", "gradient_clip_algorithm")
-
 
 def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> str | None:
     """The one literal the expression holds (through names and constants), else None."""
@@ -106,12 +110,16 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
         return  # no module optimizes by hand: no Trainer's fits need to be followed
     for file in facts.with_words(b"gradient_clip_val"):
         for call in file.summary.walked_calls():
-            keywords = {k.arg: k for k in call.keywords if k.arg is not None and k.arg in KEYWORDS}
-            if "gradient_clip_val" not in keywords:
+            keywords = {
+                k.arg: k
+                for k in call.keywords
+                if k.arg is not None and k.arg in TRAINER_CLIP_ARGUMENTS
+            }
+            if CLIP_VAL_ARGUMENT not in keywords:
                 continue
             if not facts.qualified_names(file, call.func) & TRAINER_CLASSES:
                 continue
-            value = literal(facts, file, keywords["gradient_clip_val"].value)
+            value = literal(facts, file, keywords[CLIP_VAL_ARGUMENT].value)
             if value is not None and (value == "None" or float_or(value) <= 0):
                 continue  # no clipping: Lightning accepts it
             classes, unknown = facts.modules_of(call)
@@ -121,7 +129,7 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
             manual = [c for c, state in zip(classes, states) if state is not False]
             site = file.site(
                 SiteKind.TRAINER_CLIP,
-                keywords["gradient_clip_val"],
+                keywords[CLIP_VAL_ARGUMENT],
                 f"`{' '.join(file.code(keywords['gradient_clip_val']).split())}`",
             )
             sites = (site, *(class_site(facts, c) for c in manual))
@@ -182,8 +190,8 @@ def moved(
     if module is None or has_hook(facts, cls) or may_be_fused(facts, cls):
         return ()
     algorithm = "norm"
-    if "gradient_clip_algorithm" in keywords:
-        written = literal(facts, file, keywords["gradient_clip_algorithm"].value)
+    if CLIP_ALGORITHM_ARGUMENT in keywords:
+        written = literal(facts, file, keywords[CLIP_ALGORITHM_ARGUMENT].value)
         if written is None or written.lower() not in ("norm", "value"):
             return ()
         algorithm = written.lower()
@@ -202,15 +210,15 @@ def moved(
     )
     newline = module.newline(end)
     hook = (
-        f"{newline}{indent}def {HOOK}({params}):{newline}"
+        f"{newline}{indent}def {CLIP_HOOK}({params}):{newline}"
         f"{inner}self.clip_gradients(optimizer, gradient_clip_val={value}, "
         f'gradient_clip_algorithm="{algorithm}"){newline}'
     )
     edits = (
         Edit(module.path, Span(end + 1, 0, end + 1, 0), hook),
-        *removed(file, call, [keywords[k] for k in KEYWORDS if k in keywords]),
+        *removed(file, call, [keywords[k] for k in TRAINER_CLIP_ARGUMENTS if k in keywords]),
     )
-    target = file.site(SiteKind.TRAINER_CLIP, keywords["gradient_clip_val"], "")
+    target = file.site(SiteKind.TRAINER_CLIP, keywords[CLIP_VAL_ARGUMENT], "")
     return (RuleFix(Strategy.UNSCALE, edits, True, FIX, (target,)),)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, written_place
 from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.values import DictV, Lit
@@ -88,7 +89,7 @@ def not_fixable(facts: ProjectFacts) -> str:
 def python_precision(
     facts: ProjectFacts, file: FileFacts, call: ast.Call, fabric: bool, fixable: bool
 ) -> Found | None:
-    precision = keyword(call, "precision")
+    precision = keyword(call, PRECISION_ARGUMENT)
     if precision is None:
         return None
     values, _ = literals(facts, file, precision.value)
@@ -118,7 +119,7 @@ def spread_precision(
         for value in facts.values(file, spread.value):
             if not isinstance(value, DictV):
                 continue
-            for item in value.entries.get("precision", []):
+            for item in value.entries.get(PRECISION_ARGUMENT, []):
                 place = written_place(facts, item) if isinstance(item, Thunk) else None
                 if place is None or not isinstance(item, Thunk):
                     continue

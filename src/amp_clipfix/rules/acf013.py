@@ -16,6 +16,12 @@ from collections.abc import Iterator
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, with_spread_keywords
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.lightning_api import (
+    CLIP_ALGORITHM_ARGUMENT,
+    CLIP_VAL_ARGUMENT,
+    PRECISION_ARGUMENT,
+    STRATEGY_ARGUMENT,
+)
 from amp_clipfix.analysis.names import TRAINER_CLASSES, Shards, Side
 from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteKind
 from amp_clipfix.rules.base import Found, Rule
@@ -58,13 +64,13 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
 def fsdp_norm_clip(
     facts: ProjectFacts, file: FileFacts, call: ast.Call, always: bool
 ) -> Found | None:
-    strategy, clip = keyword(call, "strategy"), keyword(call, "gradient_clip_val")
+    strategy, clip = keyword(call, STRATEGY_ARGUMENT), keyword(call, CLIP_VAL_ARGUMENT)
     if strategy is None or clip is None or not is_fsdp(facts, file, strategy.value):
         return None
     clips, clip_runtime = literals(facts, file, clip.value)
     if not clip_runtime and not any(positive(value) for value in clips):
         return None
-    algorithm = keyword(call, "gradient_clip_algorithm")
+    algorithm = keyword(call, CLIP_ALGORITHM_ARGUMENT)
     norm, algorithm_runtime = True, False
     if algorithm is not None:
         written, algorithm_runtime = literals(facts, file, algorithm.value)
@@ -74,7 +80,7 @@ def fsdp_norm_clip(
         algorithm_runtime = algorithm_runtime and not qualified
         if not norm and not algorithm_runtime:
             return None
-    precision = keyword(call, "precision")
+    precision = keyword(call, PRECISION_ARGUMENT)
     mixed, precision_runtime = False, False
     if precision is not None:
         values, precision_runtime = literals(facts, file, precision.value)

@@ -11,7 +11,33 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.link import PathPieces, Piece, sort_key
 from amp_clipfix.models import Confidence, Sharding, Site, SiteKind
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules.base import Found
+from amp_clipfix.rules.base import FABRIC_ERROR, TRAINER_ERROR, Found
+
+# The codes of the two paths (ACF003 names their review findings), and why each raises.
+FABRIC_CODE = "ACF001"
+TRAINER_CODE = "ACF002"
+
+FABRIC_WHY = (
+    "Torch's fused optimizers (`fused=True` on Adam, AdamW, SGD, Adagrad) unscale their own "
+    'gradients inside `step()`. With a GradScaler in play (precision `16-mixed`, `16` or `"16"`, '
+    "or a `MixedPrecision`/`FSDPPrecision` plugin given a scaler), Lightning's "
+    "`MixedPrecision.unscale_gradients` refuses to unscale them for clipping, so "
+    "`fabric.clip_gradients(...)` raises:\n\n"
+    f"    {FABRIC_ERROR}\n\n"
+    "Plain torch has no such limit (`GradScaler.unscale_` + `clip_grad_norm_` work with fused "
+    "optimizers): the limitation is Lightning's."
+)
+
+TRAINER_WHY = (
+    "Torch's fused optimizers (`fused=True`) unscale their own gradients inside `step()`. When "
+    "the Trainer clips (`gradient_clip_val` > 0, `self.clip_gradients(...)` or a "
+    "`configure_gradient_clipping` override), Lightning's `MixedPrecision.clip_gradients` "
+    "refuses and raises (with the optimizer's class name):\n\n"
+    f"    {TRAINER_ERROR}\n\n"
+    "In every release up to 2.6.6 this happens under any `MixedPrecision`: `16-mixed` and "
+    "`bf16-mixed` alike. Lightning master (PR #21436, unreleased) raises only when a GradScaler "
+    "is present, i.e. under `16-mixed`."
+)
 
 # Each piece that may be decided at run time: how the review names it, and what it must turn
 # out to be for Lightning to raise (the end of the message: "..., if <condition>").

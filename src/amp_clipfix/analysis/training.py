@@ -1,0 +1,125 @@
+"""What several rules ask of a training step, by value: whether a call is torch's clip or a
+GradScaler's, the optimizer steps after a clip, the LightningModules that may optimize
+manually, the GradScaler of the Trainers that train one, and whether one has the clip hook or
+may return a fused optimizer.
+
+Rules never import rules (an import-linter `independence` contract on `rules.acf*`): what more
+than one rule asks lives here, and the library's names in the registry (names.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
+from amp_clipfix.analysis.lightning_api import CLIP_HOOK
+from amp_clipfix.analysis.manual import items_of
+from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
+from amp_clipfix.analysis.order import Event, EventKind
+from amp_clipfix.analysis.values import ClsV, Fn, Opt
+from amp_clipfix.models import Site, SiteKind
+
+
+def is_scaler(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
+    """The expression may hold a GradScaler made by the library (any spelling)."""
+    return bool(facts.made_by(file, node) & GRAD_SCALERS)
+
+
+def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
+    """The callee is torch's clip function by value, however it is spelled or bound (`clip =
+    nn_utils.clip_grad_norm_`); a project function spelled like one is not. No spelling test
+    first: order.events asks the evaluator about every callee anyway (helper_events)."""
+    return bool(facts.qualified_names(file, call.func) & TORCH_CLIPS.keys())
+
+
+def call_site(event: Event, kind: SiteKind) -> Site:
+    """The event's call as a site, shown as written (on one line)."""
+    code = " ".join(event.file.code(event.call).split()).replace("( ", "(").replace(", )", ")")
+    return event.file.site(kind, event.call, f"`{code}`")
+
+
+def steps_after(order: list[Event], index: int) -> list[Event]:
+    """The optimizer steps after the event at `index`, up to the next backward (a later step
+    belongs to other gradients)."""
+    steps = []
+    for event in order[index + 1 :]:
+        if event.kind is EventKind.BACKWARD:
+            break
+        if event.kind is EventKind.STEP:
+            steps.append(event)
+    return steps
+
+
+def manual_modules(
+    facts: ProjectFacts, *words: bytes
+) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
+    """The LightningModule classes (in files holding one of `words`) that may optimize
+    manually, with their methods and whether they certainly do (None: decided at run time)."""
+    if not facts.may_optimize_manually():
+        return  # no class of the project can: its LightningModules are not looked for
+    for file in facts.with_words(*words):
+        for cls_node in file.summary.walked_classes():
+            methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
+            cls = facts.class_of(file, methods[0]) if methods else None
+            if cls is None or not facts.is_lightning_module(cls):
+                continue
+            manual = facts.manual_optimization(cls)
+            if manual is not False:
+                yield file, cls, methods, manual
+
+
+def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:
+    """What a manual-optimization finding leaves to a person, or None when it is certain."""
+    unknown = []
+    if manual is None:
+        unknown.append("whether the module optimizes manually")
+    if scaler is None:
+        unknown.append("whether the Trainer that trains it uses a GradScaler (fp16)")
+    if not unknown:
+        return None
+    return f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} decided at run time"
+
+
+def trainers_scaler(facts: ProjectFacts, cls: ClsV) -> bool | None:
+    """Whether the Trainers that train the module use a GradScaler: True when one certainly
+    does, False when none does, None when that is decided at run time (or no `fit` names it)."""
+    trainers = facts.trainers_of(cls)
+    if trainers is None:
+        return None
+    return any_scaler(facts.uses_scaler(trainer) for trainer in trainers)
+
+
+def has_hook(facts: ProjectFacts, cls: ClsV) -> bool:
+    """The module class or a project base defines `on_before_optimizer_step`."""
+    return any(
+        isinstance(klass, ClsV)
+        and any(
+            isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == CLIP_HOOK
+            for s in klass.node.body
+        )
+        for klass in facts.evaluator.mro(cls)
+    )
+
+
+def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
+    """An optimizer `configure_optimizers` returns may be fused (or cannot be followed)."""
+    evaluator = facts.evaluator
+    method = evaluator.instance_attribute(cls, "configure_optimizers", cls.node)
+    fns = [m for m in method if isinstance(m, Fn)]
+    if not fns:
+        return True
+    for fn in fns:
+        ctx = evaluator.ctx(fn.summary, fn.node, fn.cls)
+        for node in ast.walk(fn.node):
+            if isinstance(node, ast.Return) and node.value is not None:
+                values = evaluator.force(evaluator.ev(node.value, ctx))
+                for value in [v for w in values for v in items_of(evaluator, w)]:
+                    if isinstance(value, Opt) and any(
+                        getattr(f, "value", None) not in ("False", "None")
+                        for f in evaluator.force(value.fused)
+                    ):
+                        return True
+                    if not isinstance(value, Opt):
+                        return True
+    return False
