@@ -9,7 +9,10 @@ A case is a folder with `input/` (the project as a user has it), `expected/` (th
 `findings` are what `check` reports before the fix; `remaining` what it reports after it.
 Without `lightning_version` no `--lightning-version` is passed: the release comes from the case's
 own pin files (fixtures/pin_*); `torch_version` likewise passes `--torch-version`, and `ignore`
-(codes) `--ignore`: a case about one rule that also holds what a migration rule reports. An optional
+(codes) `--ignore`: a case about one rule that also holds what a migration rule reports. `rule`
+names the rule a case without its finding is a near miss of (tests/fixture_cases.py: a case may
+also live in its rule's folder, `fixtures/<RULE>/<case>`; test ids carry the rules, so
+`pytest -k ACF005` runs that rule's cases). An optional
 `report` pins the whole text report `check` prints on stdout (every finding with its sites and
 fix), line by line. `"installed": false` runs the case as if no Lightning and no torch were
 installed next to amp-clipfix (a release only assumed, `fixtures/release_assumed_*`).
@@ -18,24 +21,19 @@ installed next to amp-clipfix (a release only assumed, `fixtures/release_assumed
 from __future__ import annotations
 
 import ast
-import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_cases import case_folders, case_id, load_case
 
 from amp_clipfix.cli import main
 from amp_clipfix.project import pins
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-CASES = sorted(path for path in FIXTURES.iterdir() if (path / "input").is_dir())
+CASES = case_folders()
 FINDING_LINE = re.compile(r"^(\S.*?:\d+:\d+: ACF\d{3}) ")
-
-
-def load_case(case: Path) -> dict:
-    return json.loads((case / "case.json").read_text(encoding="utf-8"))
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -66,7 +64,7 @@ def reported(output: str) -> list[str]:
     return [match.group(1) for line in output.splitlines() if (match := FINDING_LINE.match(line))]
 
 
-@pytest.fixture(params=CASES, ids=[case.name for case in CASES])
+@pytest.fixture(params=CASES, ids=[case_id(case) for case in CASES])
 def case(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Path, dict, Path]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixture_cases import case_id
 from test_fixtures import CASES, load_case, options, tree_bytes
 
 from amp_clipfix.cli import main
@@ -76,7 +77,7 @@ def line_range(location: dict) -> tuple[int, int]:
     return start["line"], last
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[case_id(case) for case in CASES])
 def test_every_finding_reaches_a_pull_request_as_one_step(
     case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,10 +3,10 @@ of pyproject.toml names every rule module), and every rule has one interface."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import grimp
+import tomllib
 
 from amp_clipfix import rules
 
