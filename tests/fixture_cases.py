@@ -45,8 +45,8 @@ def case_rules(case: Path, spec: dict) -> list[str]:
     return sorted(rules)
 
 
-def case_id(case: Path) -> str:
+def case_id(case: Path, root: Path = FIXTURES) -> str:
     """`<case>-ACF001-ACF007` or `ACF005/<case>`: the case's path and the rules it is about."""
-    name = case.relative_to(FIXTURES).as_posix()
+    name = case.relative_to(root).as_posix()
     codes = [code for code in case_rules(case, load_case(case)) if code not in name.split("/")]
     return "-".join([name, *codes])

@@ -3,8 +3,9 @@
 `tests/example_rule/acf900.py` is a complete rule that is not shipped: this test registers it in
 `amp_clipfix.rules.RULES` (the one registry every command reads) for its own run only, and checks
 what a user sees: the finding line of `check`, the fix `apply` writes, the `explain` page and the
-rule and result in SARIF. Its fixture has the layout of fixtures/<case>/ (input/, expected/,
-case.json) but lives here, so tests/test_fixtures.py, which runs without the rule, never sees it.
+rule and result in SARIF. Its fixtures have the layout of fixtures/ (input/, expected/,
+case.json; a failing case and, in its rule's folder `ACF900/`, a passing one) but live here, so
+tests/test_fixtures.py, which runs without the rule, never sees them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from example_rule import acf900
+from fixture_cases import case_folders, case_id, load_case
 
 from amp_clipfix import rules
 from amp_clipfix.cli import main
@@ -24,7 +26,9 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
 
-FIXTURE = Path(__file__).resolve().parent / "example_rule" / "fixtures" / "fabric_clip_fused_bf16"
+FIXTURES = Path(__file__).resolve().parent / "example_rule" / "fixtures"
+FIXTURE = FIXTURES / "fabric_clip_fused_bf16"
+CASES = case_folders(FIXTURES)
 CASE = json.loads((FIXTURE / "case.json").read_text(encoding="utf-8"))
 FINDING_LINE = re.compile(r"^(\S.*?:\d+:\d+: ACF\d{3}) ")
 
@@ -138,3 +142,22 @@ def test_the_page_example_is_what_the_tool_finds_and_fixes(tmp_path: Path) -> No
     result = run([tmp_path], Options(Strategy.AUTO, DEFAULT_TARGET, fix=True))
     assert [finding.code for finding in result.findings] == ["ACF900"]
     assert [change.new_data.decode() for change in result.changes] == [acf900.RULE.example_after]
+
+
+@pytest.mark.usefixtures("registered")
+@pytest.mark.parametrize("case", CASES, ids=[case_id(case, FIXTURES) for case in CASES])
+def test_each_fixture_reports_what_it_expects(
+    case: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its failing case and its near miss (`ACF900/fabric_bf16_not_fused`: not fused)."""
+    spec = load_case(case)
+    shutil.copytree(case / "input", tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    result = invoke("check", "--lightning-version", spec["lightning_version"], ".")
+    assert reported(result.output) == spec["findings"], result.output
+    assert result.exit_code == (1 if spec["findings"] else 0)
+
+
+def test_the_example_has_a_failing_and_a_passing_case() -> None:
+    expected = [load_case(case)["findings"] for case in CASES]
+    assert [] in expected and any(expected)

@@ -144,7 +144,7 @@ def test_a_rule_that_fails_is_one_error_line_and_exit_2(
     def deep(*arguments: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setitem(rules.RULES, "ACF007", replace(rules.RULES["ACF007"], search=deep))
+    monkeypatch.setitem(rules.RULES, "ACF007", replace(rules.RULES["ACF007"], check=deep))
     monkeypatch.chdir(project)
     (project / "train.py").write_bytes(GOOD)
     result = CliRunner().invoke(
@@ -410,9 +410,7 @@ def stage_patches(monkeypatch: pytest.MonkeyPatch, stage: str) -> None:  # noqa:
         monkeypatch.setattr(resolve.Resolution, "run", failing(resolve.Resolution.run, always))
     elif stage == "rules":
         rule = rules.RULES["ACF007"]
-        monkeypatch.setitem(
-            rules.RULES, "ACF007", replace(rule, search=failing(rule.search, always))
-        )
+        monkeypatch.setitem(rules.RULES, "ACF007", replace(rule, check=failing(rule.check, always)))
     elif stage == "choose":
         monkeypatch.setattr(choose, "choose_fixes", failing(choose.choose_fixes, always))
     elif stage == "transform":

@@ -25,10 +25,10 @@ PAGE_ERRORS = {
 }
 
 
-# The rules built on the collected sites, fixed by the shared strategies; the others own
-# their search and fixes (rules/base.py `Rule.search`).
-SITE_RULES = sorted(code for code, rule in RULES.items() if rule.search is None)
-SEARCH_RULES = sorted(code for code, rule in RULES.items() if rule.search is not None)
+# The rules that ask only the collected sites, fixed by the shared strategies (and the alias);
+# the others ask the project's facts and write their own fixes (rules/base.py `Rule`).
+SITE_RULES = sorted(code for code, rule in RULES.items() if not rule.asks_facts)
+SEARCH_RULES = sorted(code for code, rule in RULES.items() if rule.asks_facts)
 
 
 def test_the_codes_are_the_documented_ones() -> None:
@@ -60,7 +60,7 @@ def test_search_rule_page_has_its_sections(code: str) -> None:
     for section in ("What it detects", rule.why_title, "Example", "Fix safety"):
         assert f"## {section}" in page
     assert rule.example_before in page and rule.example_after in page
-    assert rule.words and rule.find is None
+    assert rule.words and rule.writes_fixes and rule.check is not None
 
 
 @pytest.mark.parametrize("code", SEARCH_RULES)

@@ -70,7 +70,7 @@ def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
     if finding.suppressed:
         return finding
     rule = RULES.get(finding.code)
-    if finding.offers or (rule is not None and rule.search is not None):
+    if finding.offers or (rule is not None and rule.writes_fixes):
         return choose_offered(finding, strategy)
     offered = RULES[finding.code].fix_safety if finding.code in RULES else None
     if strategy is Strategy.AUTO:

@@ -17,6 +17,7 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.rules.base import (
     HOMEPAGE,
     Found,
+    Queries,
     Rule,
     RuleFix,
     help_uri,
@@ -31,6 +32,7 @@ __all__ = [
     "HOMEPAGE",
     "RULES",
     "Found",
+    "Queries",
     "Rule",
     "RuleFix",
     "codes_of",
@@ -63,27 +65,21 @@ def find_findings(
     facts: ProjectFacts | None = None,
 ) -> list[Finding]:
     """All findings of one project on its target Lightning release(s), in a deterministic order;
-    the rules with their own search run when the project's `facts` are given."""
+    the rules that ask the project's facts run when the `facts` are given."""
     chosen = list(RULES.values() if rules is None else rules)
+    queries = Queries(files, target, facts)
     findings = [
         found_finding(rule, found)
         for rule in chosen
-        if rule.find is not None
-        for found in rule.find(files, target)
+        if rule.check is not None and (facts is not None or not rule.asks_facts)
+        for found in rule.check(queries)
     ]
-    if facts is not None:
-        findings += [
-            found_finding(rule, found)
-            for rule in chosen
-            if rule.search is not None
-            for found in rule.search(facts)
-        ]
     return sorted(findings, key=lambda f: (*sort_key(f.sites[0]), f.code, *map(sort_key, f.sites)))
 
 
 def searching_rules(rules: Sequence[Rule] | None = None) -> list[Rule]:
-    """The rules with their own search (the pipeline gives them the project's facts)."""
-    return [rule for rule in (RULES.values() if rules is None else rules) if rule.search]
+    """The rules that ask the project's facts (the pipeline gives them the facts)."""
+    return [rule for rule in (RULES.values() if rules is None else rules) if rule.asks_facts]
 
 
 def found_finding(rule: Rule, found: Found) -> Finding:

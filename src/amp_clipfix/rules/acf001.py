@@ -9,7 +9,6 @@ from amp_clipfix.helper_sources import FABRIC_HELPER_SOURCE
 from amp_clipfix.models import (
     Certainty,
     EntryId,
-    FileSites,
     Finding,
     LightningPath,
     Site,
@@ -19,7 +18,7 @@ from amp_clipfix.models import (
     UseId,
 )
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules.base import Found, Rule, safety
+from amp_clipfix.rules.base import Found, Queries, Rule, safety
 from amp_clipfix.rules.clip_fused import (
     FABRIC_CODE,
     FABRIC_WHY,
@@ -79,13 +78,14 @@ optimizer.step()
 )
 
 
-def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
     """One finding per module that clips on a Fabric: a `clip_gradients` call on a Fabric
     (followed through assignments, attributes, parameters and annotations), the precision of
     that Fabric with a GradScaler (`16`, `"16"`, `"16-mixed"` or a fabric `MixedPrecision` /
     `FSDPPrecision` plugin with one), and the fused optimizers built in the module, or built
     elsewhere (a factory, a default) and used in it. Before 2.0 Fabric has no `clip_gradients`,
     so nothing can fail there."""
+    files, target = queries.sites, queries.target
     failing = target.fabric_failing_precisions
     sites = user_sites(files)
     precision = [
@@ -183,7 +183,7 @@ RULE = Rule(
     message=MESSAGE,
     why=FABRIC_WHY,
     lightning_path=LightningPath.FABRIC,
-    find=search,
+    check=check,
     targets=targets,
     review_level="warning",
     name="fabric-clip-fused-fp16",

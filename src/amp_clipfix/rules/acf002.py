@@ -32,7 +32,7 @@ from amp_clipfix.models import (
     entry_order,
 )
 from amp_clipfix.project.version import Target
-from amp_clipfix.rules.base import Found, Rule, safety
+from amp_clipfix.rules.base import Found, Queries, Rule, safety
 from amp_clipfix.rules.clip_fused import (
     TRAINER_CODE,
     TRAINER_WHY,
@@ -153,7 +153,7 @@ def trainer_settings(sites: Sequence[Site], target: Target) -> list[TrainerSetti
     return settings or ([TrainerSettings(free_plugins, ())] if free_plugins else [])
 
 
-def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
     """One finding per Trainer and what it trains: a module class (a LightningModule subclass,
     with its project bases and mixins) whose methods build a fused optimizer (wherever `fused`
     is decided: a factory, a default, a constant, a partial passed in), or the optimizers of
@@ -168,6 +168,7 @@ def search(files: Sequence[FileSites], target: Target) -> Iterator[Found]:
     finding each, with that Trainer's precision and clipping and the module's optimizer and clip
     calls, which both findings show (`shared`).
     """
+    files, target = queries.sites, queries.target
     sites = user_sites(files)
     trainers = trainer_settings(sites, target)
     if not trainers:
@@ -416,7 +417,7 @@ RULE = Rule(
     message=MESSAGE,
     why=TRAINER_WHY,
     lightning_path=LightningPath.TRAINER,
-    find=search,
+    check=check,
     targets=targets,
     review_level="warning",
     name="trainer-clip-fused-mixed-precision",

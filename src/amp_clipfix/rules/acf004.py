@@ -24,7 +24,7 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
 CODE = "ACF004"
 
@@ -99,7 +99,8 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     return classify
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     classify = classifier(facts)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
@@ -225,7 +226,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.TORCH,
-    search=search,
+    check=check,
     words=(b"clip_grad_norm_", b"clip_grad_value_"),
     requires=(b"GradScaler",),  # a GradScaler is made somewhere
     short="Plain torch clips gradients scaled by a GradScaler without unscaling them first.",

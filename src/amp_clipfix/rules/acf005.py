@@ -38,7 +38,7 @@ from amp_clipfix.analysis.training import (
 )
 from amp_clipfix.analysis.values import ClsV, Fn
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
 CODE = "ACF005"
 
@@ -193,10 +193,11 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
     return classify
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
     """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
     the project helpers it calls; a clip reached several ways is reported once, from the read
     nearest to it."""
+    facts = queries.facts
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
@@ -369,7 +370,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.TRAINER,
-    search=search,
+    check=check,
     words=(b"manual_backward", b".fit("),
     needs=(b"manual_backward",),  # manual optimization is written in the module
     short="Manual optimization under fp16 clips gradients that are still scaled.",

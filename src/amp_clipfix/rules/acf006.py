@@ -31,7 +31,7 @@ from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.training import call_site, is_torch_clip, steps_after
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
 from amp_clipfix.rules.fabric_steps import (
     fabric_values,
@@ -144,7 +144,8 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     return classify
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     classify = classifier(facts)
     reported: set[int] = set()
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
@@ -377,7 +378,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.FABRIC,
-    search=search,
+    check=check,
     words=(b"clip_grad_norm_", b"clip_grad_value_"),
     requires=(b"Fabric",),  # a Fabric is made or declared somewhere
     short="Fabric under fp16 clips with torch's clip before the gradients are unscaled.",

@@ -15,7 +15,7 @@ from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER
 from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.fabric_steps import fabric_values, optimizers_of, scaler_state
 
 CODE = "ACF007"
@@ -80,7 +80,8 @@ FIX_BF16 = (
 )
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     if not facts.target.fabric_can_clip:
         return  # 1.x: Fabric has no clip_gradients
     for file in facts.with_words(b"clip_gradients"):
@@ -201,7 +202,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.FABRIC,
-    search=search,
+    check=check,
     words=(b"clip_gradients",),
     requires=(b"Fabric",),  # a Fabric is made or declared somewhere
     short="fabric.clip_gradients under a GradScaler raises on the overflow steps it should skip.",

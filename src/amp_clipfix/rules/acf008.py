@@ -12,10 +12,10 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.evaluate import first_param
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.facts import FileFacts
 from amp_clipfix.analysis.training import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
 CODE = "ACF008"
 
@@ -97,7 +97,8 @@ def on_self(call: ast.Call, self_name: str | None) -> bool:
     )
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     for file, cls, methods, manual in manual_modules(facts, b".backward("):
         for method in methods:
             self_name = first_param(method)
@@ -149,7 +150,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.TRAINER,
-    search=search,
+    check=check,
     words=(b".backward(", b".fit("),
     needs=(b"automatic_optimization",),  # manual optimization is written in the module
     short="Manual optimization calls loss.backward() instead of self.manual_backward(loss).",

@@ -21,7 +21,7 @@ from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.training import has_hook, may_be_fused
 from amp_clipfix.analysis.values import ClsV, Lit
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
 CODE = "ACF009"
 
@@ -105,7 +105,8 @@ def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> str | None:
     return None
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     if not facts.may_optimize_manually():
         return  # no module optimizes by hand: no Trainer's fits need to be followed
     for file in facts.with_words(b"gradient_clip_val"):
@@ -260,7 +261,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.TRAINER,
-    search=search,
+    check=check,
     words=(b"gradient_clip_val", b".fit("),
     needs=(b"automatic_optimization",),  # manual optimization is written in the module
     short="Trainer(gradient_clip_val=...) trains a module that optimizes manually.",

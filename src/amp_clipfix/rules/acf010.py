@@ -34,7 +34,7 @@ from amp_clipfix.models import (
     Span,
     Strategy,
 )
-from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
 from amp_clipfix.sources.yaml import Mapping
 
 CODE = "ACF010"
@@ -73,7 +73,8 @@ trainer = L.Trainer(precision="16-mixed", max_epochs=10)
 """
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     if not any(
         release.version.release[:2] >= FIRST_DEPRECATED for release in facts.target.releases
     ):
@@ -360,7 +361,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.TRAINER,
-    search=search,
+    check=check,
     words=WORDS,
     short="`Trainer(amp_backend=...)` and `amp_level=...` no longer exist in Lightning 2.x.",
     full=(

@@ -22,7 +22,7 @@ from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.values import DictV, Lit
 from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
 from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS
 
 CODE = "ACF011"
@@ -62,7 +62,8 @@ trainer = L.Trainer(precision=16, max_epochs=10)
 AFTER = BEFORE.replace("precision=16", 'precision="16-mixed"')
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     releases = facts.target.releases
     if all(release.is_1x for release in releases):
         return  # 1.x knows no other spelling
@@ -212,7 +213,7 @@ RULE = Rule(
     message=MESSAGE,
     level="warning",
     lightning_path=LightningPath.TRAINER,
-    search=search,
+    check=check,
     words=WORDS,
     needs=(b"precision",),  # the setting is named in code or config
     short='`precision=16` / `"bf16"` are historical spellings of `"16-mixed"` / `"bf16-mixed"`.',

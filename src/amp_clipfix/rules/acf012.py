@@ -20,7 +20,7 @@ from amp_clipfix.analysis.calls import arguments, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import LIBRARY, Kind
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
-from amp_clipfix.rules.base import Found, Rule, RuleFix, safety
+from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
 from amp_clipfix.sources.text import line_starts
 
 CODE = "ACF012"
@@ -83,7 +83,8 @@ class Rewrite:
     needs_torch: bool
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     torch = facts.target.torch
     if not torch.warns_on_old_amp:
         return
@@ -380,7 +381,7 @@ RULE = Rule(
     message=MESSAGE,
     level="warning",
     lightning_path=LightningPath.TORCH,
-    search=search,
+    check=check,
     words=WORDS,
     short="`torch.cuda.amp.GradScaler` / `autocast` and `torch.cpu.amp.autocast` are deprecated.",
     full=(

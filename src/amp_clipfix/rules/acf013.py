@@ -24,7 +24,7 @@ from amp_clipfix.analysis.lightning_api import (
 )
 from amp_clipfix.analysis.names import TRAINER_CLASSES, Shards, Side
 from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteKind
-from amp_clipfix.rules.base import Found, Rule
+from amp_clipfix.rules.base import Found, Queries, Rule
 
 CODE = "ACF013"
 WORDS = (b"gradient_clip_val",)  # only a Trainer that clips can refuse
@@ -49,7 +49,8 @@ trainer = L.Trainer(strategy="fsdp", precision="bf16-mixed", gradient_clip_val=1
 """
 
 
-def search(facts: ProjectFacts) -> Iterator[Found]:
+def check(queries: Queries) -> Iterator[Found]:
+    facts = queries.facts
     always = any(r.version.release[:2] >= FIRST_ALWAYS for r in facts.target.releases)
     for file in facts.with_words(*WORDS):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES):
@@ -144,7 +145,7 @@ RULE = Rule(
     message=MESSAGE,
     level="error",
     lightning_path=LightningPath.TRAINER,
-    search=search,
+    check=check,
     words=WORDS,
     needs=(b"fsdp", b"FSDP"),  # only an FSDP strategy refuses
     short='Lightning\'s FSDP precision plugin refuses `gradient_clip_algorithm="norm"`.',

@@ -74,15 +74,30 @@ class Found:
     unfixed: str | None = None  # why no fix is offered, for the report ("no fix: ...")
 
 
-# A rule's own search: the project's parsed files and facts in, its findings out.
-Search = Callable[["ProjectFacts"], Iterable[Found]]
+@dataclass(frozen=True)
+class Queries:
+    """What a rule's `check` asks of one project: the sites the collection made of its files
+    (`analysis/collect.py`), the Lightning release(s) it runs on, and, for a rule with `words`,
+    the project's facts (the files holding one of them, their values and the index behind
+    them). The pipeline gives `facts` to every rule with words and runs none of them without."""
 
-# A search over the sites the analysis collected (`analysis/collect.py`) for the Lightning
-# release(s) the project runs on: ACF001 and ACF002, whose fixes are the shared codemods.
-Finder = Callable[[Sequence[FileSites], Target], Iterable[Found]]
+    sites: Sequence[FileSites]
+    target: Target
+    project_facts: ProjectFacts | None = None
 
-# What the shared codemod of a strategy (fixes/codemods) rewrites for one finding of a `find`
-# rule: its target sites, or why the strategy does not apply there.
+    @property
+    def facts(self) -> ProjectFacts:
+        """The project's facts: only a rule with `words` asks (the pipeline gives them)."""
+        assert self.project_facts is not None, "a rule without words asks for no facts"
+        return self.project_facts
+
+
+# A rule's one check: the queries of a project in, its findings out.
+Check = Callable[[Queries], Iterable[Found]]
+
+# What the shared codemod of a strategy (fixes/codemods) rewrites for one finding of a rule
+# whose findings carry no fixes of their own (ACF001, ACF002): its target sites, or why the
+# strategy does not apply there.
 Targeter = Callable[[Finding, Strategy, Target], tuple[tuple[Site, ...], str | None]]
 
 
@@ -90,19 +105,22 @@ Targeter = Callable[[Finding, Strategy, Target], tuple[tuple[Site, ...], str | N
 class Rule:
     """One finding code and everything said about it.
 
-    `fix_safety` maps a strategy value (`unscale`, `unfuse`, `bf16`, `guard`) to where that fix
-    applies for this rule, whether it is safe and what it changes in behaviour. `find` yields the
-    rule's findings from the collected sites, and `targets` says, per strategy, which sites the
-    shared codemods (fixes/codemods) rewrite for one of them or why that strategy does not
-    apply; `fixes/choose.py` only picks among the strategies.
+    Every rule is one interface: its page (the texts below), the facts it needs (`words`,
+    `needs`, `requires`), one `check` that asks a project's `Queries` and yields its `Found`s,
+    and its fixes per strategy. `fix_safety` maps a strategy value (`unscale`, `unfuse`,
+    `bf16`, `guard`, `migrate`) to where that fix applies, whether it is safe and what it
+    changes in behaviour; the fixes themselves are either the `RuleFix`es of each `Found` (the
+    edits the rule writes) or, for a rule that names `targets` (ACF001, ACF002), the sites the
+    shared codemod of a strategy (fixes/codemods) rewrites, or why it does not apply.
+    `fixes/choose.py` only picks among the strategies.
 
-    An alias (ACF003) has neither: no finding carries its code, and `reaches` says which
+    A rule without `words` asks only the collected sites (`queries.sites`); a rule with words
+    is given the project's facts (`queries.facts`: the files whose text holds one of its
+    words, read and followed), and is skipped where no file holds one.
+
+    An alias (ACF003) has no check: no finding carries its code, and `reaches` says which
     findings of other rules it names in suppression comments, `--select` / `--ignore` and the
     configuration (ACF003: the review findings of ACF001 and ACF002).
-
-    A rule that needs more than the collected sites has its own `search` instead (never both):
-    it reads the files whose text holds one of its `words` and yields `Found`s with their own
-    fixes (`RuleFix`), and `confidence` says whether it may be certain at all.
     """
 
     code: str
@@ -119,10 +137,9 @@ class Rule:
     # The level of its findings with confidence `review`; None: `warning` for a rule whose
     # level is `error` (a person decides), else `level` (rules.level_of).
     review_level: str | None = None
-    find: Finder | None = field(default=None, compare=False)
+    check: Check | None = field(default=None, compare=False)
     targets: Targeter | None = field(default=None, compare=False)
-    search: Search | None = field(default=None, compare=False)
-    words: tuple[bytes, ...] = ()  # a search reads only files whose text holds one of these
+    words: tuple[bytes, ...] = ()  # its check reads the facts of files holding one of these
     # A project none of whose files holds one of these cannot have this rule's finding (its search
     # is not even started); empty: its `words`. Narrower than `words` where the search also reads
     # common context (`.fit(`) but fires only with a rarer word (`automatic_optimization`).
@@ -134,6 +151,16 @@ class Rule:
     why_title: str = "Why Lightning fails"  # the page's heading for `why`
     lines: tuple[str, ...] = ()  # the release lines (`LINES`) whose code it fires on
     reaches: Callable[[Finding], bool] | None = field(default=None, compare=False)
+
+    @property
+    def asks_facts(self) -> bool:
+        """Its check asks the project's facts (it has words), not only the collected sites."""
+        return bool(self.words)
+
+    @property
+    def writes_fixes(self) -> bool:
+        """Its findings carry their own fixes (`Found.fixes`), not `targets` for the codemods."""
+        return self.check is not None and self.targets is None
 
     @property
     def needed_words(self) -> tuple[bytes, ...]:
