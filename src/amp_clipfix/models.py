@@ -24,7 +24,7 @@ class SiteKind(str, Enum):
     TRAINER_CLIP = "trainer-clip"  # Trainer(gradient_clip_val=...)
     MODULE_CLIP = "module-clip"  # self.clip_gradients(...) in a LightningModule
     FUSED_OPTIMIZER = "fused-optimizer"  # torch.optim.X(..., fused=True)
-    # Sites of rules with their own search (rules/base.py `Rule.search`):
+    # Sites of rules with their own search (rules/base.py `Rule.check` with `words`):
     GRAD_SCALER = "grad-scaler"  # a torch GradScaler, or a precision that makes one
     BACKWARD = "backward"  # scaler.scale(loss).backward(), self.manual_backward(loss), ...
     GRAD_CLIP = "grad-clip"  # a clip call: torch.nn.utils.clip_grad_norm_(...), ...

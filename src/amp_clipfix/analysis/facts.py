@@ -1,6 +1,6 @@
 """What a rule with its own search is given: the project's parsed files and its facts.
 
-A search (rules/base.py `Rule.search`) reads the `ast` trees of the files its words may be in,
+A check (rules/base.py `Queries.facts`) reads the `ast` trees of the files its words may be in,
 asks the project's evaluator (evaluate.py, the one that follows values for every rule) what an
 expression may hold, and makes typed `Site`s with suppressions and notebook cells already set.
 No display text is read back: sites carry their kind, position and value.
