@@ -17,7 +17,7 @@ from amp_clipfix.analysis.lightning_api import CLIP_HOOK
 from amp_clipfix.analysis.manual import items_of
 from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind
-from amp_clipfix.analysis.values import ClsV, Fn, Opt
+from amp_clipfix.analysis.values import ClsV, Fn, Opt, is_off
 from amp_clipfix.models import Site, SiteKind
 
 
@@ -116,8 +116,7 @@ def may_be_fused(facts: ProjectFacts, cls: ClsV) -> bool:
                 values = evaluator.force(evaluator.ev(node.value, ctx))
                 for value in [v for w in values for v in items_of(evaluator, w)]:
                     if isinstance(value, Opt) and any(
-                        getattr(f, "value", None) not in ("False", "None")
-                        for f in evaluator.force(value.fused)
+                        not is_off(f) for f in evaluator.force(value.fused)
                     ):
                         return True
                     if not isinstance(value, Opt):

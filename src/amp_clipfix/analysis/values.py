@@ -17,9 +17,25 @@ from amp_clipfix.models import EntryId, UseId
 class Lit:
     """A literal written in the code (`True`, `"16-mixed"`, `1.0`) and where it is written."""
 
-    value: str
+    value: str  # its text, as Lightning normalises a setting (`16` and `"16"`: `16`)
     node: ast.AST
     summary: Summary
+
+    @property
+    def constant(self) -> object:
+        """The constant itself, as Python reads it (`True`, `None`, `16`, `-1.0`, `"16-mixed"`):
+        what a flag or a bound is compared with (a string `"False"` is no `False`)."""
+        if isinstance(self.node, ast.Constant):
+            return self.node.value
+        try:
+            return ast.literal_eval(self.node)  # a negated number
+        except (ValueError, TypeError):
+            return self.value
+
+
+def is_off(value: object) -> bool:
+    """A literal `False` or `None`: a flag (`fused`, `error_if_nonfinite`) the code turns off."""
+    return isinstance(value, Lit) and (value.constant is False or value.constant is None)
 
 
 @dataclass(eq=False)

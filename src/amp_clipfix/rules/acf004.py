@@ -210,8 +210,8 @@ def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> boo
         if not values:
             states.add(True)
         for value in values:
-            if isinstance(value, Lit) and value.value in ("True", "False"):
-                states.add(value.value == "True")
+            if isinstance(value, Lit) and isinstance(value.constant, bool):
+                states.add(value.constant)
             else:
                 states.add(None)
     if states == {False}:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER
-from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque
+from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque, is_off
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.fabric_steps import fabric_values, optimizers_of, scaler_state
@@ -175,7 +175,7 @@ def may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
     """An optimizer the expression may be is built with a `fused` argument other than a
     literal False or None: ACF001's optimizer, whose fixes decide how the call is rewritten."""
     return any(
-        not (isinstance(value, Lit) and value.value in ("False", "None"))
+        not is_off(value)
         for optimizer in optimizers_of(facts, file, node)
         for value in facts.evaluator.force(optimizer.fused)
     )

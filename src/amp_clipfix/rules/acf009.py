@@ -96,12 +96,12 @@ AFTER = BEFORE.replace(
 ).replace(', gradient_clip_val=0.5, gradient_clip_algorithm="value")\ntrainer', ")\ntrainer")
 
 
-def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> str | None:
+def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> Lit | None:
     """The one literal the expression holds (through names and constants), else None."""
     values = facts.values(file, node)
-    texts = {v.value for v in values if isinstance(v, Lit)}
-    if len(texts) == 1 and all(isinstance(v, Lit) for v in values):
-        return texts.pop()
+    lits = [v for v in values if isinstance(v, Lit)]
+    if lits and len(lits) == len(values) and len({v.value for v in lits}) == 1:
+        return lits[0]
     return None
 
 
@@ -120,9 +120,10 @@ def check(queries: Queries) -> Iterator[Found]:
                 continue
             if not facts.qualified_names(file, call.func) & TRAINER_CLASSES:
                 continue
-            value = literal(facts, file, keywords[CLIP_VAL_ARGUMENT].value)
-            if value is not None and (value == "None" or float_or(value) <= 0):
+            clip = literal(facts, file, keywords[CLIP_VAL_ARGUMENT].value)
+            if clip is not None and (clip.constant is None or float_or(clip.value) <= 0):
                 continue  # no clipping: Lightning accepts it
+            value = None if clip is None else clip.value
             classes, unknown = facts.modules_of(call)
             states = [facts.manual_optimization(c) for c in classes]
             if True not in states and None not in states:
@@ -192,7 +193,8 @@ def moved(
         return ()
     algorithm = "norm"
     if CLIP_ALGORITHM_ARGUMENT in keywords:
-        written = literal(facts, file, keywords[CLIP_ALGORITHM_ARGUMENT].value)
+        chosen = literal(facts, file, keywords[CLIP_ALGORITHM_ARGUMENT].value)
+        written = None if chosen is None else chosen.value
         if written is None or written.lower() not in ("norm", "value"):
             return ()
         algorithm = written.lower()

@@ -8,7 +8,7 @@ import ast
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.names import FABRIC_SETUPS, LIGHTNING_MODULE_CLASSES, MODULE_OPTIMIZERS
-from amp_clipfix.analysis.values import Ext, FabricV, Inst, Lit, Opaque, Opt, SelfV
+from amp_clipfix.analysis.values import Ext, FabricV, Inst, Opaque, Opt, SelfV, is_off
 
 
 def fabric_values(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> list[FabricV]:
@@ -99,8 +99,4 @@ def optimizer_may_be_fused(facts: ProjectFacts, file: FileFacts, node: ast.expr)
     optimizers = optimizers_of(facts, file, node)
     if not optimizers:
         return True
-    return any(
-        not (isinstance(f, Lit) and f.value in ("False", "None"))
-        for opt in optimizers
-        for f in facts.evaluator.force(opt.fused)
-    )
+    return any(not is_off(f) for opt in optimizers for f in facts.evaluator.force(opt.fused))

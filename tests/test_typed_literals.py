@@ -1,0 +1,64 @@
+"""A literal's value is the constant Python reads (`analysis.values.Lit.constant`), not its
+text: `enabled=False` turns a GradScaler off, the string `"False"` (truthy) does not, and an
+`error_if_nonfinite` / `fused` flag is off only for a literal `False` or `None`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.analysis.values import Lit, Opaque, is_off
+from amp_clipfix.cli import main
+from amp_clipfix.rules import RULES
+
+SCALER = 'scaler = torch.amp.GradScaler("cuda")'
+
+
+def check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: str) -> list[str]:
+    code = RULES["ACF004"].example_before.replace(SCALER, SCALER[:-1] + f", enabled={enabled})")
+    (tmp_path / "train.py").write_text(code, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "."], catch_exceptions=False)
+    return [line for line in result.output.splitlines() if ": ACF004 " in line]
+
+
+def test_a_scaler_enabled_false_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert check(tmp_path, monkeypatch, "False") == []
+
+
+def test_a_scaler_enabled_true_is_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (finding,) = check(tmp_path, monkeypatch, "True")
+    assert finding.startswith("train.py:11:5: ACF004 ")
+    assert not finding.endswith(", if the GradScaler is enabled")  # certain
+
+
+def test_the_string_false_is_no_false(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`enabled="False"` is a truthy string: the scaler is not known to be off (a review)."""
+    (finding,) = check(tmp_path, monkeypatch, '"False"')
+    assert finding.startswith("train.py:11:5: ACF004 ")
+    assert finding.endswith(", if the GradScaler is enabled")
+
+
+@pytest.mark.parametrize(
+    ("code", "constant", "off"),
+    [
+        ("False", False, True),
+        ("None", None, True),
+        ("True", True, False),
+        ("0", 0, False),
+        ('"False"', "False", False),
+        ("-1.5", -1.5, False),
+    ],
+)
+def test_a_literal_holds_its_constant(code: str, constant: object, off: bool) -> None:
+    node = ast.parse(code, mode="eval").body
+    lit = Lit(code.strip('"'), node, None)  # type: ignore[arg-type] - no summary needed
+    assert lit.constant == constant and type(lit.constant) is type(constant)
+    assert is_off(lit) is off
+
+
+def test_a_value_decided_at_run_time_is_not_off() -> None:
+    assert not is_off(Opaque(ast.Name("flag"), None))  # type: ignore[arg-type]
