@@ -1,0 +1,75 @@
+"""Issue 35's cold runs: the Fabric rules search only a project that imports a Lightning package
+(bench/README.md, "Issue 35, cold runs, session 13")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from piped import amp_clipfix
+
+from amp_clipfix.analysis.collection import Collection
+from amp_clipfix.pipeline import may_import, searching_rules_of
+from amp_clipfix.rules.acf006 import BEFORE
+
+CLIP = "fabric.backward(loss)\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\nopt.step()\n"
+
+
+def left_out(tmp_path: Path, files: dict[str, str]) -> set[str]:
+    contents = {tmp_path / name: text.encode() for name, text in files.items()}
+    collection = Collection(root=tmp_path, contents=contents, searchable=contents)
+    return searching_rules_of(collection)[1]
+
+
+def test_a_fabric_named_but_never_imported_from_lightning_is_not_searched(tmp_path: Path) -> None:
+    # diffusers: a `FabricPipeline` and a "lightning-fast" model in a docstring
+    pipeline = '"""A lightning-fast pipeline."""\nclass FabricPipeline:\n    pass\n' + CLIP
+    assert left_out(tmp_path, {"pipe.py": pipeline}) == {"ACF004", "ACF006", "ACF007"}
+    other = {"pipe.py": pipeline, "b.py": "import pytorch_lightning as pl\n"}
+    assert left_out(tmp_path, other) == {"ACF004", "ACF006", "ACF007"}
+    imported = {"pipe.py": pipeline, "b.py": "import lightning_fabric\n"}
+    assert left_out(tmp_path, imported) == {"ACF004"}
+
+
+@pytest.mark.parametrize(
+    ("text", "package"),
+    [
+        ("import lightning as L\n", "lightning"),
+        ("from lightning.fabric import Fabric\n", "lightning"),
+        ("import os, lightning_fabric\n", "lightning_fabric"),
+        ("import os as o ,  lightning.fabric as f\n", "lightning"),
+        ("try: import lightning\nexcept ImportError: pass\n", "lightning"),
+        ("x = 1; from lightning import Fabric\n", "lightning"),
+        ("from \\\n    lightning import Fabric\n", "lightning"),
+        ("import os, \\\r\n  lightning_fabric\n", "lightning_fabric"),
+        ("if True:\n\tfrom lightning.fabric import Fabric\n", "lightning"),
+        ("from \uff4cightning import Fabric\n", "lightning"),  # NFKC: a fullwidth `l`
+    ],
+)
+def test_an_import_python_reads_is_seen(text: str, package: str) -> None:
+    assert may_import(text.encode(), package)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# a lightning-fast model\n",
+        "import pytorch_lightning\n",
+        "from lightning_utils import x\n",
+        "from mypkg import lightning\n",
+        "x = 'lightning'\n",
+    ],
+)
+def test_no_import_of_the_package_is_seen(text: str) -> None:
+    assert not may_import(text.encode(), "lightning")
+
+
+def test_a_fabric_imported_over_a_continuation_line_is_still_found(tmp_path: Path) -> None:
+    spelled = BEFORE.replace(
+        "from lightning.fabric import Fabric", "from lightning.fabric \\\n    import Fabric"
+    )
+    assert spelled != BEFORE
+    (tmp_path / "train.py").write_text(spelled, encoding="utf-8")
+    run = amp_clipfix(tmp_path, "check", "--no-cache", ".")
+    assert run.code == 1
+    assert "ACF006" in run.text
