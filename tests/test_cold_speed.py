@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import gc
+import importlib.machinery
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from piped import amp_clipfix
 from amp_clipfix.analysis.collection import Collection
 from amp_clipfix.pipeline import may_import, searching_rules_of
 from amp_clipfix.rules.acf006 import BEFORE
+from amp_clipfix.running import ends_with_the_command
 
 CLIP = "fabric.backward(loss)\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\nopt.step()\n"
 
@@ -73,3 +78,25 @@ def test_a_fabric_imported_over_a_continuation_line_is_still_found(tmp_path: Pat
     run = amp_clipfix(tmp_path, "check", "--no-cache", ".")
     assert run.code == 1
     assert "ACF006" in run.text
+
+
+def test_a_program_that_runs_the_command_itself_goes_on_collecting(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BEFORE, encoding="utf-8")
+    assert gc.isenabled()
+    assert amp_clipfix(tmp_path, "check", "--no-cache", ".").code == 1
+    assert gc.isenabled()  # the run's objects are collected: the tests go on
+    assert not ends_with_the_command()
+
+
+def test_the_command_as_the_program_leaves_its_objects_to_the_process_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    program = types.ModuleType("__main__")
+    program.__spec__ = importlib.machinery.ModuleSpec("amp_clipfix.__main__", None)
+    monkeypatch.setitem(sys.modules, "__main__", program)
+    assert ends_with_the_command()  # `python -m amp_clipfix`
+    script = types.ModuleType("__main__")
+    script.__file__ = "/venv/bin/amp-clipfix"
+    script.main = sys.modules["amp_clipfix.replay"].main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert ends_with_the_command()  # the installer's `amp-clipfix` script
