@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import gc
 import importlib.machinery
 import sys
@@ -13,6 +14,7 @@ import pytest
 from piped import amp_clipfix
 
 from amp_clipfix.analysis.collection import Collection
+from amp_clipfix.analysis.word_index import SCANS_BEFORE_INDEX
 from amp_clipfix.pipeline import may_import, searching_rules_of
 from amp_clipfix.rules.acf006 import BEFORE
 from amp_clipfix.running import ends_with_the_command
@@ -100,3 +102,32 @@ def test_the_command_as_the_program_leaves_its_objects_to_the_process_end(
     script.main = sys.modules["amp_clipfix.replay"].main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "__main__", script)
     assert ends_with_the_command()  # the installer's `amp-clipfix` script
+
+
+def test_a_common_method_s_caller_files_are_the_same_from_the_index(tmp_path: Path) -> None:
+    from amp_clipfix.analysis.callers import METHOD_CALLER_FILES
+    from amp_clipfix.analysis.resolve import project_evaluator
+
+    model = "class Model:\n    def update(self, x):\n        return x\n"
+    contents = {tmp_path / "model.py": model.encode()}
+    for index in range(METHOD_CALLER_FILES + 20):  # `update` written in more files than the bound
+        named = "from model import Model\nm = Model()\n" if index % 40 == 0 else ""
+        text = f"{named}d = {{}}\nd.update(a=1)\nupdated = 1\n"
+        contents[tmp_path / f"m{index}.py"] = text.encode()
+    cls = ast.parse(model).body[0]
+    assert isinstance(cls, ast.ClassDef)
+    own = tmp_path / "model.py"
+
+    def caller_files(built: bool) -> list[Path]:
+        evaluator = project_evaluator(tmp_path, contents, lambda path: None)
+        if built:
+            evaluator.word_index.scans = SCANS_BEFORE_INDEX  # the next name builds the index
+            evaluator.word_index.naming(b"Model")
+            assert evaluator.word_index.built(b"update") is not None
+        else:
+            assert evaluator.word_index.built(b"update") is None
+        return evaluator.method_caller_files(b"update", cls, own)
+
+    scanned = caller_files(built=False)
+    assert scanned == [own, tmp_path / "m0.py", tmp_path / "m40.py", tmp_path / "m80.py"]
+    assert caller_files(built=True) == scanned
