@@ -9,7 +9,8 @@ Run it with the interpreter that has amp-clipfix and ruff installed:
     python bench/corpora.py --pythonpath /tmp/base/src  # run another checkout (a baseline)
 
 Each corpus is a folder of `--root` (a repository's HEAD checked out, never committed here; the
-`baseline` folder is skipped). Per corpus, one run of each, in this order:
+`baseline` folder and the `--save` / `--compare` folder are skipped). Per corpus, one run of
+each, in this order:
 
 - `python -m amp_clipfix check --no-cache --format json <corpus>` (exit 0 or 1),
 - `ruff check --no-cache --isolated --select E9 <corpus>`,
@@ -52,8 +53,14 @@ class Row:
         return self.amp.cpu_seconds / max(self.ruff.cpu_seconds, 1e-3)
 
 
-def corpora(root: Path, only: Sequence[str]) -> list[Path]:
-    folders = sorted(p for p in root.iterdir() if p.is_dir() and p.name != "baseline")
+def corpora(root: Path, only: Sequence[str], reports: Sequence[Path | None] = ()) -> list[Path]:
+    """The corpus folders of `root`: not `baseline`, nor a folder of saved reports in it."""
+    skipped = {p.resolve() for p in reports if p is not None}
+    folders = sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir() and p.name != "baseline" and p.resolve() not in skipped
+    )
     if only:
         folders = [p for p in folders if p.name in only]
     return folders
@@ -85,7 +92,7 @@ def compare(report: str, name: str, folder: Path | None) -> str:
 def sweep(arguments: argparse.Namespace, env: dict[str, str]) -> list[Row]:
     rows: list[Row] = []
     amp = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "--format", "json"]
-    for folder in corpora(arguments.root, arguments.only):
+    for folder in corpora(arguments.root, arguments.only, (arguments.save, arguments.compare)):
         print(f"corpus {folder.name} ...", file=sys.stderr, flush=True)
         amp_run = measure([*amp, "."], folder, env, timeout=arguments.timeout)
         ruff_run = measure([ruff_binary(), *RUFF, "."], folder, env)

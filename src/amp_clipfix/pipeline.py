@@ -8,6 +8,7 @@ and make them (fixes/) -> a RunResult (results.py). Showing, confirming and writ
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -379,12 +380,51 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
         if not any(may_name(path, data, word) for path, data in collection.searchable.items())
     }
     left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
+    packages = {package for rule in rules for package in rule.imports}
+    imported = {
+        package
+        for package in packages
+        if any(may_import(data, package) for data in collection.searchable.values())
+    }
+    left_out |= {rule.code for rule in rules if rule.imports and imported.isdisjoint(rule.imports)}
     return [
         rule
         for rule in rules
         if rule.code not in left_out
         and any(word in data for data in texts for word in rule.needed_words)
     ], left_out
+
+
+# An import statement of a package or one of its modules (`import a, pkg.m as x`, `from pkg.m
+# import y`), at a line's start or after `;` or `:` (`try: import pkg`), with backslash
+# continuations joined first (import_text). `%s`: the package's name.
+IMPORT_STATEMENT = (
+    r"(?:^|[;:\r])[ \t\f]*(?:from[ \t\f]+|import[ \t\f]+(?:[\w.]+(?:[ \t\f]+as[ \t\f]+\w+)?"
+    r"[ \t\f]*,[ \t\f]*)*)%s(?![\w])"
+)
+
+
+def may_import(data: bytes, package: str) -> bool:
+    """Whether a file's text (Python's, a notebook's code) may import `package` (or one of its
+    modules) by an import statement: the only way a name of the package's reaches the project's
+    values (the evaluator follows imports, never `importlib` or `__import__`). Looked for as
+    Python reads it: backslash continuations joined, a text that is not all ASCII after NFKC
+    normalisation (`from ｌightning import Fabric`). Wider than Python where that is simpler (a
+    `:` or `;` inside a string may start a match); never narrower."""
+    if package.encode("ascii") not in data and data.isascii():
+        return False
+    text = import_text(data)
+    return re.search(IMPORT_STATEMENT % re.escape(package), text, re.MULTILINE) is not None
+
+
+def import_text(data: bytes) -> str:
+    """The text import statements are looked for in: backslash continuations joined."""
+    text = data.decode("utf-8", "replace")
+    if not data.isascii():
+        import unicodedata
+
+        text = unicodedata.normalize("NFKC", text)
+    return re.sub(r"\\(?:\r\n|\r|\n)", " ", text)
 
 
 def may_name(path: Path, data: bytes, word: bytes) -> bool:

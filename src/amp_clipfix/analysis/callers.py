@@ -259,16 +259,27 @@ class CallerIndex(PassedCalls):
         key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
             test, contents = whole_word(word), self.contents
-            # the files holding the text, as far as the count needs: a common name is written
-            # more than METHOD_CALLER_FILES times long before the end of a big tree
-            text = self.word_files.get(word) or (p for p, data in contents.items() if word in data)
-            writing = (path for path in text if test.search(contents[path]))
-            if len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1))) > METHOD_CALLER_FILES:
+            writers = self.word_index.built(word)  # once the index is made: no text scanned
+            if writers is not None:
+                many = len(writers) > METHOD_CALLER_FILES
+            else:
+                # the files holding the text, as far as the count needs: a common name is
+                # written more than METHOD_CALLER_FILES times long before the end of a big tree
+                text = self.word_files.get(word) or (p for p, d in contents.items() if word in d)
+                writing = (path for path in text if test.search(contents[path]))
+                counted = len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1)))
+                many = counted > METHOD_CALLER_FILES
+            if many:
                 holders: set[Path] = set()
                 for name in self.subclass_names(cls.name.encode("utf-8")):
                     holders.update(self.files_naming(name))
                 # the word test only where the class is named too: not on hundreds of files
-                naming = {p for p in holders if word in contents[p] and test.search(contents[p])}
+                if writers is not None:
+                    naming = holders.intersection(writers)
+                else:
+                    naming = {
+                        p for p in holders if word in contents[p] and test.search(contents[p])
+                    }
             else:
                 naming = set(self.files_naming(word))
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})

@@ -369,6 +369,8 @@ def of_kind(*kinds: Kind) -> frozenset[str]:
 # -- views of the table (what other modules compare against) --------------------------------------
 
 FABRIC_CLASSES = of_kind(Kind.FABRIC)
+# The packages a Fabric class is imported from: a project that imports none of them makes none.
+FABRIC_ROOTS = tuple(sorted({qname.split(".", 1)[0] for qname in FABRIC_CLASSES}))
 TRAINER_CLASSES = of_kind(Kind.TRAINER)
 LIGHTNING_MODULE_CLASSES = of_kind(Kind.LIGHTNING_MODULE)
 CLI_CLASSES = of_kind(Kind.LIGHTNING_CLI)

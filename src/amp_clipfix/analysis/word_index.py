@@ -21,8 +21,9 @@ from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE
 
 ASCII_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # Names asked by scanning before the one pass over every text is made: the pass costs about as
-# much as a hundred scans of the project (measured on a 2,579-file, 27 MB tree: 2.5 s).
-SCANS_BEFORE_INDEX = 100
+# much as forty scans of the project (both grow with its bytes; on a 2,579-file, 27 MB tree the
+# pass took 0.39 s of CPU and a scan 7-14 ms; bench/README.md, "Issue 35, cold runs").
+SCANS_BEFORE_INDEX = 40
 
 
 class WordIndex:
@@ -49,6 +50,13 @@ class WordIndex:
             if self.scans <= SCANS_BEFORE_INDEX:
                 return None
             self.files_by_word = words_of(self.contents)
+        return self.files_by_word.get(name, [])
+
+    def built(self, name: bytes) -> list[Path] | None:
+        """The files that write the ASCII identifier `name` as a whole word once the index is
+        built (no scan counted); None before, or for another name."""
+        if self.files_by_word is None or ASCII_NAME.fullmatch(name) is None:
+            return None
         return self.files_by_word.get(name, [])
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.analysis.names import (
+    FABRIC_ROOTS,
     FABRIC_UNSCALE_HELPER,
     TORCH_CLIPS,
 )
@@ -381,6 +382,7 @@ RULE = Rule(
     check=check,
     words=(b"clip_grad_norm_", b"clip_grad_value_"),
     requires=(b"Fabric",),  # a Fabric is made or declared somewhere
+    imports=FABRIC_ROOTS,  # ... from a Lightning package some file imports
     short="Fabric under fp16 clips with torch's clip before the gradients are unscaled.",
     full=(
         "In a function (and the project helpers it calls, in run order): "

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
-from amp_clipfix.analysis.names import FABRIC_UNSCALE_HELPER
+from amp_clipfix.analysis.names import FABRIC_ROOTS, FABRIC_UNSCALE_HELPER
 from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque, is_off
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
@@ -205,6 +205,7 @@ RULE = Rule(
     check=check,
     words=(b"clip_gradients",),
     requires=(b"Fabric",),  # a Fabric is made or declared somewhere
+    imports=FABRIC_ROOTS,  # ... from a Lightning package some file imports
     short="fabric.clip_gradients under a GradScaler raises on the overflow steps it should skip.",
     full=(
         "A `clip_gradients(...)` call on a Fabric (by value) with `max_norm` and without "

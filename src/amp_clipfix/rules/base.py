@@ -148,6 +148,9 @@ class Rule:
     # all (and): the name of a library class every finding needs made or declared somewhere
     # (`Fabric`, `GradScaler`: a project that never names one has no such object to follow).
     requires: tuple[bytes, ...] = ()
+    # Top-level packages one of which some file must import (an import statement) for this rule
+    # to search at all: the packages of that library class (`lightning`, `lightning_fabric`).
+    imports: tuple[str, ...] = ()
     why_title: str = "Why Lightning fails"  # the page's heading for `why`
     lines: tuple[str, ...] = ()  # the release lines (`LINES`) whose code it fires on
     reaches: Callable[[Finding], bool] | None = field(default=None, compare=False)
