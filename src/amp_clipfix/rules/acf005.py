@@ -162,7 +162,7 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
         if modules:
             return Seen(EventKind.BACKWARD, detail=tuple(modules))
         if call.args and module_call(facts, file, call, "clip_gradients", owner):
-            if is_scaled(limit_of(call, "module")):
+            if is_scaled(file, call, limit_of(call, "module")):
                 return None  # its limit follows the loss scale: right on scaled gradients
             return Seen(EventKind.CLIP, optimizer=call.args[0], detail="module")
         if (
@@ -173,7 +173,7 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
         ):
             return Seen(EventKind.STEP, optimizer=func.value)
         if is_torch_clip(facts, file, call):
-            if is_scaled(limit_of(call, "torch")):
+            if is_scaled(file, call, limit_of(call, "torch")):
                 return None
             return Seen(EventKind.CLIP, detail="torch")
         return None
@@ -264,10 +264,11 @@ def scaled_clip(
     if isinstance(function, ast.FunctionDef) and own:
         first = function.args.args[0].arg if function.args.args else None
         fixes = moved_to_hook(facts, file, cls, function, clip, steps, sites[1]) or limit_scaled(
-            file, clip, sites[1], "self" if first == "self" else None
+            file, function, order, index, sites[1], "self" if first == "self" else None
         )
     else:
-        fixes = limit_scaled(file, clip, sites[1], module_code(file, clip, backwards[-1]))
+        module = module_code(file, clip, backwards[-1])
+        fixes = limit_scaled(file, function, order, index, sites[1], module)
     unfixed = None if fixes else (UNFIXED if own else UNFIXED_OUTSIDE)
     calls = (backwards[-1].call, clip.call, steps[0].call)
     review = runtime_review(manual, state)
@@ -294,27 +295,56 @@ def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
     return call.args[1] if len(call.args) > 1 else None
 
 
-def is_scaled(limit: ast.expr | None) -> bool:
+def is_scaled(file: FileFacts, call: ast.Call, limit: ast.expr | None) -> bool:
     """The limit is already multiplied by the loss scale the way `limit_scaled` writes it (for
-    `self` or a module another object holds)."""
+    `self` or a module another object holds): by the scale itself, or by the name a statement
+    of the clip's function binds to it."""
     if not (isinstance(limit, ast.BinOp) and isinstance(limit.op, ast.Mult)):
         return False
-    module: object = limit.right
+    if isinstance(limit.right, ast.Name):
+        function = file.summary.enclosing(call)[0] or file.tree
+        return limit.right.id in scale_names(function)
+    return is_scale(limit.right)
+
+
+def is_scale(node: ast.expr) -> bool:
+    """`node` is the GradScaler's scale as `SCALE_OF` writes it, for any module code."""
+    module: object = node
     for field in ("func", "args", "args", "value", "value"):  # M of M.trainer.precision_plugin
         module = getattr(module, field, None)
         module = module[0] if isinstance(module, list) and module else module
     if not isinstance(module, ast.expr):
         return False
     written = ast.parse(SCALE_OF.format(module=ast.unparse(module)), mode="eval").body
-    return ast.dump(limit.right) == ast.dump(written)
+    return ast.dump(node) == ast.dump(written)
+
+
+def scale_names(function: ast.AST) -> dict[str, ast.Assign]:
+    """The names the function binds to the GradScaler's scale (`loss_scale = getattr(...)()`,
+    as `limit_scaled` writes it), with their statements."""
+    return {
+        node.targets[0].id: node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and is_scale(node.value)
+    }
 
 
 def limit_scaled(
-    file: FileFacts, clip: Event, target: Site, module: str | None
+    file: FileFacts,
+    function: ast.AST,
+    order: list[Event],
+    index: int,
+    target: Site,
+    module: str | None,
 ) -> tuple[RuleFix, ...]:
     """The clip's limit multiplied by the GradScaler's scale, where the clip cannot move (it
     reads values local to the step): the call must be written in the function read, with its
-    limit written at the call; `module` is the module's code there (`self` in its method)."""
+    limit written at the call; `module` is the module's code there (`self` in its method).
+    The scale is bound to a name once per step and block (`scale_binding`)."""
+    clip = order[index]
     limit = limit_of(clip.call, clip.detail)
     if (
         clip.via
@@ -326,9 +356,65 @@ def limit_scaled(
     code = file.code(limit)
     if not isinstance(limit, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)):
         code = f"({code})"
-    edit = file.replace(limit, f"{code} * {SCALE_OF.format(module=module)}")
+    name, binding = scale_binding(file, function, order, index, module)
+    edits = (*binding, file.replace(limit, f"{code} * {name}"))
     safety = FIX_SCALED.replace("`self.trainer", f"`{module}.trainer")
-    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=safety, targets=(target,)),)
+    return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=safety, targets=(target,)),)
+
+
+def scale_binding(
+    file: FileFacts, function: ast.AST, order: list[Event], index: int, module: str
+) -> tuple[str, tuple[Edit, ...]]:
+    """The name the clip at `index` reads the scale from, and the edit that binds it: one
+    statement before the step's first clip written in the same block (every clip of the step
+    there gives the same edit, made once), or none when the function binds it there already.
+    The statement is split by magic trailing commas, so ruff format and black keep it as it is
+    at any line length."""
+    clip = order[index]
+    block = block_of(file, clip.statement)
+    anchor = clip.statement
+    for event in reversed(order[:index]):
+        if event.kind is EventKind.BACKWARD:
+            break
+        same_block = block_of(file, event.statement) is block
+        if event.kind is EventKind.CLIP and not event.via and same_block:
+            anchor = event.statement
+    scale = ast.dump(ast.parse(SCALE_OF.format(module=module), mode="eval").body)
+    bound = scale_names(function)
+    for name, statement in bound.items():
+        if (
+            ast.dump(statement.value) == scale
+            and statement.lineno < anchor.lineno
+            and block_of(file, statement) in (block, getattr(function, "body", None))
+        ):
+            return name, ()
+    used = {node.id for node in ast.walk(function) if isinstance(node, ast.Name)}
+    used |= {node.arg for node in ast.walk(function) if isinstance(node, ast.arg)}
+    name, number = "loss_scale", 1
+    while name in used:
+        number += 1
+        name = f"loss_scale_{number}"
+    indent = file.indentation(anchor.lineno)
+    ending = file.newline(anchor.lineno)
+    lines = (
+        f"{name} = getattr(",
+        f'    getattr({module}.trainer.precision_plugin, "scaler", None),',
+        '    "get_scale",',
+        "    lambda: 1.0,",
+        ")()",
+    )
+    text = "".join(f"{indent}{line}{ending}" for line in lines)
+    return name, (Edit(file.path, Span(anchor.lineno, 0, anchor.lineno, 0), text),)
+
+
+def block_of(file: FileFacts, statement: ast.stmt) -> list[ast.stmt] | None:
+    """The list of statements (a body, an `else`, ...) the statement is one of."""
+    parent = file.summary.parent(statement) or file.tree
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(item is statement for item in block):
+            return block
+    return None
 
 
 def steps_after(order: list[Event], index: int) -> list[Event]:
@@ -472,7 +558,8 @@ RULE = Rule(
             "or a helper, uses its result, when the module steps several optimizers or already "
             "has the hook, or when the optimizer may be fused (Lightning does not unscale a "
             "fused optimizer before the hook). There it "
-            f"{FIX_SCALED}: `max_norm=limit` becomes `max_norm=limit * {SCALE}`. Not offered "
+            f"{FIX_SCALED}: `loss_scale = {SCALE}` is bound once before the step's first such "
+            "clip and `max_norm=limit` becomes `max_norm=limit * loss_scale`. Not offered "
             "for a clip inside a helper the module calls, or one without its limit written at "
             "the call; the finding then says what to do. A clip written outside the module's "
             "own methods (a task object's `self.model.clip_gradients(...)`, torch's clip after "
