@@ -80,7 +80,8 @@ def run(
                 progress.done(len(project.files))
             continue
         project, project_options = configured or (project, options)
-        target, warnings = project_target(project.root, project_options, project.files)
+        target, warnings, pin_errors = project_target(project.root, project_options, project.files)
+        errors.extend(pin_errors)
         collection = collect_project(
             project, options.jobs, options.prefilter, progress, cache=options.cache
         )
@@ -106,22 +107,27 @@ def run(
 
 def project_target(
     root: Path, options: Options, files: tuple[Path, ...] = ()
-) -> tuple[Target, tuple[str, ...]]:
+) -> tuple[Target, tuple[str, ...], tuple[FileError, ...]]:
     """The Lightning release(s) a project runs on, and the torch it runs with: the command line
     or configuration, else its own pins (project/pins.py), else what its code (`files`) runs
-    on, and the warnings about pin files that could not be read."""
+    on; the warnings about pin files that could not be read, and the errors of those past a
+    reader's limit (one per file)."""
     resolution = resolve_target(root, options.target, files)
     torch = resolve_torch(root, options.torch)
     target = replace(resolution.target, torch=torch.target)
-    return target, resolution.warnings + torch.warnings
+    errors = {error.path: error for error in resolution.errors}
+    for error in torch.errors:
+        errors.setdefault(error.path, error)
+    return target, resolution.warnings + torch.warnings, tuple(errors.values())
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     """One file's contents given directly (stdin); linking stays within it, the pins are those
     of the project the given name lies in."""
     root = find_project_root(path)
-    target, warnings = project_target(root, options)
+    target, warnings, pin_errors = project_target(root, options)
     result = process(collect_source(path, data), options, target, files_seen=1)
+    result = replace(result, errors=(*pin_errors, *result.errors))
     if options.fix and result.changes:
 
         def again(fixed: Mapping[Path, bytes]) -> RunResult:

@@ -57,7 +57,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix import observed
-from amp_clipfix.paths import display_path, excerpt, os_error_reason, unreadable_value
+from amp_clipfix.kinds import ErrorKind, FileError
+from amp_clipfix.paths import display_path, excerpt, os_error_reason
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.evidence import code_evidence
 from amp_clipfix.project.install_readers import (
@@ -71,6 +72,7 @@ from amp_clipfix.project.install_readers import (
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
     Packages,
+    PastLimit,
     Pin,
     PinError,
     Reader,
@@ -80,6 +82,7 @@ from amp_clipfix.project.pin_readers import (
     requirements_reader,
     setup_cfg_pins,
     setup_py_pins,
+    value_error,
 )
 from amp_clipfix.project.torch_release import (
     ASSUMED_TORCH,
@@ -107,10 +110,12 @@ TORCH_PURPOSE = "the torch version"
 
 @record(frozen=True)
 class Resolution:
-    """A project's target and the warnings met on the way to it."""
+    """A project's target and the warnings met on the way to it; `errors`: pin files past a
+    reader's limit (a number of more than 4,300 digits), one error line each."""
 
     target: Target
     warnings: tuple[str, ...] = ()
+    errors: tuple[FileError, ...] = ()
 
 
 def resolve_target(
@@ -121,6 +126,7 @@ def resolve_target(
     if requested is not None:
         return Resolution(requested)
     warnings: list[str] = []
+    errors: list[FileError] = []
     try:
         configured = configured_target(root)
     except ConfigError as error:
@@ -128,7 +134,7 @@ def resolve_target(
     else:
         if configured is not None:
             return Resolution(configured)
-    for pin, source in candidate_pins(root, LIGHTNING, warnings):
+    for pin, source in candidate_pins(root, LIGHTNING, warnings, errors=errors):
         target = target_of(pin, display_path(source))
         if target is None:
             warnings.append(
@@ -136,10 +142,10 @@ def resolve_target(
                 f"{excerpt(pin.text, quoted=False)}; not used for {LIGHTNING_PURPOSE}"
             )
             continue
-        return Resolution(target, once(warnings))
+        return Resolution(target, once(warnings), tuple(errors))
     installed = installed_target()
     if installed is not None:
-        return Resolution(installed, once(warnings))
+        return Resolution(installed, once(warnings), tuple(errors))
     only_1x, only_2x = code_evidence(files, root)  # read only when nothing else decides
     if only_1x is not None and only_2x is not None:
         warnings.append(
@@ -147,8 +153,10 @@ def resolve_target(
             f"2.x-only ({only_2x.describe()}) code; not used for {LIGHTNING_PURPOSE}"
         )
     elif (evidence := only_1x or only_2x) is not None:
-        return Resolution(evidence_target(evidence.is_2x, evidence.describe()), once(warnings))
-    return Resolution(ASSUMED_TARGET, once(warnings))
+        return Resolution(
+            evidence_target(evidence.is_2x, evidence.describe()), once(warnings), tuple(errors)
+        )
+    return Resolution(ASSUMED_TARGET, once(warnings), tuple(errors))
 
 
 def evidence_target(is_2x: bool, evidence: str) -> Target:
@@ -186,11 +194,16 @@ def _range(pin: Pin) -> bool:
 
 
 def candidate_pins(
-    root: Path, packages: Packages, warnings: list[str], purpose: str = LIGHTNING_PURPOSE
+    root: Path,
+    packages: Packages,
+    warnings: list[str],
+    purpose: str = LIGHTNING_PURPOSE,
+    errors: list[FileError] | None = None,
 ) -> Iterator[tuple[Pin, Path]]:
     """The pins of `packages` that may decide, best first, each with the file it came from:
     per source (sources()), the pin of the highest-priority package. Files that cannot be
-    read add a warning (ending "; not used for PURPOSE") and are skipped."""
+    read add a warning (ending "; not used for PURPOSE") and are skipped; one past a reader's
+    limit (PastLimit) is an error in `errors` instead, once per file."""
     files = ProjectFiles(root, packages)
     listed = sources(root, files)
     for optional in (False, True):
@@ -200,7 +213,11 @@ def candidate_pins(
             try:
                 pins = files.pins(path, read)
             except PinError as error:
-                warnings.append(f"{display_path(path)}: {error}; not used for {purpose}")
+                line = f"{error}; not used for {purpose}"
+                if errors is None or not isinstance(error, PastLimit):
+                    warnings.append(f"{display_path(path)}: {line}")
+                elif all(known.path != path for known in errors):
+                    errors.append(FileError(path, line, ErrorKind.READ))
                 continue
             pin = first_pin([p for p in pins if p.optional == optional and accept(p)], packages)
             if pin is not None:
@@ -250,7 +267,7 @@ def parse_pins(read: Reader, data: bytes, packages: Packages) -> list[Pin]:
     except (RecursionError, MemoryError):
         raise PinError("nested too deeply to read") from None
     except ValueError as error:  # a number too long to read (a version, a table's value)
-        raise PinError(unreadable_value(error)) from None
+        raise value_error("", error) from None
 
 
 def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]]:
@@ -461,10 +478,12 @@ def configured_source(path: Path) -> str:
 
 @record(frozen=True)
 class TorchResolution:
-    """A project's torch target and the warnings met on the way to it."""
+    """A project's torch target and the warnings met on the way to it; `errors` as in
+    Resolution."""
 
     target: TorchTarget
     warnings: tuple[str, ...] = ()
+    errors: tuple[FileError, ...] = ()
 
 
 def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchResolution:
@@ -476,15 +495,16 @@ def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchReso
         return TorchResolution(requested)
     unreadable: list[str] = []
     warnings: list[str] = []
-    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE):
+    errors: list[FileError] = []
+    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE, errors):
         if pin.exact is not None:
             return TorchResolution(
-                TorchTarget.exact(pin.exact, display_path(source)), once(warnings)
+                TorchTarget.exact(pin.exact, display_path(source)), once(warnings), tuple(errors)
             )
         releases = torch_releases_in(pin.specifier)
         if releases:
             target = TorchTarget(releases, pin.text, display_path(source))
-            return TorchResolution(target, once(warnings))
+            return TorchResolution(target, once(warnings), tuple(errors))
         warnings.append(
             f"{display_path(source)}: no known torch release matches "
             f"{excerpt(pin.text, quoted=False)}; not used for {TORCH_PURPOSE}"
@@ -496,5 +516,7 @@ def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchReso
         except InvalidVersion:
             pass
         else:
-            return TorchResolution(TorchTarget.exact(version, INSTALLED_SOURCE), once(warnings))
-    return TorchResolution(ASSUMED_TORCH, once(warnings))
+            return TorchResolution(
+                TorchTarget.exact(version, INSTALLED_SOURCE), once(warnings), tuple(errors)
+            )
+    return TorchResolution(ASSUMED_TORCH, once(warnings), tuple(errors))
