@@ -58,7 +58,7 @@ from packaging.version import InvalidVersion, Version
 
 from amp_clipfix import observed
 from amp_clipfix.kinds import ErrorKind, FileError
-from amp_clipfix.paths import display_path, excerpt, os_error_reason
+from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.evidence import code_evidence
 from amp_clipfix.project.install_readers import (
@@ -69,6 +69,7 @@ from amp_clipfix.project.install_readers import (
     shell_includes,
     test_environments,
 )
+from amp_clipfix.project.pin_files import ProjectFiles
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
     Packages,
@@ -82,7 +83,6 @@ from amp_clipfix.project.pin_readers import (
     requirements_reader,
     setup_cfg_pins,
     setup_py_pins,
-    value_error,
 )
 from amp_clipfix.project.torch_release import (
     ASSUMED_TORCH,
@@ -110,8 +110,7 @@ TORCH_PURPOSE = "the torch version"
 
 @record(frozen=True)
 class Resolution:
-    """A project's target and the warnings met on the way to it; `errors`: pin files past a
-    reader's limit (a number of more than 4,300 digits), one error line each."""
+    """A project's target, the warnings met on the way to it and its pin files' errors."""
 
     target: Target
     warnings: tuple[str, ...] = ()
@@ -222,52 +221,6 @@ def candidate_pins(
             pin = first_pin([p for p in pins if p.optional == optional and accept(p)], packages)
             if pin is not None:
                 yield pin, path
-
-
-class ProjectFiles:
-    """The project's pin files, each read once (through the inside-the-project check) and
-    parsed once per reader."""
-
-    def __init__(self, root: Path, packages: Packages) -> None:
-        self.root = root
-        self.packages = tuple(packages)
-        self.parsed: dict[tuple[Path, Reader], list[Pin] | PinError] = {}
-
-    def data(self, path: Path) -> bytes:
-        """The file's bytes; PinError when it cannot be read or leads out of the project."""
-        try:
-            return observed.read_inside(path, self.root)
-        except observed.LeavesFolder as error:
-            raise PinError(str(error.strerror)) from None
-        except OSError as error:
-            raise PinError(f"cannot read: {os_error_reason(error)}") from None
-
-    def pins(self, path: Path, read: Reader) -> list[Pin]:
-        key = (path, read)
-        if key not in self.parsed:
-            try:
-                self.parsed[key] = parse_pins(read, self.data(path), self.packages)
-            except PinError as error:
-                self.parsed[key] = error
-        found = self.parsed[key]
-        if isinstance(found, PinError):
-            raise found
-        return found
-
-
-def parse_pins(read: Reader, data: bytes, packages: Packages) -> list[Pin]:
-    """`read(data)`, whatever the bytes: any content gives pins or a one-line PinError (text
-    that is not UTF-8, nesting deeper than the parsers recurse, self-reference...)."""
-    try:
-        return read(data, packages)
-    except PinError:
-        raise
-    except UnicodeDecodeError as error:
-        raise PinError(f"not UTF-8 text (byte {error.start})") from None
-    except (RecursionError, MemoryError):
-        raise PinError("nested too deeply to read") from None
-    except ValueError as error:  # a number too long to read (a version, a table's value)
-        raise value_error("", error) from None
 
 
 def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]]:
@@ -478,8 +431,7 @@ def configured_source(path: Path) -> str:
 
 @record(frozen=True)
 class TorchResolution:
-    """A project's torch target and the warnings met on the way to it; `errors` as in
-    Resolution."""
+    """A project's torch target, the warnings met on the way to it and the errors."""
 
     target: TorchTarget
     warnings: tuple[str, ...] = ()

@@ -26,6 +26,7 @@ from amp_clipfix.analysis.values import ClsV, Fn, Opt
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.acf004 import call_site, is_torch_clip
 from amp_clipfix.rules.base import Found, Rule, RuleFix
+from amp_clipfix.rules.scaled_limit import SCALE_OF, is_scaled, limit_of, scale_binding
 
 CODE = "ACF005"
 HOOK = "on_before_optimizer_step"
@@ -43,11 +44,6 @@ FIX = (
     "sees the same gradients"
 )
 
-# The GradScaler's current scale as the module reads it: 1.0 without a scaler (bf16, 32-bit).
-SCALE_OF = (
-    'getattr(getattr({module}.trainer.precision_plugin, "scaler", None), "get_scale", '
-    "lambda: 1.0)()"
-)
 SCALE = SCALE_OF.format(module="self")
 
 FIX_SCALED = (
@@ -284,54 +280,6 @@ def scaled_clip(
     return calls, Found(sites, fixes=fixes, unfixed=unfixed)
 
 
-def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
-    """The clip's limit as written at the call (`max_norm`, `clip_value`, `gradient_clip_val`)."""
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return None
-    names = {"max_norm", "clip_value"} if detail == "torch" else {"gradient_clip_val"}
-    for keyword in call.keywords:
-        if keyword.arg in names:
-            return keyword.value
-    return call.args[1] if len(call.args) > 1 else None
-
-
-def is_scaled(file: FileFacts, call: ast.Call, limit: ast.expr | None) -> bool:
-    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it (for
-    `self` or a module another object holds): by the scale itself, or by the name a statement
-    of the clip's function binds to it."""
-    if not (isinstance(limit, ast.BinOp) and isinstance(limit.op, ast.Mult)):
-        return False
-    if isinstance(limit.right, ast.Name):
-        function = file.summary.enclosing(call)[0] or file.tree
-        return limit.right.id in scale_names(function)
-    return is_scale(limit.right)
-
-
-def is_scale(node: ast.expr) -> bool:
-    """`node` is the GradScaler's scale as `SCALE_OF` writes it, for any module code."""
-    module: object = node
-    for field in ("func", "args", "args", "value", "value"):  # M of M.trainer.precision_plugin
-        module = getattr(module, field, None)
-        module = module[0] if isinstance(module, list) and module else module
-    if not isinstance(module, ast.expr):
-        return False
-    written = ast.parse(SCALE_OF.format(module=ast.unparse(module)), mode="eval").body
-    return ast.dump(node) == ast.dump(written)
-
-
-def scale_names(function: ast.AST) -> dict[str, ast.Assign]:
-    """The names the function binds to the GradScaler's scale (`loss_scale = getattr(...)()`,
-    as `limit_scaled` writes it), with their statements."""
-    return {
-        node.targets[0].id: node
-        for node in ast.walk(function)
-        if isinstance(node, ast.Assign)
-        and len(node.targets) == 1
-        and isinstance(node.targets[0], ast.Name)
-        and is_scale(node.value)
-    }
-
-
 def limit_scaled(
     file: FileFacts,
     function: ast.AST,
@@ -360,61 +308,6 @@ def limit_scaled(
     edits = (*binding, file.replace(limit, f"{code} * {name}"))
     safety = FIX_SCALED.replace("`self.trainer", f"`{module}.trainer")
     return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=safety, targets=(target,)),)
-
-
-def scale_binding(
-    file: FileFacts, function: ast.AST, order: list[Event], index: int, module: str
-) -> tuple[str, tuple[Edit, ...]]:
-    """The name the clip at `index` reads the scale from, and the edit that binds it: one
-    statement before the step's first clip written in the same block (every clip of the step
-    there gives the same edit, made once), or none when the function binds it there already.
-    The statement is split by magic trailing commas, so ruff format and black keep it as it is
-    at any line length."""
-    clip = order[index]
-    block = block_of(file, clip.statement)
-    anchor = clip.statement
-    for event in reversed(order[:index]):
-        if event.kind is EventKind.BACKWARD:
-            break
-        same_block = block_of(file, event.statement) is block
-        if event.kind is EventKind.CLIP and not event.via and same_block:
-            anchor = event.statement
-    scale = ast.dump(ast.parse(SCALE_OF.format(module=module), mode="eval").body)
-    bound = scale_names(function)
-    for name, statement in bound.items():
-        if (
-            ast.dump(statement.value) == scale
-            and statement.lineno < anchor.lineno
-            and block_of(file, statement) in (block, getattr(function, "body", None))
-        ):
-            return name, ()
-    used = {node.id for node in ast.walk(function) if isinstance(node, ast.Name)}
-    used |= {node.arg for node in ast.walk(function) if isinstance(node, ast.arg)}
-    name, number = "loss_scale", 1
-    while name in used:
-        number += 1
-        name = f"loss_scale_{number}"
-    indent = file.indentation(anchor.lineno)
-    ending = file.newline(anchor.lineno)
-    lines = (
-        f"{name} = getattr(",
-        f'    getattr({module}.trainer.precision_plugin, "scaler", None),',
-        '    "get_scale",',
-        "    lambda: 1.0,",
-        ")()",
-    )
-    text = "".join(f"{indent}{line}{ending}" for line in lines)
-    return name, (Edit(file.path, Span(anchor.lineno, 0, anchor.lineno, 0), text),)
-
-
-def block_of(file: FileFacts, statement: ast.stmt) -> list[ast.stmt] | None:
-    """The list of statements (a body, an `else`, ...) the statement is one of."""
-    parent = file.summary.parent(statement) or file.tree
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(item is statement for item in block):
-            return block
-    return None
 
 
 def steps_after(order: list[Event], index: int) -> list[Event]:
