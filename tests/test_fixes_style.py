@@ -23,13 +23,6 @@ from amp_clipfix.cli import main
 from amp_clipfix.fixes.layout import laid_out
 from amp_clipfix.project.style import Style, project_style
 
-# ACF005's scaled limit writes the GradScaler's scale inline in the clip's argument (an
-# 86-column expression, rules/acf005.py SCALE_OF): ruff format splits that argument over six
-# lines. Laying it out needs the rule to bind the scale in a statement of its own (not done).
-KNOWN = {
-    "manual_optimization_clip_local_value_review/model.py": "ACF005 inline scale",
-    "manual_optimization_clip_local_value_scaled/train.py": "ACF005 inline scale",
-}
 STYLE_PAIRS = [pair for pair in PAIRS if pair[0].suffix == ".py"]
 
 
@@ -102,8 +95,6 @@ def test_the_fix_keeps_the_projects_format(
     pair: tuple[Path, Path], verdicts: dict[Path, tuple[bool, int]]
 ) -> None:
     original, expected = pair
-    if pair_id(pair) in KNOWN:
-        pytest.xfail(KNOWN[pair_id(pair)])
     formatted_before, long_before = verdicts[original]
     formatted_after, long_after = verdicts[expected]
     assert formatted_after or not formatted_before, "ruff format would now reformat the file"

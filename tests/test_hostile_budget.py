@@ -208,19 +208,21 @@ POETRY_LOCK = '[[package]]\nname = "lightning"\nversion = "2.6.6"\nsize = {}\n'
         ("environment.yml", f"dependencies:\n  - pip:\n    - lightning=={HUGE}.0\n"),
     ],
 )
-def test_a_huge_number_in_a_pin_file_is_one_line_and_the_pin_is_not_used(
+def test_a_huge_number_in_a_pin_file_is_one_error_line_and_the_pin_is_not_used(
     project: Path, name: str, content: str
 ) -> None:
-    """A pin file that cannot be read is what it always was: one warning naming it, the pin
-    not used (the release comes from the next source), the run goes on."""
+    """A number or version past Python's limit is bad input, as in a notebook or the
+    configuration: one error line naming the file, exit 2; the pin is not used (the release
+    comes from the next source) and the run goes on."""
     (project / name).write_text(content)
     (project / "train.py").write_bytes(GOOD)
     result = amp_clipfix(project, "check")
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.returncode == 1, result.stderr
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and warnings[0].startswith(f"warning: {name}: "), warnings
-    assert "a number of more than 4,300 digits; not used for the Lightning version" in warnings[0]
+    assert result.returncode == 2, result.stderr
+    assert not [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    errors = error_lines(result.stderr)
+    assert len(errors) == 1 and errors[0].startswith(f"{name}: error: "), errors
+    assert "a number of more than 4,300 digits; not used for the Lightning version" in errors[0]
     assert "train.py:19:9: ACF001" in result.stdout
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amp_clipfix.cli import main
-from amp_clipfix.project import install_readers, pin_readers, pins
+from amp_clipfix.project import install_readers, pin_files, pin_readers, pins
 from amp_clipfix.project.pin_readers import poetry_specifier
 from amp_clipfix.project.pins import resolve_target
 from amp_clipfix.project.version import Target
@@ -449,7 +449,7 @@ def test_every_reader_survives_any_bytes(name: str, data: bytes) -> None:
     reader = ALL_READERS[name]
     for prefix in (b"", READER_PREFIXES.get(name, b"")):
         try:
-            found = pins.parse_pins(reader, prefix + data, pins.LIGHTNING)
+            found = pin_files.parse_pins(reader, prefix + data, pins.LIGHTNING)
         except pins.PinError as error:
             message = str(error)
             assert "\n" not in message and len(message) < 400, message
@@ -481,7 +481,7 @@ def test_every_reader_survives_any_nesting(name: str, depth: int) -> None:
     for opening, closing in ("[]", "{}", "()"):
         data = READER_PREFIXES[name] + (opening * depth + closing * depth).encode()
         try:
-            pins.parse_pins(ALL_READERS[name], data, pins.LIGHTNING)
+            pin_files.parse_pins(ALL_READERS[name], data, pins.LIGHTNING)
         except pins.PinError as error:
             assert "\n" not in str(error)
 

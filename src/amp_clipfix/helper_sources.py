@@ -42,7 +42,9 @@ def clip_gradients_unscaled(
         raise ValueError("Only one of `clip_val` or `max_norm` can be set")
     if clip_val is None and max_norm is None:
         raise ValueError("You have to specify either `clip_val` or `max_norm`")
-    if scaler is not None:
+    states = getattr(scaler, "_per_optimizer_states", {})
+    stage = getattr(states.get(id(inner), {}).get("stage"), "name", "")
+    if scaler is not None and stage != "UNSCALED":  # once per step
         scaler.unscale_(inner)
     parameters = [p for group in inner.param_groups for p in group["params"]]
     if clip_val is not None:
@@ -73,11 +75,11 @@ def clip_module_gradients_unscaled(
     scaler = getattr(trainer.precision_plugin, "scaler", None)
     fused = getattr(inner, "_step_supports_amp_scaling", False)
     value, algorithm = gradient_clip_val, gradient_clip_algorithm
+    states = getattr(scaler, "_per_optimizer_states", {})
+    stage = getattr(states.get(id(inner), {}).get("stage"), "name", "")
+    unscaled = stage == "UNSCALED"
     scale = 1.0
     if not fused:
-        states = getattr(scaler, "_per_optimizer_states", {})
-        state = states.get(id(inner), {})
-        unscaled = getattr(state.get("stage"), "name", "") == "UNSCALED"
         if scaler is None or module.automatic_optimization or unscaled:
             module.clip_gradients(optimizer, value, algorithm)
             return
@@ -97,7 +99,7 @@ def clip_module_gradients_unscaled(
         raise ValueError(f"gradient_clip_algorithm {algorithm!r} is unknown")
     if value <= 0:
         return
-    if fused and scaler is not None:
+    if fused and scaler is not None and not unscaled:  # once per step
         scaler.unscale_(inner)
     parameters = [p for group in inner.param_groups for p in group["params"]]
     if algorithm == "value":

@@ -18,6 +18,7 @@ from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
+from amp_clipfix.project.style import Style, project_style
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
@@ -81,10 +82,17 @@ def run(
                 progress.done(len(project.files))
             continue
         project, project_options = configured or (project, options)
-        target, warnings = project_target(project.root, project_options, project.files)
+        target, warnings, pin_errors = project_target(project.root, project_options, project.files)
+        errors.extend(pin_errors)
         collection = collect_project(
-            project, options.jobs, options.prefilter, progress, cache=options.cache
+            project,
+            options.jobs,
+            options.prefilter,
+            progress,
+            cache=options.cache,
+            keep_outcomes=project_options.fix,
         )
+        style = project_style(project.root) if options.fix else None  # once per project
         result = process(
             collection,
             project_options,
@@ -92,9 +100,11 @@ def run(
             len(project.files),
             project.linked_inside,
             project.root,
+            style,
         )
         if project_options.fix and result.changes:
-            result = to_fixpoint(result, project.root, rounds_of(project, project_options, target))
+            again = rounds_of(project, project_options, target, collection, style)
+            result = to_fixpoint(result, project.root, again)
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result, project_options.strategy))
     merged = merge(results, errors, projects=len(discovery.projects))
@@ -107,22 +117,27 @@ def run(
 
 def project_target(
     root: Path, options: Options, files: tuple[Path, ...] = ()
-) -> tuple[Target, tuple[str, ...]]:
+) -> tuple[Target, tuple[str, ...], tuple[FileError, ...]]:
     """The Lightning release(s) a project runs on, and the torch it runs with: the command line
     or configuration, else its own pins (project/pins.py), else what its code (`files`) runs
-    on, and the warnings about pin files that could not be read."""
+    on; the warnings about pin files that could not be read, and the errors of those past a
+    reader's limit (one per file)."""
     resolution = resolve_target(root, options.target, files)
     torch = resolve_torch(root, options.torch)
     target = replace(resolution.target, torch=torch.target)
-    return target, resolution.warnings + torch.warnings
+    errors = {error.path: error for error in resolution.errors}
+    for error in torch.errors:
+        errors.setdefault(error.path, error)
+    return target, resolution.warnings + torch.warnings, tuple(errors.values())
 
 
 def run_source(path: Path, data: bytes, options: Options) -> RunResult:
     """One file's contents given directly (stdin); linking stays within it, the pins are those
     of the project the given name lies in."""
     root = find_project_root(path)
-    target, warnings = project_target(root, options)
+    target, warnings, pin_errors = project_target(root, options)
     result = process(collect_source(path, data), options, target, files_seen=1)
+    result = replace(result, errors=(*pin_errors, *result.errors))
     if options.fix and result.changes:
 
         def again(fixed: Mapping[Path, bytes]) -> RunResult:
@@ -139,15 +154,27 @@ MAX_ROUNDS = 4
 
 
 def rounds_of(
-    project: Project, options: Options, target: Target
+    project: Project,
+    options: Options,
+    target: Target,
+    first: Collection,
+    style: Style | None = None,
 ) -> Callable[[Mapping[Path, bytes]], RunResult]:
-    """One more round of a project's fixes: the project read again with the fixed bytes in
-    place of its files' own (and the files the fixes created), found, chosen and fixed."""
+    """One more round of a project's fixes: the project as the first round read it with the
+    fixed bytes in place of its files' own (and the files the fixes created), found, chosen
+    and fixed. Only the files whose bytes a fix changed are read and parsed again (the others'
+    bytes, parses and summaries are the first round's); the resolution and the searches run
+    over the whole project, since a fix in one file changes what another's values are (the
+    callers' arguments, the values a factory returns)."""
 
     def again(fixed: Mapping[Path, bytes]) -> RunResult:
         files = tuple(sorted({*project.files, *fixed}))
         collection = collect_project(
-            replace(project, files=files), options.jobs, options.prefilter, fixed=fixed
+            replace(project, files=files),
+            options.jobs,
+            options.prefilter,
+            fixed=fixed,
+            previous=first,
         )
         return process(
             collection,
@@ -156,6 +183,7 @@ def rounds_of(
             len(files),
             project.linked_inside,
             project.root,
+            style,
         )
 
     return again
@@ -260,8 +288,10 @@ def process(
     files_seen: int,
     linked_inside: frozenset[Path] = frozenset(),
     root: Path | None = None,
+    style: Style | None = None,
 ) -> RunResult:
-    """Link, choose fixes and (when asked) fix the files of one project."""
+    """Link, choose fixes and (when asked) fix the files of one project (`style`: the
+    project's, when the caller read it already)."""
     files = [file.sites for file in collection.parsed.values()]
     searching, left_out = searching_rules_of(collection)
     words = tuple(word for rule in searching for word in rule.words)
@@ -303,6 +333,7 @@ def process(
             # an edit that overlaps another waits for the next round (check's machine output
             # shows the first round's edits only)
             defer=True,
+            style=style,
         )
         errors.extend(fix_errors)
         if options.fix and options.index is not None and helpers and root is not None:

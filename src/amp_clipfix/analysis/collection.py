@@ -66,6 +66,10 @@ class Collection:
     # resolution: a rule that reads a config's sites takes them here instead of composing the
     # file again (ruamel's composer is most of the cost of a tree of Hydra configs).
     config_sites: dict[Path, FileSites | None] = field(default_factory=dict)
+    # apply's fixpoint (pipeline.py): each file's parse outcome with the bytes it was read
+    # from (and whether the cache served it), kept by a round and given to the next, which
+    # parses only the files whose bytes a fix changed; None: not kept (check).
+    outcomes: dict[Path, tuple[bytes, object, bool]] | None = None
 
 
 def read_as_config(path: Path) -> bool:

@@ -35,13 +35,36 @@ def collect_files(
     collection.attempted.update(paths)
     if collection.cache is not None:
         paths = [path for path in paths if not from_cache(collection, path, contents[path])]
+    if collection.outcomes is not None:
+        paths = [path for path in paths if not kept_outcome(collection, path, contents[path])]
     work = [(path, contents[path]) for path in paths]
     if jobs > 1 and len(work) > 1 and sum(len(data) for _, data in work) > PARALLEL_MIN_BYTES:
         for path, outcome in zip(paths, parse_in_pool(work, min(jobs, len(work)))):
             collect_outcome(collection, path, outcome)
+            keep_outcome(collection, path, contents[path], outcome)
     else:
         for path, data in work:
-            collect_outcome(collection, path, parse_and_collect(path, data))
+            outcome = parse_and_collect(path, data)
+            collect_outcome(collection, path, outcome)
+            keep_outcome(collection, path, data, outcome)
+
+
+def kept_outcome(collection: Collection, path: Path, data: bytes) -> bool:
+    """A file an earlier round of apply's fixpoint parsed from these very bytes: its outcome
+    (the file's sites before any resolution) is collected again, not parsed again."""
+    assert collection.outcomes is not None
+    kept = collection.outcomes.get(path)
+    if kept is None or (kept[0] is not data and kept[0] != data):
+        return False
+    collect_outcome(collection, path, kept[1], cached=kept[2])  # type: ignore[arg-type]
+    return True
+
+
+def keep_outcome(
+    collection: Collection, path: Path, data: bytes, outcome: Outcome, cached: bool = False
+) -> None:
+    if collection.outcomes is not None:
+        collection.outcomes[path] = (data, outcome, cached)
 
 
 Outcome = tuple["ReadFile | None", "FileError | None"]
@@ -105,7 +128,9 @@ def from_cache(collection: Collection, path: Path, data: bytes) -> bool:
         document = adapter_for(path).load(path, data)
     except SourceError:
         return False
-    collect_outcome(collection, path, (ReadFile(document, sites), None), cached=True)
+    outcome: Outcome = (ReadFile(document, sites), None)
+    collect_outcome(collection, path, outcome, cached=True)
+    keep_outcome(collection, path, data, outcome, cached=True)
     return True
 
 

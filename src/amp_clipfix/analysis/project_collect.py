@@ -40,6 +40,8 @@ def collect_project(
     progress: Progress | None = None,
     cache: bool = False,
     fixed: Mapping[Path, bytes] | None = None,
+    previous: Collection | None = None,
+    keep_outcomes: bool = False,
 ) -> Collection:
     """Parse and collect the files of a project that can matter, in up to two stages.
 
@@ -47,9 +49,21 @@ def collect_project(
     a config does, the files that may configure (or clip on) a Trainer. A module class's bases
     need no stage of their own: the resolution's evaluator reads them where they are.
     `fixed`: the bytes a previous round of fixes gave some files (pipeline.py's fixpoint), read
-    in place of the files' own.
+    in place of the files' own; `previous`: that round's collection, whose bytes stand for
+    the other files (not read again) and whose parses and summaries of them are taken as
+    they are (`keep_outcomes` on the first round keeps the parses).
     """
     collection = Collection(progress=progress or NoProgress(), root=project.root)
+    if previous is not None:
+        collection.outcomes = previous.outcomes
+        fixed = {**previous.contents, **(fixed or {})}
+        collection.summaries.update(
+            (path, summary)
+            for path, summary in previous.summaries.items()
+            if path in previous.contents and fixed.get(path) is previous.contents[path]
+        )
+    elif keep_outcomes:
+        collection.outcomes = {}
     collect_project_files(project, jobs, prefilter, collection, cache, fixed or {})
     # every file has been looked at now, parsed or not
     collection.progress.done(max(len(project.files) - collection.files_done, 0))

@@ -126,14 +126,17 @@ def fix_project(
     target: Target = DEFAULT_TARGET,
     helper_module: tuple[str | None, Path | None] = (None, None),
     defer: bool = False,
+    style: Style | None = None,
 ) -> tuple[list[FileChange], list[FileError]]:
     """Each file's fixes, made once: the diff, the written bytes and machine output's edits all
     come from these changes. With `helper-module` (its name and the project root) the fixed
-    files import their helpers and one more change creates or updates that module."""
+    files import their helpers and one more change creates or updates that module. `style`:
+    the project's, when the caller read it already (the fixpoint's rounds read it once)."""
     changes, errors = [], []
     helpers = helper_imports(*helper_module)
     root = helper_module[1]
-    style = project_style(root) if root is not None else DEFAULT_STYLE
+    if style is None:
+        style = project_style(root) if root is not None else DEFAULT_STYLE
     if defer:
         findings = [f for f in findings if f not in overlapping(findings)]
     by_file = fix_targets_by_file(findings)

@@ -29,6 +29,17 @@ class PinError(Exception):
     """A pin file that cannot be read: one line, without the file name."""
 
 
+class PastLimit(PinError):
+    """A number or version of more digits than Python turns into an integer: bad input, one
+    error line naming the file (exit 2, the run goes on), not a warning (issue 39)."""
+
+
+def value_error(prefix: str, error: ValueError) -> PinError:
+    """The PinError of a reader's ValueError (PastLimit for a number past Python's limit)."""
+    kind = PastLimit if "integer string conversion" in str(error) else PinError
+    return kind(f"{prefix}{unreadable_value(error)}")
+
+
 @record(frozen=True)
 class Pin:
     """One requirement of a package found in a file."""
@@ -66,7 +77,7 @@ def make_pin(
     if package not in packages or not specifier.strip():
         return None
     if has_too_many_digits(specifier):  # no version of it can be compared
-        raise PinError(f"{package}: not a version constraint: {too_many_digits()}")
+        raise PastLimit(f"{package}: not a version constraint: {too_many_digits()}")
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     try:
@@ -121,7 +132,7 @@ def load_toml(data: bytes) -> dict[str, Any]:
     except ValueError as error:
         if isinstance(error, UnicodeDecodeError):
             raise
-        raise PinError(f"invalid TOML: {unreadable_value(error)}") from None
+        raise value_error("invalid TOML: ", error) from None
 
 
 def toml_lock_pins(data: bytes, packages: Packages) -> list[Pin]:

@@ -57,7 +57,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix import observed
-from amp_clipfix.paths import display_path, excerpt, os_error_reason, unreadable_value
+from amp_clipfix.kinds import ErrorKind, FileError
+from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.evidence import code_evidence
 from amp_clipfix.project.install_readers import (
@@ -68,9 +69,11 @@ from amp_clipfix.project.install_readers import (
     shell_includes,
     test_environments,
 )
+from amp_clipfix.project.pin_files import ProjectFiles
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
     Packages,
+    PastLimit,
     Pin,
     PinError,
     Reader,
@@ -107,10 +110,11 @@ TORCH_PURPOSE = "the torch version"
 
 @record(frozen=True)
 class Resolution:
-    """A project's target and the warnings met on the way to it."""
+    """A project's target, the warnings met on the way to it and its pin files' errors."""
 
     target: Target
     warnings: tuple[str, ...] = ()
+    errors: tuple[FileError, ...] = ()
 
 
 def resolve_target(
@@ -121,6 +125,7 @@ def resolve_target(
     if requested is not None:
         return Resolution(requested)
     warnings: list[str] = []
+    errors: list[FileError] = []
     try:
         configured = configured_target(root)
     except ConfigError as error:
@@ -128,7 +133,7 @@ def resolve_target(
     else:
         if configured is not None:
             return Resolution(configured)
-    for pin, source in candidate_pins(root, LIGHTNING, warnings):
+    for pin, source in candidate_pins(root, LIGHTNING, warnings, errors=errors):
         target = target_of(pin, display_path(source))
         if target is None:
             warnings.append(
@@ -136,10 +141,10 @@ def resolve_target(
                 f"{excerpt(pin.text, quoted=False)}; not used for {LIGHTNING_PURPOSE}"
             )
             continue
-        return Resolution(target, once(warnings))
+        return Resolution(target, once(warnings), tuple(errors))
     installed = installed_target()
     if installed is not None:
-        return Resolution(installed, once(warnings))
+        return Resolution(installed, once(warnings), tuple(errors))
     only_1x, only_2x = code_evidence(files, root)  # read only when nothing else decides
     if only_1x is not None and only_2x is not None:
         warnings.append(
@@ -147,8 +152,10 @@ def resolve_target(
             f"2.x-only ({only_2x.describe()}) code; not used for {LIGHTNING_PURPOSE}"
         )
     elif (evidence := only_1x or only_2x) is not None:
-        return Resolution(evidence_target(evidence.is_2x, evidence.describe()), once(warnings))
-    return Resolution(ASSUMED_TARGET, once(warnings))
+        return Resolution(
+            evidence_target(evidence.is_2x, evidence.describe()), once(warnings), tuple(errors)
+        )
+    return Resolution(ASSUMED_TARGET, once(warnings), tuple(errors))
 
 
 def evidence_target(is_2x: bool, evidence: str) -> Target:
@@ -186,11 +193,16 @@ def _range(pin: Pin) -> bool:
 
 
 def candidate_pins(
-    root: Path, packages: Packages, warnings: list[str], purpose: str = LIGHTNING_PURPOSE
+    root: Path,
+    packages: Packages,
+    warnings: list[str],
+    purpose: str = LIGHTNING_PURPOSE,
+    errors: list[FileError] | None = None,
 ) -> Iterator[tuple[Pin, Path]]:
     """The pins of `packages` that may decide, best first, each with the file it came from:
     per source (sources()), the pin of the highest-priority package. Files that cannot be
-    read add a warning (ending "; not used for PURPOSE") and are skipped."""
+    read add a warning (ending "; not used for PURPOSE") and are skipped; one past a reader's
+    limit (PastLimit) is an error in `errors` instead, once per file."""
     files = ProjectFiles(root, packages)
     listed = sources(root, files)
     for optional in (False, True):
@@ -200,57 +212,15 @@ def candidate_pins(
             try:
                 pins = files.pins(path, read)
             except PinError as error:
-                warnings.append(f"{display_path(path)}: {error}; not used for {purpose}")
+                line = f"{error}; not used for {purpose}"
+                if errors is None or not isinstance(error, PastLimit):
+                    warnings.append(f"{display_path(path)}: {line}")
+                elif all(known.path != path for known in errors):
+                    errors.append(FileError(path, line, ErrorKind.READ))
                 continue
             pin = first_pin([p for p in pins if p.optional == optional and accept(p)], packages)
             if pin is not None:
                 yield pin, path
-
-
-class ProjectFiles:
-    """The project's pin files, each read once (through the inside-the-project check) and
-    parsed once per reader."""
-
-    def __init__(self, root: Path, packages: Packages) -> None:
-        self.root = root
-        self.packages = tuple(packages)
-        self.parsed: dict[tuple[Path, Reader], list[Pin] | PinError] = {}
-
-    def data(self, path: Path) -> bytes:
-        """The file's bytes; PinError when it cannot be read or leads out of the project."""
-        try:
-            return observed.read_inside(path, self.root)
-        except observed.LeavesFolder as error:
-            raise PinError(str(error.strerror)) from None
-        except OSError as error:
-            raise PinError(f"cannot read: {os_error_reason(error)}") from None
-
-    def pins(self, path: Path, read: Reader) -> list[Pin]:
-        key = (path, read)
-        if key not in self.parsed:
-            try:
-                self.parsed[key] = parse_pins(read, self.data(path), self.packages)
-            except PinError as error:
-                self.parsed[key] = error
-        found = self.parsed[key]
-        if isinstance(found, PinError):
-            raise found
-        return found
-
-
-def parse_pins(read: Reader, data: bytes, packages: Packages) -> list[Pin]:
-    """`read(data)`, whatever the bytes: any content gives pins or a one-line PinError (text
-    that is not UTF-8, nesting deeper than the parsers recurse, self-reference...)."""
-    try:
-        return read(data, packages)
-    except PinError:
-        raise
-    except UnicodeDecodeError as error:
-        raise PinError(f"not UTF-8 text (byte {error.start})") from None
-    except (RecursionError, MemoryError):
-        raise PinError("nested too deeply to read") from None
-    except ValueError as error:  # a number too long to read (a version, a table's value)
-        raise PinError(unreadable_value(error)) from None
 
 
 def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]]:
@@ -461,10 +431,11 @@ def configured_source(path: Path) -> str:
 
 @record(frozen=True)
 class TorchResolution:
-    """A project's torch target and the warnings met on the way to it."""
+    """A project's torch target, the warnings met on the way to it and the errors."""
 
     target: TorchTarget
     warnings: tuple[str, ...] = ()
+    errors: tuple[FileError, ...] = ()
 
 
 def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchResolution:
@@ -476,15 +447,16 @@ def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchReso
         return TorchResolution(requested)
     unreadable: list[str] = []
     warnings: list[str] = []
-    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE):
+    errors: list[FileError] = []
+    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE, errors):
         if pin.exact is not None:
             return TorchResolution(
-                TorchTarget.exact(pin.exact, display_path(source)), once(warnings)
+                TorchTarget.exact(pin.exact, display_path(source)), once(warnings), tuple(errors)
             )
         releases = torch_releases_in(pin.specifier)
         if releases:
             target = TorchTarget(releases, pin.text, display_path(source))
-            return TorchResolution(target, once(warnings))
+            return TorchResolution(target, once(warnings), tuple(errors))
         warnings.append(
             f"{display_path(source)}: no known torch release matches "
             f"{excerpt(pin.text, quoted=False)}; not used for {TORCH_PURPOSE}"
@@ -496,5 +468,7 @@ def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchReso
         except InvalidVersion:
             pass
         else:
-            return TorchResolution(TorchTarget.exact(version, INSTALLED_SOURCE), once(warnings))
-    return TorchResolution(ASSUMED_TORCH, once(warnings))
+            return TorchResolution(
+                TorchTarget.exact(version, INSTALLED_SOURCE), once(warnings), tuple(errors)
+            )
+    return TorchResolution(ASSUMED_TORCH, once(warnings), tuple(errors))

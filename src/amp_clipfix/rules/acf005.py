@@ -39,6 +39,7 @@ from amp_clipfix.analysis.training import (
 from amp_clipfix.analysis.values import ClsV, Fn
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
+from amp_clipfix.rules.scaled_limit import SCALE_OF, is_scaled, limit_of, scale_binding
 
 CODE = "ACF005"
 
@@ -55,11 +56,6 @@ FIX = (
     "sees the same gradients"
 )
 
-# The GradScaler's current scale as the module reads it: 1.0 without a scaler (bf16, 32-bit).
-SCALE_OF = (
-    'getattr(getattr({module}.trainer.precision_plugin, "scaler", None), "get_scale", '
-    "lambda: 1.0)()"
-)
 SCALE = SCALE_OF.format(module="self")
 
 FIX_SCALED = (
@@ -174,7 +170,7 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
         if modules:
             return Seen(EventKind.BACKWARD, detail=tuple(modules))
         if call.args and module_call(facts, file, call, MODULE_CLIP, owner):
-            if is_scaled(limit_of(call, "module")):
+            if is_scaled(file, call, limit_of(call, "module")):
                 return None  # its limit follows the loss scale: right on scaled gradients
             return Seen(EventKind.CLIP, optimizer=call.args[0], detail="module")
         if (
@@ -185,7 +181,7 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
         ):
             return Seen(EventKind.STEP, optimizer=func.value)
         if is_torch_clip(facts, file, call):
-            if is_scaled(limit_of(call, "torch")):
+            if is_scaled(file, call, limit_of(call, "torch")):
                 return None
             return Seen(EventKind.CLIP, detail="torch")
         return None
@@ -247,10 +243,11 @@ def scaled_clip(
     if isinstance(function, ast.FunctionDef) and own:
         first = function.args.args[0].arg if function.args.args else None
         fixes = moved_to_hook(facts, file, cls, function, clip, steps, sites[1]) or limit_scaled(
-            file, clip, sites[1], "self" if first == "self" else None
+            file, function, order, index, sites[1], "self" if first == "self" else None
         )
     else:
-        fixes = limit_scaled(file, clip, sites[1], module_code(file, clip, backwards[-1]))
+        module = module_code(file, clip, backwards[-1])
+        fixes = limit_scaled(file, function, order, index, sites[1], module)
     unfixed = None if fixes else (UNFIXED if own else UNFIXED_OUTSIDE)
     calls = (backwards[-1].call, clip.call, steps[0].call)
     review = runtime_review(manual, state)
@@ -266,38 +263,19 @@ def scaled_clip(
     return calls, Found(sites, fixes=fixes, unfixed=unfixed)
 
 
-def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
-    """The clip's limit as written at the call (`max_norm`, `clip_value`, `gradient_clip_val`)."""
-    if any(isinstance(a, ast.Starred) for a in call.args):
-        return None
-    names = TORCH_CLIP_BOUNDS if detail == "torch" else {MODULE_CLIP_BOUND}
-    for keyword in call.keywords:
-        if keyword.arg in names:
-            return keyword.value
-    return call.args[1] if len(call.args) > 1 else None
-
-
-def is_scaled(limit: ast.expr | None) -> bool:
-    """The limit is already multiplied by the loss scale the way `limit_scaled` writes it (for
-    `self` or a module another object holds)."""
-    if not (isinstance(limit, ast.BinOp) and isinstance(limit.op, ast.Mult)):
-        return False
-    module: object = limit.right
-    for field in ("func", "args", "args", "value", "value"):  # M of M.trainer.precision_plugin
-        module = getattr(module, field, None)
-        module = module[0] if isinstance(module, list) and module else module
-    if not isinstance(module, ast.expr):
-        return False
-    written = ast.parse(SCALE_OF.format(module=ast.unparse(module)), mode="eval").body
-    return ast.dump(limit.right) == ast.dump(written)
-
-
 def limit_scaled(
-    file: FileFacts, clip: Event, target: Site, module: str | None
+    file: FileFacts,
+    function: ast.AST,
+    order: list[Event],
+    index: int,
+    target: Site,
+    module: str | None,
 ) -> tuple[RuleFix, ...]:
     """The clip's limit multiplied by the GradScaler's scale, where the clip cannot move (it
     reads values local to the step): the call must be written in the function read, with its
-    limit written at the call; `module` is the module's code there (`self` in its method)."""
+    limit written at the call; `module` is the module's code there (`self` in its method).
+    The scale is bound to a name once per step and block (`scale_binding`)."""
+    clip = order[index]
     limit = limit_of(clip.call, clip.detail)
     if (
         clip.via
@@ -309,9 +287,10 @@ def limit_scaled(
     code = file.code(limit)
     if not isinstance(limit, (ast.Name, ast.Attribute, ast.Constant, ast.Call, ast.Subscript)):
         code = f"({code})"
-    edit = file.replace(limit, f"{code} * {SCALE_OF.format(module=module)}")
+    name, binding = scale_binding(file, function, order, index, module)
+    edits = (*binding, file.replace(limit, f"{code} * {name}"))
     safety = FIX_SCALED.replace("`self.trainer", f"`{module}.trainer")
-    return (RuleFix(Strategy.UNSCALE, (edit,), safe=True, safety=safety, targets=(target,)),)
+    return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=safety, targets=(target,)),)
 
 
 def moved_to_hook(
@@ -400,7 +379,8 @@ RULE = Rule(
             "or a helper, uses its result, when the module steps several optimizers or already "
             "has the hook, or when the optimizer may be fused (Lightning does not unscale a "
             "fused optimizer before the hook). There it "
-            f"{FIX_SCALED}: `max_norm=limit` becomes `max_norm=limit * {SCALE}`. Not offered "
+            f"{FIX_SCALED}: `loss_scale = {SCALE}` is bound once before the step's first such "
+            "clip and `max_norm=limit` becomes `max_norm=limit * loss_scale`. Not offered "
             "for a clip inside a helper the module calls, or one without its limit written at "
             "the call; the finding then says what to do. A clip written outside the module's "
             "own methods (a task object's `self.model.clip_gradients(...)`, torch's clip after "
