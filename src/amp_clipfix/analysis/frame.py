@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amp_clipfix.analysis.queries import raw
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque
@@ -101,8 +102,10 @@ class EvaluatorBase:
         self.summaries = summaries
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
-        self.word_index = WordIndex(contents)  # which files write a name, and their order
+        self.word_index = WordIndex(raw(contents))  # which files write a name, and their order
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
+        # and what it is made of (resolve_base.relevant_files: rounds, names defined, imports)
+        self.relevant_core: tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[bytes]]] | None = None
         # (kind, names, body pattern) -> files: see resolve.text_search
         self.text_searches: dict[tuple[str, tuple[str, ...], bytes | None], set[Path]] = {}
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
@@ -155,7 +158,7 @@ class EvaluatorBase:
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.word_files: dict[bytes, list[Path]] = {}
-        self.size = sum(len(data) for data in contents.values())
+        self.size = sum(len(data) for data in raw(contents).values())
         self.budget = BUDGET
         self.question_budget = self.question_limit = QUESTION_BUDGET
         self.resolving: set[str] = set()

@@ -94,6 +94,16 @@ def collect_project_files(
         key = collection.cache.project_key("collection", contents, prefilter)
         if restore_collection(collection, contents, collection.cache.load(key)):
             return
+        from amp_clipfix.analysis.project_resolve import project_evaluator_of
+        from amp_clipfix.analysis.queries import Queries
+
+        collection.queries = Queries(
+            collection.cache,
+            contents,
+            searchable,
+            f"prefilter={prefilter}",
+            lambda: project_evaluator_of(project.root, contents, searchable, collection),
+        )
     read_errors = len(collection.errors)
     collect_stages(project.root, contents, searchable, jobs, prefilter, collection)
     errors = collection.errors[read_errors:]
@@ -248,10 +258,16 @@ def collect_stages(
     clips = {
         p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
     }
-    evaluator = project_evaluator_of(root, contents, searchable, collection)
     from amp_clipfix.analysis.resolve_base import clipping_files
 
-    stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
+    def clipping() -> set[Path]:
+        return clipping_files(project_evaluator_of(root, contents, searchable, collection), clips)
+
+    if collection.queries is not None:
+        found = collection.queries.run("clipping", sorted(clips, key=str), clipping)
+    else:
+        found = clipping()
+    stage += sorted(found, key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
     resolve_collection(root, contents, searchable, collection)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,11 +16,15 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
+from amp_clipfix.analysis.queries import DERIVED, derive, raw
 from amp_clipfix.analysis.relevance import (
+    NOT_WORD_TO_SPACE,
     class_lines,
     files_naming,
-    fused_relevant_files,
+    imports_by_file,
+    relevant_core,
     subclass_files,
+    top_level_names,
 )
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import Absent, Lit, Opaque
@@ -303,8 +307,48 @@ def segment(summary: Summary, node: ast.AST) -> str:
 def relevant_files(evaluator: Evaluator) -> set[Path]:
     """The files a fused value can reach (relevance.py), once per project."""
     if evaluator.relevant is None:
-        evaluator.relevant = fused_relevant_files(evaluator.contents, evaluator.by_module)
+        contents = raw(evaluator.contents)
+        core = relevant_core(contents, FUSED)
+        imports = imports_by_file(core.rounds, contents, evaluator.by_module)
+        evaluator.relevant = set(core.rounds).union(*imports.values())
+        evaluator.relevant_core = (core.rounds, core.defined, imports)
+    # noted for the queries (queries.DERIVED): what the core is made of
+    derive(evaluator.contents, ("relevant",), evaluator.relevant_core)
     return evaluator.relevant
+
+
+FUSED = b"fused"
+
+
+def _still_relevant(
+    evaluator: Evaluator,
+    changed: Mapping[Path, bytes],
+    answer: tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[bytes]]],
+) -> bool:
+    """Whether the relevant files are as they were, with only `changed` files edited: no
+    changed file outside the core holds the word or writes a name the core defines (none
+    joins), and each changed file of the core defines and imports what it did and stays in for
+    the reason it was in (holds the word; or, by increasing round, writes a name a file of an
+    earlier round defines), so none leaves."""
+    rounds, defined, imports = answer
+    names = set().union(*defined.values())
+    words = {path: set(data.translate(NOT_WORD_TO_SPACE).split()) for path, data in changed.items()}
+    for path, data in changed.items():
+        if path not in rounds and (FUSED in data or not names.isdisjoint(words[path])):
+            return False
+    for path in sorted((p for p in changed if p in rounds), key=rounds.__getitem__):
+        data, level = changed[path], rounds[path]
+        imported = imports_by_file([path], changed, evaluator.by_module)[path]
+        if top_level_names(data) != defined[path] or imported != imports[path]:
+            return False
+        if FUSED in data:
+            continue
+        if level == 0:
+            return False
+        earlier = set().union(*(defined[p] for p, r in rounds.items() if r < level))
+        if earlier.isdisjoint(words[path]):
+            return False
+    return True
 
 
 def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
@@ -347,13 +391,39 @@ def text_search(
     search need not look at the others)."""
     key = (kind, names, body.pattern if body is not None else within)
     if key not in evaluator.text_searches:
+        contents = raw(evaluator.contents)
         if kind == "subclasses":
             if evaluator.class_lines is None:
-                evaluator.class_lines = class_lines(evaluator.contents)
+                evaluator.class_lines = class_lines(contents)
             base = names[0].encode("utf-8")
-            found = subclass_files(evaluator.contents, base, body, evaluator.class_lines)
+            found = subclass_files(contents, base, body, evaluator.class_lines)
         else:
-            among = None if within is None else evaluator.files_with(within)
-            found = files_naming(evaluator.contents, set(names), among)
+            among = None if within is None else set(raw_files_with(contents, within))
+            found = files_naming(contents, set(names), among)
         evaluator.text_searches[key] = found
+    # noted as a whole-project analysis (queries.DERIVED computes it again)
+    pattern = None if body is None else (body.pattern, body.flags)
+    derive(evaluator.contents, ("text_search", kind, names, pattern, within), evaluator.text_searches[key])
     return evaluator.text_searches[key]
+
+
+def raw_files_with(contents: Mapping[Path, bytes], word: bytes) -> list[Path]:
+    return [path for path, data in contents.items() if word in data]
+
+
+def _derived_text_search(
+    evaluator: Evaluator,
+    kind: str,
+    names: tuple[str, ...],
+    pattern: tuple[bytes, int] | None,
+    within: bytes | None,
+) -> set[Path]:
+    body = None if pattern is None else re.compile(*pattern)
+    evaluator.text_searches.pop((kind, names, body.pattern if body is not None else within), None)
+    return text_search(evaluator, kind, *names, body=body, within=within)
+
+
+DERIVED["relevant"] = _still_relevant
+DERIVED["text_search"] = lambda evaluator, changed, answer, *key: (
+    _derived_text_search(evaluator, *key) == answer
+)
