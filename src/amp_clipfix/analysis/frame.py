@@ -89,6 +89,10 @@ class Ctx:
     depth: int = 0
 
 
+# resolve_base.relevant_files: each core file's round, the names it defines, the files it imports
+RelevantCore = tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[Path]]]
+
+
 class EvaluatorBase:
     """The evaluator's state; the methods its parts (callers.py, classes.py, library.py,
     evaluate.py) ask of each other are declared here and defined by the part that owns them."""
@@ -105,7 +109,7 @@ class EvaluatorBase:
         self.word_index = WordIndex(raw(contents))  # which files write a name, and their order
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
         # and what it is made of (resolve_base.relevant_files: rounds, names defined, imports)
-        self.relevant_core: tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[bytes]]] | None = None
+        self.relevant_core: RelevantCore | None = None
         # (kind, names, body pattern) -> files: see resolve.text_search
         self.text_searches: dict[tuple[str, tuple[str, ...], bytes | None], set[Path]] = {}
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`

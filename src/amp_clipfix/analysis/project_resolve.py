@@ -60,7 +60,8 @@ def trainer_files(
     """A first resolution over the fused optimizers alone tells which Trainer files matter."""
     if collection.queries is None:
         return trial_trainer_files(root, contents, searchable, collection)
-    sites = sorted(((p, read.sites) for p, read in collection.parsed.items()), key=lambda i: str(i[0]))
+    parsed = collection.parsed.items()
+    sites = sorted(((path, read.sites) for path, read in parsed), key=lambda i: str(i[0]))
     return collection.queries.run(
         "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection)
     )

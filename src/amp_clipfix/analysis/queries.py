@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -109,11 +109,11 @@ class Recording(Mapping[Path, bytes]):
     def __len__(self) -> int:
         return len(self.data)
 
-    def items(self):  # type: ignore[no-untyped-def,override]
+    def items(self) -> ItemsView[Path, bytes]:
         self.reads.everything = True
         return self.data.items()
 
-    def values(self):  # type: ignore[no-untyped-def,override]
+    def values(self) -> ValuesView[bytes]:
         self.reads.everything = True
         return self.data.values()
 
@@ -193,7 +193,9 @@ class Queries:
         self.evaluator = evaluator
         self.reads = Reads()
         self.revision = {str(path): cache.digest(data) for path, data in contents.items()}
-        head = hashlib.sha256(f"{cache.build}\0{cache.root}\0{salt}\0".encode("utf-8", "surrogateescape"))
+        head = hashlib.sha256(
+            f"{cache.build}\0{cache.root}\0{salt}\0".encode("utf-8", "surrogateescape")
+        )
         for path in contents:
             head.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
         head.update(b"\1")
@@ -256,9 +258,6 @@ class Queries:
         changed = [path for path, digest in revision.items() if stored.revision[path] != digest]
         texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
 
-        def now(path: Path) -> bool:
-            return texts[path] is not None
-
         for test, found in stored.scans.items():
             for path, data in texts.items():
                 passing = data is not None and passes(test, data)
@@ -266,11 +265,11 @@ class Queries:
                     return False
         for test, witness in stored.exists.items():
             if witness is None:
-                if any(now(path) and passes(test, data) for path, data in texts.items()):
+                if any(data is not None and passes(test, data) for data in texts.values()):
                     return False
             elif witness in changed:
                 data = texts[Path(witness)]
-                if data is None or not now(Path(witness)) or not passes(test, data):
+                if data is None or not passes(test, data):
                     return False  # another file may pass: asked again
         if stored.derived and changed:
             evaluator = self.evaluator()

@@ -16,6 +16,7 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
+from amp_clipfix.analysis.frame import RelevantCore
 from amp_clipfix.analysis.queries import DERIVED, derive, raw
 from amp_clipfix.analysis.relevance import (
     NOT_WORD_TO_SPACE,
@@ -62,7 +63,7 @@ class ResolutionBase:
         self,
         evaluator: Evaluator,
         files: dict[Path, FileSites],
-        contents: dict[Path, bytes],
+        contents: Mapping[Path, bytes],
     ) -> None:
         self.ev = evaluator
         self.files = dict(files)  # a plugin's site takes its entry here (resolve_entries.py)
@@ -323,7 +324,7 @@ FUSED = b"fused"
 def _still_relevant(
     evaluator: Evaluator,
     changed: Mapping[Path, bytes],
-    answer: tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[bytes]]],
+    answer: RelevantCore,
 ) -> bool:
     """Whether the relevant files are as they were, with only `changed` files edited: no
     changed file outside the core holds the word or writes a name the core defines (none
@@ -403,7 +404,8 @@ def text_search(
         evaluator.text_searches[key] = found
     # noted as a whole-project analysis (queries.DERIVED computes it again)
     pattern = None if body is None else (body.pattern, body.flags)
-    derive(evaluator.contents, ("text_search", kind, names, pattern, within), evaluator.text_searches[key])
+    found = evaluator.text_searches[key]
+    derive(evaluator.contents, ("text_search", kind, names, pattern, within), found)
     return evaluator.text_searches[key]
 
 
