@@ -250,12 +250,13 @@ def test_the_relevance_check_never_keeps_a_core_that_changed(tmp_path: Path) -> 
         modules = {module_name(tmp_path, path)[0]: [path] for path in contents}
         core = relevant_core(contents, b"fused")
         evaluator = type("E", (), {"by_module": modules})()
+        evaluator_of = lambda evaluator=evaluator: evaluator  # noqa: E731
         imports = imports_by_file(core.rounds, contents, modules)
         answer = (core.rounds, core.defined, imports)
         changed_path = generator.choice(list(contents))
         edited = dict(contents)
         edited[changed_path] = b"\n".join(generator.sample(lines, 3)) + b"\n"
-        if _still_relevant(evaluator, {changed_path: edited[changed_path]}, answer):  # type: ignore[arg-type]
+        if _still_relevant(evaluator_of, {changed_path: edited[changed_path]}, answer):  # type: ignore[arg-type]
             kept += 1
             again = relevant_core(edited, b"fused")
             assert set(again.rounds) == set(core.rounds)

@@ -112,6 +112,7 @@ class EvaluatorBase:
         self.relevant_core: RelevantCore | None = None
         # (kind, names, body pattern) -> files: see resolve.text_search
         self.text_searches: dict[tuple[str, tuple[str, ...], bytes | None], set[Path]] = {}
+        self.text_reasons: dict[object, object] = {}  # resolve_base.search_reasons, by search
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}

@@ -206,7 +206,7 @@ def read_project(
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
             if searched and path not in library:
-                searchable[path] = adapter_for(path).searchable(path, contents[path])
+                searchable[path] = searchable_of(collection, path, contents[path])
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
@@ -215,6 +215,16 @@ def read_project(
             collection.errors.append(FileError(path, message, ErrorKind.INTERNAL))
             contents.pop(path, None)
     return contents, searchable
+
+
+def searchable_of(collection: Collection, path: Path, data: bytes) -> bytes:
+    """What the prefilter reads of a file; a notebook's code (its JSON parsed) from the cache."""
+    from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for already
+
+    adapter = adapter_for(path)
+    if collection.cache is None or not isinstance(adapter, NotebookSource):
+        return adapter.searchable(path, data)
+    return collection.cache.text("searchable", path, data, lambda: adapter.searchable(path, data))
 
 
 def collect_stages(

@@ -161,8 +161,9 @@ def derive(contents: Mapping[Path, bytes], key: tuple[object, ...], answer: obje
         contents.reads.derived[key] = answer
 
 
-# key[0] -> (the evaluator, the changed files' texts, the answer noted, *key[1:]) -> whether the
-# answer still holds on today's files
+# key[0] -> (the evaluator on first call, the changed files' texts, the answer noted, *key[1:])
+# -> whether the answer still holds on today's files (a changed file the analysis does not read,
+# a config, may only make it say no)
 DERIVED: dict[str, Callable[..., object]] = {}
 
 
@@ -272,10 +273,8 @@ class Queries:
                 if data is None or not passes(test, data):
                     return False  # another file may pass: asked again
         if stored.derived and changed:
-            evaluator = self.evaluator()
-            universe = raw(evaluator.contents)  # type: ignore[attr-defined]
-            inside = {path: universe[path] for path in texts if path in universe}
+            edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():
-                if not DERIVED[str(key[0])](evaluator, inside, answer, *key[1:]):
+                if not DERIVED[str(key[0])](self.evaluator, edited, answer, *key[1:]):
                     return False
         return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,9 +17,10 @@ from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
 from amp_clipfix.analysis.frame import RelevantCore
-from amp_clipfix.analysis.queries import DERIVED, derive, raw
+from amp_clipfix.analysis.queries import DERIVED, Recording, derive, raw
 from amp_clipfix.analysis.relevance import (
     NOT_WORD_TO_SPACE,
+    any_word,
     class_lines,
     files_naming,
     imports_by_file,
@@ -322,7 +323,7 @@ FUSED = b"fused"
 
 
 def _still_relevant(
-    evaluator: Evaluator,
+    evaluator_of: Callable[[], Evaluator],
     changed: Mapping[Path, bytes],
     answer: RelevantCore,
 ) -> bool:
@@ -339,7 +340,7 @@ def _still_relevant(
             return False
     for path in sorted((p for p in changed if p in rounds), key=rounds.__getitem__):
         data, level = changed[path], rounds[path]
-        imported = imports_by_file([path], changed, evaluator.by_module)[path]
+        imported = imports_by_file([path], changed, evaluator_of().by_module)[path]
         if top_level_names(data) != defined[path] or imported != imports[path]:
             return False
         if FUSED in data:
@@ -402,10 +403,11 @@ def text_search(
             among = None if within is None else set(raw_files_with(contents, within))
             found = files_naming(contents, set(names), among)
         evaluator.text_searches[key] = found
-    # noted as a whole-project analysis (queries.DERIVED computes it again)
-    pattern = None if body is None else (body.pattern, body.flags)
-    found = evaluator.text_searches[key]
-    derive(evaluator.contents, ("text_search", kind, names, pattern, within), found)
+    if isinstance(evaluator.contents, Recording):  # noted for the queries (queries.DERIVED)
+        if key not in evaluator.text_reasons:
+            evaluator.text_reasons[key] = search_reasons(evaluator, kind, names, key)
+        noted = ("text_search", kind, names, key[2], within)  # key[2]: the body, else `within`
+        derive(evaluator.contents, noted, evaluator.text_reasons[key])
     return evaluator.text_searches[key]
 
 
@@ -413,19 +415,62 @@ def raw_files_with(contents: Mapping[Path, bytes], word: bytes) -> list[Path]:
     return [path for path, data in contents.items() if word in data]
 
 
-def _derived_text_search(
-    evaluator: Evaluator,
+def search_reasons(
+    evaluator: Evaluator, kind: str, names: tuple[str, ...], key: tuple[object, ...]
+) -> TextReasons:
+    """What a text search's answer is made of, for `_still_searched`: the files it found and
+    the files whose text decided it (the classes deriving from the base, or the files writing
+    one of the names), with the words that reach it (the derived class names, or those names
+    and the top-level names of the files writing them)."""
+    found = evaluator.text_searches[key]  # type: ignore[index]
+    contents = raw(evaluator.contents)
+    if kind == "subclasses":
+        wanted = {names[0].encode("utf-8")}
+        for defined in (evaluator.class_lines or {}).values():  # made by the search
+            wanted.update(name for _, name, _ in defined)
+        deciding = {
+            path
+            for path, defined in (evaluator.class_lines or {}).items()
+            if any(bases & wanted for _, _, bases in defined)
+        }
+        # every class name is kept (a superset of those deriving from the base: still exact)
+        return frozenset(found), frozenset(deciding), frozenset(wanted)
+    asked = {name.encode("utf-8") for name in names}
+    pattern = any_word(asked)
+    direct = {path for path, data in contents.items() if pattern and pattern.search(data)}
+    words = asked.union(*(top_level_names(contents[path]) for path in direct))
+    return frozenset(found), frozenset(direct), frozenset(words)
+
+
+TextReasons = tuple[frozenset[Path], frozenset[Path], frozenset[bytes]]
+
+
+def _still_searched(
+    evaluator_of: Callable[[], Evaluator],
+    changed: Mapping[Path, bytes],
+    answer: TextReasons,
     kind: str,
     names: tuple[str, ...],
-    pattern: tuple[bytes, int] | None,
+    body: bytes | None,
     within: bytes | None,
-) -> set[Path]:
-    body = None if pattern is None else re.compile(*pattern)
-    evaluator.text_searches.pop((kind, names, body.pattern if body is not None else within), None)
-    return text_search(evaluator, kind, *names, body=body, within=within)
+) -> bool:
+    """Whether a text search gives what it gave, with only `changed` files edited: none of them
+    decided it, and none does now (writes a word that reaches the answer: a class line with such
+    a base, or such a name); and each is in the answer now as it was."""
+    found, deciding, words = answer
+    if not all(word.isascii() for word in words):
+        return False  # the words of a text are split as ASCII
+    for path, data in changed.items():
+        if path in deciding or path in found:
+            return False
+        text = set(data.translate(NOT_WORD_TO_SPACE).split())
+        if kind == "subclasses":
+            if any(bases & words for _, _, bases in class_lines({path: data}).get(path, ())):
+                return False
+        elif not words.isdisjoint(text):
+            return False
+    return True
 
 
 DERIVED["relevant"] = _still_relevant
-DERIVED["text_search"] = lambda evaluator, changed, answer, *key: (
-    _derived_text_search(evaluator, *key) == answer
-)
+DERIVED["text_search"] = _still_searched
