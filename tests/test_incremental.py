@@ -13,8 +13,15 @@ import pytest
 from piped import amp_clipfix
 
 from amp_clipfix.analysis import queries
+from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.relevance import imports_by_file, relevant_core
-from amp_clipfix.analysis.resolve_base import _still_relevant
+from amp_clipfix.analysis.resolve_base import (
+    CLIPS_IN_CLASS,
+    _still_relevant,
+    _still_searched,
+    search_reasons,
+    text_search,
+)
 from amp_clipfix.analysis.summary import module_name
 
 FACTORY = """import torch
@@ -264,3 +271,53 @@ def test_the_relevance_check_never_keeps_a_core_that_changed(tmp_path: Path) -> 
             now = imports_by_file(again.rounds, edited, modules)
             assert set().union(*now.values()) == set().union(*imports.values())
     assert kept > 20  # the check does keep cores: the test compares something
+
+
+@pytest.mark.parametrize("kind", ["subclasses", "naming"])
+def test_the_text_search_check_never_keeps_an_answer_that_changed(
+    tmp_path: Path, kind: str
+) -> None:
+    """Random one-line edits: whenever resolve_base._still_searched says a text search holds,
+    the search made again on the edited files gives the same files."""
+    generator = random.Random(35)
+    lines = [
+        b"class Base: pass",
+        b"class Mid(Base): pass",
+        b"class Leaf(Mid):\n    x = clip_gradients",
+        b"class Other(object): pass",
+        b"def make_leaf(): return Leaf()",
+        b"y = make_leaf()",
+        b"trainer.fit(model)",
+        b"z = 1",
+        b"def helper(): return 2",
+        b"print(z)",
+        b"w = helper()",
+    ]
+    kept = 0
+    for _ in range(300):
+        contents = {
+            tmp_path / f"m{i}.py": b"\n".join(generator.sample(lines, 3)) + b"\n" for i in range(5)
+        }
+        evaluator = Evaluator({}, lambda path: None, contents)
+        if kind == "subclasses":
+            ask = {"body": CLIPS_IN_CLASS}
+            names: tuple[str, ...] = ("Base",)
+        else:
+            ask = {"within": b".fit("}
+            names = ("Leaf",)
+        found = text_search(evaluator, kind, *names, **ask)  # type: ignore[arg-type]
+        key = (kind, names, CLIPS_IN_CLASS.pattern if kind == "subclasses" else b".fit(")
+        answer = search_reasons(evaluator, kind, names, key)
+        changed_path = generator.choice(list(contents))
+        edited = dict(contents)
+        edited[changed_path] = b"\n".join(generator.sample(lines, 3)) + b"\n"
+        body = key[2] if kind == "subclasses" else None
+        within = None if kind == "subclasses" else b".fit("
+        change = {changed_path: edited[changed_path]}
+        evaluator_of = lambda evaluator=evaluator: evaluator  # noqa: E731
+        if _still_searched(evaluator_of, change, answer, kind, names, body, within):
+            kept += 1
+            fresh = Evaluator({}, lambda path: None, edited)
+            again = text_search(fresh, kind, *names, **ask)
+            assert again == found
+    assert kept > 20

@@ -224,7 +224,7 @@ class Queries:
         self.chain = digest.hexdigest()
         key = f"query-{self.chain}"
         stored = self.cache.load(key)
-        if isinstance(stored, Answer) and self.still(stored):
+        if isinstance(stored, Answer) and self.holds(stored):
             self.reads.files.update(stored.files)
             self.reads.scans.update(stored.scans)
             self.reads.exists.update(stored.exists)
@@ -248,6 +248,13 @@ class Queries:
             self.revision, files, dict(reads.scans), dict(reads.exists), dict(reads.derived), value
         )
         self.cache.store(key, answer)
+
+    def holds(self, stored: Answer) -> bool:
+        """`still`, and no when it fails: a stored entry never breaks a run."""
+        try:
+            return self.still(stored)
+        except Exception:  # noqa: BLE001 - a miss, whatever fails: the query is computed
+            return False
 
     def still(self, stored: Answer) -> bool:
         """Whether everything `stored` read is as it was."""
@@ -273,6 +280,8 @@ class Queries:
                 if data is None or not passes(test, data):
                     return False  # another file may pass: asked again
         if stored.derived and changed:
+            import amp_clipfix.analysis.resolve_base  # noqa: F401 - fills DERIVED
+
             edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():
                 if not DERIVED[str(key[0])](self.evaluator, edited, answer, *key[1:]):

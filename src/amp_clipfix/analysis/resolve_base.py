@@ -425,15 +425,19 @@ def search_reasons(
     found = evaluator.text_searches[key]  # type: ignore[index]
     contents = raw(evaluator.contents)
     if kind == "subclasses":
-        wanted = {names[0].encode("utf-8")}
-        for defined in (evaluator.class_lines or {}).values():  # made by the search
-            wanted.update(name for _, name, _ in defined)
+        lines = evaluator.class_lines or {}  # made by the search
+        wanted = {names[0].encode("utf-8")}  # the base and the classes deriving from it
+        grew = True
+        while grew:
+            grew = False
+            for defined in lines.values():
+                for _, name, bases in defined:
+                    if bases & wanted and name not in wanted:
+                        wanted.add(name)
+                        grew = True
         deciding = {
-            path
-            for path, defined in (evaluator.class_lines or {}).items()
-            if any(bases & wanted for _, _, bases in defined)
+            path for path, defined in lines.items() if any(b & wanted for _, _, b in defined)
         }
-        # every class name is kept (a superset of those deriving from the base: still exact)
         return frozenset(found), frozenset(deciding), frozenset(wanted)
     asked = {name.encode("utf-8") for name in names}
     pattern = any_word(asked)
