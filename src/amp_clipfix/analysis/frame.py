@@ -89,8 +89,8 @@ class Ctx:
     depth: int = 0
 
 
-# resolve_base.relevant_files: each core file's round, the names it defines, the files it imports
-RelevantCore = tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[Path]]]
+# resolve_base.relevant_files: each core file's round, the names it defines, the modules it imports
+RelevantCore = tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[str]]]
 
 
 class EvaluatorBase:

@@ -161,7 +161,7 @@ def derive(contents: Mapping[Path, bytes], key: tuple[object, ...], answer: obje
         contents.reads.derived[key] = answer
 
 
-# key[0] -> (the evaluator on first call, the changed files' texts, the answer noted, *key[1:])
+# key[0] -> (every searchable file's text, the changed files' texts, the answer noted, *key[1:])
 # -> whether the answer still holds on today's files (a changed file the analysis does not read,
 # a config, may only make it say no)
 DERIVED: dict[str, Callable[..., object]] = {}
@@ -284,6 +284,6 @@ class Queries:
 
             edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():
-                if not DERIVED[str(key[0])](self.evaluator, edited, answer, *key[1:]):
+                if not DERIVED[str(key[0])](self.searchable, edited, answer, *key[1:]):
                     return False
         return True

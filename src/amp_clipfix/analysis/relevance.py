@@ -98,14 +98,21 @@ def imports_by_file(
     imports: dict[Path, frozenset[Path]] = {}
     for path in paths:
         found: set[Path] = set()
-        for match in IMPORTED_MODULE.finditer(contents[path]):
-            dotted = (match.group(1) or match.group(2)).decode("ascii", "replace").strip(".")
-            if not dotted:
-                continue
+        for dotted in imported_modules(contents[path]):
             exact = modules.get(dotted)
             found.update(exact if exact else by_last.get(dotted.rsplit(".", 1)[-1], ()))
         imports[path] = frozenset(found)
     return imports
+
+
+def imported_modules(data: bytes) -> frozenset[str]:
+    """The dotted module names a file's imports name (all imported_files reads of it)."""
+    found = set()
+    for match in IMPORTED_MODULE.finditer(data):
+        dotted = (match.group(1) or match.group(2)).decode("ascii", "replace").strip(".")
+        if dotted:
+            found.add(dotted)
+    return frozenset(found)
 
 
 CLASS_WITH_BASES = re.compile(rb"^([ \t]*)class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from amp_clipfix.analysis.relevance import (
     any_word,
     class_lines,
     files_naming,
+    imported_modules,
     imports_by_file,
     relevant_core,
     subclass_files,
@@ -313,7 +314,10 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
         core = relevant_core(contents, FUSED)
         imports = imports_by_file(core.rounds, contents, evaluator.by_module)
         evaluator.relevant = set(core.rounds).union(*imports.values())
-        evaluator.relevant_core = (core.rounds, core.defined, imports)
+        # the files a module name leads to follow from the project's file list (every query's
+        # key): the names are what an edit may change
+        modules = {path: imported_modules(contents[path]) for path in core.rounds}
+        evaluator.relevant_core = (core.rounds, core.defined, modules)
     # noted for the queries (queries.DERIVED): what the core is made of
     derive(evaluator.contents, ("relevant",), evaluator.relevant_core)
     return evaluator.relevant
@@ -323,26 +327,35 @@ FUSED = b"fused"
 
 
 def _still_relevant(
-    evaluator_of: Callable[[], Evaluator],
+    texts: Mapping[Path, bytes],
     changed: Mapping[Path, bytes],
     answer: RelevantCore,
 ) -> bool:
-    """Whether the relevant files are as they were, with only `changed` files edited: no
-    changed file outside the core holds the word or writes a name the core defines (none
-    joins), and each changed file of the core defines and imports what it did and stays in for
-    the reason it was in (holds the word; or, by increasing round, writes a name a file of an
-    earlier round defines), so none leaves."""
-    rounds, defined, imports = answer
+    """Whether the relevant files are as they were, with only `changed` files edited (`texts`:
+    every searchable file's): no changed file outside the core holds the word or writes a name
+    the core defines (none joins); each changed file of the core imports the modules it did,
+    defines the names it did and maybe new ones no file outside the core writes, and stays in
+    for the reason it was in (holds the word; or, by increasing round, writes a name a file of
+    an earlier round defines), so none leaves."""
+    rounds, defined, modules = answer
     names = set().union(*defined.values())
     words = {path: set(data.translate(NOT_WORD_TO_SPACE).split()) for path, data in changed.items()}
+    added: set[bytes] = set()
+    for path in changed:
+        if path in rounds:
+            now = top_level_names(changed[path])
+            if not now >= defined[path] or imported_modules(changed[path]) != modules[path]:
+                return False  # a name gone may take files out of the core; an import, add one
+            added |= now - names
+    if added:  # new names: no file outside the core may write one
+        outside = (data for path, data in texts.items() if path not in rounds)
+        if any(not added.isdisjoint(data.translate(NOT_WORD_TO_SPACE).split()) for data in outside):
+            return False
     for path, data in changed.items():
         if path not in rounds and (FUSED in data or not names.isdisjoint(words[path])):
             return False
     for path in sorted((p for p in changed if p in rounds), key=rounds.__getitem__):
         data, level = changed[path], rounds[path]
-        imported = imports_by_file([path], changed, evaluator_of().by_module)[path]
-        if top_level_names(data) != defined[path] or imported != imports[path]:
-            return False
         if FUSED in data:
             continue
         if level == 0:
@@ -450,7 +463,7 @@ TextReasons = tuple[frozenset[Path], frozenset[Path], frozenset[bytes]]
 
 
 def _still_searched(
-    evaluator_of: Callable[[], Evaluator],
+    texts: Mapping[Path, bytes],
     changed: Mapping[Path, bytes],
     answer: TextReasons,
     kind: str,
