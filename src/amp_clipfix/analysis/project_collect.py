@@ -94,7 +94,6 @@ def collect_project_files(
         key = collection.cache.project_key("collection", contents, prefilter)
         if restore_collection(collection, contents, collection.cache.load(key)):
             return
-        from amp_clipfix.analysis.project_resolve import project_evaluator_of
         from amp_clipfix.analysis.queries import Queries
 
         collection.queries = Queries(
@@ -102,7 +101,7 @@ def collect_project_files(
             contents,
             searchable,
             f"prefilter={prefilter}",
-            lambda: project_evaluator_of(project.root, contents, searchable, collection),
+            lambda: collection.evaluator,
         )
     read_errors = len(collection.errors)
     collect_stages(project.root, contents, searchable, jobs, prefilter, collection)

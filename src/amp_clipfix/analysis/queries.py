@@ -17,8 +17,9 @@ run (its key chains theirs): an added, removed or renamed file runs them all aga
 evaluator they share sees the same work done. What one query read counts for the later ones
 too (they may reuse what the evaluator learnt for it). A read the recording cannot name (the
 whole project's text iterated outside a `scan`) marks the run `everything`: nothing is stored.
-A cache is never a source of truth: an answer is reused only when all of this holds, else it
-is computed as a cold run computes it.
+Nothing is stored from a run whose evaluator cut an answer (its budget spent, a bound met):
+such an answer depends on how much work ran before it. A cache is never a source of truth: an
+answer is reused only when all of this holds, else it is computed as a cold run computes it.
 """
 
 from __future__ import annotations
@@ -188,10 +189,10 @@ class Queries:
         contents: Mapping[Path, bytes],
         searchable: Mapping[Path, bytes],
         salt: str,
-        evaluator: Callable[[], object],
+        evaluator: Callable[[], object | None],
     ) -> None:
         self.cache, self.contents, self.searchable = cache, contents, searchable
-        self.evaluator = evaluator
+        self.evaluator = evaluator  # the run's evaluator, None until one is made
         self.reads = Reads()
         self.revision = {str(path): cache.digest(data) for path, data in contents.items()}
         head = hashlib.sha256(
@@ -239,6 +240,9 @@ class Queries:
 
     def store(self, key: str, value: object) -> None:
         reads = self.reads
+        evaluator = self.evaluator()
+        if getattr(evaluator, "cuts", 0):  # a budget or bound cut an answer: nothing is stored
+            reads.everything = True
         if reads.everything:
             return
         files = tuple(sorted(reads.files))
