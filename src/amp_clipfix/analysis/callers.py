@@ -14,7 +14,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
-from amp_clipfix.analysis.queries import holds, matches, noted, raw, scan
+from amp_clipfix.analysis.queries import Recording, holds, matches, noted, raw, scan
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
@@ -265,8 +265,8 @@ class CallerIndex(PassedCalls):
             text = self.word_files.get(word) or (p for p, data in contents.items() if word in data)
             writing = (path for path in text if test.search(contents[path]))
             if len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1))) > METHOD_CALLER_FILES:
-                # what a later run checks: the whole scan (the count is more than the bound)
-                noted(self.contents, (holds(word), matches(test)), self.files_naming_all(word))
+                if isinstance(self.contents, Recording):  # a later run checks the whole scan
+                    noted(self.contents, (holds(word), matches(test)), self.files_naming_all(word))
                 holders: set[Path] = set()
                 for name in self.subclass_names(cls.name.encode("utf-8")):
                     holders.update(self.files_naming(name))

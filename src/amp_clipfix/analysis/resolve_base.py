@@ -314,12 +314,14 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
         core = relevant_core(contents, FUSED)
         imports = imports_by_file(core.rounds, contents, evaluator.by_module)
         evaluator.relevant = set(core.rounds).union(*imports.values())
-        # the files a module name leads to follow from the project's file list (every query's
-        # key): the names are what an edit may change
-        modules = {path: imported_modules(contents[path]) for path in core.rounds}
-        evaluator.relevant_core = (core.rounds, core.defined, modules)
+        if isinstance(evaluator.contents, Recording):
+            # the files a module name leads to follow from the project's file list (every
+            # query's key): the names are what an edit may change
+            modules = {path: imported_modules(contents[path]) for path in core.rounds}
+            evaluator.relevant_core = (core.rounds, core.defined, modules)
     # noted for the queries (queries.DERIVED): what the core is made of
-    derive(evaluator.contents, ("relevant",), evaluator.relevant_core)
+    if evaluator.relevant_core is not None:
+        derive(evaluator.contents, ("relevant",), evaluator.relevant_core)
     return evaluator.relevant
 
 
