@@ -375,12 +375,19 @@ def guarded_findings(
     from amp_clipfix.analysis.project_resolve import deep_stack, stage_error
     from amp_clipfix.rules import find_findings
 
-    try:
+    def compute() -> list[Finding]:
         with deep_stack():
             linked = find_findings(files, target, chosen, facts=facts)
             if facts is not None and facts.settle is not None:
                 facts.settle()  # the word-holding files no search parsed that do not parse
             return linked
+
+    try:
+        if collection.queries is not None and facts is not None:
+            from amp_clipfix.analysis.rules_query import rules_query
+
+            return rules_query(collection, files, target, chosen, facts, compute)
+        return compute()
     except Exception as failure:  # noqa: BLE001 - one error line, the run goes on
         collection.errors.append(stage_error("the rules", failure, root or collection.root))
     try:

@@ -18,6 +18,7 @@ import hashlib
 import io
 import os
 import pickle
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path, PurePath
 
@@ -60,6 +61,16 @@ class Cache:
 
     def put(self, path: Path, data: bytes, sites: FileSites) -> None:
         self.store(self.key(path, data), sites)
+
+    def text(self, kind: str, path: Path, data: bytes, compute: Callable[[], bytes]) -> bytes:
+        """`compute()`, a text made from the file's bytes alone (a notebook's code), by its key."""
+        key = f"{kind}-{self.key(path, data)}"
+        value = self.load(key)
+        if isinstance(value, bytes):
+            return value
+        value = compute()  # raises as it would without the cache: nothing is stored
+        self.store(key, value)
+        return value
 
     def project_key(self, stage: str, inputs: dict[Path, bytes], sites: object) -> str:
         """A project resolution depends on the project's root (module names), every file's

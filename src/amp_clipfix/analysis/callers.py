@@ -14,6 +14,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
+from amp_clipfix.analysis.queries import Recording, holds, matches, noted, raw, scan
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
@@ -216,7 +217,7 @@ class CallerIndex(PassedCalls):
 
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:
-            self.word_files[word] = [path for path, data in self.contents.items() if word in data]
+            self.word_files[word] = scan(self.contents, holds(word))
         return self.word_files[word]
 
     def caller_files(self, function: ast.AST, wanted: str, ctx: Ctx) -> list[Path]:
@@ -258,7 +259,7 @@ class CallerIndex(PassedCalls):
         argument, a return) when more than that many files write the name."""
         key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
-            test, contents = whole_word(word), self.contents
+            test, contents = whole_word(word), raw(self.contents)
             writers = self.word_index.built(word)  # once the index is made: no text scanned
             if writers is not None:
                 many = len(writers) > METHOD_CALLER_FILES
@@ -270,6 +271,8 @@ class CallerIndex(PassedCalls):
                 counted = len(list(itertools.islice(writing, METHOD_CALLER_FILES + 1)))
                 many = counted > METHOD_CALLER_FILES
             if many:
+                if isinstance(self.contents, Recording):  # a later run checks the whole scan
+                    noted(self.contents, (holds(word), matches(test)), self.files_naming_all(word))
                 holders: set[Path] = set()
                 for name in self.subclass_names(cls.name.encode("utf-8")):
                     holders.update(self.files_naming(name))
@@ -312,14 +315,17 @@ class CallerIndex(PassedCalls):
         if not name.isascii():
             return self.files_with(name)
         if name not in self.name_files:
-            indexed = self.word_index.naming(name)
-            if indexed is None:
-                word = whole_word(name)
-                indexed = [
-                    path for path in self.files_with(name) if word.search(self.contents[path])
-                ]
-            self.name_files[name] = indexed
+            self.name_files[name] = self.files_naming_all(name)
         return self.name_files[name]
+
+    def files_naming_all(self, name: bytes) -> list[Path]:
+        """files_naming of an ASCII name, noted as the scan it stands for."""
+        word = whole_word(name)
+        indexed = self.word_index.naming(name)
+        if indexed is None:
+            contents = raw(self.contents)
+            indexed = [path for path in self.files_with(name) if word.search(contents[path])]
+        return noted(self.contents, (holds(name), matches(word)), indexed)
 
     def imported_names(self, path: Path) -> frozenset[bytes]:
         """The names a file's `import` clauses write (`from m import a, b`, also in parentheses

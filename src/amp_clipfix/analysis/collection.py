@@ -15,6 +15,7 @@ from amp_clipfix.sources.base import Language
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
     from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.queries import Queries
     from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.analysis.summary import Summary
     from amp_clipfix.models import FileSites
@@ -52,6 +53,7 @@ class Collection:
     files_done: int = 0  # told to the progress bar
     unparsed: dict[Path, FileSites] = field(default_factory=dict)  # a trial resolution's sites
     cache: Cache | None = None
+    queries: Queries | None = None  # the memoised project queries, with the cache (queries.py)
     # Per-file summaries (ast) and the evaluator over them, made once per run and shared by
     # the trial and the final resolution.
     summaries: dict[Path, Summary | None] = field(default_factory=dict)

@@ -32,6 +32,7 @@ from amp_clipfix.analysis.frame import (
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
+from amp_clipfix.analysis.queries import read
 from amp_clipfix.analysis.shapes import (
     all_params,
     bound_names,
@@ -110,6 +111,7 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         return None
 
     def summary(self, path: Path) -> Summary | None:
+        read(self.contents, path)  # what a query reads (queries.py)
         if path not in self.summaries:
             loaded = self.load(path)
             if loaded is None:

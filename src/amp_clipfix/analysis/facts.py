@@ -19,6 +19,7 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.names import Parameter
+from amp_clipfix.analysis.queries import exists, holds
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.summary import Summary
@@ -328,8 +329,7 @@ class ProjectFacts:
         the word, and every class the evaluator knows is in a file it reads. False: no search
         needs to find the modules or the Trainers that train them."""
         if self._manual_word is None:
-            contents = self.evaluator.contents.values()
-            self._manual_word = any(MANUAL_WORD in data for data in contents)
+            self._manual_word = exists(self.evaluator.contents, holds(MANUAL_WORD))
         return self._manual_word
 
     def manual_optimization(self, cls: ClsV) -> bool | None:

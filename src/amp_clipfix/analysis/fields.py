@@ -16,6 +16,7 @@ import re
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase
+from amp_clipfix.analysis.queries import exists, matches
 from amp_clipfix.analysis.values import ClsV, Ext, Inst, Opaque
 
 # What a field's annotation may say that makes it no field of `__init__` (or none at all).
@@ -69,8 +70,8 @@ class DataclassFields(EvaluatorBase):
         an instance from outside its class."""
         if attr not in self.stored_outside:
             store = re.compile(rb"(?<!\bself)\.\s*" + re.escape(attr.encode()) + AUGMENTED)
-            self.stored_outside[attr] = any(
-                GENERIC_STORES.search(data) or store.search(data) for data in self.contents.values()
+            self.stored_outside[attr] = exists(self.contents, matches(GENERIC_STORES)) or exists(
+                self.contents, matches(store)
             )
         if self.stored_outside[attr]:
             return [*values, Opaque(call, ctx.summary)]

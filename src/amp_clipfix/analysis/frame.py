@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amp_clipfix.analysis.queries import raw
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque
@@ -88,6 +89,10 @@ class Ctx:
     depth: int = 0
 
 
+# resolve_base.relevant_files: each core file's round, the names it defines, the modules it imports
+RelevantCore = tuple[dict[Path, int], dict[Path, frozenset[bytes]], dict[Path, frozenset[str]]]
+
+
 class EvaluatorBase:
     """The evaluator's state; the methods its parts (callers.py, classes.py, library.py,
     evaluate.py) ask of each other are declared here and defined by the part that owns them."""
@@ -101,10 +106,13 @@ class EvaluatorBase:
         self.summaries = summaries
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
-        self.word_index = WordIndex(contents)  # which files write a name, and their order
+        self.word_index = WordIndex(raw(contents))  # which files write a name, and their order
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
+        # and what it is made of (resolve_base.relevant_files: rounds, names defined, imports)
+        self.relevant_core: RelevantCore | None = None
         # (kind, names, body pattern) -> files: see resolve.text_search
         self.text_searches: dict[tuple[str, tuple[str, ...], bytes | None], set[Path]] = {}
+        self.text_reasons: dict[object, object] = {}  # resolve_base.search_reasons, by search
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
@@ -155,7 +163,7 @@ class EvaluatorBase:
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.word_files: dict[bytes, list[Path]] = {}
-        self.size = sum(len(data) for data in contents.values())
+        self.size = sum(len(data) for data in raw(contents).values())
         self.budget = BUDGET
         self.question_budget = self.question_limit = QUESTION_BUDGET
         self.resolving: set[str] = set()

@@ -108,6 +108,15 @@ def collect_project_files(
         key = collection.cache.project_key("collection", contents, prefilter)
         if restore_collection(collection, contents, collection.cache.load(key)):
             return
+        from amp_clipfix.analysis.queries import Queries
+
+        collection.queries = Queries(
+            collection.cache,
+            contents,
+            searchable,
+            f"prefilter={prefilter}",
+            lambda: collection.evaluator,
+        )
     read_errors = len(collection.errors)
     collect_stages(project.root, contents, searchable, jobs, prefilter, collection)
     errors = collection.errors[read_errors:]
@@ -210,7 +219,7 @@ def read_project(
             if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
             if searched and path not in library:
-                searchable[path] = adapter_for(path).searchable(path, contents[path])
+                searchable[path] = searchable_of(collection, path, contents[path])
         except SourceError as error:
             collection.errors.append(FileError(path, str(error), ErrorKind.READ))
             del contents[path]
@@ -219,6 +228,16 @@ def read_project(
             collection.errors.append(FileError(path, message, ErrorKind.INTERNAL))
             contents.pop(path, None)
     return contents, searchable
+
+
+def searchable_of(collection: Collection, path: Path, data: bytes) -> bytes:
+    """What the prefilter reads of a file; a notebook's code (its JSON parsed) from the cache."""
+    from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for already
+
+    adapter = adapter_for(path)
+    if collection.cache is None or not isinstance(adapter, NotebookSource):
+        return adapter.searchable(path, data)
+    return collection.cache.text("searchable", path, data, lambda: adapter.searchable(path, data))
 
 
 def collect_stages(
@@ -262,10 +281,16 @@ def collect_stages(
     clips = {
         p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
     }
-    evaluator = project_evaluator_of(root, contents, searchable, collection)
     from amp_clipfix.analysis.resolve_base import clipping_files
 
-    stage += sorted(clipping_files(evaluator, clips), key=list(unread).index)
+    def clipping() -> set[Path]:
+        return clipping_files(project_evaluator_of(root, contents, searchable, collection), clips)
+
+    if collection.queries is not None:
+        found = collection.queries.run("clipping", sorted(clips, key=str), clipping)
+    else:
+        found = clipping()
+    stage += sorted(found, key=list(unread).index)
     collect_files(contents, stage, jobs, collection)
     resolve_collection(root, contents, searchable, collection)
 

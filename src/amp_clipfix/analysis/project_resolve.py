@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis import queries
 from amp_clipfix.analysis.collection import Collection, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import ProjectFacts
     from amp_clipfix.analysis.summary import Summary
+    from amp_clipfix.models import FileSites
 
 
 DEEP_STACK = 20_000  # Python frames the resolution and the rules may use (the evaluator's bound)
@@ -56,11 +58,24 @@ def trainer_files(
     root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
 ) -> set[Path] | None:
     """A first resolution over the fused optimizers alone tells which Trainer files matter."""
+    if collection.queries is None:
+        return trial_trainer_files(root, contents, searchable, collection)
+    parsed = collection.parsed.items()
+    sites = sorted(((path, read.sites) for path, read in parsed), key=lambda i: str(i[0]))
+    return collection.queries.run(
+        "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection)
+    )
+
+
+def trial_trainer_files(
+    root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
+) -> set[Path] | None:
     from amp_clipfix.analysis.resolve import trainer_files_needed
 
     trial = Collection(
         parsed=dict(collection.parsed),
         cache=collection.cache,
+        queries=None,  # the trial is one query (its own resolution is not stored apart)
         summaries=collection.summaries,
         evaluator=project_evaluator_of(root, contents, searchable, collection),
     )
@@ -105,6 +120,9 @@ def project_evaluator_of(
         python = {path: data for path, data in searchable.items() if not read_as_config(path)}
         loader = summary_loader(root, contents, collection)
         collection.evaluator = project_evaluator(root, python, loader)
+        if collection.queries is not None:  # what the queries read is noted
+            evaluator = collection.evaluator
+            evaluator.contents = collection.queries.recording(evaluator.contents)
     return collection.evaluator
 
 
@@ -124,23 +142,22 @@ def resolve_collection(
     load = summary_loader(root, contents, collection)
 
     files = {path: parsed.sites for path, parsed in collection.parsed.items()}
-    cache, key = collection.cache, ""
-    if cache is not None:
-        stage = "resolve" if parse else "resolve-trial"  # a trial searches less
-        key = cache.project_key(stage, python, sorted(files.items(), key=lambda i: str(i[0])))
-    cached = cache.load(key) if cache is not None else None
-    if isinstance(cached, dict):
-        resolved = cached
-    else:
-        try:
-            with deep_stack():
-                evaluator = project_evaluator_of(root, contents, searchable, collection)
-                resolved = resolve(root, files, python, load, evaluator, trial=not parse)
-        except Exception as failure:  # noqa: BLE001 - the files' own sites still stand
-            collection.errors.append(stage_error("the project resolution", failure, root))
-            return
-        if cache is not None:
-            cache.store(key, resolved)
+
+    def compute() -> dict[Path, FileSites]:
+        with deep_stack():
+            evaluator = project_evaluator_of(root, contents, searchable, collection)
+            return resolve(root, files, python, load, evaluator, trial=not parse)
+
+    try:
+        if collection.queries is not None:
+            stage = "resolve" if parse else "resolve-trial"  # a trial searches less
+            inputs = sorted(files.items(), key=lambda i: str(i[0]))
+            resolved = collection.queries.run(stage, inputs, compute)
+        else:
+            resolved = compute()
+    except Exception as failure:  # noqa: BLE001 - the files' own sites still stand
+        collection.errors.append(stage_error("the project resolution", failure, root))
+        return
     for path, sites in resolved.items():
         parsed = collection.parsed.get(path)
         if parsed is not None and parsed.sites == sites:
@@ -193,12 +210,16 @@ def project_facts(
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
     load = summary_loader(root, contents, collection)
+    noted: Mapping[Path, bytes] = contents  # the reads of the rules' query (queries.py)
+    if collection.queries is not None:
+        noted = collection.queries.recording(contents)
     configs: dict[Path, Document] = {}
     documents: dict[Path, Document | None] = {}
     texts: dict[Path, bytes | None] = {}  # as FileFacts.data: what `with_words` tests
     late: list[FileError] = []  # files no word named that do not parse, reported after the rest
 
     def document_of(path: Path) -> Document | None:
+        queries.read(noted, path)
         if path not in documents:
             parsed = collection.parsed.get(path)
             try:
@@ -244,6 +265,7 @@ def project_facts(
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
             elif path in collection.parses:
+                queries.read(noted, path)  # that it parses is read from its text
                 failed = False  # the collection parsed this text whole in this run
             else:
                 document = document_of(path)

@@ -13,7 +13,7 @@ test functions) are left out, so a factory named `main` imported by a module cla
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 # A line break, then a top-level definition or assignment: searched in b"\n" + the text, the
@@ -46,38 +46,73 @@ def fused_relevant_files(
     """The files whose module classes may build a fused optimizer (see the module docstring).
 
     `modules` maps dotted module names of the project to their files, to follow imports."""
-    relevant = {path for path, data in contents.items() if word in data}
-    names: set[bytes] = set()
-    frontier = set(relevant)
+    core = relevant_core(contents, word)
+    return set(core.rounds) | imported_files(set(core.rounds), contents, modules)
+
+
+class Core:
+    """fused_relevant_files before the imports: the files with the word (round 0), those that
+    write a name they define (round 1), and so on. Kept with each file's round and the names it
+    defines, so a later run can tell whether an edit changes it (queries.py)."""
+
+    def __init__(self) -> None:
+        self.rounds: dict[Path, int] = {}
+        self.defined: dict[Path, frozenset[bytes]] = {}
+        self.names: set[bytes] = set()  # every name a file of the core defines
+
+
+def relevant_core(contents: Mapping[Path, bytes], word: bytes) -> Core:
+    core = Core()
+    frontier = {path for path, data in contents.items() if word in data}
+    level = 0
     while frontier:
-        new_names = set().union(*(top_level_names(contents[path]) for path in frontier)) - names
-        names |= new_names
+        for path in frontier:
+            core.rounds[path] = level
+            core.defined[path] = frozenset(top_level_names(contents[path]))
+        new_names = set().union(*(core.defined[path] for path in frontier)) - core.names
+        core.names |= new_names
         pattern = any_word(new_names)
         frontier = {
             path
             for path, data in contents.items()
-            if path not in relevant and pattern is not None and pattern.search(data)
+            if path not in core.rounds and pattern is not None and pattern.search(data)
         }
-        relevant |= frontier
-    return relevant | imported_files(relevant, contents, modules)
+        level += 1
+    return core
 
 
 def imported_files(
     paths: set[Path], contents: Mapping[Path, bytes], modules: Mapping[str, list[Path]]
 ) -> set[Path]:
     """Project files the given files import (by absolute or relative dotted name)."""
+    return set().union(*imports_by_file(paths, contents, modules).values())
+
+
+def imports_by_file(
+    paths: Iterable[Path], contents: Mapping[Path, bytes], modules: Mapping[str, list[Path]]
+) -> dict[Path, frozenset[Path]]:
+    """imported_files of each of `paths`."""
     by_last: dict[str, list[Path]] = {}
     for name, files in modules.items():
         by_last.setdefault(name.rsplit(".", 1)[-1], []).extend(files)
-    found: set[Path] = set()
+    imports: dict[Path, frozenset[Path]] = {}
     for path in paths:
-        for match in IMPORTED_MODULE.finditer(contents[path]):
-            dotted = (match.group(1) or match.group(2)).decode("ascii", "replace").strip(".")
-            if not dotted:
-                continue
+        found: set[Path] = set()
+        for dotted in imported_modules(contents[path]):
             exact = modules.get(dotted)
             found.update(exact if exact else by_last.get(dotted.rsplit(".", 1)[-1], ()))
-    return found
+        imports[path] = frozenset(found)
+    return imports
+
+
+def imported_modules(data: bytes) -> frozenset[str]:
+    """The dotted module names a file's imports name (all imported_files reads of it)."""
+    found = set()
+    for match in IMPORTED_MODULE.finditer(data):
+        dotted = (match.group(1) or match.group(2)).decode("ascii", "replace").strip(".")
+        if dotted:
+            found.add(dotted)
+    return frozenset(found)
 
 
 CLASS_WITH_BASES = re.compile(rb"^([ \t]*)class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)

@@ -85,7 +85,7 @@ def resolve(
     """The files' sites after the project resolution (files without sites may appear)."""
     if evaluator is None:
         evaluator = project_evaluator(root, contents, load)
-    python = dict(evaluator.contents)
+    python = evaluator.contents  # a query's reads are noted (queries.Recording)
     found = Resolution(evaluator, files, python).run(trial)
     files = {path: with_config_models(evaluator, file) for path, file in files.items()}
     result = dict(files)

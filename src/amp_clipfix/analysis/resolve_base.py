@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,11 +16,18 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
+from amp_clipfix.analysis.frame import RelevantCore
+from amp_clipfix.analysis.queries import DERIVED, Recording, derive, raw
 from amp_clipfix.analysis.relevance import (
+    NOT_WORD_TO_SPACE,
+    any_word,
     class_lines,
     files_naming,
-    fused_relevant_files,
+    imported_modules,
+    imports_by_file,
+    relevant_core,
     subclass_files,
+    top_level_names,
 )
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import Absent, Lit, Opaque
@@ -58,7 +65,7 @@ class ResolutionBase:
         self,
         evaluator: Evaluator,
         files: dict[Path, FileSites],
-        contents: dict[Path, bytes],
+        contents: Mapping[Path, bytes],
     ) -> None:
         self.ev = evaluator
         self.files = dict(files)  # a plugin's site takes its entry here (resolve_entries.py)
@@ -303,8 +310,62 @@ def segment(summary: Summary, node: ast.AST) -> str:
 def relevant_files(evaluator: Evaluator) -> set[Path]:
     """The files a fused value can reach (relevance.py), once per project."""
     if evaluator.relevant is None:
-        evaluator.relevant = fused_relevant_files(evaluator.contents, evaluator.by_module)
+        contents = raw(evaluator.contents)
+        core = relevant_core(contents, FUSED)
+        imports = imports_by_file(core.rounds, contents, evaluator.by_module)
+        evaluator.relevant = set(core.rounds).union(*imports.values())
+        if isinstance(evaluator.contents, Recording):
+            # the files a module name leads to follow from the project's file list (every
+            # query's key): the names are what an edit may change
+            modules = {path: imported_modules(contents[path]) for path in core.rounds}
+            evaluator.relevant_core = (core.rounds, core.defined, modules)
+    # noted for the queries (queries.DERIVED): what the core is made of
+    if evaluator.relevant_core is not None:
+        derive(evaluator.contents, ("relevant",), evaluator.relevant_core)
     return evaluator.relevant
+
+
+FUSED = b"fused"
+
+
+def _still_relevant(
+    texts: Mapping[Path, bytes],
+    changed: Mapping[Path, bytes],
+    answer: RelevantCore,
+) -> bool:
+    """Whether the relevant files are as they were, with only `changed` files edited (`texts`:
+    every searchable file's): no changed file outside the core holds the word or writes a name
+    the core defines (none joins); each changed file of the core imports the modules it did,
+    defines the names it did and maybe new ones no file outside the core writes, and stays in
+    for the reason it was in (holds the word; or, by increasing round, writes a name a file of
+    an earlier round defines), so none leaves."""
+    rounds, defined, modules = answer
+    names = set().union(*defined.values())
+    words = {path: set(data.translate(NOT_WORD_TO_SPACE).split()) for path, data in changed.items()}
+    added: set[bytes] = set()
+    for path in changed:
+        if path in rounds:
+            now = top_level_names(changed[path])
+            if not now >= defined[path] or imported_modules(changed[path]) != modules[path]:
+                return False  # a name gone may take files out of the core; an import, add one
+            added |= now - names
+    if added:  # new names: no file outside the core may write one
+        outside = (data for path, data in texts.items() if path not in rounds)
+        if any(not added.isdisjoint(data.translate(NOT_WORD_TO_SPACE).split()) for data in outside):
+            return False
+    for path, data in changed.items():
+        if path not in rounds and (FUSED in data or not names.isdisjoint(words[path])):
+            return False
+    for path in sorted((p for p in changed if p in rounds), key=rounds.__getitem__):
+        data, level = changed[path], rounds[path]
+        if FUSED in data:
+            continue
+        if level == 0:
+            return False
+        earlier = set().union(*(defined[p] for p, r in rounds.items() if r < level))
+        if earlier.isdisjoint(words[path]):
+            return False
+    return True
 
 
 def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
@@ -347,13 +408,88 @@ def text_search(
     search need not look at the others)."""
     key = (kind, names, body.pattern if body is not None else within)
     if key not in evaluator.text_searches:
+        contents = raw(evaluator.contents)
         if kind == "subclasses":
             if evaluator.class_lines is None:
-                evaluator.class_lines = class_lines(evaluator.contents)
+                evaluator.class_lines = class_lines(contents)
             base = names[0].encode("utf-8")
-            found = subclass_files(evaluator.contents, base, body, evaluator.class_lines)
+            found = subclass_files(contents, base, body, evaluator.class_lines)
         else:
-            among = None if within is None else evaluator.files_with(within)
-            found = files_naming(evaluator.contents, set(names), among)
+            among = None if within is None else set(raw_files_with(contents, within))
+            found = files_naming(contents, set(names), among)
         evaluator.text_searches[key] = found
+    if isinstance(evaluator.contents, Recording):  # noted for the queries (queries.DERIVED)
+        if key not in evaluator.text_reasons:
+            evaluator.text_reasons[key] = search_reasons(evaluator, kind, names, key)
+        noted = ("text_search", kind, names, key[2], within)  # key[2]: the body, else `within`
+        derive(evaluator.contents, noted, evaluator.text_reasons[key])
     return evaluator.text_searches[key]
+
+
+def raw_files_with(contents: Mapping[Path, bytes], word: bytes) -> list[Path]:
+    return [path for path, data in contents.items() if word in data]
+
+
+def search_reasons(
+    evaluator: Evaluator, kind: str, names: tuple[str, ...], key: tuple[object, ...]
+) -> TextReasons:
+    """What a text search's answer is made of, for `_still_searched`: the files it found and
+    the files whose text decided it (the classes deriving from the base, or the files writing
+    one of the names), with the words that reach it (the derived class names, or those names
+    and the top-level names of the files writing them)."""
+    found = evaluator.text_searches[key]  # type: ignore[index]
+    contents = raw(evaluator.contents)
+    if kind == "subclasses":
+        lines = evaluator.class_lines or {}  # made by the search
+        wanted = {names[0].encode("utf-8")}  # the base and the classes deriving from it
+        grew = True
+        while grew:
+            grew = False
+            for defined in lines.values():
+                for _, name, bases in defined:
+                    if bases & wanted and name not in wanted:
+                        wanted.add(name)
+                        grew = True
+        deciding = {
+            path for path, defined in lines.items() if any(b & wanted for _, _, b in defined)
+        }
+        return frozenset(found), frozenset(deciding), frozenset(wanted)
+    asked = {name.encode("utf-8") for name in names}
+    pattern = any_word(asked)
+    direct = {path for path, data in contents.items() if pattern and pattern.search(data)}
+    words = asked.union(*(top_level_names(contents[path]) for path in direct))
+    return frozenset(found), frozenset(direct), frozenset(words)
+
+
+TextReasons = tuple[frozenset[Path], frozenset[Path], frozenset[bytes]]
+
+
+def _still_searched(
+    texts: Mapping[Path, bytes],
+    changed: Mapping[Path, bytes],
+    answer: TextReasons,
+    kind: str,
+    names: tuple[str, ...],
+    body: bytes | None,
+    within: bytes | None,
+) -> bool:
+    """Whether a text search gives what it gave, with only `changed` files edited: none of them
+    decided it, and none does now (writes a word that reaches the answer: a class line with such
+    a base, or such a name); and each is in the answer now as it was."""
+    found, deciding, words = answer
+    if not all(word.isascii() for word in words):
+        return False  # the words of a text are split as ASCII
+    for path, data in changed.items():
+        if path in deciding or path in found:
+            return False
+        text = set(data.translate(NOT_WORD_TO_SPACE).split())
+        if kind == "subclasses":
+            if any(bases & words for _, _, bases in class_lines({path: data}).get(path, ())):
+                return False
+        elif not words.isdisjoint(text):
+            return False
+    return True
+
+
+DERIVED["relevant"] = _still_relevant
+DERIVED["text_search"] = _still_searched

@@ -21,6 +21,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_guardable, namespace_argument
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.queries import holds, matches, scan
 from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
@@ -241,9 +242,7 @@ class EntrySearch(RefineSites):
         }
         # The calls that can matter: in a file holding a free plugin, or one a fused value
         # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
-        passing = {
-            path for path in self.files_with(b"plugins") if PLUGINS.search(self.contents[path])
-        }
+        passing = set(scan(self.contents, holds(b"plugins"), matches(PLUGINS)))
         among = {path for path, _ in free} | relevant_among(self.ev, passing)
         for summary in self.summaries_with(b"plugins", among=among & passing):
             for call in summary.walked_calls():

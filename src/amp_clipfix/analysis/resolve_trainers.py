@@ -76,7 +76,7 @@ class TrainerSearch(EntrySearch):
         LightningModule clipped from a Callback hook."""
         # A Fabric clip matters only beside a fused optimizer (relevant files); a Callback's
         # clip for whatever module its Trainer fits.
-        clipping = {path for path, data in self.contents.items() if b"clip_gradients" in data}
+        clipping = set(self.ev.files_with(b"clip_gradients"))
         among = clipping_files(self.ev, clipping)
         for summary in self.summaries_with(b"clip_gradients", among=among):
             existing = self.files.get(summary.path)

@@ -15,7 +15,6 @@ from amp_clipfix.analysis.lightning_api import (
     CLIP_HOOK,
     MODULE_BACKWARD,
     MODULE_CLIP,
-    MODULE_CLIP_BOUND,
 )
 from amp_clipfix.analysis.manual import (
     manual_reads,
@@ -25,7 +24,7 @@ from amp_clipfix.analysis.manual import (
     optimizer_of,
     rest_is_comment,
 )
-from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER, TORCH_CLIP_BOUNDS
+from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events
 from amp_clipfix.analysis.training import (
     call_site,
