@@ -341,7 +341,7 @@ class ProjectFacts:
         values: list[object] = []
         for klass in evaluator.mro(cls):
             if isinstance(klass, ClsV):
-                found = evaluator.class_attribute(klass, "automatic_optimization", True)
+                found = evaluator.class_attribute(klass, "automatic_optimization", True, cls)
                 values.extend(evaluator.force(found))
                 if values:
                     break

@@ -86,6 +86,9 @@ class Ctx:
     cls: ast.ClassDef | None
     bindings: dict[str, list[object]] | None = None
     depth: int = 0
+    # `self` is an instance of this subclass of `cls` (a ClsV): a base's method read for the
+    # class actually instantiated (analysis/dispatch.py)
+    runtime: object = None
 
 
 class EvaluatorBase:
@@ -109,6 +112,7 @@ class EvaluatorBase:
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
+        self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
