@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
@@ -53,6 +54,11 @@ class CallerIndex(PassedCalls):
             return self.force(ctx.bindings.get(name, [Opaque(node, ctx.summary)]))
         if isinstance(function, ast.Lambda):
             return [Opaque(node, ctx.summary)]
+        decorated = wrapper_self(self, function, name, ctx) or wrapped_functions(
+            self, function, name, ctx
+        )
+        if decorated is not None:
+            return decorated  # a decorator's wrapper or wrapped function (decorators.py)
         key = (id(function), name)
         known = self.recall(self.callers_cache, "callers", key)
         if known is not None:

@@ -113,6 +113,7 @@ class EvaluatorBase:
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
         self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
+        self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
@@ -295,6 +296,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def derives_from(self, cls: ClsV, qualified: frozenset[str]) -> bool:
+        raise NotImplementedError
+
+    def files_naming(self, name: bytes) -> list[Path]:
         raise NotImplementedError
 
 
