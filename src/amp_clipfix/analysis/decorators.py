@@ -120,7 +120,7 @@ def wrapper_self(ev: EvaluatorBase, function: ast.AST, name: str, ctx: Ctx) -> l
     decorator = decorator_of(ev, ctx.summary, function)
     if decorator is None:
         return None
-    methods = [
+    methods: list[object] = [
         SelfV(ClsV(cls, where)) for _, where, cls in applications(ev, ctx.summary, decorator) if cls
     ]
     return methods or None
