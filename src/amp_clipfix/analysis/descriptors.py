@@ -7,7 +7,7 @@ on `self`, a config value), evaluated with `self` the instance of the class that
 return the evaluator cannot follow stays decided at run time (`Opaque`). `automatic_optimization`
 written as a property returning `False` is then manual optimization by the same rule
 (facts.manual_optimization reads the class attribute). The decorator is known by its value,
-through any import or alias (`names.DESCRIPTORS`), never by its name.
+through any import or alias (`names.Kind.DESCRIPTOR`), never by its name.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from amp_clipfix.analysis.values import ClsV, Ext, Opaque
 if TYPE_CHECKING:
     from amp_clipfix.analysis.frame import EvaluatorBase
 
+DESCRIPTORS = names.of_kind(names.Kind.DESCRIPTOR)
+
 
 def is_descriptor(
     ev: EvaluatorBase, method: ast.FunctionDef | ast.AsyncFunctionDef, klass: ClsV
@@ -31,7 +33,7 @@ def is_descriptor(
         return False
     ctx = ev.ctx_of(klass.summary, klass.node)  # decorators are read where the class is
     return any(
-        isinstance(value, Ext) and value.qname in names.DESCRIPTORS
+        isinstance(value, Ext) and value.qname in DESCRIPTORS
         for decorator in method.decorator_list
         for value in ev.ev(decorator, ctx)
     )

@@ -378,7 +378,6 @@ FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
 PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
 DICT_CONSTRUCTORS = of_kind(Kind.DICT)
 GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
-DESCRIPTORS = of_kind(Kind.DESCRIPTOR)
 TORCH_CLIPS = {
     name: entry.bound
     for name, entry in LIBRARY.items()
