@@ -50,18 +50,28 @@ def first_positional(function: ast.AST) -> str | None:
 
 
 def returned_functions(ev: EvaluatorBase, summary: Summary, function: Function) -> list[Function]:
-    """The functions defined inside `function` that it returns by name (`return wrapper`)."""
-    inner = {
-        s.name: s for s in ast.walk(function) if isinstance(s, FUNCTIONS) and s is not function
-    }
-    return [
-        inner[node.value.id]
+    """The functions defined inside `function` that it returns by name (`return wrapper`),
+    found once per function (every parameter of a plain function asks)."""
+    key = id(function)
+    if key not in ev.returned:
+        ev.returned[key] = find_returned(ev, function)
+    return ev.returned[key]
+
+
+def find_returned(ev: EvaluatorBase, function: Function) -> list[Function]:
+    names = {
+        node.value.id
         for node in ev.body(function)
-        if isinstance(node, ast.Return)
-        and isinstance(node.value, ast.Name)
-        and node.value.id in inner
-        and summary.parent(inner[node.value.id]) is not None
-    ]
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+    }
+    if not names:
+        return []  # returns no name: no function of its own (most functions: no walk)
+    inner = {
+        s.name: s
+        for s in ast.walk(function)
+        if isinstance(s, FUNCTIONS) and s is not function and s.name in names
+    }
+    return [inner[name] for name in sorted(names) if name in inner]
 
 
 def decorator_of(ev: EvaluatorBase, summary: Summary, wrapper: ast.AST) -> Function | None:
@@ -159,3 +169,20 @@ def replaced(ev: EvaluatorBase, summary: Summary, function: Function) -> bool:
             ):
                 return True
     return False
+
+
+def method_wrappers(ev: EvaluatorBase, summary: Summary) -> list[tuple[Function, list[ClsV]]]:
+    """The wrappers the module's decorators return, with the classes whose methods they
+    replace (a wrapper applied to plain functions only is left out)."""
+    found: list[tuple[Function, list[ClsV]]] = []
+    for statement in summary.walked_statements():
+        if not isinstance(statement, FUNCTIONS):
+            continue
+        decorator = decorator_of(ev, summary, statement)
+        if decorator is None:
+            continue
+        applied = applications(ev, summary, decorator)
+        classes = [ClsV(cls, where) for _, where, cls in applied if cls is not None]
+        if classes:
+            found.append((statement, classes))
+    return found

@@ -22,7 +22,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.frame import Ctx
-from amp_clipfix.analysis.values import ClsV
+from amp_clipfix.analysis.values import ClsV, Fn
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.frame import EvaluatorBase
@@ -73,3 +73,76 @@ def dispatched_caller(
         return None  # the caller's class is no base of `cls`: its `self` is never a `cls`
     dispatched = runtime_ctx(ev, caller.summary, method, caller.cls, cls)
     return dispatched if ev.is_callable(ev.ev(func, dispatched), function, cls.node) else None
+
+
+MAX_SUBCLASSES = 32  # subclasses a base's method is read for (a framework's base has hundreds)
+
+
+def runtime_contexts(ev: EvaluatorBase, summary: Summary, node: ast.AST) -> list[Ctx]:
+    """The contexts `node`, written in a method of a class `B`, is read in: one per project
+    subclass of `B` that inherits the method (its `self` that subclass), and `B`'s own when `B`
+    is instantiated itself or has no such subclass. `trainer.fit(model)` in a base's `run()`
+    with `trainer = self.make_trainer()` and `model = self.create()` then joins each
+    subclass's Trainer with that subclass's module only."""
+    ctx = ev.ctx_of(summary, node)
+    method, cls = ctx.func, ctx.cls
+    if (
+        cls is None
+        or not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or summary.parent(method) is not cls
+        or not may_dispatch(method)
+    ):
+        return [ctx]
+    base = ClsV(cls, summary)
+    subclasses = inheriting(ev, base, method)
+    if not subclasses:
+        return [ctx]
+    found = [runtime_ctx(ev, summary, method, cls, sub) for sub in subclasses]
+    return [ctx, *found] if instantiated(ev, base) else found
+
+
+def may_dispatch(method: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The method reads an attribute of its `self` (else every subclass reads it alike)."""
+    name = method.args.args[0].arg if method.args.args else None
+    return name is not None and any(
+        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name
+        for n in ast.walk(method)
+    )
+
+
+def inheriting(
+    ev: EvaluatorBase, base: ClsV, method: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[ClsV]:
+    """The project's subclasses of `base` (through any number of classes, found by the text of
+    their `class` lines, then by value) whose instances run `method` itself."""
+    found: list[ClsV] = []
+    names = ev.subclass_names(base.node.name.encode("utf-8")) - {base.node.name.encode("utf-8")}
+    for name in sorted(names):
+        for path in ev.files_naming(name):
+            other = ev.summary(path)
+            if other is None:
+                continue
+            for node in other.classes():
+                if node.name.encode("utf-8") != name or len(found) >= MAX_SUBCLASSES:
+                    continue
+                sub = ClsV(node, other)
+                bases = ev.mro(sub)[1:]
+                if not any(isinstance(b, ClsV) and b.node is base.node for b in bases):
+                    continue
+                runs = ev.instance_attribute(sub, method.name, method)
+                if any(isinstance(v, Fn) and v.node is method for v in runs):
+                    found.append(sub)
+    return found
+
+
+def instantiated(ev: EvaluatorBase, cls: ClsV) -> bool:
+    """A call in the project builds the class itself (not only its subclasses)."""
+    for path in ev.files_naming(cls.node.name.encode("utf-8")):
+        other = ev.summary(path)
+        if other is None:
+            continue
+        for call in other.calls(cls.node.name):
+            values = ev.ev(call.func, ev.ctx_of(other, call))
+            if any(isinstance(v, ClsV) and v.node is cls.node for v in values):
+                return True
+    return False

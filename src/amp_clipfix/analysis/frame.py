@@ -114,6 +114,7 @@ class EvaluatorBase:
         self.contexts: dict[tuple[int, int], Ctx] = {}
         self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
         self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
+        self.returned: dict[int, list[Any]] = {}  # decorators.returned_functions, by function
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
@@ -299,6 +300,14 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def files_naming(self, name: bytes) -> list[Path]:
+        raise NotImplementedError
+
+    def subclass_names(self, base: bytes) -> set[bytes]:
+        raise NotImplementedError
+
+    def instance_attribute(
+        self, cls: ClsV, attr: str, node: ast.AST, bound: bool = True, skip_own: bool = False
+    ) -> list[object]:
         raise NotImplementedError
 
 
