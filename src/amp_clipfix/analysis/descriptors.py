@@ -7,7 +7,7 @@ on `self`, a config value), evaluated with `self` the instance of the class that
 return the evaluator cannot follow stays decided at run time (`Opaque`). `automatic_optimization`
 written as a property returning `False` is then manual optimization by the same rule
 (facts.manual_optimization reads the class attribute). The decorator is known by its value,
-through any import or alias (`names.Kind.DESCRIPTOR`), never by its name.
+through any import or alias (`names.DESCRIPTORS`), never by its name.
 """
 
 from __future__ import annotations
@@ -17,26 +17,42 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.dispatch import runtime_ctx
-from amp_clipfix.analysis.values import ClsV, Ext, Opaque
+from amp_clipfix.analysis.values import ClsV, Opaque
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.frame import EvaluatorBase
-
-DESCRIPTORS = names.of_kind(names.Kind.DESCRIPTOR)
+    from amp_clipfix.analysis.summary import Summary
 
 
 def is_descriptor(
     ev: EvaluatorBase, method: ast.FunctionDef | ast.AsyncFunctionDef, klass: ClsV
 ) -> bool:
-    """The method is decorated with a descriptor that calls it on each read (or once)."""
-    if not method.decorator_list:
-        return False
-    ctx = ev.ctx_of(klass.summary, klass.node)  # decorators are read where the class is
+    """The method is decorated with a descriptor that calls it on each read (or once): a
+    decorator whose qualified name, through the module's imports, is one (`property`,
+    `cached_property` imported under any name, `functools.cached_property`). Read from the
+    imports, never by evaluating the decorator: a class's other decorators (`@master_only`,
+    `@torch.no_grad()`) would load the modules that define them."""
     return any(
-        isinstance(value, Ext) and value.qname in DESCRIPTORS
+        written_name(klass.summary, decorator) in names.DESCRIPTORS
         for decorator in method.decorator_list
-        for value in ev.ev(decorator, ctx)
     )
+
+
+def written_name(summary: Summary, node: ast.expr) -> str | None:
+    """The qualified name a decorator's name or attribute chain is imported as (a builtin when
+    the module neither imports nor binds it); None for a call or a project binding."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    root = summary.imports.get(node.id)
+    if root is None:
+        if node.id in summary.top:
+            return None  # bound in the module: a project object
+        root = f"builtins.{node.id}"
+    return ".".join([root, *reversed(parts)])
 
 
 def descriptor_values(

@@ -47,7 +47,6 @@ class Kind(Enum):
     CALLABLE_STARTER = "Thread / Process"  # `Thread(target=fn, args=, kwargs=)` calls `fn`
     DICT = "dict"  # `dict(...)`: a dict constructor
     GETATTR = "getattr"
-    DESCRIPTOR = "property"  # `@property`, `@functools.cached_property`: a read calls the method
     SUPER = "super"
     # Known, but not modelled yet: their values are decided at run time (library.py).
     INSTANTIATE = "hydra.utils.instantiate"  # builds `_target_` with the config's arguments
@@ -344,7 +343,6 @@ LR_SCHEDULERS = (  # noqa: SIM905 - one name per line would take 20 lines
 ).split()
 register(Entry(Kind.LR_SCHEDULER), *under(("torch.optim.lr_scheduler",), *LR_SCHEDULERS))
 register(Entry(Kind.GETATTR), "builtins.getattr")
-register(Entry(Kind.DESCRIPTOR), "builtins.property", "functools.cached_property")
 register(Entry(Kind.SUPER), "builtins.super")
 register(Entry(Kind.INSTANTIATE), "hydra.utils.instantiate", "hydra.utils.call")
 register(Entry(Kind.ARGUMENT_PARSER), "argparse.ArgumentParser")
@@ -378,6 +376,9 @@ FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
 PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
 DICT_CONSTRUCTORS = of_kind(Kind.DICT)
 GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
+# Decorators whose attribute runs the method when read (analysis/descriptors.py); not in LIBRARY:
+# no collector or call evaluation needs them.
+DESCRIPTORS = frozenset({"builtins.property", "functools.cached_property"})
 TORCH_CLIPS = {
     name: entry.bound
     for name, entry in LIBRARY.items()
