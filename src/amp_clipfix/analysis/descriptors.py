@@ -13,6 +13,7 @@ through any import or alias (`names.DESCRIPTORS`), never by its name.
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
@@ -51,7 +52,7 @@ def written_name(summary: Summary, node: ast.expr) -> str | None:
     if root is None:
         if node.id in summary.top:
             return None  # bound in the module: a project object
-        root = f"builtins.{node.id}"
+        root = f"{builtins.__name__}.{node.id}"  # as libcst names it (scopes.py)
     return ".".join([root, *reversed(parts)])
 
 

@@ -376,8 +376,7 @@ FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
 PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
 DICT_CONSTRUCTORS = of_kind(Kind.DICT)
 GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
-# Decorators whose attribute runs the method when read (analysis/descriptors.py); not in LIBRARY:
-# no collector or call evaluation needs them.
+# A read of the attribute runs the method (analysis/descriptors.py); no collector needs them.
 DESCRIPTORS = frozenset({"builtins.property", "functools.cached_property"})
 TORCH_CLIPS = {
     name: entry.bound
