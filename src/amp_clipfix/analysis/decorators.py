@@ -151,24 +151,31 @@ def wrapped_functions(
 
 def replaced(ev: EvaluatorBase, summary: Summary, function: Function) -> bool:
     """A decorator of the project replaces the function with wrappers that never call it (nor
-    mention it): its body never runs when the decorated name is called."""
+    mention it): its body never runs when the decorated name is called. Every value the
+    decoration may be must do so, and every `return` of the decorator must give one of its
+    wrappers (`return fn if DEBUG else wrapper` keeps the body)."""
     ctx = ev.ctx_of(summary, function)
     for decoration in function.decorator_list:
-        for value in ev.ev(decoration, ctx):
-            if not isinstance(value, Fn) or value.node is function:
-                continue
-            param = first_positional(value.node)
-            wrappers = returned_functions(ev, value.summary, value.node)
-            if param is None or not wrappers:
-                continue
-            if not any(
-                isinstance(n, ast.Name) and n.id == param
-                for wrapper in wrappers
-                for statement in wrapper.body
-                for n in ast.walk(statement)
-            ):
-                return True
+        values = ev.ev(decoration, ctx)
+        if values and all(replaces(ev, value, function) for value in values):
+            return True
     return False
+
+
+def replaces(ev: EvaluatorBase, value: object, function: Function) -> bool:
+    if not isinstance(value, Fn) or value.node is function:
+        return False
+    param = first_positional(value.node)
+    wrappers = returned_functions(ev, value.summary, value.node)
+    returns = [node for node in ev.body(value.node) if isinstance(node, ast.Return)]
+    if param is None or not wrappers or len(returns) != len(wrappers):
+        return False  # a return gives something else (the function itself, None)
+    return not any(
+        isinstance(n, ast.Name) and n.id == param
+        for wrapper in wrappers
+        for statement in wrapper.body
+        for n in ast.walk(statement)
+    )
 
 
 def method_wrappers(ev: EvaluatorBase, summary: Summary) -> list[tuple[Function, list[ClsV]]]:
