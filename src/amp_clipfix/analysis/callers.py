@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
+from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.queries import Recording, holds, matches, noted, raw, scan
@@ -46,11 +48,18 @@ class CallerIndex(PassedCalls):
         method = is_method(ctx.summary, function)
         positional = [*function.args.posonlyargs, *function.args.args]  # type: ignore[attr-defined]
         if method and positional and positional[0].arg == name and ctx.cls is not None:
+            if isinstance(ctx.runtime, ClsV) and function is ctx.func:
+                return [SelfV(ctx.runtime)]  # the subclass instantiated (dispatch.py)
             return [SelfV(ClsV(ctx.cls, ctx.summary))]
         if ctx.bindings is not None and function is ctx.func:
             return self.force(ctx.bindings.get(name, [Opaque(node, ctx.summary)]))
         if isinstance(function, ast.Lambda):
             return [Opaque(node, ctx.summary)]
+        decorated = wrapper_self(self, function, name, ctx) or wrapped_functions(
+            self, function, name, ctx
+        )
+        if decorated is not None:
+            return decorated  # a decorator's wrapper or wrapped function (decorators.py)
         key = (id(function), name)
         known = self.recall(self.callers_cache, "callers", key)
         if known is not None:
@@ -161,6 +170,12 @@ class CallerIndex(PassedCalls):
                     continue
                 if self.calls_function(call, caller, function, cls):
                     found.extend(self.through_partial(call, caller, function, cls))
+                elif cls is not None and not init:  # `self.<name>(...)` in a base's method
+                    runtime = dispatched_caller(
+                        self, call, caller, function, ClsV(cls, ctx.summary)
+                    )
+                    if runtime is not None:
+                        found.append((call, runtime))
             # passed as a value to what calls it: a helper, `fabric.launch`, a Thread
             found.extend(self.passed_calls(function, cls, summary, ctx))
             if cls is not None and init:

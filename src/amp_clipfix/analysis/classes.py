@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from amp_clipfix.analysis.descriptors import descriptor_values, is_descriptor
+from amp_clipfix.analysis.dispatch import receiver_of
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase
 from amp_clipfix.analysis.shapes import all_params, attribute_targets, bound_names, first_param
 from amp_clipfix.analysis.values import (
@@ -70,7 +72,7 @@ class ClassModel(EvaluatorBase):
                 values = []
                 classes = [c for c in self.mro(cls) if isinstance(c, ClsV)]
                 for klass in classes[1:] if skip_own else classes:
-                    values.extend(self.class_attribute(klass, attr, bound))
+                    values.extend(self.class_attribute(klass, attr, bound, cls))
                     if values and any(isinstance(v, Fn) for v in values):
                         break
                 found = values
@@ -78,12 +80,18 @@ class ClassModel(EvaluatorBase):
                 self.leave(entered, self.attr_cache, "attr", key, found)
         return values or [Opaque(node, cls.summary)]
 
-    def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
+    def class_attribute(
+        self, klass: ClsV, attr: str, bound: bool, runtime: ClsV | None = None
+    ) -> list[object]:
+        """`runtime`: the class of the instance read (klass or a subclass of it)."""
         values: list[object] = []
         for statement in klass.node.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if statement.name == attr:
-                    return [Fn(statement, klass.summary, klass.node, bound=bound)]
+                    receiver = receiver_of(klass, runtime) if bound else None
+                    if bound and is_descriptor(self, statement, klass):
+                        return descriptor_values(self, statement, klass, receiver)  # a read runs it
+                    return [Fn(statement, klass.summary, klass.node, bound, receiver)]
                 assignments = self.self_assignments(statement).get(attr)
                 if assignments:
                     ctx = self.ctx(klass.summary, statement, klass.node)

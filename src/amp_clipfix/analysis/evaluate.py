@@ -476,7 +476,7 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         if ctx.depth >= MAX_DEPTH:
             return [Opaque(call, ctx.summary)]
         bound = self.bind(fn.node, call, ctx, fn.bound, fn.summary)
-        inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1)
+        inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1, runtime=fn.receiver)
         self.keep.append(inner)
         values: list[object] = []
         for node in self.body(fn.node):

@@ -17,6 +17,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.queries import exists, holds
@@ -341,7 +342,7 @@ class ProjectFacts:
         values: list[object] = []
         for klass in evaluator.mro(cls):
             if isinstance(klass, ClsV):
-                found = evaluator.class_attribute(klass, "automatic_optimization", True)
+                found = evaluator.class_attribute(klass, "automatic_optimization", True, cls)
                 values.extend(evaluator.force(found))
                 if values:
                     break
@@ -367,14 +368,16 @@ class ProjectFacts:
                             model = keyword.value
                     summary = self.evaluator.summary(file.path) or file.summary
                     scope = self.evaluator.ctx_of(summary, call).func or summary.tree
-                    receiver = self.values(file, fit_receiver(call, scope))
-                    trainers = [v for v in receiver if isinstance(v, TrainerV)]
-                    if model is None or not trainers:
-                        continue
-                    values = self.values(file, model)
-                    classes = [v.cls for v in values if isinstance(v, Inst)]
-                    unknown = len(classes) != len(values)
-                    self._fits.append(Fit(trainers, classes, unknown))
+                    for ctx in runtime_contexts(self.evaluator, summary, call):  # dispatch.py
+                        read = self.evaluator.ev
+                        receiver = self.evaluator.force(read(fit_receiver(call, scope), ctx))
+                        trainers = [v for v in receiver if isinstance(v, TrainerV)]
+                        if model is None or not trainers:
+                            continue
+                        values = self.evaluator.force(read(model, ctx))
+                        classes = [v.cls for v in values if isinstance(v, Inst)]
+                        unknown = len(classes) != len(values)
+                        self._fits.append(Fit(trainers, classes, unknown))
         return self._fits
 
     def trainers_of(self, cls: ClsV) -> list[TrainerV] | None:

@@ -87,6 +87,9 @@ class Ctx:
     cls: ast.ClassDef | None
     bindings: dict[str, list[object]] | None = None
     depth: int = 0
+    # `self` is an instance of this subclass of `cls` (a ClsV): a base's method read for the
+    # class actually instantiated (analysis/dispatch.py)
+    runtime: object = None
 
 
 # resolve_base.relevant_files: each core file's round, the names it defines, the modules it imports
@@ -117,6 +120,9 @@ class EvaluatorBase:
         self.by_module: dict[str, list[Path]] = {}
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
+        self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
+        self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
+        self.returned: dict[int, list[Any]] = {}  # decorators.returned_functions, by function
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
@@ -299,6 +305,17 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def derives_from(self, cls: ClsV, qualified: frozenset[str]) -> bool:
+        raise NotImplementedError
+
+    def files_naming(self, name: bytes) -> list[Path]:
+        raise NotImplementedError
+
+    def subclass_names(self, base: bytes) -> set[bytes]:
+        raise NotImplementedError
+
+    def instance_attribute(
+        self, cls: ClsV, attr: str, node: ast.AST, bound: bool = True, skip_own: bool = False
+    ) -> list[object]:
         raise NotImplementedError
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.order import Body, Event, functions, key
@@ -134,6 +135,8 @@ def manual_reads(facts: ProjectFacts, file: FileFacts) -> Iterator[tuple[Body, C
             continue
         lines = set(range(function.lineno, (function.end_lineno or function.lineno) + 1))
         inside |= lines
+        if replaced(facts.evaluator, facts.evaluator.summary(file.path) or file.summary, function):
+            continue  # a decorator's wrappers run instead, never this body (decorators.py)
         owner = facts.class_of(file, function)
         if lines & written or (
             owner is not None

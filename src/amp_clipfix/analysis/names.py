@@ -379,6 +379,8 @@ FUSABLE_OPTIMIZERS = of_kind(Kind.OPTIMIZER)
 PARTIAL_FUNCTIONS = of_kind(Kind.PARTIAL)
 DICT_CONSTRUCTORS = of_kind(Kind.DICT)
 GRAD_SCALERS = of_kind(Kind.GRAD_SCALER)
+# A read of the attribute runs the method (analysis/descriptors.py); no collector needs them.
+DESCRIPTORS = frozenset({"builtins.property", "functools.cached_property"})
 TORCH_CLIPS = {
     name: entry.bound
     for name, entry in LIBRARY.items()

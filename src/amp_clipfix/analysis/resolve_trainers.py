@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
@@ -154,25 +155,26 @@ class TrainerSearch(EntrySearch):
             for call in summary.calls("fit"):
                 if not isinstance(call.func, ast.Attribute):
                     continue
-                ctx = self.ev.ctx_of(summary, call)
-                trainers = [
-                    v
-                    for v in self.ev.ev(fit_receiver(call, ctx.func or ctx.summary.tree), ctx)
-                    if isinstance(v, TrainerV)
-                ]
-                if not trainers:
-                    continue
-                model = call.args[0] if call.args else None
-                for keyword in call.keywords:
-                    if keyword.arg == "model":
-                        model = keyword.value
-                classes: set[UseId | None] = set()
-                for value in self.ev.ev(model, ctx) if model is not None else []:
-                    classes.add(value.cls.key if isinstance(value, Inst) else None)
-                for trainer in trainers:
-                    for key in sorted(classes, key=str) or [None]:
-                        fit = FitCall(trainer.entry, key)
-                        self.found.fits.setdefault(summary.path, []).append(fit)
+                scope = self.ev.ctx_of(summary, call)
+                for ctx in runtime_contexts(self.ev, summary, call):  # one per subclass
+                    trainers = [
+                        v
+                        for v in self.ev.ev(fit_receiver(call, scope.func or summary.tree), ctx)
+                        if isinstance(v, TrainerV)
+                    ]
+                    if not trainers:
+                        continue
+                    model = call.args[0] if call.args else None
+                    for keyword in call.keywords:
+                        if keyword.arg == "model":
+                            model = keyword.value
+                    classes: set[UseId | None] = set()
+                    for value in self.ev.ev(model, ctx) if model is not None else []:
+                        classes.add(value.cls.key if isinstance(value, Inst) else None)
+                    for trainer in trainers:
+                        for key in sorted(classes, key=str) or [None]:
+                            fit = FitCall(trainer.entry, key)
+                            self.found.fits.setdefault(summary.path, []).append(fit)
 
     def any_fused(self) -> bool:
         """A fused optimizer found so far (a collected site that the evaluator found sets no

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.lightning_api import CLIP_HOOK
 from amp_clipfix.analysis.manual import items_of
@@ -66,7 +67,9 @@ def manual_modules(
                 continue
             manual = facts.manual_optimization(cls)
             if manual is not False:
-                yield file, cls, methods, manual
+                summary = facts.evaluator.summary(file.path) or file.summary
+                runs = [m for m in methods if not replaced(facts.evaluator, summary, m)]
+                yield file, cls, runs, manual
 
 
 def runtime_review(manual: bool | None, scaler: bool | None) -> str | None:

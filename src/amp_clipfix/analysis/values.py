@@ -79,12 +79,14 @@ class ModuleV:
 
 @dataclass(eq=False)
 class Fn:
-    """A function or method of the project (`bound`: called on an instance, skip `self`)."""
+    """A function or method of the project (`bound`: called on an instance, skip `self`;
+    `receiver`: the instance's class when it is a subclass of `cls`, analysis/dispatch.py)."""
 
     node: ast.FunctionDef | ast.AsyncFunctionDef
     summary: Summary
     cls: ast.ClassDef | None = None
     bound: bool = False
+    receiver: ClsV | None = None
 
 
 @dataclass(eq=False)

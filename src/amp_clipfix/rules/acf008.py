@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.decorators import method_wrappers
 from amp_clipfix.analysis.evaluate import first_param
-from amp_clipfix.analysis.facts import FileFacts
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.training import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
@@ -114,6 +115,33 @@ def check(queries: Queries) -> Iterator[Found]:
                 break
             for call in calls:
                 yield found(file, call, self_name, manual, state)
+    yield from wrapped(facts)
+
+
+def wrapped(facts: ProjectFacts) -> Iterator[Found]:
+    """`loss.backward()` in the wrapper a project decorator puts in place of a manually
+    optimizing module's method (analysis/decorators.py): its first parameter is the module."""
+    if not facts.may_optimize_manually():
+        return
+    for file in facts.with_words(b".backward("):
+        summary = facts.evaluator.summary(file.path) or file.summary
+        for wrapper, classes in method_wrappers(facts.evaluator, summary):
+            modules = [c for c in classes if facts.is_lightning_module(c)]
+            manual = [(c, facts.manual_optimization(c)) for c in modules]
+            manual = [(c, state) for c, state in manual if state is not False]
+            self_name = first_param(wrapper)
+            calls = [
+                n
+                for n in ast.walk(wrapper)
+                if isinstance(n, ast.Call) and plain_backward(n) and not on_self(n, self_name)
+            ]
+            if not manual or not calls:
+                continue
+            cls, state = manual[0]
+            scaler = trainers_scaler(facts, cls)
+            if scaler is not False:
+                for call in calls:
+                    yield found(file, call, self_name, state, scaler)
 
 
 def found(
