@@ -11,9 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
 from amp_clipfix.analysis.order import (
+    FUNCTIONS,
+    Body,
+    Classify,
     Event,
     EventKind,
     Seen,
@@ -114,15 +118,52 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         for function in functions(file):
-            if b"scale" not in file.code(function).encode():
+            text = file.code(function).encode()
+            if b"scale" not in text and not (
+                isinstance(function, FUNCTIONS) and b"clip_grad_" in text
+            ):
                 continue
             order = events(facts, file, function, classify)
-            for index, clip in enumerate(order):
+            readings = [(file, order, index) for index in range(len(order))]
+            if isinstance(function, FUNCTIONS):
+                # a clip of its own that meets no step here: read where it is called
+                readings += in_callers(facts, file, function, order, classify)
+            for where, reading, index in readings:
+                clip = reading[index]
                 if clip.kind is EventKind.CLIP:
-                    found = unscaled_clip(facts, file, order, index)
+                    found = unscaled_clip(facts, where, reading, index)
                     if found is not None and (id(clip.call), id(clip.statement)) not in seen:
                         seen.add((id(clip.call), id(clip.statement)))
                         yield found
+
+
+def in_callers(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: Body,
+    order: list[Event],
+    classify: Classify,
+) -> list[tuple[FileFacts, list[Event], int]]:
+    """The clips `function` makes itself with no step of their scaler after them there, read
+    in the function's callers (any module; callables.caller_readings): a clip helper imported
+    from another module, a wrapper class's `clip` method, a helper that runs the backward and
+    the clip and leaves the step to its caller."""
+    clips = [
+        e
+        for i, e in enumerate(order)
+        if e.kind is EventKind.CLIP
+        and not e.via
+        and not any(s.kind is EventKind.STEP for s in order[i + 1 :])
+    ]
+    if not clips:
+        return []
+    found: list[tuple[FileFacts, list[Event], int]] = []
+    for where, reading, call in caller_readings(facts, file, function):
+        caller_order = events(facts, where, reading, classify)
+        for index, event in enumerate(caller_order):
+            if any(event.call is clip.call for clip in clips) and call in event.via:
+                found.append((where, caller_order, index))
+    return found
 
 
 def unscaled_clip(
@@ -143,8 +184,13 @@ def unscaled_clip(
             break
         if event.kind is EventKind.STEP and event.scaler == scaler:
             steps.append(event)
-    if not steps or clip.statement in {backward.statement, *(s.statement for s in steps)}:
+    if not steps or clip.statement in {s.statement for s in steps}:
         return None  # not this function's order: a helper that does all of it reports it
+    inside = None  # the backward and the clip run in one helper: the fix goes in it
+    if clip.statement is backward.statement:
+        inside = shared_level(backward, clip)
+        if inside is None:
+            return None
     unscaled = {
         e.optimizer
         for e in order[start:index]
@@ -169,13 +215,16 @@ def unscaled_clip(
     fixes: tuple[RuleFix, ...] = ()
     codes = [(backward.scaler_code, step.optimizer_code) for step in missing]
     anchor = first_clip(order, start, index, scaler)
+    at = file
+    if inside is not None:
+        codes, anchor, at = inside_codes(facts, file, clip, inside, codes)
     if (
         not later & {s.optimizer for s in missing}
         and all(a and b for a, b in codes)
-        and statement_line_is_own(file, anchor.statement)
+        and statement_line_is_own(at, anchor.statement)
     ):
         edits = tuple(
-            file.insert_before(anchor.statement, f"{scaler_code}.unscale_({optimizer_code})")
+            at.insert_before(anchor.statement, f"{scaler_code}.unscale_({optimizer_code})")
             for scaler_code, optimizer_code in codes
         )
         fixes = (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(sites[1],)),)
@@ -188,6 +237,31 @@ def unscaled_clip(
             condition="the GradScaler is enabled",
         )
     return Found(sites, fixes=fixes)
+
+
+def inside_codes(
+    facts: ProjectFacts,
+    file: FileFacts,
+    clip: Event,
+    inside: tuple[Step, Step],
+    codes: list[tuple[str | None, str | None]],
+) -> tuple[list[tuple[str | None, str | None]], Event, FileFacts]:
+    """Where `unscale_` goes when the backward and the clip run in one helper called by the
+    function read, its steps after that call: before the clip in the helper (a closure, a
+    project callable's `__call__`, a method), with the scaler as the helper writes it and each
+    optimizer as the function read writes it, where the helper sees that name (a closure)."""
+    backward, at_clip = inside
+    assert isinstance(backward, Event) and isinstance(at_clip, Event)
+    reading = file.summary.enclosing(clip.statement)[0] or file.tree
+    through = clip.via[: len(clip.via) - len(at_clip.via)]
+    written = [
+        (
+            backward.scaler_code,
+            None if optimizer is None else free_code(facts, file, reading, through, optimizer),
+        )
+        for _, optimizer in codes
+    ]
+    return written, at_clip, at_clip.file
 
 
 def first_clip(order: list[Event], start: int, index: int, scaler: str | None) -> Event:
