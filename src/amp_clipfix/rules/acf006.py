@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
+from amp_clipfix.analysis.callables import caller_readings
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.analysis.names import (
@@ -76,6 +77,11 @@ HELPER = (
     "the clip is in a helper whose caller steps the optimizer, so it cannot be rewritten where "
     "it is: clip with fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) "
     "by hand, with the optimizer the caller steps"
+)
+CALLED = (
+    "the clip is in a helper that the function running the backward and the step calls, so it "
+    "cannot be rewritten where it is: clip with fabric.clip_gradients(model, optimizer, ..., "
+    "error_if_nonfinite=False) by hand where the helper is called"
 )
 UNKNOWN_STEP = (
     "what the step's receiver is is decided at run time, so no fix is built on it: if it is "
@@ -150,6 +156,12 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
     reported: set[int] = set()
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         if b"backward" not in file.document.text.encode():
+            # a clip helper: read where it is called (callables.caller_readings)
+            for where, order, index in clips_in_callers(facts, file, classify):
+                found = scaled_clip(facts, where, order, index)
+                if found is not None and id(order[index].call) not in reported:
+                    reported.add(id(order[index].call))
+                    yield found
             continue
         for function in functions(file):
             order = events(facts, file, function, classify)
@@ -162,6 +174,28 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 if found is not None:
                     reported.add(id(clip.call))
                     yield found
+
+
+def clips_in_callers(
+    facts: ProjectFacts, file: FileFacts, classify: Classify
+) -> Iterator[tuple[FileFacts, list[Event], int]]:
+    """The clips of a file that runs no backward, read in the callers of the function each is
+    written in (any module, a few levels up): a clip helper imported from another module."""
+    for function in functions(file):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        own = [
+            e.call
+            for e in events(facts, file, function, classify)
+            if e.kind is EventKind.CLIP and not e.via
+        ]
+        if not own:
+            continue
+        for where, reading, call in caller_readings(facts, file, function):
+            order = events(facts, where, reading, classify)
+            for index, event in enumerate(order):
+                if event.kind is EventKind.CLIP and event.call in own and call in event.via:
+                    yield where, order, index
 
 
 def steps_in_callers(order: list[Event], index: int, function: ast.AST) -> bool:
@@ -286,7 +320,17 @@ def scaled_clip(
         call_site((certain or steps)[0], SiteKind.OPTIMIZER_STEP),
     )
     fixes = through_fabric(facts, file, clip, backward, steps, sites[1]) if certain else ()
-    unfixed = None if fixes else UNKNOWN_STEP if not certain else HELPER if in_helper else UNFIXED
+    unfixed = (
+        None
+        if fixes
+        else UNKNOWN_STEP
+        if not certain
+        else HELPER
+        if in_helper
+        else CALLED
+        if clip.via and clip.statement is not backward.statement
+        else UNFIXED
+    )
     reviews = [] if state else [SCALER_REVIEW]
     conditions = [] if state else [SCALER_CONDITION]
     if not certain:
