@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.shapes import all_params
-from amp_clipfix.analysis.values import ClsV, Fn, Inst
+from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.values import ClsV, Fn, Inst, Opaque
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -221,3 +222,24 @@ def free_code(
             return None
         where, current = facts.files.get(fn.summary.path) or where, fn.node
     return code
+
+
+def bound_receivers(
+    facts: ProjectFacts, file: FileFacts, func: ast.expr, attr: str
+) -> list[tuple[Summary, ast.expr]]:
+    """The objects whose library method `attr` a callee not written `<x>.<attr>` may be bound
+    to (`self.manual_backward` handed to a helper that calls `self.backward_fn(loss)`), each
+    with the module its receiver is written in: the method's value is the expression that
+    named it, as the evaluator follows it."""
+    if isinstance(func, ast.Attribute) and func.attr == attr:
+        return []  # written as a call of the method: read as such
+    found: list[tuple[Summary, ast.expr]] = []
+    for value in facts.values(file, func):
+        if (
+            isinstance(value, Opaque)
+            and isinstance(value.node, ast.Attribute)
+            and value.node.attr == attr
+            and value.summary is not None
+        ):
+            found.append((value.summary, value.node.value))
+    return found

@@ -99,3 +99,15 @@ def partial_runs(facts: ProjectFacts, file: FileFacts, partial: ast.Call) -> Ite
         yield MethodCall(
             partial, method.value, list(bound), keywords_of(partial), partial, False, written
         )
+
+
+def called_qnames(facts: ProjectFacts, file: FileFacts, func: ast.expr) -> frozenset[str]:
+    """The library callables a call of `func` runs: what `func` is, and what a partial it may
+    hold wraps (`clip = partial(torch.nn.utils.clip_grad_norm_, max_norm=1.0)`)."""
+    found: set[str] = set()
+    for value in facts.values(file, func):
+        if isinstance(value, Ext):
+            found.add(value.qname)
+        elif isinstance(value, Part):
+            found.update(v.qname for v in facts.evaluator.force(value.funcs) if isinstance(v, Ext))
+    return frozenset(found)

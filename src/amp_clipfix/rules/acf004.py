@@ -25,6 +25,7 @@ from amp_clipfix.analysis.order import (
     functions,
     statement_line_is_own,
 )
+from amp_clipfix.analysis.partials import called_qnames
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Rule, RuleFix
@@ -85,7 +86,7 @@ def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
     """The callee is torch's clip function by value, however it is spelled or bound (`clip =
     nn_utils.clip_grad_norm_`); a project function spelled like one is not. No spelling test
     first: order.events asks the evaluator about every callee anyway (helper_events)."""
-    return bool(facts.qualified_names(file, call.func) & TORCH_CLIPS.keys())
+    return bool(called_qnames(facts, file, call.func) & TORCH_CLIPS.keys())
 
 
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify

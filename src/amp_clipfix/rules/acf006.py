@@ -382,6 +382,8 @@ def through_fabric(
     if fused and (not isinstance(backward.call.func, ast.Attribute) or backward.via):
         return ()
     qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
+    if not qualified:
+        return ()  # a partial of the clip: its arguments are not all written here
     bound = TORCH_CLIPS[sorted(qualified)[0]]
     limit = call.args[1] if len(call.args) > 1 else None
     norm_type = call.args[2] if len(call.args) > 2 else None
