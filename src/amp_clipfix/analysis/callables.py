@@ -243,3 +243,10 @@ def bound_receivers(
         ):
             found.append((value.summary, value.node.value))
     return found
+
+
+def step_closure(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> list[Fn]:
+    """The project functions an optimizer's `step(closure)` is given (`closure=` or its one
+    positional argument): torch's and Lightning's optimizers call it before they step."""
+    given = [k.value for k in call.keywords if k.arg == "closure"] or call.args[:1]
+    return [v for node in given for v in facts.values(file, node) if isinstance(v, Fn)]

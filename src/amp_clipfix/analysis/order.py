@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from amp_clipfix.analysis.callables import callees, written_at
+from amp_clipfix.analysis.callables import callees, step_closure, written_at
 from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.values import Fn
@@ -136,6 +136,10 @@ def events(
         for call in calls_of(statement):
             seen = classify(file, call)
             if seen is not None:
+                if seen.kind is EventKind.STEP and depth < HELPER_DEPTH:
+                    # `optimizer.step(closure)` runs the closure first (callables.step_closure)
+                    for inner in closure_events(facts, file, call, classify, depth):
+                        found.append(replace(inner, statement=statement, via=(call, *inner.via)))
                 found.append(
                     Event(
                         seen.kind,
@@ -190,6 +194,21 @@ def helper_events(
             )
             if reading is not None and not (scaler and optimizer):
                 found[-1] = translated(facts, value, call, reading, found[-1], event)
+    return found
+
+
+def closure_events(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, classify: Classify, depth: int
+) -> list[Event]:
+    """The events of the project function a step is given as its closure, which it runs before
+    it steps (keys and codes as a closure's: its free names are the caller's)."""
+    found: list[Event] = []
+    for fn in step_closure(facts, file, call):
+        if fn.summary.path in facts.files:
+            helper = facts.files[fn.summary.path]
+            found += [
+                replace(e, inner=e) for e in events(facts, helper, fn.node, classify, depth + 1)
+            ]
     return found
 
 
