@@ -9,7 +9,7 @@ optimizer the clip covers.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -41,6 +41,12 @@ FIX = (
     "inserts `scaler.unscale_(optimizer)` right before the clip, once for each optimizer the "
     "scaler steps after it, as torch's AMP recipe does; the scaler's step then uses the "
     "unscaled gradients and still skips a step whose gradients overflowed"
+)
+
+INSIDE = (
+    "the backward and the clip run in one helper (a method, a callable object's __call__) that "
+    "does not see the optimizer its caller steps: pass the optimizer in and call "
+    "scaler.unscale_(optimizer) there by hand, right before the clip"
 )
 
 WHY = (
@@ -89,6 +95,14 @@ def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
     return bool(called_qnames(facts, file, call.func) & TORCH_CLIPS.keys())
 
 
+def made_once(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> ast.Call | None:
+    """The one `GradScaler(...)` call the scaler expression holds the value of, when there is
+    one: the same scaler however it is reached (`scaler` and `wrapper.scaler`, given it at its
+    construction), where that call runs once for the function read (same_scaler)."""
+    made = {id(m.call): m.call for m in facts.constructions(file, node) if m.qname in GRAD_SCALERS}
+    return next(iter(made.values())) if len(made) == 1 else None
+
+
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls."""
 
@@ -103,10 +117,12 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
                 and receiver.func.attr == "scale"
                 and is_scaler(facts, file, receiver.func.value)
             ):
-                return Seen(EventKind.BACKWARD, scaler=receiver.func.value)
+                made = made_once(facts, file, receiver.func.value)
+                return Seen(EventKind.BACKWARD, scaler=receiver.func.value, detail=made)
             if func.attr in ("unscale_", "step") and call.args and is_scaler(facts, file, receiver):
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
-                return Seen(kind, scaler=receiver, optimizer=call.args[0])
+                made = made_once(facts, file, receiver)
+                return Seen(kind, scaler=receiver, optimizer=call.args[0], detail=made)
         if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
@@ -180,10 +196,11 @@ def unscaled_clip(
     scaler = backward.scaler
     start = order.index(backward)
     steps: list[Event] = []
+    same = same_scaler(file, clip, backward)
     for event in order[index + 1 :]:
-        if event.kind is EventKind.BACKWARD and event.scaler == scaler:
+        if event.kind is EventKind.BACKWARD and same(event):
             break
-        if event.kind is EventKind.STEP and event.scaler == scaler:
+        if event.kind is EventKind.STEP and same(event):
             steps.append(event)
     if not steps or clip.statement in {s.statement for s in steps}:
         return None  # not this function's order: a helper that does all of it reports it
@@ -192,11 +209,7 @@ def unscaled_clip(
         inside = shared_level(backward, clip)
         if inside is None:
             return None
-    unscaled = {
-        e.optimizer
-        for e in order[start:index]
-        if e.kind is EventKind.UNSCALE and e.scaler == scaler
-    }
+    unscaled = {e.optimizer for e in order[start:index] if e.kind is EventKind.UNSCALE and same(e)}
     missing = list({s.optimizer: s for s in steps if s.optimizer not in unscaled}.values())
     if not missing:
         return None
@@ -208,11 +221,7 @@ def unscaled_clip(
     enabled = scaler_enabled(facts, file, backward)
     if enabled is False:
         return None
-    later = {
-        e.optimizer
-        for e in order[index + 1 :]
-        if e.kind is EventKind.UNSCALE and e.scaler == scaler
-    }
+    later = {e.optimizer for e in order[index + 1 :] if e.kind is EventKind.UNSCALE and same(e)}
     fixes: tuple[RuleFix, ...] = ()
     codes = [(backward.scaler_code, step.optimizer_code) for step in missing]
     anchor = first_clip(order, start, index, scaler)
@@ -229,6 +238,7 @@ def unscaled_clip(
             for scaler_code, optimizer_code in codes
         )
         fixes = (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(sites[1],)),)
+    unfixed = INSIDE if inside is not None and not fixes else None
     if enabled is None:
         return Found(
             sites,
@@ -236,8 +246,33 @@ def unscaled_clip(
             review="whether the GradScaler is enabled is decided at run time",
             fixes=fixes,
             condition="the GradScaler is enabled",
+            unfixed=unfixed,
         )
-    return Found(sites, fixes=fixes)
+    return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def same_scaler(file: FileFacts, clip: Event, backward: Event) -> Callable[[Event], bool]:
+    """Whether an event's scaler is the backward's: the same expression (its structural key),
+    or the value of the same `GradScaler(...)` call made in the function read, outside any
+    loop (it runs once per call of that function: one scaler, however it is reached)."""
+    made = backward.detail if isinstance(backward.detail, ast.Call) else None
+    reading = file.summary.enclosing(clip.statement)[0] or file.tree
+    once = made is not None and backward.file.tree is file.tree and runs_once(file, made, reading)
+
+    def same(event: Event) -> bool:
+        return event.scaler == backward.scaler or (once and event.detail is made)
+
+    return same
+
+
+def runs_once(file: FileFacts, node: ast.AST, reading: ast.AST) -> bool:
+    """`node` is written in `reading` itself (not a function inside it), outside loops."""
+    current = file.summary.parent(node)
+    while current is not None and current is not reading:
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While, *FUNCTIONS, ast.Lambda)):
+            return False
+        current = file.summary.parent(current)
+    return current is reading
 
 
 def inside_codes(
