@@ -29,6 +29,8 @@ from amp_clipfix.project.style import Style, project_style
 KNOWN = {
     "manual_optimization_clip_local_value_review/model.py": "ACF005 inline scale",
     "manual_optimization_clip_local_value_scaled/train.py": "ACF005 inline scale",
+    "shape_bound_manual_backward_callable_scaled/train.py": "ACF005 inline scale",
+    "shape_closure_optimizer_step_manual_scaled/train.py": "ACF005 inline scale",
 }
 STYLE_PAIRS = [pair for pair in PAIRS if pair[0].suffix == ".py"]
 

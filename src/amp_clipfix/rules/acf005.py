@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.callables_manual import helper_clip
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.manual import (
     items_of,
@@ -268,6 +269,8 @@ def scaled_clip(
         )
     else:
         fixes = limit_scaled(file, clip, sites[1], module_code(file, clip, backwards[-1]))
+    if not fixes:  # the backward and the clip in one helper: the limit scaled there
+        fixes = in_shared_helper(facts, clip, backwards[-1], sites[1])
     unfixed = None if fixes else (UNFIXED if own else UNFIXED_OUTSIDE)
     calls = (backwards[-1].call, clip.call, steps[0].call)
     review = runtime_review(manual, state)
@@ -281,6 +284,15 @@ def scaled_clip(
             unfixed=unfixed,
         )
     return calls, Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def in_shared_helper(
+    facts: ProjectFacts, clip: Event, backward: Event, target: Site
+) -> tuple[RuleFix, ...]:
+    """The clip's limit scaled in the helper that runs both the backward and the clip
+    (callables_manual.helper_clip)."""
+    found = helper_clip(facts, clip, backward)
+    return () if found is None else limit_scaled(*found[:2], target, found[2])
 
 
 def limit_of(call: ast.Call, detail: object) -> ast.expr | None:
