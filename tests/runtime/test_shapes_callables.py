@@ -1,6 +1,7 @@
 """Callables as values, proven at run time (fixtures/shapes_runtime/callables_<case>/): programs
 whose clip is reached through a GradScaler wrapped in a project class from another module, a clip
-helper imported from another module, or a `functools.partial` of `fabric.clip_gradients`.
+helper imported from another module, a `functools.partial` of `fabric.clip_gradients`, or a
+helper object given a module's bound `self.manual_backward` (manual optimization, a Trainer).
 
 Each runs fp16 with a real GradScaler on the CPU and a large `init_scale` (the first steps
 overflow and are skipped), measured by `gradmeter.py` as in test_silent_clipping.py: as written it
