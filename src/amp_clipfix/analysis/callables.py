@@ -231,8 +231,6 @@ def bound_receivers(
     to (`self.manual_backward` handed to a helper that calls `self.backward_fn(loss)`), each
     with the module its receiver is written in: the method's value is the expression that
     named it, as the evaluator follows it."""
-    if isinstance(func, ast.Attribute) and func.attr == attr:
-        return []  # written as a call of the method: read as such
     found: list[tuple[Summary, ast.expr]] = []
     for value in facts.values(file, func):
         if (
@@ -250,3 +248,12 @@ def step_closure(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> list[F
     positional argument): torch's and Lightning's optimizers call it before they step."""
     given = [k.value for k in call.keywords if k.arg == "closure"] or call.args[:1]
     return [v for node in given for v in facts.values(file, node) if isinstance(v, Fn)]
+
+
+def calls_instance(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
+    """The call may run a project object's `__call__` (whose callers `evaluator.callers` does
+    not list: they are calls of the instance, not of the name)."""
+    return any(
+        isinstance(v, Inst) and dunder_call(facts, v.cls) is not None
+        for v in facts.values(file, call.func)
+    )

@@ -11,7 +11,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
-from amp_clipfix.analysis.callables import caller_readings
+from amp_clipfix.analysis.callables import bound_receivers, caller_readings, calls_instance
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.analysis.names import (
@@ -139,6 +139,10 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             fabrics = fabric_values(facts, file, func.value)
             if fabrics:
                 return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
+        if call.args:  # `fabric.backward` handed on as a value (no fix is built on it)
+            fabrics = bound_fabrics(facts, file, func)
+            if fabrics:
+                return Seen(EventKind.BACKWARD, detail=fabrics)
         if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
             stepped = steps_optimizer(facts, file, func.value)
             if stepped is False:
@@ -149,6 +153,16 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
         return None
 
     return classify
+
+
+def bound_fabrics(facts: ProjectFacts, file: FileFacts, func: ast.expr) -> list:
+    """The Fabrics whose `backward` the callee may be, as a bound method held as a value."""
+    found: list = []
+    for summary, receiver in bound_receivers(facts, file, func, "backward"):
+        where = facts.file(summary.path)
+        if where is not None and where.tree is summary.tree:
+            found += fabric_values(facts, where, receiver)
+    return found
 
 
 def search(facts: ProjectFacts) -> Iterator[Found]:
@@ -305,7 +319,13 @@ def scaled_clip(
     if not backwards or not steps:
         return None
     if clip.statement is backwards[-1].statement and not in_helper:
-        return None
+        if (
+            not clip.via
+            or any(step.statement is clip.statement for step in steps)
+            or not calls_instance(facts, file, clip.via[0])
+        ):
+            return None  # the helper's own order, or a function's whose callers it reads
+        in_helper = True  # a project object's __call__ that leaves the step to this caller
     backward = backwards[-1]
     assert isinstance(backward.detail, list)
     state = scaler_state(facts, backward.detail)
