@@ -21,6 +21,7 @@ import copy
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
+from amp_clipfix.analysis.frame import Ctx
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Fn, Inst, Opaque
@@ -166,13 +167,44 @@ def direct_callers(
     body = getattr(function, "body", None)
     if summary is None or summary.tree is not file.tree or not body:
         return
-    for call, caller in evaluator.callers(function, evaluator.ctx_of(summary, body[0])):
+    found = evaluator.callers(function, evaluator.ctx_of(summary, body[0]))
+    for call, caller in [*found, *instance_calls(facts, summary, function)]:
         where = facts.file(caller.summary.path)
         reading = caller.func if caller.func is not None else caller.summary.tree
         if where is None or where.tree is not caller.summary.tree:
             continue
         if isinstance(reading, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             yield call, reading, where
+
+
+def instance_calls(
+    facts: ProjectFacts, summary: Summary, function: ast.AST
+) -> list[tuple[ast.Call, Ctx]]:
+    """The calls of instances of the class whose `__call__` `function` is (`clip(params)` with
+    `clip = GradClipper(0.5)`), in the files that write the class's name (where an instance is
+    made or its class imported): by the value of each call's callee."""
+    owner = summary.parent(function)
+    if getattr(function, "name", None) != "__call__" or not isinstance(owner, ast.ClassDef):
+        return []
+    evaluator = facts.evaluator
+    found: list[tuple[ast.Call, Ctx]] = []
+    for path in evaluator.files_naming(owner.name.encode("utf-8")):
+        other = evaluator.summary(path)
+        if other is None:
+            continue
+        for call in other.walked_calls():
+            if not isinstance(call.func, (ast.Name, ast.Attribute)):
+                continue
+            if isinstance(call.func, ast.Name) and call.func.id == owner.name:
+                continue  # the class itself: an instantiation
+            ctx = evaluator.ctx_of(other, call)
+            values = evaluator.force(evaluator.ev(call.func, ctx))
+            if any(
+                isinstance(v, Inst) and (fn := dunder_call(facts, v.cls)) and fn.node is function
+                for v in values
+            ):
+                found.append((call, ctx))
+    return found
 
 
 class Step(Protocol):
