@@ -106,10 +106,15 @@ def test_trains_wrong_as_written_and_right_after_apply(
     assert code == 0, f"apply failed:\n{out}\n{err}"
     assert f" {case.hazard} " in out + err, f"no {case.hazard} finding:\n{out}\n{err}"
     fixed = run([case.python, case.entry], cwd=after)
+    wrong_then_right(written, fixed, case.error)
 
+
+def wrong_then_right(written: subprocess.Popen, fixed: subprocess.Popen, error: str | None) -> None:
+    """As written the program fails with `error` (or, without one, some step's applied norm is
+    off); fixed it trains right at every step, with an overflow step skipped and a clip."""
     code, out, err = finish(written)
-    if case.error is not None:
-        assert code != 0 and case.error in err, f"expected {case.error!r}:\n{err[-3000:]}"
+    if error is not None:
+        assert code != 0 and error in err, f"expected {error!r}:\n{err[-3000:]}"
     else:
         assert code == 0, err[-3000:]
         assert wrong_steps(measured(out)), "as written, every step was already right"

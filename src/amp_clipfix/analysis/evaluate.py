@@ -341,7 +341,8 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
                 values += [v for binding in local for v in self.binding(binding, name, fctx)]
                 return self.with_item_assignments(values, function, name, fctx)
             function, _ = ctx.summary.enclosing(function)
-            ctx = self.ctx_of(ctx.summary, function) if function is not None else ctx
+            if function is not None:  # a closure's free name: the enclosing function's own
+                ctx = self.ctx(ctx.summary, function, ctx.summary.enclosing(function)[1])
         summary = ctx.summary
         if name in summary.top or name in summary.imports or name in self.rebinds(summary):
             values = self.module_symbol(summary, name, node)

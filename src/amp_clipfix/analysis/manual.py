@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.callables import bound_receivers
 from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -45,7 +46,11 @@ def module_call(
     """`<module>.<attr>(...)` where the receiver may be a LightningModule: its classes."""
     func = call.func
     if not (isinstance(func, ast.Attribute) and func.attr == attr):
-        return []
+        # the module's method as a value (`self.manual_backward` handed to a helper)
+        found: list[ClsV] = []
+        for summary, receiver in bound_receivers(facts, file, func, attr):
+            found += [c for c in module_classes(facts, summary, receiver, owner) if c not in found]
+        return found
     return module_classes(
         facts, facts.evaluator.summary(file.path) or file.summary, func.value, owner
     )

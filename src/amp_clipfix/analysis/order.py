@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from amp_clipfix.analysis.callables import callees, step_closure, written_at
 from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.values import Fn
@@ -59,6 +60,9 @@ class Event:
     # parameter becomes the caller's argument), None where it cannot be written there.
     scaler_code: str | None = None
     optimizer_code: str | None = None
+    # The event as the helper it is in reads it (its statement, file and codes there), for a
+    # fix that goes inside the helper (the backward and the clip both in one helper's call).
+    inner: Event | None = None
 
 
 # (file, call) -> what the call is, or None (then a project function it calls is entered).
@@ -132,6 +136,10 @@ def events(
         for call in calls_of(statement):
             seen = classify(file, call)
             if seen is not None:
+                if seen.kind is EventKind.STEP and depth < HELPER_DEPTH:
+                    # `optimizer.step(closure)` runs the closure first (callables.step_closure)
+                    for inner in closure_events(facts, file, call, classify, depth):
+                        found.append(replace(inner, statement=statement, via=(call, *inner.via)))
                 found.append(
                     Event(
                         seen.kind,
@@ -149,18 +157,25 @@ def events(
                 )
                 continue
             if depth < HELPER_DEPTH:
-                for inner in helper_events(facts, file, call, classify, depth):
+                for inner in helper_events(facts, file, call, classify, depth, function):
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
     return found
 
 
 def helper_events(
-    facts: ProjectFacts, file: FileFacts, call: ast.Call, classify: Classify, depth: int
+    facts: ProjectFacts,
+    file: FileFacts,
+    call: ast.Call,
+    classify: Classify,
+    depth: int,
+    reading: ast.AST | None = None,
 ) -> list[Event]:
-    """The events of the project functions `call` may run, in the caller's keys."""
+    """The events of the project functions `call` may run (a function, a bound method, a
+    closure, an instance's `__call__`: callables.callees), in the caller's keys: an expression
+    of the helper is keyed and written as it reads at the call (callables.written_at)."""
     found: list[Event] = []
-    for value in facts.values(file, call.func):
-        if not isinstance(value, Fn) or value.summary.path not in facts.files:
+    for value in callees(facts, file, call):
+        if value.summary.path not in facts.files:
             continue
         helper = facts.files[value.summary.path]
         names = parameter_keys(value, call)
@@ -174,9 +189,56 @@ def helper_events(
                     optimizer=optimizer[0] if optimizer else event.optimizer,
                     scaler_code=file.code(scaler[1]) if scaler else None,
                     optimizer_code=file.code(optimizer[1]) if optimizer else None,
+                    inner=event,
                 )
             )
+            if reading is not None and not (scaler and optimizer):
+                found[-1] = translated(facts, value, call, reading, found[-1], event)
     return found
+
+
+def closure_events(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, classify: Classify, depth: int
+) -> list[Event]:
+    """The events of the project function a step is given as its closure, which it runs before
+    it steps (keys and codes as a closure's: its free names are the caller's)."""
+    found: list[Event] = []
+    for fn in step_closure(facts, file, call):
+        if fn.summary.path in facts.files:
+            helper = facts.files[fn.summary.path]
+            found += [
+                replace(e, inner=e) for e in events(facts, helper, fn.node, classify, depth + 1)
+            ]
+    return found
+
+
+def translated(
+    facts: ProjectFacts, fn: Fn, call: ast.Call, reading: ast.AST, made: Event, event: Event
+) -> Event:
+    """The event's scaler and optimizer that are not a parameter as a whole (`self.scaler`, a
+    closure's free `optimizer`) keyed and written as they read at the call, where they can be."""
+    changes: dict[str, str | None] = {}
+    for role in ("scaler", "optimizer"):
+        node = event_node(event, role)
+        if node is None or getattr(made, f"{role}_code") is not None:
+            continue
+        written = written_at(facts, fn, call, node, reading)
+        if written is not None:
+            changes[role] = key(written)
+            changes[f"{role}_code"] = ast.unparse(written)
+    return replace(made, **changes) if changes else made  # type: ignore[arg-type]
+
+
+def event_node(event: Event, role: str) -> ast.expr | None:
+    """The expression the event's `role` key was made of, read back from its code."""
+    code = getattr(event, f"{role}_code")
+    if code is None:
+        return None
+    try:
+        parsed = ast.parse(code.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    return parsed.body
 
 
 def parameter_keys(fn: Fn, call: ast.Call) -> dict[str, tuple[str, ast.expr]]:

@@ -18,6 +18,7 @@ from amp_clipfix.analysis.lightning_api import CLIP_HOOK
 from amp_clipfix.analysis.manual import items_of
 from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind
+from amp_clipfix.analysis.partials import called_qnames
 from amp_clipfix.analysis.values import ClsV, Fn, Opt, is_off
 from amp_clipfix.models import Site, SiteKind
 
@@ -31,7 +32,7 @@ def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:
     """The callee is torch's clip function by value, however it is spelled or bound (`clip =
     nn_utils.clip_grad_norm_`); a project function spelled like one is not. No spelling test
     first: order.events asks the evaluator about every callee anyway (helper_events)."""
-    return bool(facts.qualified_names(file, call.func) & TORCH_CLIPS.keys())
+    return bool(called_qnames(facts, file, call.func) & TORCH_CLIPS.keys())
 
 
 def call_site(event: Event, kind: SiteKind) -> Site:

@@ -9,11 +9,15 @@ optimizer the clip covers.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
+    FUNCTIONS,
+    Body,
+    Classify,
     Event,
     EventKind,
     Seen,
@@ -37,6 +41,12 @@ FIX = (
     "inserts `scaler.unscale_(optimizer)` right before the clip, once for each optimizer the "
     "scaler steps after it, as torch's AMP recipe does; the scaler's step then uses the "
     "unscaled gradients and still skips a step whose gradients overflowed"
+)
+
+INSIDE = (
+    "the backward and the clip run in one helper (a method, a callable object's __call__) that "
+    "does not see the optimizer its caller steps: pass the optimizer in and call "
+    "scaler.unscale_(optimizer) there by hand, right before the clip"
 )
 
 WHY = (
@@ -74,6 +84,14 @@ AFTER = BEFORE.replace(
 )
 
 
+def made_once(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> ast.Call | None:
+    """The one `GradScaler(...)` call the scaler expression holds the value of, when there is
+    one: the same scaler however it is reached (`scaler` and `wrapper.scaler`, given it at its
+    construction), where that call runs once for the function read (same_scaler)."""
+    made = {id(m.call): m.call for m in facts.constructions(file, node) if m.qname in GRAD_SCALERS}
+    return next(iter(made.values())) if len(made) == 1 else None
+
+
 def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls."""
 
@@ -88,10 +106,12 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
                 and receiver.func.attr == "scale"
                 and is_scaler(facts, file, receiver.func.value)
             ):
-                return Seen(EventKind.BACKWARD, scaler=receiver.func.value)
+                made = made_once(facts, file, receiver.func.value)
+                return Seen(EventKind.BACKWARD, scaler=receiver.func.value, detail=made)
             if func.attr in ("unscale_", "step") and call.args and is_scaler(facts, file, receiver):
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
-                return Seen(kind, scaler=receiver, optimizer=call.args[0])
+                made = made_once(facts, file, receiver)
+                return Seen(kind, scaler=receiver, optimizer=call.args[0], detail=made)
         if is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
@@ -105,15 +125,52 @@ def check(queries: Queries) -> Iterator[Found]:
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         for function in functions(file):
-            if b"scale" not in file.code(function).encode():
+            text = file.code(function).encode()
+            if b"scale" not in text and not (
+                isinstance(function, FUNCTIONS) and b"clip_grad_" in text
+            ):
                 continue
             order = events(facts, file, function, classify)
-            for index, clip in enumerate(order):
+            readings = [(file, order, index) for index in range(len(order))]
+            if isinstance(function, FUNCTIONS):
+                # a clip of its own that meets no step here: read where it is called
+                readings += in_callers(facts, file, function, order, classify)
+            for where, reading, index in readings:
+                clip = reading[index]
                 if clip.kind is EventKind.CLIP:
-                    found = unscaled_clip(facts, file, order, index)
+                    found = unscaled_clip(facts, where, reading, index)
                     if found is not None and (id(clip.call), id(clip.statement)) not in seen:
                         seen.add((id(clip.call), id(clip.statement)))
                         yield found
+
+
+def in_callers(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: Body,
+    order: list[Event],
+    classify: Classify,
+) -> list[tuple[FileFacts, list[Event], int]]:
+    """The clips `function` makes itself with no step of their scaler after them there, read
+    in the function's callers (any module; callables.caller_readings): a clip helper imported
+    from another module, a wrapper class's `clip` method, a helper that runs the backward and
+    the clip and leaves the step to its caller."""
+    clips = [
+        e
+        for i, e in enumerate(order)
+        if e.kind is EventKind.CLIP
+        and not e.via
+        and not any(s.kind is EventKind.STEP for s in order[i + 1 :])
+    ]
+    if not clips:
+        return []
+    found: list[tuple[FileFacts, list[Event], int]] = []
+    for where, reading, call in caller_readings(facts, file, function):
+        caller_order = events(facts, where, reading, classify)
+        for index, event in enumerate(caller_order):
+            if any(event.call is clip.call for clip in clips) and call in event.via:
+                found.append((where, caller_order, index))
+    return found
 
 
 def unscaled_clip(
@@ -129,18 +186,20 @@ def unscaled_clip(
     scaler = backward.scaler
     start = order.index(backward)
     steps: list[Event] = []
+    same = same_scaler(file, clip, backward)
     for event in order[index + 1 :]:
-        if event.kind is EventKind.BACKWARD and event.scaler == scaler:
+        if event.kind is EventKind.BACKWARD and same(event):
             break
-        if event.kind is EventKind.STEP and event.scaler == scaler:
+        if event.kind is EventKind.STEP and same(event):
             steps.append(event)
-    if not steps or clip.statement in {backward.statement, *(s.statement for s in steps)}:
+    if not steps or clip.statement in {s.statement for s in steps}:
         return None  # not this function's order: a helper that does all of it reports it
-    unscaled = {
-        e.optimizer
-        for e in order[start:index]
-        if e.kind is EventKind.UNSCALE and e.scaler == scaler
-    }
+    inside = None  # the backward and the clip run in one helper: the fix goes in it
+    if clip.statement is backward.statement:
+        inside = shared_level(backward, clip)
+        if inside is None:
+            return None
+    unscaled = {e.optimizer for e in order[start:index] if e.kind is EventKind.UNSCALE and same(e)}
     missing = list({s.optimizer: s for s in steps if s.optimizer not in unscaled}.values())
     if not missing:
         return None
@@ -152,24 +211,24 @@ def unscaled_clip(
     enabled = scaler_enabled(facts, file, backward)
     if enabled is False:
         return None
-    later = {
-        e.optimizer
-        for e in order[index + 1 :]
-        if e.kind is EventKind.UNSCALE and e.scaler == scaler
-    }
+    later = {e.optimizer for e in order[index + 1 :] if e.kind is EventKind.UNSCALE and same(e)}
     fixes: tuple[RuleFix, ...] = ()
     codes = [(backward.scaler_code, step.optimizer_code) for step in missing]
     anchor = first_clip(order, start, index, scaler)
+    at = file
+    if inside is not None:
+        codes, anchor, at = inside_codes(facts, file, clip, inside, codes)
     if (
         not later & {s.optimizer for s in missing}
         and all(a and b for a, b in codes)
-        and statement_line_is_own(file, anchor.statement)
+        and statement_line_is_own(at, anchor.statement)
     ):
         edits = tuple(
-            file.insert_before(anchor.statement, f"{scaler_code}.unscale_({optimizer_code})")
+            at.insert_before(anchor.statement, f"{scaler_code}.unscale_({optimizer_code})")
             for scaler_code, optimizer_code in codes
         )
         fixes = (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(sites[1],)),)
+    unfixed = INSIDE if inside is not None and not fixes else None
     if enabled is None:
         return Found(
             sites,
@@ -177,8 +236,58 @@ def unscaled_clip(
             review="whether the GradScaler is enabled is decided at run time",
             fixes=fixes,
             condition="the GradScaler is enabled",
+            unfixed=unfixed,
         )
-    return Found(sites, fixes=fixes)
+    return Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def same_scaler(file: FileFacts, clip: Event, backward: Event) -> Callable[[Event], bool]:
+    """Whether an event's scaler is the backward's: the same expression (its structural key),
+    or the value of the same `GradScaler(...)` call made in the function read, outside any
+    loop (it runs once per call of that function: one scaler, however it is reached)."""
+    made = backward.detail if isinstance(backward.detail, ast.Call) else None
+    reading = file.summary.enclosing(clip.statement)[0] or file.tree
+    once = made is not None and backward.file.tree is file.tree and runs_once(file, made, reading)
+
+    def same(event: Event) -> bool:
+        return event.scaler == backward.scaler or (once and event.detail is made)
+
+    return same
+
+
+def runs_once(file: FileFacts, node: ast.AST, reading: ast.AST) -> bool:
+    """`node` is written in `reading` itself (not a function inside it), outside loops."""
+    current = file.summary.parent(node)
+    while current is not None and current is not reading:
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While, *FUNCTIONS, ast.Lambda)):
+            return False
+        current = file.summary.parent(current)
+    return current is reading
+
+
+def inside_codes(
+    facts: ProjectFacts,
+    file: FileFacts,
+    clip: Event,
+    inside: tuple[Step, Step],
+    codes: list[tuple[str | None, str | None]],
+) -> tuple[list[tuple[str | None, str | None]], Event, FileFacts]:
+    """Where `unscale_` goes when the backward and the clip run in one helper called by the
+    function read, its steps after that call: before the clip in the helper (a closure, a
+    project callable's `__call__`, a method), with the scaler as the helper writes it and each
+    optimizer as the function read writes it, where the helper sees that name (a closure)."""
+    backward, at_clip = inside
+    assert isinstance(backward, Event) and isinstance(at_clip, Event)
+    reading = file.summary.enclosing(clip.statement)[0] or file.tree
+    through = clip.via[: len(clip.via) - len(at_clip.via)]
+    written = [
+        (
+            backward.scaler_code,
+            None if optimizer is None else free_code(facts, file, reading, through, optimizer),
+        )
+        for _, optimizer in codes
+    ]
+    return written, at_clip, at_clip.file
 
 
 def first_clip(order: list[Event], start: int, index: int, scaler: str | None) -> Event:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.callables_manual import helper_clip
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import (
     CLIP_HOOK,
@@ -247,6 +248,8 @@ def scaled_clip(
     else:
         module = module_code(file, clip, backwards[-1])
         fixes = limit_scaled(file, function, order, index, sites[1], module)
+    if not fixes:  # the backward and the clip in one helper: the limit scaled there
+        fixes = in_shared_helper(facts, clip, backwards[-1], sites[1])
     unfixed = None if fixes else (UNFIXED if own else UNFIXED_OUTSIDE)
     calls = (backwards[-1].call, clip.call, steps[0].call)
     review = runtime_review(manual, state)
@@ -260,6 +263,19 @@ def scaled_clip(
             unfixed=unfixed,
         )
     return calls, Found(sites, fixes=fixes, unfixed=unfixed)
+
+
+def in_shared_helper(
+    facts: ProjectFacts, clip: Event, backward: Event, target: Site
+) -> tuple[RuleFix, ...]:
+    """The clip's limit scaled in the helper that runs both the backward and the clip
+    (callables_manual.helper_clip), the scale bound in the helper's function."""
+    found = helper_clip(facts, clip, backward)
+    if found is None:
+        return ()
+    where, inner, module = found
+    function = where.summary.enclosing(inner.call)[0] or where.tree
+    return limit_scaled(where, function, [inner], 0, target, module)
 
 
 def limit_scaled(

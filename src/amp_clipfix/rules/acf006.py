@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
+from amp_clipfix.analysis.callables import bound_receivers, caller_readings, calls_instance
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.analysis.names import (
@@ -77,6 +78,11 @@ HELPER = (
     "it is: clip with fabric.clip_gradients(model, optimizer, ..., error_if_nonfinite=False) "
     "by hand, with the optimizer the caller steps"
 )
+CALLED = (
+    "the clip is in a helper that the function running the backward and the step calls, so it "
+    "cannot be rewritten where it is: clip with fabric.clip_gradients(model, optimizer, ..., "
+    "error_if_nonfinite=False) by hand where the helper is called"
+)
 UNKNOWN_STEP = (
     "what the step's receiver is is decided at run time, so no fix is built on it: if it is "
     "the optimizer, clip with fabric.clip_gradients(model, optimizer, ..., "
@@ -133,6 +139,10 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
             fabrics = fabric_values(facts, file, func.value)
             if fabrics:
                 return Seen(EventKind.BACKWARD, scaler=func.value, detail=fabrics)
+        if call.args:  # `fabric.backward` handed on as a value (no fix is built on it)
+            fabrics = bound_fabrics(facts, file, func)
+            if fabrics:
+                return Seen(EventKind.BACKWARD, detail=fabrics)
         if isinstance(func, ast.Attribute) and func.attr == "step" and not call.args:
             stepped = steps_optimizer(facts, file, func.value)
             if stepped is False:
@@ -145,12 +155,28 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
     return classify
 
 
+def bound_fabrics(facts: ProjectFacts, file: FileFacts, func: ast.expr) -> list:
+    """The Fabrics whose `backward` the callee may be, as a bound method held as a value."""
+    found: list = []
+    for summary, receiver in bound_receivers(facts, file, func, "backward"):
+        where = facts.file(summary.path)
+        if where is not None and where.tree is summary.tree:
+            found += fabric_values(facts, where, receiver)
+    return found
+
+
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     classify = classifier(facts)
     reported: set[int] = set()
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         if b"backward" not in file.document.text.encode():
+            # a clip helper: read where it is called (callables.caller_readings)
+            for where, order, index in clips_in_callers(facts, file, classify):
+                found = scaled_clip(facts, where, order, index)
+                if found is not None and id(order[index].call) not in reported:
+                    reported.add(id(order[index].call))
+                    yield found
             continue
         for function in functions(file):
             order = events(facts, file, function, classify)
@@ -163,6 +189,28 @@ def check(queries: Queries) -> Iterator[Found]:
                 if found is not None:
                     reported.add(id(clip.call))
                     yield found
+
+
+def clips_in_callers(
+    facts: ProjectFacts, file: FileFacts, classify: Classify
+) -> Iterator[tuple[FileFacts, list[Event], int]]:
+    """The clips of a file that runs no backward, read in the callers of the function each is
+    written in (any module, a few levels up): a clip helper imported from another module."""
+    for function in functions(file):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        own = [
+            e.call
+            for e in events(facts, file, function, classify)
+            if e.kind is EventKind.CLIP and not e.via
+        ]
+        if not own:
+            continue
+        for where, reading, call in caller_readings(facts, file, function):
+            order = events(facts, where, reading, classify)
+            for index, event in enumerate(order):
+                if event.kind is EventKind.CLIP and event.call in own and call in event.via:
+                    yield where, order, index
 
 
 def steps_in_callers(order: list[Event], index: int, function: ast.AST) -> bool:
@@ -272,7 +320,13 @@ def scaled_clip(
     if not backwards or not steps:
         return None
     if clip.statement is backwards[-1].statement and not in_helper:
-        return None
+        if (
+            not clip.via
+            or any(step.statement is clip.statement for step in steps)
+            or not calls_instance(facts, file, clip.via[0])
+        ):
+            return None  # the helper's own order, or a function's whose callers it reads
+        in_helper = True  # a project object's __call__ that leaves the step to this caller
     backward = backwards[-1]
     assert isinstance(backward.detail, list)
     state = scaler_state(facts, backward.detail)
@@ -287,7 +341,17 @@ def scaled_clip(
         call_site((certain or steps)[0], SiteKind.OPTIMIZER_STEP),
     )
     fixes = through_fabric(facts, file, clip, backward, steps, sites[1]) if certain else ()
-    unfixed = None if fixes else UNKNOWN_STEP if not certain else HELPER if in_helper else UNFIXED
+    unfixed = (
+        None
+        if fixes
+        else UNKNOWN_STEP
+        if not certain
+        else HELPER
+        if in_helper
+        else CALLED
+        if clip.via and clip.statement is not backward.statement
+        else UNFIXED
+    )
     reviews = [] if state else [SCALER_REVIEW]
     conditions = [] if state else [SCALER_CONDITION]
     if not certain:
@@ -339,6 +403,8 @@ def through_fabric(
     if fused and (not isinstance(backward.call.func, ast.Attribute) or backward.via):
         return ()
     qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
+    if not qualified:
+        return ()  # a partial of the clip: its arguments are not all written here
     bound = TORCH_CLIPS[sorted(qualified)[0]]
     limit = call.args[1] if len(call.args) > 1 else None
     norm_type = call.args[2] if len(call.args) > 2 else None

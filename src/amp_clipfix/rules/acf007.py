@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_ROOTS, FABRIC_UNSCALE_HELPER
+from amp_clipfix.analysis.partials import method_calls
 from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque, is_off
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
@@ -85,36 +86,39 @@ def check(queries: Queries) -> Iterator[Found]:
     if not facts.target.fabric_can_clip:
         return  # 1.x: Fabric has no clip_gradients
     for file in facts.with_words(b"clip_gradients"):
-        for call in file.summary.walked_calls():
-            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "clip_gradients"):
-                continue
-            keywords = {k.arg: k.value for k in call.keywords}
-            if None in keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        # written calls, and calls of a `partial(fabric.clip_gradients, ...)` (merged)
+        for run in method_calls(facts, file, "clip_gradients"):
+            if not run.called:
+                continue  # a partial no followed call uses: its optimizer is not known
+            call, args, keywords = run.call, run.args, run.keywords
+            if None in keywords or any(isinstance(a, ast.Starred) for a in args):
                 continue  # a spread may pass it: not read here
-            setting = call.args[5] if len(call.args) >= 6 else keywords.get("error_if_nonfinite")
+            setting = args[5] if len(args) >= 6 else keywords.get("error_if_nonfinite")
             if setting is not None and not (
                 isinstance(setting, ast.Constant) and setting.value is True
             ):
                 continue  # set to something other than the default: the author decided
-            norm = keywords.get("max_norm", call.args[3] if len(call.args) > 3 else None)
+            norm = keywords.get("max_norm", args[3] if len(args) > 3 else None)
             if norm is None or isinstance(norm, ast.Constant) and norm.value is None:
                 continue  # clipping by value: no norm, nothing raises
-            fabrics = fabric_values(facts, file, call.func.value)
+            fabrics = fabric_values(facts, file, run.receiver)
             if not fabrics:
                 continue
-            optimizer = keywords.get("optimizer", call.args[1] if len(call.args) > 1 else None)
+            optimizer = keywords.get("optimizer", args[1] if len(args) > 1 else None)
             if optimizer is None:
                 continue
             state = scaler_state(facts, fabrics)
             if state is False or all(clips_without_torch(facts, f) for f in fabrics):
                 continue
             detail = " ".join(file.code(call).split())
+            if run.partial is not None:
+                detail += f"` through `{' '.join(file.code(run.partial).split())}"
             site = file.site(SiteKind.GRAD_CLIP, call, f"`{detail}`")
             helper = RuleFix(Strategy.UNSCALE, (), True, FIX_HELPER, targets=(site,))
             if state is None:
                 # where ACF001's `unscale` helper replaces the call (`joined`), right for
                 # every precision (it raises as Fabric does without a scaler); the keyword is not
-                fused = may_be_fused(facts, file, optimizer)
+                fused = run.partial is None and may_be_fused(facts, file, optimizer)
                 yield Found(
                     (site,),
                     Confidence.REVIEW,
@@ -127,8 +131,9 @@ def check(queries: Queries) -> Iterator[Found]:
                     ),
                 )
                 continue
-            keyword = edit(file, call, setting)
-            if not may_be_fused(facts, file, optimizer):
+            keyword = edit(file, run.written_in.get(id(setting), run.edited), setting)
+            # a partial is no call ACF001's fixes rewrite: the keyword is the one fix there
+            if run.partial is not None or not may_be_fused(facts, file, optimizer):
                 fix = RuleFix(Strategy.UNSCALE, (keyword,), True, FIX, targets=(site,))
                 yield Found((site,), fixes=(fix,))
                 continue
