@@ -32,6 +32,7 @@ from amp_clipfix.analysis.frame import (
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
+from amp_clipfix.analysis.sequences import Sequences
 from amp_clipfix.analysis.shapes import (
     all_params,
     bound_names,
@@ -83,7 +84,7 @@ __all__ = [
 GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
-class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
+class Evaluator(Sequences, CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
     # -- modules -------------------------------------------------------------------------------
@@ -264,7 +265,11 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         if isinstance(node, ast.BoolOp):
             return [v for value in node.values for v in self.ev(value, ctx)]
         if isinstance(node, (ast.Tuple, ast.List)):
+            if any(isinstance(element, ast.Starred) for element in node.elts):
+                return self.ev_display(node, ctx)  # sequences.py
             return [TupleV([[Thunk(element, ctx)] for element in node.elts])]
+        if isinstance(node, ast.BinOp):
+            return self.ev_binop(node, ctx)  # sequences.py
         if isinstance(node, ast.Lambda):
             return [LambdaV(node, ctx)]
         if isinstance(node, ast.NamedExpr):
@@ -402,6 +407,10 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
             return values
         if isinstance(binding, ast.AnnAssign) and binding.value is not None:
             return self.ev(binding.value, ctx)
+        if isinstance(binding, ast.AugAssign):  # `name += [x]`: sequences.py
+            augmented = self.augmented(binding, ctx)
+            if augmented is not None:
+                return augmented
         if isinstance(binding, (ast.Import, ast.ImportFrom)):
             for alias in binding.names:
                 local = alias.asname or alias.name.split(".", 1)[0]

@@ -258,14 +258,15 @@ class EntrySearch(RefineSites):
                 ]
                 if not made:
                     continue
-                elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
-                for element in elements:
-                    for value in self.ev.force(self.ev.ev(element, ctx)):
-                        if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
-                            continue
-                        site = self.free_plugin(free, value)
-                        if site is not None:
-                            self.link_plugin(site, made[0].entry, made[0].call, summary)
+                # a list or tuple, however built (sequences.py), or one plugin
+                for value, surely in self.ev.sequence_elements(self.ev.ev(plugins, ctx)):
+                    if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
+                        continue
+                    site = self.free_plugin(free, value)
+                    if site is not None:
+                        if not surely:  # added where a store may not run: decided at run time
+                            self.maybe_plugins.add((site.path, site.span, site.kind))
+                        self.link_plugin(site, made[0].entry, made[0].call, summary)
 
     def free_plugin(self, free: dict[tuple[Path, Span], Site], value: Opaque) -> Site | None:
         """The site of a plugin built by `value`'s call outside any entry call: collected, or

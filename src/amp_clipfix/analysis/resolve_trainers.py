@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
-    Evaluator,
     literal_of,
     super_init_call,
 )
@@ -26,7 +24,7 @@ from amp_clipfix.analysis.resolve_base import (
 )
 from amp_clipfix.analysis.resolve_entries import EntrySearch
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV, TupleV
+from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, EntryId, FitCall, Site, SiteKind, Span, UseId
 
 
@@ -106,8 +104,8 @@ class TrainerSearch(EntrySearch):
         literal = self.clip_value(value, ctx)
         if literal == "":
             return
-        certainty = Certainty.KNOWN if literal is not None else Certainty.RUNTIME
-        for entry in entries:
+        for entry, surely in entries.items():
+            certainty = Certainty.KNOWN if literal is not None and surely else Certainty.RUNTIME
             self.add(
                 Site(
                     SiteKind.TRAINER_CLIP,
@@ -123,8 +121,10 @@ class TrainerSearch(EntrySearch):
                 )
             )
 
-    def trainers_with_callback(self, callback: ClsV) -> list[EntryId]:
-        entries: list[EntryId] = []
+    def trainers_with_callback(self, callback: ClsV) -> dict[EntryId, bool]:
+        """The Trainers whose `callbacks=` may hold an instance of the callback class, each
+        with whether every path puts it there."""
+        entries: dict[EntryId, bool] = {}
         for summary in self.summaries_with(b"callbacks"):
             for call in summary.calls("Trainer") + [
                 c for c in walk(summary.tree) if isinstance(c, ast.Call)
@@ -136,13 +136,16 @@ class TrainerSearch(EntrySearch):
                 trainers = [v for v in self.ev.ev(call, ctx) if isinstance(v, TrainerV)]
                 if not trainers:
                     continue
-                for item in flatten(self.ev, self.ev.ev(keyword.value, ctx)):
+                # a list however built (sequences.py): an element a store that may not run
+                # adds is in the list at run time only
+                for item, surely in self.ev.sequence_elements(self.ev.ev(keyword.value, ctx)):
                     if isinstance(item, Inst) and any(
                         isinstance(b, ClsV) and b.node is callback.node
                         for b in self.ev.mro(item.cls)
                     ):
-                        entries.extend(trainer.entry for trainer in trainers)
-        return sorted(set(entries))
+                        for trainer in trainers:
+                            entries[trainer.entry] = entries.get(trainer.entry, False) or surely
+        return dict(sorted(entries.items()))
 
     # -- fit -----------------------------------------------------------------------------------
 
@@ -263,15 +266,6 @@ class TrainerSearch(EntrySearch):
                     site = self.site(kind, item, detail, names.CLI_TRAINER, fixable=fixable)
                     if site is not None:
                         self.add(site)
-
-
-def flatten(ev: Evaluator, values: Iterable[object]) -> Iterator[object]:
-    for value in values:
-        if isinstance(value, TupleV):
-            for item in value.items:
-                yield from ev.force(item)
-        else:
-            yield value
 
 
 def is_guarded(summary: Summary, node: ast.AST) -> bool:

@@ -1,0 +1,291 @@
+"""Lists and tuples as values: what a list of plugins or callbacks may hold when it is not one
+display handed straight to the call that uses it.
+
+- `a + b` of two lists or tuples (`build_callbacks(cfg) + [Scheduler(...)]`), `[*a, b]`,
+  `list(x)` / `tuple(x)` (also `list(x or [])`), and `dict_a | dict_b`;
+- `name.append(x)`, `name.extend(xs)`, `name.insert(i, x)` and `name += xs` in the scope that
+  binds the name (a factory that builds its list step by step): their elements join the list's.
+  A store that may not run (under an `if`, in a loop) adds an element the list may hold
+  (`SeqV.maybe`), decided at run time; an `if` whose test the code decides (a literal through
+  names, defaults and callers) is followed: its store runs always, or never.
+
+A list whose length the code does not decide is a `SeqV` (its elements, no positions): the
+evaluator's positional questions (`*args`, `x[0]`, unpacking) see no tuple there and decide
+them at run time. Containers through parameters are parameters as any other value
+(callers.py): `Runner(plugins=[...])` gives `self.plugins` that list.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from amp_clipfix.analysis import names
+from amp_clipfix.analysis.dict_stores import Stores, item_stores
+from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.values import DictV, Lit, Opaque, TupleV
+
+# List methods that add elements to the list a name holds.
+ADDING = ("append", "extend", "insert")
+# Pairs of operand values past which `a + b` is one sequence of every element.
+MAX_PAIRS = 16
+
+
+@dataclass(eq=False)
+class SeqV:
+    """A list or tuple whose elements the code shows, but not their number or order: `items`
+    are elements on every path, `maybe` elements only a store that may not run adds; `closed`
+    False when it may hold elements the code does not show."""
+
+    items: list[object] = field(default_factory=list)
+    maybe: list[object] = field(default_factory=list)
+    closed: bool = True
+
+
+def list_receivers(statement: ast.AST) -> set[str]:
+    """The names whose list `statement` may add to: `name.append(...)`, `name.extend(...)`,
+    `name.insert(...)`, `name += ...`."""
+    if isinstance(statement, ast.AugAssign):
+        target = statement.target
+        if isinstance(statement.op, ast.Add) and isinstance(target, ast.Name):
+            return {target.id}
+        return set()
+    if isinstance(statement, ast.Expr):
+        call = statement.value
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.attr in ADDING
+        ):
+            return {call.func.value.id}
+    return set()
+
+
+def added_expression(statement: ast.stmt) -> tuple[ast.expr, bool] | None:
+    """What a store adds, and whether it is one element (`append`, `insert`) or a sequence of
+    them (`extend`, `+=`)."""
+    if isinstance(statement, ast.AugAssign):
+        return statement.value, False
+    call = statement.value  # type: ignore[attr-defined]
+    if call.func.attr == "append" and len(call.args) == 1 and not call.keywords:
+        return call.args[0], True
+    if call.func.attr == "insert" and len(call.args) == 2 and not call.keywords:
+        return call.args[1], True
+    if call.func.attr == "extend" and len(call.args) == 1 and not call.keywords:
+        return call.args[0], False
+    return None
+
+
+def truth(value: object) -> bool | None:
+    """Whether a literal is true; None for anything else."""
+    if not isinstance(value, Lit):
+        return None
+    node = value.node
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return bool(node.operand.value)
+    return None
+
+
+class Sequences(EvaluatorBase):
+    """Lists and tuples built by operators, constructors and stores."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.list_cache: dict[int, Stores] = {}  # list_statements, by scope
+
+    def sequence_elements(self, values: Iterable[object]) -> Iterator[tuple[object, bool]]:
+        """The elements of the lists and tuples among `values`, each with whether it is one
+        on every path (False: only a store that may not run adds it); any other value as it
+        is (a plugin passed alone)."""
+        for value in values:
+            if isinstance(value, TupleV):
+                for item in value.items:
+                    for element in self.force(item):
+                        yield element, True
+            elif isinstance(value, SeqV):
+                for element in self.force(value.items):
+                    yield element, True
+                for element in self.force(value.maybe):
+                    yield element, False
+            else:
+                yield value, True
+
+    def sequence_parts(self, values: list[object]) -> tuple[list[object], list[object], bool]:
+        """Every element of the sequences among `values` (surely, maybe), and whether they
+        are all the sequences it may be (False: a value that is none, decided at run time)."""
+        sure: list[object] = []
+        maybe: list[object] = []
+        closed = True
+        for value in values:
+            if isinstance(value, TupleV):
+                for item in value.items:
+                    add_unique(sure, item)
+            elif isinstance(value, SeqV):
+                add_unique(sure, value.items)
+                add_unique(maybe, value.maybe)
+                closed = closed and value.closed
+            else:
+                closed = False
+        return sure, maybe, closed
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def ev_display(self, node: ast.List | ast.Tuple, ctx: Ctx) -> list[object]:
+        """`[*a, b]`: a tuple of known length when every spread is one, else a `SeqV`."""
+        items: list[list[object]] = []
+        exact = True
+        sure: list[object] = []
+        maybe: list[object] = []
+        closed = True
+        for element in node.elts:
+            if not isinstance(element, ast.Starred):
+                items.append([Thunk(element, ctx)])
+                add_unique(sure, [Thunk(element, ctx)])
+                continue
+            spread = self.ev(element.value, ctx)
+            tuples = [v for v in spread if isinstance(v, TupleV)]
+            if len(spread) == 1 and len(tuples) == 1:
+                items.extend(tuples[0].items)
+            else:
+                exact = False
+            inner, inner_maybe, inner_closed = self.sequence_parts(spread)
+            add_unique(sure, inner)
+            add_unique(maybe, inner_maybe)
+            closed = closed and inner_closed
+        if exact:
+            return [TupleV(items)]
+        return [SeqV(sure, maybe, closed)]
+
+    def ev_binop(self, node: ast.BinOp, ctx: Ctx) -> list[object]:
+        """`a + b` of lists or tuples, `a | b` of dicts; any other operation is decided at run
+        time."""
+        if not isinstance(node.op, (ast.Add, ast.BitOr)):
+            return [Opaque(node, ctx.summary)]
+        left, right = self.ev(node.left, ctx), self.ev(node.right, ctx)
+        if isinstance(node.op, ast.BitOr):
+            if left and right and all(isinstance(v, DictV) for v in (*left, *right)):
+                return [merged(a, b) for a in left for b in right][:MAX_PAIRS]  # type: ignore[arg-type]
+            return [Opaque(node, ctx.summary)]
+        sequences = (TupleV, SeqV)
+        if not left or not right or not all(isinstance(v, sequences) for v in (*left, *right)):
+            return [Opaque(node, ctx.summary)]
+        if len(left) * len(right) <= MAX_PAIRS and all(
+            isinstance(v, TupleV) for v in (*left, *right)
+        ):
+            return [TupleV([*a.items, *b.items]) for a in left for b in right]  # type: ignore[attr-defined]
+        sure, maybe, closed = self.sequence_parts([*left, *right])
+        return [SeqV(sure, maybe, closed)]
+
+    def call_sequence(self, call: ast.Call, ctx: Ctx) -> list[object]:
+        """`list()` / `tuple()`: empty; `list(x)`: the elements of `x` (a tuple stays one)."""
+        if not call.args and not call.keywords:
+            return [TupleV([])]
+        if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+            return [Opaque(call, ctx.summary)]
+        values = self.ev(call.args[0], ctx)
+        if all(isinstance(v, TupleV) for v in values):
+            return values
+        sure, maybe, closed = self.sequence_parts(values)
+        if not sure and not maybe and not closed:
+            return [Opaque(call, ctx.summary)]
+        return [SeqV(sure, maybe, closed)]
+
+    def call_external(self, qname: str, call: ast.Call, ctx: Ctx) -> list[object]:
+        if names.kind_of(qname) is names.Kind.SEQUENCE:
+            return self.call_sequence(call, ctx)
+        return super().call_external(qname, call, ctx)  # type: ignore[misc]
+
+    # -- stores --------------------------------------------------------------------------------
+
+    def list_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:
+        """The statements of a scope that may add to the list `name` holds, each with whether
+        it runs whenever the name is bound; indexed once per scope."""
+        key = id(scope)
+        if key not in self.list_cache:
+            if isinstance(scope, ast.Module) or any(
+                isinstance(node, (ast.AugAssign, ast.Expr)) and list_receivers(node)
+                for node in self.body(scope)
+            ):
+                self.list_cache[key] = item_stores(scope, list_receivers)  # type: ignore[arg-type]
+            else:
+                self.list_cache[key] = {}
+        return self.list_cache[key].get(name, [])
+
+    def with_item_assignments(
+        self, values: list[object], scope: ast.AST, name: str, ctx: Ctx
+    ) -> list[object]:
+        values = super().with_item_assignments(values, scope, name, ctx)  # type: ignore[misc]
+        stores = self.list_statements(scope, name)
+        if not stores:
+            return values
+        sure: list[object] = []
+        maybe: list[object] = []
+        closed = True
+        for statement, always in stores:
+            added = added_expression(statement)
+            if added is None:
+                closed = False
+                continue
+            runs = True if always else self.runs(statement, scope, ctx)
+            if runs is False:
+                continue
+            into = sure if runs else maybe
+            expression, single = added
+            if single:
+                add_unique(into, [Thunk(expression, ctx)])
+                continue
+            inner, inner_maybe, inner_closed = self.sequence_parts(self.ev(expression, ctx))
+            add_unique(into, inner)
+            add_unique(maybe, inner_maybe)
+            closed = closed and inner_closed
+        kept = [v for v in values if not isinstance(v, (TupleV, SeqV))]
+        if len(kept) == len(values):  # no list known here (a parameter no caller fills)
+            return [*values, SeqV(sure, maybe, closed=False)]
+        base, base_maybe, base_closed = self.sequence_parts(values)
+        add_unique(base, sure)
+        add_unique(base_maybe, maybe)
+        return [*kept, SeqV(base, base_maybe, closed and base_closed)]
+
+    def augmented(self, binding: ast.AugAssign, ctx: Ctx) -> list[object] | None:
+        """`name += xs` of a list adds elements (with_item_assignments), no value of its own;
+        None for any other augmented assignment."""
+        if not isinstance(binding.op, ast.Add):
+            return None
+        values = self.ev(binding.value, ctx)
+        if values and all(isinstance(v, (TupleV, SeqV)) for v in values):
+            return []
+        return None
+
+    def runs(self, statement: ast.stmt, scope: ast.AST, ctx: Ctx) -> bool | None:
+        """Whether a store the binding's block does not hold runs: every `if` between it and
+        the scope decided by its test's literals (True: always, False: never); None when
+        anything else (a loop, a `try`, a test decided at run time) stands between them."""
+        summary = ctx.summary
+        child: ast.AST = statement
+        current = summary.parent(statement)
+        decided = True
+        while current is not None and current is not scope:
+            if isinstance(current, ast.If):
+                tests = {truth(v) for v in self.ev(current.test, ctx)}
+                if len(tests) != 1 or None in tests:
+                    return None
+                in_body = any(child is s for s in current.body)
+                if tests.pop() is not in_body:
+                    decided = False
+            elif not isinstance(current, (ast.With, ast.AsyncWith)):
+                return None
+            child, current = current, summary.parent(current)
+        return decided
+
+
+def merged(left: DictV, right: DictV) -> DictV:
+    """`left | right`: the right one's keys win where it surely holds them."""
+    entries = {key: list(items) for key, items in left.entries.items()}
+    for key, items in right.entries.items():
+        entries[key] = list(items)
+    return DictV(entries, left.closed and right.closed)
