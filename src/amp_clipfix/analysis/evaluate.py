@@ -19,6 +19,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
+from amp_clipfix.analysis.dataclass_calls import DataclassCalls, RecordMethod
 from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
@@ -32,6 +33,7 @@ from amp_clipfix.analysis.frame import (
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
+from amp_clipfix.analysis.namespaces import Namespaces
 from amp_clipfix.analysis.sequences import Sequences
 from amp_clipfix.analysis.shapes import (
     all_params,
@@ -84,7 +86,16 @@ __all__ = [
 GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
-class Evaluator(Sequences, CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
+class Evaluator(  # the containers' parts first: each hands what it does not model on
+    Sequences,
+    DataclassCalls,
+    Namespaces,
+    CallerIndex,
+    ClassModel,
+    DataclassFields,
+    DictStores,
+    LibraryModel,
+):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
     # -- modules -------------------------------------------------------------------------------
@@ -477,6 +488,8 @@ class Evaluator(Sequences, CallerIndex, ClassModel, DataclassFields, DictStores,
             inner = Ctx(lctx.summary, callee.node, lctx.cls, bound, ctx.depth + 1)
             self.keep.append(inner)
             return self.ev(callee.node.body, inner)
+        if isinstance(callee, RecordMethod):  # `x._replace(...)`: dataclass_calls.py
+            return self.call_record_method(callee, call, ctx)
         return self.unknown_callee(call, ctx)
 
     def returns(self, fn: Fn, call: ast.Call, ctx: Ctx) -> list[object]:

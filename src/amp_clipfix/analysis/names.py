@@ -60,6 +60,7 @@ class Kind(Enum):
     DATACLASS_REPLACE = "dataclasses.replace"  # the instance with some fields changed
     DATACLASS_FIELDS = "dataclasses.fields"  # the instance's (or class's) fields
     NAMESPACE = "types.SimpleNamespace"  # an object whose attributes are its keywords
+    VARS = "vars"  # `vars(namespace)`: its attributes as a dict
     NAMED_TUPLE = "typing.NamedTuple"  # a base: the class body's annotations are fields
 
 
@@ -361,6 +362,7 @@ register(Entry(Kind.DATACLASS_ASDICT), "dataclasses.asdict")
 register(Entry(Kind.DATACLASS_REPLACE), "dataclasses.replace", "copy.replace")
 register(Entry(Kind.DATACLASS_FIELDS), "dataclasses.fields")
 register(Entry(Kind.NAMESPACE), "types.SimpleNamespace")
+register(Entry(Kind.VARS), "builtins.vars")
 register(Entry(Kind.NAMED_TUPLE), "typing.NamedTuple", "typing_extensions.NamedTuple")
 
 

@@ -168,8 +168,9 @@ class Sequences(EvaluatorBase):
             return [Opaque(node, ctx.summary)]
         left, right = self.ev(node.left, ctx), self.ev(node.right, ctx)
         if isinstance(node.op, ast.BitOr):
-            if left and right and all(isinstance(v, DictV) for v in (*left, *right)):
-                return [merged(a, b) for a in left for b in right][:MAX_PAIRS]  # type: ignore[arg-type]
+            dicts = [(a, b) for a in left for b in right]
+            if dicts and all(isinstance(a, DictV) and isinstance(b, DictV) for a, b in dicts):
+                return [merged(a, b) for a, b in dicts[:MAX_PAIRS]]  # type: ignore[arg-type]
             return [Opaque(node, ctx.summary)]
         sequences = (TupleV, SeqV)
         if not left or not right or not all(isinstance(v, sequences) for v in (*left, *right)):
