@@ -25,7 +25,8 @@ from typing import Any
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.dict_stores import Stores, item_stores
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
-from amp_clipfix.analysis.values import DictV, Lit, Opaque, TupleV
+from amp_clipfix.analysis.shapes import first_param
+from amp_clipfix.analysis.values import ClsV, DictV, Fn, Lit, Opaque, TupleV
 
 # List methods that add elements to the list a name holds.
 ADDING = ("append", "extend", "insert")
@@ -44,24 +45,26 @@ class SeqV:
     closed: bool = True
 
 
-def list_receivers(statement: ast.AST) -> set[str]:
-    """The names whose list `statement` may add to: `name.append(...)`, `name.extend(...)`,
-    `name.insert(...)`, `name += ...`."""
+def list_receiver(statement: ast.AST) -> ast.expr | None:
+    """What `statement` may add elements to: `x.append(...)`, `x.extend(...)`,
+    `x.insert(...)`, `x += ...` (a name or an attribute)."""
     if isinstance(statement, ast.AugAssign):
-        target = statement.target
-        if isinstance(statement.op, ast.Add) and isinstance(target, ast.Name):
-            return {target.id}
-        return set()
+        return statement.target if isinstance(statement.op, ast.Add) else None
     if isinstance(statement, ast.Expr):
         call = statement.value
         if (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
-            and isinstance(call.func.value, ast.Name)
             and call.func.attr in ADDING
         ):
-            return {call.func.value.id}
-    return set()
+            return call.func.value
+    return None
+
+
+def list_receivers(statement: ast.AST) -> set[str]:
+    """The names whose list `statement` may add to (dict_stores.item_stores' receivers)."""
+    receiver = list_receiver(statement)
+    return {receiver.id} if isinstance(receiver, ast.Name) else set()
 
 
 def added_expression(statement: ast.stmt) -> tuple[ast.expr, bool] | None:
@@ -97,6 +100,7 @@ class Sequences(EvaluatorBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.list_cache: dict[int, Stores] = {}  # list_statements, by scope
+        self.attribute_stores: dict[int, dict[str, list[ast.stmt]]] = {}  # by method
 
     def sequence_elements(self, values: Iterable[object]) -> Iterator[tuple[object, bool]]:
         """The elements of the lists and tuples among `values`, each with whether it is one
@@ -224,15 +228,26 @@ class Sequences(EvaluatorBase):
         stores = self.list_statements(scope, name)
         if not stores:
             return values
+        runs = [
+            (statement, True if always else self.runs(statement, scope, ctx))
+            for statement, always in stores
+        ]
+        return self.with_added(values, runs, ctx)
+
+    def with_added(
+        self, values: list[object], stores: list[tuple[ast.stmt, bool | None]], ctx: Ctx
+    ) -> list[object]:
+        """The lists among `values` with the elements the stores add (each with whether it
+        runs: True always, None maybe, False never) as one `SeqV`; where no list is known (a
+        parameter no caller fills) a `SeqV` that may hold more."""
         sure: list[object] = []
         maybe: list[object] = []
         closed = True
-        for statement, always in stores:
+        for statement, runs in stores:
             added = added_expression(statement)
             if added is None:
                 closed = False
                 continue
-            runs = True if always else self.runs(statement, scope, ctx)
             if runs is False:
                 continue
             into = sure if runs else maybe
@@ -245,12 +260,52 @@ class Sequences(EvaluatorBase):
             add_unique(maybe, inner_maybe)
             closed = closed and inner_closed
         kept = [v for v in values if not isinstance(v, (TupleV, SeqV))]
-        if len(kept) == len(values):  # no list known here (a parameter no caller fills)
+        if len(kept) == len(values):
             return [*values, SeqV(sure, maybe, closed=False)]
         base, base_maybe, base_closed = self.sequence_parts(values)
         add_unique(base, sure)
         add_unique(base_maybe, maybe)
         return [*kept, SeqV(base, base_maybe, closed and base_closed)]
+
+    def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
+        """`self.<attr>` with what the class's methods add to the list it holds
+        (`self.callbacks.append(...)`): a store in `__init__` runs as any store in a function
+        does (runs), one in another method only if that method is called: maybe."""
+        values: list[object] = super().class_attribute(klass, attr, bound)  # type: ignore[misc]
+        if any(isinstance(v, Fn) for v in values):
+            return values
+        stores: list[tuple[ast.stmt, bool | None]] = []
+        for method in klass.node.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            found = self.attribute_list_stores(method).get(attr, [])
+            ctx = self.ctx(klass.summary, method, klass.node)
+            for statement in found:
+                runs = self.runs(statement, method, ctx) if method.name == "__init__" else None
+                stores.append((statement, runs))
+            if found:
+                values = self.with_added(values, stores, ctx)
+                stores = []
+        return values
+
+    def attribute_list_stores(self, method: ast.AST) -> dict[str, list[ast.stmt]]:
+        """The statements of a method that add to a list `self.<attr>` holds, by attr."""
+        key = id(method)
+        if key not in self.attribute_stores:
+            self_name = first_param(method)
+            found: dict[str, list[ast.stmt]] = {}
+            for node in self.body(method):
+                if not isinstance(node, (ast.AugAssign, ast.Expr)):
+                    continue
+                receiver = list_receiver(node)
+                if (
+                    isinstance(receiver, ast.Attribute)
+                    and isinstance(receiver.value, ast.Name)
+                    and receiver.value.id == self_name
+                ):
+                    found.setdefault(receiver.attr, []).append(node)
+            self.attribute_stores[key] = found
+        return self.attribute_stores[key]
 
     def augmented(self, binding: ast.AugAssign, ctx: Ctx) -> list[object] | None:
         """`name += xs` of a list adds elements (with_item_assignments), no value of its own;
