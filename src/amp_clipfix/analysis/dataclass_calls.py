@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.fields import Layout
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
+from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, DictV, Ext, Inst, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, Inst, Lit, Opaque, TupleV
 
 # How deep `asdict` turns nested dataclass instances into dicts.
 MAX_NESTED = 3
@@ -42,6 +43,15 @@ class Replaced:
 
 
 @dataclass(eq=False)
+class FieldV:
+    """A `dataclasses.Field` of `fields(...)`: its `name` is a literal."""
+
+    cls: ClsV
+    name: str
+    statement: ast.AnnAssign
+
+
+@dataclass(eq=False)
 class RecordMethod:
     """`x._replace` / `x._asdict` of a NamedTuple instance, not called yet."""
 
@@ -56,6 +66,18 @@ class DataclassCalls(EvaluatorBase):
         kind = names.kind_of(qname)
         if kind is names.Kind.DATACLASS_ASDICT and len(call.args) == 1 and not call.keywords:
             return [self.as_dict(value, call, ctx) for value in self.record_values(call, ctx)]
+        if kind is names.Kind.DATACLASS_FIELDS and len(call.args) == 1 and not call.keywords:
+            return [self.fields_of(value, call, ctx) for value in self.record_values(call, ctx)]
+        if kind is names.Kind.GETATTR and len(call.args) == 2 and not literal_of(call.args[1]):
+            # `getattr(cfg, f.name)`: the attribute a name decided by the code names
+            attributes = self.ev(call.args[1], ctx)
+            if attributes and all(isinstance(a, Lit) for a in attributes):
+                return [
+                    value
+                    for record in self.ev(call.args[0], ctx)
+                    for attribute in attributes
+                    for value in self.attribute_of(record, attribute.value, call)  # type: ignore[attr-defined]
+                ]
         if kind is names.Kind.DATACLASS_REPLACE and len(call.args) == 1:
             changes = self.changes(call, ctx)
             return [
@@ -86,9 +108,23 @@ class DataclassCalls(EvaluatorBase):
             return [Replaced(method.record, self.changes(call, ctx), call, ctx.summary)]
         return [Opaque(call, ctx.summary)]
 
+    def fields_of(self, value: object, call: ast.Call, ctx: Ctx) -> object:
+        """`fields(x)`: a tuple of `Field`s of a record (or a record class), in order."""
+        cls = value if isinstance(value, ClsV) else self.record_class(value)
+        layout = None if cls is None else self.dataclass_layout(cls)
+        if cls is None or layout is None:
+            return Opaque(call, ctx.summary)
+        return TupleV(
+            [[FieldV(cls, name, statements[-1])] for name, statements in layout[0].items()]
+        )
+
     # -- reading fields ------------------------------------------------------------------------
 
     def attribute_of(self, value: object, attr: str, node: ast.AST) -> list[object]:
+        if isinstance(value, FieldV):
+            if attr == "name":
+                return [Lit(value.name, value.statement.target, value.cls.summary)]
+            return [Opaque(node, value.cls.summary)]
         if isinstance(value, Replaced):
             changes = value.changes
             if attr in changes.entries:

@@ -281,6 +281,8 @@ class Evaluator(  # the containers' parts first: each hands what it does not mod
             return [TupleV([[Thunk(element, ctx)] for element in node.elts])]
         if isinstance(node, ast.BinOp):
             return self.ev_binop(node, ctx)  # sequences.py
+        if isinstance(node, ast.DictComp):
+            return self.ev_dict_comprehension(node, ctx)  # sequences.py
         if isinstance(node, ast.Lambda):
             return [LambdaV(node, ctx)]
         if isinstance(node, ast.NamedExpr):

@@ -18,20 +18,23 @@ them at run time. Containers through parameters are parameters as any other valu
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.dict_stores import Stores, item_stores
-from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Given, Thunk, add_unique
 from amp_clipfix.analysis.shapes import first_param
-from amp_clipfix.analysis.values import ClsV, DictV, Fn, Lit, Opaque, TupleV
+from amp_clipfix.analysis.values import Absent, ClsV, DictV, Fn, Lit, Opaque, TupleV
 
 # List methods that add elements to the list a name holds.
 ADDING = ("append", "extend", "insert")
 # Pairs of operand values past which `a + b` is one sequence of every element.
 MAX_PAIRS = 16
+# Elements past which a comprehension over them is a dict the code does not show.
+MAX_ELEMENTS = 64
 
 
 @dataclass(eq=False)
@@ -186,6 +189,76 @@ class Sequences(EvaluatorBase):
         sure, maybe, closed = self.sequence_parts([*left, *right])
         return [SeqV(sure, maybe, closed)]
 
+    def ev_dict_comprehension(self, node: ast.DictComp, ctx: Ctx) -> list[object]:
+        """`{key: value for name in xs if test}` over a sequence the code shows (the fields
+        of a record: `{f.name: getattr(cfg, f.name) for f in fields(cfg)}`): an entry per
+        element whose key is a literal; one a test the code does not decide may leave out
+        (`Absent`). Anything else (several generators, a key decided at run time, a sequence
+        that may hold more) makes a dict that may hold keys the code does not show."""
+        result = DictV()
+        generators = node.generators
+        if len(generators) != 1 or generators[0].is_async:
+            return [DictV(closed=False)]
+        loop = generators[0]
+        if not isinstance(loop.target, ast.Name):
+            return [DictV(closed=False)]
+        iterated = self.ev(loop.iter, ctx)
+        if not all(isinstance(v, (TupleV, SeqV)) for v in iterated):
+            return [DictV(closed=False)]
+        result.closed = self.sequence_parts(iterated)[2]
+        elements = list(self.sequence_elements(iterated))
+        if len(elements) > MAX_ELEMENTS:
+            return [DictV(closed=False)]
+        name = loop.target.id
+        for element, surely in elements:
+            tests = {
+                answer
+                for test in loop.ifs
+                for answer in self.test_truth(given(test, name, element, self.keep), ctx)
+            }
+            if False in tests and len(tests) == 1:
+                continue
+            keys = self.ev(given(node.key, name, element, self.keep), ctx)
+            if not keys or not all(isinstance(key, Lit) for key in keys):
+                result.closed = False
+                continue
+            values = self.ev(given(node.value, name, element, self.keep), ctx)
+            maybe = not surely or bool(tests - {True})
+            for key in keys:
+                entry = result.entries.setdefault(key.value, [])  # type: ignore[attr-defined]
+                add_unique(entry, values)
+                if maybe:
+                    entry.append(Absent(node, ctx.summary))
+        return [result]
+
+    def test_truth(self, test: ast.AST, ctx: Ctx) -> set[bool | None]:
+        """Whether a test is true, for each value it may have: its literals, `not x`, and
+        `a == b`, `a != b`, `a in xs`, `a not in xs` of literals and sequences of literals
+        the code shows; None where it is decided at run time."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return {None if t is None else not t for t in self.test_truth(test.operand, ctx)}
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op = test.ops[0]
+            left = self.ev(test.left, ctx)
+            right = self.ev(test.comparators[0], ctx)
+            if not all(isinstance(v, Lit) for v in left):
+                return {None}
+            if isinstance(op, (ast.Eq, ast.NotEq)) and all(isinstance(v, Lit) for v in right):
+                same = {a.value == b.value for a in left for b in right}  # type: ignore[attr-defined]
+                return same if isinstance(op, ast.Eq) else {not t for t in same}
+            if isinstance(op, (ast.In, ast.NotIn)) and all(isinstance(v, TupleV) for v in right):
+                answers: set[bool | None] = set()
+                for container in right:
+                    items = [v for item in container.items for v in self.force(item)]  # type: ignore[attr-defined]
+                    if not all(isinstance(v, Lit) for v in items):
+                        return {None}
+                    for value in left:
+                        found = value.value in {v.value for v in items}  # type: ignore[attr-defined]
+                        answers.add(found if isinstance(op, ast.In) else not found)
+                return answers
+            return {None}
+        return {truth(v) for v in self.ev(test, ctx)}
+
     def call_sequence(self, call: ast.Call, ctx: Ctx) -> list[object]:
         """`list()` / `tuple()`: empty; `list(x)`: the elements of `x` (a tuple stays one)."""
         if not call.args and not call.keywords:
@@ -327,7 +400,7 @@ class Sequences(EvaluatorBase):
         decided = True
         while current is not None and current is not scope:
             if isinstance(current, ast.If):
-                tests = {truth(v) for v in self.ev(current.test, ctx)}
+                tests = self.test_truth(current.test, ctx)
                 if len(tests) != 1 or None in tests:
                     return None
                 in_body = any(child is s for s in current.body)
@@ -345,3 +418,23 @@ def merged(left: DictV, right: DictV) -> DictV:
     for key, items in right.entries.items():
         entries[key] = list(items)
     return DictV(entries, left.closed and right.closed)
+
+
+class Substitute(ast.NodeTransformer):
+    """A copy of an expression with a comprehension's variable as the value it takes."""
+
+    def __init__(self, name: str, value: object) -> None:
+        self.name = name
+        self.value = value
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            return Given([self.value], node)
+        return node
+
+
+def given(expression: ast.expr, name: str, value: object, keep: list[object]) -> ast.AST:
+    """`expression` with `name` holding `value` (kept alive as long as the memo is)."""
+    copied = Substitute(name, value).visit(copy.deepcopy(expression))
+    keep.append(copied)
+    return copied
