@@ -19,7 +19,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
-from amp_clipfix.analysis.dataclass_calls import DataclassCalls, RecordMethod
+from amp_clipfix.analysis.containers import CONTAINER_NODES, Containers, RecordMethod
 from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
@@ -33,8 +33,6 @@ from amp_clipfix.analysis.frame import (
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
-from amp_clipfix.analysis.namespaces import Namespaces
-from amp_clipfix.analysis.sequences import Sequences
 from amp_clipfix.analysis.shapes import (
     all_params,
     bound_names,
@@ -86,16 +84,7 @@ __all__ = [
 GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
-class Evaluator(  # the containers' parts first: each hands what it does not model on
-    Sequences,
-    DataclassCalls,
-    Namespaces,
-    CallerIndex,
-    ClassModel,
-    DataclassFields,
-    DictStores,
-    LibraryModel,
-):
+class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
     # -- modules -------------------------------------------------------------------------------
@@ -275,14 +264,10 @@ class Evaluator(  # the containers' parts first: each hands what it does not mod
             return self.ev(node.body, ctx) + self.ev(node.orelse, ctx)
         if isinstance(node, ast.BoolOp):
             return [v for value in node.values for v in self.ev(value, ctx)]
+        if isinstance(node, CONTAINER_NODES) and (made := self.ev_container(node, ctx)) is not None:
+            return made  # `[*a, b]`, `a + b`, a dict comprehension: containers.py
         if isinstance(node, (ast.Tuple, ast.List)):
-            if any(isinstance(element, ast.Starred) for element in node.elts):
-                return self.ev_display(node, ctx)  # sequences.py
             return [TupleV([[Thunk(element, ctx)] for element in node.elts])]
-        if isinstance(node, ast.BinOp):
-            return self.ev_binop(node, ctx)  # sequences.py
-        if isinstance(node, ast.DictComp):
-            return self.ev_dict_comprehension(node, ctx)  # sequences.py
         if isinstance(node, ast.Lambda):
             return [LambdaV(node, ctx)]
         if isinstance(node, ast.NamedExpr):
@@ -420,10 +405,11 @@ class Evaluator(  # the containers' parts first: each hands what it does not mod
             return values
         if isinstance(binding, ast.AnnAssign) and binding.value is not None:
             return self.ev(binding.value, ctx)
-        if isinstance(binding, ast.AugAssign):  # `name += [x]`: sequences.py
-            augmented = self.augmented(binding, ctx)
-            if augmented is not None:
-                return augmented
+        if (
+            isinstance(binding, ast.AugAssign)
+            and (added := self.augmented(binding, ctx)) is not None
+        ):
+            return added  # `name += [x]` of a list: sequences.py
         if isinstance(binding, (ast.Import, ast.ImportFrom)):
             for alias in binding.names:
                 local = alias.asname or alias.name.split(".", 1)[0]
