@@ -239,6 +239,7 @@ class EntrySearch(RefineSites):
             for site in file.sites
             if site.kind in PRECISIONS and site.entry is None and not site.in_config
         }
+        self.drop_dead_plugins(free)
         # The calls that can matter: in a file holding a free plugin, or one a fused value
         # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
         passing = {
@@ -268,6 +269,18 @@ class EntrySearch(RefineSites):
                             self.maybe_plugins.add((site.path, site.span, site.kind))
                         self.link_plugin(site, made[0].entry, made[0].call, summary)
 
+    def drop_dead_plugins(self, free: dict[tuple[Path, Span], Site]) -> None:
+        """A free plugin built only under an `if` the code decides false (`if fp16:` where
+        every caller passes False) configures nothing: its site goes (sequences.never_runs)."""
+        for key, site in list(free.items()):
+            home = self.ev.summary(site.path)
+            node = None if home is None else expression_at(home, site.span.line, site.span.column)
+            if home is None or node is None:
+                continue
+            if self.ev.never_runs(node, self.ev.ctx_of(home, node)):
+                self.found.drop.add((site.path, site.span, site.kind))
+                del free[key]
+
     def free_plugin(self, free: dict[tuple[Path, Span], Site], value: Opaque) -> Site | None:
         """The site of a plugin built by `value`'s call outside any entry call: collected, or
         in a file the collection did not read (a factory module), taken into `files` here."""
@@ -292,6 +305,8 @@ class EntrySearch(RefineSites):
         if sharding is Sharding.NONE:
             sharding = self.call_sharding(call, summary)
         linked = replace(site, entry=entry, sharding=sharding)
+        if (site.path, site.span, site.kind) in self.maybe_plugins:  # in the list on some paths
+            linked = replace(linked, certainty=Certainty.RUNTIME)
         key = (site.path, site.span, site.kind)
         if key not in self.linked:
             file = self.files[site.path]

@@ -390,6 +390,18 @@ class Sequences(EvaluatorBase):
             return []
         return None
 
+    def never_runs(self, node: ast.AST, ctx: Ctx) -> bool:
+        """Whether the statement holding `node` sits under an `if` the code decides false (a
+        plugin appended only `if fp16:` where every caller passes False)."""
+        summary = ctx.summary
+        statement = summary.parent(node)
+        while statement is not None and not isinstance(statement, ast.stmt):
+            statement = summary.parent(statement)
+        if statement is None:
+            return False
+        scope = ctx.func if ctx.func is not None else summary.tree
+        return self.runs(statement, scope, ctx) is False
+
     def runs(self, statement: ast.stmt, scope: ast.AST, ctx: Ctx) -> bool | None:
         """Whether a store the binding's block does not hold runs: every `if` between it and
         the scope decided by its test's literals (True: always, False: never); None when
