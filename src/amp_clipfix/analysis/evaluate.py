@@ -261,9 +261,9 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
         if isinstance(node, ast.Dict):
             return [self.dict_literal(node, ctx)]
         if isinstance(node, ast.IfExp):
-            return self.ev(node.body, ctx) + self.ev(node.orelse, ctx)
+            return self.ev_ifexp(node, ctx)  # sequences.py: a test the code decides
         if isinstance(node, ast.BoolOp):
-            return [v for value in node.values for v in self.ev(value, ctx)]
+            return self.ev_boolop(node, ctx)  # sequences.py: `plugins or []`
         if isinstance(node, CONTAINER_NODES) and (made := self.ev_container(node, ctx)) is not None:
             return made  # `[*a, b]`, `a + b`, a dict comprehension: containers.py
         if isinstance(node, (ast.Tuple, ast.List)):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -260,12 +261,13 @@ class EntrySearch(RefineSites):
                 if not made:
                     continue
                 # a list or tuple, however built (sequences.py), or one plugin
-                for value, surely in self.ev.sequence_elements(self.ev.ev(plugins, ctx)):
+                lists = self.ev.ev(plugins, ctx)
+                for value, _ in self.ev.sequence_elements(lists):
                     if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
                         continue
                     site = self.free_plugin(free, value)
                     if site is not None:
-                        if not surely:  # added where a store may not run: decided at run time
+                        if not self.ev.holds(lists, same_call(value.node)):  # on some paths only
                             self.maybe_plugins.add((site.path, site.span, site.kind))
                         self.link_plugin(site, made[0].entry, made[0].call, summary)
 
@@ -337,3 +339,8 @@ def entry_call(summary: Summary, entry: EntryId) -> ast.Call | None:
         if call.lineno == entry.line and summary.entry(call) == entry
     ]
     return min(calls, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0), default=None)
+
+
+def same_call(call: ast.AST) -> Callable[[object], bool]:
+    """A test of a list's element: the value that call made (decided at run time)."""
+    return lambda value: isinstance(value, Opaque) and value.node is call

@@ -136,15 +136,22 @@ class TrainerSearch(EntrySearch):
                 trainers = [v for v in self.ev.ev(call, ctx) if isinstance(v, TrainerV)]
                 if not trainers:
                     continue
-                # a list however built (sequences.py): an element a store that may not run
-                # adds is in the list at run time only
-                for item, surely in self.ev.sequence_elements(self.ev.ev(keyword.value, ctx)):
-                    if isinstance(item, Inst) and any(
-                        isinstance(b, ClsV) and b.node is callback.node
-                        for b in self.ev.mro(item.cls)
-                    ):
-                        for trainer in trainers:
-                            entries[trainer.entry] = entries.get(trainer.entry, False) or surely
+                # a list however built (sequences.py): one a choice or a store that may not
+                # run puts the callback in holds it at run time only
+                surely = self.ev.holds(
+                    self.ev.ev(keyword.value, ctx),
+                    lambda item: (
+                        isinstance(item, Inst)
+                        and any(
+                            isinstance(b, ClsV) and b.node is callback.node
+                            for b in self.ev.mro(item.cls)
+                        )
+                    ),
+                )
+                if surely is None:
+                    continue
+                for trainer in trainers:
+                    entries[trainer.entry] = entries.get(trainer.entry, False) or surely
         return dict(sorted(entries.items()))
 
     # -- fit -----------------------------------------------------------------------------------

@@ -18,23 +18,20 @@ them at run time. Containers through parameters are parameters as any other valu
 from __future__ import annotations
 
 import ast
-import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.dict_stores import Stores, item_stores
-from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Given, Thunk, add_unique
-from amp_clipfix.analysis.shapes import first_param
+from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.shapes import first_param, literal_of
 from amp_clipfix.analysis.values import Absent, ClsV, DictV, Fn, Lit, Opaque, TupleV
 
 # List methods that add elements to the list a name holds.
 ADDING = ("append", "extend", "insert")
 # Pairs of operand values past which `a + b` is one sequence of every element.
 MAX_PAIRS = 16
-# Elements past which a comprehension over them is a dict the code does not show.
-MAX_ELEMENTS = 64
 
 
 @dataclass(eq=False)
@@ -107,20 +104,33 @@ class Sequences(EvaluatorBase):
 
     def sequence_elements(self, values: Iterable[object]) -> Iterator[tuple[object, bool]]:
         """The elements of the lists and tuples among `values`, each with whether it is one
-        on every path (False: only a store that may not run adds it); any other value as it
+        on every path (False: only a store that may not run adds it, or the element may be
+        one of several values: `clip_callback if cfg.clip else None`); any other value as it
         is (a plugin passed alone)."""
         for value in values:
-            if isinstance(value, TupleV):
-                for item in value.items:
-                    for element in self.force(item):
-                        yield element, True
-            elif isinstance(value, SeqV):
-                for element in self.force(value.items):
-                    yield element, True
+            if isinstance(value, (TupleV, SeqV)):
+                items = value.items if isinstance(value, TupleV) else [[v] for v in value.items]
+                for item in items:
+                    found = self.force(item)
+                    for element in found:
+                        yield element, len(found) == 1
+            if isinstance(value, SeqV):
                 for element in self.force(value.maybe):
                     yield element, False
-            else:
+            elif not isinstance(value, TupleV):
                 yield value, True
+
+    def holds(self, values: list[object], test: Callable[[object], bool]) -> bool | None:
+        """Whether the lists `values` may be hold an element that passes `test`: True when
+        every one of them holds it on every path, False when it is held only on some (one
+        of several lists a choice makes, a store that may not run), None when none holds it."""
+        states: list[bool | None] = []
+        for value in values:
+            found = [surely for element, surely in self.sequence_elements([value]) if test(element)]
+            states.append(True if True in found else (False if found else None))
+        if all(state is None for state in states):
+            return None
+        return all(state is True for state in states)
 
     def sequence_parts(self, values: list[object]) -> tuple[list[object], list[object], bool]:
         """Every element of the sequences among `values` (surely, maybe), and whether they
@@ -168,6 +178,35 @@ class Sequences(EvaluatorBase):
             return [TupleV(items)]
         return [SeqV(sure, maybe, closed)]
 
+    def ev_ifexp(self, node: ast.IfExp, ctx: Ctx) -> list[object]:
+        """`a if test else b`: the branch a test the code decides takes (test_truth), else
+        both (`ClipGradients(...) if cfg["clip"] else None`)."""
+        tests = self.test_truth(node.test, ctx)
+        if tests == {True}:
+            return self.ev(node.body, ctx)
+        if tests == {False}:
+            return self.ev(node.orelse, ctx)
+        return self.ev(node.body, ctx) + self.ev(node.orelse, ctx)
+
+    def ev_boolop(self, node: ast.BoolOp, ctx: Ctx) -> list[object]:
+        """`a or b` / `a and b`: every operand's values, but the operands after one whose
+        every value decides the result (`plugins or []` where `plugins` is a list the code
+        shows non-empty) are never reached, and an operand whose every value passes the
+        result on (a falsy one in `or`) is never the result. Truth is decided for literals and
+        for lists, tuples and dicts the code shows whole; anything else may be either."""
+        stops = isinstance(node.op, ast.Or)  # `or` stops at a true operand, `and` at a false
+        values: list[object] = []
+        for index, operand in enumerate(node.values):
+            found = self.ev(operand, ctx)
+            last = index == len(node.values) - 1
+            states = {value_truth(v) for v in found}
+            if not last and states == {not stops}:
+                continue  # never the result: the next operand is
+            values.extend(found)
+            if states == {stops}:
+                break  # the result: the operands after it never run
+        return values
+
     def ev_binop(self, node: ast.BinOp, ctx: Ctx) -> list[object]:
         """`a + b` of lists or tuples, `a | b` of dicts; any other operation is decided at run
         time."""
@@ -189,48 +228,6 @@ class Sequences(EvaluatorBase):
         sure, maybe, closed = self.sequence_parts([*left, *right])
         return [SeqV(sure, maybe, closed)]
 
-    def ev_dict_comprehension(self, node: ast.DictComp, ctx: Ctx) -> list[object]:
-        """`{key: value for name in xs if test}` over a sequence the code shows (the fields
-        of a record: `{f.name: getattr(cfg, f.name) for f in fields(cfg)}`): an entry per
-        element whose key is a literal; one a test the code does not decide may leave out
-        (`Absent`). Anything else (several generators, a key decided at run time, a sequence
-        that may hold more) makes a dict that may hold keys the code does not show."""
-        result = DictV()
-        generators = node.generators
-        if len(generators) != 1 or generators[0].is_async:
-            return [DictV(closed=False)]
-        loop = generators[0]
-        if not isinstance(loop.target, ast.Name):
-            return [DictV(closed=False)]
-        iterated = self.ev(loop.iter, ctx)
-        if not all(isinstance(v, (TupleV, SeqV)) for v in iterated):
-            return [DictV(closed=False)]
-        result.closed = self.sequence_parts(iterated)[2]
-        elements = list(self.sequence_elements(iterated))
-        if len(elements) > MAX_ELEMENTS:
-            return [DictV(closed=False)]
-        name = loop.target.id
-        for element, surely in elements:
-            tests = {
-                answer
-                for test in loop.ifs
-                for answer in self.test_truth(given(test, name, element, self.keep), ctx)
-            }
-            if False in tests and len(tests) == 1:
-                continue
-            keys = self.ev(given(node.key, name, element, self.keep), ctx)
-            if not keys or not all(isinstance(key, Lit) for key in keys):
-                result.closed = False
-                continue
-            values = self.ev(given(node.value, name, element, self.keep), ctx)
-            maybe = not surely or bool(tests - {True})
-            for key in keys:
-                entry = result.entries.setdefault(key.value, [])  # type: ignore[attr-defined]
-                add_unique(entry, values)
-                if maybe:
-                    entry.append(Absent(node, ctx.summary))
-        return [result]
-
     def test_truth(self, test: ast.AST, ctx: Ctx) -> set[bool | None]:
         """Whether a test is true, for each value it may have: its literals, `not x`, and
         `a == b`, `a != b`, `a in xs`, `a not in xs` of literals and sequences of literals
@@ -241,11 +238,21 @@ class Sequences(EvaluatorBase):
             op = test.ops[0]
             left = self.ev(test.left, ctx)
             right = self.ev(test.comparators[0], ctx)
+            if (
+                isinstance(op, (ast.Is, ast.IsNot))
+                and literal_of(test.comparators[0]) == "None"
+                and left
+                and not any(isinstance(v, (Lit, Opaque)) for v in left)
+            ):
+                return {isinstance(op, ast.IsNot)}  # an object the code builds is no None
             if not all(isinstance(v, Lit) for v in left):
                 return {None}
             if isinstance(op, (ast.Eq, ast.NotEq)) and all(isinstance(v, Lit) for v in right):
                 same = {a.value == b.value for a in left for b in right}  # type: ignore[attr-defined]
                 return same if isinstance(op, ast.Eq) else {not t for t in same}
+            if isinstance(op, (ast.Is, ast.IsNot)) and literal_of(test.comparators[0]) == "None":
+                none = {v.value == "None" for v in left}  # type: ignore[attr-defined]
+                return none if isinstance(op, ast.Is) else {not t for t in none}
             if isinstance(op, (ast.In, ast.NotIn)) and all(isinstance(v, TupleV) for v in right):
                 answers: set[bool | None] = set()
                 for container in right:
@@ -432,21 +439,18 @@ def merged(left: DictV, right: DictV) -> DictV:
     return DictV(entries, left.closed and right.closed)
 
 
-class Substitute(ast.NodeTransformer):
-    """A copy of an expression with a comprehension's variable as the value it takes."""
-
-    def __init__(self, name: str, value: object) -> None:
-        self.name = name
-        self.value = value
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id == self.name and isinstance(node.ctx, ast.Load):
-            return Given([self.value], node)
-        return node
-
-
-def given(expression: ast.expr, name: str, value: object, keep: list[object]) -> ast.AST:
-    """`expression` with `name` holding `value` (kept alive as long as the memo is)."""
-    copied = Substitute(name, value).visit(copy.deepcopy(expression))
-    keep.append(copied)
-    return copied
+def value_truth(value: object) -> bool | None:
+    """Whether a value is true, where the code decides it: a literal, a list or tuple of known
+    length (a `SeqV` with elements on every path is non-empty), a closed dict."""
+    if isinstance(value, TupleV):
+        return bool(value.items)
+    if isinstance(value, SeqV):
+        return True if value.items else None
+    if isinstance(value, DictV):
+        return (
+            True
+            if value.entries
+            and not any(isinstance(v, Absent) for items in value.entries.values() for v in items)
+            else (False if value.closed and not value.entries else None)
+        )
+    return truth(value)
