@@ -267,9 +267,18 @@ class EntrySearch(RefineSites):
                         continue
                     site = self.free_plugin(free, value)
                     if site is not None:
-                        if not self.ev.holds(lists, same_call(value.node)):  # on some paths only
+                        if not self.ev.holds(lists, self.plugin_test(free)):  # on some paths only
                             self.maybe_plugins.add((site.path, site.span, site.kind))
                         self.link_plugin(site, made[0].entry, made[0].call, summary)
+
+    def plugin_test(self, free: dict[tuple[Path, Span], Site]) -> Callable[[object], bool]:
+        """A test of a list's element: a precision plugin built outside an entry call (which
+        one of several is for the rules: each is a site)."""
+        return lambda value: (
+            isinstance(value, Opaque)
+            and isinstance(value.node, ast.Call)
+            and self.free_plugin(free, value) is not None
+        )
 
     def drop_dead_plugins(self, free: dict[tuple[Path, Span], Site]) -> None:
         """A free plugin built only under an `if` the code decides false (`if fp16:` where
@@ -339,8 +348,3 @@ def entry_call(summary: Summary, entry: EntryId) -> ast.Call | None:
         if call.lineno == entry.line and summary.entry(call) == entry
     ]
     return min(calls, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0), default=None)
-
-
-def same_call(call: ast.AST) -> Callable[[object], bool]:
-    """A test of a list's element: the value that call made (decided at run time)."""
-    return lambda value: isinstance(value, Opaque) and value.node is call

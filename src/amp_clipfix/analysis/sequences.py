@@ -103,30 +103,39 @@ class Sequences(EvaluatorBase):
         self.attribute_stores: dict[int, dict[str, list[ast.stmt]]] = {}  # by method
 
     def sequence_elements(self, values: Iterable[object]) -> Iterator[tuple[object, bool]]:
-        """The elements of the lists and tuples among `values`, each with whether it is one
-        on every path (False: only a store that may not run adds it, or the element may be
-        one of several values: `clip_callback if cfg.clip else None`); any other value as it
-        is (a plugin passed alone)."""
+        """The values of the elements of the lists and tuples among `values`, each with
+        whether its element is one on every path (False: only a store that may not run adds
+        it); any other value as it is (a plugin passed alone)."""
+        for group, surely in self.element_groups(values):
+            for element in group:
+                yield element, surely
+
+    def element_groups(self, values: Iterable[object]) -> Iterator[tuple[list[object], bool]]:
+        """Per element of the lists among `values`: the values it may have, and whether it is
+        an element on every path."""
         for value in values:
             if isinstance(value, (TupleV, SeqV)):
                 items = value.items if isinstance(value, TupleV) else [[v] for v in value.items]
                 for item in items:
-                    found = self.force(item)
-                    for element in found:
-                        yield element, len(found) == 1
+                    yield self.force(item), True
             if isinstance(value, SeqV):
-                for element in self.force(value.maybe):
-                    yield element, False
+                for entry in value.maybe:
+                    yield self.force([entry]), False
             elif not isinstance(value, TupleV):
-                yield value, True
+                yield [value], True
 
     def holds(self, values: list[object], test: Callable[[object], bool]) -> bool | None:
         """Whether the lists `values` may be hold an element that passes `test`: True when
-        every one of them holds it on every path, False when it is held only on some (one
-        of several lists a choice makes, a store that may not run), None when none holds it."""
+        each of them holds, on every path, an element whose every value passes it; False
+        when one is held on some paths only (one of several lists a choice makes, a store
+        that may not run, `ClipGradients() if flag else None`); None when none is held."""
         states: list[bool | None] = []
         for value in values:
-            found = [surely for element, surely in self.sequence_elements([value]) if test(element)]
+            found = [
+                surely and all(test(v) for v in group)
+                for group, surely in self.element_groups([value])
+                if any(test(v) for v in group)
+            ]
             states.append(True if True in found else (False if found else None))
         if all(state is None for state in states):
             return None
