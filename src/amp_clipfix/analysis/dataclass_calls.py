@@ -122,8 +122,10 @@ class DataclassCalls(EvaluatorBase):
 
     def attribute_of(self, value: object, attr: str, node: ast.AST) -> list[object]:
         if isinstance(value, FieldV):
-            if attr == "name":
-                return [Lit(value.name, value.statement.target, value.cls.summary)]
+            if attr == "name":  # a string literal where the field is declared
+                name = ast.copy_location(ast.Constant(value.name), value.statement.target)
+                self.keep.append(name)
+                return [Lit(value.name, name, value.cls.summary)]
             return [Opaque(node, value.cls.summary)]
         if isinstance(value, Replaced):
             changes = value.changes

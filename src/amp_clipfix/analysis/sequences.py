@@ -82,16 +82,25 @@ def added_expression(statement: ast.stmt) -> tuple[ast.expr, bool] | None:
     return None
 
 
+def constant(value: object) -> tuple[bool, object]:
+    """The Python value of a literal (`True`, `"16-mixed"`, `-1`), with whether it is one."""
+    node = value.node if isinstance(value, Lit) else None
+    if isinstance(node, ast.Constant):
+        return True, node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, (int, float))
+    ):
+        return True, -node.operand.value
+    return False, None
+
+
 def truth(value: object) -> bool | None:
     """Whether a literal is true; None for anything else."""
-    if not isinstance(value, Lit):
-        return None
-    node = value.node
-    if isinstance(node, ast.Constant):
-        return bool(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
-        return bool(node.operand.value)
-    return None
+    known, python = constant(value)
+    return bool(python) if known else None
 
 
 class Sequences(EvaluatorBase):
@@ -254,25 +263,7 @@ class Sequences(EvaluatorBase):
                 and not any(isinstance(v, (Lit, Opaque)) for v in left)
             ):
                 return {isinstance(op, ast.IsNot)}  # an object the code builds is no None
-            if not all(isinstance(v, Lit) for v in left):
-                return {None}
-            if isinstance(op, (ast.Eq, ast.NotEq)) and all(isinstance(v, Lit) for v in right):
-                same = {a.value == b.value for a in left for b in right}  # type: ignore[attr-defined]
-                return same if isinstance(op, ast.Eq) else {not t for t in same}
-            if isinstance(op, (ast.Is, ast.IsNot)) and literal_of(test.comparators[0]) == "None":
-                none = {v.value == "None" for v in left}  # type: ignore[attr-defined]
-                return none if isinstance(op, ast.Is) else {not t for t in none}
-            if isinstance(op, (ast.In, ast.NotIn)) and all(isinstance(v, TupleV) for v in right):
-                answers: set[bool | None] = set()
-                for container in right:
-                    items = [v for item in container.items for v in self.force(item)]  # type: ignore[attr-defined]
-                    if not all(isinstance(v, Lit) for v in items):
-                        return {None}
-                    for value in left:
-                        found = value.value in {v.value for v in items}  # type: ignore[attr-defined]
-                        answers.add(found if isinstance(op, ast.In) else not found)
-                return answers
-            return {None}
+            return compare(op, left, right, self.force)
         return {truth(v) for v in self.ev(test, ctx)}
 
     def call_sequence(self, call: ast.Call, ctx: Ctx) -> list[object]:
@@ -463,3 +454,37 @@ def value_truth(value: object) -> bool | None:
             else (False if value.closed and not value.entries else None)
         )
     return truth(value)
+
+
+def compare(
+    op: ast.cmpop,
+    left: list[object],
+    right: list[object],
+    force: Callable[[list[object]], list[object]],
+) -> set[bool | None]:
+    """`a == b`, `a != b`, `a is None`, `a is not None`, `a in xs`, `a not in xs` for each pair
+    of the values the sides may have, where both are literals (and `xs` a list or tuple of
+    literals the code shows); None for anything else."""
+    lefts = [constant(v) for v in left]
+    if not lefts or not all(known for known, _ in lefts):
+        return {None}
+    if isinstance(op, (ast.In, ast.NotIn)):
+        tuples = [v for v in right if isinstance(v, TupleV)]
+        if not right or len(tuples) != len(right):
+            return {None}
+        containers = [[constant(v) for v in force([t for i in c.items for t in i])] for c in tuples]
+        if not all(known for items in containers for known, _ in items):
+            return {None}
+        found: set[bool | None] = {a in [b for _, b in c] for _, a in lefts for c in containers}
+        return found if isinstance(op, ast.In) else {not t for t in found}
+    rights = [constant(v) for v in right]
+    if not rights or not all(known for known, _ in rights):
+        return {None}
+    pairs = [(a, b) for _, a in lefts for _, b in rights]
+    if isinstance(op, (ast.Eq, ast.NotEq)):
+        same: set[bool | None] = {a == b for a, b in pairs}
+        return same if isinstance(op, ast.Eq) else {not t for t in same}
+    if isinstance(op, (ast.Is, ast.IsNot)) and all(b is None for _, b in pairs):
+        none: set[bool | None] = {a is None for a, _ in pairs}
+        return none if isinstance(op, ast.Is) else {not t for t in none}
+    return {None}
