@@ -5,7 +5,7 @@ with_item_assignments joins what they store into the dict's value)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
 from amp_clipfix.analysis.shapes import all_params, bound_names, literal_of
@@ -16,20 +16,25 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 Stores = dict[str, list[tuple[ast.stmt, bool]]]
 
 
-def item_stores(scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> Stores:
+def item_stores(
+    scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    receivers: Callable[[ast.AST], set[str]] | None = None,
+) -> Stores:
     """The statements of a scope's own code (every block of it, not the functions or classes
     defined in it) that may store into the dict a name holds, by that name, in source order,
     each with whether it runs whenever the name is bound: its block is the block of every
     binding of the name in the scope or a block around it (a parameter is bound in the
     scope's body). A store under a condition, in a loop or a `try` that the binding is not
     in may not run; one beside its binding in `if __name__ == "__main__":` does. A lambda
-    has no statements."""
+    has no statements. `receivers`: what names a statement stores into (item_receivers by
+    default; sequences.list_receivers for the stores into a list)."""
     if not isinstance(scope.body, list):
         return {}
     body = scope.body
     stores: list[tuple[str, ast.stmt, tuple[int, ...]]] = []
     for statement, chain in own_statements(body):
-        stores.extend((name, statement, chain) for name in sorted(item_receivers(statement)))
+        stored_into = (receivers or item_receivers)(statement)
+        stores.extend((name, statement, chain) for name in sorted(stored_into))
     if not stores:
         return {}
     stored = {name for name, _, _ in stores}

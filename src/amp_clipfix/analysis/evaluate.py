@@ -19,6 +19,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
+from amp_clipfix.analysis.containers import CONTAINER_NODES, Containers, RecordMethod
 from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
@@ -84,7 +85,7 @@ __all__ = [
 GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
-class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
+class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
     # -- modules -------------------------------------------------------------------------------
@@ -262,9 +263,11 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
         if isinstance(node, ast.Dict):
             return [self.dict_literal(node, ctx)]
         if isinstance(node, ast.IfExp):
-            return self.ev(node.body, ctx) + self.ev(node.orelse, ctx)
+            return self.ev_ifexp(node, ctx)  # sequences.py: a test the code decides
         if isinstance(node, ast.BoolOp):
-            return [v for value in node.values for v in self.ev(value, ctx)]
+            return self.ev_boolop(node, ctx)  # sequences.py: `plugins or []`
+        if isinstance(node, CONTAINER_NODES) and (made := self.ev_container(node, ctx)) is not None:
+            return made  # `[*a, b]`, `a + b`, a dict comprehension: containers.py
         if isinstance(node, (ast.Tuple, ast.List)):
             return [TupleV([[Thunk(element, ctx)] for element in node.elts])]
         if isinstance(node, ast.Lambda):
@@ -405,6 +408,11 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
             return values
         if isinstance(binding, ast.AnnAssign) and binding.value is not None:
             return self.ev(binding.value, ctx)
+        if (
+            isinstance(binding, ast.AugAssign)
+            and (added := self.augmented(binding, ctx)) is not None
+        ):
+            return added  # `name += [x]` of a list: sequences.py
         if isinstance(binding, (ast.Import, ast.ImportFrom)):
             for alias in binding.names:
                 local = alias.asname or alias.name.split(".", 1)[0]
@@ -471,6 +479,8 @@ class Evaluator(CallerIndex, ClassModel, DataclassFields, DictStores, LibraryMod
             inner = Ctx(lctx.summary, callee.node, lctx.cls, bound, ctx.depth + 1)
             self.keep.append(inner)
             return self.ev(callee.node.body, inner)
+        if isinstance(callee, RecordMethod):  # `x._replace(...)`: dataclass_calls.py
+            return self.call_record_method(callee, call, ctx)
         return self.unknown_callee(call, ctx)
 
     def returns(self, fn: Fn, call: ast.Call, ctx: Ctx) -> list[object]:

@@ -55,6 +55,14 @@ class Kind(Enum):
     DATACLASS_FIELD = "dataclasses.field"  # `field(default=...)` in a dataclass body
     DATACLASS = "dataclasses.dataclass"  # its fields are `__init__`'s (analysis/fields.py)
     ENVIRON_GET = "os.environ.get"  # `os.environ.get(name, default)`
+    # issue 37, containers (analysis/sequences.py, dataclass_calls.py, namespaces.py)
+    SEQUENCE = "list / tuple"  # `list(x)`, `tuple(x)`: the elements of `x`
+    DATACLASS_ASDICT = "dataclasses.asdict"  # a dict of the instance's fields
+    DATACLASS_REPLACE = "dataclasses.replace"  # the instance with some fields changed
+    DATACLASS_FIELDS = "dataclasses.fields"  # the instance's (or class's) fields
+    NAMESPACE = "types.SimpleNamespace"  # an object whose attributes are its keywords
+    VARS = "vars"  # `vars(namespace)`: its attributes as a dict
+    NAMED_TUPLE = "typing.NamedTuple"  # a base: the class body's annotations are fields
 
 
 class Side(Enum):
@@ -350,6 +358,13 @@ register(Entry(Kind.ARGUMENT_PARSER), "argparse.ArgumentParser")
 register(Entry(Kind.DATACLASS_FIELD), "dataclasses.field")
 register(Entry(Kind.DATACLASS), "dataclasses.dataclass")
 register(Entry(Kind.ENVIRON_GET), "os.environ.get", "os.getenv")
+register(Entry(Kind.SEQUENCE), "builtins.list", "builtins.tuple")
+register(Entry(Kind.DATACLASS_ASDICT), "dataclasses.asdict")
+register(Entry(Kind.DATACLASS_REPLACE), "dataclasses.replace", "copy.replace")
+register(Entry(Kind.DATACLASS_FIELDS), "dataclasses.fields")
+register(Entry(Kind.NAMESPACE), "types.SimpleNamespace")
+register(Entry(Kind.VARS), "builtins.vars")
+register(Entry(Kind.NAMED_TUPLE), "typing.NamedTuple", "typing_extensions.NamedTuple")
 
 
 def entry_of(qualified_name: str) -> Entry | None:

@@ -85,6 +85,8 @@ class ResolutionBase:
         self.unread: dict[Path, tuple[Site, ...]] = {}
         self.settled: set[EntryId] = set()
         self.linked: dict[tuple[Path, Span, SiteKind], list[Site]] = {}
+        # plugins a list holds only where a store that may not run adds them (sequences.py)
+        self.maybe_plugins: set[tuple[Path, Span, SiteKind]] = set()
         # Collected `**spread` sites of optimizer calls left to the optimizer search (their
         # dicts depend on the caller: resolve_refine.py `refine_fused_spread`).
         self.deferred: set[tuple[Path, Span, SiteKind]] = set()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -240,6 +241,7 @@ class EntrySearch(RefineSites):
             for site in file.sites
             if site.kind in PRECISIONS and site.entry is None and not site.in_config
         }
+        self.drop_dead_plugins(free)
         # The calls that can matter: in a file holding a free plugin, or one a fused value
         # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
         passing = set(scan(self.contents, holds(b"plugins"), matches(PLUGINS)))
@@ -257,14 +259,37 @@ class EntrySearch(RefineSites):
                 ]
                 if not made:
                     continue
-                elements = plugins.elts if isinstance(plugins, (ast.List, ast.Tuple)) else [plugins]
-                for element in elements:
-                    for value in self.ev.force(self.ev.ev(element, ctx)):
-                        if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
-                            continue
-                        site = self.free_plugin(free, value)
-                        if site is not None:
-                            self.link_plugin(site, made[0].entry, made[0].call, summary)
+                # a list or tuple, however built (sequences.py), or one plugin
+                lists = self.ev.ev(plugins, ctx)
+                for value, _ in self.ev.sequence_elements(lists):
+                    if not (isinstance(value, Opaque) and isinstance(value.node, ast.Call)):
+                        continue
+                    site = self.free_plugin(free, value)
+                    if site is not None:
+                        if not self.ev.holds(lists, self.plugin_test(free)):  # on some paths only
+                            self.maybe_plugins.add((site.path, site.span, site.kind))
+                        self.link_plugin(site, made[0].entry, made[0].call, summary)
+
+    def plugin_test(self, free: dict[tuple[Path, Span], Site]) -> Callable[[object], bool]:
+        """A test of a list's element: a precision plugin built outside an entry call (which
+        one of several is for the rules: each is a site)."""
+        return lambda value: (
+            isinstance(value, Opaque)
+            and isinstance(value.node, ast.Call)
+            and self.free_plugin(free, value) is not None
+        )
+
+    def drop_dead_plugins(self, free: dict[tuple[Path, Span], Site]) -> None:
+        """A free plugin built only under an `if` the code decides false (`if fp16:` where
+        every caller passes False) configures nothing: its site goes (sequences.never_runs)."""
+        for key, site in list(free.items()):
+            home = self.ev.summary(site.path)
+            node = None if home is None else expression_at(home, site.span.line, site.span.column)
+            if home is None or node is None:
+                continue
+            if self.ev.never_runs(node, self.ev.ctx_of(home, node)):
+                self.found.drop.add((site.path, site.span, site.kind))
+                del free[key]
 
     def free_plugin(self, free: dict[tuple[Path, Span], Site], value: Opaque) -> Site | None:
         """The site of a plugin built by `value`'s call outside any entry call: collected, or
@@ -290,6 +315,8 @@ class EntrySearch(RefineSites):
         if sharding is Sharding.NONE:
             sharding = self.call_sharding(call, summary)
         linked = replace(site, entry=entry, sharding=sharding)
+        if (site.path, site.span, site.kind) in self.maybe_plugins:  # in the list on some paths
+            linked = replace(linked, certainty=Certainty.RUNTIME)
         key = (site.path, site.span, site.kind)
         if key not in self.linked:
             file = self.files[site.path]

@@ -144,7 +144,9 @@ class RefineSites(ResolutionBase):
         key = (site.path, site.span, site.kind)
         self.found.drop.add(key)
         if counted:
-            new = replace(site, certainty=Certainty.KNOWN, value=counted.pop(), fixable=True)
+            # a plugin some list holds only where a store may not run: still run time
+            certainty = Certainty.RUNTIME if key in self.maybe_plugins else Certainty.KNOWN
+            new = replace(site, certainty=certainty, value=counted.pop(), fixable=True)
             self.refined.setdefault(key, []).append(new)
             self.add(new)
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
-    Evaluator,
     literal_of,
     super_init_call,
 )
@@ -27,7 +25,7 @@ from amp_clipfix.analysis.resolve_base import (
 )
 from amp_clipfix.analysis.resolve_entries import EntrySearch
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV, TupleV
+from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, EntryId, FitCall, Site, SiteKind, Span, UseId
 
 
@@ -107,8 +105,8 @@ class TrainerSearch(EntrySearch):
         literal = self.clip_value(value, ctx)
         if literal == "":
             return
-        certainty = Certainty.KNOWN if literal is not None else Certainty.RUNTIME
-        for entry in entries:
+        for entry, surely in entries.items():
+            certainty = Certainty.KNOWN if literal is not None and surely else Certainty.RUNTIME
             self.add(
                 Site(
                     SiteKind.TRAINER_CLIP,
@@ -124,8 +122,10 @@ class TrainerSearch(EntrySearch):
                 )
             )
 
-    def trainers_with_callback(self, callback: ClsV) -> list[EntryId]:
-        entries: list[EntryId] = []
+    def trainers_with_callback(self, callback: ClsV) -> dict[EntryId, bool]:
+        """The Trainers whose `callbacks=` may hold an instance of the callback class, each
+        with whether every path puts it there."""
+        entries: dict[EntryId, bool] = {}
         for summary in self.summaries_with(b"callbacks"):
             for call in summary.calls("Trainer") + [
                 c for c in walk(summary.tree) if isinstance(c, ast.Call)
@@ -137,13 +137,23 @@ class TrainerSearch(EntrySearch):
                 trainers = [v for v in self.ev.ev(call, ctx) if isinstance(v, TrainerV)]
                 if not trainers:
                     continue
-                for item in flatten(self.ev, self.ev.ev(keyword.value, ctx)):
-                    if isinstance(item, Inst) and any(
-                        isinstance(b, ClsV) and b.node is callback.node
-                        for b in self.ev.mro(item.cls)
-                    ):
-                        entries.extend(trainer.entry for trainer in trainers)
-        return sorted(set(entries))
+                # a list however built (sequences.py): one a choice or a store that may not
+                # run puts the callback in holds it at run time only
+                surely = self.ev.holds(
+                    self.ev.ev(keyword.value, ctx),
+                    lambda item: (
+                        isinstance(item, Inst)
+                        and any(
+                            isinstance(b, ClsV) and b.node is callback.node
+                            for b in self.ev.mro(item.cls)
+                        )
+                    ),
+                )
+                if surely is None:
+                    continue
+                for trainer in trainers:
+                    entries[trainer.entry] = entries.get(trainer.entry, False) or surely
+        return dict(sorted(entries.items()))
 
     # -- fit -----------------------------------------------------------------------------------
 
@@ -265,15 +275,6 @@ class TrainerSearch(EntrySearch):
                     site = self.site(kind, item, detail, names.CLI_TRAINER, fixable=fixable)
                     if site is not None:
                         self.add(site)
-
-
-def flatten(ev: Evaluator, values: Iterable[object]) -> Iterator[object]:
-    for value in values:
-        if isinstance(value, TupleV):
-            for item in value.items:
-                yield from ev.force(item)
-        else:
-            yield value
 
 
 def is_guarded(summary: Summary, node: ast.AST) -> bool:
