@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.cli_config import CLI_WORD, CliTrainer, cli_trainer
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.values import ClsV, Lit
@@ -35,6 +36,13 @@ FIX = (
     "`self.clip_gradients(optimizer, gradient_clip_val=..., gradient_clip_algorithm=...)` with "
     "the Trainer's value and algorithm (Lightning calls the hook inside every "
     "`optimizer.step()`, after unscaling under fp16), and removes the Trainer arguments"
+)
+
+FIX_CONFIG = (
+    "moves the clipping into the module's `on_before_optimizer_step(self, optimizer)` as "
+    "`self.clip_gradients(optimizer, gradient_clip_val=..., gradient_clip_algorithm=...)` with "
+    "the configured value and algorithm, and sets the LightningCLI's `gradient_clip_val` to null "
+    "where it is configured (the YAML token, the `trainer_defaults` value)"
 )
 
 UNFIXED = (
@@ -138,6 +146,60 @@ def search(facts: ProjectFacts) -> Iterator[Found]:
                 fixes=(),
                 unfixed=UNFIXED,
             )
+    yield from cli_search(facts)
+
+
+def cli_search(facts: ProjectFacts) -> Iterator[Found]:
+    """The LightningCLI's Trainer: `gradient_clip_val` from a YAML config's `trainer:` section
+    or `trainer_defaults={...}`, and the module class the CLI fits (analysis/cli_config.py)."""
+    cli = cli_trainer(facts, ("gradient_clip_val", "gradient_clip_algorithm"))
+    if cli is None or not cli.settings["gradient_clip_val"]:
+        return
+    settings = cli.settings["gradient_clip_val"]
+    states = [facts.manual_optimization(c) for c in cli.classes]
+    if True not in states and None not in states:
+        return  # the CLI's module optimizes automatically, which the clipping serves
+    manual = [c for c, state in zip(cli.classes, states) if state is not False]
+    sites = (*(s.site for s in settings), *(class_site(facts, c) for c in manual))
+    values = {s.value for s in settings}
+    certain = not cli.unknown and all(state is True for state in states)
+    why = review(cli.unknown, states, None if None in values else "1")
+    literals = {value for value in values if value is not None}
+    if certain and None not in values:
+        if len(literals) == 1 and not cli.unset_in.get("gradient_clip_val"):
+            fixes = config_moved(facts, cli, literals.pop())
+            yield Found(sites, fixes=fixes, unfixed=None if fixes else UNFIXED)
+            return
+        why = "the clip value depends on which config the run uses"
+    yield Found(
+        sites,
+        Confidence.REVIEW,
+        review=why,
+        condition="the module it trains optimizes manually",
+        fixes=(),
+        unfixed=UNFIXED,
+    )
+
+
+def config_moved(facts: ProjectFacts, cli: CliTrainer, value: str) -> tuple[RuleFix, ...]:
+    """The hook added to the CLI's one module class; each place that sets the value (a config
+    token, a `trainer_defaults` value) set to null, comments and layout kept."""
+    settings = cli.settings["gradient_clip_val"]
+    if len(cli.classes) != 1 or any(s.token is None for s in settings):
+        return ()
+    algorithms = {(s.value or "").lower() for s in cli.settings["gradient_clip_algorithm"]}
+    if not algorithms <= {"norm", "value"} or len(algorithms) > 1:
+        return ()
+    hook = hook_edit(facts, cli.classes[0], value, algorithms.pop() if algorithms else "norm")
+    if hook is None:
+        return ()
+    edits = [hook]
+    for setting in settings:
+        assert setting.token is not None
+        path, span = setting.token
+        edits.append(Edit(path, span, "null" if setting.site.in_config else "None"))
+    targets = tuple(s.site for s in settings)
+    return (RuleFix(Strategy.UNSCALE, tuple(edits), True, FIX_CONFIG, targets),)
 
 
 def float_or(text: str) -> float:
@@ -177,16 +239,29 @@ def moved(
     """The hook added to the one module class the Trainer trains, the Trainer arguments gone."""
     if len(classes) != 1 or any(isinstance(a, ast.Starred) for a in call.args):
         return ()
-    cls = classes[0]
-    module = facts.file(cls.summary.path)
-    if module is None or has_hook(facts, cls) or may_be_fused(facts, cls):
-        return ()
     algorithm = "norm"
     if "gradient_clip_algorithm" in keywords:
         written = literal(facts, file, keywords["gradient_clip_algorithm"].value)
         if written is None or written.lower() not in ("norm", "value"):
             return ()
         algorithm = written.lower()
+    hook = hook_edit(facts, classes[0], value, algorithm)
+    if hook is None:
+        return ()
+    edits = (
+        hook,
+        *removed(file, call, [keywords[k] for k in KEYWORDS if k in keywords]),
+    )
+    target = file.site(SiteKind.TRAINER_CLIP, keywords["gradient_clip_val"], "")
+    return (RuleFix(Strategy.UNSCALE, edits, True, FIX, (target,)),)
+
+
+def hook_edit(facts: ProjectFacts, cls: ClsV, value: str, algorithm: str) -> Edit | None:
+    """`on_before_optimizer_step` added to the module class, clipping with the Trainer's value
+    and algorithm; None when the class has the hook already or may use a fused optimizer."""
+    module = facts.file(cls.summary.path)
+    if module is None or has_hook(facts, cls) or may_be_fused(facts, cls):
+        return None
     hook_idx = facts.target.clip_hook_takes_optimizer_idx
     # Lightning passes the clip value and algorithm as keywords (1.9.5 and 2.6.6 alike), after
     # `optimizer_idx` on 1.x: a hook for both lines takes `*args, **kwargs`
@@ -206,12 +281,7 @@ def moved(
         f"{inner}self.clip_gradients(optimizer, gradient_clip_val={value}, "
         f'gradient_clip_algorithm="{algorithm}"){newline}'
     )
-    edits = (
-        Edit(module.path, Span(end + 1, 0, end + 1, 0), hook),
-        *removed(file, call, [keywords[k] for k in KEYWORDS if k in keywords]),
-    )
-    target = file.site(SiteKind.TRAINER_CLIP, keywords["gradient_clip_val"], "")
-    return (RuleFix(Strategy.UNSCALE, edits, True, FIX, (target,)),)
+    return Edit(module.path, Span(end + 1, 0, end + 1, 0), hook)
 
 
 def removed(file: FileFacts, call: ast.Call, gone: list[ast.keyword]) -> list[Edit]:
@@ -253,7 +323,7 @@ RULE = Rule(
     level="error",
     lightning_path=LightningPath.TRAINER,
     search=search,
-    words=(b"gradient_clip_val", b".fit("),
+    words=(b"gradient_clip_val", b".fit(", CLI_WORD),
     needs=(b"automatic_optimization",),  # manual optimization is written in the module
     short="Trainer(gradient_clip_val=...) trains a module that optimizes manually.",
     full=(
