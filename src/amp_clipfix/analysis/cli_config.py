@@ -205,7 +205,7 @@ def trainer_values(path: Path, text: str, key: str) -> list[Setting | None]:
             written = value.value
             if scalar.interpolated:
                 literal, certainty = None, Certainty.RUNTIME
-            elif key == "gradient_clip_val" and not positive(written):
+            elif key == "gradient_clip_val" and not counts(written):
                 found.append(None)
                 continue
             else:
