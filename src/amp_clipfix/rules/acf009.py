@@ -52,6 +52,11 @@ UNFIXED = (
     "clip in the module's on_before_optimizer_step by hand and remove gradient_clip_val"
 )
 
+UNFIXED_VALUES = (
+    "the LightningCLI's configs set different clip values: clip in the module's "
+    "on_before_optimizer_step with the value you mean and set gradient_clip_val to null"
+)
+
 WHY = (
     "With `self.automatic_optimization = False` the module steps its optimizers itself, and "
     "Lightning has no place to clip for it: `Trainer(gradient_clip_val=...)` with a value "
@@ -163,19 +168,26 @@ def cli_search(facts: ProjectFacts) -> Iterator[Found]:
     sites = (*(s.site for s in settings), *(class_site(facts, c) for c in manual))
     values = {s.value for s in settings}
     certain = not cli.unknown and all(state is True for state in states)
-    why = review(cli.unknown, states, None if None in values else "1")
     literals = {value for value in values if value is not None}
+    condition = "the module it trains optimizes manually"
+    why = review(cli.unknown, states, None if None in values else "1")
     if certain and None not in values:
-        if len(literals) == 1 and not cli.unset_in.get("gradient_clip_val"):
-            fixes = config_moved(facts, cli, literals.pop())
-            yield Found(sites, fixes=fixes, unfixed=None if fixes else UNFIXED)
+        unset = cli.unset_in.get("gradient_clip_val")
+        if not unset:
+            fixes = config_moved(facts, cli, literals.pop()) if len(literals) == 1 else ()
+            unfixed = UNFIXED if len(literals) == 1 else UNFIXED_VALUES
+            yield Found(sites, fixes=fixes, unfixed=None if fixes else unfixed)
             return
-        why = "the clip value depends on which config the run uses"
+        why = (
+            f"{unset[0].name} sets no clip value: whether the run clips depends on the config "
+            "it is given"
+        )
+        condition = "the run's config sets gradient_clip_val above 0"
     yield Found(
         sites,
         Confidence.REVIEW,
         review=why,
-        condition="the module it trains optimizes manually",
+        condition=condition,
         fixes=(),
         unfixed=UNFIXED,
     )
