@@ -54,12 +54,19 @@ class CliTrainer:
 
 
 def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None:
-    """The project's LightningCLI Trainer with its settings of `keys`; None when no
-    `LightningCLI(...)` call (or a subclass's) is in the project."""
+    """The project's config-built Trainer with its settings of `keys`: LightningCLI's (the
+    class its call is given, `trainer_defaults`, the configs), or, without a LightningCLI call,
+    the one a Hydra config builds (`trainer:` / `_target_: ...Trainer` with the class its
+    `model:` section names). None when neither a CLI call nor a config sets one of the keys."""
     calls = list(cli_calls(facts))
-    if not calls:
-        return None
     cli = CliTrainer()
+    for key in keys:
+        yaml_settings(facts, cli, key)
+    if not calls:
+        if not any(cli.settings.values()):
+            return None
+        config_models(facts, cli)
+        return cli
     for file, call in calls:
         model = keyword_value(call, "model_class") or (call.args[0] if call.args else None)
         subclasses = keyword_value(call, "subclass_mode_model")
@@ -76,8 +83,6 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
                     cli.unknown = True
         for key in keys:
             cli.settings.setdefault(key, []).extend(defaults(facts, file, call, key))
-    for key in keys:
-        yaml_settings(facts, cli, key)
     return cli
 
 
@@ -96,12 +101,16 @@ def is_cli(facts: ProjectFacts, value: object) -> bool:
 
 
 def config_models(facts: ProjectFacts, cli: CliTrainer) -> None:
-    """The model classes the configs name (`model: class_path: pkg.Model`)."""
+    """The model classes the configs name (`model: class_path: pkg.Model`, Hydra's `model:
+    _target_: pkg.Model`); a model chosen elsewhere (the command line, a config file of its own
+    in a Hydra defaults list) is not known here."""
+    from amp_clipfix.sources.text import SourceError
+
     found = False
     for path in sorted(facts.configs, key=str):
         try:
             fits = facts.sites_of_config(path).fits
-        except Exception:  # noqa: BLE001 - a config that does not compose is reported elsewhere
+        except SourceError:  # a config that does not compose is reported by the collection
             continue
         for fit in fits:
             if not isinstance(fit.module_class, ConfigModel):
@@ -164,10 +173,10 @@ def own_value(file: FileFacts, node: ast.AST, key: str) -> bool:
 
 def yaml_settings(facts: ProjectFacts, cli: CliTrainer, key: str) -> None:
     """The `trainer:` sections of the project's configs that hold the key."""
-    word = key.encode()
+    cli.settings.setdefault(key, [])
     for path in sorted(facts.configs, key=str):
         text = facts.configs[path].text
-        if word.decode() not in text:
+        if key not in text:
             continue  # the cheap scan: this config cannot set the key
         for value in trainer_values(path, text, key):
             if value is None:

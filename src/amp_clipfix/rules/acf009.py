@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.cli_config import CLI_WORD, CliTrainer, cli_trainer
+from amp_clipfix.analysis.cli_config import CLI_WORD, CliTrainer, Setting, cli_trainer
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.values import ClsV, Lit
@@ -41,8 +41,8 @@ FIX = (
 FIX_CONFIG = (
     "moves the clipping into the module's `on_before_optimizer_step(self, optimizer)` as "
     "`self.clip_gradients(optimizer, gradient_clip_val=..., gradient_clip_algorithm=...)` with "
-    "the configured value and algorithm, and sets the LightningCLI's `gradient_clip_val` to null "
-    "where it is configured (the YAML token, the `trainer_defaults` value)"
+    "the configured value and algorithm, and sets `gradient_clip_val` to null where the "
+    "configuration sets it (the YAML token, the LightningCLI `trainer_defaults` value)"
 )
 
 UNFIXED = (
@@ -161,6 +161,9 @@ def cli_search(facts: ProjectFacts) -> Iterator[Found]:
     if cli is None or not cli.settings["gradient_clip_val"]:
         return
     settings = cli.settings["gradient_clip_val"]
+    if cli.unknown and not cli.classes:
+        yield from unknown_module(facts, settings)
+        return
     states = [facts.manual_optimization(c) for c in cli.classes]
     if True not in states and None not in states:
         return  # the CLI's module optimizes automatically, which the clipping serves
@@ -188,6 +191,32 @@ def cli_search(facts: ProjectFacts) -> Iterator[Found]:
         Confidence.REVIEW,
         review=why,
         condition=condition,
+        fixes=(),
+        unfixed=UNFIXED,
+    )
+
+
+def unknown_module(facts: ProjectFacts, settings: list[Setting]) -> Iterator[Found]:
+    """The config's Trainer clips, and which module it trains is chosen where the analysis does
+    not follow (the command line, a Hydra defaults list): a review when a module of the
+    project optimizes manually."""
+    manual: list[ClsV] = []
+    for file in facts.with_words(b"automatic_optimization"):
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.ClassDef):
+                cls = ClsV(node, facts.evaluator.summary(file.path) or file.summary)
+                if facts.is_lightning_module(cls) and facts.manual_optimization(cls) is not False:
+                    manual.append(cls)
+    if not manual:
+        return
+    yield Found(
+        (*(s.site for s in settings), *(class_site(facts, c) for c in manual)),
+        Confidence.REVIEW,
+        review=(
+            "which module the config's Trainer trains is chosen where the analysis does not "
+            "follow (the command line, a config group of a Hydra defaults list)"
+        ),
+        condition="the module it trains optimizes manually",
         fixes=(),
         unfixed=UNFIXED,
     )
