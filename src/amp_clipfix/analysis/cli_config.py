@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amp_clipfix.analysis import names
+from amp_clipfix.analysis import names, python_configs
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
@@ -28,6 +28,8 @@ from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque
 from amp_clipfix.models import Certainty, ConfigModel, Site, SiteKind, Span
 
 CLI_WORD = b"LightningCLI"
+# Config documents written in Python (analysis/python_configs.py).
+DOCUMENT_WORDS = (b"OmegaConf", b"DictConfig")
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,15 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
     `model:` section names). None when neither a CLI call nor a config sets one of the keys."""
     calls = list(cli_calls(facts))
     cli = CliTrainer()
+    documents = list(config_documents(facts))
     for key in keys:
         yaml_settings(facts, cli, key)
+        for file, document in documents:
+            cli.settings[key].extend(document_settings(file, document, key))
     if not calls:
         if not any(cli.settings.values()):
             return None
-        config_models(facts, cli)
+        config_models(facts, cli, documents)
         return cli
     for file, call in calls:
         model = keyword_value(call, "model_class") or (call.args[0] if call.args else None)
@@ -73,7 +78,7 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
         if subclasses is not None and literal_of(subclasses) != "False":
             cli.unknown = True  # any subclass a config names
         if model is None:
-            config_models(facts, cli)
+            config_models(facts, cli, documents)
         else:
             for value in facts.values(file, model):
                 if isinstance(value, ClsV):
@@ -100,31 +105,60 @@ def is_cli(facts: ProjectFacts, value: object) -> bool:
     return isinstance(value, ClsV) and facts.evaluator.derives_from(value, names.CLI_CLASSES)
 
 
-def config_models(facts: ProjectFacts, cli: CliTrainer) -> None:
+def config_models(
+    facts: ProjectFacts, cli: CliTrainer, documents: list[tuple[FileFacts, ast.expr]]
+) -> None:
     """The model classes the configs name (`model: class_path: pkg.Model`, Hydra's `model:
     _target_: pkg.Model`); a model chosen elsewhere (the command line, a config file of its own
     in a Hydra defaults list) is not known here."""
     from amp_clipfix.sources.text import SourceError
 
-    found = False
+    dotted: list[str] = []
     for path in sorted(facts.configs, key=str):
         try:
             fits = facts.sites_of_config(path).fits
         except SourceError:  # a config that does not compose is reported by the collection
             continue
-        for fit in fits:
-            if not isinstance(fit.module_class, ConfigModel):
-                continue
-            found = True
-            qname = fit.module_class.dotted
+        dotted += [f.module_class.dotted for f in fits if isinstance(f.module_class, ConfigModel)]
+    for _, document in documents:
+        dotted += python_configs.model_targets(document)
+    for qname in dotted:
+        if qname:
             values = facts.evaluator.resolve_qname(qname, ast.Constant(qname), None)  # type: ignore[arg-type]
             for value in values:
                 if isinstance(value, ClsV) and not any(value.node is c.node for c in cli.classes):
                     cli.classes.append(value)
                 elif not isinstance(value, ClsV):
                     cli.unknown = True
-    if not found:
+    if not dotted:
         cli.unknown = True  # the model is chosen on the command line
+
+
+def config_documents(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.expr]]:
+    """The documents given to `OmegaConf.create(...)` / `DictConfig(...)` in the project."""
+    for file in facts.with_words(*DOCUMENT_WORDS):
+        for call in file.summary.walked_calls():
+            if (
+                call.args
+                and facts.qualified_names(file, call.func) & python_configs.CONFIG_DOCUMENTS
+            ):
+                yield file, call.args[0]
+
+
+def document_settings(file: FileFacts, document: ast.expr, key: str) -> Iterator[Setting]:
+    """The key's values in a Python config document's trainer mappings."""
+    for mapping in python_configs.trainer_mappings(document):
+        node = mapping.get(key)
+        if node is None:
+            continue
+        literal = literal_of(node)
+        detail = f"config document trainer {key}: {file.code(node)}"
+        if literal is None:
+            site = file.site(SiteKind.TRAINER_CLIP, node, detail, None, Certainty.RUNTIME)
+            yield Setting(site, None, None)
+        elif key != "gradient_clip_val" or counts(literal):
+            site = file.site(SiteKind.TRAINER_CLIP, node, detail, literal)
+            yield Setting(site, literal, (file.path, file.span(node)))
 
 
 def defaults(facts: ProjectFacts, file: FileFacts, call: ast.Call, key: str) -> list[Setting]:

@@ -54,6 +54,7 @@ class Kind(Enum):
     DATACLASS_FIELD = "dataclasses.field"  # `field(default=...)` in a dataclass body
     DATACLASS = "dataclasses.dataclass"  # its fields are `__init__`'s (analysis/fields.py)
     ENVIRON_GET = "os.environ.get"  # `os.environ.get(name, default)`
+    CONFIG_DOCUMENT = "OmegaConf.create"  # a config written in Python (python_configs.py)
 
 
 class Side(Enum):
@@ -349,6 +350,7 @@ register(Entry(Kind.ARGUMENT_PARSER), "argparse.ArgumentParser")
 register(Entry(Kind.DATACLASS_FIELD), "dataclasses.field")
 register(Entry(Kind.DATACLASS), "dataclasses.dataclass")
 register(Entry(Kind.ENVIRON_GET), "os.environ.get", "os.getenv")
+register(Entry(Kind.CONFIG_DOCUMENT), "omegaconf.OmegaConf.create", "omegaconf.DictConfig")
 
 
 def entry_of(qualified_name: str) -> Entry | None:

@@ -10,7 +10,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.cli_config import CLI_WORD, CliTrainer, Setting, cli_trainer
+from amp_clipfix.analysis.cli_config import (
+    CLI_WORD,
+    DOCUMENT_WORDS,
+    CliTrainer,
+    Setting,
+    cli_trainer,
+)
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.values import ClsV, Lit
@@ -364,7 +370,7 @@ RULE = Rule(
     level="error",
     lightning_path=LightningPath.TRAINER,
     search=search,
-    words=(b"gradient_clip_val", b".fit(", CLI_WORD),
+    words=(b"gradient_clip_val", b".fit(", CLI_WORD, *DOCUMENT_WORDS),
     needs=(b"automatic_optimization",),  # manual optimization is written in the module
     short="Trainer(gradient_clip_val=...) trains a module that optimizes manually.",
     full=(
