@@ -379,7 +379,11 @@ RULE = Rule(
         "`self.automatic_optimization = False` (in a method or the class body, of it or a "
         "project base). Certain, and fixed, when every module the Trainer fits optimizes "
         "manually; a review finding without a fix when the Trainer may also fit another module, "
-        "one the analysis does not follow, or the value is decided at run time."
+        "one the analysis does not follow, or the value is decided at run time. The same for "
+        "the Trainer a configuration builds: `trainer.gradient_clip_val` in a LightningCLI or "
+        "Hydra YAML config, LightningCLI's `trainer_defaults={...}`, a Hydra config written in "
+        "Python (`OmegaConf.create({...})`), with the class the CLI is given or the config's "
+        "`model` section names; its fix sets the configured value to null in place."
     ),
     why_title="Why Lightning fails",
     why=WHY,
