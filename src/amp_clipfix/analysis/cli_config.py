@@ -15,6 +15,7 @@ the configs that hold the rule's words; a config is composed again only to rewri
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +23,15 @@ from typing import Any
 
 from amp_clipfix.analysis import names, python_configs
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque
 from amp_clipfix.models import Certainty, ConfigModel, Site, SiteKind, Span
 
 CLI_WORD = b"LightningCLI"
-# Config documents written in Python (analysis/python_configs.py).
-DOCUMENT_WORDS = (b"OmegaConf", b"DictConfig")
+# A config document written in Python (analysis/python_configs.py), as its text calls it.
+DOCUMENT_CALL = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class CliTrainer:
 
     classes: list[ClsV] = field(default_factory=list)
     unknown: bool = False
+    calls: int = 0  # the project's `LightningCLI(...)` calls
     settings: dict[str, list[Setting]] = field(default_factory=dict)
     # Configs that write the key with a value that sets nothing (0, null): which config a run
     # uses then decides whether the other settings apply.
@@ -67,6 +70,7 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
         yaml_settings(facts, cli, key)
         for file, document in documents:
             cli.settings[key].extend(document_settings(file, document, key))
+    cli.calls = len(calls)
     if not calls:
         if not any(cli.settings.values()):
             return None
@@ -135,13 +139,20 @@ def config_models(
 
 
 def config_documents(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.expr]]:
-    """The documents given to `OmegaConf.create(...)` / `DictConfig(...)` in the project."""
-    for file in facts.with_words(*DOCUMENT_WORDS):
+    """The documents given to `OmegaConf.create(...)` / `DictConfig(...)` in the project: the
+    files whose text calls one (a narrower test than the words, so a file that merely names
+    OmegaConf is not read), then the call by its qualified name."""
+    from amp_clipfix.paths import is_library
+
+    contents = facts.evaluator.contents
+    for path in sorted(contents, key=str):
+        if is_library(path) or DOCUMENT_CALL.search(contents[path]) is None:
+            continue
+        file = facts.file(path)
+        if file is None:
+            continue
         for call in file.summary.walked_calls():
-            if (
-                call.args
-                and facts.qualified_names(file, call.func) & python_configs.CONFIG_DOCUMENTS
-            ):
+            if call.args and facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
                 yield file, call.args[0]
 
 

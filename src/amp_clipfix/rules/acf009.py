@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis.cli_config import (
     CLI_WORD,
-    DOCUMENT_WORDS,
     CliTrainer,
     Setting,
     cli_trainer,
@@ -168,7 +167,8 @@ def cli_search(facts: ProjectFacts) -> Iterator[Found]:
         return
     settings = cli.settings["gradient_clip_val"]
     if cli.unknown and not cli.classes:
-        yield from unknown_module(facts, settings)
+        if cli.calls:  # a Hydra config naming no model may serve any Trainer of the code
+            yield from unknown_module(facts, settings)
         return
     states = [facts.manual_optimization(c) for c in cli.classes]
     if True not in states and None not in states:
@@ -203,9 +203,9 @@ def cli_search(facts: ProjectFacts) -> Iterator[Found]:
 
 
 def unknown_module(facts: ProjectFacts, settings: list[Setting]) -> Iterator[Found]:
-    """The config's Trainer clips, and which module it trains is chosen where the analysis does
-    not follow (the command line, a Hydra defaults list): a review when a module of the
-    project optimizes manually."""
+    """The LightningCLI's Trainer clips, and which module it trains is chosen where the
+    analysis does not follow (the command line, `subclass_mode_model`): a review when a module
+    of the project optimizes manually."""
     manual: list[ClsV] = []
     for file in facts.with_words(b"automatic_optimization"):
         for node in ast.walk(file.tree):
@@ -219,8 +219,8 @@ def unknown_module(facts: ProjectFacts, settings: list[Setting]) -> Iterator[Fou
         (*(s.site for s in settings), *(class_site(facts, c) for c in manual)),
         Confidence.REVIEW,
         review=(
-            "which module the config's Trainer trains is chosen where the analysis does not "
-            "follow (the command line, a config group of a Hydra defaults list)"
+            "which module the LightningCLI trains is chosen where the analysis does not follow "
+            "(the command line, a config it does not read)"
         ),
         condition="the module it trains optimizes manually",
         fixes=(),
@@ -370,7 +370,7 @@ RULE = Rule(
     level="error",
     lightning_path=LightningPath.TRAINER,
     search=search,
-    words=(b"gradient_clip_val", b".fit(", CLI_WORD, *DOCUMENT_WORDS),
+    words=(b"gradient_clip_val", b".fit(", CLI_WORD),
     needs=(b"automatic_optimization",),  # manual optimization is written in the module
     short="Trainer(gradient_clip_val=...) trains a module that optimizes manually.",
     full=(
