@@ -14,11 +14,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect_calls import CallCollector
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.suppression import suppressed_codes
-from amp_clipfix.models import FileSites, Site
+from amp_clipfix.models import ConfigModel, FileSites, FitCall, Site
 
 DEEPEST = 20_000  # Python-level recursion only (3.11 keeps no C frames for it)
 
@@ -41,6 +42,7 @@ def collect_sites(
         collector = SiteCollector(path, source, tree)
         collector.callees = callees or {}
         collector.candidates = []
+        collector.config_models = []
         collector.visit(tree)
     finally:
         sys.setrecursionlimit(limit)
@@ -54,6 +56,9 @@ def collect_sites(
         classes=tuple(collector.classes),
         has_guard_helper=collector.has_guard_helper,
         candidates=tuple(collector.candidates),
+        fits=tuple(
+            FitCall(names.CLI_TRAINER, ConfigModel(name)) for name in collector.config_models
+        ),
     )
 
 

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
-from amp_clipfix.analysis import names
+from amp_clipfix.analysis import names, python_configs
 from amp_clipfix.analysis.ast_syntax import (
     is_guardable,
     is_sole_argument,
@@ -56,6 +56,7 @@ class CallCollector(CollectorBase):
 
     callees: dict[tuple[int, int], frozenset[str]] = {}  # (line, column) -> the callee's value
     candidates: list  # the spans of calls whose callee the imports do not name
+    config_models: list  # dotted names of the model classes a config document names
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -82,6 +83,8 @@ class CallCollector(CollectorBase):
             self.collect_fused(node, self.code(node.func))
         elif qualified & names.PARTIAL_FUNCTIONS:
             self.collect_partial(node)
+        elif qualified & python_configs.CONFIG_DOCUMENTS:
+            self.config_models.extend(python_configs.collect_document(self, node, is_clip_positive))
         else:
             for qualified_name in qualified:
                 plugin = names.plugin_scaler_index(qualified_name)

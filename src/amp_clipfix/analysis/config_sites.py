@@ -100,8 +100,12 @@ class ConfigReader:
 
     def optimizer(self, node: Mapping, name: str) -> None:
         """`class_path` + `init_args.fused` (LightningCLI), `_target_` + `fused` (Hydra, also
-        with `_partial_`), or a flat `optimizer:` whose class is fixed in code."""
+        with `_partial_`), or a flat `optimizer:` whose class is fixed in code; its arguments
+        may be nested under `kwargs:` (`getattr(torch.optim, cfg["type"])(**cfg["kwargs"])`)."""
         holder = init_args(node)
+        nested = Mapping.of(holder.items.get("kwargs", (None, None))[1])
+        if "fused" not in holder.items and nested is not None:
+            holder = nested
         if "fused" not in holder.items:
             return
         key, value = holder.items["fused"]

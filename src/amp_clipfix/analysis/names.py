@@ -63,6 +63,7 @@ class Kind(Enum):
     NAMESPACE = "types.SimpleNamespace"  # an object whose attributes are its keywords
     VARS = "vars"  # `vars(namespace)`: its attributes as a dict
     NAMED_TUPLE = "typing.NamedTuple"  # a base: the class body's annotations are fields
+    CONFIG_DOCUMENT = "OmegaConf.create"  # a config written in Python (python_configs.py)
 
 
 class Side(Enum):
@@ -365,6 +366,7 @@ register(Entry(Kind.DATACLASS_FIELDS), "dataclasses.fields")
 register(Entry(Kind.NAMESPACE), "types.SimpleNamespace")
 register(Entry(Kind.VARS), "builtins.vars")
 register(Entry(Kind.NAMED_TUPLE), "typing.NamedTuple", "typing_extensions.NamedTuple")
+register(Entry(Kind.CONFIG_DOCUMENT), "omegaconf.OmegaConf.create", "omegaconf.DictConfig")
 
 
 def entry_of(qualified_name: str) -> Entry | None:

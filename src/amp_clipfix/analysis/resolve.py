@@ -189,8 +189,8 @@ def trainer_files_needed(resolved: dict[Path, FileSites]) -> set[Path] | None:
     for site in sites:
         if site.kind is not SiteKind.FUSED_OPTIMIZER or is_library(site.path):
             continue
-        if site.path.suffix in (".yaml", ".yml"):
-            return None
+        if site.in_config or site.path.suffix in (".yaml", ".yml"):
+            return None  # a config's optimizer: the config's Trainer trains it
         keys = {user for user in site.users if user.is_class}
         if site.owner is not None:
             keys.add(UseId(site.path, site.owner))

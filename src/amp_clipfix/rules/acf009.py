@@ -10,6 +10,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.cli_config import (
+    CLI_WORD,
+    CliTrainer,
+    Setting,
+    cli_trainer,
+)
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import (
     CLIP_ALGORITHM_ARGUMENT,
@@ -43,11 +49,23 @@ FIX = (
     "`optimizer.step()`, after unscaling under fp16), and removes the Trainer arguments"
 )
 
+FIX_CONFIG = (
+    "moves the clipping into the module's `on_before_optimizer_step(self, optimizer)` as "
+    "`self.clip_gradients(optimizer, gradient_clip_val=..., gradient_clip_algorithm=...)` with "
+    "the configured value and algorithm, and sets `gradient_clip_val` to null where the "
+    "configuration sets it (the YAML token, the LightningCLI `trainer_defaults` value)"
+)
+
 UNFIXED = (
     "the clipping cannot be moved as it is (the Trainer may also train a module that optimizes "
     "automatically or one the analysis does not follow, the value or algorithm is decided at "
     "run time, the module already has on_before_optimizer_step or may use a fused optimizer): "
     "clip in the module's on_before_optimizer_step by hand and remove gradient_clip_val"
+)
+
+UNFIXED_VALUES = (
+    "the LightningCLI's configs set different clip values: clip in the module's "
+    "on_before_optimizer_step with the value you mean and set gradient_clip_val to null"
 )
 
 WHY = (
@@ -148,6 +166,97 @@ def check(queries: Queries) -> Iterator[Found]:
                 fixes=(),
                 unfixed=UNFIXED,
             )
+    yield from cli_search(facts)
+
+
+def cli_search(facts: ProjectFacts) -> Iterator[Found]:
+    """The LightningCLI's Trainer: `gradient_clip_val` from a YAML config's `trainer:` section
+    or `trainer_defaults={...}`, and the module class the CLI fits (analysis/cli_config.py)."""
+    cli = cli_trainer(facts, (CLIP_VAL_ARGUMENT, CLIP_ALGORITHM_ARGUMENT))
+    if cli is None or not cli.settings[CLIP_VAL_ARGUMENT]:
+        return
+    settings = cli.settings[CLIP_VAL_ARGUMENT]
+    if cli.unknown and not cli.classes:
+        if cli.calls:  # a Hydra config naming no model may serve any Trainer of the code
+            yield from unknown_module(facts, settings)
+        return
+    states = [facts.manual_optimization(c) for c in cli.classes]
+    if True not in states and None not in states:
+        return  # the CLI's module optimizes automatically, which the clipping serves
+    manual = [c for c, state in zip(cli.classes, states) if state is not False]
+    sites = (*(s.site for s in settings), *(class_site(facts, c) for c in manual))
+    values = {s.value for s in settings}
+    certain = not cli.unknown and all(state is True for state in states)
+    literals = {value for value in values if value is not None}
+    condition = "the module it trains optimizes manually"
+    why = review(cli.unknown, states, None if None in values else "1")
+    if certain and None not in values:
+        unset = cli.unset_in.get(CLIP_VAL_ARGUMENT)
+        if not unset:
+            fixes = config_moved(facts, cli, literals.pop()) if len(literals) == 1 else ()
+            unfixed = UNFIXED if len(literals) == 1 else UNFIXED_VALUES
+            yield Found(sites, fixes=fixes, unfixed=None if fixes else unfixed)
+            return
+        why = (
+            f"{unset[0].name} sets no clip value: whether the run clips depends on the config "
+            "it is given"
+        )
+        condition = "the run's config sets gradient_clip_val above 0"
+    yield Found(
+        sites,
+        Confidence.REVIEW,
+        review=why,
+        condition=condition,
+        fixes=(),
+        unfixed=UNFIXED,
+    )
+
+
+def unknown_module(facts: ProjectFacts, settings: list[Setting]) -> Iterator[Found]:
+    """The LightningCLI's Trainer clips, and which module it trains is chosen where the
+    analysis does not follow (the command line, `subclass_mode_model`): a review when a module
+    of the project optimizes manually."""
+    manual: list[ClsV] = []
+    for file in facts.with_words(b"automatic_optimization"):
+        for node in ast.walk(file.tree):
+            if isinstance(node, ast.ClassDef):
+                cls = ClsV(node, facts.evaluator.summary(file.path) or file.summary)
+                if facts.is_lightning_module(cls) and facts.manual_optimization(cls) is not False:
+                    manual.append(cls)
+    if not manual:
+        return
+    yield Found(
+        (*(s.site for s in settings), *(class_site(facts, c) for c in manual)),
+        Confidence.REVIEW,
+        review=(
+            "which module the LightningCLI trains is chosen where the analysis does not follow "
+            "(the command line, a config it does not read)"
+        ),
+        condition="the module it trains optimizes manually",
+        fixes=(),
+        unfixed=UNFIXED,
+    )
+
+
+def config_moved(facts: ProjectFacts, cli: CliTrainer, value: str) -> tuple[RuleFix, ...]:
+    """The hook added to the CLI's one module class; each place that sets the value (a config
+    token, a `trainer_defaults` value) set to null, comments and layout kept."""
+    settings = cli.settings[CLIP_VAL_ARGUMENT]
+    if len(cli.classes) != 1 or any(s.token is None for s in settings):
+        return ()
+    algorithms = {(s.value or "").lower() for s in cli.settings[CLIP_ALGORITHM_ARGUMENT]}
+    if not algorithms <= {"norm", "value"} or len(algorithms) > 1:
+        return ()
+    hook = hook_edit(facts, cli.classes[0], value, algorithms.pop() if algorithms else "norm")
+    if hook is None:
+        return ()
+    edits = [hook]
+    for setting in settings:
+        assert setting.token is not None
+        path, span = setting.token
+        edits.append(Edit(path, span, "null" if setting.site.in_config else "None"))
+    targets = tuple(s.site for s in settings)
+    return (RuleFix(Strategy.UNSCALE, tuple(edits), True, FIX_CONFIG, targets),)
 
 
 def float_or(text: str) -> float:
@@ -187,10 +296,6 @@ def moved(
     """The hook added to the one module class the Trainer trains, the Trainer arguments gone."""
     if len(classes) != 1 or any(isinstance(a, ast.Starred) for a in call.args):
         return ()
-    cls = classes[0]
-    module = facts.file(cls.summary.path)
-    if module is None or has_hook(facts, cls) or may_be_fused(facts, cls):
-        return ()
     algorithm = "norm"
     if CLIP_ALGORITHM_ARGUMENT in keywords:
         chosen = literal(facts, file, keywords[CLIP_ALGORITHM_ARGUMENT].value)
@@ -198,6 +303,23 @@ def moved(
         if written is None or written.lower() not in ("norm", "value"):
             return ()
         algorithm = written.lower()
+    hook = hook_edit(facts, classes[0], value, algorithm)
+    if hook is None:
+        return ()
+    edits = (
+        hook,
+        *removed(file, call, [keywords[k] for k in TRAINER_CLIP_ARGUMENTS if k in keywords]),
+    )
+    target = file.site(SiteKind.TRAINER_CLIP, keywords[CLIP_VAL_ARGUMENT], "")
+    return (RuleFix(Strategy.UNSCALE, edits, True, FIX, (target,)),)
+
+
+def hook_edit(facts: ProjectFacts, cls: ClsV, value: str, algorithm: str) -> Edit | None:
+    """`on_before_optimizer_step` added to the module class, clipping with the Trainer's value
+    and algorithm; None when the class has the hook already or may use a fused optimizer."""
+    module = facts.file(cls.summary.path)
+    if module is None or has_hook(facts, cls) or may_be_fused(facts, cls):
+        return None
     hook_idx = facts.target.clip_hook_takes_optimizer_idx
     # Lightning passes the clip value and algorithm as keywords (1.9.5 and 2.6.6 alike), after
     # `optimizer_idx` on 1.x: a hook for both lines takes `*args, **kwargs`
@@ -217,12 +339,7 @@ def moved(
         f"{inner}self.clip_gradients(optimizer, gradient_clip_val={value}, "
         f'gradient_clip_algorithm="{algorithm}"){newline}'
     )
-    edits = (
-        Edit(module.path, Span(end + 1, 0, end + 1, 0), hook),
-        *removed(file, call, [keywords[k] for k in TRAINER_CLIP_ARGUMENTS if k in keywords]),
-    )
-    target = file.site(SiteKind.TRAINER_CLIP, keywords[CLIP_VAL_ARGUMENT], "")
-    return (RuleFix(Strategy.UNSCALE, edits, True, FIX, (target,)),)
+    return Edit(module.path, Span(end + 1, 0, end + 1, 0), hook)
 
 
 def removed(file: FileFacts, call: ast.Call, gone: list[ast.keyword]) -> list[Edit]:
@@ -264,7 +381,7 @@ RULE = Rule(
     level="error",
     lightning_path=LightningPath.TRAINER,
     check=check,
-    words=(b"gradient_clip_val", b".fit("),
+    words=(b"gradient_clip_val", b".fit(", CLI_WORD),
     needs=(b"automatic_optimization",),  # manual optimization is written in the module
     short="Trainer(gradient_clip_val=...) trains a module that optimizes manually.",
     full=(
@@ -273,7 +390,11 @@ RULE = Rule(
         "`self.automatic_optimization = False` (in a method or the class body, of it or a "
         "project base). Certain, and fixed, when every module the Trainer fits optimizes "
         "manually; a review finding without a fix when the Trainer may also fit another module, "
-        "one the analysis does not follow, or the value is decided at run time."
+        "one the analysis does not follow, or the value is decided at run time. The same for "
+        "the Trainer a configuration builds: `trainer.gradient_clip_val` in a LightningCLI or "
+        "Hydra YAML config, LightningCLI's `trainer_defaults={...}`, a Hydra config written in "
+        "Python (`OmegaConf.create({...})`), with the class the CLI is given or the config's "
+        "`model` section names; its fix sets the configured value to null in place."
     ),
     why_title="Why Lightning fails",
     why=WHY,

@@ -34,6 +34,9 @@ TRAINER_CALLS = frozenset(
     }
 )
 CONFIG_FUSED = re.compile(rb"\bfused\s*:")
+# A config document written in Python (`OmegaConf.create({...})`, `DictConfig({...})`): its
+# optimizer and trainer mappings are read as a YAML config's (analysis/python_configs.py).
+CONFIG_DOCUMENT_CALLS = frozenset({"create", "DictConfig"})
 IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
 # `make = L.Trainer` / `trainer_cls: type = pl.Trainer` (also a class attribute): a line that
 # binds a name to a dotted name, which is then called by the name.
@@ -175,7 +178,7 @@ def may_have_fused_optimizer(data: bytes) -> bool:
         and FUSED_ARGUMENT.search(data) is not None
     ):
         return False
-    return calls_any(data, OPTIMIZER_CALLS)
+    return calls_any(data, OPTIMIZER_CALLS) or calls_any(data, CONFIG_DOCUMENT_CALLS)
 
 
 def may_configure_trainer(data: bytes) -> bool:
@@ -183,7 +186,10 @@ def may_configure_trainer(data: bytes) -> bool:
     checked later)."""
     if not any(word in data for word in TRAINER_WORDS):
         return False
-    return calls_any(data, TRAINER_CALLS, with_arguments=True)
+    return calls_any(data, TRAINER_CALLS, with_arguments=True) or (
+        any(word in data for word in CONFIG_WORDS)
+        and calls_any(data, CONFIG_DOCUMENT_CALLS, with_arguments=True)
+    )
 
 
 def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False) -> bool:

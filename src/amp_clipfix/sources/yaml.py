@@ -132,7 +132,8 @@ def fix_config(text: str, targets: Sequence[Site]) -> str:
         start = starts[site.span.line - 1] + site.span.column
         end = starts[site.span.end_line - 1] + site.span.end_column
         edits.append((start, end, replacement(site, text[start:end])))
-    for start, end, new in sorted(edits, reverse=True):
+    # Two findings may target the same token (a config's optimizer with each Trainer): once.
+    for start, end, new in sorted(set(edits), reverse=True):
         text = text[:start] + new + text[end:]
     return text
 

@@ -1,0 +1,311 @@
+"""LightningCLI's one Trainer as its configuration makes it, for every rule that asks.
+
+The CLI builds one Trainer from the `trainer:` section of its YAML configs (`--config FILE`,
+`parser_kwargs={"default_config_files": [...]}`; the collection reads every project config's
+trainer section as the CLI's: `names.CLI_TRAINER`) over `trainer_defaults={...}` in code, and
+fits the module class it is given (`LightningCLI(Model)`, or `model: class_path:` in a config).
+A setting is a site where its value is written (a YAML scalar's own token, a dict value in the
+code), whichever rule reads it; `Setting.token` says where the value may be rewritten in place
+(never a value shared through a YAML anchor or a Python constant other code may read).
+
+Cost: this is asked only by a rule that has a reason (a module that optimizes by hand), over
+the configs that hold the rule's words; a config is composed again only to rewrite it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from amp_clipfix.analysis import names, python_configs
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
+from amp_clipfix.analysis.resolve_base import keyword_value
+from amp_clipfix.analysis.shapes import literal_of
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque
+from amp_clipfix.models import Certainty, ConfigModel, Site, SiteKind, Span
+
+CLI_WORD = b"LightningCLI"
+# A config document written in Python (analysis/python_configs.py), as its text calls it.
+DOCUMENT_CALL = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One place that sets a key of the CLI's Trainer: its site, its literal (None: decided at
+    run time) and where its own token may be rewritten (None: shared, or not a plain token)."""
+
+    site: Site
+    value: str | None
+    token: tuple[Path, Span] | None
+
+
+@dataclass
+class CliTrainer:
+    """The CLI's Trainer: the module classes it fits (`unknown`: one it may fit is not known
+    here) and, per key asked, the settings that give it a value."""
+
+    classes: list[ClsV] = field(default_factory=list)
+    unknown: bool = False
+    calls: int = 0  # the project's `LightningCLI(...)` calls
+    settings: dict[str, list[Setting]] = field(default_factory=dict)
+    # Configs that write the key with a value that sets nothing (0, null): which config a run
+    # uses then decides whether the other settings apply.
+    unset_in: dict[str, list[Path]] = field(default_factory=dict)
+
+
+def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None:
+    """The project's config-built Trainer with its settings of `keys`: LightningCLI's (the
+    class its call is given, `trainer_defaults`, the configs), or, without a LightningCLI call,
+    the one a Hydra config builds (`trainer:` / `_target_: ...Trainer` with the class its
+    `model:` section names). None when neither a CLI call nor a config sets one of the keys."""
+    calls = list(cli_calls(facts))
+    cli = CliTrainer()
+    documents = list(config_documents(facts))
+    for key in keys:
+        yaml_settings(facts, cli, key)
+        for file, document in documents:
+            cli.settings[key].extend(document_settings(file, document, key))
+    cli.calls = len(calls)
+    if not calls:
+        if not any(cli.settings.values()):
+            return None
+        config_models(facts, cli, documents)
+        return cli
+    for file, call in calls:
+        model = keyword_value(call, "model_class") or (call.args[0] if call.args else None)
+        subclasses = keyword_value(call, "subclass_mode_model")
+        if subclasses is not None and literal_of(subclasses) != "False":
+            cli.unknown = True  # any subclass a config names
+        if model is None:
+            config_models(facts, cli, documents)
+        else:
+            for value in facts.values(file, model):
+                if isinstance(value, ClsV):
+                    if not any(value.node is c.node for c in cli.classes):
+                        cli.classes.append(value)
+                else:
+                    cli.unknown = True
+        for key in keys:
+            cli.settings.setdefault(key, []).extend(defaults(facts, file, call, key))
+    return cli
+
+
+def cli_calls(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.Call]]:
+    for file in facts.with_words(CLI_WORD):
+        for call in file.summary.walked_calls():
+            callee = facts.values(file, call.func)
+            if any(is_cli(facts, value) for value in callee):
+                yield file, call
+
+
+def is_cli(facts: ProjectFacts, value: object) -> bool:
+    if isinstance(value, Ext):
+        return value.qname in names.CLI_CLASSES
+    return isinstance(value, ClsV) and facts.evaluator.derives_from(value, names.CLI_CLASSES)
+
+
+def config_models(
+    facts: ProjectFacts, cli: CliTrainer, documents: list[tuple[FileFacts, ast.expr]]
+) -> None:
+    """The model classes the configs name (`model: class_path: pkg.Model`, Hydra's `model:
+    _target_: pkg.Model`); a model chosen elsewhere (the command line, a config file of its own
+    in a Hydra defaults list) is not known here."""
+    from amp_clipfix.sources.text import SourceError
+
+    dotted: list[str] = []
+    for path in sorted(facts.configs, key=str):
+        try:
+            fits = facts.sites_of_config(path).fits
+        except SourceError:  # a config that does not compose is reported by the collection
+            continue
+        dotted += [f.module_class.dotted for f in fits if isinstance(f.module_class, ConfigModel)]
+    for _, document in documents:
+        dotted += python_configs.model_targets(document)
+    for qname in dotted:
+        if qname:
+            values = facts.evaluator.resolve_qname(qname, ast.Constant(qname), None)  # type: ignore[arg-type]
+            for value in values:
+                if isinstance(value, ClsV) and not any(value.node is c.node for c in cli.classes):
+                    cli.classes.append(value)
+                elif not isinstance(value, ClsV):
+                    cli.unknown = True
+    if not dotted:
+        cli.unknown = True  # the model is chosen on the command line
+
+
+def config_documents(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.expr]]:
+    """The documents given to `OmegaConf.create(...)` / `DictConfig(...)` in the project: the
+    files whose text calls one (a narrower test than the words, so a file that merely names
+    OmegaConf is not read), then the call by its qualified name."""
+    from amp_clipfix.paths import is_library
+
+    contents = facts.evaluator.contents
+    for path in sorted(contents, key=str):
+        if is_library(path) or DOCUMENT_CALL.search(contents[path]) is None:
+            continue
+        file = facts.file(path)
+        if file is None:
+            continue
+        for call in file.summary.walked_calls():
+            if call.args and facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
+                yield file, call.args[0]
+
+
+def document_settings(file: FileFacts, document: ast.expr, key: str) -> Iterator[Setting]:
+    """The key's values in a Python config document's trainer mappings."""
+    for mapping in python_configs.trainer_mappings(document):
+        node = mapping.get(key)
+        if node is None:
+            continue
+        literal = literal_of(node)
+        detail = f"config document trainer {key}: {file.code(node)}"
+        if literal is None:
+            site = file.site(SiteKind.TRAINER_CLIP, node, detail, None, Certainty.RUNTIME)
+            yield Setting(site, None, None)
+        elif key != "gradient_clip_val" or counts(literal):
+            site = file.site(SiteKind.TRAINER_CLIP, node, detail, literal)
+            yield Setting(site, literal, (file.path, file.span(node)))
+
+
+def defaults(facts: ProjectFacts, file: FileFacts, call: ast.Call, key: str) -> list[Setting]:
+    """`trainer_defaults={key: value}` (a literal, a constant, a dict the code builds)."""
+    node = keyword_value(call, "trainer_defaults")
+    if node is None:
+        return []
+    found: list[Setting] = []
+    for value in facts.values(file, node):
+        if not isinstance(value, DictV):
+            continue
+        for item in facts.evaluator.force(value.entries.get(key, [])):
+            if not isinstance(item, (Lit, Opaque)):
+                continue
+            where = facts.file(item.summary.path)
+            if where is None or not hasattr(item.node, "lineno"):
+                continue
+            detail = f"LightningCLI(trainer_defaults={{{key!r}: ...}})"
+            if isinstance(item, Lit) and key == "gradient_clip_val" and not counts(item.value):
+                continue  # sets nothing: Lightning accepts it
+            if isinstance(item, Lit):
+                site = where.site(SiteKind.TRAINER_CLIP, item.node, detail, item.value)
+                token = (
+                    (where.path, where.span(item.node))
+                    if own_value(where, item.node, key)
+                    else None
+                )
+                found.append(Setting(site, item.value, token))
+            else:
+                site = where.site(SiteKind.TRAINER_CLIP, item.node, detail, None, Certainty.RUNTIME)
+                found.append(Setting(site, None, None))
+    return found
+
+
+def own_value(file: FileFacts, node: ast.AST, key: str) -> bool:
+    """The literal is written as the key's value itself (`{key: 1.0}`, `dict(key=1.0)`), so
+    rewriting it changes nothing else."""
+    parent = file.summary.parent(node)
+    if isinstance(parent, ast.Dict):
+        return any(
+            v is node and isinstance(k, ast.Constant) and k.value == key
+            for k, v in zip(parent.keys, parent.values, strict=True)
+        )
+    return isinstance(parent, ast.keyword) and parent.arg == key
+
+
+def yaml_settings(facts: ProjectFacts, cli: CliTrainer, key: str) -> None:
+    """The `trainer:` sections of the project's configs that hold the key."""
+    cli.settings.setdefault(key, [])
+    for path in sorted(facts.configs, key=str):
+        text = facts.configs[path].text
+        if key not in text:
+            continue  # the cheap scan: this config cannot set the key
+        for value in trainer_values(path, text, key):
+            if value is None:
+                cli.unset_in.setdefault(key, []).append(path)
+            else:
+                cli.settings.setdefault(key, []).append(value)
+
+
+def trainer_values(path: Path, text: str, key: str) -> list[Setting | None]:
+    """Each value of `key` in the trainer sections of one YAML config (the same walk as the
+    collection's reader: `trainer:`, or a mapping whose `_target_` / `class_path` is a
+    Trainer), at its own token; None for a value that sets nothing (0, null)."""
+    from amp_clipfix.analysis.config_sites import ConfigReader, suppressions
+    from amp_clipfix.sources.text import SourceError
+    from amp_clipfix.sources.yaml import Mapping, compose_documents, shared_nodes
+
+    try:
+        roots = compose_documents(text)
+    except SourceError:
+        return []
+    reader = ConfigReader(path, text)
+    found: list[Setting | None] = []
+    for root in roots:
+        shared = shared_nodes([root])
+        for mapping in trainer_mappings(root, Mapping):
+            if key not in mapping.items:
+                continue
+            key_node, value = mapping.items[key]
+            scalar = reader.scalar(value)
+            if scalar is None or scalar.start < 0:
+                continue
+            line, column = reader.position(scalar.start)
+            end_line, end_column = reader.position(scalar.end)
+            span = Span(line, column, end_line, end_column)
+            written = value.value
+            if scalar.interpolated:
+                literal, certainty = None, Certainty.RUNTIME
+            elif key == "gradient_clip_val" and not counts(written):
+                found.append(None)
+                continue
+            else:
+                literal, certainty = written, Certainty.KNOWN
+            comments = {
+                reader.line_text(line),
+                reader.line_text(reader.position(key_node.start_mark.index)[0]),
+            }
+            site = Site(
+                SiteKind.TRAINER_CLIP,
+                path,
+                span,
+                certainty,
+                f"trainer {key}: {scalar.token}",
+                literal,
+                fixable=False,
+                entry=names.CLI_TRAINER,
+                in_config=True,
+                suppressed_codes=suppressions(comments),
+            )
+            plain = scalar.tag == "" and id(value) not in shared
+            found.append(Setting(site, literal, (path, span) if plain else None))
+    return found
+
+
+def trainer_mappings(root: Any, mapping_of: Any) -> Iterator[Any]:
+    """The trainer mappings of a composed document (each node once)."""
+    seen: set[int] = set()
+    pending: list[tuple[Any, str | None]] = [(root, None)]
+    while pending:
+        node, key = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        mapping = mapping_of.of(node)
+        if mapping is not None:
+            target = mapping.scalar("class_path") or mapping.scalar("_target_")
+            if key == "trainer" or target in names.TRAINER_CLASSES:
+                yield mapping
+            pending.extend((value, name) for name, (_, value) in mapping.items.items())
+        elif type(node).__name__ == "SequenceNode":
+            pending.extend((child, key) for child in node.value)
+
+
+def counts(value: str) -> bool:
+    """A clip value that clips (above 0)."""
+    from amp_clipfix.analysis.config_sites import positive
+
+    return positive(value)
