@@ -347,11 +347,13 @@ class Sequences(EvaluatorBase):
         add_unique(base_maybe, maybe)
         return [*kept, SeqV(base, base_maybe, closed and base_closed)]
 
-    def class_attribute(self, klass: ClsV, attr: str, bound: bool) -> list[object]:
+    def class_attribute(
+        self, klass: ClsV, attr: str, bound: bool, runtime: ClsV | None = None
+    ) -> list[object]:
         """`self.<attr>` with what the class's methods add to the list it holds
         (`self.callbacks.append(...)`): a store in `__init__` runs as any store in a function
         does (runs), one in another method only if that method is called: maybe."""
-        values: list[object] = super().class_attribute(klass, attr, bound)  # type: ignore[misc]
+        values: list[object] = super().class_attribute(klass, attr, bound, runtime)  # type: ignore[misc]
         if any(isinstance(v, Fn) for v in values):
             return values
         stores: list[tuple[ast.stmt, bool | None]] = []
