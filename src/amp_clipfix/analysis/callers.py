@@ -16,7 +16,7 @@ from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
-from amp_clipfix.analysis.queries import Recording, holds, matches, noted, raw, scan
+from amp_clipfix.analysis.recording import Recording, holds, matches, noted, raw, scan
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary

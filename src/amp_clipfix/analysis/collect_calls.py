@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
-from amp_clipfix.analysis import names, python_configs
+from amp_clipfix.analysis import names, python_configs, strategy_names
 from amp_clipfix.analysis.ast_syntax import (
     is_guardable,
     is_sole_argument,
@@ -170,7 +170,7 @@ class CallCollector(CollectorBase):
         if strategy is None:
             return Sharding.UNKNOWN if spreads else Sharding.NONE
         value = literal_value(strategy.value, self.source)
-        shards = None if value is None else names.strategy_name_shards(value)
+        shards = None if value is None else strategy_names.strategy_name_shards(value)
         if shards is None:
             return Sharding.UNKNOWN
         return Sharding.SHARDED if shards else Sharding.NONE

@@ -33,7 +33,7 @@ from amp_clipfix.analysis.frame import (
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
-from amp_clipfix.analysis.queries import read
+from amp_clipfix.analysis.recording import read
 from amp_clipfix.analysis.shapes import (
     all_params,
     bound_names,

@@ -20,9 +20,9 @@ from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.names import Parameter
-from amp_clipfix.analysis.queries import exists, holds
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
+from amp_clipfix.analysis.recording import exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span

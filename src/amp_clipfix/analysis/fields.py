@@ -16,7 +16,7 @@ import re
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase
-from amp_clipfix.analysis.queries import exists, matches
+from amp_clipfix.analysis.recording import exists, matches
 from amp_clipfix.analysis.values import ClsV, Ext, Inst, Opaque
 
 # What a field's annotation may say that makes it no field of `__init__` (or none at all).

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from amp_clipfix.analysis.queries import raw
+from amp_clipfix.analysis.recording import raw
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis import queries
+from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
@@ -219,7 +219,7 @@ def project_facts(
     late: list[FileError] = []  # files no word named that do not parse, reported after the rest
 
     def document_of(path: Path) -> Document | None:
-        queries.read(noted, path)
+        recording.read(noted, path)
         if path not in documents:
             parsed = collection.parsed.get(path)
             try:
@@ -265,7 +265,7 @@ def project_facts(
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
             elif path in collection.parses:
-                queries.read(noted, path)  # that it parses is read from its text
+                recording.read(noted, path)  # that it parses is read from its text
                 failed = False  # the collection parsed this text whole in this run
             else:
                 document = document_of(path)

@@ -25,8 +25,7 @@ answer is reused only when all of this holds, else it is computed as a cold run 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -35,137 +34,16 @@ from amp_clipfix.records import record
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
 
+from amp_clipfix.analysis.recording import (
+    DERIVED,
+    Reads,
+    Recording,
+    Test,
+    passes,
+    raw,
+)
+
 T = TypeVar("T")
-
-# A scan's test of one file's bytes: every condition holds. ("in", word): the bytes hold it;
-# ("re", pattern, flags): the pattern is found.
-Condition = tuple[object, ...]
-Test = tuple[Condition, ...]
-
-
-def passes(test: Test, data: bytes) -> bool:
-    for condition in test:
-        if condition[0] == "in":
-            if condition[1] not in data:  # type: ignore[operator]
-                return False
-        elif _compiled(condition).search(data) is None:
-            return False
-    return True
-
-
-_patterns: dict[Condition, re.Pattern[bytes]] = {}
-
-
-def _compiled(condition: Condition) -> re.Pattern[bytes]:
-    found = _patterns.get(condition)
-    if found is None:
-        found = _patterns[condition] = re.compile(condition[1], condition[2])  # type: ignore[call-overload]
-    return found
-
-
-def holds(word: bytes) -> Condition:
-    return ("in", word)
-
-
-def matches(pattern: re.Pattern[bytes]) -> Condition:
-    return ("re", pattern.pattern, pattern.flags)
-
-
-class Reads:
-    """What the queries of one run read so far."""
-
-    def __init__(self) -> None:
-        self.files: set[str] = set()  # paths as text: stored and compared as they are
-        self.scans: dict[Test, frozenset[str]] = {}
-        self.exists: dict[Test, str | None] = {}
-        self.derived: dict[tuple[object, ...], object] = {}
-        self.everything = False
-
-
-class Recording(Mapping[Path, bytes]):
-    """A project's texts that note which files are read: one file's bytes (`[]`, `get`) are a
-    read of that file; the whole text iterated (`items`, `values`) is a read of everything.
-    The file list (`in`, iterating the paths) is part of every query's key."""
-
-    def __init__(self, data: Mapping[Path, bytes], reads: Reads) -> None:
-        self.data, self.reads = data, reads
-
-    def __getitem__(self, path: Path) -> bytes:
-        found = self.data[path]
-        self.reads.files.add(str(path))
-        return found
-
-    def get(self, path: Path, default: object = None) -> bytes | None:  # type: ignore[override]
-        if path in self.data:
-            self.reads.files.add(str(path))
-            return self.data[path]
-        return default  # type: ignore[return-value]
-
-    def __contains__(self, path: object) -> bool:
-        return path in self.data
-
-    def __iter__(self) -> Iterator[Path]:
-        return iter(self.data)
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def items(self) -> ItemsView[Path, bytes]:
-        self.reads.everything = True
-        return self.data.items()
-
-    def values(self) -> ValuesView[bytes]:
-        self.reads.everything = True
-        return self.data.values()
-
-
-def raw(contents: Mapping[Path, bytes]) -> Mapping[Path, bytes]:
-    """The texts themselves, read without being noted (a scan notes what it found)."""
-    return contents.data if isinstance(contents, Recording) else contents
-
-
-def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:
-    """The files whose bytes pass every condition of `test`, in the project's order; noted
-    with what they found."""
-    texts = raw(contents)
-    found = [path for path, data in texts.items() if passes(test, data)]
-    return noted(contents, test, found)
-
-
-def noted(contents: Mapping[Path, bytes], test: Test, found: Iterable[Path]) -> list[Path]:
-    """`found`, computed by the caller as `scan(contents, *test)` would (an index, say), noted."""
-    found = list(found)
-    if isinstance(contents, Recording):
-        contents.reads.scans[test] = frozenset(map(str, found))
-    return found
-
-
-def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
-    """Whether any file passes `test`; noted with the first that does (a later run looks again
-    only when that one or a file that did not pass changed: `Queries.still`)."""
-    texts = raw(contents)
-    found = next((path for path, data in texts.items() if passes(test, data)), None)
-    if isinstance(contents, Recording):
-        contents.reads.exists[test] = None if found is None else str(found)
-    return found is not None
-
-
-def read(contents: Mapping[Path, bytes], path: Path) -> None:
-    """Note a read of `path` made other than through its bytes (its summary, its document)."""
-    if isinstance(contents, Recording) and path in contents.data:
-        contents.reads.files.add(str(path))
-
-
-def derive(contents: Mapping[Path, bytes], key: tuple[object, ...], answer: object) -> None:
-    """Note a whole-project analysis and its answer (`DERIVED[key[0]]` computes it again)."""
-    if isinstance(contents, Recording):
-        contents.reads.derived[key] = answer
-
-
-# key[0] -> (every searchable file's text, the changed files' texts, the answer noted, *key[1:])
-# -> whether the answer still holds on today's files (a changed file the analysis does not read,
-# a config, may only make it say no)
-DERIVED: dict[str, Callable[..., object]] = {}
 
 
 @record(frozen=True)

@@ -17,7 +17,7 @@ from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
 from amp_clipfix.analysis.frame import RelevantCore
-from amp_clipfix.analysis.queries import DERIVED, Recording, derive, raw
+from amp_clipfix.analysis.recording import DERIVED, Recording, derive, raw
 from amp_clipfix.analysis.relevance import (
     NOT_WORD_TO_SPACE,
     any_word,

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from amp_clipfix.analysis import names
+from amp_clipfix.analysis import names, strategy_names
 from amp_clipfix.analysis.ast_syntax import is_guardable, namespace_argument
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
-from amp_clipfix.analysis.queries import holds, matches, scan
+from amp_clipfix.analysis.recording import holds, matches, scan
 from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
@@ -185,7 +185,7 @@ class EntrySearch(RefineSites):
                         states.add(False)
         for value in values:
             if isinstance(value, Lit):
-                states.add(names.strategy_name_shards(value.value))
+                states.add(strategy_names.strategy_name_shards(value.value))
             elif isinstance(value, Opaque) and isinstance(value.node, ast.Call):
                 callee = value.node.func
                 qualified = self.callee_qnames(callee, self.ev.ctx_of(value.summary, callee))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis import names
+from amp_clipfix.analysis import names, strategy_names
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, with_spread_keywords
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import (
@@ -126,7 +126,7 @@ def fsdp_norm_clip(
 
 def is_fsdp(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
     values, _ = literals(facts, file, node)
-    if values & names.FSDP_STRATEGY_NAMES:
+    if values & strategy_names.FSDP_STRATEGY_NAMES:
         return True
     return bool(facts.made_by(file, node) & FSDP_STRATEGIES)
 
