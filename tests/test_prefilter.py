@@ -101,7 +101,10 @@ def test_prefilter_changes_no_result_on_real_lightning_sources(tmp_path: Path) -
     shutil.copy(REPO / "examples" / "sample_project" / "model.py", tmp_path / "model.py")
     shutil.copy(REPO / "examples" / "sample_project" / "train_trainer.py", tmp_path / "train.py")
     with_prefilter = outcome(tmp_path, True, Strategy.AUTO)
-    assert [finding.code for finding in with_prefilter[0]] == ["ACF002"]
+    # ACF007 (review): Lightning's own LightningModule.clip_gradients calls
+    # `self.fabric.clip_gradients(..., max_norm=...)`, `fabric` a property returning the
+    # module's `_fabric` (annotated a Fabric): under an fp16 Fabric an overflow step raises
+    assert [finding.code for finding in with_prefilter[0]] == ["ACF002", "ACF007"]
     assert with_prefilter == outcome(tmp_path, False, Strategy.AUTO)
 
 

@@ -35,6 +35,10 @@ LIGHT_ANALYSIS = frozenset(
         "amp_clipfix.analysis.parse_pool",
         "amp_clipfix.analysis.project_collect",
         "amp_clipfix.analysis.project_resolve",
+        # The memoised queries' store and what it records (hashes, no analysis): a first run
+        # with the cache stores its answers there.
+        "amp_clipfix.analysis.queries",
+        "amp_clipfix.analysis.recording",
     }
 )
 

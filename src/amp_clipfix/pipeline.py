@@ -456,8 +456,9 @@ def may_import(data: bytes, package: str) -> bool:
 
 
 def import_text(data: bytes) -> str:
-    """The text import statements are looked for in: backslash continuations joined."""
-    text = data.decode("utf-8", "replace")
+    """The text import statements are looked for in: backslash continuations joined, a UTF-8
+    byte order mark (which Python skips) gone."""
+    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     if not data.isascii():
         import unicodedata
 
