@@ -121,14 +121,13 @@ def spread_precision(
             if not isinstance(value, DictV):
                 continue
             for item in value.entries.get(PRECISION_ARGUMENT, []):
-                place = written_place(facts, item) if isinstance(item, Thunk) else None
-                if place is None or not isinstance(item, Thunk):
+                found = entry_place(facts, item)
+                if found is None:
                     continue
-                values = facts.evaluator.force([item])
+                where, node, written, values = found
                 old = sorted({v.value for v in values if isinstance(v, Lit)} & NEW_SPELLING.keys())
                 if not old:
                     continue
-                where, node, _ = place
                 certain = all(isinstance(v, Lit) for v in values) and value.closed
                 site = where.site(
                     kind,
@@ -137,7 +136,6 @@ def spread_precision(
                     value=old[0],
                     certainty=Certainty.KNOWN if certain else Certainty.RUNTIME,
                 )
-                written = item.expr
                 if not fixable:
                     yield Found((site,), review=not_fixable(facts))
                 elif not (
@@ -151,6 +149,23 @@ def spread_precision(
                     edit = where.replace(written, new)
                     fix = RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,))
                     yield Found((site,), fixes=(fix,))
+
+
+def entry_place(
+    facts: ProjectFacts, item: object
+) -> tuple[FileFacts, ast.AST, ast.AST, list[object]] | None:
+    """Where a spread dict's `precision` entry is written (its file, the node a site shows, the
+    value's own node) and the values it holds: an entry of a dict written in the code, or a
+    literal a record's field holds (`Trainer(**asdict(cfg))`: the field's default)."""
+    if isinstance(item, Thunk):
+        place = written_place(facts, item)
+        if place is None:
+            return None
+        return place[0], place[1], item.expr, facts.evaluator.force([item])
+    if isinstance(item, Lit):
+        where = facts.file(item.summary.path)
+        return None if where is None else (where, item.node, item.node, [item])
+    return None
 
 
 # `16` / `bf16` as a whole scalar token: not inside a longer one (`16-mixed`, `bf16-true`,
