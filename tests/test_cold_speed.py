@@ -17,7 +17,7 @@ from amp_clipfix.analysis.collection import Collection
 from amp_clipfix.analysis.word_index import SCANS_BEFORE_INDEX
 from amp_clipfix.pipeline import may_import, searching_rules_of
 from amp_clipfix.rules.acf006 import BEFORE
-from amp_clipfix.running import ends_with_the_command
+from amp_clipfix.run_notes import is_the_command
 
 CLIP = "fabric.backward(loss)\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\nopt.step()\n"
 
@@ -87,7 +87,7 @@ def test_a_program_that_runs_the_command_itself_goes_on_collecting(tmp_path: Pat
     assert gc.isenabled()
     assert amp_clipfix(tmp_path, "check", "--no-cache", ".").code == 1
     assert gc.isenabled()  # the run's objects are collected: the tests go on
-    assert not ends_with_the_command()
+    assert not is_the_command()
 
 
 def test_the_command_as_the_program_leaves_its_objects_to_the_process_end(
@@ -96,12 +96,12 @@ def test_the_command_as_the_program_leaves_its_objects_to_the_process_end(
     program = types.ModuleType("__main__")
     program.__spec__ = importlib.machinery.ModuleSpec("amp_clipfix.__main__", None)
     monkeypatch.setitem(sys.modules, "__main__", program)
-    assert ends_with_the_command()  # `python -m amp_clipfix`
+    assert is_the_command()  # `python -m amp_clipfix`
     script = types.ModuleType("__main__")
     script.__file__ = "/venv/bin/amp-clipfix"
     script.main = sys.modules["amp_clipfix.replay"].main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "__main__", script)
-    assert ends_with_the_command()  # the installer's `amp-clipfix` script
+    assert is_the_command()  # the installer's `amp-clipfix` script
 
 
 def test_a_common_method_s_caller_files_are_the_same_from_the_index(tmp_path: Path) -> None:

@@ -284,7 +284,7 @@ def _end_now(end: SystemExit) -> None:
     code = end.code
     if not (code is None or isinstance(code, int)):
         return  # a message: Python prints it
-    if not _is_the_command(sys.modules.get("__main__")):
+    if not run_notes.is_the_command():
         return
     threading = sys.modules.get("threading")
     if sys.gettrace() or sys.getprofile() or (threading and threading.active_count() > 1):
@@ -295,15 +295,6 @@ def _end_now(end: SystemExit) -> None:
     except (OSError, ValueError):
         return
     os._exit(code or 0)
-
-
-def _is_the_command(module: object) -> bool:
-    """Whether the process runs amp-clipfix as its program: `python -m amp_clipfix`, or the
-    `amp-clipfix` script the installer writes (`from amp_clipfix.replay import main`)."""
-    if getattr(getattr(module, "__spec__", None), "name", None) == "amp_clipfix.__main__":
-        return True
-    script = os.path.basename(getattr(module, "__file__", None) or "")
-    return getattr(module, "main", None) is main and script.startswith("amp-clipfix")
 
 
 def _main() -> None:

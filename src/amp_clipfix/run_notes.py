@@ -5,6 +5,9 @@ and imports point one way: replay -> cli -> run_notes."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 _allowed = False
 _refused = False
 
@@ -31,3 +34,20 @@ def refuse() -> None:
 def may_note() -> bool:
     """Allowed, and nothing refused it."""
     return _allowed and not _refused
+
+
+def is_the_command() -> bool:
+    """Whether the process runs amp-clipfix as its program: `python -m amp_clipfix`, or the
+    `amp-clipfix` script the installer writes (`from amp_clipfix.replay import main`). Such a
+    process ends once its one command has run; a program that runs commands itself (the
+    tests) goes on."""
+    program = sys.modules.get("__main__")
+    if getattr(getattr(program, "__spec__", None), "name", None) == "amp_clipfix.__main__":
+        return True
+    entry = getattr(program, "main", None)
+    script = os.path.basename(getattr(program, "__file__", None) or "")
+    return (
+        getattr(entry, "__module__", None) == "amp_clipfix.replay"
+        and getattr(entry, "__name__", None) == "main"
+        and script.startswith("amp-clipfix")
+    )

@@ -68,22 +68,8 @@ def execute(
         # The first collection after the run walks every object it made (millions on a large
         # tree: 2 s of CPU on NeMo's); the process that is the command ends right after this
         # command without collecting (replay._end_now), so it leaves them to its end.
-        if collecting and not ends_with_the_command():
+        if collecting and not run_notes.is_the_command():
             gc.enable()
-
-
-def ends_with_the_command() -> bool:
-    """Whether amp-clipfix is the process's program (`python -m amp_clipfix`, or the
-    `amp-clipfix` script the installer writes), which ends once its one command has run; a
-    program that runs commands itself (the tests) goes on collecting."""
-    program = sys.modules.get("__main__")
-    if getattr(getattr(program, "__spec__", None), "name", None) == "amp_clipfix.__main__":
-        return True
-    entry = getattr(program, "main", None)
-    script = os.path.basename(getattr(program, "__file__", None) or "")
-    return getattr(entry, "__module__", None) == "amp_clipfix.replay" and script.startswith(
-        "amp-clipfix"
-    )
 
 
 def execute_run(
