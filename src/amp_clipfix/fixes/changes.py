@@ -81,8 +81,6 @@ def _fixed_file(
     helpers: HelperImports | None,
     edits: Sequence[Edit],
 ) -> Rendered:
-    from amp_clipfix.fixes.transform import fixed_text  # imports libcst: only when fixing
-
     document = file.document
     if edits:
         from amp_clipfix.fixes.edits import apply_edits, moved_span, ordered
@@ -98,6 +96,10 @@ def _fixed_file(
             for strategy, sites in targets.items()
         }
         file = replace(file, document=replace(document, text=edited), tree=None)
+    # libcst's codemods (libcst.codemod builds its matchers: hundreds of dataclasses) are
+    # imported only when a codemod runs; a rule's own edits above need none of it.
+    from amp_clipfix.fixes.transform import fixed_text
+
     if file.tree is None and file.document.language is Language.PYTHON:  # parsed only to fix
         from amp_clipfix.fixes.elide import elide
         from amp_clipfix.sources.python import parse_libcst, verify_python
