@@ -91,18 +91,42 @@ def requirement_pin(line: str, packages: Packages, optional: bool = False) -> Pi
     """A PEP 508 line (`lightning[extra]>=2.0,<3; python_version>"3.8"`)."""
     if not names_package(line, packages):  # most lines of a file: no need to parse them
         return None
-    from packaging.requirements import InvalidRequirement, Requirement
+    parsed = simple_requirement(line)
+    if parsed is None:
+        from packaging.requirements import InvalidRequirement, Requirement
 
-    try:
-        requirement = Requirement(line)
-    except InvalidRequirement as error:
-        reason = str(error).splitlines()[0] if str(error) else "invalid"
-        reason = excerpt(reason, 80, quoted=False)
-        raise PinError(f"not a requirement: {excerpt(line)} ({reason})") from None
-    shown = f"{canonical_name(requirement.name)}{requirement.specifier}"
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as error:
+            reason = str(error).splitlines()[0] if str(error) else "invalid"
+            reason = excerpt(reason, 80, quoted=False)
+            raise PinError(f"not a requirement: {excerpt(line)} ({reason})") from None
+        parsed = requirement.name, str(requirement.specifier)
+    name, specifier = parsed
+    shown = f"{canonical_name(name)}{specifier}"
     written = line.split(";")[0].strip()
     text = re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+", "", written)) if written else shown
-    return make_pin(requirement.name, str(requirement.specifier), packages, text, optional)
+    return make_pin(name, specifier, packages, text, optional)
+
+
+def simple_requirement(line: str) -> tuple[str, str] | None:
+    """The name and the specifier of a line in the plain shape most requirement lines have
+    (`lightning[extra] >= 2.0, < 3`: no marker, URL or parentheses), read with
+    `SpecifierSet` alone, which is what `Requirement` gives for them: importing
+    `packaging.requirements` (its markers import `platform`, `subprocess`, `logging`) costs
+    more than the rest of a small project's pins (~20 ms). None for any other line, and
+    for a specifier `SpecifierSet` refuses or a number past Python's limit: `Requirement`
+    reads those, and says what is wrong."""
+    match = SIMPLE_REQUIREMENT.fullmatch(line)
+    if match is None or has_too_many_digits(line):
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        specifier = SpecifierSet(match["specifier"])
+    except InvalidSpecifier:
+        return None
+    return match["name"], str(specifier)
 
 
 def names_package(line: str, packages: Packages) -> bool:
@@ -114,6 +138,13 @@ def names_package(line: str, packages: Packages) -> bool:
 
 
 REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_IDENTIFIER = REQUIREMENT_NAME.pattern
+_CLAUSE = r"(?:~=|===|==|!=|<=|>=|<|>)[ \t]*[A-Za-z0-9.*+!_-]+"
+SIMPLE_REQUIREMENT = re.compile(
+    rf"(?P<name>{_IDENTIFIER})"
+    rf"(?:\[[ \t]*{_IDENTIFIER}(?:[ \t]*,[ \t]*{_IDENTIFIER})*[ \t]*\])?"
+    rf"[ \t]*(?P<specifier>(?:{_CLAUSE}(?:[ \t]*,[ \t]*{_CLAUSE})*)?)"
+)
 
 
 def pins_of_lines(lines: list[str], packages: Packages, optional: bool = False) -> list[Pin]:
