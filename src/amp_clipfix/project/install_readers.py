@@ -54,15 +54,21 @@ PIP_OPTIONS_WITH_VALUE = frozenset(
     }
 )
 INCLUDE_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint"})
+QUOTING = re.compile(r"[\\'\"]")  # what shlex may turn into other characters of a word
 
 
-def shell_commands(text: str) -> Iterator[list[str]]:
+def shell_commands(text: str, holding: tuple[str, ...] = ()) -> Iterator[list[str]]:
     """The words of each command of a shell text: lines joined at a trailing `\\`, split with
-    shlex (comments dropped), cut at `&&`, `;`, `|`."""
+    shlex (comments dropped), cut at `&&`, `;`, `|`. With `holding`, only the lines whose
+    words may hold every one of those (shlex's pure-Python pass over each line of a long
+    workflow or README costs more than the rest of a small project's pins): a line without
+    quotes or backslashes gives its characters as they are, so it must hold them as text."""
     import shlex
 
     joined = re.sub(r"\\\r?\n", " ", text.replace("\r\n", "\n"))
     for line in joined.split("\n"):
+        if holding and not QUOTING.search(line) and not all(word in line for word in holding):
+            continue
         try:
             lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
             lexer.whitespace_split = True
@@ -91,7 +97,7 @@ def pip_arguments(words: list[str]) -> list[str] | None:
 
 def install_arguments(text: str) -> Iterator[tuple[str, bool]]:
     """(argument, is an include file) of every `pip install` in a shell text."""
-    for words in shell_commands(text):
+    for words in shell_commands(text, holding=("pip", "install")):
         arguments = pip_arguments(words)
         if arguments is None:
             continue
