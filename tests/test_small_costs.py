@@ -92,7 +92,10 @@ def test_a_refused_plain_line_keeps_packagings_reason() -> None:
         ('RUN "pip" install "lightning==2.0.9"', [("lightning==2.0.9", False)]),
         ("RUN p\\ip ins'tall' -r req.txt", [("req.txt", True)]),
         ("RUN pip \\\n  install torch && echo install", [("torch", False)]),
-        ("echo install lightning\npython -m pip install -c c.txt x", [("c.txt", True), ("x", False)]),
+        (
+            "echo install lightning\npython -m pip install -c c.txt x",
+            [("c.txt", True), ("x", False)],
+        ),
         ("# pip install lightning\nrun: pip3 install lightning", [("lightning", False)]),
         ("pip download lightning\npip-install lightning\ninstall pip", []),
     ],
