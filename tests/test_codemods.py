@@ -174,6 +174,8 @@ def test_unscale_and_unfuse_of_one_optimizer_in_one_walk_make_a_working_module()
     Lightning), never a crash or a conflicting patch. ACF002 avoids it (`rules/acf002.shared`),
     but the codemods must not depend on that."""
     from amp_clipfix.fixes.codemods.base import standalone_targets
+    from amp_clipfix.fixes.codemods.unfuse import UnfuseFix
+    from amp_clipfix.fixes.codemods.unscale import UnscaleFix
     from amp_clipfix.fixes.transform import CombinedFixes, part
     from amp_clipfix.models import Strategy
     from amp_clipfix.project.version import DEFAULT_TARGET
@@ -182,11 +184,8 @@ def test_unscale_and_unfuse_of_one_optimizer_in_one_walk_make_a_working_module()
     module = cst.parse_module(TRAINER_SCRIPT)
     positions = standalone_targets(module, context, Strategy.UNSCALE)
     assert positions == standalone_targets(module, context, Strategy.UNFUSE)  # the one literal
-    parts = [
-        part(context, command, positions, DEFAULT_TARGET)
-        for command in (UnfuseCommand, UnscaleCommand)
-    ]
-    fixed = CombinedFixes(context, parts).transform_module(module).code
+    parts = [part(context, fix, positions, DEFAULT_TARGET) for fix in (UnfuseFix, UnscaleFix)]
+    fixed = CombinedFixes(parts).transform(module).code
     assert fixed.count("def configure_gradient_clipping(") == 1
     assert fixed.count("def clip_module_gradients_unscaled(") == 1
     assert "self.parameters(), fused=False)" in fixed and "parameters(), fused=True" not in fixed

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
 from amp_clipfix.analysis.read import ReadFile
-from amp_clipfix.fixes.codemods.base import Position, SiteCodemod
-from amp_clipfix.fixes.codemods.bf16 import Bf16Command
-from amp_clipfix.fixes.codemods.guard import GuardCommand
-from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
-from amp_clipfix.fixes.codemods.unscale import UnscaleCommand
+from amp_clipfix.fixes.codemods.base import FileContext, FixContext, Position, SiteFix
+from amp_clipfix.fixes.codemods.bf16 import Bf16Fix
+from amp_clipfix.fixes.codemods.guard import GuardFix
+from amp_clipfix.fixes.codemods.unfuse import UnfuseFix
+from amp_clipfix.fixes.codemods.unscale import UnscaleFix
 from amp_clipfix.fixes.helper_module import import_helpers
 from amp_clipfix.models import Site, Strategy
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
@@ -30,31 +29,33 @@ from amp_clipfix.sources.text import restore_dropped_whitespace
 from amp_clipfix.sources.yaml import fix_config
 
 # The order in which codemods see a node when several rewrite the same one.
-PASSES: tuple[tuple[Strategy, type[SiteCodemod]], ...] = (
-    (Strategy.UNFUSE, UnfuseCommand),
-    (Strategy.BF16, Bf16Command),
-    (Strategy.UNSCALE, UnscaleCommand),
-    (Strategy.GUARD, GuardCommand),
+PASSES: tuple[tuple[Strategy, type[SiteFix]], ...] = (
+    (Strategy.UNFUSE, UnfuseFix),
+    (Strategy.BF16, Bf16Fix),
+    (Strategy.UNSCALE, UnscaleFix),
+    (Strategy.GUARD, GuardFix),
 )
 
 
-class CombinedFixes(VisitorBasedCodemodCommand):
-    """Every chosen codemod of one file in a single walk over the tree the sites were read from,
-    so target positions are the sites' own and no codemod looks for its targets again after
-    another has moved them. Imports the parts ask for are added once at the end."""
+class CombinedFixes(cst.CSTTransformer):
+    """Every chosen fix of one file in a single walk over the tree the sites were read from,
+    so target positions are the sites' own and no fix looks for its targets again after
+    another has moved them. A plain transformer, as each fix is (codemods/base.py): what
+    `libcst.codemod` would add (a metadata wrapper, imports asked through its context) is the
+    wrapper made here; no fix asks for imports that way."""
 
-    DESCRIPTION = "Run the fixes chosen for one file together."
-
-    def __init__(self, context: CodemodContext, parts: Sequence[SiteCodemod]) -> None:
-        super().__init__(context)
+    def __init__(self, parts: Sequence[SiteFix]) -> None:
+        super().__init__()
         self.parts = tuple(parts)
 
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        assert self.context.wrapper is not None, "set by Codemod.transform_module"
+    def transform(self, module: cst.Module) -> cst.Module:
+        """The fixed module, its metadata computed on a copy of `module` (as a codemod's
+        `transform_module` does)."""
+        wrapper = cst.MetadataWrapper(module)
         with ExitStack() as stack:
             for part in self.parts:
-                stack.enter_context(part.resolve(self.context.wrapper))
-            return tree.visit(self)
+                stack.enter_context(part.resolve(wrapper))
+            return wrapper.module.visit(self)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         for part in self.parts:
@@ -81,7 +82,7 @@ def transform_module(
 ) -> cst.Module:
     """Apply each strategy's codemod to its target sites of this file, in one walk; `target` is
     the target Lightning release (the unscale override's signature depends on it)."""
-    context = CodemodContext(filename=str(path))
+    context = FileContext(str(path))
     parts = [
         part(
             context,
@@ -92,15 +93,15 @@ def transform_module(
         for strategy, codemod in PASSES
         if targets.get(strategy)
     ]
-    return CombinedFixes(context, parts).transform_module(module)
+    return CombinedFixes(parts).transform(module)
 
 
 def part(
-    context: CodemodContext, codemod: type[SiteCodemod], positions: set[Position], target: Target
-) -> SiteCodemod:
-    """One codemod for the combined walk; unscale also needs the target release."""
-    if codemod is UnscaleCommand:
-        return UnscaleCommand(context, positions, target)
+    context: FixContext, codemod: type[SiteFix], positions: set[Position], target: Target
+) -> SiteFix:
+    """One fix for the combined walk; unscale also needs the target release."""
+    if codemod is UnscaleFix:
+        return UnscaleFix(context, positions, target)
     return codemod(context, positions)
 
 

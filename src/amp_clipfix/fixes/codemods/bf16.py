@@ -13,8 +13,9 @@ is rewritten at the constant, once, however many calls use it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import (
     Assignment,
     ParentNodeProvider,
@@ -25,7 +26,7 @@ from libcst.metadata import (
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.syntax import keyword_arg, literal_value
-from amp_clipfix.fixes.codemods.base import SiteCodemod
+from amp_clipfix.fixes.codemods.base import SiteFix
 from amp_clipfix.fixes.codemods.dead import names_in, remove_lines, remove_unused_imports
 from amp_clipfix.models import Strategy
 
@@ -58,7 +59,25 @@ def is_grad_scaler(qualified: set[str]) -> bool:
     return bool(qualified & names.GRAD_SCALERS)
 
 
-class Bf16Command(SiteCodemod):
+class _Calls(cst.CSTVisitor):
+    """Every call of a tree, in the order a walk meets them (what `libcst.matchers.findall`
+    with a `Call()` matcher gives, without importing the matchers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found.append(node)
+
+
+def calls_in(tree: cst.CSTNode) -> list[cst.Call]:
+    walk = _Calls()
+    tree.visit(walk)
+    return walk.found
+
+
+class Bf16Fix(SiteFix):
     DESCRIPTION = 'Rewrite fp16 mixed precision ("16-mixed", "16", 16) to "bf16-mixed".'
     STRATEGY = Strategy.BF16
     METADATA_DEPENDENCIES = (
@@ -77,8 +96,8 @@ class Bf16Command(SiteCodemod):
     def visit_Module(self, node: cst.Module) -> None:
         """Before rewriting: the constants and scaler lines the plugin calls point at (both are
         usually written above the call, so they must be known before the walk reaches them)."""
-        for call in m.findall(node, m.Call()):
-            if isinstance(call, cst.Call) and self.is_target(call):
+        for call in calls_in(node):
+            if self.is_target(call):
                 self.plan_call(call)
 
     def plan_call(self, call: cst.Call) -> None:
@@ -195,3 +214,13 @@ class Bf16Command(SiteCodemod):
             if plugin is not None:
                 return plugin[1]
         return None
+
+
+def __getattr__(name: str) -> Any:
+    """`Bf16Command`, the codemod command `python -m libcst.tool codemod` runs, made on
+    first use: it imports `libcst.codemod`, which the pipeline does not."""
+    if name == "Bf16Command":
+        from amp_clipfix.fixes.codemods import commands
+
+        return commands.Bf16Command
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

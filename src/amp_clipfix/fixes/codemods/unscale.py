@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
-from libcst.codemod import CodemodContext
 from libcst.metadata import CodeRange, PositionProvider
 
-from amp_clipfix.fixes.codemods.base import Position, SiteCodemod
+from amp_clipfix.fixes.codemods.base import FixContext, Position, SiteFix
 from amp_clipfix.fixes.codemods.insert import has_helper, insert_helper
 from amp_clipfix.fixes.codemods.unscale_helper import (
     FABRIC_HELPER,
@@ -106,7 +106,7 @@ def without_optimizer_idx(args: Sequence[cst.Arg]) -> list[cst.Arg]:
     return kept
 
 
-class UnscaleCommand(SiteCodemod):
+class UnscaleFix(SiteFix):
     DESCRIPTION = (
         "Clip fused optimizers through the run's GradScaler: Fabric clip calls go through an "
         "inserted helper, LightningModules get a configure_gradient_clipping override."
@@ -115,12 +115,12 @@ class UnscaleCommand(SiteCodemod):
 
     def __init__(
         self,
-        context: CodemodContext,
+        context: FixContext,
         targets: Collection[Position] | None = None,
         target: Target | None = None,
     ) -> None:
         super().__init__(context, targets)
-        # None when run on its own: the module's project's pins decide (transform_module_impl).
+        # None when run on its own: the module's project's pins decide (prepare).
         # The pipeline's combined walk never calls that, so a given target is read here.
         self.target = target
         self.optimizer_idx = target is not None and hook_has_optimizer_idx(target)
@@ -130,12 +130,11 @@ class UnscaleCommand(SiteCodemod):
         self.anchors: set[Position] = set()  # targets that mark their class for the override
         self.module_config = cst.PartialParserConfig()
 
-    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+    def prepare(self, tree: cst.Module) -> None:
         if self.target is None:
             path = Path(self.context.filename or "<module>")
             self.target = resolve_target(find_project_root(path)).target
         self.optimizer_idx = hook_has_optimizer_idx(self.target)
-        return super().transform_module_impl(tree)
 
     # -- classes -------------------------------------------------------------------------------
 
@@ -221,3 +220,13 @@ class UnscaleCommand(SiteCodemod):
             if not has_helper(updated_node, helper):
                 updated_node = insert_helper(updated_node, HELPER_SOURCES[helper])
         return updated_node
+
+
+def __getattr__(name: str) -> Any:
+    """`UnscaleCommand`, the codemod command `python -m libcst.tool codemod` runs, made on
+    first use: it imports `libcst.codemod`, which the pipeline does not."""
+    if name == "UnscaleCommand":
+        from amp_clipfix.fixes.codemods import commands
+
+        return commands.UnscaleCommand
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
