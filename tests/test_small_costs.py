@@ -106,27 +106,76 @@ def test_install_commands_are_read_where_quoting_hides_the_words(
     assert list(install_arguments(text)) == expected
 
 
+PROGRAM = (
+    "import runpy, sys\n"
+    "sys.argv = ['amp-clipfix', 'check', '--no-cache', '--format', 'json', '.']\n"
+    "try:\n"
+    "    runpy.run_module('amp_clipfix', run_name='__main__')\n"
+    "except SystemExit as end:\n"
+    "    print(end.code, 'libcst.codemod' in sys.modules, file=sys.stderr)\n"
+)
+
+
+def checked(tmp_path: Path, code: str) -> tuple[list[str], list[dict]]:
+    """`check --format json` of a one-file project: (exit code, whether libcst.codemod was
+    imported), and the findings."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (tmp_path / "train.py").write_text(code)
+    run = subprocess.run(
+        [sys.executable, "-c", PROGRAM], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    return run.stderr.split()[-2:], json.loads(run.stdout)["findings"]
+
+
 def test_a_rules_own_edit_is_reported_without_libcsts_codemods(tmp_path: Path) -> None:
     """ACF012's migration is a text edit of its own: the JSON report gives it (verified with
     libcst's parser) without importing libcst.codemod and its matchers (~0.17 s)."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
-    (tmp_path / "train.py").write_text(
-        "import torch\n\nscaler = torch.cuda.amp.GradScaler(enabled=True)\n"
-    )
-    program = (
-        "import runpy, sys\n"
-        "sys.argv = ['amp-clipfix', 'check', '--no-cache', '--format', 'json', '.']\n"
-        "try:\n"
-        "    runpy.run_module('amp_clipfix', run_name='__main__')\n"
-        "except SystemExit as end:\n"
-        "    print(end.code, 'libcst.codemod' in sys.modules, file=sys.stderr)\n"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
-    assert run.stderr.split()[-2:] == ["1", "False"], run.stderr
-    (finding,) = json.loads(run.stdout)["findings"]
+    code = "import torch\n\nscaler = torch.cuda.amp.GradScaler(enabled=True)\n"
+    end, (finding,) = checked(tmp_path, code)
+    assert end == ["1", "False"]
     assert finding["code"] == "ACF012"
     assert [e["replacement"] for e in finding["fix"]["edits"]] == [
         'scaler = torch.amp.GradScaler("cuda", enabled=True)\n'
     ]
+
+
+FABRIC = """import torch
+import lightning as L
+
+fabric = L.Fabric(precision="16-mixed")
+model = torch.nn.Linear(2, 2)
+opt = torch.optim.AdamW(model.parameters(), fused=True)
+model, opt = fabric.setup(model, opt)
+fabric.clip_gradients(model, opt, max_norm=1.0)
+"""
+
+
+def test_a_codemods_fix_is_reported_without_libcsts_codemod_commands(tmp_path: Path) -> None:
+    """The unscale fix runs as a plain libcst transformer in the pipeline (its codemod command
+    is made only for `libcst.tool`): the report's edits are the codemod's."""
+    end, findings = checked(tmp_path, FABRIC)
+    assert end == ["1", "False"]
+    assert [(f["code"], f["fix"]["strategy"]) for f in findings] == [
+        ("ACF001", "unscale"),
+        ("ACF007", "unscale"),
+    ]
+    replacements = "".join(e["replacement"] for e in findings[0]["fix"]["edits"])
+    assert "clip_gradients_unscaled(fabric, model, opt, max_norm=1.0)" in replacements
+
+
+def test_each_fix_module_names_its_codemod_command() -> None:
+    from libcst.codemod import VisitorBasedCodemodCommand
+
+    from amp_clipfix.fixes.codemods import bf16, guard, unfuse, unscale
+
+    for module, name in (
+        (unfuse, "UnfuseCommand"),
+        (bf16, "Bf16Command"),
+        (guard, "GuardCommand"),
+        (unscale, "UnscaleCommand"),
+    ):
+        command = getattr(module, name)
+        assert issubclass(command, VisitorBasedCodemodCommand)
+        assert command.DESCRIPTION != VisitorBasedCodemodCommand.DESCRIPTION
+    with pytest.raises(AttributeError):
+        unfuse.NoSuchCommand  # noqa: B018
