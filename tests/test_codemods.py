@@ -7,10 +7,13 @@ import textwrap
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from amp_clipfix.fixes.codemods.bf16 import Bf16Command
-from amp_clipfix.fixes.codemods.guard import GuardCommand
-from amp_clipfix.fixes.codemods.unfuse import UnfuseCommand
-from amp_clipfix.fixes.codemods.unscale import UnscaleCommand, hook_has_optimizer_idx
+from amp_clipfix.fixes.codemods.commands import (
+    Bf16Command,
+    GuardCommand,
+    UnfuseCommand,
+    UnscaleCommand,
+)
+from amp_clipfix.fixes.codemods.unscale import hook_has_optimizer_idx
 from amp_clipfix.project.version import Target, parse_version
 
 FABRIC_SCRIPT = textwrap.dedent(

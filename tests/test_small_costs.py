@@ -163,19 +163,22 @@ def test_a_codemods_fix_is_reported_without_libcsts_codemod_commands(tmp_path: P
     assert "clip_gradients_unscaled(fabric, model, opt, max_norm=1.0)" in replacements
 
 
-def test_each_fix_module_names_its_codemod_command() -> None:
+def test_each_fix_has_its_codemod_command() -> None:
     from libcst.codemod import VisitorBasedCodemodCommand
 
-    from amp_clipfix.fixes.codemods import bf16, guard, unfuse, unscale
+    from amp_clipfix.fixes.codemods import commands
+    from amp_clipfix.fixes.transform import PASSES
 
-    for module, name in (
-        (unfuse, "UnfuseCommand"),
-        (bf16, "Bf16Command"),
-        (guard, "GuardCommand"),
-        (unscale, "UnscaleCommand"),
-    ):
-        command = getattr(module, name)
-        assert issubclass(command, VisitorBasedCodemodCommand)
-        assert command.DESCRIPTION != VisitorBasedCodemodCommand.DESCRIPTION
-    with pytest.raises(AttributeError):
-        unfuse.NoSuchCommand  # noqa: B018
+    made = {
+        c.STRATEGY: c
+        for c in vars(commands).values()
+        if isinstance(c, type)
+        and c.__module__ == commands.__name__
+        and "STRATEGY" in dir(c)
+        and c is not commands.SiteCodemod
+    }
+    assert set(made) == {strategy for strategy, _ in PASSES}
+    for strategy, fix in PASSES:
+        assert issubclass(made[strategy], VisitorBasedCodemodCommand)
+        assert issubclass(made[strategy], fix)
+        assert made[strategy].DESCRIPTION == fix.DESCRIPTION

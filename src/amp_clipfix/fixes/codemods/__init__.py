@@ -1,2 +1,4 @@
-"""libcst transformers, one fix per module. Each is a `VisitorBasedCodemodCommand`, so
-`python -m libcst.tool codemod` can run it on its own (it then finds its targets itself)."""
+"""libcst transformers, one fix per module (`SiteFix`, run by the pipeline without
+`libcst.codemod`); `commands.py` makes each a `VisitorBasedCodemodCommand`, so
+`python -m libcst.tool codemod commands.UnfuseCommand` can run it on its own (it then finds its
+targets itself)."""

@@ -2,9 +2,9 @@
 
 Each fix is a plain libcst transformer (`SiteFix`): the pipeline runs them in one walk
 (fixes/transform.py) without `libcst.codemod`, whose import builds libcst's matchers (hundreds
-of dataclasses, ~0.17 s of CPU: more than a small project's whole check). Each module also
-names its `VisitorBasedCodemodCommand` (`UnfuseCommand`, ...: fixes/codemods/commands.py), made
-on first use, which `python -m libcst.tool codemod` runs on its own.
+of dataclasses, ~0.17 s of CPU: more than a small project's whole check). Each has its
+`VisitorBasedCodemodCommand` in fixes/codemods/commands.py (`commands.UnfuseCommand`, ...),
+which `python -m libcst.tool codemod` runs on its own.
 """
 
 from __future__ import annotations

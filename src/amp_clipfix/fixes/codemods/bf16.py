@@ -13,8 +13,6 @@ is rewritten at the constant, once, however many calls use it.
 
 from __future__ import annotations
 
-from typing import Any
-
 import libcst as cst
 from libcst.metadata import (
     Assignment,
@@ -214,13 +212,3 @@ class Bf16Fix(SiteFix):
             if plugin is not None:
                 return plugin[1]
         return None
-
-
-def __getattr__(name: str) -> Any:
-    """`Bf16Command`, the codemod command `python -m libcst.tool codemod` runs, made on
-    first use: it imports `libcst.codemod`, which the pipeline does not."""
-    if name == "Bf16Command":
-        from amp_clipfix.fixes.codemods import commands
-
-        return commands.Bf16Command
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """The fixes as `VisitorBasedCodemodCommand`s, so `python -m libcst.tool codemod` can run each on
-its own (each fix module names its command: `unfuse.UnfuseCommand`). Importing this module
+its own (`commands.UnfuseCommand`, ...). Importing this module
 imports `libcst.codemod` and its matchers, so the pipeline, which runs the plain fixes
 (fixes/transform.py), never does."""
 

@@ -9,8 +9,6 @@ and `if norm > x` keep working; `LightningModule.clip_gradients` returns None, s
 
 from __future__ import annotations
 
-from typing import Any
-
 import libcst as cst
 
 from amp_clipfix.analysis.syntax import clip_call_of, guard_test, keyword_arg
@@ -83,13 +81,3 @@ class GuardFix(SiteFix):
         if self.guarded and not has_helper(updated_node, HELPER_NAME):
             updated_node = insert_helper(updated_node, HELPER_SOURCE)
         return updated_node
-
-
-def __getattr__(name: str) -> Any:
-    """`GuardCommand`, the codemod command `python -m libcst.tool codemod` runs, made on
-    first use: it imports `libcst.codemod`, which the pipeline does not."""
-    if name == "GuardCommand":
-        from amp_clipfix.fixes.codemods import commands
-
-        return commands.GuardCommand
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,8 +7,6 @@ it: the call's own argument, a `functools.partial`, or a `**dict(...)` / `**{...
 
 from __future__ import annotations
 
-from typing import Any
-
 import libcst as cst
 
 from amp_clipfix.fixes.codemods.base import SiteFix
@@ -23,13 +21,3 @@ class UnfuseFix(SiteFix):
         if original_node.value == "True" and self.is_target(original_node):
             return updated_node.with_changes(value="False")
         return updated_node
-
-
-def __getattr__(name: str) -> Any:
-    """`UnfuseCommand`, the codemod command `python -m libcst.tool codemod` runs, made on
-    first use: it imports `libcst.codemod`, which the pipeline does not."""
-    if name == "UnfuseCommand":
-        from amp_clipfix.fixes.codemods import commands
-
-        return commands.UnfuseCommand
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange, PositionProvider
@@ -220,13 +219,3 @@ class UnscaleFix(SiteFix):
             if not has_helper(updated_node, helper):
                 updated_node = insert_helper(updated_node, HELPER_SOURCES[helper])
         return updated_node
-
-
-def __getattr__(name: str) -> Any:
-    """`UnscaleCommand`, the codemod command `python -m libcst.tool codemod` runs, made on
-    first use: it imports `libcst.codemod`, which the pipeline does not."""
-    if name == "UnscaleCommand":
-        from amp_clipfix.fixes.codemods import commands
-
-        return commands.UnscaleCommand
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
