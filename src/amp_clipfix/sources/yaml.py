@@ -9,6 +9,7 @@ indentation, quoting, key order and every other byte stay as they were.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,31 @@ def compose_documents(text: str) -> list[Any]:
         raise SourceError(f"{where}cannot parse YAML: {problem}") from None
     except RecursionError:
         raise SourceError("cannot parse YAML: nested too deeply") from None
+
+
+# Text that may nest deeper than ruamel's recursive composer goes (it then fails: "nested too
+# deeply"), where libyaml would not: checked by ruamel itself.
+DEEP = re.compile(r"^[ \t-]{64}|[\[{]{8}", re.MULTILINE)
+
+
+def check_parses(text: str) -> None:
+    """Raise compose_documents' SourceError when the text does not compose, without building
+    its nodes where libyaml (PyYAML's C parser) is there: a text libyaml parses is one ruamel
+    composes (tests/test_yaml_scan.py checks this on every config of the test corpora and
+    fixtures); on libyaml's error, or without it, ruamel composes it and says why."""
+    try:
+        from yaml import CSafeLoader, YAMLError, parse
+    except ImportError:
+        compose_documents(text)
+        return
+    if DEEP.search(text) is not None or text.count("[") + text.count("{") > 256:
+        compose_documents(text)
+        return
+    try:
+        for _ in parse(text, Loader=CSafeLoader):
+            pass
+    except (YAMLError, RecursionError, MemoryError):
+        compose_documents(text)
 
 
 def children(node: Any) -> Iterator[Any]:
