@@ -80,15 +80,15 @@ WORD_KEYS = re.compile("|".join(sorted({*VALUE_KEYS, *TARGET_KEYS})))
 def may_hold_sites(text: str) -> bool:
     """Whether a config's text can give a site or a fit (the cheap key scan before composing).
 
-    No, when it may spell no key with an escape (no line holds both `"` and a backslash, no
-    explicit `?` key), each `fused` / `precision` / `gradient_clip_val` in it is a block `key: value` line whose
-    value the reader makes no site of (`precision: 32`, `gradient_clip_val: 0.0`,
-    `fused: false`) with no continuation of that value on the next line, and each
-    `class_path` / `_target_` a block key line whose mapping is no `model:`'s; the words may
-    also be in a comment line, or in another key's one-word line (`output_precision: 3`,
-    `name: fused_adam`, a trailing comment). Any other text (a flow mapping, an anchored or
-    aliased key, a block scalar) is composed. An alias or merge key only repeats text the scan
-    reads where it is anchored (the anchor's own line is no plain key line)."""
+    No, when no key may be spelled with an escape (no line holds both `"` and a backslash,
+    no explicit `?` key), each `fused` / `precision` / `gradient_clip_val` in it is a block
+    `key: value` line whose value the reader makes no site of (`precision: 32`,
+    `gradient_clip_val: 0.0`, `fused: false`) and which the next line does not continue,
+    and each `class_path` / `_target_` is a block key line whose mapping is no `model:`'s.
+    The words may also be in a comment line or in another key's one-word line
+    (`output_precision: 3`, `name: fused_adam`, a trailing comment). Any other text (a flow
+    mapping, an anchored or aliased key, a block scalar) is composed. An alias or a merge key
+    only repeats text the scan reads where it is anchored (an anchor's line is no key line)."""
     if "\\" in text and ESCAPED_KEY.search(text):
         return True
     for found in WORD_KEYS.finditer(text):
@@ -106,12 +106,10 @@ def may_hold_sites(text: str) -> bool:
         if key in TARGET_KEYS:
             if value is None or parent_key(text, start, column) in (MODEL_KEY, None):
                 return True
-        elif value is None:
+        elif value is None or not VALUE_KEYS[key](value, bool(line.group("vq"))):
             return True
-        elif not VALUE_KEYS[key](value, bool(line.group("vq"))) or continues(text, end, column):
-            return True
-        elif key == FUSED_KEY and FLOW.search(text) is not None:
-            return True  # `fused: false` may go on in a flow mapping's next line ("false x")
+        elif continues(text, end, column) or (key == FUSED_KEY and FLOW.search(text)):
+            return True  # a flow mapping's `fused: false` may go on at any indent ("false x")
     return False
 
 
