@@ -15,6 +15,7 @@ from amp_clipfix.analysis.config_sites import ConfigReader, collect_config_sites
 from amp_clipfix.cli import main
 from amp_clipfix.output.report import is_error_line
 from amp_clipfix.sources import yaml as yaml_source
+from amp_clipfix.sources.base import VerifyError
 from amp_clipfix.sources.text import SourceError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -120,3 +121,22 @@ def test_a_config_that_matters_is_read_and_reported(cli_project: Path) -> None:
     assert may_hold_sites(text)
     result = check()
     assert result.exit_code == 1 and "config.yaml:14:" in result.output  # `fused: true`
+
+
+def test_a_fixed_config_is_checked_to_parse_without_composing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = yaml_source.YamlSource()
+    document = source.load(Path("c.yaml"), b"optimizer:\n  fused: true\n")
+    composed: list[str] = []
+    real = yaml_source.compose_documents
+    monkeypatch.setattr(yaml_source, "compose_documents", lambda t: composed.append(t) or real(t))
+    fixed = "optimizer:\n  fused: false\n"
+    assert source.render(document, fixed).data == fixed.encode()
+    assert composed == []
+    with pytest.raises(VerifyError) as raised:
+        source.render(document, "optimizer:\n  fused: [false\n")
+    assert str(raised.value) == (
+        "the fixed config does not parse: 3:1: cannot parse YAML: "
+        "expected ',' or ']', but got '<stream end>'"
+    )

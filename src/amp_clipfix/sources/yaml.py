@@ -202,7 +202,7 @@ class YamlSource:
 
     def render(self, document: Document, new_text: str, parsed: bool = False) -> Rendered:
         try:
-            compose_documents(new_text)
+            check_parses(new_text)  # parsed, not composed: its nodes are not read
             return Rendered(encode_text(document.source, new_text))
         except SourceError as error:
             raise VerifyError(f"the fixed config does not parse: {error}") from None
