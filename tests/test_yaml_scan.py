@@ -140,3 +140,37 @@ def test_a_fixed_config_is_checked_to_parse_without_composing(
         "the fixed config does not parse: 3:1: cannot parse YAML: "
         "expected ',' or ']', but got '<stream end>'"
     )
+
+
+# libyaml composes what ruamel would (sources/yaml.libyaml_documents), node for node; where it
+# may not, ruamel composes.
+LIBYAML_TEXTS = [
+    "a: &x 1\nb: *x\nbase: &m {c: 2}\nd:\n  <<: *m\n  e: 1.5\n",
+    "f: yes\ng: 1_000\nh: '2'\ni: !!str 3\nj: |\n  literal\nk: \"q\\u00e9\"\nl: ~\n",
+    "- precision: 16-mixed\n- [1, 2, {x: null}]\n---\nsecond: doc\n",
+    "trainer:\r\n  precision: bf16  # crlf\r\n",
+]
+RUAMEL_TEXTS = [
+    "a: >-\n  folded\n",  # ruamel marks each fold
+    "a:\nb: 1\n",  # an empty value's marks
+    "a: 1",  # no final line break
+    "%YAML 1.1\n---\na: yes\n",  # the tags of YAML 1.1
+    "a: [1\n",  # libyaml's error: ruamel says why
+]
+
+
+@pytest.mark.parametrize(
+    "text", LIBYAML_TEXTS + [p.read_text() for p in sorted(FIXTURES.rglob("*.yaml"))[:20]]
+)
+def test_libyaml_composes_what_ruamel_does(text: str) -> None:
+    from bench.yaml_scan import shape
+
+    graph = yaml_source.libyaml_documents(text)
+    assert graph is not None
+    assert shape(graph) == shape(yaml_source.ruamel_documents(text))
+    assert type(yaml_source.compose_documents(text)[0]).__module__.startswith("yaml")
+
+
+@pytest.mark.parametrize("text", RUAMEL_TEXTS)
+def test_ruamel_composes_what_libyaml_may_not(text: str) -> None:
+    assert yaml_source.libyaml_documents(text) is None
