@@ -144,7 +144,7 @@ def libyaml_loader() -> Any:
         yaml.MappingNode: nodes.MappingNode,
     }
 
-    class Composer(CParser):  # type: ignore[misc]
+    class Composer(CParser):
         def resolve(self, kind: type, value: str | None, implicit: Any) -> str:
             return str(resolver.resolve(kinds[kind], value, implicit))
 
