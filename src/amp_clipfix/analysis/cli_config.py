@@ -19,29 +19,19 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from amp_clipfix.analysis import names, python_configs
+from amp_clipfix.analysis.config_sites import SETTING_KEYS, Setting, config_settings, positive
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque
-from amp_clipfix.models import Certainty, ConfigModel, Site, SiteKind, Span
+from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 
 CLI_WORD = b"LightningCLI"
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
 DOCUMENT_CALL = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One place that sets a key of the CLI's Trainer: its site, its literal (None: decided at
-    run time) and where its own token may be rewritten (None: shared, or not a plain token)."""
-
-    site: Site
-    value: str | None
-    token: tuple[Path, Span] | None
 
 
 @dataclass
@@ -66,8 +56,8 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
     calls = list(cli_calls(facts))
     cli = CliTrainer()
     documents = list(config_documents(facts))
+    yaml_settings(facts, cli, keys)
     for key in keys:
-        yaml_settings(facts, cli, key)
         for file, document in documents:
             cli.settings[key].extend(document_settings(file, document, key))
     cli.calls = len(calls)
@@ -167,7 +157,7 @@ def document_settings(file: FileFacts, document: ast.expr, key: str) -> Iterator
         if literal is None:
             site = file.site(SiteKind.TRAINER_CLIP, node, detail, None, Certainty.RUNTIME)
             yield Setting(site, None, None)
-        elif key != "gradient_clip_val" or counts(literal):
+        elif key != "gradient_clip_val" or positive(literal):
             site = file.site(SiteKind.TRAINER_CLIP, node, detail, literal)
             yield Setting(site, literal, (file.path, file.span(node)))
 
@@ -188,7 +178,7 @@ def defaults(facts: ProjectFacts, file: FileFacts, call: ast.Call, key: str) -> 
             if where is None or not hasattr(item.node, "lineno"):
                 continue
             detail = f"LightningCLI(trainer_defaults={{{key!r}: ...}})"
-            if isinstance(item, Lit) and key == "gradient_clip_val" and not counts(item.value):
+            if isinstance(item, Lit) and key == "gradient_clip_val" and not positive(item.value):
                 continue  # sets nothing: Lightning accepts it
             if isinstance(item, Lit):
                 site = where.site(SiteKind.TRAINER_CLIP, item.node, detail, item.value)
@@ -216,96 +206,26 @@ def own_value(file: FileFacts, node: ast.AST, key: str) -> bool:
     return isinstance(parent, ast.keyword) and parent.arg == key
 
 
-def yaml_settings(facts: ProjectFacts, cli: CliTrainer, key: str) -> None:
-    """The `trainer:` sections of the project's configs that hold the key."""
-    cli.settings.setdefault(key, [])
+def yaml_settings(facts: ProjectFacts, cli: CliTrainer, keys: tuple[str, ...]) -> None:
+    """The `trainer:` sections of the project's configs that hold the keys: as the
+    collection's read gave them (config_sites.read_config), else from one composition of the
+    file for all the keys."""
+    for key in keys:
+        cli.settings.setdefault(key, [])
     for path in sorted(facts.configs, key=str):
         text = facts.configs[path].text
-        if key not in text:
-            continue  # the cheap scan: this config cannot set the key
-        for value in trainer_values(path, text, key):
-            if value is None:
-                cli.unset_in.setdefault(key, []).append(path)
-            else:
-                cli.settings.setdefault(key, []).append(value)
-
-
-def trainer_values(path: Path, text: str, key: str) -> list[Setting | None]:
-    """Each value of `key` in the trainer sections of one YAML config (the same walk as the
-    collection's reader: `trainer:`, or a mapping whose `_target_` / `class_path` is a
-    Trainer), at its own token; None for a value that sets nothing (0, null)."""
-    from amp_clipfix.analysis.config_sites import ConfigReader, suppressions
-    from amp_clipfix.sources.text import SourceError
-    from amp_clipfix.sources.yaml import Mapping, compose_documents, shared_nodes
-
-    try:
-        roots = compose_documents(text)
-    except SourceError:
-        return []
-    reader = ConfigReader(path, text)
-    found: list[Setting | None] = []
-    for root in roots:
-        shared = shared_nodes([root])
-        for mapping in trainer_mappings(root, Mapping):
-            if key not in mapping.items:
-                continue
-            key_node, value = mapping.items[key]
-            scalar = reader.scalar(value)
-            if scalar is None or scalar.start < 0:
-                continue
-            line, column = reader.position(scalar.start)
-            end_line, end_column = reader.position(scalar.end)
-            span = Span(line, column, end_line, end_column)
-            written = value.value
-            if scalar.interpolated:
-                literal, certainty = None, Certainty.RUNTIME
-            elif key == "gradient_clip_val" and not counts(written):
-                found.append(None)
-                continue
-            else:
-                literal, certainty = written, Certainty.KNOWN
-            comments = {
-                reader.line_text(line),
-                reader.line_text(reader.position(key_node.start_mark.index)[0]),
-            }
-            site = Site(
-                SiteKind.TRAINER_CLIP,
-                path,
-                span,
-                certainty,
-                f"trainer {key}: {scalar.token}",
-                literal,
-                fixable=False,
-                entry=names.CLI_TRAINER,
-                in_config=True,
-                suppressed_codes=suppressions(comments),
-            )
-            plain = scalar.tag == "" and id(value) not in shared
-            found.append(Setting(site, literal, (path, span) if plain else None))
-    return found
-
-
-def trainer_mappings(root: Any, mapping_of: Any) -> Iterator[Any]:
-    """The trainer mappings of a composed document (each node once)."""
-    seen: set[int] = set()
-    pending: list[tuple[Any, str | None]] = [(root, None)]
-    while pending:
-        node, key = pending.pop()
-        if id(node) in seen:
+        wanted = tuple(key for key in keys if key in text)  # the cheap scan
+        if not wanted:
             continue
-        seen.add(id(node))
-        mapping = mapping_of.of(node)
-        if mapping is not None:
-            target = mapping.scalar("class_path") or mapping.scalar("_target_")
-            if key == "trainer" or target in names.TRAINER_CLASSES:
-                yield mapping
-            pending.extend((value, name) for name, (_, value) in mapping.items.items())
-        elif type(node).__name__ == "SequenceNode":
-            pending.extend((child, key) for child in node.value)
-
-
-def counts(value: str) -> bool:
-    """A clip value that clips (above 0)."""
-    from amp_clipfix.analysis.config_sites import positive
-
-    return positive(value)
+        known = facts.config_settings.get(path)
+        read = (
+            known
+            if known is not None and all(key in SETTING_KEYS for key in wanted)
+            else config_settings(path, text, wanted)
+        )
+        for key in wanted:
+            for value in read[key]:
+                if value is None:
+                    cli.unset_in.setdefault(key, []).append(path)
+                else:
+                    cli.settings[key].append(value)

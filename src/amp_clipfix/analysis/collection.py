@@ -14,6 +14,7 @@ from amp_clipfix.sources.base import Language
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.config_sites import Settings
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.queries import Queries
     from amp_clipfix.analysis.read import ReadFile
@@ -68,6 +69,8 @@ class Collection:
     # resolution: a rule that reads a config's sites takes them here instead of composing the
     # file again (ruamel's composer is most of the cost of a tree of Hydra configs).
     config_sites: dict[Path, FileSites | None] = field(default_factory=dict)
+    # And their trainer settings from the same composition (config_sites.read_config).
+    config_settings: dict[Path, Settings] = field(default_factory=dict)
     # apply's fixpoint (pipeline.py): each file's parse outcome with the bytes it was read
     # from (and whether the cache served it), kept by a round and given to the next, which
     # parses only the files whose bytes a fix changed; None: not kept (check).

@@ -11,15 +11,18 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
+from collections.abc import Mapping as AnyMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.config_scan import FALSE_WORDS, NULL_WORDS, may_hold_sites, positive
+from amp_clipfix.analysis.lightning_api import CLIP_VAL_ARGUMENT, TRAINER_CLIP_ARGUMENTS
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, ConfigModel, FileSites, FitCall, Site, SiteKind, Span
-from amp_clipfix.sources.text import line_starts
-from amp_clipfix.sources.yaml import TAG, Mapping, compose_documents, shared_nodes
+from amp_clipfix.sources.text import SourceError, line_starts
+from amp_clipfix.sources.yaml import TAG, Mapping, check_parses, compose_documents, shared_nodes
 
 OPTIMIZER_NAMES = frozenset(
     {*names.FUSABLE_OPTIMIZERS, *(name.rsplit(".", 1)[-1] for name in names.FUSABLE_OPTIMIZERS)}
@@ -28,12 +31,6 @@ OPTIMIZER_NAMES = frozenset(
 
 # LightningCLI (jsonargparse) and Hydra (OmegaConf) read YAML 1.1, where yes/on are booleans too.
 TRUE_WORDS = frozenset({"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
-
-
-FALSE_WORDS = frozenset({"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
-
-
-NULL_WORDS = frozenset({"", "~", "null", "Null", "NULL"})
 
 
 STRING_TAGS = frozenset({"!", "!!str", f"!<{TAG}str>"})
@@ -51,13 +48,51 @@ PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
 SHARED = "shared through an anchor or merge key: fix it by hand"
 
 
+@dataclass(frozen=True)
+class Setting:
+    """One place that sets a key of the CLI's Trainer: its site, its literal (None: decided at
+    run time) and where its own token may be rewritten (None: shared, or not a plain token)."""
+
+    site: Site
+    value: str | None
+    token: tuple[Path, Span] | None
+
+
+# The trainer keys LightningCLI's Trainer is asked for (cli_config.cli_trainer, by ACF009):
+# read from the composition that gives a config's sites, so the file is not composed again.
+SETTING_KEYS = TRAINER_CLIP_ARGUMENTS
+# Each such key's values in a config's trainer sections (trainer_values), for the keys its
+# text holds; None: not read with the sites (the scan ruled the file out, or the cache).
+Settings: TypeAlias = AnyMapping[str, tuple[Setting | None, ...]] | None
+
+
+@dataclass(frozen=True)
+class ConfigRead:
+    """What one read of a YAML config gives: its sites and its trainer settings."""
+
+    sites: FileSites
+    settings: Settings = None
+
+
 def collect_config_sites(path: Path, text: str) -> FileSites:
     """The sites of one YAML file (every document in it)."""
+    return read_config(path, text).sites
+
+
+def read_config(path: Path, text: str) -> ConfigRead:
+    """The sites of one YAML file and, from the same composition, the values of SETTING_KEYS
+    in its trainer sections. A file the key scan rules out is not composed, only checked to
+    parse (a broken config is reported whatever it holds)."""
+    if not may_hold_sites(text):
+        check_parses(text)
+        return ConfigRead(FileSites(path=path))
+    roots = compose_documents(text)
     reader = ConfigReader(path, text)
-    for root in compose_documents(text):
+    for root in roots:
         reader.read(root)
     fits = tuple(FitCall(names.CLI_TRAINER, ConfigModel(name)) for name in reader.models)
-    return FileSites(path=path, sites=tuple(reader.sites), fits=fits)
+    settings = settings_from(path, text, SETTING_KEYS, roots)
+    return ConfigRead(FileSites(path=path, sites=tuple(reader.sites), fits=fits), settings)
 
 
 class ConfigReader:
@@ -298,13 +333,6 @@ def init_args(node: Mapping) -> Mapping:
     return arguments if arguments is not None else node
 
 
-def positive(text: str) -> bool:
-    try:
-        return float(text.replace("_", "")) > 0
-    except ValueError:
-        return False
-
-
 def is_interpolation(value: object) -> bool:
     """`${...}` (Hydra / OmegaConf) is decided when the config is composed."""
     return isinstance(value, str) and "${" in value
@@ -317,3 +345,87 @@ def suppressions(lines: set[str]) -> frozenset[str] | None:
         if comment >= 0:
             codes |= suppressed_codes(line[comment:])
     return frozenset(codes) or None
+
+
+def config_settings(
+    path: Path, text: str, keys: tuple[str, ...]
+) -> dict[str, tuple[Setting | None, ...]]:
+    """trainer_values of each of `keys` the text holds, from one composition (none when the
+    config does not compose: the collection reports it)."""
+    try:
+        roots = compose_documents(text)
+    except SourceError:
+        return {key: () for key in keys if key in text}
+    return settings_from(path, text, keys, roots)
+
+
+def settings_from(
+    path: Path, text: str, keys: tuple[str, ...], roots: list[Any]
+) -> dict[str, tuple[Setting | None, ...]]:
+    return {key: tuple(trainer_values(path, text, key, roots)) for key in keys if key in text}
+
+
+def trainer_values(path: Path, text: str, key: str, roots: list[Any]) -> list[Setting | None]:
+    """Each value of `key` in the trainer sections of one composed YAML config (the same walk
+    as the reader: `trainer:`, or a mapping whose `_target_` / `class_path` is a Trainer), at
+    its own token; None for a value that sets nothing (0, null)."""
+    reader = ConfigReader(path, text)
+    found: list[Setting | None] = []
+    for root in roots:
+        shared = shared_nodes([root])
+        for mapping in trainer_mappings(root):
+            if key not in mapping.items:
+                continue
+            key_node, value = mapping.items[key]
+            scalar = reader.scalar(value)
+            if scalar is None or scalar.start < 0:
+                continue
+            line, column = reader.position(scalar.start)
+            end_line, end_column = reader.position(scalar.end)
+            span = Span(line, column, end_line, end_column)
+            written = value.value
+            if scalar.interpolated:
+                literal, certainty = None, Certainty.RUNTIME
+            elif key == CLIP_VAL_ARGUMENT and not positive(written):
+                found.append(None)
+                continue
+            else:
+                literal, certainty = written, Certainty.KNOWN
+            comments = {
+                reader.line_text(line),
+                reader.line_text(reader.position(key_node.start_mark.index)[0]),
+            }
+            site = Site(
+                SiteKind.TRAINER_CLIP,
+                path,
+                span,
+                certainty,
+                f"trainer {key}: {scalar.token}",
+                literal,
+                fixable=False,
+                entry=names.CLI_TRAINER,
+                in_config=True,
+                suppressed_codes=suppressions(comments),
+            )
+            plain = scalar.tag == "" and id(value) not in shared
+            found.append(Setting(site, literal, (path, span) if plain else None))
+    return found
+
+
+def trainer_mappings(root: Any) -> Iterator[Mapping]:
+    """The trainer mappings of a composed document (each node once)."""
+    seen: set[int] = set()
+    pending: list[tuple[Any, str | None]] = [(root, None)]
+    while pending:
+        node, key = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        mapping = Mapping.of(node)
+        if mapping is not None:
+            target = mapping.scalar("class_path") or mapping.scalar("_target_")
+            if key == "trainer" or target in names.TRAINER_CLASSES:
+                yield mapping
+            pending.extend((value, name) for name, (_, value) in mapping.items.items())
+        elif type(node).__name__ == "SequenceNode":
+            pending.extend((child, key) for child in node.value)

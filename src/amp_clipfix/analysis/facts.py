@@ -17,6 +17,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.names import Parameter
@@ -228,6 +229,8 @@ class ProjectFacts:
     configs: Mapping[Path, Document] = field(default_factory=dict)
     # Their sites where the collection read them this run (None: they do not compose).
     config_sites: Mapping[Path, FileSites | None] = field(default_factory=dict)
+    # Their trainer settings where that read gave them (config_sites.read_config).
+    config_settings: Mapping[Path, Settings] = field(default_factory=dict)
 
     def sites_of_config(self, path: Path) -> FileSites:
         """A config's sites as its read gives them (composed once per run); raises SourceError

@@ -303,6 +303,7 @@ def project_facts(
         loader=read,
         configs=configs,
         config_sites=collection.config_sites,
+        config_settings=collection.config_settings,
         settle=settle,
     )
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collect import collect_sites
-from amp_clipfix.analysis.config_sites import collect_config_sites
+from amp_clipfix.analysis.config_sites import Settings, read_config
 from amp_clipfix.analysis.parse import parse_module
 from amp_clipfix.models import FileSites, Site, Span
 from amp_clipfix.sources.base import Document, Language, SourceError
@@ -30,6 +30,7 @@ class ReadFile:
     sites: FileSites
     tree: cst.Module | None = None
     syntax: ast.Module | None = None
+    settings: Settings = None  # a YAML config's trainer settings, read with its sites
 
 
 class ParseError(SourceError):
@@ -43,7 +44,8 @@ class ParseError(SourceError):
 def read_document(document: Document) -> ReadFile:
     """Sites of one document; raises SourceError (ParseError with a location)."""
     if document.language is Language.YAML:
-        return ReadFile(document, collect_config_sites(document.path, document.text))
+        read = read_config(document.path, document.text)
+        return ReadFile(document, read.sites, settings=read.settings)
     try:
         module = parse_module(document.text)
     except SyntaxError as error:

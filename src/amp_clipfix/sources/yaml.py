@@ -9,6 +9,8 @@ indentation, quoting, key order and every other byte stay as they were.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,12 @@ def has_config_suffix(path: Path) -> bool:
 
 def compose_documents(text: str) -> list[Any]:
     """The node graph of every document; a YAML error is one line."""
+    roots = libyaml_documents(text)
+    return roots if roots is not None else ruamel_documents(text)
+
+
+def ruamel_documents(text: str) -> list[Any]:
+    """compose_documents by ruamel.yaml's round-trip composer (pure Python)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
@@ -47,6 +55,118 @@ def compose_documents(text: str) -> list[Any]:
         raise SourceError(f"{where}cannot parse YAML: {problem}") from None
     except RecursionError:
         raise SourceError("cannot parse YAML: nested too deeply") from None
+
+
+# Text that may nest deeper than ruamel's recursive composer goes (it then fails: "nested too
+# deeply"), where libyaml would not: checked by ruamel itself.
+DEEP = re.compile(r"^[ \t-]{64}|[\[{]{8}", re.MULTILINE)
+
+
+def check_parses(text: str) -> None:
+    """Raise compose_documents' SourceError when the text does not compose, without building
+    its nodes where libyaml (PyYAML's C parser) is there: a text libyaml parses is one ruamel
+    composes (tests/test_yaml_scan.py checks this on every config of the test corpora and
+    fixtures); on libyaml's error, or without it, ruamel composes it and says why."""
+    try:
+        from yaml import CSafeLoader, YAMLError, parse
+    except ImportError:
+        compose_documents(text)
+        return
+    if too_deep(text):
+        compose_documents(text)
+        return
+    try:
+        for _ in parse(text, Loader=CSafeLoader):
+            pass
+    except (YAMLError, RecursionError, MemoryError):
+        compose_documents(text)
+
+
+# Text libyaml reads otherwise than ruamel's round trip: a BOM or a line break other than LF
+# and CRLF moves the marks, a `%YAML` directive changes the tags ruamel resolves (and a text
+# without a final line break, an empty value, a folded scalar: libyaml_documents).
+LIBYAML_AVOIDS = ("\ufeff", "\x85", "\u2028", "\u2029", "%YAML")
+
+
+def libyaml_documents(text: str) -> list[Any] | None:
+    """compose_documents' graph, composed by libyaml (PyYAML's C parser and composer, about
+    25 times faster than ruamel's) with ruamel's tags: the same node kinds, values, tags,
+    styles and marks, and the same node for an alias. None where it may differ, or cannot
+    say why a text does not parse: ruamel composes it then. Checked node by node against
+    ruamel on every YAML file of the corpora and fixtures (bench/yaml_scan.py)."""
+    loader = libyaml_loader()
+    if loader is None or any(part in text for part in LIBYAML_AVOIDS) or too_deep(text):
+        return None
+    if not text.endswith("\n"):
+        return None  # libyaml ends the last line there, ruamel does not: other end marks
+    try:
+        roots = [root for root in loader.compose_all(text) if root is not None]
+    except Exception:  # noqa: BLE001 - ruamel composes it and says why
+        return None
+    pending, seen = list(roots), set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node).__name__ == "ScalarNode":
+            if node.style == ">":
+                return None  # ruamel marks each fold of a folded scalar (`\x07`)
+            if node.start_mark.index == node.end_mark.index:
+                return None  # an empty value: ruamel marks it where the next token starts
+            if not node.style:
+                node.style = None  # plain, as ruamel says it
+        else:
+            pending.extend(children(node))
+    return roots
+
+
+def too_deep(text: str) -> bool:
+    return DEEP.search(text) is not None or text.count("[") + text.count("{") > 256
+
+
+@functools.cache
+def libyaml_loader() -> Any:
+    """A libyaml composer that resolves tags as ruamel's round trip does (YAML 1.2: `yes` is
+    a string, `1_000` an int), or None without PyYAML's C extension."""
+    try:
+        import yaml
+        from yaml.cyaml import CParser
+    except ImportError:
+        return None
+    from ruamel.yaml import nodes
+    from ruamel.yaml.resolver import VersionedResolver
+
+    resolver = VersionedResolver()
+    kinds = {
+        yaml.ScalarNode: nodes.ScalarNode,
+        yaml.SequenceNode: nodes.SequenceNode,
+        yaml.MappingNode: nodes.MappingNode,
+    }
+
+    class Composer(CParser):
+        def resolve(self, kind: type, value: str | None, implicit: Any) -> str:
+            return str(resolver.resolve(kinds[kind], value, implicit))
+
+        def descend_resolver(self, parent: Any, index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+    class Loader:
+        @staticmethod
+        def compose_all(text: str) -> list[Any]:
+            composer = Composer(text)
+            try:
+                documents = []
+                while composer.check_node():
+                    documents.append(composer.get_node())
+                return documents
+            finally:
+                composer.dispose()
+
+    return Loader
 
 
 def children(node: Any) -> Iterator[Any]:
@@ -176,7 +296,7 @@ class YamlSource:
 
     def render(self, document: Document, new_text: str, parsed: bool = False) -> Rendered:
         try:
-            compose_documents(new_text)
+            check_parses(new_text)  # parsed, not composed: its nodes are not read
             return Rendered(encode_text(document.source, new_text))
         except SourceError as error:
             raise VerifyError(f"the fixed config does not parse: {error}") from None
