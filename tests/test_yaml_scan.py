@@ -4,7 +4,6 @@ before, and a broken config is reported whatever it holds."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,10 @@ from amp_clipfix.output.report import is_error_line
 from amp_clipfix.sources import yaml as yaml_source
 from amp_clipfix.sources.base import VerifyError
 from amp_clipfix.sources.text import SourceError
+from tests import test_configs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+cli_project = test_configs.cli_project  # the fixture: a copy of the LightningCLI example
 
 # Texts the scan rules out: each gives no site and no fit when composed.
 NO_SITES = [
@@ -90,14 +91,6 @@ def test_a_ruled_out_config_that_does_not_parse_still_fails(text: str) -> None:
     with pytest.raises(SourceError) as scanned:
         collect_config_sites(Path("c.yaml"), text)
     assert str(scanned.value) == str(raised.value)
-
-
-@pytest.fixture
-def cli_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    project = tmp_path / "project"
-    shutil.copytree(FIXTURES / "yaml_cli_trainer_and_optimizer_unfuse" / "input", project)
-    monkeypatch.chdir(project)
-    return project
 
 
 def check(*args: str):  # noqa: ANN201

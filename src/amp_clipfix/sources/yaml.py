@@ -103,12 +103,7 @@ def libyaml_documents(text: str) -> list[Any] | None:
         roots = [root for root in loader.compose_all(text) if root is not None]
     except Exception:  # noqa: BLE001 - ruamel composes it and says why
         return None
-    pending, seen = list(roots), set()
-    while pending:
-        node = pending.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in each_node(roots):
         if type(node).__name__ == "ScalarNode":
             if node.style == ">":
                 return None  # ruamel marks each fold of a folded scalar (`\x07`)
@@ -116,9 +111,18 @@ def libyaml_documents(text: str) -> list[Any] | None:
                 return None  # an empty value: ruamel marks it where the next token starts
             if not node.style:
                 node.style = None  # plain, as ruamel says it
-        else:
-            pending.extend(children(node))
     return roots
+
+
+def each_node(roots: Sequence[Any]) -> Iterator[Any]:
+    """Every node of the graphs once (a node an alias shares too)."""
+    pending, seen = list(roots), set()
+    while pending:
+        node = pending.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            yield node
+            pending.extend(children(node))
 
 
 def too_deep(text: str) -> bool:
