@@ -214,6 +214,7 @@ def leaves(
     origin_ids = {id(node) for node in origins}
     nodes = [node for node in walk(function) if node is not function]
     local = local_names(function, nodes)
+    fresh = fresh_containers(function, nodes)
     tainted: set[str] = set()
 
     def holds(node: ast.AST | None) -> bool:
@@ -234,14 +235,15 @@ def leaves(
         changed = False
         for node in nodes:
             targets, value = binding(node)
-            if not targets or not holds(value):
-                continue
+            keyed = any(holds(t) for t in targets if isinstance(t, (ast.Subscript, ast.Attribute)))
+            if not targets or not (holds(value) or keyed):
+                continue  # (`kw["fused"] = x`, `ns.fused = x`: the key or name is the origin)
             for target in targets:
                 if isinstance(target, (ast.Attribute, ast.Subscript)):
                     base = target.value
                     while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
                         base = base.func if isinstance(base, ast.Call) else base.value
-                    if not (isinstance(base, ast.Name) and base.id in local):
+                    if not (isinstance(base, ast.Name) and base.id in fresh):
                         if isinstance(node, ast.Call):
                             continue  # a method of what is not local: the call is judged below
                         return "stored outside"
@@ -268,6 +270,36 @@ def leaves(
             if not library_callee(node.func, cls, summary, local, is_project_module):
                 return f"passed to {describe(node.func)}"
     return ""
+
+
+def fresh_containers(function: FunctionNode, nodes: list[ast.AST]) -> set[str]:
+    """Local names only ever bound to a container made here (`kw = {}`, `dict(...)`, a
+    comprehension): what is stored into them stays here unless they leave. Not a parameter,
+    nor a name bound to anything else (`d = self.cfg` changes the module's own)."""
+    args = function.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    refused = {a.arg for a in every if a is not None}
+    made: set[str] = set()
+    for node in nodes:
+        targets, value = binding(node)
+        for target in targets:
+            for name in bound_names(target):
+                if isinstance(node, ast.Assign) and is_fresh(value):
+                    made.add(name)
+                else:
+                    refused.add(name)
+    return made - refused
+
+
+def is_fresh(value: ast.AST | None) -> bool:
+    containers = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+    if isinstance(value, containers):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "list", "set")
+    )
 
 
 def local_names(function: FunctionNode, nodes: list[ast.AST]) -> set[str]:
