@@ -12,8 +12,9 @@ code: only to the standard library or another library, `super().__init__(params,
 a library base), no fused value reaches any other function: only the methods that hold an
 origin can give the search a site, and the others are not evaluated. Otherwise every method is.
 
-The origins are found in the files that write `fused` as a whole word (a text scan), each
-parsed once (the evaluator's summaries).
+The origins are found in the files whose text may write one (MAY_WRITE_FUSED, a scan the queries
+note), each parsed once (the evaluator's summaries). Library code is never an origin: what it
+builds or holds is never a user's site.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.nodes import walk
+from amp_clipfix.analysis.nodes import target_names, walk
 from amp_clipfix.analysis.recording import holds, matches, scan
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import FileSites, SiteKind
@@ -99,10 +100,9 @@ def file_origins(
     """The origins of one module: "" when each stays in its function (added to `holders`),
     else why one may leave."""
     inert = inert_nodes(summary.tree)
-    for chain, node in outside_functions(summary.tree):
+    for node in outside_functions(summary.tree):
         if is_origin(node, inert) or is_field(node):
             return f"`fused` outside a function (line {getattr(node, 'lineno', '?')})"
-        del chain
     for function, cls, outer in functions(summary.tree):
         origins = [node for node in walk(function) if is_origin(node, inert)]
         if not origins:
@@ -114,7 +114,7 @@ def file_origins(
     return ""
 
 
-def outside_functions(tree: ast.Module) -> Iterable[tuple[list[ast.AST], ast.AST]]:
+def outside_functions(tree: ast.Module) -> Iterable[ast.AST]:
     """The nodes of a module that are in no function (module and class bodies, decorators,
     defaults and annotations of the functions defined there)."""
     todo: list[ast.AST] = [tree]
@@ -122,13 +122,11 @@ def outside_functions(tree: ast.Module) -> Iterable[tuple[list[ast.AST], ast.AST
         current = todo.pop()
         if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = current.args
-            outside: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d)]
+            todo += [*args.defaults, *(d for d in args.kw_defaults if d)]
             if not isinstance(current, ast.Lambda):
-                outside += current.decorator_list
-            for node in outside:
-                todo.append(node)
+                todo += current.decorator_list
             continue
-        yield [], current
+        yield current
         todo.extend(ast.iter_child_nodes(current))
 
 
@@ -251,7 +249,7 @@ def leaves(
                         tainted.add(base.id)
                         changed = True
                     continue
-                for name in bound_names(target):
+                for name in target_names(target):
                     if name in declared:
                         return f"stored in global {name}"
                     if name not in tainted:
@@ -283,7 +281,7 @@ def fresh_containers(function: FunctionNode, nodes: list[ast.AST]) -> set[str]:
     for node in nodes:
         targets, value = binding(node)
         for target in targets:
-            for name in bound_names(target):
+            for name in target_names(target):
                 if isinstance(node, ast.Assign) and is_fresh(value):
                     made.add(name)
                 else:
@@ -342,16 +340,6 @@ def binding(node: ast.AST) -> tuple[list[ast.expr], ast.AST | None]:
         passed = ast.List([*node.args, *(k.value for k in node.keywords)], ast.Load())
         return [ast.Attribute(node.func.value, node.func.attr, ast.Store())], passed
     return [], None
-
-
-def bound_names(target: ast.AST) -> list[str]:
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in bound_names(element)]
-    if isinstance(target, ast.Starred):
-        return bound_names(target.value)
-    return []
 
 
 def library_callee(
