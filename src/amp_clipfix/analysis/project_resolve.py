@@ -19,7 +19,7 @@ from amp_clipfix.paths import excerpt, is_library
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
-from amp_clipfix.sources.base import Document, SourceError
+from amp_clipfix.sources.base import Document, SourceError, Stage
 from amp_clipfix.sources.prefilter import any_word
 
 if TYPE_CHECKING:
@@ -57,7 +57,10 @@ def stage_error(stage: str, failure: BaseException, path: Path | None) -> FileEr
 def trainer_files(
     root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
 ) -> set[Path] | None:
-    """A first resolution over the fused optimizers alone tells which Trainer files matter."""
+    """A first resolution over the fused optimizers alone tells which Trainer files matter;
+    None (every one) without it when no file is left that it could leave out."""
+    if not trainer_candidates(searchable, collection):
+        return None  # the Trainer stage reads the same files whatever the trial says
     if collection.queries is None:
         return trial_trainer_files(root, contents, searchable, collection)
     parsed = collection.parsed.items()
@@ -65,6 +68,21 @@ def trainer_files(
     return collection.queries.run(
         "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection)
     )
+
+
+def trainer_candidates(searchable: Mapping[Path, bytes], collection: Collection) -> bool:
+    """Whether a Python file not read yet may configure a Trainer (its prefilter says so): the
+    only files the trial's answer can leave out of the Trainer stage (configs are read
+    whatever it says). A prefilter that fails on a file counts it in (the stage reports it)."""
+    for path, data in searchable.items():
+        if path in collection.attempted or read_as_config(path):
+            continue
+        try:
+            if adapter_for(path).prefilter(Stage.TRAINER)(data):
+                return True
+        except Exception:  # noqa: BLE001 - the stage's own call reports it
+            return True
+    return False
 
 
 def trial_trainer_files(

@@ -11,6 +11,7 @@ from dataclasses import replace
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_sole_argument
 from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.fused_origins import FusedOrigins, fused_origins, project_modules
 from amp_clipfix.analysis.names import Kind
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.resolve_base import (
@@ -33,13 +34,20 @@ CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
 class OptimizerSearch(ResolutionBase):
     """The fused optimizers of module classes and of files that clip on a Fabric."""
 
+    origins = FusedOrigins(escapes=True)  # until module_optimizers asks: every method counts
+
     # -- optimizers ----------------------------------------------------------------------------
 
     def module_optimizers(self) -> None:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
         and those of its project bases build, wherever their `fused` is decided."""
         candidates = self.files_with(*CLASS_WORDS)
-        for summary in self.summaries_with(*CLASS_WORDS, among=relevant_among(self.ev, candidates)):
+        among = relevant_among(self.ev, candidates)
+        if not among:
+            return
+        modules = project_modules(self.ev.by_module)
+        self.origins = fused_origins(self.files, self.ev.contents, self.ev.summary, modules)
+        for summary in self.summaries_with(*CLASS_WORDS, among=among):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))
 
@@ -63,6 +71,8 @@ class OptimizerSearch(ResolutionBase):
             for method in methods:
                 if method.name in overridden:
                     continue  # a class before it in the MRO overrides it: never run for `cls`
+                if not self.origins.may_yield(klass.summary.path, method):
+                    continue  # no fused value can reach its calls (fused_origins.py)
                 ctx = self.ev.ctx(klass.summary, method, klass.node)
                 for opt in self.optimizers_in(method, ctx):
                     self.optimizer_sites(opt, (cls.key,), built_in)

@@ -1,0 +1,150 @@
+"""The gate of the module classes' optimizer search (analysis/fused_origins.py): where no `fused`
+value can leave the function that writes it, only the methods that write one are evaluated;
+anywhere one can, every method is, and the findings are what they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from amp_clipfix.analysis import resolve_optimizers
+from amp_clipfix.analysis.fused_origins import fused_origins, project_modules
+from amp_clipfix.analysis.summary import module_name, summarise
+from amp_clipfix.cli import main
+
+# An optimizer of the project's own whose `fused` goes only into torch's base class.
+OWN_OPTIMIZER = """\
+import torch
+from torch.optim.optimizer import Optimizer
+
+
+class Adan(Optimizer):
+    def __init__(self, params, lr=1e-3, fused: bool = False):
+        defaults = dict(lr=lr, fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self):
+        for group in self.param_groups:
+            if group["fused"]:
+                pass
+"""
+
+MODULE = """\
+import lightning as L
+import torch
+
+from {factory} import make
+
+
+class Model(L.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return make(self.parameters())
+
+
+L.Trainer(precision="16-mixed", gradient_clip_val=1.0).fit(Model())
+"""
+
+# A factory whose `fused` leaves it: the optimizer it returns is fused.
+FUSED_FACTORY = """\
+import torch
+
+
+def make(params):
+    return torch.optim.AdamW(params, fused=True)
+"""
+
+PLAIN_FACTORY = """\
+import torch
+
+
+def make(params):
+    return torch.optim.AdamW(params)
+"""
+
+
+def origins_of(sources: dict[str, str]) -> tuple[bool, str, int]:
+    root = Path("/project")
+    contents = {root / name: text.encode() for name, text in sources.items()}
+    summaries = {path: summarise(root, path, data.decode()) for path, data in contents.items()}
+    modules = project_modules(module_name(root, path)[0] for path in contents)
+    found = fused_origins({}, contents, summaries.get, modules)
+    return found.escapes, found.reason, len(found.holders)
+
+
+def test_a_fused_value_handed_to_a_library_base_stays_in_its_function() -> None:
+    assert origins_of({"adan.py": OWN_OPTIMIZER}) == (False, "", 1)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("return torch.optim.AdamW(params, fused=True)", "returned"),
+        ("self.kw = {'fused': True}", "stored outside"),
+        ("kw = dict(fused=True)\n    helper(params, **kw)", "passed to helper"),
+        ("kw = {}\n    kw['fused'] = True\n    return kw", "returned"),
+    ],
+)
+def test_a_fused_value_that_leaves_its_function_keeps_every_method(body: str, reason: str) -> None:
+    head = "import torch\n\n\ndef helper(*a, **k):\n    pass\n\n\n"
+    source = f"{head}def build(self, params):\n    {body}\n"
+    escapes, why, _ = origins_of({"build.py": source})
+    assert escapes
+    assert why.startswith(f"build.py: {reason}")
+
+
+def test_a_field_named_fused_keeps_every_method() -> None:
+    source = (
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass Cfg:\n    fused: bool = True\n"
+    )
+    escapes, why, _ = origins_of({"cfg.py": source})
+    assert escapes
+    assert "outside a function" in why
+
+
+def check(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, list[str]]:
+    """`check` over a project; what it prints, and the methods the optimizer search evaluated."""
+    evaluated: list[str] = []
+    search = resolve_optimizers.OptimizerSearch.optimizers_in
+
+    def noted(self: object, function: object, ctx: object):  # type: ignore[no-untyped-def]
+        evaluated.append(getattr(function, "name", "?"))
+        return search(self, function, ctx)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resolve_optimizers.OptimizerSearch, "optimizers_in", noted)
+    monkeypatch.chdir(project)
+    arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]
+    result = CliRunner().invoke(main, arguments)
+    return result.exit_code, result.output, evaluated
+
+
+def test_the_search_skips_the_module_where_no_fused_value_can_reach_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "adan.py").write_text(OWN_OPTIMIZER, "utf-8")
+    (tmp_path / "factory.py").write_text(PLAIN_FACTORY, "utf-8")
+    (tmp_path / "model.py").write_text(MODULE.format(factory="factory"), "utf-8")
+
+    code, output, evaluated = check(tmp_path, monkeypatch)
+
+    assert code == 0, output
+    assert "no findings" in output.lower() or "0 findings" in output.lower(), output
+    assert "configure_optimizers" not in evaluated
+
+
+def test_the_search_follows_a_fused_value_out_of_its_factory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "adan.py").write_text(OWN_OPTIMIZER, "utf-8")
+    (tmp_path / "factory.py").write_text(FUSED_FACTORY, "utf-8")
+    (tmp_path / "model.py").write_text(MODULE.format(factory="factory"), "utf-8")
+
+    code, output, evaluated = check(tmp_path, monkeypatch)
+
+    assert code == 1, output
+    assert "ACF002" in output
+    assert "configure_optimizers" in evaluated
