@@ -24,6 +24,7 @@ from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
+    argument_key,
     MAX_NESTING,
     MAX_VALUES,
     Ctx,
@@ -484,13 +485,61 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
         return self.unknown_callee(call, ctx)
 
     def returns(self, fn: Fn, call: ast.Call, ctx: Ctx) -> list[object]:
+        """What a call of a project function returns. Asked once per question, not per
+        calling context: the key holds only what the answer depends on (the function, its
+        class and runtime receiver, the depth it is read at, and the values of the parameters
+        its body reads); a call elsewhere that passes the same values reads the answer."""
         if ctx.depth >= MAX_DEPTH:
             return [Opaque(call, ctx.summary)]
         bound = self.bind(fn.node, call, ctx, fn.bound, fn.summary)
+        reads = self.read_params(fn.node)
+        forced = {name: self.force(bound[name]) for name in reads if name in bound}
+        key = (
+            id(fn.node),
+            id(fn.summary),
+            id(fn.cls),
+            None if fn.receiver is None else id(fn.receiver.node),
+            ctx.depth + 1,
+            tuple(
+                (name, None if name not in forced else tuple(map(argument_key, forced[name])))
+                for name in reads
+            ),
+        )
+        known = self.recall(self.returns_cache, "returns", key)
+        if known is not None:
+            return known or [Opaque(call, ctx.summary)]
+        bound.update(forced)
+        if self.cycle("returns", key):  # read inside its own answer: as before, anew
+            return self.returned_values(fn, bound, ctx) or [Opaque(call, ctx.summary)]
+        self.keep.append(forced)  # the key's ids stay those of live values
+        entered = self.enter("returns", key)
+        values: list[object] | None = None
+        try:
+            values = self.returned_values(fn, bound, ctx)
+        finally:
+            self.leave(entered, self.returns_cache, "returns", key, values)
+        return values or [Opaque(call, ctx.summary)]
+
+    def returned_values(self, fn: Fn, bound: dict[str, list[object]], ctx: Ctx) -> list[object]:
         inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1, runtime=fn.receiver)
         self.keep.append(inner)
         values: list[object] = []
         for node in self.body(fn.node):
             if isinstance(node, ast.Return) and node.value is not None:
                 values.extend(self.ev(node.value, inner))
-        return values or [Opaque(call, ctx.summary)]
+        return values
+
+    def read_params(self, function: ast.AST) -> tuple[str, ...]:
+        """The parameters a function's code reads by name (its nested code too), in order:
+        what its answers may depend on."""
+        key = id(function)
+        if key not in self.reads_cache:
+            params = [p.arg for p in all_params(function.args)]  # type: ignore[attr-defined]
+            used = {
+                node.id
+                for statement in function.body  # type: ignore[attr-defined]
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Name)
+            }
+            self.reads_cache[key] = tuple(name for name in params if name in used)
+        return self.reads_cache[key]

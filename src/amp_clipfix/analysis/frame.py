@@ -13,7 +13,7 @@ from typing import Any
 from amp_clipfix.analysis.recording import raw
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, TupleV
 from amp_clipfix.analysis.word_index import WordIndex
 
 MAX_DEPTH = 6
@@ -166,6 +166,9 @@ class EvaluatorBase:
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
+        # evaluate.returns: a function's return values by the values of the parameters it reads
+        self.returns_cache: dict[tuple[object, ...], list[object]] = {}
+        self.reads_cache: dict[int, tuple[str, ...]] = {}  # evaluate.read_params
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.word_files: dict[bytes, list[Path]] = {}
@@ -328,6 +331,17 @@ def value_key(value: object) -> tuple[int, int] | int:
     if isinstance(value, Opaque):
         return (id(value.node), id(value.summary))
     return id(value)
+
+
+def argument_key(value: object) -> object:
+    """A value as a memo key's part: its value_key; a dict or tuple a call builds (`**kwargs`,
+    `*args`) by what it holds, since each call of `bind` builds it anew."""
+    if isinstance(value, DictV):
+        entries = tuple((k, tuple(map(argument_key, v))) for k, v in value.entries.items())
+        return ("dict", value.closed, entries)
+    if isinstance(value, TupleV):
+        return ("tuple", tuple(tuple(map(argument_key, item)) for item in value.items))
+    return value_key(value)
 
 
 def add_unique(target: list[object], items: Iterable[object]) -> None:
