@@ -493,7 +493,6 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
             return [Opaque(call, ctx.summary)]
         bound = self.bind(fn.node, call, ctx, fn.bound, fn.summary)
         reads = self.read_params(fn.node)
-        forced = {name: self.force(bound[name]) for name in reads if name in bound}
         key = (
             id(fn.node),
             id(fn.summary),
@@ -501,17 +500,16 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
             None if fn.receiver is None else id(fn.receiver.node),
             ctx.depth + 1,
             tuple(
-                (name, None if name not in forced else tuple(map(argument_key, forced[name])))
+                (name, None if name not in bound else tuple(map(argument_key, bound[name])))
                 for name in reads
             ),
         )
         known = self.recall(self.returns_cache, "returns", key)
         if known is not None:
             return known or [Opaque(call, ctx.summary)]
-        bound.update(forced)
         if self.cycle("returns", key):  # read inside its own answer: as before, anew
             return self.returned_values(fn, bound, ctx) or [Opaque(call, ctx.summary)]
-        self.keep.append(forced)  # the key's ids stay those of live values
+        self.keep.append(bound)  # the key's ids stay those of live values
         entered = self.enter("returns", key)
         values: list[object] | None = None
         try:
