@@ -500,7 +500,7 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
             None if fn.receiver is None else id(fn.receiver.node),
             ctx.depth + 1,
             tuple(
-                (name, None if name not in bound else tuple(map(argument_key, bound[name])))
+                (name, None if name not in bound else self.argument_keys(bound[name]))
                 for name in reads
             ),
         )
@@ -526,6 +526,44 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
             if isinstance(node, ast.Return) and node.value is not None:
                 values.extend(self.ev(node.value, inner))
         return values
+
+    def argument_keys(self, items: list[object]) -> tuple[object, ...]:
+        """What a parameter is bound to, as a memo key's part: the key of each item
+        (frame.argument_key); a name that only passes on a parameter of the function it is
+        written in (`return self.inner.f(samples)` in a wrapper) by what that parameter is
+        bound to, so a call passed the same values along another path reads the same answer."""
+        keys: list[object] = []
+        for item in items:
+            passed = self.passed_on(item)
+            if passed is None:
+                keys.append(argument_key(item))
+                continue
+            inner = self.argument_keys(passed)
+            keys.extend(k for k in inner if k not in keys)
+        return tuple(keys)
+
+    def passed_on(self, item: object) -> list[object] | None:
+        """The items a parameter is bound to when `item` is a Thunk reading just that
+        parameter in a bound context (ev_name's answer there is those items, forced), else
+        None."""
+        if not isinstance(item, Thunk) or not isinstance(item.expr, ast.Name):
+            return None
+        ctx, name, function = item.ctx, item.expr.id, item.ctx.func
+        if ctx.bindings is None or function is None or name not in ctx.bindings:
+            return None
+        if ctx.depth > MAX_DEPTH or len(ctx.bindings[name]) > MAX_VALUES:
+            return None
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            positional = [*function.args.posonlyargs, *function.args.args]
+            if ctx.cls is not None and positional and positional[0].arg == name:
+                return None  # perhaps `self` (CallerIndex.parameter)
+            if name in self.globals_declared(function) or name in self.local_bindings(function):
+                return None
+            if self.item_statements(function, name) or self.list_statements(function, name):
+                return None  # stores into it: not just the items passed
+        elif not isinstance(function, ast.Lambda) or name in self.local_bindings(function):
+            return None
+        return ctx.bindings[name]
 
     def read_params(self, function: ast.AST) -> tuple[str, ...]:
         """The parameters a function's code reads by name (its nested code too), in order:
