@@ -24,13 +24,13 @@ from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
-    argument_key,
     MAX_NESTING,
     MAX_VALUES,
     Ctx,
     Given,
     Thunk,
     add_unique,
+    argument_key,
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
