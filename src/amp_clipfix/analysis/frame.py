@@ -118,8 +118,10 @@ class EvaluatorBase:
         self.text_reasons: dict[object, object] = {}  # resolve_base.search_reasons, by search
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
         self.by_module: dict[str, list[Path]] = {}
+        self.module_tails: dict[str, list[str]] = {}  # evaluate.module_key: tail -> names
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
+        self.node_contexts: dict[tuple[int, int], tuple[ast.AST, Ctx]] = {}  # evaluate.ctx_of
         self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
         self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
         self.returned: dict[int, list[Any]] = {}  # decorators.returned_functions, by function
@@ -159,6 +161,8 @@ class EvaluatorBase:
         self.heads: dict[tuple[str, object], frozenset[tuple[str, object]]] = {}
         self.question_cache: dict[tuple[str, object], Kept] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
+        # callers.callers: the calls of a function, by (function, class, module, depth)
+        self.found_callers: dict[tuple[int, int, int, int], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
         # per file, its `class Name(bases):` lines as (name, words of the bases)
