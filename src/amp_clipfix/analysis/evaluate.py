@@ -541,10 +541,20 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
         inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1, runtime=fn.receiver)
         self.keep.append(inner)
         values: list[object] = []
-        for node in self.body(fn.node):
-            if isinstance(node, ast.Return) and node.value is not None:
-                values.extend(self.ev(node.value, inner))
+        for value in self.returned_expressions(fn.node):
+            values.extend(self.ev(value, inner))
         return values
+
+    def returned_expressions(self, function: ast.AST) -> list[ast.expr]:
+        """The values of a function's own `return` statements, in order (once per function)."""
+        key = id(function)
+        if key not in self.returns_nodes:
+            self.returns_nodes[key] = [
+                node.value
+                for node in self.body(function)
+                if isinstance(node, ast.Return) and node.value is not None
+            ]
+        return self.returns_nodes[key]
 
     def argument_keys(self, items: list[object]) -> tuple[object, ...]:
         """What a parameter is bound to, as a memo key's part: the key of each item

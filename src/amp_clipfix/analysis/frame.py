@@ -173,6 +173,9 @@ class EvaluatorBase:
         # evaluate.returns: a function's return values by the values of the parameters it reads
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # evaluate.read_params
+        self.returns_nodes: dict[int, list[ast.expr]] = {}  # evaluate.returned_expressions
+        # classes.class_members: by class, the class (kept: the key is its id) and its members
+        self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.word_files: dict[bytes, list[Path]] = {}
