@@ -148,7 +148,24 @@ class CallerIndex(PassedCalls):
         return None
 
     def callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
-        """The calls of `function` in the project (a class's `__init__`: its instantiations)."""
+        """The calls of `function` in the project (a class's `__init__`: its instantiations),
+        found once per function, class and depth: each of its parameters asks for them, and
+        so do the helpers' readings (callables.caller_readings)."""
+        key = (id(function), id(ctx.cls), id(ctx.summary), ctx.depth)
+        known = self.recall(self.found_callers, "found", key)
+        if known is not None:
+            return known  # type: ignore[return-value]
+        if self.cycle("found", key):  # asked inside its own search: searched anew, as before
+            return self.search_callers(function, ctx)
+        entered = self.enter("found", key)
+        found: list[tuple[ast.Call, Ctx]] | None = None
+        try:
+            found = self.search_callers(function, ctx)
+        finally:
+            self.leave(entered, self.found_callers, "found", key, found)  # type: ignore[arg-type]
+        return found
+
+    def search_callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
         name = function.name  # type: ignore[attr-defined]
         cls = ctx.cls
         init = cls is not None and name == "__init__"

@@ -30,6 +30,7 @@ from amp_clipfix.analysis.frame import (
     Given,
     Thunk,
     add_unique,
+    argument_key,
     bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
@@ -92,7 +93,17 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
 
     def index_modules(self, paths: dict[str, Path]) -> None:
         for module, path in paths.items():
-            self.by_module.setdefault(module, []).append(path)
+            self.module_key(module).append(path)
+
+    def module_key(self, name: str) -> list[Path]:
+        """The paths of the module name (a new name is also filed under each of its dotted
+        tails, `.mod` and `.pkg.mod` of `src.pkg.mod`, in the order names are added)."""
+        if name not in self.by_module:
+            self.by_module[name] = []
+            for index, char in enumerate(name):
+                if char == ".":
+                    self.module_tails.setdefault(name[index:], []).append(name)
+        return self.by_module[name]
 
     def find_module(self, dotted: str, near: Summary | None = None) -> Summary | None:
         """The module of that dotted name, else one whose name ends with it (`src.pkg.mod`
@@ -100,9 +111,11 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
         first, as its sys.path[0]), never simply the first of that name."""
         paths = self.by_module.get(dotted)
         if paths is None:
-            suffix = "." + dotted
-            paths = [p for name, ps in self.by_module.items() if name.endswith(suffix) for p in ps]
-            self.by_module[dotted] = paths
+            # the names that end with `.dotted`, in the order they were added (an index of
+            # tails: a scan of every module name per name cost NeMo seconds)
+            tails = self.module_tails.get("." + dotted, [])
+            paths = [p for name in tails for p in self.by_module[name]]
+            self.module_key(dotted).extend(paths)
         if near is not None and len(paths) > 1:
             paths = sorted(paths, key=lambda path: -shared_folders(path, near.path))
         for path in paths:
@@ -206,8 +219,15 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
         return self.contexts[key]
 
     def ctx_of(self, summary: Summary, node: ast.AST) -> Ctx:
-        function, cls = summary.enclosing(node)
-        return self.ctx(summary, function, cls)
+        """The shared context of the code around `node`, once per node (its parents are walked
+        at every call that is followed from it: NeMo asked 400,000 times)."""
+        key = (id(summary), id(node))
+        known = self.node_contexts.get(key)
+        if known is None:
+            function, cls = summary.enclosing(node)
+            known = (node, self.ctx(summary, function, cls))  # the node kept: its id stays its
+            self.node_contexts[key] = known
+        return known[1]
 
     def force(self, items: Iterable[object]) -> list[object]:
         values: list[object] = []
@@ -484,13 +504,107 @@ class Evaluator(Containers, CallerIndex, ClassModel, DataclassFields, DictStores
         return self.unknown_callee(call, ctx)
 
     def returns(self, fn: Fn, call: ast.Call, ctx: Ctx) -> list[object]:
+        """What a call of a project function returns. Asked once per question, not per
+        calling context: the key holds only what the answer depends on (the function, its
+        class and runtime receiver, the depth it is read at, and the values of the parameters
+        its body reads); a call elsewhere that passes the same values reads the answer."""
         if ctx.depth >= MAX_DEPTH:
             return [Opaque(call, ctx.summary)]
         bound = self.bind(fn.node, call, ctx, fn.bound, fn.summary)
+        reads = self.read_params(fn.node)
+        key = (
+            id(fn.node),
+            id(fn.summary),
+            id(fn.cls),
+            None if fn.receiver is None else id(fn.receiver.node),
+            ctx.depth + 1,
+            tuple(
+                (name, None if name not in bound else self.argument_keys(bound[name]))
+                for name in reads
+            ),
+        )
+        known = self.recall(self.returns_cache, "returns", key)
+        if known is not None:
+            return known or [Opaque(call, ctx.summary)]
+        if self.cycle("returns", key):  # read inside its own answer: as before, anew
+            return self.returned_values(fn, bound, ctx) or [Opaque(call, ctx.summary)]
+        self.keep.append(bound)  # the key's ids stay those of live values
+        entered = self.enter("returns", key)
+        values: list[object] | None = None
+        try:
+            values = self.returned_values(fn, bound, ctx)
+        finally:
+            self.leave(entered, self.returns_cache, "returns", key, values)
+        return values or [Opaque(call, ctx.summary)]
+
+    def returned_values(self, fn: Fn, bound: dict[str, list[object]], ctx: Ctx) -> list[object]:
         inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1, runtime=fn.receiver)
         self.keep.append(inner)
         values: list[object] = []
-        for node in self.body(fn.node):
-            if isinstance(node, ast.Return) and node.value is not None:
-                values.extend(self.ev(node.value, inner))
-        return values or [Opaque(call, ctx.summary)]
+        for value in self.returned_expressions(fn.node):
+            values.extend(self.ev(value, inner))
+        return values
+
+    def returned_expressions(self, function: ast.AST) -> list[ast.expr]:
+        """The values of a function's own `return` statements, in order (once per function)."""
+        key = id(function)
+        if key not in self.returns_nodes:
+            self.returns_nodes[key] = [
+                node.value
+                for node in self.body(function)
+                if isinstance(node, ast.Return) and node.value is not None
+            ]
+        return self.returns_nodes[key]
+
+    def argument_keys(self, items: list[object]) -> tuple[object, ...]:
+        """What a parameter is bound to, as a memo key's part: the key of each item
+        (frame.argument_key); a name that only passes on a parameter of the function it is
+        written in (`return self.inner.f(samples)` in a wrapper) by what that parameter is
+        bound to, so a call passed the same values along another path reads the same answer."""
+        keys: list[object] = []
+        for item in items:
+            passed = self.passed_on(item)
+            if passed is None:
+                keys.append(argument_key(item))
+                continue
+            inner = self.argument_keys(passed)
+            keys.extend(k for k in inner if k not in keys)
+        return tuple(keys)
+
+    def passed_on(self, item: object) -> list[object] | None:
+        """The items a parameter is bound to when `item` is a Thunk reading just that
+        parameter in a bound context (ev_name's answer there is those items, forced), else
+        None."""
+        if not isinstance(item, Thunk) or not isinstance(item.expr, ast.Name):
+            return None
+        ctx, name, function = item.ctx, item.expr.id, item.ctx.func
+        if ctx.bindings is None or function is None or name not in ctx.bindings:
+            return None
+        if ctx.depth > MAX_DEPTH or len(ctx.bindings[name]) > MAX_VALUES:
+            return None
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            positional = [*function.args.posonlyargs, *function.args.args]
+            if ctx.cls is not None and positional and positional[0].arg == name:
+                return None  # perhaps `self` (CallerIndex.parameter)
+            if name in self.globals_declared(function) or name in self.local_bindings(function):
+                return None
+            if self.item_statements(function, name) or self.list_statements(function, name):
+                return None  # stores into it: not just the items passed
+        elif not isinstance(function, ast.Lambda) or name in self.local_bindings(function):
+            return None
+        return ctx.bindings[name]
+
+    def read_params(self, function: ast.AST) -> tuple[str, ...]:
+        """The parameters a function's code reads by name (its nested code too), in order:
+        what its answers may depend on."""
+        key = id(function)
+        if key not in self.reads_cache:
+            params = [p.arg for p in all_params(function.args)]  # type: ignore[attr-defined]
+            used = {
+                node.id
+                for statement in function.body  # type: ignore[attr-defined]
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Name)
+            }
+            self.reads_cache[key] = tuple(name for name in params if name in used)
+        return self.reads_cache[key]

@@ -13,7 +13,7 @@ from typing import Any
 from amp_clipfix.analysis.recording import raw
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, TupleV
 from amp_clipfix.analysis.word_index import WordIndex
 
 MAX_DEPTH = 6
@@ -118,8 +118,10 @@ class EvaluatorBase:
         self.text_reasons: dict[object, object] = {}  # resolve_base.search_reasons, by search
         self.class_lines: ClassLines | None = None  # relevance.class_lines of `contents`
         self.by_module: dict[str, list[Path]] = {}
+        self.module_tails: dict[str, list[str]] = {}  # evaluate.module_key: tail -> names
         self.memo: dict[tuple[int, int], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
+        self.node_contexts: dict[tuple[int, int], tuple[ast.AST, Ctx]] = {}  # evaluate.ctx_of
         self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
         self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
         self.returned: dict[int, list[Any]] = {}  # decorators.returned_functions, by function
@@ -159,6 +161,8 @@ class EvaluatorBase:
         self.heads: dict[tuple[str, object], frozenset[tuple[str, object]]] = {}
         self.question_cache: dict[tuple[str, object], Kept] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
+        # callers.callers: the calls of a function, by (function, class, module, depth)
+        self.found_callers: dict[tuple[int, int, int, int], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
         # per file, its `class Name(bases):` lines as (name, words of the bases)
@@ -166,6 +170,12 @@ class EvaluatorBase:
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
+        # evaluate.returns: a function's return values by the values of the parameters it reads
+        self.returns_cache: dict[tuple[object, ...], list[object]] = {}
+        self.reads_cache: dict[int, tuple[str, ...]] = {}  # evaluate.read_params
+        self.returns_nodes: dict[int, list[ast.expr]] = {}  # evaluate.returned_expressions
+        # classes.class_members: by class, the class (kept: the key is its id) and its members
+        self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
         self.mro_cache: dict[int, list[object]] = {}
         self.assignments_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.word_files: dict[bytes, list[Path]] = {}
@@ -328,6 +338,17 @@ def value_key(value: object) -> tuple[int, int] | int:
     if isinstance(value, Opaque):
         return (id(value.node), id(value.summary))
     return id(value)
+
+
+def argument_key(value: object) -> object:
+    """A value as a memo key's part: its value_key; a dict or tuple a call builds (`**kwargs`,
+    `*args`) by what it holds, since each call of `bind` builds it anew."""
+    if isinstance(value, DictV):
+        entries = tuple((k, tuple(map(argument_key, v))) for k, v in value.entries.items())
+        return ("dict", value.closed, entries)
+    if isinstance(value, TupleV):
+        return ("tuple", tuple(tuple(map(argument_key, item)) for item in value.items))
+    return value_key(value)
 
 
 def add_unique(target: list[object], items: Iterable[object]) -> None:
