@@ -142,7 +142,11 @@ def config_documents(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.expr]
         if file is None:
             continue
         for call in file.summary.walked_calls():
-            if call.args and facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
+            # A first argument with no mapping in it (a name, a loaded file) gives no setting
+            # and names no model (python_configs.walk): its callee is not evaluated.
+            if not call.args or next(python_configs.walk(call.args[0]), None) is None:
+                continue
+            if facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
                 yield file, call.args[0]
 
 
