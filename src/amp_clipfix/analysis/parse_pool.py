@@ -145,6 +145,8 @@ def collect_outcome(
         collection.config_sites[path] = parsed.sites if parsed is not None else None
         if parsed is not None and parsed.settings is not None:
             collection.config_settings[path] = parsed.settings
+        else:  # never the settings of other bytes of the file
+            collection.config_settings.pop(path, None)
     if collection.cache is not None and parsed is not None and not cached:
         collection.cache.put(path, parsed.document.source.data, parsed.sites)
     collection.files_parsed += 1
