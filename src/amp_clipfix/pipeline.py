@@ -385,8 +385,14 @@ def guarded_findings(
     try:
         if collection.queries is not None and facts is not None:
             from amp_clipfix.analysis.rules_query import rules_query
+            from amp_clipfix.rules import findings_order
 
-            return rules_query(collection, files, target, chosen, facts, compute)
+            def check(rule: Rule) -> list[Finding]:
+                return find_findings(files, target, [rule], facts=facts)
+
+            with deep_stack():  # one query per searching rule
+                found = rules_query(collection, files, target, chosen, facts, check)  # type: ignore[arg-type]
+            return findings_order(found)
         return compute()
     except Exception as failure:  # noqa: BLE001 - one error line, the run goes on
         collection.errors.append(stage_error("the rules", failure, root or collection.root))

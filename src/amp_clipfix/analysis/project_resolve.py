@@ -25,6 +25,7 @@ from amp_clipfix.sources.prefilter import any_word
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import ProjectFacts
+    from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.analysis.summary import Summary
     from amp_clipfix.models import FileSites
 
@@ -60,20 +61,24 @@ def trainer_files(
     """A first resolution over the fused optimizers alone tells which Trainer files matter."""
     if collection.queries is None:
         return trial_trainer_files(root, contents, searchable, collection)
-    parsed = collection.parsed.items()
-    sites = sorted(((path, read.sites) for path, read in parsed), key=lambda i: str(i[0]))
+    parsed = dict(collection.parsed)  # as now: the query may be computed again later
+    sites = sorted(((path, read.sites) for path, read in parsed.items()), key=lambda i: str(i[0]))
     return collection.queries.run(
-        "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection)
+        "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection, parsed)
     )
 
 
 def trial_trainer_files(
-    root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
+    root: Path,
+    contents: dict[Path, bytes],
+    searchable: dict[Path, bytes],
+    collection: Collection,
+    parsed: dict[Path, ReadFile] | None = None,
 ) -> set[Path] | None:
     from amp_clipfix.analysis.resolve import trainer_files_needed
 
     trial = Collection(
-        parsed=dict(collection.parsed),
+        parsed=dict(collection.parsed if parsed is None else parsed),
         cache=collection.cache,
         queries=None,  # the trial is one query (its own resolution is not stored apart)
         summaries=collection.summaries,

@@ -13,13 +13,18 @@ read, and a later run reuses it when everything it read is as it was:
   right when computed again on today's files they give the same answer.
 
 Every query also depends on the project's list of files and on the queries run before it in the
-run (its key chains theirs): an added, removed or renamed file runs them all again, and the
-evaluator they share sees the same work done. What one query read counts for the later ones
-too (they may reuse what the evaluator learnt for it). A read the recording cannot name (the
-whole project's text iterated outside a `scan`) marks the run `everything`: nothing is stored.
-Nothing is stored from a run whose evaluator cut an answer (its budget spent, a bound met):
-such an answer depends on how much work ran before it. A cache is never a source of truth: an
-answer is reused only when all of this holds, else it is computed as a cold run computes it.
+run (its key chains theirs), and what one query read counts for the later ones too (they may
+reuse what the evaluator learnt for it): an added, removed or renamed file runs them all again.
+A read the recording cannot name (the whole project's text iterated outside a `scan`) marks the
+run `everything`: nothing is stored.
+
+The evaluator the queries share keeps its memos and spends one budget: a cut answer (a budget
+spent, a bound met) depends on the work done before it. So every answer is computed on the
+evaluator a cold run would have at that point: a query answered from the cache whose
+computation moved the evaluator (`Answer.touched`) is computed again, its answer dropped, before
+the first query of the run that is computed (`Queries.catch_up`). Every computed answer is then
+the cold run's, cut or not, and is stored. A cache is never a source of truth: an answer is
+reused only when all of this holds, else it is computed as a cold run computes it.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class Answer:
     exists: dict[Test, str | None]
     derived: dict[tuple[object, ...], object]
     value: object
+    touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
 
 
 class Queries:
@@ -83,6 +89,10 @@ class Queries:
             head.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
         self.chain = head.hexdigest()
         self.reused: list[str] = []  # the queries answered from the cache (for the tests)
+        # The computations of the queries answered from the cache since the evaluator was last
+        # as a cold run's, in order, that moved it: computed again before a query is computed.
+        self.behind: list[Callable[[], object]] = []
+        self.keys: list[str] = []  # the entries this run read or wrote (pruning keeps them)
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -93,15 +103,19 @@ class Queries:
         inputs: object,
         compute: Callable[[], T],
         replay: Callable[[T], None] | None = None,
+        again: Callable[[], object] | None = None,
     ) -> T:
         """The answer of query `name` on `inputs` (and the project's files): stored when every
-        file it read is as it was, else computed (and stored when the reads were all noted)."""
+        file it read is as it was, else computed (and stored when the reads were all noted).
+        `replay` puts back what the computation left besides its answer; `again` computes it
+        for the evaluator's sake alone (`catch_up`; `compute` when not given)."""
         from amp_clipfix.analysis.cache import canonical
 
         digest = hashlib.sha256(f"{self.chain}\0{name}\0".encode())
         digest.update(repr(canonical(inputs)).encode("utf-8", "surrogateescape"))
         self.chain = digest.hexdigest()
         key = f"query-{self.chain}"
+        self.keys.append(key)
         stored = self.cache.load(key)
         if isinstance(stored, Answer) and self.holds(stored):
             self.reads.files.update(stored.files)
@@ -109,25 +123,39 @@ class Queries:
             self.reads.exists.update(stored.exists)
             self.reads.derived.update(stored.derived)
             self.reused.append(name)
+            if stored.touched:
+                self.behind.append(compute if again is None else again)
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
             return stored.value  # type: ignore[return-value]
+        self.catch_up()
+        before = footprint(self.evaluator())
         value = compute()
-        self.store(key, value)
+        self.store(key, value, footprint(self.evaluator()) != before)
         return value
 
-    def store(self, key: str, value: object) -> None:
+    def catch_up(self) -> None:
+        """Bring the evaluator to where a cold run has it: compute again, in order, the reused
+        queries that moved it (a cold run computed them; their answers are known)."""
+        behind, self.behind = self.behind, []
+        for compute in behind:
+            compute()
+
+    def store(self, key: str, value: object, touched: bool) -> None:
         reads = self.reads
-        evaluator = self.evaluator()
-        if getattr(evaluator, "cuts", 0):  # a budget or bound cut an answer: nothing is stored
-            reads.everything = True
         if reads.everything:
             return
         files = tuple(sorted(reads.files))
         if any(path not in self.revision for path in files):
             return  # a file outside the project's list: never reused
         answer = Answer(
-            self.revision, files, dict(reads.scans), dict(reads.exists), dict(reads.derived), value
+            self.revision,
+            files,
+            dict(reads.scans),
+            dict(reads.exists),
+            dict(reads.derived),
+            value,
+            touched,
         )
         self.cache.store(key, answer)
 
@@ -169,3 +197,13 @@ class Queries:
                 if not DERIVED[str(key[0])](self.searchable, edited, answer, *key[1:]):
                     return False
         return True
+
+
+def footprint(evaluator: object | None) -> tuple[int, ...] | None:
+    """What moves when the evaluator works: its evaluations entered, cuts, budget, and the size
+    of every memo and index it keeps (None: not made yet)."""
+    if evaluator is None:
+        return None
+    state = vars(evaluator)
+    sizes = sum(len(v) for v in state.values() if isinstance(v, (dict, list, set)))
+    return (state.get("serial", 0), state.get("cuts", 0), state.get("budget", 0), sizes)
