@@ -102,6 +102,8 @@ def run(
             project.root,
             style,
         )
+        if collection.queries is not None:
+            collection.queries.prune()  # the query entries this run did not use
         if project_options.fix and result.changes:
             again = rounds_of(project, project_options, target, collection, style)
             result = to_fixpoint(result, project.root, again)

@@ -94,12 +94,31 @@ class Cache:
         except Exception:  # noqa: BLE001 - an entry that fails to load is a miss, whatever fails
             return None
 
+    def prune_queries(self, used: set[str]) -> None:
+        """Remove the query entries (queries.py) not in `used`, but the newest `KEPT_QUERIES`:
+        only entries the cache wrote (by name and seal), never through a link."""
+        entries = self.entries
+        folders = entries.folders(str(self.folder))
+        entries.prune_across(folders, KEPT_QUERIES, is_query_name, used)
+
     def store(self, key: str, value: object) -> None:
         try:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a value that cannot be pickled is not stored
             return
         self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
+
+
+# Query entries kept beyond the ones a run used: another command's on the same project (the
+# pre-commit hook's, a `--select` run) stays warm across a few runs of this one.
+KEPT_QUERIES = 48
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_query_name(name: str) -> bool:
+    """A query's or a revision's entry name (queries.py): the kind, a dash, 64 hex digits."""
+    kind, _, digest = name.partition("-")
+    return kind in ("query", "revision") and len(digest) == 64 and _HEX.issuperset(digest)
 
 
 class CachedData(pickle.Unpickler):

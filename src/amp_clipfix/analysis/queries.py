@@ -55,7 +55,7 @@ T = TypeVar("T")
 class Answer:
     """A stored query: its answer and what it read."""
 
-    revision: dict[str, bytes]  # every project file's sha256 when it was computed
+    revision: str  # the entry of every project file's sha256 when it was computed (shared)
     files: tuple[str, ...]
     scans: dict[Test, frozenset[str]]
     exists: dict[Test, str | None]
@@ -79,6 +79,11 @@ class Queries:
         self.evaluator = evaluator  # the run's evaluator, None until one is made
         self.reads = Reads()
         self.revision = {str(path): cache.digest(data) for path, data in contents.items()}
+        listed = hashlib.sha256()
+        for name, digest in sorted(self.revision.items()):
+            listed.update(name.encode("utf-8", "surrogateescape") + b"\0" + digest)
+        self.revision_key = f"revision-{listed.hexdigest()}"
+        self.revisions: dict[str, dict[str, bytes] | None] = {}  # loaded, by key
         head = hashlib.sha256(
             f"{cache.build}\0{cache.root}\0{salt}\0".encode("utf-8", "surrogateescape")
         )
@@ -92,7 +97,8 @@ class Queries:
         # The computations of the queries answered from the cache since the evaluator was last
         # as a cold run's, in order, that moved it: computed again before a query is computed.
         self.behind: list[Callable[[], object]] = []
-        self.keys: list[str] = []  # the entries this run read or wrote (pruning keeps them)
+        self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
+        self.wrote = False
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -115,7 +121,7 @@ class Queries:
         digest.update(repr(canonical(inputs)).encode("utf-8", "surrogateescape"))
         self.chain = digest.hexdigest()
         key = f"query-{self.chain}"
-        self.keys.append(key)
+        self.keys.add(key)
         stored = self.cache.load(key)
         if isinstance(stored, Answer) and self.holds(stored):
             self.reads.files.update(stored.files)
@@ -148,8 +154,12 @@ class Queries:
         files = tuple(sorted(reads.files))
         if any(path not in self.revision for path in files):
             return  # a file outside the project's list: never reused
+        if not self.wrote:  # the files' hashes, once per run for all its queries
+            self.cache.store(self.revision_key, self.revision)
+            self.keys.add(self.revision_key)
+            self.wrote = True
         answer = Answer(
-            self.revision,
+            self.revision_key,
             files,
             dict(reads.scans),
             dict(reads.exists),
@@ -158,6 +168,19 @@ class Queries:
             touched,
         )
         self.cache.store(key, answer)
+
+    def stored_revision(self, key: str) -> dict[str, bytes] | None:
+        if key not in self.revisions:
+            value = self.cache.load(key)
+            self.revisions[key] = value if isinstance(value, dict) else None
+            self.keys.add(key)
+        return self.revisions[key]
+
+    def prune(self) -> None:
+        """Once the run is done: the query entries it neither read nor wrote go, but the
+        newest few (another command's, the pre-commit hook's), when it wrote any."""
+        if self.wrote:
+            self.cache.prune_queries(self.keys)
 
     def holds(self, stored: Answer) -> bool:
         """`still`, and no when it fails: a stored entry never breaks a run."""
@@ -168,12 +191,12 @@ class Queries:
 
     def still(self, stored: Answer) -> bool:
         """Whether everything `stored` read is as it was."""
-        revision = self.revision
-        if stored.revision.keys() != revision.keys():
+        revision, then = self.revision, self.stored_revision(stored.revision)
+        if then is None or then.keys() != revision.keys():
             return False
-        if any(stored.revision[path] != revision[path] for path in stored.files):
+        if any(then[path] != revision[path] for path in stored.files):
             return False
-        changed = [path for path, digest in revision.items() if stored.revision[path] != digest]
+        changed = [path for path, digest in revision.items() if then[path] != digest]
         texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
 
         for test, found in stored.scans.items():
