@@ -225,6 +225,9 @@ def project_facts(
 
     def document_of(path: Path) -> Document | None:
         recording.read(noted, path)
+        return document(path)
+
+    def document(path: Path) -> Document | None:
         if path not in documents:
             parsed = collection.parsed.get(path)
             try:
@@ -237,8 +240,8 @@ def project_facts(
 
     def text_of(path: Path) -> bytes | None:
         if path not in texts:
-            document = document_of(path)
-            texts[path] = None if document is None else document.text.encode("utf-8", "replace")
+            read = document(path)  # whether it holds a word is noted (LazyFiles.with_words)
+            texts[path] = None if read is None else read.text.encode("utf-8", "replace")
         return texts[path]
 
     def read(path: Path) -> FileFacts | None:
@@ -266,6 +269,7 @@ def project_facts(
         return any(error.path == path for error in (*collection.errors, *late))
 
     def settle() -> None:
+        asked.listed(lazy.candidates)
         for path in lazy.candidates:
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
@@ -289,9 +293,8 @@ def project_facts(
     # Each word once, and none that holds another (its files hold that one too): the same
     # files, in fewer scans of the tree's text.
     unique = set(words)
-    holds_word = any_word(
-        w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique)
-    )
+    fewest = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
+    holds_word = any_word(fewest)
     for path, data in searchable.items():
         if is_library(path) or not holds_word(data):  # the cheap test first
             continue
@@ -299,7 +302,8 @@ def project_facts(
             read(path)
         else:
             python.append(path)
-    lazy = LazyFiles(python, text_of, read)
+    asked = recording.Candidates(noted, (recording.holds_any(fewest),))
+    lazy = LazyFiles(python, text_of, read, asked)
     return ProjectFacts(
         root,
         target,

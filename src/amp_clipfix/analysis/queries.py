@@ -60,6 +60,9 @@ class Answer:
     scans: dict[Test, frozenset[str]]
     exists: dict[Test, str | None]
     derived: dict[tuple[object, ...], object]
+    words: set[tuple[tuple[bytes, ...], Test]]
+    members: set[tuple[str, Test]]
+    listed: dict[Test, frozenset[str]]
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
 
@@ -128,6 +131,9 @@ class Queries:
             self.reads.scans.update(stored.scans)
             self.reads.exists.update(stored.exists)
             self.reads.derived.update(stored.derived)
+            self.reads.words.update(stored.words)
+            self.reads.members.update(stored.members)
+            self.reads.listed.update(stored.listed)
             self.reused.append(name)
             if stored.touched:
                 self.behind.append(compute if again is None else again)
@@ -164,6 +170,9 @@ class Queries:
             dict(reads.scans),
             dict(reads.exists),
             dict(reads.derived),
+            set(reads.words),
+            set(reads.members),
+            dict(reads.listed),
             value,
             touched,
         )
@@ -181,6 +190,29 @@ class Queries:
         newest few (another command's, the pre-commit hook's), when it wrote any."""
         if self.wrote:
             self.cache.prune_queries(self.keys)
+
+    def candidates_hold(self, stored: Answer, texts: Mapping[Path, bytes | None]) -> bool:
+        """What the searches asked of the candidate files (`recording.Candidates`) holds for
+        every changed file: one that is a candidate now (its bytes pass the test, no library
+        file nor config) counts where the list was read, where it was asked for, and where it
+        holds words asked for (one read already is a changed read: `still` said no)."""
+        if not (stored.words or stored.members or stored.listed):
+            return True
+        for path, data in texts.items():
+            name = str(path)
+            tests = {test for _, test in stored.words} | {t for _, t in stored.members}
+            for test in {*tests, *stored.listed}:
+                now = data is not None and is_candidate(path, data, test)
+                if test in stored.listed and now != (name in stored.listed[test]):
+                    return False
+                if not now:
+                    continue
+                if (name, test) in stored.members:
+                    return False
+                asked = tuple(word for words, of in stored.words if of == test for word in words)
+                if asked and document_holds(path, self.contents, asked):
+                    return False
+        return True
 
     def holds(self, stored: Answer) -> bool:
         """`still`, and no when it fails: a stored entry never breaks a run."""
@@ -212,6 +244,8 @@ class Queries:
                 data = texts[Path(witness)]
                 if data is None or not passes(test, data):
                     return False  # another file may pass: asked again
+        if not self.candidates_hold(stored, texts):
+            return False
         if stored.derived and changed:
             import amp_clipfix.analysis.resolve_base  # noqa: F401 - fills DERIVED
 
@@ -230,3 +264,24 @@ def footprint(evaluator: object | None) -> tuple[int, ...] | None:
     state = vars(evaluator)
     sizes = sum(len(v) for v in state.values() if isinstance(v, (dict, list, set)))
     return (state.get("serial", 0), state.get("cuts", 0), state.get("budget", 0), sizes)
+
+
+def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[bytes, ...]) -> bool:
+    """Whether the file's document text holds one of `words`, as `LazyFiles.with_words` asks."""
+    from amp_clipfix.sources import adapter_for
+    from amp_clipfix.sources.base import SourceError
+
+    try:
+        text = adapter_for(path).load(path, contents[path]).text.encode("utf-8", "replace")
+    except (SourceError, KeyError):
+        return False
+    return any(word in text for word in words)
+
+
+def is_candidate(path: Path, data: bytes, test: Test) -> bool:
+    """A searching rule's candidate (project_resolve.project_facts): its bytes pass `test`, and
+    it is neither library code nor a config."""
+    from amp_clipfix.analysis.collection import read_as_config
+    from amp_clipfix.paths import is_library
+
+    return passes(test, data) and not is_library(path) and not read_as_config(path)

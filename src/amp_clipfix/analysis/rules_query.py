@@ -2,12 +2,13 @@
 in the rules' order, then one for the settling of their facts.
 
 The first one's inputs: every file's collected sites, the target release, the rules chosen, the
-files that hold a searching rule's words, the configs read and their sites, and the errors
-reported so far; each later one chains it (queries.py). What each search reads (files' texts,
-summaries, scans) is noted as it runs, so an edit runs again the rule that read the file and
-those after it (they may reuse what the evaluator learnt for it), and reuses the rules before.
-Each answer: the rule's findings, the errors its search added (files that do not parse), and
-the documents it read (a fix may change them), which a reuse puts back as the search left them.
+configs read and their sites, and the errors reported so far; each later one chains it
+(queries.py). What each search reads is noted as it runs: the files it parses, the scans, and
+what it asks of the candidate files (those holding a searching rule's word:
+`recording.Candidates`), so an edit runs again the rule that read the file and those after it
+(they may reuse what the evaluator learnt for it), and reuses the rules before. Each answer:
+the rule's findings, the errors its search added (files that do not parse), and the documents
+it read (a fix may change them), which a reuse puts back as the search left them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.collection import Collection
-from amp_clipfix.analysis.facts import LazyFiles, ProjectFacts
+from amp_clipfix.analysis.facts import ProjectFacts
 from amp_clipfix.kinds import FileError
 
 if TYPE_CHECKING:
@@ -44,12 +45,10 @@ def rules_query(
     alone), then the settling of the facts; each search's answer stored or computed."""
     queries = collection.queries
     assert queries is not None
-    candidates = facts.files.candidates if isinstance(facts.files, LazyFiles) else list(facts.files)
     inputs: object = (
         sorted(files, key=lambda f: str(f.path)),
         target,
         [rule.code for rule in chosen],
-        list(candidates),
         sorted(facts.configs, key=str),
         sorted(facts.config_sites.items(), key=lambda item: str(item[0])),
         list(collection.errors),
