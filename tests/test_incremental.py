@@ -92,6 +92,10 @@ def write(root: Path, name: str, text: str) -> None:
 
 @pytest.fixture
 def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+    yield from spied_queries(monkeypatch)
+
+
+def spied_queries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
     """Each query asked, run after run: its name, and whether the cache answered it."""
     names: list[tuple[str, bool]] = []
     run = queries.Queries.run
