@@ -113,11 +113,15 @@ class Queries:
         compute: Callable[[], T],
         replay: Callable[[T], None] | None = None,
         again: Callable[[], object] | None = None,
+        stateful: bool = False,
     ) -> T:
         """The answer of query `name` on `inputs` (and the project's files): stored when every
         file it read is as it was, else computed (and stored when the reads were all noted).
         `replay` puts back what the computation left besides its answer; `again` computes it
-        for the evaluator's sake alone (`catch_up`; `compute` when not given)."""
+        for the evaluator's sake alone (`catch_up`; `compute` when not given); `stateful`: it
+        also leaves state the later queries read that `replay` does not put back (the files a
+        search loaded): then it is computed again before a later query whether or not it moved
+        the evaluator."""
         from amp_clipfix.analysis.cache import canonical
 
         digest = hashlib.sha256(f"{self.chain}\0{name}\0".encode())
@@ -143,7 +147,7 @@ class Queries:
         self.catch_up()
         before = footprint(self.evaluator())
         value = compute()
-        self.store(key, value, footprint(self.evaluator()) != before)
+        self.store(key, value, stateful or footprint(self.evaluator()) != before)
         return value
 
     def catch_up(self) -> None:

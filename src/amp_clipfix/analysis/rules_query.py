@@ -88,7 +88,8 @@ def rules_query(
     def asked(name: str, compute: Callable[[], list[Finding]]) -> list[Finding]:
         nonlocal inputs
         stated, inputs = inputs, ()  # the later queries chain the first one's inputs
-        found = queries.run(name, stated, answer(compute), replay, again(compute))
+        # a search leaves the files it loaded for the later ones (facts.LazyFiles.loaded)
+        found = queries.run(name, stated, answer(compute), replay, again(compute), stateful=True)
         return list(found[0])
 
     findings: list[Finding] = []
