@@ -70,16 +70,23 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project with a finding through a caller (module.py decides factory.py's `fused`), a
     plain-torch scaled clip, and helpers no search reads; the user's cache folder outside it
     (a secret inside the project is never used, so the cache would be off)."""
+    root = base_project(tmp_path, monkeypatch, "False")
+    for i in range(4):
+        write(root, f"pkg/helper_{i}.py", HELPER.format(i=i))
+    return root
+
+
+def base_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fused: str) -> Path:
+    """The factory, its caller passing `fused`, the Trainer, the scaled clip, the pins; the
+    cache on."""
     monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     root = tmp_path / "project"
     write(root, "pkg/__init__.py", "")
     write(root, "pkg/factory.py", FACTORY)
-    write(root, "pkg/module.py", MODULE.format(fused="False"))
+    write(root, "pkg/module.py", MODULE.format(fused=fused))
     write(root, "train.py", TRAIN)
     write(root, "scaled.py", SCALED)
-    for i in range(4):
-        write(root, f"pkg/helper_{i}.py", HELPER.format(i=i))
     write(root, "pyproject.toml", PYPROJECT.format(pin=">=2.0"))
     return root
 

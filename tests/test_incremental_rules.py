@@ -12,11 +12,8 @@ from pathlib import Path
 import pytest
 from piped import amp_clipfix
 from test_incremental import (
-    FACTORY,
-    MODULE,
-    PYPROJECT,
     SCALED,
-    TRAIN,
+    base_project,
     computed,
     edit_line,
     reused,
@@ -46,17 +43,10 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    root = tmp_path / "project"
-    write(root, "pkg/__init__.py", "")
-    write(root, "pkg/factory.py", FACTORY)
-    write(root, "pkg/module.py", MODULE.format(fused="True"))
-    write(root, "train.py", TRAIN)
-    write(root, "scaled.py", SCALED)
+    """test_incremental's project with a fused factory, a file only ACF012 reads, a helper."""
+    root = base_project(tmp_path, monkeypatch, "True")
     write(root, "legacy.py", LEGACY)
     write(root, "pkg/helper.py", "def helper(x):\n    return x + 1\n")
-    write(root, "pyproject.toml", PYPROJECT.format(pin=">=2.0"))
     return root
 
 
