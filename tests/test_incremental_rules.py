@@ -153,3 +153,34 @@ def test_pruning_never_follows_a_link_nor_removes_what_the_cache_did_not_write(
         amp_clipfix(project, "check", entry=False)
     assert link.is_symlink() and outside.read_bytes() == b"precious"
     assert foreign.read_bytes() == b"not sealed by this user"
+
+
+def test_a_file_that_starts_naming_a_required_class_runs_the_rules_search(
+    project: Path, asked: list[tuple[str, bool]]
+) -> None:
+    """Which library classes some file names (a rule is skipped where none names the class
+    each of its findings needs: ACF006's Fabric) is a query noted with the first file naming
+    each: an edit elsewhere reuses it, a file that starts naming Fabric asks it again."""
+    same_as_cold(project)
+    asked.clear()
+    edit_line("pkg/helper.py", "x + 1", "x + 2")(project)
+    same_as_cold(project)
+    assert "searching" in reused(asked)
+    asked.clear()
+    write(project, "fabric_step.py", FABRIC_STEP)
+    after = same_as_cold(project)
+    assert "searching" in computed(asked) and "rule ACF006" in computed(asked)
+    assert b"fabric_step.py" in after
+
+
+FABRIC_STEP = """import torch
+from lightning.fabric import Fabric
+
+fabric = Fabric(precision="16-mixed")
+
+
+def step(model, optimizer, loss):
+    fabric.backward(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+"""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
@@ -420,18 +421,28 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
     texts = collection.searchable.values()
     rules = searching_rules()
     named = {word for rule in rules for word in rule.requires}
-    absent = {
-        word
-        for word in named
-        if not any(may_name(path, data, word) for path, data in collection.searchable.items())
-    }
-    left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     packages = {package for rule in rules for package in rule.imports}
-    imported = {
-        package
-        for package in packages
-        if any(may_import(data, package) for data in collection.searchable.values())
-    }
+    texts_noted: Mapping[Path, bytes] = collection.searchable
+
+    def present() -> tuple[frozenset[bytes], frozenset[str]]:
+        """The words some file names, the packages some file imports (each noted with the
+        first file that does: analysis/queries.py)."""
+        return frozenset(
+            word for word in named if recording.exists(texts_noted, ("fn", "may_name", word))
+        ), frozenset(
+            package
+            for package in packages
+            if recording.exists(texts_noted, ("fn", "may_import", package))
+        )
+
+    if collection.queries is not None:  # a query: an edit looks again at the changed files
+        texts_noted = collection.queries.recording(collection.searchable)
+        inputs = (sorted(named), sorted(packages))
+        names, imported = collection.queries.run("searching", inputs, present)
+    else:
+        names, imported = present()
+    absent = named - names
+    left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     left_out |= {rule.code for rule in rules if rule.imports and imported.isdisjoint(rule.imports)}
     return [
         rule
@@ -488,3 +499,10 @@ def may_name(path: Path, data: bytes, word: bytes) -> bool:
 
     text = data.decode("utf-8", "replace")
     return word.decode("ascii") in unicodedata.normalize("NFKC", text)
+
+
+def _may_import_file(path: Path | None, data: bytes, package: str) -> bool:
+    return may_import(data, package)
+
+
+recording.PREDICATES.update(may_name=may_name, may_import=_may_import_file)

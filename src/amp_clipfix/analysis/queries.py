@@ -237,16 +237,16 @@ class Queries:
 
         for test, found in stored.scans.items():
             for path, data in texts.items():
-                passing = data is not None and passes(test, data)
+                passing = data is not None and passes(test, data, path)
                 if passing != (str(path) in found):
                     return False
         for test, witness in stored.exists.items():
             if witness is None:
-                if any(data is not None and passes(test, data) for data in texts.values()):
+                if any(data is not None and passes(test, data, p) for p, data in texts.items()):
                     return False
             elif witness in changed:
                 data = texts[Path(witness)]
-                if data is None or not passes(test, data):
+                if data is None or not passes(test, data, Path(witness)):
                     return False  # another file may pass: asked again
         if not self.candidates_hold(stored, texts):
             return False
@@ -288,4 +288,4 @@ def is_candidate(path: Path, data: bytes, test: Test) -> bool:
     from amp_clipfix.analysis.collection import read_as_config
     from amp_clipfix.paths import is_library
 
-    return passes(test, data) and not is_library(path) and not read_as_config(path)
+    return passes(test, data, path) and not is_library(path) and not read_as_config(path)

@@ -13,12 +13,13 @@ from typing import TypeVar
 T = TypeVar("T")
 
 # A scan's test of one file's bytes: every condition holds. ("in", word): the bytes hold it;
-# ("any", words): they hold one of them; ("re", pattern, flags): the pattern is found.
+# ("any", words): they hold one of them; ("re", pattern, flags): the pattern is found;
+# ("fn", name, *args): `PREDICATES[name](path, bytes, *args)` says yes.
 Condition = tuple[object, ...]
 Test = tuple[Condition, ...]
 
 
-def passes(test: Test, data: bytes) -> bool:
+def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
     for condition in test:
         if condition[0] == "in":
             if condition[1] not in data:  # type: ignore[operator]
@@ -26,11 +27,17 @@ def passes(test: Test, data: bytes) -> bool:
         elif condition[0] == "any":
             if not any(word in data for word in condition[1]):  # type: ignore[attr-defined]
                 return False
+        elif condition[0] == "fn":
+            if not PREDICATES[str(condition[1])](path, data, *condition[2:]):
+                return False
         elif _compiled(condition).search(data) is None:
             return False
     return True
 
 
+# name -> a test of one file (its path, its bytes, the condition's arguments), registered by the
+# stage that asks it (pipeline.py: may_name, may_import)
+PREDICATES: dict[str, Callable[..., bool]] = {}
 _patterns: dict[Condition, re.Pattern[bytes]] = {}
 
 
@@ -116,7 +123,7 @@ def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:
     """The files whose bytes pass every condition of `test`, in the project's order; noted
     with what they found."""
     texts = raw(contents)
-    found = [path for path, data in texts.items() if passes(test, data)]
+    found = [path for path, data in texts.items() if passes(test, data, path)]
     return noted(contents, test, found)
 
 
@@ -132,7 +139,7 @@ def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
     """Whether any file passes `test`; noted with the first that does (a later run looks again
     only when that one or a file that did not pass changed: `Queries.still`)."""
     texts = raw(contents)
-    found = next((path for path, data in texts.items() if passes(test, data)), None)
+    found = next((path for path, data in texts.items() if passes(test, data, path)), None)
     if isinstance(contents, Recording):
         contents.reads.exists[test] = None if found is None else str(found)
     return found is not None
