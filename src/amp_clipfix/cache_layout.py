@@ -35,7 +35,7 @@ from amp_clipfix.observed import CACHE_DIR
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
     import hashlib
-    from collections.abc import Callable, Container, Iterable
+    from collections.abc import Callable
 
 FORMAT = "5"  # bump when the cached data's shape (or what a run computes from it) changes
 
@@ -452,66 +452,27 @@ class Entries:
         cache wrote: a name `named` accepts, a plain file of this user, sealed under its name
         with this user's secret. Nothing else is removed, no link is followed, and nothing
         outside the folder is looked at."""
-        self.prune_across([folder], keep, named)
-
-    def prune_across(
-        self,
-        folders: Iterable[str],
-        keep: int,
-        named: Callable[[str], bool],
-        used: Container[str] = (),
-    ) -> None:
-        """`prune` over several folders at once: of the entries `named` accepts that `used`
-        does not hold, the newest `keep` are kept (by their time of writing) and the older
-        ones the cache wrote are removed."""
         key = self.key
-        if key is None:
+        opened = None if key is None else self.folder(folder)
+        if key is None or opened is None:
             return
-        found: list[tuple[int, str, str]] = []
-        for folder in folders:
-            opened = self.folder(folder)
-            if opened is None:
-                continue
-            with opened:
-                try:
-                    names = [n for n in opened.names() if named(n) and n not in used]
-                except OSError:
-                    continue
-                for name in names:
-                    status = opened.status(name)
-                    if status is not None and _plain(status, stat.S_IFREG):
-                        found.append((status.st_mtime_ns, folder, name))
-        old: dict[str, list[str]] = {}
-        for _, folder, name in sorted(found, reverse=True)[keep:]:
-            old.setdefault(folder, []).append(name)
-        for folder, names in old.items():
-            opened = self.folder(folder)
-            if opened is None:
-                continue
-            with opened:
-                for name in names:
-                    data = opened.read(name, len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
-                    if data is not None and unseal(key, name, data) is not None:
-                        try:
-                            opened.unlink(name)
-                        except OSError:
-                            continue
-
-    def folders(self, folder: str) -> list[str]:
-        """The plain folders of this user in `folder` (a folder of the cache), by path."""
-        opened = self.folder(folder)
-        if opened is None:
-            return []
         with opened:
+            found = []
             try:
-                names = opened.names()
+                names = [name for name in opened.names() if named(name)]
             except OSError:
-                return []
-            return [
-                os.path.join(folder, name)
-                for name in names
-                if (status := opened.status(name)) is not None and _plain(status, stat.S_IFDIR)
-            ]
+                return
+            for name in names:
+                status = opened.status(name)
+                if status is not None and _plain(status, stat.S_IFREG):
+                    found.append((status.st_mtime_ns, name))
+            for _, name in sorted(found, reverse=True)[keep:]:
+                data = opened.read(name, len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
+                if data is not None and unseal(key, name, data) is not None:
+                    try:
+                        opened.unlink(name)
+                    except OSError:
+                        continue
 
     def may_write(self) -> bool:
         """Never into a cache folder the checkout tracks (a check changes no tracked file)."""

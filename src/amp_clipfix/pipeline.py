@@ -416,32 +416,15 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
         (data, read_as_config(path), holds) for path, data in collection.searchable.items()
     ):
         return [], set()
+    from amp_clipfix.analysis.queries import found_in_files  # an edit tests the changed files
     from amp_clipfix.rules import searching_rules
 
     texts = collection.searchable.values()
     rules = searching_rules()
     named = {word for rule in rules for word in rule.requires}
     packages = {package for rule in rules for package in rule.imports}
-    texts_noted: Mapping[Path, bytes] = collection.searchable
-
-    def present() -> tuple[frozenset[bytes], frozenset[str]]:
-        """The words some file names, the packages some file imports (each noted with the
-        first file that does: analysis/queries.py)."""
-        return frozenset(
-            word for word in named if recording.exists(texts_noted, ("fn", "may_name", word))
-        ), frozenset(
-            package
-            for package in packages
-            if recording.exists(texts_noted, ("fn", "may_import", package))
-        )
-
-    if collection.queries is not None:  # a query: an edit looks again at the changed files
-        texts_noted = collection.queries.recording(collection.searchable)
-        inputs = (sorted(named), sorted(packages))
-        names, imported = collection.queries.run("searching", inputs, present)
-    else:
-        names, imported = present()
-    absent = named - names
+    absent = named - found_in_files(collection.queries, collection.searchable, "may_name", named)
+    imported = found_in_files(collection.queries, collection.searchable, "may_import", packages)
     left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     left_out |= {rule.code for rule in rules if rule.imports and imported.isdisjoint(rule.imports)}
     return [
@@ -501,8 +484,4 @@ def may_name(path: Path, data: bytes, word: bytes) -> bool:
     return word.decode("ascii") in unicodedata.normalize("NFKC", text)
 
 
-def _may_import_file(path: Path | None, data: bytes, package: str) -> bool:
-    return may_import(data, package)
-
-
-recording.PREDICATES.update(may_name=may_name, may_import=_may_import_file)
+recording.PREDICATES.update(may_name=may_name, may_import=lambda _, data, p: may_import(data, p))

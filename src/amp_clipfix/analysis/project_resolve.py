@@ -302,7 +302,7 @@ def project_facts(
             read(path)
         else:
             python.append(path)
-    asked = recording.Candidates(noted, (recording.holds_any(fewest),))
+    asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))
     lazy = LazyFiles(python, text_of, read, asked)
     return ProjectFacts(
         root,
@@ -367,3 +367,11 @@ def parse_at_depth(load: Callable[[], Summary | None], depth: int) -> Summary | 
         return load()
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _candidate(path: Path, data: bytes) -> bool:
+    """Not library code nor a config: a searching rule's candidate when it holds a word."""
+    return not is_library(path) and not read_as_config(path)
+
+
+recording.PREDICATES["candidate"] = _candidate

@@ -30,7 +30,7 @@ reused only when all of this holds, else it is computed as a cold run computes i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -44,6 +44,7 @@ from amp_clipfix.analysis.recording import (
     Reads,
     Recording,
     Test,
+    exists,
     passes,
     raw,
 )
@@ -206,7 +207,7 @@ class Queries:
             name = str(path)
             tests = {test for _, test in stored.words} | {t for _, t in stored.members}
             for test in {*tests, *stored.listed}:
-                now = data is not None and is_candidate(path, data, test)
+                now = data is not None and passes(test, data, path)
                 if test in stored.listed and now != (name in stored.listed[test]):
                     return False
                 if not now:
@@ -282,10 +283,16 @@ def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[byte
     return any(word in text for word in words)
 
 
-def is_candidate(path: Path, data: bytes, test: Test) -> bool:
-    """A searching rule's candidate (project_resolve.project_facts): its bytes pass `test`, and
-    it is neither library code nor a config."""
-    from amp_clipfix.analysis.collection import read_as_config
-    from amp_clipfix.paths import is_library
+def found_in_files(
+    queries: Queries | None, searchable: Mapping[Path, bytes], predicate: str, items: Iterable[T]
+) -> frozenset[T]:
+    """The items for which some file passes `("fn", predicate, item)` (`recording.PREDICATES`):
+    a query named `predicate`, each answer noted with the first file that passes, so after an
+    edit only the changed files are tested again."""
+    asked = sorted(set(items))  # type: ignore[type-var]
 
-    return passes(test, data, path) and not is_library(path) and not read_as_config(path)
+    def compute() -> frozenset[T]:
+        texts = searchable if queries is None else queries.recording(searchable)
+        return frozenset(item for item in asked if exists(texts, ("fn", predicate, item)))
+
+    return compute() if queries is None else queries.run(predicate, asked, compute)
