@@ -10,7 +10,7 @@ to a new git repository there (the hook's `--tracked-only` reads what git tracks
 
 1. a cold `check .` (fills the caches), then `check .` unchanged (the replay);
 2. per FILE: a line `_edited = 1` put before its first top-level `def` / `class` (every line
-   below moves), then `check .`;
+   below moves; `--at-end`: at its end, no line moves), then `check .`;
 3. per FILE: one more such line, the file staged, then the hook's command
    `check --tracked-only --force-exclude -- FILE` (.pre-commit-hooks.yaml).
 
@@ -40,11 +40,14 @@ FIRST_DEFINITION = re.compile(r"^(?:async def|def|class) ", re.MULTILINE)
 GIT = ["git", "-c", "user.email=bench@example.invalid", "-c", "user.name=bench"]
 
 
-def edit(path: Path) -> None:
-    """A line `_edited = 1` before the first top-level definition (else at the end)."""
+def edit(path: Path, at_end: bool = False) -> None:
+    """A line `_edited = 1` before the first top-level definition (else, or `at_end`, at the
+    end: no line of the file moves)."""
     text = path.read_text(encoding="utf-8")
-    found = FIRST_DEFINITION.search(text)
+    found = None if at_end else FIRST_DEFINITION.search(text)
     at = found.start() if found else len(text)
+    if at == len(text) and text and not text.endswith("\n"):
+        text, at = text + "\n", at + 1
     path.write_text(f"{text[:at]}_edited = 1\n{text[at:]}", encoding="utf-8")
 
 
@@ -62,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("files", nargs="+", help="files of the corpus to edit, one at a time")
     parser.add_argument("--pythonpath", help="put this folder first on PYTHONPATH")
+    parser.add_argument(
+        "--at-end", action="store_true", help="put the line at the end (no line moves)"
+    )
     arguments = parser.parse_args(argv)
     print(f"load average before: {load_average()}")
     with tempfile.TemporaryDirectory(prefix="amp-clipfix-after-edit-") as scratch:
@@ -81,10 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cold `check .`: {cold.cpu_seconds:.2f} s; unchanged: {unchanged.cpu_seconds:.2f} s")
         different = False
         for name in arguments.files:
-            edit(tree / name)
+            edit(tree / name, arguments.at_end)
             seconds, same = timed(tree, env, ".")
             print(f"{name}: one-line edit, `check .`: {seconds:.2f} s ({same})")
-            edit(tree / name)
+            edit(tree / name, arguments.at_end)
             subprocess.run([*GIT, "add", name], cwd=tree, check=True)
             hook = ("--tracked-only", "--force-exclude", "--", name)
             hook_seconds, hook_same = timed(tree, env, *hook)

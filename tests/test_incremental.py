@@ -70,16 +70,23 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project with a finding through a caller (module.py decides factory.py's `fused`), a
     plain-torch scaled clip, and helpers no search reads; the user's cache folder outside it
     (a secret inside the project is never used, so the cache would be off)."""
+    root = base_project(tmp_path, monkeypatch, "False")
+    for i in range(4):
+        write(root, f"pkg/helper_{i}.py", HELPER.format(i=i))
+    return root
+
+
+def base_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fused: str) -> Path:
+    """The factory, its caller passing `fused`, the Trainer, the scaled clip, the pins; the
+    cache on."""
     monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
     root = tmp_path / "project"
     write(root, "pkg/__init__.py", "")
     write(root, "pkg/factory.py", FACTORY)
-    write(root, "pkg/module.py", MODULE.format(fused="False"))
+    write(root, "pkg/module.py", MODULE.format(fused=fused))
     write(root, "train.py", TRAIN)
     write(root, "scaled.py", SCALED)
-    for i in range(4):
-        write(root, f"pkg/helper_{i}.py", HELPER.format(i=i))
     write(root, "pyproject.toml", PYPROJECT.format(pin=">=2.0"))
     return root
 
@@ -91,20 +98,31 @@ def write(root: Path, name: str, text: str) -> None:
 
 
 @pytest.fixture
-def reused(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The names of the queries answered from the cache, run after run."""
-    names: list[str] = []
+def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+    yield from spied_queries(monkeypatch)
+
+
+def spied_queries(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
+    """Each query asked, run after run: its name, and whether the cache answered it."""
+    names: list[tuple[str, bool]] = []
     run = queries.Queries.run
 
     def spied(self: queries.Queries, name: str, *rest: object, **named: object) -> object:
         before = len(self.reused)
         value = run(self, name, *rest, **named)  # type: ignore[arg-type]
-        if len(self.reused) > before:
-            names.append(name)
+        names.append((name, len(self.reused) > before))
         return value
 
     monkeypatch.setattr(queries.Queries, "run", spied)
     yield names
+
+
+def reused(asked: list[tuple[str, bool]]) -> list[str]:
+    return [name for name, hit in asked if hit]
+
+
+def computed(asked: list[tuple[str, bool]]) -> list[str]:
+    return [name for name, hit in asked if not hit]
 
 
 def same_as_cold(root: Path, *arguments: str) -> bytes:
@@ -163,39 +181,48 @@ EDITS: dict[str, Edit] = {
 
 @pytest.mark.parametrize("output", [(), ("--format", "json")])
 def test_every_edit_gives_the_bytes_of_a_cold_run(
-    project: Path, reused: list[str], output: tuple[str, ...]
+    project: Path, asked: list[tuple[str, bool]], output: tuple[str, ...]
 ) -> None:
     """Each edit in turn on the warm caches: the warm run equals a cold one, and the findings
     follow the edits (so the queries really were asked again where an edit mattered)."""
     first = same_as_cold(project, *output)
     seen = {first}
     for name, edit in EDITS.items():
+        asked.clear()
         edit(project)
         seen.add(same_as_cold(project, *output))
-        if name == "helper edited":
-            assert reused[-4:] == ["trial", "clipping", "resolve", "rules"], reused
+        if name == "helper edited":  # a file no query read
+            assert asked and computed(asked) == [], asked
     assert len(seen) >= 6  # the edits changed the report, step by step
 
 
-def test_an_edit_no_query_read_reuses_every_query(project: Path, reused: list[str]) -> None:
+def test_an_edit_no_query_read_reuses_every_query(
+    project: Path, asked: list[tuple[str, bool]]
+) -> None:
     amp_clipfix(project, "check", entry=False)
-    assert reused == []
+    assert reused(asked) == []
+    first = [name for name, _ in asked]
+    assert first[:3] == ["trial", "clipping", "resolve"]
+    assert "rule ACF004" in first and first[-1] == "settle"  # one query per searching rule
+    asked.clear()
     edit_line("pkg/helper_1.py", "return x + 1", "return x + 11")(project)
     same_as_cold(project)
-    assert reused == ["trial", "clipping", "resolve", "rules"]
+    assert reused(asked) == first
 
 
-def test_the_caller_edit_runs_the_queries_that_read_it(project: Path, reused: list[str]) -> None:
+def test_the_caller_edit_runs_the_queries_that_read_it(
+    project: Path, asked: list[tuple[str, bool]]
+) -> None:
     text = same_as_cold(project)
     assert b"ACF002" not in text
     edit_line("pkg/module.py", "fused=False", "fused=True")(project)
     text = same_as_cold(project)
     assert b"pkg/module.py:7:56: ACF002" in text  # the finding the caller made, found again
-    assert "resolve" not in reused
+    assert "resolve" not in reused(asked)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_the_pre_commit_command_after_an_edit(project: Path, reused: list[str]) -> None:
+def test_the_pre_commit_command_after_an_edit(project: Path, asked: list[tuple[str, bool]]) -> None:
     """The hook's command on one staged file, warm, equals the cold run (.pre-commit-hooks.yaml)."""
     git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
     subprocess.run([*git, "init", "-q"], cwd=project, check=True)
@@ -213,11 +240,14 @@ def test_the_pre_commit_command_after_an_edit(project: Path, reused: list[str]) 
         same_as_cold(project, *hook, "pkg/factory.py")
 
 
-def test_a_file_that_joins_a_scan_runs_the_queries_again(project: Path, reused: list[str]) -> None:
+def test_a_file_that_joins_a_scan_runs_the_queries_again(
+    project: Path, asked: list[tuple[str, bool]]
+) -> None:
     """A helper starts calling the factory: the scan for the files naming `make_optimizer` (the
     callers' candidates) finds one more file, so the queries that asked it run again."""
     edit_line("pkg/module.py", "fused=False", "fused=True")(project)
     before = same_as_cold(project)
+    asked.clear()
     edit_line(
         "pkg/helper_1.py",
         "def helper_1",
@@ -226,7 +256,7 @@ def test_a_file_that_joins_a_scan_runs_the_queries_again(project: Path, reused: 
     )(project)
     after = same_as_cold(project)
     assert after != before  # the finding now names the factory's two callers
-    assert "resolve" not in reused
+    assert "resolve" not in reused(asked)
 
 
 # -- the relevance core's check (resolve_base._still_relevant) ------------------------------------

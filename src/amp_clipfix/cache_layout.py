@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import hashlib
     from collections.abc import Callable
 
-FORMAT = "4"  # bump when the cached data's shape (or what a run computes from it) changes
+FORMAT = "5"  # bump when the cached data's shape (or what a run computes from it) changes
 
 SECRET_BYTES = 32
 SEAL = b"acfc4"  # a sealed entry starts with it, then the 32-byte tag, then the value

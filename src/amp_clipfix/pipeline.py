@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
@@ -102,6 +103,8 @@ def run(
             project.root,
             style,
         )
+        if collection.queries is not None:
+            collection.queries.prune()  # the query entries this run did not use
         if project_options.fix and result.changes:
             again = rounds_of(project, project_options, target, collection, style)
             result = to_fixpoint(result, project.root, again)
@@ -385,8 +388,14 @@ def guarded_findings(
     try:
         if collection.queries is not None and facts is not None:
             from amp_clipfix.analysis.rules_query import rules_query
+            from amp_clipfix.rules import findings_order
 
-            return rules_query(collection, files, target, chosen, facts, compute)
+            def check(rule: Rule) -> list[Finding]:
+                return find_findings(files, target, [rule], facts=facts)
+
+            with deep_stack():  # one query per searching rule
+                found = rules_query(collection, files, target, chosen, facts, check)  # type: ignore[arg-type]
+            return findings_order(found)
         return compute()
     except Exception as failure:  # noqa: BLE001 - one error line, the run goes on
         collection.errors.append(stage_error("the rules", failure, root or collection.root))
@@ -407,23 +416,16 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
         (data, read_as_config(path), holds) for path, data in collection.searchable.items()
     ):
         return [], set()
+    from amp_clipfix.analysis.queries import found_in_files  # an edit tests the changed files
     from amp_clipfix.rules import searching_rules
 
     texts = collection.searchable.values()
     rules = searching_rules()
     named = {word for rule in rules for word in rule.requires}
-    absent = {
-        word
-        for word in named
-        if not any(may_name(path, data, word) for path, data in collection.searchable.items())
-    }
-    left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     packages = {package for rule in rules for package in rule.imports}
-    imported = {
-        package
-        for package in packages
-        if any(may_import(data, package) for data in collection.searchable.values())
-    }
+    absent = named - found_in_files(collection.queries, collection.searchable, "may_name", named)
+    imported = found_in_files(collection.queries, collection.searchable, "may_import", packages)
+    left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     left_out |= {rule.code for rule in rules if rule.imports and imported.isdisjoint(rule.imports)}
     return [
         rule
@@ -480,3 +482,6 @@ def may_name(path: Path, data: bytes, word: bytes) -> bool:
 
     text = data.decode("utf-8", "replace")
     return word.decode("ascii") in unicodedata.normalize("NFKC", text)
+
+
+recording.PREDICATES.update(may_name=may_name, may_import=lambda _, data, p: may_import(data, p))

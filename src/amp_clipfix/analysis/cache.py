@@ -14,6 +14,7 @@ Every folder on the way is a plain folder of this user, opened without following
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -21,8 +22,18 @@ import pickle
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path, PurePath
+from stat import S_IFDIR, S_IFREG
 
-from amp_clipfix.cache_layout import Entries, fingerprint, version_folder
+from amp_clipfix.cache_layout import (
+    MAX_ENTRY_BYTES,
+    SEAL,
+    TAG_BYTES,
+    Entries,
+    _plain,
+    fingerprint,
+    unseal,
+    version_folder,
+)
 from amp_clipfix.records import is_record, record_names
 
 TYPE_CHECKING = False
@@ -94,12 +105,57 @@ class Cache:
         except Exception:  # noqa: BLE001 - an entry that fails to load is a miss, whatever fails
             return None
 
+    def prune_queries(self, used: set[str]) -> None:
+        """Remove the query entries (queries.py) not in `used`, but the newest `KEPT_QUERIES`:
+        only plain files of this user with such a name, sealed under it with this user's
+        secret, in plain folders of this user opened without following a link (as
+        `Entries.prune`), nothing outside the cache's folders."""
+        entries, key = self.entries, self.entries.key
+        top = None if key is None else entries.folder(str(self.folder))
+        if key is None or top is None:
+            return
+        with top:
+            try:
+                shards = [n for n in top.names() if (s := top.status(n)) and _plain(s, S_IFDIR)]
+            except OSError:
+                return
+        found: list[tuple[int, str, str]] = []
+        for shard in shards:
+            opened = entries.folder(os.path.join(self.folder, shard))
+            if opened is not None:
+                with opened, contextlib.suppress(OSError):
+                    for name in opened.names():
+                        if not is_query_name(name) or name in used:
+                            continue
+                        status = opened.status(name)
+                        if status is not None and _plain(status, S_IFREG):
+                            found.append((status.st_mtime_ns, shard, name))
+        for _, shard, name in sorted(found, reverse=True)[KEPT_QUERIES:]:
+            opened = entries.folder(os.path.join(self.folder, shard))
+            if opened is not None:
+                with opened, contextlib.suppress(OSError):
+                    data = opened.read(name, len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
+                    if data is not None and unseal(key, name, data) is not None:
+                        opened.unlink(name)
+
     def store(self, key: str, value: object) -> None:
         try:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a value that cannot be pickled is not stored
             return
         self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
+
+
+# Query entries kept beyond the ones a run used: another command's on the same project (the
+# pre-commit hook's, a `--select` run) stays warm across a few runs of this one.
+KEPT_QUERIES = 48
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_query_name(name: str) -> bool:
+    """A query's or a revision's entry name (queries.py): the kind, a dash, 64 hex digits."""
+    kind, _, digest = name.partition("-")
+    return kind in ("query", "revision") and len(digest) == 64 and _HEX.issuperset(digest)
 
 
 class CachedData(pickle.Unpickler):

@@ -23,7 +23,7 @@ from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
-from amp_clipfix.analysis.recording import exists, holds
+from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
@@ -151,8 +151,10 @@ class LazyFiles(Mapping[Path, FileFacts]):
         candidates: list[Path],
         text: Callable[[Path], bytes | None],
         read: Callable[[Path], FileFacts | None],
+        noted: Candidates | None = None,
     ) -> None:
         self.candidates, self.text, self.read = candidates, text, read
+        self.noted = noted  # what a memoised query asks of the list (queries.py)
         self.known = set(candidates)
         self.done: dict[Path, FileFacts | None] = {}
         self.loaded: dict[Path, FileFacts] = {}
@@ -161,6 +163,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
         if path in self.loaded:
             return self.loaded[path]
         if path not in self.known:
+            if self.noted is not None:
+                self.noted.member(path)
             return None
         if path not in self.done:
             self.done[path] = self.read(path)
@@ -176,6 +180,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
         return isinstance(path, Path) and self.get(path) is not None
 
     def __iter__(self) -> Iterator[Path]:
+        if self.noted is not None:
+            self.noted.listed(self.candidates)
         yield from (path for path in self.candidates if self.get(path) is not None)
         yield from (path for path in self.loaded if path not in self.known)
 
@@ -185,6 +191,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def with_words(self, words: tuple[bytes, ...]) -> Iterator[FileFacts]:
         """The files whose document text holds one of `words`, in path order; the text is
         read (decoded, not parsed) first, so only those files are parsed."""
+        if self.noted is not None:
+            self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)

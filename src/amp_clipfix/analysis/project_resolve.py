@@ -25,6 +25,7 @@ from amp_clipfix.sources.prefilter import any_word
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import ProjectFacts
+    from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.analysis.summary import Summary
     from amp_clipfix.models import FileSites
 
@@ -63,10 +64,10 @@ def trainer_files(
         return None  # the Trainer stage reads the same files whatever the trial says
     if collection.queries is None:
         return trial_trainer_files(root, contents, searchable, collection)
-    parsed = collection.parsed.items()
-    sites = sorted(((path, read.sites) for path, read in parsed), key=lambda i: str(i[0]))
+    parsed = dict(collection.parsed)  # as now: the query may be computed again later
+    sites = sorted(((path, read.sites) for path, read in parsed.items()), key=lambda i: str(i[0]))
     return collection.queries.run(
-        "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection)
+        "trial", sites, lambda: trial_trainer_files(root, contents, searchable, collection, parsed)
     )
 
 
@@ -86,12 +87,16 @@ def trainer_candidates(searchable: Mapping[Path, bytes], collection: Collection)
 
 
 def trial_trainer_files(
-    root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
+    root: Path,
+    contents: dict[Path, bytes],
+    searchable: dict[Path, bytes],
+    collection: Collection,
+    parsed: dict[Path, ReadFile] | None = None,
 ) -> set[Path] | None:
     from amp_clipfix.analysis.resolve import trainer_files_needed
 
     trial = Collection(
-        parsed=dict(collection.parsed),
+        parsed=dict(collection.parsed if parsed is None else parsed),
         cache=collection.cache,
         queries=None,  # the trial is one query (its own resolution is not stored apart)
         summaries=collection.summaries,
@@ -238,6 +243,9 @@ def project_facts(
 
     def document_of(path: Path) -> Document | None:
         recording.read(noted, path)
+        return document(path)
+
+    def document(path: Path) -> Document | None:
         if path not in documents:
             parsed = collection.parsed.get(path)
             try:
@@ -250,8 +258,8 @@ def project_facts(
 
     def text_of(path: Path) -> bytes | None:
         if path not in texts:
-            document = document_of(path)
-            texts[path] = None if document is None else document.text.encode("utf-8", "replace")
+            read = document(path)  # whether it holds a word is noted (LazyFiles.with_words)
+            texts[path] = None if read is None else read.text.encode("utf-8", "replace")
         return texts[path]
 
     def read(path: Path) -> FileFacts | None:
@@ -279,6 +287,7 @@ def project_facts(
         return any(error.path == path for error in (*collection.errors, *late))
 
     def settle() -> None:
+        asked.listed(lazy.candidates)
         for path in lazy.candidates:
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
@@ -302,9 +311,8 @@ def project_facts(
     # Each word once, and none that holds another (its files hold that one too): the same
     # files, in fewer scans of the tree's text.
     unique = set(words)
-    holds_word = any_word(
-        w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique)
-    )
+    fewest = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
+    holds_word = any_word(fewest)
     for path, data in searchable.items():
         if is_library(path) or not holds_word(data):  # the cheap test first
             continue
@@ -312,7 +320,8 @@ def project_facts(
             read(path)
         else:
             python.append(path)
-    lazy = LazyFiles(python, text_of, read)
+    asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))
+    lazy = LazyFiles(python, text_of, read, asked)
     return ProjectFacts(
         root,
         target,
@@ -377,3 +386,11 @@ def parse_at_depth(load: Callable[[], Summary | None], depth: int) -> Summary | 
         return load()
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _candidate(path: Path, data: bytes) -> bool:
+    """Not library code nor a config: a searching rule's candidate when it holds a word."""
+    return not is_library(path) and not read_as_config(path)
+
+
+recording.PREDICATES["candidate"] = _candidate

@@ -13,19 +13,24 @@ read, and a later run reuses it when everything it read is as it was:
   right when computed again on today's files they give the same answer.
 
 Every query also depends on the project's list of files and on the queries run before it in the
-run (its key chains theirs): an added, removed or renamed file runs them all again, and the
-evaluator they share sees the same work done. What one query read counts for the later ones
-too (they may reuse what the evaluator learnt for it). A read the recording cannot name (the
-whole project's text iterated outside a `scan`) marks the run `everything`: nothing is stored.
-Nothing is stored from a run whose evaluator cut an answer (its budget spent, a bound met):
-such an answer depends on how much work ran before it. A cache is never a source of truth: an
-answer is reused only when all of this holds, else it is computed as a cold run computes it.
+run (its key chains theirs), and what one query read counts for the later ones too (they may
+reuse what the evaluator learnt for it): an added, removed or renamed file runs them all again.
+A read the recording cannot name (the whole project's text iterated outside a `scan`) marks the
+run `everything`: nothing is stored.
+
+The evaluator the queries share keeps its memos and spends one budget: a cut answer (a budget
+spent, a bound met) depends on the work done before it. So every answer is computed on the
+evaluator a cold run would have at that point: a query answered from the cache whose
+computation moved the evaluator (`Answer.touched`) is computed again, its answer dropped, before
+the first query of the run that is computed (`Queries.catch_up`). Every computed answer is then
+the cold run's, cut or not, and is stored. A cache is never a source of truth: an answer is
+reused only when all of this holds, else it is computed as a cold run computes it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -39,6 +44,7 @@ from amp_clipfix.analysis.recording import (
     Reads,
     Recording,
     Test,
+    exists,
     passes,
     raw,
 )
@@ -50,12 +56,16 @@ T = TypeVar("T")
 class Answer:
     """A stored query: its answer and what it read."""
 
-    revision: dict[str, bytes]  # every project file's sha256 when it was computed
+    revision: str  # the entry of every project file's sha256 when it was computed (shared)
     files: tuple[str, ...]
     scans: dict[Test, frozenset[str]]
     exists: dict[Test, str | None]
     derived: dict[tuple[object, ...], object]
+    words: set[tuple[tuple[bytes, ...], Test]]
+    members: set[tuple[str, Test]]
+    listed: dict[Test, frozenset[str]]
     value: object
+    touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
 
 
 class Queries:
@@ -73,6 +83,11 @@ class Queries:
         self.evaluator = evaluator  # the run's evaluator, None until one is made
         self.reads = Reads()
         self.revision = {str(path): cache.digest(data) for path, data in contents.items()}
+        listed = hashlib.sha256()
+        for name, digest in sorted(self.revision.items()):
+            listed.update(name.encode("utf-8", "surrogateescape") + b"\0" + digest)
+        self.revision_key = f"revision-{listed.hexdigest()}"
+        self.revisions: dict[str, dict[str, bytes] | None] = {}  # loaded, by key
         head = hashlib.sha256(
             f"{cache.build}\0{cache.root}\0{salt}\0".encode("utf-8", "surrogateescape")
         )
@@ -83,6 +98,11 @@ class Queries:
             head.update(str(path).encode("utf-8", "surrogateescape") + b"\0")
         self.chain = head.hexdigest()
         self.reused: list[str] = []  # the queries answered from the cache (for the tests)
+        # The computations of the queries answered from the cache since the evaluator was last
+        # as a cold run's, in order, that moved it: computed again before a query is computed.
+        self.behind: list[Callable[[], object]] = []
+        self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
+        self.wrote = False
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -93,43 +113,111 @@ class Queries:
         inputs: object,
         compute: Callable[[], T],
         replay: Callable[[T], None] | None = None,
+        again: Callable[[], object] | None = None,
+        stateful: bool = False,
     ) -> T:
         """The answer of query `name` on `inputs` (and the project's files): stored when every
-        file it read is as it was, else computed (and stored when the reads were all noted)."""
+        file it read is as it was, else computed (and stored when the reads were all noted).
+        `replay` puts back what the computation left besides its answer; `again` computes it
+        for the evaluator's sake alone (`catch_up`; `compute` when not given); `stateful`: it
+        also leaves state the later queries read that `replay` does not put back (the files a
+        search loaded): then it is computed again before a later query whether or not it moved
+        the evaluator."""
         from amp_clipfix.analysis.cache import canonical
 
         digest = hashlib.sha256(f"{self.chain}\0{name}\0".encode())
         digest.update(repr(canonical(inputs)).encode("utf-8", "surrogateescape"))
         self.chain = digest.hexdigest()
         key = f"query-{self.chain}"
+        self.keys.add(key)
         stored = self.cache.load(key)
         if isinstance(stored, Answer) and self.holds(stored):
             self.reads.files.update(stored.files)
             self.reads.scans.update(stored.scans)
             self.reads.exists.update(stored.exists)
             self.reads.derived.update(stored.derived)
+            self.reads.words.update(stored.words)
+            self.reads.members.update(stored.members)
+            self.reads.listed.update(stored.listed)
             self.reused.append(name)
+            if stored.touched:
+                self.behind.append(compute if again is None else again)
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
             return stored.value  # type: ignore[return-value]
+        self.catch_up()
+        before = footprint(self.evaluator())
         value = compute()
-        self.store(key, value)
+        self.store(key, value, stateful or footprint(self.evaluator()) != before)
         return value
 
-    def store(self, key: str, value: object) -> None:
+    def catch_up(self) -> None:
+        """Bring the evaluator to where a cold run has it: compute again, in order, the reused
+        queries that moved it (a cold run computed them; their answers are known)."""
+        behind, self.behind = self.behind, []
+        for compute in behind:
+            compute()
+
+    def store(self, key: str, value: object, touched: bool) -> None:
         reads = self.reads
-        evaluator = self.evaluator()
-        if getattr(evaluator, "cuts", 0):  # a budget or bound cut an answer: nothing is stored
-            reads.everything = True
         if reads.everything:
             return
         files = tuple(sorted(reads.files))
         if any(path not in self.revision for path in files):
             return  # a file outside the project's list: never reused
+        if not self.wrote:  # the files' hashes, once per run for all its queries
+            self.cache.store(self.revision_key, self.revision)
+            self.keys.add(self.revision_key)
+            self.wrote = True
         answer = Answer(
-            self.revision, files, dict(reads.scans), dict(reads.exists), dict(reads.derived), value
+            self.revision_key,
+            files,
+            dict(reads.scans),
+            dict(reads.exists),
+            dict(reads.derived),
+            set(reads.words),
+            set(reads.members),
+            dict(reads.listed),
+            value,
+            touched,
         )
         self.cache.store(key, answer)
+
+    def stored_revision(self, key: str) -> dict[str, bytes] | None:
+        if key not in self.revisions:
+            value = self.cache.load(key)
+            self.revisions[key] = value if isinstance(value, dict) else None
+            self.keys.add(key)
+        return self.revisions[key]
+
+    def prune(self) -> None:
+        """Once the run is done: the query entries it neither read nor wrote go, but the
+        newest few (another command's, the pre-commit hook's), when it wrote any."""
+        if self.wrote:
+            self.cache.prune_queries(self.keys)
+
+    def candidates_hold(self, stored: Answer, texts: Mapping[Path, bytes | None]) -> bool:
+        """What the searches asked of the candidate files (`recording.Candidates`) holds for
+        every changed file: one that is a candidate now (its bytes pass the test, no library
+        file nor config) counts where the list was read, where it was asked for, and where it
+        holds words asked for (one read already is a changed read: `still` said no)."""
+        if not (stored.words or stored.members or stored.listed):
+            return True
+        for path, data in texts.items():
+            name = str(path)
+            tests = {test for _, test in stored.words} | {t for _, t in stored.members}
+            for test in {*tests, *stored.listed}:
+                now = data is not None and passes(test, data, path)
+                if test in stored.listed and now != (name in stored.listed[test]):
+                    return False
+                if not now:
+                    continue
+                if (name, test) in stored.members:
+                    return False
+                asked = tuple(word for words, of in stored.words if of == test for word in words)
+                if asked and document_holds(path, self.contents, asked):
+                    return False
+        return True
 
     def holds(self, stored: Answer) -> bool:
         """`still`, and no when it fails: a stored entry never breaks a run."""
@@ -140,27 +228,29 @@ class Queries:
 
     def still(self, stored: Answer) -> bool:
         """Whether everything `stored` read is as it was."""
-        revision = self.revision
-        if stored.revision.keys() != revision.keys():
+        revision, then = self.revision, self.stored_revision(stored.revision)
+        if then is None or then.keys() != revision.keys():
             return False
-        if any(stored.revision[path] != revision[path] for path in stored.files):
+        if any(then[path] != revision[path] for path in stored.files):
             return False
-        changed = [path for path, digest in revision.items() if stored.revision[path] != digest]
+        changed = [path for path, digest in revision.items() if then[path] != digest]
         texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
 
         for test, found in stored.scans.items():
             for path, data in texts.items():
-                passing = data is not None and passes(test, data)
+                passing = data is not None and passes(test, data, path)
                 if passing != (str(path) in found):
                     return False
         for test, witness in stored.exists.items():
             if witness is None:
-                if any(data is not None and passes(test, data) for data in texts.values()):
+                if any(data is not None and passes(test, data, p) for p, data in texts.items()):
                     return False
             elif witness in changed:
                 data = texts[Path(witness)]
-                if data is None or not passes(test, data):
+                if data is None or not passes(test, data, Path(witness)):
                     return False  # another file may pass: asked again
+        if not self.candidates_hold(stored, texts):
+            return False
         if stored.derived and changed:
             import amp_clipfix.analysis.resolve_base  # noqa: F401 - fills DERIVED
 
@@ -169,3 +259,40 @@ class Queries:
                 if not DERIVED[str(key[0])](self.searchable, edited, answer, *key[1:]):
                     return False
         return True
+
+
+def footprint(evaluator: object | None) -> tuple[int, ...] | None:
+    """What moves when the evaluator works: its evaluations entered, cuts, budget, and the size
+    of every memo and index it keeps (None: not made yet)."""
+    if evaluator is None:
+        return None
+    state = vars(evaluator)
+    sizes = sum(len(v) for v in state.values() if isinstance(v, (dict, list, set)))
+    return (state.get("serial", 0), state.get("cuts", 0), state.get("budget", 0), sizes)
+
+
+def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[bytes, ...]) -> bool:
+    """Whether the file's document text holds one of `words`, as `LazyFiles.with_words` asks."""
+    from amp_clipfix.sources import adapter_for
+    from amp_clipfix.sources.base import SourceError
+
+    try:
+        text = adapter_for(path).load(path, contents[path]).text.encode("utf-8", "replace")
+    except (SourceError, KeyError):
+        return False
+    return any(word in text for word in words)
+
+
+def found_in_files(
+    queries: Queries | None, searchable: Mapping[Path, bytes], predicate: str, items: Iterable[T]
+) -> frozenset[T]:
+    """The items for which some file passes `("fn", predicate, item)` (`recording.PREDICATES`):
+    a query named `predicate`, each answer noted with the first file that passes, so after an
+    edit only the changed files are tested again."""
+    asked = sorted(set(items))  # type: ignore[type-var]
+
+    def compute() -> frozenset[T]:
+        texts = searchable if queries is None else queries.recording(searchable)
+        return frozenset(item for item in asked if exists(texts, ("fn", predicate, item)))
+
+    return compute() if queries is None else queries.run(predicate, asked, compute)

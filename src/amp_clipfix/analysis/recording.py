@@ -13,21 +13,31 @@ from typing import TypeVar
 T = TypeVar("T")
 
 # A scan's test of one file's bytes: every condition holds. ("in", word): the bytes hold it;
-# ("re", pattern, flags): the pattern is found.
+# ("any", words): they hold one of them; ("re", pattern, flags): the pattern is found;
+# ("fn", name, *args): `PREDICATES[name](path, bytes, *args)` says yes.
 Condition = tuple[object, ...]
 Test = tuple[Condition, ...]
 
 
-def passes(test: Test, data: bytes) -> bool:
+def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
     for condition in test:
         if condition[0] == "in":
             if condition[1] not in data:  # type: ignore[operator]
+                return False
+        elif condition[0] == "any":
+            if not any(word in data for word in condition[1]):  # type: ignore[attr-defined]
+                return False
+        elif condition[0] == "fn":
+            if not PREDICATES[str(condition[1])](path, data, *condition[2:]):
                 return False
         elif _compiled(condition).search(data) is None:
             return False
     return True
 
 
+# name -> a test of one file (its path, its bytes, the condition's arguments), registered by the
+# stage that asks it (pipeline.py: may_name, may_import)
+PREDICATES: dict[str, Callable[..., bool]] = {}
 _patterns: dict[Condition, re.Pattern[bytes]] = {}
 
 
@@ -42,6 +52,10 @@ def holds(word: bytes) -> Condition:
     return ("in", word)
 
 
+def holds_any(words: tuple[bytes, ...]) -> Condition:
+    return ("any", words)
+
+
 def matches(pattern: re.Pattern[bytes]) -> Condition:
     return ("re", pattern.pattern, pattern.flags)
 
@@ -54,6 +68,12 @@ class Reads:
         self.scans: dict[Test, frozenset[str]] = {}
         self.exists: dict[Test, str | None] = {}
         self.derived: dict[tuple[object, ...], object] = {}
+        # The searching rules' candidate files (those whose bytes pass the test, no library
+        # file nor config) as `Candidates` notes them: the words whose holders were asked, the
+        # files asked for that were no candidate, and the whole list where it was read.
+        self.words: set[tuple[tuple[bytes, ...], Test]] = set()
+        self.members: set[tuple[str, Test]] = set()
+        self.listed: dict[Test, frozenset[str]] = {}
         self.everything = False
 
 
@@ -103,7 +123,7 @@ def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:
     """The files whose bytes pass every condition of `test`, in the project's order; noted
     with what they found."""
     texts = raw(contents)
-    found = [path for path, data in texts.items() if passes(test, data)]
+    found = [path for path, data in texts.items() if passes(test, data, path)]
     return noted(contents, test, found)
 
 
@@ -119,7 +139,7 @@ def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
     """Whether any file passes `test`; noted with the first that does (a later run looks again
     only when that one or a file that did not pass changed: `Queries.still`)."""
     texts = raw(contents)
-    found = next((path for path, data in texts.items() if passes(test, data)), None)
+    found = next((path for path, data in texts.items() if passes(test, data, path)), None)
     if isinstance(contents, Recording):
         contents.reads.exists[test] = None if found is None else str(found)
     return found is not None
@@ -129,6 +149,31 @@ def read(contents: Mapping[Path, bytes], path: Path) -> None:
     """Note a read of `path` made other than through its bytes (its summary, its document)."""
     if isinstance(contents, Recording) and path in contents.data:
         contents.reads.files.add(str(path))
+
+
+class Candidates:
+    """What a search asks of the candidate files (`facts.LazyFiles`), noted: a file that holds
+    one of `words` is read (its bytes, noted), one that does not only says so; a changed file
+    counts when it is (now) a candidate that holds one (`queries.Queries.still`)."""
+
+    def __init__(self, contents: Mapping[Path, bytes], test: Test) -> None:
+        self.reads = contents.reads if isinstance(contents, Recording) else None
+        self.test = test
+
+    def words(self, words: tuple[bytes, ...]) -> None:
+        """The candidates whose document text holds one of `words` were asked for."""
+        if self.reads is not None:
+            self.reads.words.add((words, self.test))
+
+    def member(self, path: Path) -> None:
+        """`path`, no candidate, was asked for."""
+        if self.reads is not None:
+            self.reads.members.add((str(path), self.test))
+
+    def listed(self, candidates: Iterable[Path]) -> None:
+        """The whole list was read."""
+        if self.reads is not None:
+            self.reads.listed[self.test] = frozenset(map(str, candidates))
 
 
 def derive(contents: Mapping[Path, bytes], key: tuple[object, ...], answer: object) -> None:

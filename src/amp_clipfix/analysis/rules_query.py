@@ -1,56 +1,79 @@
-"""The rules' findings of one project as a memoised query (queries.py).
+"""The rules' findings of one project as memoised queries (queries.py): one per searching rule,
+in the rules' order, then one for the settling of their facts.
 
-Its inputs: every file's collected sites, the target release, the rules chosen, the files that
-hold a searching rule's words, the configs read and their sites, and the errors reported so
-far. What the searches read (files' texts, summaries, scans) is noted as they run. Its answer:
-the findings, the errors the searches added (files that do not parse), and the documents they
-read (a fix may change them), which a reuse puts back as the searches left them.
+The first one's inputs: every file's collected sites, the target release, the rules chosen, the
+configs read and their sites, and the errors reported so far; each later one chains it
+(queries.py). What each search reads is noted as it runs: the files it parses, the scans, and
+what it asks of the candidate files (those holding a searching rule's word:
+`recording.Candidates`), so an edit runs again the rule that read the file and those after it
+(they may reuse what the evaluator learnt for it), and reuses the rules before. Each answer:
+the rule's findings, the errors its search added (files that do not parse), and the documents
+it read (a fix may change them), which a reuse puts back as the search left them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.collection import Collection
-from amp_clipfix.analysis.facts import LazyFiles, ProjectFacts
+from amp_clipfix.analysis.facts import ProjectFacts
 from amp_clipfix.kinds import FileError
 
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites, Finding
     from amp_clipfix.project.version import Target
 
+Answer = tuple[list["Finding"], tuple[FileError, ...], tuple[Path, ...]]
+
+
+class Searching(Protocol):
+    code: str
+    asks_facts: bool
+
 
 def rules_query(
     collection: Collection,
     files: Sequence[FileSites],
     target: Target,
-    chosen: Sequence[object],
+    chosen: Sequence[Searching],
     facts: ProjectFacts,
-    compute: Callable[[], list[Finding]],
+    check: Callable[[Searching], list[Finding]],
 ) -> list[Finding]:
-    """`compute()` (the rules and the settling of their facts), or its stored answer."""
+    """Each chosen rule's `check(rule)` (a rule without a search directly, it reads the sites
+    alone), then the settling of the facts; each search's answer stored or computed."""
     queries = collection.queries
     assert queries is not None
-    candidates = facts.files.candidates if isinstance(facts.files, LazyFiles) else list(facts.files)
-    inputs = (
+    inputs: object = (
         sorted(files, key=lambda f: str(f.path)),
         target,
-        [getattr(rule, "code", "") for rule in chosen],
-        list(candidates),
+        [rule.code for rule in chosen],
         sorted(facts.configs, key=str),
         sorted(facts.config_sites.items(), key=lambda item: str(item[0])),
         list(collection.errors),
     )
 
-    def answer() -> tuple[list[Finding], tuple[FileError, ...], tuple[Path, ...]]:
-        errors, searched = len(collection.errors), set(collection.searched)
-        linked = compute()
-        added = tuple(collection.errors[errors:])
-        return linked, added, tuple(path for path in collection.searched if path not in searched)
+    def answer(compute: Callable[[], list[Finding]]) -> Callable[[], Answer]:
+        def answered() -> Answer:
+            errors, searched = len(collection.errors), set(collection.searched)
+            linked = compute()
+            added = tuple(collection.errors[errors:])
+            return linked, added, tuple(p for p in collection.searched if p not in searched)
 
-    def replay(stored: tuple[list[Finding], tuple[FileError, ...], tuple[Path, ...]]) -> None:
+        return answered
+
+    def again(compute: Callable[[], object]) -> Callable[[], None]:
+        """The computation for the evaluator's sake: the errors it reports are reported."""
+
+        def computed() -> None:
+            errors = len(collection.errors)
+            compute()
+            del collection.errors[errors:]
+
+        return computed
+
+    def replay(stored: Answer) -> None:
         from amp_clipfix.analysis.read import ReadFile
         from amp_clipfix.models import FileSites
         from amp_clipfix.sources import adapter_for
@@ -58,7 +81,24 @@ def rules_query(
         _, added, searched = stored
         collection.errors.extend(added)
         for path in searched:
-            document = adapter_for(path).load(path, collection.contents[path])
-            collection.searched[path] = ReadFile(document, FileSites(path))
+            if path not in collection.searched:
+                document = adapter_for(path).load(path, collection.contents[path])
+                collection.searched[path] = ReadFile(document, FileSites(path))
 
-    return list(queries.run("rules", inputs, answer, replay)[0])
+    def asked(name: str, compute: Callable[[], list[Finding]]) -> list[Finding]:
+        nonlocal inputs
+        stated, inputs = inputs, ()  # the later queries chain the first one's inputs
+        # a search leaves the files it loaded for the later ones (facts.LazyFiles.loaded)
+        found = queries.run(name, stated, answer(compute), replay, again(compute), stateful=True)
+        return list(found[0])
+
+    findings: list[Finding] = []
+    for rule in chosen:
+        if not rule.asks_facts:
+            findings.extend(check(rule))
+            continue
+        findings.extend(asked(f"rule {rule.code}", lambda rule=rule: check(rule)))  # type: ignore[misc]
+    if facts.settle is not None:
+        settle = facts.settle
+        asked("settle", lambda: settle() or [])
+    return findings

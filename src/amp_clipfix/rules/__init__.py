@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,7 @@ __all__ = [
     "RuleFix",
     "codes_of",
     "find_findings",
+    "findings_order",
     "help_uri",
     "level_of",
     "render_release_table",
@@ -74,6 +75,11 @@ def find_findings(
         if rule.check is not None and (facts is not None or not rule.asks_facts)
         for found in rule.check(queries)
     ]
+    return findings_order(findings)
+
+
+def findings_order(findings: Iterable[Finding]) -> list[Finding]:
+    """Findings in the report's order (a rule's own, in the order it found them, stay so)."""
     return sorted(findings, key=lambda f: (*sort_key(f.sites[0]), f.code, *map(sort_key, f.sites)))
 
 
