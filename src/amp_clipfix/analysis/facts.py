@@ -154,7 +154,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
         noted: Candidates | None = None,
     ) -> None:
         self.candidates, self.text, self.read = candidates, text, read
-        self.noted = noted  # what a memoised query asks of the list (queries.py)
+        # what a memoised query asks of the list (queries.py); noted nowhere without one
+        self.noted = noted if noted is not None else Candidates({}, ())
         self.known = set(candidates)
         self.done: dict[Path, FileFacts | None] = {}
         self.loaded: dict[Path, FileFacts] = {}
@@ -163,8 +164,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
         if path in self.loaded:
             return self.loaded[path]
         if path not in self.known:
-            if self.noted is not None:
-                self.noted.member(path)
+            self.noted.member(path)
             return None
         if path not in self.done:
             self.done[path] = self.read(path)
@@ -180,8 +180,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
         return isinstance(path, Path) and self.get(path) is not None
 
     def __iter__(self) -> Iterator[Path]:
-        if self.noted is not None:
-            self.noted.listed(self.candidates)
+        self.noted.listed(self.candidates)
         yield from (path for path in self.candidates if self.get(path) is not None)
         yield from (path for path in self.loaded if path not in self.known)
 
@@ -191,8 +190,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def with_words(self, words: tuple[bytes, ...]) -> Iterator[FileFacts]:
         """The files whose document text holds one of `words`, in path order; the text is
         read (decoded, not parsed) first, so only those files are parsed."""
-        if self.noted is not None:
-            self.noted.words(words)
+        self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)

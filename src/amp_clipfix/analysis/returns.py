@@ -1,0 +1,130 @@
+"""What a call of a project function returns, asked once per question, not per calling
+context (issue 35): the memo's key holds only what the answer depends on, and an argument
+that only passes a parameter on is keyed by what that parameter is bound to."""
+
+from __future__ import annotations
+
+import ast
+
+from amp_clipfix.analysis.dict_stores import DictStores
+from amp_clipfix.analysis.frame import MAX_DEPTH, MAX_VALUES, Ctx, Thunk, argument_key
+from amp_clipfix.analysis.sequences import Sequences
+from amp_clipfix.analysis.shapes import all_params, declared_global
+from amp_clipfix.analysis.values import Fn, Opaque
+
+
+class CallReturns(DictStores, Sequences):
+    """The returns of project functions, memoised per question (frame.py's recall / enter /
+    leave, so a value a bound or a cycle cut is kept for its question only)."""
+
+    def globals_declared(self, function: ast.AST) -> frozenset[str]:
+        key = id(function)
+        if key not in self.globals_cache:
+            self.globals_cache[key] = declared_global(self.body(function))
+        return self.globals_cache[key]
+
+    def returns(self, fn: Fn, call: ast.Call, ctx: Ctx) -> list[object]:
+        """What a call of a project function returns. Asked once per question, not per
+        calling context: the key holds only what the answer depends on (the function, its
+        class and runtime receiver, the depth it is read at, and the values of the parameters
+        its body reads); a call elsewhere that passes the same values reads the answer."""
+        if ctx.depth >= MAX_DEPTH:
+            return [Opaque(call, ctx.summary)]
+        bound = self.bind(fn.node, call, ctx, fn.bound, fn.summary)
+        reads = self.read_params(fn.node)
+        key = (
+            id(fn.node),
+            id(fn.summary),
+            id(fn.cls),
+            None if fn.receiver is None else id(fn.receiver.node),
+            ctx.depth + 1,
+            tuple(
+                (name, None if name not in bound else self.argument_keys(bound[name]))
+                for name in reads
+            ),
+        )
+        known = self.recall(self.returns_cache, "returns", key)
+        if known is not None:
+            return known or [Opaque(call, ctx.summary)]
+        if self.cycle("returns", key):  # read inside its own answer: as before, anew
+            return self.returned_values(fn, bound, ctx) or [Opaque(call, ctx.summary)]
+        self.keep.append(bound)  # the key's ids stay those of live values
+        entered = self.enter("returns", key)
+        values: list[object] | None = None
+        try:
+            values = self.returned_values(fn, bound, ctx)
+        finally:
+            self.leave(entered, self.returns_cache, "returns", key, values)
+        return values or [Opaque(call, ctx.summary)]
+
+    def returned_values(self, fn: Fn, bound: dict[str, list[object]], ctx: Ctx) -> list[object]:
+        inner = Ctx(fn.summary, fn.node, fn.cls, bound, ctx.depth + 1, runtime=fn.receiver)
+        self.keep.append(inner)
+        values: list[object] = []
+        for value in self.returned_expressions(fn.node):
+            values.extend(self.ev(value, inner))
+        return values
+
+    def returned_expressions(self, function: ast.AST) -> list[ast.expr]:
+        """The values of a function's own `return` statements, in order (once per function)."""
+        key = id(function)
+        if key not in self.returns_nodes:
+            self.returns_nodes[key] = [
+                node.value
+                for node in self.body(function)
+                if isinstance(node, ast.Return) and node.value is not None
+            ]
+        return self.returns_nodes[key]
+
+    def argument_keys(self, items: list[object]) -> tuple[object, ...]:
+        """What a parameter is bound to, as a memo key's part: the key of each item
+        (frame.argument_key); a name that only passes on a parameter of the function it is
+        written in (`return self.inner.f(samples)` in a wrapper) by what that parameter is
+        bound to, so a call passed the same values along another path reads the same answer."""
+        keys: list[object] = []
+        for item in items:
+            passed = self.passed_on(item)
+            if passed is None:
+                keys.append(argument_key(item))
+                continue
+            inner = self.argument_keys(passed)
+            keys.extend(k for k in inner if k not in keys)
+        return tuple(keys)
+
+    def passed_on(self, item: object) -> list[object] | None:
+        """The items a parameter is bound to when `item` is a Thunk reading just that
+        parameter in a bound context (ev_name's answer there is those items, forced), else
+        None."""
+        if not isinstance(item, Thunk) or not isinstance(item.expr, ast.Name):
+            return None
+        ctx, name, function = item.ctx, item.expr.id, item.ctx.func
+        if ctx.bindings is None or function is None or name not in ctx.bindings:
+            return None
+        if ctx.depth > MAX_DEPTH or len(ctx.bindings[name]) > MAX_VALUES:
+            return None
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            positional = [*function.args.posonlyargs, *function.args.args]
+            if ctx.cls is not None and positional and positional[0].arg == name:
+                return None  # perhaps `self` (CallerIndex.parameter)
+            if name in self.globals_declared(function) or name in self.local_bindings(function):
+                return None
+            if self.item_statements(function, name) or self.list_statements(function, name):
+                return None  # stores into it: not just the items passed
+        elif not isinstance(function, ast.Lambda) or name in self.local_bindings(function):
+            return None
+        return ctx.bindings[name]
+
+    def read_params(self, function: ast.AST) -> tuple[str, ...]:
+        """The parameters a function's code reads by name (its nested code too), in order:
+        what its answers may depend on."""
+        key = id(function)
+        if key not in self.reads_cache:
+            params = [p.arg for p in all_params(function.args)]  # type: ignore[attr-defined]
+            used = {
+                node.id
+                for statement in function.body  # type: ignore[attr-defined]
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Name)
+            }
+            self.reads_cache[key] = tuple(name for name in params if name in used)
+        return self.reads_cache[key]
