@@ -286,16 +286,20 @@ def shared_folders(path: Path, other: Path) -> int:
     return shared
 
 
-def summarise(root: Path, path: Path, text: str, tree: ast.Module | None = None) -> Summary | None:
+def summarise(
+    root: Path, path: Path, text: str, tree: ast.Module | None = None, data: bytes | None = None
+) -> Summary | None:
     """The summary of one module (from the tree its sites were read from, when there is one),
-    or None when Python cannot parse it (the reader reports it)."""
+    or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
+    read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two)."""
     if tree is None:
         try:
             tree = parse_module(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     name, is_package = module_name(root, path)
-    lines = TextLines(text.encode("utf-8"))
+    encoded = text.encode("utf-8")
+    lines = TextLines(data if data is not None and data == encoded else encoded)
     pruned = tree.pruned if isinstance(tree, LargeModule) else {}
     summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:
