@@ -15,7 +15,7 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.nodes import literal_text
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.summary import Summary, TextLines
 from amp_clipfix.models import Span
 from amp_clipfix.sources.text import LINE_BREAK, line_starts
 
@@ -27,7 +27,7 @@ class SourceText:
 
     def __init__(self, text: str, tree: ast.Module) -> None:
         self.text = text
-        self.summary = Summary(Path(), "", False, tree, text.encode("utf-8").splitlines())
+        self.summary = Summary(Path(), "", False, tree, TextLines(text.encode("utf-8")))
         self.line_starts = line_starts(text)
 
     def span(self, node: ast.AST) -> Span:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from amp_clipfix.analysis.nodes import target_names, walk
@@ -203,7 +204,7 @@ def data_names(statement: ast.stmt) -> tuple[str, ...] | None:
     return tuple(name for target in targets for name in target_names(target))
 
 
-def pruned_statements(text_lines: list[bytes], places: list[Lines]) -> list[ast.stmt]:
+def pruned_statements(text_lines: Sequence[bytes], places: list[Lines]) -> list[ast.stmt]:
     """The data statements at `places`, parsed again from a module's UTF-8 lines."""
     found: list[ast.stmt] = []
     for place in places:

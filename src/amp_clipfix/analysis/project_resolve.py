@@ -119,14 +119,14 @@ def summary_loader(
         if path not in collection.summaries:
             read = collection.parsed.get(path)
             if read is not None and read.syntax is not None:
-                summary = summarise(root, path, read.document.text, read.syntax)
+                summary = summarise(root, path, read.document.text, read.syntax, contents.get(path))
                 collection.summaries[path] = summary
                 return summary
             try:
                 text = adapter_for(path).load(path, contents[path]).text
             except (SourceError, KeyError):
                 return None
-            collection.summaries[path] = summarise(root, path, text)
+            collection.summaries[path] = summarise(root, path, text, data=contents[path])
         return collection.summaries[path]
 
     return load

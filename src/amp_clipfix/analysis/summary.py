@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import ast
 import bisect
+from array import array
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
 from pathlib import Path
+from typing import overload
 
 from amp_clipfix.analysis.nodes import child_nodes, node_fields, target_names, walk
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
@@ -31,6 +36,45 @@ def called_name(func: ast.expr) -> str | None:
     return None
 
 
+class TextLines(Sequence[bytes]):
+    """A text's UTF-8 lines as `bytes.splitlines()` gives them, held as the one bytes object
+    and where each line starts and ends: a list of a million small `bytes` costs about 40
+    bytes a line more (a summary keeps its module's lines for the whole run)."""
+
+    __slots__ = ("data", "starts", "ends")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        lines = data.splitlines(keepends=True)
+        # where each line starts, and where its text ends (before its line break)
+        self.starts = array("q", accumulate(map(len, lines), initial=0))
+        self.ends = array(
+            "q", map(add, self.starts, map(len, map(bytes.rstrip, lines, repeat(b"\r\n"))))
+        )
+        self.starts.pop()  # the end of the text
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.data[self.starts[index] : self.ends[index]]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (self[index] for index in range(len(self)))
+
+
 @dataclass
 class Summary:
     """One module: its dotted name in the project, its tree and the names it binds."""
@@ -39,10 +83,12 @@ class Summary:
     name: str  # dotted module name relative to the project root ("pkg.mod")
     is_package: bool
     tree: ast.Module
-    lines: list[bytes]  # UTF-8 lines, to turn ast byte columns into character columns
+    lines: Sequence[bytes]  # UTF-8 lines, to turn ast byte columns into character columns
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
     top: dict[str, list[ast.AST]] = field(default_factory=dict)  # module-level bindings (Bindings)
-    _parents: dict[int, ast.AST] | None = None
+    # Keyed by the nodes themselves (hashed by identity): an `id()` key is one more int object
+    # for each of a tree's hundreds of thousands of nodes.
+    _parents: dict[ast.AST, ast.AST] | None = None
     _indexed: set[int] = field(default_factory=set)
     _starts: list[int] = field(default_factory=list)
     _calls: dict[str, list[ast.Call]] | None = None
@@ -87,9 +133,9 @@ class Summary:
         a node inside it is asked about: a module of a million nodes with a handful of sites
         never maps them all."""
         if self._parents is None:
-            self._parents = {id(statement): self.tree for statement in self.tree.body}
+            self._parents = {statement: self.tree for statement in self.tree.body}
             self._starts = [statement.lineno for statement in self.tree.body]
-        found = self._parents.get(id(node))
+        found = self._parents.get(node)
         if found is not None or node is self.tree:
             return found
         body = self.tree.body
@@ -113,9 +159,9 @@ class Summary:
             while stack:
                 current = stack.pop()
                 for child in child_nodes(current):
-                    self._parents[id(child)] = current
+                    self._parents[child] = current
                     stack.append(child)
-        return self._parents.get(id(node))
+        return self._parents.get(node)
 
     def calls(self, last_name: str) -> list[ast.Call]:
         """Calls whose callee's last name is `last_name` (`f(...)`, `x.f(...)`)."""
@@ -240,16 +286,20 @@ def shared_folders(path: Path, other: Path) -> int:
     return shared
 
 
-def summarise(root: Path, path: Path, text: str, tree: ast.Module | None = None) -> Summary | None:
+def summarise(
+    root: Path, path: Path, text: str, tree: ast.Module | None = None, data: bytes | None = None
+) -> Summary | None:
     """The summary of one module (from the tree its sites were read from, when there is one),
-    or None when Python cannot parse it (the reader reports it)."""
+    or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
+    read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two)."""
     if tree is None:
         try:
             tree = parse_module(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
     name, is_package = module_name(root, path)
-    lines = text.encode("utf-8").splitlines()
+    encoded = text.encode("utf-8")
+    lines = TextLines(data if data is not None and data == encoded else encoded)
     pruned = tree.pruned if isinstance(tree, LargeModule) else {}
     summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:
@@ -262,7 +312,7 @@ class Bindings(dict[str, list[ast.AST]]):
     (analysis/parse.py) are parsed again when their name is first looked up: no code of the
     module names them, but another module may import them."""
 
-    def __init__(self, lines: list[bytes], pruned: dict[str, list[Lines]]) -> None:
+    def __init__(self, lines: Sequence[bytes], pruned: dict[str, list[Lines]]) -> None:
         super().__init__()
         self.lines, self.pruned = lines, dict(pruned)
 
