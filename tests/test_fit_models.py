@@ -126,6 +126,7 @@ def test_declared_names_are_those_of_every_global_and_nonlocal_inside_the_scope(
 
     module = ast.parse(SCOPES)
     outer = module.body[1]
+    assert isinstance(outer, ast.FunctionDef)
     lam = next(node for node in ast.walk(module) if isinstance(node, ast.Lambda))
     everything = {"x", "seen", "failed", "looped", "matched", "held"}
     assert declared_names(module) == everything
