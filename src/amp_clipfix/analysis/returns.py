@@ -13,7 +13,7 @@ from amp_clipfix.analysis.shapes import all_params, declared_global
 from amp_clipfix.analysis.values import Fn, Opaque
 
 
-class CallReturns(DictStores, Sequences):
+class CallReturns(Sequences, DictStores):
     """The returns of project functions, memoised per question (frame.py's recall / enter /
     leave, so a value a bound or a cycle cut is kept for its question only)."""
 
