@@ -20,12 +20,13 @@ from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import Evaluator
+from amp_clipfix.analysis.fits import Fit
 from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Inst, Lit, Opaque, TrainerV
+from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document, SourceError
@@ -364,7 +365,8 @@ class ProjectFacts:
 
     def fits(self) -> list[Fit]:
         """Every `<trainer>.fit(model, ...)` of the project whose receiver may be a Trainer:
-        the Trainers it may be and the module classes its model may be an instance of."""
+        the Trainers it may be, and its model, read when a question needs it (analysis/fits.py:
+        a question about one Trainer reads the models of its fits only)."""
         if self._fits is None:
             self._fits = []
             for file in self.with_words(b".fit("):
@@ -378,15 +380,12 @@ class ProjectFacts:
                     summary = self.evaluator.summary(file.path) or file.summary
                     scope = self.evaluator.ctx_of(summary, call).func or summary.tree
                     for ctx in runtime_contexts(self.evaluator, summary, call):  # dispatch.py
-                        read = self.evaluator.ev
-                        receiver = self.evaluator.force(read(fit_receiver(call, scope), ctx))
+                        receiver = self.evaluator.force(
+                            self.evaluator.ev(fit_receiver(call, scope), ctx)
+                        )
                         trainers = [v for v in receiver if isinstance(v, TrainerV)]
-                        if model is None or not trainers:
-                            continue
-                        values = self.evaluator.force(read(model, ctx))
-                        classes = [v.cls for v in values if isinstance(v, Inst)]
-                        unknown = len(classes) != len(values)
-                        self._fits.append(Fit(trainers, classes, unknown))
+                        if model is not None and trainers:  # its model read when asked
+                            self._fits.append(Fit(trainers, model, ctx, self.evaluator))
         return self._fits
 
     def trainers_of(self, cls: ClsV) -> list[TrainerV] | None:
@@ -479,16 +478,6 @@ def scaler_of_precision(values: list[object]) -> bool | None:
         for value in values
     }
     return states.pop() if len(states) == 1 else None
-
-
-@dataclass(frozen=True)
-class Fit:
-    """One `trainer.fit(model, ...)`: the Trainers and module classes it may join; `unknown`
-    when its model may be something the analysis does not follow."""
-
-    trainers: list[TrainerV]
-    classes: list[ClsV]
-    unknown: bool
 
 
 @dataclass(frozen=True)

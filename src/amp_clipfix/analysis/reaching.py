@@ -15,6 +15,7 @@ import functools
 
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.shapes import bound_names, contains
+from amp_clipfix.analysis.summary import inner_statements
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -157,10 +158,18 @@ def declared_elsewhere(scope: ast.AST, name: str) -> bool:
 @functools.lru_cache(maxsize=64)
 def declared_names(scope: ast.AST) -> frozenset[str]:
     """The names `global` / `nonlocal` statements inside `scope` declare: one walk per scope,
-    not one per fit call (a module of thousands of statements has many)."""
-    return frozenset(
-        declared
-        for node in walk(scope)
-        if node is not scope and isinstance(node, (ast.Global, ast.Nonlocal))
-        for declared in node.names
-    )
+    not one per fit call (a module of thousands of statements has many). Both are statements,
+    and a statement sits only in a block of a statement (or of the module), so the walk reads
+    the statements alone, never their expressions (nine nodes in ten)."""
+    found: set[str] = set()
+    stack: list[ast.stmt] = []
+    if isinstance(scope, ast.Module):
+        stack = list(scope.body)
+    elif isinstance(scope, ast.stmt):
+        stack = [scope]  # a function (a lambda holds no statement)
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.Global, ast.Nonlocal)):
+            found.update(statement.names)
+        stack.extend(inner_statements(statement))
+    return frozenset(found)
