@@ -203,6 +203,25 @@ def read_notebook(source: SourceFile) -> Notebook:
     return Notebook(source, tuple(code_cells), "\n".join(lines) + "\n" if lines else "")
 
 
+# The notebooks read last, by path, with the bytes they were read from: a run reads a notebook
+# for its searchable text, then loads it (NeMo: 96 notebooks read 202 times, 0.5 s).
+READ: dict[Path, tuple[bytes, Notebook]] = {}
+READ_KEPT = 256
+
+
+def notebook_of(path: Path, data: bytes) -> Notebook:
+    """read_notebook of the file's bytes, once for the same path and bytes."""
+    known = READ.get(path)
+    if known is not None and known[0] == data:
+        return known[1]
+    notebook = read_notebook(decode_source(path, data))
+    READ.pop(path, None)
+    if len(READ) >= READ_KEPT:
+        del READ[next(iter(READ))]  # the oldest
+    READ[path] = (data, notebook)
+    return notebook
+
+
 def cell_text(raw: object, number: int) -> str:
     """A cell's source: a string or a list of strings (anything else is refused)."""
     if isinstance(raw, str):
@@ -305,7 +324,7 @@ class NotebookSource:
         return path.suffix == ".ipynb"
 
     def searchable(self, path: Path, data: bytes) -> bytes:
-        return read_notebook(decode_source(path, data)).module_text.encode("utf-8")
+        return notebook_of(path, data).module_text.encode("utf-8")
 
     def may_mention(self, data: bytes, word: bytes) -> bool:
         return prefilter.json_may_contain(data, word)
@@ -314,7 +333,7 @@ class NotebookSource:
         return PYTHON_PREFILTER[stage]
 
     def load(self, path: Path, data: bytes) -> Document:
-        notebook = read_notebook(decode_source(path, data))
+        notebook = notebook_of(path, data)
         return Document(notebook.source, Language.PYTHON, notebook.module_text, self, notebook)
 
     def locate(self, document: Document, line: int) -> tuple[int | None, int]:
