@@ -86,7 +86,7 @@ GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
 class Evaluator(
-    Containers, CallerIndex, ClassModel, DataclassFields, CallReturns, DictStores, LibraryModel
+    Containers, CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel, CallReturns
 ):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 

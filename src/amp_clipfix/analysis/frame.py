@@ -300,6 +300,12 @@ class EvaluatorBase:
     def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
         raise NotImplementedError
 
+    def item_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:
+        raise NotImplementedError
+
+    def list_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:
+        raise NotImplementedError
+
     def bind(
         self, function: ast.AST, call: ast.Call, caller: Ctx, is_method: bool, owner: Summary
     ) -> dict[str, list[object]]:

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import ast
 
-from amp_clipfix.analysis.dict_stores import DictStores
-from amp_clipfix.analysis.frame import MAX_DEPTH, MAX_VALUES, Ctx, Thunk, argument_key
-from amp_clipfix.analysis.sequences import Sequences
+from amp_clipfix.analysis.frame import (
+    MAX_DEPTH,
+    MAX_VALUES,
+    Ctx,
+    EvaluatorBase,
+    Thunk,
+    argument_key,
+)
 from amp_clipfix.analysis.shapes import all_params, declared_global
 from amp_clipfix.analysis.values import Fn, Opaque
 
 
-class CallReturns(DictStores, Sequences):
+class CallReturns(EvaluatorBase):
     """The returns of project functions, memoised per question (frame.py's recall / enter /
     leave, so a value a bound or a cycle cut is kept for its question only)."""
 
