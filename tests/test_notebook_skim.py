@@ -119,3 +119,33 @@ def test_a_run_reads_each_notebook_once(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.errors == ()
     assert [(f.code, f.sites[0].path.name) for f in result.findings] == [("ACF012", "train.ipynb")]
     assert reads == [tmp_path / "train.ipynb"]
+
+
+def test_a_notebook_whose_bytes_changed_is_read_again_and_old_ones_leave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from amp_clipfix.sources import notebook
+
+    reads: list[str] = []
+    real = notebook.read_notebook
+
+    def counting(source):  # noqa: ANN001, ANN202
+        reads.append(source.path.name)
+        return real(source)
+
+    monkeypatch.setattr(notebook, "read_notebook", counting)
+
+    def data(code: str) -> bytes:
+        cell = {"cell_type": "code", "metadata": {}, "outputs": [], "source": code}
+        return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4}).encode()
+
+    kept = notebook.ReadNotebooks(limit=2 * len(data("a = 1\n")))
+    a, b, c = (tmp_path / f"{name}.ipynb" for name in "abc")
+    assert kept.read(a, data("a = 1\n")).cells[0].text == "a = 1\n"
+    assert kept.read(a, data("a = 2\n")).cells[0].text == "a = 2\n"  # new bytes: read
+    kept.read(a, data("a = 2\n"))
+    kept.read(b, data("b = 1\n"))
+    kept.read(c, data("c = 1\n"))  # over the limit: a, the oldest, leaves
+    kept.read(a, data("a = 2\n"))
+    assert reads == ["a.ipynb", "a.ipynb", "b.ipynb", "c.ipynb", "a.ipynb"]
+    assert sorted(path.name for path in kept.kept) == ["a.ipynb", "c.ipynb"]
