@@ -110,7 +110,13 @@ def raw_line_pieces(raw: str) -> list[str]:
 
 def source_value_offsets(text: str) -> list[tuple[int, int]]:
     """Offsets of every cell's `"source"` value ((-1, -1) for a cell without one). The standard
-    JSON parser gives no positions, so the file is read once more by a small positional one."""
+    JSON parser gives no positions, so the file is read once more: a text the standard parser
+    reads (without NaN or Infinity) is skimmed (cell_sources: only the cells' members are
+    looked at, the outputs skipped by their brackets), any other by the small positional
+    parser, which also says what is wrong."""
+    skimmed = cell_sources(text) if plain_json(text) else None
+    if skimmed is not None:
+        return skimmed
     try:
         root = PositionalJson(text).parse().value
         if not isinstance(root, dict):
@@ -128,6 +134,104 @@ def source_value_offsets(text: str) -> list[tuple[int, int]]:
         raise SourceError(f"not a valid notebook: {error}") from None
     except RecursionError:
         raise SourceError("not a valid notebook: JSON nested too deeply") from None
+
+
+def plain_json(text: str) -> bool:
+    """Whether the standard parser reads the text with no NaN or Infinity (which the
+    positional parser refuses)."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(constant)
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+STRING_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+SCALAR_TOKEN = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
+# A bracket, or a string, or a whole array or object with none inside it (one token: the many
+# lines of an output are skipped in one match)
+NESTING = re.compile(
+    r'[\[{](?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+[\]}]'
+    r'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]',
+    re.DOTALL,
+)
+
+
+def cell_sources(text: str) -> list[tuple[int, int]] | None:
+    """source_value_offsets of a plain JSON text (plain_json) whose root is an object with a
+    list of cells; None for any other (the positional parser says what is wrong). The same
+    offsets the positional parser gives: the last `cells` and `source` member counts, as in a
+    dict."""
+    start = after_space(text, 0)
+    if text[start] != "{":
+        return None
+    root, _ = members(text, start)
+    if "cells" not in root or text[root["cells"][0]] != "[":
+        return None
+    found: list[tuple[int, int]] = []
+    index = after_space(text, root["cells"][0] + 1)
+    while text[index] != "]":
+        if text[index] == "{":
+            cell, index = members(text, index)
+            found.append(cell.get("source", (-1, -1)))
+        else:
+            found.append((-1, -1))
+            index = value_end(text, index)
+        index = after_space(text, index)
+        if text[index] == ",":
+            index = after_space(text, index + 1)
+    return found
+
+
+def members(text: str, index: int) -> tuple[dict[str, tuple[int, int]], int]:
+    """Where each member value of the object at `index` starts and ends (the last of a key),
+    and where the object ends."""
+    found: dict[str, tuple[int, int]] = {}
+    index = after_space(text, index + 1)
+    while text[index] != "}":
+        key = STRING_TOKEN.match(text, index)
+        assert key is not None  # plain JSON
+        index = after_space(text, key.end()) + 1  # the colon
+        start = after_space(text, index)
+        index = value_end(text, start)
+        name = key.group()
+        found[json.loads(name) if "\\" in name else name[1:-1]] = (start, index)
+        index = after_space(text, index)
+        if text[index] == ",":
+            index = after_space(text, index + 1)
+    return found, index + 1
+
+
+def after_space(text: str, index: int) -> int:
+    """The index of the first character at or after `index` that is not JSON white space."""
+    while text[index] in " \t\n\r":
+        index += 1
+    return index
+
+
+def value_end(text: str, start: int) -> int:
+    """The end of the JSON value that starts at `start` (plain JSON)."""
+    char = text[start]
+    if char not in "[{":
+        token = (STRING_TOKEN if char == '"' else SCALAR_TOKEN).match(text, start)
+        assert token is not None  # plain JSON
+        return token.end()
+    depth = 0
+    for match in NESTING.finditer(text, start):
+        if match.end() - match.start() > 1:  # a string, a container with none inside
+            if depth == 0:
+                return match.end()
+        elif text[match.start()] in "[{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    raise ValueError("unclosed JSON value")  # not plain JSON
 
 
 @record(frozen=True)
