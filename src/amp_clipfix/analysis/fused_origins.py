@@ -29,6 +29,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.nodes import target_names, walk
 from amp_clipfix.analysis.recording import holds, matches, scan
+from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import FileSites, SiteKind
 from amp_clipfix.paths import is_library
@@ -302,10 +303,7 @@ def is_fresh(value: ast.AST | None) -> bool:
 
 def local_names(function: FunctionNode, nodes: list[ast.AST]) -> set[str]:
     """Names bound in the function (its parameters too): not the module's or the builtins'."""
-    args = function.args
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    every += [a for a in (args.vararg, args.kwarg) if a is not None]
-    found = {a.arg for a in every}
+    found = {a.arg for a in all_params(function.args)}
     for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             found.add(node.id)
