@@ -16,13 +16,16 @@ from amp_clipfix.output.report import is_error_line
 # ACF005 searches (the project writes `manual_backward`) and so `.fit(` is one of its words,
 # but its search reads a `fit` only for a module that clips: here nothing clips.
 MANUAL = "def step(module, loss):\n    module.manual_backward(loss)\n"
+# The same with a clip written (ACF005 searches only where code may clip): the receiver is no
+# module anyone is known to pass, so still no `fit` is read.
+CLIPPING = MANUAL + "    module.clip_gradients(None, 1.0)\n"
 FIT = "def train(estimator, x):\n    return estimator.fit(x)\n"
 
 
 def test_a_file_holding_only_words_no_search_asks_for_is_not_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
+    (tmp_path / "train.py").write_text(CLIPPING, encoding="utf-8")
     (tmp_path / "other.py").write_text(FIT, encoding="utf-8")
     code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert code == 0, output
@@ -53,7 +56,7 @@ def test_code_the_compiler_refuses_but_python_parses_is_no_error(
 ) -> None:
     """The cheap check builds the symbol table, which refuses a module-level `nonlocal`; such a
     file is then parsed to know, and it parses: no error."""
-    (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
+    (tmp_path / "train.py").write_text(CLIPPING, encoding="utf-8")
     (tmp_path / "top.py").write_text("estimator.fit(x)\nnonlocal x\n", encoding="utf-8")
     code, output, parsed = check_counting_parses(tmp_path, monkeypatch)
     assert code == 0, output
@@ -77,7 +80,7 @@ def test_a_file_the_collection_parsed_is_not_checked_again(
 
     monkeypatch.setattr(project_resolve, "may_parse", spied)
     opt = "import torch\n\nopt = torch.optim.AdamW([], fused=True)\nestimator.fit(x)\n"
-    (tmp_path / "train.py").write_text(MANUAL, encoding="utf-8")
+    (tmp_path / "train.py").write_text(CLIPPING, encoding="utf-8")
     (tmp_path / "opt.py").write_text(opt, encoding="utf-8")
     (tmp_path / "other.py").write_text(FIT, encoding="utf-8")
     code, output, parsed = check_counting_parses(tmp_path, monkeypatch)

@@ -19,6 +19,7 @@ from amp_clipfix.analysis.lightning_api import (
 )
 from amp_clipfix.analysis.manual import (
     manual_reads,
+    may_clip,
     module_call,
     module_code,
     moved_code,
@@ -192,8 +193,10 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
 def check(queries: Queries) -> Iterator[Found]:
     """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
     the project helpers it calls; a clip reached several ways is reported once, from the read
-    nearest to it."""
+    nearest to it. Nothing is read where no code of the project can clip (`may_clip`)."""
     facts = queries.facts
+    if not may_clip(facts):
+        return
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
