@@ -18,11 +18,9 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import Evaluator
-from amp_clipfix.analysis.fits import Fit
+from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.names import Parameter
-from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
@@ -369,23 +367,10 @@ class ProjectFacts:
         a question about one Trainer reads the models of its fits only)."""
         if self._fits is None:
             self._fits = []
-            for file in self.with_words(b".fit("):
+            for file in self.with_words(FIT_WORD):
+                summary = self.evaluator.summary(file.path) or file.summary
                 for call in file.summary.walked_calls():
-                    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "fit"):
-                        continue
-                    model = call.args[0] if call.args else None
-                    for keyword in call.keywords:
-                        if keyword.arg == "model":
-                            model = keyword.value
-                    summary = self.evaluator.summary(file.path) or file.summary
-                    scope = self.evaluator.ctx_of(summary, call).func or summary.tree
-                    for ctx in runtime_contexts(self.evaluator, summary, call):  # dispatch.py
-                        receiver = self.evaluator.force(
-                            self.evaluator.ev(fit_receiver(call, scope), ctx)
-                        )
-                        trainers = [v for v in receiver if isinstance(v, TrainerV)]
-                        if model is not None and trainers:  # its model read when asked
-                            self._fits.append(Fit(trainers, model, ctx, self.evaluator))
+                    self._fits += call_fits(self.evaluator, summary, call)
         return self._fits
 
     def trainers_of(self, cls: ClsV) -> list[TrainerV] | None:
@@ -399,13 +384,22 @@ class ProjectFacts:
         ]
         return found or None
 
-    def modules_of(self, call: ast.Call) -> tuple[list[ClsV], bool]:
-        """The module classes the Trainer made by `call` fits, and whether a `fit` of it is given
-        a model the analysis cannot follow (or no `fit` of it is found at all)."""
+    def modules_of(self, call: ast.Call, file: FileFacts | None = None) -> tuple[list[ClsV], bool]:
+        """The module classes the Trainer made by `call` (in `file`) fits, and whether a `fit`
+        of it is given a model the analysis cannot follow (or no `fit` of it is found at all).
+        A Trainer that cannot leave the code around it (fits.trainer_scope) is looked for in
+        the fits of that code only, unless every fit of the project is listed already."""
+        fits = self._fits
+        if fits is None and file is not None:
+            scope = trainer_scope(file.summary, call)
+            if scope is not None:
+                summary = self.evaluator.summary(file.path) or file.summary
+                calls = file.summary.walked_calls() if FIT_WORD in file.data else []
+                fits = scope_fits(self.evaluator, summary, calls, scope)
         classes: list[ClsV] = []
         unknown = False
         seen = False
-        for fit in self.fits():
+        for fit in self.fits() if fits is None else fits:
             if any(trainer.call is call for trainer in fit.trainers):
                 seen = True
                 classes += [c for c in fit.classes if not any(c.node is k.node for k in classes)]

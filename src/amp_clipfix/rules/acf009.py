@@ -142,7 +142,7 @@ def check(queries: Queries) -> Iterator[Found]:
             if clip is not None and (clip.constant is None or float_or(clip.value) <= 0):
                 continue  # no clipping: Lightning accepts it
             value = None if clip is None else clip.value
-            classes, unknown = facts.modules_of(call)
+            classes, unknown = facts.modules_of(call, file)
             states = [facts.manual_optimization(c) for c in classes]
             if True not in states and None not in states:
                 continue  # no module it trains optimizes manually for all the code says
