@@ -16,9 +16,11 @@ from amp_clipfix.output.report import is_error_line
 # ACF005 searches (the project writes `manual_backward`) and so `.fit(` is one of its words,
 # but its search reads a `fit` only for a module that clips: here nothing clips.
 MANUAL = "def step(module, loss):\n    module.manual_backward(loss)\n"
-# The same with a clip written (ACF005 searches only where code may clip): the receiver is no
-# module anyone is known to pass, so still no `fit` is read.
-CLIPPING = MANUAL + "    module.clip_gradients(None, 1.0)\n"
+# The same where code may clip and a module may optimize by hand (ACF005 searches only then):
+# the receiver is no module anyone is known to pass, so still no `fit` is read.
+CLIPPING = (
+    MANUAL + "    module.clip_gradients(None, 1.0)\n    module.automatic_optimization = False\n"
+)
 FIT = "def train(estimator, x):\n    return estimator.fit(x)\n"
 
 

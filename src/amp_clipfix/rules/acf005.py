@@ -193,9 +193,10 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
 def check(queries: Queries) -> Iterator[Found]:
     """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
     the project helpers it calls; a clip reached several ways is reported once, from the read
-    nearest to it. Nothing is read where no code of the project can clip (`may_clip`)."""
+    nearest to it. Nothing is read where no code of the project can clip (`may_clip`), or no
+    module can optimize by hand (a finding's module must: `scaled_clip`)."""
     facts = queries.facts
-    if not may_clip(facts):
+    if not facts.may_optimize_manually() or not may_clip(facts):
         return
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):
