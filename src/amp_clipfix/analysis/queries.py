@@ -103,6 +103,7 @@ class Queries:
         self.behind: list[Callable[[], object]] = []
         self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
         self.wrote = False
+        self.moved = False  # some answer's computation moved the evaluator (reused or not)
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -141,6 +142,7 @@ class Queries:
             self.reads.listed.update(stored.listed)
             self.reused.append(name)
             if stored.touched:
+                self.moved = True
                 self.behind.append(compute if again is None else again)
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
@@ -148,7 +150,9 @@ class Queries:
         self.catch_up()
         before = footprint(self.evaluator())
         value = compute()
-        self.store(key, value, stateful or footprint(self.evaluator()) != before)
+        touched = stateful or footprint(self.evaluator()) != before
+        self.moved = self.moved or touched
+        self.store(key, value, touched)
         return value
 
     def catch_up(self) -> None:
