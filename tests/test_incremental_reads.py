@@ -151,3 +151,24 @@ def test_the_pre_commit_command_after_a_caller_chain_edit(project: Path) -> None
     assert b"pkg/untracked.py" not in run.stdout
     assert run.stderr.count(b"not tracked by git; skipped") == 1
     assert b"untracked.py: not tracked by git; skipped" in run.stderr
+
+
+def test_a_text_tests_witness_edited_reuses_the_rules_when_its_answer_stands(
+    project: Path, asked: list[tuple[str, bool]]
+) -> None:
+    """`a_first.py` is the first file that names `GradScaler` (ACF004 searches only a project
+    that does): the `may_name` answer's witness. The name removed there, `may_name` is asked
+    again and gives the same answer (scaled.py names it too): the queries after it depend on
+    that answer, not on what it read, and are all reused. Then scaled.py stops naming it: the
+    answer changes, ACF004 no longer searches, and the report follows."""
+    write(project, "a_first.py", '"""Notes on the GradScaler."""\n\nVALUE = 1\n')
+    before = same_as_cold(project)
+    assert b"ACF004" in before
+    asked.clear()
+    edit_line("a_first.py", "the GradScaler", "the scaler")(project)
+    same_as_cold(project)
+    assert computed(asked) == ["may_name"], asked
+    asked.clear()
+    edit_line("scaled.py", "torch.cuda.amp.GradScaler()", "make_scaler()")(project)
+    after = same_as_cold(project)
+    assert "may_name" in computed(asked) and b"ACF004" not in after
