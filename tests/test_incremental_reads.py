@@ -172,3 +172,25 @@ def test_a_text_tests_witness_edited_reuses_the_rules_when_its_answer_stands(
     edit_line("scaled.py", "torch.cuda.amp.GradScaler()", "make_scaler()")(project)
     after = same_as_cold(project)
     assert "may_name" in computed(asked) and b"ACF004" not in after
+
+
+def test_an_unchanged_project_with_an_evaluator_is_answered_by_the_queries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: list[tuple[str, bool]]
+) -> None:
+    """A collection whose resolution made an evaluator is not restored whole (the rules would
+    run on a new one): the second run, no replay, answers every query from the cache, computes
+    none, and prints the first run's bytes."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    project = tmp_path / "project"
+    fixture = (
+        Path(__file__).resolve().parent.parent / "fixtures" / "trainer_factory_other_module_unfuse"
+    )
+    shutil.copytree(fixture / "input", project)
+    write(project, "broken.py", "def broken(:\n    AdamW(p, fused=True)\n")
+    first = amp_clipfix(project, "check", entry=False)
+    assert asked and reused(asked) == [], asked
+    asked.clear()
+    second = amp_clipfix(project, "check", entry=False)
+    assert second == first and b"optim.py:5:51: ACF002" in second.stdout
+    assert asked and computed(asked) == [], asked
