@@ -419,7 +419,6 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
     from amp_clipfix.analysis.queries import found_in_files  # an edit tests the changed files
     from amp_clipfix.rules import searching_rules
 
-    texts = collection.searchable.values()
     rules = searching_rules()
     named = {word for rule in rules for word in rule.requires}
     packages = {package for rule in rules for package in rule.imports}
@@ -427,12 +426,10 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
     imported = found_in_files(collection.queries, collection.searchable, "may_import", packages)
     left_out = {rule.code for rule in rules if absent.intersection(rule.requires)}
     left_out |= {rule.code for rule in rules if rule.imports and imported.isdisjoint(rule.imports)}
-    return [
-        rule
-        for rule in rules
-        if rule.code not in left_out
-        and any(word in data for data in texts for word in rule.needed_words)
-    ], left_out
+    kept = [rule for rule in rules if rule.code not in left_out]
+    words = {word for rule in kept for word in rule.needed_words}  # after an edit: its files
+    held = found_in_files(collection.queries, collection.searchable, "may_hold", words)
+    return [rule for rule in kept if not held.isdisjoint(rule.needed_words)], left_out
 
 
 # An import statement of a package or one of its modules (`import a, pkg.m as x`, `from pkg.m
@@ -484,4 +481,8 @@ def may_name(path: Path, data: bytes, word: bytes) -> bool:
     return word.decode("ascii") in unicodedata.normalize("NFKC", text)
 
 
-recording.PREDICATES.update(may_name=may_name, may_import=lambda _, data, p: may_import(data, p))
+recording.PREDICATES.update(
+    may_name=may_name,
+    may_import=lambda _, data, p: may_import(data, p),
+    may_hold=lambda _, data, word: word in data,
+)

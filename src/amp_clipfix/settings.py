@@ -357,8 +357,9 @@ class ProjectConfigurer:
             )
             return project, None
         kept = tuple(path for path in project.files if _absolute(path) in tracked)
+        only, held = self.command_line.scope.only or (), set(kept)  # a set: n paths, not n^2
         for path in project.files:
-            if path not in kept and path in (self.command_line.scope.only or ()):
+            if path not in held and path in only:
                 self.warnings.append(f"{display_path(path)}: not tracked by git; skipped")
         kept_project = replace(project, files=kept, linked_inside=project.linked_inside & set(kept))
         return kept_project, frozenset(tracked)

@@ -120,7 +120,13 @@ def collect_project_files(
     read_errors = len(collection.errors)
     collect_stages(project.root, contents, searchable, jobs, prefilter, collection)
     errors = collection.errors[read_errors:]
-    if collection.cache is not None and all(is_lasting(error) for error in errors):
+    # Restored, the rules run on a new evaluator; a cold run's run on the one the resolution
+    # left, whose memos and spent budget decide what a budget cuts (and where a cycle is
+    # entered): so only a collection that made no evaluator is stored. The others are
+    # answered by the queries, which bring the evaluator to where a cold run has it.
+    queries = collection.queries
+    evaluated = collection.evaluator is not None or queries is not None and queries.moved
+    if collection.cache is not None and not evaluated and all(map(is_lasting, errors)):
         sites = {path: parsed.sites for path, parsed in collection.parsed.items()}
         collection.cache.store(key, CollectedProject(sites, tuple(errors), collection.files_parsed))
 

@@ -15,6 +15,8 @@ read, and a later run reuses it when everything it read is as it was:
 Every query also depends on the project's list of files and on the queries run before it in the
 run (its key chains theirs), and what one query read counts for the later ones too (they may
 reuse what the evaluator learnt for it): an added, removed or renamed file runs them all again.
+A pure query (`found_in_files`: a text test of the files, no evaluator) is the exception: the
+later ones depend on its answer, chained into their keys, not on what it read.
 A read the recording cannot name (the whole project's text iterated outside a `scan`) marks the
 run `everything`: nothing is stored.
 
@@ -103,6 +105,7 @@ class Queries:
         self.behind: list[Callable[[], object]] = []
         self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
         self.wrote = False
+        self.moved = False  # some answer's computation moved the evaluator (reused or not)
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -115,6 +118,7 @@ class Queries:
         replay: Callable[[T], None] | None = None,
         again: Callable[[], object] | None = None,
         stateful: bool = False,
+        pure: bool = False,
     ) -> T:
         """The answer of query `name` on `inputs` (and the project's files): stored when every
         file it read is as it was, else computed (and stored when the reads were all noted).
@@ -122,7 +126,8 @@ class Queries:
         for the evaluator's sake alone (`catch_up`; `compute` when not given); `stateful`: it
         also leaves state the later queries read that `replay` does not put back (the files a
         search loaded): then it is computed again before a later query whether or not it moved
-        the evaluator."""
+        the evaluator. `pure`: it reads only through a `recording` it makes and never the
+        evaluator (`computed_pure`)."""
         from amp_clipfix.analysis.cache import canonical
 
         digest = hashlib.sha256(f"{self.chain}\0{name}\0".encode())
@@ -132,24 +137,62 @@ class Queries:
         self.keys.add(key)
         stored = self.cache.load(key)
         if isinstance(stored, Answer) and self.holds(stored):
-            self.reads.files.update(stored.files)
-            self.reads.scans.update(stored.scans)
-            self.reads.exists.update(stored.exists)
-            self.reads.derived.update(stored.derived)
-            self.reads.words.update(stored.words)
-            self.reads.members.update(stored.members)
-            self.reads.listed.update(stored.listed)
+            if pure:  # its answer, not what it read, is what the later queries depend on
+                self.chain_answer(stored.value)
+            else:
+                self.note(stored)
             self.reused.append(name)
             if stored.touched:
+                self.moved = True
                 self.behind.append(compute if again is None else again)
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
             return stored.value  # type: ignore[return-value]
+        if pure:
+            return self.computed_pure(key, compute)
         self.catch_up()
         before = footprint(self.evaluator())
         value = compute()
-        self.store(key, value, stateful or footprint(self.evaluator()) != before)
+        touched = stateful or footprint(self.evaluator()) != before
+        self.moved = self.moved or touched
+        self.store(key, value, touched)
         return value
+
+    def note(self, stored: Answer) -> None:
+        """What a reused answer read counts for the later queries (they share the evaluator)."""
+        self.reads.files.update(stored.files)
+        self.reads.scans.update(stored.scans)
+        self.reads.exists.update(stored.exists)
+        self.reads.derived.update(stored.derived)
+        self.reads.words.update(stored.words)
+        self.reads.members.update(stored.members)
+        self.reads.listed.update(stored.listed)
+
+    def computed_pure(self, key: str, compute: Callable[[], T]) -> T:
+        """A query that reads only through a recording it makes and never the evaluator (a
+        text test of the files: `found_in_files`): computed on reads of its own, with no
+        catching up (the evaluator is not its input), and stored with them alone. The later
+        queries do not count its reads: they depend on its answer, chained into their keys, so
+        an edit that changes what it read but not its answer (a first file that holds a word
+        no longer does, another one does) reuses them (salsa's early cut-off)."""
+        cumulative, self.reads = self.reads, Reads()
+        before = footprint(self.evaluator())
+        try:
+            value = compute()
+        finally:
+            own, self.reads = self.reads, cumulative
+        if footprint(self.evaluator()) != before:  # a bug of ours: never a wrong report
+            raise RuntimeError("a pure query moved the evaluator")
+        self.store(key, value, False, own)
+        self.chain_answer(value)
+        return value
+
+    def chain_answer(self, value: object) -> None:
+        from amp_clipfix.analysis.cache import canonical
+
+        digest = hashlib.sha256(f"{self.chain}\0=\0".encode())
+        digest.update(repr(canonical(value)).encode("utf-8", "surrogateescape"))
+        self.chain = digest.hexdigest()
 
     def catch_up(self) -> None:
         """Bring the evaluator to where a cold run has it: compute again, in order, the reused
@@ -158,8 +201,8 @@ class Queries:
         for compute in behind:
             compute()
 
-    def store(self, key: str, value: object, touched: bool) -> None:
-        reads = self.reads
+    def store(self, key: str, value: object, touched: bool, reads: Reads | None = None) -> None:
+        reads = self.reads if reads is None else reads
         if reads.everything:
             return
         files = tuple(sorted(reads.files))
@@ -295,4 +338,4 @@ def found_in_files(
         texts = searchable if queries is None else queries.recording(searchable)
         return frozenset(item for item in asked if exists(texts, ("fn", predicate, item)))
 
-    return compute() if queries is None else queries.run(predicate, asked, compute)
+    return compute() if queries is None else queries.run(predicate, asked, compute, pure=True)
