@@ -212,15 +212,16 @@ GITLAB_SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
 def to_gitlab(findings: Sequence[Finding]) -> str:
     """A GitLab code quality report (a JSON array, `artifacts:reports:codequality`), one issue
     per finding that is not suppressed, with a stable fingerprint."""
+    shown = [finding for finding in sorted_findings(findings) if not finding.suppressed]
+    if not shown:  # an empty report imports neither the rules nor hashlib
+        return json_safe(json.dumps([], indent=2, ensure_ascii=False)) + "\n"
     import hashlib
 
     from amp_clipfix.rules import level_of
 
     prints = fingerprints(findings)
     issues = []
-    for finding in sorted_findings(findings):
-        if finding.suppressed:
-            continue
+    for finding in shown:
         primary = finding.primary
         in_file = file_span(primary) or primary.span
         issues.append(
