@@ -17,6 +17,7 @@ import stat
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from hashlib import _Hash as Hash
 
 Question = tuple[str, str, str]  # (what is asked, of which path, with what extra)
 
@@ -321,7 +322,26 @@ _PLAIN: dict[str, Callable[[str | os.PathLike[str]], object]] = {
 
 
 def _digest(data: bytes) -> str:
-    """The sha256 noted for an answer; hashlib is imported by the runs that note or replay."""
-    import hashlib
+    """The sha256 noted for an answer (only the runs that note or replay hash)."""
+    return sha256(data).hexdigest()
 
-    return hashlib.sha256(data).hexdigest()
+
+_sha256: Callable[[bytes], Hash] | None = None
+
+
+def sha256(data: bytes = b"") -> Hash:
+    """hashlib's sha256 (the same digests) from the interpreter's own module (`_sha2` from
+    Python 3.12, `_sha256` before): `import hashlib` (and `hmac`) loads OpenSSL, ~2.3 ms of a
+    ~17 ms replay, for what the replay, its key and the cache's build fingerprint hash. hashlib
+    where the interpreter was built without it."""
+    global _sha256  # noqa: PLW0603 - the constructor, found once per process
+    if _sha256 is None:
+        try:
+            from _sha2 import sha256 as made  # type: ignore[import-not-found]
+        except ImportError:
+            try:
+                from _sha256 import sha256 as made  # type: ignore[import-not-found]
+            except ImportError:
+                from hashlib import sha256 as made
+        _sha256 = made
+    return _sha256(data)
