@@ -67,3 +67,27 @@ def test_a_finding_imports_its_models_and_a_flake8_setting_configparser(tmp_path
     modules, done = imported_modules(root, "apply", "--dry-run", ".")
     assert done.returncode == 1, done.stderr[-2000:]
     assert {"amp_clipfix.project.style", "configparser"} <= modules
+
+
+def test_the_replay_loads_no_openssl_and_its_digests_are_hashlibs(tmp_path: Path) -> None:
+    import hashlib
+
+    from amp_clipfix import cache_layout, observed
+
+    root = project(tmp_path)
+    _, done = imported_modules(root, "check", ".", cache=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules, replayed = imported_modules(root, "check", ".", cache=True)
+    assert (replayed.returncode, replayed.stdout) == (0, done.stdout)
+    assert "amp_clipfix.cache_layout" in modules and "amp_clipfix.quick" not in modules
+    assert {"hashlib", "_hashlib", "hmac"} & modules == set()
+    data = bytes(range(256)) * 9
+    assert observed.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    key = b"k" * 32
+    sealed = cache_layout.seal(key, "name", data)
+    tag = hashlib.blake2b(key=key, digest_size=32, person=b"amp-clipfix")
+    tag.update(b"name\0" + data)
+    assert sealed == cache_layout.SEAL + tag.digest() + data
+    assert cache_layout.unseal(key, "name", sealed) == data
+    assert cache_layout.unseal(key, "other", sealed) is None
+    assert cache_layout.unseal(key, "name", sealed[:-1] + b"!") is None
