@@ -73,7 +73,7 @@ def run_key(arguments: list[str]) -> str:
     environment, and the tool build with its interpreter and packages (`fingerprint`)."""
     from amp_clipfix.cache_layout import fingerprint  # a run that cannot be replayed never hashes
 
-    digest = observed.sha256()
+    digest = observed.blake2b(digest_size=32)
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
     parts = [fingerprint(), os.getcwd(), *arguments, "\0"]
     parts += [f"{name}={value}" for name, value in environment]
