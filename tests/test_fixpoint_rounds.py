@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import amp_clipfix.analysis.parse_pool
 import amp_clipfix.fixes.changes
 import amp_clipfix.observed
-import amp_clipfix.pipeline
+import amp_clipfix.project.style
 from amp_clipfix.cli import main
 
 TWO_ROUNDS = (
@@ -49,10 +49,10 @@ def test_the_rounds_read_and_parse_only_the_fixed_files(
         parse_pool, "parse_and_collect", counting(counts, "parse", parse_pool.parse_and_collect)
     )
     monkeypatch.setattr(observed, "read_bytes", counting(counts, "read", observed.read_bytes))
-    for module in (amp_clipfix.pipeline, amp_clipfix.fixes.changes):
-        read_style = getattr(module, "project_style", amp_clipfix.fixes.changes.project_style)
-        counted = counting(counts, "style", read_style, by_file=False)
-        monkeypatch.setattr(module, "project_style", counted, raising=False)
+    # the pipeline imports project_style when apply fixes (a check never reads the style)
+    for module in (amp_clipfix.project.style, amp_clipfix.fixes.changes):
+        counted = counting(counts, "style", module.project_style, by_file=False)
+        monkeypatch.setattr(module, "project_style", counted)
 
     result = CliRunner().invoke(
         main, ["apply", "--yes", "--lightning-version", "2.6.6", "--no-cache", "."]

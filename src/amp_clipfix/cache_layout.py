@@ -30,12 +30,13 @@ import stat
 import sys
 
 from amp_clipfix import __version__
-from amp_clipfix.observed import CACHE_DIR
+from amp_clipfix.observed import CACHE_DIR, blake2b
 
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
-    import hashlib
     from collections.abc import Callable
+
+    from amp_clipfix.observed import Blake2b
 
 FORMAT = "5"  # bump when the cached data's shape (or what a run computes from it) changes
 
@@ -66,7 +67,7 @@ _fingerprints: dict[tuple[object, ...], str] = {}
 
 def fingerprint() -> str:
     """The tool build and the interpreter a run's answers come from: amp-clipfix's version and
-    cache format, the sha256 of every module of the package (an edited checkout keeps its
+    cache format, the digest of every module of the package (an edited checkout keeps its
     version string, its sizes and even its modification times), the interpreter (3.12 parses
     what 3.11 cannot), and each sys.path folder with its modification time (installing or
     upgrading a package changes it). Once per process and interpreter state."""
@@ -78,9 +79,7 @@ def fingerprint() -> str:
     state = (sys.version, sys.executable, tuple(sys.path), current, package)
     known = _fingerprints.get(state)
     if known is None:
-        import hashlib  # here: a run without the cache never hashes
-
-        digest = hashlib.sha256()
+        digest = blake2b(digest_size=32)  # a run without the cache never hashes
         parts = [__version__, FORMAT, sys.version, sys.implementation.cache_tag or ""]
         parts.append(sys.executable)
         parts += [f"{entry}:{_modified(entry, current)}" for entry in sys.path]
@@ -102,7 +101,7 @@ def _modified(path: str, current: str) -> int:
         return -1
 
 
-def _hash_sources(folder: str, relative: str, digest: hashlib._Hash) -> None:
+def _hash_sources(folder: str, relative: str, digest: Blake2b) -> None:
     """Each module's (and package data file's) relative name and bytes, in name order."""
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
@@ -188,9 +187,7 @@ def _make_secret(path: str) -> None:
 
 
 def _tag(key: bytes, name: str, value: bytes) -> bytes:
-    import hashlib
-
-    digest = hashlib.blake2b(key=key, digest_size=TAG_BYTES, person=b"amp-clipfix")
+    digest = blake2b(key=key, digest_size=TAG_BYTES, person=b"amp-clipfix")
     digest.update(name.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(value)
     return digest.digest()
@@ -203,13 +200,15 @@ def seal(key: bytes, name: str, value: bytes) -> bytes:
 
 def unseal(key: bytes, name: str, data: bytes) -> bytes | None:
     """The value of a stored entry named `name`; None unless this key sealed it under that name."""
-    import hmac  # compare_digest: the time taken says nothing of the tag
+    # hmac.compare_digest where hmac finds no OpenSSL (importing hmac imports hashlib): the
+    # time taken says nothing of the tag
+    from _operator import _compare_digest as compare_digest
 
     head = len(SEAL) + TAG_BYTES
     if len(data) < head or not data.startswith(SEAL):
         return None
     value = data[head:]
-    return value if hmac.compare_digest(data[len(SEAL) : head], _tag(key, name, value)) else None
+    return value if compare_digest(data[len(SEAL) : head], _tag(key, name, value)) else None
 
 
 def read_file(path: str | os.PathLike[str], limit: int, dir_fd: int | None = None) -> bytes | None:

@@ -19,7 +19,6 @@ from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
 from amp_clipfix.project.pins import resolve_target, resolve_torch
-from amp_clipfix.project.style import Style, project_style
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
@@ -29,6 +28,7 @@ from amp_clipfix.sources.prefilter import holds, may_need_search
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
     from amp_clipfix.models import Edit, FileSites, Finding
+    from amp_clipfix.project.style import Style
     from amp_clipfix.rules.base import Rule
 
 
@@ -93,7 +93,11 @@ def run(
             cache=options.cache,
             keep_outcomes=project_options.fix,
         )
-        style = project_style(project.root) if options.fix else None  # once per project
+        style = None
+        if options.fix:  # once per project; a check never reads the style (nor configparser)
+            from amp_clipfix.project.style import project_style
+
+            style = project_style(project.root)
         result = process(
             collection,
             project_options,

@@ -71,11 +71,9 @@ def _is_terminal(stream: IO[str] | None) -> bool:
 def run_key(arguments: list[str]) -> str:
     """What decides a run besides the file system: the command line, the current folder, the
     environment, and the tool build with its interpreter and packages (`fingerprint`)."""
-    import hashlib  # here: a run that cannot be replayed never hashes
+    from amp_clipfix.cache_layout import fingerprint  # a run that cannot be replayed never hashes
 
-    from amp_clipfix.cache_layout import fingerprint
-
-    digest = hashlib.sha256()
+    digest = observed.blake2b(digest_size=32)
     environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
     parts = [fingerprint(), os.getcwd(), *arguments, "\0"]
     parts += [f"{name}={value}" for name, value in environment]

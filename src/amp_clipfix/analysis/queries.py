@@ -31,7 +31,6 @@ reused only when all of this holds, else it is computed as a cold run computes i
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -83,6 +82,8 @@ class Queries:
     ) -> None:
         self.cache, self.contents, self.searchable = cache, contents, searchable
         self.evaluator = evaluator  # the run's evaluator, None until one is made
+        import hashlib  # here: a run without the cache imports this module, never hashes
+
         self.reads = Reads()
         self.revision = {str(path): cache.digest(data) for path, data in contents.items()}
         listed = hashlib.sha256()
@@ -128,6 +129,8 @@ class Queries:
         search loaded): then it is computed again before a later query whether or not it moved
         the evaluator. `pure`: it reads only through a `recording` it makes and never the
         evaluator (`computed_pure`)."""
+        import hashlib
+
         from amp_clipfix.analysis.cache import canonical
 
         digest = hashlib.sha256(f"{self.chain}\0{name}\0".encode())
@@ -188,6 +191,8 @@ class Queries:
         return value
 
     def chain_answer(self, value: object) -> None:
+        import hashlib
+
         from amp_clipfix.analysis.cache import canonical
 
         digest = hashlib.sha256(f"{self.chain}\0=\0".encode())

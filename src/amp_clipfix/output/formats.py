@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Certainty, FileError, Finding, Site, Span
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.machine import (
     EditMap,
@@ -27,6 +26,9 @@ from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.output.safe_text import json_safe, terminal_safe
 from amp_clipfix.output.sarif import to_sarif as to_sarif  # every format is asked for here
 from amp_clipfix.paths import display_path
+
+if TYPE_CHECKING:  # models.py (dataclasses, inspect) only once a finding is shown
+    from amp_clipfix.models import FileError, Finding, Site, Span
 
 # The JSON document's own version: bumped when a key changes meaning or goes away (new keys
 # may appear without a bump). The shipped schema.json describes this version. 3: a review
@@ -44,6 +46,8 @@ def _range(span: Span) -> dict[str, int]:
 
 
 def _site_json(site: Site) -> dict[str, Any]:
+    from amp_clipfix.models import Certainty
+
     return {
         "role": site.kind.role,
         "kind": site.kind.value,
@@ -208,15 +212,16 @@ GITLAB_SEVERITY = {"error": "major", "warning": "minor", "note": "info"}
 def to_gitlab(findings: Sequence[Finding]) -> str:
     """A GitLab code quality report (a JSON array, `artifacts:reports:codequality`), one issue
     per finding that is not suppressed, with a stable fingerprint."""
+    shown = [finding for finding in sorted_findings(findings) if not finding.suppressed]
+    if not shown:  # an empty report imports neither the rules nor hashlib
+        return json_safe(json.dumps([], indent=2, ensure_ascii=False)) + "\n"
     import hashlib
 
     from amp_clipfix.rules import level_of
 
     prints = fingerprints(findings)
     issues = []
-    for finding in sorted_findings(findings):
-        if finding.suppressed:
-            continue
+    for finding in shown:
         primary = finding.primary
         in_file = file_span(primary) or primary.span
         issues.append(

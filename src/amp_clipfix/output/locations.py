@@ -11,11 +11,14 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
-from amp_clipfix.models import Site, Span
 from amp_clipfix.sources.notebook_json import source_value_offsets
 from amp_clipfix.sources.text import SourceError, decode_source
+
+if TYPE_CHECKING:  # models.py (dataclasses, inspect) only once a finding is shown
+    from amp_clipfix.models import Site, Span
 
 
 def file_span(site: Site) -> Span | None:
@@ -27,6 +30,8 @@ def file_span(site: Site) -> Span | None:
     last = notebook_file_line(str(site.path), site.cell, site.cell_span.end_line)
     if first is None or last is None:
         return None
+    from amp_clipfix.models import Span
+
     return Span(first, 0, max(first, last), 0)
 
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from amp_clipfix import __version__
-from amp_clipfix.models import Confidence, Edit, FileError, Finding, Site, Span
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.machine import (
     FINGERPRINT_KEY,
@@ -25,6 +24,9 @@ from amp_clipfix.output.machine import (
 from amp_clipfix.output.report import error_line, sorted_findings
 from amp_clipfix.output.safe_text import json_safe
 from amp_clipfix.paths import display_path
+
+if TYPE_CHECKING:  # models.py (dataclasses, inspect) only once a finding is shown
+    from amp_clipfix.models import Edit, FileError, Finding, Site, Span
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -140,6 +142,8 @@ def _sarif_result(
     if fixes:
         result["fixes"] = fixes
     # As in JSON: "review" when a piece is decided at run time.
+    from amp_clipfix.models import Confidence
+
     result["properties"] = {"confidence": Confidence(finding.confidence).value}
     assumed = summary.assumed_for(primary.path)
     if assumed is not None:

@@ -13,7 +13,6 @@ Files are read inside the project only; a file that cannot be read or parsed say
 
 from __future__ import annotations
 
-import configparser
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +89,8 @@ def quote_style(value: object) -> str | None:
 def flake8_length(path: Path, root: Path) -> int | None:
     if not observed.is_file(path):
         return None
+    import configparser  # only a project with a setup.cfg, tox.ini or .flake8 file
+
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(observed.read_inside(path, root).decode("utf-8"))
