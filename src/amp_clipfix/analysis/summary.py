@@ -31,6 +31,14 @@ from amp_clipfix.models import EntryId, Span
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
+# The statements that hold statements (blocks_of finds none in any other).
+COMPOUND = frozenset(
+    kind
+    for kind in vars(ast).values()
+    if isinstance(kind, type)
+    and issubclass(kind, ast.stmt)
+    and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
+)
 WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 NON_ASCII = re.compile(rb"[\x80-\xff]+")
 
@@ -246,15 +254,18 @@ class Summary:
             )
         return self._non_ascii
 
-    def calls_writing(self, *words: str) -> list[ast.Call]:
+    def calls_writing(self, *words: str, signs: tuple[bytes, ...] = ()) -> list[ast.Call]:
         """The calls of `walked_calls`, in its order, that may write one of `words` (ASCII
-        identifiers) in their callee or arguments: those on a line of the text that writes one
-        as a whole word, or that holds a byte outside ASCII (Python reads an identifier in its
-        NFKC form: `ﬁt` is `fit`). Every call when they are listed already, or a word is not
-        plain ASCII; a caller tests each call as it would test every call."""
+        identifiers) or `signs` (ASCII text, `{`) in their callee or arguments: those on a line
+        of the text that writes a word as a whole word or a sign anywhere, or that holds a byte
+        outside ASCII (Python reads an identifier in its NFKC form: `ﬁt` is `fit`). Every call
+        when they are listed already, or a word is not plain ASCII; a caller tests each call
+        as it would test every call."""
         if self._walked_calls is not None or not isinstance(self.lines, TextLines):
             return self.walked_calls()
         if not all(word.isascii() and word.isidentifier() for word in words):
+            return self.walked_calls()
+        if not all(sign.isascii() and sign for sign in signs):
             return self.walked_calls()
         data, starts = self.lines.data, self.lines.starts
         offsets = [*self.non_ascii()]
@@ -266,6 +277,8 @@ class Summary:
                     end == len(data) or data[end] not in WORD_BYTES
                 ):
                     offsets.append(start)
+        for sign in set(signs):
+            offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
         lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
         return calls_on_lines(self.tree, lines) if lines else []
 
@@ -277,9 +290,11 @@ class Summary:
             stack: list[ast.stmt] = list(self.tree.body)
             while stack:
                 statement = stack.pop()
-                if isinstance(statement, ast.ClassDef):
-                    classes.append(statement)
-                stack.extend(inner_statements(statement))
+                kind = type(statement)
+                if kind is ast.ClassDef:
+                    classes.append(statement)  # type: ignore[arg-type]
+                if kind in COMPOUND:  # the others hold no statement
+                    stack.extend(inner_statements(statement))
             classes.sort(key=lambda cls: (cls.lineno, cls.col_offset))
             self._classes = classes
         return self._classes
