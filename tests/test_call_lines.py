@@ -177,3 +177,15 @@ def test_every_module_here_gives_the_whole_walks_answers(chunk: int) -> None:
         parents = {child: node for node in walk(gated.tree) for child in ast.iter_child_nodes(node)}
         for call in all_calls(gated)[::7]:
             assert gated.parent(call) is parents[call], (path, call.lineno)
+
+
+def test_a_keyword_on_a_later_line_finds_its_call() -> None:
+    """plugin_entries' calls: a `plugins=` keyword written lines below the call's start."""
+    text = "import lightning as L\n\nx = f(g(1))\ntrainer = L.Trainer(\n    devices=1,\n"
+    text += "    plugins=[MixedPrecision('16-mixed', 'cpu')],\n)\n"
+    summary = summary_of(text)
+    listed = summary.calls_writing("plugins")
+    with_keyword = [c for c in all_calls(summary) if any(k.arg == "plugins" for k in c.keywords)]
+    assert [c for c in listed if c in with_keyword] == with_keyword
+    assert [call.lineno for call in with_keyword] == [4]
+    assert all(call.lineno != 3 for call in listed)  # `f(g(1))` is on no line writing it
