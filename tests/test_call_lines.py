@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis.nodes import calls_in, calls_on_lines, walk
+from amp_clipfix.analysis.nodes import calls_in, walk
 from amp_clipfix.analysis.python_configs import walk as mappings
 from amp_clipfix.analysis.summary import Summary, called_name, summarise
 
@@ -123,7 +123,7 @@ def test_lines_not_writing_the_name_are_not_walked() -> None:
     visited), and a module that never writes the name gives none without a whole walk."""
     summary = summary_of("def a():\n    g(h(1))\n\n\ndef b():\n    fit(2)\n")
     assert [call.lineno for call in summary.calls_writing("fit")] == [6]
-    assert calls_on_lines(summary.tree, [6]) == summary.calls("fit")
+    assert calls_in(summary.tree, [6]) == summary.calls("fit")
     assert summary.calls("nothing") == []
     assert summary._walked_calls is None  # never listed whole
 

@@ -155,13 +155,8 @@ def test_the_search_follows_a_fused_value_out_of_its_factory(
 NO_ORIGIN = "# fused: kernels are not used in this project\n"
 
 
-def test_no_origin_anywhere_reads_no_module_class(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No `fused` value anywhere (none escapes, no function holds one): no method can give a
-    site, so no class is looked at and the module's file is never summarised for it."""
-    (tmp_path / "factory.py").write_text(PLAIN_FACTORY, "utf-8")
-    (tmp_path / "model.py").write_text(NO_ORIGIN + MODULE.format(factory="factory"), "utf-8")
+def classes_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the classes the optimizer search looks at, as it looks at them."""
     looked_at: list[str] = []
     classes = resolve_optimizers.OptimizerSearch.class_optimizers
 
@@ -170,6 +165,17 @@ def test_no_origin_anywhere_reads_no_module_class(
         classes(self, cls)  # type: ignore[arg-type]
 
     monkeypatch.setattr(resolve_optimizers.OptimizerSearch, "class_optimizers", noted)
+    return looked_at
+
+
+def test_no_origin_anywhere_reads_no_module_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No `fused` value anywhere (none escapes, no function holds one): no method can give a
+    site, so no class is looked at and the module's file is never summarised for it."""
+    (tmp_path / "factory.py").write_text(PLAIN_FACTORY, "utf-8")
+    (tmp_path / "model.py").write_text(NO_ORIGIN + MODULE.format(factory="factory"), "utf-8")
+    looked_at = classes_read(monkeypatch)
     code, output, evaluated = check(tmp_path, monkeypatch)
 
     assert code == 0, output
@@ -185,14 +191,7 @@ def test_a_holder_anywhere_still_reads_the_module_classes(
     (tmp_path / "adan.py").write_text(OWN_OPTIMIZER, "utf-8")
     (tmp_path / "factory.py").write_text(PLAIN_FACTORY, "utf-8")
     (tmp_path / "model.py").write_text(NO_ORIGIN + MODULE.format(factory="factory"), "utf-8")
-    looked_at: list[str] = []
-    classes = resolve_optimizers.OptimizerSearch.class_optimizers
-
-    def noted(self: object, cls: object) -> None:
-        looked_at.append(cls.node.name)  # type: ignore[attr-defined]
-        classes(self, cls)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(resolve_optimizers.OptimizerSearch, "class_optimizers", noted)
+    looked_at = classes_read(monkeypatch)
     code, output, evaluated = check(tmp_path, monkeypatch)
 
     assert code == 0, output

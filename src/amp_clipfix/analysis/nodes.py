@@ -56,40 +56,19 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield current
 
 
-def calls_in(tree: ast.AST) -> list[ast.Call]:
+def calls_in(tree: ast.AST, lines: Sequence[int] | None = None) -> list[ast.Call]:
     """The calls of `[n for n in walk(tree) if isinstance(n, ast.Call)]`, in that order, from
-    one loop (no generator, no list per node): the list every call-wide search reads."""
+    one loop (no generator, no list per node). With `lines` (sorted), those of them that lie
+    on one of `lines` or in a node without a position: the walk goes only into the nodes
+    whose lines hold one of `lines`. A call whose callee or argument is written on one of
+    them is among these, as every node around it spans that line too: a `def`'s or
+    `class`'s decorators are counted from their own first line, and what is inside an
+    f-string (whose inner positions Python before 3.12 may misplace) is walked whole, never
+    by its positions."""
     found: list[ast.Call] = []
-    todo = [tree]
-    fields_of, call, leaves = FIELDS.get, ast.Call, LEAVES
-    for node in todo:  # grows as it goes: breadth first
-        kind = type(node)
-        if kind is call:
-            found.append(node)  # type: ignore[arg-type]
-        elif kind in leaves:
-            continue
-        fields = fields_of(kind)
-        if fields is None:
-            fields = node_fields(kind)
-        for field in fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                todo.extend(item for item in value if isinstance(item, AST))
-            elif isinstance(value, AST) and not isinstance(value, CONTEXT):
-                todo.append(value)
-    return found
-
-
-def calls_on_lines(tree: ast.AST, lines: Sequence[int]) -> list[ast.Call]:
-    """The calls of `calls_in(tree)`, in its order, that lie on a line of `lines` (sorted)
-    or in a node that has no position: the walk goes only into the nodes whose lines hold one
-    of `lines`. A call whose callee or argument is written on one of them is among these, as
-    every node around it spans that line too: a `def`'s or `class`'s decorators are counted
-    from their own first line, and what is inside an f-string (whose inner positions Python
-    before 3.12 may misplace) is walked whole, never by its positions."""
-    found: list[ast.Call] = []
-    todo: list[tuple[ast.AST, bool]] = [(tree, True)]
+    todo: list[tuple[ast.AST, bool]] = [(tree, lines is not None)]
     fields_of, call, leaves, joined = FIELDS.get, ast.Call, LEAVES, ast.JoinedStr
+    lines = lines or ()
     count = len(lines)
     for node, pruned in todo:  # grows as it goes: breadth first
         kind = type(node)

@@ -21,7 +21,6 @@ from typing import overload
 
 from amp_clipfix.analysis.nodes import (
     calls_in,
-    calls_on_lines,
     child_nodes,
     node_fields,
     target_names,
@@ -280,7 +279,7 @@ class Summary:
         for sign in set(signs):
             offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
         lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
-        return calls_on_lines(self.tree, lines) if lines else []
+        return calls_in(self.tree, lines) if lines else []
 
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth, in source order. A class is a
