@@ -148,3 +148,52 @@ def test_the_search_follows_a_fused_value_out_of_its_factory(
     assert code == 1, output
     assert "ACF002" in output
     assert "configure_optimizers" in evaluated
+
+
+# `fused` written where no value can be one (a comment the scan cannot tell from code): the
+# module's file is read for origins, holds none, and is one the search may read.
+NO_ORIGIN = "# fused: kernels are not used in this project\n"
+
+
+def classes_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the classes the optimizer search looks at, as it looks at them."""
+    looked_at: list[str] = []
+    classes = resolve_optimizers.OptimizerSearch.class_optimizers
+
+    def noted(self: object, cls: object) -> None:
+        looked_at.append(cls.node.name)  # type: ignore[attr-defined]
+        classes(self, cls)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(resolve_optimizers.OptimizerSearch, "class_optimizers", noted)
+    return looked_at
+
+
+def test_no_origin_anywhere_reads_no_module_class(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No `fused` value anywhere (none escapes, no function holds one): no method can give a
+    site, so no class is looked at and the module's file is never summarised for it."""
+    (tmp_path / "factory.py").write_text(PLAIN_FACTORY, "utf-8")
+    (tmp_path / "model.py").write_text(NO_ORIGIN + MODULE.format(factory="factory"), "utf-8")
+    looked_at = classes_read(monkeypatch)
+    code, output, evaluated = check(tmp_path, monkeypatch)
+
+    assert code == 0, output
+    assert looked_at == [] and evaluated == []
+
+
+def test_a_holder_anywhere_still_reads_the_module_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same project with a function that holds a `fused` value (an optimizer of its own):
+    the gate lets the module classes in again, each is read (and only the holder's methods
+    would be evaluated); a fused value that escapes is followed as before (the test above)."""
+    (tmp_path / "adan.py").write_text(OWN_OPTIMIZER, "utf-8")
+    (tmp_path / "factory.py").write_text(PLAIN_FACTORY, "utf-8")
+    (tmp_path / "model.py").write_text(NO_ORIGIN + MODULE.format(factory="factory"), "utf-8")
+    looked_at = classes_read(monkeypatch)
+    code, output, evaluated = check(tmp_path, monkeypatch)
+
+    assert code == 0, output
+    assert "Model" in looked_at
+    assert "configure_optimizers" not in evaluated

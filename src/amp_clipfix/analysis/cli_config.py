@@ -136,12 +136,16 @@ def config_documents(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.expr]
 
     contents = facts.evaluator.contents
     for path in sorted(contents, key=str):
-        if is_library(path) or DOCUMENT_CALL.search(contents[path]) is None:
+        data = contents[path]
+        if is_library(path) or not (b"create" in data or b"DictConfig" in data):
+            continue  # the search below needs one of them: most files are ruled out at once
+        if DOCUMENT_CALL.search(data) is None:
             continue
         file = facts.file(path)
         if file is None:
             continue
-        for call in file.summary.walked_calls():
+        # a mapping is written `{...}` or `dict(...)`: the calls on other lines have none
+        for call in file.summary.calls_writing("dict", signs=(b"{",)):
             # A first argument with no mapping in it (a name, a loaded file) gives no setting
             # and names no model (python_configs.walk): its callee is not evaluated.
             if not call.args or next(python_configs.walk(call.args[0]), None) is None:

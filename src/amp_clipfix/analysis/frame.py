@@ -145,7 +145,6 @@ class EvaluatorBase:
         # a call made through a `functools.partial` as the call of its function, by (partial,
         # call); the partial and the call kept alive with it (passed.partial_call)
         self.partial_calls: dict[tuple[int, int], tuple[object, ast.Call, ast.Call]] = {}
-        self.passing_index: dict[Path, dict[str, list[ast.Call]]] = {}  # passed.passing
         self.passed_nesting = 0  # passed.passed_calls running inside one another
         self.param_uses: dict[int, tuple[frozenset[str], frozenset[str]]] = {}  # by function
         # The memos (see `enter` / `leave`): hard cuts counted (a budget spent, a bound such as

@@ -46,7 +46,7 @@ class PassedCalls(EvaluatorBase):
         """The calls of `function` (`cls`: a class whose instantiation calls its `__init__`)
         made through the calls of `summary` that pass it as an argument."""
         wanted = wanted_name(function, cls)
-        outers = self.passing(summary).get(wanted, ())
+        outers = summary.passing(wanted)
         if not outers:
             return []
         if self.passed_nesting >= MAX_NESTED:
@@ -66,18 +66,6 @@ class PassedCalls(EvaluatorBase):
             ]
         finally:
             self.passed_nesting -= 1
-
-    def passing(self, summary: Summary) -> dict[str, list[ast.Call]]:
-        """The module's calls by the names their arguments write (`f(x)`, `f(key=self.x)`:
-        under "x"), indexed once per module from the calls it lists anyway."""
-        key = summary.path
-        if key not in self.passing_index:
-            index: dict[str, list[ast.Call]] = {}
-            for call in summary.walked_calls():
-                for name in sorted({n for arg in arguments(call) if (n := called_name(arg))}):
-                    index.setdefault(name, []).append(call)
-            self.passing_index[key] = index
-        return self.passing_index[key]
 
     def calls_through(
         self,
@@ -148,7 +136,7 @@ class PassedCalls(EvaluatorBase):
                 at = self.ctx_of(summary, call)
                 if self.is_callable(self.ev(call.func, at), function, cls):
                     found.append((call, at))
-            for outer in self.passing(summary).get(name, ()):
+            for outer in summary.passing(name):
                 at = self.ctx_of(summary, outer)
                 found.extend(self.calls_through(outer, at, function, cls, depth, stored))
         return found

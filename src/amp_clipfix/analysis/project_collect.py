@@ -284,8 +284,9 @@ def collect_stages(
     else:
         unread_trainers = unread
     stage = passing(unread_trainers, Stage.TRAINER, collection)
+    staged = set(stage)  # `in` a list of thousands, for each of thousands: 0.3 s on NeMo
     clips = {
-        p for p, d in unread.items() if p not in stage and not read_as_config(p) and may_clip(d)
+        p for p, d in unread.items() if p not in staged and not read_as_config(p) and may_clip(d)
     }
     from amp_clipfix.analysis.resolve_base import clipping_files
 

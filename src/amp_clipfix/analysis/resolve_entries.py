@@ -247,7 +247,7 @@ class EntrySearch(RefineSites):
         passing = set(scan(self.contents, holds(b"plugins"), matches(PLUGINS)))
         among = {path for path, _ in free} | relevant_among(self.ev, passing)
         for summary in self.summaries_with(b"plugins", among=among & passing):
-            for call in summary.walked_calls():
+            for call in summary.calls_writing("plugins"):  # the keyword's line is the call's
                 plugins = next((k.value for k in call.keywords if k.arg == "plugins"), None)
                 if plugins is None:
                     continue

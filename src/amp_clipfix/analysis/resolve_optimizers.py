@@ -47,6 +47,8 @@ class OptimizerSearch(ResolutionBase):
             return
         modules = project_modules(self.ev.by_module)
         self.origins = fused_origins(self.files, self.ev.contents, self.ev.summary, modules)
+        if not self.origins.escapes and not self.origins.holders:
+            return  # no method can give a site (may_yield says no to each): no class is read
         for summary in self.summaries_with(*CLASS_WORDS, among=among):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))

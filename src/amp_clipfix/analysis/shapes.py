@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from amp_clipfix.analysis.nodes import child_nodes, literal_text, target_names
+from amp_clipfix.analysis.nodes import LEAVES, child_nodes, literal_text, target_names
 from amp_clipfix.analysis.summary import Summary
 
 
@@ -22,14 +22,21 @@ def literal_of(node: ast.AST) -> str | None:
     return None
 
 
-def function_body_nodes(function: ast.AST) -> Iterable[ast.AST]:
-    """The nodes of a function's own body (not of functions or classes defined inside)."""
+def function_body_nodes(function: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's own body (not of functions or classes defined inside), in
+    the order of a stack: each node's children are taken last first."""
+    found: list[ast.AST] = []
     stack = child_nodes(function)
+    pop, append, extend = stack.pop, found.append, stack.extend
     while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(child_nodes(node))
+        node = pop()
+        append(node)
+        if not isinstance(node, SCOPES) and type(node) not in LEAVES:
+            extend(child_nodes(node))
+    return found
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def all_params(args: ast.arguments) -> list[ast.arg]:

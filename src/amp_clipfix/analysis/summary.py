@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from array import array
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -18,12 +19,27 @@ from operator import add
 from pathlib import Path
 from typing import overload
 
-from amp_clipfix.analysis.nodes import child_nodes, node_fields, target_names, walk
+from amp_clipfix.analysis.nodes import (
+    calls_in,
+    child_nodes,
+    node_fields,
+    target_names,
+)
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.models import EntryId, Span
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
+# The statements that hold statements (blocks_of finds none in any other).
+COMPOUND = frozenset(
+    kind
+    for kind in vars(ast).values()
+    if isinstance(kind, type)
+    and issubclass(kind, ast.stmt)
+    and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
+)
+WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+NON_ASCII = re.compile(rb"[\x80-\xff]+")
 
 
 def called_name(func: ast.expr) -> str | None:
@@ -91,7 +107,9 @@ class Summary:
     _parents: dict[ast.AST, ast.AST] | None = None
     _indexed: set[int] = field(default_factory=set)
     _starts: list[int] = field(default_factory=list)
-    _calls: dict[str, list[ast.Call]] | None = None
+    _calls: dict[str, list[ast.Call]] = field(default_factory=dict)  # by callee name
+    _passing: dict[str, list[ast.Call]] = field(default_factory=dict)  # by argument name
+    _non_ascii: list[int] | None = None
     _walked_calls: list[ast.Call] | None = None
     _classes: list[ast.ClassDef] | None = None
     _walked_statements: list[ast.stmt] | None = None
@@ -149,9 +167,12 @@ class Summary:
                 index -= 1
             if position + 1 < len(body) and first_line(body[position + 1]) <= line:
                 around.append(position + 1)  # in a decorator, above its `def` line
+            for index in around:
+                if index not in self._indexed and self.find_down(body[index], node):
+                    return self._parents.get(node)
         else:  # a node without a position (`arguments`): every statement
             around = list(range(len(body)))
-        for index in around:
+        for index in around:  # found nowhere on the way down: every node of the statements
             if index in self._indexed:
                 continue
             self._indexed.add(index)
@@ -163,12 +184,102 @@ class Summary:
                     stack.append(child)
         return self._parents.get(node)
 
+    def find_down(self, top: ast.AST, node: ast.AST) -> bool:
+        """Whether `node` is found below `top` going down only into the nodes whose position
+        holds its own (and those without a position); the parents of the children of each
+        node passed are noted. Most of a large statement is never mapped: the way to a node
+        is a few nodes wide. Positions that mislead (an f-string's inside, before Python 3.12)
+        only make it miss, and the caller then maps the whole statement."""
+        assert self._parents is not None
+        parents = self._parents
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        end = (node.end_lineno or line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        stack = [top]
+        while stack:
+            current = stack.pop()
+            for child in child_nodes(current):
+                parents[child] = current
+                if child is node:
+                    return True
+                start = getattr(child, "lineno", None)
+                if start is None:
+                    stack.append(child)
+                    continue
+                decorators = getattr(child, "decorator_list", None)
+                first = (min(start, *(d.lineno for d in decorators)), 0) if decorators else None
+                if (first or (start, child.col_offset)) <= (line, column) and end <= (  # type: ignore[attr-defined]
+                    child.end_lineno or start,  # type: ignore[attr-defined]
+                    child.end_col_offset or 0,  # type: ignore[attr-defined]
+                ):
+                    stack.append(child)
+        return False
+
     def calls(self, last_name: str) -> list[ast.Call]:
-        """Calls whose callee's last name is `last_name` (`f(...)`, `x.f(...)`)."""
-        if self._calls is None:
-            self.index()
-        assert self._calls is not None
-        return self._calls.get(last_name, [])
+        """Calls whose callee's last name is `last_name` (`f(...)`, `x.f(...)`), in source
+        order; found once per name, walking only the lines that write it (calls_writing)."""
+        found = self._calls.get(last_name)
+        if found is None:
+            found = [
+                node
+                for node in self.calls_writing(last_name)
+                if called_name(node.func) == last_name
+            ]
+            found.sort(key=lambda call: (call.lineno, call.col_offset))
+            self._calls[last_name] = found
+        return found
+
+    def passing(self, name: str) -> list[ast.Call]:
+        """The calls, in `walked_calls`' order, one of whose arguments (positional or keyword,
+        `*x` / `**x` as written) is written `name` or `x.name`: what may pass on a function
+        of that name. Found once per name, as `calls`."""
+        found = self._passing.get(name)
+        if found is None:
+            found = [
+                node
+                for node in self.calls_writing(name)
+                if any(called_name(arg) == name for arg in node.args)
+                or any(called_name(keyword.value) == name for keyword in node.keywords)
+            ]
+            self._passing[name] = found
+        return found
+
+    def non_ascii(self) -> list[int]:
+        """Where the text's runs of bytes outside ASCII start (none in most modules)."""
+        if self._non_ascii is None:
+            assert isinstance(self.lines, TextLines)
+            data = self.lines.data
+            self._non_ascii = (
+                [] if data.isascii() else [m.start() for m in NON_ASCII.finditer(data)]
+            )
+        return self._non_ascii
+
+    def calls_writing(self, *words: str, signs: tuple[bytes, ...] = ()) -> list[ast.Call]:
+        """The calls of `walked_calls`, in its order, that may write one of `words` (ASCII
+        identifiers) or `signs` (ASCII text, `{`) in their callee or arguments: those on a line
+        of the text that writes a word as a whole word or a sign anywhere, or that holds a byte
+        outside ASCII (Python reads an identifier in its NFKC form: `ﬁt` is `fit`). Every call
+        when they are listed already, or a word is not plain ASCII; a caller tests each call
+        as it would test every call."""
+        if self._walked_calls is not None or not isinstance(self.lines, TextLines):
+            return self.walked_calls()
+        if not all(word.isascii() and word.isidentifier() for word in words):
+            return self.walked_calls()
+        if not all(sign.isascii() and sign for sign in signs):
+            return self.walked_calls()
+        data, starts = self.lines.data, self.lines.starts
+        offsets = [*self.non_ascii()]
+        for word in set(words):
+            # a literal is found by a fast scan; its neighbours are tested here
+            for match in re.finditer(re.escape(word.encode("ascii")), data):
+                start, end = match.span()
+                if (start == 0 or data[start - 1] not in WORD_BYTES) and (
+                    end == len(data) or data[end] not in WORD_BYTES
+                ):
+                    offsets.append(start)
+        for sign in set(signs):
+            offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
+        lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
+        return calls_in(self.tree, lines) if lines else []
 
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth, in source order. A class is a
@@ -178,9 +289,11 @@ class Summary:
             stack: list[ast.stmt] = list(self.tree.body)
             while stack:
                 statement = stack.pop()
-                if isinstance(statement, ast.ClassDef):
-                    classes.append(statement)
-                stack.extend(inner_statements(statement))
+                kind = type(statement)
+                if kind is ast.ClassDef:
+                    classes.append(statement)  # type: ignore[arg-type]
+                if kind in COMPOUND:  # the others hold no statement
+                    stack.extend(inner_statements(statement))
             classes.sort(key=lambda cls: (cls.lineno, cls.col_offset))
             self._classes = classes
         return self._classes
@@ -213,19 +326,8 @@ class Summary:
         the searches that look at every call (Trainer calls, `fit` calls, library calls) read
         this list instead of walking the whole tree again each."""
         if self._walked_calls is None:
-            self._walked_calls = [node for node in walk(self.tree) if isinstance(node, ast.Call)]
+            self._walked_calls = calls_in(self.tree)
         return self._walked_calls
-
-    def index(self) -> None:
-        """Calls by name, from the one walk of `walked_calls` (once per module)."""
-        calls: dict[str, list[ast.Call]] = {}
-        for node in self.walked_calls():
-            name = called_name(node.func)
-            if name is not None:
-                calls.setdefault(name, []).append(node)
-        for found in calls.values():
-            found.sort(key=lambda call: (call.lineno, call.col_offset))
-        self._calls = calls
 
     def enclosing(self, node: ast.AST) -> tuple[ast.AST | None, ast.ClassDef | None]:
         """The innermost function (or lambda) around `node` and the class around that."""
