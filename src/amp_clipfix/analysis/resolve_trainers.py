@@ -60,7 +60,7 @@ class TrainerSearch(EntrySearch):
                         if entries is not None:
                             values.extend(self.ev.force(entries.get(key, [])))
             for value in values:
-                if isinstance(value, Lit) and not self.counts(kind, value.value):
+                if isinstance(value, Lit) and not self.counts(kind, value):
                     continue
                 if not isinstance(value, (Lit, Opaque)):
                     continue
@@ -266,7 +266,7 @@ class TrainerSearch(EntrySearch):
                 ("gradient_clip_val", SiteKind.TRAINER_CLIP),
             ):
                 for item in self.ev.force(entries.get(key, [])):
-                    if isinstance(item, Lit) and not self.counts(kind, item.value):
+                    if isinstance(item, Lit) and not self.counts(kind, item):
                         continue
                     if not isinstance(item, (Lit, Opaque)):
                         continue
