@@ -321,10 +321,9 @@ class Evaluator(
                 into.closed = False
 
     def ev_subscript(self, node: ast.Subscript, ctx: Ctx) -> list[object]:
-        known, key = constant_of(node.slice)
+        (known, key), base = constant_of(node.slice), node.value
         name = key if isinstance(key, str) else None  # a dict's key (dicts keep str keys)
         index = key if isinstance(key, int) and not isinstance(key, bool) else None
-        base = node.value
         if name is not None and isinstance(base, ast.Attribute) and base.attr == "hparams":
             owners = [v for v in self.ev(base.value, ctx) if isinstance(v, SelfV)]
             if owners:
@@ -338,7 +337,7 @@ class Evaluator(
                 for entry in value.entries.values():
                     values.extend(self.force(entry))
             elif isinstance(value, TupleV) and index is not None:
-                if -len(value.items) <= index < len(value.items):
+                if -len(value.items) <= index < len(value.items):  # else IndexError
                     values.extend(self.force(value.items[index]))
             else:
                 values.append(Opaque(node, ctx.summary))

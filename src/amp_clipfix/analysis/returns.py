@@ -15,7 +15,11 @@ from amp_clipfix.analysis.frame import (
     argument_key,
 )
 from amp_clipfix.analysis.shapes import all_params, declared_global
-from amp_clipfix.analysis.values import Fn, Opaque
+from amp_clipfix.analysis.values import DictV, Fn, Opaque, TupleV, constant_of
+
+# How deep a memo key follows what an argument holds (a dict of arguments evaluated already,
+# holding dicts...): below it, by expression and context. A dict may hold itself.
+KEY_DEPTH = 4
 
 
 class CallReturns(EvaluatorBase):
@@ -81,20 +85,41 @@ class CallReturns(EvaluatorBase):
             ]
         return self.returns_nodes[key]
 
-    def argument_keys(self, items: list[object]) -> tuple[object, ...]:
-        """What a parameter is bound to, as a memo key's part: the key of each item
-        (frame.argument_key); a name that only passes on a parameter of the function it is
-        written in (`return self.inner.f(samples)` in a wrapper) by what that parameter is
-        bound to, so a call passed the same values along another path reads the same answer."""
+    def argument_keys(self, items: list[object], depth: int = 0) -> tuple[object, ...]:
+        """What a parameter is bound to, as a memo key's part: what each item is, not which
+        object holds it (values.memo_key), so equal values passed in two calling contexts meet.
+        A name that only passes on a parameter of the function it is written in (`return
+        self.inner.f(samples)` in a wrapper) by what that parameter is bound to; any other name
+        read in a bound context (a local of a call being followed: `conf` in NeMo's
+        `load_config_and_state_dict`, made anew for each of its callers) by the values it
+        holds there; a literal by itself. Else, and past KEY_DEPTH, an argument by its
+        expression and context (frame.argument_key): a name of a shared context is one object
+        already, and an expression that is no name is not evaluated for a key (its calls may
+        cost what the answer never needs)."""
         keys: list[object] = []
         for item in items:
             passed = self.passed_on(item)
-            if passed is None:
-                keys.append(argument_key(item))
-                continue
-            inner = self.argument_keys(passed)
-            keys.extend(k for k in inner if k not in keys)
+            found = self.item_keys(item, depth) if passed is None else self.argument_keys(passed)
+            keys.extend(k for k in found if k not in keys)
         return tuple(keys)
+
+    def item_keys(self, item: object, depth: int) -> tuple[object, ...]:
+        if depth >= KEY_DEPTH:
+            return (argument_key(item),)
+        if isinstance(item, Thunk):
+            if item.ctx.bindings is not None and isinstance(item.expr, ast.Name):
+                values = self.ev(item.expr, item.ctx)
+                self.keep.append(values)  # the key's ids stay those of live values
+                return self.argument_keys(values, depth + 1)
+            if item.ctx.depth <= MAX_DEPTH and constant_of(item.expr)[0]:
+                return (("lit", id(item.expr)),)  # what ev_node makes of it, in any context
+            return (argument_key(item),)
+        if isinstance(item, DictV):
+            entries = tuple((k, self.argument_keys(v, depth + 1)) for k, v in item.entries.items())
+            return (("dict", item.closed, entries),)
+        if isinstance(item, TupleV):
+            return (("tuple", tuple(self.argument_keys(v, depth + 1) for v in item.items)),)
+        return (argument_key(item),)
 
     def passed_on(self, item: object) -> list[object] | None:
         """The items a parameter is bound to when `item` is a Thunk reading just that

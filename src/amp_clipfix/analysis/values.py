@@ -13,7 +13,7 @@ arguments of a call (returns.py) meets it again. Values are slotted (NeMo holds 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
@@ -227,3 +227,28 @@ class FabricV:
     entry: EntryId | None
     call: ast.Call | None = None  # the `Fabric(...)` call, as for TrainerV
     summary: Summary | None = None
+
+
+def memo_key(value: object) -> Hashable:
+    """What a value is, as a memo key's part: equal for the same value made again in another
+    calling context (the evaluator makes a `Lit` per context it reads the literal in). A literal
+    is the constant written at its node (the node stays in the key: a finding shows where the
+    literal is written), a library name its qualified name, a module, class or function of the
+    project its node, "decided at run time" the place it is decided at; an instance, a partial,
+    a lambda or an optimizer by the object (what they hold was read in their own context)."""
+    if isinstance(value, Lit):
+        return ("lit", id(value.node))
+    if isinstance(value, Opaque):
+        return (type(value).__name__, id(value.node), id(value.summary))
+    if isinstance(value, Ext):
+        return ("ext", value.qname)
+    if isinstance(value, ClsV):
+        return ("cls", id(value.node))
+    if isinstance(value, ModuleV):
+        return ("module", id(value.summary))
+    if isinstance(value, Fn):
+        receiver = None if value.receiver is None else id(value.receiver.node)
+        return ("fn", id(value.node), id(value.cls), value.bound, receiver)
+    if isinstance(value, SelfV):
+        return ("self", id(value.cls.node), value.is_super)
+    return id(value)
