@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from evaluated import one_module
 
 from amp_clipfix.analysis.values import Lit, Opaque, constant_of, is_off
 from amp_clipfix.cli import main
@@ -71,3 +72,27 @@ def test_other_expressions_are_no_literal(code: str) -> None:
 
 def test_a_value_decided_at_run_time_is_not_off() -> None:
     assert not is_off(Opaque(ast.Name("flag"), None))  # type: ignore[arg-type]
+
+
+KEYS = """\
+d = {}
+d[1] = True
+d["1"] = False
+t = (True, False)
+a = d["1"]
+b = t[1]
+c = t["1"]
+"""
+
+
+def test_keys_and_indexes_are_compared_as_constants(tmp_path: Path) -> None:
+    """`d[1]` is no `d["1"]`, and a string indexes no tuple (both were the text `1`)."""
+    evaluator, summary = one_module(tmp_path, KEYS)
+    shown = {}
+    for node in summary.tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id in ("a", "b", "c"):
+            value = node.value  # type: ignore[union-attr]
+            values = evaluator.force(evaluator.ev(value, evaluator.ctx_of(summary, value)))
+            shown[target.id] = [v.text if isinstance(v, Lit) else "?" for v in values]
+    assert shown == {"a": ["False"], "b": ["False"], "c": ["?"]}

@@ -26,7 +26,7 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
-from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 
 CLI_WORD = b"LightningCLI"
@@ -69,7 +69,7 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
     for file, call in calls:
         model = keyword_value(call, "model_class") or (call.args[0] if call.args else None)
         subclasses = keyword_value(call, "subclass_mode_model")
-        if subclasses is not None and literal_of(subclasses) != "False":
+        if subclasses is not None and constant_of(subclasses)[1] is not False:
             cli.unknown = True  # any subclass a config names
         if model is None:
             config_models(facts, cli, documents)

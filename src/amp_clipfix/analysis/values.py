@@ -37,6 +37,13 @@ def constant_of(node: ast.AST) -> tuple[bool, object]:
     return (False, None)
 
 
+def string_of(node: ast.AST) -> str | None:
+    """The string a node writes (`"precision"`), else None: a dict key the evaluator follows
+    (a dict's entries are its string keys; `d[1]` is no `d["1"]`)."""
+    known, constant = constant_of(node)
+    return constant if known and isinstance(constant, str) else None
+
+
 @dataclass(eq=False, slots=True)
 class Lit:
     """A literal written in the code (`True`, `"16-mixed"`, `1.0`) and where it is written:
