@@ -14,7 +14,8 @@ from amp_clipfix.analysis.values import ClsV, Ext, Lit, Opaque, Opt, memo_key
 
 # `build` is reached through `load` from five callers, each passing its own path: `load` is
 # followed in five bound contexts, and in each its local `conf` holds the same value (what the
-# unknown `read` returns, decided at run time at one place).
+# unknown `read` makes of the same `override`), whatever the path (NeMo's
+# `load_config_and_state_dict`: `restore_path` differs, `conf` does not).
 SOURCE = """\
 import torch
 
@@ -23,8 +24,9 @@ def build(conf):
     return torch.optim.AdamW(conf.parameters, lr=conf.lr, fused=True)
 
 
-def load(path):
-    conf = read(path)
+def load(path, override=None):
+    unpack(path)
+    conf = read(override)
     return build(conf)
 
 

@@ -173,6 +173,7 @@ class EvaluatorBase:
         # evaluate.returns: a function's return values by the values of the parameters it reads
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
+        self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members
         self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
