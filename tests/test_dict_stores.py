@@ -30,7 +30,7 @@ def entry(values: list[object], key: str) -> list[str]:
     (value,) = values
     assert isinstance(value, DictV)
     return [
-        item.value if isinstance(item, Lit) else "?" if isinstance(item, Opaque) else repr(item)
+        item.text if isinstance(item, Lit) else "?" if isinstance(item, Opaque) else repr(item)
         for item in value.entries.get(key, [])
     ]
 

@@ -63,7 +63,7 @@ def render(values: list[object], evaluator: Evaluator) -> list[str]:
     shown = []
     for value in evaluator.force(values):
         if isinstance(value, Lit):
-            shown.append(f"Lit {value.value}")
+            shown.append(f"Lit {value.text}")
         elif isinstance(value, Opaque):
             shown.append(f"Opaque {getattr(value.node, 'lineno', None)}")
         else:

@@ -52,7 +52,7 @@ def precision_of(tmp_path: Path, body: str, argument: str = "precision") -> list
     call = summary.calls("Trainer")[-1]
     value = next(k.value for k in call.keywords if k.arg == argument)
     values = evaluator.force(evaluator.ev(value, evaluator.ctx_of(summary, value)))
-    return [v.value if isinstance(v, Lit) else "?" if isinstance(v, Opaque) else "" for v in values]
+    return [v.text if isinstance(v, Lit) else "?" if isinstance(v, Opaque) else "" for v in values]
 
 
 @pytest.mark.parametrize(

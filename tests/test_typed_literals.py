@@ -1,4 +1,4 @@
-"""A literal's value is the constant Python reads (`analysis.values.Lit.constant`), not its
+"""A literal's value is the constant Python reads (`analysis.values.Lit.value`), not its
 text: `enabled=False` turns a GradScaler off, the string `"False"` (truthy) does not, and an
 `error_if_nonfinite` / `fused` flag is off only for a literal `False` or `None`."""
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from evaluated import one_module
 
-from amp_clipfix.analysis.values import Lit, Opaque, is_off
+from amp_clipfix.analysis.values import Lit, Opaque, constant_of, is_off
 from amp_clipfix.cli import main
 from amp_clipfix.rules import RULES
 
@@ -43,22 +44,55 @@ def test_the_string_false_is_no_false(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 @pytest.mark.parametrize(
-    ("code", "constant", "off"),
+    ("code", "constant", "off", "text"),
     [
-        ("False", False, True),
-        ("None", None, True),
-        ("True", True, False),
-        ("0", 0, False),
-        ('"False"', "False", False),
-        ("-1.5", -1.5, False),
+        ("False", False, True, "False"),
+        ("None", None, True, "None"),
+        ("True", True, False, "True"),
+        ("0", 0, False, "0"),
+        ('"False"', "False", False, "False"),
+        ("-1.5", -1.5, False, "-1.5"),
+        ("-0", 0, False, "-0"),
+        ('b"16"', b"16", False, "b'16'"),
     ],
 )
-def test_a_literal_holds_its_constant(code: str, constant: object, off: bool) -> None:
+def test_a_literal_holds_its_constant(code: str, constant: object, off: bool, text: str) -> None:
     node = ast.parse(code, mode="eval").body
-    lit = Lit(code.strip('"'), node, None)  # type: ignore[arg-type] - no summary needed
-    assert lit.constant == constant and type(lit.constant) is type(constant)
+    known, value = constant_of(node)
+    lit = Lit(value, node, None)  # type: ignore[arg-type] - no summary needed
+    assert known and lit.value == constant and type(lit.value) is type(constant)
     assert is_off(lit) is off
+    assert lit.text == text  # shown as written, for display only
+
+
+@pytest.mark.parametrize("code", ["x", '-"x"', "-True", "1j", "...", "f'{x}'"])
+def test_other_expressions_are_no_literal(code: str) -> None:
+    assert constant_of(ast.parse(code, mode="eval").body) == (False, None)
 
 
 def test_a_value_decided_at_run_time_is_not_off() -> None:
     assert not is_off(Opaque(ast.Name("flag"), None))  # type: ignore[arg-type]
+
+
+KEYS = """\
+d = {}
+d[1] = True
+d["1"] = False
+t = (True, False)
+a = d["1"]
+b = t[1]
+c = t["1"]
+"""
+
+
+def test_keys_and_indexes_are_compared_as_constants(tmp_path: Path) -> None:
+    """`d[1]` is no `d["1"]`, and a string indexes no tuple (both were the text `1`)."""
+    evaluator, summary = one_module(tmp_path, KEYS)
+    shown = {}
+    for node in summary.tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id in ("a", "b", "c"):
+            value = node.value  # type: ignore[union-attr]
+            values = evaluator.force(evaluator.ev(value, evaluator.ctx_of(summary, value)))
+            shown[target.id] = [v.text if isinstance(v, Lit) else "?" for v in values]
+    assert shown == {"a": ["False"], "b": ["False"], "c": ["?"]}

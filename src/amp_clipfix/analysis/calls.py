@@ -61,11 +61,11 @@ def has_spread(call: ast.Call) -> bool:
     )
 
 
-def literals(facts: ProjectFacts, file: FileFacts, node: ast.AST) -> tuple[set[str], bool]:
-    """The literal values (as `Lit.value` text) the expression may hold, and whether some value
-    is decided at run time (an `Opaque`, or anything that is not a literal)."""
+def literals(facts: ProjectFacts, file: FileFacts, node: ast.AST) -> tuple[list[Lit], bool]:
+    """The literals the expression may hold, and whether some value is decided at run time (an
+    `Opaque`, or anything that is not a literal)."""
     values = facts.values(file, node)
-    found = {v.value for v in values if isinstance(v, Lit)}
+    found = [v for v in values if isinstance(v, Lit)]
     runtime = any(not isinstance(v, Lit) or isinstance(v, Opaque) for v in values) or not values
     return found, runtime
 

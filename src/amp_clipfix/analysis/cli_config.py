@@ -26,7 +26,7 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
-from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 
 CLI_WORD = b"LightningCLI"
@@ -69,7 +69,7 @@ def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None
     for file, call in calls:
         model = keyword_value(call, "model_class") or (call.args[0] if call.args else None)
         subclasses = keyword_value(call, "subclass_mode_model")
-        if subclasses is not None and literal_of(subclasses) != "False":
+        if subclasses is not None and constant_of(subclasses)[1] is not False:
             cli.unknown = True  # any subclass a config names
         if model is None:
             config_models(facts, cli, documents)
@@ -186,16 +186,16 @@ def defaults(facts: ProjectFacts, file: FileFacts, call: ast.Call, key: str) -> 
             if where is None or not hasattr(item.node, "lineno"):
                 continue
             detail = f"LightningCLI(trainer_defaults={{{key!r}: ...}})"
-            if isinstance(item, Lit) and key == "gradient_clip_val" and not positive(item.value):
+            if isinstance(item, Lit) and key == "gradient_clip_val" and not clips(item):
                 continue  # sets nothing: Lightning accepts it
             if isinstance(item, Lit):
-                site = where.site(SiteKind.TRAINER_CLIP, item.node, detail, item.value)
+                site = where.site(SiteKind.TRAINER_CLIP, item.node, detail, item.text)
                 token = (
                     (where.path, where.span(item.node))
                     if own_value(where, item.node, key)
                     else None
                 )
-                found.append(Setting(site, item.value, token))
+                found.append(Setting(site, item.text, token))
             else:
                 site = where.site(SiteKind.TRAINER_CLIP, item.node, detail, None, Certainty.RUNTIME)
                 found.append(Setting(site, None, None))

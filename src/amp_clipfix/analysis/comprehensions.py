@@ -68,7 +68,9 @@ class Comprehensions(Sequences):
         result = DictV(closed=closed)
         for element, surely in taken:
             keys = self.ev(given(node.key, name, element, self.keep), ctx)
-            if not keys or not all(isinstance(key, Lit) for key in keys):
+            if not keys or not all(
+                isinstance(key, Lit) and isinstance(key.value, str) for key in keys
+            ):
                 result.closed = False
                 continue
             values = self.ev(given(node.value, name, element, self.keep), ctx)

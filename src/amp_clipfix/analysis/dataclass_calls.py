@@ -71,7 +71,9 @@ class DataclassCalls(EvaluatorBase):
         if kind is names.Kind.GETATTR and len(call.args) == 2 and not literal_of(call.args[1]):
             # `getattr(cfg, f.name)`: the attribute a name decided by the code names
             attributes = self.ev(call.args[1], ctx)
-            if attributes and all(isinstance(a, Lit) for a in attributes):
+            if attributes and all(
+                isinstance(a, Lit) and isinstance(a.value, str) for a in attributes
+            ):
                 return [
                     value
                     for record in self.ev(call.args[0], ctx)

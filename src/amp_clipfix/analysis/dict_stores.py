@@ -8,9 +8,9 @@ import ast
 from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
-from amp_clipfix.analysis.shapes import all_params, bound_names, literal_of
+from amp_clipfix.analysis.shapes import all_params, bound_names
 from amp_clipfix.analysis.summary import blocks_of
-from amp_clipfix.analysis.values import Absent, DictV
+from amp_clipfix.analysis.values import Absent, DictV, string_of
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 Stores = dict[str, list[tuple[ast.stmt, bool]]]
@@ -109,8 +109,8 @@ def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defau
     ):
         return
     if call.func.attr == "setdefault" and len(call.args) == 2:
-        key = literal_of(call.args[0])
-        if isinstance(key, str):
+        key = string_of(call.args[0])
+        if key is not None:
             defaults.entries.setdefault(key, []).append(Thunk(call.args[1], ctx))
     elif call.func.attr == "update":
         pairs: list[tuple[str | None, ast.expr]] = [
@@ -118,7 +118,7 @@ def dict_method_entries(call: ast.expr, name: str, ctx: Ctx, added: DictV, defau
         ]
         if call.args and isinstance(call.args[0], ast.Dict):
             pairs += [
-                (literal_of(key), value)
+                (string_of(key), value)
                 for key, value in zip(call.args[0].keys, call.args[0].values)
                 if key is not None
             ]
@@ -165,10 +165,9 @@ class DictStores(EvaluatorBase):
                         isinstance(target, ast.Subscript)
                         and isinstance(target.value, ast.Name)
                         and target.value.id == name
-                        and isinstance(literal_of(target.slice), str)
+                        and (key := string_of(target.slice)) is not None
                     ):
-                        key = literal_of(target.slice)
-                        stored.entries.setdefault(key, []).append(Thunk(statement.value, ctx))  # type: ignore[arg-type]
+                        stored.entries.setdefault(key, []).append(Thunk(statement.value, ctx))
             elif isinstance(statement, ast.Expr):
                 dict_method_entries(statement.value, name, ctx, stored, defaulted)
             keys = [*stored.entries, *defaulted.entries]

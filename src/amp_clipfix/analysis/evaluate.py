@@ -65,6 +65,7 @@ from amp_clipfix.analysis.values import (
     SelfV,
     TrainerV,
     TupleV,
+    constant_of,
 )
 
 # Names other modules imported from here before the evaluator was split into its parts.
@@ -272,9 +273,9 @@ class Evaluator(
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch
         if isinstance(node, Given):
             return self.force(node.values)
-        literal = literal_of(node)
-        if literal is not None:
-            return [Lit(literal, node, ctx.summary)]
+        known, constant = constant_of(node)
+        if known:
+            return [Lit(constant, node, ctx.summary)]
         if isinstance(node, ast.Name):
             return self.ev_name(node, ctx)
         if isinstance(node, ast.Attribute):
@@ -320,23 +321,23 @@ class Evaluator(
                 into.closed = False
 
     def ev_subscript(self, node: ast.Subscript, ctx: Ctx) -> list[object]:
-        key = literal_of(node.slice)
-        base = node.value
-        if key is not None and isinstance(base, ast.Attribute) and base.attr == "hparams":
+        (known, key), base = constant_of(node.slice), node.value
+        name = key if isinstance(key, str) else None  # a dict's key (dicts keep str keys)
+        index = key if isinstance(key, int) and not isinstance(key, bool) else None
+        if name is not None and isinstance(base, ast.Attribute) and base.attr == "hparams":
             owners = [v for v in self.ev(base.value, ctx) if isinstance(v, SelfV)]
             if owners:
-                return [v for owner in owners for v in self.hparam(owner.cls, key, node)]
+                return [v for owner in owners for v in self.hparam(owner.cls, name, node)]
         values: list[object] = []
         for value in self.ev(base, ctx):
-            if isinstance(value, DictV) and key is not None and key in value.entries:
-                values.extend(self.force(value.entries[key]))
-            elif isinstance(value, DictV) and key is None and value.closed and value.entries:
+            if isinstance(value, DictV) and name is not None and name in value.entries:
+                values.extend(self.force(value.entries[name]))
+            elif isinstance(value, DictV) and not known and value.closed and value.entries:
                 # A key decided at run time: one of the values (any other key raises KeyError).
                 for entry in value.entries.values():
                     values.extend(self.force(entry))
-            elif isinstance(value, TupleV) and key is not None and key.lstrip("-").isdigit():
-                index = int(key)
-                if -len(value.items) <= index < len(value.items):
+            elif isinstance(value, TupleV) and index is not None:
+                if -len(value.items) <= index < len(value.items):  # else IndexError
                     values.extend(self.force(value.items[index]))
             else:
                 values.append(Opaque(node, ctx.summary))

@@ -24,7 +24,7 @@ from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV
+from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document, SourceError
@@ -356,7 +356,7 @@ class ProjectFacts:
                     break
         if not values:
             return False  # Lightning's default: automatic
-        states = {v.value == "False" if isinstance(v, Lit) else None for v in values}
+        states = {v.value is False if isinstance(v, Lit) else None for v in values}
         if any(isinstance(v, Fn) for v in values):
             return None  # a property: its returns are not followed here
         return states.pop() if len(states) == 1 else None
@@ -451,7 +451,7 @@ class ProjectFacts:
             return False if qnames else None
         made = Made(qnames[0], value.node, summary)
         scaler = self.argument(made, known[0].scaler)
-        if any(not (isinstance(v, Lit) and v.value == "None") for v in scaler):
+        if any(not (isinstance(v, Lit) and v.value is None) for v in scaler):
             return True
         return scaler_of_precision(self.argument(made, known[0].precision))
 
@@ -468,7 +468,7 @@ def scaler_of_precision(values: list[object]) -> bool | None:
     run time: an unknown value, or literals that disagree (`"16-mixed" if cuda else
     "bf16-mixed"` is a choice the run makes, not a certain GradScaler)."""
     states = {
-        value.value in names.SCALER_PRECISIONS if isinstance(value, Lit) else None
+        setting(value) in names.SCALER_PRECISIONS if isinstance(value, Lit) else None
         for value in values
     }
     return states.pop() if len(states) == 1 else None

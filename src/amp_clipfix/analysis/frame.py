@@ -13,7 +13,7 @@ from typing import Any
 from amp_clipfix.analysis.recording import raw
 from amp_clipfix.analysis.relevance import ClassLines
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, TupleV
+from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, TupleV, memo_key
 from amp_clipfix.analysis.word_index import WordIndex
 
 MAX_DEPTH = 6
@@ -172,6 +172,7 @@ class EvaluatorBase:
         # evaluate.returns: a function's return values by the values of the parameters it reads
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
+        self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members
         self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
@@ -346,14 +347,17 @@ def value_key(value: object) -> tuple[int, int] | int:
 
 
 def argument_key(value: object) -> object:
-    """A value as a memo key's part: its value_key; a dict or tuple a call builds (`**kwargs`,
-    `*args`) by what it holds, since each call of `bind` builds it anew."""
+    """A value as a memo key's part: what it is (values.memo_key; a Thunk by its expression and
+    context); a dict or tuple a call builds (`**kwargs`, `*args`) by what it holds, since each
+    call of `bind` builds it anew."""
     if isinstance(value, DictV):
         entries = tuple((k, tuple(map(argument_key, v))) for k, v in value.entries.items())
         return ("dict", value.closed, entries)
     if isinstance(value, TupleV):
         return ("tuple", tuple(tuple(map(argument_key, item)) for item in value.items))
-    return value_key(value)
+    if isinstance(value, Thunk):
+        return ("thunk", id(value.expr), id(value.ctx))
+    return memo_key(value)
 
 
 def add_unique(target: list[object], items: Iterable[object]) -> None:

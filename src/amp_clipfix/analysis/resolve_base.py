@@ -14,7 +14,6 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
-from amp_clipfix.analysis.collect_calls import is_clip_positive
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
 from amp_clipfix.analysis.frame import RelevantCore
 from amp_clipfix.analysis.recording import DERIVED, Recording, derive, raw
@@ -30,7 +29,7 @@ from amp_clipfix.analysis.relevance import (
     top_level_names,
 )
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import Absent, Lit, Opaque
+from amp_clipfix.analysis.values import Absent, Lit, Opaque, clips, is_true, setting
 from amp_clipfix.models import (
     Certainty,
     EntryId,
@@ -150,7 +149,7 @@ class ResolutionBase:
                 summary.span(node),
                 Certainty.KNOWN,
                 detail,
-                value.value,
+                value.text,
                 owner=cls.name if cls is not None else None,
                 fixable=fixable,
                 entry=entry,
@@ -183,13 +182,11 @@ class ResolutionBase:
             if entries is not None and "fused" in entries:
                 setting += 1
                 values.extend(self.ev.force(entries["fused"]))
-        decided = setting == len(dicts) and all(
-            isinstance(v, Lit) and v.value == "True" for v in values
-        )
+        decided = setting == len(dicts) and all(is_true(v) for v in values)
         sites = []
         for value in values:
             if not isinstance(value, (Lit, Opaque)) or (
-                isinstance(value, Lit) and value.value != "True"
+                isinstance(value, Lit) and not is_true(value)
             ):
                 continue
             if isinstance(value, Absent):
@@ -239,12 +236,15 @@ class ResolutionBase:
         evaluator keeps them for the trial and the final resolution alike)."""
         return set().union(*(self.ev.files_with(word) for word in words))
 
-    def counts(self, kind: SiteKind, value: str) -> bool:
+    def counts(self, kind: SiteKind, value: Lit) -> bool:
+        """Whether a literal takes part in a finding of that kind: `fused=True`, a clip value
+        above zero, a mixed precision."""
         if kind is SiteKind.FUSED_OPTIMIZER:
-            return value == "True"
+            return is_true(value)
         if kind is SiteKind.TRAINER_CLIP:
-            return is_clip_positive(value)
-        return names.is_mixed_precision(value)
+            return clips(value)
+        precision = setting(value)
+        return precision is not None and names.is_mixed_precision(precision)
 
     def clip_value(self, value: ast.expr | None, ctx: Ctx) -> str | None:
         """The clip value a call passes, followed to its literals (`self.max_norm` set from the
@@ -253,13 +253,13 @@ class ResolutionBase:
         if value is None:
             return None
         values = self.ev.ev(value, ctx)
-        literals = [v.value for v in values if isinstance(v, Lit)]
+        literals = [v for v in values if isinstance(v, Lit)]
         if not values or len(literals) < len(values):
             return None
-        positive = [literal for literal in literals if is_clip_positive(literal)]
+        positive = [literal for literal in literals if clips(literal)]
         if not positive:
             return ""
-        return positive[0] if len(positive) == len(literals) else None
+        return positive[0].text if len(positive) == len(literals) else None
 
 
 def followed_here(call: ast.Call, ctx: Ctx) -> bool:

@@ -40,6 +40,7 @@ from amp_clipfix.analysis.values import (
     Opt,
     TrainerV,
     TupleV,
+    setting,
 )
 from amp_clipfix.models import Certainty, EntryId, FileSites, Sharding, Site, SiteKind, Span
 from amp_clipfix.paths import is_library
@@ -185,7 +186,8 @@ class EntrySearch(RefineSites):
                         states.add(False)
         for value in values:
             if isinstance(value, Lit):
-                states.add(strategy_names.strategy_name_shards(value.value))
+                name = setting(value)
+                states.add(None if name is None else strategy_names.strategy_name_shards(name))
             elif isinstance(value, Opaque) and isinstance(value.node, ast.Call):
                 callee = value.node.func
                 qualified = self.callee_qnames(callee, self.ev.ctx_of(value.summary, callee))

@@ -22,7 +22,7 @@ from amp_clipfix.analysis.resolve_base import (
     segment,
     within,
 )
-from amp_clipfix.analysis.values import ClsV, Ext, Lit, Opaque, Opt
+from amp_clipfix.analysis.values import ClsV, Ext, Opaque, Opt, is_true
 from amp_clipfix.models import Certainty, ClassRef, SiteKind, UseId
 from amp_clipfix.paths import is_library
 
@@ -130,12 +130,8 @@ class OptimizerSearch(ResolutionBase):
             return
         if self.spread_optimizer_sites(opt, users, built_in):
             return
-        interesting = [
-            v
-            for v in opt.fused
-            if isinstance(v, Opaque) or (isinstance(v, Lit) and v.value == "True")
-        ]
-        decided = all(isinstance(v, Lit) and v.value == "True" for v in opt.fused)
+        interesting = [v for v in opt.fused if isinstance(v, Opaque) or is_true(v)]
+        decided = all(is_true(v) for v in opt.fused)
         for value in interesting:
             name = call_name(opt.call)
             code = segment(value.summary, value.node)

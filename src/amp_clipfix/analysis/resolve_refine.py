@@ -26,7 +26,7 @@ from amp_clipfix.analysis.resolve_base import (
     relevant_among,
 )
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import Ext, Lit
+from amp_clipfix.analysis.values import Ext, Lit, setting
 from amp_clipfix.models import Certainty, Site, SiteKind, Through, UseId
 
 
@@ -76,7 +76,7 @@ class RefineSites(ResolutionBase):
         if values is None or any(not isinstance(v, Lit) for v in values):
             return
         literals = [v for v in values if isinstance(v, Lit)]
-        counted = [v for v in literals if self.counts(site.kind, v.value)]
+        counted = [v for v in literals if self.counts(site.kind, v)]
         decided = len(counted) in (0, len(values))  # not chosen at run time between literals
         if not decided and site.kind is not SiteKind.FUSED_OPTIMIZER:
             return
@@ -137,8 +137,8 @@ class RefineSites(ResolutionBase):
         values = self.ev.force(self.ev.ev(precision, ctx))
         if not values or any(not isinstance(v, Lit) for v in values):
             return
-        literals = {v.value for v in values if isinstance(v, Lit)}
-        counted = {value for value in literals if names.is_mixed_precision(value)}
+        literals = {setting(v) for v in values if isinstance(v, Lit)}
+        counted = {v for v in literals if v is not None and names.is_mixed_precision(v)}
         if counted and (len(counted) > 1 or counted != literals):
             return
         key = (site.path, site.span, site.kind)

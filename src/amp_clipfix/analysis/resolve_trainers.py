@@ -12,7 +12,6 @@ from amp_clipfix.analysis.dispatch import runtime_contexts
 from amp_clipfix.analysis.evaluate import (
     CALLBACK_CLASSES,
     Ctx,
-    literal_of,
     super_init_call,
 )
 from amp_clipfix.analysis.nodes import walk
@@ -25,7 +24,7 @@ from amp_clipfix.analysis.resolve_base import (
 )
 from amp_clipfix.analysis.resolve_entries import EntrySearch
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV
+from amp_clipfix.analysis.values import ClsV, Ext, Inst, Lit, Opaque, TrainerV, constant_of
 from amp_clipfix.models import Certainty, EntryId, FitCall, Site, SiteKind, Span, UseId
 
 
@@ -60,7 +59,7 @@ class TrainerSearch(EntrySearch):
                         if entries is not None:
                             values.extend(self.ev.force(entries.get(key, [])))
             for value in values:
-                if isinstance(value, Lit) and not self.counts(kind, value.value):
+                if isinstance(value, Lit) and not self.counts(kind, value):
                     continue
                 if not isinstance(value, (Lit, Opaque)):
                     continue
@@ -239,7 +238,7 @@ class TrainerSearch(EntrySearch):
                     value.key if isinstance(value, ClsV) else None
                     for value in (self.ev.ev(model, ctx) if model is not None else [])
                 }
-                if subclasses is not None and literal_of(subclasses) != "False":
+                if subclasses is not None and constant_of(subclasses)[1] is not False:
                     classes = {None}  # any subclass the config names: not known here
                 for key in sorted(classes, key=str) or [None]:
                     self.found.fits.setdefault(summary.path, []).append(
@@ -266,7 +265,7 @@ class TrainerSearch(EntrySearch):
                 ("gradient_clip_val", SiteKind.TRAINER_CLIP),
             ):
                 for item in self.ev.force(entries.get(key, [])):
-                    if isinstance(item, Lit) and not self.counts(kind, item.value):
+                    if isinstance(item, Lit) and not self.counts(kind, item):
                         continue
                     if not isinstance(item, (Lit, Opaque)):
                         continue

@@ -15,7 +15,11 @@ from amp_clipfix.analysis.frame import (
     argument_key,
 )
 from amp_clipfix.analysis.shapes import all_params, declared_global
-from amp_clipfix.analysis.values import Fn, Opaque
+from amp_clipfix.analysis.values import ClsV, DictV, Fn, Opaque, TupleV, constant_of
+
+# How deep a memo key follows what an argument holds (a dict of arguments evaluated already,
+# holding dicts...): below it, by expression and context. A dict may hold itself.
+KEY_DEPTH = 4
 
 
 class CallReturns(EvaluatorBase):
@@ -81,20 +85,78 @@ class CallReturns(EvaluatorBase):
             ]
         return self.returns_nodes[key]
 
-    def argument_keys(self, items: list[object]) -> tuple[object, ...]:
-        """What a parameter is bound to, as a memo key's part: the key of each item
-        (frame.argument_key); a name that only passes on a parameter of the function it is
-        written in (`return self.inner.f(samples)` in a wrapper) by what that parameter is
-        bound to, so a call passed the same values along another path reads the same answer."""
+    def argument_keys(self, items: list[object], depth: int = 0) -> tuple[object, ...]:
+        """What a parameter is bound to, as a memo key's part: what each item is, not which
+        object holds it (values.memo_key), so equal values passed from two calling contexts
+        meet. A name that only passes on a parameter of the function it is written in
+        (`return self.inner.f(samples)` in a wrapper) by what that parameter is bound to; a
+        literal by itself; any other argument written in a bound context (a local of a call
+        being followed: `conf` in NeMo's `load_config_and_state_dict`, a context made anew
+        for each of its callers) by what its value depends on there (thunk_key). Nothing is
+        evaluated for a key: an argument the answer never reads costs nothing."""
         keys: list[object] = []
         for item in items:
             passed = self.passed_on(item)
-            if passed is None:
-                keys.append(argument_key(item))
-                continue
-            inner = self.argument_keys(passed)
-            keys.extend(k for k in inner if k not in keys)
+            found = self.item_keys(item, depth) if passed is None else self.argument_keys(passed)
+            keys.extend(k for k in found if k not in keys)
         return tuple(keys)
+
+    def item_keys(self, item: object, depth: int) -> tuple[object, ...]:
+        if depth >= KEY_DEPTH:
+            return (argument_key(item),)
+        if isinstance(item, Thunk):
+            if item.ctx.depth <= MAX_DEPTH and constant_of(item.expr)[0]:
+                return (("lit", id(item.expr)),)  # what ev_node makes of it, in any context
+            if item.ctx.bindings is not None:
+                return (self.thunk_key(item, depth),)
+            return (argument_key(item),)  # a shared context is one object already
+        if isinstance(item, DictV):
+            entries = tuple((k, self.argument_keys(v, depth + 1)) for k, v in item.entries.items())
+            return (("dict", item.closed, entries),)
+        if isinstance(item, TupleV):
+            return (("tuple", tuple(self.argument_keys(v, depth + 1) for v in item.items)),)
+        return (argument_key(item),)
+
+    def thunk_key(self, item: Thunk, depth: int) -> object:
+        """An expression of a bound context by what its value depends on: the expression, the
+        function, module, class, depth and run-time receiver of the context, and what the
+        context binds to the parameters the expression reaches (reached_params); not the
+        other bindings, which differ from caller to caller."""
+        ctx = item.ctx
+        bindings = ctx.bindings or {}
+        runtime = ctx.runtime.node if isinstance(ctx.runtime, ClsV) else None
+        bound = tuple(
+            (name, self.argument_keys(bindings[name], depth + 1))
+            for name in self.reached_params(ctx.func, item.expr)
+            if name in bindings
+        )
+        where = (id(ctx.func), id(ctx.summary), id(ctx.cls), ctx.depth, id(runtime))
+        return ("thunk", id(item.expr), where, bound)
+
+    def reached_params(self, function: ast.AST | None, expr: ast.expr) -> tuple[str, ...]:
+        """The parameters of `function` an expression's value may depend on: the names it
+        reads and, through the local bindings of each and the stores into it (as flow-
+        insensitive `ev` reads them), the names those read, nested code included."""
+        key = (id(function), id(expr))
+        known = self.reach_cache.get(key)
+        if known is None:
+            todo, seen = names_in(expr), set()
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bindings = self.local_bindings(function)
+                while todo:
+                    name = todo.pop()
+                    if name in seen:
+                        continue
+                    seen.add(name)
+                    stores = [s for s, _ in self.item_statements(function, name)]
+                    stores += [s for s, _ in self.list_statements(function, name)]
+                    for statement in [*bindings.get(name, []), *stores]:
+                        todo.extend(names_in(statement))
+            else:
+                seen.update(todo)  # a lambda binds nothing but its parameters
+            params = [] if function is None else all_params(function.args)  # type: ignore[attr-defined]
+            known = self.reach_cache[key] = tuple(p.arg for p in params if p.arg in seen)
+        return known
 
     def passed_on(self, item: object) -> list[object] | None:
         """The items a parameter is bound to when `item` is a Thunk reading just that
@@ -133,3 +195,8 @@ class CallReturns(EvaluatorBase):
             }
             self.reads_cache[key] = tuple(name for name in params if name in used)
         return self.reads_cache[key]
+
+
+def names_in(node: ast.AST) -> list[str]:
+    """The names a node reads or binds, nested code included."""
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]

@@ -25,8 +25,8 @@ from typing import Any
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.dict_stores import Stores, item_stores
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
-from amp_clipfix.analysis.shapes import first_param, literal_of
-from amp_clipfix.analysis.values import Absent, ClsV, DictV, Fn, Lit, Opaque, TupleV
+from amp_clipfix.analysis.shapes import first_param
+from amp_clipfix.analysis.values import Absent, ClsV, DictV, Fn, Lit, Opaque, TupleV, constant_of
 
 # List methods that add elements to the list a name holds.
 ADDING = ("append", "extend", "insert")
@@ -258,7 +258,7 @@ class Sequences(EvaluatorBase):
             right = self.ev(test.comparators[0], ctx)
             if (
                 isinstance(op, (ast.Is, ast.IsNot))
-                and literal_of(test.comparators[0]) == "None"
+                and constant_of(test.comparators[0]) == (True, None)
                 and left
                 and not any(isinstance(v, (Lit, Opaque)) for v in left)
             ):

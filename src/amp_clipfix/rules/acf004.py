@@ -319,8 +319,8 @@ def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> boo
         if not values:
             states.add(True)
         for value in values:
-            if isinstance(value, Lit) and isinstance(value.constant, bool):
-                states.add(value.constant)
+            if isinstance(value, Lit) and isinstance(value.value, bool):
+                states.add(value.value)
             else:
                 states.add(None)
     if states == {False}:

@@ -15,7 +15,7 @@ from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_ROOTS, FABRIC_UNSCALE_HELPER
 from amp_clipfix.analysis.partials import method_calls
 from amp_clipfix.analysis.strategy_names import OWN_CLIP_SHARDS, registered_strategy
-from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque, is_off
+from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque, is_off, setting
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.fabric_steps import fabric_values, optimizers_of, scaler_state
@@ -162,7 +162,8 @@ def clips_without_torch(facts: ProjectFacts, fabric: FabricV) -> bool:
     values = facts.argument(Made("", fabric.call, fabric.summary), names.FABRIC.strategy)
     for value in values:
         if isinstance(value, Lit):
-            if registered_strategy(value.value) not in OWN_CLIP_SHARDS:
+            name = setting(value)
+            if name is None or registered_strategy(name) not in OWN_CLIP_SHARDS:
                 return False
         elif isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
             callee = value.node.func

@@ -118,7 +118,7 @@ def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> Lit | None:
     """The one literal the expression holds (through names and constants), else None."""
     values = facts.values(file, node)
     lits = [v for v in values if isinstance(v, Lit)]
-    if lits and len(lits) == len(values) and len({v.value for v in lits}) == 1:
+    if lits and len(lits) == len(values) and len({(type(v.value), v.value) for v in lits}) == 1:
         return lits[0]
     return None
 
@@ -139,9 +139,9 @@ def check(queries: Queries) -> Iterator[Found]:
             if not facts.qualified_names(file, call.func) & TRAINER_CLASSES:
                 continue
             clip = literal(facts, file, keywords[CLIP_VAL_ARGUMENT].value)
-            if clip is not None and (clip.constant is None or float_or(clip.value) <= 0):
+            if clip is not None and (clip.value is None or float_or(clip.value) <= 0):
                 continue  # no clipping: Lightning accepts it
-            value = None if clip is None else clip.value
+            value = None if clip is None else clip.text
             classes, unknown = facts.modules_of(call, file)
             states = [facts.manual_optimization(c) for c in classes]
             if True not in states and None not in states:
@@ -259,10 +259,12 @@ def config_moved(facts: ProjectFacts, cli: CliTrainer, value: str) -> tuple[Rule
     return (RuleFix(Strategy.UNSCALE, tuple(edits), True, FIX_CONFIG, targets),)
 
 
-def float_or(text: str) -> float:
+def float_or(value: object) -> float:
+    """A clip value as a number (Lightning reads a string as a float); 1.0 when it is no number
+    (`True` or other text clips: Lightning raises on it, so the finding stands)."""
     try:
-        return float(text)
-    except ValueError:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
         return 1.0
 
 
@@ -300,7 +302,7 @@ def moved(
     if CLIP_ALGORITHM_ARGUMENT in keywords:
         chosen = literal(facts, file, keywords[CLIP_ALGORITHM_ARGUMENT].value)
         written = None if chosen is None else chosen.value
-        if written is None or written.lower() not in ("norm", "value"):
+        if not isinstance(written, str) or written.lower() not in ("norm", "value"):
             return ()
         algorithm = written.lower()
     hook = hook_edit(facts, classes[0], value, algorithm)

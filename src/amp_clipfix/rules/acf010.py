@@ -23,7 +23,7 @@ from amp_clipfix.analysis.calls import (
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
-from amp_clipfix.analysis.values import DictV, Lit
+from amp_clipfix.analysis.values import DictV, Lit, strings
 from amp_clipfix.models import (
     Certainty,
     Confidence,
@@ -102,8 +102,8 @@ def amp_arguments(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> Found
     )
     edits = removal_edits(file, call, sorted(drops, key=lambda k: (k.lineno, k.col_offset)))
     values, runtime = literals(facts, file, backend.value) if backend else (set(), False)
-    values = {value.strip("'\"").lower() for value in values}
-    if "apex" in values or runtime:
+    backends = {value.lower() for value in strings(values)}
+    if "apex" in backends or runtime:
         review = (
             "the Trainer uses apex's AMP"
             if not runtime
@@ -148,7 +148,9 @@ def spread_amp_entries(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> 
                     runtime = runtime or not known
                     if key == "amp_backend":
                         backends.update(
-                            v.value.strip("'\"").lower() if isinstance(v, Lit) else "runtime"
+                            (v.value.lower() if isinstance(v.value, str) else "")
+                            if isinstance(v, Lit)
+                            else "runtime"
                             for v in values
                         )
                     site = where.site(

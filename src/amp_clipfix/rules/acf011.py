@@ -20,7 +20,7 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
-from amp_clipfix.analysis.values import DictV, Lit
+from amp_clipfix.analysis.values import DictV, Lit, settings
 from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
 from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS
@@ -94,7 +94,7 @@ def python_precision(
     if precision is None:
         return None
     values, _ = literals(facts, file, precision.value)
-    old = sorted(values & NEW_SPELLING.keys())
+    old = sorted(settings(values) & NEW_SPELLING.keys())
     if not old:
         return None
     kind = SiteKind.FABRIC_PRECISION if fabric else SiteKind.TRAINER_PRECISION
@@ -125,7 +125,8 @@ def spread_precision(
                 if found is None:
                     continue
                 where, node, written, values = found
-                old = sorted({v.value for v in values if isinstance(v, Lit)} & NEW_SPELLING.keys())
+                lits = [v for v in values if isinstance(v, Lit)]
+                old = sorted(settings(lits) & NEW_SPELLING.keys())
                 if not old:
                     continue
                 certain = all(isinstance(v, Lit) for v in values) and value.closed

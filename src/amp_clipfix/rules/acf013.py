@@ -23,6 +23,7 @@ from amp_clipfix.analysis.lightning_api import (
     STRATEGY_ARGUMENT,
 )
 from amp_clipfix.analysis.names import TRAINER_CLASSES, Shards, Side
+from amp_clipfix.analysis.values import clips, settings, strings
 from amp_clipfix.models import Certainty, Confidence, LightningPath, Site, SiteKind
 from amp_clipfix.rules.base import Found, Queries, Rule
 
@@ -68,8 +69,8 @@ def fsdp_norm_clip(
     strategy, clip = keyword(call, STRATEGY_ARGUMENT), keyword(call, CLIP_VAL_ARGUMENT)
     if strategy is None or clip is None or not is_fsdp(facts, file, strategy.value):
         return None
-    clips, clip_runtime = literals(facts, file, clip.value)
-    if not clip_runtime and not any(positive(value) for value in clips):
+    clip_values, clip_runtime = literals(facts, file, clip.value)
+    if not clip_runtime and not any(map(clips, clip_values)):
         return None
     algorithm = keyword(call, CLIP_ALGORITHM_ARGUMENT)
     norm, algorithm_runtime = True, False
@@ -77,7 +78,7 @@ def fsdp_norm_clip(
         written, algorithm_runtime = literals(facts, file, algorithm.value)
         qualified = facts.qualified_names(file, algorithm.value)
         named = {entry.algorithm for entry in map(names.entry_of, qualified) if entry}
-        norm = "norm" in written or "norm" in named
+        norm = "norm" in strings(written) or "norm" in named
         algorithm_runtime = algorithm_runtime and not qualified
         if not norm and not algorithm_runtime:
             return None
@@ -85,7 +86,7 @@ def fsdp_norm_clip(
     mixed, precision_runtime = False, False
     if precision is not None:
         values, precision_runtime = literals(facts, file, precision.value)
-        mixed = bool(values & names.MIXED_PRECISIONS)
+        mixed = bool(settings(values) & names.MIXED_PRECISIONS)
     if not (always or mixed or precision_runtime):
         return None
     sites: list[Site] = [
@@ -104,7 +105,7 @@ def fsdp_norm_clip(
     decided = [
         what
         for what, runtime in (
-            ("the clip value", clip_runtime and not any(positive(v) for v in clips)),
+            ("the clip value", clip_runtime and not any(map(clips, clip_values))),
             ("the clip algorithm", algorithm_runtime),
             ("the precision", precision_runtime and not mixed and not always),
         )
@@ -126,16 +127,9 @@ def fsdp_norm_clip(
 
 def is_fsdp(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
     values, _ = literals(facts, file, node)
-    if values & strategy_names.FSDP_STRATEGY_NAMES:
+    if settings(values) & strategy_names.FSDP_STRATEGY_NAMES:
         return True
     return bool(facts.made_by(file, node) & FSDP_STRATEGIES)
-
-
-def positive(text: str) -> bool:
-    try:
-        return float(text) > 0
-    except ValueError:
-        return False
 
 
 RULE = Rule(
