@@ -110,6 +110,7 @@ def run(
             result = to_fixpoint(result, project.root, again)
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result, project_options.strategy))
+        del collection  # what this project's analysis held goes before the next is collected
     merged = merge(results, errors, projects=len(discovery.projects))
     return replace(
         merged,
@@ -313,6 +314,11 @@ def process(
     # every rule but the searching ones whose required library class the project never names
     chosen = [rule for rule in RULES.values() if rule.code not in left_out]
     linked = guarded_findings(collection, files, target, chosen, facts, root)
+    facts = None  # the analysis stage is over: what it holds goes before the fixes are made
+    if collection.evaluator is not None or collection.summaries:
+        from amp_clipfix.analysis.project_resolve import release_analysis
+
+        release_analysis(collection, keep_summaries=options.fix)
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     try:

@@ -217,6 +217,21 @@ def resolve_collection(
         collection.parsed[path] = replace(parsed, sites=sites)
 
 
+def release_analysis(collection: Collection, keep_summaries: bool = False) -> None:
+    """Once the rules have found what they find: let go of the project's evaluator (its memos
+    and the values they hold) and, unless a later round of fixes reuses them for the files it
+    did not change (`keep_summaries`, pipeline.rounds_of), the summaries with their `ast` trees,
+    most of a run's memory; and the scopes a memo of the parts keeps (reaching.declared_names),
+    whole trees that would outlive the project. The fixes need only what `parsed` holds: the
+    documents, the sites and the trees the sites were read from."""
+    from amp_clipfix.analysis.reaching import declared_names
+
+    collection.evaluator = None
+    if not keep_summaries:
+        collection.summaries = {}
+    declared_names.cache_clear()
+
+
 def project_facts(
     collection: Collection, target: Target, words: tuple[bytes, ...]
 ) -> ProjectFacts | None:
