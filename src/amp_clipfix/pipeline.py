@@ -110,7 +110,10 @@ def run(
             result = to_fixpoint(result, project.root, again)
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result, project_options.strategy))
-        del collection  # what this project's analysis held goes before the next is collected
+        if project is not discovery.projects[-1]:  # another comes: this one's analysis goes
+            from amp_clipfix.analysis.project_resolve import release_analysis
+
+            release_analysis(collection)
     merged = merge(results, errors, projects=len(discovery.projects))
     return replace(
         merged,
@@ -180,7 +183,7 @@ def rounds_of(
             fixed=fixed,
             previous=first,
         )
-        return process(
+        result = process(
             collection,
             replace(options, with_edits=False),
             target,
@@ -189,6 +192,10 @@ def rounds_of(
             project.root,
             style,
         )
+        from amp_clipfix.analysis.project_resolve import release_analysis
+
+        release_analysis(collection)  # the round's own (the trees of fixed files): not first's
+        return result
 
     return again
 
@@ -314,11 +321,11 @@ def process(
     # every rule but the searching ones whose required library class the project never names
     chosen = [rule for rule in RULES.values() if rule.code not in left_out]
     linked = guarded_findings(collection, files, target, chosen, facts, root)
-    facts = None  # the analysis stage is over: what it holds goes before the fixes are made
-    if collection.evaluator is not None or collection.summaries:
-        from amp_clipfix.analysis.project_resolve import release_analysis
+    if collection.evaluator is not None:  # the analysis is over: it goes before the fixes
+        from amp_clipfix.analysis.project_resolve import end_analysis
 
-        release_analysis(collection, keep_summaries=options.fix)
+        end_analysis(collection)
+        facts = None  # and its hold on the evaluator
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     try:
