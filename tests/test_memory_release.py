@@ -48,7 +48,20 @@ from model import Model
 trainer = L.Trainer(precision="bf16-mixed", gradient_clip_val=1.0)
 trainer.fit(Model())
 """
-FILES = ["factory.py", "model.py", "train.py"]
+# A Fabric loop that clips with torch after `backward` (ACF006): a rule with its own search
+# reads it through the project's facts (project_resolve.project_facts).
+LOOP = """\
+import torch
+from lightning import Fabric
+
+
+def step(model, optimizer, loss):
+    fabric = Fabric(precision="16-mixed")
+    fabric.backward(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+"""
+FILES = ["factory.py", "loop.py", "model.py", "train.py"]
 
 
 @contextmanager
@@ -114,7 +127,7 @@ class Watched:
 
 def project(folder: Path) -> Path:
     folder.mkdir()
-    for name, text in zip(FILES, (FACTORY, MODEL, TRAIN)):
+    for name, text in zip(FILES, (FACTORY, LOOP, MODEL, TRAIN)):
         (folder / name).write_text(text)
     (folder / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # a project of its own
     return folder
@@ -124,16 +137,16 @@ def test_the_evaluator_goes_before_the_fixes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`check --format json` (edits made, nothing written): the finding needs the optimizer
-    followed through the factory's `**options`, so the evaluator read the three modules. When
+    followed through the factory's `**options`, so the evaluator read the modules. When
     the fixes are made, the evaluator is gone; the trees stay with the summaries (a single
     project's are left to the process's end); nothing of it outlives the run."""
     watched = Watched(monkeypatch)
     with collector_off():
         options = Options(Strategy.AUTO, DEFAULT_TARGET, with_edits=True)
         result = run([project(tmp_path / "p")], options)
-    assert [finding.code for finding in result.findings] == ["ACF002"]
+    assert [finding.code for finding in result.findings] == ["ACF006", "ACF002"]
     assert result.edits and all(result.edits.values())  # the fixes stage ran, with the edits
-    assert watched.alive_at_fixes == [(3, [f"p/{name}" for name in FILES], 0)]
+    assert watched.alive_at_fixes == [(4, [f"p/{name}" for name in FILES], 0)]
     assert watched.alive() == (0, [], 0)  # a memo of scopes (reaching.py) held one tree
 
 
@@ -145,10 +158,9 @@ def test_apply_keeps_the_summaries_for_the_next_round(
     watched = Watched(monkeypatch)
     with collector_off():
         result = run([project(tmp_path / "p")], Options(Strategy.UNFUSE, DEFAULT_TARGET, fix=True))
-    assert [finding.code for finding in result.findings] == ["ACF002"]
-    assert [change.source.path.name for change in result.changes] == ["model.py"]
-    assert b"fused=False" in result.changes[0].new_data
-    assert watched.alive_at_fixes[0] == (3, [f"p/{name}" for name in FILES], 0)
+    assert [finding.code for finding in result.findings] == ["ACF006", "ACF002"]
+    assert "model.py" in [change.source.path.name for change in result.changes]
+    assert watched.alive_at_fixes[0] == (4, [f"p/{name}" for name in FILES], 0)
     assert watched.alive() == (0, [], 0)
 
 
@@ -164,7 +176,7 @@ def test_a_project_is_released_before_the_next_is_collected(
     with collector_off():
         result = run([first, second], Options(strategy, DEFAULT_TARGET, fix=fix, with_edits=True))
     assert result.projects == 2
-    assert [finding.code for finding in result.findings] == ["ACF002", "ACF002"]
+    assert [finding.code for finding in result.findings] == ["ACF006", "ACF002"] * 2
     assert len(watched.evaluators) >= 2
     second_fixes = [alive for alive in watched.alive_at_fixes if alive[1][0].startswith("b/")]
-    assert second_fixes[0] == (3, [f"b/{name}" for name in FILES], 0)
+    assert second_fixes[0] == (4, [f"b/{name}" for name in FILES], 0)

@@ -321,11 +321,10 @@ def process(
     # every rule but the searching ones whose required library class the project never names
     chosen = [rule for rule in RULES.values() if rule.code not in left_out]
     linked = guarded_findings(collection, files, target, chosen, facts, root)
-    if collection.evaluator is not None:  # the analysis is over: it goes before the fixes
+    if collection.evaluator is not None or facts is not None:  # it goes before the fixes
         from amp_clipfix.analysis.project_resolve import end_analysis
 
-        end_analysis(collection)
-        facts = None  # and its hold on the evaluator
+        end_analysis(collection, facts)  # the analysis is over
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     try:

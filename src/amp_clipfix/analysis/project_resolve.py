@@ -217,15 +217,17 @@ def resolve_collection(
         collection.parsed[path] = replace(parsed, sites=sites)
 
 
-def end_analysis(collection: Collection) -> None:
+def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> None:
     """Once the rules have found what they find, before the fixes are made: let go of the
-    evaluator (its memos and the values they hold) and of the scopes a memo of its parts keeps
-    (reaching.declared_names: up to 64 whole trees, which would outlive the project). The
-    trees stay with the summaries (a later round of `apply` reuses those of the files it did
-    not change; release_analysis lets them go)."""
+    evaluator (its memos and the values they hold), of what the rules' facts read, and of the
+    scopes a memo of the evaluator's parts keeps (reaching.declared_names: up to 64 whole
+    trees, which would outlive the project). The trees stay with the summaries (a later round
+    of `apply` reuses those of the files it did not change; release_analysis lets them go)."""
     from amp_clipfix.analysis.reaching import declared_names
 
     collection.evaluator = None
+    if facts is not None:
+        facts.release()
     declared_names.cache_clear()
 
 
