@@ -114,6 +114,10 @@ def run(
             result = to_fixpoint(result, project.root, again)
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result, project_options.strategy))
+        if project is not discovery.projects[-1]:  # another comes: this one's analysis goes
+            from amp_clipfix.analysis.project_resolve import release_analysis
+
+            release_analysis(collection)
     merged = merge(results, errors, projects=len(discovery.projects))
     return replace(
         merged,
@@ -170,9 +174,8 @@ def rounds_of(
     """One more round of a project's fixes: the project as the first round read it with the
     fixed bytes in place of its files' own (and the files the fixes created), found, chosen
     and fixed. Only the files whose bytes a fix changed are read and parsed again (the others'
-    bytes, parses and summaries are the first round's); the resolution and the searches run
-    over the whole project, since a fix in one file changes what another's values are (the
-    callers' arguments, the values a factory returns)."""
+    bytes, parses and summaries are the first round's); the resolution and searches run over
+    the whole project: a fix in one file changes another's values (callers' arguments)."""
 
     def again(fixed: Mapping[Path, bytes]) -> RunResult:
         files = tuple(sorted({*project.files, *fixed}))
@@ -183,7 +186,7 @@ def rounds_of(
             fixed=fixed,
             previous=first,
         )
-        return process(
+        result = process(
             collection,
             replace(options, with_edits=False),
             target,
@@ -192,6 +195,10 @@ def rounds_of(
             project.root,
             style,
         )
+        from amp_clipfix.analysis.project_resolve import release_analysis
+
+        release_analysis(collection)  # the round's own (the trees of fixed files): not first's
+        return result
 
     return again
 
@@ -317,6 +324,10 @@ def process(
     # every rule but the searching ones whose required library class the project never names
     chosen = [rule for rule in RULES.values() if rule.code not in left_out]
     linked = guarded_findings(collection, files, target, chosen, facts, root)
+    if collection.evaluator is not None or facts is not None:  # it goes before the fixes
+        from amp_clipfix.analysis.project_resolve import end_analysis
+
+        end_analysis(collection, facts)  # the analysis is over
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
     try:
@@ -485,8 +496,5 @@ def may_name(path: Path, data: bytes, word: bytes) -> bool:
     return word.decode("ascii") in unicodedata.normalize("NFKC", text)
 
 
-recording.PREDICATES.update(
-    may_name=may_name,
-    may_import=lambda _, data, p: may_import(data, p),
-    may_hold=lambda _, data, word: word in data,
-)
+recording.PREDICATES.update(may_name=may_name, may_import=lambda _, data, p: may_import(data, p))
+recording.PREDICATES.update(may_hold=lambda _, data, word: word in data)

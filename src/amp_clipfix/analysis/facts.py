@@ -249,6 +249,17 @@ class ProjectFacts:
 
         return collect_config_sites(path, self.configs[path].text)
 
+    def release(self) -> None:
+        """The searches are done: let go of the evaluator and of the files read (documents,
+        summaries, trees). The closures that read them (project_resolve.project_facts) and the
+        lazy files hold each other in a cycle, which a run with the collector off never frees."""
+        self._evaluator, self.loader, self.settle = None, None, None
+        if isinstance(self.files, LazyFiles):
+            self.files.done.clear()
+            self.files.loaded.clear()
+        else:
+            self.files = {}
+
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
