@@ -19,6 +19,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
+from amp_clipfix.analysis.cycles import settle
 from amp_clipfix.analysis.containers import CONTAINER_NODES, Containers, RecordMethod
 from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
@@ -176,6 +177,7 @@ class Evaluator(
         place = self.global_reads.get(reading)
         if place is not None:  # a cycle through the outer read, which holds what this adds
             self.low = min(self.low, place)
+            self.unsettled += 1  # a cycle of reads not settled (cycles.py)
             return []
         entered = self.enter("global", key)
         self.global_reads[reading] = entered.place
@@ -248,11 +250,13 @@ class Evaluator(
             return known
         if ctx.depth > MAX_DEPTH:  # the depth is the context's, so the key's: not a cut
             return [Opaque(node, ctx.summary)]
-        if self.cycle("ev", key):
-            return [Opaque(node, ctx.summary)]
+        if self.cycle("ev", key):  # decided at run time; while its cycle is settled, the
+            assumed = self.assumed.get(("ev", key))  # values it has so far (cycles.py)
+            return [Opaque(node, ctx.summary)] if assumed is None else assumed
         if len(self.serials) >= MAX_NESTING:
             self.cuts += 1  # a bound outside the key: never memoised
             return [Opaque(node, ctx.summary)]
+        unsettled = self.unsettled
         entered = self.enter("ev", key)
         values: list[object] | None = None
         try:
@@ -262,12 +266,17 @@ class Evaluator(
                 return values
             self.budget -= 1
             self.question_budget -= 1
-            values = self.ev_node(node, ctx)
-            if len(values) > MAX_VALUES:
-                values = bounded(values, node, ctx)
+            values = self.ev_values(node, ctx)
+            values = settle(
+                self, entered, unsettled, ("ev", key), values, lambda: self.ev_values(node, ctx)
+            )
         finally:
             self.leave(entered, self.memo, "ev", key, values)
         return values
+
+    def ev_values(self, node: ast.AST, ctx: Ctx) -> list[object]:
+        values = self.ev_node(node, ctx)
+        return bounded(values, node, ctx) if len(values) > MAX_VALUES else values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch
         if isinstance(node, Given):
