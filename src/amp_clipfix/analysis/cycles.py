@@ -10,12 +10,13 @@ holds what it would hold asked first (each member's callers, followed round the 
 and every member goes to the run's memo. Values in a settled cycle are put in one order, by
 where each is written, so an answer does not depend on which member was asked first.
 
-Only a cycle cut nowhere but at a parameter followed to its callers is settled (a cut there
-adds nothing: the bottom a fixpoint starts from); one cut at an expression (decided at run
-time there), at a rebound global, an attribute, a class's bases or a function's returns, one a
-budget or a bound cut, and a ring no call enters from outside (each member then says "decided
-at run time" at its own parameter) are left as they were: the head in the run's memo, the
-members asked anew by each question.
+Only a cycle of parameters passed on is settled: its members are parameters followed to their
+callers and names read (the arguments passing a parameter on), so it only moves values made
+outside it, and a fixpoint is reached in two or three walks. A cycle through anything that
+makes a value (an expression other than a name, a function's returns, an attribute, a class's
+bases, a rebound global), one a budget or a bound cut, and a ring no call enters from outside
+(each member then says "decided at run time" at its own parameter) are left as they were: the
+head in the run's memo, the members asked anew by each question.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ MEMOS = {
     "mro": "mro_cache",
 }
 Frame = tuple[str, object]
+# The evaluations a settled cycle is made of: parameters followed to their callers, and names
+# read (the arguments that pass a parameter on); a cycle through anything that makes a value
+# (a call's returns, a list built, an attribute) is left as it was (evaluate.py `ev`).
+SETTLED = frozenset({"callers", "ev"})
 
 
 def settle(
@@ -53,7 +58,7 @@ def settle(
     cut only at parameters (`unsettled`: ev.unsettled when it started) or does not settle."""
     if ev.low != entered.place or not ev.members or ev.cuts != entered.cuts:
         return values
-    if ev.unsettled != unsettled:
+    if ev.unsettled != unsettled or any(kind not in SETTLED for kind, _ in ev.members):
         return values
     first = (values, ev.low, ev.members, ev.cuts, ev.budget, ev.question_budget)
     kept = {member: ev.question_cache.get(member) for member in ev.members}

@@ -267,6 +267,8 @@ class Evaluator(
             self.budget -= 1
             self.question_budget -= 1
             values = self.ev_values(node, ctx)
+            if self.low <= entered.place and not isinstance(node, ast.Name):
+                self.unsettled += 1  # a value made inside a cycle: not settled (cycles.py)
             values = settle(
                 self, entered, unsettled, ("ev", key), values, lambda: self.ev_values(node, ctx)
             )
