@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.cycles import settle
+from amp_clipfix.analysis.cycles import cut_value, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
@@ -68,7 +68,7 @@ class CallerIndex(PassedCalls):
         if self.cycle("callers", key):
             # a recursive call adds no value of its own; while its cycle is settled, the
             # values it has so far (cycles.py)
-            return self.assumed.get(("callers", key), [])
+            return cut_value(self, ("callers", key), [])
         param = next(p for p in params if p.arg == name)
         unsettled = self.unsettled
         entered = self.enter("callers", key)

@@ -21,9 +21,19 @@ head in the run's memo, the members asked anew by each question.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
-from amp_clipfix.analysis.frame import NO_CYCLE, Entered, EvaluatorBase, Kept, value_key
+from amp_clipfix.analysis.frame import (
+    MAX_VALUES,
+    NO_CYCLE,
+    Ctx,
+    Entered,
+    EvaluatorBase,
+    Kept,
+    bounded,
+    value_key,
+)
 
 # Walks of a cycle before its values are taken as they were (a value made anew by every walk,
 # an optimizer built inside the cycle, never settles; a ring of pass-ons settles in two).
@@ -43,6 +53,30 @@ Frame = tuple[str, object]
 # read (the arguments that pass a parameter on); a cycle through anything that makes a value
 # (a call's returns, a list built, an attribute) is left as it was (evaluate.py `ev`).
 SETTLED = frozenset({"callers", "ev"})
+
+
+def cut_value(ev: EvaluatorBase, frame: Frame, cut: list[object]) -> list[object]:
+    """What an evaluation met again inside its own value (a cycle) gives there: `cut`, but
+    while its cycle is settled, the values it has so far."""
+    assumed = ev.assumed.get(frame)
+    return cut if assumed is None else assumed
+
+
+def settled_ev(
+    ev: EvaluatorBase, entered: Entered, unsettled: int, node: ast.AST, ctx: Ctx
+) -> list[object]:
+    """evaluate.py `ev`'s value of `node` (at most MAX_VALUES values), its cycle settled when
+    it is one's head. A cycle through an expression that makes a value (anything but a name
+    read) is not settled: the value is made anew by every walk."""
+
+    def walk() -> list[object]:
+        values = ev.ev_node(node, ctx)
+        return bounded(values, node, ctx) if len(values) > MAX_VALUES else values
+
+    values = walk()
+    if ev.low <= entered.place and not isinstance(node, ast.Name):
+        ev.unsettled += 1
+    return settle(ev, entered, unsettled, ("ev", (id(node), id(ctx))), values, walk)
 
 
 def settle(

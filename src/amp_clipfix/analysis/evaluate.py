@@ -19,19 +19,17 @@ from pathlib import Path
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
-from amp_clipfix.analysis.cycles import settle
 from amp_clipfix.analysis.containers import CONTAINER_NODES, Containers, RecordMethod
+from amp_clipfix.analysis.cycles import cut_value, settled_ev
 from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
     MAX_NESTING,
-    MAX_VALUES,
     Ctx,
     Given,
     Thunk,
     add_unique,
-    bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
 from amp_clipfix.analysis.recording import read
@@ -250,9 +248,8 @@ class Evaluator(
             return known
         if ctx.depth > MAX_DEPTH:  # the depth is the context's, so the key's: not a cut
             return [Opaque(node, ctx.summary)]
-        if self.cycle("ev", key):  # decided at run time; while its cycle is settled, the
-            assumed = self.assumed.get(("ev", key))  # values it has so far (cycles.py)
-            return [Opaque(node, ctx.summary)] if assumed is None else assumed
+        if self.cycle("ev", key):  # decided at run time (but while its cycle is settled)
+            return cut_value(self, ("ev", key), [Opaque(node, ctx.summary)])
         if len(self.serials) >= MAX_NESTING:
             self.cuts += 1  # a bound outside the key: never memoised
             return [Opaque(node, ctx.summary)]
@@ -266,19 +263,10 @@ class Evaluator(
                 return values
             self.budget -= 1
             self.question_budget -= 1
-            values = self.ev_values(node, ctx)
-            if self.low <= entered.place and not isinstance(node, ast.Name):
-                self.unsettled += 1  # a value made inside a cycle: not settled (cycles.py)
-            values = settle(
-                self, entered, unsettled, ("ev", key), values, lambda: self.ev_values(node, ctx)
-            )
+            values = settled_ev(self, entered, unsettled, node, ctx)
         finally:
             self.leave(entered, self.memo, "ev", key, values)
         return values
-
-    def ev_values(self, node: ast.AST, ctx: Ctx) -> list[object]:
-        values = self.ev_node(node, ctx)
-        return bounded(values, node, ctx) if len(values) > MAX_VALUES else values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch
         if isinstance(node, Given):

@@ -291,6 +291,9 @@ class EvaluatorBase:
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
         raise NotImplementedError
 
+    def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
     def merge_spread(self, into: DictV, values: list[object]) -> None:
         raise NotImplementedError
 
