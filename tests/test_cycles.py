@@ -4,9 +4,12 @@ member the run asked first and whatever it asked before."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
+from evaluated import one_module
+from test_evaluator_order import render
 from test_recursion_ring import answers, ring
 
 from amp_clipfix.models import Finding, Strategy
@@ -32,11 +35,6 @@ def test_each_member_asked_first_answers_as_in_the_whole_run(tmp_path: Path) -> 
 
 def first_answer(folder: Path, source: str, line: int) -> list[str]:
     """The `fused=` answer at `line` of a fresh evaluator, asked before anything else."""
-    import ast
-
-    from evaluated import one_module
-    from test_evaluator_order import render
-
     evaluator, summary = one_module(folder, source)
     node = next(
         keyword.value
@@ -48,24 +46,16 @@ def first_answer(folder: Path, source: str, line: int) -> list[str]:
     return render(evaluator.ev(node, evaluator.ctx_of(summary, node)), evaluator)
 
 
-def clipping_ring(count: int, entries: dict[int, str]) -> str:
-    """A ring whose every member builds its optimizer and clips it through a 16-mixed Fabric
-    (a finding per member, holding that member's `fused` values); `main` enters the ring at
-    the members of `entries` with their values."""
-    lines = ["import lightning as L", "import torch", ""]
-    for index in range(count):
-        lines += [
-            f"def make{index}(model, fused, depth):",
-            "    if depth <= 0:",
-            "        optimizer = torch.optim.AdamW(model.parameters(), fused=fused)",
-            '        L.Fabric(precision="16-mixed").clip_gradients(model, optimizer, max_norm=1.0)',
-            "        return optimizer",
-            f"    return make{(index + 1) % count}(model, fused, depth - 1)",
-            "",
-        ]
-    lines.append("def main(model, args):")
-    lines += [f"    make{member}(model, {value}, 10)" for member, value in entries.items()]
-    return "\n".join([*lines, ""])
+def clipping_ring(count: int, entries: tuple[str, ...]) -> str:
+    """`ring(count, entries)` whose every member also clips the optimizer it builds through a
+    16-mixed Fabric: a finding per member, holding that member's `fused` values."""
+    built = "        return torch.optim.AdamW(model.parameters(), fused=fused)"
+    clipped = [
+        "        optimizer = torch.optim.AdamW(model.parameters(), fused=fused)",
+        '        L.Fabric(precision="16-mixed").clip_gradients(model, optimizer, max_norm=1.0)',
+        "        return optimizer",
+    ]
+    return ring(count, entries).replace(built, "\n".join(clipped))
 
 
 def shown(findings: list[Finding]) -> list[tuple[object, ...]]:
@@ -88,14 +78,15 @@ def test_each_file_checked_alone_finds_what_the_project_finds(
     tmp_path: Path, reverse: bool
 ) -> None:
     """Four files, each a ring of its own (sizes 3 to 12, entered at one to three members with
-    literals and run-time values), each member clipping its own optimizer: the project's
+    literals and run-time values), each member clipping its own optimizer (and `main` the
+    last one it enters): the project's
     findings in each file (one run, the rings' members asked in the resolution's order, in
     a file order forward or reversed by name) are the findings of that file checked alone."""
     rings = {
-        "a_ring.py": clipping_ring(3, {0: "True"}),
-        "b_ring.py": clipping_ring(7, {0: "True", 4: "args.fused"}),
-        "c_ring.py": clipping_ring(12, {2: "False", 5: "args.fused", 9: "True"}),
-        "d_ring.py": clipping_ring(5, {1: "False"}),
+        "a_ring.py": clipping_ring(3, ("True",)),
+        "b_ring.py": clipping_ring(7, ("True", "args.fused")),
+        "c_ring.py": clipping_ring(12, ("False", "args.fused", "True")),
+        "d_ring.py": clipping_ring(5, ("False",)),
     }
     names = sorted(rings, reverse=reverse)
     project = tmp_path / "project"
