@@ -69,13 +69,19 @@ def settled_ev(
     it is one's head. A cycle through an expression that makes a value (anything but a name
     read) is not settled: the value is made anew by every walk."""
 
-    def walk() -> list[object]:
-        values = ev.ev_node(node, ctx)
-        return bounded(values, node, ctx) if len(values) > MAX_VALUES else values
-
-    values = walk()
-    if ev.low <= entered.place and not isinstance(node, ast.Name):
+    values = ev.ev_node(node, ctx)
+    if len(values) > MAX_VALUES:
+        values = bounded(values, node, ctx)
+    if ev.low > entered.place:  # no cycle through it: most evaluations, at no further cost
+        return values
+    if not isinstance(node, ast.Name):
         ev.unsettled += 1
+        return values
+
+    def walk() -> list[object]:
+        again = ev.ev_node(node, ctx)
+        return bounded(again, node, ctx) if len(again) > MAX_VALUES else again
+
     return settle(ev, entered, unsettled, ("ev", (id(node), id(ctx))), values, walk)
 
 
