@@ -109,10 +109,11 @@ def test_answers_do_not_depend_on_the_order_of_questions(tmp_path: Path) -> None
     assert sorted(forward["fused= on line 33"]) == ["Lit False", "Lit True"]
 
 
-def test_a_cycle_is_remembered_at_its_head_only(tmp_path: Path) -> None:
-    """The run's memo keeps a cycle's value at its head (the evaluation the cycle came back
-    to), never the partial values inside it; asking one of those afterwards gives what it
-    gives asked first."""
+def test_a_settled_cycle_is_remembered_at_every_member(tmp_path: Path) -> None:
+    """A cycle of parameters passed on is settled once (analysis/cycles.py): the run's memo
+    keeps every member's value (the head's, and each parameter's callers inside it), never
+    partial ones: each member read afterwards gives what it gives asked first, and no longer
+    "decided at run time" where the cycle was cut (before: `Opaque 12` with the literals)."""
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
     evaluator, asked = questions(tmp_path / "one")
@@ -120,12 +121,13 @@ def test_a_cycle_is_remembered_at_its_head_only(tmp_path: Path) -> None:
     node, summary = by_label["fused passed on line 12"]
     ctx = evaluator.ctx_of(summary, node)  # type: ignore[arg-type]
     first = render(evaluator.ev(node, ctx), evaluator)
+    assert first == ["Lit True", "Lit False"]  # where each is written: line 39, then 40
     assert (id(node), id(ctx)) in evaluator.memo  # the head
-    assert evaluator.heads[("ev", (id(node), id(ctx)))]  # with the members of its cycle
-    assert evaluator.callers_cache == {}  # both parameters' callers lie inside the cycle
+    assert ("ev", (id(node), id(ctx))) not in evaluator.heads  # no member is asked anew
+    assert len(evaluator.callers_cache) == 2  # both parameters' callers, inside the cycle
     inner, inner_summary = by_label["fused passed on line 6"]
     inner_ctx = evaluator.ctx_of(inner_summary, inner)  # type: ignore[arg-type]
-    assert (id(inner), id(inner_ctx)) not in evaluator.memo
+    assert (id(inner), id(inner_ctx)) in evaluator.memo
     after = render(evaluator.ev(inner, inner_ctx), evaluator)
     fresh, fresh_asked = questions(tmp_path / "two")
     label, alone, alone_summary = next(item for item in fresh_asked if item[0].endswith("line 6"))

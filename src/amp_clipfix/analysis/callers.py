@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.cycles import cut_value, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
@@ -65,20 +66,35 @@ class CallerIndex(PassedCalls):
         if known is not None:
             return known
         if self.cycle("callers", key):
-            return []  # a recursive call adds no value of its own
+            # a recursive call adds no value of its own; while its cycle is settled, the
+            # values it has so far (cycles.py)
+            return cut_value(self, ("callers", key), [])
         param = next(p for p in params if p.arg == name)
+        unsettled = self.unsettled
         entered = self.enter("callers", key)
         values = None
         try:
-            values = self.parameter_from_callers(function, param, ctx)
-            if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
-                param.annotation, ctx
-            ):
-                # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
-                # a Fabric the code declares, made where the analysis does not see.
-                values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
+            values = self.parameter_values(function, param, ctx)
+            values = settle(
+                self,
+                entered,
+                unsettled,
+                ("callers", key),
+                values,
+                lambda: self.parameter_values(function, param, ctx),
+            )
         finally:
             self.leave(entered, self.callers_cache, "callers", key, values)
+        return values
+
+    def parameter_values(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
+        values = self.parameter_from_callers(function, param, ctx)
+        if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
+            param.annotation, ctx
+        ):
+            # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
+            # a Fabric the code declares, made where the analysis does not see.
+            values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
         return values
 
     def declares_fabric(self, annotation: ast.expr | None, ctx: Ctx, depth: int = 0) -> bool:
@@ -127,6 +143,8 @@ class CallerIndex(PassedCalls):
             # ring of factories passing `fused` on): the values come round through that one,
             # which adds them; this is no entry point called from outside.
             return values
+        if found:  # called only from inside its own cycle: a ring no call enters (cycles.py)
+            self.unsettled += 1
         # No call in the project: an entry point (a CLI, a test runner) calls it from outside,
         # so its default is one value among those decided at run time.
         default = self.default_of(function, param, ctx)

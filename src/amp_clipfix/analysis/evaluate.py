@@ -20,17 +20,16 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.callers import CallerIndex
 from amp_clipfix.analysis.classes import ClassModel
 from amp_clipfix.analysis.containers import CONTAINER_NODES, Containers, RecordMethod
+from amp_clipfix.analysis.cycles import cut_value, settled_ev
 from amp_clipfix.analysis.dict_stores import DictStores
 from amp_clipfix.analysis.fields import DataclassFields
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
     MAX_NESTING,
-    MAX_VALUES,
     Ctx,
     Given,
     Thunk,
     add_unique,
-    bounded,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
 from amp_clipfix.analysis.recording import read
@@ -177,6 +176,7 @@ class Evaluator(
         place = self.global_reads.get(reading)
         if place is not None:  # a cycle through the outer read, which holds what this adds
             self.low = min(self.low, place)
+            self.unsettled += 1  # a cycle of reads not settled (cycles.py)
             return []
         entered = self.enter("global", key)
         self.global_reads[reading] = entered.place
@@ -249,11 +249,12 @@ class Evaluator(
             return known
         if ctx.depth > MAX_DEPTH:  # the depth is the context's, so the key's: not a cut
             return [Opaque(node, ctx.summary)]
-        if self.cycle("ev", key):
-            return [Opaque(node, ctx.summary)]
+        if self.cycle("ev", key):  # decided at run time (but while its cycle is settled)
+            return cut_value(self, ("ev", key), [Opaque(node, ctx.summary)])
         if len(self.serials) >= MAX_NESTING:
             self.cuts += 1  # a bound outside the key: never memoised
             return [Opaque(node, ctx.summary)]
+        unsettled = self.unsettled
         entered = self.enter("ev", key)
         values: list[object] | None = None
         try:
@@ -263,9 +264,7 @@ class Evaluator(
                 return values
             self.budget -= 1
             self.question_budget -= 1
-            values = self.ev_node(node, ctx)
-            if len(values) > MAX_VALUES:
-                values = bounded(values, node, ctx)
+            values = settled_ev(self, entered, unsettled, node, ctx)
         finally:
             self.leave(entered, self.memo, "ev", key, values)
         return values

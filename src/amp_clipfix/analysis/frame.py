@@ -159,6 +159,11 @@ class EvaluatorBase:
         self.members: set[tuple[str, object]] = set()  # frames of the current cycle, done
         self.heads: dict[tuple[str, object], frozenset[tuple[str, object]]] = {}
         self.question_cache: dict[tuple[str, object], Kept] = {}
+        # cycles.py: the evaluations this question cut as cycles, the values cut members of a
+        # cycle being settled read, and cuts that leave a cycle as it is (counted)
+        self.cut_frames: set[tuple[str, object]] = set()
+        self.assumed: dict[tuple[str, object], list[object]] = {}
+        self.unsettled = 0
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         # callers.callers: the calls of a function, by (function, class, module, depth)
         self.found_callers: dict[tuple[int, int, int, int], list[object]] = {}
@@ -217,6 +222,9 @@ class EvaluatorBase:
         if place is None:
             return False
         self.low = min(self.low, place)
+        self.cut_frames.add((kind, key))
+        if kind not in ("callers", "ev"):
+            self.unsettled += 1  # cycles.py: asked anew, or cut to a value of its own
         return True
 
     def enter(self, kind: str, key: object) -> Entered:
@@ -225,6 +233,7 @@ class EvaluatorBase:
         if not self.serials:
             self.question_budget = self.question_limit
             self.question_cache.clear()
+            self.cut_frames.clear()
         self.serial += 1
         entered = Entered(self.cuts, len(self.serials), self.serial, self.low, self.members)
         self.active[(kind, key)] = entered.place
@@ -280,6 +289,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:
         raise NotImplementedError
 
     def merge_spread(self, into: DictV, values: list[object]) -> None:
