@@ -51,13 +51,13 @@ CLIP_WORDS = tuple(name.encode("ascii") for name in sorted(CLIP_NAMES))
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
 EVENT_METHODS = frozenset({"backward", "unscale_", "step"})
 BUILTIN_NAMES = frozenset(dir(builtins))
+WORD = re.compile(r"[^\W\d]\w*")
 # The helper levels below a called function that a reading still enters: a reading (depth 0)
 # enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
 LEVELS = HELPER_DEPTH - 1
 # Decorators that keep a method a plain function of the class (anything else may make its
 # name hold another callable: a property's value, a wrapper).
 PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override"})
-IDENTIFIER = re.compile(r"[^\W\d]\w*")
 WALRUS = re.compile(r"([^\W\d]\w*)\s*:=")
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
 
@@ -73,8 +73,10 @@ class FileNames:
     module_values: set[str] = field(default_factory=set)
     every: bool = False
 
-    def binds_value(self, name: str) -> bool:
-        return self.every or name in self.value_names
+    def binds_value(self, name: str, data: bytes) -> bool:
+        """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
+        text: a namespace or record built from `**` of that dict has the attribute)."""
+        return self.every or name in self.value_names or dict_key(name, data)
 
 
 def file_names(summary: Summary, data: bytes) -> FileNames:
@@ -123,7 +125,7 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
                 values.add(keyword.arg)
         for argument in (*call.args, *(k.value for k in call.keywords)):
             for text in string_arguments(argument):
-                values.update(IDENTIFIER.findall(text))
+                values.update(WORD.findall(text))  # `getattr(x, "name")`, a record's fields
                 values.add(text.lstrip("-").replace("-", "_"))  # an argparse `dest`
     if b":=" in data:
         values.update(WALRUS.findall(data.decode("utf-8", "replace")))
@@ -146,13 +148,10 @@ def attribute_targets(statement: ast.stmt) -> Iterator[str]:
 
 
 def string_arguments(argument: ast.expr) -> Iterator[str]:
-    """The strings an argument writes: itself, the elements of a list, tuple or set, a dict's
-    keys."""
+    """The strings an argument writes: itself, the elements of a list, tuple or set."""
     nodes: list[ast.expr | None] = [argument]
     if isinstance(argument, (ast.List, ast.Tuple, ast.Set)):
         nodes = list(argument.elts)
-    elif isinstance(argument, ast.Dict):
-        nodes = list(argument.keys)
     for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             yield node.value
@@ -210,7 +209,13 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
         summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
     except Exception:  # noqa: BLE001 - a file the summary cannot read: it may
         return True
-    return file_names(summary, data).binds_value(name)
+    return file_names(summary, data).binds_value(name, data)
+
+
+def dict_key(name: str, data: bytes) -> bool:
+    """The text writes `name` as a string followed by a colon (a dict literal's key)."""
+    word = re.escape(name.encode("ascii"))
+    return re.search(rb"[\"']" + word + rb"[\"']\s*:", data) is not None
 
 
 def defines(name: str, data: bytes) -> bool:
@@ -290,7 +295,9 @@ class CallReach:
         loaded = self.evaluator.summaries  # type: ignore[attr-defined]
         writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
         writing.sort(key=lambda path: path not in loaded)  # stable: the project's order
-        found = next((p for p in writing if self.names_of(p, texts[p]).binds_value(name)), None)
+        found = next(
+            (p for p in writing if self.names_of(p, texts[p]).binds_value(name, texts[p])), None
+        )
         test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
         if isinstance(self.contents, Recording):
             self.contents.reads.exists[test] = None if found is None else str(found)
