@@ -67,8 +67,9 @@ class Event:
 
 # (file, call) -> what the call is, or None (then a project function it calls is entered).
 Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
-# (file, call) -> whether the call may run project code (analysis/reach.py); None: every call.
-Enters = Callable[[FileFacts, ast.Call], bool] | None
+# (file, function read, call) -> whether the call may run project code (analysis/reach.py);
+# None: every call.
+Enters = Callable[[FileFacts, ast.AST, ast.Call], bool] | None
 
 
 def key(node: ast.AST | None) -> str | None:
@@ -138,6 +139,7 @@ def events(
     found: list[Event] = []
     for statement in statements(function.body):
         for call in calls_of(statement):
+            runs = enters is None or enters(file, function, call)  # before classify: it asks too
             seen = classify(file, call)
             if seen is not None:
                 if seen.kind is EventKind.STEP and depth < HELPER_DEPTH:
@@ -160,7 +162,7 @@ def events(
                     )
                 )
                 continue
-            if depth < HELPER_DEPTH and (enters is None or enters(file, call)):
+            if depth < HELPER_DEPTH and runs:
                 for inner in helper_events(facts, file, call, classify, depth, function, enters):
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
     return found

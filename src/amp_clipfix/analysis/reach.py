@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amp_clipfix.analysis.facts import FileFacts
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TORCH_CLIPS
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read, scan
@@ -51,6 +51,7 @@ CLIP_WORDS = tuple(name.encode("ascii") for name in sorted(CLIP_NAMES))
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
 EVENT_METHODS = frozenset({"backward", "unscale_", "step"})
 BUILTIN_NAMES = frozenset(dir(builtins))
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 WORD = re.compile(r"[^\W\d]\w*")
 # The helper levels below a called function that a reading still enters: a reading (depth 0)
 # enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
@@ -239,26 +240,35 @@ class CallReach:
     (`FileNames`, read once from the summary the evaluator keeps) and each function's answer
     (`reaches`, once per function). Counts what it left out and what it read."""
 
-    def __init__(self, evaluator: object) -> None:
-        self.evaluator = evaluator
+    def __init__(self, facts: ProjectFacts) -> None:
+        self.facts = facts
+        self.evaluator = facts.evaluator
         self.files: dict[Path, FileNames] = {}
         # (attribute name, levels) -> a call of it may reach an event
         self.names: dict[tuple[str, int], bool] = {}
         # (id(function node), levels) -> running it may meet an event (the nodes: `files`)
         self.functions: dict[tuple[int, int], bool] = {}
         self.values: dict[str, bool] = {}  # attribute name -> some file gives it a value
+        self.calls: dict[int, bool] = {}  # id(call) -> may_run_project
         self.escapes: bool | None = None
         self.skipped = 0  # calls not asked about
         self.asked = 0  # calls asked about
 
-    def may_run_project(self, file: FileFacts, call: ast.Call) -> bool:
+    def may_run_project(self, file: FileFacts, function: ast.AST | None, call: ast.Call) -> bool:
         """The call may be torch's clip or run project code that reaches an event: anything
-        but an attribute call whose name the project binds to no value, and to no function
-        that can reach one."""
+        but an attribute call (on a receiver the evaluator follows to other code) whose name
+        the project binds to no value, and to no function that can reach one. Kept per call:
+        the search and its classifier both ask."""
+        known = self.calls.get(id(call))
+        if known is None:
+            known = self.calls[id(call)] = self.call_runs(file, function, call)
+        return known
+
+    def call_runs(self, file: FileFacts, function: ast.AST | None, call: ast.Call) -> bool:
         func = call.func
         if (
             isinstance(func, ast.Attribute)
-            and follows_callers(file.summary, func.value)
+            and follows_callers(file.summary, func.value, function)
             and not self.clip_escapes()
             and not self.attribute_reaches(func.attr)
         ):
@@ -311,7 +321,9 @@ class CallReach:
             contents = self.contents
             self.escapes = False
             for path in scan(contents, ("any", CLIP_WORDS)):
-                tree = self.summary_tree(path)
+                # the rule's own files (parsed for its search anyway), else the evaluator's
+                file = self.facts.files.get(path) if path in self.facts.files else None
+                tree = file.tree if file is not None else self.summary_tree(path)
                 if tree is not None and clip_handed_on(tree):
                     self.escapes = True
                     break
@@ -435,19 +447,23 @@ class CallReach:
         return self.files[path]
 
 
-def follows_callers(summary: Summary, receiver: ast.expr) -> bool:
+def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | None = None) -> bool:
     """The receiver's value is looked for in other functions' code: it is (an attribute or
     item of) a call's result, or a parameter of the function it is in other than a method's
     `self` / `cls` (its callers' arguments). Only such calls are worth an index question: the
-    others are cheap for the evaluator, and asking would cost more than it saves."""
+    others are cheap for the evaluator, and asking would cost more than it saves. `function`:
+    the one the receiver is read in, when known (a module: no parameters)."""
     while isinstance(receiver, (ast.Attribute, ast.Subscript)):
         receiver = receiver.value
     if isinstance(receiver, ast.Call):
         return True
     if not isinstance(receiver, ast.Name):
         return False
-    function, cls = summary.enclosing(receiver)
     if function is None:
+        function, cls = summary.enclosing(receiver)
+    else:
+        cls = summary.enclosing(function)[1] if isinstance(function, FUNCTION_NODES) else None
+    if not isinstance(function, (*FUNCTION_NODES, ast.Lambda)):
         return False
     args: ast.arguments = function.args  # type: ignore[attr-defined]
     positional = [*args.posonlyargs, *args.args]
@@ -462,16 +478,20 @@ def plain_decorator(decorator: ast.expr) -> bool:
 
 def clip_handed_on(tree: ast.Module) -> bool:
     """The module writes a clip name other than as the callee of a call, as a name it imports
-    under its own name, or as a string (`getattr(torch.nn.utils, "clip_grad_norm_")`)."""
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    under its own name, or as a string (`getattr(torch.nn.utils, "clip_grad_norm_")`). One
+    walk: a call is met before its callee (breadth first)."""
+    called: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in CLIP_NAMES and id(node) not in called:
-            return True
-        if isinstance(node, ast.Attribute) and node.attr in CLIP_NAMES and id(node) not in called:
-            return True
-        if isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] in CLIP_NAMES:
-            if node.asname not in (None, node.name.rsplit(".", 1)[-1]):
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+        elif isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in CLIP_NAMES and id(node) not in called:
                 return True
-        if isinstance(node, ast.Constant) and node.value in CLIP_NAMES:
+        elif isinstance(node, ast.alias):
+            own = node.name.rsplit(".", 1)[-1]
+            if own in CLIP_NAMES and node.asname not in (None, own):
+                return True
+        elif isinstance(node, ast.Constant) and node.value in CLIP_NAMES:
             return True
     return False

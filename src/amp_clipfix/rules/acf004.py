@@ -115,7 +115,7 @@ def classifier(facts: ProjectFacts, enters: Enters = None):  # noqa: ANN201 - an
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
                 made = made_once(facts, file, receiver)
                 return Seen(kind, scaler=receiver, optimizer=call.args[0], detail=made)
-        if (enters is None or enters(file, call)) and is_torch_clip(facts, file, call):
+        if (enters is None or enters(file, None, call)) and is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
 
@@ -124,7 +124,7 @@ def classifier(facts: ProjectFacts, enters: Enters = None):  # noqa: ANN201 - an
 
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
-    reach = CallReach(facts.evaluator)
+    reach = CallReach(facts)
     enters = reach.may_run_project
     classify = classifier(facts, enters)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
