@@ -206,11 +206,20 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
     that does not parse: yes)."""
     if not written_free(name, data):
         return False
+    if stored_text(name).search(data):
+        return True
     try:
         summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
     except Exception:  # noqa: BLE001 - a file the summary cannot read: it may
         return True
     return file_names(summary, data).binds_value(name, data)
+
+
+def stored_text(name: str) -> re.Pattern[bytes]:
+    """Text that stores `name` as an attribute or passes it as a keyword (`x.name = v`,
+    `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes)."""
+    word = re.escape(name.encode("ascii"))
+    return re.compile(rb"(\.|[(,])\s*" + word + rb"\s*=(?!=)")
 
 
 def dict_key(name: str, data: bytes) -> bool:
@@ -304,10 +313,14 @@ class CallReach:
         texts = raw(self.contents)
         loaded = self.evaluator.summaries  # type: ignore[attr-defined]
         writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
-        writing.sort(key=lambda path: path not in loaded)  # stable: the project's order
-        found = next(
-            (p for p in writing if self.names_of(p, texts[p]).binds_value(name, texts[p])), None
-        )
+        proof = stored_text(name)  # `x.name = v`, `f(name=v)`: a witness without a parse
+        found = next((path for path in writing if proof.search(texts[path])), None)
+        if found is None:
+            writing.sort(key=lambda path: path not in loaded)  # stable: the project's order
+            found = next(
+                (p for p in writing if self.names_of(p, texts[p]).binds_value(name, texts[p])),
+                None,
+            )
         test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
         if isinstance(self.contents, Recording):
             self.contents.reads.exists[test] = None if found is None else str(found)
