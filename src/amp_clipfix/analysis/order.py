@@ -69,7 +69,7 @@ class Event:
 Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
 # (file, function read, call) -> whether the call may run project code (analysis/reach.py);
 # None: every call.
-Enters = Callable[[FileFacts, ast.AST, ast.Call], bool] | None
+Enters = Callable[[FileFacts, ast.AST | None, ast.Call], bool] | None
 
 
 def key(node: ast.AST | None) -> str | None:

@@ -34,15 +34,20 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
+from amp_clipfix.analysis.bound_names import (
+    FileNames,
+    all_arguments,
+    file_names,
+    plain_decorator,
+)
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TORCH_CLIPS
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read, scan
-from amp_clipfix.analysis.summary import Summary, called_name, summarise
+from amp_clipfix.analysis.summary import Summary, summarise
 
 # The names torch's clip functions have as attributes of their modules.
 CLIP_NAMES = frozenset(name.rsplit(".", 1)[1] for name in TORCH_CLIPS)
@@ -52,153 +57,10 @@ CLIP_WORDS = tuple(name.encode("ascii") for name in sorted(CLIP_NAMES))
 EVENT_METHODS = frozenset({"backward", "unscale_", "step"})
 BUILTIN_NAMES = frozenset(dir(builtins))
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
-WORD = re.compile(r"[^\W\d]\w*")
 # The helper levels below a called function that a reading still enters: a reading (depth 0)
 # enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
 LEVELS = HELPER_DEPTH - 1
-# Decorators that keep a method a plain function of the class (anything else may make its
-# name hold another callable: a property's value, a wrapper).
-PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override"})
-WALRUS = re.compile(r"([^\W\d]\w*)\s*:=")
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
-
-
-@dataclass
-class FileNames:
-    """What one file binds by name: its functions (any depth) and the names it gives a value
-    other than as a function (`value_names`; `every`: any name, a star import)."""
-
-    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
-    value_names: set[str] = field(default_factory=set)
-    # bound at module level to a value (an assignment, a loop, a renamed import, a module)
-    module_values: set[str] = field(default_factory=set)
-    every: bool = False
-
-    def binds_value(self, name: str, data: bytes) -> bool:
-        """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
-        text: a namespace or record built from `**` of that dict has the attribute)."""
-        return self.every or name in self.value_names or dict_key(name, data)
-
-
-def file_names(summary: Summary, data: bytes) -> FileNames:
-    """The names a module binds (`FileNames`), read from its summary's statements and calls
-    (not a walk of every expression). Values: an attribute store (`x.name = ...`, also in a
-    tuple, a loop, `with`, `del`), a binding in a module or class body (assignment, loop,
-    `with`, `except`, a renamed import, a module import), a keyword of a call (fields,
-    namespaces, `replace`), a parameter of an `__init__` (`self.hparams.name`), a word of a
-    string argument (`getattr`, `setattr`, a named tuple's fields, an argparse `dest`), a
-    `global` / `nonlocal` name, a walrus or match capture anywhere. Local variables of
-    functions are not values of attributes."""
-    found = FileNames()
-    values = found.value_names
-    tree = summary.tree
-    module_level = {id(s) for s in statements_of(tree.body)}
-    class_level = {id(s) for c in summary.classes() for s in statements_of(c.body)}
-    for statement in summary.walked_statements():
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.functions.setdefault(statement.name, []).append(statement)
-            if statement.name == "__init__":
-                values.update(a.arg for a in all_arguments(statement.args))
-            if not all(plain_decorator(d) for d in statement.decorator_list):
-                values.add(statement.name)  # a property's value, a wrapper: any value
-            continue
-        if isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names):
-            found.every = True
-        if isinstance(statement, (ast.Global, ast.Nonlocal)):
-            values.update(statement.names)
-        elif isinstance(statement, ast.Match):
-            for case in statement.cases:
-                for node in ast.walk(case.pattern):
-                    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-                        values.add(node.name)
-                    elif isinstance(node, ast.MatchMapping) and node.rest:
-                        values.add(node.rest)
-        values.update(attribute_targets(statement))
-        scoped = id(statement) in module_level or id(statement) in class_level
-        if scoped:
-            names = stored_names(statement)
-            values.update(names)
-            if id(statement) in module_level:
-                found.module_values.update(names)
-    for call in summary.walked_calls():
-        for keyword in call.keywords:
-            if keyword.arg is not None:
-                values.add(keyword.arg)
-        for argument in (*call.args, *(k.value for k in call.keywords)):
-            for text in string_arguments(argument):
-                values.update(WORD.findall(text))  # `getattr(x, "name")`, a record's fields
-                values.add(text.lstrip("-").replace("-", "_"))  # an argparse `dest`
-    if b":=" in data:
-        values.update(WALRUS.findall(data.decode("utf-8", "replace")))
-    return found
-
-
-def attribute_targets(statement: ast.stmt) -> Iterator[str]:
-    """The attribute names a statement stores or deletes (`x.name = ...`, `for x.name in`)."""
-    targets: list[ast.expr] = []
-    if isinstance(statement, (ast.Assign, ast.Delete)):
-        targets = list(statement.targets)
-    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
-        targets = [statement.target]
-    elif isinstance(statement, (ast.With, ast.AsyncWith)):
-        targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
-    for target in targets:
-        for node in ast.walk(target):
-            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-                yield node.attr
-
-
-def string_arguments(argument: ast.expr) -> Iterator[str]:
-    """The strings an argument writes: itself, the elements of a list, tuple or set."""
-    nodes: list[ast.expr | None] = [argument]
-    if isinstance(argument, (ast.List, ast.Tuple, ast.Set)):
-        nodes = list(argument.elts)
-    for node in nodes:
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            yield node.value
-
-
-def all_arguments(args: ast.arguments) -> Iterator[ast.arg]:
-    yield from (*args.posonlyargs, *args.args, *args.kwonlyargs)
-    yield from (a for a in (args.vararg, args.kwarg) if a is not None)
-
-
-def statements_of(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements of a module or class body and of its blocks (`if`, `try`, `for`,
-    `with`, `match`), not those of the functions and classes defined in it."""
-    for statement in body:
-        yield statement
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for name in ("body", "orelse", "finalbody"):
-            yield from statements_of(
-                [s for s in getattr(statement, name, None) or () if isinstance(s, ast.stmt)]
-            )
-        for handler in getattr(statement, "handlers", None) or ():
-            yield from statements_of(handler.body)
-        for case in getattr(statement, "cases", None) or ():
-            yield from statements_of(case.body)
-
-
-def stored_names(statement: ast.stmt) -> set[str]:
-    """The plain names a statement binds in its own scope."""
-    targets: list[ast.expr] = []
-    if isinstance(statement, ast.Assign):
-        targets = list(statement.targets)
-    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
-        targets = [statement.target]
-    elif isinstance(statement, (ast.With, ast.AsyncWith)):
-        targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
-    elif isinstance(statement, ast.Delete):
-        targets = list(statement.targets)
-    found = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    if isinstance(statement, ast.ImportFrom):  # under its own name: the same function or object
-        found.update(a.asname for a in statement.names if a.asname and a.asname != a.name)
-    elif isinstance(statement, ast.Import):  # a module (`import a.b` binds `a`)
-        found.update((a.asname or a.name).split(".")[0] for a in statement.names)
-    if isinstance(statement, ast.Try):
-        found.update(h.name for h in statement.handlers if h.name)
-    return found
 
 
 def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
@@ -212,7 +74,7 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
         summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
     except Exception:  # noqa: BLE001 - a file the summary cannot read: it may
         return True
-    return file_names(summary, data).binds_value(name, data)
+    return summary is None or file_names(summary, data).binds_value(name, data)
 
 
 def stored_text(name: str) -> re.Pattern[bytes]:
@@ -220,12 +82,6 @@ def stored_text(name: str) -> re.Pattern[bytes]:
     `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes)."""
     word = re.escape(name.encode("ascii"))
     return re.compile(rb"(\.|[(,])\s*" + word + rb"\s*=(?!=)")
-
-
-def dict_key(name: str, data: bytes) -> bool:
-    """The text writes `name` as a string followed by a colon (a dict literal's key)."""
-    word = re.escape(name.encode("ascii"))
-    return re.search(rb"[\"']" + word + rb"[\"']\s*:", data) is not None
 
 
 def defines(name: str, data: bytes) -> bool:
@@ -311,7 +167,7 @@ class CallReach:
         """A file that gives `name` a value, looked for among those already read first (no
         parse); noted as the `exists` question it answers (its witness)."""
         texts = raw(self.contents)
-        loaded = self.evaluator.summaries  # type: ignore[attr-defined]
+        loaded = self.evaluator.summaries
         writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
         proof = stored_text(name)  # `x.name = v`, `f(name=v)`: a witness without a parse
         found = next((path for path in writing if proof.search(texts[path])), None)
@@ -358,7 +214,7 @@ class CallReach:
         if self.value_bound(name):
             return True
         texts = raw(self.contents)
-        loaded = self.evaluator.summaries  # type: ignore[attr-defined]
+        loaded = self.evaluator.summaries
         defining = [path for path in self.files_naming(name) if defines(name, texts[path])]
         defining.sort(key=lambda path: path not in loaded)  # stable: the project's order
         for path in defining:
@@ -428,11 +284,12 @@ class CallReach:
     # -- files ---------------------------------------------------------------------------------
 
     @property
-    def contents(self):  # noqa: ANN201 - the evaluator's (recorded) texts
-        return self.evaluator.contents  # type: ignore[attr-defined]
+    def contents(self) -> Mapping[Path, bytes]:
+        """The evaluator's (recorded) texts."""
+        return self.evaluator.contents
 
     def files_naming(self, name: str) -> list[Path]:
-        return self.evaluator.files_naming(name.encode("ascii"))  # type: ignore[attr-defined]
+        return self.evaluator.files_naming(name.encode("ascii"))
 
     def summary_tree(self, path: Path) -> ast.Module | None:
         summary = self.summary_of(path)
@@ -441,11 +298,11 @@ class CallReach:
     def summary_of(self, path: Path) -> Summary | None:
         """The file's summary as the evaluator reads it (made once and kept for the
         evaluator), None when it cannot be read as Python."""
-        summaries = self.evaluator.summaries  # type: ignore[attr-defined]
+        summaries = self.evaluator.summaries
         summary = summaries.get(path)
         if summary is None:
             try:
-                summary = self.evaluator.load(path)  # type: ignore[attr-defined]
+                summary = self.evaluator.load(path)
             except Exception:  # noqa: BLE001 - what the evaluator would not read either
                 return None
             if summary is None:
@@ -478,15 +335,11 @@ def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | No
         cls = summary.enclosing(function)[1] if isinstance(function, FUNCTION_NODES) else None
     if not isinstance(function, (*FUNCTION_NODES, ast.Lambda)):
         return False
-    args: ast.arguments = function.args  # type: ignore[attr-defined]
+    args: ast.arguments = function.args
     positional = [*args.posonlyargs, *args.args]
     if cls is not None and positional and positional[0].arg == receiver.id:
         return False  # `self.x.name(...)`: the class's own attribute
     return receiver.id in {a.arg for a in all_arguments(args)}
-
-
-def plain_decorator(decorator: ast.expr) -> bool:
-    return called_name(decorator) in PLAIN_DECORATORS
 
 
 def clip_handed_on(tree: ast.Module) -> bool:
