@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.frame import Ctx
@@ -134,10 +134,16 @@ def nested_in(facts: ProjectFacts, fn: Fn, reading: ast.AST) -> bool:
 
 Body = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 Reading = tuple["FileFacts", Body, ast.Call]
+# (summary, call) -> the call's callee may hold a project instance (analysis/reach.py); None: any.
+Holds = Callable[[Summary, ast.Call], bool] | None
 
 
 def caller_readings(
-    facts: ProjectFacts, file: FileFacts, function: ast.AST, depth: int = CALLER_DEPTH
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: ast.AST,
+    depth: int = CALLER_DEPTH,
+    holds: Holds = None,
 ) -> Iterator[Reading]:
     """The functions (or modules) of the project that call `function`, each with its file and
     the call, then their callers in turn (`depth` levels): where a helper's clip meets the
@@ -147,7 +153,7 @@ def caller_readings(
     for _ in range(depth):
         following: list[tuple[FileFacts, ast.AST]] = []
         for where, helper in frontier:
-            for call, reading, caller_file in direct_callers(facts, where, helper):
+            for call, reading, caller_file in direct_callers(facts, where, helper, holds):
                 if id(call) in seen:
                     continue
                 seen.add(id(call))
@@ -158,7 +164,7 @@ def caller_readings(
 
 
 def direct_callers(
-    facts: ProjectFacts, file: FileFacts, function: ast.AST
+    facts: ProjectFacts, file: FileFacts, function: ast.AST, holds: Holds = None
 ) -> Iterator[tuple[ast.Call, Body, FileFacts]]:
     """The project calls of `function` (any module, a bound method through its instances) and
     the function or module that makes each."""
@@ -168,7 +174,7 @@ def direct_callers(
     if summary is None or summary.tree is not file.tree or not body:
         return
     found = evaluator.callers(function, evaluator.ctx_of(summary, body[0]))
-    for call, caller in [*found, *instance_calls(facts, summary, function)]:
+    for call, caller in [*found, *instance_calls(facts, summary, function, holds)]:
         where = facts.file(caller.summary.path)
         reading = caller.func if caller.func is not None else caller.summary.tree
         if where is None or where.tree is not caller.summary.tree:
@@ -178,11 +184,12 @@ def direct_callers(
 
 
 def instance_calls(
-    facts: ProjectFacts, summary: Summary, function: ast.AST
+    facts: ProjectFacts, summary: Summary, function: ast.AST, holds: Holds = None
 ) -> list[tuple[ast.Call, Ctx]]:
     """The calls of instances of the class whose `__call__` `function` is (`clip(params)` with
     `clip = GradClipper(0.5)`), in the files that write the class's name (where an instance is
-    made or its class imported): by the value of each call's callee."""
+    made or its class imported): by the value of each call's callee (of a call `holds` says
+    may hold an instance: analysis/reach.py)."""
     owner = summary.parent(function)
     if getattr(function, "name", None) != "__call__" or not isinstance(owner, ast.ClassDef):
         return []
@@ -197,6 +204,8 @@ def instance_calls(
                 continue
             if isinstance(call.func, ast.Name) and call.func.id == owner.name:
                 continue  # the class itself: an instantiation
+            if holds is not None and not holds(other, call):
+                continue
             ctx = evaluator.ctx_of(other, call)
             values = evaluator.force(evaluator.ev(call.func, ctx))
             if any(

@@ -67,6 +67,9 @@ class Event:
 
 # (file, call) -> what the call is, or None (then a project function it calls is entered).
 Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
+# (file, function read, call) -> whether the call may run project code (analysis/reach.py);
+# None: every call.
+Enters = Callable[[FileFacts, ast.AST | None, ast.Call], bool] | None
 
 
 def key(node: ast.AST | None) -> str | None:
@@ -129,16 +132,19 @@ def events(
     function: Body,
     classify: Classify,
     depth: int = 0,
+    enters: Enters = None,
 ) -> list[Event]:
-    """The events of `function` in run order (source order; loops are read once)."""
+    """The events of `function` in run order (source order; loops are read once). `enters`
+    says which calls may run project code: the others are not asked what they run."""
     found: list[Event] = []
     for statement in statements(function.body):
         for call in calls_of(statement):
+            runs = enters is None or enters(file, function, call)  # before classify: it asks too
             seen = classify(file, call)
             if seen is not None:
                 if seen.kind is EventKind.STEP and depth < HELPER_DEPTH:
                     # `optimizer.step(closure)` runs the closure first (callables.step_closure)
-                    for inner in closure_events(facts, file, call, classify, depth):
+                    for inner in closure_events(facts, file, call, classify, depth, enters):
                         found.append(replace(inner, statement=statement, via=(call, *inner.via)))
                 found.append(
                     Event(
@@ -156,8 +162,8 @@ def events(
                     )
                 )
                 continue
-            if depth < HELPER_DEPTH:
-                for inner in helper_events(facts, file, call, classify, depth, function):
+            if depth < HELPER_DEPTH and runs:
+                for inner in helper_events(facts, file, call, classify, depth, function, enters):
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
     return found
 
@@ -169,6 +175,7 @@ def helper_events(
     classify: Classify,
     depth: int,
     reading: ast.AST | None = None,
+    enters: Enters = None,
 ) -> list[Event]:
     """The events of the project functions `call` may run (a function, a bound method, a
     closure, an instance's `__call__`: callables.callees), in the caller's keys: an expression
@@ -179,7 +186,7 @@ def helper_events(
             continue
         helper = facts.files[value.summary.path]
         names = parameter_keys(value, call)
-        for event in events(facts, helper, value.node, classify, depth + 1):
+        for event in events(facts, helper, value.node, classify, depth + 1, enters):
             scaler = names.get(event.scaler or "")
             optimizer = names.get(event.optimizer or "")
             found.append(
@@ -198,7 +205,12 @@ def helper_events(
 
 
 def closure_events(
-    facts: ProjectFacts, file: FileFacts, call: ast.Call, classify: Classify, depth: int
+    facts: ProjectFacts,
+    file: FileFacts,
+    call: ast.Call,
+    classify: Classify,
+    depth: int,
+    enters: Enters = None,
 ) -> list[Event]:
     """The events of the project function a step is given as its closure, which it runs before
     it steps (keys and codes as a closure's: its free names are the caller's)."""
@@ -207,7 +219,8 @@ def closure_events(
         if fn.summary.path in facts.files:
             helper = facts.files[fn.summary.path]
             found += [
-                replace(e, inner=e) for e in events(facts, helper, fn.node, classify, depth + 1)
+                replace(e, inner=e)
+                for e in events(facts, helper, fn.node, classify, depth + 1, enters)
             ]
     return found
 

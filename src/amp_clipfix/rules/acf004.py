@@ -18,6 +18,7 @@ from amp_clipfix.analysis.order import (
     FUNCTIONS,
     Body,
     Classify,
+    Enters,
     Event,
     EventKind,
     Seen,
@@ -25,6 +26,7 @@ from amp_clipfix.analysis.order import (
     functions,
     statement_line_is_own,
 )
+from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
@@ -92,8 +94,9 @@ def made_once(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> ast.Call 
     return next(iter(made.values())) if len(made) == 1 else None
 
 
-def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
-    """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls."""
+def classifier(facts: ProjectFacts, enters: Enters = None):  # noqa: ANN201 - an order.Classify
+    """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls (asked only of
+    a call that `enters` says may run project code or torch's clip: analysis/reach.py)."""
 
     def classify(file: FileFacts, call: ast.Call) -> Seen | None:
         func = call.func
@@ -112,7 +115,7 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
                 made = made_once(facts, file, receiver)
                 return Seen(kind, scaler=receiver, optimizer=call.args[0], detail=made)
-        if is_torch_clip(facts, file, call):
+        if (enters is None or enters(file, None, call)) and is_torch_clip(facts, file, call):
             return Seen(EventKind.CLIP)
         return None
 
@@ -121,7 +124,9 @@ def classifier(facts: ProjectFacts):  # noqa: ANN201 - an order.Classify
 
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
-    classify = classifier(facts)
+    reach = CallReach(facts)
+    enters = reach.may_run_project
+    classify = classifier(facts, enters)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         for function in functions(file):
@@ -130,11 +135,11 @@ def check(queries: Queries) -> Iterator[Found]:
                 isinstance(function, FUNCTIONS) and b"clip_grad_" in text
             ):
                 continue
-            order = events(facts, file, function, classify)
+            order = events(facts, file, function, classify, enters=enters)
             readings = [(file, order, index) for index in range(len(order))]
             if isinstance(function, FUNCTIONS):
                 # a clip of its own that meets no step here: read where it is called
-                readings += in_callers(facts, file, function, order, classify)
+                readings += in_callers(facts, file, function, order, classify, reach)
             for where, reading, index in readings:
                 clip = reading[index]
                 if clip.kind is EventKind.CLIP:
@@ -150,6 +155,7 @@ def in_callers(
     function: Body,
     order: list[Event],
     classify: Classify,
+    reach: CallReach | None = None,
 ) -> list[tuple[FileFacts, list[Event], int]]:
     """The clips `function` makes itself with no step of their scaler after them there, read
     in the function's callers (any module; callables.caller_readings): a clip helper imported
@@ -165,8 +171,10 @@ def in_callers(
     if not clips:
         return []
     found: list[tuple[FileFacts, list[Event], int]] = []
-    for where, reading, call in caller_readings(facts, file, function):
-        caller_order = events(facts, where, reading, classify)
+    enters = None if reach is None else reach.may_run_project
+    holds = None if reach is None else reach.may_hold_instance
+    for where, reading, call in caller_readings(facts, file, function, holds=holds):
+        caller_order = events(facts, where, reading, classify, enters=enters)
         for index, event in enumerate(caller_order):
             if any(event.call is clip.call for clip in clips) and call in event.via:
                 found.append((where, caller_order, index))

@@ -1,0 +1,166 @@
+"""What one file binds by name (its functions, and the names it gives a value other than as a
+function), read from its summary: the per-file facts of the reach index (analysis/reach.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from amp_clipfix.analysis.summary import Summary, called_name
+
+# Decorators that keep a method a plain function of the class (anything else may make its
+# name hold another callable: a property's value, a wrapper).
+PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override"})
+WORD = re.compile(r"[^\W\d]\w*")
+WALRUS = re.compile(r"([^\W\d]\w*)\s*:=")
+
+
+@dataclass
+class FileNames:
+    """What one file binds by name: its functions (any depth) and the names it gives a value
+    other than as a function (`value_names`; `every`: any name, a star import)."""
+
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
+    value_names: set[str] = field(default_factory=set)
+    # bound at module level to a value (an assignment, a loop, a renamed import, a module)
+    module_values: set[str] = field(default_factory=set)
+    every: bool = False
+
+    def binds_value(self, name: str, data: bytes) -> bool:
+        """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
+        text: a namespace or record built from `**` of that dict has the attribute)."""
+        return self.every or name in self.value_names or dict_key(name, data)
+
+
+def file_names(summary: Summary, data: bytes) -> FileNames:
+    """The names a module binds (`FileNames`), read from its summary's statements and calls
+    (not a walk of every expression). Values: an attribute store (`x.name = ...`, also in a
+    tuple, a loop, `with`, `del`), a binding in a module or class body (assignment, loop,
+    `with`, `except`, a renamed import, a module import), a keyword of a call (fields,
+    namespaces, `replace`), a parameter of an `__init__` (`self.hparams.name`), a word of a
+    string argument (`getattr`, `setattr`, a named tuple's fields, an argparse `dest`), a
+    `global` / `nonlocal` name, a walrus or match capture anywhere. Local variables of
+    functions are not values of attributes."""
+    found = FileNames()
+    values = found.value_names
+    tree = summary.tree
+    module_level = {id(s) for s in statements_of(tree.body)}
+    class_level = {id(s) for c in summary.classes() for s in statements_of(c.body)}
+    for statement in summary.walked_statements():
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.functions.setdefault(statement.name, []).append(statement)
+            if statement.name == "__init__":
+                values.update(a.arg for a in all_arguments(statement.args))
+            if not all(plain_decorator(d) for d in statement.decorator_list):
+                values.add(statement.name)  # a property's value, a wrapper: any value
+            continue
+        if isinstance(statement, ast.ImportFrom) and any(a.name == "*" for a in statement.names):
+            found.every = True
+        if isinstance(statement, (ast.Global, ast.Nonlocal)):
+            values.update(statement.names)
+        elif isinstance(statement, ast.Match):
+            for case in statement.cases:
+                for node in ast.walk(case.pattern):
+                    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                        values.add(node.name)
+                    elif isinstance(node, ast.MatchMapping) and node.rest:
+                        values.add(node.rest)
+        values.update(attribute_targets(statement))
+        scoped = id(statement) in module_level or id(statement) in class_level
+        if scoped:
+            names = stored_names(statement)
+            values.update(names)
+            if id(statement) in module_level:
+                found.module_values.update(names)
+    for call in summary.walked_calls():
+        for keyword in call.keywords:
+            if keyword.arg is not None:
+                values.add(keyword.arg)
+        for argument in (*call.args, *(k.value for k in call.keywords)):
+            for text in string_arguments(argument):
+                values.update(WORD.findall(text))  # `getattr(x, "name")`, a record's fields
+                values.add(text.lstrip("-").replace("-", "_"))  # an argparse `dest`
+    if b":=" in data:
+        values.update(WALRUS.findall(data.decode("utf-8", "replace")))
+    return found
+
+
+def attribute_targets(statement: ast.stmt) -> Iterator[str]:
+    """The attribute names a statement stores or deletes (`x.name = ...`, `for x.name in`)."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, (ast.Assign, ast.Delete)):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                yield node.attr
+
+
+def string_arguments(argument: ast.expr) -> Iterator[str]:
+    """The strings an argument writes: itself, the elements of a list, tuple or set."""
+    nodes: list[ast.expr | None] = [argument]
+    if isinstance(argument, (ast.List, ast.Tuple, ast.Set)):
+        nodes = list(argument.elts)
+    for node in nodes:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.value
+
+
+def all_arguments(args: ast.arguments) -> Iterator[ast.arg]:
+    yield from (*args.posonlyargs, *args.args, *args.kwonlyargs)
+    yield from (a for a in (args.vararg, args.kwarg) if a is not None)
+
+
+def statements_of(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a module or class body and of its blocks (`if`, `try`, `for`,
+    `with`, `match`), not those of the functions and classes defined in it."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            yield from statements_of(
+                [s for s in getattr(statement, name, None) or () if isinstance(s, ast.stmt)]
+            )
+        for handler in getattr(statement, "handlers", None) or ():
+            yield from statements_of(handler.body)
+        for case in getattr(statement, "cases", None) or ():
+            yield from statements_of(case.body)
+
+
+def stored_names(statement: ast.stmt) -> set[str]:
+    """The plain names a statement binds in its own scope."""
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
+    elif isinstance(statement, ast.Delete):
+        targets = list(statement.targets)
+    found = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(statement, ast.ImportFrom):  # under its own name: the same function or object
+        found.update(a.asname for a in statement.names if a.asname and a.asname != a.name)
+    elif isinstance(statement, ast.Import):  # a module (`import a.b` binds `a`)
+        found.update((a.asname or a.name).split(".")[0] for a in statement.names)
+    if isinstance(statement, ast.Try):
+        found.update(h.name for h in statement.handlers if h.name)
+    return found
+
+
+def plain_decorator(decorator: ast.expr) -> bool:
+    return called_name(decorator) in PLAIN_DECORATORS
+
+
+def dict_key(name: str, data: bytes) -> bool:
+    """The text writes `name` as a string followed by a colon (a dict literal's key)."""
+    word = re.escape(name.encode("ascii"))
+    return re.search(rb"[\"']" + word + rb"[\"']\s*:", data) is not None

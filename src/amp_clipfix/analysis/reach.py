@@ -1,0 +1,375 @@
+"""Which calls can reach a scaled backward, a clip or an optimizer step: an index of the
+project's functions by name, so a search in run order (order.events) asks the evaluator only
+about the calls that can run one.
+
+order.events asks the evaluator what every call of a reading and of its helpers is (torch's
+clip by value, a project function to enter). On accelerate and timm that was 80% of the run,
+a few calls costing most of it (`utils.reduce_tensor(loss, n).item()`, `model.modules()`: the
+receiver followed through every caller). An attribute call `x.name(...)` runs project code
+only through what the project gives a value as its attribute `name`: the evaluator finds an
+attribute's value in a module's bindings, a class body, `self.name = ...`, a field or keyword,
+`getattr(x, "name")`, `self.hparams.name` (analysis/classes.py `attribute_of`), else it is a
+library attribute. So:
+
+- where the project binds `name` to a value anywhere (not only as a function), the call may
+  run anything: it is asked about, as before;
+- where it binds `name` only as functions (`def name`), the call runs one of those or library
+  code: it is asked about only when one of those functions can reach an event (`reaches`:
+  a call in it that may be a backward, an unscale, a step or a clip, or an attribute call whose
+  name reaches one, or any call the index cannot follow: a plain name that is not a builtin, a
+  call of a call's result);
+- where it binds `name` nowhere, the call runs library code only: it is not asked about.
+
+torch's clip is a library function: a call can be it without being spelled `clip_grad_norm_`
+only where the project hands the function on as a value (`clip = torch.nn.utils.clip_grad_norm_`,
+`partial(clip_grad_norm_, ...)`, an import under another name, a string): then every call may
+be it and nothing is left out (`clip_escapes`).
+
+A function's answer reads the files that define or bind the name (noted as reads and scans,
+recording.py), so an edit there invalidates the queries that relied on it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from amp_clipfix.analysis.bound_names import (
+    FileNames,
+    all_arguments,
+    file_names,
+    plain_decorator,
+)
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import TORCH_CLIPS
+from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
+from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read, scan
+from amp_clipfix.analysis.summary import Summary, summarise
+
+# The names torch's clip functions have as attributes of their modules.
+CLIP_NAMES = frozenset(name.rsplit(".", 1)[1] for name in TORCH_CLIPS)
+CLIP_WORDS = tuple(name.encode("ascii") for name in sorted(CLIP_NAMES))
+# Method names a call of which may be an event itself (the classifier decides by value):
+# `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
+EVENT_METHODS = frozenset({"backward", "unscale_", "step"})
+BUILTIN_NAMES = frozenset(dir(builtins))
+FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The helper levels below a called function that a reading still enters: a reading (depth 0)
+# enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
+LEVELS = HELPER_DEPTH - 1
+# The files whose names one search reads at most: past them every question is answered "may"
+# (a tree where the questions need more pays more for the index than it saves: bench/README).
+FILES_READ = 48
+VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
+
+
+def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
+    """The scan's test of one file: it gives `name` a value other than as a function (a file
+    that does not parse: yes)."""
+    if not written_free(name, data):
+        return False
+    if stored_text(name).search(data):
+        return True
+    try:
+        summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
+    except Exception:  # noqa: BLE001 - a file the summary cannot read: it may
+        return True
+    return summary is None or file_names(summary, data).binds_value(name, data)
+
+
+def stored_text(name: str) -> re.Pattern[bytes]:
+    """Text that stores `name` as an attribute or passes it as a keyword (`x.name = v`,
+    `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes)."""
+    word = re.escape(name.encode("ascii"))
+    return re.compile(rb"(\.|[(,])\s*" + word + rb"\s*=(?!=)")
+
+
+def defines(name: str, data: bytes) -> bool:
+    """The text may define a function `name` (`def name`, any spacing)."""
+    return re.search(rb"\bdef\s+" + re.escape(name.encode("ascii")) + rb"\b", data) is not None
+
+
+def written_free(name: str, data: bytes) -> bool:
+    """The text may write `name` other than as a method call `.name(`: it holds the name more
+    often than `.name(` (as a substring: `items` counts for `item`, which only says yes more
+    often)."""
+    word = name.encode("ascii")
+    return data.count(word) > data.count(b"." + word + b"(")
+
+
+PREDICATES[VALUE_BOUND] = binds_attribute_value
+
+
+class CallReach:
+    """Per search: which calls may reach an event (`may_run_project`), from each file's names
+    (`FileNames`, read once from the summary the evaluator keeps) and each function's answer
+    (`reaches`, once per function). Counts what it left out and what it read."""
+
+    def __init__(self, facts: ProjectFacts) -> None:
+        self.facts = facts
+        self.evaluator = facts.evaluator
+        self.files: dict[Path, FileNames] = {}
+        # (attribute name, levels) -> a call of it may reach an event
+        self.names: dict[tuple[str, int], bool] = {}
+        # (id(function node), levels) -> running it may meet an event (the nodes: `files`)
+        self.functions: dict[tuple[int, int], bool] = {}
+        self.values: dict[str, bool] = {}  # attribute name -> some file gives it a value
+        self.calls: dict[int, bool] = {}  # id(call) -> may_run_project
+        self.escapes: bool | None = None
+        self.skipped = 0  # calls not asked about
+        self.asked = 0  # calls asked about
+
+    def may_run_project(self, file: FileFacts, function: ast.AST | None, call: ast.Call) -> bool:
+        """The call may be torch's clip or run project code that reaches an event: anything
+        but an attribute call (on a receiver the evaluator follows to other code) whose name
+        the project binds to no value, and to no function that can reach one. Kept per call:
+        the search and its classifier both ask."""
+        known = self.calls.get(id(call))
+        if known is None:
+            known = self.calls[id(call)] = self.call_runs(file, function, call)
+        return known
+
+    def call_runs(self, file: FileFacts, function: ast.AST | None, call: ast.Call) -> bool:
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and follows_callers(file.summary, func.value, function)
+            and not self.clip_escapes()
+            and not self.attribute_reaches(func.attr)
+        ):
+            self.skipped += 1
+            return False
+        self.asked += 1
+        return True
+
+    def may_hold_instance(self, summary: Summary, call: ast.Call) -> bool:
+        """The call's callee may hold a project instance (whose `__call__` it runs): anything
+        but an attribute call whose name the project gives no value (a method so named is a
+        function, not an instance)."""
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and follows_callers(summary, func.value)
+            and not self.value_bound(func.attr)
+        ):
+            self.skipped += 1
+            return False
+        return True
+
+    def value_bound(self, name: str) -> bool:
+        """Some project file gives a value the attribute `name` other than as a function."""
+        known = self.values.get(name)
+        if known is None:
+            known = self.values[name] = not name.isascii() or self.value_files(name) is not None
+        return known
+
+    def value_files(self, name: str) -> Path | None:
+        """A file that gives `name` a value, looked for among those already read first (no
+        parse); noted as the `exists` question it answers (its witness)."""
+        texts = raw(self.contents)
+        loaded = self.evaluator.summaries
+        writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
+        proof = stored_text(name)  # `x.name = v`, `f(name=v)`: a witness without a parse
+        found = next((path for path in writing if proof.search(texts[path])), None)
+        if found is None and self.over_budget(writing):
+            return writing[0]  # may (not noted: the answer relies on no file)
+        if found is None:
+            writing.sort(key=lambda path: path not in loaded)  # stable: the project's order
+            found = next(
+                (p for p in writing if self.names_of(p, texts[p]).binds_value(name, texts[p])),
+                None,
+            )
+        test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
+        if isinstance(self.contents, Recording):
+            self.contents.reads.exists[test] = None if found is None else str(found)
+        return found
+
+    def clip_escapes(self) -> bool:
+        """The project hands torch's clip on as a value somewhere (an import under another
+        name, a name or attribute not called where it is written, a string), so a call
+        spelled otherwise may be it."""
+        if self.escapes is None:
+            contents = self.contents
+            self.escapes = False
+            for path in scan(contents, ("any", CLIP_WORDS)):
+                # the rule's own files (parsed for its search anyway), else the evaluator's
+                file = self.facts.files.get(path) if path in self.facts.files else None
+                tree = file.tree if file is not None else self.summary_tree(path)
+                if tree is not None and clip_handed_on(tree):
+                    self.escapes = True
+                    break
+        return self.escapes
+
+    def attribute_reaches(self, name: str, levels: int = LEVELS) -> bool:
+        """A call `x.name(...)` may be an event, or run a function that reaches one within
+        `levels` more helper levels (order.HELPER_DEPTH: a reading enters three)."""
+        key = (name, levels)
+        known = self.names.get(key)
+        if known is None:
+            self.names[key] = True  # asked inside its own answer (recursion): may
+            known = self.names[key] = self.search_attribute(name, levels)
+        return known
+
+    def search_attribute(self, name: str, levels: int) -> bool:
+        if name in EVENT_METHODS or name in CLIP_NAMES or not name.isascii():
+            return True
+        if self.value_bound(name):
+            return True
+        texts = raw(self.contents)
+        loaded = self.evaluator.summaries
+        defining = [path for path in self.files_naming(name) if defines(name, texts[path])]
+        if self.over_budget(defining):
+            return True
+        defining.sort(key=lambda path: path not in loaded)  # stable: the project's order
+        for path in defining:
+            read(self.contents, path)  # the answer reads the bodies of its functions
+            functions = self.names_of(path, texts[path]).functions.get(name, ())
+            if any(self.reaches(path, function, levels) for function in functions):
+                return True
+        return False
+
+    def reaches(
+        self, path: Path, function: ast.FunctionDef | ast.AsyncFunctionDef, levels: int
+    ) -> bool:
+        """Running `function` may meet an event in it or in the helpers it calls, `levels`
+        levels down (see the module's docstring)."""
+        key = (id(function), levels)
+        known = self.functions.get(key)
+        if known is None:
+            self.functions[key] = True  # recursion: may
+            known = self.functions[key] = self.search_function(path, function, levels)
+        return known
+
+    def search_function(
+        self, path: Path, function: ast.FunctionDef | ast.AsyncFunctionDef, levels: int
+    ) -> bool:
+        if any(not plain_decorator(d) for d in function.decorator_list):
+            return True  # its name may hold what the decorator made
+        names = self.files[path]
+        local = {a.arg for a in all_arguments(function.args)}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                local.add(node.id)
+        for statement in statements(function.body):
+            for call in calls_of(statement):
+                if self.call_may_reach(call, names, local, levels):
+                    return True
+        return False
+
+    def call_may_reach(
+        self, call: ast.Call, names: FileNames, local: set[str], levels: int
+    ) -> bool:
+        """A call in a function of the file `names` describes may be an event, or (with
+        `levels` left) run a function that reaches one."""
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in EVENT_METHODS or func.attr in CLIP_NAMES:
+                return True
+            return levels > 0 and self.attribute_reaches(func.attr, levels - 1)
+        if isinstance(func, ast.Name) and func.id in CLIP_NAMES:
+            return True
+        if levels == 0:
+            return False  # no helper is entered at the last level
+        if not isinstance(func, ast.Name):
+            return True  # a call of a call's result, of an item: not followed
+        return not self.name_quiet(func.id, names, local, levels - 1)
+
+    def name_quiet(self, name: str, names: FileNames, local: set[str], levels: int) -> bool:
+        """`name(...)` in a function of this file runs no project code that reaches an event:
+        a builtin the file does not define, or a function or class named so (defined or
+        imported under its own name) none of whose namesakes reaches one. A parameter, a
+        local, an assignment, a renamed import, a closure's free name: may."""
+        if name in local or names.every or name in names.module_values:
+            return False
+        if name in BUILTIN_NAMES and name not in names.functions:
+            return True
+        return not self.attribute_reaches(name, levels)
+
+    # -- files ---------------------------------------------------------------------------------
+
+    @property
+    def contents(self) -> Mapping[Path, bytes]:
+        """The evaluator's (recorded) texts."""
+        return self.evaluator.contents
+
+    def files_naming(self, name: str) -> list[Path]:
+        return self.evaluator.files_naming(name.encode("ascii"))
+
+    def summary_tree(self, path: Path) -> ast.Module | None:
+        summary = self.summary_of(path)
+        return None if summary is None else summary.tree
+
+    def summary_of(self, path: Path) -> Summary | None:
+        """The file's summary as the evaluator reads it (made once and kept for the
+        evaluator), None when it cannot be read as Python."""
+        summaries = self.evaluator.summaries
+        summary = summaries.get(path)
+        if summary is None:
+            try:
+                summary = self.evaluator.load(path)
+            except Exception:  # noqa: BLE001 - what the evaluator would not read either
+                return None
+            if summary is None:
+                return None
+            summaries[path] = summary
+        return summary
+
+    def over_budget(self, paths: list[Path]) -> bool:
+        """Reading these files' names would take the search past FILES_READ files: the
+        index then answers "may" (asking the evaluator costs less than reading them all)."""
+        return len(self.files) + sum(1 for path in paths if path not in self.files) > FILES_READ
+
+    def names_of(self, path: Path, data: bytes) -> FileNames:
+        if path not in self.files:
+            summary = self.summary_of(path)
+            self.files[path] = FileNames() if summary is None else file_names(summary, data)
+        return self.files[path]
+
+
+def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | None = None) -> bool:
+    """The receiver's value is looked for in other functions' code: it is (an attribute or
+    item of) a call's result, or a parameter of the function it is in other than a method's
+    `self` / `cls` (its callers' arguments). Only such calls are worth an index question: the
+    others are cheap for the evaluator, and asking would cost more than it saves. `function`:
+    the one the receiver is read in, when known (a module: no parameters)."""
+    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
+        receiver = receiver.value
+    if isinstance(receiver, ast.Call):
+        return True
+    if not isinstance(receiver, ast.Name):
+        return False
+    if function is None:
+        function, cls = summary.enclosing(receiver)
+    else:
+        cls = summary.enclosing(function)[1] if isinstance(function, FUNCTION_NODES) else None
+    if not isinstance(function, (*FUNCTION_NODES, ast.Lambda)):
+        return False
+    args: ast.arguments = function.args
+    positional = [*args.posonlyargs, *args.args]
+    if cls is not None and positional and positional[0].arg == receiver.id:
+        return False  # `self.x.name(...)`: the class's own attribute
+    return receiver.id in {a.arg for a in all_arguments(args)}
+
+
+def clip_handed_on(tree: ast.Module) -> bool:
+    """The module writes a clip name other than as the callee of a call, as a name it imports
+    under its own name, or as a string (`getattr(torch.nn.utils, "clip_grad_norm_")`). One
+    walk: a call is met before its callee (breadth first)."""
+    called: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+        elif isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in CLIP_NAMES and id(node) not in called:
+                return True
+        elif isinstance(node, ast.alias):
+            own = node.name.rsplit(".", 1)[-1]
+            if own in CLIP_NAMES and node.asname not in (None, own):
+                return True
+        elif isinstance(node, ast.Constant) and node.value in CLIP_NAMES:
+            return True
+    return False
