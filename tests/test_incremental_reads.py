@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,9 +41,7 @@ class Module(L.LightningModule):
 """
 
 
-@pytest.fixture
-def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
-    yield from spied_queries(monkeypatch)
+asked = pytest.fixture(name="asked")(spied_queries)  # the queries asked, and whether stored
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ cold `--no-cache` run."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,9 +35,7 @@ def run(x):
 """
 
 
-@pytest.fixture
-def asked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, bool]]]:
-    yield from spied_queries(monkeypatch)
+asked = pytest.fixture(name="asked")(spied_queries)  # the queries asked, and whether stored
 
 
 @pytest.fixture
