@@ -4,6 +4,7 @@ run), and which of a project's files hold them (pins.sources asks these after th
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -95,8 +96,19 @@ def pip_arguments(words: list[str]) -> list[str] | None:
     return None
 
 
-def install_arguments(text: str) -> Iterator[tuple[str, bool]]:
-    """(argument, is an include file) of every `pip install` in a shell text."""
+def install_arguments(text: str) -> tuple[tuple[str, bool], ...]:
+    """(argument, is an include file) of every `pip install` in a shell text. Memoised by the
+    text: a run asks each workflow or Dockerfile several times (its includes and its pins, for
+    Lightning's pin and for torch's), and shlex's pure-Python pass is the pins' main cost."""
+    return _install_arguments(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _install_arguments(text: str) -> tuple[tuple[str, bool], ...]:
+    return tuple(_arguments(text))
+
+
+def _arguments(text: str) -> Iterator[tuple[str, bool]]:
     for words in shell_commands(text, holding=("pip", "install")):
         arguments = pip_arguments(words)
         if arguments is None:
