@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, called_name
 
 # Decorators that keep a method a plain function of the class (anything else may make its
@@ -53,7 +54,7 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.functions.setdefault(statement.name, []).append(statement)
             if statement.name == "__init__":
-                values.update(a.arg for a in all_arguments(statement.args))
+                values.update(a.arg for a in all_params(statement.args))
             if not all(plain_decorator(d) for d in statement.decorator_list):
                 values.add(statement.name)  # a property's value, a wrapper: any value
             continue
@@ -111,11 +112,6 @@ def string_arguments(argument: ast.expr) -> Iterator[str]:
     for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             yield node.value
-
-
-def all_arguments(args: ast.arguments) -> Iterator[ast.arg]:
-    yield from (*args.posonlyargs, *args.args, *args.kwonlyargs)
-    yield from (a for a in (args.vararg, args.kwarg) if a is not None)
 
 
 def statements_of(body: list[ast.stmt]) -> Iterator[ast.stmt]:

@@ -18,7 +18,7 @@ from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import MODULE_CLIP
-from amp_clipfix.analysis.names import TORCH_CLIPS
+from amp_clipfix.analysis.names import TORCH_CLIP_NAMES
 from amp_clipfix.analysis.order import Body, Event, functions, key
 from amp_clipfix.analysis.recording import exists, holds_any
 from amp_clipfix.analysis.summary import Summary
@@ -29,7 +29,7 @@ from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, Opt, SelfV, T
 # they are imported or bound later, the import or the attribute chain writes the name).
 CLIP_WORDS = (
     MODULE_CLIP.encode("ascii"),
-    *sorted({qname.rsplit(".", 1)[-1].encode("ascii") for qname in TORCH_CLIPS}),
+    *sorted(name.encode("ascii") for name in TORCH_CLIP_NAMES),
 )
 
 

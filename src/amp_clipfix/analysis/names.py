@@ -404,6 +404,8 @@ TORCH_CLIPS = {
     if entry.kind is Kind.CLIP_FUNCTION and entry.bound
 }
 TORCH_CLIP_BOUNDS = frozenset(TORCH_CLIPS.values())  # `max_norm`, `clip_value`
+# Their names as attributes of their modules (`clip_grad_norm_`, `clip_grad_value_`).
+TORCH_CLIP_NAMES = frozenset(name.rsplit(".", 1)[1] for name in TORCH_CLIPS)
 # Names a module uses without importing them: `dict`, `getattr`, `super`.
 BUILTINS = {name.split(".", 1)[1]: name for name in LIBRARY if name.startswith("builtins.")}
 SHARDED_PLUGINS = frozenset(

@@ -37,20 +37,14 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from amp_clipfix.analysis.bound_names import (
-    FileNames,
-    all_arguments,
-    file_names,
-    plain_decorator,
-)
+from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import TORCH_CLIPS
+from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read, scan
+from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
 
-# The names torch's clip functions have as attributes of their modules.
-CLIP_NAMES = frozenset(name.rsplit(".", 1)[1] for name in TORCH_CLIPS)
 CLIP_WORDS = tuple(name.encode("ascii") for name in sorted(CLIP_NAMES))
 # Method names a call of which may be an event itself (the classifier decides by value):
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
@@ -249,7 +243,7 @@ class CallReach:
         if any(not plain_decorator(d) for d in function.decorator_list):
             return True  # its name may hold what the decorator made
         names = self.files[path]
-        local = {a.arg for a in all_arguments(function.args)}
+        local = {a.arg for a in all_params(function.args)}
         for node in ast.walk(function):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 local.add(node.id)
@@ -351,7 +345,7 @@ def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | No
     positional = [*args.posonlyargs, *args.args]
     if cls is not None and positional and positional[0].arg == receiver.id:
         return False  # `self.x.name(...)`: the class's own attribute
-    return receiver.id in {a.arg for a in all_arguments(args)}
+    return receiver.id in {a.arg for a in all_params(args)}
 
 
 def clip_handed_on(tree: ast.Module) -> bool:
