@@ -13,7 +13,7 @@ test functions) are left out, so a factory named `main` imported by a module cla
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 # A line break, then a top-level definition or assignment: searched in b"\n" + the text, the
@@ -61,7 +61,16 @@ class Core:
         self.names: set[bytes] = set()  # every name a file of the core defines
 
 
-def relevant_core(contents: Mapping[Path, bytes], word: bytes) -> Core:
+def relevant_core(
+    contents: Mapping[Path, bytes],
+    word: bytes,
+    files_by_word: Callable[[], Mapping[bytes, list[Path]]] | None = None,
+) -> Core:
+    """`files_by_word`: the files of each whole word of `contents` (word_index.words_of), made
+    when a round asks: a round then looks up its new names instead of searching every text for
+    them (fairseq: 0.28 s of searches, the index 0.07 s). The same files: a name is a run of
+    word bytes (TOP_LEVEL_NAME), and a whole-word match of one is one of the runs the index
+    splits each text into."""
     core = Core()
     frontier = {path for path, data in contents.items() if word in data}
     level = 0
@@ -71,12 +80,21 @@ def relevant_core(contents: Mapping[Path, bytes], word: bytes) -> Core:
             core.defined[path] = frozenset(top_level_names(contents[path]))
         new_names = set().union(*(core.defined[path] for path in frontier)) - core.names
         core.names |= new_names
-        pattern = any_word(new_names)
-        frontier = {
-            path
-            for path, data in contents.items()
-            if path not in core.rounds and pattern is not None and pattern.search(data)
-        }
+        if files_by_word is not None and new_names:
+            index = files_by_word()
+            frontier = {
+                path
+                for name in new_names
+                for path in index.get(name, ())
+                if path not in core.rounds
+            }
+        else:
+            pattern = any_word(new_names)
+            frontier = {
+                path
+                for path, data in contents.items()
+                if path not in core.rounds and pattern is not None and pattern.search(data)
+            }
         level += 1
     return core
 

@@ -313,7 +313,7 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
     """The files a fused value can reach (relevance.py), once per project."""
     if evaluator.relevant is None:
         contents = raw(evaluator.contents)
-        core = relevant_core(contents, FUSED)
+        core = relevant_core(contents, FUSED, evaluator.word_index.files_by_words)
         imports = imports_by_file(core.rounds, contents, evaluator.by_module)
         evaluator.relevant = set(core.rounds).union(*imports.values())
         if isinstance(evaluator.contents, Recording):

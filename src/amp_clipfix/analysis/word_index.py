@@ -52,6 +52,13 @@ class WordIndex:
             self.files_by_word = words_of(self.contents)
         return self.files_by_word.get(name, [])
 
+    def files_by_words(self) -> dict[bytes, list[Path]]:
+        """Every word's files, the pass made now if it was not yet: for a search that asks
+        the names of whole files at once (relevance.relevant_core)."""
+        if self.files_by_word is None:
+            self.files_by_word = words_of(self.contents)
+        return self.files_by_word
+
     def built(self, name: bytes) -> list[Path] | None:
         """The files that write the ASCII identifier `name` as a whole word once the index is
         built (no scan counted); None before, or for another name."""
