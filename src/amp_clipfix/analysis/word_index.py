@@ -4,7 +4,9 @@ The resolution asks, per function, which files can call it (analysis/callers.py)
 write its name as a whole word. Asked by scanning every file, N files that each define a factory
 cost N * N scans (20,000 files: over ten minutes). This index answers from one pass over the
 texts instead, built only once the questions would cost more than the pass: a project that asks
-a few names (most of them) scans for those few, as before.
+a few names (most of them) scans for those few, as before. The fused relevance asks the names
+of whole files at once (relevance.relevant_core: thousands, in several rounds), so it builds
+the pass when it runs (`files_by_words`).
 
 Both answers are the same set of files, in the project's order: a whole word (callers.whole_word:
 not after or before an ASCII letter, digit or `_`) is exactly one of the maximal runs of those
