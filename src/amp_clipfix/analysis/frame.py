@@ -282,6 +282,15 @@ class EvaluatorBase:
     def globals_declared(self, function: ast.AST) -> frozenset[str]:
         raise NotImplementedError
 
+    def callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
+        raise NotImplementedError
+
+    def parameter_values(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def declared_fabric(self, values: list[object], param: ast.arg, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
     def module_symbol(self, summary: Summary, name: str, node: ast.AST) -> list[object]:
         raise NotImplementedError
 

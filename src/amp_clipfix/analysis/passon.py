@@ -12,7 +12,7 @@ parameters that its calls pass by name), finds its strongly connected components
 with an explicit stack) and solves them in order, each from the values of those it reads:
 
 - a component of one parameter that passes nothing round to itself holds what its calls pass,
-  call by call, exactly as `CallerIndex.parameter_values` makes it;
+  call by call, exactly as `EvaluatorBase.parameter_values` makes it;
 - a cycle holds the least fixpoint, the same for every member (each reaches every other by
   passing the value on): every value its members' calls pass from outside it, once, in
   cycles.in_order's order, what a ring settled by cycles.py holds whichever member was asked
@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.cycles import in_order, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
@@ -40,6 +39,7 @@ from amp_clipfix.analysis.frame import (
     NO_CYCLE,
     Ctx,
     Entered,
+    EvaluatorBase,
     Kept,
     Memo,
     Thunk,
@@ -48,9 +48,6 @@ from amp_clipfix.analysis.frame import (
 )
 from amp_clipfix.analysis.shapes import all_params, is_method
 from amp_clipfix.analysis.values import Opaque
-
-if TYPE_CHECKING:
-    from amp_clipfix.analysis.callers import CallerIndex
 
 # Evaluations running inside a chain's root past which a parameter asked there has the root
 # walk the chain with the worklist (a ring of ~100 members; the walk that nests cuts at 1,000).
@@ -94,13 +91,13 @@ class Read:
 class Chain:
     """One root's worklist; `broken` when a member was asked other than by the worklist."""
 
-    ev: CallerIndex
+    ev: EvaluatorBase
     root: Node
     nodes: dict[Key, Node] = field(default_factory=dict)
     broken: bool = False
 
 
-def followed(ev: CallerIndex, param: Node, node: ast.AST) -> list[object]:
+def followed(ev: EvaluatorBase, param: Node, node: ast.AST) -> list[object]:
     """A parameter's values from its callers (callers.py `parameter`, once neither memo nor
     a cycle answers), in its own frame (frame.py `enter` / `leave`): walked inside one
     another, a cycle settled where it closes (cycles.py), and past DEEP evaluations inside
@@ -143,7 +140,7 @@ def followed(ev: CallerIndex, param: Node, node: ast.AST) -> list[object]:
     return values
 
 
-def settle_chain(ev: CallerIndex, entered: Entered, unsettled: int, root: Node) -> list[object]:
+def settle_chain(ev: EvaluatorBase, entered: Entered, unsettled: int, root: Node) -> list[object]:
     """The root's values, its chain walked with the worklist (`entered`: the root's frame,
     `unsettled`: ev.unsettled when it started); the walk that nests when the worklist gives
     way, as if it had never run."""
@@ -209,7 +206,7 @@ def solve(chain: Chain) -> list[object]:
 
 
 def passed(chain: Chain, node: Node) -> list[object]:
-    """What the calls of a parameter in no cycle pass it (CallerIndex.parameter_values)."""
+    """What the calls of a parameter in no cycle pass it (EvaluatorBase.parameter_values)."""
     ev = chain.ev
     if not node.found:  # no call in the project: its default, or decided at run time
         return ev.parameter_values(node.function, node.param, node.ctx)
@@ -326,7 +323,7 @@ def part(chain: Chain, item: object) -> object:
     return Read(node, item.expr, item.ctx)
 
 
-def passed_on(ev: CallerIndex, name: ast.Name, ctx: Ctx) -> tuple[ast.AST, ast.arg] | None:
+def passed_on(ev: EvaluatorBase, name: ast.Name, ctx: Ctx) -> tuple[ast.AST, ast.arg] | None:
     """The function and parameter a name reads when its value is that parameter's callers'
     values and nothing else (evaluate.py `ev_name`, callers.py `parameter`): a parameter of
     the function it is written in, which the function never rebinds, stores into or declares
@@ -367,7 +364,7 @@ def keep(chain: Chain, entered: Entered) -> None:
 
 
 def kept(
-    ev: CallerIndex, cache: Memo, kind: str, key: object, values: list[object], hard: bool
+    ev: EvaluatorBase, cache: Memo, kind: str, key: object, values: list[object], hard: bool
 ) -> None:
     if hard:
         ev.question_cache[(kind, key)] = Kept(values, True, NO_CYCLE, 0)

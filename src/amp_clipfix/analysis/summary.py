@@ -277,7 +277,7 @@ class Summary:
         its `names`, in `walked_calls`' order (`sort`: by position); "" marks the index made."""
         if "" not in index:
             by_name: dict[str, list[ast.Call]] = {"": []}
-            for node in self.walked_calls():
+            for node in self._walked_calls or calls_in(self.tree):  # not kept: a list to read
                 for written in names(node):
                     if written is not None:
                         by_name.setdefault(written, []).append(node)
