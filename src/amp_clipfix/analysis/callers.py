@@ -278,11 +278,14 @@ class CallerIndex(PassedCalls):
             # once per name and defining file, from an index of each file's names made once
             # per run: asked from many places, the text scans cost minutes on a torch-sized tree
             module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8", "surrogateescape")
-            naming = {
+            naming = {  # its own file is one (not searched: a scan per name of one module)
                 path
                 for path in self.files_naming(word)
-                if (module_word and module_word in self.contents[path])
-                or word in self.imported_names(path)
+                if path != own
+                and (
+                    (module_word and module_word in self.contents[path])
+                    or word in self.imported_names(path)
+                )
             }
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]
