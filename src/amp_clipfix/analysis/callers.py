@@ -12,11 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.cycles import cut_value, settle
+from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
+from amp_clipfix.analysis.passon import Node, followed
 from amp_clipfix.analysis.recording import Recording, holds, matches, noted, raw, scan
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
@@ -70,31 +71,18 @@ class CallerIndex(PassedCalls):
             # values it has so far (cycles.py)
             return cut_value(self, ("callers", key), [])
         param = next(p for p in params if p.arg == name)
-        unsettled = self.unsettled
-        entered = self.enter("callers", key)
-        values = None
-        try:
-            values = self.parameter_values(function, param, ctx)
-            values = settle(
-                self,
-                entered,
-                unsettled,
-                ("callers", key),
-                values,
-                lambda: self.parameter_values(function, param, ctx),
-            )
-        finally:
-            self.leave(entered, self.callers_cache, "callers", key, values)
-        return values
+        return followed(self, Node(key, function, param, ctx), node)
 
     def parameter_values(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
-        values = self.parameter_from_callers(function, param, ctx)
+        return self.declared_fabric(self.parameter_from_callers(function, param, ctx), param, ctx)
+
+    def declared_fabric(self, values: list[object], param: ast.arg, ctx: Ctx) -> list[object]:
+        """`fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is a Fabric
+        the code declares, made where the analysis does not see (`values` itself otherwise)."""
         if any(isinstance(v, Opaque) for v in values) and self.declares_fabric(
             param.annotation, ctx
         ):
-            # `fabric: L.Fabric` (also `Optional[...]`, a string): what no call shows is
-            # a Fabric the code declares, made where the analysis does not see.
-            values = [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
+            return [v for v in values if not isinstance(v, Opaque)] + [FabricV(None)]
         return values
 
     def declares_fabric(self, annotation: ast.expr | None, ctx: Ctx, depth: int = 0) -> bool:
@@ -290,11 +278,14 @@ class CallerIndex(PassedCalls):
             # once per name and defining file, from an index of each file's names made once
             # per run: asked from many places, the text scans cost minutes on a torch-sized tree
             module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8", "surrogateescape")
-            naming = {
+            naming = {  # its own file is one (not searched: a scan per name of one module)
                 path
                 for path in self.files_naming(word)
-                if (module_word and module_word in self.contents[path])
-                or word in self.imported_names(path)
+                if path != own
+                and (
+                    (module_word and module_word in self.contents[path])
+                    or word in self.imported_names(path)
+                )
             }
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]

@@ -114,7 +114,11 @@ def settle(
             ev.question_cache.pop(member, None)
         ev.assumed.update(assumed)
         ev.low, ev.members = NO_CYCLE, set()
-        values = walk()
+        ev.defer_off += 1  # walked as the first walk was (passon.py)
+        try:
+            values = walk()
+        finally:
+            ev.defer_off -= 1
         current = {**{member: member_values(ev, member) for member in cut}, frame: values}
         if ev.low != entered.place or ev.cuts != entered.cuts or ev.unsettled != unsettled:
             break

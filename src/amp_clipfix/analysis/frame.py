@@ -164,6 +164,12 @@ class EvaluatorBase:
         self.cut_frames: set[tuple[str, object]] = set()
         self.assumed: dict[tuple[str, object], list[object]] = {}
         self.unsettled = 0
+        # passon.py: the place of the chain's root (the first parameter a question follows to
+        # its callers), walks that nest as before (a worklist given way, a cycle settled), and
+        # the parameters a worklist is settling, with its chain
+        self.passon_root: int | None = None
+        self.defer_off = 0
+        self.settling: dict[tuple[int, str], Any] = {}
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         # callers.callers: the calls of a function, by (function, class, module, depth)
         self.found_callers: dict[tuple[int, int, int, int], list[object]] = {}
@@ -271,6 +277,18 @@ class EvaluatorBase:
     # -- what the parts ask of each other (each defined by the part that owns it) --------------
 
     def summary(self, path: Path) -> Summary | None:
+        raise NotImplementedError
+
+    def globals_declared(self, function: ast.AST) -> frozenset[str]:
+        raise NotImplementedError
+
+    def callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
+        raise NotImplementedError
+
+    def parameter_values(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def declared_fabric(self, values: list[object], param: ast.arg, ctx: Ctx) -> list[object]:
         raise NotImplementedError
 
     def module_symbol(self, summary: Summary, name: str, node: ast.AST) -> list[object]:

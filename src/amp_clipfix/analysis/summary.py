@@ -12,7 +12,7 @@ import bisect
 import re
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import add
@@ -38,8 +38,16 @@ COMPOUND = frozenset(
     and issubclass(kind, ast.stmt)
     and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
 )
+# Names asked of one module's `calls` (or `passing`) past which every call is indexed by name
+# in one walk, not looked for on the lines writing each name.
+INDEXED_NAMES = 64
 WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 NON_ASCII = re.compile(rb"[\x80-\xff]+")
+
+
+def argument_names(call: ast.Call) -> set[str | None]:
+    """The names a call's arguments are written with (Summary.passing)."""
+    return {called_name(value) for value in (*call.args, *(k.value for k in call.keywords))}
 
 
 def called_name(func: ast.expr) -> str | None:
@@ -219,6 +227,8 @@ class Summary:
         order; found once per name, walking only the lines that write it (calls_writing)."""
         found = self._calls.get(last_name)
         if found is None:
+            if len(self._calls) >= INDEXED_NAMES:  # every call, by name, from one walk
+                return self.indexed(self._calls, last_name, lambda c: {called_name(c.func)}, True)
             found = [
                 node
                 for node in self.calls_writing(last_name)
@@ -234,6 +244,8 @@ class Summary:
         of that name. Found once per name, as `calls`."""
         found = self._passing.get(name)
         if found is None:
+            if len(self._passing) >= INDEXED_NAMES:
+                return self.indexed(self._passing, name, argument_names, False)
             found = [
                 node
                 for node in self.calls_writing(name)
@@ -252,6 +264,28 @@ class Summary:
                 [] if data.isascii() else [m.start() for m in NON_ASCII.finditer(data)]
             )
         return self._non_ascii
+
+    def indexed(
+        self,
+        index: dict[str, list[ast.Call]],
+        name: str,
+        names: Callable[[ast.Call], set[str | None]],
+        sort: bool,
+    ) -> list[ast.Call]:
+        """`calls` / `passing` once many names were asked (a module of thousands of functions:
+        a walk of the lines writing each name walks its statements): every call under each of
+        its `names`, in `walked_calls`' order (`sort`: by position); "" marks the index made."""
+        if "" not in index:
+            by_name: dict[str, list[ast.Call]] = {"": []}
+            for node in self._walked_calls or calls_in(self.tree):  # not kept: a list to read
+                for written in names(node):
+                    if written is not None:
+                        by_name.setdefault(written, []).append(node)
+            for written, found in by_name.items():
+                if sort:
+                    found.sort(key=lambda call: (call.lineno, call.col_offset))
+                index.setdefault(written, found)
+        return index.get(name, [])
 
     def calls_writing(self, *words: str, signs: tuple[bytes, ...] = ()) -> list[ast.Call]:
         """The calls of `walked_calls`, in its order, that may write one of `words` (ASCII
