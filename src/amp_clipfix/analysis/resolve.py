@@ -97,15 +97,15 @@ def resolve(
             for site in file.sites
             if (key := (site.path, site.span, site.kind)) not in found.drop
         ]
-        added = [
-            site
-            for site in found.sites.get(path, [])
-            if not any(
-                (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry)
-                for old in kept
-            )
+        # `found.sites` holds each (kind, span, entry) once (ResolutionBase.add)
+        found_here = {
+            (site.kind, site.span, site.entry): site for site in found.sites.get(path, [])
+        }
+        kept_keys = {(old.kind, old.span, old.entry) for old in kept}
+        added = [site for key, site in found_here.items() if key not in kept_keys]
+        merged = [
+            merge_users(site, found_here.get((site.kind, site.span, site.entry))) for site in kept
         ]
-        merged = [merge_users(site, found.sites.get(path, [])) for site in kept]
         result[path] = replace(
             file,
             sites=tuple(merged + added),
@@ -170,13 +170,13 @@ def with_config_models(evaluator: Evaluator, file: FileSites) -> FileSites:
     return replace(file, fits=tuple(fits))
 
 
-def merge_users(site: Site, found: list[Site]) -> Site:
-    for other in found:
-        if (other.kind, other.span, other.entry) == (site.kind, site.span, site.entry):
-            users = tuple(sorted(set(site.users) | set(other.users)))
-            built_in = tuple(sorted(set(site.built_in) | set(other.built_in)))
-            return replace(site, users=users, built_in=built_in)
-    return site
+def merge_users(site: Site, other: Site | None) -> Site:
+    """The collected site with the users and owners the resolution found for it too."""
+    if other is None:
+        return site
+    users = tuple(sorted(set(site.users) | set(other.users)))
+    built_in = tuple(sorted(set(site.built_in) | set(other.built_in)))
+    return replace(site, users=users, built_in=built_in)
 
 
 def trainer_files_needed(resolved: dict[Path, FileSites]) -> set[Path] | None:

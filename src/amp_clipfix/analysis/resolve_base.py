@@ -54,6 +54,10 @@ class Found:
     drop: set[tuple[Path, Span, SiteKind]]  # run-time sites replaced by what decides them
     # Collected sites whose call's strategy the evaluator decided (resolve_entries.py).
     sharding: dict[tuple[Path, Span, SiteKind], Sharding] = field(default_factory=dict)
+    # where each (kind, span, entry) sits in `sites` (add: one lookup, not a scan of the file's)
+    places: dict[Path, dict[tuple[SiteKind, Span, EntryId | None], int]] = field(
+        default_factory=dict
+    )
 
 
 class ResolutionBase:
@@ -118,13 +122,15 @@ class ResolutionBase:
             return
         site = with_suppressions(site, self.suppressions(site.path))
         sites = self.found.sites.setdefault(site.path, [])
-        for index, old in enumerate(sites):
-            if (old.kind, old.span, old.entry) == (site.kind, site.span, site.entry):
-                users = tuple(sorted(set(old.users) | set(site.users)))
-                built_in = tuple(sorted(set(old.built_in) | set(site.built_in)))
-                sites[index] = replace(old, users=users, built_in=built_in)
-                return
-        sites.append(site)
+        places = self.found.places.setdefault(site.path, {})
+        index = places.setdefault((site.kind, site.span, site.entry), len(sites))
+        if index == len(sites):
+            sites.append(site)
+            return
+        old = sites[index]
+        users = tuple(sorted(set(old.users) | set(site.users)))
+        built_in = tuple(sorted(set(old.built_in) | set(site.built_in)))
+        sites[index] = replace(old, users=users, built_in=built_in)
 
     def site(
         self,
@@ -293,13 +299,6 @@ def innermost_statement(summary: Summary, node: ast.AST) -> ast.stmt | None:
 
 def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
-
-
-def within(inner: Span, outer: Span) -> bool:
-    return (inner.line, inner.column) >= (outer.line, outer.column) and (
-        inner.end_line,
-        inner.end_column,
-    ) <= (outer.end_line, outer.end_column)
 
 
 def segment(summary: Summary, node: ast.AST) -> str:

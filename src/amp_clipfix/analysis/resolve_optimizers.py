@@ -5,12 +5,14 @@ base classes, `functools.partial` / lambdas, and the optimizers of files that cl
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from dataclasses import replace
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import is_sole_argument
-from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.evaluate import Ctx, Evaluator
 from amp_clipfix.analysis.fused_origins import FusedOrigins, fused_origins, project_modules
 from amp_clipfix.analysis.names import Kind
 from amp_clipfix.analysis.nodes import walk
@@ -20,10 +22,9 @@ from amp_clipfix.analysis.resolve_base import (
     innermost_statement,
     relevant_among,
     segment,
-    within,
 )
 from amp_clipfix.analysis.values import ClsV, Ext, Opaque, Opt, is_true
-from amp_clipfix.models import Certainty, ClassRef, SiteKind, UseId
+from amp_clipfix.models import Certainty, ClassRef, FileSites, Site, SiteKind, Span, UseId
 from amp_clipfix.paths import is_library
 
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
@@ -31,8 +32,30 @@ from amp_clipfix.paths import is_library
 CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
 
 
+def within(inner: Span, outer: Span) -> bool:
+    return (inner.line, inner.column) >= (outer.line, outer.column) and (
+        inner.end_line,
+        inner.end_column,
+    ) <= (outer.end_line, outer.end_column)
+
+
+@dataclass(frozen=True)
+class FusedStarts:
+    """A file's fused-optimizer sites sorted by where they start (`fused_within`)."""
+
+    file: FileSites  # the entry of `files` it was made from
+    starts: list[tuple[int, int]]
+    ordered: list[tuple[tuple[int, int], int, Site]]  # (start, place in the file, site)
+
+
 class OptimizerSearch(ResolutionBase):
     """The fused optimizers of module classes and of files that clip on a Fabric."""
+
+    def __init__(
+        self, evaluator: Evaluator, files: dict[Path, FileSites], contents: Mapping[Path, bytes]
+    ) -> None:
+        super().__init__(evaluator, files, contents)
+        self.fused_starts: dict[Path, FusedStarts] = {}
 
     origins = FusedOrigins(escapes=True)  # until module_optimizers asks: every method counts
 
@@ -100,6 +123,29 @@ class OptimizerSearch(ResolutionBase):
         func = call.func
         return not (isinstance(func, ast.Attribute) and func.attr in NEVER_OPTIMIZERS)
 
+    def fused_within(self, path: Path, span: Span) -> list[Site]:
+        """The file's own fused-optimizer sites inside `span`, in the file's order, found by
+        their start in a sorted index (a file of thousands of factories compared every site
+        with every optimizer call). The index follows `self.files`, whose entries may change."""
+        file = self.files.get(path)
+        if file is None:
+            return []
+        starts = self.fused_starts.get(path)
+        if starts is None or starts.file is not file:
+            ordered = sorted(
+                ((site.span.line, site.span.column), index, site)
+                for index, site in enumerate(file.sites)
+                if site.kind is SiteKind.FUSED_OPTIMIZER
+            )
+            starts = FusedStarts(file, [start for start, _, _ in ordered], ordered)
+            self.fused_starts[path] = starts
+        low = bisect_left(starts.starts, (span.line, span.column))
+        high = bisect_right(starts.starts, (span.end_line, span.end_column))
+        inside = [
+            (index, site) for _, index, site in starts.ordered[low:high] if within(site.span, span)
+        ]
+        return [site for _, site in sorted(inside, key=lambda pair: pair[0])]
+
     def optimizer_sites(
         self, opt: Opt, users: tuple[UseId, ...], built_in: tuple[ClassRef, ...] = ()
     ) -> None:
@@ -107,14 +153,10 @@ class OptimizerSearch(ResolutionBase):
         them already (then they only learn who uses them)."""
         if is_library(opt.summary.path):
             return
-        call_span = opt.summary.span(opt.call)
-        existing = self.files.get(opt.summary.path)
         collected = [
             site
-            for site in (existing.sites if existing is not None else ())
-            if site.kind is SiteKind.FUSED_OPTIMIZER
-            and within(site.span, call_span)
-            and (site.path, site.span, site.kind) not in self.deferred
+            for site in self.fused_within(opt.summary.path, opt.summary.span(opt.call))
+            if (site.path, site.span, site.kind) not in self.deferred
         ]
         if collected:  # the collector has this call; refine_runtime_sites follows its value
             for site in collected:
