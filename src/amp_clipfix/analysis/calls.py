@@ -11,8 +11,8 @@ import ast
 import bisect
 from collections.abc import Collection, Iterator, Sequence
 
-from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.frame import Thunk
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
 from amp_clipfix.analysis.values import DictV, Lit, Opaque
 from amp_clipfix.models import Edit, Span

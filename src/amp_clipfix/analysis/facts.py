@@ -13,12 +13,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.read import in_cell
@@ -28,6 +28,9 @@ from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, Tra
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document, SourceError
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.evaluate import Evaluator
 
 MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.dispatch import runtime_contexts
-from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.frame import Ctx
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Inst, TrainerV
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.evaluate import Evaluator
 
 FIT_WORD = b".fit("  # what a file that fits a Trainer writes (ProjectFacts.fits reads those)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, written_place
-from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.frame import Thunk
 from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
