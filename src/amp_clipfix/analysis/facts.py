@@ -16,12 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.ast_syntax import SourceText
-from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.names import Parameter
-from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
@@ -30,7 +26,12 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document, SourceError
 
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.ast_syntax import SourceText
     from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.fits import Fit
+
+# A search that reads only configs, or no site of a Python file, imports no spans, suppressions
+# or fits: those modules (and the frame, the scopes they import) are imported where asked.
 
 MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
@@ -84,6 +85,8 @@ class FileFacts:
     @property
     def source(self) -> SourceText:
         if self._source is None:
+            from amp_clipfix.analysis.ast_syntax import SourceText
+
             self._source = SourceText(self.document.text, self.summary.tree)
         return self._source
 
@@ -123,6 +126,9 @@ class FileFacts:
         owner: str | None = None,
     ) -> Site:
         """A site at `node`, with the suppression comments on its lines and its notebook cell."""
+        from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+        from amp_clipfix.analysis.read import in_cell
+
         if self._suppressions is None:
             self._suppressions = comment_suppressions(self.source, self.summary.tree)
         site = Site(kind, self.path, self.span(node), certainty, detail, value, owner)
@@ -380,6 +386,8 @@ class ProjectFacts:
         the Trainers it may be, and its model, read when a question needs it (analysis/fits.py:
         a question about one Trainer reads the models of its fits only)."""
         if self._fits is None:
+            from amp_clipfix.analysis.fits import FIT_WORD, call_fits
+
             self._fits = []
             for file in self.with_words(FIT_WORD):
                 summary = self.evaluator.summary(file.path) or file.summary
@@ -403,6 +411,8 @@ class ProjectFacts:
         of it is given a model the analysis cannot follow (or no `fit` of it is found at all).
         A Trainer that cannot leave the code around it (fits.trainer_scope) is looked for in
         the fits of that code only, unless every fit of the project is listed already."""
+        from amp_clipfix.analysis.fits import FIT_WORD, scope_fits, trainer_scope
+
         fits = self._fits
         if fits is None and file is not None:
             scope = trainer_scope(file.summary, call)

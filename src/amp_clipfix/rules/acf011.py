@@ -16,7 +16,6 @@ from pathlib import Path
 
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, written_place
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.frame import Thunk
 from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
@@ -158,6 +157,8 @@ def entry_place(
     """Where a spread dict's `precision` entry is written (its file, the node a site shows, the
     value's own node) and the values it holds: an entry of a dict written in the code, or a
     literal a record's field holds (`Trainer(**asdict(cfg))`: the field's default)."""
+    from amp_clipfix.analysis.frame import Thunk  # an evaluated value: the evaluator made it
+
     if isinstance(item, Thunk):
         place = written_place(facts, item)
         if place is None:
