@@ -14,6 +14,7 @@ from pathlib import Path
 from test_startup import SRC, imported_modules, project
 
 from amp_clipfix import rules
+from amp_clipfix.rules.acf011 import may_spell_old_value
 from amp_clipfix.rules.gates import GATES
 
 ROOT = SRC.parent
@@ -95,8 +96,8 @@ def test_a_project_only_one_rule_searches_imports_that_rule_and_no_evaluator(
     modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"findings": []' in done.stdout
-    assert "amp_clipfix.rules.acf011" in modules  # its search read the config
-    assert "yaml" in modules
+    assert "amp_clipfix.rules.acf011" in modules  # its search read the config's text
+    assert "yaml" not in modules  # its only `16` is in a comment: it is not composed
     # the rules of the collected sites, and ACF011: no other rule's search, no evaluator
     assert RULE_MODULES & modules == {f"amp_clipfix.rules.acf00{n}" for n in (1, 2)} | {
         "amp_clipfix.rules.acf011"
@@ -118,3 +119,27 @@ def test_a_project_a_searching_rule_asks_imports_its_search_and_the_evaluator(
     searched = {"amp_clipfix.rules.acf004", *EVALUATOR, *SITES} - {"amp_clipfix.analysis.fits"}
     assert searched <= modules  # a finding has a site; no `.fit(`: no fits
     assert "amp_clipfix.rules.acf006" not in modules  # no Fabric: its gate holds it back
+
+
+def test_a_config_is_composed_for_acf011_unless_its_old_values_are_on_comment_lines(
+    tmp_path: Path,
+) -> None:
+    assert not may_spell_old_value(COMMENTED)
+    assert not may_spell_old_value("trainer:\n\t# precision: bf16\n  precision: 16-mixed\n")
+    for text in (
+        "trainer:\n  precision: 16\n",
+        "trainer:\n  precision: 32  # was 16\n",  # a comment after a value: composed
+        "trainer:\n  precision: '16'\r  # 16\n",
+        "trainer: {precision: bf16}\n",
+        'trainer:\n  precision: "\\x31\\x36"\n',  # an escape may hide it
+    ):
+        assert may_spell_old_value(text), text
+    root = project(tmp_path)
+    (root / "configs").mkdir()
+    (root / "configs" / "trainer.yaml").write_text(
+        COMMENTED.replace("  # precision", "  precision")
+    )
+    modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert '"code": "ACF011"' in done.stdout
+    assert "yaml" in modules
