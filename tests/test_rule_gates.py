@@ -27,13 +27,13 @@ EVALUATOR = {
     "amp_clipfix.analysis.resolve",
     "amp_clipfix.analysis.resolve_optimizers",
 }
-# A site's span, suppressions and cell, the Python site collector, the fits of Trainers.
+# A site's suppressions (the Python site collector and its scopes), the evaluator's frame and
+# the contexts a fit is read in.
 SITES = {
-    "amp_clipfix.analysis.ast_syntax",
     "amp_clipfix.analysis.collect",
     "amp_clipfix.analysis.scopes",
     "amp_clipfix.analysis.frame",
-    "amp_clipfix.analysis.fits",
+    "amp_clipfix.analysis.dispatch",
 }
 DRAWING = ("libcst", "rich", "ruamel")
 # A Hydra trainer config whose only legacy precision is a comment (as lightning-hydra-template's
@@ -116,8 +116,8 @@ def test_a_project_a_searching_rule_asks_imports_its_search_and_the_evaluator(
     modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
     assert done.returncode == 1, done.stderr[-2000:]
     assert '"code": "ACF004"' in done.stdout
-    searched = {"amp_clipfix.rules.acf004", *EVALUATOR, *SITES} - {"amp_clipfix.analysis.fits"}
-    assert searched <= modules  # a finding has a site; no `.fit(`: no fits
+    searched = {"amp_clipfix.rules.acf004", *EVALUATOR, *SITES} - {"amp_clipfix.analysis.dispatch"}
+    assert searched <= modules  # a finding has a site; no `.fit(`: no fit is read
     assert "amp_clipfix.rules.acf006" not in modules  # no Fabric: its gate holds it back
 
 

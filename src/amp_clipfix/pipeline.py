@@ -322,9 +322,7 @@ def process(
     from amp_clipfix.fixes.choose import choose_fixes
     from amp_clipfix.rules import checking_rules
 
-    # the rules of the collected sites, and the searching ones whose gates pass: only their
-    # modules (and the analysis they ask) are imported
-    chosen = checking_rules(rule.code for rule in searching)
+    chosen = checking_rules(rule.code for rule in searching)  # only these rules are imported
     linked = guarded_findings(collection, files, target, chosen, facts, root)
     if collection.evaluator is not None or facts is not None:  # it goes before the fixes
         from amp_clipfix.analysis.project_resolve import end_analysis

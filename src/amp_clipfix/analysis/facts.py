@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.names import Parameter
+from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
+from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
@@ -25,13 +27,8 @@ from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document, SourceError
 
-if TYPE_CHECKING:
-    from amp_clipfix.analysis.ast_syntax import SourceText
+if TYPE_CHECKING:  # a search of configs alone imports no site collector or evaluator
     from amp_clipfix.analysis.evaluate import Evaluator
-    from amp_clipfix.analysis.fits import Fit
-
-# A search that reads only configs, or no site of a Python file, imports no spans, suppressions
-# or fits: those modules (and the frame, the scopes they import) are imported where asked.
 
 MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
@@ -85,8 +82,6 @@ class FileFacts:
     @property
     def source(self) -> SourceText:
         if self._source is None:
-            from amp_clipfix.analysis.ast_syntax import SourceText
-
             self._source = SourceText(self.document.text, self.summary.tree)
         return self._source
 
@@ -127,7 +122,6 @@ class FileFacts:
     ) -> Site:
         """A site at `node`, with the suppression comments on its lines and its notebook cell."""
         from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
-        from amp_clipfix.analysis.read import in_cell
 
         if self._suppressions is None:
             self._suppressions = comment_suppressions(self.source, self.summary.tree)
@@ -319,12 +313,12 @@ class ProjectFacts:
         return found
 
     def argument(
-        self, made: Made, name: str | Parameter | None, position: int | None = None
+        self, made: Made, name: str | names.Parameter | None, position: int | None = None
     ) -> list[object]:
         """The values an argument of a library call may take (by name and position, or as the
         registry's `Parameter`); `[]` when it is not passed or the callable has no such
         argument (a `**` spread that may pass it gives an `Opaque`)."""
-        if isinstance(name, Parameter):
+        if isinstance(name, names.Parameter):
             return self.argument(made, name.name, name.position)
         if name is None:
             return []
@@ -386,8 +380,6 @@ class ProjectFacts:
         the Trainers it may be, and its model, read when a question needs it (analysis/fits.py:
         a question about one Trainer reads the models of its fits only)."""
         if self._fits is None:
-            from amp_clipfix.analysis.fits import FIT_WORD, call_fits
-
             self._fits = []
             for file in self.with_words(FIT_WORD):
                 summary = self.evaluator.summary(file.path) or file.summary
@@ -411,8 +403,6 @@ class ProjectFacts:
         of it is given a model the analysis cannot follow (or no `fit` of it is found at all).
         A Trainer that cannot leave the code around it (fits.trainer_scope) is looked for in
         the fits of that code only, unless every fit of the project is listed already."""
-        from amp_clipfix.analysis.fits import FIT_WORD, scope_fits, trainer_scope
-
         fits = self._fits
         if fits is None and file is not None:
             scope = trainer_scope(file.summary, call)
