@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from amp_clipfix.models import Edit, FileSites, Finding
     from amp_clipfix.project.style import Style
     from amp_clipfix.rules.base import Rule
+    from amp_clipfix.rules.gate import Gate
 
 
 @record(frozen=True)
@@ -307,7 +308,7 @@ def process(
     """Link, choose fixes and (when asked) fix the files of one project (`style`: the
     project's, when the caller read it already)."""
     files = [file.sites for file in collection.parsed.values()]
-    searching, left_out = searching_rules_of(collection)
+    searching, _ = searching_rules_of(collection)
     words = tuple(word for rule in searching for word in rule.words)
     facts = None  # project_facts gives None too without a word: its module is not imported
     if words:
@@ -319,10 +320,9 @@ def process(
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
     from amp_clipfix.fixes.changes import fix_project
     from amp_clipfix.fixes.choose import choose_fixes
-    from amp_clipfix.rules import RULES
+    from amp_clipfix.rules import checking_rules
 
-    # every rule but the searching ones whose required library class the project never names
-    chosen = [rule for rule in RULES.values() if rule.code not in left_out]
+    chosen = checking_rules(rule.code for rule in searching)  # only these rules are imported
     linked = guarded_findings(collection, files, target, chosen, facts, root)
     if collection.evaluator is not None or facts is not None:  # it goes before the fixes
         from amp_clipfix.analysis.project_resolve import end_analysis
@@ -421,7 +421,7 @@ def guarded_findings(
         return []
 
 
-def searching_rules_of(collection: Collection) -> tuple[list[Rule], set[str]]:
+def searching_rules_of(collection: Collection) -> tuple[list[Rule | Gate], set[str]]:
     """The rules with their own search whose needed words some file holds (their words are
     read), and the codes of those that cannot find anything: a library class each of their
     findings needs made or declared (`Rule.requires`) is named in no file. The rules are a

@@ -11,7 +11,6 @@ import ast
 import bisect
 from collections.abc import Collection, Iterator, Sequence
 
-from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
 from amp_clipfix.analysis.values import DictV, Lit, Opaque
@@ -165,6 +164,8 @@ def written_place(
     """Where a dict entry's value is written (its file, the node that shows the entry: the
     display's key and value, the `dict(...)` keyword, the `d["key"] = v` statement) and what
     removing it takes (None when no simple removal is exact)."""
+    from amp_clipfix.analysis.frame import Thunk  # an evaluated value: the evaluator made it
+
     if not isinstance(item, Thunk):
         return None
     where = facts.file(item.ctx.summary.path)
@@ -197,6 +198,8 @@ def with_spread_keywords(facts: ProjectFacts, file: FileFacts, call: ast.Call) -
     """The call as if the entries of its `**cfg` were keywords: each entry of a closed dict the
     spread surely holds, written once in this file, becomes a keyword located where it is
     written (so sites and code show that place). None when no entry is added."""
+    from amp_clipfix.analysis.frame import Thunk  # the values asked for make the evaluator
+
     added: list[ast.keyword] = []
     names = {k.arg for k in call.keywords if k.arg is not None}
     for spread in (k for k in call.keywords if k.arg is None):

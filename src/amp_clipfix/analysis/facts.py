@@ -13,14 +13,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
-from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
-from amp_clipfix.analysis.names import Parameter
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, exists, holds
 from amp_clipfix.analysis.summary import Summary
@@ -28,6 +26,9 @@ from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, Tra
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.sources.base import Document, SourceError
+
+if TYPE_CHECKING:  # a search of configs alone imports no site collector or evaluator
+    from amp_clipfix.analysis.evaluate import Evaluator
 
 MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
@@ -120,6 +121,8 @@ class FileFacts:
         owner: str | None = None,
     ) -> Site:
         """A site at `node`, with the suppression comments on its lines and its notebook cell."""
+        from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+
         if self._suppressions is None:
             self._suppressions = comment_suppressions(self.source, self.summary.tree)
         site = Site(kind, self.path, self.span(node), certainty, detail, value, owner)
@@ -310,12 +313,12 @@ class ProjectFacts:
         return found
 
     def argument(
-        self, made: Made, name: str | Parameter | None, position: int | None = None
+        self, made: Made, name: str | names.Parameter | None, position: int | None = None
     ) -> list[object]:
         """The values an argument of a library call may take (by name and position, or as the
         registry's `Parameter`); `[]` when it is not passed or the callable has no such
         argument (a `**` spread that may pass it gives an `Opaque`)."""
-        if isinstance(name, Parameter):
+        if isinstance(name, names.Parameter):
             return self.argument(made, name.name, name.position)
         if name is None:
             return []

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.dispatch import runtime_contexts
-from amp_clipfix.analysis.evaluate import Evaluator
-from amp_clipfix.analysis.frame import Ctx
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Inst, TrainerV
+
+if TYPE_CHECKING:  # a fit is read with the evaluator: its frame and dispatch come with it
+    from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.frame import Ctx
 
 FIT_WORD = b".fit("  # what a file that fits a Trainer writes (ProjectFacts.fits reads those)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
@@ -56,6 +58,8 @@ class Fit:
 def call_fits(evaluator: Evaluator, summary: Summary, call: ast.Call) -> list[Fit]:
     """The fits a call is, when it is `<trainer>.fit(model, ...)` whose receiver may be a
     Trainer: one per context the call is read in (dispatch.py), its model read when asked."""
+    from amp_clipfix.analysis.dispatch import runtime_contexts
+
     if not (isinstance(call.func, ast.Attribute) and call.func.attr == "fit"):
         return []
     model = call.args[0] if call.args else None

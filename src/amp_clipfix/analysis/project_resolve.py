@@ -257,7 +257,6 @@ def project_facts(
     if collection.root is None or not words:
         return None
     from amp_clipfix.analysis.facts import FileFacts, LazyFiles, ProjectFacts
-    from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.models import FileSites
 
     root, contents, searchable = collection.root, collection.contents, collection.searchable
@@ -292,6 +291,8 @@ def project_facts(
         return texts[path]
 
     def read(path: Path) -> FileFacts | None:
+        from amp_clipfix.analysis.read import ReadFile  # with the site collector: on a read
+
         if path not in searchable or is_library(path):
             return None
         document = document_of(path)

@@ -10,7 +10,6 @@ import ast
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.config_sites import Settings, read_config
 from amp_clipfix.analysis.parse import parse_module
 from amp_clipfix.models import FileSites, Site, Span
@@ -55,6 +54,8 @@ def read_document(document: Document) -> ReadFile:
         raise SourceError(f"cannot parse: {error}") from None
     except (RecursionError, MemoryError):
         raise SourceError("cannot parse: the code is nested too deeply") from None
+    from amp_clipfix.analysis.collect import collect_sites  # Python's sites: not a config's
+
     try:
         sites = collect_sites(document.path, document.text, module)
     except RecursionError:

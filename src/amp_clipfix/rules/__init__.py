@@ -1,13 +1,16 @@
 """The rules, one module each (`acfNNN.py`, found here by name: adding a rule is adding its
 module, see CONTRIBUTING.md), and what turns their findings into `Finding`s.
+
+The registry imports a rule's module (and with it the analysis its search reads) when the rule
+is first asked for: a run decides which rules search a project from their gates
+(rules/gates.py, written from the modules), and imports only the rules it runs.
 """
 
 from __future__ import annotations
 
-import importlib
 import pkgutil
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -24,6 +27,8 @@ from amp_clipfix.rules.base import (
     render_release_table,
     render_rule,
 )
+from amp_clipfix.rules.gate import Gate
+from amp_clipfix.rules.gates import GATES
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
@@ -52,11 +57,51 @@ def _rule_modules() -> list[str]:
     )
 
 
+class Registry(MutableMapping[str, Rule]):
+    """The rules by code, in code order: rules/gates.py's codes, each module's `RULE` imported
+    when its code is first looked up (a rule set here, a test's, is kept as given). Iterating
+    the codes or asking `in` imports no rule; `values()` imports them all."""
+
+    def __init__(self, codes: Iterable[str]) -> None:
+        self._codes = dict.fromkeys(codes)  # the shipped rules not looked up yet, or left
+        self._rules: dict[str, Rule] = {}
+
+    def __getitem__(self, code: str) -> Rule:
+        rule = self._rules.get(code)
+        if rule is None:
+            if code not in self._codes:
+                raise KeyError(code)
+            # the import statement's own path: `python -X importtime` lists the module
+            module = __import__(f"{__name__}.{code.lower()}", fromlist=["RULE"])
+            rule = self._rules[code] = module.RULE
+        return rule
+
+    def __setitem__(self, code: str, rule: Rule) -> None:
+        self._rules[code] = rule
+
+    def __delitem__(self, code: str) -> None:
+        if code not in self:
+            raise KeyError(code)
+        self._codes.pop(code, None)
+        self._rules.pop(code, None)
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._codes or code in self._rules
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._codes, *self._rules]))
+
+    def __len__(self) -> int:
+        return len({*self._codes, *self._rules})
+
+    def gate(self, code: str) -> Rule | Gate:
+        """What the rule needs of a project before it searches: its rule where that is made
+        (or was set), else its gate (rules/gates.py), without importing its module."""
+        return self._rules.get(code) or GATES.get(code) or self[code]
+
+
 # The one registry every command reads: each module's `RULE`, in code order.
-RULES: dict[str, Rule] = {
-    rule.code: rule
-    for rule in (importlib.import_module(f"{__name__}.{name}").RULE for name in _rule_modules())
-}
+RULES = Registry(GATES)
 
 
 def find_findings(
@@ -83,9 +128,22 @@ def findings_order(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (*sort_key(f.sites[0]), f.code, *map(sort_key, f.sites)))
 
 
-def searching_rules(rules: Sequence[Rule] | None = None) -> list[Rule]:
-    """The rules that ask the project's facts (the pipeline gives them the facts)."""
-    return [rule for rule in (RULES.values() if rules is None else rules) if rule.asks_facts]
+def searching_rules() -> list[Rule | Gate]:
+    """The rules that ask the project's facts (the pipeline gives them the facts), as their
+    gates: what each needs of a project before it is imported."""
+    return [gate for gate in map(RULES.gate, RULES) if gate.asks_facts]
+
+
+def checking_rules(searching: Iterable[str]) -> list[Rule]:
+    """The rules a project's run asks, in code order: every rule with a check and no words
+    (it reads the collected sites), and the rules with words in `searching` (their gates let
+    them search the project). Only these rules' modules are imported."""
+    wanted = set(searching)
+    return [
+        RULES[code]
+        for code, gate in zip(RULES, map(RULES.gate, RULES))
+        if gate.checks and (not gate.asks_facts or code in wanted)
+    ]
 
 
 def found_finding(rule: Rule, found: Found) -> Finding:
@@ -112,7 +170,9 @@ def codes_of(finding: Finding) -> tuple[str, ...]:
     the review findings of ACF001 and ACF002). Suppressions and `--select` / `--ignore` read
     these."""
     aliases = sorted(
-        rule.code for rule in RULES.values() if rule.reaches is not None and rule.reaches(finding)
+        code
+        for code in RULES
+        if RULES.gate(code).alias and (reaches := RULES[code].reaches) and reaches(finding)
     )
     return (finding.code, *aliases)
 

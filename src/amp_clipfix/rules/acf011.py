@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import keyword, library_calls, literals, written_place
-from amp_clipfix.analysis.evaluate import Thunk
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
@@ -158,6 +157,8 @@ def entry_place(
     """Where a spread dict's `precision` entry is written (its file, the node a site shows, the
     value's own node) and the values it holds: an entry of a dict written in the code, or a
     literal a record's field holds (`Trainer(**asdict(cfg))`: the field's default)."""
+    from amp_clipfix.analysis.frame import Thunk  # an evaluated value: the evaluator made it
+
     if isinstance(item, Thunk):
         place = written_place(facts, item)
         if place is None:
@@ -177,8 +178,15 @@ OLD_VALUE_TOKEN = re.compile(r"(?<![\w.+-])(?:bf)?16(?![\w.+-])")
 def may_spell_old_value(text: str) -> bool:
     """Whether a config's scalars can hold `16` or `bf16` (NEW_SPELLING's keys), from its
     text: a plain or quoted token writes them as they are, only a double-quoted escape
-    (`"\\x31\\x36"`) can hide them."""
-    return "\\" in text or OLD_VALUE_TOKEN.search(text) is not None
+    (`"\\x31\\x36"`) can hide them. A line whose first character after blanks is `#` holds
+    none: it is a comment (`# precision: 16`, a setting turned off), or the text of a block
+    or quoted scalar, which then holds the `#` too."""
+    if "\\" in text:
+        return True
+    if OLD_VALUE_TOKEN.search(text) is None:
+        return False
+    lines = text.splitlines()
+    return any(OLD_VALUE_TOKEN.search(line) for line in lines if line.lstrip(" \t")[:1] != "#")
 
 
 def quoted(written: str, value: str) -> str:

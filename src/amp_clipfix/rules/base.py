@@ -161,6 +161,16 @@ class Rule:
         return bool(self.words)
 
     @property
+    def checks(self) -> bool:
+        """It has a check (an alias has none); rules/gates.py says it without the module."""
+        return self.check is not None
+
+    @property
+    def alias(self) -> bool:
+        """It names other rules' findings (`reaches`) and finds none of its own."""
+        return self.reaches is not None
+
+    @property
     def writes_fixes(self) -> bool:
         """Its findings carry their own fixes (`Found.fixes`), not `targets` for the codemods."""
         return self.check is not None and self.targets is None
