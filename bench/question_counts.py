@@ -12,7 +12,7 @@ caller question, counted in process (load-independent, unlike times).
 ceiling of what an index of where instances can be would save (not sound: a measurement).
 
     python bench/question_counts.py /work/corpora/Lightning-AI+pytorch-lightning
-    python bench/question_counts.py --method-caller-files 0 /work/corpora/Lightning-AI+pytorch-lightning
+    python bench/question_counts.py --method-caller-files 0 /work/corpora/karpathy+nanoGPT
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ def main() -> None:
         parsed, evals, searches = (COUNTS[(k, code)] for k in ("parse", "eval", "search"))
         print(f"{code:6} {parsed:6d} {evals:6d} {searches:8d} {CPU[code]:6.3f}")
     sums = [sum(n for (k, _), n in COUNTS.items() if k == kind) for kind in ("parse", "eval")]
-    print(f"all    {sums[0]:6d} {sums[1]:6d}  rules {sum(CPU.values()):.3f} s, process {total:.3f} s")
+    rules = sum(CPU.values())
+    print(f"all    {sums[0]:6d} {sums[1]:6d}  rules {rules:.3f} s, process {total:.3f} s")
     print("outermost caller questions: parsed, evaluations inside")
     questions = {label for _, label in OUTER}
     ranked = sorted(questions, key=lambda q: (-OUTER[("parse", q)], -OUTER[("eval", q)], q))
