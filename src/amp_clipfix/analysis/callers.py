@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.contained import method_files
 from amp_clipfix.analysis.cycles import cut_value, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
@@ -283,6 +284,9 @@ class CallerIndex(PassedCalls):
                 return [own]  # nested in a function: no other file can name it
             owner = ctx.summary.parent(definition) if definition is function else None
             if isinstance(owner, ast.ClassDef) and word.isascii():
+                kept = method_files(self, owner, ctx.summary, wanted) if ctx.cls is owner else None
+                if kept is not None:
+                    return kept  # the class's objects stay in the modules naming it (contained.py)
                 return self.method_caller_files(word, owner, own)
             return self.files_with(word)
         key = (wanted, own)
