@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import TextLines
 from amp_clipfix.analysis.values import ClsV, Ext, Opaque
 
@@ -50,12 +51,16 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 # What a contained class's body may hold: methods, class attributes, its docstring.
 BODY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Expr, ast.Pass)
 # Library methods whose call the evaluator reads as a store into their receiver
 # (sequences.ADDING, dict_stores.STORING_METHODS) or as a call of their argument
 # (passed.launch_call): an object passed to one of them may be read elsewhere.
+# Library callees of these kinds hand no argument back to the evaluator's values: a Trainer's,
+# a Fabric's or a LightningCLI's arguments are read by the rules only (library.call_external
+# makes a TrainerV / FabricV of the call; a CLI call is decided at run time), and no attribute
+# of those values is read from them (classes.attribute_of).
+PASSIVE = frozenset({None, names.Kind.TRAINER, names.Kind.FABRIC, names.Kind.LIGHTNING_CLI})
 STORING = frozenset({"append", "extend", "insert", "update", "setdefault", names.FABRIC_LAUNCH})
 
 
@@ -246,9 +251,7 @@ class Containment:
                 if not library_value(value, decorator):
                     return False
             static = static or (isinstance(decorator, ast.Name) and decorator.id == "staticmethod")
-        for node in self.scope_nodes(method):
-            if isinstance(node, SCOPES) and any(is_super(n) for n in ast.walk(node)):
-                return False  # `super()` in a nested function: it may leave with it
+        for node in ast.walk(method):
             if is_super(node) and not self.use_keeps(node):
                 return False  # `super()` is `self` read from the bases
         positional = [*method.args.posonlyargs, *method.args.args]
@@ -257,30 +260,13 @@ class Containment:
         return self.name_keeps(method, positional[0].arg)
 
     def name_keeps(self, function: ast.AST, name: str) -> bool:
-        """Every read of the local `name` in `function` keeps the object it holds: none in a
-        nested function, lambda or class, none declared global or nonlocal."""
-        for node in self.scope_nodes(function):
-            if isinstance(node, SCOPES):
-                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)):
-                    return False
-            elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+        """Every read of the local `name` in `function` keeps the object it holds, also in the
+        functions, lambdas and classes nested in it (a closure reads it where it is written);
+        none declares it global or nonlocal (it would be another scope's)."""
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
                 return False
-            elif isinstance(node, ast.Name) and node.id == name:
-                if isinstance(node.ctx, ast.Load) and not self.use_keeps(node):
-                    return False
-        return True
-
-    def scope_nodes(self, function: ast.AST) -> list[ast.AST]:
-        """The nodes of a function's body and of its comprehensions; a nested function, lambda
-        or class is listed itself, not walked into."""
-        found: list[ast.AST] = []
-        stack = list(getattr(function, "body", []))
-        while stack:
-            node = stack.pop()
-            found.append(node)
-            if not isinstance(node, SCOPES):
-                stack.extend(ast.iter_child_nodes(node))
-        return found
+        return all(self.use_keeps(node) for node in reads_of(function, name))
 
     def use_keeps(self, node: ast.expr) -> bool:
         """A read of an object of the class (the class's name, an instance's local, `self`,
@@ -288,14 +274,15 @@ class Containment:
         parent = self.parent(node)
         if isinstance(parent, ast.Attribute) and parent.value is node:
             attr = parent.attr
-            if not attr.startswith("__") and attr not in self.methods:
+            dunder = attr.startswith("__") and attr.endswith("__")
+            if not dunder and attr not in self.methods:
                 # a data attribute (what the module stores in it, checked where stored) or the
                 # library's; a class attribute may hold anything
                 return not self.class_level(attr)
             called = self.parent(parent)
             if isinstance(called, ast.Call) and called.func is parent:
                 return True  # a method called: its returns are checked (`return self`)
-            if attr.startswith("__") or not isinstance(parent.ctx, ast.Load):
+            if dunder or not isinstance(parent.ctx, ast.Load):
                 return False  # the class, its dict...; a method replaced
             if not self.method_value_keeps(parent):
                 self.leaked.add(attr)  # the method as a value: its callers may be anywhere
@@ -306,6 +293,19 @@ class Containment:
             return True  # the object called: its `__call__` gives what the evaluator decides
         if isinstance(parent, ast.Compare):
             return True
+        if isinstance(parent, ast.IfExp) and node is not parent.test or isinstance(parent, ast.BoolOp):
+            return self.instance_keeps(parent)  # the expression's value may be the object
+        return self.argument_keeps(node)
+
+    def argument_keeps(self, node: ast.expr) -> bool:
+        """`node` is an argument of a library call that passes none on (library_call), or an
+        element of a list, tuple, set or dict written as one (`parametrize("cls", [A, B])`,
+        `Trainer(callbacks=[Sampler()])`)."""
+        parent = self.parent(node)
+        while (isinstance(parent, (ast.List, ast.Tuple, ast.Set)) and node in parent.elts) or (
+            isinstance(parent, ast.Dict) and node in parent.values
+        ):
+            node, parent = parent, self.parent(parent)
         call = parent
         if isinstance(parent, ast.keyword) and parent.arg is not None:
             call = self.parent(parent)
@@ -324,12 +324,7 @@ class Containment:
                 isinstance(v, Ext) and names.kind_of(v.qname) is names.Kind.PARTIAL for v in values
             ):
                 return self.instance_keeps(parent)
-        call = parent
-        if isinstance(parent, ast.keyword) and parent.arg is not None:
-            call = self.parent(parent)
-        if isinstance(call, ast.Call) and (method in call.args or parent in call.keywords):
-            return self.library_call(call)
-        return False
+        return self.argument_keeps(method)
 
     def class_level(self, attr: str) -> bool:
         """`attr` is bound in the class body other than by a method (a class attribute: it
@@ -341,7 +336,7 @@ class Containment:
             for s in cls.body
         )
 
-    def instance_keeps(self, call: ast.Call) -> bool:
+    def instance_keeps(self, call: ast.expr) -> bool:
         """An instance made by `Name(...)` stays: the call is a statement of its own, the
         receiver of a method call, an argument of a library call, or the only target of an
         assignment to a local of a function whose reads keep it."""
@@ -359,8 +354,8 @@ class Containment:
 
     def library_call(self, call: ast.Call) -> bool:
         """`call` passes none of its arguments on for the evaluator: its callee is a library
-        function of no modelled kind, or an attribute the evaluator leaves to the library,
-        and no method it reads as a store or a launch."""
+        function of no modelled kind (or a PASSIVE one), or an attribute the evaluator leaves
+        to the library, and no method it reads as a store or a launch."""
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in STORING:
             return False
@@ -371,7 +366,7 @@ class Containment:
         values = self.ev.ev(func, self.ev.ctx_of(self.summary, call))
         return bool(values) and all(
             library_value(value, func)
-            and not (isinstance(value, Ext) and names.kind_of(value.qname) is not None)
+            and not (isinstance(value, Ext) and names.kind_of(value.qname) not in PASSIVE)
             for value in values
         )
 
@@ -444,6 +439,31 @@ def annotation(node: ast.expr, parent_of: Callable[[ast.AST], ast.AST | None]) -
     if isinstance(parent, ast.AnnAssign):
         return parent.annotation is child
     return False
+
+
+def reads_of(function: ast.AST, name: str) -> list[ast.Name]:
+    """The reads of `name` in the body of `function` and of the scopes nested in it, but those
+    of a nested function or lambda that has a parameter of that name (its own): their
+    decorators and defaults are read where they are written. Annotations are not read."""
+    found: list[ast.Name] = []
+    body = getattr(function, "body", [])
+    stack: list[ast.AST] = list(body) if isinstance(body, list) else [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*FUNCTIONS, ast.Lambda)):
+            args = node.args
+            stack += [*getattr(node, "decorator_list", ()), *args.defaults]
+            stack += [d for d in args.kw_defaults if d is not None]
+            if name not in {a.arg for a in all_params(args)}:
+                inner = node.body
+                stack += inner if isinstance(inner, list) else [inner]
+            continue
+        if isinstance(node, ast.Name):
+            if node.id == name and isinstance(node.ctx, ast.Load):
+                found.append(node)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def is_super(node: ast.AST) -> bool:
