@@ -33,24 +33,31 @@ it read before.
 from __future__ import annotations
 
 import ast
-import bisect
-import functools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.shapes import all_params
-from amp_clipfix.analysis.summary import TextLines
-from amp_clipfix.analysis.values import ClsV, Ext, Opaque
+from amp_clipfix.analysis.contained_syntax import (
+    FUNCTIONS,
+    STAR_IMPORT,
+    annotation,
+    bound_in,
+    is_super,
+    library_value,
+    nodes_on,
+    nodes_writing,
+    reads_of,
+    text_reference,
+    word_lines,
+)
+from amp_clipfix.analysis.values import ClsV, Ext
 
 if TYPE_CHECKING:
-    from amp_clipfix.analysis.passed import PassedCalls
+    from amp_clipfix.analysis.callers import CallerIndex
     from amp_clipfix.analysis.summary import Summary
 
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # What a contained class's body may hold: methods, class attributes, its docstring.
 BODY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Expr, ast.Pass)
 # Library methods whose call the evaluator reads as a store into their receiver
@@ -61,6 +68,7 @@ BODY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Ex
 # makes a TrainerV / FabricV of the call; a CLI call is decided at run time), and no attribute
 # of those values is read from them (classes.attribute_of).
 PASSIVE = frozenset({None, names.Kind.TRAINER, names.Kind.FABRIC, names.Kind.LIGHTNING_CLI})
+CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 STORING = frozenset({"append", "extend", "insert", "update", "setdefault", names.FABRIC_LAUNCH})
 
 
@@ -74,7 +82,9 @@ class Kept:
     family: set[int] = field(default_factory=set)  # the classes checked, by id
 
 
-def method_files(ev: PassedCalls, cls: ast.ClassDef, summary: Summary, method: str) -> list[Path] | None:
+def method_files(
+    ev: CallerIndex, cls: ast.ClassDef, summary: Summary, method: str
+) -> list[Path] | None:
     """The modules that may call the method `method` of `cls` (defined in `summary`): those
     that name the class when it is contained and the method is not read as a value; None when
     any module may."""
@@ -84,7 +94,7 @@ def method_files(ev: PassedCalls, cls: ast.ClassDef, summary: Summary, method: s
     return kept.files
 
 
-def contained(ev: PassedCalls, cls: ast.ClassDef, summary: Summary) -> Kept:
+def contained(ev: CallerIndex, cls: ast.ClassDef, summary: Summary) -> Kept:
     """Where the objects of `cls` may be (see the module's docstring): those of its family,
     the project classes that derive from the one project class at the top of its bases."""
     cuts = ev.cuts
@@ -107,13 +117,15 @@ def contained(ev: PassedCalls, cls: ast.ClassDef, summary: Summary) -> Kept:
 class Containment:
     """One family's check: its modules' uses of its classes' names and of their objects."""
 
-    def __init__(self, ev: PassedCalls, root: ast.ClassDef, summary: Summary) -> None:
+    def __init__(self, ev: CallerIndex, root: ast.ClassDef, summary: Summary) -> None:
         self.ev = ev
         self.family: dict[int, tuple[ast.ClassDef, Summary]] = {id(root): (root, summary)}
         self.names = {root.name}
         self.methods: set[str] = set()
         self.leaked: set[str] = set()
         self.modules: dict[Path, Summary] = {}
+        self.lines: dict[tuple[Path, str], list[int] | None] = {}  # word_lines, per module
+        self.class_names: tuple[int, set[str]] = (0, set())  # class_level's, per family size
         self.summary = summary  # the module being checked
 
     def kept(self) -> Kept:
@@ -128,7 +140,10 @@ class Containment:
                     self.modules[path] = module
             for module in list(self.modules.values()):
                 self.methods = {
-                    s.name for c, _ in self.family.values() for s in c.body if isinstance(s, FUNCTIONS)
+                    s.name
+                    for c, _ in self.family.values()
+                    for s in c.body
+                    if isinstance(s, FUNCTIONS)
                 }
                 if not self.module_keeps(module):
                     return Kept(None)
@@ -156,7 +171,7 @@ class Containment:
         imported = self.ev.imported_names(path)
         for name in self.names:
             word = name.encode("ascii")
-            if word in imported or text_reference(word).search(data):
+            if word in imported or text_reference(word, data):
                 return True
         return False
 
@@ -201,16 +216,20 @@ class Containment:
                 for alias in node.names:
                     if alias.asname in names_:
                         return False
-                    if names_.intersection(alias.name.split(".")):
-                        if alias.asname is not None or isinstance(node, ast.Import):
-                            return False  # `from m import Name` only: then read as itself
+                    if names_.intersection(alias.name.split(".")) and (
+                        alias.asname is not None or isinstance(node, ast.Import)
+                    ):
+                        return False  # `from m import Name` only: then read as itself
             elif isinstance(node, ast.Attribute) and node.attr in names_:
-                return False
+                return False  # `module.Name`
             elif isinstance(node, (ast.Global, ast.Nonlocal)) and ours.intersection(node.names):
                 return False
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if spelled.search(node.value.strip()):
-                    return False  # a string that may name the class (`getattr`, a path)
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and spelled.search(node.value.strip())
+            ):
+                return False  # a string that may name the class (`getattr`, a path)
         return True
 
     def bound_here(self, module: Summary) -> set[str]:
@@ -252,7 +271,7 @@ class Containment:
                     return False
             static = static or (isinstance(decorator, ast.Name) and decorator.id == "staticmethod")
         for node in ast.walk(method):
-            if is_super(node) and not self.use_keeps(node):
+            if isinstance(node, ast.Call) and is_super(node) and not self.use_keeps(node):
                 return False  # `super()` is `self` read from the bases
         positional = [*method.args.posonlyargs, *method.args.args]
         if static or not positional:
@@ -263,10 +282,14 @@ class Containment:
         """Every read of the local `name` in `function` keeps the object it holds, also in the
         functions, lambdas and classes nested in it (a closure reads it where it is written);
         none declares it global or nonlocal (it would be another scope's)."""
-        for node in ast.walk(function):
+        key = (self.summary.path, name)
+        if key not in self.lines:
+            self.lines[key] = word_lines(self.summary, {name})
+        nodes = nodes_on(function, self.lines[key])
+        for node in nodes:
             if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
                 return False
-        return all(self.use_keeps(node) for node in reads_of(function, name))
+        return all(self.use_keeps(node) for node in reads_of(function, name, nodes))
 
     def use_keeps(self, node: ast.expr) -> bool:
         """A read of an object of the class (the class's name, an instance's local, `self`,
@@ -293,7 +316,11 @@ class Containment:
             return True  # the object called: its `__call__` gives what the evaluator decides
         if isinstance(parent, ast.Compare):
             return True
-        if isinstance(parent, ast.IfExp) and node is not parent.test or isinstance(parent, ast.BoolOp):
+        if (
+            isinstance(parent, ast.IfExp)
+            and node is not parent.test
+            or isinstance(parent, ast.BoolOp)
+        ):
             return self.instance_keeps(parent)  # the expression's value may be the object
         return self.argument_keeps(node)
 
@@ -327,14 +354,19 @@ class Containment:
         return self.argument_keeps(method)
 
     def class_level(self, attr: str) -> bool:
-        """`attr` is bound in the class body other than by a method (a class attribute: it
-        may hold anything, a method among others)."""
-        return any(
-            isinstance(s, (ast.Assign, ast.AnnAssign))
-            and any(isinstance(n, ast.Name) and n.id == attr for n in ast.walk(s))
-            for cls, _ in self.family.values()
-            for s in cls.body
-        )
+        """`attr` is bound in a family class's body other than by a method (a class
+        attribute: it may hold anything, a method among others)."""
+        if self.class_names[0] != len(self.family):
+            found = {
+                n.id
+                for cls, _ in self.family.values()
+                for s in cls.body
+                if isinstance(s, (ast.Assign, ast.AnnAssign))
+                for n in ast.walk(s)
+                if isinstance(n, ast.Name)
+            }
+            self.class_names = (len(self.family), found)
+        return attr in self.class_names[1]
 
     def instance_keeps(self, call: ast.expr) -> bool:
         """An instance made by `Name(...)` stays: the call is a statement of its own, the
@@ -365,113 +397,20 @@ class Containment:
             return False
         values = self.ev.ev(func, self.ev.ctx_of(self.summary, call))
         return bool(values) and all(
-            library_value(value, func)
+            (library_value(value, func) or self.inert_class(value))
             and not (isinstance(value, Ext) and names.kind_of(value.qname) not in PASSIVE)
             for value in values
         )
 
-
-STAR_IMPORT = re.compile(rb"\bimport[ \t\\(\r\n]*\*")
-
-
-@functools.lru_cache(maxsize=256)
-def word_pattern(word: bytes) -> re.Pattern[bytes]:
-    """`word` as a whole word (not inside a longer identifier)."""
-    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(word) + rb"(?![A-Za-z0-9_])")
-
-
-@functools.lru_cache(maxsize=256)
-def text_reference(word: bytes) -> re.Pattern[bytes]:
-    """`word` as an attribute (`.Name`) or at the end of a string (`"Name"`, `"pkg.Name"`,
-    `"pkg:Name"`), as module_keeps looks for them in the tree."""
-    escaped = re.escape(word)
-    space = rb"[ \t\r\n\f\v\\]*"
-    return re.compile(
-        rb"\." + space + escaped + rb"(?![A-Za-z0-9_])"
-        + rb"|[.:'\"]" + space + escaped + space + rb"['\"]"
-    )
-
-
-def nodes_writing(module: Summary, words: set[str]) -> list[ast.AST]:
-    """The nodes of the module that may write one of `words` (ASCII identifiers): those whose
-    lines hold one as a whole word or a byte outside ASCII (an NFKC spelling), found by
-    walking only into the nodes around those lines (a `def` or `class` from its decorators;
-    an f-string whole, as Summary.calls_writing does)."""
-    lines_ = module.lines
-    if not isinstance(lines_, TextLines):
-        return list(ast.walk(module.tree))
-    data, starts = lines_.data, lines_.starts
-    offsets = list(module.non_ascii())
-    for word in words:
-        offsets += [m.start() for m in word_pattern(word.encode("ascii")).finditer(data)]
-    lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
-    found: list[ast.AST] = []
-    stack: list[ast.AST] = [module.tree]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        if isinstance(node, ast.JoinedStr):
-            found.extend(n for n in ast.walk(node) if n is not node)
-            continue
-        for child in ast.iter_child_nodes(node):
-            start, end = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
-            if start is not None and end is not None:
-                decorators = getattr(child, "decorator_list", None)
-                if decorators:
-                    start = min(start, *(d.lineno for d in decorators))
-                index = bisect.bisect_left(lines, start)
-                if index == len(lines) or lines[index] > end:
-                    continue
-            stack.append(child)
-    return found
-
-
-def annotation(node: ast.expr, parent_of: Callable[[ast.AST], ast.AST | None]) -> bool:
-    """`node` is (inside) a parameter's, a return's or an assignment's annotation."""
-    child: ast.AST = node
-    parent = parent_of(child)
-    while isinstance(parent, (ast.Subscript, ast.Tuple, ast.BinOp, ast.List)):
-        child, parent = parent, parent_of(parent)
-    if isinstance(parent, ast.arg):
-        return parent.annotation is child
-    if isinstance(parent, FUNCTIONS):
-        return parent.returns is child
-    if isinstance(parent, ast.AnnAssign):
-        return parent.annotation is child
-    return False
-
-
-def reads_of(function: ast.AST, name: str) -> list[ast.Name]:
-    """The reads of `name` in the body of `function` and of the scopes nested in it, but those
-    of a nested function or lambda that has a parameter of that name (its own): their
-    decorators and defaults are read where they are written. Annotations are not read."""
-    found: list[ast.Name] = []
-    body = getattr(function, "body", [])
-    stack: list[ast.AST] = list(body) if isinstance(body, list) else [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (*FUNCTIONS, ast.Lambda)):
-            args = node.args
-            stack += [*getattr(node, "decorator_list", ()), *args.defaults]
-            stack += [d for d in args.kw_defaults if d is not None]
-            if name not in {a.arg for a in all_params(args)}:
-                inner = node.body
-                stack += inner if isinstance(inner, list) else [inner]
-            continue
-        if isinstance(node, ast.Name):
-            if node.id == name and isinstance(node.ctx, ast.Load):
-                found.append(node)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def is_super(node: ast.AST) -> bool:
-    """A call `super(...)`: the evaluator's `self` of the class it is written in."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
-
-
-def library_value(value: object, node: ast.AST) -> bool:
-    """The evaluator's value of `node` is the library's: a library name, or decided at run time
-    at `node` itself (a library attribute of an object, a library call's result)."""
-    return isinstance(value, Ext) or (isinstance(value, Opaque) and value.node is node)
+    def inert_class(self, value: object) -> bool:
+        """A project class whose instances hold none of their construction's arguments for
+        the evaluator: no record (whose fields are its arguments: fields.py), and no project
+        class of its bases defines `__init__`, `__new__` or `__post_init__` (whose parameters
+        would be followed to this call): `MyLightningCLI(Model)` with the library's
+        `__init__`."""
+        if not isinstance(value, ClsV) or self.ev.dataclass_layout(value) is not None:  # type: ignore[attr-defined]
+            return False
+        return not any(
+            isinstance(base, ClsV) and CONSTRUCTORS.intersection(bound_in(base.node))
+            for base in self.ev.mro(value)
+        )
