@@ -69,7 +69,7 @@ def step_callers(tmp_path: Path, files: dict[str, str], whole: bool) -> tuple[li
     method = next(s for s in cls.body if getattr(s, "name", None) == "step")
     if whole:
         original = callers_module.method_files
-        callers_module.method_files = lambda *args: None  # type: ignore[assignment]
+        callers_module.method_files = lambda *args: None
     try:
         found = evaluator.callers(method, evaluator.ctx(summary, method, cls))
     finally:
