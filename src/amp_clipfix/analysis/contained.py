@@ -55,7 +55,7 @@ from amp_clipfix.analysis.contained_syntax import (
 from amp_clipfix.analysis.values import ClsV, Ext
 
 if TYPE_CHECKING:
-    from amp_clipfix.analysis.callers import CallerIndex
+    from amp_clipfix.analysis.passed import PassedCalls
     from amp_clipfix.analysis.summary import Summary
 
 # What a contained class's body may hold: methods, class attributes, its docstring.
@@ -83,7 +83,7 @@ class Kept:
 
 
 def method_files(
-    ev: CallerIndex, cls: ast.ClassDef, summary: Summary, method: str
+    ev: PassedCalls, cls: ast.ClassDef, summary: Summary, method: str
 ) -> list[Path] | None:
     """The modules that may call the method `method` of `cls` (defined in `summary`): those
     that name the class when it is contained and the method is not read as a value; None when
@@ -94,7 +94,7 @@ def method_files(
     return kept.files
 
 
-def contained(ev: CallerIndex, cls: ast.ClassDef, summary: Summary) -> Kept:
+def contained(ev: PassedCalls, cls: ast.ClassDef, summary: Summary) -> Kept:
     """Where the objects of `cls` may be (see the module's docstring): those of its family,
     the project classes that derive from the one project class at the top of its bases."""
     cuts = ev.cuts
@@ -117,7 +117,7 @@ def contained(ev: CallerIndex, cls: ast.ClassDef, summary: Summary) -> Kept:
 class Containment:
     """One family's check: its modules' uses of its classes' names and of their objects."""
 
-    def __init__(self, ev: CallerIndex, root: ast.ClassDef, summary: Summary) -> None:
+    def __init__(self, ev: PassedCalls, root: ast.ClassDef, summary: Summary) -> None:
         self.ev = ev
         self.family: dict[int, tuple[ast.ClassDef, Summary]] = {id(root): (root, summary)}
         self.names = {root.name}

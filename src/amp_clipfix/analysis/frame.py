@@ -342,6 +342,9 @@ class EvaluatorBase:
     def subclass_names(self, base: bytes) -> set[bytes]:
         raise NotImplementedError
 
+    def imported_names(self, path: Path) -> frozenset[bytes]:
+        raise NotImplementedError
+
     def instance_attribute(
         self, cls: ClsV, attr: str, node: ast.AST, bound: bool = True, skip_own: bool = False
     ) -> list[object]:
