@@ -68,6 +68,10 @@ BODY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Ex
 # makes a TrainerV / FabricV of the call; a CLI call is decided at run time), and no attribute
 # of those values is read from them (classes.attribute_of).
 PASSIVE = frozenset({None, names.Kind.TRAINER, names.Kind.FABRIC, names.Kind.LIGHTNING_CLI})
+# The modules one family's check reads at most (its own and those that may read its names):
+# past them the class is not contained, and the search reads what it read before (a framework's
+# core class, imported by eighty modules of accelerate, would cost more to check than it saves).
+MODULES = 16
 CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 STORING = frozenset({"append", "extend", "insert", "update", "setdefault", names.FABRIC_LAUNCH})
 
@@ -132,12 +136,18 @@ class Containment:
         while True:  # until no module and no subclass is added
             known = (len(self.family), len(self.modules))
             homes = {where.path for _, where in self.family.values()}
-            for path in self.naming_files():
-                if path not in self.modules and (path in homes or self.may_read(path)):
-                    module = self.ev.summary(path)
-                    if module is None:
-                        return Kept(None)
-                    self.modules[path] = module
+            wanted = [
+                path
+                for path in self.naming_files()
+                if path not in self.modules and (path in homes or self.may_read(path))
+            ]
+            if len(self.modules) + len(wanted) > MODULES:
+                return Kept(None)  # a class read in many modules: the check would cost more
+            for path in wanted:
+                module = self.ev.summary(path)
+                if module is None:
+                    return Kept(None)
+                self.modules[path] = module
             for module in list(self.modules.values()):
                 self.methods = {
                     s.name
