@@ -284,10 +284,10 @@ class CallerIndex(PassedCalls):
                 return [own]  # nested in a function: no other file can name it
             owner = ctx.summary.parent(definition) if definition is function else None
             if isinstance(owner, ast.ClassDef) and word.isascii():
-                kept = method_files(self, owner, ctx.summary, wanted) if ctx.cls is owner else None
-                if kept is not None:
-                    return kept  # the class's objects stay in the modules naming it (contained.py)
-                return self.method_caller_files(word, owner, own)
+                files = self.method_caller_files(word, owner, own)
+                if ctx.cls is owner:  # where the class's objects may be (contained.py)
+                    return method_files(self, owner, ctx.summary, wanted, files)
+                return files
             return self.files_with(word)
         key = (wanted, own)
         if key not in self.caller_files_cache:

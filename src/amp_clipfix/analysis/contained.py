@@ -68,6 +68,9 @@ BODY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Ex
 # makes a TrainerV / FabricV of the call; a CLI call is decided at run time), and no attribute
 # of those values is read from them (classes.attribute_of).
 PASSIVE = frozenset({None, names.Kind.TRAINER, names.Kind.FABRIC, names.Kind.LIGHTNING_CLI})
+# Files that may call a method beyond which its class is asked whether its objects stay in the
+# modules that name it: with fewer, the check costs more than it can save.
+CONTAINED_FROM = 8
 # The modules one family's check reads at most (its own and those that may read its names):
 # past them the class is not contained, and the search reads what it read before (a framework's
 # core class, imported by eighty modules of accelerate, would cost more to check than it saves).
@@ -87,15 +90,17 @@ class Kept:
 
 
 def method_files(
-    ev: PassedCalls, cls: ast.ClassDef, summary: Summary, method: str
-) -> list[Path] | None:
-    """The modules that may call the method `method` of `cls` (defined in `summary`): those
-    that name the class when it is contained and the method is not read as a value; None when
-    any module may."""
+    ev: PassedCalls, cls: ast.ClassDef, summary: Summary, method: str, files: list[Path]
+) -> list[Path]:
+    """Of `files`, the modules a search reads for the callers of the method `method` of `cls`
+    (defined in `summary`): with more than CONTAINED_FROM of them, those that name the class
+    when it is contained and the method is not read as a value; else all of them."""
+    if len(files) <= CONTAINED_FROM:
+        return files
     kept = contained(ev, cls, summary)
     if kept.files is None or method in kept.leaked:
-        return None
-    return kept.files
+        return files
+    return [path for path in files if path in set(kept.files)]
 
 
 def contained(ev: PassedCalls, cls: ast.ClassDef, summary: Summary) -> Kept:
