@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.contained import method_files
 from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
@@ -271,7 +272,10 @@ class CallerIndex(PassedCalls):
                 return [own]  # nested in a function: no other file can name it
             owner = ctx.summary.parent(definition) if definition is function else None
             if isinstance(owner, ast.ClassDef) and word.isascii():
-                return self.method_caller_files(word, owner, own)
+                files = self.method_caller_files(word, owner, own)
+                if ctx.cls is owner:  # where the class's objects may be (contained.py)
+                    return method_files(self, owner, ctx.summary, wanted, files)
+                return files
             return self.files_with(word)
         key = (wanted, own)
         if key not in self.caller_files_cache:

@@ -174,6 +174,7 @@ class EvaluatorBase:
         # callers.callers: the calls of a function, by (function, class, module, depth)
         self.found_callers: dict[tuple[int, int, int, int], list[object]] = {}
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
+        self.contained_cache: dict[int, object] = {}  # contained.contained, by class
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming
         # per file, its `class Name(bases):` lines as (name, words of the bases)
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
@@ -357,6 +358,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def subclass_names(self, base: bytes) -> set[bytes]:
+        raise NotImplementedError
+
+    def imported_names(self, path: Path) -> frozenset[bytes]:
         raise NotImplementedError
 
     def instance_attribute(
