@@ -84,7 +84,9 @@ def project(folder: Path) -> Path:
     return folder
 
 
-def check(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], list[str], list]:
+def check(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[object], list[str], list[list[str]]]:
     """The findings (code and sites), the files whose trees were made, and at the fixes stage
     the files whose trees are alive."""
     trees: list[tuple[str, weakref.ref[object]]] = []
