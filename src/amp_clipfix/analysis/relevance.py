@@ -242,6 +242,35 @@ def class_text(data: bytes, match: re.Match[bytes]) -> bytes:
 NEXT_LINE = re.compile(rb"^([ \t]*)(?=[^\s#)\]}])", re.MULTILINE)
 
 
+def may_define_subclass(data: bytes) -> bool:
+    """Whether a module's text may hold a class statement that names a base (what a class
+    needs to derive from anything): no only when each `class` keyword that starts a line, after
+    its indentation, opens `class Name:` (a class statement starts a line: it is a compound
+    statement). Errs on the side of yes: `class A():`, a name outside ASCII, a header split
+    by a backslash, a line of a string that starts with the word, a text with NUL bytes."""
+    if b"\0" in data:
+        return True  # not an ASCII-compatible text: its keywords are not found as bytes
+    for found in CLASS_WORD.finditer(data):
+        start, end = found.span()
+        if end < len(data) and data[end] in IDENTIFIER_BYTES:
+            continue  # `classes = ...`: another name
+        line = max(data.rfind(b"\n", 0, start), data.rfind(b"\r", 0, start)) + 1
+        indentation = data[line:start]
+        if line == 0:
+            indentation = indentation.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 signature
+        if indentation.strip(b" \t\f"):
+            continue  # not where a statement starts
+        if CLASS_WITHOUT_BASES.match(data, start) is None:
+            return True
+    return False
+
+
+CLASS_WORD = re.compile(rb"class")
+CLASS_WITHOUT_BASES = re.compile(rb"class[ \t\f]+[A-Za-z_][A-Za-z0-9_]*[ \t\f]*:")
+# Bytes that continue a name (`\x80`-`\xff`: a letter outside ASCII in UTF-8).
+IDENTIFIER_BYTES = WORD_BYTES | frozenset(range(128, 256))
+
+
 def files_naming(
     contents: Mapping[Path, bytes], names: set[str], among: Collection[Path] | None = None
 ) -> set[Path]:
