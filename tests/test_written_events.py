@@ -1,0 +1,143 @@
+"""ACF004's search is run only where some project file writes a scaled backward
+(`<x>.scale(...).backward(...)`, analysis/written_events.py): its classifier makes a backward of
+no other call, and each of its findings needs one. A project that makes a GradScaler and clips
+but writes none (NeMo, the Lightning repository) asks nothing of its calls; the output is the
+same as with the search run, and an edit that adds such a call runs it again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_incremental import base_project, edit_line, same_as_cold
+from test_reach import ENGINE, OPS, TRAIN
+
+from amp_clipfix.analysis import written_events
+from amp_clipfix.analysis.written_events import writes_scaled_backward
+from amp_clipfix.cli import main
+from amp_clipfix.rules import acf004
+
+
+@pytest.mark.parametrize(
+    ("source", "writes"),
+    [
+        ("scaler.scale(loss).backward()\n", True),
+        ("self.scaler.scale(loss * 2).backward(retain_graph=True)\n", True),
+        ("(scaler.scale(loss)  # scaled\n .backward())\n", True),  # a comment between
+        ("scaler.scale(loss) \\\n    .backward()\n", True),  # a continuation
+        ("scaler.scale(loss). backward()\n", True),
+        ("scaler.scale(loss).ｂackward()\n", True),  # NFKC: Python reads `backward`
+        ("loss.backward()\nscaler.scale(x)\n", False),  # unscaled
+        ("scaled = scaler.scale(loss)\nscaled.backward()\n", False),  # not the call shape
+        ("model(x).backward()\nscale = 2\n", False),  # a call, not of `scale`
+        ("scale(loss).backward()\n", False),  # a function, not a scaler's method
+        ("s = 'scaler.scale(loss).backward()'\n", False),  # a string
+        ("scaler.scale(loss).backward(\n", True),  # does not parse: it may
+    ],
+)
+def test_what_writes_a_scaled_backward(source: str, writes: bool) -> None:
+    assert writes_scaled_backward(Path("m.py"), source.encode()) is writes
+
+
+UNSCALED = """\
+import torch
+
+scaler = torch.amp.GradScaler("cuda")
+
+
+def log(loss):
+    print(loss.item())
+
+
+def step(model, optimizer, loss):
+    loss.backward()
+    log(loss)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+def check(project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool) -> tuple[int, str, int]:
+    """`check` over a project: its exit code, what it prints, and how many times ACF004's
+    search started (`gate=False`: whatever the project writes)."""
+    started: list[object] = []
+    reach = acf004.CallReach
+
+    def counted(facts):  # type: ignore[no-untyped-def]
+        started.append(facts)
+        return reach(facts)
+
+    monkeypatch.setattr(acf004, "CallReach", counted)
+    if not gate:
+        monkeypatch.setattr(acf004, "any_scaled_backward", lambda contents: True)
+    monkeypatch.chdir(project)
+    arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]
+    result = CliRunner().invoke(main, arguments)
+    return result.exit_code, result.output, len(started)
+
+
+def test_no_scaled_backward_no_search_and_the_same_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "train.py").write_text(UNSCALED, "utf-8")
+
+    code, output, started = check(tmp_path, monkeypatch, gate=True)
+    monkeypatch.undo()
+    ungated = check(tmp_path, monkeypatch, gate=False)
+
+    assert started == 0
+    assert ungated[2] == 1  # the search ran, and found what the gate said: nothing
+    assert (code, output) == ungated[:2]
+    assert "ACF004" not in output
+
+
+def test_a_scaled_backward_in_any_file_runs_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backward may be in a helper of another module (test_reach's project: engine.py
+    holds it, ops.py the clip, train.py the step): the scan reads every file."""
+    for name, text in {"ops.py": OPS, "engine.py": ENGINE, "train.py": TRAIN}.items():
+        (tmp_path / name).write_text(text, "utf-8")
+
+    code, output, started = check(tmp_path, monkeypatch, gate=True)
+
+    assert started == 1
+    assert code == 1, output
+    assert "engine.py:6:9: ACF004" in output
+
+
+def test_an_edit_that_writes_the_first_scaled_backward_runs_the_search_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan is part of ACF004's query: a warm run after an edit prints a cold run's
+    bytes, whether the edit removes the only scaled backward or writes it back."""
+    project = base_project(tmp_path, monkeypatch, "True")
+    first = same_as_cold(project)
+    assert b"scaled.py:8:5: ACF004" in first
+    edit_line("scaled.py", "scaler.scale(loss).backward()", "loss.backward()")(project)
+    assert b"ACF004" not in same_as_cold(project)
+    edit_line("scaled.py", "loss.backward()", "scaler.scale(loss).backward()")(project)
+    assert same_as_cold(project) == first
+
+
+def test_the_scan_reads_no_file_twice_and_parses_only_candidates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a file holding `scale` and `).backward` is parsed (the rest is a text test)."""
+    parsed: list[str] = []
+    parse = written_events.ast.parse
+
+    def counted(text, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(text)
+        return parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(written_events.ast, "parse", counted)
+    contents = {
+        Path("a.py"): b"loss.backward()\n",
+        Path("b.py"): b"scale = 2\nmodel(x).backward()\n",
+        Path("c.py"): b"import torch\n",
+    }
+    assert not written_events.any_scaled_backward(contents)
+    assert parsed == [b"scale = 2\nmodel(x).backward()\n"]
