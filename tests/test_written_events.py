@@ -141,3 +141,119 @@ def test_the_scan_reads_no_file_twice_and_parses_only_candidates(
     }
     assert not written_events.any_scaled_backward(contents)
     assert parsed == [b"scale = 2\nmodel(x).backward()\n"]
+
+
+@pytest.mark.parametrize(
+    ("source", "hands_on"),
+    [
+        ("fabric.backward(loss)\nloss.backward()\n", False),
+        ('"""Call .backward once."""\n# x.backward is called\n', False),  # text only
+        ("step = fabric.backward\n", True),
+        ("functools.partial(fabric.backward, loss)\n", True),
+        ("run(fabric.backward)\n", True),
+        ("x = fabric.ｂackward\n", True),  # NFKC
+        ("x = fabric.backward\nif (\n", True),  # does not parse: it may
+    ],
+)
+def test_what_hands_a_backward_on(source: str, hands_on: bool) -> None:
+    assert written_events.hands_backward_on(Path("m.py"), source.encode()) is hands_on
+
+
+@pytest.mark.parametrize(
+    ("source", "with_arguments"),
+    [
+        ("fabric.backward(loss)\n", True),
+        ("super().backward(*args, **kwargs)\n", True),
+        ("fabric.backward(\n    loss,\n)\n", True),
+        ("loss.backward()\n", False),
+        ("loss.backward( )\n", False),
+        ("def backward(ctx, grad):\n    return grad\n", False),  # a definition, no attribute
+    ],
+)
+def test_what_calls_a_backward_with_arguments(source: str, with_arguments: bool) -> None:
+    found = written_events.writes_backward_with_arguments(Path("m.py"), source.encode())
+    assert found is with_arguments
+
+
+FABRIC = """\
+import torch
+from lightning.fabric import Fabric
+
+fabric = Fabric(precision="16-mixed")
+
+
+class Module(torch.nn.Module):
+    def backward(self, *args, **kwargs):
+        super().backward(*args, **kwargs)
+
+
+def step(model, optimizer, loss):
+    {backward}
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+"""
+
+
+def fabric_check(
+    project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool
+) -> tuple[int, str, int]:
+    """`check` over a project: its exit code, what it prints, and how many times ACF006's
+    search started (`gate=False`: whatever the project writes)."""
+    from amp_clipfix.rules import acf006
+
+    started: list[object] = []
+    classifier = acf006.classifier
+
+    def counted(facts):  # type: ignore[no-untyped-def]
+        started.append(facts)
+        return classifier(facts)
+
+    monkeypatch.setattr(acf006, "classifier", counted)
+    if not gate:
+        monkeypatch.setattr(acf006, "any_fabric_backward", lambda evaluator: True)
+    monkeypatch.chdir(project)
+    arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]
+    result = CliRunner().invoke(main, arguments)
+    return result.exit_code, result.output, len(started)
+
+
+def test_no_fabric_backward_no_search_and_the_same_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Fabric is made and a clip follows a backward, but the backward is the loss's own and
+    the only `backward(...)` with arguments is a module's `super()`: no Fabric's backward."""
+    (tmp_path / "train.py").write_text(FABRIC.format(backward="loss.backward()"), "utf-8")
+
+    code, output, started = fabric_check(tmp_path, monkeypatch, gate=True)
+    monkeypatch.undo()
+    ungated = fabric_check(tmp_path, monkeypatch, gate=False)
+
+    assert started == 0
+    assert ungated[2] == 1
+    assert (code, output) == ungated[:2]
+    assert "ACF006" not in output
+
+
+def test_a_fabric_backward_runs_the_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "train.py").write_text(FABRIC.format(backward="fabric.backward(loss)"), "utf-8")
+
+    code, output, started = fabric_check(tmp_path, monkeypatch, gate=True)
+
+    assert started == 1
+    assert code == 1, output
+    assert "train.py:13:5: ACF006" in output
+
+
+def test_a_fabric_backward_handed_on_runs_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`backward = fabric.backward; backward(loss)`: the classifier follows the value."""
+    handed = "backward = fabric.backward\n    backward(loss)"
+    (tmp_path / "train.py").write_text(FABRIC.format(backward=handed), "utf-8")
+
+    code, output, started = fabric_check(tmp_path, monkeypatch, gate=True)
+    monkeypatch.undo()
+    ungated = fabric_check(tmp_path, monkeypatch, gate=False)
+
+    assert started == 1
+    assert (code, output) == ungated[:2]
