@@ -7,6 +7,7 @@ same as with the search run, and an edit that adds such a call runs it again."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +17,7 @@ from test_reach import ENGINE, OPS, TRAIN
 from amp_clipfix.analysis import written_events
 from amp_clipfix.analysis.written_events import writes_scaled_backward
 from amp_clipfix.cli import main
-from amp_clipfix.rules import acf004
+from amp_clipfix.rules import acf004, acf006
 
 
 @pytest.mark.parametrize(
@@ -59,23 +60,33 @@ def step(model, optimizer, loss):
 """
 
 
-def check(project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool) -> tuple[int, str, int]:
-    """`check` over a project: its exit code, what it prints, and how many times ACF004's
-    search started (`gate=False`: whatever the project writes)."""
+def searched(
+    project: Path, monkeypatch: pytest.MonkeyPatch, rule: ModuleType, start: str, gate: str | None
+) -> tuple[int, str, int]:
+    """`check` over a project: its exit code, what it prints, and how many times the rule's
+    search started (a call of its module's `start`); `gate`: its module's gate, made to say
+    yes whatever the project writes."""
     started: list[object] = []
-    reach = acf004.CallReach
+    starter = getattr(rule, start)
 
     def counted(facts):  # type: ignore[no-untyped-def]
         started.append(facts)
-        return reach(facts)
+        return starter(facts)
 
-    monkeypatch.setattr(acf004, "CallReach", counted)
-    if not gate:
-        monkeypatch.setattr(acf004, "any_scaled_backward", lambda contents: True)
+    monkeypatch.setattr(rule, start, counted)
+    if gate is not None:
+        monkeypatch.setattr(rule, gate, lambda *_: True)
     monkeypatch.chdir(project)
     arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]
     result = CliRunner().invoke(main, arguments)
     return result.exit_code, result.output, len(started)
+
+
+def check(project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool) -> tuple[int, str, int]:
+    """ACF004's search (its CallReach), gated or not (`any_scaled_backward`)."""
+    return searched(
+        project, monkeypatch, acf004, "CallReach", None if gate else "any_scaled_backward"
+    )
 
 
 def test_no_scaled_backward_no_search_and_the_same_output(
@@ -91,21 +102,6 @@ def test_no_scaled_backward_no_search_and_the_same_output(
     assert ungated[2] == 1  # the search ran, and found what the gate said: nothing
     assert (code, output) == ungated[:2]
     assert "ACF004" not in output
-
-
-def test_a_scaled_backward_in_any_file_runs_the_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The backward may be in a helper of another module (test_reach's project: engine.py
-    holds it, ops.py the clip, train.py the step): the scan reads every file."""
-    for name, text in {"ops.py": OPS, "engine.py": ENGINE, "train.py": TRAIN}.items():
-        (tmp_path / name).write_text(text, "utf-8")
-
-    code, output, started = check(tmp_path, monkeypatch, gate=True)
-
-    assert started == 1
-    assert code == 1, output
-    assert "engine.py:6:9: ACF004" in output
 
 
 def test_an_edit_that_writes_the_first_scaled_backward_runs_the_search_again(
@@ -197,24 +193,9 @@ def step(model, optimizer, loss):
 def fabric_check(
     project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool
 ) -> tuple[int, str, int]:
-    """`check` over a project: its exit code, what it prints, and how many times ACF006's
-    search started (`gate=False`: whatever the project writes)."""
-    from amp_clipfix.rules import acf006
-
-    started: list[object] = []
-    classifier = acf006.classifier
-
-    def counted(facts):  # type: ignore[no-untyped-def]
-        started.append(facts)
-        return classifier(facts)
-
-    monkeypatch.setattr(acf006, "classifier", counted)
-    if not gate:
-        monkeypatch.setattr(acf006, "any_fabric_backward", lambda evaluator: True)
-    monkeypatch.chdir(project)
-    arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]
-    result = CliRunner().invoke(main, arguments)
-    return result.exit_code, result.output, len(started)
+    """ACF006's search (its classifier), gated or not (`any_fabric_backward`)."""
+    gated = None if gate else "any_fabric_backward"
+    return searched(project, monkeypatch, acf006, "classifier", gated)
 
 
 def test_no_fabric_backward_no_search_and_the_same_output(
@@ -234,14 +215,28 @@ def test_no_fabric_backward_no_search_and_the_same_output(
     assert "ACF006" not in output
 
 
-def test_a_fabric_backward_runs_the_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "train.py").write_text(FABRIC.format(backward="fabric.backward(loss)"), "utf-8")
+@pytest.mark.parametrize(
+    ("files", "rule", "finding"),
+    [
+        # The backward may be in a helper of another module (test_reach's project: engine.py
+        # holds it, ops.py the clip, train.py the step): the scan reads every file.
+        ({"ops.py": OPS, "engine.py": ENGINE, "train.py": TRAIN}, "ACF004", "engine.py:6:9"),
+        ({"train.py": FABRIC.format(backward="fabric.backward(loss)")}, "ACF006", "train.py:13:5"),
+    ],
+)
+def test_the_call_written_runs_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], rule: str, finding: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, "utf-8")
 
-    code, output, started = fabric_check(tmp_path, monkeypatch, gate=True)
+    code, output, started = (check if rule == "ACF004" else fabric_check)(
+        tmp_path, monkeypatch, gate=True
+    )
 
     assert started == 1
     assert code == 1, output
-    assert "train.py:13:5: ACF006" in output
+    assert f"{finding}: {rule}" in output
 
 
 def test_a_fabric_backward_handed_on_runs_the_search(
