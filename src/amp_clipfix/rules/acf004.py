@@ -29,6 +29,7 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
+from amp_clipfix.analysis.written_events import any_scaled_backward
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
@@ -124,6 +125,8 @@ def classifier(facts: ProjectFacts, enters: Enters = None):  # noqa: ANN201 - an
 
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
+    if not any_scaled_backward(facts.evaluator.contents):
+        return  # no file writes `<x>.scale(...).backward(...)`: no reading meets a backward
     reach = CallReach(facts)
     enters = reach.may_run_project
     classify = classifier(facts, enters)

@@ -32,6 +32,7 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.training import call_site, is_torch_clip, steps_after
 from amp_clipfix.analysis.values import Fn
+from amp_clipfix.analysis.written_events import any_fabric_backward
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
@@ -167,6 +168,8 @@ def bound_fabrics(facts: ProjectFacts, file: FileFacts, func: ast.expr) -> list:
 
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
+    if not any_fabric_backward(facts.evaluator):
+        return  # no reading can meet a Fabric's backward (analysis/written_events.py)
     classify = classifier(facts)
     reported: set[int] = set()
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
