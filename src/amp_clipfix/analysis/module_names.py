@@ -1,0 +1,184 @@
+"""Which files can call a module-level function or class through its module: the test that
+picks them before any is parsed (callers.caller_files), and the fact that keeps it sound.
+
+The evaluator makes the value of a project module in two ways only (evaluate.py):
+`resolve_project_name`, for a name an import binds (`import a.mod`, `from a import mod`) or an
+attribute of a module or library object (`a.mod`, `getattr(a, "mod")`), and `module_bindings`,
+for a bare name in a package's `__init__.py` (its submodule). Each writes the module's last name
+in the file: in an import clause, after a dot, as a whole string, or as a word of a package's
+`__init__.py` (`names_module`). Elsewhere a module's value is only where code hands it on (`run(m)`,
+`x = m`, `return m`, a renamed import other modules read as an attribute). So when no file that
+can make the value of a module so named hands it on (`ModuleCallers.module_escapes`, read with
+the evaluator), a file that writes the word only otherwise (`def main():`, `main()`, `domain`)
+holds no call through the module, and is not searched: `model.train()` in forty files that
+define a `main` is no caller of `main.train` (docs/module-callers.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from pathlib import Path
+
+from amp_clipfix.analysis.frame import EvaluatorBase
+from amp_clipfix.analysis.recording import holds, scan
+from amp_clipfix.analysis.values import ModuleV
+
+IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
+# and the lines a backslash continues it on (`from m import name`, also as one of several names
+# or inside parentheses).
+IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|(?:[^\\\r\n]|\\(?:\r\n|\r|\n|.))*)")
+
+
+def import_clause_names(data: bytes) -> frozenset[bytes]:
+    """The names a file's `import` clauses write (over-approximated: any identifier there)."""
+    return frozenset(
+        token for clause in IMPORT_CLAUSE.findall(data) for token in IDENTIFIER.findall(clause)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def module_reference(name: bytes) -> re.Pattern[bytes]:
+    """`name` as an attribute (`.name`, spaces or a continuation after the dot) or as a whole
+    string (`"name"`)."""
+    escaped = re.escape(name)
+    dot = rb"\.(?:[ \t\f]|\\(?:\r\n|\r|\n))*" + escaped + rb"(?![A-Za-z0-9_])"
+    return re.compile(dot + rb"|[\"']" + escaped + rb"[\"']")
+
+
+@functools.lru_cache(maxsize=256)
+def bare_word(name: bytes) -> re.Pattern[bytes]:
+    """`name` as a whole word (the same matches as callers.whole_word)."""
+    escaped = re.escape(name)
+    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])")
+
+
+def names_module(path: Path, data: bytes, module_word: bytes, imported: frozenset[bytes]) -> bool:
+    """Whether the file (its text `data`, its import clauses' names `imported`) can reach the
+    module whose last dotted name is `module_word` through that name (see the module's
+    docstring). A name that is not ASCII (the text may spell it another way): whenever the
+    text holds it."""
+    if not module_word:
+        return False
+    if module_word not in data:
+        return False
+    if not module_word.isascii():
+        return True
+    if module_word in imported or module_reference(module_word).search(data):
+        return True
+    return path.name == "__init__.py" and bare_word(module_word).search(data) is not None
+
+
+def handed_on(tree: ast.Module, module_word: str, package_init: bool) -> list[ast.expr] | None:
+    """The expressions of this module that may be the value of a module named `module_word`
+    and are used other than as the receiver of an attribute (`m.train()` keeps it where it is;
+    `run(m)`, `x = m`, `return m` hand it on): a name an import binds to it, an attribute
+    `.module_word`, a call given the string (`getattr(pkg, "main")`), a bare name in a
+    package's `__init__.py`. None: a module or class body may import it under another name
+    (`import a.main as m`: other modules read it as `helper.m`), which no value shows here."""
+    receivers: set[int] = set()
+    maybe: list[ast.expr] = []
+    bound: set[str] = set()  # names an import binds to the module itself
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            receivers.add(id(node.value))
+            if node.attr == module_word and isinstance(node.ctx, ast.Load):
+                maybe.append(node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name.rsplit(".", 1)[-1] != module_word:
+                    continue
+                if isinstance(node, ast.ImportFrom) or alias.asname or "." not in alias.name:
+                    bound.add(alias.asname or alias.name)
+                if alias.asname and alias.asname != module_word:
+                    return None
+        elif (
+            isinstance(node, ast.Call)
+            and any(isinstance(a, ast.Constant) and a.value == module_word for a in node.args)
+            or (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and package_init
+                and node.id == module_word
+            )
+        ):
+            maybe.append(node)
+    if bound:
+        maybe += [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound
+        ]
+    return [node for node in maybe if id(node) not in receivers]
+
+
+class ModuleCallers(EvaluatorBase):
+    """The evaluator's text tests of the files that may call a module-level function or class
+    (callers.caller_files), and whether a module's value is handed on (then every file that
+    writes its name may hold a call through it)."""
+
+    def module_callers(self, word: bytes, module_word: bytes, writing: list[Path]) -> set[Path]:
+        """Of the files `writing` the name `word`, those that import it by name or can reach
+        its module through the module's name `module_word` (names_module); when a module so
+        named is handed on as a value, every one that writes that name at all."""
+        naming = {
+            path
+            for path in writing
+            if word in self.imported_names(path)
+            or names_module(path, self.contents[path], module_word, self.imported_names(path))
+        }
+        others = [p for p in writing if p not in naming and module_word in self.contents[p]]
+        if module_word and others and self.module_escapes(module_word, others):
+            naming.update(others)
+        return naming
+
+    def module_escapes(self, module_word: bytes, others: list[Path]) -> bool:
+        """Whether code of the project may hand a module so named on as a value, read in the
+        files that can make its value (names_module), once per name; also yes, unread, when
+        that would parse more files than `others` (the files it would leave out) are."""
+        known = self.escaping_modules.get(module_word)
+        if known is None:
+            makers = [
+                path
+                for path in self.files_with(module_word)
+                if names_module(path, self.contents[path], module_word, self.imported_names(path))
+            ]
+            unread = sum(1 for path in makers if path not in self.summaries)
+            if unread > len(others):
+                return True  # not known: cheaper to search the others
+            self.escaping_modules[module_word] = True  # asked inside its own answer: may
+            known = any(self.hands_on(path, module_word) for path in makers)
+            self.escaping_modules[module_word] = known
+        return known
+
+    def hands_on(self, path: Path, module_word: bytes) -> bool:
+        """Whether the file hands a module named `module_word` on: one of the expressions
+        `handed_on` finds may be such a module's value, as the evaluator reads it (`test_script.
+        main` passed on is a function; `"main"` given to another call than `getattr` is text)."""
+        summary = self.summary(path)
+        if summary is None:
+            return False  # what the evaluator cannot read holds no value
+        word = module_word.decode("utf-8", "surrogateescape")
+        found = handed_on(summary.tree, word, path.name == "__init__.py")
+        if found is None:
+            return True
+        return any(
+            isinstance(value, ModuleV) and value.summary.name.rsplit(".", 1)[-1] == word
+            for node in found
+            for value in self.ev(node, self.ctx_of(summary, node))
+        )
+
+    def files_with(self, word: bytes) -> list[Path]:
+        if word not in self.word_files:
+            self.word_files[word] = scan(self.contents, holds(word))
+        return self.word_files[word]
+
+    def imported_names(self, path: Path) -> frozenset[bytes]:
+        """The names a file's `import` clauses write (`from m import a, b`, also in parentheses
+        or continued lines): where a module-level function can be imported by name."""
+        if path not in self.import_index:
+            data = self.contents[path]
+            self.import_index[path] = import_clause_names(data)
+        return self.import_index[path]
