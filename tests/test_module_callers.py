@@ -46,6 +46,13 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "a.py": "import pkg\nfrom helper import run\n\nrun(getattr(pkg, 'main'))\n",
         "helper.py": "def main():\n    pass\n\n\ndef run(mod):\n    mod.train(5)\n",
     },
+    "module kept by an instance": {
+        "a.py": "from pkg import main\nfrom helper import Runner\n\nRunner(main).go()\n",
+        "helper.py": (
+            "class Runner:\n    def __init__(self, mod):\n        self.mod = mod\n\n"
+            "    def go(self):\n        self.mod.train(12)\n\n    def main(self):\n        pass\n"
+        ),
+    },
     "functools.partial": {
         "a.py": (
             "from functools import partial\nfrom pkg import main\n\n"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from amp_clipfix.analysis.frame import EvaluatorBase
 from amp_clipfix.analysis.recording import holds, scan
+from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ModuleV
 
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -114,6 +115,70 @@ def handed_on(tree: ast.Module, module_word: str, package_init: bool) -> list[as
     return [node for node in maybe if id(node) not in receivers]
 
 
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def import_bound(tree: ast.Module) -> set[str]:
+    """The names an import binds anywhere in the module."""
+    return {
+        (alias.asname or alias.name).split(".", 1)[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+        if alias.name != "*"
+    }
+
+
+def imported_chain(node: ast.expr, imported: set[str]) -> bool:
+    """`a.b.c` whose first name an import binds: read by resolving imports only."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in imported
+
+
+def self_chain(summary: Summary, node: ast.expr, imported: set[str]) -> bool:
+    """`self.a.b...` in a method whose class sets `self.a` only to imported names' chains
+    (`self.test_metrics = test_metrics` after `from ... import test_metrics`): read as cheaply
+    as those. Any other `self.a` (a parameter, a call's result) may hold anything."""
+    chain: list[str] = []
+    while isinstance(node, ast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    function, cls = summary.enclosing(node)
+    if not chain or cls is None or not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if not (isinstance(node, ast.Name) and positional and positional[0].arg == node.id):
+        return False
+    first = chain[-1]
+    stored = [
+        statement.value
+        for statement in ast.walk(cls)
+        if isinstance(statement, ast.Assign | ast.AnnAssign)
+        and statement.value is not None
+        and any(
+            isinstance(target, ast.Attribute)
+            and target.attr == first
+            or isinstance(target, ast.Name)
+            and target.id == first
+            for target in (
+                statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            )
+        )
+    ]
+    return bool(stored) and all(imported_chain(value, imported) for value in stored)
+
+
+def getattr_handed_on(tree: ast.Module) -> bool:
+    """The module writes `getattr` other than as the callee of a call (`get = getattr`):
+    then any call may be one."""
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return any(
+        isinstance(n, ast.Name) and n.id == "getattr" and id(n) not in called
+        for n in ast.walk(tree)
+    )
+
+
 class ModuleCallers(EvaluatorBase):
     """The evaluator's text tests of the files that may call a module-level function or class
     (callers.caller_files), and whether a module's value is handed on (then every file that
@@ -149,14 +214,17 @@ class ModuleCallers(EvaluatorBase):
             if unread > len(others):
                 return True  # not known: cheaper to search the others
             self.escaping_modules[module_word] = True  # asked inside its own answer: may
+            makers.sort(key=lambda path: path not in self.summaries)  # stable: read ones first
             known = any(self.hands_on(path, module_word) for path in makers)
             self.escaping_modules[module_word] = known
         return known
 
     def hands_on(self, path: Path, module_word: bytes) -> bool:
         """Whether the file hands a module named `module_word` on: one of the expressions
-        `handed_on` finds may be such a module's value, as the evaluator reads it (`test_script.
-        main` passed on is a function; `"main"` given to another call than `getattr` is text)."""
+        `handed_on` finds may be such a module's value. The evaluator reads the ones made of
+        imported names only (`test_script.main` passed on is a function, `getattr(pkg,
+        "main")` a module); any other (`self.main`, a call's result) may, unread: reading it
+        could follow values through the whole project."""
         summary = self.summary(path)
         if summary is None:
             return False  # what the evaluator cannot read holds no value
@@ -164,11 +232,29 @@ class ModuleCallers(EvaluatorBase):
         found = handed_on(summary.tree, word, path.name == "__init__.py")
         if found is None:
             return True
-        return any(
-            isinstance(value, ModuleV) and value.summary.name.rsplit(".", 1)[-1] == word
-            for node in found
-            for value in self.ev(node, self.ctx_of(summary, node))
-        )
+        imported = import_bound(summary.tree)
+        for node in found:
+            if isinstance(node, ast.Call):
+                if not (isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+                    if getattr_handed_on(summary.tree):
+                        return True
+                    continue  # the string given to another call is no module's value
+                if not node.args or not imported_chain(node.args[0], imported):
+                    return True
+            elif isinstance(node, ast.Name) and node.id not in imported:
+                top = summary.top.get(node.id)
+                if top and all(isinstance(b, DEFINITIONS) for b in top):
+                    continue  # a package's `__init__.py` defines the name: not its submodule
+                return True
+            elif not imported_chain(node, imported) and not self_chain(summary, node, imported):
+                return True
+            ctx = self.ctx_of(summary, node)
+            if any(
+                isinstance(v, ModuleV) and v.summary.name.rsplit(".", 1)[-1] == word
+                for v in self.ev(node, ctx)
+            ):
+                return True
+        return False
 
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:
