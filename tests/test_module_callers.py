@@ -180,8 +180,10 @@ def test_a_module_handed_on_keeps_every_file_naming_it_searched(
         ("def main():\n    return main\n", False),  # no import: not the module
     ],
 )
-def test_what_may_hand_a_module_on(text: str, expected: bool | None) -> None:
-    found = module_names.handed_on(ast.parse(text), "main", package_init=False)
+def test_what_may_hand_a_module_on(tmp_path: Path, text: str, expected: bool | None) -> None:
+    summary = summarise(tmp_path, tmp_path / "a.py", text)
+    assert summary is not None
+    found = module_names.handed_on(summary, "main", package_init=False)
     assert (None if found is None else bool(found)) is expected
 
 

@@ -22,8 +22,10 @@ import re
 from pathlib import Path
 
 from amp_clipfix.analysis.frame import EvaluatorBase
+from amp_clipfix.analysis.nodes import nodes_in, walk
 from amp_clipfix.analysis.recording import holds, scan
-from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.shapes import all_params
+from amp_clipfix.analysis.summary import Summary, TextLines
 from amp_clipfix.analysis.values import ModuleV
 
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -72,71 +74,80 @@ def names_module(path: Path, data: bytes, module_word: bytes, imported: frozense
     return path.name == "__init__.py" and bare_word(module_word).search(data) is not None
 
 
-def handed_on(tree: ast.Module, module_word: str, package_init: bool) -> list[ast.expr] | None:
+MAYBE_KINDS = (ast.Attribute, ast.Name, ast.Import, ast.ImportFrom, ast.Call)
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def handed_on(summary: Summary, module_word: str, package_init: bool) -> list[ast.expr] | None:
     """The expressions of this module that may be the value of a module named `module_word`
     and are used other than as the receiver of an attribute (`m.train()` keeps it where it is;
     `run(m)`, `x = m`, `return m` hand it on): a name an import binds to it, an attribute
     `.module_word`, a call given the string (`getattr(pkg, "main")`), a bare name in a
     package's `__init__.py`. None: a module or class body may import it under another name
-    (`import a.main as m`: other modules read it as `helper.m`), which no value shows here."""
+    (`import a.main as m`: other modules read it as `helper.m`), which no value shows here.
+    Each is written on a line that writes the word: only those lines are walked."""
+    lines = None
+    if isinstance(summary.lines, TextLines) and module_word.isidentifier():
+        lines = summary.lines_writing([module_word])
     receivers: set[int] = set()
     maybe: list[ast.expr] = []
-    bound: set[str] = set()  # names an import binds to the module itself
-    for node in ast.walk(tree):
+    names: list[ast.expr] = []
+    bound = package_init  # a name of the word may be the module
+    for node in nodes_in(summary.tree, lines, MAYBE_KINDS):
         if isinstance(node, ast.Attribute):
             receivers.add(id(node.value))
             if node.attr == module_word and isinstance(node.ctx, ast.Load):
                 maybe.append(node)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        elif isinstance(node, ast.Import | ast.ImportFrom):
             for alias in node.names:
                 if alias.name.rsplit(".", 1)[-1] != module_word:
                     continue
-                if isinstance(node, ast.ImportFrom) or alias.asname or "." not in alias.name:
-                    bound.add(alias.asname or alias.name)
                 if alias.asname and alias.asname != module_word:
                     return None
+                bound = bound or isinstance(node, ast.ImportFrom) or "." not in alias.name
+                bound = bound or alias.asname is not None
+        elif isinstance(node, ast.Call):
+            if any(isinstance(a, ast.Constant) and a.value == module_word for a in node.args):
+                maybe.append(node)
         elif (
-            isinstance(node, ast.Call)
-            and any(isinstance(a, ast.Constant) and a.value == module_word for a in node.args)
-            or (
-                isinstance(node, ast.Name)
-                and isinstance(node.ctx, ast.Load)
-                and package_init
-                and node.id == module_word
-            )
+            isinstance(node, ast.Name) and node.id == module_word and isinstance(node.ctx, ast.Load)
         ):
-            maybe.append(node)
+            names.append(node)
     if bound:
-        maybe += [
-            node
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound
-        ]
+        maybe += names
     return [node for node in maybe if id(node) not in receivers]
 
 
-DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def import_bound(tree: ast.Module) -> set[str]:
-    """The names an import binds anywhere in the module."""
-    return {
-        (alias.asname or alias.name).split(".", 1)[0]
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        for alias in node.names
-        if alias.name != "*"
-    }
-
-
-def imported_chain(node: ast.expr, imported: set[str]) -> bool:
-    """`a.b.c` whose first name an import binds: read by resolving imports only."""
+def import_rooted(summary: Summary, node: ast.expr) -> bool:
+    """`a.b.c` whose first name an import binds where it is read (in its function, else in the
+    module and nowhere else there): read by resolving imports only."""
     while isinstance(node, ast.Attribute):
         node = node.value
-    return isinstance(node, ast.Name) and node.id in imported
+    if not isinstance(node, ast.Name):
+        return False
+    name = node.id
+    function = summary.enclosing(node)[0]
+    if isinstance(function, FUNCTIONS):
+        if name in {a.arg for a in all_params(function.args)}:
+            return False
+        local = [
+            n
+            for n in walk(function)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            and any((a.asname or a.name).split(".", 1)[0] == name for a in n.names)
+            or isinstance(n, ast.Name)
+            and n.id == name
+            and not isinstance(n.ctx, ast.Load)
+        ]
+        if local:
+            return all(isinstance(n, ast.Import | ast.ImportFrom) for n in local)
+    elif function is not None:
+        return False
+    return name in summary.imports and name not in summary.top
 
 
-def self_chain(summary: Summary, node: ast.expr, imported: set[str]) -> bool:
+def self_chain(summary: Summary, node: ast.expr) -> bool:
     """`self.a.b...` in a method whose class sets `self.a` only to imported names' chains
     (`self.test_metrics = test_metrics` after `from ... import test_metrics`): read as cheaply
     as those. Any other `self.a` (a parameter, a call's result) may hold anything."""
@@ -153,7 +164,7 @@ def self_chain(summary: Summary, node: ast.expr, imported: set[str]) -> bool:
     first = chain[-1]
     stored = [
         statement.value
-        for statement in ast.walk(cls)
+        for statement in walk(cls)
         if isinstance(statement, ast.Assign | ast.AnnAssign)
         and statement.value is not None
         and any(
@@ -166,17 +177,16 @@ def self_chain(summary: Summary, node: ast.expr, imported: set[str]) -> bool:
             )
         )
     ]
-    return bool(stored) and all(imported_chain(value, imported) for value in stored)
+    return bool(stored) and all(import_rooted(summary, value) for value in stored)
 
 
-def getattr_handed_on(tree: ast.Module) -> bool:
+def getattr_handed_on(summary: Summary) -> bool:
     """The module writes `getattr` other than as the callee of a call (`get = getattr`):
     then any call may be one."""
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return any(
-        isinstance(n, ast.Name) and n.id == "getattr" and id(n) not in called
-        for n in ast.walk(tree)
-    )
+    lines = summary.lines_writing(["getattr"]) if isinstance(summary.lines, TextLines) else None
+    found = nodes_in(summary.tree, lines, (ast.Call, ast.Name))
+    called = {id(n.func) for n in found if isinstance(n, ast.Call)}
+    return any(isinstance(n, ast.Name) and n.id == "getattr" and id(n) not in called for n in found)
 
 
 class ModuleCallers(EvaluatorBase):
@@ -202,7 +212,8 @@ class ModuleCallers(EvaluatorBase):
     def module_escapes(self, module_word: bytes, others: list[Path]) -> bool:
         """Whether code of the project may hand a module so named on as a value, read in the
         files that can make its value (names_module), once per name; also yes, unread, when
-        that would parse more files than `others` (the files it would leave out) are."""
+        that would parse more than a quarter as many files as `others` (the files it would
+        leave out) holds."""
         known = self.escaping_modules.get(module_word)
         if known is None:
             makers = [
@@ -211,8 +222,8 @@ class ModuleCallers(EvaluatorBase):
                 if names_module(path, self.contents[path], module_word, self.imported_names(path))
             ]
             unread = sum(1 for path in makers if path not in self.summaries)
-            if unread > len(others):
-                return True  # not known: cheaper to search the others
+            if unread > len(others) // 4:
+                return True  # not known: parsing them may cost what searching the others does
             self.escaping_modules[module_word] = True  # asked inside its own answer: may
             makers.sort(key=lambda path: path not in self.summaries)  # stable: read ones first
             known = any(self.hands_on(path, module_word) for path in makers)
@@ -229,24 +240,23 @@ class ModuleCallers(EvaluatorBase):
         if summary is None:
             return False  # what the evaluator cannot read holds no value
         word = module_word.decode("utf-8", "surrogateescape")
-        found = handed_on(summary.tree, word, path.name == "__init__.py")
+        found = handed_on(summary, word, path.name == "__init__.py")
         if found is None:
             return True
-        imported = import_bound(summary.tree)
         for node in found:
             if isinstance(node, ast.Call):
                 if not (isinstance(node.func, ast.Name) and node.func.id == "getattr"):
-                    if getattr_handed_on(summary.tree):
+                    if getattr_handed_on(summary):
                         return True
                     continue  # the string given to another call is no module's value
-                if not node.args or not imported_chain(node.args[0], imported):
+                if not node.args or not import_rooted(summary, node.args[0]):
                     return True
-            elif isinstance(node, ast.Name) and node.id not in imported:
+            elif isinstance(node, ast.Name) and not import_rooted(summary, node):
                 top = summary.top.get(node.id)
                 if top and all(isinstance(b, DEFINITIONS) for b in top):
                     continue  # a package's `__init__.py` defines the name: not its submodule
                 return True
-            elif not imported_chain(node, imported) and not self_chain(summary, node, imported):
+            elif not import_rooted(summary, node) and not self_chain(summary, node):
                 return True
             ctx = self.ctx_of(summary, node)
             if any(
