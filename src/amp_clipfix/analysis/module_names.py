@@ -201,8 +201,7 @@ class ModuleCallers(EvaluatorBase):
         naming = {
             path
             for path in writing
-            if word in self.imported_names(path)
-            or names_module(path, self.contents[path], module_word, self.imported_names(path))
+            if word in self.imported_names(path) or self.names_module(path, module_word)
         }
         others = [p for p in writing if p not in naming and module_word in self.contents[p]]
         if module_word and others and self.module_escapes(module_word, others):
@@ -219,7 +218,7 @@ class ModuleCallers(EvaluatorBase):
             makers = [
                 path
                 for path in self.files_with(module_word)
-                if names_module(path, self.contents[path], module_word, self.imported_names(path))
+                if self.names_module(path, module_word)
             ]
             unread = sum(1 for path in makers if path not in self.summaries)
             if unread > len(others) // 4:
@@ -265,6 +264,15 @@ class ModuleCallers(EvaluatorBase):
             ):
                 return True
         return False
+
+    def names_module(self, path: Path, module_word: bytes) -> bool:
+        """names_module of the file, once per file and name (every function of a module asks)."""
+        key = (path, module_word)
+        known = self.module_naming.get(key)
+        if known is None:
+            data, imported = self.contents[path], self.imported_names(path)
+            known = self.module_naming[key] = names_module(path, data, module_word, imported)
+        return known
 
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:
