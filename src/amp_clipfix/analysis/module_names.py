@@ -74,6 +74,8 @@ def names_module(path: Path, data: bytes, module_word: bytes, imported: frozense
     return path.name == "__init__.py" and bare_word(module_word).search(data) is not None
 
 
+# The files a narrower choice must leave out before the module check is worth its reads.
+CHECKED_FROM = 4
 MAYBE_KINDS = (ast.Attribute, ast.Name, ast.Import, ast.ImportFrom, ast.Call)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -214,6 +216,8 @@ class ModuleCallers(EvaluatorBase):
         that would parse more than a quarter as many files as `others` (the files it would
         leave out) holds."""
         known = self.escaping_modules.get(module_word)
+        if known is None and len(others) < CHECKED_FROM:
+            return True  # too few left out to pay for reading the files that name the module
         if known is None:
             makers = [
                 path
