@@ -19,10 +19,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.frame import EvaluatorBase
-from amp_clipfix.analysis.nodes import nodes_in, walk
+from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.recording import holds, scan
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, TextLines
@@ -76,9 +78,39 @@ def names_module(path: Path, data: bytes, module_word: bytes, imported: frozense
 
 # The files a narrower choice must leave out before the module check is worth its reads.
 CHECKED_FROM = 4
-MAYBE_KINDS = (ast.Attribute, ast.Name, ast.Import, ast.ImportFrom, ast.Call)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def nodes_on(body: Sequence[ast.AST], lines: Sequence[int] | None) -> Iterator[ast.AST]:
+    """The nodes of the statements (of `body`, at any depth) that span one of `lines`
+    (sorted; None: every statement), a compound statement's own parts (its test, its
+    decorators) with them: the nodes written on those lines are among these."""
+    for statement in body:
+        if lines is not None and hasattr(statement, "end_lineno"):  # not a `case`
+            decorators = getattr(statement, "decorator_list", None) or ()
+            start = min([statement.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined]
+            index = bisect_left(lines, start)
+            if index == len(lines) or lines[index] > statement.end_lineno:
+                continue
+        blocks = [getattr(statement, name, None) for name in BLOCKS]
+        if not any(blocks):
+            yield from walk(statement)
+            continue
+        yield statement
+        for name in statement._fields:
+            value = getattr(statement, name, None)
+            if name in BLOCKS or isinstance(value, ast.expr_context):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    yield from walk(child)
+        for block in blocks:
+            if block:
+                yield from nodes_on(block, lines)
 
 
 def handed_on(summary: Summary, module_word: str, package_init: bool) -> list[ast.expr] | None:
@@ -96,7 +128,7 @@ def handed_on(summary: Summary, module_word: str, package_init: bool) -> list[as
     maybe: list[ast.expr] = []
     names: list[ast.expr] = []
     bound = package_init  # a name of the word may be the module
-    for node in nodes_in(summary.tree, lines, MAYBE_KINDS):
+    for node in nodes_on(summary.tree.body, lines):
         if isinstance(node, ast.Attribute):
             receivers.add(id(node.value))
             if node.attr == module_word and isinstance(node.ctx, ast.Load):
@@ -186,7 +218,7 @@ def getattr_handed_on(summary: Summary) -> bool:
     """The module writes `getattr` other than as the callee of a call (`get = getattr`):
     then any call may be one."""
     lines = summary.lines_writing(["getattr"]) if isinstance(summary.lines, TextLines) else None
-    found = nodes_in(summary.tree, lines, (ast.Call, ast.Name))
+    found = list(nodes_on(summary.tree.body, lines))
     called = {id(n.func) for n in found if isinstance(n, ast.Call)}
     return any(isinstance(n, ast.Name) and n.id == "getattr" and id(n) not in called for n in found)
 

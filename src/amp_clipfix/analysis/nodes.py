@@ -57,14 +57,7 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def calls_in(tree: ast.AST, lines: Sequence[int] | None = None) -> list[ast.Call]:
-    """The calls of `[n for n in walk(tree) if isinstance(n, ast.Call)]` (nodes_in)."""
-    return nodes_in(tree, lines, (ast.Call,))  # type: ignore[return-value]
-
-
-def nodes_in(
-    tree: ast.AST, lines: Sequence[int] | None = None, kinds: tuple[type, ...] = (ast.Call,)
-) -> list[ast.AST]:
-    """The nodes of `[n for n in walk(tree) if type(n) in kinds]`, in that order, from
+    """The calls of `[n for n in walk(tree) if isinstance(n, ast.Call)]`, in that order, from
     one loop (no generator, no list per node). With `lines` (sorted), those of them that lie
     on one of `lines` or in a node without a position: the walk goes only into the nodes
     whose lines hold one of `lines`. A call whose callee or argument is written on one of
@@ -72,16 +65,16 @@ def nodes_in(
     `class`'s decorators are counted from their own first line, and what is inside an
     f-string (whose inner positions Python before 3.12 may misplace) is walked whole, never
     by its positions."""
-    found: list[ast.AST] = []
+    found: list[ast.Call] = []
     todo: list[tuple[ast.AST, bool]] = [(tree, lines is not None)]
-    fields_of, leaves, joined = FIELDS.get, LEAVES, ast.JoinedStr
+    fields_of, call, leaves, joined = FIELDS.get, ast.Call, LEAVES, ast.JoinedStr
     lines = lines or ()
     count = len(lines)
     for node, pruned in todo:  # grows as it goes: breadth first
         kind = type(node)
-        if kind in kinds:
-            found.append(node)
-        if kind in leaves:
+        if kind is call:
+            found.append(node)  # type: ignore[arg-type]
+        elif kind in leaves:
             continue
         fields = fields_of(kind)
         if fields is None:
