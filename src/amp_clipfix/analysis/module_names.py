@@ -44,13 +44,37 @@ def import_clause_names(data: bytes) -> frozenset[bytes]:
     )
 
 
-@functools.lru_cache(maxsize=256)
-def module_reference(name: bytes) -> re.Pattern[bytes]:
-    """`name` as an attribute (`.name`, spaces or a continuation after the dot) or as a whole
-    string (`"name"`)."""
-    escaped = re.escape(name)
-    dot = rb"\.(?:[ \t\f]|\\(?:\r\n|\r|\n))*" + escaped + rb"(?![A-Za-z0-9_])"
-    return re.compile(dot + rb"|[\"']" + escaped + rb"[\"']")
+IDENTIFIER_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+QUOTES = (b'"', b"'")
+
+
+def referenced(data: bytes, name: bytes) -> bool:
+    """The text writes `name` as an attribute (`.name`; spaces or a backslash continuation
+    after the dot) or as a whole string (`"name"`). The name is found by a literal scan and
+    its neighbours tested (a pattern leading with the dot looked at every dot of the file)."""
+    for match in re.finditer(re.escape(name), data):
+        start, end = match.span()
+        after = data[end : end + 1]
+        if data[start - 1 : start] in QUOTES and after in QUOTES and start > 0:
+            return True
+        if after and after[0] in IDENTIFIER_BYTES:
+            continue
+        index = start - 1
+        while index >= 0:
+            if data[index] in b" \t\f":
+                index -= 1
+            elif data[index] in b"\r\n":  # a line break: a continuation when a backslash ends it
+                before = index - 1
+                if data[index] == 10 and data[before : before + 1] == b"\r":
+                    before -= 1
+                if before < 0 or data[before] != 92:
+                    break
+                index = before - 1
+            else:
+                break
+        if index >= 0 and data[index] == 46:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=256)
@@ -71,7 +95,7 @@ def names_module(path: Path, data: bytes, module_word: bytes, imported: frozense
         return False
     if not module_word.isascii():
         return True
-    if module_word in imported or module_reference(module_word).search(data):
+    if module_word in imported or referenced(data, module_word):
         return True
     return path.name == "__init__.py" and bare_word(module_word).search(data) is not None
 
@@ -251,10 +275,9 @@ class ModuleCallers(EvaluatorBase):
         if known is None and len(others) < CHECKED_FROM:
             return True  # too few left out to pay for reading the files that name the module
         if known is None:
+            # a file that can make the module's value writes its name as a whole word
             makers = [
-                path
-                for path in self.files_with(module_word)
-                if self.names_module(path, module_word)
+                p for p in self.files_naming(module_word) if self.names_module(p, module_word)
             ]
             unread = sum(1 for path in makers if path not in self.summaries)
             if unread > len(others) // 4:
