@@ -16,9 +16,8 @@ from amp_clipfix.analysis.cycles import cut_value, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
-from amp_clipfix.analysis.module_names import ModuleCallers
 from amp_clipfix.analysis.passed import PassedCalls
-from amp_clipfix.analysis.recording import Recording, holds, matches, noted, raw
+from amp_clipfix.analysis.recording import Recording, holds, matches, noted, raw, scan
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
@@ -35,9 +34,13 @@ from amp_clipfix.analysis.values import (
 # Files writing a method's name beyond which its callers are looked for only where its class
 # (or a subclass) is named too: see method_caller_files.
 METHOD_CALLER_FILES = 100
+IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
+# (`from m import name`, also as one of several names or inside parentheses).
+IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
 
 
-class CallerIndex(ModuleCallers, PassedCalls):
+class CallerIndex(PassedCalls):
     """A parameter's values from the calls of its function in the project, and the files that
     can hold those calls."""
 
@@ -262,11 +265,16 @@ class CallerIndex(ModuleCallers, PassedCalls):
             )
         return self.written_texts[key]
 
+    def files_with(self, word: bytes) -> list[Path]:
+        if word not in self.word_files:
+            self.word_files[word] = scan(self.contents, holds(word))
+        return self.word_files[word]
+
     def caller_files(self, function: ast.AST, wanted: str, ctx: Ctx) -> list[Path]:
         """Files that can call `wanted`, found in their text before any is parsed: a function
         or class defined inside a function is called only in its own file; a module-level one
-        only where it is imported by name or its module is named as the evaluator reaches a
-        module (module_names.names_module); a method anywhere its name is written."""
+        only where it is imported by name or reached through its module's name; a method
+        anywhere its name is written."""
         word = wanted.encode("utf-8")
         own = ctx.summary.path
         definition = function if wanted == getattr(function, "name", None) else ctx.cls
@@ -282,7 +290,12 @@ class CallerIndex(ModuleCallers, PassedCalls):
             # once per name and defining file, from an index of each file's names made once
             # per run: asked from many places, the text scans cost minutes on a torch-sized tree
             module_word = ctx.summary.name.rsplit(".", 1)[-1].encode("utf-8", "surrogateescape")
-            naming = self.module_callers(word, module_word, self.files_naming(word))
+            naming = {
+                path
+                for path in self.files_naming(word)
+                if (module_word and module_word in self.contents[path])
+                or word in self.imported_names(path)
+            }
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]
 
@@ -363,6 +376,18 @@ class CallerIndex(ModuleCallers, PassedCalls):
             contents = raw(self.contents)
             indexed = [path for path in self.files_with(name) if word.search(contents[path])]
         return noted(self.contents, (holds(name), matches(word)), indexed)
+
+    def imported_names(self, path: Path) -> frozenset[bytes]:
+        """The names a file's `import` clauses write (`from m import a, b`, also in parentheses
+        or after `import` on its line): where a module-level function can be imported by name."""
+        if path not in self.import_index:
+            data = self.contents[path]
+            self.import_index[path] = frozenset(
+                token
+                for clause in IMPORT_CLAUSE.findall(data)
+                for token in IDENTIFIER.findall(clause)
+            )
+        return self.import_index[path]
 
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None

@@ -172,9 +172,6 @@ class EvaluatorBase:
         # per file, its `class Name(bases):` lines as (name, words of the bases)
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
-        # module_names.ModuleCallers: a module so named may be handed on; a file names it
-        self.escaping_modules: dict[bytes, bool] = {}
-        self.module_naming: dict[tuple[Path, bytes], bool] = {}
         self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads

@@ -12,7 +12,7 @@ import bisect
 import re
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import add
@@ -266,13 +266,6 @@ class Summary:
             return self.walked_calls()
         if not all(sign.isascii() and sign for sign in signs):
             return self.walked_calls()
-        lines = self.lines_writing(words, signs)
-        return calls_in(self.tree, lines) if lines else []
-
-    def lines_writing(self, words: Iterable[str], signs: Iterable[bytes] = ()) -> list[int]:
-        """The lines (sorted) that write one of `words` (ASCII identifiers) as a whole word or
-        one of `signs` anywhere, or hold a byte outside ASCII (calls_writing)."""
-        assert isinstance(self.lines, TextLines)
         data, starts = self.lines.data, self.lines.starts
         offsets = [*self.non_ascii()]
         for word in set(words):
@@ -285,7 +278,8 @@ class Summary:
                     offsets.append(start)
         for sign in set(signs):
             offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
-        return sorted({bisect.bisect_right(starts, offset) for offset in offsets})
+        lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
+        return calls_in(self.tree, lines) if lines else []
 
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth, in source order. A class is a
