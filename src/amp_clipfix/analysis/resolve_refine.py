@@ -11,6 +11,7 @@ another module, a name rebound after the call).
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from collections import deque
 from dataclasses import replace
 
@@ -184,8 +185,12 @@ def expression_at(summary: Summary, line: int, column: int) -> ast.AST | None:
     """The outermost expression that starts at (line, character column), a `**spread`
     keyword found at its `**`. Only the statements around that line are walked (a module of
     a million nodes is not indexed for a handful of sites)."""
-    statements = [s for s in summary.tree.body if s.lineno <= line <= (s.end_lineno or s.lineno)]
-    queue: deque[ast.AST] = deque(statements)
+    body = summary.tree.body  # in source order: starts and ends both rise
+    last = bisect_right(body, line, key=lambda statement: statement.lineno)
+    first = last
+    while first and (body[first - 1].end_lineno or body[first - 1].lineno) >= line:
+        first -= 1
+    queue: deque[ast.AST] = deque(body[first:last])
     while queue:
         node = queue.popleft()  # breadth first: an outer expression before the inner ones
         if getattr(node, "lineno", line) <= line <= (getattr(node, "end_lineno", None) or line):
