@@ -9,6 +9,7 @@ No display text is read back: sites carry their kind, position and value.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -147,17 +148,22 @@ class LazyFiles(Mapping[Path, FileFacts]):
 
     def __init__(
         self,
-        candidates: list[Path],
+        candidates: list[Path] | Callable[[], list[Path]],
         text: Callable[[Path], bytes | None],
         read: Callable[[Path], FileFacts | None],
         noted: Candidates | None = None,
     ) -> None:
-        self.candidates, self.text, self.read = candidates, text, read
+        self.listing, self.text, self.read = candidates, text, read
         # what a memoised query asks of the list (queries.py); noted nowhere without one
         self.noted = noted if noted is not None else Candidates({}, ())
-        self.known = set(candidates)
         self.done: dict[Path, FileFacts | None] = {}
         self.loaded: dict[Path, FileFacts] = {}
+
+    @functools.cached_property
+    def candidates(self) -> list[Path]:
+        return self.listing() if callable(self.listing) else self.listing
+
+    known = functools.cached_property(lambda self: set(self.candidates))
 
     def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
         if path in self.loaded:

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from amp_clipfix.analysis.resolve import is_library
 from amp_clipfix.models import (
     Certainty,
     ClassInfo,
@@ -20,6 +19,7 @@ from amp_clipfix.models import (
     UseId,
     entry_order,
 )
+from amp_clipfix.paths import is_library
 
 
 class Piece(str, Enum):

@@ -288,9 +288,10 @@ def collect_stages(
     clips = {
         p for p, d in unread.items() if p not in staged and not read_as_config(p) and may_clip(d)
     }
-    from amp_clipfix.analysis.resolve_base import clipping_files
 
     def clipping() -> set[Path]:
+        from amp_clipfix.analysis.resolve_base import clipping_files  # the evaluator: computed
+
         return clipping_files(project_evaluator_of(root, contents, searchable, collection), clips)
 
     if collection.queries is not None:

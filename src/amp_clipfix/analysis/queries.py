@@ -312,7 +312,7 @@ class Queries:
         if not self.candidates_hold(stored, texts):
             return False
         if stored.derived and changed:
-            import amp_clipfix.analysis.resolve_base  # noqa: F401 - fills DERIVED
+            import amp_clipfix.analysis.derived  # noqa: F401 - fills DERIVED
 
             edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():
