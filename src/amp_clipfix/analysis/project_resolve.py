@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
-from amp_clipfix.analysis.collection import Collection, read_as_config
+from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
@@ -79,7 +79,7 @@ def trainer_candidates(searchable: Mapping[Path, bytes], collection: Collection)
         if path in collection.attempted or read_as_config(path):
             continue
         try:
-            if adapter_for(path).prefilter(Stage.TRAINER)(data):
+            if prefiltered(path, data, Stage.TRAINER, collection):
                 return True
         except Exception:  # noqa: BLE001 - the stage's own call reports it
             return True
