@@ -65,7 +65,7 @@ class Answer:
     words: set[tuple[tuple[bytes, ...], Test]]
     members: set[tuple[str, Test]]
     listed: dict[Test, frozenset[str]]
-    tests: dict[tuple[str, Test], bool]
+    tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
 
@@ -171,7 +171,8 @@ class Queries:
         self.reads.words.update(stored.words)
         self.reads.members.update(stored.members)
         self.reads.listed.update(stored.listed)
-        self.reads.tests.update(stored.tests)
+        for path, tests in stored.tests.items():
+            self.reads.tests.setdefault(path, {}).update(tests)
 
     def computed_pure(self, key: str, compute: Callable[[], T]) -> T:
         """A query that reads only through a recording it makes and never the evaluator (a
@@ -228,7 +229,7 @@ class Queries:
             set(reads.words),
             set(reads.members),
             dict(reads.listed),
-            dict(reads.tests),
+            {path: dict(tests) for path, tests in reads.tests.items()},
             value,
             touched,
         )
@@ -286,7 +287,6 @@ class Queries:
             return False
         changed = [path for path, digest in revision.items() if then[path] != digest]
         texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
-        texts_by_name = {str(path): data for path, data in texts.items()}
 
         for test, found in stored.scans.items():
             for path, data in texts.items():
@@ -304,10 +304,9 @@ class Queries:
         if stored.tests and changed:
             import amp_clipfix.analysis.text_tests  # noqa: F401 - fills PREDICATES
 
-            for (name, test), result in stored.tests.items():
-                if name in texts_by_name:
-                    data = texts_by_name[name]
-                    if data is None or passes(test, data, Path(name)) != result:
+            for path, data in texts.items():
+                for test, result in stored.tests.get(str(path), {}).items():
+                    if data is None or passes(test, data, path) != result:
                         return False
         if not self.candidates_hold(stored, texts):
             return False

@@ -74,9 +74,9 @@ class Reads:
         self.words: set[tuple[tuple[bytes, ...], Test]] = set()
         self.members: set[tuple[str, Test]] = set()
         self.listed: dict[Test, frozenset[str]] = {}
-        # Tests of one file's text made instead of reading it (`tested`), with their results:
-        # a changed file counts only when one of them now gives another result.
-        self.tests: dict[tuple[str, Test], bool] = {}
+        # Tests of one file's text made instead of reading it (`tested`), with their results,
+        # by file: a changed file counts only when one of them now gives another result.
+        self.tests: dict[str, dict[Test, bool]] = {}
         self.everything = False
 
 
@@ -153,7 +153,7 @@ def tested(contents: Mapping[Path, bytes], path: Path, test: Test, result: bool)
     known from an earlier computation on the same bytes), noted as that test of the file's
     text, not as a read of it: what the caller does next may depend on the result alone."""
     if isinstance(contents, Recording) and path in contents.data:
-        contents.reads.tests[(str(path), test)] = result
+        contents.reads.tests.setdefault(str(path), {})[test] = result
     return result
 
 
