@@ -5,7 +5,6 @@ file's names), which calls do, and what each call binds to the parameters.
 from __future__ import annotations
 
 import ast
-import functools
 import itertools
 import re
 from collections.abc import Callable
@@ -19,10 +18,20 @@ from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.passon import Node, followed
-from amp_clipfix.analysis.recording import Recording, holds, matches, noted, raw, scan
+from amp_clipfix.analysis.recording import (
+    Recording,
+    holds,
+    matches,
+    noted,
+    raw,
+    scan,
+    tested,
+)
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.text_tests import call_of, import_names, whole_word
+from amp_clipfix.analysis.text_tests import written as written_in
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
@@ -36,10 +45,6 @@ from amp_clipfix.analysis.values import (
 # Files writing a method's name beyond which its callers are looked for only where its class
 # (or a subclass) is named too: see method_caller_files.
 METHOD_CALLER_FILES = 100
-IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-# What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
-# (`from m import name`, also as one of several names or inside parentheses).
-IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
 
 
 class CallerIndex(PassedCalls):
@@ -247,12 +252,11 @@ class CallerIndex(PassedCalls):
             return True
         key = (pattern.__name__, name, path)
         if key not in self.written_texts:
-            data = self.contents[path]
-            self.written_texts[key] = any(
-                not DEFINED.search(data, max(0, match.start() - 16), match.start())
-                for match in pattern(name.encode("ascii")).finditer(data)
-            )
-        return self.written_texts[key]
+            data = raw(self.contents)[path]
+            self.written_texts[key] = written_in(path, data, pattern.__name__, name)
+        # a test of the text noted with its result, not a read of the file (text_tests.py)
+        test = (("fn", "written", pattern.__name__, name),)
+        return tested(self.contents, path, test, self.written_texts[key])
 
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:
@@ -287,8 +291,8 @@ class CallerIndex(PassedCalls):
                 for path in self.files_naming(word)
                 if path != own
                 and (
-                    (module_word and module_word in self.contents[path])
-                    or word in self.imported_names(path)
+                    (module_word and self.holds_word(path, module_word))
+                    or self.imports_name(path, word)
                 )
             }
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
@@ -372,17 +376,18 @@ class CallerIndex(PassedCalls):
             indexed = [path for path in self.files_with(name) if word.search(contents[path])]
         return noted(self.contents, (holds(name), matches(word)), indexed)
 
-    def imported_names(self, path: Path) -> frozenset[bytes]:
-        """The names a file's `import` clauses write (`from m import a, b`, also in parentheses
-        or after `import` on its line): where a module-level function can be imported by name."""
+    def imports_name(self, path: Path, name: bytes) -> bool:
+        """Whether a file's `import` clauses write `name` (`from m import a, b`, also in
+        parentheses or after `import` on its line): where a module-level function can be
+        imported by name. Noted as a test of the file's text (text_tests.imports)."""
         if path not in self.import_index:
-            data = self.contents[path]
-            self.import_index[path] = frozenset(
-                token
-                for clause in IMPORT_CLAUSE.findall(data)
-                for token in IDENTIFIER.findall(clause)
-            )
-        return self.import_index[path]
+            self.import_index[path] = import_names(raw(self.contents)[path])
+        found = name in self.import_index[path]
+        return tested(self.contents, path, (("fn", "imports", name),), found)
+
+    def holds_word(self, path: Path, word: bytes) -> bool:
+        """Whether the file's bytes hold `word`, noted as that test of its text."""
+        return tested(self.contents, path, (holds(word),), word in raw(self.contents)[path])
 
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
@@ -466,26 +471,3 @@ class CallerIndex(PassedCalls):
                     add_unique(spread[position], item)
             items.extend(spread)
         return items
-
-
-# What may stand between a callee's name and the `(` of its call: spaces and line breaks (in
-# brackets), comments, backslash continuations.
-CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
-# A `def` or `class` keyword right before a name (spaces and tabs between): its definition.
-DEFINED = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
-
-
-@functools.lru_cache(maxsize=256)
-def call_of(name: bytes) -> re.Pattern[bytes]:
-    """`name` as a whole word followed by the `(` of a call (whole_word's look-behind)."""
-    escaped = re.escape(name)
-    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")" + CALL_GAP)
-
-
-@functools.lru_cache(maxsize=256)
-def whole_word(name: bytes) -> re.Pattern[bytes]:
-    """`name` written as a whole word (not inside a longer identifier). The pattern starts with
-    the name, so `re` skips to its occurrences as a plain text search does, and looks behind
-    it after: the same matches as a leading `(?<![A-Za-z0-9_])`, twenty times faster."""
-    escaped = re.escape(name)
-    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")(?![A-Za-z0-9_])")

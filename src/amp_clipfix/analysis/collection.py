@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.analysis.summary import Summary
     from amp_clipfix.models import FileSites
+    from amp_clipfix.sources.base import Stage
 
 
 class Progress(Protocol):
@@ -71,6 +72,8 @@ class Collection:
     config_sites: dict[Path, FileSites | None] = field(default_factory=dict)
     # And their trainer settings from the same composition (config_sites.read_config).
     config_settings: dict[Path, Settings] = field(default_factory=dict)
+    # Each prefilter stage's answer per file, asked more than once in a run (`prefiltered`).
+    prefilters: dict[tuple[Path, Stage, bytes], bool] = field(default_factory=dict)
     # apply's fixpoint (pipeline.py): each file's parse outcome with the bytes it was read
     # from (and whether the cache served it), kept by a round and given to the next, which
     # parses only the files whose bytes a fix changed; None: not kept (check).
@@ -80,3 +83,16 @@ class Collection:
 def read_as_config(path: Path) -> bool:
     """Read as a config, not as Python code (the adapter decides, not the suffix)."""
     return adapter_for(path).language is not Language.PYTHON
+
+
+def prefiltered(path: Path, data: bytes, stage: Stage, collection: Collection | None) -> bool:
+    """The file's adapter's prefilter for `stage` (raising what it raises), once per run and
+    file and text: the Trainer stage's is asked by the trial (project_resolve's
+    trainer_candidates) and again for the files it reads (project_collect.passing)."""
+    if collection is None:
+        return adapter_for(path).prefilter(stage)(data)
+    key = (path, stage, data)
+    known = collection.prefilters.get(key)
+    if known is None:
+        known = collection.prefilters[key] = adapter_for(path).prefilter(stage)(data)
+    return known

@@ -1,14 +1,14 @@
 """What a rule with its own search is given: the project's parsed files and its facts.
 
 A check (rules/base.py `Queries.facts`) reads the `ast` trees of the files its words may be in,
-asks the project's evaluator (evaluate.py, the one that follows values for every rule) what an
-expression may hold, and makes typed `Site`s with suppressions and notebook cells already set.
-No display text is read back: sites carry their kind, position and value.
+asks the project's evaluator (evaluate.py) what an expression may hold, and makes typed `Site`s
+with suppressions and notebook cells set; no display text is read back.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -144,23 +144,26 @@ class FileFacts:
 
 class LazyFiles(Mapping[Path, FileFacts]):
     """The project's files that hold a searching rule's word (`candidates`, in the project's
-    order), each parsed when a search first asks for it: a rule's search parses only the files
-    that hold its own words. `loaded` are the files read for another reason (`ProjectFacts.file`),
-    in the order they were read; together they are what an eager read would have held."""
+    order, listed when first asked: a run whose queries are all reused lists nothing), each
+    parsed when a search first asks for it. `loaded` are the files read for another reason
+    (`ProjectFacts.file`), in read order; together they are what an eager read would hold."""
 
     def __init__(
         self,
-        candidates: list[Path],
+        candidates: list[Path] | Callable[[], list[Path]],
         text: Callable[[Path], bytes | None],
         read: Callable[[Path], FileFacts | None],
         noted: Candidates | None = None,
     ) -> None:
-        self.candidates, self.text, self.read = candidates, text, read
+        self.text, self.read = text, read
+        self.listing = candidates if callable(candidates) else lambda: candidates
         # what a memoised query asks of the list (queries.py); noted nowhere without one
         self.noted = noted if noted is not None else Candidates({}, ())
-        self.known = set(candidates)
         self.done: dict[Path, FileFacts | None] = {}
         self.loaded: dict[Path, FileFacts] = {}
+
+    candidates = functools.cached_property(lambda self: self.listing())
+    known = functools.cached_property(lambda self: set(self.candidates))
 
     def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
         if path in self.loaded:

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
-from amp_clipfix.analysis.collection import Collection, NoProgress, Progress, read_as_config
+from amp_clipfix.analysis.collection import (
+    Collection,
+    NoProgress,
+    Progress,
+    prefiltered,
+    read_as_config,
+)
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, library_files, os_error_reason
 from amp_clipfix.project.discover import Project
@@ -288,9 +294,10 @@ def collect_stages(
     clips = {
         p for p, d in unread.items() if p not in staged and not read_as_config(p) and may_clip(d)
     }
-    from amp_clipfix.analysis.resolve_base import clipping_files
 
     def clipping() -> set[Path]:
+        from amp_clipfix.analysis.resolve_base import clipping_files  # the evaluator: computed
+
         return clipping_files(project_evaluator_of(root, contents, searchable, collection), clips)
 
     if collection.queries is not None:
@@ -310,7 +317,7 @@ def passing(
     passed = []
     for path, data in searchable.items():
         try:
-            if adapter_for(path).prefilter(stage)(data):
+            if prefiltered(path, data, stage, collection):
                 passed.append(path)
         except Exception as error:  # noqa: BLE001
             if collection is None:

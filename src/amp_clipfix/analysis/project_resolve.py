@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
-from amp_clipfix.analysis.collection import Collection, read_as_config
+from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
@@ -79,7 +79,7 @@ def trainer_candidates(searchable: Mapping[Path, bytes], collection: Collection)
         if path in collection.attempted or read_as_config(path):
             continue
         try:
-            if adapter_for(path).prefilter(Stage.TRAINER)(data):
+            if prefiltered(path, data, Stage.TRAINER, collection):
                 return True
         except Exception:  # noqa: BLE001 - the stage's own call reports it
             return True
@@ -159,7 +159,6 @@ def resolve_collection(
     """The project resolution (analysis/resolve.py) over the per-file sites; files that gain
     sites are read too (libcst parses only the files a fix changes, in fixed_file)."""
     from amp_clipfix.analysis.read import ReadFile, in_cell
-    from amp_clipfix.analysis.resolve import resolve
 
     python = {path: data for path, data in searchable.items() if not read_as_config(path)}
     load = summary_loader(root, contents, collection)
@@ -167,6 +166,8 @@ def resolve_collection(
     files = {path: parsed.sites for path, parsed in collection.parsed.items()}
 
     def compute() -> dict[Path, FileSites]:
+        from amp_clipfix.analysis.resolve import resolve  # the evaluator: when computed
+
         with deep_stack():
             evaluator = project_evaluator_of(root, contents, searchable, collection)
             return resolve(root, files, python, load, evaluator, trial=not parse)
@@ -335,7 +336,6 @@ def project_facts(
     def reported_before(error: FileError) -> bool:
         return any(known.path == error.path for known in collection.errors)
 
-    python: list[Path] = []
     # How deep `read` ran when it read every word file here first, from a comprehension.
     start = frame_depth() + 2
     # Each word once, and none that holds another (its files hold that one too): the same
@@ -343,13 +343,19 @@ def project_facts(
     unique = set(words)
     fewest = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
     holds_word = any_word(fewest)
-    for path, data in searchable.items():
-        if is_library(path) or not holds_word(data):  # the cheap test first
-            continue
-        if read_as_config(path):
+    for path, data in searchable.items():  # the configs now: the rules' queries read them
+        if read_as_config(path) and not is_library(path) and holds_word(data):
             read(path)
-        else:
-            python.append(path)
+
+    def python() -> list[Path]:
+        """The Python files holding a word, scanned when a search first asks (a run whose
+        rules' queries are all reused never does: a quarter of such a run on diffusers)."""
+        return [
+            path
+            for path, data in searchable.items()
+            if not read_as_config(path) and not is_library(path) and holds_word(data)
+        ]
+
     asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))
     lazy = LazyFiles(python, text_of, read, asked)
     return ProjectFacts(

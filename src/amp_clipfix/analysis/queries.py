@@ -65,6 +65,7 @@ class Answer:
     words: set[tuple[tuple[bytes, ...], Test]]
     members: set[tuple[str, Test]]
     listed: dict[Test, frozenset[str]]
+    tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
 
@@ -170,6 +171,8 @@ class Queries:
         self.reads.words.update(stored.words)
         self.reads.members.update(stored.members)
         self.reads.listed.update(stored.listed)
+        for path, tests in stored.tests.items():
+            self.reads.tests.setdefault(path, {}).update(tests)
 
     def computed_pure(self, key: str, compute: Callable[[], T]) -> T:
         """A query that reads only through a recording it makes and never the evaluator (a
@@ -226,6 +229,7 @@ class Queries:
             set(reads.words),
             set(reads.members),
             dict(reads.listed),
+            {path: dict(tests) for path, tests in reads.tests.items()},
             value,
             touched,
         )
@@ -297,10 +301,17 @@ class Queries:
                 data = texts[Path(witness)]
                 if data is None or not passes(test, data, Path(witness)):
                     return False  # another file may pass: asked again
+        if stored.tests and changed:
+            import amp_clipfix.analysis.text_tests  # noqa: F401 - fills PREDICATES
+
+            for path, data in texts.items():
+                for test, result in stored.tests.get(str(path), {}).items():
+                    if data is None or passes(test, data, path) != result:
+                        return False
         if not self.candidates_hold(stored, texts):
             return False
         if stored.derived and changed:
-            import amp_clipfix.analysis.resolve_base  # noqa: F401 - fills DERIVED
+            import amp_clipfix.analysis.derived  # noqa: F401 - fills DERIVED
 
             edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():

@@ -74,6 +74,9 @@ class Reads:
         self.words: set[tuple[tuple[bytes, ...], Test]] = set()
         self.members: set[tuple[str, Test]] = set()
         self.listed: dict[Test, frozenset[str]] = {}
+        # Tests of one file's text made instead of reading it (`tested`), with their results,
+        # by file: a changed file counts only when one of them now gives another result.
+        self.tests: dict[str, dict[Test, bool]] = {}
         self.everything = False
 
 
@@ -143,6 +146,15 @@ def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
     if isinstance(contents, Recording):
         contents.reads.exists[test] = None if found is None else str(found)
     return found is not None
+
+
+def tested(contents: Mapping[Path, bytes], path: Path, test: Test, result: bool) -> bool:
+    """`result`, what `passes(test, contents[path], path)` gives (computed by the caller, or
+    known from an earlier computation on the same bytes), noted as that test of the file's
+    text, not as a read of it: what the caller does next may depend on the result alone."""
+    if isinstance(contents, Recording) and path in contents.data:
+        contents.reads.tests.setdefault(str(path), {})[test] = result
+    return result
 
 
 def read(contents: Mapping[Path, bytes], path: Path) -> None:

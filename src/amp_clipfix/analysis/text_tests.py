@@ -1,0 +1,74 @@
+"""Text tests of one file's bytes that the caller search makes before it parses a file, as
+`recording` predicates: a query notes each test and its result (`recording.tested`), not a read
+of the whole file, so an edit that leaves every result as it was keeps the answers that made
+them (`queries.Queries.still` runs the changed files' tests again).
+
+- `written`: a name written as a whole word (or as a call), other than right after `def` or
+  `class` (callers.CallerIndex.written);
+- `imports`: a name written in one of the file's `import` clauses
+  (callers.CallerIndex.imports_name).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from amp_clipfix.analysis.recording import PREDICATES
+
+IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
+# (`from m import name`, also as one of several names or inside parentheses).
+IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
+# What may stand between a callee's name and the `(` of its call: spaces and line breaks (in
+# brackets), comments, backslash continuations.
+CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
+# A `def` or `class` keyword right before a name (spaces and tabs between): its definition.
+DEFINED = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
+
+
+@functools.lru_cache(maxsize=256)
+def call_of(name: bytes) -> re.Pattern[bytes]:
+    """`name` as a whole word followed by the `(` of a call (whole_word's look-behind)."""
+    escaped = re.escape(name)
+    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")" + CALL_GAP)
+
+
+@functools.lru_cache(maxsize=256)
+def whole_word(name: bytes) -> re.Pattern[bytes]:
+    """`name` written as a whole word (not inside a longer identifier). The pattern starts with
+    the name, so `re` skips to its occurrences as a plain text search does, and looks behind
+    it after: the same matches as a leading `(?<![A-Za-z0-9_])`, twenty times faster."""
+    escaped = re.escape(name)
+    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")(?![A-Za-z0-9_])")
+
+
+PATTERNS: dict[str, Callable[[bytes], re.Pattern[bytes]]] = {
+    "whole_word": whole_word,
+    "call_of": call_of,
+}
+
+
+def written(path: Path | None, data: bytes, pattern: str, name: str) -> bool:
+    """Whether `PATTERNS[pattern](name)` matches `data` other than right after `def`/`class`."""
+    return any(
+        not DEFINED.search(data, max(0, match.start() - 16), match.start())
+        for match in PATTERNS[pattern](name.encode("ascii")).finditer(data)
+    )
+
+
+def import_names(data: bytes) -> frozenset[bytes]:
+    """The names the text's `import` clauses write."""
+    return frozenset(
+        token for clause in IMPORT_CLAUSE.findall(data) for token in IDENTIFIER.findall(clause)
+    )
+
+
+def imports(path: Path | None, data: bytes, name: bytes) -> bool:
+    return name in import_names(data)
+
+
+PREDICATES["written"] = written
+PREDICATES["imports"] = imports
