@@ -183,10 +183,9 @@ class Containment:
         data = self.ev.contents[path]
         if STAR_IMPORT.search(data):
             return True
-        imported = self.ev.imported_names(path)
         for name in self.names:
             word = name.encode("ascii")
-            if word in imported or text_reference(word, data):
+            if self.ev.imports_name(path, word) or text_reference(word, data):
                 return True
         return False
 

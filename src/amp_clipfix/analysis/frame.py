@@ -360,7 +360,7 @@ class EvaluatorBase:
     def subclass_names(self, base: bytes) -> set[bytes]:
         raise NotImplementedError
 
-    def imported_names(self, path: Path) -> frozenset[bytes]:
+    def imports_name(self, path: Path, name: bytes) -> bool:
         raise NotImplementedError
 
     def instance_attribute(
