@@ -52,6 +52,7 @@ from amp_clipfix.analysis.contained_syntax import (
     text_reference,
     word_lines,
 )
+from amp_clipfix.analysis.recording import matches, raw, tested
 from amp_clipfix.analysis.values import ClsV, Ext
 
 if TYPE_CHECKING:
@@ -180,12 +181,16 @@ class Containment:
         """The module's text may read a family class: it imports one by name or imports `*`,
         or writes one as an attribute (`module.Name`) or in a string (`"pkg.Name"`). Else its
         words are another object's (its own class, a local, a comment): not parsed."""
-        data = self.ev.contents[path]
-        if STAR_IMPORT.search(data):
+        contents = self.ev.contents  # each test noted with its result, not as a read of the
+        data = raw(contents)[path]  # file: an edit that keeps every result keeps the answer
+        if tested(contents, path, (matches(STAR_IMPORT),), STAR_IMPORT.search(data) is not None):
             return True
         for name in self.names:
             word = name.encode("ascii")
-            if self.ev.imports_name(path, word) or text_reference(word, data):
+            if self.ev.imports_name(path, word):
+                return True
+            test = (("fn", "referenced", word),)  # text_tests.referenced
+            if tested(contents, path, test, text_reference(word, data)):
                 return True
         return False
 

@@ -6,7 +6,9 @@ them (`queries.Queries.still` runs the changed files' tests again).
 - `written`: a name written as a whole word (or as a call), other than right after `def` or
   `class` (callers.CallerIndex.written);
 - `imports`: a name written in one of the file's `import` clauses
-  (callers.CallerIndex.imports_name).
+  (callers.CallerIndex.imports_name);
+- `referenced`: a name written as an attribute or at the end of a string
+  (contained.Containment.may_read).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from amp_clipfix.analysis.contained_syntax import text_reference
 from amp_clipfix.analysis.recording import PREDICATES
 
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -70,5 +73,10 @@ def imports(path: Path | None, data: bytes, name: bytes) -> bool:
     return name in import_names(data)
 
 
+def referenced(path: Path | None, data: bytes, name: bytes) -> bool:
+    return text_reference(name, data)
+
+
 PREDICATES["written"] = written
 PREDICATES["imports"] = imports
+PREDICATES["referenced"] = referenced
