@@ -76,9 +76,10 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
 
 def stored_text(name: str) -> re.Pattern[bytes]:
     """Text that stores `name` as an attribute or passes it as a keyword (`x.name = v`,
-    `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes)."""
+    `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes). Not
+    `a, name = v` (a tuple of local names, for the parse to decide)."""
     word = re.escape(name.encode("ascii"))
-    return re.compile(rb"(\.|[(,])\s*" + word + rb"\s*=(?!=)")
+    return re.compile(rb"(?:\.\s*" + word + rb"\s*|[(,]\s*" + word + rb")=(?!=)")
 
 
 def defines(name: str, data: bytes) -> bool:
@@ -87,11 +88,15 @@ def defines(name: str, data: bytes) -> bool:
 
 
 def written_free(name: str, data: bytes) -> bool:
-    """The text may write `name` other than as a method call `.name(`: it holds the name more
-    often than `.name(` (as a substring: `items` counts for `item`, which only says yes more
-    often)."""
+    """The text may write `name` other than as a method call `.name(`: it holds the word
+    more often than `.name(`."""
     word = name.encode("ascii")
-    return data.count(word) > data.count(b"." + word + b"(")
+    count = data.count(word)
+    if count <= data.count(b"." + word + b"("):
+        return False
+    return len(re.findall(rb"(?<!\w)" + re.escape(word) + rb"(?!\w)", data)) > data.count(
+        b"." + word + b"("
+    )
 
 
 PREDICATES[VALUE_BOUND] = binds_attribute_value
