@@ -54,9 +54,13 @@ FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The helper levels below a called function that a reading still enters: a reading (depth 0)
 # enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
 LEVELS = HELPER_DEPTH - 1
-# The files whose names one search reads at most: past them every question is answered "may"
-# (a tree where the questions need more pays more for the index than it saves: bench/README).
-FILES_READ = 48
+# The files whose names one question reads at most, and one search (SEARCH_FILES_READ, or one
+# in SEARCH_SHARE of the project's files where that is more: a wrong "may" costs a larger tree
+# more): past them the question is answered "may" (a tree where the questions need more pays
+# more for the index than it saves: bench/README `reach`, `reach2`).
+FILES_READ = 64
+SEARCH_FILES_READ = 48
+SEARCH_SHARE = 8
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
 
 
@@ -77,9 +81,11 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
 def stored_text(name: str) -> re.Pattern[bytes]:
     """Text that stores `name` as an attribute or passes it as a keyword (`x.name = v`,
     `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes). Not
-    `a, name = v` (a tuple of local names, for the parse to decide)."""
+    `a, name = v` (a tuple of local names), nor a value that may be inert (`x.name = None`,
+    `f(name=[])`): the parse decides those."""
     word = re.escape(name.encode("ascii"))
-    return re.compile(rb"(?:\.\s*" + word + rb"\s*|[(,]\s*" + word + rb")=(?!=)")
+    value = rb"=(?!=)(?!\s*(?:[-0-9\[{(\"'.]|None\b|True\b|False\b|[rbfuRBFU]+[\"']))"
+    return re.compile(rb"(?:\.\s*" + word + rb"\s*|[(,]\s*" + word + rb")" + value)
 
 
 def defines(name: str, data: bytes) -> bool:
@@ -317,9 +323,12 @@ class CallReach:
         return summary
 
     def over_budget(self, paths: list[Path]) -> bool:
-        """Reading these files' names would take the search past FILES_READ files: the
-        index then answers "may" (asking the evaluator costs less than reading them all)."""
-        return len(self.files) + sum(1 for path in paths if path not in self.files) > FILES_READ
+        """Reading these files' names would take the question past FILES_READ new files, or
+        the search past its share of the project: the index then answers "may" (asking the evaluator
+        costs less than reading them all)."""
+        new = sum(1 for path in paths if path not in self.files)
+        most = max(SEARCH_FILES_READ, len(self.contents) // SEARCH_SHARE)
+        return new > FILES_READ or len(self.files) + new > most
 
     def names_of(self, path: Path, data: bytes) -> FileNames:
         if path not in self.files:
