@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis import bound_names, reach
-from amp_clipfix.analysis.summary import summarise
 from tests.test_reach import check, write
+from tests.test_reach import test_what_gives_an_attribute_a_value as binds_as
 
 OPS = """\
 import torch
@@ -213,8 +212,4 @@ def test_a_local_or_inert_binding_leaves_the_call_unasked(
     ],
 )
 def test_what_gives_an_attribute_a_callable_value(source: str, bound: bool) -> None:
-    path = Path("/project/m.py")
-    summary = summarise(path.parent, path, source)
-    data = source.encode()
-    assert bound_names.file_names(summary, data).binds_value("item", data) is bound
-    assert reach.binds_attribute_value(path, data, "item") is bound
+    binds_as(source, bound)  # the file's names, and the scan's test of its text
