@@ -201,6 +201,8 @@ def test_a_local_or_inert_binding_leaves_the_call_unasked(
         ("f(item=g)\n", True),
         ("x.item = 0\n", False),
         ("x.item: int = 0\n", False),
+        ("class A:\n    item: Callable = None\n", True),  # a field: `A(f)` gives it
+        ("class A:\n    item = None\n", False),
         ("x.item += 1\n", True),
         ("a, x.item = 0, f\n", True),
         ("d = {'item': [], 'b': 1}\n", False),

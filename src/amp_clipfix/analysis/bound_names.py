@@ -133,19 +133,18 @@ def inert(value: ast.expr) -> bool:
 
 
 def inert_assignment(statement: ast.stmt) -> bool:
-    """`name = []`, `x.name = 0`: one inert value to plain names or attributes (not a tuple
-    target, which takes the value apart)."""
-    return (
-        isinstance(statement, (ast.Assign, ast.AnnAssign))
-        and statement.value is not None
-        and inert(statement.value)
-        and all(
-            isinstance(t, (ast.Name, ast.Attribute))
-            for t in (
-                statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            )
-        )
-    )
+    """`name = []`, `x.name = 0`, `x.name: T = 0`: one inert value to plain names or attributes
+    (not a tuple target, which takes the value apart; not an annotated name, `name: T = None`,
+    which in a class body is a field whose value a constructor gives, also positionally)."""
+    targets: list[ast.expr]
+    if isinstance(statement, ast.AnnAssign):
+        targets = [statement.target] if isinstance(statement.target, ast.Attribute) else []
+    elif isinstance(statement, ast.Assign):
+        targets = [t for t in statement.targets if isinstance(t, (ast.Name, ast.Attribute))]
+        targets = targets if len(targets) == len(statement.targets) else []
+    else:
+        return False
+    return bool(targets) and statement.value is not None and inert(statement.value)
 
 
 def own_names(summary: Summary, found: FileNames) -> set[str]:
