@@ -145,7 +145,7 @@ def test_a_clip_handed_on_as_a_value_turns_the_gate_off(
         ("f(item=g)\n", True),  # a keyword (a namespace's, a record's field)
         ("class A:\n    item = staticmethod(f)\n", True),  # a class body
         ("item = f\n", True),  # a module's binding
-        ("getattr(x, 'item')()\n", True),  # a string argument
+        ("setattr(x, 'item', f)\n", True),  # a string argument
         ("d = {'item': f}\n", True),  # a dict's key (`SimpleNamespace(**d)`)
         ("class A:\n    def __init__(self, item):\n        pass\n", True),  # hparams
         ("class A:\n    @property\n    def item(self):\n        return f\n", True),

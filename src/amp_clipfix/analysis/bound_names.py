@@ -5,6 +5,7 @@ function), read from its summary: the per-file facts of the reach index (analysi
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,34 @@ from amp_clipfix.analysis.summary import Summary, called_name
 PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override"})
 WORD = re.compile(r"[^\W\d]\w*")
 WALRUS = re.compile(r"([^\W\d]\w*)\s*:=")
+# Builtins whose string arguments are messages; `getattr` / `hasattr` read an attribute.
+MESSAGE_BUILTINS = frozenset(
+    name
+    for name in dir(builtins)
+    if name.endswith(("Error", "Exception", "Warning")) or name in ("print", "Exception")
+)
+ATTRIBUTE_READS = frozenset({"getattr", "hasattr"})
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
+LOGGERS = frozenset({"logger", "_logger", "LOGGER", "log"})
+DOC_KEYWORDS = frozenset({"help", "description", "epilog"})
+INERT_NODES = (
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.JoinedStr,
+)
+# A dict value that is no callable whatever runs: an empty display, a number, a one-line
+# string, a constant, alone before the next key or the end of the display.
+INERT_VALUE = re.compile(
+    rb"\s*(?:\[\s*\]|\{\s*\}|\(\s*\)|-?[0-9][0-9_.eE+-]*|True|False|None"
+    rb"|\"[^\"\\\n]*\"|'[^'\\\n]*')\s*(?:,|\}|$)"
+)
 
 
 @dataclass
@@ -32,8 +61,10 @@ class FileNames:
 
     def binds_value(self, name: str, data: bytes) -> bool:
         """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
-        text: a namespace or record built from `**` of that dict has the attribute)."""
-        return self.every or name in self.value_names or dict_key(name, data)
+        text: a namespace or record built from `**` of that dict has the attribute). A star
+        import does not: it binds each name under its own name, to the object the other
+        module binds (a value there, or a function)."""
+        return name in self.value_names or dict_key(name, data)
 
 
 def file_names(summary: Summary, data: bytes) -> FileNames:
@@ -42,9 +73,11 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
     tuple, a loop, `with`, `del`), a binding in a module or class body (assignment, loop,
     `with`, `except`, a renamed import, a module import), a keyword of a call (fields,
     namespaces, `replace`), a parameter of an `__init__` (`self.hparams.name`), a word of a
-    string argument (`getattr`, `setattr`, a named tuple's fields, an argparse `dest`), a
-    `global` / `nonlocal` name, a walrus or match capture anywhere. Local variables of
-    functions are not values of attributes."""
+    string argument (`setattr`, a named tuple's fields, an argparse `dest`; not the name
+    `getattr` / `hasattr` read, not the prose of a message or a `help` text: see
+    `named_arguments`), a `global` / `nonlocal` name, a walrus or match capture anywhere.
+    Local variables of functions are not values of attributes, and neither is a value that
+    is never callable (`inert`: `x.name = 0`, `f(name=[])`), since a call of it runs nothing."""
     found = FileNames()
     values = found.value_names
     tree = summary.tree
@@ -69,24 +102,107 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
                         values.add(node.name)
                     elif isinstance(node, ast.MatchMapping) and node.rest:
                         values.add(node.rest)
-        values.update(attribute_targets(statement))
+        callable_value = not inert_assignment(statement)
+        if callable_value:
+            values.update(attribute_targets(statement))
         scoped = id(statement) in module_level or id(statement) in class_level
         if scoped:
             names = stored_names(statement)
-            values.update(names)
+            if callable_value:
+                values.update(names)
             if id(statement) in module_level:
                 found.module_values.update(names)
+    own = own_names(summary, found)
     for call in summary.walked_calls():
         for keyword in call.keywords:
-            if keyword.arg is not None:
+            if keyword.arg is not None and not inert(keyword.value):
                 values.add(keyword.arg)
-        for argument in (*call.args, *(k.value for k in call.keywords)):
+        for argument in named_arguments(call, own):
             for text in string_arguments(argument):
-                values.update(WORD.findall(text))  # `getattr(x, "name")`, a record's fields
+                values.update(WORD.findall(text))  # `setattr(x, "name", v)`, a record's fields
                 values.add(text.lstrip("-").replace("-", "_"))  # an argparse `dest`
     if b":=" in data:
         values.update(WALRUS.findall(data.decode("utf-8", "replace")))
     return found
+
+
+def inert(value: ast.expr) -> bool:
+    """A value that is never callable: a constant, a display or comprehension, an f-string
+    (`ns.name(...)` of an attribute given it raises, it runs no project code)."""
+    return isinstance(value, INERT_NODES)
+
+
+def inert_assignment(statement: ast.stmt) -> bool:
+    """`name = []`, `x.name = 0`, `x.name: T = 0`: one inert value to plain names or attributes
+    (not a tuple target, which takes the value apart; not an annotated name, `name: T = None`,
+    which in a class body is a field whose value a constructor gives, also positionally)."""
+    targets: list[ast.expr]
+    if isinstance(statement, ast.AnnAssign):
+        targets = [statement.target] if isinstance(statement.target, ast.Attribute) else []
+    elif isinstance(statement, ast.Assign):
+        targets = [t for t in statement.targets if isinstance(t, (ast.Name, ast.Attribute))]
+        targets = targets if len(targets) == len(statement.targets) else []
+    else:
+        return False
+    return bool(targets) and statement.value is not None and inert(statement.value)
+
+
+def own_names(summary: Summary, found: FileNames) -> set[str]:
+    """The names the module binds itself (functions, classes, values, imports under their own
+    name): a builtin so named may be the module's own."""
+    names = set(found.functions) | found.module_values
+    for statement in summary.walked_statements():
+        if isinstance(statement, ast.ClassDef):
+            names.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in statement.names)
+    return names
+
+
+def named_arguments(call: ast.Call, own: set[str]) -> Iterator[ast.expr]:
+    """The arguments of a call whose strings may name an attribute (all of them, but the name
+    `getattr` / `hasattr` read, and prose a builtin exception, `print`, `warnings.warn` or a
+    logging call shows, or a `help` / `description` / `epilog` keyword documents: a string
+    with a space in it is never a name itself, and such calls do not split it)."""
+    func = call.func
+    builtin = func.id if isinstance(func, ast.Name) and func.id not in own else None
+    shows = (builtin is not None and builtin in MESSAGE_BUILTINS) or message_call(func, own)
+    for index, argument in enumerate(call.args):
+        if builtin in ATTRIBUTE_READS and index == 1:
+            continue  # `getattr(x, "name")` reads the attribute, it gives it no value
+        if not (shows and prose(argument)):
+            yield argument
+    for keyword in call.keywords:
+        if not ((shows or keyword.arg in DOC_KEYWORDS) and prose(keyword.value)):
+            yield keyword.value
+
+
+def message_call(func: ast.expr, own: set[str]) -> bool:
+    """`warnings.warn(...)`, `logging.info(...)`, `logger.warning(...)`: a module-level `logger`
+    (the file binds it; the word says the rest) or the `logging` / `warnings` module."""
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return False
+    receiver = func.value.id
+    if receiver == "warnings":
+        return func.attr == "warn"
+    if receiver == "logging":
+        return func.attr in LOG_METHODS
+    return func.attr in LOG_METHODS and receiver in LOGGERS and receiver in own
+
+
+def prose(argument: ast.expr) -> bool:
+    """A string (or f-string) with white space in it, or a `+` / `%` / `.format` of one."""
+    while isinstance(argument, ast.BinOp):
+        argument = argument.left
+    if isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute):
+        argument = argument.func.value
+    if isinstance(argument, ast.JoinedStr):
+        return any(prose(v) for v in argument.values if isinstance(v, ast.Constant))
+    return (
+        isinstance(argument, ast.Constant)
+        and isinstance(argument.value, str)
+        and any(c.isspace() for c in argument.value)
+    )
 
 
 def attribute_targets(statement: ast.stmt) -> Iterator[str]:
@@ -157,6 +273,9 @@ def plain_decorator(decorator: ast.expr) -> bool:
 
 
 def dict_key(name: str, data: bytes) -> bool:
-    """The text writes `name` as a string followed by a colon (a dict literal's key)."""
+    """The text writes `name` as a string followed by a colon (a dict literal's key) and a
+    value that may be callable: not `[]`, `{}`, `()`, a number, a string, `True`, `False` or
+    `None` alone (`{"name": [], ...}`: a namespace made of it has no method `name`)."""
     word = re.escape(name.encode("ascii"))
-    return re.search(rb"[\"']" + word + rb"[\"']\s*:", data) is not None
+    keys = re.finditer(rb"[\"']" + word + rb"[\"']\s*:", data)
+    return any(not INERT_VALUE.match(data, key.end()) for key in keys)

@@ -54,10 +54,17 @@ FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The helper levels below a called function that a reading still enters: a reading (depth 0)
 # enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
 LEVELS = HELPER_DEPTH - 1
-# The files whose names one search reads at most: past them every question is answered "may"
-# (a tree where the questions need more pays more for the index than it saves: bench/README).
-FILES_READ = 48
+# The files whose names one question reads at most, and one search (SEARCH_FILES_READ, or one
+# in SEARCH_SHARE of the project's files where that is more: a wrong "may" costs a larger tree
+# more): past them the question is answered "may" (a tree where the questions need more pays
+# more for the index than it saves: bench/README `reach`, `reach2`).
+FILES_READ = 64
+SEARCH_FILES_READ = 48
+SEARCH_SHARE = 8
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
+DOT = ord(".")
+# The start of a value that may be no callable (stored_text leaves it to the parse).
+INERT_START = re.compile(rb"\s*(?:[-0-9\[{(\"'.]|None\b|True\b|False\b|[rbfuRBFU]+[\"'])")
 
 
 def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
@@ -65,7 +72,7 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
     that does not parse: yes)."""
     if not written_free(name, data):
         return False
-    if stored_text(name).search(data):
+    if stored_text(name, data):
         return True
     try:
         summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
@@ -74,11 +81,21 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
     return summary is None or file_names(summary, data).binds_value(name, data)
 
 
-def stored_text(name: str) -> re.Pattern[bytes]:
-    """Text that stores `name` as an attribute or passes it as a keyword (`x.name = v`,
-    `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes)."""
-    word = re.escape(name.encode("ascii"))
-    return re.compile(rb"(\.|[(,])\s*" + word + rb"\s*=(?!=)")
+def stored_text(name: str, data: bytes) -> bool:
+    """The text stores `name` as an attribute or passes it as a keyword (`x.name = v`,
+    `f(a, name=v)`): a binding whatever the parse says (in a string it only says yes). Not
+    `a, name = v` (a tuple of local names), nor a value that may be inert (`x.name = None`,
+    `f(name=[])`): the parse decides those. The word is looked for first (a literal is the
+    quick search), then what stands before it."""
+    for match in re.finditer(re.escape(name.encode("ascii")) + rb"(\s*)=(?!=)", data):
+        before = match.start() - 1
+        while before >= 0 and data[before] in b" \t\r\n":
+            before -= 1
+        mark = data[before] if before >= 0 else 0
+        keyword = mark in b"(," and not match.group(1)
+        if (mark == DOT or keyword) and not INERT_START.match(data, match.end()):
+            return True
+    return False
 
 
 def defines(name: str, data: bytes) -> bool:
@@ -87,11 +104,18 @@ def defines(name: str, data: bytes) -> bool:
 
 
 def written_free(name: str, data: bytes) -> bool:
-    """The text may write `name` other than as a method call `.name(`: it holds the name more
-    often than `.name(` (as a substring: `items` counts for `item`, which only says yes more
-    often)."""
+    """The text may write `name` other than as a method call `.name(`: the word stands in it
+    once at least other than so (the literal is looked for first: a quick search)."""
     word = name.encode("ascii")
-    return data.count(word) > data.count(b"." + word + b"(")
+    if data.count(word) <= data.count(b"." + word + b"("):
+        return False
+    for match in re.finditer(re.escape(word) + rb"(?!\w)", data):
+        before = data[match.start() - 1 : match.start()]
+        if before.isalnum() or before == b"_":
+            continue  # the end of a longer name
+        if before != b"." or not data.startswith(b"(", match.end()):
+            return True
+    return False
 
 
 PREDICATES[VALUE_BOUND] = binds_attribute_value
@@ -166,8 +190,8 @@ class CallReach:
         texts = raw(self.contents)
         loaded = self.evaluator.summaries
         writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
-        proof = stored_text(name)  # `x.name = v`, `f(name=v)`: a witness without a parse
-        found = next((path for path in writing if proof.search(texts[path])), None)
+        # `x.name = v`, `f(name=v)`: a witness without a parse
+        found = next((path for path in writing if stored_text(name, texts[path])), None)
         if found is None and self.over_budget(writing):
             return writing[0]  # may (not noted: the answer relies on no file)
         if found is None:
@@ -312,9 +336,12 @@ class CallReach:
         return summary
 
     def over_budget(self, paths: list[Path]) -> bool:
-        """Reading these files' names would take the search past FILES_READ files: the
-        index then answers "may" (asking the evaluator costs less than reading them all)."""
-        return len(self.files) + sum(1 for path in paths if path not in self.files) > FILES_READ
+        """Reading these files' names would take the question past FILES_READ new files, or
+        the search past its share of the project: the index then answers "may" (asking the evaluator
+        costs less than reading them all)."""
+        new = sum(1 for path in paths if path not in self.files)
+        most = max(SEARCH_FILES_READ, len(self.contents) // SEARCH_SHARE)
+        return new > FILES_READ or len(self.files) + new > most
 
     def names_of(self, path: Path, data: bytes) -> FileNames:
         if path not in self.files:
