@@ -11,8 +11,9 @@ import pytest
 
 from amp_clipfix.analysis import callers as callers_module
 from amp_clipfix.analysis.evaluate import Evaluator
+from amp_clipfix.analysis.recording import Reads, Recording
 from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import summarise
+from amp_clipfix.analysis.summary import module_name, summarise
 
 # Modules that write `step` and call it on objects of their own: each is a candidate of the
 # whole search, and none can hold a `Model`.
@@ -147,3 +148,37 @@ def test_the_whole_search_finds_the_escaped_callers(tmp_path: Path) -> None:
         files = {"model.py": textwrap.dedent(MODEL) + extra, "user.py": user}
         whole, _ = step_callers(folder, files, whole=True)
         assert any(call.startswith("user.py:") for call in whole), case
+
+
+def test_a_module_the_check_leaves_out_is_noted_as_text_tests_not_as_read(tmp_path: Path) -> None:
+    """A module that writes the class's name only in a comment is left out by its text: the
+    query notes each test with its result, so an edit that keeps the results (any edit of
+    `notes.py` that names no `Model` as an import, attribute or string) keeps the answer."""
+    notes = (
+        "# Model.step is documented elsewhere\nclass Other:\n    def step(self):\n        pass\n"
+    )
+    files = {"model.py": MODEL, "notes.py": notes, **BYSTANDERS}
+    contents = {}
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text))
+        contents[path] = path.read_bytes()
+    reads = Reads()  # what a query notes (queries.py): the evaluator reads through it
+    evaluator = Evaluator(
+        {}, lambda p: summarise(tmp_path, p, p.read_text()), Recording(contents, reads)
+    )
+    evaluator.index_modules({module_name(tmp_path, path)[0]: path for path in contents})
+    summary = evaluator.summary(tmp_path / "model.py")
+    assert summary is not None
+    cls = next(c for c in summary.classes() if c.name == "Model")
+    method = next(s for s in cls.body if getattr(s, "name", None) == "step")
+    found = evaluator.callers(method, evaluator.ctx(summary, method, cls))
+
+    assert sorted(f"{ctx.summary.path.name}:{call.lineno}" for call, ctx in found) == [
+        "model.py:10",
+        "model.py:15",
+    ]
+    notes_path = str(tmp_path / "notes.py")
+    assert notes_path not in reads.files
+    assert set(reads.tests[notes_path].values()) == {False}
+    assert (("fn", "referenced", b"Model"),) in reads.tests[notes_path]
