@@ -13,54 +13,33 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from test_incremental import edit_line, same_as_cold
+from test_manual_gate import MODULE
 
 from amp_clipfix.analysis import cli_config
 from amp_clipfix.analysis.cli_config import may_hold
 from amp_clipfix.cli import main
 
-MODEL = """\
-import lightning.pytorch as pl
-import torch
-
-
-class Agent(pl.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.automatic_optimization = False
-        self.layer = torch.nn.Linear(4, 1)
-
-    def training_step(self, batch, batch_idx):
-        optimizer = self.optimizers()
-        loss = self.layer(batch).sum()
-        optimizer.zero_grad()
-        self.manual_backward(loss)
-        optimizer.step()
-
-    def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=1e-3)
-"""
-
 CLI = """\
 from lightning.pytorch.cli import LightningCLI
 
-from model import Agent
+from model import Model
 
 
 def main():
-    LightningCLI(Agent, trainer_defaults=DEFAULTS)
+    LightningCLI(Model, trainer_defaults=DEFAULTS)
 
 
 def other():
-    LightningCLI(Agent, trainer_defaults={"max_epochs": 1, "logger": False})
+    LightningCLI(Model, trainer_defaults={"max_epochs": 1, "logger": False})
 
 
 def bare():
-    LightningCLI(Agent)
+    LightningCLI(Model)
 """
 
 
 def project(root: Path, defaults: str) -> Path:
-    (root / "model.py").write_text(MODEL, "utf-8")
+    (root / "model.py").write_text(MODULE, "utf-8")  # `Model` optimizes manually
     (root / "cli.py").write_text(f"DEFAULTS = {defaults}\n{CLI}", "utf-8")
     return root
 
@@ -134,7 +113,7 @@ def test_a_default_that_sets_the_clip_runs_the_search(
     assert searched == 1
     assert (code, output) == check(root, monkeypatch, gate=False)[:2]
     assert output.startswith(f"cli.py:1:{column}: ACF009 `Trainer(gradient_clip_val=...)`")
-    assert "manual optimization: model.py:5 class Agent" in output
+    assert "manual optimization: model.py:5 class Model" in output
 
 
 def test_a_config_that_sets_the_clip_runs_the_search(
