@@ -9,7 +9,10 @@ code), whichever rule reads it; `Setting.token` says where the value may be rewr
 (never a value shared through a YAML anchor or a Python constant other code may read).
 
 Cost: this is asked only by a rule that has a reason (a module that optimizes by hand), over
-the configs that hold the rule's words; a config is composed again only to rewrite it.
+the configs that hold the rule's words; a config is composed again only to rewrite it. The
+configs are read first: when none sets the key the rule needs, only the CLI calls whose
+`trainer_defaults=` may write it are evaluated (`defaulted`), not every call of the files
+naming LightningCLI.
 """
 
 from __future__ import annotations
