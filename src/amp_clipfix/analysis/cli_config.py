@@ -9,7 +9,10 @@ code), whichever rule reads it; `Setting.token` says where the value may be rewr
 (never a value shared through a YAML anchor or a Python constant other code may read).
 
 Cost: this is asked only by a rule that has a reason (a module that optimizes by hand), over
-the configs that hold the rule's words; a config is composed again only to rewrite it.
+the configs that hold the rule's words; a config is composed again only to rewrite it. The
+configs are read first: when none sets the key the rule needs, only the CLI calls whose
+`trainer_defaults=` may write it are evaluated (`defaulted`), not every call of the files
+naming LightningCLI.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, co
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 
 CLI_WORD = b"LightningCLI"
+DEFAULTS_WORD = b"trainer_defaults"
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
 DOCUMENT_CALL = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
 
@@ -48,18 +52,24 @@ class CliTrainer:
     unset_in: dict[str, list[Path]] = field(default_factory=dict)
 
 
-def cli_trainer(facts: ProjectFacts, keys: tuple[str, ...]) -> CliTrainer | None:
+def cli_trainer(
+    facts: ProjectFacts, keys: tuple[str, ...], needed: str | None = None
+) -> CliTrainer | None:
     """The project's config-built Trainer with its settings of `keys`: LightningCLI's (the
     class its call is given, `trainer_defaults`, the configs), or, without a LightningCLI call,
     the one a Hydra config builds (`trainer:` / `_target_: ...Trainer` with the class its
-    `model:` section names). None when neither a CLI call nor a config sets one of the keys."""
-    calls = list(cli_calls(facts))
+    `model:` section names). None when neither a CLI call nor a config sets one of the keys,
+    or when none sets `needed` (a key without which the caller asks nothing more): then the
+    CLI calls are not searched, only those whose `trainer_defaults` may write it (`defaulted`)."""
     cli = CliTrainer()
     documents = list(config_documents(facts))
     yaml_settings(facts, cli, keys)
     for key in keys:
         for file, document in documents:
             cli.settings[key].extend(document_settings(file, document, key))
+    if needed is not None and not cli.settings[needed] and not defaulted(facts, needed):
+        return None  # no config and no `trainer_defaults` sets the key the caller needs
+    calls = list(cli_calls(facts))
     cli.calls = len(calls)
     if not calls:
         if not any(cli.settings.values()):
@@ -91,6 +101,33 @@ def cli_calls(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.Call]]:
             callee = facts.values(file, call.func)
             if any(is_cli(facts, value) for value in callee):
                 yield file, call
+
+
+def defaulted(facts: ProjectFacts, key: str) -> bool:
+    """Whether a LightningCLI call's `trainer_defaults=` sets `key`. Only the calls whose
+    keyword may hold it are evaluated: a file must write both `LightningCLI` and
+    `trainer_defaults` (as `cli_calls` needs the one and `defaults` the other), and a dict
+    written at the call whose keys are all strings other than `key` sets nothing."""
+    for file in facts.with_words(DEFAULTS_WORD):
+        if CLI_WORD not in file.data:
+            continue
+        for call in file.summary.walked_calls():
+            node = keyword_value(call, "trainer_defaults")
+            if node is None or not may_hold(node, key):
+                continue
+            callee = facts.values(file, call.func)
+            if any(is_cli(facts, value) for value in callee) and defaults(facts, file, call, key):
+                return True
+    return False
+
+
+def may_hold(node: ast.expr, key: str) -> bool:
+    """False for a `{...}` written with string keys only, none of them `key` (no `**`)."""
+    if not isinstance(node, ast.Dict):
+        return True
+    return not all(
+        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys
+    ) or any(k.value == key for k in node.keys if isinstance(k, ast.Constant))
 
 
 def is_cli(facts: ProjectFacts, value: object) -> bool:
