@@ -139,8 +139,12 @@ class CallerIndex(PassedCalls):
             return values
         if found:  # called only from inside its own cycle: a ring no call enters (cycles.py)
             self.unsettled += 1
-        # No call in the project: an entry point (a CLI, a test runner) calls it from outside,
-        # so its default is one value among those decided at run time.
+        return self.entry_values(function, param, ctx)
+
+    def entry_values(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
+        """A parameter no call in the project gives a value (also a member of a ring no call
+        enters, passon.py): an entry point (a CLI, a test runner) calls it from outside, so
+        its default is one value among those decided at run time."""
         default = self.default_of(function, param, ctx)
         if default is not None:
             values = self.ev(default, self.ctx_of(ctx.summary, function))

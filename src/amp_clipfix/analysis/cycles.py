@@ -16,7 +16,8 @@ outside it, and a fixpoint is reached in two or three walks. A cycle through any
 makes a value (an expression other than a name, a function's returns, an attribute, a class's
 bases, a rebound global), one a budget or a bound cut, and a ring no call enters from outside
 (each member then says "decided at run time" at its own parameter) are left as they were: the
-head in the run's memo, the members asked anew by each question.
+head in the run's memo, the members asked anew by each question (a long ring no call enters
+is settled by passon.py's worklist, each member its own entry point).
 """
 
 from __future__ import annotations

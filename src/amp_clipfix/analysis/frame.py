@@ -292,6 +292,9 @@ class EvaluatorBase:
     def declared_fabric(self, values: list[object], param: ast.arg, ctx: Ctx) -> list[object]:
         raise NotImplementedError
 
+    def entry_values(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
     def module_symbol(self, summary: Summary, name: str, node: ast.AST) -> list[object]:
         raise NotImplementedError
 

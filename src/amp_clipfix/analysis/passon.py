@@ -16,13 +16,17 @@ with an explicit stack) and solves them in order, each from the values of those 
 - a cycle holds the least fixpoint, the same for every member (each reaches every other by
   passing the value on): every value its members' calls pass from outside it, once, in
   cycles.in_order's order, what a ring settled by cycles.py holds whichever member was asked
-  first.
+  first;
+- a cycle no value enters from outside it (a ring no call enters: its members only call one
+  another) holds, member by member, what the member holds asked first, whichever member that
+  is: called only from inside its own cycle, it is an entry point called from outside
+  (callers.py `entry_values`: decided at run time at its own parameter, or its default).
 
 Every parameter and every name that read one goes to the run's memo (or, when something was
 cut, to the question's, as frame.py `leave` would). A chain that is not only that (a member
-asked other than by name, a cycle through an evaluation still running, a member no call
-enters, a budget spent, more than MAX_VALUES values) is walked as before, with nothing kept
-from the worklist: the answers are never other than a walk that nests would give.
+asked other than by name, a cycle through an evaluation still running, a budget spent, more
+than MAX_VALUES values) is walked as before, with nothing kept from the worklist: the answers
+are never other than a walk that nests would give.
 """
 
 from __future__ import annotations
@@ -196,13 +200,26 @@ def solve(chain: Chain) -> list[object]:
         for node in component:
             for call in node.calls:
                 add_unique(union, forced(chain, call, members))
-        if not union or len(union) > MAX_VALUES:
-            raise Unsettled  # no value enters the cycle (each member its own entry point)
+        if not union:  # a ring no call enters: each member its own entry point
+            for node in component:
+                node.values = entered_from_outside(ev, node)
+            continue
+        if len(union) > MAX_VALUES:
+            raise Unsettled
         for node in component:
             if ev.declared_fabric(union, node.param, node.ctx) is not union:
                 raise Unsettled  # a value made anew at each member: never settles
             node.values = in_order(union)
     return chain.root.values
+
+
+def entered_from_outside(ev: EvaluatorBase, node: Node) -> list[object]:
+    """A member of a cycle no value enters: what it holds asked first (callers.py
+    `parameter_from_callers`: called only from inside its own cycle, so an entry point called
+    from outside), the same whichever member was asked first."""
+    return ev.declared_fabric(
+        ev.entry_values(node.function, node.param, node.ctx), node.param, node.ctx
+    )
 
 
 def passed(chain: Chain, node: Node) -> list[object]:

@@ -72,7 +72,6 @@ def relevant_core(
     word bytes (TOP_LEVEL_NAME), and a whole-word match of one is one of the runs the index
     splits each text into."""
     core = Core()
-    words: dict[Path, frozenset[bytes]] = {}  # a file's words, split once for every round
     frontier = {path for path, data in contents.items() if word in data}
     level = 0
     while frontier:
@@ -90,38 +89,14 @@ def relevant_core(
                 if path not in core.rounds
             }
         else:
-            frontier = writers(contents, new_names, core.rounds, words)
+            pattern = any_word(new_names)
+            frontier = {
+                path
+                for path, data in contents.items()
+                if path not in core.rounds and pattern is not None and pattern.search(data)
+            }
         level += 1
     return core
-
-
-def writers(
-    contents: Mapping[Path, bytes],
-    names: set[bytes],
-    known: Collection[Path],
-    words: dict[Path, frozenset[bytes]],
-) -> set[Path]:
-    """The files not `known` that write one of `names` as a whole word. A few names are looked
-    for in the text (WordSearch); more, in each file's set of words (WORD's matches, all a
-    `\\b...\\b` pattern can match), split once and kept in `words` for the later rounds: a
-    round of a few hundred names costs a pattern of that many alternatives over every file
-    (~15 ns a byte), a set of words ~3 ns a byte once."""
-    if len(names) <= WordSearch.FEW_WORDS:
-        pattern = any_word(names)
-        if pattern is None:
-            return set()
-        outside = ((path, data) for path, data in contents.items() if path not in known)
-        return {path for path, data in outside if pattern.search(data)}
-    found = set()
-    for path, data in contents.items():
-        if path in known:
-            continue
-        split = words.get(path)
-        if split is None:
-            split = words[path] = frozenset(data.translate(NOT_WORD_TO_SPACE).split())
-        if not names.isdisjoint(split):
-            found.add(path)
-    return found
 
 
 def imported_files(
