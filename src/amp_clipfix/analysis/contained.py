@@ -49,10 +49,10 @@ from amp_clipfix.analysis.contained_syntax import (
     nodes_on,
     nodes_writing,
     reads_of,
-    text_reference,
     word_lines,
 )
 from amp_clipfix.analysis.recording import matches, raw, tested
+from amp_clipfix.analysis.text_tests import text_reference
 from amp_clipfix.analysis.values import ClsV, Ext
 
 if TYPE_CHECKING:

@@ -1,50 +1,26 @@
 """The syntax contained.py reads: the lines and nodes of a module that write a name, the reads
-of a local in a function and the scopes nested in it, annotations, text references.
+of a local in a function and the scopes nested in it, annotations (its text tests are in
+text_tests.py).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import TextLines
+from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import Ext, Opaque
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-GAPS = frozenset(b" \t\r\n\f\v\\")
 STAR_IMPORT = re.compile(rb"\bimport[ \t\\(\r\n]*\*")
-
-
-@functools.lru_cache(maxsize=256)
-def word_pattern(word: bytes) -> re.Pattern[bytes]:
-    """`word` as a whole word (not inside a longer identifier)."""
-    escaped = re.escape(word)  # the name first: `re` skips to it as a text search does
-    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")(?![A-Za-z0-9_])")
-
-
-def text_reference(word: bytes, data: bytes) -> bool:
-    """The text writes `word` as an attribute (`.Name`) or at the end of a string (`"Name"`,
-    `"pkg.Name"`, `"pkg:Name"`), as module_keeps looks for them in the tree (spaces, line
-    breaks and backslashes between)."""
-    for match in word_pattern(word).finditer(data):
-        before = match.start() - 1
-        while before >= 0 and data[before] in GAPS:
-            before -= 1
-        after = match.end()
-        while after < len(data) and data[after] in GAPS:
-            after += 1
-        sign = data[before : before + 1] if before >= 0 else b""
-        if sign == b"." or (sign in (b":", b"'", b'"') and data[after : after + 1] in (b"'", b'"')):
-            return True
-    return False
 
 
 def word_lines(module: Summary, words: set[str]) -> list[int] | None:
@@ -57,7 +33,7 @@ def word_lines(module: Summary, words: set[str]) -> list[int] | None:
     data, starts = lines_.data, lines_.starts
     offsets = list(module.non_ascii())
     for word in words:
-        offsets += [m.start() for m in word_pattern(word.encode("ascii")).finditer(data)]
+        offsets += [m.start() for m in whole_word(word.encode("ascii")).finditer(data)]
     return sorted({bisect.bisect_right(starts, offset) for offset in offsets})
 
 

@@ -18,7 +18,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from amp_clipfix.analysis.contained_syntax import text_reference
 from amp_clipfix.analysis.recording import PREDICATES
 
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -29,6 +28,8 @@ IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
 # brackets), comments, backslash continuations.
 CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
 # A `def` or `class` keyword right before a name (spaces and tabs between): its definition.
+# What may stand between a name and the `.` or quote around it (text_reference).
+GAPS = frozenset(b" \t\r\n\f\v\\")
 DEFINED = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
 
 
@@ -71,6 +72,23 @@ def import_names(data: bytes) -> frozenset[bytes]:
 
 def imports(path: Path | None, data: bytes, name: bytes) -> bool:
     return name in import_names(data)
+
+
+def text_reference(word: bytes, data: bytes) -> bool:
+    """The text writes `word` as an attribute (`.Name`) or at the end of a string (`"Name"`,
+    `"pkg.Name"`, `"pkg:Name"`), as contained.py's module_keeps looks for them in the tree
+    (spaces, line breaks and backslashes between)."""
+    for match in whole_word(word).finditer(data):
+        before = match.start() - 1
+        while before >= 0 and data[before] in GAPS:
+            before -= 1
+        after = match.end()
+        while after < len(data) and data[after] in GAPS:
+            after += 1
+        sign = data[before : before + 1] if before >= 0 else b""
+        if sign == b"." or (sign in (b":", b"'", b'"') and data[after : after + 1] in (b"'", b'"')):
+            return True
+    return False
 
 
 def referenced(path: Path | None, data: bytes, name: bytes) -> bool:
