@@ -18,10 +18,12 @@ from amp_clipfix.project.style import DEFAULT_STYLE, Style, project_style
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
 from amp_clipfix.records import replace
 from amp_clipfix.results import FileChange
-from amp_clipfix.sources.base import Language, Rendered, SourceError, VerifyError
+from amp_clipfix.sources.base import Document, Language, Rendered, SourceError, VerifyError
 from amp_clipfix.sources.text import SourceFile, decode_source, encode_text
 
 if TYPE_CHECKING:
+    import ast
+
     from amp_clipfix.analysis.read import ReadFile
     from amp_clipfix.fixes.transform import HelperImports
 
@@ -60,7 +62,7 @@ def fixed_file(
     """The file's bytes after the fixes; raises VerifyError / SourceError when they fail.
     The rules' own edits are made first, and the codemods' targets moved past them. The lines
     the fixes wrote are laid out in the project's `style` (fixes/layout.py)."""
-    rendered = _fixed_file(file, targets, target, helpers, edits)
+    rendered, verified = _fixed_file(file, targets, target, helpers, edits)
     document = file.document
     if document.language is not Language.PYTHON or rendered.cells:
         return rendered
@@ -68,7 +70,9 @@ def fixed_file(
 
     before = document.text
     after = decode_source(document.source.path, rendered.data).text
-    styled = laid_out(before, after, style)
+    # the verification's `ast` tree of the fixed text is the layout's, when it is of `after`
+    tree = verified[1] if verified is not None and verified[0] == after else None
+    styled = laid_out(before, after, style, tree)
     if styled == after:
         return rendered
     return document.adapter.render(document, styled)
@@ -80,7 +84,9 @@ def _fixed_file(
     target: Target,
     helpers: HelperImports | None,
     edits: Sequence[Edit],
-) -> Rendered:
+) -> tuple[Rendered, tuple[str, ast.Module] | None]:
+    """The rendered file, and the fixed text with its `ast` tree when the verification
+    parsed it (the layout reads it then instead of parsing it again)."""
     document = file.document
     if edits:
         from amp_clipfix.fixes.edits import apply_edits, moved_span, ordered
@@ -90,7 +96,7 @@ def _fixed_file(
         made = ordered(edits)
         edited = apply_edits(document.text, made)
         if not targets:
-            return document.adapter.render(document, edited)
+            return verified_render(document, edited)
         targets = {
             strategy: [replace(s, span=moved_span(made, s.span)) for s in sites]
             for strategy, sites in targets.items()
@@ -115,10 +121,24 @@ def _fixed_file(
             text = elided.restore(fixed_part)
             if text is not None:
                 verify_python(part.text, fixed_part)  # the rest is the module's own statements
-                return document.adapter.render(document, text, parsed=True)
+                return document.adapter.render(document, text, parsed=True), None
         file = replace(file, tree=parse_libcst(document.text))
     text = fixed_text(file, targets, target, helpers)
-    return document.adapter.render(document, text)
+    return verified_render(document, text)
+
+
+def verified_render(
+    document: Document, text: str
+) -> tuple[Rendered, tuple[str, ast.Module] | None]:
+    """The document rendered with `text`, verified as its adapter verifies it; for Python,
+    with the `ast` tree the verification parsed (None where Python does not parse it)."""
+    if document.language is not Language.PYTHON:
+        return document.adapter.render(document, text), None
+    from amp_clipfix.sources.python import verify_python
+
+    tree = verify_python(document.text, text)
+    rendered = document.adapter.render(document, text, parsed=True)
+    return rendered, None if tree is None else (text, tree)
 
 
 def fix_project(

@@ -21,16 +21,19 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from collections import Counter
+from bisect import bisect_left
+from collections import Counter, deque
+from collections.abc import Iterator
 
 from amp_clipfix.project.style import Style
 
 INDENT = "    "
 
 
-def laid_out(before: str, after: str, style: Style) -> str:
+def laid_out(before: str, after: str, style: Style, tree: ast.Module | None = None) -> str:
     """`after` with the lines the fixes wrote in the project's style; `after` unchanged when
-    it does not parse (the verification that follows reports it)."""
+    it does not parse (the verification that follows reports it). `tree`: `after`'s `ast`
+    tree when the caller parsed it already (the verification of the fixed text)."""
     if (
         before == after
         or "\r" in after.replace("\r\n", "")
@@ -39,14 +42,16 @@ def laid_out(before: str, after: str, style: Style) -> str:
         return after  # a lone CR, or mixed line ends: the bytes are kept as they are
     old = Counter(before.splitlines())
     text = requoted(after, old, style) if style.quote == "single" else after
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return after
+    if tree is None or text != after:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return after
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.split(newline)
     replaced: dict[int, tuple[int, list[str]]] = {}  # first line -> (lines it stood for, new)
-    for statement in ast.walk(tree):
+    written = [number for number, line in enumerate(lines, 1) if line not in old]
+    for statement in statements_on(tree, written):
         if not isinstance(statement, (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return)):
             continue
         call = statement.value
@@ -70,6 +75,24 @@ def laid_out(before: str, after: str, style: Style) -> str:
         out.extend(new)
         index += count
     return newline.join(out)
+
+
+def statements_on(tree: ast.Module, written: list[int]) -> Iterator[ast.AST]:
+    """`ast.walk(tree)`'s nodes in its order, less those that cannot be a statement starting
+    on a `written` line (sorted line numbers): no statement is inside an expression, and a
+    statement's inner statements start on its own lines, so a statement none of whose lines
+    was written is passed with all it holds (a module's untouched functions and classes)."""
+    pending: deque[ast.AST] = deque([tree])
+    while pending:
+        node = pending.popleft()
+        if isinstance(node, ast.expr):
+            continue
+        if isinstance(node, ast.stmt):
+            at = bisect_left(written, node.lineno)
+            if at == len(written) or written[at] > (node.end_lineno or node.lineno):
+                continue
+        pending.extend(ast.iter_child_nodes(node))
+        yield node
 
 
 def argument_nodes(call: ast.Call) -> list[ast.expr | ast.keyword]:

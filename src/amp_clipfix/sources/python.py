@@ -11,6 +11,8 @@ from amp_clipfix.sources.base import Document, Language, Rendered, Stage, Verify
 from amp_clipfix.sources.text import SourceError, decode_source, encode_text
 
 if TYPE_CHECKING:
+    import ast
+
     import libcst as cst
 
 MAX_NESTING = 1000
@@ -107,8 +109,11 @@ def nesting_problem(text: str) -> str | None:
     return None
 
 
-def verify_python(original: str, new: str) -> None:
-    """The new code must parse with libcst, and with Python's own parser where the old did."""
+def verify_python(original: str, new: str) -> ast.Module | None:
+    """The new code must parse with libcst, and with Python's own parser where the old did.
+    Gives the new code's `ast` tree when Python parses it (fixes/layout.py reads that tree),
+    else None. The old code is parsed only when the new does not: where the new parses, it
+    decides nothing."""
     import ast
 
     import libcst as cst  # only files that change reach this
@@ -118,10 +123,11 @@ def verify_python(original: str, new: str) -> None:
     except cst.ParserSyntaxError as error:
         raise VerifyError(f"fixed code does not parse: {error.message}") from None
     try:
+        return ast.parse(new)
+    except (SyntaxError, ValueError) as error:
+        failure = error
+    try:
         ast.parse(original)
     except (SyntaxError, ValueError):
-        return
-    try:
-        ast.parse(new)
-    except (SyntaxError, ValueError) as error:
-        raise VerifyError(f"fixed code does not parse: {error}") from None
+        return None
+    raise VerifyError(f"fixed code does not parse: {failure}") from None
