@@ -63,6 +63,7 @@ def fixed_file(
     The rules' own edits are made first, and the codemods' targets moved past them. The lines
     the fixes wrote are laid out in the project's `style` (fixes/layout.py)."""
     rendered, verified = _fixed_file(file, targets, target, helpers, edits)
+    codemod = bool(targets)  # else a rule's own text edits: checked by Python's parser only
     document = file.document
     if document.language is not Language.PYTHON or rendered.cells:
         return rendered
@@ -75,7 +76,7 @@ def fixed_file(
     styled = laid_out(before, after, style, tree)
     if styled == after:
         return rendered
-    return document.adapter.render(document, styled)
+    return verified_render(document, styled, codemod)[0]
 
 
 def _fixed_file(
@@ -96,7 +97,7 @@ def _fixed_file(
         made = ordered(edits)
         edited = apply_edits(document.text, made)
         if not targets:
-            return verified_render(document, edited)
+            return verified_render(document, edited, codemod=False)
         targets = {
             strategy: [replace(s, span=moved_span(made, s.span)) for s in sites]
             for strategy, sites in targets.items()
@@ -124,19 +125,21 @@ def _fixed_file(
                 return document.adapter.render(document, text, parsed=True), None
         file = replace(file, tree=parse_libcst(document.text))
     text = fixed_text(file, targets, target, helpers)
-    return verified_render(document, text)
+    return verified_render(document, text, codemod=True)
 
 
 def verified_render(
-    document: Document, text: str
+    document: Document, text: str, codemod: bool
 ) -> tuple[Rendered, tuple[str, ast.Module] | None]:
-    """The document rendered with `text`, verified as its adapter verifies it; for Python,
-    with the `ast` tree the verification parsed (None where Python does not parse it)."""
+    """The document rendered with `text`, verified: a YAML config by its adapter, Python code
+    a codemod printed with libcst's parser and Python's, a rule's own text edits with Python's
+    (sources/python.py `verify_syntax`: libcst is imported only where a codemod runs); for
+    Python, with the `ast` tree the verification parsed (None where Python does not parse it)."""
     if document.language is not Language.PYTHON:
         return document.adapter.render(document, text), None
-    from amp_clipfix.sources.python import verify_python
+    from amp_clipfix.sources import python
 
-    tree = verify_python(document.text, text)
+    tree = (python.verify_python if codemod else python.verify_syntax)(document.text, text)
     rendered = document.adapter.render(document, text, parsed=True)
     return rendered, None if tree is None else (text, tree)
 

@@ -110,18 +110,27 @@ def nesting_problem(text: str) -> str | None:
 
 
 def verify_python(original: str, new: str) -> ast.Module | None:
-    """The new code must parse with libcst, and with Python's own parser where the old did.
-    Gives the new code's `ast` tree when Python parses it (fixes/layout.py reads that tree),
-    else None. The old code is parsed only when the new does not: where the new parses, it
-    decides nothing."""
-    import ast
-
-    import libcst as cst  # only files that change reach this
+    """A codemod's output (printed from libcst's tree) must parse with libcst, which a later
+    codemod round transforms it with, and with Python's own parser where the old code did
+    (`verify_syntax`, whose `ast` tree it gives)."""
+    import libcst as cst  # only files a codemod changes reach this
 
     try:
         cst.parse_module(new)
     except cst.ParserSyntaxError as error:
         raise VerifyError(f"fixed code does not parse: {error.message}") from None
+    return verify_syntax(original, new)
+
+
+def verify_syntax(original: str, new: str) -> ast.Module | None:
+    """The new code must parse with Python's own parser where the old did: the check of a
+    rule's own text edits (of a module Python parsed; no libcst tree is made or printed, so
+    libcst is neither imported nor asked: a codemod of a later round parses the file with
+    `parse_libcst`, which says in one line when it cannot). Gives the new code's `ast` tree
+    when Python parses it (fixes/layout.py reads that tree), else None. The old code is
+    parsed only when the new does not: where the new parses, it decides nothing."""
+    import ast
+
     try:
         return ast.parse(new)
     except (SyntaxError, ValueError) as error:
