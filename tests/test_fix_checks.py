@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_small_costs import FABRIC
+from test_small_costs import PROGRAM as CODEMOD_PROGRAM
 
 from amp_clipfix.fixes import layout
 from amp_clipfix.project.style import Style
@@ -23,36 +25,19 @@ REPO = Path(__file__).resolve().parents[1]
 MIGRATION = "import torch\n\nscaler = torch.cuda.amp.GradScaler(enabled=True)\n"
 MIGRATED = 'scaler = torch.amp.GradScaler("cuda", enabled=True)\n'
 
-FABRIC = """import torch
-import lightning as L
-
-fabric = L.Fabric(precision="16-mixed")
-model = torch.nn.Linear(2, 2)
-opt = torch.optim.AdamW(model.parameters(), fused=True)
-model, opt = fabric.setup(model, opt)
-fabric.clip_gradients(model, opt, max_norm=1.0)
-"""
-
-# Runs `check --format json .` in the current folder, then says (on stderr) the exit code and
-# whether libcst was imported.
-PROGRAM = (
-    "import runpy, sys\n"
-    "sys.argv = ['amp-clipfix', 'check', '--no-cache', '--format', 'json', '.']\n"
-    "try:\n"
-    "    runpy.run_module('amp_clipfix', run_name='__main__')\n"
-    "except SystemExit as end:\n"
-    "    print(end.code, 'libcst' in sys.modules, file=sys.stderr)\n"
-)
+# `check --format json .` in the current folder, then (on stderr) the exit code and whether
+# libcst was imported (test_small_costs.py's program asks about libcst.codemod).
+PROGRAM = CODEMOD_PROGRAM.replace("'libcst.codemod' in sys.modules", "'libcst' in sys.modules")
+assert PROGRAM != CODEMOD_PROGRAM
 
 
 def checked(root: Path, code: str) -> tuple[list[str], dict]:
-    """`check --format json` of a one-file project: ([exit code, whether libcst was
-    imported], the report)."""
-    (root / "pyproject.toml").write_text('[project]\nname = "p"\n')
-    (root / "train.py").write_text(code)
-    run = subprocess.run(
-        [sys.executable, "-c", PROGRAM], cwd=root, capture_output=True, text=True, check=False
-    )
+    """`check --format json` of a project of one module, `train.py`: ([exit code, whether
+    libcst was imported], the report)."""
+    for name, text in (("pyproject.toml", '[project]\nname = "p"\n'), ("train.py", code)):
+        (root / name).write_text(text)
+    command = [sys.executable, "-c", PROGRAM]
+    run = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
     return run.stderr.split()[-2:], json.loads(run.stdout)
 
 
