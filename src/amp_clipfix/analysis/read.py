@@ -1,8 +1,8 @@
 """Read one document's sites: Python (a module or a notebook's cells) through the stdlib `ast`,
 YAML configs through their own reader. Errors come back as one line with a location.
 
-libcst is not used here: only a file a fix changes is parsed with it (pipeline.fixed_file), so
-a check run never imports it and a file libcst cannot read fails only when it is to be fixed."""
+libcst is not used here: only a file a codemod changes is parsed with it (fixes/changes.py), so
+a check run imports it only for a codemod's fix and a file libcst cannot read fails only then."""
 
 from __future__ import annotations
 
