@@ -191,6 +191,10 @@ def names(source: str) -> frozenset[str] | None:
         ("f = lambda: clip_grad_norm_\n", None),
         ("x = clip_grad_norm_\nok = getattr(m, 'x')\n", None),  # a string naming one
         ("print(clip_grad_norm_.__name__)\n", None),  # an attribute of it
+        # a record's field or a keyword: read by `asdict`, `vars`, `getattr(cfg, f.name)`
+        ("class A:\n    clip: object = clip_grad_norm_\n", None),
+        ("class C:\n    f: object = None\n\nx.f = clip_grad_norm_\n", None),
+        ("x.f = clip_grad_norm_\nns = SimpleNamespace(f=None)\n", None),
     ],
 )
 def test_the_names_the_clip_is_stored_under(source: str, stored: set[str] | None) -> None:

@@ -12,7 +12,11 @@ spelled otherwise only through what the read gives it to:
 - the callee of a call (`torch.nn.utils.clip_grad_norm_(...)`): a call of the clip, spelled so;
 - an assignment to plain names or attributes, as the whole value (`clip = ...`,
   `self.clip_func = ...`, also in a class body): the names stored to hold the clip, and every
-  read of one is followed in turn (`f = self.clip_func` adds `f`);
+  read of one is followed in turn (`f = self.clip_func` adds `f`). Not a name the project
+  also declares as a field (`clip_func: Callable` in a class body) or passes as a keyword
+  (`SimpleNamespace(clip_func=...)`): the evaluator reads a record's fields without their
+  names (`asdict(cfg)`, `vars(ns)`, `getattr(cfg, f.name)`), so a value stored there is
+  handed on;
 - an import under another name (`from torch.nn.utils import clip_grad_norm_ as clip`): the new
   name holds it.
 
@@ -35,9 +39,9 @@ from pathlib import Path
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES
 from amp_clipfix.analysis.recording import holds_any, read, scan
 
-# The most names the clip may be stored under, and files read for them, before the answer is
-# "anywhere" (None): a name stored from the clip and read everywhere costs more to follow than
-# the calls it would leave unasked.
+# The most names the clip may be stored under, and files read for them (beyond those writing
+# torch's own names, read as before), before the answer is "anywhere" (None): a name stored
+# from the clip and read everywhere costs more to follow than the calls it would leave unasked.
 MAX_NAMES = 16
 MAX_FILES = 64
 
@@ -50,26 +54,28 @@ def clip_names(contents: Mapping[Path, bytes], tree_of: Trees) -> frozenset[str]
     `tree_of` gives a file's tree (None: it does not parse, and it may hand the clip on)."""
     names: set[str] = set(TORCH_CLIP_NAMES)
     new = sorted(names)
-    walked: set[Path] = set()
+    walked: set[Path] = set()  # read for the names the clip is stored under
+    first = True
     while new:
         words = tuple(name.encode("ascii") for name in new if name.isascii())
         if len(words) < len(new):
             return None  # a name Python may spell another way (NFKC): not followed
         found: set[str] = set()
         for path in scan(contents, holds_any(words)):
-            walked.add(path)
-            if len(walked) > MAX_FILES:
-                return None
+            if not first:
+                walked.add(path)
+                if len(walked) > MAX_FILES:
+                    return None
             read(contents, path)
             tree = tree_of(path)
             stored = None if tree is None else stored_names(tree, frozenset(names))
-            if stored is None:
+            if stored is None or (tree is not None and declared(tree, names - TORCH_CLIP_NAMES)):
                 return None
             found |= stored - names
         names |= found
         if len(names) > MAX_NAMES:
             return None
-        new = sorted(found)
+        new, first = sorted(found), False
     return frozenset(names)
 
 
@@ -99,6 +105,22 @@ def stored_names(tree: ast.Module, names: frozenset[str]) -> set[str] | None:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
             return None  # `getattr(module, "clip_grad_norm_")`, `setattr(x, "clip_func", ...)`
     return stored
+
+
+def declared(tree: ast.Module, names: set[str]) -> bool:
+    """The module declares one of `names` as a field of a class (an annotated name of its
+    body) or passes one as a keyword."""
+    if not names:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in names:
+            return True
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                target = statement.target if isinstance(statement, ast.AnnAssign) else None
+                if isinstance(target, ast.Name) and target.id in names:
+                    return True
+    return False
 
 
 def assigned_to(parent: ast.AST | None, node: ast.expr) -> list[str] | None:
