@@ -1,7 +1,7 @@
 """torch's clip held as a value (analysis/clip_values.py) and a reading's quiet last statement
-(order.quiet_tail), in ACF004's search: a clip stored whole under names (`self.clip_func =
-torch.nn.utils.clip_grad_norm_`, a renamed import) leaves reach's gate on, and only calls spelled
-with one of those names are asked whether they are the clip; the helpers of a reading's last
+(order.quiet_tail), in ACF004's search: where the clip is stored whole under names
+(`self.clip_func = torch.nn.utils.clip_grad_norm_`, a renamed import), only calls spelled with
+one of those names are asked whether they are the clip; the helpers of a reading's last
 statement are not entered when nothing there can make a finding. Each finding is still found,
 with the same output as with every call asked about."""
 
@@ -14,6 +14,7 @@ import pytest
 
 from amp_clipfix.analysis import clip_values, order, reach
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES
+from amp_clipfix.rules import acf004
 from tests.test_reach import check, write
 
 WRAPPER = """\
@@ -74,6 +75,19 @@ def clip_line(wrapper: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if "(params, 1.0)" in line)
 
 
+def clip_asked(monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """The callees (as written) ACF004 asks whether they are torch's clip, filled as it runs."""
+    asked: set[str] = set()
+    is_torch_clip = acf004.is_torch_clip
+
+    def noted(facts, file, call):  # type: ignore[no-untyped-def]
+        asked.add(file.code(call.func))
+        return is_torch_clip(facts, file, call)
+
+    monkeypatch.setattr(acf004, "is_torch_clip", noted)
+    return asked
+
+
 def ungated(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every call asked about and every helper entered, as before the gate and the tail."""
     monkeypatch.setattr(reach.CallReach, "call_runs", lambda *a: True)
@@ -88,14 +102,17 @@ def test_a_clip_stored_under_a_name_is_found_where_that_name_is_called(
 ) -> None:
     wrapper = WRAPPER.replace("{clip}", clip)
     write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
+    clips = clip_asked(monkeypatch)
 
     code, output, asked = check(tmp_path, monkeypatch)
 
     assert code == 1, output
     assert f"wrapper.py:{clip_line(wrapper)}:9: ACF004" in output
     assert "step: wrapper.py:2" in output
-    # the gate stays on: `item` is bound nowhere, and the call is no clip's
-    assert "summary(loss).item" not in asked
+    # only a call spelled with a name the clip is stored under is asked whether it is one
+    assert clip.split("(")[0].split()[-1] in clips
+    assert "summary(loss).item" not in clips
+    assert "self.scaler.update" not in clips
     # the last statement of `configure`: no clip before it, none of its own
     assert "self.settings.update" not in asked
 
@@ -122,12 +139,14 @@ def test_a_renamed_import_of_the_clip_is_called_by_its_new_name(
         "import torch\n", "import torch\nfrom torch.nn.utils import clip_grad_norm_ as clip\n", 1
     )
     write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
+    clips = clip_asked(monkeypatch)
 
-    code, output, asked = check(tmp_path, monkeypatch)
+    code, output, _ = check(tmp_path, monkeypatch)
 
     assert code == 1, output
     assert f"wrapper.py:{clip_line(wrapper)}:9: ACF004" in output
-    assert "summary(loss).item" not in asked
+    assert "clip" in clips
+    assert "summary(loss).item" not in clips
 
 
 def test_a_clip_handed_on_otherwise_asks_every_call(
@@ -139,11 +158,12 @@ def test_a_clip_handed_on_otherwise_asks_every_call(
     )
     wrapper = "import functools\n" + wrapper
     write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
+    clips = clip_asked(monkeypatch)
 
-    code, output, asked = check(tmp_path, monkeypatch)
+    code, output, _ = check(tmp_path, monkeypatch)
 
     assert code == 1, output
-    assert "summary(loss).item" in asked
+    assert "summary(loss).item" in clips
 
 
 def test_a_step_in_the_last_statement_after_a_clip_is_read(

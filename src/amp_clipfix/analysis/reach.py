@@ -138,8 +138,10 @@ class CallReach:
         self.functions: dict[tuple[int, int], bool] = {}
         self.values: dict[str, bool] = {}  # attribute name -> some file gives it a value
         self.calls: dict[int, bool] = {}  # id(call) -> may_run_project
+        # the names a call of torch's clip may be spelled with (None: any call; clip_values.py)
+        self.stored: frozenset[str] | None = None
+        self.clips: frozenset[str] = CLIP_NAMES
         self.escapes: bool | None = None
-        self.clips: frozenset[str] = CLIP_NAMES  # the names a call of the clip is spelled with
         self.skipped = 0  # calls not asked about
         self.asked = 0  # calls asked about
 
@@ -209,24 +211,23 @@ class CallReach:
         return found
 
     def clip_escapes(self) -> bool:
-        """The project hands torch's clip on as a value other than stored whole under names
-        (clip_values.py), so a call spelled otherwise may be it. Else `clips` holds the names
-        a call of it may be spelled with."""
+        """The project hands torch's clip on as a value (stores it under a name, imports it
+        under another, passes it, writes its name as a string), so a call spelled otherwise
+        may be it: the gate is off. Stored whole under names only, `clips` holds them
+        (clip_values.py): the clip question is still asked only of calls so spelled
+        (`may_be_clip`), but the names a function reaches an event through are many more
+        than those, and indexing them cost more than it saved (bench/README `mme2`)."""
         if self.escapes is None:
-            names = clip_names(self.contents, self.tree_of)
-            self.escapes = names is None
-            self.clips = CLIP_NAMES if names is None else names
+            self.stored = clip_names(self.contents, self.tree_of)
+            self.clips = CLIP_NAMES if self.stored is None else self.stored
+            self.escapes = self.stored != CLIP_NAMES
         return self.escapes
-
-    def clip_words(self) -> frozenset[str]:
-        """The names a call of torch's clip may be spelled with (its own, where it escapes)."""
-        self.clip_escapes()
-        return self.clips
 
     def may_be_clip(self, call: ast.Call) -> bool:
         """The call may be torch's clip: the clip is handed on where any call may hold it, or
-        the call is spelled with a name it is stored under."""
-        return self.clip_escapes() or spelled(call, self.clips)
+        the call is spelled with a name it is stored under (clip_values.py)."""
+        self.clip_escapes()
+        return self.stored is None or spelled(call, self.clips)
 
     def tree_of(self, path: Path) -> ast.Module | None:
         """The file's tree: the rule's own files (parsed for its search anyway), else the
@@ -245,7 +246,7 @@ class CallReach:
         return known
 
     def search_attribute(self, name: str, levels: int) -> bool:
-        if name in EVENT_METHODS or name in self.clip_words() or not name.isascii():
+        if name in EVENT_METHODS or name in CLIP_NAMES or not name.isascii():
             return True
         if self.value_bound(name):
             return True
@@ -297,10 +298,10 @@ class CallReach:
         `levels` left) run a function that reaches one."""
         func = call.func
         if isinstance(func, ast.Attribute):
-            if func.attr in EVENT_METHODS or func.attr in self.clip_words():
+            if func.attr in EVENT_METHODS or func.attr in CLIP_NAMES:
                 return True
             return levels > 0 and self.attribute_reaches(func.attr, levels - 1)
-        if isinstance(func, ast.Name) and func.id in self.clip_words():
+        if isinstance(func, ast.Name) and func.id in CLIP_NAMES:
             return True
         if levels == 0:
             return False  # no helper is entered at the last level
