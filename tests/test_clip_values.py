@@ -233,3 +233,14 @@ def test_a_call_is_the_clip_only_when_spelled_with_a_name() -> None:
     assert clip_values.spelled(call("clip_grad_norm_(p)"), clips)
     assert not clip_values.spelled(call("self.settings.update(p)"), clips)
     assert not clip_values.spelled(call("fns[0](p)"), clips)
+
+
+def test_a_statements_calls_are_read_once() -> None:
+    """order.calls_of keeps its answer by statement (a helper's body is read at every call of
+    it): the same list, in run order, inner calls first."""
+    statement = ast.parse("y = f(g(x), h.k(1))\n").body[0]
+
+    first = order.calls_of(statement)
+
+    assert [ast.unparse(c) for c in first] == ["g(x)", "h.k(1)", "f(g(x), h.k(1))"]
+    assert order.calls_of(statement) is first

@@ -11,6 +11,7 @@ arguments, so `scaler.step(opt)` in a helper and `scaler.scale(loss)` in its cal
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -107,8 +108,21 @@ def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from statements(case.body)
 
 
+# calls_of's answers by statement: a helper's body is read again at every call of it, in every
+# reading (mmengine: 4,011 asks of 348 statements). Weak keys: the answers go with their tree.
+_CALLS: weakref.WeakKeyDictionary[ast.stmt, list[ast.Call]] = weakref.WeakKeyDictionary()
+
+
 def calls_of(statement: ast.stmt) -> list[ast.Call]:
-    """The calls a statement makes itself (not those of its blocks), inner calls first."""
+    """The calls a statement makes itself (not those of its blocks), inner calls first (the
+    same list each time: not to be changed)."""
+    known = _CALLS.get(statement)
+    if known is None:
+        known = _CALLS[statement] = own_calls(statement)
+    return known
+
+
+def own_calls(statement: ast.stmt) -> list[ast.Call]:
     found: list[ast.Call] = []
     stack: list[ast.AST] = [statement]
     own = {
