@@ -88,6 +88,19 @@ def clip_asked(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     return asked
 
 
+def found(
+    root: Path, monkeypatch: pytest.MonkeyPatch, wrapper: str
+) -> tuple[str, set[str], set[str]]:
+    """`check` over the wrapper and TRAIN, its ACF004 finding at the clip asserted: the output,
+    the callees asked whether they are torch's clip, and every callee asked about."""
+    write(root, {"wrapper.py": wrapper, "train.py": TRAIN})
+    clips = clip_asked(monkeypatch)
+    code, output, asked = check(root, monkeypatch)
+    assert code == 1, output
+    assert f"wrapper.py:{clip_line(wrapper)}:9: ACF004" in output
+    return output, clips, asked
+
+
 def ungated(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every call asked about and every helper entered, as before the gate and the tail."""
     monkeypatch.setattr(reach.CallReach, "call_runs", lambda *a: True)
@@ -100,14 +113,8 @@ def ungated(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_clip_stored_under_a_name_is_found_where_that_name_is_called(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clip: str
 ) -> None:
-    wrapper = WRAPPER.replace("{clip}", clip)
-    write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
-    clips = clip_asked(monkeypatch)
+    output, clips, asked = found(tmp_path, monkeypatch, WRAPPER.replace("{clip}", clip))
 
-    code, output, asked = check(tmp_path, monkeypatch)
-
-    assert code == 1, output
-    assert f"wrapper.py:{clip_line(wrapper)}:9: ACF004" in output
     assert "step: wrapper.py:2" in output
     # only a call spelled with a name the clip is stored under is asked whether it is one
     assert clip.split("(")[0].split()[-1] in clips
@@ -138,13 +145,8 @@ def test_a_renamed_import_of_the_clip_is_called_by_its_new_name(
     wrapper = WRAPPER.replace("{clip}", "clip(params, 1.0)").replace(
         "import torch\n", "import torch\nfrom torch.nn.utils import clip_grad_norm_ as clip\n", 1
     )
-    write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
-    clips = clip_asked(monkeypatch)
+    _, clips, _ = found(tmp_path, monkeypatch, wrapper)
 
-    code, output, _ = check(tmp_path, monkeypatch)
-
-    assert code == 1, output
-    assert f"wrapper.py:{clip_line(wrapper)}:9: ACF004" in output
     assert "clip" in clips
     assert "summary(loss).item" not in clips
 
@@ -156,13 +158,8 @@ def test_a_clip_handed_on_otherwise_asks_every_call(
     wrapper = WRAPPER.replace("{clip}", "self.clip_func(params, 1.0)").replace(
         "= torch.nn.utils.clip_grad_norm_", "= functools.partial(torch.nn.utils.clip_grad_norm_)"
     )
-    wrapper = "import functools\n" + wrapper
-    write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
-    clips = clip_asked(monkeypatch)
+    _, clips, _ = found(tmp_path, monkeypatch, "import functools\n" + wrapper)
 
-    code, output, _ = check(tmp_path, monkeypatch)
-
-    assert code == 1, output
     assert "summary(loss).item" in clips
 
 
@@ -176,12 +173,8 @@ def test_a_step_in_the_last_statement_after_a_clip_is_read(
         "        self.finish()\n\n    def finish(self):\n"
         "        self.scaler.step(self.optimizer)\n        self.scaler.update()\n",
     )
-    write(tmp_path, {"wrapper.py": wrapper, "train.py": TRAIN})
+    _, _, asked = found(tmp_path, monkeypatch, wrapper)
 
-    code, output, asked = check(tmp_path, monkeypatch)
-
-    assert code == 1, output
-    assert f"wrapper.py:{clip_line(wrapper)}:9: ACF004" in output
     assert "self.finish" in asked
 
 
