@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from amp_clipfix.analysis import bound_names, reach
+from amp_clipfix.analysis import bound_names, clip_values, reach
 from amp_clipfix.analysis import facts as facts_module
+from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.cli import main
 
@@ -126,9 +127,12 @@ def test_without_the_gate_the_same_output_asks_every_call(
 def test_a_clip_handed_on_as_a_value_turns_the_gate_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`clipper = torch.nn.utils.clip_grad_norm_`: any call may be the clip, so every call is
-    asked about, as without the index."""
-    ops = OPS + "\n\nclipper = torch.nn.utils.clip_grad_norm_\n"
+    """`clipper = partial(torch.nn.utils.clip_grad_norm_, ...)`: any call may be the clip, so
+    every call is asked about, as without the index (stored whole under a name, only a call so
+    spelled may be it: tests/test_clip_values.py)."""
+    ops = (
+        OPS + "\n\nimport functools\nclipper = functools.partial(torch.nn.utils.clip_grad_norm_)\n"
+    )
     write(tmp_path, {"ops.py": ops, "engine.py": ENGINE, "train.py": TRAIN})
 
     code, output, asked = check(tmp_path, monkeypatch)
@@ -163,11 +167,14 @@ def test_what_gives_an_attribute_a_value(source: str, bound: bool) -> None:
 
 
 def test_a_clip_is_handed_on_only_where_written_other_than_called() -> None:
+    def stored(source: str) -> set[str] | None:
+        return clip_values.stored_names(ast.parse(source), CLIP_NAMES)
+
     called = "import torch\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\n"
     imported = "from torch.nn.utils import clip_grad_norm_\nclip_grad_norm_(p, 1.0)\n"
-    assert not reach.clip_handed_on(ast.parse(called))
-    assert not reach.clip_handed_on(ast.parse(imported))
-    assert reach.clip_handed_on(ast.parse("import torch\nc = torch.nn.utils.clip_grad_norm_\n"))
-    assert reach.clip_handed_on(ast.parse("from torch.nn.utils import clip_grad_norm_ as c\n"))
-    assert reach.clip_handed_on(ast.parse("import functools\nfunctools.partial(clip_grad_norm_)"))
-    assert reach.clip_handed_on(ast.parse("getattr(utils, 'clip_grad_value_')(p, 1)\n"))
+    assert stored(called) == set()
+    assert stored(imported) == set()
+    assert stored("import torch\nc = torch.nn.utils.clip_grad_norm_\n") == {"c"}
+    assert stored("from torch.nn.utils import clip_grad_norm_ as c\n") == {"c"}
+    assert stored("import functools\nfunctools.partial(clip_grad_norm_)") is None
+    assert stored("getattr(utils, 'clip_grad_value_')(p, 1)\n") is None

@@ -21,9 +21,11 @@ library attribute. So:
 - where it binds `name` nowhere, the call runs library code only: it is not asked about.
 
 torch's clip is a library function: a call can be it without being spelled `clip_grad_norm_`
-only where the project hands the function on as a value (`clip = torch.nn.utils.clip_grad_norm_`,
-`partial(clip_grad_norm_, ...)`, an import under another name, a string): then every call may
-be it and nothing is left out (`clip_escapes`).
+only where the project hands the function on as a value. Stored whole under names
+(`self.clip_func = torch.nn.utils.clip_grad_norm_`, an import under another name), a call
+spelled with one of those names may be it (clip_values.py: `clip_names`); handed on otherwise
+(`partial(clip_grad_norm_, ...)`, an argument, a string), every call may be it and nothing is
+left out (`clip_escapes`).
 
 A function's answer reads the files that define or bind the name (noted as reads and scans,
 recording.py), so an edit there invalidates the queries that relied on it.
@@ -38,14 +40,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator
+from amp_clipfix.analysis.clip_values import clip_names, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
-from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read, scan
+from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
 
-CLIP_WORDS = tuple(name.encode("ascii") for name in sorted(CLIP_NAMES))
 # Method names a call of which may be an event itself (the classifier decides by value):
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
 EVENT_METHODS = frozenset({"backward", "unscale_", "step"})
@@ -136,6 +138,9 @@ class CallReach:
         self.functions: dict[tuple[int, int], bool] = {}
         self.values: dict[str, bool] = {}  # attribute name -> some file gives it a value
         self.calls: dict[int, bool] = {}  # id(call) -> may_run_project
+        # the names a call of torch's clip may be spelled with (None: any call; clip_values.py)
+        self.stored: frozenset[str] | None = None
+        self.clips: frozenset[str] = CLIP_NAMES
         self.escapes: bool | None = None
         self.skipped = 0  # calls not asked about
         self.asked = 0  # calls asked about
@@ -206,20 +211,29 @@ class CallReach:
         return found
 
     def clip_escapes(self) -> bool:
-        """The project hands torch's clip on as a value somewhere (an import under another
-        name, a name or attribute not called where it is written, a string), so a call
-        spelled otherwise may be it."""
+        """The project hands torch's clip on as a value (stores it under a name, imports it
+        under another, passes it, writes its name as a string), so a call spelled otherwise
+        may be it: the gate is off. Stored whole under names only, `clips` holds them
+        (clip_values.py): the clip question is still asked only of calls so spelled
+        (`may_be_clip`), but the names a function reaches an event through are many more
+        than those, and indexing them cost more than it saved (bench/README `mme2`)."""
         if self.escapes is None:
-            contents = self.contents
-            self.escapes = False
-            for path in scan(contents, ("any", CLIP_WORDS)):
-                # the rule's own files (parsed for its search anyway), else the evaluator's
-                file = self.facts.files.get(path) if path in self.facts.files else None
-                tree = file.tree if file is not None else self.summary_tree(path)
-                if tree is not None and clip_handed_on(tree):
-                    self.escapes = True
-                    break
+            self.stored = clip_names(self.contents, self.tree_of)
+            self.clips = CLIP_NAMES if self.stored is None else self.stored
+            self.escapes = self.stored != CLIP_NAMES
         return self.escapes
+
+    def may_be_clip(self, call: ast.Call) -> bool:
+        """The call may be torch's clip: the clip is handed on where any call may hold it, or
+        the call is spelled with a name it is stored under (clip_values.py)."""
+        self.clip_escapes()
+        return self.stored is None or spelled(call, self.clips)
+
+    def tree_of(self, path: Path) -> ast.Module | None:
+        """The file's tree: the rule's own files (parsed for its search anyway), else the
+        evaluator's."""
+        file = self.facts.files.get(path) if path in self.facts.files else None
+        return file.tree if file is not None else self.summary_tree(path)
 
     def attribute_reaches(self, name: str, levels: int = LEVELS) -> bool:
         """A call `x.name(...)` may be an event, or run a function that reaches one within
@@ -373,24 +387,3 @@ def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | No
     if cls is not None and positional and positional[0].arg == receiver.id:
         return False  # `self.x.name(...)`: the class's own attribute
     return receiver.id in {a.arg for a in all_params(args)}
-
-
-def clip_handed_on(tree: ast.Module) -> bool:
-    """The module writes a clip name other than as the callee of a call, as a name it imports
-    under its own name, or as a string (`getattr(torch.nn.utils, "clip_grad_norm_")`). One
-    walk: a call is met before its callee (breadth first)."""
-    called: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            called.add(id(node.func))
-        elif isinstance(node, ast.Name | ast.Attribute):
-            name = node.id if isinstance(node, ast.Name) else node.attr
-            if name in CLIP_NAMES and id(node) not in called:
-                return True
-        elif isinstance(node, ast.alias):
-            own = node.name.rsplit(".", 1)[-1]
-            if own in CLIP_NAMES and node.asname not in (None, own):
-                return True
-        elif isinstance(node, ast.Constant) and node.value in CLIP_NAMES:
-            return True
-    return False

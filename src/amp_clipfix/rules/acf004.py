@@ -95,9 +95,12 @@ def made_once(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> ast.Call 
     return next(iter(made.values())) if len(made) == 1 else None
 
 
-def classifier(facts: ProjectFacts, enters: Enters = None):  # noqa: ANN201 - an order.Classify
+def classifier(  # noqa: ANN201 - an order.Classify
+    facts: ProjectFacts, enters: Enters = None, clips: Callable[[ast.Call], bool] | None = None
+):
     """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls (asked only of
-    a call that `enters` says may run project code or torch's clip: analysis/reach.py)."""
+    a call that `clips` says may be torch's clip and `enters` says may run project code or
+    torch's clip: analysis/reach.py, clip_values.py)."""
 
     def classify(file: FileFacts, call: ast.Call) -> Seen | None:
         func = call.func
@@ -116,7 +119,11 @@ def classifier(facts: ProjectFacts, enters: Enters = None):  # noqa: ANN201 - an
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
                 made = made_once(facts, file, receiver)
                 return Seen(kind, scaler=receiver, optimizer=call.args[0], detail=made)
-        if (enters is None or enters(file, None, call)) and is_torch_clip(facts, file, call):
+        if (
+            (clips is None or clips(call))
+            and (enters is None or enters(file, None, call))
+            and is_torch_clip(facts, file, call)
+        ):
             return Seen(EventKind.CLIP)
         return None
 
@@ -129,7 +136,7 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # no file writes `<x>.scale(...).backward(...)`: no reading meets a backward
     reach = CallReach(facts)
     enters = reach.may_run_project
-    classify = classifier(facts, enters)
+    classify = classifier(facts, enters, reach.may_be_clip)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         for function in functions(file):
@@ -138,7 +145,7 @@ def check(queries: Queries) -> Iterator[Found]:
                 isinstance(function, FUNCTIONS) and b"clip_grad_" in text
             ):
                 continue
-            order = events(facts, file, function, classify, enters=enters)
+            order = events(facts, file, function, classify, enters=enters, tail=True)
             readings = [(file, order, index) for index in range(len(order))]
             if isinstance(function, FUNCTIONS):
                 # a clip of its own that meets no step here: read where it is called
@@ -177,7 +184,7 @@ def in_callers(
     enters = None if reach is None else reach.may_run_project
     holds = None if reach is None else reach.may_hold_instance
     for where, reading, call in caller_readings(facts, file, function, holds=holds):
-        caller_order = events(facts, where, reading, classify, enters=enters)
+        caller_order = events(facts, where, reading, classify, enters=enters, tail=True)
         for index, event in enumerate(caller_order):
             if any(event.call is clip.call for clip in clips) and call in event.via:
                 found.append((where, caller_order, index))
