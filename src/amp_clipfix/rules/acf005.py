@@ -26,6 +26,7 @@ from amp_clipfix.analysis.manual import (
     optimizer_of,
     rest_is_comment,
 )
+from amp_clipfix.analysis.manual_clips import any_manual_clip
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events
 from amp_clipfix.analysis.training import (
@@ -198,6 +199,8 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     if not facts.may_optimize_manually() or not may_clip(facts):
         return
+    if not any_manual_clip(facts.evaluator):
+        return  # no call of the project can be a clip (analysis/manual_clips.py)
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
