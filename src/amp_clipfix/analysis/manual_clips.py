@@ -44,7 +44,6 @@ from amp_clipfix.analysis.written_events import python_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
-    from amp_clipfix.analysis.summary import Summary
 
 CLIP_NAMES = frozenset({MODULE_CLIP, *TORCH_CLIP_NAMES})
 WORDS = tuple(sorted(name.encode("ascii") for name in CLIP_NAMES))
@@ -52,7 +51,13 @@ WRITES_CLIP_NAME = "writes_clip_name"  # the scan's predicate (recording.PREDICA
 # `.clip_gradients(` then something other than `)`: a call of it with an argument, maybe.
 _GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 MODULE_CLIP_CALL = re.compile(
-    rb"\." + _GAP + MODULE_CLIP.encode("ascii") + rb"(?![A-Za-z0-9_])" + _GAP + rb"\(" + _GAP
+    rb"\."
+    + _GAP
+    + MODULE_CLIP.encode("ascii")
+    + rb"(?![A-Za-z0-9_])"
+    + _GAP
+    + rb"\("
+    + _GAP
     + rb"[^)\s\\#]"
 )
 
@@ -121,5 +126,6 @@ def written_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     return node.attr if isinstance(node, ast.Attribute) else None
+
 
 PREDICATES[WRITES_CLIP_NAME] = writes_clip_name
