@@ -142,6 +142,10 @@ class FileFacts:
         return Edit(self.path, self.span(node), code)
 
 
+# A test of a file's path and document text (as UTF-8) made before it is parsed.
+TextTest = Callable[[Path, bytes], bool]
+
+
 class LazyFiles(Mapping[Path, FileFacts]):
     """The project's files that hold a searching rule's word (`candidates`, in the project's
     order, listed when first asked: a run whose queries are all reused lists nothing), each
@@ -192,14 +196,21 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def with_words(self, words: tuple[bytes, ...]) -> Iterator[FileFacts]:
+    def with_words(
+        self, words: tuple[bytes, ...], where: TextTest | None = None
+    ) -> Iterator[FileFacts]:
         """The files whose document text holds one of `words`, in path order; the text is
-        read (decoded, not parsed) first, so only those files are parsed."""
+        read (decoded, not parsed) first, so only those files are parsed. `where`: a further
+        test of the path and text (of a file that holds a word: an edit to it is noted)."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)
-            if data is not None and any(word in data for word in words):
+            if (
+                data is not None
+                and any(word in data for word in words)
+                and (where is None or where(path, data))
+            ):
                 found = self.get(path)
                 if found is not None:
                     yield found
@@ -272,15 +283,17 @@ class ProjectFacts:
             self._evaluator = self.evaluator_of()
         return self._evaluator
 
-    def with_words(self, *words: bytes) -> Iterator[FileFacts]:
+    def with_words(self, *words: bytes, where: TextTest | None = None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words`, in path order (a lazy project's files
-        are parsed only when their text holds one)."""
+        are parsed only when their text holds one, and passes `where`)."""
         if isinstance(self.files, LazyFiles):
-            yield from self.files.with_words(words)
+            yield from self.files.with_words(words, where)
             return
         for path in sorted(self.files, key=str):
             file = self.files[path]
-            if any(word in file.data for word in words):
+            if any(word in file.data for word in words) and (
+                where is None or where(path, file.data)
+            ):
                 yield file
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:
