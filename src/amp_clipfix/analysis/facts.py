@@ -196,6 +196,17 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def holds_words(self, words: tuple[bytes, ...]) -> bool:
+        """Whether a file's document text holds one of `words` (asked as `with_words` asks,
+        noted the same way), none parsed."""
+        self.noted.words(words)
+        for path in sorted({*self.candidates, *self.loaded}, key=str):
+            loaded = self.loaded.get(path)
+            data = loaded.data if loaded is not None else self.text(path)
+            if data is not None and any(word in data for word in words):
+                return True
+        return False
+
     def with_words(
         self, words: tuple[bytes, ...], where: TextTest | None = None
     ) -> Iterator[FileFacts]:
@@ -295,6 +306,12 @@ class ProjectFacts:
                 where is None or where(path, file.data)
             ):
                 yield file
+
+    def holds_words(self, *words: bytes) -> bool:
+        """Whether `with_words(*words)` may give a file (no file parsed)."""
+        if isinstance(self.files, LazyFiles):
+            return self.files.holds_words(words)
+        return any(any(word in file.data for word in words) for file in self.files.values())
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:
         """What the expression may hold (evaluate.py's values; `Opaque` is run time)."""

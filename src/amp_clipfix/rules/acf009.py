@@ -172,7 +172,8 @@ def check(queries: Queries) -> Iterator[Found]:
 def cli_search(facts: ProjectFacts) -> Iterator[Found]:
     """The LightningCLI's Trainer: `gradient_clip_val` from a YAML config's `trainer:` section
     or `trainer_defaults={...}`, and the module class the CLI fits (analysis/cli_config.py)."""
-    cli = cli_trainer(facts, (CLIP_VAL_ARGUMENT, CLIP_ALGORITHM_ARGUMENT), CLIP_VAL_ARGUMENT)
+    keys = (CLIP_VAL_ARGUMENT, CLIP_ALGORITHM_ARGUMENT)
+    cli = cli_trainer(facts, keys, CLIP_VAL_ARGUMENT, fitted=True)
     if cli is None or not cli.settings[CLIP_VAL_ARGUMENT]:
         return
     settings = cli.settings[CLIP_VAL_ARGUMENT]
