@@ -9,15 +9,19 @@ the model is still reported, and an edit that names it runs the search again."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 from test_incremental import PYPROJECT, edit_line, same_as_cold, write
 from test_manual_gate import MODULE
 
 from amp_clipfix.analysis import cli_config
+from amp_clipfix.analysis.cli_config import writes_document_call
 from amp_clipfix.cli import main
 from amp_clipfix.rules import acf009
 
@@ -164,3 +168,13 @@ def test_an_edit_that_names_the_model_runs_the_search_again(
     assert b"config.py:4:" in same_as_cold(root)
     edit_line("config.py", named, '{"hidden"')(root)
     assert same_as_cold(root) == first
+
+
+WORD_BOUNDED = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
+PIECES = ["create", "DictConfig", "dict", "Dict", "re", "x", "_", "1", " ", "\n", "\t", "(", "{"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_the_document_call_scan_is_the_word_bounded_pattern(pieces: list[str]) -> None:
+    text = "".join(pieces).encode()
+    assert writes_document_call(text) is (WORD_BOUNDED.search(text) is not None)

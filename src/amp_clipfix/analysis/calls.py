@@ -36,17 +36,20 @@ def library_calls(
 ) -> Iterator[tuple[ast.Call, frozenset[str]]]:
     """The calls in the file whose callee may be one of `qualified` (through any import or
     alias), with the qualified names it may be. A cheap test by name comes first: the callee's
-    last name is one of theirs, or a name the module imports as one of them."""
+    last name is one of theirs, or a name the module imports as one of them, or its root a
+    name imported from under their modules. Only the calls on lines that write one of those
+    names are walked (`Summary.calls_writing`: a call's callee is written on a line it spans)."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
+    prefixes = tuple({name.rsplit(".", 1)[0] for name in qualified})
+    wanted = frozenset(qualified)
     imports = file.summary.imports
-    for node in file.summary.walked_calls():
+    local = {name for name, imported in imports.items() if imported.startswith(prefixes)}
+    for node in file.summary.calls_writing(*sorted(shorts | local)):
         last, root = callee_words(node)
-        by_name = last in shorts or imports.get(last) in qualified
-        if not by_name and not any(
-            imports.get(root, "").startswith(q.rsplit(".", 1)[0]) for q in qualified
-        ):
+        by_name = last in shorts or imports.get(last) in wanted
+        if not by_name and not imports.get(root, "").startswith(prefixes):
             continue
-        found = facts.qualified_names(file, node.func) & frozenset(qualified)
+        found = facts.qualified_names(file, node.func) & wanted
         if found:
             yield node, found
 

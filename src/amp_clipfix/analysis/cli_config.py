@@ -37,7 +37,24 @@ DEFAULTS_WORD = b"trainer_defaults"
 # The keys a document names its model class with (python_configs.model_targets).
 TARGET_WORDS = (b"_target_", b"class_path")
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
-DOCUMENT_CALL = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
+# Each name searched for on its own (a literal first: the search skips to it), the byte before
+# it tested after (`\b`, which would make the engine try every position).
+DOCUMENT_CALLS = tuple(
+    re.compile(name + rb"\s*\(\s*(?:\{|dict\s*\()") for name in (b"create", b"DictConfig")
+)
+WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def writes_document_call(data: bytes) -> bool:
+    """Whether the text calls `create` / `DictConfig` with a mapping written in the call, as
+    the word-bounded pattern of both names finds it, faster: a match cannot start inside
+    another, so one whose byte before is a word byte hides none."""
+    for pattern in DOCUMENT_CALLS:
+        for match in pattern.finditer(data):
+            start = match.start()
+            if start == 0 or data[start - 1] not in WORD_BYTES:
+                return True
+    return False
 
 
 @dataclass
@@ -188,9 +205,9 @@ def config_documents(
     contents = facts.evaluator.contents
     for path in sorted(contents, key=str):
         data = contents[path]
-        if is_library(path) or not (b"create" in data or b"DictConfig" in data):
+        if not (b"create" in data or b"DictConfig" in data) or is_library(path):
             continue  # the search below needs one of them: most files are ruled out at once
-        if DOCUMENT_CALL.search(data) is None or not any(word in data for word in words):
+        if not any(word in data for word in words) or not writes_document_call(data):
             continue
         file = facts.file(path)
         if file is None:

@@ -128,7 +128,8 @@ def check(queries: Queries) -> Iterator[Found]:
     if not facts.may_optimize_manually():
         return  # no module optimizes by hand: no Trainer's fits need to be followed
     for file in facts.with_words(b"gradient_clip_val"):
-        for call in file.summary.walked_calls():
+        # a call given the keyword spans the line that writes it
+        for call in file.summary.calls_writing(CLIP_VAL_ARGUMENT):
             keywords = {
                 k.arg: k
                 for k in call.keywords
