@@ -14,7 +14,7 @@ The classifier makes a clip of a call in only two ways:
   clip_grad_norm_, ...)`, an import under another name, `getattr(utils, "clip_grad_norm_")`:
   reach.clip_handed_on's forms).
 
-So the project may clip only where a file writes one of those names (`may_clip`'s words), and
+So the project may clip only where a file writes one of those names (NFKC-normalised), and
 a file that does writes one only as the callee of its calls, imported under its own name,
 not as a string, and not as `<x>.clip_gradients(...)` with arguments, clips nowhere unless
 one of those calls' callees is torch's clip by value: each is asked of the evaluator, the

@@ -19,7 +19,6 @@ from amp_clipfix.analysis.lightning_api import (
 )
 from amp_clipfix.analysis.manual import (
     manual_reads,
-    may_clip,
     module_call,
     module_code,
     moved_code,
@@ -194,13 +193,12 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
 def check(queries: Queries) -> Iterator[Found]:
     """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
     the project helpers it calls; a clip reached several ways is reported once, from the read
-    nearest to it. Nothing is read where no code of the project can clip (`may_clip`), or no
-    module can optimize by hand (a finding's module must: `scaled_clip`)."""
+    nearest to it. Nothing is read where no call of the project can be a clip
+    (analysis/manual_clips.py), or no module can optimize by hand (a finding's module must:
+    `scaled_clip`)."""
     facts = queries.facts
-    if not facts.may_optimize_manually() or not may_clip(facts):
+    if not facts.may_optimize_manually() or not any_manual_clip(facts.evaluator):
         return
-    if not any_manual_clip(facts.evaluator):
-        return  # no call of the project can be a clip (analysis/manual_clips.py)
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
