@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.lightning_api import MODULE_CLIP
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES, TORCH_CLIPS
 from amp_clipfix.analysis.partials import library_callables
+from amp_clipfix.analysis.reach import called_only
 from amp_clipfix.analysis.recording import PREDICATES, raw, scan
 from amp_clipfix.analysis.written_events import python_text
 
@@ -97,35 +98,20 @@ def any_manual_clip(evaluator: Evaluator) -> bool:
 
 def clip_calls(tree: ast.Module) -> list[ast.Call] | None:
     """The calls whose callee is written with a torch clip's name; None when the module writes
-    a clip's name otherwise: handed on (not a callee, an import under another name, a string)
-    or the module's `clip_gradients` called with an argument. One walk, breadth first: a call
-    is met before its callee."""
-    called: set[int] = set()
-    found: list[ast.Call] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            called.add(id(node.func))
-            name = written_name(node.func)
-            if name == MODULE_CLIP and isinstance(node.func, ast.Attribute) and node.args:
+    a clip's name otherwise: handed on (reach.called_only) or the module's `clip_gradients`
+    called with an argument."""
+    found = called_only(tree, CLIP_NAMES)
+    if found is None:
+        return None
+    torch: list[ast.Call] = []
+    for call in found:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == MODULE_CLIP:
+            if call.args:
                 return None
-            if name in TORCH_CLIP_NAMES:
-                found.append(node)
-        elif isinstance(node, ast.Name | ast.Attribute):
-            if written_name(node) in CLIP_NAMES and id(node) not in called:
-                return None
-        elif isinstance(node, ast.alias):
-            own = node.name.rsplit(".", 1)[-1]
-            if own in CLIP_NAMES and node.asname not in (None, own):
-                return None
-        elif isinstance(node, ast.Constant) and node.value in CLIP_NAMES:
-            return None
-    return found
-
-
-def written_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else None
+        elif (func.attr if isinstance(func, ast.Attribute) else func.id) in TORCH_CLIP_NAMES:  # type: ignore[attr-defined]
+            torch.append(call)
+    return torch
 
 
 PREDICATES[WRITES_CLIP_NAME] = writes_clip_name
