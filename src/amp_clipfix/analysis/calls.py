@@ -77,7 +77,7 @@ def library_call_files(
             inside = str(path)
         return any(root in inside for root in roots)
 
-    yield from facts.with_words(*words, where=may_call)
+    yield from facts.with_words(*words, also=may_call)
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

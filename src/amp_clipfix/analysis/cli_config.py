@@ -84,7 +84,7 @@ def cli_trainer(
     where no file names LightningCLI and no config names a model class it is None before any
     setting is read (the configs' trainer sections are not composed again)."""
     cli = CliTrainer()
-    modelled = fitted and not facts.holds_words(CLI_WORD)
+    modelled = fitted and not names_cli(facts)
     if modelled:  # no CLI call: the Hydra Trainer fits the classes the configs name
         config_models(facts, cli, list(config_documents(facts, TARGET_WORDS)))
         if not cli.classes:
@@ -121,6 +121,20 @@ def cli_trainer(
         for key in keys:
             cli.settings.setdefault(key, []).extend(defaults(facts, file, call, key))
     return cli
+
+
+def names_cli(facts: ProjectFacts) -> bool:
+    """Whether a file the rules read may name LightningCLI (`cli_calls`' files): the texts
+    asked as `with_words` asks them, none parsed (a project read whole gives its files)."""
+    seen: list[Path] = []
+
+    def noted(path: Path, data: bytes) -> bool:
+        seen.append(path)
+        return False  # never parsed here
+
+    for _ in facts.with_words(CLI_WORD, also=noted):
+        return True
+    return bool(seen)
 
 
 def cli_calls(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.Call]]:

@@ -20,7 +20,7 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.read import in_cell
-from amp_clipfix.analysis.recording import Candidates, exists, holds
+from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
@@ -142,10 +142,6 @@ class FileFacts:
         return Edit(self.path, self.span(node), code)
 
 
-# A test of a file's path and document text (as UTF-8) made before it is parsed.
-TextTest = Callable[[Path, bytes], bool]
-
-
 class LazyFiles(Mapping[Path, FileFacts]):
     """The project's files that hold a searching rule's word (`candidates`, in the project's
     order, listed when first asked: a run whose queries are all reused lists nothing), each
@@ -196,35 +192,16 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def holds_words(self, words: tuple[bytes, ...]) -> bool:
-        """Whether a file's document text holds one of `words` (asked as `with_words` asks,
-        noted the same way), none parsed."""
-        self.noted.words(words)
-        for path in sorted({*self.candidates, *self.loaded}, key=str):
-            loaded = self.loaded.get(path)
-            data = loaded.data if loaded is not None else self.text(path)
-            if data is not None and any(word in data for word in words):
-                return True
-        return False
-
     def with_words(
-        self, words: tuple[bytes, ...], where: TextTest | None = None
+        self, words: tuple[bytes, ...], also: TextTest | None = None
     ) -> Iterator[FileFacts]:
-        """The files whose document text holds one of `words`, in path order; the text is
-        read (decoded, not parsed) first, so only those files are parsed. `where`: a further
-        test of the path and text (of a file that holds a word: an edit to it is noted)."""
+        """The files whose document text holds one of `words` (and passes `also`), in path
+        order; the text is read (decoded, not parsed) first, so only those files are parsed."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
-            loaded = self.loaded.get(path)
-            data = loaded.data if loaded is not None else self.text(path)
-            if (
-                data is not None
-                and any(word in data for word in words)
-                and (where is None or where(path, data))
-            ):
-                found = self.get(path)
-                if found is not None:
-                    yield found
+            data = self.loaded[path].data if path in self.loaded else self.text(path)
+            if data and any(word in data for word in words) and (not also or also(path, data)):
+                yield from filter(None, (self.get(path),))
 
 
 @dataclass
@@ -294,24 +271,16 @@ class ProjectFacts:
             self._evaluator = self.evaluator_of()
         return self._evaluator
 
-    def with_words(self, *words: bytes, where: TextTest | None = None) -> Iterator[FileFacts]:
+    def with_words(self, *words: bytes, also: TextTest | None = None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words`, in path order (a lazy project's files
-        are parsed only when their text holds one, and passes `where`)."""
+        are parsed only when their text holds one and passes `also`, a hint: see LazyFiles)."""
         if isinstance(self.files, LazyFiles):
-            yield from self.files.with_words(words, where)
+            yield from self.files.with_words(words, also)
             return
         for path in sorted(self.files, key=str):
             file = self.files[path]
-            if any(word in file.data for word in words) and (
-                where is None or where(path, file.data)
-            ):
+            if any(word in file.data for word in words):
                 yield file
-
-    def holds_words(self, *words: bytes) -> bool:
-        """Whether `with_words(*words)` may give a file (no file parsed)."""
-        if isinstance(self.files, LazyFiles):
-            return self.files.holds_words(words)
-        return any(any(word in file.data for word in words) for file in self.files.values())
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:
         """What the expression may hold (evaluate.py's values; `Opaque` is run time)."""
