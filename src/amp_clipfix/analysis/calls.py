@@ -10,10 +10,12 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Collection, Iterator, Sequence
+from pathlib import Path
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
 from amp_clipfix.analysis.values import DictV, Lit, Opaque
+from amp_clipfix.analysis.written_events import python_text
 from amp_clipfix.models import Edit, Span
 from amp_clipfix.sources.text import line_starts
 
@@ -34,19 +36,48 @@ def library_calls(
 ) -> Iterator[tuple[ast.Call, frozenset[str]]]:
     """The calls in the file whose callee may be one of `qualified` (through any import or
     alias), with the qualified names it may be. A cheap test by name comes first: the callee's
-    last name is one of theirs, or a name the module imports as one of them."""
+    last name is one of theirs, or a name the module imports as one of them, or its root a
+    name imported from under their modules. Only the calls on lines that write one of those
+    names are walked (`Summary.calls_writing`: a call's callee is written on a line it spans)."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
+    prefixes = tuple({name.rsplit(".", 1)[0] for name in qualified})
+    wanted = frozenset(qualified)
     imports = file.summary.imports
-    for node in file.summary.walked_calls():
+    local = {name for name, imported in imports.items() if imported.startswith(prefixes)}
+    for node in file.summary.calls_writing(*sorted(shorts | local)):
         last, root = callee_words(node)
-        by_name = last in shorts or imports.get(last) in qualified
-        if not by_name and not any(
-            imports.get(root, "").startswith(q.rsplit(".", 1)[0]) for q in qualified
-        ):
+        by_name = last in shorts or imports.get(last) in wanted
+        if not by_name and not imports.get(root, "").startswith(prefixes):
             continue
-        found = facts.qualified_names(file, node.func) & frozenset(qualified)
+        found = facts.qualified_names(file, node.func) & wanted
         if found:
             yield node, found
+
+
+def library_call_files(
+    facts: ProjectFacts, words: tuple[bytes, ...], qualified: Collection[str]
+) -> Iterator[FileFacts]:
+    """The files holding one of `words` in which `library_calls(facts, file, qualified)` may
+    find a call, parsed only those. Its test by name passes a call only when the module writes
+    one of the names' last parts (the callee's, or the imported name a local alias stands
+    for) or imports a name under one of their modules: that name's first part is written in an
+    import, or, for a relative import, is a folder of the module's path. A file whose text (as
+    Python reads it) and path below the project hold none of them has no such call."""
+    shorts = {name.rsplit(".", 1)[-1] for name in qualified}
+    roots = {name.split(".", 1)[0] for name in qualified}
+    written = tuple(word.encode("utf-8") for word in sorted(shorts | roots))
+
+    def may_call(path: Path, data: bytes) -> bool:
+        text = python_text(data)
+        if any(word in text for word in written):
+            return True
+        try:
+            inside = str(path.relative_to(facts.root))
+        except ValueError:
+            inside = str(path)
+        return any(root in inside for root in roots)
+
+    yield from facts.with_words(*words, also=may_call)
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

@@ -34,8 +34,27 @@ from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 
 CLI_WORD = b"LightningCLI"
 DEFAULTS_WORD = b"trainer_defaults"
+# The keys a document names its model class with (python_configs.model_targets).
+TARGET_WORDS = (b"_target_", b"class_path")
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
-DOCUMENT_CALL = re.compile(rb"\b(?:create|DictConfig)\s*\(\s*(?:\{|dict\s*\()")
+# Each name searched for on its own (a literal first: the search skips to it), the byte before
+# it tested after (`\b`, which would make the engine try every position).
+DOCUMENT_CALLS = tuple(
+    re.compile(name + rb"\s*\(\s*(?:\{|dict\s*\()") for name in (b"create", b"DictConfig")
+)
+WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def writes_document_call(data: bytes) -> bool:
+    """Whether the text calls `create` / `DictConfig` with a mapping written in the call, as
+    the word-bounded pattern of both names finds it, faster: a match cannot start inside
+    another, so one whose byte before is a word byte hides none."""
+    for pattern in DOCUMENT_CALLS:
+        for match in pattern.finditer(data):
+            start = match.start()
+            if start == 0 or data[start - 1] not in WORD_BYTES:
+                return True
+    return False
 
 
 @dataclass
@@ -53,16 +72,24 @@ class CliTrainer:
 
 
 def cli_trainer(
-    facts: ProjectFacts, keys: tuple[str, ...], needed: str | None = None
+    facts: ProjectFacts, keys: tuple[str, ...], needed: str | None = None, fitted: bool = False
 ) -> CliTrainer | None:
     """The project's config-built Trainer with its settings of `keys`: LightningCLI's (the
     class its call is given, `trainer_defaults`, the configs), or, without a LightningCLI call,
     the one a Hydra config builds (`trainer:` / `_target_: ...Trainer` with the class its
     `model:` section names). None when neither a CLI call nor a config sets one of the keys,
     or when none sets `needed` (a key without which the caller asks nothing more): then the
-    CLI calls are not searched, only those whose `trainer_defaults` may write it (`defaulted`)."""
+    CLI calls are not searched, only those whose `trainer_defaults` may write it (`defaulted`).
+    `fitted`: the caller asks only about the module classes the Trainer is known to fit, so
+    where no file names LightningCLI and no config names a model class it is None before any
+    setting is read (the configs' trainer sections are not composed again)."""
     cli = CliTrainer()
-    documents = list(config_documents(facts))
+    modelled = fitted and not names_cli(facts)
+    if modelled:  # no CLI call: the Hydra Trainer fits the classes the configs name
+        config_models(facts, cli, list(config_documents(facts, TARGET_WORDS)))
+        if not cli.classes:
+            return None
+    documents = list(config_documents(facts, (*(k.encode() for k in keys), *TARGET_WORDS)))
     yaml_settings(facts, cli, keys)
     for key in keys:
         for file, document in documents:
@@ -74,7 +101,8 @@ def cli_trainer(
     if not calls:
         if not any(cli.settings.values()):
             return None
-        config_models(facts, cli, documents)
+        if not modelled:
+            config_models(facts, cli, documents)
         return cli
     for file, call in calls:
         model = keyword_value(call, "model_class") or (call.args[0] if call.args else None)
@@ -93,6 +121,20 @@ def cli_trainer(
         for key in keys:
             cli.settings.setdefault(key, []).extend(defaults(facts, file, call, key))
     return cli
+
+
+def names_cli(facts: ProjectFacts) -> bool:
+    """Whether a file the rules read may name LightningCLI (`cli_calls`' files): the texts
+    asked as `with_words` asks them, none parsed (a project read whole gives its files)."""
+    seen: list[Path] = []
+
+    def noted(path: Path, data: bytes) -> bool:
+        seen.append(path)
+        return False  # never parsed here
+
+    for _ in facts.with_words(CLI_WORD, also=noted):
+        return True
+    return bool(seen)
 
 
 def cli_calls(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.Call]]:
@@ -165,18 +207,21 @@ def config_models(
         cli.unknown = True  # the model is chosen on the command line
 
 
-def config_documents(facts: ProjectFacts) -> Iterator[tuple[FileFacts, ast.expr]]:
+def config_documents(
+    facts: ProjectFacts, words: tuple[bytes, ...]
+) -> Iterator[tuple[FileFacts, ast.expr]]:
     """The documents given to `OmegaConf.create(...)` / `DictConfig(...)` in the project: the
     files whose text calls one (a narrower test than the words, so a file that merely names
-    OmegaConf is not read), then the call by its qualified name."""
+    OmegaConf is not read) and holds one of `words` (the keys a caller reads: a document's keys
+    are string literals, python_configs.mapping_items), then the call by its qualified name."""
     from amp_clipfix.paths import is_library
 
     contents = facts.evaluator.contents
     for path in sorted(contents, key=str):
         data = contents[path]
-        if is_library(path) or not (b"create" in data or b"DictConfig" in data):
+        if not (b"create" in data or b"DictConfig" in data) or is_library(path):
             continue  # the search below needs one of them: most files are ruled out at once
-        if DOCUMENT_CALL.search(data) is None:
+        if not any(word in data for word in words) or not writes_document_call(data):
             continue
         file = facts.file(path)
         if file is None:

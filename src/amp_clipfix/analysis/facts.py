@@ -20,7 +20,7 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.read import in_cell
-from amp_clipfix.analysis.recording import Candidates, exists, holds
+from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
@@ -192,17 +192,16 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def with_words(self, words: tuple[bytes, ...]) -> Iterator[FileFacts]:
-        """The files whose document text holds one of `words`, in path order; the text is
-        read (decoded, not parsed) first, so only those files are parsed."""
+    def with_words(
+        self, words: tuple[bytes, ...], also: TextTest | None = None
+    ) -> Iterator[FileFacts]:
+        """The files whose document text holds one of `words` (and passes `also`), in path
+        order; the text is read (decoded, not parsed) first, so only those files are parsed."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
-            loaded = self.loaded.get(path)
-            data = loaded.data if loaded is not None else self.text(path)
-            if data is not None and any(word in data for word in words):
-                found = self.get(path)
-                if found is not None:
-                    yield found
+            data = self.loaded[path].data if path in self.loaded else self.text(path)
+            if data and any(word in data for word in words) and (not also or also(path, data)):
+                yield from filter(None, (self.get(path),))
 
 
 @dataclass
@@ -272,11 +271,11 @@ class ProjectFacts:
             self._evaluator = self.evaluator_of()
         return self._evaluator
 
-    def with_words(self, *words: bytes) -> Iterator[FileFacts]:
+    def with_words(self, *words: bytes, also: TextTest | None = None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words`, in path order (a lazy project's files
-        are parsed only when their text holds one)."""
+        are parsed only when their text holds one and passes `also`, a hint: see LazyFiles)."""
         if isinstance(self.files, LazyFiles):
-            yield from self.files.with_words(words)
+            yield from self.files.with_words(words, also)
             return
         for path in sorted(self.files, key=str):
             file = self.files[path]

@@ -17,30 +17,9 @@ from amp_clipfix.analysis.callables import bound_receivers
 from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.lightning_api import MODULE_CLIP
-from amp_clipfix.analysis.names import TORCH_CLIP_NAMES
 from amp_clipfix.analysis.order import Body, Event, functions, key
-from amp_clipfix.analysis.recording import exists, holds_any
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, DictV, Inst, Opaque, Opt, SelfV, TupleV
-
-# What a clip of manual optimization spells where it is made: the module's `clip_gradients`
-# (called, or held as a bound method), torch's clip functions by their own names (however
-# they are imported or bound later, the import or the attribute chain writes the name).
-CLIP_WORDS = (
-    MODULE_CLIP.encode("ascii"),
-    *sorted(name.encode("ascii") for name in TORCH_CLIP_NAMES),
-)
-
-
-def may_clip(facts: ProjectFacts) -> bool:
-    """Whether any code the project's evaluator reads may clip gradients: a clip event
-    (`order.events` with a manual-optimization classifier) is a call whose callee is the
-    module's `clip_gradients` or a value of torch's clip functions, and every such value is
-    made from code that writes its name (an import, an attribute, `getattr`'s string, a
-    `partial` of it). False: no search for a clip between a backward and a step can find one,
-    so none reads a function or asks about a callee."""
-    return exists(facts.evaluator.contents, holds_any(CLIP_WORDS))
 
 
 def module_classes(

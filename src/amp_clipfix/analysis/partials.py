@@ -21,6 +21,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.values import Ext, Part
 
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 
 
@@ -104,10 +105,15 @@ def partial_runs(facts: ProjectFacts, file: FileFacts, partial: ast.Call) -> Ite
 def called_qnames(facts: ProjectFacts, file: FileFacts, func: ast.expr) -> frozenset[str]:
     """The library callables a call of `func` runs: what `func` is, and what a partial it may
     hold wraps (`clip = partial(torch.nn.utils.clip_grad_norm_, max_norm=1.0)`)."""
+    return library_callables(facts.evaluator, facts.values(file, func))
+
+
+def library_callables(evaluator: Evaluator, values: list[object]) -> frozenset[str]:
+    """`called_qnames` of a callee's values (the evaluator's, forced)."""
     found: set[str] = set()
-    for value in facts.values(file, func):
+    for value in values:
         if isinstance(value, Ext):
             found.add(value.qname)
         elif isinstance(value, Part):
-            found.update(v.qname for v in facts.evaluator.force(value.funcs) if isinstance(v, Ext))
+            found.update(v.qname for v in evaluator.force(value.funcs) if isinstance(v, Ext))
     return frozenset(found)

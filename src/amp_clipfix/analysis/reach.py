@@ -387,3 +387,29 @@ def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | No
     if cls is not None and positional and positional[0].arg == receiver.id:
         return False  # `self.x.name(...)`: the class's own attribute
     return receiver.id in {a.arg for a in all_params(args)}
+
+
+def called_only(tree: ast.Module, names: frozenset[str]) -> list[ast.Call] | None:
+    """The calls whose callee is written with one of `names` (a name, or an attribute's last
+    name); None when the module writes one otherwise: not as a callee, imported under another
+    name, or as a string. One walk: a call is met before its callee (breadth first)."""
+    called: set[int] = set()
+    found: list[ast.Call] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name in names:
+                found.append(node)
+        elif isinstance(node, ast.Name | ast.Attribute):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in names and id(node) not in called:
+                return None
+        elif isinstance(node, ast.alias):
+            own = node.name.rsplit(".", 1)[-1]
+            if own in names and node.asname not in (None, own):
+                return None
+        elif isinstance(node, ast.Constant) and node.value in names:
+            return None
+    return found

@@ -35,6 +35,8 @@ def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
     return True
 
 
+# A test of one file's path and text made before it is parsed (facts.LazyFiles.with_words).
+TextTest = Callable[[Path, bytes], bool]
 # name -> a test of one file (its path, its bytes, the condition's arguments), registered by the
 # stage that asks it (pipeline.py: may_name, may_import)
 PREDICATES: dict[str, Callable[..., bool]] = {}

@@ -19,13 +19,13 @@ from amp_clipfix.analysis.lightning_api import (
 )
 from amp_clipfix.analysis.manual import (
     manual_reads,
-    may_clip,
     module_call,
     module_code,
     moved_code,
     optimizer_of,
     rest_is_comment,
 )
+from amp_clipfix.analysis.manual_clips import any_manual_clip
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
 from amp_clipfix.analysis.order import Event, EventKind, Seen, events
 from amp_clipfix.analysis.training import (
@@ -193,10 +193,11 @@ def classifier(facts: ProjectFacts, owner: ClsV | None):  # noqa: ANN201 - an or
 def check(queries: Queries) -> Iterator[Found]:
     """The code that may call `manual_backward` (analysis/manual.py `manual_reads`), read with
     the project helpers it calls; a clip reached several ways is reported once, from the read
-    nearest to it. Nothing is read where no code of the project can clip (`may_clip`), or no
-    module can optimize by hand (a finding's module must: `scaled_clip`)."""
+    nearest to it. Nothing is read where no call of the project can be a clip
+    (analysis/manual_clips.py), or no module can optimize by hand (a finding's module must:
+    `scaled_clip`)."""
     facts = queries.facts
-    if not facts.may_optimize_manually() or not may_clip(facts):
+    if not facts.may_optimize_manually() or not any_manual_clip(facts.evaluator):
         return
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
     for file in facts.with_words(b"manual_backward"):

@@ -128,7 +128,8 @@ def check(queries: Queries) -> Iterator[Found]:
     if not facts.may_optimize_manually():
         return  # no module optimizes by hand: no Trainer's fits need to be followed
     for file in facts.with_words(b"gradient_clip_val"):
-        for call in file.summary.walked_calls():
+        # a call given the keyword spans the line that writes it
+        for call in file.summary.calls_writing(CLIP_VAL_ARGUMENT):
             keywords = {
                 k.arg: k
                 for k in call.keywords
@@ -172,7 +173,8 @@ def check(queries: Queries) -> Iterator[Found]:
 def cli_search(facts: ProjectFacts) -> Iterator[Found]:
     """The LightningCLI's Trainer: `gradient_clip_val` from a YAML config's `trainer:` section
     or `trainer_defaults={...}`, and the module class the CLI fits (analysis/cli_config.py)."""
-    cli = cli_trainer(facts, (CLIP_VAL_ARGUMENT, CLIP_ALGORITHM_ARGUMENT), CLIP_VAL_ARGUMENT)
+    keys = (CLIP_VAL_ARGUMENT, CLIP_ALGORITHM_ARGUMENT)
+    cli = cli_trainer(facts, keys, CLIP_VAL_ARGUMENT, fitted=True)
     if cli is None or not cli.settings[CLIP_VAL_ARGUMENT]:
         return
     settings = cli.settings[CLIP_VAL_ARGUMENT]
