@@ -1,8 +1,8 @@
-"""After an edit, the queries reused before the first computed one are computed again (to
-bring the evaluator to where a cold run has it) only when they evaluated something: a query
-that made the evaluator, or filled its text caches (relevance, text searches), and evaluated
-nothing is skipped (queries.evaluation). Every warm run prints a cold `--no-cache` run's
-bytes, with the full budget and with one that cuts answers."""
+"""After an edit to a file only a rule's search reads, the queries reused before it that
+moved the evaluator are computed again first (queries.Queries.catch_up), so the rule runs on
+the evaluator a cold run has; edits inside the region the search reads (the caller's argument
+it follows) that change the finding and that do not give a cold `--no-cache` run's bytes, with
+the full budget and with one that cuts answers."""
 
 from __future__ import annotations
 
@@ -56,47 +56,6 @@ def caught_up(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     monkeypatch.setattr(queries.Queries, "catch_up", spied)
     yield counts
-
-
-# A fused optimizer built as written in a plain function: the trial and the resolution read
-# it without evaluating anything (no value followed, no class's bases).
-MODULE = """import torch
-
-
-def make(params):
-    return torch.optim.AdamW(params, lr=1e-3, fused=True)
-"""
-
-
-@pytest.fixture
-def plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An optimizer the trial and the resolution read as written, a Trainer, and a scaled clip
-    the callers decide."""
-    root = base_project(tmp_path, monkeypatch, "False")
-    (root / "scaled.py").unlink()
-    (root / "pkg/factory.py").unlink()
-    write(root, "pkg/module.py", MODULE)
-    write(root, "loop.py", LOOP)
-    write(root, "caller.py", CALLER)
-    return root
-
-
-def test_an_edit_to_a_file_only_a_rule_reads_catches_up_nothing_that_evaluated_nothing(
-    plain: Path, asked: list[tuple[str, bool]], caught_up: list[int]
-) -> None:
-    """caller.py is parsed by ACF004's search alone. A line added at its end (no line moves,
-    no site changes) reuses every query before ACF004; those that evaluated nothing are not
-    computed again before ACF004 is, and the bytes are a cold run's."""
-    first = same_as_cold(plain)
-    assert b"loop.py:6:5: ACF004 " in first
-    asked.clear()
-    caught_up.clear()
-    edit_line("caller.py", '"cuda"))\n', '"cuda"))\n\n\nEDITED = 1\n')(plain)
-    assert same_as_cold(plain) == first
-    assert "rule ACF004" in computed(asked)
-    before = computed(asked)[0]
-    assert before == "rule ACF004" and "resolve" in reused(asked), asked
-    assert caught_up and sum(caught_up) == 0, caught_up
 
 
 def test_a_reused_query_that_evaluated_is_still_caught_up(

@@ -68,8 +68,6 @@ class Answer:
     tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
-    evaluated: bool  # it moved what decides the evaluator's answers (`evaluation`), not only
-    # the caches of text analyses: only then is it computed again to catch the evaluator up
 
 
 READS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
@@ -96,7 +94,6 @@ class Entry:
     reads: tuple[object, ...]
     value: object
     touched: bool
-    evaluated: bool
 
 
 class Queries:
@@ -178,7 +175,6 @@ class Queries:
             self.reused.append(name)
             if stored.touched:
                 self.moved = True
-            if stored.evaluated:
                 self.behind.append(compute if again is None else again)
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
@@ -186,12 +182,11 @@ class Queries:
         if pure:
             return self.computed_pure(key, compute)
         self.catch_up()
-        before, state = footprint(self.evaluator()), evaluation(self.evaluator())
+        before = footprint(self.evaluator())
         value = compute()
         touched = stateful or footprint(self.evaluator()) != before
-        evaluated = stateful or evaluation(self.evaluator()) != state
         self.moved = self.moved or touched
-        self.store(key, value, touched, evaluated=evaluated)
+        self.store(key, value, touched)
         return value
 
     def note(self, stored: Answer) -> None:
@@ -221,7 +216,7 @@ class Queries:
             own, self.reads = self.reads, cumulative
         if footprint(self.evaluator()) != before:  # a bug of ours: never a wrong report
             raise RuntimeError("a pure query moved the evaluator")
-        self.store(key, value, False, own, evaluated=False)
+        self.store(key, value, False, own)
         self.chain_answer(value)
         return value
 
@@ -241,15 +236,7 @@ class Queries:
         for compute in behind:
             compute()
 
-    def store(
-        self,
-        key: str,
-        value: object,
-        touched: bool,
-        reads: Reads | None = None,
-        *,
-        evaluated: bool,
-    ) -> None:
+    def store(self, key: str, value: object, touched: bool, reads: Reads | None = None) -> None:
         reads = self.reads if reads is None else reads
         if reads.everything:
             return
@@ -271,7 +258,7 @@ class Queries:
             {path: dict(tests) for path, tests in reads.tests.items()},
         )
         parts = tuple(self.share(field) for field in fields)
-        self.cache.store(key, Entry(self.revision_key, parts, value, touched, evaluated))
+        self.cache.store(key, Entry(self.revision_key, parts, value, touched))
 
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
@@ -320,7 +307,6 @@ class Queries:
             tests,
             stored.value,
             stored.touched,
-            stored.evaluated,
         )
 
     def stored_revision(self, key: str) -> dict[str, bytes] | None:
@@ -416,41 +402,6 @@ def footprint(evaluator: object | None) -> tuple[int, ...] | None:
     state = vars(evaluator)
     sizes = sum(len(v) for v in state.values() if isinstance(v, (dict, list, set)))
     return (state.get("serial", 0), state.get("cuts", 0), state.get("budget", 0), sizes)
-
-
-# The evaluator's caches of what the files say: each entry is a function of the project's files
-# (their names and bytes) alone, whoever fills it and whenever, and filling it evaluates nothing
-# (no budget spent, no memo, no cycle): the files' summaries (each asked for is a read noted on
-# every ask: evaluate.summary), the relevance of files (resolve.py), the text searches and their
-# reasons (resolve_base.text_search), the `class` lines, the module names' index
-# (evaluate.module_key), the files holding a word (callers.files_with). What the computation
-# that filled one read is noted in its answer, and a reused answer's reads count for the later
-# queries (`note`), so a later query that fills it again reads nothing they do not count.
-TEXT_CACHES = frozenset(
-    {"summaries", "relevant", "text_searches", "text_reasons", "class_lines", "by_module"}
-    | {"module_tails", "word_files"}
-)
-
-
-def evaluation(evaluator: object | None) -> tuple[object, ...]:
-    """What decides the evaluator's later answers: the evaluations entered, cuts, cycles cut at
-    parameters, the run's budget spent, and every memo and index but the caches of what the
-    files say (TEXT_CACHES), which only save work. A query whose computation leaves this as it
-    was (it made the evaluator, or filled those caches, and evaluated nothing) is not computed
-    again before a later query (`catch_up`): the later query sees what a cold run's sees. None
-    (not made yet) is a new evaluator's state: nothing entered, no container filled."""
-    if evaluator is None:
-        return (0, 0, 0, 0, ())
-    from amp_clipfix.analysis.frame import BUDGET  # made: the evaluator imported it
-
-    state = vars(evaluator)
-    filled = tuple(
-        (name, len(value))
-        for name, value in sorted(state.items())
-        if name not in TEXT_CACHES and isinstance(value, (dict, list, set)) and value
-    )
-    spent = BUDGET - state.get("budget", BUDGET)
-    return (state.get("serial", 0), state.get("cuts", 0), state.get("unsettled", 0), spent, filled)
 
 
 def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[bytes, ...]) -> bool:
