@@ -19,29 +19,15 @@ from test_incremental import (
     spied_queries,
     write,
 )
+from test_text_tests import LOOP, SCALING
 
 from amp_clipfix.analysis import frame, queries
 
 asked = pytest.fixture(name="asked")(spied_queries)
 
-# The clip between the scaled backward and the step; `scaler` comes from the callers.
-LOOP = """import torch
-
-
-def step(model, optimizer, loss, scaler):
-    scaler.scale(loss).backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    scaler.step(optimizer)
-    scaler.update()
-"""
-# Calls it with a GradScaler: the finding in loop.py. ACF004 parses this file.
-CALLER = """import torch
-from loop import step
-
-
-def train(model, optimizer, loss):
-    step(model, optimizer, loss, torch.amp.GradScaler("cuda"))
-"""
+# loop.py: the clip between the scaled backward and the step, `scaler` from the callers;
+# caller.py calls it with a GradScaler (the finding in loop.py) and is parsed by ACF004 alone.
+CALLER = SCALING
 
 
 @pytest.fixture
