@@ -106,8 +106,9 @@ class Cache:
             return None
 
     def prune_queries(self, used: set[str]) -> None:
-        """Remove the query entries (queries.py) not in `used`, but the newest `KEPT_QUERIES`:
-        only plain files of this user with such a name, sealed under it with this user's
+        """Remove the query entries (queries.py) not in `used`, but the newest `KEPT_QUERIES`
+        (of the queries and revisions, and apart of the shared reads, which a run writes few
+        of): only plain files of this user with such a name, sealed under it with this user's
         secret, in plain folders of this user opened without following a link (as
         `Entries.prune`), nothing outside the cache's folders."""
         entries, key = self.entries, self.entries.key
@@ -130,7 +131,9 @@ class Cache:
                         status = opened.status(name)
                         if status is not None and _plain(status, S_IFREG):
                             found.append((status.st_mtime_ns, shard, name))
-        for _, shard, name in sorted(found, reverse=True)[KEPT_QUERIES:]:
+        shared = sorted((f for f in found if f[2].startswith("reads-")), reverse=True)
+        others = sorted((f for f in found if not f[2].startswith("reads-")), reverse=True)
+        for _, shard, name in [*others[KEPT_QUERIES:], *shared[KEPT_QUERIES:]]:
             opened = entries.folder(os.path.join(self.folder, shard))
             if opened is not None:
                 with opened, contextlib.suppress(OSError):
@@ -143,6 +146,10 @@ class Cache:
             data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a value that cannot be pickled is not stored
             return
+        self.store_pickled(key, data)
+
+    def store_pickled(self, key: str, data: bytes) -> None:
+        """Store what `load` gives as the value `data` is the pickle of."""
         self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
 
 
@@ -153,9 +160,10 @@ _HEX = frozenset("0123456789abcdef")
 
 
 def is_query_name(name: str) -> bool:
-    """A query's or a revision's entry name (queries.py): the kind, a dash, 64 hex digits."""
+    """A query's, a revision's or a shared read's entry name (queries.py): the kind, a dash,
+    64 hex digits."""
     kind, _, digest = name.partition("-")
-    return kind in ("query", "revision") and len(digest) == 64 and _HEX.issuperset(digest)
+    return kind in ("query", "revision", "reads") and len(digest) == 64 and _HEX.issuperset(digest)
 
 
 class CachedData(pickle.Unpickler):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from amp_clipfix.records import record
 
@@ -55,7 +55,7 @@ T = TypeVar("T")
 
 @record(frozen=True)
 class Answer:
-    """A stored query: its answer and what it read."""
+    """A stored query: its answer and what it read (stored as an `Entry`)."""
 
     revision: str  # the entry of every project file's sha256 when it was computed (shared)
     files: tuple[str, ...]
@@ -68,6 +68,32 @@ class Answer:
     tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
+
+
+READS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
+KINDS = (tuple, dict, dict, dict, set, set, dict, dict)  # each read field's type
+SHARED_BYTES = 4096  # a read field this large (pickled) is stored as an entry of its own
+
+
+@record(frozen=True)
+class Shared:
+    """A read field stored as an entry of its own, `reads-<sha256 of its pickle>`: the queries
+    of a run share it where they read the same (what the rules read is cumulative: ACF004's
+    files, tests and whole-project analyses again in every rule after it; on fairseq the
+    relevance alone is 0.2 MB and 900 paths an answer), so a run loads it once."""
+
+    key: str
+
+
+@record(frozen=True)
+class Entry:
+    """A query's cache entry: an `Answer` whose read fields (READS, in order) are each its
+    value or the `Shared` entry that holds it."""
+
+    revision: str
+    reads: tuple[object, ...]
+    value: object
+    touched: bool
 
 
 class Queries:
@@ -106,6 +132,7 @@ class Queries:
         # as a cold run's, in order, that moved it: computed again before a query is computed.
         self.behind: list[Callable[[], object]] = []
         self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
+        self.shared: dict[str, object] = {}  # the `Shared` entries loaded or written, by key
         self.wrote = False
         self.moved = False  # some answer's computation moved the evaluator (reused or not)
 
@@ -139,8 +166,8 @@ class Queries:
         self.chain = digest.hexdigest()
         key = f"query-{self.chain}"
         self.keys.add(key)
-        stored = self.cache.load(key)
-        if isinstance(stored, Answer) and self.holds(stored):
+        stored = self.answer(key)
+        if stored is not None and self.holds(stored):
             if pure:  # its answer, not what it read, is what the later queries depend on
                 self.chain_answer(stored.value)
             else:
@@ -220,8 +247,7 @@ class Queries:
             self.cache.store(self.revision_key, self.revision)
             self.keys.add(self.revision_key)
             self.wrote = True
-        answer = Answer(
-            self.revision_key,
+        fields = (
             files,
             dict(reads.scans),
             dict(reads.exists),
@@ -230,10 +256,58 @@ class Queries:
             set(reads.members),
             dict(reads.listed),
             {path: dict(tests) for path, tests in reads.tests.items()},
-            value,
-            touched,
         )
-        self.cache.store(key, answer)
+        parts = tuple(self.share(field) for field in fields)
+        self.cache.store(key, Entry(self.revision_key, parts, value, touched))
+
+    def share(self, field: object) -> object:
+        """`field`, or the `Shared` entry that holds it when it is large (written once)."""
+        import hashlib
+        import pickle
+
+        try:
+            data = pickle.dumps(field, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - Cache.store leaves out what cannot be pickled
+            return field
+        if len(data) < SHARED_BYTES:
+            return field
+        key = f"reads-{hashlib.sha256(data).hexdigest()}"
+        if key not in self.shared:
+            self.cache.store_pickled(key, data)
+            self.shared[key] = field
+        self.keys.add(key)
+        return Shared(key)
+
+    def answer(self, key: str) -> Answer | None:
+        """The stored answer of `key`, its shared read fields loaded (once a run each); None
+        when there is none, or a part is gone or not what the field holds."""
+        stored = self.cache.load(key)
+        if not isinstance(stored, Entry) or len(stored.reads) != len(READS):
+            return None
+        fields: list[Any] = []
+        for part, kind in zip(stored.reads, KINDS):
+            if isinstance(part, Shared):
+                if part.key not in self.shared:
+                    self.shared[part.key] = self.cache.load(part.key)
+                self.keys.add(part.key)
+                part = self.shared[part.key]
+            if not isinstance(part, kind):
+                return None
+            fields.append(part)
+        files, scans, found, derived, words, members, listed, tests = fields
+        return Answer(
+            stored.revision,
+            files,
+            scans,
+            found,
+            derived,
+            words,
+            members,
+            listed,
+            tests,
+            stored.value,
+            stored.touched,
+        )
 
     def stored_revision(self, key: str) -> dict[str, bytes] | None:
         if key not in self.revisions:
