@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # a search of configs alone imports no site collector or eval
     from amp_clipfix.analysis.evaluate import Evaluator
 
 MANUAL_WORD = b"automatic_optimization"
+# A test of a file's path and document text (UTF-8) made before it is parsed (`with_words`).
+TextTest = Callable[[Path, bytes], bool]
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
 # parser does), each with its line ending.
 SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -192,14 +194,20 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def with_words(self, words: tuple[bytes, ...]) -> Iterator[FileFacts]:
-        """The files whose document text holds one of `words`, in path order; the text is
-        read (decoded, not parsed) first, so only those files are parsed."""
+    def with_words(
+        self, words: tuple[bytes, ...], where: TextTest | None = None
+    ) -> Iterator[FileFacts]:
+        """The files whose document text holds one of `words` (and passes `where`), in path
+        order; the text is read (decoded, not parsed) first, so only those files are parsed."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)
-            if data is not None and any(word in data for word in words):
+            if (
+                data is not None
+                and any(word in data for word in words)
+                and (where is None or where(path, data))
+            ):
                 found = self.get(path)
                 if found is not None:
                     yield found
@@ -272,15 +280,20 @@ class ProjectFacts:
             self._evaluator = self.evaluator_of()
         return self._evaluator
 
-    def with_words(self, *words: bytes) -> Iterator[FileFacts]:
+    def with_words(self, *words: bytes, where: TextTest | None = None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words`, in path order (a lazy project's files
-        are parsed only when their text holds one)."""
+        are parsed only when their text holds one). `where`: a further test of the file's path
+        and document text (as UTF-8), made only where a word is held, before the parse; a
+        search passes one that every file it can find something in passes (an edit that
+        makes a file hold a word asks the search again whatever `where` says)."""
         if isinstance(self.files, LazyFiles):
-            yield from self.files.with_words(words)
+            yield from self.files.with_words(words, where)
             return
         for path in sorted(self.files, key=str):
             file = self.files[path]
-            if any(word in file.data for word in words):
+            if any(word in file.data for word in words) and (
+                where is None or where(path, file.data)
+            ):
                 yield file
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:

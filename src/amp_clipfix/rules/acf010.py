@@ -15,6 +15,7 @@ from pathlib import Path
 from amp_clipfix.analysis.calls import (
     entry_removal_edits,
     keyword,
+    library_call_files,
     library_calls,
     literals,
     removal_edits,
@@ -80,7 +81,7 @@ def check(queries: Queries) -> Iterator[Found]:
     ):
         return
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several Trainers: one finding
-    for file in facts.with_words(*WORDS):
+    for file in library_call_files(facts, WORDS, TRAINER_CLASSES):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES):
             found = amp_arguments(facts, file, call)
             if found is None:

@@ -14,7 +14,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from amp_clipfix.analysis.calls import keyword, library_calls, literals, written_place
+from amp_clipfix.analysis.calls import (
+    keyword,
+    library_call_files,
+    library_calls,
+    literals,
+    written_place,
+)
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
@@ -68,7 +74,7 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # 1.x knows no other spelling
     fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
-    for file in facts.with_words(*WORDS):
+    for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES):
         for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
             fabric = names <= FABRIC_CLASSES
             found = python_precision(facts, file, call, fabric, fixable)

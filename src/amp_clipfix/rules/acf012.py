@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from amp_clipfix.analysis.calls import arguments, library_calls
+from amp_clipfix.analysis.calls import arguments, library_call_files, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import LIBRARY, Kind
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
@@ -88,7 +88,7 @@ def check(queries: Queries) -> Iterator[Found]:
     torch = facts.target.torch
     if not torch.warns_on_old_amp:
         return
-    for file in facts.with_words(*WORDS):
+    for file in library_call_files(facts, WORDS, OLD_AMP.keys()):
         calls = list(library_calls(facts, file, OLD_AMP.keys()))
         if not calls:
             continue

@@ -253,3 +253,15 @@ def json_may_contain(data: bytes, word: bytes) -> bool:
     if word in data or (b'"' in word and word.replace(b'"', b'\\"') in data):
         return True
     return ESCAPED_ASCII.search(data) is not None
+
+
+def nfkc_holds(data: bytes, words: Iterable[bytes]) -> bool:
+    """Whether a text that is not all ASCII holds one of the ASCII `words` once NFKC-normalised,
+    as Python reads its identifiers (`ｌightning` is `lightning`, `ﬁt` is `fit`); False for an
+    ASCII text, whose bytes are its reading (the caller tests them)."""
+    if data.isascii():
+        return False
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", data.decode("utf-8", "replace"))
+    return any(word.decode("ascii") in text for word in words)
