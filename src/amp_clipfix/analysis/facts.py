@@ -20,7 +20,7 @@ from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.read import in_cell
-from amp_clipfix.analysis.recording import Candidates, exists, holds
+from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
@@ -31,8 +31,6 @@ if TYPE_CHECKING:  # a search of configs alone imports no site collector or eval
     from amp_clipfix.analysis.evaluate import Evaluator
 
 MANUAL_WORD = b"automatic_optimization"
-# A test of a file's path and document text (UTF-8) made before it is parsed (`with_words`).
-TextTest = Callable[[Path, bytes], bool]
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
 # parser does), each with its line ending.
 SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -194,21 +192,15 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def with_words(
-        self, words: tuple[bytes, ...], where: TextTest | None = None
-    ) -> Iterator[FileFacts]:
-        """The files whose document text holds one of `words` (and passes `where`), in path
+    def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
+        """The files whose document text holds one of `words` and passes `where`, in path
         order; the text is read (decoded, not parsed) first, so only those files are parsed."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)
-            if (
-                data is not None
-                and any(word in data for word in words)
-                and (where is None or where(path, data))
-            ):
-                found = self.get(path)
+            if data is not None and any(word in data for word in words):
+                found = self.get(path) if where is None or where(path, data) else None
                 if found is not None:
                     yield found
 
@@ -281,19 +273,14 @@ class ProjectFacts:
         return self._evaluator
 
     def with_words(self, *words: bytes, where: TextTest | None = None) -> Iterator[FileFacts]:
-        """The files whose text holds one of `words`, in path order (a lazy project's files
-        are parsed only when their text holds one). `where`: a further test of the file's path
-        and document text (as UTF-8), made only where a word is held, before the parse; a
-        search passes one that every file it can find something in passes (an edit that
-        makes a file hold a word asks the search again whatever `where` says)."""
+        """The files whose text holds one of `words` and passes `where` (calls.CallTest), in
+        path order (a lazy project's files are parsed only when their text holds one)."""
         if isinstance(self.files, LazyFiles):
             yield from self.files.with_words(words, where)
             return
         for path in sorted(self.files, key=str):
             file = self.files[path]
-            if any(word in file.data for word in words) and (
-                where is None or where(path, file.data)
-            ):
+            if any(word in file.data for word in words) and (not where or where(path, file.data)):
                 yield file
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:
