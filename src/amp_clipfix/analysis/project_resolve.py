@@ -225,11 +225,13 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     trees, which would outlive the project). The trees stay with the summaries (a later round
     of `apply` reuses those of the files it did not change; release_analysis lets them go)."""
     from amp_clipfix.analysis.reaching import declared_names
+    from amp_clipfix.sources.prefilter import nfkc_stable
 
     collection.evaluator = None
     if facts is not None:
         facts.release()
     declared_names.cache_clear()
+    nfkc_stable.cache_clear()  # it holds the texts
 
 
 def release_analysis(collection: Collection) -> None:
