@@ -18,7 +18,7 @@ from piped import amp_clipfix
 from test_incremental import edit_line, same_as_cold
 
 from amp_clipfix import pipeline
-from amp_clipfix.analysis import calls
+from amp_clipfix.analysis import calls, project_resolve
 from amp_clipfix.analysis.collection import Collection
 from amp_clipfix.pipeline import may_import, searching_rules_of
 from amp_clipfix.sources.prefilter import nfkc_holds, nfkc_stable
@@ -150,11 +150,13 @@ def test_the_import_pattern_is_searched_only_where_the_package_is_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     searched = counted(monkeypatch, pipeline, "import_text")
-    assert not may_import("# caf\u00e9 \u2014 a lightning\u2026\nx = 1\n".encode(), "lightning_fabric")
+    assert not may_import(
+        "# caf\u00e9 \u2014 a lightning\u2026\nx = 1\n".encode(), "lightning_fabric"
+    )
     assert not may_import("# caf\u00e9\nimport os\n".encode(), "lightning")
     assert not searched
     assert may_import("from \uff4cightning import Fabric  # caf\u00e9\n".encode(), "lightning")
-    assert may_import("import lightning as L\n".encode(), "lightning")
+    assert may_import(b"import lightning as L\n", "lightning")
     assert len(searched) == 2
 
 
@@ -195,3 +197,38 @@ def test_the_memo_is_let_go_with_the_project(
     assert check(root)[0] == 1
     assert checks  # train.py was asked about
     assert nfkc_stable.cache_info().currsize == 0  # and its text let go
+
+
+SETTLED_TRAIN = """\
+import lightning as L
+import torch
+
+from helpers import FUSED
+
+
+class Model(L.LightningModule):
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), fused=FUSED)
+
+
+trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
+trainer.fit(Model())
+"""
+
+
+def test_a_file_the_evaluator_parsed_is_not_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helpers.py holds ACF011's `"bf16"` and no Trainer, so no search parses it; the
+    resolution's evaluator parsed it whole (`FUSED`), so the settling of the word-holding files
+    knows it parses without its symbol table. A file nothing parsed is still checked, and
+    reported when it does not parse."""
+    helpers = 'FUSED = True\nDTYPES = {"bf16": "bfloat16"}\n'
+    broken = 'variant = "bf16"\ndef broken(:\n'
+    root = write(tmp_path, {"train.py": SETTLED_TRAIN, "helpers.py": helpers, "bad.py": broken})
+    checked = counted(monkeypatch, project_resolve, "may_parse")
+    code, out, err = check(root)
+    assert code == 2
+    assert out.startswith(b"helpers.py:1:9: ACF002")
+    assert b"bad.py:2:12: error: cannot parse" in err
+    assert [text for (text,) in checked] == [broken]  # bad.py alone

@@ -324,9 +324,9 @@ def project_facts(
         for path in lazy.candidates:
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
-            elif path in collection.parses:
+            elif path in collection.parses or collection.summaries.get(path) is not None:
                 recording.read(noted, path)  # that it parses is read from its text
-                failed = False  # the collection parsed this text whole in this run
+                failed = False  # the collection or the evaluator parsed it whole in this run
             else:
                 document = document_of(path)
                 failed = document is not None and not may_parse(document.text) and not read(path)
