@@ -23,7 +23,7 @@ from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
-from amp_clipfix.sources.prefilter import holds, may_need_search
+from amp_clipfix.sources.prefilter import holds, may_need_search, nfkc_holds
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
@@ -463,7 +463,10 @@ def may_import(data: bytes, package: str) -> bool:
     Python reads it: backslash continuations joined, a text that is not all ASCII after NFKC
     normalisation (`from ｌightning import Fabric`). Wider than Python where that is simpler (a
     `:` or `;` inside a string may start a match); never narrower."""
-    if package.encode("ascii") not in data and data.isascii():
+    word = package.encode("ascii")
+    # The pattern, searched in the whole text, is slow: it needs the package's name, which
+    # joining continuations or dropping a byte order mark (import_text) never makes.
+    if word not in data and not nfkc_holds(data, (word,)):
         return False
     text = import_text(data)
     return re.search(IMPORT_STATEMENT % re.escape(package), text, re.MULTILINE) is not None
@@ -486,14 +489,7 @@ def may_name(path: Path, data: bytes, word: bytes) -> bool:
     `Fabrⅰc` is `Fabric`), looked for only in a text that is not all ASCII."""
     from amp_clipfix.sources import adapter_for
 
-    if adapter_for(path).may_mention(data, word):
-        return True
-    if data.isascii():
-        return False
-    import unicodedata
-
-    text = data.decode("utf-8", "replace")
-    return word.decode("ascii") in unicodedata.normalize("NFKC", text)
+    return adapter_for(path).may_mention(data, word) or nfkc_holds(data, (word,))
 
 
 recording.PREDICATES.update(may_name=may_name, may_import=lambda _, data, p: may_import(data, p))

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
+from amp_clipfix.analysis.summary import module_name
 from amp_clipfix.analysis.values import DictV, Lit, Opaque
-from amp_clipfix.analysis.written_events import python_text
 from amp_clipfix.models import Edit, Span
+from amp_clipfix.sources.prefilter import nfkc_holds
 from amp_clipfix.sources.text import line_starts
 
 
@@ -55,29 +56,39 @@ def library_calls(
 
 
 def library_call_files(
-    facts: ProjectFacts, words: tuple[bytes, ...], qualified: Collection[str]
+    facts: ProjectFacts, words: Sequence[bytes], qualified: Collection[str]
 ) -> Iterator[FileFacts]:
-    """The files holding one of `words` in which `library_calls(facts, file, qualified)` may
-    find a call, parsed only those. Its test by name passes a call only when the module writes
-    one of the names' last parts (the callee's, or the imported name a local alias stands
-    for) or imports a name under one of their modules: that name's first part is written in an
-    import, or, for a relative import, is a folder of the module's path. A file whose text (as
-    Python reads it) and path below the project hold none of them has no such call."""
-    shorts = {name.rsplit(".", 1)[-1] for name in qualified}
-    roots = {name.split(".", 1)[0] for name in qualified}
-    written = tuple(word.encode("utf-8") for word in sorted(shorts | roots))
+    """The files holding one of `words` in which `library_calls` may find a call of one of
+    `qualified`, in path order: a file is parsed only when its text may write such a call
+    (`CallTest`), so a file that holds a search's word (`"16"`, `'bf16'`) in a project that
+    never names a Trainer is tested, not parsed."""
+    return facts.with_words(*words, where=CallTest(facts.root, qualified))
 
-    def may_call(path: Path, data: bytes) -> bool:
-        text = python_text(data)
-        if any(word in text for word in written):
+
+class CallTest:
+    """Whether a file's path and text (its document's, as UTF-8) may give `library_calls` a
+    call of one of `qualified`, read as its cheap test by name reads the tree:
+    - the callee's last name is one of theirs (`Trainer`, `from_argparse_args`): the text
+      writes it;
+    - it is a name the module imports as one of them: the import writes the last name
+      (`from lightning import Trainer as T`), or the package (`import x.Trainer as T`);
+    - its root is a name imported from a module under one of their packages (`L` of
+      `import lightning as L`): the import writes the package, or, for a relative import,
+      the module's own dotted name (summary.module_name, from the path) starts with it.
+    Python reads identifiers in their NFKC form, so a text that is not all ASCII is tested
+    normalised. A file that passes may still give no call (the tree decides)."""
+
+    def __init__(self, root: Path, qualified: Collection[str]) -> None:
+        self.root = root
+        lasts = {name.rsplit(".", 1)[-1] for name in qualified}
+        self.packages = sorted({name.split(".", 1)[0] for name in qualified})
+        self.words = tuple(sorted(word.encode("ascii") for word in {*lasts, *self.packages}))
+
+    def __call__(self, path: Path, data: bytes) -> bool:
+        if any(word in data for word in self.words) or nfkc_holds(data, self.words):
             return True
-        try:
-            inside = str(path.relative_to(facts.root))
-        except ValueError:
-            inside = str(path)
-        return any(root in inside for root in roots)
-
-    yield from facts.with_words(*words, also=may_call)
+        name, _ = module_name(self.root, path)  # a relative import's package
+        return any(package in name for package in self.packages)
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

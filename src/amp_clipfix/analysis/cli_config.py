@@ -132,7 +132,7 @@ def names_cli(facts: ProjectFacts) -> bool:
         seen.append(path)
         return False  # never parsed here
 
-    for _ in facts.with_words(CLI_WORD, also=noted):
+    for _ in facts.with_words(CLI_WORD, where=noted):
         return True
     return bool(seen)
 

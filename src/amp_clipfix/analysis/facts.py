@@ -192,16 +192,17 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def with_words(
-        self, words: tuple[bytes, ...], also: TextTest | None = None
-    ) -> Iterator[FileFacts]:
-        """The files whose document text holds one of `words` (and passes `also`), in path
+    def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
+        """The files whose document text holds one of `words` and passes `where`, in path
         order; the text is read (decoded, not parsed) first, so only those files are parsed."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
-            data = self.loaded[path].data if path in self.loaded else self.text(path)
-            if data and any(word in data for word in words) and (not also or also(path, data)):
-                yield from filter(None, (self.get(path),))
+            loaded = self.loaded.get(path)
+            data = loaded.data if loaded is not None else self.text(path)
+            if data is not None and any(word in data for word in words):
+                found = self.get(path) if where is None or where(path, data) else None
+                if found is not None:
+                    yield found
 
 
 @dataclass
@@ -271,15 +272,15 @@ class ProjectFacts:
             self._evaluator = self.evaluator_of()
         return self._evaluator
 
-    def with_words(self, *words: bytes, also: TextTest | None = None) -> Iterator[FileFacts]:
-        """The files whose text holds one of `words`, in path order (a lazy project's files
-        are parsed only when their text holds one and passes `also`, a hint: see LazyFiles)."""
+    def with_words(self, *words: bytes, where: TextTest | None = None) -> Iterator[FileFacts]:
+        """The files whose text holds one of `words` and passes `where` (calls.CallTest), in
+        path order (a lazy project's files are parsed only when their text holds one)."""
         if isinstance(self.files, LazyFiles):
-            yield from self.files.with_words(words, also)
+            yield from self.files.with_words(words, where)
             return
         for path in sorted(self.files, key=str):
             file = self.files[path]
-            if any(word in file.data for word in words):
+            if any(word in file.data for word in words) and (not where or where(path, file.data)):
                 yield file
 
     def values(self, file: FileFacts, node: ast.AST) -> list[object]:

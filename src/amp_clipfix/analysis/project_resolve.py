@@ -225,11 +225,13 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     trees, which would outlive the project). The trees stay with the summaries (a later round
     of `apply` reuses those of the files it did not change; release_analysis lets them go)."""
     from amp_clipfix.analysis.reaching import declared_names
+    from amp_clipfix.sources.prefilter import nfkc_stable
 
     collection.evaluator = None
     if facts is not None:
         facts.release()
     declared_names.cache_clear()
+    nfkc_stable.cache_clear()  # it holds the texts
 
 
 def release_analysis(collection: Collection) -> None:
@@ -322,9 +324,9 @@ def project_facts(
         for path in lazy.candidates:
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
-            elif path in collection.parses:
+            elif path in collection.parses or collection.summaries.get(path) is not None:
                 recording.read(noted, path)  # that it parses is read from its text
-                failed = False  # the collection parsed this text whole in this run
+                failed = False  # the collection or the evaluator parsed it whole in this run
             else:
                 document = document_of(path)
                 failed = document is not None and not may_parse(document.text) and not read(path)

@@ -17,6 +17,10 @@ T = TypeVar("T")
 # ("fn", name, *args): `PREDICATES[name](path, bytes, *args)` says yes.
 Condition = tuple[object, ...]
 Test = tuple[Condition, ...]
+# A search's own test of a file's path and text, made before it parses the file
+# (facts.ProjectFacts.with_words): an edit that makes a file hold the search's words asks the
+# search again whatever the test says, so it needs no note.
+TextTest = Callable[[Path, bytes], bool]
 
 
 def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
@@ -35,8 +39,6 @@ def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
     return True
 
 
-# A test of one file's path and text made before it is parsed (facts.LazyFiles.with_words).
-TextTest = Callable[[Path, bytes], bool]
 # name -> a test of one file (its path, its bytes, the condition's arguments), registered by the
 # stage that asks it (pipeline.py: may_name, may_import)
 PREDICATES: dict[str, Callable[..., bool]] = {}

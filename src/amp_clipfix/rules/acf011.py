@@ -74,9 +74,8 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # 1.x knows no other spelling
     fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
-    classes = TRAINER_CLASSES | FABRIC_CLASSES
-    for file in library_call_files(facts, WORDS, classes):
-        for call, names in library_calls(facts, file, classes):
+    for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES):
+        for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
             fabric = names <= FABRIC_CLASSES
             found = python_precision(facts, file, call, fabric, fixable)
             if found is not None:

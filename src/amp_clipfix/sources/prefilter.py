@@ -253,3 +253,27 @@ def json_may_contain(data: bytes, word: bytes) -> bool:
     if word in data or (b'"' in word and word.replace(b'"', b'\\"') in data):
         return True
     return ESCAPED_ASCII.search(data) is not None
+
+
+def nfkc_holds(data: bytes, words: Iterable[bytes]) -> bool:
+    """Whether a text that is not all ASCII holds one of the ASCII `words` once NFKC-normalised,
+    as Python reads its identifiers (`ｌightning` is `lightning`, `ﬁt` is `fit`); False for a
+    text Python reads as written (`nfkc_stable`), whose bytes are its reading: the caller
+    tests them."""
+    if data.isascii() or nfkc_stable(data):
+        return False
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", data.decode("utf-8", "replace"))
+    return any(word.decode("ascii") in text for word in words)
+
+
+@functools.lru_cache(maxsize=4096)
+def nfkc_stable(data: bytes) -> bool:
+    """Whether a text (not all ASCII) is NFKC-normalised already: its names are read as they
+    are written (most texts: an em dash, a `©` or CJK prose are). Several gates ask it of every
+    file of a project (the rules' imports and names, a search's calls): the normalisation is
+    checked once per text, and the memo let go with the project (project_resolve.end_analysis)."""
+    import unicodedata
+
+    return unicodedata.is_normalized("NFKC", data.decode("utf-8", "replace"))
