@@ -102,9 +102,9 @@ def test_a_relative_import_inside_a_package_of_their_modules_is_read(tmp_path: P
     class Facts:
         root = tmp_path
 
-        def with_words(self, *words: bytes, also):  # type: ignore[no-untyped-def]
+        def with_words(self, *words: bytes, where):  # type: ignore[no-untyped-def]
             for name in ("lightning/pytorch/x.py", "other/pytorch/x.py"):
-                asked.append(also(tmp_path / name, text))
+                asked.append(where(tmp_path / name, text))
             return iter(())
 
     facts: ProjectFacts = Facts()  # type: ignore[assignment]
