@@ -70,8 +70,7 @@ class TextLines(Sequence[bytes]):
     def __init__(self, data: bytes) -> None:
         self.data = data
         lines = data.splitlines(keepends=True)
-        # where each line starts, and where its text ends (before its line break): 4 bytes an
-        # offset in any text under 2 GB (every module the parser reads), else 8
+        # where each line starts and its text ends (before its line break): 4 bytes under 2 GB
         kind = "i" if len(data) < 2**31 else "q"
         self.starts = array(kind, accumulate(map(len, lines), initial=0))
         self.ends = array(
