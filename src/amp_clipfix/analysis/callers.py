@@ -14,6 +14,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.contained import method_files
 from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
+from amp_clipfix.analysis.descriptors import property_accessor
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
 from amp_clipfix.analysis.passed import PassedCalls
@@ -184,6 +185,8 @@ class CallerIndex(PassedCalls):
     def search_callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
         name = function.name  # type: ignore[attr-defined]
         cls = ctx.cls
+        if cls is not None and property_accessor(ctx.summary, cls, function):
+            return []  # a property's setter: run by assignment, never by a call (no file read)
         init = cls is not None and name == "__init__"
         wanted = cls.name if cls is not None and init else name
         found = []

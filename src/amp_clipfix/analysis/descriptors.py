@@ -76,3 +76,67 @@ def descriptor_values(
         for value in ev.ev(node.value, ctx)
     ]
     return values or [Opaque(method, klass.summary)]
+
+
+ACCESSORS = frozenset({"setter", "getter", "deleter"})
+PROPERTY = f"{builtins.__name__}.property"
+# Class-body statements whose bindings are their targets' names (an import, a loop, a `with`,
+# a `match` are not followed: the answer is no).
+SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Delete)
+
+
+def property_accessor(summary: Summary, cls: ast.ClassDef, function: ast.AST) -> bool:
+    """`function` is a method written `@name.setter` (or `.getter`, `.deleter`), its one
+    decorator, where `name` is, at that point of the class body, a method decorated with the
+    builtin `property` (or an accessor of one, in turn): Python binds the method's name to a
+    new property, so no call by that name runs it (an assignment, a read or a `del` of the
+    attribute does) and no call of the project can be its caller. A binding of the name of
+    any other kind on the way (an assignment, a loop, a method of another decorator), or of
+    `property` itself in the class, and the answer is no."""
+    decorators: list[ast.expr] = getattr(function, "decorator_list", [])
+    if len(decorators) != 1:
+        return False
+    decorator = decorators[0]
+    if not (
+        isinstance(decorator, ast.Attribute)
+        and decorator.attr in ACCESSORS
+        and isinstance(decorator.value, ast.Name)
+    ):
+        return False
+    wanted = decorator.value.id
+    properties: set[str] = set()  # the names bound to a builtin property so far
+    for statement in cls.body:
+        if statement is function:
+            return wanted in properties
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if is_property(summary, statement, properties):  # what it reads is above it
+                properties.add(statement.name)
+            else:
+                properties.discard(statement.name)
+            continue
+        if isinstance(statement, ast.ClassDef):  # binds its name (its body, its own scope)
+            properties.discard(statement.name)
+            if statement.name == "property":
+                return False
+            continue
+        bound = {
+            node.id
+            for node in ast.walk(statement)
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)
+        }
+        if "property" in bound or not isinstance(statement, SIMPLE):
+            return False  # `property` rebound, or a statement that may bind anything
+        properties -= bound
+    return False
+
+
+def is_property(
+    summary: Summary, method: ast.FunctionDef | ast.AsyncFunctionDef, properties: set[str]
+) -> bool:
+    """Decorated with the builtin `property` alone, or an accessor of a property bound above."""
+    if len(method.decorator_list) != 1:
+        return False
+    decorator = method.decorator_list[0]
+    if isinstance(decorator, ast.Attribute) and decorator.attr in ACCESSORS:
+        return isinstance(decorator.value, ast.Name) and decorator.value.id in properties
+    return written_name(summary, decorator) == PROPERTY

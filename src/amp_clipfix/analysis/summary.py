@@ -70,10 +70,11 @@ class TextLines(Sequence[bytes]):
     def __init__(self, data: bytes) -> None:
         self.data = data
         lines = data.splitlines(keepends=True)
-        # where each line starts, and where its text ends (before its line break)
-        self.starts = array("q", accumulate(map(len, lines), initial=0))
+        # where each line starts and its text ends (before its line break): 4 bytes under 2 GB
+        kind = "i" if len(data) < 2**31 else "q"
+        self.starts = array(kind, accumulate(map(len, lines), initial=0))
         self.ends = array(
-            "q", map(add, self.starts, map(len, map(bytes.rstrip, lines, repeat(b"\r\n"))))
+            kind, map(add, self.starts, map(len, map(bytes.rstrip, lines, repeat(b"\r\n"))))
         )
         self.starts.pop()  # the end of the text
 
