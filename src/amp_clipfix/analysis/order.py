@@ -70,6 +70,8 @@ Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
 # (file, function read, call) -> whether the call may run project code (analysis/reach.py);
 # None: every call.
 Enters = Callable[[FileFacts, ast.AST | None, ast.Call], bool] | None
+# (call, helper entered through it) -> the helper's statement to start reading at (None: all)
+Starts = Callable[[ast.Call, Fn], "ast.stmt | None"] | None
 
 
 def key(node: ast.AST | None) -> str | None:
@@ -133,11 +135,19 @@ def events(
     classify: Classify,
     depth: int = 0,
     enters: Enters = None,
+    first: ast.stmt | None = None,
+    starts: Starts = None,
 ) -> list[Event]:
     """The events of `function` in run order (source order; loops are read once). `enters`
-    says which calls may run project code: the others are not asked what they run."""
+    says which calls may run project code: the others are not asked what they run. `first`:
+    the statement to start at (the events of the statements before it are left out);
+    `starts`: the same for a helper entered through a call."""
     found: list[Event] = []
     for statement in statements(function.body):
+        if first is not None:
+            if statement is not first:
+                continue
+            first = None
         for call in calls_of(statement):
             runs = enters is None or enters(file, function, call)  # before classify: it asks too
             seen = classify(file, call)
@@ -163,7 +173,10 @@ def events(
                 )
                 continue
             if depth < HELPER_DEPTH and runs:
-                for inner in helper_events(facts, file, call, classify, depth, function, enters):
+                entered = helper_events(
+                    facts, file, call, classify, depth, function, enters, starts
+                )
+                for inner in entered:
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
     return found
 
@@ -176,6 +189,7 @@ def helper_events(
     depth: int,
     reading: ast.AST | None = None,
     enters: Enters = None,
+    starts: Starts = None,
 ) -> list[Event]:
     """The events of the project functions `call` may run (a function, a bound method, a
     closure, an instance's `__call__`: callables.callees), in the caller's keys: an expression
@@ -186,7 +200,9 @@ def helper_events(
             continue
         helper = facts.files[value.summary.path]
         names = parameter_keys(value, call)
-        for event in events(facts, helper, value.node, classify, depth + 1, enters):
+        first = None if starts is None else starts(call, value)
+        inner_events = events(facts, helper, value.node, classify, depth + 1, enters, first, starts)
+        for event in inner_events:
             scaler = names.get(event.scaler or "")
             optimizer = names.get(event.optimizer or "")
             found.append(

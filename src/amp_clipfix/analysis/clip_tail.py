@@ -1,0 +1,403 @@
+"""Where a reading can first clip: ACF004 reads the events of a function from there on first,
+and reads the whole function only when a step comes after a clip there.
+
+ACF004 reports a clip only when an optimizer step of the backward's scaler comes after it in a
+later statement (rules/acf004.py `unscaled_clip`), and reads a function's callers only for a
+clip the function makes itself with no step after it (`in_callers`). Events are read statement
+by statement in source order (order.events), each statement's events its own, so every such
+clip and step is an event of the statements from the first one that can clip on. The
+statements before it (the scaled backward, the `unscale_` calls) are read only when a step
+comes after a clip in the rest; a function where no statement can clip is not read at all.
+A caller reading (`in_callers`) is read the same way from the statement that calls the helper,
+and, through a chain of callers, each helper from the statement that calls the next
+(`Tails`).
+
+Which statement can clip (`ClipCapable`): a clip event is a call of torch's clip, made in the
+reading or in a project function it enters (order.helper_events: a callee's `Fn` value, an
+instance's `__call__`, a step's closure, order.HELPER_DEPTH levels down). torch's clip is called
+under its own name unless the project hands it on as a value (reach.CallReach.clip_escapes:
+then every statement can). A project function becomes a callee's value where its name is
+called (`x.name(...)`, `name(...)`), or where it is itself a value: written other than as a
+callee (`fn = f`, `run(f)`, `return f`, a renamed import), named by a string (`getattr`), a
+decorator's argument, or an instance's `__call__`. So the functions that can clip with `k`
+levels below them (`levels[k]`) are found from the calls of torch's clip up, by the names they
+are called with; if one of them is a value anywhere, any call can run it and the index says
+"every statement" (`open`). A module-level function is called by its bare name only in its
+module and in files that import that name (or import `*`), and as an attribute only where a
+module object of its module can be: some file writes the module's name as an identifier
+(an import, `pkg.module`); the evaluator makes no module from a string.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
+from amp_clipfix.analysis.order import (
+    FUNCTIONS,
+    HELPER_DEPTH,
+    Body,
+    Classify,
+    Enters,
+    Event,
+    EventKind,
+    Starts,
+    calls_of,
+    events,
+    statements,
+)
+from amp_clipfix.analysis.reach import CallReach
+from amp_clipfix.analysis.recording import raw, read
+from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.values import Fn
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+STAR_IMPORT = re.compile(rb"\bimport\s+\*")
+# Most functions the index follows up before it answers "every statement" (a web of helpers
+# that large costs more to index than to read).
+MOST_FUNCTIONS = 200
+
+
+class Found:
+    """One function of the index: its node, file and whether it is a method."""
+
+    def __init__(self, node: Function, summary: Summary, method: bool) -> None:
+        self.node = node
+        self.summary = summary
+        self.method = method
+
+
+class ClipCapable:
+    """The project functions that can clip within the helper levels a reading enters, found
+    once per run (see the module's docstring)."""
+
+    def __init__(self, reach: CallReach) -> None:
+        self.reach = reach
+        self.facts = reach.facts
+        self.evaluator = reach.evaluator
+        self.built = False
+        self.open = False  # every statement may clip
+        # levels[k]: the functions that can clip with k helper levels entered below them
+        self.levels: list[dict[int, Found]] = []
+        self.public: dict[str, bool] = {}  # a module object of that name can be made
+        self.exported: dict[int, set[str]] = {}
+
+    # -- the index ---------------------------------------------------------------------------
+
+    def build(self) -> None:
+        if self.built:
+            return
+        self.built = True
+        if self.reach.clip_escapes():
+            self.open = True
+            return
+        found: dict[int, Found] = {}
+        for word in sorted(CLIP_NAMES):
+            for call, function, summary, method in self.calls_named(word):
+                if isinstance(call.func, (ast.Name, ast.Attribute)):
+                    found.setdefault(id(function), Found(function, summary, method))
+        self.levels = [dict(found)]
+        for _ in range(HELPER_DEPTH - 1):
+            for callee in list(found.values()):
+                for call, function, summary, method in self.calls_named(
+                    callee.node.name, self.seen_from(callee)
+                ):
+                    if self.may_call(call, summary, callee):
+                        found.setdefault(id(function), Found(function, summary, method))
+            if len(found) > MOST_FUNCTIONS:
+                self.open = True
+                return
+            self.levels.append(dict(found))
+        self.open = any(self.escapes(f) for f in found.values())
+
+    def seen_from(self, function: Found) -> list[Path] | None:
+        """The files that may call the function by its name: all that write it (a method, or a
+        module-level function a module object of which may be made), else its module's and
+        those whose import clauses write its name."""
+        if function.method or self.attribute_reachable(function):
+            return None
+        word = function.node.name.encode("ascii")
+        return [
+            path
+            for path in self.evaluator.files_naming(word)
+            if path == function.summary.path
+            or self.evaluator.imports_name(path, word)
+            or self.imports_star(path)
+        ]
+
+    def calls_named(
+        self, name: str, paths: list[Path] | None = None
+    ) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """The calls spelled `name(...)` or `x.name(...)` in the project's functions (in
+        `paths`, else in every file writing the name), with the function that makes each (a
+        call in a lambda, a class body or a module's own code is no helper's)."""
+        if paths is None:
+            paths = self.evaluator.files_naming(name.encode("ascii"))
+        for path in paths:
+            summary = self.reach.summary_of(path)
+            if summary is None:
+                continue
+            read(self.reach.contents, path)
+            for call in summary.walked_calls():
+                if called_name(call.func) != name:
+                    continue
+                function, cls = summary.enclosing(call)
+                if isinstance(function, FUNCTIONS):
+                    owner = summary.enclosing(function)
+                    method = owner[0] is None and owner[1] is not None
+                    yield call, function, summary, method and cls is not None
+
+    def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool:
+        """The call (in `summary`'s module) may run `function` by its name."""
+        func = call.func
+        name = function.node.name
+        if called_name(func) != name:
+            return False
+        if function.method or summary is function.summary:
+            return True
+        if isinstance(func, ast.Attribute):
+            return self.attribute_reachable(function)
+        return self.imports_from(summary, name, self.exporters(function))
+
+    def exporters(self, function: Found) -> set[str]:
+        """The names of the modules whose attribute the module-level function is: its own,
+        and every module that imports it under its name (`from m import f`), in turn."""
+        key = id(function.node)
+        if key not in self.exported:
+            name = function.node.name
+            found = {module_name(function.summary.path)}
+            word = name.encode("ascii")
+            # a file whose import clauses do not write the name imports it from nowhere
+            files = [
+                path
+                for path in self.evaluator.files_naming(word)
+                if self.evaluator.imports_name(path, word) or self.imports_star(path)
+            ]
+            grew = True
+            while grew:
+                grew = False
+                for path in files:
+                    own = module_name(path)
+                    if own in found:
+                        continue
+                    summary = self.reach.summary_of(path)
+                    if summary is None or self.imports_from(summary, name, found):
+                        found.add(own)
+                        grew = True
+            self.exported[key] = found
+        return self.exported[key]
+
+    def imports_star(self, path: Path) -> bool:
+        """The file's text may import `*` (`from m import *`)."""
+        return STAR_IMPORT.search(raw(self.reach.contents)[path]) is not None
+
+    def attribute_reachable(self, function: Found) -> bool:
+        """A module object whose attribute the module-level function is may be made: some file
+        writes one of those modules' names as an identifier (an import, `pkg.module`)."""
+        return any(self.module_public(name) for name in sorted(self.exporters(function)))
+
+    def module_public(self, name: str) -> bool:
+        """Some file writes the module name as an identifier (an import, an attribute
+        `pkg.module`, a name): a module object of it may be made there."""
+        if name not in self.public:
+            self.public[name] = not name.isidentifier() or any(
+                self.writes_identifier(path, name)
+                for path in self.evaluator.files_naming(name.encode("ascii"))
+            )
+        return self.public[name]
+
+    def writes_identifier(self, path: Path, name: str) -> bool:
+        summary = self.reach.summary_of(path)
+        if summary is None:
+            return True
+        read(self.reach.contents, path)
+        for node in ast.walk(summary.tree):
+            if isinstance(node, ast.Name) and node.id == name:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr == name:
+                return True
+            if isinstance(node, ast.alias) and name in (*node.name.split("."), node.asname):
+                return True
+            if isinstance(node, ast.ImportFrom) and name in (node.module or "").split("."):
+                return True
+        return False
+
+    def imports_from(self, summary: Summary, name: str, modules: set[str]) -> bool:
+        """The module imports `name` (or `*`) from one of `modules` (by the last name of the
+        module path), or from a package relative to it (`from . import name`)."""
+        read(self.reach.contents, summary.path)
+        for node in summary.walked_statements():
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if not any(a.name in ("*", name) for a in node.names):
+                continue
+            if node.module is None or node.module.split(".")[-1] in modules:
+                return True
+        return False
+
+    def escapes(self, function: Found) -> bool:
+        """The function may be a value somewhere: a non-plain decorator gets it, it is an
+        instance's `__call__`, or a file that can see it writes its name other than as a
+        callee (a name, an attribute, a renamed import, a string)."""
+        node = function.node
+        if node.name == "__call__" or not all(plain_decorator(d) for d in node.decorator_list):
+            return True
+        name = node.name
+        public = function.method or self.attribute_reachable(function)
+        exporters = set() if public else self.exporters(function)
+        for path in self.evaluator.files_naming(name.encode("ascii")):
+            if not (public or module_name(path) in exporters):
+                continue  # no module object, no import of it: the file cannot see it
+            summary = self.reach.summary_of(path)
+            if summary is None:
+                return True
+            read(self.reach.contents, path)
+            if written_as_value(summary.tree, name, node):
+                return True
+        return False
+
+    # -- readings ----------------------------------------------------------------------------
+
+    def first_clip(self, file: FileFacts, function: Body) -> ast.stmt | None:
+        """The first statement of `function` (order.statements' order) that may clip, itself
+        or in the helpers a reading enters; None when none can."""
+        return self.first_in(self.reach.summary_of(file.path), file.tree, function)[0]
+
+    def first_in(
+        self, summary: Summary | None, tree: ast.Module, function: ast.AST
+    ) -> tuple[ast.stmt | None, ast.Call | None]:
+        """The first statement of `function` that may clip and its first call that may (None
+        for the call: any may)."""
+        self.build()
+        for statement in statements(function.body):  # type: ignore[attr-defined]
+            if self.open or summary is None or summary.tree is not tree:
+                return statement, None
+            for call in calls_of(statement):
+                if self.call_clips(call, summary):
+                    return statement, call
+        return None, None
+
+    def call_clips(self, call: ast.Call, summary: Summary) -> bool:
+        name = called_name(call.func)
+        if name is None:
+            return False  # a call of a call's result, an item: a value (see `open`)
+        if name in CLIP_NAMES:
+            return True
+        top = self.levels[-1].values() if self.levels else ()
+        return any(self.may_call(call, summary, f) for f in top)
+
+    def starts(self, statement: ast.stmt, summary: Summary, call: ast.Call | None = None) -> Starts:
+        """Where to start reading the helpers entered in a tail that starts at `statement`:
+        the events before the first call of it that may clip are no clips, and neither are
+        those of a helper that call enters before the helper's own first statement that may
+        clip, and so on down (`call`: a call that counts as the first that may)."""
+        allowed: set[int] = set()
+        first = self.first_call(statement, summary, call)
+        if first is not None:
+            allowed.add(id(first))
+
+        def start(entering: ast.Call, helper: Fn) -> ast.stmt | None:
+            if id(entering) not in allowed:
+                return None
+            statement, inner = self.first_in(helper.summary, helper.summary.tree, helper.node)
+            if statement is None:
+                return NOTHING  # it cannot clip: all its events come before any clip
+            if inner is not None:
+                allowed.add(id(inner))
+            return statement
+
+        return start
+
+    def first_call(
+        self, statement: ast.stmt, summary: Summary, call: ast.Call | None
+    ) -> ast.Call | None:
+        if self.open:
+            return None
+        for inner in calls_of(statement):
+            if inner is call or self.call_clips(inner, summary):
+                return inner
+        return None
+
+
+# A statement no body holds: order.events reads no statement of a helper started there.
+NOTHING = ast.Pass()
+
+
+def module_name(path: Path) -> str:
+    """The last name of the module a file is (a package's `__init__.py`: the package's)."""
+    return path.parent.name if path.stem == "__init__" else path.stem
+
+
+def written_as_value(tree: ast.Module, name: str, node: Function) -> bool:
+    """The module writes `name` other than as a call's callee or the function's own `def`:
+    a name or attribute read as a value, a renamed import, a string equal to it."""
+    callees: set[int] = set()
+    for inner in ast.walk(tree):
+        if isinstance(inner, ast.Call):
+            callees.add(id(inner.func))
+        elif isinstance(inner, ast.Name) and inner.id == name and id(inner) not in callees:
+            if isinstance(inner.ctx, ast.Load):
+                return True
+        elif isinstance(inner, ast.Attribute) and inner.attr == name:
+            if id(inner) not in callees:
+                return True
+        elif isinstance(inner, ast.alias) and inner.name.split(".")[-1] == name:
+            if inner.asname not in (None, name):
+                return True
+        elif (
+            isinstance(inner, ast.Constant)
+            and inner.value == name
+            or isinstance(inner, (ast.Global, ast.Nonlocal))
+            and name in inner.names
+        ):
+            return True
+    return False
+
+
+def step_after_clip(order: list[Event]) -> bool:
+    """Some step comes after a clip in these events: a clip may then be reported."""
+    clipped = False
+    for event in order:
+        if event.kind is EventKind.CLIP:
+            clipped = True
+        elif clipped and event.kind is EventKind.STEP:
+            return True
+    return False
+
+
+def statement_of(function: Body, call: ast.Call) -> ast.stmt | None:
+    """The statement of `function` (order.statements) that makes the call itself."""
+    for statement in statements(function.body):
+        if any(inner is call for inner in calls_of(statement)):
+            return statement
+    return None
+
+
+def tail_events(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: Body,
+    call: ast.Call,
+    classify: Classify,
+    enters: Enters,
+    clips: ClipCapable,
+) -> list[Event]:
+    """The events of a caller reading whose clips come through `call` (rules/acf004.py
+    `in_callers`): from the statement that makes the call on (and the helpers it enters from
+    their first statements that may clip: ClipCapable.starts), and the whole reading only
+    when a step comes after a clip there (a clip with no step after it is reported
+    nowhere)."""
+    first = statement_of(function, call)
+    summary = clips.reach.summary_of(file.path)
+    if first is None or summary is None or summary.tree is not file.tree:
+        return events(facts, file, function, classify, enters=enters)
+    starts = clips.starts(first, summary, call)
+    order = events(facts, file, function, classify, enters=enters, first=first, starts=starts)
+    if not step_after_clip(order):
+        return order
+    return events(facts, file, function, classify, enters=enters)
