@@ -46,7 +46,7 @@ from amp_clipfix.analysis.order import (
     Enters,
     Event,
     EventKind,
-    Starts,
+    Seen,
     calls_of,
     events,
     statements,
@@ -193,7 +193,8 @@ class ClipCapable:
         return self.exported[key]
 
     def imports_star(self, path: Path) -> bool:
-        """The file's text may import `*` (`from m import *`)."""
+        """The file's text may import `*` (`from m import *`), noted as a read of it."""
+        read(self.reach.contents, path)
         return STAR_IMPORT.search(raw(self.reach.contents)[path]) is not None
 
     def attribute_reachable(self, function: Found) -> bool:
@@ -291,37 +292,40 @@ class ClipCapable:
         top = self.levels[-1].values() if self.levels else ()
         return any(self.may_call(call, summary, f) for f in top)
 
-    def starts(self, statement: ast.stmt, summary: Summary, call: ast.Call | None = None) -> Starts:
-        """Where to start reading the helpers entered in a tail that starts at `statement`:
-        the events before the first call of it that may clip are no clips, and neither are
-        those of a helper that call enters before the helper's own first statement that may
-        clip, and so on down (`call`: a call that counts as the first that may)."""
-        allowed: set[int] = set()
-        first = self.first_call(statement, summary, call)
-        if first is not None:
-            allowed.add(id(first))
+    def first_helper_clip(self, helper: Fn) -> ast.stmt:
+        """The first statement of a project function entered as a helper that may clip
+        (NOTHING when none can)."""
+        statement = self.first_in(helper.summary, helper.summary.tree, helper.node)[0]
+        return NOTHING if statement is None else statement
 
-        def start(entering: ast.Call, helper: Fn) -> ast.stmt | None:
-            if id(entering) not in allowed:
-                return None
-            statement, inner = self.first_in(helper.summary, helper.summary.tree, helper.node)
-            if statement is None:
-                return NOTHING  # it cannot clip: all its events come before any clip
-            if inner is not None:
-                allowed.add(id(inner))
-            return statement
 
-        return start
+class Tail:
+    """One reading of a tail: its classifier notes the first clip it meets; until then, a
+    helper entered is read from its first statement that may clip on (`start`, order.events
+    `starts`): what comes before is no clip, and comes before every clip of the tail, so no
+    step after a clip is left out (neither is a clip, nor what follows one)."""
 
-    def first_call(
-        self, statement: ast.stmt, summary: Summary, call: ast.Call | None
-    ) -> ast.Call | None:
-        if self.open:
+    def __init__(self, capable: ClipCapable, classify: Classify) -> None:
+        self.capable = capable
+        self.inner = classify
+        self.clipped = False
+
+    def classify(self, file: FileFacts, call: ast.Call) -> Seen | None:
+        seen = self.inner(file, call)
+        if seen is not None and seen.kind is EventKind.CLIP:
+            self.clipped = True
+        return seen
+
+    def start(self, call: ast.Call, helper: Fn) -> ast.stmt | None:
+        if self.clipped or self.capable.open:
             return None
-        for inner in calls_of(statement):
-            if inner is call or self.call_clips(inner, summary):
-                return inner
-        return None
+        return self.capable.first_helper_clip(helper)
+
+    def events(
+        self, facts: ProjectFacts, file: FileFacts, function: Body, first: ast.stmt, enters: Enters
+    ) -> list[Event]:
+        """The events of `function` from `first` on, helpers as `start` says."""
+        return events(facts, file, function, self.classify, 0, enters, first, self.start)
 
 
 # A statement no body holds: order.events reads no statement of a helper started there.
@@ -393,11 +397,9 @@ def tail_events(
     when a step comes after a clip there (a clip with no step after it is reported
     nowhere)."""
     first = statement_of(function, call)
-    summary = clips.reach.summary_of(file.path)
-    if first is None or summary is None or summary.tree is not file.tree:
+    if first is None:
         return events(facts, file, function, classify, enters=enters)
-    starts = clips.starts(first, summary, call)
-    order = events(facts, file, function, classify, enters=enters, first=first, starts=starts)
+    order = Tail(clips, classify).events(facts, file, function, first, enters)
     if not step_after_clip(order):
         return order
     return events(facts, file, function, classify, enters=enters)

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
-from amp_clipfix.analysis.clip_tail import ClipCapable, step_after_clip, tail_events
+from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, tail_events
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
@@ -143,10 +143,7 @@ def check(queries: Queries) -> Iterator[Found]:
             first = clips.first_clip(file, function)
             if first is None:
                 continue  # no statement can clip, itself or in a helper (analysis/clip_tail.py)
-            starts = clips.starts(first, clips.reach.summary_of(file.path) or file.summary)
-            order = events(
-                facts, file, function, classify, enters=enters, first=first, starts=starts
-            )
+            order = Tail(clips, classify).events(facts, file, function, first, enters)
             callers = []
             if isinstance(function, FUNCTIONS):
                 # a clip of its own that meets no step here: read where it is called
