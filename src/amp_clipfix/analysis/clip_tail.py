@@ -258,7 +258,7 @@ class ClipCapable:
             if summary is None:
                 return True
             read(self.reach.contents, path)
-            if written_as_value(summary.tree, name, node):
+            if written_as_value(summary.tree, name):
                 return True
         return False
 
@@ -337,7 +337,7 @@ def module_name(path: Path) -> str:
     return path.parent.name if path.stem == "__init__" else path.stem
 
 
-def written_as_value(tree: ast.Module, name: str, node: Function) -> bool:
+def written_as_value(tree: ast.Module, name: str) -> bool:
     """The module writes `name` other than as a call's callee or the function's own `def`:
     a name or attribute read as a value, a renamed import, a string equal to it."""
     callees: set[int] = set()
@@ -353,13 +353,10 @@ def written_as_value(tree: ast.Module, name: str, node: Function) -> bool:
         elif isinstance(inner, ast.alias) and inner.name.split(".")[-1] == name:
             if inner.asname not in (None, name):
                 return True
-        elif (
-            isinstance(inner, ast.Constant)
-            and inner.value == name
-            or isinstance(inner, (ast.Global, ast.Nonlocal))
-            and name in inner.names
-        ):
-            return True
+        elif isinstance(inner, ast.Constant) and inner.value == name:
+            return True  # `getattr(x, "name")`, also through a variable
+        elif isinstance(inner, (ast.Global, ast.Nonlocal)) and name in inner.names:
+            return True  # `global name` (a binding the module's own code may change)
     return False
 
 
