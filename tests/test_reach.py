@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from amp_clipfix.analysis import bound_names, reach
+from amp_clipfix.analysis import bound_names, clip_tail, reach
 from amp_clipfix.analysis import facts as facts_module
 from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.cli import main
@@ -71,6 +71,10 @@ def write(root: Path, files: dict[str, str]) -> None:
         (root / name).write_text(text, "utf-8")
 
 
+def every_statement(capable: clip_tail.ClipCapable) -> None:
+    capable.built = capable.open = True
+
+
 def check(
     project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool = True
 ) -> tuple[int, str, set[str]]:
@@ -84,6 +88,9 @@ def check(
         return values(self, file, node)
 
     monkeypatch.setattr(facts_module.ProjectFacts, "values", noted)
+    # every statement may clip, callers read whole (analysis/clip_tail.py): the reach gate alone
+    monkeypatch.setattr(clip_tail.ClipCapable, "build", every_statement)
+    monkeypatch.setattr(clip_tail, "statement_of", lambda function, call: None)
     if not gate:
         monkeypatch.setattr(reach.CallReach, "call_runs", lambda *a: True)
         monkeypatch.setattr(reach.CallReach, "may_hold_instance", lambda *a: True)
