@@ -272,7 +272,7 @@ SCRIPT = """
             out = model(batch)
             loss = out.loss{index}
             engine.backward(loss.mean(), retain_graph=True)
-            engine.clip(model.parameters())
+            {clip}
             optimizer.step()
     """
 
@@ -299,7 +299,8 @@ def test_the_statements_before_the_clip_are_not_asked_about(
     script) pass is not asked, and the findings are the whole search's (none: no scaler
     steps after the clip)."""
     files = {"engine.py": ENGINE}
-    files.update({f"script{i}.py": SCRIPT.format(index=i) for i in range(SCRIPTS)})
+    files.update({f"script{i}.py": SCRIPT.format(index=i, clip="pass") for i in range(SCRIPTS)})
+    files["train.py"] = SCRIPT.format(index="", clip="engine.clip(model.parameters())")
     write(tmp_path / "tail", files)
     write(tmp_path / "whole", files)
     with monkeypatch.context() as patched:

@@ -54,10 +54,14 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import raw, read
 from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import Fn
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 STAR_IMPORT = re.compile(rb"\bimport\s+\*")
+CALLED = re.compile(rb"\s*\(")
+# Files the index parses itself (the evaluator has not) before it opens.
+INDEX_PARSES = 24
 # Most functions the index follows up before it answers "every statement" (a web of helpers
 # that large costs more to index than to read).
 MOST_FUNCTIONS = 200
@@ -84,6 +88,7 @@ class ClipCapable:
         self.open = False  # every statement may clip
         # levels[k]: the functions that can clip with k helper levels entered below them
         self.levels: list[dict[int, Found]] = []
+        self.parsed = 0  # files the index parsed itself
         self.public: dict[str, bool] = {}  # a module object of that name can be made
         self.exported: dict[int, set[str]] = {}
 
@@ -93,27 +98,48 @@ class ClipCapable:
         if self.built:
             return
         self.built = True
+        self.open = True  # until the index is whole: every statement may clip
         if self.reach.clip_escapes():
-            self.open = True
             return
         found: dict[int, Found] = {}
-        for word in sorted(CLIP_NAMES):
-            for call, function, summary, method in self.calls_named(word):
-                if isinstance(call.func, (ast.Name, ast.Attribute)):
-                    found.setdefault(id(function), Found(function, summary, method))
-        self.levels = [dict(found)]
-        for _ in range(HELPER_DEPTH - 1):
-            for callee in list(found.values()):
-                for call, function, summary, method in self.calls_named(
-                    callee.node.name, self.seen_from(callee)
-                ):
-                    if self.may_call(call, summary, callee):
-                        found.setdefault(id(function), Found(function, summary, method))
-            if len(found) > MOST_FUNCTIONS:
-                self.open = True
-                return
-            self.levels.append(dict(found))
-        self.open = any(self.escapes(f) for f in found.values())
+        try:
+            for word in sorted(CLIP_NAMES):
+                for call, function, summary, method in self.calls_named(word):
+                    if isinstance(call.func, (ast.Name, ast.Attribute)):
+                        self.add(found, function, summary, method)
+            levels = [dict(found)]
+            for _ in range(HELPER_DEPTH - 1):
+                for callee in list(found.values()):
+                    for call, function, summary, method in self.calls_named(
+                        callee.node.name, self.seen_from(callee)
+                    ):
+                        if self.may_call(call, summary, callee):
+                            self.add(found, function, summary, method)
+                levels.append(dict(found))
+        except Open:
+            return
+        self.levels = levels
+        self.open = False
+
+    def add(self, found: dict[int, Found], node: Function, summary: Summary, method: bool) -> None:
+        """A function that can clip joins the index; one that may be a value, or one past
+        MOST_FUNCTIONS, opens it."""
+        if id(node) in found:
+            return
+        function = Found(node, summary, method)
+        if len(found) >= MOST_FUNCTIONS or self.escapes(function):
+            raise Open
+        found[id(node)] = function
+
+    def summary(self, path: Path) -> Summary | None:
+        """The file's summary as the evaluator reads it; past INDEX_PARSES files the index
+        made itself, it opens (an index that costs a project's parse does not pay)."""
+        if path not in self.evaluator.summaries and not self.levels:
+            self.parsed += 1  # while the index is built (its answers after are kept)
+            if self.parsed > INDEX_PARSES:
+                raise Open
+        read(self.reach.contents, path)
+        return self.reach.summary_of(path)
 
     def seen_from(self, function: Found) -> list[Path] | None:
         """The files that may call the function by its name: all that write it (a method, or a
@@ -138,11 +164,13 @@ class ClipCapable:
         call in a lambda, a class body or a module's own code is no helper's)."""
         if paths is None:
             paths = self.evaluator.files_naming(name.encode("ascii"))
+        called = re.compile(rb"\b" + re.escape(name.encode("ascii")) + rb"\s*\(")
         for path in paths:
-            summary = self.reach.summary_of(path)
+            if called.search(raw(self.reach.contents)[path]) is None:
+                continue  # the text calls nothing so named
+            summary = self.summary(path)
             if summary is None:
                 continue
-            read(self.reach.contents, path)
             for call in summary.walked_calls():
                 if called_name(call.func) != name:
                     continue
@@ -185,7 +213,7 @@ class ClipCapable:
                     own = module_name(path)
                     if own in found:
                         continue
-                    summary = self.reach.summary_of(path)
+                    summary = self.summary(path)
                     if summary is None or self.imports_from(summary, name, found):
                         found.add(own)
                         grew = True
@@ -213,10 +241,9 @@ class ClipCapable:
         return self.public[name]
 
     def writes_identifier(self, path: Path, name: str) -> bool:
-        summary = self.reach.summary_of(path)
+        summary = self.summary(path)
         if summary is None:
             return True
-        read(self.reach.contents, path)
         for node in ast.walk(summary.tree):
             if isinstance(node, ast.Name) and node.id == name:
                 return True
@@ -251,13 +278,16 @@ class ClipCapable:
         name = node.name
         public = function.method or self.attribute_reachable(function)
         exporters = set() if public else self.exporters(function)
-        for path in self.evaluator.files_naming(name.encode("ascii")):
+        word = name.encode("ascii")
+        for path in self.evaluator.files_naming(word):
             if not (public or module_name(path) in exporters):
                 continue  # no module object, no import of it: the file cannot see it
-            summary = self.reach.summary_of(path)
+            read(self.reach.contents, path)
+            if not text_writes_value(word, raw(self.reach.contents)[path]):
+                continue  # every time it is written it is called (or defined)
+            summary = self.summary(path)
             if summary is None:
                 return True
-            read(self.reach.contents, path)
             if written_as_value(summary.tree, name):
                 return True
         return False
@@ -326,6 +356,16 @@ class Tail:
     ) -> list[Event]:
         """The events of `function` from `first` on, helpers as `start` says."""
         return events(facts, file, function, self.classify, 0, enters, first, self.start)
+
+
+class Open(Exception):
+    """The index cannot tell: every statement may clip."""
+
+
+def text_writes_value(word: bytes, data: bytes) -> bool:
+    """The text writes the word other than right before a `(` (a call, a `def`): as a name
+    or attribute read, an import clause, a string (the parse decides which)."""
+    return any(CALLED.match(data, m.end()) is None for m in whole_word(word).finditer(data))
 
 
 # A statement no body holds: order.events reads no statement of a helper started there.
