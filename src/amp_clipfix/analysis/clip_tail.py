@@ -166,6 +166,7 @@ class ClipCapable:
             paths = self.evaluator.files_naming(name.encode("ascii"))
         called = re.compile(rb"\b" + re.escape(name.encode("ascii")) + rb"\s*\(")
         for path in paths:
+            read(self.reach.contents, path)  # what its text says is part of the answer
             if called.search(raw(self.reach.contents)[path]) is None:
                 continue  # the text calls nothing so named
             summary = self.summary(path)
