@@ -186,7 +186,7 @@ def whole_search(monkeypatch: pytest.MonkeyPatch) -> None:
         self.built = self.open = True
 
     monkeypatch.setattr(clip_tail.ClipCapable, "build", build)
-    monkeypatch.setattr(clip_tail, "statement_of", lambda function, call: None)
+    monkeypatch.setattr(clip_tail, "statement_of", lambda *arguments: None)
 
 
 def report(folder: Path) -> str:

@@ -90,7 +90,7 @@ def check(
     monkeypatch.setattr(facts_module.ProjectFacts, "values", noted)
     # every statement may clip, callers read whole (analysis/clip_tail.py): the reach gate alone
     monkeypatch.setattr(clip_tail.ClipCapable, "build", every_statement)
-    monkeypatch.setattr(clip_tail, "statement_of", lambda function, call: None)
+    monkeypatch.setattr(clip_tail, "statement_of", lambda *arguments: None)
     if not gate:
         monkeypatch.setattr(reach.CallReach, "call_runs", lambda *a: True)
         monkeypatch.setattr(reach.CallReach, "may_hold_instance", lambda *a: True)

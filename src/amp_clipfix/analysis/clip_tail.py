@@ -340,6 +340,8 @@ class Tail:
         self.capable = capable
         self.inner = classify
         self.clipped = False
+        self.first: ast.stmt | None = None  # where the reading started
+        self.cut = False  # a helper's statements were left out
 
     def classify(self, file: FileFacts, call: ast.Call) -> Seen | None:
         seen = self.inner(file, call)
@@ -350,13 +352,33 @@ class Tail:
     def start(self, call: ast.Call, helper: Fn) -> ast.stmt | None:
         if self.clipped or self.capable.open:
             return None
-        return self.capable.first_helper_clip(helper)
+        first = self.capable.first_helper_clip(helper)
+        if first is not next(statements(helper.node.body), None):
+            self.cut = True
+        return first
 
     def events(
         self, facts: ProjectFacts, file: FileFacts, function: Body, first: ast.stmt, enters: Enters
     ) -> list[Event]:
         """The events of `function` from `first` on, helpers as `start` says."""
+        self.first = first
         return events(facts, file, function, self.classify, 0, enters, first, self.start)
+
+    def whole(
+        self,
+        order: list[Event],
+        facts: ProjectFacts,
+        file: FileFacts,
+        function: Body,
+        classify: Classify,
+        enters: Enters,
+    ) -> list[Event]:
+        """The reading whole: the events of the statements before the first read, then
+        `order` (read anew when a helper's statements were left out of it)."""
+        if self.cut:
+            return events(facts, file, function, classify, enters=enters)
+        before = events(facts, file, function, classify, enters=enters, until=self.first)
+        return before + order
 
 
 class Open(Exception):
@@ -412,11 +434,16 @@ def step_after_clip(order: list[Event]) -> bool:
     return False
 
 
-def statement_of(function: Body, call: ast.Call) -> ast.stmt | None:
-    """The statement of `function` (order.statements) that makes the call itself."""
-    for statement in statements(function.body):
-        if any(inner is call for inner in calls_of(statement)):
-            return statement
+def statement_of(file: FileFacts, function: Body, call: ast.Call) -> ast.stmt | None:
+    """The statement of `function` (order.statements) that makes the call itself: the
+    innermost statement around it, when no function, lambda or class is between."""
+    node: ast.AST | None = file.summary.parent(call)
+    while node is not None and node is not function:
+        if isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(node, ast.stmt):
+            return node
+        node = file.summary.parent(node)
     return None
 
 
@@ -434,10 +461,11 @@ def tail_events(
     their first statements that may clip: ClipCapable.starts), and the whole reading only
     when a step comes after a clip there (a clip with no step after it is reported
     nowhere)."""
-    first = statement_of(function, call)
+    first = statement_of(file, function, call)
     if first is None:
         return events(facts, file, function, classify, enters=enters)
-    order = Tail(clips, classify).events(facts, file, function, first, enters)
+    tail = Tail(clips, classify)
+    order = tail.events(facts, file, function, first, enters)
     if not step_after_clip(order):
         return order
-    return events(facts, file, function, classify, enters=enters)
+    return tail.whole(order, facts, file, function, classify, enters)

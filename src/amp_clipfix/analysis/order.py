@@ -137,13 +137,17 @@ def events(
     enters: Enters = None,
     first: ast.stmt | None = None,
     starts: Starts = None,
+    until: ast.stmt | None = None,
 ) -> list[Event]:
     """The events of `function` in run order (source order; loops are read once). `enters`
     says which calls may run project code: the others are not asked what they run. `first`:
     the statement to start at (the events of the statements before it are left out);
-    `starts`: the same for a helper entered through a call."""
+    `starts`: the same for a helper entered through a call; `until`: the statement to stop
+    before."""
     found: list[Event] = []
     for statement in statements(function.body):
+        if statement is until:
+            break
         if first is not None:
             if statement is not first:
                 continue

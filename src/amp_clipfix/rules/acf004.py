@@ -143,13 +143,14 @@ def check(queries: Queries) -> Iterator[Found]:
             first = clips.first_clip(file, function)
             if first is None:
                 continue  # no statement can clip, itself or in a helper (analysis/clip_tail.py)
-            order = Tail(clips, classify).events(facts, file, function, first, enters)
+            tail = Tail(clips, classify)
+            order = tail.events(facts, file, function, first, enters)
             callers = []
             if isinstance(function, FUNCTIONS):
                 # a clip of its own that meets no step here: read where it is called
                 callers = in_callers(facts, file, function, order, classify, reach, clips)
             if step_after_clip(order):  # then the whole function: the backward before
-                order = events(facts, file, function, classify, enters=enters)
+                order = tail.whole(order, facts, file, function, classify, enters)
             else:
                 order = []  # no clip has a step after it: none is reported here
             readings = [(file, order, index) for index in range(len(order))] + callers
