@@ -8,9 +8,10 @@ by statement in source order (order.events), each statement's events its own, so
 clip and step is an event of the statements from the first one that can clip on. The
 statements before it (the scaled backward, the `unscale_` calls) are read only when a step
 comes after a clip in the rest; a function where no statement can clip is not read at all.
-A caller reading (`in_callers`) is read the same way from the statement that calls the helper,
-and, through a chain of callers, each helper from the statement that calls the next
-(`Tails`).
+A caller reading (`in_callers`) is read the same way from the statement that calls the helper.
+Until the first clip of such a tail is met, a helper it enters is read from the helper's own
+first statement that can clip (`Tail`): what comes before is no clip and comes before every
+clip, so no step after a clip is left out.
 
 Which statement can clip (`ClipCapable`): a clip event is a call of torch's clip, made in the
 reading or in a project function it enters (order.helper_events: a callee's `Fn` value, an
