@@ -142,6 +142,14 @@ class ClipCapable:
         read(self.reach.contents, path)
         return self.reach.summary_of(path)
 
+    def affordable(self, paths: list[Path]) -> list[Path]:
+        """`paths`, when parsing those the evaluator has not keeps the index within
+        INDEX_PARSES files (else it opens before it parses any of them)."""
+        new = sum(1 for path in paths if path not in self.evaluator.summaries)
+        if not self.levels and self.parsed + new > INDEX_PARSES:
+            raise Open
+        return paths
+
     def seen_from(self, function: Found) -> list[Path] | None:
         """The files that may call the function by its name: all that write it (a method, or a
         module-level function a module object of which may be made), else its module's and
@@ -165,11 +173,9 @@ class ClipCapable:
         call in a lambda, a class body or a module's own code is no helper's)."""
         if paths is None:
             paths = self.evaluator.files_naming(name.encode("ascii"))
-        called = re.compile(rb"\b" + re.escape(name.encode("ascii")) + rb"\s*\(")
+        # the text can call it (callers.may_call: a noted test of the text, not a read)
+        paths = self.affordable([path for path in paths if self.evaluator.may_call(path, name)])
         for path in paths:
-            read(self.reach.contents, path)  # what its text says is part of the answer
-            if called.search(raw(self.reach.contents)[path]) is None:
-                continue  # the text calls nothing so named
             summary = self.summary(path)
             if summary is None:
                 continue
@@ -281,12 +287,14 @@ class ClipCapable:
         public = function.method or self.attribute_reachable(function)
         exporters = set() if public else self.exporters(function)
         word = name.encode("ascii")
+        candidates = []
         for path in self.evaluator.files_naming(word):
             if not (public or module_name(path) in exporters):
                 continue  # no module object, no import of it: the file cannot see it
             read(self.reach.contents, path)
-            if not text_writes_value(word, raw(self.reach.contents)[path]):
-                continue  # every time it is written it is called (or defined)
+            if text_writes_value(word, raw(self.reach.contents)[path]):
+                candidates.append(path)  # else every time it is written it is called
+        for path in self.affordable(candidates):
             summary = self.summary(path)
             if summary is None:
                 return True
