@@ -32,6 +32,7 @@ module object of its module can be: some file writes the module's name as an ide
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,14 +54,13 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.recording import raw, read
+from amp_clipfix.analysis.recording import PREDICATES, matches, raw, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
-from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import Fn
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 STAR_IMPORT = re.compile(rb"\bimport\s+\*")
-CALLED = re.compile(rb"\s*\(")
+WRITES_VALUE = "writes_value"  # the value test of a file's text (recording.PREDICATES)
 # Files the index parses itself (the evaluator has not) before it opens.
 INDEX_PARSES = 24
 # Most functions the index follows up before it answers "every statement" (a web of helpers
@@ -229,9 +229,18 @@ class ClipCapable:
         return self.exported[key]
 
     def imports_star(self, path: Path) -> bool:
-        """The file's text may import `*` (`from m import *`), noted as a read of it."""
-        read(self.reach.contents, path)
-        return STAR_IMPORT.search(raw(self.reach.contents)[path]) is not None
+        """The file's text may import `*` (`from m import *`): a noted test of its text."""
+        found = STAR_IMPORT.search(raw(self.reach.contents)[path]) is not None
+        return tested(self.reach.contents, path, (matches(STAR_IMPORT),), found)
+
+    def writes_value(self, path: Path, word: bytes) -> bool:
+        """The file's text writes the word other than right before a `(` (a call, a `def`):
+        as a name or attribute read, an import clause, a string (the parse decides which). A
+        noted test of its text, not a read."""
+        found = writes_value(path, raw(self.reach.contents)[path], word.decode("ascii"))
+        return tested(
+            self.reach.contents, path, (("fn", WRITES_VALUE, word.decode("ascii")),), found
+        )
 
     def attribute_reachable(self, function: Found) -> bool:
         """A module object whose attribute the module-level function is may be made: some file
@@ -291,8 +300,7 @@ class ClipCapable:
         for path in self.evaluator.files_naming(word):
             if not (public or module_name(path) in exporters):
                 continue  # no module object, no import of it: the file cannot see it
-            read(self.reach.contents, path)
-            if text_writes_value(word, raw(self.reach.contents)[path]):
+            if self.writes_value(path, word):
                 candidates.append(path)  # else every time it is written it is called
         for path in self.affordable(candidates):
             summary = self.summary(path)
@@ -394,10 +402,26 @@ class Open(Exception):
     """The index cannot tell: every statement may clip."""
 
 
-def text_writes_value(word: bytes, data: bytes) -> bool:
-    """The text writes the word other than right before a `(` (a call, a `def`): as a name
-    or attribute read, an import clause, a string (the parse decides which)."""
-    return any(CALLED.match(data, m.end()) is None for m in whole_word(word).finditer(data))
+@functools.cache
+def value_written(word: bytes) -> re.Pattern[bytes]:
+    """The word as a whole word not followed by a `(` (spaces and line breaks between)."""
+    escaped = re.escape(word)
+    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])(?!\s*\()")
+
+
+def writes_value(path: Path | None, data: bytes, name: str) -> bool:
+    """The text writes the name other than right before a `(` (a call, a `def`) and other
+    than in a comment (after a `#` with no quote before it on its line): as a name or
+    attribute read, an import clause, a string (the parse decides which)."""
+    for match in value_written(name.encode("ascii")).finditer(data):
+        line = data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()]
+        comment = line.find(b"#")
+        if comment < 0 or b"'" in line[:comment] or b'"' in line[:comment]:
+            return True
+    return False
+
+
+PREDICATES[WRITES_VALUE] = writes_value
 
 
 # A statement no body holds: order.events reads no statement of a helper started there.
