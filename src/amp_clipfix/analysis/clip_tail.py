@@ -13,20 +13,18 @@ Until the first clip of such a tail is met, a helper it enters is read from the 
 first statement that can clip (`Tail`): what comes before is no clip and comes before every
 clip, so no step after a clip is left out.
 
-Which statement can clip (`ClipCapable`): a clip event is a call of torch's clip, made in the
-reading or in a project function it enters (order.helper_events: a callee's `Fn` value, an
-instance's `__call__`, a step's closure, order.HELPER_DEPTH levels down). torch's clip is called
-under its own name unless the project hands it on as a value (reach.CallReach.clip_escapes:
-then every statement can). A project function becomes a callee's value where its name is
-called (`x.name(...)`, `name(...)`), or where it is itself a value: written other than as a
-callee (`fn = f`, `run(f)`, `return f`, a renamed import), named by a string (`getattr`), a
-decorator's argument, or an instance's `__call__`. So the functions that can clip with `k`
-levels below them (`levels[k]`) are found from the calls of torch's clip up, by the names they
-are called with; if one of them is a value anywhere, any call can run it and the index says
-"every statement" (`open`). A module-level function is called by its bare name only in its
-module and in files that import that name (or import `*`), and as an attribute only where a
-module object of its module can be: some file writes the module's name as an identifier
-(an import, `pkg.module`); the evaluator makes no module from a string.
+Which statement can clip (`ClipCapable`): a call of torch's clip, in the reading or in a project
+function it enters (a callee's `Fn`, an instance's `__call__`, a step's closure, HELPER_DEPTH
+levels down). torch's clip is called under its own name unless the project hands it on
+(reach.CallReach.clip_escapes: then every statement can). A project function is a callee's
+value where its name is called, or where it is itself a value: written other than as a callee
+(`fn = f`, `run(f)`, a renamed import), a string (`getattr`), a decorator's argument, a
+`__call__`. So the functions that can clip with `k` levels below them (`levels[k]`) are found
+from torch's clip calls up, by the names they are called with; if one of them may be a value,
+any call can run it and the index says "every statement" (`open`). A module-level function is
+called by its bare name only in its module and in files that import that name (or `*`), and
+as an attribute only where a module object of its module can be: some file writes the
+module's name as an identifier (an import, `pkg.module`; no module is made from a string).
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ import ast
 import functools
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.analysis.bound_names import plain_decorator
@@ -68,13 +67,13 @@ INDEX_PARSES = 24
 MOST_FUNCTIONS = 200
 
 
+@dataclass(frozen=True)
 class Found:
     """One function of the index: its node, file and whether it is a method."""
 
-    def __init__(self, node: Function, summary: Summary, method: bool) -> None:
-        self.node = node
-        self.summary = summary
-        self.method = method
+    node: Function
+    summary: Summary
+    method: bool
 
 
 class ClipCapable:
@@ -143,8 +142,8 @@ class ClipCapable:
         return self.reach.summary_of(path)
 
     def affordable(self, paths: list[Path]) -> list[Path]:
-        """`paths`, when parsing those the evaluator has not keeps the index within
-        INDEX_PARSES files (else it opens before it parses any of them)."""
+        """`paths`, if parsing those the evaluator has not keeps within INDEX_PARSES (else the
+        index opens before it parses any)."""
         new = sum(1 for path in paths if path not in self.evaluator.summaries)
         if not self.levels and self.parsed + new > INDEX_PARSES:
             raise Open
@@ -152,8 +151,7 @@ class ClipCapable:
 
     def seen_from(self, function: Found) -> list[Path] | None:
         """The files that may call the function by its name: all that write it (a method, or a
-        module-level function a module object of which may be made), else its module's and
-        those whose import clauses write its name."""
+        function of a module an object of which may be made), else its module and importers."""
         if function.method or self.attribute_reachable(function):
             return None
         word = function.node.name.encode("ascii")
@@ -390,8 +388,8 @@ class Tail:
         classify: Classify,
         enters: Enters,
     ) -> list[Event]:
-        """The reading whole: the events of the statements before the first read, then
-        `order` (read anew when a helper's statements were left out of it)."""
+        """The reading whole: the statements before the first read, then `order` (read anew
+        when a helper's statements were left out of it)."""
         if self.cut:
             return events(facts, file, function, classify, enters=enters)
         before = events(facts, file, function, classify, enters=enters, until=self.first)
@@ -490,10 +488,8 @@ def tail_events(
     clips: ClipCapable,
 ) -> list[Event]:
     """The events of a caller reading whose clips come through `call` (rules/acf004.py
-    `in_callers`): from the statement that makes the call on (and the helpers it enters from
-    their first statements that may clip: ClipCapable.starts), and the whole reading only
-    when a step comes after a clip there (a clip with no step after it is reported
-    nowhere)."""
+    `in_callers`): from the statement making the call on (a Tail), and the whole reading only
+    when a step comes after a clip there (a clip with no step after it is reported nowhere)."""
     first = statement_of(file, function, call)
     if first is None:
         return events(facts, file, function, classify, enters=enters)
