@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from amp_clipfix.analysis import bound_names, clip_values, reach
+from amp_clipfix.analysis import bound_names, clip_tail, clip_values, reach
 from amp_clipfix.analysis import facts as facts_module
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.summary import summarise
@@ -72,6 +72,10 @@ def write(root: Path, files: dict[str, str]) -> None:
         (root / name).write_text(text, "utf-8")
 
 
+def every_statement(capable: clip_tail.ClipCapable) -> None:
+    capable.built = capable.open = True
+
+
 def check(
     project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool = True
 ) -> tuple[int, str, set[str]]:
@@ -85,6 +89,9 @@ def check(
         return values(self, file, node)
 
     monkeypatch.setattr(facts_module.ProjectFacts, "values", noted)
+    # every statement may clip, callers read whole (analysis/clip_tail.py): the reach gate alone
+    monkeypatch.setattr(clip_tail.ClipCapable, "build", every_statement)
+    monkeypatch.setattr(clip_tail, "statement_of", lambda *arguments: None)
     if not gate:
         monkeypatch.setattr(reach.CallReach, "call_runs", lambda *a: True)
         monkeypatch.setattr(reach.CallReach, "may_hold_instance", lambda *a: True)

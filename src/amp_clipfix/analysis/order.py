@@ -71,6 +71,8 @@ Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
 # (file, function read, call) -> whether the call may run project code (analysis/reach.py);
 # None: every call.
 Enters = Callable[[FileFacts, ast.AST | None, ast.Call], bool] | None
+# (call, helper entered through it) -> the helper's statement to start reading at (None: all)
+Starts = Callable[[ast.Call, Fn], "ast.stmt | None"] | None
 
 
 def key(node: ast.AST | None) -> str | None:
@@ -147,17 +149,32 @@ def events(
     classify: Classify,
     depth: int = 0,
     enters: Enters = None,
+    first: ast.stmt | None = None,
+    starts: Starts = None,
+    until: ast.stmt | None = None,
     tail: bool = False,
 ) -> list[Event]:
     """The events of `function` in run order (source order; loops are read once). `enters`
-    says which calls may run project code: the others are not asked what they run. `tail`
-    (a reading, depth 0): the helpers of the last statement that makes calls are not entered
-    when no clip comes before it and it makes none itself (`quiet_tail`)."""
+    says which calls may run project code: the others are not asked what they run. `first`:
+    the statement to start at (the events of the statements before it are left out);
+    `starts`: the same for a helper entered through a call; `until`: the statement to stop
+    before. `tail` (a reading to the function's end, depth 0): the helpers of the last
+    statement that makes calls are not entered when no clip comes before it and it makes
+    none itself (`quiet_tail`)."""
     found: list[Event] = []
-    listed = [(statement, calls_of(statement)) for statement in statements(function.body)]
+    listed: list[tuple[ast.stmt, list[ast.Call]]] = []
+    for statement in statements(function.body):
+        if statement is until:
+            break
+        if first is not None:
+            if statement is not first:
+                continue
+            first = None
+        listed.append((statement, calls_of(statement)))
+    quiet = tail and depth == 0 and until is None
     last = max((i for i, (_, calls) in enumerate(listed) if calls), default=-1)
     for index, (statement, calls) in enumerate(listed):
-        if tail and depth == 0 and index == last:
+        if quiet and index == last:
             own = quiet_tail(file, statement, calls, classify, found)
             if own is not None:
                 found += own
@@ -173,7 +190,10 @@ def events(
                 found.append(own_event(file, statement, call, seen))
                 continue
             if depth < HELPER_DEPTH and runs:
-                for inner in helper_events(facts, file, call, classify, depth, function, enters):
+                entered = helper_events(
+                    facts, file, call, classify, depth, function, enters, starts
+                )
+                for inner in entered:
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
     return found
 
@@ -222,6 +242,7 @@ def helper_events(
     depth: int,
     reading: ast.AST | None = None,
     enters: Enters = None,
+    starts: Starts = None,
 ) -> list[Event]:
     """The events of the project functions `call` may run (a function, a bound method, a
     closure, an instance's `__call__`: callables.callees), in the caller's keys: an expression
@@ -232,7 +253,9 @@ def helper_events(
             continue
         helper = facts.files[value.summary.path]
         names = parameter_keys(value, call)
-        for event in events(facts, helper, value.node, classify, depth + 1, enters):
+        first = None if starts is None else starts(call, value)
+        inner_events = events(facts, helper, value.node, classify, depth + 1, enters, first, starts)
+        for event in inner_events:
             scaler = names.get(event.scaler or "")
             optimizer = names.get(event.optimizer or "")
             found.append(

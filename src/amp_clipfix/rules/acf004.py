@@ -12,6 +12,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
+from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, tail_events
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
@@ -135,6 +136,7 @@ def check(queries: Queries) -> Iterator[Found]:
     if not any_scaled_backward(facts.evaluator.contents):
         return  # no file writes `<x>.scale(...).backward(...)`: no reading meets a backward
     reach = CallReach(facts)
+    clips = ClipCapable(reach)
     enters = reach.may_run_project
     classify = classifier(facts, enters, reach.may_be_clip)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
@@ -145,11 +147,20 @@ def check(queries: Queries) -> Iterator[Found]:
                 isinstance(function, FUNCTIONS) and b"clip_grad_" in text
             ):
                 continue
-            order = events(facts, file, function, classify, enters=enters, tail=True)
-            readings = [(file, order, index) for index in range(len(order))]
+            first = clips.first_clip(file, function)
+            if first is None:
+                continue  # no statement can clip, itself or in a helper (analysis/clip_tail.py)
+            tail = Tail(clips, classify)
+            order = tail.events(facts, file, function, first, enters)
+            callers = []
             if isinstance(function, FUNCTIONS):
                 # a clip of its own that meets no step here: read where it is called
-                readings += in_callers(facts, file, function, order, classify, reach)
+                callers = in_callers(facts, file, function, order, classify, reach, clips)
+            if step_after_clip(order):  # then the whole function: the backward before
+                order = tail.whole(order, facts, file, function, classify, enters)
+            else:
+                order = []  # no clip has a step after it: none is reported here
+            readings = [(file, order, index) for index in range(len(order))] + callers
             for where, reading, index in readings:
                 clip = reading[index]
                 if clip.kind is EventKind.CLIP:
@@ -166,6 +177,7 @@ def in_callers(
     order: list[Event],
     classify: Classify,
     reach: CallReach | None = None,
+    capable: ClipCapable | None = None,
 ) -> list[tuple[FileFacts, list[Event], int]]:
     """The clips `function` makes itself with no step of their scaler after them there, read
     in the function's callers (any module; callables.caller_readings): a clip helper imported
@@ -184,7 +196,10 @@ def in_callers(
     enters = None if reach is None else reach.may_run_project
     holds = None if reach is None else reach.may_hold_instance
     for where, reading, call in caller_readings(facts, file, function, holds=holds):
-        caller_order = events(facts, where, reading, classify, enters=enters, tail=True)
+        if capable is None:
+            caller_order = events(facts, where, reading, classify, enters=enters, tail=True)
+        else:  # from where a clip can be (analysis/clip_tail.py)
+            caller_order = tail_events(facts, where, reading, call, classify, enters, capable)
         for index, event in enumerate(caller_order):
             if any(event.call is clip.call for clip in clips) and call in event.via:
                 found.append((where, caller_order, index))

@@ -1,0 +1,500 @@
+"""Where a reading can first clip: ACF004 reads the events of a function from there on first,
+and reads the whole function only when a step comes after a clip there.
+
+ACF004 reports a clip only when an optimizer step of the backward's scaler comes after it in a
+later statement (rules/acf004.py `unscaled_clip`), and reads a function's callers only for a
+clip the function makes itself with no step after it (`in_callers`). Events are read statement
+by statement in source order (order.events), each statement's events its own, so every such
+clip and step is an event of the statements from the first one that can clip on. The
+statements before it (the scaled backward, the `unscale_` calls) are read only when a step
+comes after a clip in the rest; a function where no statement can clip is not read at all.
+A caller reading (`in_callers`) is read the same way from the statement that calls the helper.
+Until the first clip of such a tail is met, a helper it enters is read from the helper's own
+first statement that can clip (`Tail`): what comes before is no clip and comes before every
+clip, so no step after a clip is left out.
+
+Which statement can clip (`ClipCapable`): a call of torch's clip, in the reading or in a project
+function it enters (a callee's `Fn`, an instance's `__call__`, a step's closure, HELPER_DEPTH
+levels down). torch's clip is called under its own name unless the project hands it on
+(reach.CallReach.clip_escapes: then every statement can). A project function is a callee's
+value where its name is called, or where it is itself a value: written other than as a callee
+(`fn = f`, `run(f)`, a renamed import), a string (`getattr`), a decorator's argument, a
+`__call__`. So the functions that can clip with `k` levels below them (`levels[k]`) are found
+from torch's clip calls up, by the names they are called with; if one of them may be a value,
+any call can run it and the index says "every statement" (`open`). A module-level function is
+called by its bare name only in its module and in files that import that name (or `*`), and
+as an attribute only where a module object of its module can be: some file writes the
+module's name as an identifier (an import, `pkg.module`; no module is made from a string).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
+from amp_clipfix.analysis.order import (
+    FUNCTIONS,
+    HELPER_DEPTH,
+    Body,
+    Classify,
+    Enters,
+    Event,
+    EventKind,
+    Seen,
+    calls_of,
+    events,
+    statements,
+)
+from amp_clipfix.analysis.reach import CallReach
+from amp_clipfix.analysis.recording import PREDICATES, matches, raw, read, tested
+from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.values import Fn
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+STAR_IMPORT = re.compile(rb"\bimport\s+\*")
+WRITES_VALUE = "writes_value"  # the value test of a file's text (recording.PREDICATES)
+# Files the index parses itself (the evaluator has not) before it opens.
+INDEX_PARSES = 24
+# Most functions the index follows up before it answers "every statement" (a web of helpers
+# that large costs more to index than to read).
+MOST_FUNCTIONS = 200
+
+
+@dataclass(frozen=True)
+class Found:
+    """One function of the index: its node, file and whether it is a method."""
+
+    node: Function
+    summary: Summary
+    method: bool
+
+
+class ClipCapable:
+    """The project functions that can clip within the helper levels a reading enters, found
+    once per run (see the module's docstring)."""
+
+    def __init__(self, reach: CallReach) -> None:
+        self.reach = reach
+        self.facts = reach.facts
+        self.evaluator = reach.evaluator
+        self.built = False
+        self.open = False  # every statement may clip
+        # levels[k]: the functions that can clip with k helper levels entered below them
+        self.levels: list[dict[int, Found]] = []
+        self.parsed = 0  # files the index parsed itself
+        self.public: dict[str, bool] = {}  # a module object of that name can be made
+        self.exported: dict[int, set[str]] = {}
+
+    # -- the index ---------------------------------------------------------------------------
+
+    def build(self) -> None:
+        if self.built:
+            return
+        self.built = True
+        self.open = True  # until the index is whole: every statement may clip
+        if self.reach.clip_escapes():
+            return
+        found: dict[int, Found] = {}
+        try:
+            for word in sorted(CLIP_NAMES):
+                for call, function, summary, method in self.calls_named(word):
+                    if isinstance(call.func, (ast.Name, ast.Attribute)):
+                        self.add(found, function, summary, method)
+            levels = [dict(found)]
+            for _ in range(HELPER_DEPTH - 1):
+                for callee in list(found.values()):
+                    for call, function, summary, method in self.calls_named(
+                        callee.node.name, self.seen_from(callee)
+                    ):
+                        if self.may_call(call, summary, callee):
+                            self.add(found, function, summary, method)
+                levels.append(dict(found))
+        except Open:
+            return
+        self.levels = levels
+        self.open = False
+
+    def add(self, found: dict[int, Found], node: Function, summary: Summary, method: bool) -> None:
+        """A function that can clip joins the index; one that may be a value, or one past
+        MOST_FUNCTIONS, opens it."""
+        if id(node) in found:
+            return
+        function = Found(node, summary, method)
+        if len(found) >= MOST_FUNCTIONS or self.escapes(function):
+            raise Open
+        found[id(node)] = function
+
+    def summary(self, path: Path) -> Summary | None:
+        """The file's summary as the evaluator reads it; past INDEX_PARSES files the index
+        made itself, it opens (an index that costs a project's parse does not pay)."""
+        if path not in self.evaluator.summaries and not self.levels:
+            self.parsed += 1  # while the index is built (its answers after are kept)
+            if self.parsed > INDEX_PARSES:
+                raise Open
+        read(self.reach.contents, path)
+        return self.reach.summary_of(path)
+
+    def affordable(self, paths: list[Path]) -> list[Path]:
+        """`paths`, if parsing those the evaluator has not keeps within INDEX_PARSES (else the
+        index opens before it parses any)."""
+        new = sum(1 for path in paths if path not in self.evaluator.summaries)
+        if not self.levels and self.parsed + new > INDEX_PARSES:
+            raise Open
+        return paths
+
+    def seen_from(self, function: Found) -> list[Path] | None:
+        """The files that may call the function by its name: all that write it (a method, or a
+        function of a module an object of which may be made), else its module and importers."""
+        if function.method or self.attribute_reachable(function):
+            return None
+        word = function.node.name.encode("ascii")
+        return [
+            path
+            for path in self.evaluator.files_naming(word)
+            if path == function.summary.path
+            or self.evaluator.imports_name(path, word)
+            or self.imports_star(path)
+        ]
+
+    def calls_named(
+        self, name: str, paths: list[Path] | None = None
+    ) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """The calls spelled `name(...)` or `x.name(...)` in the project's functions (in
+        `paths`, else in every file writing the name), with the function that makes each (a
+        call in a lambda, a class body or a module's own code is no helper's)."""
+        if paths is None:
+            paths = self.evaluator.files_naming(name.encode("ascii"))
+        # the text can call it (callers.may_call: a noted test of the text, not a read)
+        paths = self.affordable([path for path in paths if self.evaluator.may_call(path, name)])
+        for path in paths:
+            summary = self.summary(path)
+            if summary is None:
+                continue
+            for call in summary.walked_calls():
+                if called_name(call.func) != name:
+                    continue
+                function, cls = summary.enclosing(call)
+                if isinstance(function, FUNCTIONS):
+                    owner = summary.enclosing(function)
+                    method = owner[0] is None and owner[1] is not None
+                    yield call, function, summary, method and cls is not None
+
+    def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool:
+        """The call (in `summary`'s module) may run `function` by its name."""
+        func = call.func
+        name = function.node.name
+        if called_name(func) != name:
+            return False
+        if function.method or summary is function.summary:
+            return True
+        if isinstance(func, ast.Attribute):
+            return self.attribute_reachable(function)
+        return self.imports_from(summary, name, self.exporters(function))
+
+    def exporters(self, function: Found) -> set[str]:
+        """The names of the modules whose attribute the module-level function is: its own,
+        and every module that imports it under its name (`from m import f`), in turn."""
+        key = id(function.node)
+        if key not in self.exported:
+            name = function.node.name
+            found = {module_name(function.summary.path)}
+            word = name.encode("ascii")
+            # a file whose import clauses do not write the name imports it from nowhere
+            files = [
+                path
+                for path in self.evaluator.files_naming(word)
+                if self.evaluator.imports_name(path, word) or self.imports_star(path)
+            ]
+            grew = True
+            while grew:
+                grew = False
+                for path in files:
+                    own = module_name(path)
+                    if own in found:
+                        continue
+                    summary = self.summary(path)
+                    if summary is None or self.imports_from(summary, name, found):
+                        found.add(own)
+                        grew = True
+            self.exported[key] = found
+        return self.exported[key]
+
+    def imports_star(self, path: Path) -> bool:
+        """The file's text may import `*` (`from m import *`): a noted test of its text."""
+        found = STAR_IMPORT.search(raw(self.reach.contents)[path]) is not None
+        return tested(self.reach.contents, path, (matches(STAR_IMPORT),), found)
+
+    def writes_value(self, path: Path, word: bytes) -> bool:
+        """The file's text writes the word other than right before a `(` (a call, a `def`):
+        as a name or attribute read, an import clause, a string (the parse decides which). A
+        noted test of its text, not a read."""
+        found = writes_value(path, raw(self.reach.contents)[path], word.decode("ascii"))
+        return tested(
+            self.reach.contents, path, (("fn", WRITES_VALUE, word.decode("ascii")),), found
+        )
+
+    def attribute_reachable(self, function: Found) -> bool:
+        """A module object whose attribute the module-level function is may be made: some file
+        writes one of those modules' names as an identifier (an import, `pkg.module`)."""
+        return any(self.module_public(name) for name in sorted(self.exporters(function)))
+
+    def module_public(self, name: str) -> bool:
+        """Some file writes the module name as an identifier (an import, an attribute
+        `pkg.module`, a name): a module object of it may be made there."""
+        if name not in self.public:
+            self.public[name] = not name.isidentifier() or any(
+                self.writes_identifier(path, name)
+                for path in self.evaluator.files_naming(name.encode("ascii"))
+            )
+        return self.public[name]
+
+    def writes_identifier(self, path: Path, name: str) -> bool:
+        summary = self.summary(path)
+        if summary is None:
+            return True
+        for node in ast.walk(summary.tree):
+            if isinstance(node, ast.Name) and node.id == name:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr == name:
+                return True
+            if isinstance(node, ast.alias) and name in (*node.name.split("."), node.asname):
+                return True
+            if isinstance(node, ast.ImportFrom) and name in (node.module or "").split("."):
+                return True
+        return False
+
+    def imports_from(self, summary: Summary, name: str, modules: set[str]) -> bool:
+        """The module imports `name` (or `*`) from one of `modules` (by the last name of the
+        module path), or from a package relative to it (`from . import name`)."""
+        read(self.reach.contents, summary.path)
+        for node in summary.walked_statements():
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if not any(a.name in ("*", name) for a in node.names):
+                continue
+            if node.module is None or node.module.split(".")[-1] in modules:
+                return True
+        return False
+
+    def escapes(self, function: Found) -> bool:
+        """The function may be a value somewhere: a non-plain decorator gets it, it is an
+        instance's `__call__`, or a file that can see it writes its name other than as a
+        callee (a name, an attribute, a renamed import, a string)."""
+        node = function.node
+        if node.name == "__call__" or not all(plain_decorator(d) for d in node.decorator_list):
+            return True
+        name = node.name
+        public = function.method or self.attribute_reachable(function)
+        exporters = set() if public else self.exporters(function)
+        word = name.encode("ascii")
+        candidates = []
+        for path in self.evaluator.files_naming(word):
+            if not (public or module_name(path) in exporters):
+                continue  # no module object, no import of it: the file cannot see it
+            if self.writes_value(path, word):
+                candidates.append(path)  # else every time it is written it is called
+        for path in self.affordable(candidates):
+            summary = self.summary(path)
+            if summary is None:
+                return True
+            if written_as_value(summary.tree, name):
+                return True
+        return False
+
+    # -- readings ----------------------------------------------------------------------------
+
+    def first_clip(self, file: FileFacts, function: Body) -> ast.stmt | None:
+        """The first statement of `function` (order.statements' order) that may clip, itself
+        or in the helpers a reading enters; None when none can."""
+        return self.first_in(self.reach.summary_of(file.path), file.tree, function)[0]
+
+    def first_in(
+        self, summary: Summary | None, tree: ast.Module, function: ast.AST
+    ) -> tuple[ast.stmt | None, ast.Call | None]:
+        """The first statement of `function` that may clip and its first call that may (None
+        for the call: any may)."""
+        self.build()
+        for statement in statements(function.body):  # type: ignore[attr-defined]
+            if self.open or summary is None or summary.tree is not tree:
+                return statement, None
+            for call in calls_of(statement):
+                if self.call_clips(call, summary):
+                    return statement, call
+        return None, None
+
+    def call_clips(self, call: ast.Call, summary: Summary) -> bool:
+        name = called_name(call.func)
+        if name is None:
+            return False  # a call of a call's result, an item: a value (see `open`)
+        if name in CLIP_NAMES:
+            return True
+        top = self.levels[-1].values() if self.levels else ()
+        return any(self.may_call(call, summary, f) for f in top)
+
+    def first_helper_clip(self, helper: Fn) -> ast.stmt:
+        """The first statement of a project function entered as a helper that may clip
+        (NOTHING when none can)."""
+        statement = self.first_in(helper.summary, helper.summary.tree, helper.node)[0]
+        return NOTHING if statement is None else statement
+
+
+class Tail:
+    """One reading of a tail: its classifier notes the first clip it meets; until then, a
+    helper entered is read from its first statement that may clip on (`start`, order.events
+    `starts`): what comes before is no clip, and comes before every clip of the tail, so no
+    step after a clip is left out (neither is a clip, nor what follows one)."""
+
+    def __init__(self, capable: ClipCapable, classify: Classify) -> None:
+        self.capable = capable
+        self.inner = classify
+        self.clipped = False
+        self.first: ast.stmt | None = None  # where the reading started
+        self.cut = False  # a helper's statements were left out
+
+    def classify(self, file: FileFacts, call: ast.Call) -> Seen | None:
+        seen = self.inner(file, call)
+        if seen is not None and seen.kind is EventKind.CLIP:
+            self.clipped = True
+        return seen
+
+    def start(self, call: ast.Call, helper: Fn) -> ast.stmt | None:
+        if self.clipped or self.capable.open:
+            return None
+        first = self.capable.first_helper_clip(helper)
+        if first is not next(statements(helper.node.body), None):
+            self.cut = True
+        return first
+
+    def events(
+        self, facts: ProjectFacts, file: FileFacts, function: Body, first: ast.stmt, enters: Enters
+    ) -> list[Event]:
+        """The events of `function` from `first` on, helpers as `start` says."""
+        self.first = first
+        return events(facts, file, function, self.classify, 0, enters, first, self.start, tail=True)
+
+    def whole(
+        self,
+        order: list[Event],
+        facts: ProjectFacts,
+        file: FileFacts,
+        function: Body,
+        classify: Classify,
+        enters: Enters,
+    ) -> list[Event]:
+        """The reading whole: the statements before the first read, then `order` (read anew
+        when a helper's statements were left out of it)."""
+        if self.cut:
+            return events(facts, file, function, classify, enters=enters, tail=True)
+        before = events(facts, file, function, classify, enters=enters, until=self.first)
+        return before + order
+
+
+class Open(Exception):
+    """The index cannot tell: every statement may clip."""
+
+
+@functools.cache
+def value_written(word: bytes) -> re.Pattern[bytes]:
+    """The word as a whole word not followed by a `(` (spaces and line breaks between)."""
+    escaped = re.escape(word)
+    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])(?!\s*\()")
+
+
+def writes_value(path: Path | None, data: bytes, name: str) -> bool:
+    """The text writes the name other than right before a `(` (a call, a `def`) and other
+    than in a comment (after a `#` with no quote before it on its line): as a name or
+    attribute read, an import clause, a string (the parse decides which)."""
+    for match in value_written(name.encode("ascii")).finditer(data):
+        line = data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()]
+        comment = line.find(b"#")
+        if comment < 0 or b"'" in line[:comment] or b'"' in line[:comment]:
+            return True
+    return False
+
+
+PREDICATES[WRITES_VALUE] = writes_value
+
+
+# A statement no body holds: order.events reads no statement of a helper started there.
+NOTHING = ast.Pass()
+
+
+def module_name(path: Path) -> str:
+    """The last name of the module a file is (a package's `__init__.py`: the package's)."""
+    return path.parent.name if path.stem == "__init__" else path.stem
+
+
+def written_as_value(tree: ast.Module, name: str) -> bool:
+    """The module writes `name` other than as a call's callee or the function's own `def`:
+    a name or attribute read as a value, a renamed import, a string equal to it."""
+    callees: set[int] = set()
+    for inner in ast.walk(tree):
+        if isinstance(inner, ast.Call):
+            callees.add(id(inner.func))
+        elif isinstance(inner, ast.Name) and inner.id == name and id(inner) not in callees:
+            if isinstance(inner.ctx, ast.Load):
+                return True
+        elif isinstance(inner, ast.Attribute) and inner.attr == name:
+            if id(inner) not in callees:
+                return True
+        elif isinstance(inner, ast.alias) and inner.name.split(".")[-1] == name:
+            if inner.asname not in (None, name):
+                return True
+        elif isinstance(inner, ast.Constant) and inner.value == name:
+            return True  # `getattr(x, "name")`, also through a variable
+        elif isinstance(inner, (ast.Global, ast.Nonlocal)) and name in inner.names:
+            return True  # `global name` (a binding the module's own code may change)
+    return False
+
+
+def step_after_clip(order: list[Event]) -> bool:
+    """Some step comes after a clip in these events: a clip may then be reported."""
+    clipped = False
+    for event in order:
+        if event.kind is EventKind.CLIP:
+            clipped = True
+        elif clipped and event.kind is EventKind.STEP:
+            return True
+    return False
+
+
+def statement_of(file: FileFacts, function: Body, call: ast.Call) -> ast.stmt | None:
+    """The statement of `function` (order.statements) that makes the call itself: the
+    innermost statement around it, when no function, lambda or class is between."""
+    node: ast.AST | None = file.summary.parent(call)
+    while node is not None and node is not function:
+        if isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(node, ast.stmt):
+            return node
+        node = file.summary.parent(node)
+    return None
+
+
+def tail_events(
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: Body,
+    call: ast.Call,
+    classify: Classify,
+    enters: Enters,
+    clips: ClipCapable,
+) -> list[Event]:
+    """The events of a caller reading whose clips come through `call` (rules/acf004.py
+    `in_callers`): from the statement making the call on (a Tail), and the whole reading only
+    when a step comes after a clip there (a clip with no step after it is reported nowhere)."""
+    first = statement_of(file, function, call)
+    if first is None:
+        return events(facts, file, function, classify, enters=enters, tail=True)
+    tail = Tail(clips, classify)
+    order = tail.events(facts, file, function, first, enters)
+    if not step_after_clip(order):
+        return order
+    return tail.whole(order, facts, file, function, classify, enters)
