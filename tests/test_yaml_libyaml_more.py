@@ -48,3 +48,19 @@ def test_the_same_scalar_gets_its_tag_once_and_each_kind_its_own() -> None:
         assert shape(graph) == shape(yaml_source.ruamel_documents(text))
         tags = {key.value: str(value.tag).rsplit(":", 1)[-1] for key, value in graph[0].value}
         assert tags == {"b": "str", "a": "int", "h": "str", "g": "bool", "d": "seq", "e": "map"}
+
+
+class MappingNode:
+    """A node that fails when walked (shared_nodes must not walk a text without anchors)."""
+
+    @property
+    def value(self) -> list[object]:
+        raise AssertionError("walked")
+
+
+def test_a_text_without_an_anchor_shares_no_node_and_is_not_walked() -> None:
+    assert yaml_source.shared_nodes([MappingNode()], "a: {b: 1}\nc: {b: 1}\n") == set()
+    text = "base: &x {b: 1}\nc: *x\nd:\n  <<: *x\n  e: 2\n"
+    roots = yaml_source.compose_documents(text)
+    shared = yaml_source.shared_nodes(roots, text)
+    assert shared and shared == yaml_source.shared_nodes(roots)  # with anchors: walked, as ever

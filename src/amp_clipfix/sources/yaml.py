@@ -214,9 +214,13 @@ def children(node: Any) -> Iterator[Any]:
         yield from node.value
 
 
-def shared_nodes(roots: Sequence[Any]) -> set[int]:
+def shared_nodes(roots: Sequence[Any], text: str | None = None) -> set[int]:
     """Ids of the nodes reached by more than one path (an alias or a merge key uses them), and
-    everything inside them. Each node is entered once, so aliases cost nothing extra."""
+    everything inside them. Each node is entered once, so aliases cost nothing extra. Only
+    an alias reaches a node again, and it names an anchor (`&name`) of the same text: a
+    `text` (the one the roots were composed from) without a `&` shares none (not walked)."""
+    if text is not None and "&" not in text:
+        return set()
     references: dict[int, int] = {}
     nodes: dict[int, Any] = {}
     pending = list(roots)
