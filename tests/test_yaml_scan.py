@@ -146,7 +146,6 @@ LIBYAML_TEXTS = [
 RUAMEL_TEXTS = [
     "a: >-\n  folded\n",  # ruamel marks each fold
     "a:\nb: 1\n",  # an empty value's marks
-    "a: 1",  # no final line break
     "%YAML 1.1\n---\na: yes\n",  # the tags of YAML 1.1
     "a: [1\n",  # libyaml's error: ruamel says why
 ]

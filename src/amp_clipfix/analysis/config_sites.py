@@ -108,7 +108,7 @@ class ConfigReader:
         self.models: list[str] = []  # dotted names of the model classes the config builds
 
     def read(self, root: Any) -> None:
-        self.shared = shared_nodes([root])
+        self.shared = shared_nodes([root], self.text)
         visited: set[tuple[int, str | None]] = set()
         pending: list[tuple[Any, str | None]] = [(root, None)]
         while pending:
@@ -372,7 +372,7 @@ def trainer_values(path: Path, text: str, key: str, roots: list[Any]) -> list[Se
     reader = ConfigReader(path, text)
     found: list[Setting | None] = []
     for root in roots:
-        shared = shared_nodes([root])
+        shared = shared_nodes([root], text)
         for mapping in trainer_mappings(root):
             if key not in mapping.items:
                 continue

@@ -71,14 +71,38 @@ class OptimizerSearch(ResolutionBase):
             return
         modules = project_modules(self.ev.by_module)
         self.origins = fused_origins(self.files, self.ev.contents, self.ev.summary, modules)
-        if not self.origins.escapes and not self.origins.holders:
-            return  # no method can give a site (may_yield says no to each): no class is read
+        if not self.origins.escapes and not self.holders_build():
+            return  # no method that may give a site builds an optimizer: no class is read
         # A module whose classes name no base holds no module class: its text says so, and
         # its tree is never made (kept to the run's end, NeMo's 555 such files were 50 MB).
         among = {path for path in among if self.may_hold_module_class(path)}
         for summary in self.summaries_with(*CLASS_WORDS, among=among):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))
+
+    def holders_build(self) -> bool:
+        """Whether a method that holds a fused origin builds an optimizer, when no origin
+        leaves its function (only those methods can give a site). `class_optimizers` reads
+        such a method's calls in the method's own module whichever class's MRO it is found in
+        (`optimizers_in` asks each call in its own place), so when none of them builds an
+        optimizer, no class can gain a site and the classes need not be listed at all (NeMo:
+        one holder, an optimizer's own `__init__`, against ~660 modules parsed to list their
+        classes)."""
+        for path, line, column in sorted(self.origins.holders, key=lambda p: (str(p[0]), p[1:])):
+            summary = self.ev.summary(path)
+            if summary is None:
+                return True  # not read here: the search decides as before
+            for node in summary.classes():
+                for method in node.body:
+                    if (
+                        isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and method.lineno == line
+                        and method.col_offset == column
+                    ):
+                        ctx = self.ev.ctx(summary, method, node)
+                        if next(self.optimizers_in(method, ctx), None) is not None:
+                            return True
+        return False
 
     def may_hold_module_class(self, path: Path) -> bool:
         """Whether a file may define a class that derives from anything (its bytes read, as its

@@ -97,21 +97,39 @@ def libyaml_documents(text: str) -> list[Any] | None:
     loader = libyaml_loader()
     if loader is None or any(part in text for part in LIBYAML_AVOIDS) or too_deep(text):
         return None
-    if not text.endswith("\n"):
-        return None  # libyaml ends the last line there, ruamel does not: other end marks
-    try:
-        roots = [root for root in loader.compose_all(text) if root is not None]
+    ended = text.endswith("\n")
+    if not ended and "\r" in text:
+        return None  # a line break that is no LF: counted by ruamel (at_end counts LFs)
+    try:  # without a final line break libyaml ends the last line there, ruamel does not
+        composed = loader.compose_all(text if ended else text + "\n")
+        roots = [root for root in composed if root is not None]
     except Exception:  # noqa: BLE001 - ruamel composes it and says why
         return None
     for node in each_node(roots):
         if type(node).__name__ == "ScalarNode":
-            if node.style == ">":
-                return None  # ruamel marks each fold of a folded scalar (`\x07`)
+            if node.style == ">" or (node.style == "|" and not ended):
+                return None  # ruamel marks each fold of a folded scalar (`\x07`); a literal
+                # one's value keeps the line break added here
             if node.start_mark.index == node.end_mark.index:
                 return None  # an empty value: ruamel marks it where the next token starts
             if not node.style:
                 node.style = None  # plain, as ruamel says it
+        if not ended:
+            at_end(node, text)
     return roots
+
+
+def at_end(node: Any, text: str) -> None:
+    """A node of `text` + a line break whose marks lie past `text`'s end (a collection that
+    ends there): marked at the end of the last line, as ruamel marks them in `text` itself."""
+    end = len(text)
+    for attribute in ("start_mark", "end_mark"):
+        mark = getattr(node, attribute)
+        if mark.index > end:
+            from yaml.error import Mark
+
+            line, column = text.count("\n"), end - (text.rfind("\n") + 1)
+            setattr(node, attribute, Mark(mark.name, end, line, column, None, None))
 
 
 def each_node(roots: Sequence[Any]) -> Iterator[Any]:
@@ -127,6 +145,9 @@ def each_node(roots: Sequence[Any]) -> Iterator[Any]:
 
 def too_deep(text: str) -> bool:
     return DEEP.search(text) is not None or text.count("[") + text.count("{") > 256
+
+
+MAX_TAGS = 65_536  # resolved scalars kept (libyaml_loader)
 
 
 @functools.cache
@@ -148,9 +169,19 @@ def libyaml_loader() -> Any:
         yaml.MappingNode: nodes.MappingNode,
     }
 
+    tags: dict[tuple[type, str | None, Any], str] = {}  # the resolver's answers (see resolve)
+
     class Composer(CParser):
         def resolve(self, kind: type, value: str | None, implicit: Any) -> str:
-            return str(resolver.resolve(kinds[kind], value, implicit))
+            """The tag ruamel gives; it depends on these alone (no path resolvers, no version
+            directive: LIBYAML_AVOIDS), so each is asked once a run (most scalars repeat)."""
+            key = (kind, value, implicit)
+            tag = tags.get(key)
+            if tag is None:
+                if len(tags) >= MAX_TAGS:
+                    tags.clear()  # a run of huge data files: kept small
+                tag = tags[key] = str(resolver.resolve(kinds[kind], value, implicit))
+            return tag
 
         def descend_resolver(self, parent: Any, index: Any) -> None:
             pass
@@ -183,9 +214,13 @@ def children(node: Any) -> Iterator[Any]:
         yield from node.value
 
 
-def shared_nodes(roots: Sequence[Any]) -> set[int]:
+def shared_nodes(roots: Sequence[Any], text: str | None = None) -> set[int]:
     """Ids of the nodes reached by more than one path (an alias or a merge key uses them), and
-    everything inside them. Each node is entered once, so aliases cost nothing extra."""
+    everything inside them. Each node is entered once, so aliases cost nothing extra. Only
+    an alias reaches a node again, and it names an anchor (`&name`) of the same text: a
+    `text` (the one the roots were composed from) without a `&` shares none (not walked)."""
+    if text is not None and "&" not in text:
+        return set()
     references: dict[int, int] = {}
     nodes: dict[int, Any] = {}
     pending = list(roots)
