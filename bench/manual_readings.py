@@ -1,0 +1,90 @@
+"""What ACF005's readings cost and what they meet, counted in process (load-independent, unlike
+times): per reading (a function `manual_reads` gives, read by `order.events` with its helpers),
+the evaluations made inside it, its events and whether it meets a clip (no clip: the reading
+cannot give a finding); then the calls whose classification cost most (`module_call`, the
+first question the classifier asks of every call: its callee's value, which helper entry then
+reuses from the evaluator's memo).
+
+    python bench/manual_readings.py /work/corpora/Lightning-AI+pytorch-lightning
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import contextlib
+import sys
+import time
+from typing import Any
+
+from amp_clipfix.analysis import evaluate
+from amp_clipfix.analysis.order import EventKind
+from amp_clipfix.rules import acf005
+
+EVALS = [0]
+READINGS: list[tuple[int, float, int, bool, str]] = []
+CALLS: collections.Counter[str] = collections.Counter()
+
+
+def patch() -> None:
+    settled = evaluate.settled_ev
+
+    def counted_ev(*args: Any, **kwargs: Any) -> Any:
+        EVALS[0] += 1
+        return settled(*args, **kwargs)
+
+    evaluate.settled_ev = counted_ev  # type: ignore[attr-defined]
+    events = acf005.events
+
+    def read(facts: Any, file: Any, function: Any, classify: Any, *a: Any, **k: Any) -> Any:
+        before, start = EVALS[0], time.process_time()
+        order = events(facts, file, function, classify, *a, **k)
+        clip = any(event.kind is EventKind.CLIP for event in order)
+        label = f"{file.path.name}:{getattr(function, 'name', '<module>')}"
+        READINGS.append((EVALS[0] - before, time.process_time() - start, len(order), clip, label))
+        return order
+
+    acf005.events = read  # type: ignore[attr-defined]
+    module_call = acf005.module_call
+
+    def asked(facts: Any, file: Any, call: ast.Call, attr: str, owner: Any) -> Any:
+        before = EVALS[0]
+        try:
+            return module_call(facts, file, call, attr, owner)
+        finally:
+            CALLS[f"{file.path.name}:{call.lineno} {ast.unparse(call.func)[:50]}"] += (
+                EVALS[0] - before
+            )
+
+    acf005.module_call = asked  # type: ignore[attr-defined]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("folder")
+    arguments = parser.parse_args()
+    patch()
+    from amp_clipfix import replay
+
+    sys.argv = ["amp-clipfix", "check", "--no-cache", "--jobs", "1", "--format", "json"]
+    sys.argv.append(arguments.folder)
+    with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
+        replay.main()
+    met = [r for r in READINGS if r[3]]
+    print(
+        f"readings {len(READINGS)}: evaluations {sum(r[0] for r in READINGS)}, "
+        f"CPU {sum(r[1] for r in READINGS):.3f} s; meeting a clip {len(met)}: evaluations "
+        f"{sum(r[0] for r in met)}, CPU {sum(r[1] for r in met):.3f} s"
+    )
+    print("costliest readings: evaluations, CPU s, events, clip met")
+    for evals, cpu, count, clip, label in sorted(READINGS, reverse=True)[: arguments.top]:
+        print(f"  {evals:5d} {cpu:6.3f} {count:3d} {'clip' if clip else '-':4}  {label}")
+    print("costliest calls classified (evaluations of module_call)")
+    for label, evals in CALLS.most_common(arguments.top):
+        print(f"  {evals:5d}  {label}")
+
+
+if __name__ == "__main__":
+    main()
