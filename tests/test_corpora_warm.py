@@ -44,7 +44,9 @@ class Recorder:
         first = (cwd.name, tool) not in self.runs
         self.runs.append((cwd.name, tool))
         cpu = COLD if first else WARM
-        return Measurement(tuple(command), 0, '{"findings": []}\n', "", cpu, 1 << 20, cpu_seconds=cpu)
+        return Measurement(
+            tuple(command), 0, '{"findings": []}\n', "", cpu, 1 << 20, cpu_seconds=cpu
+        )
 
 
 @pytest.fixture
