@@ -1,4 +1,5 @@
-"""bench/corpora.py measures a run with its bytecode already compiled, as an installed tool has.
+"""bench/corpora.py measures a run with its bytecode already compiled, as an installed tool has,
+against ruff's median run.
 
 The sweep's bytecode cache is a fresh folder (PYTHONPYCACHEPREFIX); a first run there compiles
 every module the tool imports. `measure` is replaced by a recorder: the first run of a command
@@ -61,7 +62,7 @@ def sweep(corpora_root: Path, monkeypatch: pytest.MonkeyPatch, *flags: str):
     corpora = load_corpora()
     recorder = Recorder()
     monkeypatch.setattr(corpora, "measure", recorder)
-    arguments = corpora.parse_arguments(["--root", str(corpora_root), *flags])
+    arguments = corpora.parse_arguments(["--root", str(corpora_root), "--ruff-runs", "1", *flags])
     return corpora.sweep(arguments, {}), recorder
 
 
@@ -84,3 +85,27 @@ def test_cold_measures_the_first_run(corpora_root: Path, monkeypatch: pytest.Mon
     rows, recorder = sweep(corpora_root, monkeypatch, "--cold")
     assert [r.amp.cpu_seconds for r in rows] == [COLD, COLD]
     assert [tool for _, tool in recorder.runs] == ["amp", "ruff", "amp", "ruff"]
+
+
+class RuffTicks(Recorder):
+    """ruff's runs cost 0.05, 0.09, 0.04, 0.06, 0.05 s in turn (clock ticks)."""
+
+    CPU = [0.05, 0.09, 0.04, 0.06, 0.05]
+
+    def __call__(self, command, cwd, env=None, *, timeout=None):  # type: ignore[no-untyped-def]
+        measured = super().__call__(command, cwd, env, timeout=timeout)
+        if "amp_clipfix" in command:
+            return measured
+        cpu = self.CPU[sum(1 for _, tool in self.runs if tool == "ruff") - 1]
+        return Measurement(tuple(command), 0, "", "", cpu, 1 << 20, cpu_seconds=cpu)
+
+
+def test_ruff_is_the_median_of_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a+one").mkdir()
+    corpora = load_corpora()
+    recorder = RuffTicks()
+    monkeypatch.setattr(corpora, "measure", recorder)
+    rows = corpora.sweep(corpora.parse_arguments(["--root", str(tmp_path)]), {})
+    assert [tool for _, tool in recorder.runs] == ["amp", "amp", *["ruff"] * 5]
+    assert rows[0].ruff.cpu_seconds == 0.05
+    assert rows[0].ratio == pytest.approx(WARM / 0.05)
