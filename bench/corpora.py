@@ -9,11 +9,17 @@ Run it with the interpreter that has amp-clipfix and ruff installed:
     python bench/corpora.py --pythonpath /tmp/base/src  # run another checkout (a baseline)
 
 Each corpus is a folder of `--root` (a repository's HEAD checked out, never committed here; the
-`baseline` folder and the `--save` / `--compare` folder are skipped). Per corpus, one run of
-each, in this order:
+`baseline` folder and the `--save` / `--compare` folder are skipped). Per corpus, in this order:
 
-- `python -m amp_clipfix check --no-cache --format json <corpus>` (exit 0 or 1),
-- `ruff check --no-cache --isolated --select E9 <corpus>`,
+- `python -m amp_clipfix check --no-cache --format json <corpus>` once, not measured (`--cold`
+  skips it): the bytecode cache is a fresh folder of the sweep's (PYTHONPYCACHEPREFIX, which
+  Python also reads the standard library's and dependencies' bytecode from), and an installed
+  tool has its bytecode; without this run the first corpus paid for compiling every module
+  the tool imports (gpt-neox, first by name: 0.46 s against 0.15 s warm),
+- the same command again, measured (exit 0 or 1),
+- `ruff check --no-cache --isolated --select E9 <corpus>`, `--ruff-runs` times (5), its figure
+  the run of median CPU: on the small corpora ruff takes 20-70 ms, a few clock ticks, and one
+  run moved a ratio by a third (mmengine 13.0x and 18.5x in two sweeps a minute apart),
 
 with CPU the user + system time of the process and every process it reaped (`os.wait4`, as
 `resource.getrusage(RUSAGE_CHILDREN)` counts it) and memory the largest single process
@@ -94,8 +100,14 @@ def sweep(arguments: argparse.Namespace, env: dict[str, str]) -> list[Row]:
     amp = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "--format", "json"]
     for folder in corpora(arguments.root, arguments.only, (arguments.save, arguments.compare)):
         print(f"corpus {folder.name} ...", file=sys.stderr, flush=True)
+        if not arguments.cold:
+            measure([*amp, "."], folder, env, timeout=arguments.timeout)
         amp_run = measure([*amp, "."], folder, env, timeout=arguments.timeout)
-        ruff_run = measure([ruff_binary(), *RUFF, "."], folder, env)
+        ruff_runs = [
+            measure([ruff_binary(), *RUFF, "."], folder, env)
+            for _ in range(max(arguments.ruff_runs, 1))
+        ]
+        ruff_run = sorted(ruff_runs, key=lambda run: run.cpu_seconds)[len(ruff_runs) // 2]
         if amp_run.returncode not in (0, 1):
             tail = amp_run.stderr[-400:]
             print(f"  amp-clipfix exit {amp_run.returncode}: {tail}", file=sys.stderr)
@@ -142,6 +154,10 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--compare", type=Path, default=None)
     parser.add_argument("--pythonpath", default=None, help="put this first on PYTHONPATH")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument(
+        "--cold", action="store_true", help="measure the first run (no unmeasured run first)"
+    )
+    parser.add_argument("--ruff-runs", type=int, default=5, help="ruff's median of this many")
     return parser.parse_args(argv)
 
 
