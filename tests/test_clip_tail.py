@@ -74,6 +74,11 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "train.py": loop("from helpers import clip_all, call", "call(clip_all, model)"),
         "helpers.py": HELPERS + "\n\ndef call(fn, model):\n    fn(model)\n",
     },
+    "helper bound to a name, a parenthesis on the next line": {
+        "train.py": loop("from helpers import bound, call", "call(bound, model)"),
+        "helpers.py": HELPERS
+        + "\n\nbound = clip_all\n(print)(bound)\n\n\ndef call(fn, model):\n    fn(model)\n",
+    },
     "helper named by a string": {
         "train.py": loop("import helpers", 'getattr(helpers, "clip_all")(model)'),
         "helpers.py": HELPERS,

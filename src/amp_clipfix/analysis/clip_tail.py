@@ -402,9 +402,9 @@ class Open(Exception):
 
 @functools.cache
 def value_written(word: bytes) -> re.Pattern[bytes]:
-    """The word as a whole word not followed by a `(` (spaces and line breaks between)."""
+    """The word as a whole word not followed by a `(` on its line (`f = g` then `(x)`: a value)."""
     escaped = re.escape(word)
-    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])(?!\s*\()")
+    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])(?![ \t]*\()")
 
 
 def writes_value(path: Path | None, data: bytes, name: str) -> bool:
