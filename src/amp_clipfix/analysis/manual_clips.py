@@ -41,7 +41,7 @@ from amp_clipfix.analysis.names import TORCH_CLIP_NAMES, TORCH_CLIPS
 from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import called_only
 from amp_clipfix.analysis.recording import PREDICATES, raw, scan
-from amp_clipfix.analysis.written_events import python_text
+from amp_clipfix.sources.prefilter import python_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator

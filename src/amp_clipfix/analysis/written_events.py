@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 import re
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.recording import PREDICATES, exists, scan
 from amp_clipfix.analysis.values import FabricV
+from amp_clipfix.sources.prefilter import python_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -52,14 +52,6 @@ _ATTRIBUTE = rb"\." + _GAP + rb"backward(?![A-Za-z0-9_])"
 WITH_ARGUMENTS = re.compile(_ATTRIBUTE + _GAP + rb"\(" + _GAP + rb"[^)\s\\#]")
 # `.backward` not called where it is written: handed on as a value.
 NOT_CALLED = re.compile(_ATTRIBUTE + rb"(?!" + _GAP + rb"\()")
-
-
-def python_text(data: bytes) -> bytes:
-    """The text as Python reads its names: NFKC-normalised where it is not all ASCII."""
-    if data.isascii():
-        return data
-    text = data.decode("utf-8", "replace")
-    return unicodedata.normalize("NFKC", text).encode("utf-8", "replace")
 
 
 def writes_scaled_backward(path: Path | None, data: bytes) -> bool:

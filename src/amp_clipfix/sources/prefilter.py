@@ -255,6 +255,19 @@ def json_may_contain(data: bytes, word: bytes) -> bool:
     return ESCAPED_ASCII.search(data) is not None
 
 
+def python_text(data: bytes) -> bytes:
+    """The text as Python reads its names: NFKC-normalised where it is not all ASCII (a text
+    normalised already, `nfkc_stable`, is only decoded and encoded again)."""
+    if data.isascii():
+        return data
+    text = data.decode("utf-8", "replace")
+    if not nfkc_stable(data):
+        import unicodedata
+
+        text = unicodedata.normalize("NFKC", text)
+    return text.encode("utf-8", "replace")
+
+
 def nfkc_holds(data: bytes, words: Iterable[bytes]) -> bool:
     """Whether a text that is not all ASCII holds one of the ASCII `words` once NFKC-normalised,
     as Python reads its identifiers (`ｌightning` is `lightning`, `ﬁt` is `fit`); False for a
