@@ -107,16 +107,19 @@ def imported_files(
 
 
 def imports_by_file(
-    paths: Iterable[Path], contents: Mapping[Path, bytes], modules: Mapping[str, list[Path]]
+    paths: Iterable[Path],
+    contents: Mapping[Path, bytes],
+    modules: Mapping[str, list[Path]],
+    named: Mapping[Path, frozenset[str]] | None = None,
 ) -> dict[Path, frozenset[Path]]:
-    """imported_files of each of `paths`."""
+    """imported_files of each of `paths` (`named`: their `imported_modules`, when known)."""
     by_last: dict[str, list[Path]] = {}
     for name, files in modules.items():
         by_last.setdefault(name.rsplit(".", 1)[-1], []).extend(files)
     imports: dict[Path, frozenset[Path]] = {}
     for path in paths:
         found: set[Path] = set()
-        for dotted in imported_modules(contents[path]):
+        for dotted in imported_modules(contents[path]) if named is None else named[path]:
             exact = modules.get(dotted)
             found.update(exact if exact else by_last.get(dotted.rsplit(".", 1)[-1], ()))
         imports[path] = frozenset(found)

@@ -314,12 +314,12 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
     if evaluator.relevant is None:
         contents = raw(evaluator.contents)
         core = relevant_core(contents, FUSED, evaluator.word_index.files_by_words)
-        imports = imports_by_file(core.rounds, contents, evaluator.by_module)
+        modules = {path: imported_modules(contents[path]) for path in core.rounds}  # once each
+        imports = imports_by_file(core.rounds, contents, evaluator.by_module, modules)
         evaluator.relevant = set(core.rounds).union(*imports.values())
         if isinstance(evaluator.contents, Recording):
             # the files a module name leads to follow from the project's file list (every
             # query's key): the names are what an edit may change
-            modules = {path: imported_modules(contents[path]) for path in core.rounds}
             evaluator.relevant_core = (core.rounds, core.defined, modules)
     # noted for the queries (queries.DERIVED): what the core is made of
     if evaluator.relevant_core is not None:
