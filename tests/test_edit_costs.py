@@ -5,6 +5,7 @@ read once per file."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,136 @@ def test_the_relevance_reads_each_core_file_s_imports_once(
     assert set(rounds) == {pkg / "opt.py", pkg / "train.py"}
     assert modules == {pkg / "opt.py": {"torch", "pkg"}, pkg / "train.py": {"pkg.opt", "pkg.util"}}
     assert sorted(calls) == sorted(files[path] for path in rounds)
+
+
+# A recomputed query starts from what its earlier entry knew that still holds
+# (queries.Queries.absent, recording.Absent). ACF004's reach index asks whether some file gives
+# the attribute `after_backward` a value (tests/test_reach_bindings.py's program, every
+# statement read); hooks.py writes the name as a local variable only, so the answer is no, and
+# a run after an edit elsewhere takes that from the earlier entry instead of parsing hooks.py
+# again (reach.CallReach.value_files promises it).
+FOUND = b"ops.py:5:5: ACF004"
+
+
+def hooks_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from test_incremental import write
+    from test_reach import every_statement
+    from test_reach_bindings import LOCAL, MADE, OPS, TRAIN
+
+    from amp_clipfix.analysis import clip_tail
+
+    monkeypatch.setattr(clip_tail.ClipCapable, "build", every_statement)
+    monkeypatch.setattr(clip_tail, "statement_of", lambda *arguments: None)
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    root = tmp_path / "project"
+    hooks = "from ops import clip\n\n" + LOCAL["local_variable"]
+    train = TRAIN.format(imports=MADE, hooks="make_hooks()")
+    for name, text in {"ops.py": OPS, "hooks.py": hooks, "train.py": train}.items():
+        write(root, name, text)
+    write(root, "pyproject.toml", '[project]\nname = "p"\ndependencies = ["lightning==2.6.6"]\n')
+    return root
+
+
+def names_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files ACF004's reach index reads the names of (each parsed for it), run after run."""
+    from amp_clipfix.analysis import reach
+
+    read: list[str] = []
+    names_of = reach.CallReach.names_of
+
+    def spied(self: reach.CallReach, path: Path, data: bytes) -> object:
+        if path not in self.files:
+            read.append(path.name)
+        return names_of(self, path, data)
+
+    monkeypatch.setattr(reach.CallReach, "names_of", spied)
+    return read
+
+
+def test_an_edit_elsewhere_does_not_parse_again_what_binds_no_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """train.py gets a line on top (every line of the file ACF004 reads moves): ACF004 is
+    computed again, with the bytes of a cold run, and hooks.py is not parsed to learn again
+    that it gives `after_backward` no value (a cold run parses it)."""
+    from piped import amp_clipfix
+    from test_incremental import edit_line, same_as_cold
+
+    root = hooks_project(tmp_path, monkeypatch)
+    read = names_read(monkeypatch)
+    assert FOUND not in same_as_cold(root)
+    assert read == ["hooks.py", "hooks.py"]  # the warm (cache filled) and the cold run
+    edit_line("train.py", "import torch\n", "_edited = 1\nimport torch\n")(root)
+    read.clear()
+    warm = amp_clipfix(root, "check", entry=False)
+    assert read == []
+    cold = amp_clipfix(root, "check", "--no-cache", entry=False)
+    assert read == ["hooks.py"]
+    assert warm == cold
+    assert warm.code == 0, warm.stdout
+
+
+def bound_in_train(root: Path) -> None:
+    """train.py itself (the file whose lines moved) now gives the attribute a value."""
+    path = root / "train.py"
+    text = path.read_text()
+    text = text.replace("run(make_hooks(), ", "run(SimpleNamespace(after_backward=clip), ")
+    path.write_text("from types import SimpleNamespace\n\nfrom ops import clip\n" + text)
+
+
+def bound_in_hooks(form: str) -> Callable[[Path], None]:
+    """hooks.py, read for the names before, now gives the attribute a value."""
+    from test_reach_bindings import BINDING
+
+    return lambda root: (root / "hooks.py").write_text(BINDING[form][0])
+
+
+# Edits after which the answer changes: some file gives `after_backward` a value, so the call
+# is asked about and the clip in ops.clip is found; each must be tested, not taken as known.
+CHANGES = {
+    "keyword_in_the_file_read": bound_in_hooks("keyword"),
+    "init_parameter_in_the_file_read": bound_in_hooks("init_stores_parameter"),
+    "keyword_in_the_moved_file": bound_in_train,
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_an_edit_that_gives_the_value_is_found(
+    change: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_incremental import same_as_cold
+
+    root = hooks_project(tmp_path, monkeypatch)
+    assert FOUND not in same_as_cold(root)
+    CHANGES[change](root)
+    assert FOUND in same_as_cold(root)
+
+
+@pytest.mark.parametrize("kind", ["deleted", "renamed", "added"])
+def test_a_changed_list_of_files_tests_again(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file deleted, renamed or added: no fact of the earlier entry is taken (the list of
+    files is another), and the run gives a cold run's bytes."""
+    from test_incremental import same_as_cold
+
+    root = hooks_project(tmp_path, monkeypatch)
+    (root / "extra.py").write_text(
+        "def extra():\n    after_backward = 1\n    return after_backward\n"
+    )
+    assert FOUND not in same_as_cold(root)
+    read = names_read(monkeypatch)
+    if kind == "deleted":
+        (root / "extra.py").unlink()
+    elif kind == "renamed":
+        (root / "extra.py").rename(root / "other.py")
+    else:
+        (root / "bound.py").write_text(
+            "from types import SimpleNamespace\n\nfrom ops import clip\n\n"
+            "HOOKS = SimpleNamespace(after_backward=clip)\n"
+        )
+    output = same_as_cold(root)
+    assert FOUND not in output  # bound.py's namespace is not the one `run` is given
+    if kind != "added":  # (bound.py is a witness without a parse)
+        assert "hooks.py" in read[: len(read) // 2]  # the warm run parsed it again

@@ -134,7 +134,7 @@ class ClipCapable:
     def summary(self, path: Path) -> Summary | None:
         """The file's summary as the evaluator reads it; past INDEX_PARSES files the index
         made itself, it opens (an index that costs a project's parse does not pay)."""
-        if path not in self.evaluator.summaries and not self.levels:
+        if not self.evaluator.has_summary(path) and not self.levels:
             self.parsed += 1  # while the index is built (its answers after are kept)
             if self.parsed > INDEX_PARSES:
                 raise Open
@@ -144,7 +144,7 @@ class ClipCapable:
     def affordable(self, paths: list[Path]) -> list[Path]:
         """`paths`, if parsing those the evaluator has not keeps within INDEX_PARSES (else the
         index opens before it parses any)."""
-        new = sum(1 for path in paths if path not in self.evaluator.summaries)
+        new = sum(1 for path in paths if not self.evaluator.has_summary(path))
         if not self.levels and self.parsed + new > INDEX_PARSES:
             raise Open
         return paths

@@ -107,6 +107,10 @@ class EvaluatorBase:
         contents: Mapping[Path, bytes],
     ) -> None:
         self.summaries = summaries
+        # Files whose summary a cold run would have made by now, not made yet (reach.py's
+        # `value_files` answered from a fact its query's earlier entry holds): counted as made
+        # wherever what is made decides an order or a budget (`has_summary`); made on use.
+        self.promised: set[Path] = set()
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
         self.word_index = WordIndex(raw(contents))  # which files write a name, and their order
@@ -279,6 +283,10 @@ class EvaluatorBase:
 
     def summary(self, path: Path) -> Summary | None:
         raise NotImplementedError
+
+    def has_summary(self, path: Path) -> bool:
+        """The file's summary is made, or a cold run would have made it by now (`promised`)."""
+        return path in self.summaries or path in self.promised
 
     def globals_declared(self, function: ast.AST) -> frozenset[str]:
         raise NotImplementedError

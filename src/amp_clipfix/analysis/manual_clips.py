@@ -81,8 +81,7 @@ def any_manual_clip(evaluator: Evaluator) -> bool:
         if MODULE_CLIP_CALL.search(python_text(texts[path])):
             contents.get(path)  # the answer relies on the witness's file: noted as read
             return True
-    loaded = evaluator.summaries
-    for path in sorted(writing, key=lambda path: path not in loaded):  # stable: the project's
+    for path in sorted(writing, key=lambda path: not evaluator.has_summary(path)):  # stable
         summary = evaluator.summary(path)
         if summary is None:
             return True  # not read as Python here: it may

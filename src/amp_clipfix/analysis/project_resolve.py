@@ -324,7 +324,7 @@ def project_facts(
         for path in lazy.candidates:
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
-            elif path in collection.parses or collection.summaries.get(path) is not None:
+            elif path in collection.parses or parsed_whole(collection, path):
                 recording.read(noted, path)  # that it parses is read from its text
                 failed = False  # the collection or the evaluator parsed it whole in this run
             else:
@@ -371,6 +371,14 @@ def project_facts(
         config_settings=collection.config_settings,
         settle=settle,
     )
+
+
+def parsed_whole(collection: Collection, path: Path) -> bool:
+    """The evaluator parsed the file in this run, or a cold run's would have by now (a summary
+    it promised: known to parse, reach.py `value_files`)."""
+    evaluator = collection.evaluator
+    promised = evaluator is not None and path in evaluator.promised
+    return promised or collection.summaries.get(path) is not None
 
 
 def same_bytes(text: str, data: bytes | None) -> bytes:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 from amp_clipfix.analysis.recording import (
     DERIVED,
+    Absent,
     Reads,
     Recording,
     Test,
@@ -183,11 +184,26 @@ class Queries:
             return self.computed_pure(key, compute)
         self.catch_up()
         before = footprint(self.evaluator())
-        value = compute()
+        self.reads.absent = None if stored is None else self.absent(stored)
+        try:
+            value = compute()
+        finally:
+            self.reads.absent = None
         touched = stateful or footprint(self.evaluator()) != before
         self.moved = self.moved or touched
         self.store(key, value, touched)
         return value
+
+    def absent(self, stored: Answer) -> Absent | None:
+        """The `exists` tests of an entry that no longer holds (its query is computed again)
+        that no file passes today: none did when it was stored (no witness), and no file
+        changed since passes one (`recording.Absent`). Only for the same list of files.
+        Facts about today's files, not reads: the computation notes what it asks as always."""
+        then = self.stored_revision(stored.revision)
+        if then is None or then.keys() != self.revision.keys():
+            return None
+        changed = [path for path, digest in self.revision.items() if then[path] != digest]
+        return Absent(stored.exists, {Path(p): self.searchable.get(Path(p)) for p in changed})
 
     def note(self, stored: Answer) -> None:
         """What a reused answer read counts for the later queries (they share the evaluator)."""

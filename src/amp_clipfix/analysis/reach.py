@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,7 +45,7 @@ from amp_clipfix.analysis.clip_values import clip_names, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
-from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read
+from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, known_absent, raw, read
 from amp_clipfix.analysis.relevance import WORD_BYTES
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
@@ -77,11 +78,19 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
         return False
     if stored_text(name, data):
         return True
+    names = parsed_names(path, data)
+    return names is None or names.binds_value(name, data)
+
+
+@functools.lru_cache(maxsize=4)
+def parsed_names(path: Path, data: bytes) -> FileNames | None:
+    """The names the file binds, None when it does not parse: once per changed file for the
+    several names a query asked (`Queries.still`, `recording.Absent`)."""
     try:
         summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
     except Exception:  # noqa: BLE001 - a file the summary cannot read: it may
-        return True
-    return summary is None or file_names(summary, data).binds_value(name, data)
+        return None
+    return None if summary is None else file_names(summary, data)
 
 
 def stored_text(name: str, data: bytes) -> bool:
@@ -143,6 +152,8 @@ class CallReach:
         self.facts = facts
         self.evaluator = facts.evaluator
         self.files: dict[Path, FileNames] = {}
+        # files whose names a cold run would have read by now, not read yet (`value_files`)
+        self.promised: set[Path] = set()
         # (attribute name, levels) -> a call of it may reach an event
         self.names: dict[tuple[str, int], bool] = {}
         # (id(function node), levels) -> running it may meet an event (the nodes: `files`)
@@ -202,21 +213,29 @@ class CallReach:
 
     def value_files(self, name: str) -> Path | None:
         """A file that gives `name` a value, looked for among those already read first (no
-        parse); noted as the `exists` question it answers (its witness)."""
+        parse); noted as the `exists` question it answers (its witness).
+
+        When the query's earlier entry says no file does, and no file changed since says
+        otherwise (`recording.known_absent`), the files are not parsed to learn it again: each
+        is promised instead (counted as read and parsed wherever that decides an order or a
+        budget, as the parse would have; read when asked), so the search goes on as a cold
+        run's does."""
         texts = raw(self.contents)
-        loaded = self.evaluator.summaries
         writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
+        test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
+        absent = known_absent(self.contents, test)
         # `x.name = v`, `f(name=v)`: a witness without a parse
-        found = next((path for path in writing if stored_text(name, texts[path])), None)
+        found = None if absent else next((p for p in writing if stored_text(name, texts[p])), None)
         if found is None and self.over_budget(writing):
             return writing[0]  # may (not noted: the answer relies on no file)
-        if found is None:
-            writing.sort(key=lambda path: path not in loaded)  # stable: the project's order
+        if absent:  # every file would be read and parsed, none giving a value
+            self.promise(writing)
+        elif found is None:
+            writing.sort(key=lambda path: not self.evaluator.has_summary(path))  # stable
             found = next(
                 (p for p in writing if self.names_of(p, texts[p]).binds_value(name, texts[p])),
                 None,
             )
-        test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
         if isinstance(self.contents, Recording):
             self.contents.reads.exists[test] = None if found is None else str(found)
         return found
@@ -262,11 +281,10 @@ class CallReach:
         if self.value_bound(name):
             return True
         texts = raw(self.contents)
-        loaded = self.evaluator.summaries
         defining = [path for path in self.files_naming(name) if defines(name, texts[path])]
         if self.over_budget(defining):
             return True
-        defining.sort(key=lambda path: path not in loaded)  # stable: the project's order
+        defining.sort(key=lambda path: not self.evaluator.has_summary(path))  # stable
         for path in defining:
             read(self.contents, path)  # the answer reads the bodies of its functions
             functions = self.names_of(path, texts[path]).functions.get(name, ())
@@ -364,12 +382,22 @@ class CallReach:
         """Reading these files' names would take the question past FILES_READ new files, or
         the search past its share of the project: the index then answers "may" (asking the evaluator
         costs less than reading them all)."""
-        new = sum(1 for path in paths if path not in self.files)
+        new = sum(1 for path in paths if path not in self.files and path not in self.promised)
         most = max(SEARCH_FILES_READ, len(self.contents) // SEARCH_SHARE)
-        return new > FILES_READ or len(self.files) + new > most
+        return new > FILES_READ or len(self.files) + len(self.promised) + new > most
+
+    def promise(self, paths: list[Path]) -> None:
+        """`paths` count as read (`names_of`) and parsed (the evaluator's `has_summary`), as
+        a cold run's `value_files` leaves them, without reading them now."""
+        for path in paths:
+            if path not in self.files:
+                self.promised.add(path)
+            if path not in self.evaluator.summaries:
+                self.evaluator.promised.add(path)
 
     def names_of(self, path: Path, data: bytes) -> FileNames:
         if path not in self.files:
+            self.promised.discard(path)  # read now: counted once
             summary = self.summary_of(path)
             self.files[path] = FileNames() if summary is None else file_names(summary, data)
         return self.files[path]

@@ -82,6 +82,9 @@ class Reads:
         # by file: a changed file counts only when one of them now gives another result.
         self.tests: dict[str, dict[Test, bool]] = {}
         self.everything = False
+        # Not a read: which `exists` tests no file passes today, as the earlier entry of the
+        # query being computed noted and the files changed since confirm (`known_absent`).
+        self.absent: Absent | None = None
 
 
 class Recording(Mapping[Path, bytes]):
@@ -150,6 +153,40 @@ def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
     if isinstance(contents, Recording):
         contents.reads.exists[test] = None if found is None else str(found)
     return found is not None
+
+
+class Absent:
+    """The `exists` tests no file passes today: those the earlier entry of the query being
+    computed noted with no witness (`noted`: its `exists`) that no file changed since
+    (`changed`: their texts, None when unread) passes. Each asked test is tested once, on the
+    changed files only; a test that fails on one (a bug of ours) is no fact."""
+
+    def __init__(self, noted: Mapping[Test, str | None], changed: Mapping[Path, bytes | None]):
+        self.noted, self.changed = noted, changed
+        self.known: dict[Test, bool] = {}
+
+    def __call__(self, test: Test) -> bool:
+        known = self.known.get(test)
+        if known is None:
+            try:
+                known = test in self.noted and self.noted[test] is None
+                known = known and not any(
+                    data is not None and passes(test, data, path)
+                    for path, data in self.changed.items()
+                )
+            except Exception:  # noqa: BLE001 - no fact: the files are tested
+                known = False
+            self.known[test] = known
+        return known
+
+
+def known_absent(contents: Mapping[Path, bytes], test: Test) -> bool:
+    """No file passes `test` today (`Absent`, set while a query whose earlier entry no longer
+    holds is computed again). A computation may take that as the answer instead of testing
+    the files again, when what it leaves besides the answer is what the tests would leave."""
+    if not isinstance(contents, Recording) or contents.reads.absent is None:
+        return False
+    return contents.reads.absent(test)
 
 
 def tested(contents: Mapping[Path, bytes], path: Path, test: Test, result: bool) -> bool:
