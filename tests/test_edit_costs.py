@@ -221,3 +221,22 @@ def test_a_changed_list_of_files_tests_again(
     assert FOUND not in output  # bound.py's namespace is not the one `run` is given
     if kind != "added":  # (bound.py is a witness without a parse)
         assert "hooks.py" in read[: len(read) // 2]  # the warm run parsed it again
+
+
+def test_apply_after_an_edit_elsewhere_gives_a_cold_run_s_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apply --dry-run` runs the analysis again on the fixed files (a second round, which
+    takes the first round's summaries, and its promised ones, for the files it did not
+    change): after the line on top of train.py, the diff and exit code are a cold run's."""
+    from piped import amp_clipfix
+    from test_incremental import edit_line, same_as_cold
+
+    root = hooks_project(tmp_path, monkeypatch)
+    bound_in_train(root)
+    assert FOUND in same_as_cold(root)
+    edit_line("train.py", "import torch\n", "_edited = 1\nimport torch\n")(root)
+    warm = amp_clipfix(root, "apply", "--dry-run", entry=False)
+    cold = amp_clipfix(root, "apply", "--dry-run", "--no-cache", entry=False)
+    assert warm == cold
+    assert b"+++ b/train.py" in warm.stdout

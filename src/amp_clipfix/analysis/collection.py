@@ -59,6 +59,9 @@ class Collection:
     # Per-file summaries (ast) and the evaluator over them, made once per run and shared by
     # the trial and the final resolution.
     summaries: dict[Path, Summary | None] = field(default_factory=dict)
+    # files whose summary a cold run would have in `summaries` by now, not made yet (each
+    # known to parse: reach.py `value_files`); made when the loader is asked
+    promised: set[Path] = field(default_factory=set)
     evaluator: Evaluator | None = None
     # The project's files as read, for the rules with their own search (their facts), and the
     # documents those searches read that have no collected sites (a fix may change them).

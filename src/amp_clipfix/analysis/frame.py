@@ -111,6 +111,7 @@ class EvaluatorBase:
         # `value_files` answered from a fact its query's earlier entry holds): counted as made
         # wherever what is made decides an order or a budget (`has_summary`); made on use.
         self.promised: set[Path] = set()
+        self.promise_load: Callable[[Path], None] = lambda path: None  # the loader's own note
         self.load = load
         self.contents = contents  # the project's Python files, searched as text before parsing
         self.word_index = WordIndex(raw(contents))  # which files write a name, and their order

@@ -68,6 +68,11 @@ def collect_project(
             for path, summary in previous.summaries.items()
             if path in previous.contents and fixed.get(path) is previous.contents[path]
         )
+        collection.promised.update(  # as their summaries would be (made when asked)
+            path
+            for path in previous.promised
+            if path in previous.contents and fixed.get(path) is previous.contents[path]
+        )
     elif keep_outcomes:
         collection.outcomes = {}
     collect_project_files(project, jobs, prefilter, collection, cache, fixed or {})

@@ -143,6 +143,7 @@ def project_evaluator_of(
         python = {path: data for path, data in searchable.items() if not read_as_config(path)}
         loader = summary_loader(root, contents, collection)
         collection.evaluator = project_evaluator(root, python, loader)
+        collection.evaluator.promise_load = collection.promised.add
         if collection.queries is not None:  # what the queries read is noted
             evaluator = collection.evaluator
             evaluator.contents = collection.queries.recording(evaluator.contents)
@@ -245,6 +246,7 @@ def release_analysis(collection: Collection) -> None:
     end_analysis(collection)
     collection.queries = None
     collection.summaries, collection.parsed, collection.searched = {}, {}, {}
+    collection.promised = set()
     collection.contents, collection.searchable, collection.outcomes = {}, {}, None
     collection.config_sites, collection.config_settings, collection.unparsed = {}, {}, {}
 
@@ -374,11 +376,9 @@ def project_facts(
 
 
 def parsed_whole(collection: Collection, path: Path) -> bool:
-    """The evaluator parsed the file in this run, or a cold run's would have by now (a summary
-    it promised: known to parse, reach.py `value_files`)."""
-    evaluator = collection.evaluator
-    promised = evaluator is not None and path in evaluator.promised
-    return promised or collection.summaries.get(path) is not None
+    """The file was parsed in this run (or a round before), or a cold run's would have been
+    by now (a summary promised: known to parse, reach.py `value_files`)."""
+    return path in collection.promised or collection.summaries.get(path) is not None
 
 
 def same_bytes(text: str, data: bytes | None) -> bytes:

@@ -394,6 +394,7 @@ class CallReach:
                 self.promised.add(path)
             if path not in self.evaluator.summaries:
                 self.evaluator.promised.add(path)
+                self.evaluator.promise_load(path)  # the loader keeps what it makes too
 
     def names_of(self, path: Path, data: bytes) -> FileNames:
         if path not in self.files:
