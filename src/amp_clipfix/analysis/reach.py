@@ -390,8 +390,9 @@ class CallReach:
         """`paths` count as read (`names_of`) and parsed (the evaluator's `has_summary`), as
         a cold run's `value_files` leaves them, without reading them now."""
         for path in paths:
-            if path not in self.files:
-                self.promised.add(path)
+            if path in self.files or path in self.promised:
+                continue  # read before: `names_of` gives the names it kept, parsing nothing
+            self.promised.add(path)
             if path not in self.evaluator.summaries:
                 self.evaluator.promised.add(path)
                 self.evaluator.promise_load(path)  # the loader keeps what it makes too
