@@ -240,3 +240,23 @@ def test_apply_after_an_edit_elsewhere_gives_a_cold_run_s_diff(
     cold = amp_clipfix(root, "apply", "--dry-run", "--no-cache", entry=False)
     assert warm == cold
     assert b"+++ b/train.py" in warm.stdout
+
+
+@pytest.mark.parametrize("budget", [3, 8, 20])
+def test_under_a_budget_that_cuts_answers_an_edit_elsewhere_gives_the_cold_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    """With a run's budget small enough that answers are cut, which questions come first and
+    what they spend decide the report: the promised files keep the cold run's order. The
+    line on top of train.py, then one that gives the value in train.py itself."""
+    from test_incremental import edit_line, same_as_cold
+
+    from amp_clipfix.analysis import frame
+
+    monkeypatch.setattr(frame, "BUDGET", budget)
+    root = hooks_project(tmp_path, monkeypatch)
+    same_as_cold(root)
+    edit_line("train.py", "import torch\n", "_edited = 1\nimport torch\n")(root)
+    same_as_cold(root)
+    bound_in_train(root)
+    same_as_cold(root)
