@@ -47,6 +47,7 @@ from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, raw, read
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
+from amp_clipfix.analysis.text_tests import word_start
 
 # Method names a call of which may be an event itself (the classifier decides by value):
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
@@ -102,7 +103,8 @@ def stored_text(name: str, data: bytes) -> bool:
 
 def defines(name: str, data: bytes) -> bool:
     """The text may define a function `name` (`def name`, any spacing)."""
-    return re.search(rb"\bdef\s+" + re.escape(name.encode("ascii")) + rb"\b", data) is not None
+    pattern = word_start(b"def") + rb"\s+" + re.escape(name.encode("ascii")) + rb"\b"
+    return re.search(pattern, data) is not None
 
 
 def written_free(name: str, data: bytes) -> bool:
