@@ -186,7 +186,7 @@ def direct_callers(
     if keep is None:
         found = evaluator.callers(function, ctx)
     else:
-        found = evaluator.callers_kept(function, ctx, keep)  # type: ignore[attr-defined]
+        found = evaluator.callers_kept(function, ctx, keep)
     instances = instance_calls(facts, summary, function, holds)
     for call, caller in [*found, *(c for c in instances if keep is None or keep(*c))]:
         where = facts.file(caller.summary.path)

@@ -186,14 +186,15 @@ class CallerIndex(PassedCalls):
         return found
 
     def callers_kept(self, function: ast.AST, ctx: Ctx, keep: Keep) -> list[tuple[ast.Call, Ctx]]:
-        """The calls of `function` that `keep` says may matter to the asker (analysis/
-        quiet_calls.py): the calls `callers` finds, in its order, less those `keep` turns
-        down, whose callee is then never evaluated (a receiver built by a registry costs
-        thousands of evaluations). Found already: filtered. Not memoised (the asker's own)."""
+        """`callers`' calls less those `keep` turns down (analysis/tail_callers.py), whose
+        callee is then never evaluated (a receiver built by a registry costs thousands of
+        evaluations). Found already: filtered. Not memoised (the asker's own)."""
         key = (id(function), id(ctx.cls), id(ctx.summary), ctx.depth)
-        known = self.recall(self.found_callers, "found", key)
+        known: list[tuple[ast.Call, Ctx]] | None = self.recall(  # type: ignore[assignment]
+            self.found_callers, "found", key
+        )
         if known is not None:
-            return [(call, at) for call, at in known if keep(call, at)]  # type: ignore[misc]
+            return [(call, at) for call, at in known if keep(call, at)]
         return self.search_callers(function, ctx, keep)
 
     def search_callers(
