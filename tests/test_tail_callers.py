@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 from test_bounded import Counted
+from test_clip_tail import report, write
 
 from amp_clipfix.analysis import callables, tail_callers
-from amp_clipfix.models import Strategy
-from amp_clipfix.pipeline import Options, run
-from amp_clipfix.project.version import DEFAULT_TARGET
+from amp_clipfix.rules import acf004
 
 # clip_all clips and leaves the step to its callers; update and train_step pass it up: the
 # loops calling train_step are the third level of its callers (callables.CALLER_DEPTH).
@@ -95,18 +94,6 @@ FOUND = {
 }
 
 
-def write(folder: Path, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(textwrap.dedent(text).lstrip())
-
-
-def report(folder: Path) -> str:
-    result = run([folder], Options(Strategy.AUTO, DEFAULT_TARGET))
-    assert not result.errors, result.errors
-    return repr(result.findings).replace(str(folder), "<project>")
-
-
 def every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """The search before tail_callers: every call of the last level asked about."""
     monkeypatch.setattr(tail_callers, "may_step_after", lambda call, caller: True)
@@ -115,8 +102,6 @@ def every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     def every(*arguments, **keywords):  # noqa: ANN002, ANN003, ANN202
         keywords.pop("last", None)
         return readings(*arguments, **keywords)
-
-    import amp_clipfix.rules.acf004 as acf004
 
     monkeypatch.setattr(acf004, "caller_readings", every)
 
