@@ -48,12 +48,12 @@ LOOP = """
         scaler = torch.amp.GradScaler("cuda")
         for batch in data:
             scaler.scale(model(batch).mean()).backward()
-    {body}
+{body}
     """
 
 
 def program(body: str) -> dict[str, str]:
-    return {"helpers.py": HELPERS, "train.py": LOOP.format(body=textwrap.indent(body, " " * 8))}
+    return {"helpers.py": HELPERS, "train.py": LOOP.format(body=textwrap.indent(body, " " * 12))}
 
 
 PROGRAMS: dict[str, dict[str, str]] = {
@@ -89,6 +89,8 @@ PROGRAMS: dict[str, dict[str, str]] = {
 
 FOUND = {
     "a step after the call",
+    "the call in a with block, the step after it",
+    "the call in an if, the step in its else",  # blocks read in source order, each once
     "the step in a helper called after",
     "module code",
 }
