@@ -62,13 +62,13 @@ def patch() -> None:
     evaluate.settled_ev = counted("eval", evaluate.settled_ev)  # type: ignore[attr-defined]
     search = callers.CallerIndex.search_callers
 
-    def search_callers(self: Any, function: Any, ctx: Any) -> Any:
+    def search_callers(self: Any, function: Any, ctx: Any, keep: Any = None) -> Any:
         cls = getattr(ctx.cls, "name", None)
         label = f"{ctx.summary.path.name}:{getattr(function, 'name', '?')}"
         SEARCH.append(f"{label} (class {cls})" if cls else label)
         count("search")
         try:
-            return search(self, function, ctx)
+            return search(self, function, ctx, keep)
         finally:
             SEARCH.pop()
 

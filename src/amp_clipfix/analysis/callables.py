@@ -136,6 +136,8 @@ Body = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 Reading = tuple["FileFacts", Body, ast.Call]
 # (summary, call) -> the call's callee may hold a project instance (analysis/reach.py); None: any.
 Holds = Callable[[Summary, ast.Call], bool] | None
+# (a call, its caller's context) -> worth reading (CallerIndex.callers_kept)
+Keep = Callable[[ast.Call, Ctx], bool]
 
 
 def caller_readings(
@@ -144,16 +146,19 @@ def caller_readings(
     function: ast.AST,
     depth: int = CALLER_DEPTH,
     holds: Holds = None,
+    last: Keep | None = None,
 ) -> Iterator[Reading]:
     """The functions (or modules) of the project that call `function`, each with its file and
     the call, then their callers in turn (`depth` levels): where a helper's clip meets the
-    backward and the step its callers run."""
+    backward and the step its callers run. `last`: the calls of the last level worth reading
+    (the others are not asked whether they call the helper: CallerIndex.callers_kept)."""
     seen: set[int] = set()
     frontier: list[tuple[FileFacts, ast.AST]] = [(file, function)]
-    for _ in range(depth):
+    for level in range(depth):
         following: list[tuple[FileFacts, ast.AST]] = []
+        keep = last if level == depth - 1 else None
         for where, helper in frontier:
-            for call, reading, caller_file in direct_callers(facts, where, helper, holds):
+            for call, reading, caller_file in direct_callers(facts, where, helper, holds, keep):
                 if id(call) in seen:
                     continue
                 seen.add(id(call))
@@ -164,17 +169,26 @@ def caller_readings(
 
 
 def direct_callers(
-    facts: ProjectFacts, file: FileFacts, function: ast.AST, holds: Holds = None
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: ast.AST,
+    holds: Holds = None,
+    keep: Keep | None = None,
 ) -> Iterator[tuple[ast.Call, Body, FileFacts]]:
     """The project calls of `function` (any module, a bound method through its instances) and
-    the function or module that makes each."""
+    the function or module that makes each (those `keep` keeps)."""
     evaluator = facts.evaluator
     summary = evaluator.summary(file.path)
     body = getattr(function, "body", None)
     if summary is None or summary.tree is not file.tree or not body:
         return
-    found = evaluator.callers(function, evaluator.ctx_of(summary, body[0]))
-    for call, caller in [*found, *instance_calls(facts, summary, function, holds)]:
+    ctx = evaluator.ctx_of(summary, body[0])
+    if keep is None:
+        found = evaluator.callers(function, ctx)
+    else:
+        found = evaluator.callers_kept(function, ctx, keep)
+    instances = instance_calls(facts, summary, function, holds)
+    for call, caller in [*found, *(c for c in instances if keep is None or keep(*c))]:
         where = facts.file(caller.summary.path)
         reading = caller.func if caller.func is not None else caller.summary.tree
         if where is None or where.tree is not caller.summary.tree:

@@ -43,6 +43,9 @@ from amp_clipfix.analysis.values import (
     TupleV,
 )
 
+# (a call found where the function's name is written, its caller's context) -> whether the
+# asker needs to know if it calls the function (CallerIndex.callers_kept)
+Keep = Callable[[ast.Call, Ctx], bool]
 # Files writing a method's name beyond which its callers are looked for only where its class
 # (or a subclass) is named too: see method_caller_files.
 METHOD_CALLER_FILES = 100
@@ -182,7 +185,21 @@ class CallerIndex(PassedCalls):
             self.leave(entered, self.found_callers, "found", key, found)  # type: ignore[arg-type]
         return found
 
-    def search_callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
+    def callers_kept(self, function: ast.AST, ctx: Ctx, keep: Keep) -> list[tuple[ast.Call, Ctx]]:
+        """`callers`' calls less those `keep` turns down (analysis/tail_callers.py), whose
+        callee is then never evaluated (a receiver built by a registry costs thousands of
+        evaluations). Found already: filtered. Not memoised (the asker's own)."""
+        key = (id(function), id(ctx.cls), id(ctx.summary), ctx.depth)
+        known: list[tuple[ast.Call, Ctx]] | None = self.recall(  # type: ignore[assignment]
+            self.found_callers, "found", key
+        )
+        if known is not None:
+            return [(call, at) for call, at in known if keep(call, at)]
+        return self.search_callers(function, ctx, keep)
+
+    def search_callers(
+        self, function: ast.AST, ctx: Ctx, keep: Keep | None = None
+    ) -> list[tuple[ast.Call, Ctx]]:
         name = function.name  # type: ignore[attr-defined]
         cls = ctx.cls
         if cls is not None and property_accessor(ctx.summary, cls, function):
@@ -204,6 +221,8 @@ class CallerIndex(PassedCalls):
                 if caller.depth + ctx.depth > MAX_DEPTH:
                     self.cuts += 1  # not the key's depth (a function and a name)
                     continue
+                if keep is not None and not keep(call, caller):
+                    continue  # not asked whether it calls the function: it cannot matter
                 if self.calls_function(call, caller, function, cls):
                     found.extend(self.through_partial(call, caller, function, cls))
                 elif cls is not None and not init:  # `self.<name>(...)` in a base's method
@@ -213,9 +232,10 @@ class CallerIndex(PassedCalls):
                     if runtime is not None:
                         found.append((call, runtime))
             # passed as a value to what calls it: a helper, `fabric.launch`, a Thread
-            found.extend(self.passed_calls(function, cls, summary, ctx))
+            more = self.passed_calls(function, cls, summary, ctx)
             if cls is not None and init:
-                found.extend(self.super_inits_of(cls, summary, ctx))
+                more.extend(self.super_inits_of(cls, summary, ctx))
+            found.extend(m for m in more if keep is None or keep(*m))
         return found
 
     def super_inits_of(

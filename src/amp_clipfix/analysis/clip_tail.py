@@ -55,10 +55,11 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import PREDICATES, matches, raw, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.text_tests import word_start
 from amp_clipfix.analysis.values import Fn
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-STAR_IMPORT = re.compile(rb"\bimport\s+\*")
+STAR_IMPORT = re.compile(word_start(b"import") + rb"\s+\*")  # `\bimport\s+\*`, searched fast
 WRITES_VALUE = "writes_value"  # the value test of a file's text (recording.PREDICATES)
 # Files the index parses itself (the evaluator has not) before it opens.
 INDEX_PARSES = 24
@@ -403,8 +404,7 @@ class Open(Exception):
 @functools.cache
 def value_written(word: bytes) -> re.Pattern[bytes]:
     """The word as a whole word not followed by a `(` on its line (`f = g` then `(x)`: a value)."""
-    escaped = re.escape(word)
-    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])(?![ \t]*\()")
+    return re.compile(word_start(word) + rb"(?![A-Za-z0-9_])(?![ \t]*\()")
 
 
 def writes_value(path: Path | None, data: bytes, name: str) -> bool:

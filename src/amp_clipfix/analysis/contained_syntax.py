@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import TextLines
-from amp_clipfix.analysis.text_tests import whole_word
+from amp_clipfix.analysis.text_tests import whole_word, word_start
 from amp_clipfix.analysis.values import Ext, Opaque
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-STAR_IMPORT = re.compile(rb"\bimport[ \t\\(\r\n]*\*")
+STAR_IMPORT = re.compile(word_start(b"import") + rb"[ \t\\(\r\n]*\*")
 
 
 def word_lines(module: Summary, words: set[str]) -> list[int] | None:

@@ -37,6 +37,9 @@ USES_LIGHTNING = (
     rb"(?:lightning|pytorch_lightning|lightning_fabric)\b|"
     rb"class_path|_target_|\btrainer\s*:"
 )
+# A word each alternative of USES_LIGHTNING holds: a file without any is not searched (the
+# pattern opens with an alternation, so `re` tries it at every byte: 3 ms a file).
+LIGHTNING_WORDS = (b"lightning", b"class_path", b"_target_", b"trainer")
 
 
 def collect_project(
@@ -279,7 +282,9 @@ def collect_stages(
         contents, passing(searchable, Stage.FUSED_OPTIMIZER, collection), jobs, collection
     )
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
-        re.search(USES_LIGHTNING, data, re.MULTILINE) for data in searchable.values()
+        any(word in data for word in LIGHTNING_WORDS)
+        and re.search(USES_LIGHTNING, data, re.MULTILINE)
+        for data in searchable.values()
     ):
         return  # no optimizer of the project is fused, or nothing uses Lightning
     from amp_clipfix.analysis.project_resolve import (

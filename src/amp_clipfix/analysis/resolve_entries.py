@@ -26,6 +26,7 @@ from amp_clipfix.analysis.recording import holds, matches, scan
 from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.text_tests import word_start
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
@@ -60,7 +61,7 @@ PLAIN_ROOTS = names.LIBRARY_PACKAGES | {
 }
 
 PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
-PLUGINS = re.compile(rb"\bplugins\s*=(?!=)")
+PLUGINS = re.compile(word_start(b"plugins") + rb"\s*=(?!=)")  # `\bplugins\s*=(?!=)`
 
 
 class EntrySearch(RefineSites):

@@ -28,6 +28,7 @@ from amp_clipfix.analysis.order import (
     statement_line_is_own,
 )
 from amp_clipfix.analysis.reach import CallReach
+from amp_clipfix.analysis.tail_callers import may_step_after
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.analysis.written_events import any_scaled_backward
@@ -195,7 +196,10 @@ def in_callers(
     found: list[tuple[FileFacts, list[Event], int]] = []
     enters = None if reach is None else reach.may_run_project
     holds = None if reach is None else reach.may_hold_instance
-    for where, reading, call in caller_readings(facts, file, function, holds=holds):
+    # the last level: only the calls after which the caller reads a call (analysis/tail_callers.py)
+    for where, reading, call in caller_readings(
+        facts, file, function, holds=holds, last=may_step_after
+    ):
         if capable is None:
             caller_order = events(facts, where, reading, classify, enters=enters, tail=True)
         else:  # from where a clip can be (analysis/clip_tail.py)

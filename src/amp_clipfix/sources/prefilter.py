@@ -20,7 +20,9 @@ import re
 from collections.abc import Callable, Iterable
 
 FUSED_WORD = b"fused"
-FUSED_ARGUMENT = re.compile(rb"\bfused\s*=(?!=)|[\'\"]fused[\'\"]")
+# `\bfused\s*=(?!=)`, the word first and its look-behind after: `re` skips to the word's
+# occurrences instead of trying the pattern at every byte (analysis/text_tests.word_start).
+FUSED_ARGUMENT = re.compile(rb"fused(?<![A-Za-z0-9_]fused)\s*=(?!=)|[\'\"]fused[\'\"]")
 OPTIMIZER_WORDS = (b"Adam", b"SGD", b"Adagrad")
 OPTIMIZER_CALLS = frozenset({"Adam", "AdamW", "SGD", "Adagrad", "partial"})
 TRAINER_WORDS = (b"Trainer", b"MixedPrecision")
@@ -33,7 +35,7 @@ TRAINER_CALLS = frozenset(
         "from_argparse_args",  # pytorch-lightning 1.x: `Trainer.from_argparse_args(args)`
     }
 )
-CONFIG_FUSED = re.compile(rb"\bfused\s*:")
+CONFIG_FUSED = re.compile(rb"fused(?<![A-Za-z0-9_]fused)\s*:")  # `\bfused\s*:`
 # A config document written in Python (`OmegaConf.create({...})`, `DictConfig({...})`): its
 # optimizer and trainer mappings are read as a YAML config's (analysis/python_configs.py).
 CONFIG_DOCUMENT_CALLS = frozenset({"create", "DictConfig"})
