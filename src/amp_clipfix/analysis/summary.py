@@ -19,6 +19,7 @@ from operator import add
 from pathlib import Path
 from typing import overload
 
+from amp_clipfix.analysis.bodies import note_unread
 from amp_clipfix.analysis.nodes import (
     calls_in,
     child_nodes,
@@ -429,6 +430,7 @@ def summarise(
     """The summary of one module (from the tree its sites were read from, when there is one),
     or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
     read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two)."""
+    parsed = tree is None
     if tree is None:
         try:
             tree = parse_module(text)
@@ -437,6 +439,8 @@ def summarise(
     name, is_package = module_name(root, path)
     encoded = text.encode("utf-8")
     lines = TextLines(data if data is not None and data == encoded else encoded)
+    if parsed:  # no one holds a node of it yet (analysis/bodies.py)
+        note_unread(tree, lines)
     pruned = tree.pruned if isinstance(tree, LargeModule) else {}
     summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:
