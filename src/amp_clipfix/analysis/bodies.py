@@ -59,7 +59,7 @@ def _get_body(node: Function) -> list[ast.stmt]:
         return parse_again(node, body.lines)
     if PENDING:
         PENDING.pop(id(node), None)
-    return body  # type: ignore[no-any-return]
+    return body
 
 
 def _set_body(node: Function, body: list[ast.stmt]) -> None:
@@ -117,7 +117,7 @@ def parse_again(node: Function, lines: Sequence[bytes]) -> list[ast.stmt]:
         raise RuntimeError(f"function {node.name!r} at line {node.lineno} not found again")
     body = found.__dict__["body"]
     node.__dict__["body"] = body
-    return body  # type: ignore[no-any-return]
+    return body
 
 
 def first_line(node: Function) -> int:
@@ -127,9 +127,9 @@ def first_line(node: Function) -> int:
 def same_function(node: Function, other: ast.AST) -> bool:
     return (
         type(other) is type(node)
-        and other.name == node.name  # type: ignore[attr-defined]
-        and (other.lineno, other.col_offset) == (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        and (other.end_lineno, other.end_col_offset) == (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        and other.name == node.name
+        and (other.lineno, other.col_offset) == (node.lineno, node.col_offset)
+        and (other.end_lineno, other.end_col_offset) == (node.end_lineno, node.end_col_offset)
     )
 
 
