@@ -15,9 +15,9 @@ import pytest
 from amp_clipfix import rules
 from amp_clipfix.analysis import bodies
 from amp_clipfix.analysis.summary import Summary, summarise
+from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
-from amp_clipfix.models import Strategy
 
 # Indented definitions under decorators spanning lines, nested classes, `async`, a body on the
 # `def` line with a statement after `;`, strings whose lines are less indented than the body,
@@ -152,9 +152,7 @@ def test_a_body_let_go_is_freed() -> None:
     (function,) = summary.top["f"]
     bodies.let_go()
     gc.collect()
-    markers = [
-        o for o in gc.get_objects() if isinstance(o, ast.Constant) and o.value == "a marker"
-    ]
+    markers = [o for o in gc.get_objects() if isinstance(o, ast.Constant) and o.value == "a marker"]
     assert markers == []
     assert ast.unparse(function) == "def f():\n    return 'a marker'"  # read: parsed again
 
