@@ -259,3 +259,57 @@ def test_a_run_reports_the_same_when_bodies_are_let_go(
     assert "ACF006" in letting_go and "ACF002" in letting_go
     monkeypatch.setattr(rules, "let_go", lambda: 0)
     assert report(folder) == letting_go
+
+
+KEYWORDS = """\
+X = 0
+
+
+def plain():
+    return "no keyword of interest here"
+
+
+def declares(): global X; X = 1
+
+
+def wraps(function):
+    @functools.wraps(function)
+    async def inner(*a):
+        class Local:
+            pass
+        return function(*a)
+    return inner
+
+
+class Outer:
+    def method(self):
+        def helper():
+            global X
+            X = 2
+        return helper
+
+    def classy(self):
+        return "class def global"  # the words in a string: gone into, nothing found
+"""
+
+KINDS = [
+    (ast.ClassDef, b"class", 0),
+    (ast.Global, b"global", 0),
+    ((ast.FunctionDef, ast.AsyncFunctionDef), b"def", 1),
+]
+
+
+@pytest.mark.parametrize(("kind", "word", "own"), KINDS, ids=["class", "global", "def"])
+def test_a_walk_for_a_keyword_finds_what_the_whole_walk_finds(
+    kind: type, word: bytes, own: int
+) -> None:
+    summary = made(KEYWORDS)
+    plain = summary.top["plain"][0]
+    bodies.let_go()
+    found = [node for node in summary.walked_statements_with(word, own) if isinstance(node, kind)]
+    assert isinstance(plain.__dict__["body"], bodies.Unread)  # not gone into: not read
+    whole = [node for node in made(KEYWORDS).walked_statements() if isinstance(node, kind)]
+    assert [ast.dump(node, include_attributes=True) for node in found] == [
+        ast.dump(node, include_attributes=True) for node in whole
+    ]
+    assert found  # each kind is there, also on a `def` line (`global X; X = 1`)
