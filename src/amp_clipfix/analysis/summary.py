@@ -298,17 +298,7 @@ class Summary:
         `case` (one level each, as in the whole tree), so their breadth-first order is the
         whole tree's, without its expressions (nine nodes in ten)."""
         if self._walked_statements is None:
-            found: list[ast.stmt] = []
-            todo: deque[ast.AST] = deque([self.tree])
-            while todo:
-                node = todo.popleft()
-                if isinstance(node, ast.stmt):
-                    found.append(node)
-                for name in node_fields(type(node)):
-                    value = getattr(node, name, None)
-                    if type(value) is list:
-                        todo.extend(item for item in value if isinstance(item, STATEMENTS))
-            self._walked_statements = found
+            self._walked_statements = self.statements_walk()
         return self._walked_statements
 
     def walked_classes(self) -> list[ast.ClassDef]:
@@ -323,13 +313,16 @@ class Summary:
         read (analysis/bodies.py lets them go)."""
         if self._walked_statements is not None:
             return self._walked_statements
+        return self.statements_walk(word, own)
+
+    def statements_walk(self, word: bytes | None = None, own: int = 0) -> list[ast.stmt]:
         found: list[ast.stmt] = []
         todo: deque[ast.AST] = deque([self.tree])
         while todo:
             node = todo.popleft()
             if isinstance(node, ast.stmt):
                 found.append(node)
-                if isinstance(node, FUNCTIONS) and self.count(word, node) <= own:
+                if word and isinstance(node, FUNCTIONS) and self.count(word, node) <= own:
                     continue
             for name in node_fields(type(node)):
                 value = getattr(node, name, None)
