@@ -182,7 +182,7 @@ def method_wrappers(ev: EvaluatorBase, summary: Summary) -> list[tuple[Function,
     """The wrappers the module's decorators return, with the classes whose methods they
     replace (a wrapper applied to plain functions only is left out)."""
     found: list[tuple[Function, list[ClsV]]] = []
-    for statement in summary.walked_statements():
+    for statement in summary.walked_statements_with(b"def", own=1):  # its own `def`
         if not isinstance(statement, FUNCTIONS):
             continue
         decorator = decorator_of(ev, summary, statement)

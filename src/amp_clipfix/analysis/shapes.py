@@ -164,7 +164,7 @@ def global_rebinds(summary: Summary) -> dict[str, list[ast.AST]]:
     values the module's name may hold besides its own bindings."""
     found: dict[str, list[ast.AST]] = {}
     functions: dict[int, ast.AST] = {}
-    for statement in summary.walked_statements():
+    for statement in summary.walked_statements_with(b"global"):
         if isinstance(statement, ast.Global):
             function, _ = summary.enclosing(statement)
             if function is not None:

@@ -10,15 +10,12 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from array import array
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from operator import add
 from pathlib import Path
-from typing import overload
 
+from amp_clipfix.analysis.bodies import note_unread
 from amp_clipfix.analysis.nodes import (
     calls_in,
     child_nodes,
@@ -26,10 +23,12 @@ from amp_clipfix.analysis.nodes import (
     target_names,
 )
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
+from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The statements that hold statements (blocks_of finds none in any other).
 COMPOUND = frozenset(
     kind
@@ -58,46 +57,6 @@ def called_name(func: ast.expr) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
-
-
-class TextLines(Sequence[bytes]):
-    """A text's UTF-8 lines as `bytes.splitlines()` gives them, held as the one bytes object
-    and where each line starts and ends: a list of a million small `bytes` costs about 40
-    bytes a line more (a summary keeps its module's lines for the whole run)."""
-
-    __slots__ = ("data", "starts", "ends")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        lines = data.splitlines(keepends=True)
-        # where each line starts and its text ends (before its line break): 4 bytes under 2 GB
-        kind = "i" if len(data) < 2**31 else "q"
-        self.starts = array(kind, accumulate(map(len, lines), initial=0))
-        self.ends = array(
-            kind, map(add, self.starts, map(len, map(bytes.rstrip, lines, repeat(b"\r\n"))))
-        )
-        self.starts.pop()  # the end of the text
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    @overload
-    def __getitem__(self, index: int) -> bytes: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[bytes]: ...
-
-    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        return self.data[self.starts[index] : self.ends[index]]
-
-    def __iter__(self) -> Iterator[bytes]:
-        return (self[index] for index in range(len(self)))
 
 
 @dataclass
@@ -339,22 +298,45 @@ class Summary:
         `case` (one level each, as in the whole tree), so their breadth-first order is the
         whole tree's, without its expressions (nine nodes in ten)."""
         if self._walked_statements is None:
-            found: list[ast.stmt] = []
-            todo: deque[ast.AST] = deque([self.tree])
-            while todo:
-                node = todo.popleft()
-                if isinstance(node, ast.stmt):
-                    found.append(node)
-                for name in node_fields(type(node)):
-                    value = getattr(node, name, None)
-                    if type(value) is list:
-                        todo.extend(item for item in value if isinstance(item, STATEMENTS))
-            self._walked_statements = found
+            self._walked_statements = self.statements_walk()
         return self._walked_statements
 
     def walked_classes(self) -> list[ast.ClassDef]:
         """Every class of the module, in `ast.walk`'s order."""
-        return [node for node in self.walked_statements() if isinstance(node, ast.ClassDef)]
+        return [n for n in self.walked_statements_with(b"class") if isinstance(n, ast.ClassDef)]
+
+    def walked_statements_with(self, word: bytes, own: int = 0) -> list[ast.stmt]:
+        """`walked_statements()`, less the statements of the functions whose lines write
+        `word` no more than `own` times: for a keyword (Python spells them in ASCII only,
+        never NFKC), every statement of that kind, in the same order (a body left out holds
+        none, and the others keep their breadth-first order). Bodies not gone into are not
+        read (analysis/bodies.py lets them go)."""
+        if self._walked_statements is not None:
+            return self._walked_statements
+        return self.statements_walk(word, own)
+
+    def statements_walk(self, word: bytes | None = None, own: int = 0) -> list[ast.stmt]:
+        found: list[ast.stmt] = []
+        todo: deque[ast.AST] = deque([self.tree])
+        while todo:
+            node = todo.popleft()
+            if isinstance(node, ast.stmt):
+                found.append(node)
+                if word and isinstance(node, FUNCTIONS) and self.count(word, node) <= own:
+                    continue
+            for name in node_fields(type(node)):
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    todo.extend(item for item in value if isinstance(item, STATEMENTS))
+        return found
+
+    def count(self, word: bytes, node: ast.AST) -> int:
+        """How many times the lines of `node` write `word` (in the module's UTF-8)."""
+        first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+        lines = self.lines
+        if isinstance(lines, TextLines):
+            return lines.word_count(word, first, last)
+        return b"\n".join(lines[first - 1 : last]).count(word)
 
     def walked_calls(self) -> list[ast.Call]:
         """Every call of the module in `ast.walk`'s order, listed in one walk (once per module):
@@ -429,6 +411,7 @@ def summarise(
     """The summary of one module (from the tree its sites were read from, when there is one),
     or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
     read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two)."""
+    parsed = tree is None
     if tree is None:
         try:
             tree = parse_module(text)
@@ -437,6 +420,8 @@ def summarise(
     name, is_package = module_name(root, path)
     encoded = text.encode("utf-8")
     lines = TextLines(data if data is not None and data == encoded else encoded)
+    if parsed:  # no one holds a node of it yet (analysis/bodies.py)
+        note_unread(tree, lines)
     pruned = tree.pruned if isinstance(tree, LargeModule) else {}
     summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:

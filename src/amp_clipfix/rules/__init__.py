@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis.bodies import let_go
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
@@ -114,12 +115,11 @@ def find_findings(
     the rules that ask the project's facts run when the `facts` are given."""
     chosen = list(RULES.values() if rules is None else rules)
     queries = Queries(files, target, facts)
-    findings = [
-        found_finding(rule, found)
-        for rule in chosen
-        if rule.check is not None and (facts is not None or not rule.asks_facts)
-        for found in rule.check(queries)
-    ]
+    findings: list[Finding] = []
+    for rule in chosen:
+        if rule.check is not None and (facts is not None or not rule.asks_facts):
+            let_go()  # the function bodies nothing read before this rule (analysis/bodies.py)
+            findings.extend(found_finding(rule, found) for found in rule.check(queries))
     return findings_order(findings)
 
 

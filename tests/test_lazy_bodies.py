@@ -1,0 +1,315 @@
+"""Function bodies nothing has read are let go and parsed again when first read
+(analysis/bodies.py): the nodes read afterwards are those a whole parse gives (the same dump,
+positions included), a body anything has read keeps its nodes, trees the summary did not parse
+itself are never touched, and a run reports the same bytes with or without letting go."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from amp_clipfix import rules
+from amp_clipfix.analysis import bodies
+from amp_clipfix.analysis.summary import Summary, summarise
+from amp_clipfix.models import Strategy
+from amp_clipfix.pipeline import Options, run
+from amp_clipfix.project.version import DEFAULT_TARGET
+
+# Indented definitions under decorators spanning lines, nested classes, `async`, a body on the
+# `def` line with a statement after `;`, strings whose lines are less indented than the body,
+# continuation lines, tabs, a form feed, NFKC spellings (`ﬁt` is `fit`), f-strings across
+# lines (3.11 places their inner nodes from the string's own position), defs under `if` and
+# `try`, and a non-ASCII literal before a column (ast columns count UTF-8 bytes).
+PROGRAM = '''\
+"""A module."""
+import torch as ﬁre
+
+
+def one(x): return x; y = 2
+
+
+@torch.no_grad(
+    True,
+)
+@staticmethod
+def decorated(a,
+              b=1):
+    text = """
+no indent here
+    """
+    return a + \\
+        b
+
+
+class Outer:
+    """Doc."""
+
+    class Inner:
+        async def run(self, ﬁt):
+            async with ﬁt as f:
+                await f
+            return f\"\"\"{ﬁt!r:>{
+                10}} {len(
+    ﬁt)}\"\"\"
+
+    def method(self):
+        pass
+
+
+    @property
+    def value(self) -> "int":
+        s = "é"; return len(s)
+
+
+if True:
+    def guarded():
+        def nested():
+            return 1
+        return nested
+else:
+    async def guarded():
+        pass
+
+try:
+    def attempt():
+        return 1
+except ImportError:
+    def attempt():
+        return 2
+finally:
+    def last():
+        lambda: (yield)
+
+\x0cclass Tabbed:
+\tdef method(self):
+\t\treturn 1
+'''
+
+
+def functions(tree: ast.AST) -> dict[tuple[int, int], ast.AST]:
+    return {
+        (node.lineno, node.col_offset): node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def made(text: str) -> Summary:
+    summary = summarise(Path("/p"), Path("/p/m.py"), text)
+    assert summary is not None
+    return summary
+
+
+@pytest.fixture(autouse=True)
+def nothing_pending() -> None:
+    bodies.forget()
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_a_body_parsed_again_is_the_whole_parse_s(newline: str) -> None:
+    text = PROGRAM.replace("\n", newline)
+    summary = made(text)
+    noted = [node for node, _ in bodies.PENDING.values()]
+    assert len(noted) == 11  # every def but the nested one (its parent's body holds it)
+    assert bodies.let_go() == 11
+    assert all(isinstance(node.__dict__["body"], bodies.Unread) for node in noted)
+    whole = functions(ast.parse(text))
+    mine = functions(summary.tree)
+    assert sorted(mine) == sorted(whole)
+    for position, node in mine.items():
+        assert ast.dump(node, include_attributes=True) == ast.dump(
+            whole[position], include_attributes=True
+        )
+    assert len(mine) == 12
+
+
+def test_a_body_read_keeps_its_nodes() -> None:
+    summary = made(PROGRAM)
+    one, decorated = summary.top["one"][0], summary.top["decorated"][0]
+    body = decorated.body  # type: ignore[attr-defined]
+    assert bodies.let_go() == 10  # the one read is kept
+    assert decorated.body is body  # type: ignore[attr-defined]
+    assert isinstance(one.__dict__["body"], bodies.Unread)
+    first = one.body  # type: ignore[attr-defined]
+    assert one.body is first  # type: ignore[attr-defined]  # parsed again once, then kept
+
+
+def test_a_body_set_by_code_is_never_let_go() -> None:
+    summary = made(PROGRAM)
+    function = summary.top["one"][0]
+    given = [ast.Pass()]
+    function.body = given  # type: ignore[attr-defined]
+    bodies.let_go()
+    assert function.body is given  # type: ignore[attr-defined]
+
+
+def test_a_body_let_go_is_freed() -> None:
+    summary = made("def f():\n    return 'a marker'\n")
+    (function,) = summary.top["f"]
+    bodies.let_go()
+    gc.collect()
+    markers = [o for o in gc.get_objects() if isinstance(o, ast.Constant) and o.value == "a marker"]
+    assert markers == []
+    assert ast.unparse(function) == "def f():\n    return 'a marker'"  # read: parsed again
+
+
+def test_trees_given_to_the_summary_are_never_noted() -> None:
+    tree = ast.parse(PROGRAM)
+    summarise(Path("/p"), Path("/p/m.py"), PROGRAM, tree=tree)
+    assert bodies.let_go() == 0
+
+
+def test_the_whole_module_when_the_lines_do_not_parse_alone() -> None:
+    summary = made(PROGRAM)
+    bodies.let_go()
+    whole = functions(ast.parse(PROGRAM))
+    for position, node in functions(ast.parse(PROGRAM)).items():
+        found = bodies.function_from_module(node, summary.lines)  # type: ignore[arg-type]
+        assert found is not None
+        assert ast.dump(found, include_attributes=True) == ast.dump(
+            whole[position], include_attributes=True
+        )
+
+
+FACTORY = """\
+import torch
+
+
+def unrelated():
+    return [i for i in range(3)]
+
+
+def clip(model):
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+
+
+def make_optimizer(params, **options):
+    return torch.optim.AdamW(params, lr=1e-3, **options)
+"""
+
+MODEL = """\
+import lightning as L
+
+from factory import make_optimizer
+
+
+class Model(L.LightningModule):
+    def helper(self):
+        return 1
+
+    def configure_optimizers(self):
+        return make_optimizer(self.parameters(), fused=True)
+"""
+
+LOOP = """\
+import torch
+from lightning import Fabric
+from factory import clip, make_optimizer
+
+
+def step(model, loss):
+    optimizer = make_optimizer(model.parameters(), fused=True)
+    fabric = Fabric(precision="16-mixed")
+    fabric.backward(loss)
+    clip(model)
+    optimizer.step()
+"""
+
+TRAIN = """\
+import lightning as L
+
+from model import Model
+
+trainer = L.Trainer(precision="bf16-mixed", gradient_clip_val=1.0)
+trainer.fit(Model())
+"""
+
+
+def report(folder: Path) -> str:
+    result = run([folder], Options(Strategy.AUTO, DEFAULT_TARGET, with_edits=True))
+    return json.dumps(
+        [(f.code, f.message, [str(s) for s in f.sites]) for f in result.findings], sort_keys=True
+    )
+
+
+def test_a_run_reports_the_same_when_bodies_are_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules read bodies the resolution let go (parsed again), and report what a run that
+    keeps every body reports."""
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name, text in {"factory.py": FACTORY, "model.py": MODEL, "loop.py": LOOP}.items():
+        (folder / name).write_text(text)
+    (folder / "train.py").write_text(TRAIN)
+    parsed_again: list[str] = []
+    original = bodies.parse_again
+
+    def counted(node: ast.FunctionDef, lines: object) -> list[ast.stmt]:
+        parsed_again.append(node.name)
+        return original(node, lines)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bodies, "parse_again", counted)
+    letting_go = report(folder)
+    assert "clip" in parsed_again  # let go at the first rule, read by ACF006's search
+    assert "ACF006" in letting_go and "ACF002" in letting_go
+    monkeypatch.setattr(rules, "let_go", lambda: 0)
+    assert report(folder) == letting_go
+
+
+KEYWORDS = """\
+X = 0
+
+
+def plain():
+    return "no keyword of interest here"
+
+
+def declares(): global X; X = 1
+
+
+def wraps(function):
+    @functools.wraps(function)
+    async def inner(*a):
+        class Local:
+            pass
+        return function(*a)
+    return inner
+
+
+class Outer:
+    def method(self):
+        def helper():
+            global X
+            X = 2
+        return helper
+
+    def classy(self):
+        return "class def global"  # the words in a string: gone into, nothing found
+"""
+
+KINDS = [
+    (ast.ClassDef, b"class", 0),
+    (ast.Global, b"global", 0),
+    ((ast.FunctionDef, ast.AsyncFunctionDef), b"def", 1),
+]
+
+
+@pytest.mark.parametrize(("kind", "word", "own"), KINDS, ids=["class", "global", "def"])
+def test_a_walk_for_a_keyword_finds_what_the_whole_walk_finds(
+    kind: type, word: bytes, own: int
+) -> None:
+    summary = made(KEYWORDS)
+    plain = summary.top["plain"][0]
+    bodies.let_go()
+    found = [node for node in summary.walked_statements_with(word, own) if isinstance(node, kind)]
+    assert isinstance(plain.__dict__["body"], bodies.Unread)  # not gone into: not read
+    whole = [node for node in made(KEYWORDS).walked_statements() if isinstance(node, kind)]
+    assert [ast.dump(node, include_attributes=True) for node in found] == [
+        ast.dump(node, include_attributes=True) for node in whole
+    ]
+    assert found  # each kind is there, also on a `def` line (`global X; X = 1`)
