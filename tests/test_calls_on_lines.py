@@ -49,7 +49,9 @@ fit(model, datamodule=data)
             ={"gradient_clip_val": 0.5},
         )
         LightningCLI(Model, **{"trainer_defaults": {}})
+        LightningCLI(Model, \uff54rainer_defaults={})
         values = [clip_all(p) for p in groups if clip_all]
+        \uff43lip_all(values)
         return (
             clip_all
         )(model.parameters(), 1.0)
@@ -85,8 +87,8 @@ def fresh(tmp_path: Path) -> Summary:
     [
         ("clip_gradients", attribute("clip_gradients"), 5),
         ("fit", attribute("fit"), 5),
-        ("trainer_defaults", keyword("trainer_defaults"), 1),
-        ("clip_all", named("clip_all"), 3),
+        ("trainer_defaults", keyword("trainer_defaults"), 2),
+        ("clip_all", named("clip_all"), 4),
     ],
 )
 def test_the_calls_on_the_lines_writing_a_name_are_the_calls_a_search_keeps(
