@@ -411,7 +411,6 @@ class ProjectFacts:
             scope = trainer_scope(file.summary, call)
             if scope is not None:
                 summary = self.evaluator.summary(file.path) or file.summary
-                # a fit writes `fit`: the calls on the lines writing it are read
                 calls = file.summary.calls_writing("fit") if FIT_WORD in file.data else []
                 fits = scope_fits(self.evaluator, summary, calls, scope)
         classes: list[ClsV] = []
