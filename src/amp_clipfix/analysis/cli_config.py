@@ -153,7 +153,7 @@ def defaulted(facts: ProjectFacts, key: str) -> bool:
     for file in facts.with_words(DEFAULTS_WORD):
         if CLI_WORD not in file.data:
             continue
-        for call in file.summary.walked_calls():
+        for call in file.summary.calls_writing("trainer_defaults"):  # it writes the keyword
             node = keyword_value(call, "trainer_defaults")
             if node is None or not may_hold(node, key):
                 continue

@@ -178,7 +178,7 @@ class ClipCapable:
             summary = self.summary(path)
             if summary is None:
                 continue
-            for call in summary.walked_calls():
+            for call in summary.calls_writing(name):  # a call of `name` writes it
                 if called_name(call.func) != name:
                     continue
                 function, cls = summary.enclosing(call)

@@ -386,7 +386,7 @@ class ProjectFacts:
             self._fits = []
             for file in self.with_words(FIT_WORD):
                 summary = self.evaluator.summary(file.path) or file.summary
-                for call in file.summary.walked_calls():
+                for call in file.summary.calls_writing("fit"):  # a fit writes `fit`
                     self._fits += call_fits(self.evaluator, summary, call)
         return self._fits
 
@@ -411,7 +411,7 @@ class ProjectFacts:
             scope = trainer_scope(file.summary, call)
             if scope is not None:
                 summary = self.evaluator.summary(file.path) or file.summary
-                calls = file.summary.walked_calls() if FIT_WORD in file.data else []
+                calls = file.summary.calls_writing("fit") if FIT_WORD in file.data else []
                 fits = scope_fits(self.evaluator, summary, calls, scope)
         classes: list[ClsV] = []
         unknown = False

@@ -48,9 +48,10 @@ class MethodCall:
 
 def method_calls(facts: ProjectFacts, file: FileFacts, attr: str) -> Iterator[MethodCall]:
     """The runs of `<x>.<attr>(...)` in the file: written calls, and the calls of partials of
-    the method made in the file (in the order of the calls)."""
+    the method made in the file (in the order of the calls). Either call writes `attr` (the
+    callee's name, the partial's first argument): the calls on the lines writing it are read."""
     partials: list[ast.Call] = []
-    for call in file.summary.walked_calls():
+    for call in file.summary.calls_writing(attr):
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == attr:
             yield MethodCall(call, func.value, list(call.args), keywords_of(call))
