@@ -58,7 +58,7 @@ from amp_clipfix.analysis.summary import Summary, called_name
 from amp_clipfix.analysis.values import Fn
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-STAR_IMPORT = re.compile(rb"\bimport\s+\*")
+STAR_IMPORT = re.compile(rb"import(?<![A-Za-z0-9_]import)\s+\*")  # `\bimport`, faster
 WRITES_VALUE = "writes_value"  # the value test of a file's text (recording.PREDICATES)
 # Files the index parses itself (the evaluator has not) before it opens.
 INDEX_PARSES = 24

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-STAR_IMPORT = re.compile(rb"\bimport[ \t\\(\r\n]*\*")
+# `\bimport *`, written from its word on (text_tests.IMPORT_CLAUSE: ten times faster)
+STAR_IMPORT = re.compile(rb"import(?<![A-Za-z0-9_]import)[ \t\\(\r\n]*\*")
 
 
 def word_lines(module: Summary, words: set[str]) -> list[int] | None:

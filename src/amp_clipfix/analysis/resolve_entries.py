@@ -60,7 +60,8 @@ PLAIN_ROOTS = names.LIBRARY_PACKAGES | {
 }
 
 PRECISIONS = (SiteKind.FABRIC_PRECISION, SiteKind.TRAINER_PRECISION)
-PLUGINS = re.compile(rb"\bplugins\s*=(?!=)")
+# `\bplugins\s*=`, written from its word on (text_tests.IMPORT_CLAUSE: ten times faster)
+PLUGINS = re.compile(rb"plugins(?<![A-Za-z0-9_]plugins)\s*=(?!=)")
 
 
 class EntrySearch(RefineSites):
