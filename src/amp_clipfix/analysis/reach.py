@@ -102,7 +102,9 @@ def stored_text(name: str, data: bytes) -> bool:
 
 def defines(name: str, data: bytes) -> bool:
     """The text may define a function `name` (`def name`, any spacing)."""
-    return re.search(rb"\bdef\s+" + re.escape(name.encode("ascii")) + rb"\b", data) is not None
+    # `\bdef`, written from the word on: `re` skips to its occurrences (tests/test_word_patterns)
+    pattern = rb"def(?<![A-Za-z0-9_]def)\s+" + re.escape(name.encode("ascii")) + rb"\b"
+    return re.search(pattern, data) is not None
 
 
 def written_free(name: str, data: bytes) -> bool:
