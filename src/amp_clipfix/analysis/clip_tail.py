@@ -404,7 +404,7 @@ class Open(Exception):
 def value_written(word: bytes) -> re.Pattern[bytes]:
     """The word as a whole word not followed by a `(` on its line (`f = g` then `(x)`: a value)."""
     escaped = re.escape(word)
-    return re.compile(rb"(?<![A-Za-z0-9_])" + escaped + rb"(?![A-Za-z0-9_])(?![ \t]*\()")
+    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")(?![A-Za-z0-9_])(?![ \t]*\()")
 
 
 def writes_value(path: Path | None, data: bytes, name: str) -> bool:
