@@ -34,10 +34,7 @@ def lightning_old(texts: list[bytes]) -> object:
 
 
 def lightning_new(texts: list[bytes]) -> object:
-    words = project_collect.LIGHTNING_WORDS
-    return first_hit(
-        texts, lambda data: any(w in data for w in words) and USES.search(data) is not None
-    )
+    return first_hit(texts, project_collect.uses_lightning)
 
 
 TESTS: dict[str, tuple[Callable[[list[bytes]], object], Callable[[list[bytes]], object]]] = {

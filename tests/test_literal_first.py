@@ -130,9 +130,7 @@ def test_defines_is_the_word_boundary_search() -> None:
 
 
 def lightning_test() -> Callable[[bytes], bool]:
-    uses = re.compile(project_collect.USES_LIGHTNING, re.MULTILINE)
-    words = project_collect.LIGHTNING_WORDS
-    return lambda data: any(word in data for word in words) and uses.search(data) is not None
+    return project_collect.uses_lightning
 
 
 def test_the_lightning_words_leave_out_only_texts_the_pattern_does_not_match() -> None:

@@ -12,7 +12,6 @@ work; what a bound or a cycle cut short is never memoised for other questions (f
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from amp_clipfix.analysis.shapes import (
     target_path,
 )
 from amp_clipfix.analysis.summary import Summary, shared_folders
+from amp_clipfix.analysis.text_tests import writes_global
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
@@ -79,10 +79,6 @@ __all__ = [
     "literal_of",
     "super_init_call",
 ]
-
-
-# A `global` statement: the keyword where a statement starts (a line, after `;` or `:`).
-GLOBAL = re.compile(rb"(?:^|[;:])[ \t]*global[ \t\\]", re.MULTILINE)
 
 
 class Evaluator(
@@ -404,7 +400,7 @@ class Evaluator(
             written = (
                 text is None
                 or summary.path.suffix != ".py"
-                or (b"global" in text and GLOBAL.search(text) is not None)
+                or (b"global" in text and writes_global(text))
             )
             self.rebinds_cache[key] = global_rebinds(summary) if written else {}
         return self.rebinds_cache[key]

@@ -24,7 +24,11 @@ NOT_FIELDS = ("ClassVar", "InitVar")
 KW_ONLY = "KW_ONLY"
 # Attribute stores the code may make on an instance from outside its class (any receiver but
 # `self`), and the generic ones that may set any attribute.
-GENERIC_STORES = re.compile(rb"setattr\(\s*(?!self\b)|__dict__|\bvars\([^()]*\)\s*\.\s*update")
+# No branch starts with `\b` (nor the store's pattern with a look behind): `re` then skips to
+# where one may start, ten times faster.
+GENERIC_STORES = re.compile(
+    rb"setattr\(\s*(?!self\b)|__dict__|vars(?<![A-Za-z0-9_]vars)\([^()]*\)\s*\.\s*update"
+)
 # `=` or an augmented assignment (`+=`, `//=`, ...), not a comparison.
 AUGMENTED = rb"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
 # A dataclass's `__init__` fields in order, with how many may be given by position (None: all).
@@ -69,7 +73,7 @@ class DataclassFields(EvaluatorBase):
         """The values, and one decided at run time when the project may set the attribute on
         an instance from outside its class."""
         if attr not in self.stored_outside:
-            store = re.compile(rb"(?<!\bself)\.\s*" + re.escape(attr.encode()) + AUGMENTED)
+            store = re.compile(rb"\.(?<!\bself\.)\s*" + re.escape(attr.encode()) + AUGMENTED)
             self.stored_outside[attr] = exists(self.contents, matches(GENERIC_STORES)) or exists(
                 self.contents, matches(store)
             )

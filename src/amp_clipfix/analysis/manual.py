@@ -135,20 +135,22 @@ def manual_reads(facts: ProjectFacts, file: FileFacts) -> Iterator[tuple[Body, C
     module). Other functions are reached as helpers of these, or not at all."""
     written = {n for n, line in enumerate(file.data.splitlines(), 1) if b"manual_backward" in line}
     inside: set[int] = set()
+    manual: dict[int, bool] = {}  # id(class node) -> a module that may optimize by hand
     for function in functions(file):
         if isinstance(function, ast.Module):
             continue
         lines = set(range(function.lineno, (function.end_lineno or function.lineno) + 1))
         inside |= lines
+        owner = facts.class_of(file, function)
+        if owner is not None and id(owner.node) not in manual:
+            manual[id(owner.node)] = (
+                facts.is_lightning_module(owner) and facts.manual_optimization(owner) is not False
+            )
+        if not (lines & written or (owner is not None and manual[id(owner.node)])):
+            continue  # the decorators of a function not read are not asked about
         if replaced(facts.evaluator, facts.evaluator.summary(file.path) or file.summary, function):
             continue  # a decorator's wrappers run instead, never this body (decorators.py)
-        owner = facts.class_of(file, function)
-        if lines & written or (
-            owner is not None
-            and facts.is_lightning_module(owner)
-            and facts.manual_optimization(owner) is not False
-        ):
-            yield function, owner
+        yield function, owner
     if written - inside:
         yield file.tree, None
 

@@ -18,6 +18,7 @@ from amp_clipfix.analysis.collection import (
     prefiltered,
     read_as_config,
 )
+from amp_clipfix.analysis.text_tests import word_start
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, library_files, os_error_reason
 from amp_clipfix.project.discover import Project
@@ -37,9 +38,21 @@ USES_LIGHTNING = (
     rb"(?:lightning|pytorch_lightning|lightning_fabric)\b|"
     rb"class_path|_target_|\btrainer\s*:"
 )
-# A word each alternative of USES_LIGHTNING holds: a file without any is not searched (the
-# pattern opens with an alternation, so `re` tries it at every byte: 3 ms a file).
-LIGHTNING_WORDS = (b"lightning", b"class_path", b"_target_", b"trainer")
+# Its alternatives, asked one by one where the text holds their word (uses_lightning).
+IMPORTS_LIGHTNING = USES_LIGHTNING.split(b"|class_path")[0]
+TRAINER_KEY = word_start(b"trainer") + rb"\s*:"
+
+
+def uses_lightning(data: bytes) -> bool:
+    """USES_LIGHTNING's answer, each alternative searched only where its word is in the text:
+    `re` tries an alternation that starts with no word at every position of a module (0.07 s
+    over mmengine's 322 modules, none of which uses Lightning), a word is found at once."""
+    return (
+        b"class_path" in data
+        or b"_target_" in data
+        or (b"trainer" in data and re.search(TRAINER_KEY, data) is not None)
+        or (b"lightning" in data and re.search(IMPORTS_LIGHTNING, data, re.MULTILINE) is not None)
+    )
 
 
 def collect_project(
@@ -282,9 +295,7 @@ def collect_stages(
         contents, passing(searchable, Stage.FUSED_OPTIMIZER, collection), jobs, collection
     )
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
-        any(word in data for word in LIGHTNING_WORDS)
-        and re.search(USES_LIGHTNING, data, re.MULTILINE)
-        for data in searchable.values()
+        uses_lightning(data) for data in searchable.values()
     ):
         return  # no optimizer of the project is fused, or nothing uses Lightning
     from amp_clipfix.analysis.project_resolve import (

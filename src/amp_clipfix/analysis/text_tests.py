@@ -36,6 +36,9 @@ def word_start(word: bytes) -> bytes:
 # What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
 # (`from m import name`, also as one of several names or inside parentheses).
 IMPORT_CLAUSE = re.compile(word_start(b"import") + rb"\s+(\([^()]*|[^\n]*)")
+# `global` followed by what may end the keyword, searched before the start of its statement is
+# looked for (writes_global).
+GLOBAL_WORD = re.compile(rb"global[ \t\\]")
 # What may stand between a callee's name and the `(` of its call: spaces and line breaks (in
 # brackets), comments, backslash continuations.
 CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
@@ -110,3 +113,16 @@ def referenced(path: Path | None, data: bytes, name: bytes) -> bool:
 PREDICATES["written"] = written
 PREDICATES["imports"] = imports
 PREDICATES["referenced"] = referenced
+
+
+def writes_global(data: bytes) -> bool:
+    """A `global` statement may be written: the keyword where a statement starts (a line, after
+    `;` or `:`, spaces or tabs between). The same answer as searching
+    `(?:^|[;:])[ \t]*global[ \t\\]` (multiline), from the keyword's occurrences only."""
+    for match in GLOBAL_WORD.finditer(data):
+        before = match.start() - 1
+        while before >= 0 and data[before] in b" \t":
+            before -= 1
+        if before < 0 or data[before] in b"\n;:":
+            return True
+    return False
