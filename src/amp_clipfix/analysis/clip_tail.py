@@ -38,6 +38,15 @@ from pathlib import Path
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.name_uses import (
+    ATTR_WRITTEN,
+    GLOBAL,
+    READ,
+    RENAMED,
+    STORED,
+    STRING,
+    name_uses,
+)
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import (
     FUNCTIONS,
@@ -432,26 +441,11 @@ def module_name(path: Path) -> str:
 
 
 def written_as_value(tree: ast.Module, name: str) -> bool:
-    """The module writes `name` other than as a call's callee or the function's own `def`:
-    a name or attribute read as a value, a renamed import, a string equal to it."""
-    callees: set[int] = set()
-    for inner in ast.walk(tree):
-        if isinstance(inner, ast.Call):
-            callees.add(id(inner.func))
-        elif isinstance(inner, ast.Name) and inner.id == name and id(inner) not in callees:
-            if isinstance(inner.ctx, ast.Load):
-                return True
-        elif isinstance(inner, ast.Attribute) and inner.attr == name:
-            if id(inner) not in callees:
-                return True
-        elif isinstance(inner, ast.alias) and inner.name.split(".")[-1] == name:
-            if inner.asname not in (None, name):
-                return True
-        elif isinstance(inner, ast.Constant) and inner.value == name:
-            return True  # `getattr(x, "name")`, also through a variable
-        elif isinstance(inner, (ast.Global, ast.Nonlocal)) and name in inner.names:
-            return True  # `global name` (a binding the module's own code may change)
-    return False
+    """The module writes `name` other than as a call's callee, the function's own `def` or a
+    plain name stored to: a name or attribute read as a value, an attribute stored to, a
+    renamed import, a string equal to it, a `global` naming it."""
+    stops = READ | STORED | ATTR_WRITTEN | RENAMED | STRING | GLOBAL
+    return name_uses(tree, frozenset((name,)), stops) is None
 
 
 def step_after_clip(order: list[Event]) -> bool:
