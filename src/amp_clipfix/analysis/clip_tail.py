@@ -213,7 +213,7 @@ class ClipCapable:
         key = id(function.node)
         if key not in self.exported:
             name = function.node.name
-            found = {module_name(function.summary.path)}
+            found = {last_module_name(function.summary.path)}
             word = name.encode("ascii")
             # a file whose import clauses do not write the name imports it from nowhere
             files = [
@@ -225,7 +225,7 @@ class ClipCapable:
             while grew:
                 grew = False
                 for path in files:
-                    own = module_name(path)
+                    own = last_module_name(path)
                     if own in found:
                         continue
                     summary = self.summary(path)
@@ -305,7 +305,7 @@ class ClipCapable:
         word = name.encode("ascii")
         candidates = []
         for path in self.evaluator.files_naming(word):
-            if not (public or module_name(path) in exporters):
+            if not (public or last_module_name(path) in exporters):
                 continue  # no module object, no import of it: the file cannot see it
             if self.writes_value(path, word):
                 candidates.append(path)  # else every time it is written it is called
@@ -435,8 +435,10 @@ PREDICATES[WRITES_VALUE] = writes_value
 NOTHING = ast.Pass()
 
 
-def module_name(path: Path) -> str:
-    """The last name of the module a file is (a package's `__init__.py`: the package's)."""
+def last_module_name(path: Path) -> str:
+    """The last name of the module a file is (a package's `__init__.py`: the package's, the
+    root's own folder too), as `from ... import` names it; summary.module_name is the
+    whole dotted name under the root."""
     return path.parent.name if path.stem == "__init__" else path.stem
 
 
