@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from amp_clipfix.analysis.nodes import FIELDS, node_fields
+from amp_clipfix.analysis.nodes import child_nodes
 
 # How a name is written (bits, so a question's `stops` is their union).
 NAME_READ = 1  # `f(clip)`, `x = clip, 1`: a Name read other than as a callee or a stored value
@@ -30,16 +30,8 @@ READ = NAME_READ | ATTR_READ
 STORED = NAME_STORED | ATTR_STORED
 WRITTEN = NAME_WRITTEN | ATTR_WRITTEN
 
-
-AST, LOAD, NAME, ATTRIBUTE, CALL, CONSTANT = (
-    ast.AST,
-    ast.Load,
-    ast.Name,
-    ast.Attribute,
-    ast.Call,
-    ast.Constant,
-)
-ASSIGN, ANN_ASSIGN, ALIAS = ast.Assign, ast.AnnAssign, ast.alias
+LOAD, NAME, ATTRIBUTE, CALL = ast.Load, ast.Name, ast.Attribute, ast.Call
+CONSTANT, ASSIGN, ANN_ASSIGN, ALIAS = ast.Constant, ast.Assign, ast.AnnAssign, ast.alias
 
 
 class Uses:
@@ -57,11 +49,10 @@ class Uses:
 def name_uses(tree: ast.AST, names: frozenset[str], stops: int) -> Uses | None:
     """The module's calls of `names` and the names it stores them under; None at the first
     use of a kind in `stops`. One loop over a list that grows as it goes (breadth first, in
-    `ast.walk`'s order without the expression contexts, as nodes.calls_in walks)."""
+    `ast.walk`'s order without the expression contexts: nodes.child_nodes)."""
     uses = Uses()
     callees: set[int] = set()
     values: dict[int, list[str]] = {}
-    fields_of = FIELDS.get
     todo: list[ast.AST] = [tree]
     for node in todo:  # grows as it goes: breadth first
         kind = type(node)
@@ -106,17 +97,7 @@ def name_uses(tree: ast.AST, names: frozenset[str], stops: int) -> Uses | None:
             if GLOBAL & stops and not names.isdisjoint(node.names):  # type: ignore[attr-defined]
                 return None
             continue
-        fields = fields_of(kind)
-        if fields is None:
-            fields = node_fields(kind)
-        for field in fields:
-            child = getattr(node, field, None)
-            if type(child) is list:
-                for item in child:
-                    if isinstance(item, AST):
-                        todo.append(item)
-            elif isinstance(child, AST):
-                todo.append(child)
+        todo.extend(child_nodes(node))
     return uses
 
 
