@@ -402,8 +402,6 @@ def first_line(statement: ast.stmt) -> int:
 
 
 def module_name(root: Path, path: Path) -> tuple[str, bool]:
-    """The dotted name of the module a file is under the root (`pkg.sub.mod`; a file outside
-    the root: its stem), and whether it is a package's `__init__.py`."""
     try:
         parts = list(path.relative_to(root).with_suffix("").parts)
     except ValueError:
