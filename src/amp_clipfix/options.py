@@ -33,7 +33,7 @@ from amp_clipfix.settings import (
 )
 
 FORMATS = ("text", "json", "sarif", "github", "rdjson", "gitlab")
-MACHINE_FORMATS = ("json", "sarif", "rdjson", "gitlab")
+EDIT_FORMATS = ("json", "sarif", "rdjson")  # the formats that show each fix's edits
 STDIN = Path("-")
 
 

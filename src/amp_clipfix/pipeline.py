@@ -41,7 +41,7 @@ class Options:
     target: Target | None = None  # --lightning-version / configuration; None: the project's pins
     torch: TorchTarget | None = None  # --torch-version; None: the project's pins
     fix: bool = False
-    with_edits: bool = False  # per-finding edits, for JSON and SARIF output
+    with_edits: bool = False  # per-finding edits, for JSON, SARIF and rdjson output
     jobs: int = 1
     prefilter: bool = True
     helper_module: str | None = None  # `helper-module`: import the fixes' helpers from there

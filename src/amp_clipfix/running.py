@@ -19,7 +19,7 @@ from typing import NoReturn
 
 from amp_clipfix import observed, run_notes
 from amp_clipfix.kinds import ErrorKind, FileError, active_findings
-from amp_clipfix.options import MACHINE_FORMATS, STDIN, Settings
+from amp_clipfix.options import EDIT_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural, problem_line
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path, excerpt
@@ -83,7 +83,7 @@ def execute_run(
         target=settings.target,
         torch=settings.torch,
         fix=fix,
-        with_edits=settings.output_format in MACHINE_FORMATS,
+        with_edits=settings.output_format in EDIT_FORMATS,  # no fix is worked out for others
         jobs=settings.jobs,
         keep=project_keep(Selection(line.select, line.ignore), line.scope),
         configure=settings.configurer,

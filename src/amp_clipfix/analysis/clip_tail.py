@@ -38,6 +38,15 @@ from pathlib import Path
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.name_uses import (
+    ATTR_WRITTEN,
+    GLOBAL,
+    READ,
+    RENAMED,
+    STORED,
+    STRING,
+    name_uses,
+)
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import (
     FUNCTIONS,
@@ -205,7 +214,7 @@ class ClipCapable:
         key = id(function.node)
         if key not in self.exported:
             name = function.node.name
-            found = {module_name(function.summary.path)}
+            found = {last_module_name(function.summary.path)}
             word = name.encode("ascii")
             # a file whose import clauses do not write the name imports it from nowhere
             files = [
@@ -217,7 +226,7 @@ class ClipCapable:
             while grew:
                 grew = False
                 for path in files:
-                    own = module_name(path)
+                    own = last_module_name(path)
                     if own in found:
                         continue
                     summary = self.summary(path)
@@ -297,7 +306,7 @@ class ClipCapable:
         word = name.encode("ascii")
         candidates = []
         for path in self.evaluator.files_naming(word):
-            if not (public or module_name(path) in exporters):
+            if not (public or last_module_name(path) in exporters):
                 continue  # no module object, no import of it: the file cannot see it
             if self.writes_value(path, word):
                 candidates.append(path)  # else every time it is written it is called
@@ -426,32 +435,19 @@ PREDICATES[WRITES_VALUE] = writes_value
 NOTHING = ast.Pass()
 
 
-def module_name(path: Path) -> str:
-    """The last name of the module a file is (a package's `__init__.py`: the package's)."""
+def last_module_name(path: Path) -> str:
+    """The last name of the module a file is (a package's `__init__.py`: the package's, the
+    root's own folder too), as `from ... import` names it; summary.module_name is the
+    whole dotted name under the root."""
     return path.parent.name if path.stem == "__init__" else path.stem
 
 
 def written_as_value(tree: ast.Module, name: str) -> bool:
-    """The module writes `name` other than as a call's callee or the function's own `def`:
-    a name or attribute read as a value, a renamed import, a string equal to it."""
-    callees: set[int] = set()
-    for inner in ast.walk(tree):
-        if isinstance(inner, ast.Call):
-            callees.add(id(inner.func))
-        elif isinstance(inner, ast.Name) and inner.id == name and id(inner) not in callees:
-            if isinstance(inner.ctx, ast.Load):
-                return True
-        elif isinstance(inner, ast.Attribute) and inner.attr == name:
-            if id(inner) not in callees:
-                return True
-        elif isinstance(inner, ast.alias) and inner.name.split(".")[-1] == name:
-            if inner.asname not in (None, name):
-                return True
-        elif isinstance(inner, ast.Constant) and inner.value == name:
-            return True  # `getattr(x, "name")`, also through a variable
-        elif isinstance(inner, (ast.Global, ast.Nonlocal)) and name in inner.names:
-            return True  # `global name` (a binding the module's own code may change)
-    return False
+    """The module writes `name` other than as a call's callee, the function's own `def` or a
+    plain name stored to: a name or attribute read as a value, an attribute stored to, a
+    renamed import, a string equal to it, a `global` naming it."""
+    stops = READ | STORED | ATTR_WRITTEN | RENAMED | STRING | GLOBAL
+    return name_uses(tree, frozenset((name,)), stops) is None
 
 
 def step_after_clip(order: list[Event]) -> bool:

@@ -36,6 +36,7 @@ import ast
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from amp_clipfix.analysis.name_uses import READ, STRING, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES
 from amp_clipfix.analysis.recording import holds_any, read, scan
 
@@ -83,28 +84,8 @@ def stored_names(tree: ast.Module, names: frozenset[str]) -> set[str] | None:
     """The names the module stores a read of one of `names` under (a whole assignment's value,
     a renamed import), or None when it reads one otherwise than as a call's callee or such a
     value, or writes one as a string."""
-    stored: set[str] = set()
-    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
-    while stack:
-        node, parent = stack.pop()
-        stack.extend((child, node) for child in ast.iter_child_nodes(node))
-        if isinstance(node, ast.Name | ast.Attribute):
-            name = node.id if isinstance(node, ast.Name) else node.attr
-            if name not in names or not isinstance(node.ctx, ast.Load):
-                continue
-            if isinstance(parent, ast.Call) and parent.func is node:
-                continue  # a call of it, spelled with the name
-            targets = assigned_to(parent, node)
-            if targets is None:
-                return None
-            stored.update(targets)
-        elif isinstance(node, ast.alias):
-            own = node.name.rsplit(".", 1)[-1]
-            if own in names and node.asname not in (None, own):
-                stored.add(node.asname)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
-            return None  # `getattr(module, "clip_grad_norm_")`, `setattr(x, "clip_func", ...)`
-    return stored
+    uses = name_uses(tree, names, READ | STRING)
+    return None if uses is None else uses.stored
 
 
 def declared(tree: ast.Module, names: set[str]) -> bool:
@@ -121,26 +102,6 @@ def declared(tree: ast.Module, names: set[str]) -> bool:
                 if isinstance(target, ast.Name) and target.id in names:
                     return True
     return False
-
-
-def assigned_to(parent: ast.AST | None, node: ast.expr) -> list[str] | None:
-    """The plain names or attributes an assignment whose whole value is `node` stores it to
-    (`a = b = node`, `self.f: T = node`), or None for any other place."""
-    if isinstance(parent, ast.Assign) and parent.value is node:
-        targets = parent.targets
-    elif isinstance(parent, ast.AnnAssign) and parent.value is node:
-        targets = [parent.target]
-    else:
-        return None
-    names: list[str] = []
-    for target in targets:
-        if isinstance(target, ast.Name):
-            names.append(target.id)
-        elif isinstance(target, ast.Attribute):
-            names.append(target.attr)
-        else:
-            return None  # a tuple, an item, a starred target: taken apart or stored elsewhere
-    return names
 
 
 def spelled(call: ast.Call, names: frozenset[str]) -> bool:

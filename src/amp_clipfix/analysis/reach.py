@@ -43,6 +43,7 @@ from pathlib import Path
 from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator
 from amp_clipfix.analysis.clip_values import clip_names, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.name_uses import READ, RENAMED, STORED, STRING, WRITTEN, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, known_absent, raw, read
@@ -429,24 +430,6 @@ def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | No
 def called_only(tree: ast.Module, names: frozenset[str]) -> list[ast.Call] | None:
     """The calls whose callee is written with one of `names` (a name, or an attribute's last
     name); None when the module writes one otherwise: not as a callee, imported under another
-    name, or as a string. One walk: a call is met before its callee (breadth first)."""
-    called: set[int] = set()
-    found: list[ast.Call] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            called.add(id(node.func))
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name in names:
-                found.append(node)
-        elif isinstance(node, ast.Name | ast.Attribute):
-            name = node.id if isinstance(node, ast.Name) else node.attr
-            if name in names and id(node) not in called:
-                return None
-        elif isinstance(node, ast.alias):
-            own = node.name.rsplit(".", 1)[-1]
-            if own in names and node.asname not in (None, own):
-                return None
-        elif isinstance(node, ast.Constant) and node.value in names:
-            return None
-    return found
+    name, or as a string."""
+    uses = name_uses(tree, names, READ | STORED | WRITTEN | RENAMED | STRING)
+    return None if uses is None else uses.calls

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis.name_uses import ATTR_READ, ATTR_STORED, ATTR_WRITTEN, name_uses
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.recording import PREDICATES, exists, scan
 from amp_clipfix.analysis.values import FabricV
@@ -47,6 +48,7 @@ _GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 AFTER_BRACKET = re.compile(rb"\)" + _GAP + rb"\." + _GAP + rb"backward(?![A-Za-z0-9_])")
 BACKWARD_WITH_ARGUMENTS = "writes_backward_with_arguments"
 BACKWARD_HANDED_ON = "hands_backward_on"
+BACKWARD = frozenset(("backward",))
 # `.backward(` then something other than `)`: a call that passes an argument (a gap first).
 _ATTRIBUTE = rb"\." + _GAP + rb"backward(?![A-Za-z0-9_])"
 WITH_ARGUMENTS = re.compile(_ATTRIBUTE + _GAP + rb"\(" + _GAP + rb"[^)\s\\#]")
@@ -108,13 +110,7 @@ def hands_backward_on(path: Path | None, data: bytes) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
-    called: set[int] = set()
-    for node in ast.walk(tree):  # breadth first: a call is met before its callee
-        if isinstance(node, ast.Call):
-            called.add(id(node.func))
-        elif isinstance(node, ast.Attribute) and node.attr == "backward" and id(node) not in called:
-            return True
-    return False
+    return name_uses(tree, BACKWARD, ATTR_READ | ATTR_STORED | ATTR_WRITTEN) is None
 
 
 def any_fabric_backward(evaluator: Evaluator) -> bool:
