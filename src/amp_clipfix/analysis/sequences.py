@@ -294,7 +294,7 @@ class Sequences(EvaluatorBase):
         if key not in self.list_cache:
             if isinstance(scope, ast.Module) or any(
                 isinstance(node, (ast.AugAssign, ast.Expr)) and list_receivers(node)
-                for node in self.body(scope)
+                for node in self.statements(scope)  # both statements
             ):
                 self.list_cache[key] = item_stores(scope, list_receivers)  # type: ignore[arg-type]
             else:
