@@ -18,14 +18,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.fits import (
-    FIT_NAME,
-    FIT_WORD,
-    Fit,
-    call_fits,
-    scope_fits,
-    trainer_scope,
-)
+from amp_clipfix.analysis.fits import FIT_NAME, FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary

@@ -74,7 +74,7 @@ class CallReturns(EvaluatorBase):
         if key not in self.returns_nodes:
             self.returns_nodes[key] = [
                 node.value
-                for node in self.body(function)
+                for node in self.statements(function)
                 if isinstance(node, ast.Return) and node.value is not None
             ]
         return self.returns_nodes[key]

@@ -376,7 +376,7 @@ class Sequences(EvaluatorBase):
         if key not in self.attribute_stores:
             self_name = first_param(method)
             found: dict[str, list[ast.stmt]] = {}
-            for node in self.body(method):
+            for node in self.statements(method):  # both statements
                 if not isinstance(node, (ast.AugAssign, ast.Expr)):
                     continue
                 receiver = list_receiver(node)
