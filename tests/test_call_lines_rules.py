@@ -11,30 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_manual_gate import MODULE as MANUAL  # a module that optimizes by hand
 
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.cli import main
-
-MANUAL = """\
-import lightning as L
-import torch
-
-
-class Model(L.LightningModule):
-    def __init__(self):
-        super().__init__()
-        self.automatic_optimization = False
-        self.layer = torch.nn.Linear(32, 2)
-
-    def training_step(self, batch, batch_idx):
-        opt = self.optimizers()
-        loss = self.layer(batch).sum()
-        self.manual_backward(loss)
-        opt.step()
-
-    def configure_optimizers(self):
-        return torch.optim.AdamW(self.parameters(), lr=0.1, fused=True)
-"""
 
 FITS = {
     "lines": """\
