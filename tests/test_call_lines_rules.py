@@ -1,8 +1,9 @@
-"""The rules' questions that read the calls writing one name (`Summary.calls_writing`) instead of
-every call of a module (branch `core`): a Trainer's fits (`.fit`), `<x>.clip_gradients(...)`
-and its partials (ACF007), a LightningCLI's `trainer_defaults=`. Each report must be the one
-the whole walk gives: checked on programs that write the name on another line than the call,
-in an NFKC spelling (Python reads `ﬁt` as `fit`), in a partial or inside a function."""
+"""The rules' questions that need the calls of one name only: a Trainer's fits (`.fit`),
+`<x>.clip_gradients(...)` and its partials (ACF007), a LightningCLI's `trainer_defaults=`.
+Read from the calls on the lines writing the name (`Summary.calls_writing`, branch `pl10`) or
+from every call of the module, each report must be the same: checked on programs that write
+the name on another line than the call, in an NFKC spelling (Python reads `ﬁt` as `fit`), in a
+partial or inside a function (`scope_fits`)."""
 
 from __future__ import annotations
 

@@ -33,8 +33,7 @@ from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, co
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 
 CLI_WORD = b"LightningCLI"
-DEFAULTS_KEYWORD = "trainer_defaults"
-DEFAULTS_WORD = DEFAULTS_KEYWORD.encode()
+DEFAULTS_WORD = b"trainer_defaults"
 # The keys a document names its model class with (python_configs.model_targets).
 TARGET_WORDS = (b"_target_", b"class_path")
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
@@ -154,8 +153,8 @@ def defaulted(facts: ProjectFacts, key: str) -> bool:
     for file in facts.with_words(DEFAULTS_WORD):
         if CLI_WORD not in file.data:
             continue
-        for call in file.summary.calls_writing(DEFAULTS_KEYWORD):  # the keyword writes it
-            node = keyword_value(call, DEFAULTS_KEYWORD)
+        for call in file.summary.walked_calls():
+            node = keyword_value(call, "trainer_defaults")
             if node is None or not may_hold(node, key):
                 continue
             callee = facts.values(file, call.func)

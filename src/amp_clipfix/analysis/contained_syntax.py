@@ -21,9 +21,7 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-# `import` first, then a look back for a word byte before it (a leading `\b` makes `re` try
-# every byte of the text: five times slower, the same matches).
-STAR_IMPORT = re.compile(rb"import(?<![A-Za-z0-9_]import)[ \t\\(\r\n]*\*")
+STAR_IMPORT = re.compile(rb"\bimport[ \t\\(\r\n]*\*")
 
 
 def word_lines(module: Summary, words: set[str]) -> list[int] | None:

@@ -25,8 +25,6 @@ if TYPE_CHECKING:  # a fit is read with the evaluator: its frame and dispatch co
     from amp_clipfix.analysis.frame import Ctx
 
 FIT_WORD = b".fit("  # what a file that fits a Trainer writes (ProjectFacts.fits reads those)
-# The attribute a fit's callee writes: its calls are among `Summary.calls_writing(FIT_NAME)`.
-FIT_NAME = "fit"
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 
 

@@ -50,7 +50,7 @@ def method_calls(facts: ProjectFacts, file: FileFacts, attr: str) -> Iterator[Me
     """The runs of `<x>.<attr>(...)` in the file: written calls, and the calls of partials of
     the method made in the file (in the order of the calls)."""
     partials: list[ast.Call] = []
-    for call in file.summary.calls_writing(attr):  # both kinds write `attr`
+    for call in file.summary.walked_calls():
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == attr:
             yield MethodCall(call, func.value, list(call.args), keywords_of(call))

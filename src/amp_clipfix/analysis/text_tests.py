@@ -23,9 +23,7 @@ from amp_clipfix.analysis.recording import PREDICATES
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
 # (`from m import name`, also as one of several names or inside parentheses).
-# The word first, then a look back (as STAR_IMPORT in contained_syntax.py): the matches of a
-# leading `\b`, found by a scan for the literal.
-IMPORT_CLAUSE = re.compile(rb"import(?<![A-Za-z0-9_]import)\s+(\([^()]*|[^\n]*)")
+IMPORT_CLAUSE = re.compile(rb"\bimport\s+(\([^()]*|[^\n]*)")
 # What may stand between a callee's name and the `(` of its call: spaces and line breaks (in
 # brackets), comments, backslash continuations.
 CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
