@@ -131,7 +131,7 @@ class ClassModel(EvaluatorBase):
         if key not in self.assignments_cache:
             self_name = first_param(method)
             found: dict[str, list[ast.AST]] = {}
-            for node in self.body(method):
+            for node in self.statements(method):  # assignments are statements
                 if isinstance(node, ast.Assign):
                     targets = node.targets
                 elif isinstance(node, ast.AnnAssign) and node.value is not None:

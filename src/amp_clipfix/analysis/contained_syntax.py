@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis.nodes import child_nodes, walk
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import TextLines
 from amp_clipfix.analysis.text_tests import whole_word, word_start
@@ -45,18 +46,19 @@ def nodes_writing(module: Summary, words: set[str]) -> list[ast.AST]:
 def nodes_on(root: ast.AST, lines: list[int] | None) -> list[ast.AST]:
     """The nodes under `root` (itself included) whose lines hold one of `lines` (all: None),
     found by walking only into the nodes around those lines (a `def` or `class` from its
-    decorators; an f-string whole, as Summary.calls_writing does)."""
+    decorators; an f-string whole, as Summary.calls_writing does). The expression contexts
+    (`Load`, `Store`) are no nodes here, as in nodes.walk: a reader looks at `name.ctx`."""
     if lines is None:
-        return list(ast.walk(root))
+        return list(walk(root))
     found: list[ast.AST] = []
     stack: list[ast.AST] = [root]
     while stack:
         node = stack.pop()
         found.append(node)
         if isinstance(node, ast.JoinedStr):
-            found.extend(n for n in ast.walk(node) if n is not node)
+            found.extend(n for n in walk(node) if n is not node)
             continue
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             start, end = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
             if start is not None and end is not None:
                 decorators = getattr(child, "decorator_list", None)

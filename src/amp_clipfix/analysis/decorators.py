@@ -61,7 +61,7 @@ def returned_functions(ev: EvaluatorBase, summary: Summary, function: Function) 
 def find_returned(ev: EvaluatorBase, function: Function) -> list[Function]:
     names = {
         node.value.id
-        for node in ev.body(function)
+        for node in ev.statements(function)
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
     }
     if not names:
@@ -167,7 +167,7 @@ def replaces(ev: EvaluatorBase, value: object, function: Function) -> bool:
         return False
     param = first_positional(value.node)
     wrappers = returned_functions(ev, value.summary, value.node)
-    returns = [node for node in ev.body(value.node) if isinstance(node, ast.Return)]
+    returns = [node for node in ev.statements(value.node) if isinstance(node, ast.Return)]
     if param is None or not wrappers or len(returns) != len(wrappers):
         return False  # a return gives something else (the function itself, None)
     return not any(

@@ -71,7 +71,7 @@ def descriptor_values(
         ctx = runtime_ctx(ev, klass.summary, method, klass.node, runtime)
     values = [
         value
-        for node in ev.body(method)
+        for node in ev.statements(method)
         if isinstance(node, ast.Return) and node.value is not None
         for value in ev.ev(node.value, ctx)
     ]

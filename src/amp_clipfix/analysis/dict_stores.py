@@ -139,7 +139,7 @@ class DictStores(EvaluatorBase):
         if key not in self.item_cache:
             if isinstance(scope, ast.Module) or any(
                 isinstance(node, (ast.Assign, ast.Expr)) and item_receivers(node)
-                for node in self.body(scope)  # walked already for the scope's own names
+                for node in self.statements(scope)  # read already for the scope's own names
             ):
                 self.item_cache[key] = item_stores(scope)  # type: ignore[arg-type]
             else:

@@ -31,15 +31,14 @@ from amp_clipfix.analysis.frame import (
     add_unique,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
+from amp_clipfix.analysis.own_names import OwnNames
 from amp_clipfix.analysis.recording import read
 from amp_clipfix.analysis.returns import CallReturns
 from amp_clipfix.analysis.shapes import (
     all_params,
-    bound_names,
     contains,
     first_param,
     forwards_kwargs,
-    function_body_nodes,
     global_rebinds,
     is_method,
     literal_of,
@@ -82,7 +81,14 @@ __all__ = [
 
 
 class Evaluator(
-    Containers, CallerIndex, ClassModel, DataclassFields, DictStores, LibraryModel, CallReturns
+    Containers,
+    CallerIndex,
+    ClassModel,
+    DataclassFields,
+    DictStores,
+    LibraryModel,
+    OwnNames,
+    CallReturns,
 ):
     """Evaluates expressions of one project; summaries are loaded on first use."""
 
@@ -346,13 +352,12 @@ class Evaluator(
         while function is not None:
             if name in self.globals_declared(function):
                 break  # `global name`: the module's, whatever the functions around it bind
-            params = all_params(function.args)  # type: ignore[attr-defined]
-            is_param = any(param.arg == name for param in params)
+            is_param = name in self.param_names(function)
             # Flow-insensitive: a parameter also holds what the body assigns to it, except in
             # the assignment being evaluated (`precision = precision or default()`).
             local = [
                 binding
-                for binding in self.local_bindings(function).get(name, [])
+                for binding in self.local_bindings(function, ctx.summary).get(name, [])
                 if not contains(binding, node)
             ]
             if is_param or local:
@@ -370,27 +375,6 @@ class Evaluator(
         if name in BUILTINS:
             return [Ext(BUILTINS[name])]
         return [Opaque(node, ctx.summary)]
-
-    def body(self, function: ast.AST) -> list[ast.AST]:
-        """The nodes of a function's own body, walked once per run: the returns of a function
-        are read at each of its calls (a framework's helpers are called thousands of times)."""
-        key = id(function)
-        if key not in self.body_cache:
-            self.body_cache[key] = list(function_body_nodes(function))
-        return self.body_cache[key]
-
-    def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
-        """The function's own bindings by name; a name it declares `global` is not its own."""
-        key = id(function)
-        if key not in self.locals_cache:
-            found: dict[str, list[ast.AST]] = {}
-            declared = self.globals_declared(function)
-            for node in self.body(function):
-                for name in bound_names(node):
-                    if name not in declared:
-                        found.setdefault(name, []).append(node)
-            self.locals_cache[key] = found
-        return self.locals_cache[key]
 
     def rebinds(self, summary: Summary) -> dict[str, list[ast.AST]]:
         """shapes.global_rebinds, once per module."""

@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis.nodes import calls_in
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Inst, TrainerV
@@ -124,7 +125,7 @@ def scope_fits(
 ) -> list[Fit]:
     """The fits among `calls` (a module's, in its order) that sit in `scope`, as
     `ProjectFacts.fits` lists them."""
-    inside = {id(node) for node in ast.walk(scope) if isinstance(node, ast.Call)}
+    inside = {id(node) for node in calls_in(scope)}
     return [
         fit for call in calls if id(call) in inside for fit in call_fits(evaluator, summary, call)
     ]

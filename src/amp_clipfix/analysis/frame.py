@@ -133,6 +133,11 @@ class EvaluatorBase:
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
+        # own_names.py: a function's own statements and parameter names, by function; whether a
+        # module's text writes `:=`, by module
+        self.statements_cache: dict[int, list[ast.AST]] = {}
+        self.params_cache: dict[int, frozenset[str]] = {}
+        self.walrus_cache: dict[int, bool] = {}
         self.item_cache: dict[int, dict[str, list[tuple[ast.stmt, bool]]]] = {}  # item_statements
         self.globals_cache: dict[int, frozenset[str]] = {}  # names a function declares global
         # fields.py: a dataclass's fields by class, and whether code may set an attribute from
@@ -340,7 +345,12 @@ class EvaluatorBase:
     def parameter(self, function: ast.AST, name: str, node: ast.AST, ctx: Ctx) -> list[object]:
         raise NotImplementedError
 
-    def local_bindings(self, function: ast.AST) -> dict[str, list[ast.AST]]:
+    def local_bindings(
+        self, function: ast.AST, summary: Summary | None = None
+    ) -> dict[str, list[ast.AST]]:
+        raise NotImplementedError
+
+    def statements(self, function: ast.AST) -> list[ast.AST]:
         raise NotImplementedError
 
     def item_statements(self, scope: ast.AST, name: str) -> list[tuple[ast.stmt, bool]]:

@@ -19,6 +19,7 @@ from enum import Enum
 from amp_clipfix.analysis.callables import callees, step_closure, written_at
 from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.values import Fn
 
 HELPER_DEPTH = 3
@@ -138,7 +139,7 @@ def own_calls(statement: ast.stmt) -> list[ast.Call]:
             continue
         if isinstance(node, ast.Call):
             found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))  # ast.iter_child_nodes without the contexts
     return sorted(found, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
 
 

@@ -237,7 +237,7 @@ class PassedCalls(EvaluatorBase):
             if any(param.arg == root.id for param in params):
                 own = is_method(summary, function) and params[0].arg == root.id
                 return not own
-            if root.id in self.local_bindings(function):
+            if root.id in self.local_bindings(function, summary):
                 return False
             function, _ = summary.enclosing(function)
         return False

@@ -351,7 +351,7 @@ def passed_on(ev: EvaluatorBase, name: ast.Name, ctx: Ctx) -> tuple[ast.AST, ast
     if ctx.depth > MAX_DEPTH or name.id in ev.globals_declared(function):
         return None
     param = next((p for p in all_params(function.args) if p.arg == name.id), None)  # type: ignore[attr-defined]
-    if param is None or ev.local_bindings(function).get(name.id):
+    if param is None or ev.local_bindings(function, ctx.summary).get(name.id):
         return None
     if ev.item_statements(function, name.id) or ev.list_statements(function, name.id):
         return None

@@ -14,7 +14,7 @@ from amp_clipfix.analysis.frame import (
     Thunk,
     argument_key,
 )
-from amp_clipfix.analysis.shapes import all_params, declared_global
+from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.values import ClsV, DictV, Fn, Opaque, TupleV, constant_of
 
 # How deep a memo key follows what an argument holds (a dict of arguments evaluated already,
@@ -25,12 +25,6 @@ KEY_DEPTH = 4
 class CallReturns(EvaluatorBase):
     """The returns of project functions, memoised per question (frame.py's recall / enter /
     leave, so a value a bound or a cycle cut is kept for its question only)."""
-
-    def globals_declared(self, function: ast.AST) -> frozenset[str]:
-        key = id(function)
-        if key not in self.globals_cache:
-            self.globals_cache[key] = declared_global(self.body(function))
-        return self.globals_cache[key]
 
     def returns(self, fn: Fn, call: ast.Call, ctx: Ctx) -> list[object]:
         """What a call of a project function returns. Asked once per question, not per
@@ -80,7 +74,7 @@ class CallReturns(EvaluatorBase):
         if key not in self.returns_nodes:
             self.returns_nodes[key] = [
                 node.value
-                for node in self.body(function)
+                for node in self.statements(function)
                 if isinstance(node, ast.Return) and node.value is not None
             ]
         return self.returns_nodes[key]
@@ -173,11 +167,15 @@ class CallReturns(EvaluatorBase):
             positional = [*function.args.posonlyargs, *function.args.args]
             if ctx.cls is not None and positional and positional[0].arg == name:
                 return None  # perhaps `self` (CallerIndex.parameter)
-            if name in self.globals_declared(function) or name in self.local_bindings(function):
+            if name in self.globals_declared(function) or name in self.local_bindings(
+                function, ctx.summary
+            ):
                 return None
             if self.item_statements(function, name) or self.list_statements(function, name):
                 return None  # stores into it: not just the items passed
-        elif not isinstance(function, ast.Lambda) or name in self.local_bindings(function):
+        elif not isinstance(function, ast.Lambda) or name in self.local_bindings(
+            function, ctx.summary
+        ):
             return None
         return ctx.bindings[name]
 

@@ -294,7 +294,7 @@ class Sequences(EvaluatorBase):
         if key not in self.list_cache:
             if isinstance(scope, ast.Module) or any(
                 isinstance(node, (ast.AugAssign, ast.Expr)) and list_receivers(node)
-                for node in self.body(scope)
+                for node in self.statements(scope)  # both statements
             ):
                 self.list_cache[key] = item_stores(scope, list_receivers)  # type: ignore[arg-type]
             else:
@@ -376,7 +376,7 @@ class Sequences(EvaluatorBase):
         if key not in self.attribute_stores:
             self_name = first_param(method)
             found: dict[str, list[ast.stmt]] = {}
-            for node in self.body(method):
+            for node in self.statements(method):  # both statements
                 if not isinstance(node, (ast.AugAssign, ast.Expr)):
                     continue
                 receiver = list_receiver(node)

@@ -37,6 +37,24 @@ def function_body_nodes(function: ast.AST) -> list[ast.AST]:
 
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# What a statement sits in or holds that may bind a name: statements, `except` clauses and
+# `case`s (which hold statements), and `with` items (`as name`).
+BLOCK_NODES = (ast.stmt, ast.ExceptHandler, ast.match_case, ast.withitem)
+
+
+def own_statements(function: ast.AST) -> list[ast.AST]:
+    """The nodes of `function_body_nodes` that are statements, `except` clauses, `case`s or
+    `with` items, in its order, walked without going into expressions (no statement is ever
+    inside one): the same walk, its expression subtrees left out."""
+    found: list[ast.AST] = []
+    stack = [child for child in child_nodes(function) if isinstance(child, BLOCK_NODES)]
+    pop, append, extend = stack.pop, found.append, stack.extend
+    while stack:
+        node = pop()
+        append(node)
+        if not isinstance(node, SCOPES):
+            extend([child for child in child_nodes(node) if isinstance(child, BLOCK_NODES)])
+    return found
 
 
 def all_params(args: ast.arguments) -> list[ast.arg]:
