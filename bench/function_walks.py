@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import sys
 from typing import Any
+
+from in_process import check_quietly
 
 from amp_clipfix.analysis import nodes, shapes
 
@@ -54,12 +55,7 @@ def main() -> None:
     parser.add_argument("folder")
     arguments = parser.parse_args()
     patch()
-    from amp_clipfix import replay
-
-    sys.argv = ["amp-clipfix", "check", "--no-cache", "--jobs", "1", "--format", "json"]
-    sys.argv.append(arguments.folder)
-    with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
-        replay.main()
+    check_quietly(arguments.folder)
     for key, value in COUNT.items():
         print(f"{key:18} {value:9,d}")
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import contextlib
-import sys
 import time
 from typing import Any
+
+from in_process import check_quietly
 
 from amp_clipfix.analysis import evaluate
 from amp_clipfix.analysis.order import EventKind
@@ -66,12 +66,7 @@ def main() -> None:
     parser.add_argument("folder")
     arguments = parser.parse_args()
     patch()
-    from amp_clipfix import replay
-
-    sys.argv = ["amp-clipfix", "check", "--no-cache", "--jobs", "1", "--format", "json"]
-    sys.argv.append(arguments.folder)
-    with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
-        replay.main()
+    check_quietly(arguments.folder)
     met = [r for r in READINGS if r[3]]
     print(
         f"readings {len(READINGS)}: evaluations {sum(r[0] for r in READINGS)}, "

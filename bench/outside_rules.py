@@ -24,12 +24,12 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import contextlib
 import dataclasses
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from in_process import check_quietly
 
 CPU: collections.defaultdict[str, float] = collections.defaultdict(float)
 COUNT: collections.Counter[str] = collections.Counter()
@@ -115,12 +115,7 @@ def main() -> None:
     parser.add_argument("folder")
     arguments = parser.parse_args()
     patch()
-    from amp_clipfix import replay
-
-    sys.argv = ["amp-clipfix", "check", "--no-cache", "--jobs", "1", "--format", "json"]
-    sys.argv.append(arguments.folder)
-    with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
-        replay._main()
+    check_quietly(arguments.folder, exits=False)
     total = time.process_time()
     print(f"{'CPU s':>7} {'count':>6} {'chars':>9}  what")
     print(f"{total:7.3f} {'':>6} {'':>9}  the process (in process: no os._exit)")

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import importlib
 import pkgutil
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from in_process import check_quietly
 
 import amp_clipfix.analysis
 from amp_clipfix.analysis import callers, evaluate, summary
@@ -102,12 +103,7 @@ def main() -> None:
     if arguments.method_caller_files is not None:
         callers.METHOD_CALLER_FILES = arguments.method_caller_files
     patch()
-    from amp_clipfix import replay
-
-    sys.argv = ["amp-clipfix", "check", "--no-cache", "--jobs", "1", "--format", "json"]
-    sys.argv.append(arguments.folder)
-    with contextlib.redirect_stdout(None), contextlib.suppress(SystemExit):
-        replay.main()
+    check_quietly(arguments.folder)
     total = time.process_time()
     codes = sorted({rule for _, rule in COUNTS} | set(CPU))
     print(f"{'rule':6} {'parsed':>6} {'evals':>6} {'searches':>8} {'CPU s':>6}")
