@@ -19,6 +19,7 @@ from amp_clipfix.analysis.calls import (
     library_call_files,
     library_calls,
     literals,
+    spreads_or_writes,
     written_place,
 )
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -75,7 +76,10 @@ def check(queries: Queries) -> Iterator[Found]:
     fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
     for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES):
-        for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
+        calls = library_calls(
+            facts, file, TRAINER_CLASSES | FABRIC_CLASSES, keeps=precision_written
+        )
+        for call, names in calls:
             fabric = names <= FABRIC_CLASSES
             found = python_precision(facts, file, call, fabric, fixable)
             if found is not None:
@@ -90,6 +94,12 @@ def check(queries: Queries) -> Iterator[Found]:
 
 def not_fixable(facts: ProjectFacts) -> str:
     return ASSUMED if facts.target.assumed else NOT_ON_1X
+
+
+def precision_written(call: ast.Call) -> bool:
+    """Whether a call writes `precision=` or spreads `**x`: the only ones `python_precision`
+    and `spread_precision` read."""
+    return spreads_or_writes(call, PRECISION_ARGUMENT)
 
 
 def python_precision(

@@ -19,6 +19,7 @@ from amp_clipfix.analysis.calls import (
     library_call_files,
     library_calls,
     literals,
+    spreads_or_writes,
     with_spread_keywords,
 )
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -60,13 +61,19 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     always = any(r.version.release[:2] >= FIRST_ALWAYS for r in facts.target.releases)
     for file in library_call_files(facts, WORDS, TRAINER_CLASSES):
-        for call, _ in library_calls(facts, file, TRAINER_CLASSES):
+        for call, _ in library_calls(facts, file, TRAINER_CLASSES, keeps=fsdp_clip_written):
             found = fsdp_norm_clip(facts, file, call, always)
             spread = with_spread_keywords(facts, file, call) if found is None else None
             if spread is not None:  # `Trainer(**cfg)`: the dict's entries, where written
                 found = fsdp_norm_clip(facts, file, spread, always)
             if found is not None:
                 yield found
+
+
+def fsdp_clip_written(call: ast.Call) -> bool:
+    """Whether a call may give `fsdp_norm_clip` both keywords it needs (written, or in a
+    `**` spread, which `with_spread_keywords` reads): no other call can give a finding."""
+    return spreads_or_writes(call, STRATEGY_ARGUMENT, CLIP_VAL_ARGUMENT)
 
 
 def fsdp_norm_clip(
