@@ -2,7 +2,7 @@
 can give them a finding (calls.library_calls' `keywords`): ACF011 reads `precision=` and `**`
 spreads, ACF013 needs `strategy=` and `gradient_clip_val=` both (written, or from a spread);
 the calls are looked for on the lines that write those keywords or `**`. On the Lightning
-tree that is 880 evaluations of the 3,848 a run makes. A call they leave out is one neither
+tree that is 780 evaluations of the 3,848 a run makes. A call they leave out is one neither
 rule could report: the reports equal those of the search without `keywords` (every call
 on the lines writing a callee's name evaluated) on programs that write the keywords over
 several lines, spread them, alias the class, call Fabric, or write none."""
