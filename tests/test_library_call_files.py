@@ -27,9 +27,9 @@ def check(root: Path, monkeypatch: pytest.MonkeyPatch, gate: bool) -> tuple[int,
     looked: list[str] = []
     library_calls = calls.library_calls if gate else every_call
 
-    def counted(facts, file, qualified):  # type: ignore[no-untyped-def]
+    def counted(facts, file, qualified, keywords=None):  # type: ignore[no-untyped-def]
         looked.append(file.path.name)
-        return library_calls(facts, file, qualified)
+        return library_calls(facts, file, qualified, keywords)
 
     with monkeypatch.context() as patched:
         patched.setattr(acf011, "library_calls", counted)
@@ -57,8 +57,9 @@ WAYS = {
 }
 
 
-def every_call(facts, file, qualified):  # type: ignore[no-untyped-def]
-    """library_calls as it was: every call of the file walked, the test by name on each."""
+def every_call(facts, file, qualified, keywords=None):  # type: ignore[no-untyped-def]
+    """library_calls as it was: every call of the file walked, the test by name on each
+    (the keywords the caller reads not asked)."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
     imports = file.summary.imports
     for node in file.summary.walked_calls():

@@ -33,26 +33,51 @@ def callee_words(call: ast.Call) -> tuple[str, str]:
 
 
 def library_calls(
-    facts: ProjectFacts, file: FileFacts, qualified: Collection[str]
+    facts: ProjectFacts,
+    file: FileFacts,
+    qualified: Collection[str],
+    keywords: Keywords | None = None,
 ) -> Iterator[tuple[ast.Call, frozenset[str]]]:
     """The calls in the file whose callee may be one of `qualified` (through any import or
     alias), with the qualified names it may be. A cheap test by name comes first: the callee's
     last name is one of theirs, or a name the module imports as one of them, or its root a
     name imported from under their modules. Only the calls on lines that write one of those
-    names are walked (`Summary.calls_writing`: a call's callee is written on a line it spans)."""
+    names are walked (`Summary.calls_writing`: a call's callee is written on a line it spans).
+    With `keywords` (a search that reads only some keywords of a call), only the calls that
+    write them all or a `**` spread, found on the lines writing one of them or `**`: a call
+    spans the lines of its keywords, and one without them gives that search nothing,
+    whatever it calls, so its callee is not evaluated."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
     prefixes = tuple({name.rsplit(".", 1)[0] for name in qualified})
     wanted = frozenset(qualified)
     imports = file.summary.imports
     local = {name for name, imported in imports.items() if imported.startswith(prefixes)}
-    for node in file.summary.calls_writing(*sorted(shorts | local)):
+    if keywords is None:
+        found_calls = file.summary.calls_writing(*sorted(shorts | local))
+    else:
+        found_calls = file.summary.calls_writing(*keywords.names, signs=(b"**",))
+    for node in found_calls:
         last, root = callee_words(node)
         by_name = last in shorts or imports.get(last) in wanted
         if not by_name and not imports.get(root, "").startswith(prefixes):
             continue
+        if keywords is not None and not keywords.written(node):
+            continue
         found = facts.qualified_names(file, node.func) & wanted
         if found:
             yield node, found
+
+
+class Keywords:
+    """The keywords a search reads of a call (library_calls): a call may give it something
+    only if it writes every one of `names` or spreads `**x` (which may hold any)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def written(self, call: ast.Call) -> bool:
+        written = {k.arg for k in call.keywords}
+        return None in written or all(name in written for name in self.names)
 
 
 def library_call_files(

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import (
+    Keywords,
     keyword,
     library_call_files,
     library_calls,
@@ -35,6 +36,8 @@ CODE = "ACF011"
 # searched): `precision=16`, `"16"`, `'bf16'`, YAML's `precision: 16` / `bf16`. The prefilter
 # holds them, as its gate starts this search only where one of them may be.
 WORDS = LEGACY_PRECISION_WORDS
+# `python_precision` reads `precision=`, `spread_precision` the `**` spreads: no other call.
+PRECISION: Keywords | None = Keywords(PRECISION_ARGUMENT)
 NEW_SPELLING = {"16": "16-mixed", "bf16": "bf16-mixed"}
 
 MESSAGE = (
@@ -75,7 +78,8 @@ def check(queries: Queries) -> Iterator[Found]:
     fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
     for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES):
-        for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES):
+        calls = library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION)
+        for call, names in calls:
             fabric = names <= FABRIC_CLASSES
             found = python_precision(facts, file, call, fabric, fixable)
             if found is not None:

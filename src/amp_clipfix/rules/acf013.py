@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis import names, strategy_names
 from amp_clipfix.analysis.calls import (
+    Keywords,
     keyword,
     library_call_files,
     library_calls,
@@ -37,6 +38,8 @@ CODE = "ACF013"
 WORDS = (b"gradient_clip_val",)  # only a Trainer that clips can refuse
 
 FSDP_STRATEGIES = names.strategy_classes(Side.TRAINER, Shards.FSDP)
+# Only a call that writes both (or spreads `**`) can be reported (`fsdp_norm_clip`).
+FSDP_CLIP: Keywords | None = Keywords(STRATEGY_ARGUMENT, CLIP_VAL_ARGUMENT)
 FIRST_ALWAYS = (2, 1)  # FSDPPrecision for every precision (verified on 2.4.0 and 2.6.6)
 
 ERROR = (
@@ -60,7 +63,7 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     always = any(r.version.release[:2] >= FIRST_ALWAYS for r in facts.target.releases)
     for file in library_call_files(facts, WORDS, TRAINER_CLASSES):
-        for call, _ in library_calls(facts, file, TRAINER_CLASSES):
+        for call, _ in library_calls(facts, file, TRAINER_CLASSES, FSDP_CLIP):
             found = fsdp_norm_clip(facts, file, call, always)
             spread = with_spread_keywords(facts, file, call) if found is None else None
             if spread is not None:  # `Trainer(**cfg)`: the dict's entries, where written
