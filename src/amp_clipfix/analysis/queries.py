@@ -407,7 +407,24 @@ class Queries:
             for key, answer in stored.derived.items():
                 if not DERIVED[str(key[0])](self.searchable, edited, answer, *key[1:]):
                     return False
+        self.today_relevant(stored, texts)
         return True
+
+    def today_relevant(self, stored: Answer, texts: Mapping[Path, bytes | None]) -> None:
+        """Keep the relevance core a cold run computes today (`Reads.relevant`) when an entry
+        that holds noted one and it follows from the files changed since: the run then takes
+        it instead of searching every text again (resolve_base.relevant_files)."""
+        answer = stored.derived.get(("relevant",))
+        if answer is None or self.reads.relevant is not None:
+            return
+        if texts:
+            from amp_clipfix.analysis.derived import today_relevant
+
+            edited = {path: data for path, data in texts.items() if data is not None}
+            if len(edited) < len(texts):
+                return  # a file that cannot be read now leaves the core: searched again
+            answer = today_relevant(self.searchable, edited, answer)  # type: ignore[arg-type]
+        self.reads.relevant = answer
 
 
 def footprint(evaluator: object | None) -> tuple[int, ...] | None:
