@@ -317,6 +317,8 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
         known = today_relevant(evaluator.contents)
         if known is not None:  # a cold run's answer, from an entry and the files changed since
             rounds, defined, modules = known
+            # a cold run's search made the pass when a file of the core defines a name
+            evaluator.word_index.owed = any(defined.values())
         else:
             core = relevant_core(contents, FUSED, evaluator.word_index.files_by_words)
             rounds, defined = core.rounds, core.defined
