@@ -74,8 +74,8 @@ def today_relevant(
     breadth-first search's: a file is in round 0 when it holds the word, else one round after
     the earliest file whose names it writes. They stay the search's answer when each changed
     file stays out (no word, no name of the core written) or keeps its round and its imports
-    and defines the names it did and maybe new ones, written by no other file (no file joins
-    or moves through them)."""
+    and defines the names it did and maybe more, that no other file writes (no file joins or
+    moves to an earlier round through them)."""
     rounds, defined, modules = answer
     now = dict(defined)
     for path, data in changed.items():
@@ -85,8 +85,8 @@ def today_relevant(
                 return None
             now[path] = names
     every = set().union(*now.values())
-    added = every - set().union(*defined.values())
-    for path, data in texts.items():  # a new name is written only by the file defining it
+    added = set().union(*(now[path] - defined[path] for path in changed if path in rounds))
+    for path, data in texts.items():  # a name newly defined is written by that file alone
         if any(name in data for name in added):
             words = set(data.translate(NOT_WORD_TO_SPACE).split()) & added
             if not words <= now.get(path, frozenset()) - defined.get(path, frozenset()):
