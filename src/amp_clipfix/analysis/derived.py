@@ -63,6 +63,47 @@ def _still_relevant(
     return True
 
 
+def today_relevant(
+    texts: Mapping[Path, bytes],
+    changed: Mapping[Path, bytes],
+    answer: RelevantCore,
+) -> RelevantCore | None:
+    """The relevance core a cold run computes today (relevance.relevant_core: each file's round,
+    names defined, modules imported), from `answer`, noted when only `changed` files differed
+    (`texts`: every searchable file's); None where that is not certain. The rounds are a
+    breadth-first search's: a file is in round 0 when it holds the word, else one round after
+    the earliest file whose names it writes. They stay the search's answer when each changed
+    file stays out (no word, no name of the core written) or keeps its round and its imports
+    and defines the names it did and maybe more, that no other file writes (no file joins or
+    moves to an earlier round through them)."""
+    rounds, defined, modules = answer
+    now = dict(defined)
+    for path, data in changed.items():
+        if path in rounds:
+            names = frozenset(top_level_names(data))
+            if not names >= defined[path] or imported_modules(data) != modules[path]:
+                return None
+            now[path] = names
+    every = set().union(*now.values())
+    added = set().union(*(now[path] - defined[path] for path in changed if path in rounds))
+    for path, data in texts.items():  # a name newly defined is written by that file alone
+        if any(name in data for name in added):
+            words = set(data.translate(NOT_WORD_TO_SPACE).split()) & added
+            if not words <= now.get(path, frozenset()) - defined.get(path, frozenset()):
+                return None
+    for path, data in changed.items():
+        words = set(data.translate(NOT_WORD_TO_SPACE).split())
+        if path not in rounds:
+            if FUSED in data or not every.isdisjoint(words):
+                return None
+            continue
+        writes = [rounds[p] for p, names in now.items() if p != path and names & words]
+        level = 0 if FUSED in data else min(writes, default=-2) + 1
+        if level != rounds[path]:
+            return None
+    return rounds, now, modules
+
+
 TextReasons = tuple[frozenset[Path], frozenset[Path], frozenset[bytes]]
 
 

@@ -136,6 +136,7 @@ class Queries:
         self.shared: dict[str, object] = {}  # the `Shared` entries loaded or written, by key
         self.wrote = False
         self.moved = False  # some answer's computation moved the evaluator (reused or not)
+        self.relevance_tried: set[str] = set()  # the revisions today_relevant started from
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -168,6 +169,8 @@ class Queries:
         key = f"query-{self.chain}"
         self.keys.add(key)
         stored = self.answer(key)
+        if stored is not None and self.reads.relevant is None:
+            self.today_relevant(stored)
         if stored is not None and self.holds(stored):
             if pure:  # its answer, not what it read, is what the later queries depend on
                 self.chain_answer(stored.value)
@@ -204,6 +207,31 @@ class Queries:
             return None
         changed = [path for path, digest in self.revision.items() if then[path] != digest]
         return Absent(stored.exists, {Path(p): self.searchable.get(Path(p)) for p in changed})
+
+    def today_relevant(self, stored: Answer) -> None:
+        """Keep the relevance core a cold run computes today (`Reads.relevant`) when an entry
+        noted one (that entry holds or not) and it follows from the files changed since: the
+        run then takes it instead of searching every text again (resolve_base.relevant_files).
+        Only for the same list of files; tried once per earlier revision."""
+        answer = stored.derived.get(("relevant",))
+        if answer is None or stored.revision in self.relevance_tried:
+            return
+        self.relevance_tried.add(stored.revision)
+        then = self.stored_revision(stored.revision)
+        if then is None or then.keys() != self.revision.keys():
+            return
+        changed = [Path(path) for path, digest in self.revision.items() if then[path] != digest]
+        edited = {path: self.searchable.get(path) for path in changed}
+        if any(data is None for data in edited.values()):
+            return  # a file that cannot be read now leaves the core: searched again
+        if edited:
+            from amp_clipfix.analysis.derived import today_relevant
+
+            try:
+                answer = today_relevant(self.searchable, edited, answer)  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - no fact: the texts are searched
+                return
+        self.reads.relevant = answer
 
     def note(self, stored: Answer) -> None:
         """What a reused answer read counts for the later queries (they share the evaluator)."""

@@ -85,6 +85,9 @@ class Reads:
         # Not a read: which `exists` tests no file passes today, as the earlier entry of the
         # query being computed noted and the files changed since confirm (`known_absent`).
         self.absent: Absent | None = None
+        # Not a read either: the relevance core a cold run computes today, as a reused entry's
+        # noted one and the files changed since give it (derived.today_relevant), when known.
+        self.relevant: object | None = None
 
 
 class Recording(Mapping[Path, bytes]):

@@ -18,6 +18,7 @@ from amp_clipfix.analysis.derived import FUSED, TextReasons
 from amp_clipfix.analysis.derived import _still_relevant as _still_relevant  # tests
 from amp_clipfix.analysis.derived import _still_searched as _still_searched  # tests
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
+from amp_clipfix.analysis.frame import RelevantCore
 from amp_clipfix.analysis.recording import Recording, derive, raw
 from amp_clipfix.analysis.relevance import (
     any_word,
@@ -313,18 +314,32 @@ def relevant_files(evaluator: Evaluator) -> set[Path]:
     """The files a fused value can reach (relevance.py), once per project."""
     if evaluator.relevant is None:
         contents = raw(evaluator.contents)
-        core = relevant_core(contents, FUSED, evaluator.word_index.files_by_words)
-        modules = {path: imported_modules(contents[path]) for path in core.rounds}  # once each
-        imports = imports_by_file(core.rounds, contents, evaluator.by_module, modules)
-        evaluator.relevant = set(core.rounds).union(*imports.values())
+        known = today_relevant(evaluator.contents)
+        if known is not None:  # a cold run's answer, from an entry and the files changed since
+            rounds, defined, modules = known
+            # a cold run's search made the pass when a file of the core defines a name
+            evaluator.word_index.owed = any(defined.values())
+        else:
+            core = relevant_core(contents, FUSED, evaluator.word_index.files_by_words)
+            rounds, defined = core.rounds, core.defined
+            modules = {path: imported_modules(contents[path]) for path in rounds}  # once each
+        imports = imports_by_file(rounds, contents, evaluator.by_module, modules)
+        evaluator.relevant = set(rounds).union(*imports.values())
         if isinstance(evaluator.contents, Recording):
             # the files a module name leads to follow from the project's file list (every
             # query's key): the names are what an edit may change
-            evaluator.relevant_core = (core.rounds, core.defined, modules)
+            evaluator.relevant_core = (rounds, defined, modules)
     # noted for the queries (queries.DERIVED): what the core is made of
     if evaluator.relevant_core is not None:
         derive(evaluator.contents, ("relevant",), evaluator.relevant_core)
     return evaluator.relevant
+
+
+def today_relevant(contents: Mapping[Path, bytes]) -> RelevantCore | None:
+    """The relevance core known for today's files (`Reads.relevant`), None when not known."""
+    if isinstance(contents, Recording) and contents.reads.relevant is not None:
+        return contents.reads.relevant  # type: ignore[return-value]
+    return None
 
 
 def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:

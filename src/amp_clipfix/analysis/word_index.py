@@ -36,6 +36,9 @@ class WordIndex:
         self.position = {path: index for index, path in enumerate(contents)}
         self.scans = 0
         self.files_by_word: dict[bytes, list[Path]] | None = None
+        # A cold run has made the pass by now (the relevance did, and a warm run took the
+        # relevance's answer from the cache instead): made when first asked, and asked as made.
+        self.owed = False
 
     def in_order(self, paths: Iterable[Path]) -> list[Path]:
         """`paths` that are project files, in the project's order (without scanning it)."""
@@ -49,7 +52,7 @@ class WordIndex:
             return None
         if self.files_by_word is None:
             self.scans += 1
-            if self.scans <= SCANS_BEFORE_INDEX:
+            if self.scans <= SCANS_BEFORE_INDEX and not self.owed:
                 return None
             self.files_by_word = words_of(self.contents)
         return self.files_by_word.get(name, [])
@@ -64,7 +67,11 @@ class WordIndex:
     def built(self, name: bytes) -> list[Path] | None:
         """The files that write the ASCII identifier `name` as a whole word once the index is
         built (no scan counted); None before, or for another name."""
-        if self.files_by_word is None or ASCII_NAME.fullmatch(name) is None:
+        if ASCII_NAME.fullmatch(name) is None:
+            return None
+        if self.files_by_word is None and self.owed:
+            self.files_by_word = words_of(self.contents)
+        if self.files_by_word is None:
             return None
         return self.files_by_word.get(name, [])
 
