@@ -1,4 +1,4 @@
-"""Text tests written with their word first (`analysis/text_tests.word_start`: the word, then
+"""Text tests written with their word first (`sources/prefilter.word_start`: the word, then
 its look-behind) match at exactly the places the `\\b` forms they replace matched: on texts
 built to break them (the word at the start, after `_`, a digit, a dot, a non-ASCII byte, inside
 a longer name) and on many random texts of the same pieces. The USES_LIGHTNING scan skips a

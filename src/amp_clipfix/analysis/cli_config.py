@@ -31,30 +31,24 @@ from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
+from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, word_start
 
 CLI_WORD = b"LightningCLI"
 DEFAULTS_WORD = b"trainer_defaults"
 # The keys a document names its model class with (python_configs.model_targets).
 TARGET_WORDS = (b"_target_", b"class_path")
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
-# Each name searched for on its own (a literal first: the search skips to it), the byte before
-# it tested after (`\b`, which would make the engine try every position).
+# Each name searched for on its own, from its word (`word_start`: `re` skips to it).
 DOCUMENT_CALLS = tuple(
-    re.compile(name + rb"\s*\(\s*(?:\{|dict\s*\()") for name in (b"create", b"DictConfig")
+    re.compile(word_start(name) + rb"\s*\(\s*(?:\{|dict\s*\()")
+    for name in sorted(call.encode("ascii") for call in CONFIG_DOCUMENT_CALLS)
 )
-WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def writes_document_call(data: bytes) -> bool:
     """Whether the text calls `create` / `DictConfig` with a mapping written in the call, as
-    the word-bounded pattern of both names finds it, faster: a match cannot start inside
-    another, so one whose byte before is a word byte hides none."""
-    for pattern in DOCUMENT_CALLS:
-        for match in pattern.finditer(data):
-            start = match.start()
-            if start == 0 or data[start - 1] not in WORD_BYTES:
-                return True
-    return False
+    the word-bounded pattern of both names finds it."""
+    return any(pattern.search(data) is not None for pattern in DOCUMENT_CALLS)
 
 
 @dataclass

@@ -64,8 +64,8 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import PREDICATES, matches, raw, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
-from amp_clipfix.analysis.text_tests import word_start
 from amp_clipfix.analysis.values import Fn
+from amp_clipfix.sources.prefilter import word_start
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 STAR_IMPORT = re.compile(word_start(b"import") + rb"\s+\*")  # `\bimport\s+\*`, searched fast

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.nodes import child_nodes, walk
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import TextLines
-from amp_clipfix.analysis.text_tests import whole_word, word_start
+from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import Ext, Opaque
+from amp_clipfix.sources.prefilter import word_start
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary

@@ -24,7 +24,7 @@ from amp_clipfix.project.discover import Project
 from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
-from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search
+from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search, word_start
 
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites
@@ -39,9 +39,7 @@ USES_LIGHTNING = (
 )
 # Its alternatives, asked one by one where the text holds their word (uses_lightning).
 IMPORTS_LIGHTNING = USES_LIGHTNING.split(b"|class_path")[0]
-# `\btrainer\s*:` in text_tests.word_start's form (written out: a check that needs no
-# search imports no analysis module, tests/test_startup.py)
-TRAINER_KEY = rb"trainer(?<![A-Za-z0-9_]trainer)\s*:"
+TRAINER_KEY = word_start(b"trainer") + rb"\s*:"  # `\btrainer\s*:`
 
 
 def uses_lightning(data: bytes) -> bool:

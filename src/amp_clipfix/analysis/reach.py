@@ -49,7 +49,7 @@ from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, known_absent, raw, read
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
-from amp_clipfix.analysis.text_tests import word_start
+from amp_clipfix.sources.prefilter import word_start
 
 # Method names a call of which may be an event itself (the classifier decides by value):
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.

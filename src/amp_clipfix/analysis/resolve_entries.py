@@ -26,7 +26,6 @@ from amp_clipfix.analysis.recording import holds, matches, scan
 from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.text_tests import word_start
 from amp_clipfix.analysis.values import (
     ClsV,
     DictV,
@@ -45,6 +44,7 @@ from amp_clipfix.analysis.values import (
 )
 from amp_clipfix.models import Certainty, EntryId, FileSites, Sharding, Site, SiteKind, Span
 from amp_clipfix.paths import is_library
+from amp_clipfix.sources.prefilter import word_start
 
 # Values that are surely no Fabric: a receiver holding only these never clips on one.
 NOT_A_FABRIC = (ModuleV, ClsV, Fn, LambdaV, Lit, DictV, TupleV, TrainerV, Opt)

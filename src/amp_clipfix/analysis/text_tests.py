@@ -19,18 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis.recording import PREDICATES
+from amp_clipfix.sources.prefilter import word_start
 
 IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def word_start(word: bytes) -> bytes:
-    """A pattern's start for `word` at the start of a whole word, written with the word first
-    and the look-behind after it: `re` then skips to the word's occurrences as a plain text
-    search does (a leading `\\b` or look-behind is tried at every byte: 8-20 times slower on
-    a module), and matches at the same places as `\\b` + word (a bytes pattern's `\\w` is
-    ASCII)."""
-    escaped = re.escape(word)
-    return escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")"
 
 
 # What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
