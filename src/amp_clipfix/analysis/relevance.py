@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
+from amp_clipfix.sources.prefilter import WORD_BYTES
+
 # A line break, then a top-level definition or assignment: searched in b"\n" + the text, the
 # same matches as `^...` with re.MULTILINE, found three times faster (a literal to scan for).
 TOP_LEVEL_NAME = re.compile(rb"\n(?:(?:async\s+def|def|class)\s+(\w+)|(\w+)\s*(?::[^=\n]*)?=(?!=))")
@@ -23,7 +25,6 @@ IMPORTED_MODULE = re.compile(rb"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w
 WORD = re.compile(rb"\w+")
 # The words of a text as WORD finds them (ASCII letters, digits, `_`), twice as fast: every
 # other byte becomes a space, and the text is split there.
-WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 NOT_WORD_TO_SPACE = bytes(byte if byte in WORD_BYTES else 32 for byte in range(256))
 # Names too common to tell anything (a file defining `main` does not make every `main` a user);
 # test functions (`test_*`) are called by the test runner, not by other code.

@@ -25,6 +25,7 @@ from amp_clipfix.analysis.nodes import (
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
+from amp_clipfix.sources.prefilter import WORD_BYTES
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
@@ -40,7 +41,6 @@ COMPOUND = frozenset(
 # Names asked of one module's `calls` (or `passing`) past which every call is indexed by name
 # in one walk, not looked for on the lines writing each name.
 INDEXED_NAMES = 64
-WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 NON_ASCII = re.compile(rb"[\x80-\xff]+")
 
 

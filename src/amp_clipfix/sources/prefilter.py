@@ -19,6 +19,10 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 
+# The bytes of a word as `\w` in a bytes pattern reads it (ASCII letters, digits, `_`): the
+# characters `word_start`'s look-behind refuses before a word.
+WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
 
 def word_start(word: bytes) -> bytes:
     """A pattern's start for `word` at the start of a whole word, written with the word first
