@@ -40,11 +40,14 @@ from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.name_uses import (
     ATTR_WRITTEN,
+    CALLED,
     GLOBAL,
+    IMPORTED,
     READ,
     RENAMED,
     STORED,
     STRING,
+    WRITTEN,
     name_uses,
 )
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
@@ -267,18 +270,7 @@ class ClipCapable:
 
     def writes_identifier(self, path: Path, name: str) -> bool:
         summary = self.summary(path)
-        if summary is None:
-            return True
-        for node in ast.walk(summary.tree):
-            if isinstance(node, ast.Name) and node.id == name:
-                return True
-            if isinstance(node, ast.Attribute) and node.attr == name:
-                return True
-            if isinstance(node, ast.alias) and name in (*node.name.split("."), node.asname):
-                return True
-            if isinstance(node, ast.ImportFrom) and name in (node.module or "").split("."):
-                return True
-        return False
+        return summary is None or written_as_identifier(summary.tree, name)
 
     def imports_from(self, summary: Summary, name: str, modules: set[str]) -> bool:
         """The module imports `name` (or `*`) from one of `modules` (by the last name of the
@@ -447,6 +439,14 @@ def written_as_value(tree: ast.Module, name: str) -> bool:
     plain name stored to: a name or attribute read as a value, an attribute stored to, a
     renamed import, a string equal to it, a `global` naming it."""
     stops = READ | STORED | ATTR_WRITTEN | RENAMED | STRING | GLOBAL
+    return name_uses(tree, frozenset((name,)), stops) is None
+
+
+def written_as_identifier(tree: ast.Module, name: str) -> bool:
+    """The module writes `name` as a Name or an Attribute (any use) or in an import clause's
+    dotted names (`import pkg.name`, `from pkg.name import x`, `... as name`); a string or a
+    `global` alone is no identifier a module object can be reached by."""
+    stops = READ | STORED | WRITTEN | CALLED | IMPORTED
     return name_uses(tree, frozenset((name,)), stops) is None
 
 

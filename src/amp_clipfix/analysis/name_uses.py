@@ -1,13 +1,14 @@
 """Where a module writes some names, told apart by how: the one walk behind the questions
 "does this module only call the name?" (reach's callers of torch's clip, manual_clips),
-"under which names does it store it?" (clip_values) and "does it write it as a value?"
-(clip_tail, written_events). Each asks with the uses that end its question (`stops`);
-the walk is breadth first, so a call or an assignment is met before its callee or value.
+"under which names does it store it?" (clip_values), "does it write it as a value?"
+(clip_tail, written_events) and "does it write it as an identifier at all?" (clip_tail's
+module names). Each asks with the uses that end its question (`stops`); the walk is breadth
+first, so a call or an assignment is met before its callee or value.
 
 A use is a Name or Attribute spelled with one of the names (a callee, the whole value of an
-assignment, another read, a store or `del`), an import clause that renames it, a string
-equal to it, or a `global` / `nonlocal` naming it. A `def` or a parameter of that name is
-no use (the callers' questions find those themselves)."""
+assignment, another read, a store or `del`), an import clause that renames it or writes it
+anywhere in its dotted names, a string equal to it, or a `global` / `nonlocal` naming it. A
+`def` or a parameter of that name is no use (the callers' questions find those themselves)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ ATTR_WRITTEN = 32  # `obj.clip = ...`, `del obj.clip`
 RENAMED = 64  # `from torch.nn.utils import clip as c`
 STRING = 128  # `getattr(utils, "clip")`
 GLOBAL = 256  # `global clip` (a binding the module's own code may change)
+CALLED = 512  # `clip(...)`, `nn.utils.clip(...)`: the callee (else listed in Uses.calls)
+IMPORTED = 1024  # `import pkg.clip`, `from pkg.clip import x`, `from pkg import clip [as c]`
 
 READ = NAME_READ | ATTR_READ
 STORED = NAME_STORED | ATTR_STORED
@@ -32,6 +35,7 @@ WRITTEN = NAME_WRITTEN | ATTR_WRITTEN
 
 LOAD, NAME, ATTRIBUTE, CALL = ast.Load, ast.Name, ast.Attribute, ast.Call
 CONSTANT, ASSIGN, ANN_ASSIGN, ALIAS = ast.Constant, ast.Assign, ast.AnnAssign, ast.alias
+IMPORT_FROM = ast.ImportFrom
 
 
 class Uses:
@@ -74,6 +78,8 @@ def name_uses(tree: ast.AST, names: frozenset[str], stops: int) -> Uses | None:
         elif kind is CALL:
             func = node.func  # type: ignore[attr-defined]
             if spelling(func) in names:
+                if CALLED & stops:
+                    return None
                 callees.add(id(func))
                 uses.calls.append(node)  # type: ignore[arg-type]
         elif kind is CONSTANT:
@@ -87,12 +93,19 @@ def name_uses(tree: ast.AST, names: frozenset[str], stops: int) -> Uses | None:
                 if targets is not None:
                     values[id(value)] = targets
         elif kind is ALIAS:
-            own, asname = node.name.rsplit(".", 1)[-1], node.asname  # type: ignore[attr-defined]
+            dotted, asname = node.name, node.asname  # type: ignore[attr-defined]
+            if IMPORTED & stops and (asname in names or not names.isdisjoint(dotted.split("."))):
+                return None
+            own = dotted.rsplit(".", 1)[-1]
             if own in names and asname is not None and asname != own:
                 if RENAMED & stops:
                     return None
                 uses.stored.add(asname)
             continue
+        elif kind is IMPORT_FROM:
+            module = node.module  # type: ignore[attr-defined]
+            if IMPORTED & stops and module and not names.isdisjoint(module.split(".")):
+                return None
         elif kind is ast.Global or kind is ast.Nonlocal:
             if GLOBAL & stops and not names.isdisjoint(node.names):  # type: ignore[attr-defined]
                 return None
