@@ -44,7 +44,8 @@ def library_calls(
     name imported from under their modules. Only the calls on lines that write one of those
     names are walked (`Summary.calls_writing`: a call's callee is written on a line it spans).
     With `keywords` (a search that reads only some keywords of a call), only the calls that
-    write them all or a `**` spread, found on the lines writing one of them or `**`: a call
+    write them all (or one, `any_of`) or a `**` spread, found on the lines writing one of them
+    or `**`: a call
     spans the lines of its keywords, and one without them gives that search nothing,
     whatever it calls, so its callee is not evaluated."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
@@ -70,14 +71,18 @@ def library_calls(
 
 class Keywords:
     """The keywords a search reads of a call (library_calls): a call may give it something
-    only if it writes every one of `names` or spreads `**x` (which may hold any)."""
+    only if it writes every one of `names` (`any_of`: one of them) or spreads `**x` (which may
+    hold any)."""
 
-    def __init__(self, *names: str) -> None:
+    def __init__(self, *names: str, any_of: bool = False) -> None:
         self.names = names
+        self.any_of = any_of
 
     def written(self, call: ast.Call) -> bool:
         written = {k.arg for k in call.keywords}
-        return None in written or all(name in written for name in self.names)
+        if None in written:
+            return True
+        return (any if self.any_of else all)(name in written for name in self.names)
 
 
 def library_call_files(

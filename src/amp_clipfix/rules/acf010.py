@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import (
+    Keywords,
     entry_removal_edits,
     keyword,
     library_call_files,
@@ -41,6 +42,9 @@ from amp_clipfix.sources.yaml import Mapping
 CODE = "ACF010"
 WORDS = (b"amp_backend", b"amp_level")
 WORD_KEYS = ("amp_backend", "amp_level")
+# The keywords a Trainer call can give this rule (`**` spreads aside): either one; a call writing
+# neither gives nothing, whatever it calls, so its callee is not evaluated.
+AMP: Keywords | None = Keywords(*WORD_KEYS, any_of=True)
 FIRST_DEPRECATED = (1, 9)  # 1.9 warns; 2.0 removed both arguments (TypeError)
 
 MESSAGE = (
@@ -82,7 +86,7 @@ def check(queries: Queries) -> Iterator[Found]:
         return
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several Trainers: one finding
     for file in library_call_files(facts, WORDS, TRAINER_CLASSES):
-        for call, _ in library_calls(facts, file, TRAINER_CLASSES):
+        for call, _ in library_calls(facts, file, TRAINER_CLASSES, AMP):
             found = amp_arguments(facts, file, call)
             if found is None:
                 found = spread_amp_entries(facts, file, call)
