@@ -33,6 +33,7 @@ from amp_clipfix import observed, run_notes
 
 TYPE_CHECKING = False  # importing typing (or contextlib) would cost a replay ~10 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import IO
 
 # Variables a shell changes between two runs of one command; every other one is part of the key.
@@ -68,18 +69,23 @@ def _is_terminal(stream: IO[str] | None) -> bool:
         return True  # a replaced or closed stream: never replay into it
 
 
-def run_key(arguments: list[str]) -> str:
+def run_key(arguments: list[str], parts: list[str] | None = None) -> str:
     """What decides a run besides the file system: the command line, the current folder, the
-    environment, and the tool build with its interpreter and packages (`fingerprint`)."""
+    environment (`run_parts`, or `parts` as they were taken before the run), and the tool
+    build with its interpreter and packages (`fingerprint`)."""
     from amp_clipfix.cache_layout import fingerprint  # a run that cannot be replayed never hashes
 
     digest = observed.blake2b(digest_size=32)
-    environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
-    parts = [fingerprint(), os.getcwd(), *arguments, "\0"]
-    parts += [f"{name}={value}" for name, value in environment]
-    for part in parts:
+    for part in [fingerprint(), *(run_parts(arguments) if parts is None else parts)]:
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     return digest.hexdigest()
+
+
+def run_parts(arguments: list[str]) -> list[str]:
+    """The current folder, the command line and the environment, as run_key hashes them."""
+    environment = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_VARIABLES)
+    parts = [os.getcwd(), *arguments, "\0"]
+    return parts + [f"{name}={value}" for name, value in environment]
 
 
 def _cache_folders() -> list[str]:
@@ -165,14 +171,22 @@ def _is_output(output: object) -> bool:
     )
 
 
-def save(key: str, answers: dict[observed.Question, object], output: Output, code: int) -> None:
+def save(
+    key: str | Callable[[], str],
+    answers: dict[observed.Question, object],
+    output: Output,
+    code: int,
+) -> None:
     """Note the run in the nearest cache at or above the current folder (the run made one when
     the current folder is in a project), when the command allowed it and nothing refused it.
     Sealed with this user's secret; written whole or not at all; never into a cache folder the
-    checkout tracks."""
+    checkout tracks. `key`: the run's key, or how to work it out (a run that began with no
+    cache folder to replay from, and may have made one)."""
     caches = _cache_folders()
     if not run_notes.may_note() or not caches:
         return
+    if not isinstance(key, str):
+        key = key()
     from amp_clipfix.cache_layout import Entries
 
     folder = os.path.join(caches[0], "replay")
@@ -301,12 +315,23 @@ def _main() -> None:
     if not replayable(arguments):
         return _command_line()
     try:
-        key = run_key(arguments)
+        parts = run_parts(arguments)
     except OSError:  # the current folder is gone: the command line says so
         return _command_line()
-    code = replay(key)
-    if code is not None:
-        sys.exit(code)
+
+    def worked_out() -> str:
+        return run_key(arguments, parts)
+
+    # With no cache folder at or above the current folder there is no record to replay, so
+    # the build is not hashed for one (fingerprint: ~6 ms). A run that makes a cache folder
+    # works its key out when it notes the record, from the command line, folder and
+    # environment taken before it ran (the analysis cache has hashed the build by then).
+    key: str | Callable[[], str] = worked_out
+    if _cache_folders():
+        key = run_key(arguments, parts)
+        code = replay(key)
+        if code is not None:
+            sys.exit(code)
     with observed.Recording() as seen, Captured() as captured:
         try:
             _command_line()
