@@ -12,12 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from test_incremental import write
+from test_keyword_gate import evaluated_callees, report
 
 from amp_clipfix.analysis.calls import Keywords
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.cli import main
 from amp_clipfix.rules import acf010
 
 PROGRAMS = {
@@ -82,12 +80,6 @@ d = L.Trainer(accelerator="cpu", **
 }
 
 
-def report(root: Path) -> tuple[int, str]:
-    arguments = ["check", "--no-cache", "--format", "json", "--jobs", "1", str(root)]
-    result = CliRunner().invoke(main, arguments)
-    return result.exit_code, result.output
-
-
 def acf010_lines(output: str) -> list[tuple[int, int]]:
     found = json.loads(output)["findings"]
     return [(f["line"], f["column"]) for f in found if f["code"] == "ACF010"]
@@ -132,14 +124,7 @@ def test_a_call_that_writes_neither_keyword_is_not_evaluated(
     """`amp_level` written as a plain name makes the file one ACF010 searches; its two Trainer
     calls write neither keyword nor `**`, so neither callee is evaluated (both were before)."""
     write(tmp_path, "train.py", PROGRAMS["none"] + 'x = L.Trainer(amp_level="O1")\n')
-    asked: list[int] = []
-    qualified_names = ProjectFacts.qualified_names
-
-    def spied(self: ProjectFacts, file: FileFacts, node: ast.AST) -> frozenset[str]:
-        asked.append(node.lineno)  # type: ignore[attr-defined]
-        return qualified_names(self, file, node)
-
-    monkeypatch.setattr(ProjectFacts, "qualified_names", spied)
+    asked = evaluated_callees(monkeypatch)
     code, output = report(tmp_path)
     assert code == 1 and [line for line, _ in acf010_lines(output)] == [6]
     assert 4 not in asked and 5 not in asked

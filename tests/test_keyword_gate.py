@@ -122,6 +122,15 @@ def test_a_call_that_writes_none_of_the_keywords_is_not_evaluated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(tmp_path, "train.py", PROGRAMS["plain"] + PROGRAMS["written"].split("\n", 1)[1])
+    asked = evaluated_callees(monkeypatch)
+    code, _ = report(tmp_path)
+    assert code == 1
+    assert 3 not in asked and 4 not in asked  # `max_epochs=1`, `devices=2`: no rule reads them
+    assert 8 in asked  # `precision=16`: ACF011 reads it
+
+
+def evaluated_callees(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lines of the callees whose qualified names are evaluated from now on."""
     asked: list[int] = []
     qualified_names = ProjectFacts.qualified_names
 
@@ -130,7 +139,4 @@ def test_a_call_that_writes_none_of_the_keywords_is_not_evaluated(
         return qualified_names(self, file, node)
 
     monkeypatch.setattr(ProjectFacts, "qualified_names", spied)
-    code, _ = report(tmp_path)
-    assert code == 1
-    assert 3 not in asked and 4 not in asked  # `max_epochs=1`, `devices=2`: no rule reads them
-    assert 8 in asked  # `precision=16`: ACF011 reads it
+    return asked
