@@ -21,10 +21,11 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
+import contextlib
 import gc
 import hashlib
-import sys
 import symtable
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,9 @@ def patch() -> None:
                 }
             )
 
-    def counted_summary(root: Path, path: Path, text: str, tree: Any = None, data: Any = None) -> Any:
+    def counted_summary(
+        root: Path, path: Path, text: str, tree: Any = None, data: Any = None
+    ) -> Any:
         rule, reason = rule_and_reason()
         SUMMARIES.append(
             {
@@ -156,10 +159,9 @@ def best_of(texts: list[str], function: Any, runs: int = 3) -> float:
     for _ in range(runs):
         start = time.process_time()
         for text in texts:
-            try:
+            # a file that does not parse costs its attempt
+            with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
                 function(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                pass  # a file that does not parse costs its attempt
         best = min(best, time.process_time() - start)
     return best
 
