@@ -173,11 +173,28 @@ def backtrack(
     return pairs[::-1]
 
 
+HEAD = 512  # bytes that hold a module's first two lines, in all but odd files (about ten lines)
+
+
+def first_two_lines(data: bytes) -> list[bytes]:
+    """`data.splitlines(keepends=True)[:2]` without splitting the whole text (a bytes object
+    per line: most of a decode's cost for a large module). A head of HEAD bytes that holds a
+    third line start ends its first two lines exactly as the whole text does (only a head's
+    last line may lose the `\\n` of a `\\r\\n` cut in two)."""
+    head = data[:HEAD]
+    lines = head.splitlines(keepends=True)
+    if len(lines) > 2 or len(head) == len(data):
+        return lines[:2]
+    return data.splitlines(keepends=True)[:2]
+
+
 def _declared_encoding(data: bytes, bom: bool) -> str:
     """The codec named by the PEP 263 cookie (utf-8 by default), as Python itself would pick it."""
     # Only the first two lines can carry a cookie. Splitting on CR too matters for old-Mac files,
     # where a plain readline() would hand over the whole file as one line.
-    first_lines = data.splitlines(keepends=True)[:2]
+    first_lines = first_two_lines(data)
+    if not any(b"coding" in line for line in first_lines):
+        return "utf-8"  # no cookie can be read (tokenize's and _COOKIE_RE need the word)
     import tokenize  # here: its regexes are built when it is imported
 
     try:
