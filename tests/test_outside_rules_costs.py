@@ -3,12 +3,15 @@ in front of, on the spellings that hide a word from a plain text test, and does 
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import shlex
 
 import pytest
 
 from amp_clipfix.project import install_readers
 from amp_clipfix.project.install_readers import _arguments
+from amp_clipfix.records import field, is_record, record, replace
 
 
 @pytest.mark.parametrize(
@@ -51,3 +54,58 @@ def test_shlex_reads_no_quoted_line_that_cannot_spell_the_words(
     )
     assert list(install_readers._arguments(text)) == [("x", False)]
     assert lexed == ["run: pip 'install' x"]
+
+
+@record(frozen=True, order=True)
+class Ordered:
+    path: str
+    line: int = 0
+    note: str = field(default="", compare=False)
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class OrderedTwin:
+    path: str
+    line: int = 0
+    note: str = dataclasses.field(default="", compare=False)
+
+
+@record(frozen=True, order=True)
+class One:
+    dotted: str
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class OneTwin:
+    dotted: str
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [(("a", 1), ("a", 2)), (("b", 1), ("a", 9)), (("a", 1, "x"), ("a", 1, "y")), (("a",), ("a",))],
+)
+def test_an_ordered_record_compares_hashes_and_sorts_as_its_dataclass_twin(
+    left: tuple, right: tuple
+) -> None:
+    """models.py's classes are records (no method compiled at import); `order=True` gives the
+    dataclass's `<`, `<=`, `>`, `>=` over the compared fields, in order."""
+    made, other = Ordered(*left), Ordered(*right)
+    twin, other_twin = OrderedTwin(*left), OrderedTwin(*right)
+    for compare in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+        assert compare(made, other) == compare(twin, other_twin)
+    assert hash(made) == hash(twin) and hash(other) == hash(other_twin)
+    assert [vars(v) for v in sorted([other, made])] == [vars(v) for v in sorted([other_twin, twin])]
+    assert (One(left[0]) < One(right[0])) == (OneTwin(left[0]) < OneTwin(right[0]))
+    assert hash(One(left[0])) == hash(OneTwin(left[0]))
+    with pytest.raises(TypeError):
+        assert made < twin  # type: ignore[operator]  # another class: no order, as dataclasses
+
+
+def test_the_models_are_records_and_replace_serves_them() -> None:
+    from amp_clipfix.models import FileSites, Site, Span
+
+    assert is_record(Site) and is_record(Span) and is_record(FileSites)
+    span = Span(1, 2, 3, 4)
+    assert sorted([Span(2, 0, 2, 1), span]) == [span, Span(2, 0, 2, 1)]
+    assert replace(span, line=5) == Span(5, 2, 3, 4)
+    assert repr(span) == "Span(line=1, column=2, end_line=3, end_column=4)"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from amp_clipfix.analysis.callables import callees, step_closure, written_at
@@ -21,6 +21,7 @@ from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.values import Fn
+from amp_clipfix.records import replace
 
 HELPER_DEPTH = 3
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -309,7 +310,7 @@ def translated(
         if written is not None:
             changes[role] = key(written)
             changes[f"{role}_code"] = ast.unparse(written)
-    return replace(made, **changes) if changes else made  # type: ignore[arg-type]
+    return replace(made, **changes) if changes else made
 
 
 def event_node(event: Event, role: str) -> ast.expr | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -45,6 +45,7 @@ from amp_clipfix.models import (
     UseId,
 )
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import replace
 
 
 @dataclass
