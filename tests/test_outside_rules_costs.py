@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,59 @@ def test_the_models_are_records_and_replace_serves_them() -> None:
     assert sorted([Span(2, 0, 2, 1), span]) == [span, Span(2, 0, 2, 1)]
     assert replace(span, line=5) == Span(5, 2, 3, 4)
     assert repr(span) == "Span(line=1, column=2, end_line=3, end_column=4)"
+
+
+# A word in a block scalar's text is no key: such a config is not composed (no ruamel import on
+# Lightning's tree, whose GPU workflow's `run: |` passes `--trainer.precision=16`).
+BLOCK_TEXT = [
+    "run: |\n  bash x.sh --trainer.precision=16\n  echo done\nname: gpu\n",
+    "steps:\n  - run: >-\n      python fit.py\n      precision: 16-mixed\n",
+    'job:\n  script: |  # the test\n    echo "class_path: a\\\\b"\n\n    gradient_clip_val: 1\n',
+    "run: !!str |\n  fused: true\n",
+    "a: |\n  x\nb: |2\n   precision: bf16-mixed\n",
+    'run: "|"\nx: |\n  _target_: pkg.Model\n',
+]
+# A word that only looks like block text: the scan lets it through, the reader finds a site.
+KEY_AFTER_BLOCK = [
+    "trainer:\n  - run: |\n    precision: 16-mixed\n",  # a sibling key: the scalar is empty
+    "a: &t |-\n  precision\ntrainer: {*t : 16}\n",  # anchored: its text is an alias's key
+    "trainer:\n  run: |\n    x\n  precision: 16-mixed\n",  # back at the key's column
+    "run: |\n  echo\n---\ntrainer:\n  precision: 16-mixed\n",  # a new document
+    "trainer:\n  run: '|'\n  precision: 16-mixed\n",  # a quoted `|` starts no block
+    "? |\n  precision\n: 16\n",  # an explicit key's block text is the key
+]
+
+
+def composed(text: str) -> tuple[int, int]:
+    from amp_clipfix.analysis.config_sites import ConfigReader
+    from amp_clipfix.sources import yaml as yaml_source
+
+    reader = ConfigReader(Path("c.yaml"), text)
+    for root in yaml_source.compose_documents(text):
+        reader.read(root)
+    return len(reader.sites), len(reader.models)
+
+
+@pytest.mark.parametrize("text", BLOCK_TEXT)
+def test_a_word_in_a_block_scalar_is_not_composed(text: str) -> None:
+    from amp_clipfix.analysis.config_scan import may_hold_sites
+
+    assert composed(text) == (0, 0)
+    assert not may_hold_sites(text)
+
+
+@pytest.mark.parametrize("text", KEY_AFTER_BLOCK)
+def test_a_key_next_to_a_block_scalar_is_still_composed(text: str) -> None:
+    from amp_clipfix.analysis.config_scan import may_hold_sites
+
+    assert composed(text) != (0, 0) or text.startswith("?")
+    assert may_hold_sites(text)
+
+
+def test_a_broken_config_with_block_text_is_still_reported() -> None:
+    from amp_clipfix.analysis.config_sites import read_config
+    from amp_clipfix.sources.text import SourceError
+
+    text = "run: |\n    a\n  precision: 16-mixed\n"  # less indented than the text: refused
+    with pytest.raises(SourceError):
+        read_config(Path("c.yaml"), text)
