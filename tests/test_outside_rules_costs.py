@@ -6,9 +6,12 @@ from __future__ import annotations
 import dataclasses
 import operator
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amp_clipfix.project import install_readers
 from amp_clipfix.project.install_readers import _arguments
@@ -157,3 +160,27 @@ def test_a_broken_config_with_block_text_is_still_reported() -> None:
     text = "run: |\n    a\n  precision: 16-mixed\n"  # less indented than the text: refused
     with pytest.raises(SourceError):
         read_config(Path("c.yaml"), text)
+
+
+SHELL_BITS = st.sampled_from(
+    ["p", "i", "ip", "pip", "install", "ins", "tall", "'", '"', "\\", " ", "#", ";", "&&", "|"]
+    + ["-r", "x.txt", "lightning", "$V", "\t", "pip3", "python -m ", "\n"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(SHELL_BITS, max_size=16).map("".join))
+def test_the_line_filter_gives_what_every_line_split_gives(text: str) -> None:
+    """The arguments read with the filter are those read with every line split by shlex."""
+    original = install_readers.shell_commands
+
+    def unfiltered(text: str, holding: tuple[str, ...] = ()) -> Iterator[list[str]]:
+        return original(text)
+
+    filtered = list(_arguments(text))
+    install_readers.shell_commands = unfiltered  # type: ignore[assignment]
+    try:
+        expected = list(_arguments(text))
+    finally:
+        install_readers.shell_commands = original
+    assert filtered == expected
