@@ -5,12 +5,12 @@ Every stage reads these and returns new ones; none of them is mutated after it i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
 # Their home before kinds.py (the light types a run needs before anything is parsed):
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy, active_findings  # noqa: F401
+from amp_clipfix.records import field, record
 
 ALL_CODES = "*"  # a suppression comment without codes silences every code
 
@@ -85,7 +85,7 @@ class Confidence(str, Enum):
     OBSERVED = "observed"  # seen in a monitored run (`amp-clipfix trace`)
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class Span:
     """A range in a file: 1-based lines, 0-based columns, like libcst's CodeRange."""
 
@@ -95,7 +95,7 @@ class Span:
     end_column: int
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class EntryId:
     """Which `Fabric(...)` / `Trainer(...)` a site configures: the call by its place, or (`cli`)
     the LightningCLI's one Trainer that every YAML trainer section configures."""
@@ -106,7 +106,7 @@ class EntryId:
     cli: bool = False
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class UseId:
     """Where an optimizer built with a site's `fused` value is used, or which module class a
     `fit` trains: a class of a file by name, or (`name` empty) the file itself."""
@@ -119,7 +119,7 @@ class UseId:
         return bool(self.name)
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class ConfigModel:
     """A config's `model` section names the class the LightningCLI's Trainer fits by dotted
     name (`class_path` / `_target_`); the project resolution turns it into a `UseId`."""
@@ -134,7 +134,7 @@ def entry_order(entry: EntryId | None) -> tuple[object, ...]:
     return (str(entry.path), entry.line, entry.column, entry.cli)
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class ClassRef:
     """A class of the project by position: where a fix may add a method."""
 
@@ -143,7 +143,7 @@ class ClassRef:
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """Replace the text at `span` of `path` with `replacement` (a whole-statement rewrite may
     also be expressed by a codemod; edits are what machine output reports)."""
@@ -153,7 +153,7 @@ class Edit:
     replacement: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Site:
     """One place in the code that takes part in the failure.
 
@@ -192,7 +192,7 @@ class Site:
         return self.cell_span or self.span
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClassInfo:
     """A class definition, kept so that LightningModule subclasses can be found across files."""
 
@@ -207,7 +207,7 @@ class ClassInfo:
     module_class: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FitCall:
     """`trainer.fit(model, ...)`: which Trainer trains which module class (a config's dotted
     name until the project resolution finds the class); None where the analysis could not
@@ -217,7 +217,7 @@ class FitCall:
     module_class: UseId | ConfigModel | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileSites:
     """Everything the collector learned from one file."""
 
@@ -237,7 +237,7 @@ class LightningPath(str, Enum):
     TORCH = "torch"  # plain torch (a GradScaler of its own), no Lightning entry point
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fix:
     """A fix chosen for a finding: which codemod runs on which sites, and what it changes."""
 
@@ -251,7 +251,7 @@ class Fix:
     edits: tuple[Edit, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """A linked set of sites that makes Lightning raise, with the fix chosen for it (if any)."""
 

@@ -1,15 +1,15 @@
 """Plain data classes for the modules every run imports, without `dataclasses`.
 
 `dataclasses` imports `inspect` (and with it `ast`, `dis`, `tokenize`) and compiles six methods
-per class at import: ~12 ms and ~0.45 ms a class, a quarter of a small project's `check`. A
-`record` is the same to its users as a `@dataclass` with `eq=True` and no `order`: keyword or
-positional construction in field order, defaults and `field(default_factory=...)`, equality
-and (frozen) hashing over the compared fields in order, the dataclass `repr`, frozen
-attributes, pickling, and `replace`, which serves dataclasses too. The methods are shared
-functions reading each class's field table, so making a class costs almost nothing.
-
-The analysis keeps `dataclasses` (models.py and the analysis modules): its types are made by
-the thousand, and a run that parses has imported it anyway.
+per class at import (ten with `order`): ~12 ms and ~0.3-0.7 ms a class, a quarter of a small
+project's `check`. A `record` is the same to its users as a `@dataclass` with `eq=True`:
+keyword or positional construction in field order, defaults and
+`field(default_factory=...)`, equality, (frozen) hashing and (with `order=True`) ordering
+over the compared fields in order, the dataclass `repr`, frozen attributes, pickling, and
+`replace`, which serves dataclasses too. The methods are shared functions reading each
+class's field table (the compared fields through one C `attrgetter`), so making a class
+costs almost nothing; a record is made ~1 us slower than a dataclass instance, so types
+made by the thousand stay dataclasses (the evaluator's values and frames).
 """
 
 from __future__ import annotations
@@ -73,9 +73,10 @@ def field(
 
 
 class _Table:
-    """A record class's fields: names in order, defaults, and which take part in eq / repr."""
+    """A record class's fields: names in order, defaults, and which take part in eq / repr;
+    `values`: the compared fields' values of an instance, as a tuple."""
 
-    __slots__ = ("names", "defaults", "factories", "compared", "shown")
+    __slots__ = ("names", "defaults", "factories", "compared", "shown", "values")
 
     def __init__(self, fields: list[Field]) -> None:
         self.names = tuple(f.name for f in fields)
@@ -85,20 +86,31 @@ class _Table:
         }
         self.compared = tuple(f.name for f in fields if f.compare)
         self.shown = tuple(f.name for f in fields if f.repr)
+        self.values: Callable[[object], tuple[object, ...]]
+        if len(self.compared) == 1:
+            name = self.compared[0]
+            self.values = lambda value: (getattr(value, name),)
+        elif self.compared:
+            from operator import attrgetter
+
+            self.values = attrgetter(*self.compared)
+        else:
+            self.values = lambda value: ()
 
 
 @dataclass_transform(field_specifiers=(field, Field))
-def record(cls: type[T] | None = None, /, *, frozen: bool = False) -> Any:
-    """`@record` / `@record(frozen=True)`: the class as `@dataclass` would make it (eq, repr,
-    init; hashable when frozen, unhashable otherwise)."""
+def record(cls: type[T] | None = None, /, *, frozen: bool = False, order: bool = False) -> Any:
+    """`@record` / `@record(frozen=True, order=True)`: the class as `@dataclass` would make it
+    (eq, repr, init; hashable when frozen, unhashable otherwise; `<`, `<=`, `>`, `>=` with
+    `order`)."""
 
     def wrap(cls: type[T]) -> type[T]:
-        return _make(cls, frozen)
+        return _make(cls, frozen, order)
 
     return wrap if cls is None else wrap(cls)
 
 
-def _make(cls: type[T], frozen: bool) -> type[T]:
+def _make(cls: type[T], frozen: bool, order: bool = False) -> type[T]:
     fields = []
     seen_default = False
     for name in cls.__dict__.get("__annotations__", {}):
@@ -120,6 +132,11 @@ def _make(cls: type[T], frozen: bool) -> type[T]:
     cls.__repr__ = _repr  # type: ignore[method-assign]
     cls.__eq__ = _eq  # type: ignore[method-assign]
     setattr(cls, "__match_args__", table.names)  # noqa: B010 - a class mypy types as `type[T]`
+    if order:
+        for name, compare in _ORDER.items():
+            if name in cls.__dict__:
+                raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+            setattr(cls, name, compare)
     if frozen:
         cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
         cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign]
@@ -170,17 +187,45 @@ def _repr(self: object) -> str:
 
 
 def _values(self: object) -> tuple[object, ...]:
-    return tuple(getattr(self, name) for name in getattr(type(self), RECORD_FIELDS).compared)
+    return getattr(type(self), RECORD_FIELDS).values(self)
 
 
 def _eq(self: object, other: object) -> bool:
     if other.__class__ is self.__class__:
-        return _values(self) == _values(other)
+        values = getattr(type(self), RECORD_FIELDS).values
+        return values(self) == values(other)
     return NotImplemented
 
 
 def _hash(self: object) -> int:
-    return hash(_values(self))
+    return hash(getattr(type(self), RECORD_FIELDS).values(self))
+
+
+def _lt(self: object, other: object) -> bool:
+    if other.__class__ is self.__class__:
+        return _values(self) < _values(other)
+    return NotImplemented
+
+
+def _le(self: object, other: object) -> bool:
+    if other.__class__ is self.__class__:
+        return _values(self) <= _values(other)
+    return NotImplemented
+
+
+def _gt(self: object, other: object) -> bool:
+    if other.__class__ is self.__class__:
+        return _values(self) > _values(other)
+    return NotImplemented
+
+
+def _ge(self: object, other: object) -> bool:
+    if other.__class__ is self.__class__:
+        return _values(self) >= _values(other)
+    return NotImplemented
+
+
+_ORDER = {"__lt__": _lt, "__le__": _le, "__gt__": _gt, "__ge__": _ge}
 
 
 def _frozen_setattr(self: object, name: str, value: object) -> None:

@@ -8,10 +8,10 @@ import ast
 import builtins
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.records import field, record
 
 # Decorators that keep a method a plain function of the class (anything else may make its
 # name hold another callable: a property's value, a wrapper).
@@ -48,7 +48,7 @@ INERT_VALUE = re.compile(
 )
 
 
-@dataclass
+@record
 class FileNames:
     """What one file binds by name: its functions (any depth) and the names it gives a value
     other than as a function (`value_names`; `every`: any name, a star import)."""

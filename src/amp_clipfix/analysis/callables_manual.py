@@ -7,12 +7,12 @@ there; this says where the clip is and how the module is written in the helper.
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 
 from amp_clipfix.analysis.callables import bound_receivers, shared_level
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.manual import module_code
 from amp_clipfix.analysis.order import Event
+from amp_clipfix.records import replace
 
 
 def helper_clip(

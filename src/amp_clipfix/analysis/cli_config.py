@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix.analysis import names, python_configs
@@ -31,6 +30,7 @@ from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
+from amp_clipfix.records import field, record
 from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, word_start
 
 CLI_WORD = b"LightningCLI"
@@ -51,7 +51,7 @@ def writes_document_call(data: bytes) -> bool:
     return any(pattern.search(data) is not None for pattern in DOCUMENT_CALLS)
 
 
-@dataclass
+@record
 class CliTrainer:
     """The CLI's Trainer: the module classes it fits (`unknown`: one it may fit is not known
     here) and, per key asked, the settings that give it a value."""

@@ -33,7 +33,6 @@ import ast
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from amp_clipfix.analysis.bound_names import plain_decorator
@@ -68,6 +67,7 @@ from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import PREDICATES, matches, raw, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
 from amp_clipfix.analysis.values import Fn
+from amp_clipfix.records import record
 from amp_clipfix.sources.prefilter import word_start
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -80,7 +80,7 @@ INDEX_PARSES = 24
 MOST_FUNCTIONS = 200
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Found:
     """One function of the index: its node, file and whether it is a method."""
 

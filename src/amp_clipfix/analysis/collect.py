@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -20,6 +19,7 @@ from amp_clipfix.analysis.collect_calls import CallCollector
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import ConfigModel, FileSites, FitCall, Site
+from amp_clipfix.records import replace
 
 DEEPEST = 20_000  # Python-level recursion only (3.11 keeps no C frames for it)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import replace
 
 from amp_clipfix.analysis import names, python_configs, strategy_names
 from amp_clipfix.analysis.ast_syntax import (
@@ -21,6 +20,7 @@ from amp_clipfix.analysis.ast_syntax import (
 )
 from amp_clipfix.analysis.collect_walk import FUNCTIONS, CollectorBase
 from amp_clipfix.models import Certainty, Sharding, SiteKind, Through
+from amp_clipfix.records import replace
 
 
 def is_clip_positive(value: str | None) -> bool:

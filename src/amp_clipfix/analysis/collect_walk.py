@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from amp_clipfix.models import (
     Span,
     Through,
 )
+from amp_clipfix.records import replace
 
 UNSCALE_HELPERS = (names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER)
 

@@ -47,6 +47,12 @@ ESCAPED_KEY = re.compile(r'^[^\n]*(?:"[^\n]*\\|\\[^\n]*")|^[ \t-]*\?(?:[ \t]|$)'
 # A flow collection (`{`, `[`; not `${`): its plain values may go on at any indentation.
 FLOW = re.compile(r"(?<!\$)\{|\[")
 WORD_KEYS = re.compile("|".join(sorted({*VALUE_KEYS, *TARGET_KEYS})))
+# The line that starts a block scalar under a plain block key (`run: |`, `- script: >-  # x`, a
+# tag before the indicator; no anchor: an anchored scalar's text may be an alias's key).
+BLOCK_SCALAR_KEY = re.compile(
+    r"(?P<indent>[ ]*(?:-[ ]+)*)(?P<kq>['\"]?)\w+(?P=kq)[ \t]*:[ \t]+"
+    r"(?:![^ \t\r\n]*[ \t]+)?[|>][0-9+-]*[ \t]*(?:#[^\r\n]*)?\r?"
+)
 
 
 def may_hold_sites(text: str) -> bool:
@@ -60,29 +66,46 @@ def may_hold_sites(text: str) -> bool:
     The words may also be in a comment line or in another key's one-word line
     (`output_precision: 3`, `name: fused_adam`, a trailing comment). Any other text (a flow
     mapping, an anchored or aliased key, a block scalar) is composed. An alias or a merge key
-    only repeats text the scan reads where it is anchored (an anchor's line is no key line)."""
-    if "\\" in text and ESCAPED_KEY.search(text):
-        return True
+    only repeats text the scan reads where it is anchored (an anchor's line is no key line).
+    A line of a block scalar's text is no key line either (`block_scalar_end`): a CI
+    workflow's `run: |` step that passes `--trainer.precision=16` is not composed."""
+    scalar_end = 0  # the text before is a block scalar's: no key is read in it
+    if "\\" in text:
+        for escaped in ESCAPED_KEY.finditer(text):
+            if escaped.start() >= scalar_end:
+                scalar_end = block_scalar_end(text, escaped.start())
+                if scalar_end < 0:
+                    return True
+    scalar_end = 0
     for found in WORD_KEYS.finditer(text):
+        if found.start() < scalar_end:
+            continue
         start = text.rfind("\n", 0, found.start()) + 1
-        end = text.find("\n", found.end())
-        end = len(text) if end < 0 else end
-        if text[start:end].lstrip(" ").startswith("#"):
-            continue  # a comment line: no key
-        line = KEY_LINE.fullmatch(text, start, end)
-        if line is None:
-            return True
-        key, value, column = line.group("key"), line.group("value"), line.end("indent") - start
-        if key not in VALUE_KEYS and key not in TARGET_KEYS:
-            continue  # the word is in another key's line: that key is read by no one
-        if key in TARGET_KEYS:
-            if value is None or parent_key(text, start, column) in (MODEL_KEY, None):
+        if may_give_site(text, start):
+            scalar_end = block_scalar_end(text, start)  # a CI step's `run: |` text: no key
+            if scalar_end < 0:
                 return True
-        elif value is None or not VALUE_KEYS[key](value, bool(line.group("vq"))):
-            return True
-        elif continues(text, end, column) or (key == FUSED_KEY and FLOW.search(text)):
-            return True  # a flow mapping's `fused: false` may go on at any indent ("false x")
     return False
+
+
+def may_give_site(text: str, start: int) -> bool:
+    """may_hold_sites' test of one line holding one of its words (starting at `start`)."""
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    if text[start:end].lstrip(" ").startswith("#"):
+        return False  # a comment line: no key
+    line = KEY_LINE.fullmatch(text, start, end)
+    if line is None:
+        return True
+    key, value, column = line.group("key"), line.group("value"), line.end("indent") - start
+    if key not in VALUE_KEYS and key not in TARGET_KEYS:
+        return False  # the word is in another key's line: that key is read by no one
+    if key in TARGET_KEYS:
+        return value is None or parent_key(text, start, column) in (MODEL_KEY, None)
+    if value is None or not VALUE_KEYS[key](value, bool(line.group("vq"))):
+        return True
+    # a flow mapping's `fused: false` may go on at any indent ("false x")
+    return continues(text, end, column) or (key == FUSED_KEY and FLOW.search(text) is not None)
 
 
 def continues(text: str, end: int, column: int) -> bool:
@@ -121,3 +144,47 @@ def parent_key(text: str, start: int, column: int) -> str | None:
             continue  # a sibling item of the same sequence
         return entry.group("key") if entry.group("value") is None else None
     return ""
+
+
+def block_scalar_end(text: str, start: int) -> int:
+    """Where the block scalar ends whose text the line at `start` is (-1: none is known): a
+    BLOCK_SCALAR_KEY line above it whose key is at a column less than the indentation of
+    every line from there to this one (blank lines aside: a line of spaces). Its text goes
+    on to the first line after that is not indented deeper than the key. In YAML that parses
+    (a text that does not is reported by `check_parses` whatever the scan says) such a line
+    is the scalar's text: a line indented less than the scalar's first, or a comment line
+    left of it, ends the scalar, and then the parser refuses the deeper line that follows."""
+    line_end = text.find("\n", start)
+    least = indentation(text[start : len(text) if line_end < 0 else line_end])
+    end = start
+    while end > 0 and least > 0:
+        end -= 1  # the line break that ends the line above
+        begin = text.rfind("\n", 0, end) + 1
+        line = text[begin:end]
+        if not line.strip(" \r"):
+            end = begin
+            continue  # blank
+        header = BLOCK_SCALAR_KEY.fullmatch(text, begin, end)
+        if header is not None and header.end("indent") - begin < least:
+            return scalar_end(text, end, header.end("indent") - begin)
+        least = min(least, indentation(line))
+        end = begin
+    return -1
+
+
+def scalar_end(text: str, end: int, column: int) -> int:
+    """The start of the first line after `end` (a block scalar's header line's end) that is not
+    blank and not indented deeper than `column`; the text's end when there is none."""
+    while end < len(text):
+        begin = end + 1
+        end = text.find("\n", begin)
+        end = len(text) if end < 0 else end
+        line = text[begin:end]
+        if line.strip(" \r") and indentation(line) <= column:
+            return begin
+    return len(text)
+
+
+def indentation(line: str) -> int:
+    """The spaces a line starts with (a tab is no indentation)."""
+    return len(line) - len(line.lstrip(" "))

@@ -12,7 +12,6 @@ import bisect
 import re
 from collections.abc import Iterator
 from collections.abc import Mapping as AnyMapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -21,6 +20,7 @@ from amp_clipfix.analysis.config_scan import FALSE_WORDS, NULL_WORDS, may_hold_s
 from amp_clipfix.analysis.lightning_api import CLIP_VAL_ARGUMENT, TRAINER_CLIP_ARGUMENTS
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, ConfigModel, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.records import record
 from amp_clipfix.sources.text import SourceError, line_starts
 from amp_clipfix.sources.yaml import TAG, Mapping, check_parses, compose_documents, shared_nodes
 
@@ -48,7 +48,7 @@ PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
 SHARED = "shared through an anchor or merge key: fix it by hand"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Setting:
     """One place that sets a key of the CLI's Trainer: its site, its literal (None: decided at
     run time) and where its own token may be rewritten (None: shared, or not a plain token)."""
@@ -66,7 +66,7 @@ SETTING_KEYS = TRAINER_CLIP_ARGUMENTS
 Settings: TypeAlias = AnyMapping[str, tuple[Setting | None, ...]] | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfigRead:
     """What one read of a YAML config gives: its sites and its trainer settings."""
 
@@ -295,7 +295,7 @@ class ConfigReader:
         return self.text[start:end]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scalar:
     """A scalar node, its own token's offsets in the text and its explicit tag (if any)."""
 

@@ -11,7 +11,6 @@ import ast
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import field, record
 from amp_clipfix.sources.base import Document, SourceError
 
 if TYPE_CHECKING:  # a search of configs alone imports no site collector or evaluator
@@ -53,7 +53,7 @@ def source_segment(lines: list[str], node: ast.AST) -> str | None:
     return "".join([head, *lines[first + 1 : last], tail])
 
 
-@dataclass
+@record
 class FileFacts:
     """One Python document (a module, a notebook's code) as a search reads it."""
 
@@ -205,7 +205,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
                     yield found
 
 
-@dataclass
+@record
 class ProjectFacts:
     """The parsed files of one project that a search's words may be in, its target release
     (Lightning, and `target.torch`), and the project's evaluator (made on first use)."""
@@ -491,7 +491,7 @@ def scaler_of_precision(values: list[object]) -> bool | None:
     return states.pop() if len(states) == 1 else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Made:
     """A call of a library callable (by qualified name) that made a value."""
 

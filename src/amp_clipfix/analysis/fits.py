@@ -12,13 +12,13 @@ project.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.nodes import calls_in
 from amp_clipfix.analysis.reaching import fit_receiver
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Inst, TrainerV
+from amp_clipfix.records import field, record
 
 if TYPE_CHECKING:  # a fit is read with the evaluator: its frame and dispatch come with it
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -28,7 +28,7 @@ FIT_WORD = b".fit("  # what a file that fits a Trainer writes (ProjectFacts.fits
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
 
 
-@dataclass
+@record
 class Fit:
     """The Trainers a fit's receiver may be, and its model (read with `joined`)."""
 

@@ -23,7 +23,6 @@ import ast
 import builtins
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -33,6 +32,7 @@ from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import FileSites, SiteKind
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import field, record
 
 FUSED = "fused"
 # Where an origin may be written: `fused=` (a keyword, an assignment, `fused: bool`), a string
@@ -49,7 +49,7 @@ FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 Place = tuple[Path, int, int]  # a function's file, line and column
 
 
-@dataclass
+@record
 class FusedOrigins:
     """The answer: whether some fused value may leave its function (then every method is
     evaluated), else the functions that hold one."""

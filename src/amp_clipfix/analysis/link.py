@@ -7,7 +7,6 @@ time), a total order of sites, and the project's LightningModule classes. Librar
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 
 from amp_clipfix.models import (
@@ -20,6 +19,7 @@ from amp_clipfix.models import (
     entry_order,
 )
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import record
 
 
 class Piece(str, Enum):
@@ -31,7 +31,7 @@ class Piece(str, Enum):
     TRAINED = "trained"  # which module the Trainer trains
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PathPieces:
     """The three pieces of one finding, before deciding whether it is certain."""
 

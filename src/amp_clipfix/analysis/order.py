@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from enum import Enum
 
 from amp_clipfix.analysis.callables import callees, step_closure, written_at
@@ -21,6 +20,7 @@ from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.values import Fn
+from amp_clipfix.records import record, replace
 
 HELPER_DEPTH = 3
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -33,7 +33,7 @@ class EventKind(str, Enum):
     STEP = "step"  # an optimizer steps (through the scaler when `scaler` is set)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Seen:
     """What a classifier says a call is: its kind, the expressions of the scaler and optimizer
     it names, and anything the rule wants to keep (`detail`: an argument node, say)."""
@@ -44,7 +44,7 @@ class Seen:
     detail: object = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Event:
     """One call in run order. `scaler` and `optimizer` are structural keys of the expressions
     meant (never shown); `statement` is the statement of the function read that runs it (the
@@ -309,7 +309,7 @@ def translated(
         if written is not None:
             changes[role] = key(written)
             changes[f"{role}_code"] = ast.unparse(written)
-    return replace(made, **changes) if changes else made  # type: ignore[arg-type]
+    return replace(made, **changes) if changes else made
 
 
 def event_node(event: Event, role: str) -> ast.expr | None:

@@ -16,9 +16,9 @@ import ast
 import bisect
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from amp_clipfix.analysis.nodes import target_names, walk
+from amp_clipfix.records import record
 from amp_clipfix.sources.text import line_starts
 
 LARGE_MODULE = 1_000_000  # characters: smaller modules are parsed whole
@@ -35,7 +35,7 @@ WORD = re.compile(r"[^\W\d]\w*")
 PLAIN_TARGET = (ast.Name, ast.Tuple, ast.List, ast.Starred)  # binds names, nothing else
 
 
-@dataclass(frozen=True, order=True)
+@record(frozen=True, order=True)
 class Lines:
     """Where a pruned statement is: its first and last line, and its column (`a = 1; b = 2`)."""
 

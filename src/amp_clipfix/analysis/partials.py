@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.values import Ext, Part
+from amp_clipfix.records import field, record
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MethodCall:
     """One run of a library method `receiver.<attr>(...)`: `call` where it runs (the written
     call, or a call of the partial), `partial` the `functools.partial(...)` it goes through,

@@ -7,19 +7,19 @@ a check run imports it only for a codemod's fix and a file libcst cannot read fa
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.config_sites import Settings, read_config
 from amp_clipfix.analysis.parse import parse_module
 from amp_clipfix.models import FileSites, Site, Span
+from amp_clipfix.records import record, replace
 from amp_clipfix.sources.base import Document, Language, SourceError
 
 if TYPE_CHECKING:
     import libcst as cst
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReadFile:
     """What reading a document gave: its sites, the `ast` tree they were read from (`syntax`,
     kept for the project resolution when the file has sites) and the libcst tree a fix

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -32,6 +31,7 @@ from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.analysis.values import ClsV
 from amp_clipfix.models import ConfigModel, FileSites, Site, SiteKind, UseId
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import replace
 
 
 class Resolution(CalleeSearch, OptimizerSearch, TrainerSearch):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -45,9 +44,10 @@ from amp_clipfix.models import (
     UseId,
 )
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import field, record, replace
 
 
-@dataclass
+@record
 class Found:
     """Sites and fit calls the resolution adds, per file."""
 

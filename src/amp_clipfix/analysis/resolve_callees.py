@@ -14,7 +14,6 @@ to be named `Trainer` is no Lightning Trainer here: its value is the project's c
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
@@ -22,6 +21,7 @@ from amp_clipfix.analysis.collect_walk import FUNCTIONS
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.resolve_base import ResolutionBase
 from amp_clipfix.analysis.values import ClsV, Ext
+from amp_clipfix.records import replace
 
 ENTRY_KINDS = (names.Kind.TRAINER, names.Kind.FABRIC)
 CONSTRUCTORS = ("__init__", "__new__")

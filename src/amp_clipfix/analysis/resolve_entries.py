@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names, strategy_names
@@ -44,6 +43,7 @@ from amp_clipfix.analysis.values import (
 )
 from amp_clipfix.models import Certainty, EntryId, FileSites, Sharding, Site, SiteKind, Span
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import replace
 from amp_clipfix.sources.prefilter import word_start
 
 # Values that are surely no Fabric: a receiver holding only these never clips on one.

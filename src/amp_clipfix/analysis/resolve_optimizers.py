@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -27,6 +26,7 @@ from amp_clipfix.analysis.resolve_base import (
 from amp_clipfix.analysis.values import ClsV, Ext, Opaque, Opt, is_true
 from amp_clipfix.models import Certainty, ClassRef, FileSites, Site, SiteKind, Span, UseId
 from amp_clipfix.paths import is_library
+from amp_clipfix.records import record, replace
 
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
 # (a module class deriving from a project base in a file with neither is found through its hook).
@@ -40,7 +40,7 @@ def within(inner: Span, outer: Span) -> bool:
     ) <= (outer.end_line, outer.end_column)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FusedStarts:
     """A file's fused-optimizer sites sorted by where they start (`fused_within`)."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 from collections import deque
-from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import positional_or_keyword
@@ -29,6 +28,7 @@ from amp_clipfix.analysis.resolve_base import (
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import Ext, Lit, setting
 from amp_clipfix.models import Certainty, Site, SiteKind, Through, UseId
+from amp_clipfix.records import replace
 
 
 class RefineSites(ResolutionBase):

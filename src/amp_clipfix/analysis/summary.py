@@ -12,7 +12,6 @@ import bisect
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from amp_clipfix.analysis.bodies import note_unread
@@ -26,6 +25,7 @@ from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
 from amp_clipfix.sources.prefilter import WORD_BYTES
+from amp_clipfix.records import field, record
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
@@ -59,7 +59,7 @@ def called_name(func: ast.expr) -> str | None:
     return None
 
 
-@dataclass
+@record
 class Summary:
     """One module: its dotted name in the project, its tree and the names it binds."""
 

@@ -12,10 +12,10 @@ rule's (`Rule.targets`, e.g. rules/acf002.py). DESIGN.md §2 has the strategy ta
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from amp_clipfix.models import Finding, Fix, Site, Strategy
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import replace
 from amp_clipfix.rules import RULES
 from amp_clipfix.strategies import AUTO_ORDER, SAFETY, is_safe
 

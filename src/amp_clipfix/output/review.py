@@ -21,7 +21,7 @@ Columns are UTF-8 byte offsets, reviewdog's rule (proto/rdf/reviewdog.proto, `Po
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from amp_clipfix.models import Edit, Finding, Site
 from amp_clipfix.output.diff import format_patch
 from amp_clipfix.output.locations import file_span
 from amp_clipfix.paths import display_path
+from amp_clipfix.records import replace
 from amp_clipfix.sources.text import SourceError, decode_source
 
 __all__ = [

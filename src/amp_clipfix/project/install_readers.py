@@ -56,20 +56,28 @@ PIP_OPTIONS_WITH_VALUE = frozenset(
 )
 INCLUDE_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint"})
 QUOTING = re.compile(r"[\\'\"]")  # what shlex may turn into other characters of a word
+# A word shlex reads (posix) is the line's own characters less the quotes around its parts and
+# the backslashes that escape one: with those deleted, the line holds every word's text.
+UNQUOTED = str.maketrans("", "", "\\'\"")
 
 
 def shell_commands(text: str, holding: tuple[str, ...] = ()) -> Iterator[list[str]]:
     """The words of each command of a shell text: lines joined at a trailing `\\`, split with
     shlex (comments dropped), cut at `&&`, `;`, `|`. With `holding`, only the lines whose
     words may hold every one of those (shlex's pure-Python pass over each line of a long
-    workflow or README costs more than the rest of a small project's pins): a line without
-    quotes or backslashes gives its characters as they are, so it must hold them as text."""
+    workflow or README costs more than the rest of a small project's pins): a word is made of
+    the line's characters with only quotes and escaping backslashes left out, so the line less
+    those (UNQUOTED) must hold them as text (`p"i"p`, `ins\\tall` are still read)."""
     import shlex
 
     joined = re.sub(r"\\\r?\n", " ", text.replace("\r\n", "\n"))
     for line in joined.split("\n"):
-        if holding and not QUOTING.search(line) and not all(word in line for word in holding):
-            continue
+        if holding and not all(word in line for word in holding):
+            if not QUOTING.search(line):
+                continue
+            unquoted = line.translate(UNQUOTED)
+            if not all(word in unquoted for word in holding):
+                continue
         try:
             lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
             lexer.whitespace_split = True

@@ -11,13 +11,13 @@ from __future__ import annotations
 import pkgutil
 import re
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.bodies import let_go
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import replace
 from amp_clipfix.rules.base import (
     HOMEPAGE,
     Found,

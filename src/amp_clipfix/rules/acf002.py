@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.link import (
@@ -32,6 +31,7 @@ from amp_clipfix.models import (
     entry_order,
 )
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import record, replace
 from amp_clipfix.rules.base import Found, Queries, Rule, safety
 from amp_clipfix.rules.clip_fused import (
     TRAINER_CODE,
@@ -119,7 +119,7 @@ trainer.fit(Model(), train_dataloaders=loader)
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrainerSettings:
     """The failing precision and the clipping of one `Trainer(...)` call."""
 

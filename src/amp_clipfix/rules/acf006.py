@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import replace
 
 from amp_clipfix.analysis.callables import bound_receivers, caller_readings, calls_instance
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -34,6 +33,7 @@ from amp_clipfix.analysis.training import call_site, is_torch_clip, steps_after
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.analysis.written_events import any_fabric_backward
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
+from amp_clipfix.records import replace
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
 from amp_clipfix.rules.fabric_steps import (

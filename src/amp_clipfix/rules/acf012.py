@@ -14,12 +14,12 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from amp_clipfix.analysis.calls import arguments, library_call_files, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import LIBRARY, Kind
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
+from amp_clipfix.records import record
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
 from amp_clipfix.sources.text import line_starts
 
@@ -72,7 +72,7 @@ with torch.amp.autocast("cuda", dtype=torch.float16):
 """
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rewrite:
     """One deprecated call and its rewrite: the edits of the call, the binding its callee
     reads (a candidate for removal), whether it needs a module-level `torch`."""

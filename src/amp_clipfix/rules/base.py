@@ -8,11 +8,11 @@ pages are all rendered from the rule itself, so they never disagree.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amp_clipfix.models import Confidence, Edit, FileSites, Finding, LightningPath, Site, Strategy
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import field, record
 from amp_clipfix.strategies import SAFETY, is_safe
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ FIX_ORDER = (
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RuleFix:
     """One fix a rule with its own search offers for one finding.
 
@@ -58,7 +58,7 @@ class RuleFix:
     targets: tuple[Site, ...] = ()  # the sites it changes (the finding's primary site first)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Found:
     """One finding of a rule's own search: its typed sites, its confidence, and its fixes.
 
@@ -74,7 +74,7 @@ class Found:
     unfixed: str | None = None  # why no fix is offered, for the report ("no fix: ...")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Queries:
     """What a rule's `check` asks of one project: the sites the collection made of its files
     (`analysis/collect.py`), the Lightning release(s) it runs on, and, for a rule with `words`,
@@ -101,7 +101,7 @@ Check = Callable[[Queries], Iterable[Found]]
 Targeter = Callable[[Finding, Strategy, Target], tuple[tuple[Site, ...], str | None]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     """One finding code and everything said about it.
 

@@ -5,12 +5,12 @@ which piece a person must decide when one is decided at run time, and the pieces
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.link import PathPieces, Piece, sort_key
 from amp_clipfix.models import Confidence, Sharding, Site, SiteKind
 from amp_clipfix.project.version import Target
+from amp_clipfix.records import replace
 from amp_clipfix.rules.base import FABRIC_ERROR, TRAINER_ERROR, Found
 
 # The codes of the two paths (ACF003 names their review findings), and why each raises.
