@@ -24,8 +24,8 @@ from amp_clipfix.analysis.nodes import (
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
-from amp_clipfix.sources.prefilter import WORD_BYTES
 from amp_clipfix.records import field, record
+from amp_clipfix.sources.prefilter import WORD_BYTES
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
