@@ -178,12 +178,15 @@ def replaces(ev: EvaluatorBase, value: object, function: Function) -> bool:
     )
 
 
-def method_wrappers(ev: EvaluatorBase, summary: Summary) -> list[tuple[Function, list[ClsV]]]:
+def method_wrappers(
+    ev: EvaluatorBase, summary: Summary, among: set[int] | None = None
+) -> list[tuple[Function, list[ClsV]]]:
     """The wrappers the module's decorators return, with the classes whose methods they
-    replace (a wrapper applied to plain functions only is left out)."""
+    replace (a wrapper applied to plain functions only is left out); `among`: of the
+    functions with these ids only (None: every function)."""
     found: list[tuple[Function, list[ClsV]]] = []
     for statement in summary.walked_statements_with(b"def", own=1):  # its own `def`
-        if not isinstance(statement, FUNCTIONS):
+        if not isinstance(statement, FUNCTIONS) or among is not None and id(statement) not in among:
             continue
         decorator = decorator_of(ev, summary, statement)
         if decorator is None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis.decorators import method_wrappers
 from amp_clipfix.analysis.evaluate import first_param
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.training import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
@@ -125,7 +126,10 @@ def wrapped(facts: ProjectFacts) -> Iterator[Found]:
         return
     for file in facts.with_words(b".backward("):
         summary = facts.evaluator.summary(file.path) or file.summary
-        for wrapper, classes in method_wrappers(facts.evaluator, summary):
+        holders = backward_holders(summary)
+        if not holders:
+            continue  # no function of the file makes a plain backward: no wrapper can
+        for wrapper, classes in method_wrappers(facts.evaluator, summary, holders):
             modules = [c for c in classes if facts.is_lightning_module(c)]
             manual = [(c, facts.manual_optimization(c)) for c in modules]
             manual = [(c, state) for c, state in manual if state is not False]
@@ -142,6 +146,22 @@ def wrapped(facts: ProjectFacts) -> Iterator[Found]:
             if scaler is not False:
                 for call in calls:
                     yield found(file, call, self_name, state, scaler)
+
+
+def backward_holders(summary: Summary) -> set[int]:
+    """The ids of the functions whose code (the functions inside it too, as `ast.walk` of a
+    wrapper reads it) makes a plain `.backward()` call (Summary.calls: by the name's lines, in
+    any spelling): only such a wrapper can give a finding, so only these are asked whether a
+    decorator returns them."""
+    found: set[int] = set()
+    for call in summary.calls("backward"):
+        if plain_backward(call):
+            node = summary.parent(call)
+            while node is not None:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.add(id(node))
+                node = summary.parent(node)
+    return found
 
 
 def found(
