@@ -17,6 +17,7 @@ from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.descriptors import property_accessor
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
+from amp_clipfix.analysis.nested_calls import calling_scopes, seen_in
 from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.passon import Node, followed
 from amp_clipfix.analysis.recording import (
@@ -207,10 +208,10 @@ class CallerIndex(PassedCalls):
         init = cls is not None and name == "__init__"
         wanted = cls.name if cls is not None and init else name
         found = []
+        scope = calling_scopes(ctx.summary, function)  # where a nested function's calls are
         for path in self.caller_files(function, wanted, ctx):
-            # A file that writes the function's name nowhere but its definition neither calls
-            # it nor passes it on (a helper, `fabric.launch`, a Thread): not parsed. An
-            # `__init__` is also called as `super().__init__(...)`.
+            # A file writing the name only where it is defined neither calls nor passes it on
+            # (a helper, `fabric.launch`, a Thread): not parsed. (`__init__`: `super()`.)
             if not self.may_pass(path, wanted) and not (init and self.may_call(path, name)):
                 continue
             summary = self.summary(path)
@@ -221,14 +222,13 @@ class CallerIndex(PassedCalls):
                 if caller.depth + ctx.depth > MAX_DEPTH:
                     self.cuts += 1  # not the key's depth (a function and a name)
                     continue
-                if keep is not None and not keep(call, caller):
-                    continue  # not asked whether it calls the function: it cannot matter
+                if (keep is not None and not keep(call, caller)) or not seen_in(scope, caller):
+                    continue  # not asked: it cannot matter, or cannot be it (nested_calls.py)
                 if self.calls_function(call, caller, function, cls):
                     found.extend(self.through_partial(call, caller, function, cls))
                 elif cls is not None and not init:  # `self.<name>(...)` in a base's method
-                    runtime = dispatched_caller(
-                        self, call, caller, function, ClsV(cls, ctx.summary)
-                    )
+                    owner = ClsV(cls, ctx.summary)
+                    runtime = dispatched_caller(self, call, caller, function, owner)
                     if runtime is not None:
                         found.append((call, runtime))
             # passed as a value to what calls it: a helper, `fabric.launch`, a Thread

@@ -27,6 +27,7 @@ function replaces it: the method's body never runs (`replaced`). Library decorat
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.values import ClsV, Fn, SelfV
@@ -178,12 +179,15 @@ def replaces(ev: EvaluatorBase, value: object, function: Function) -> bool:
     )
 
 
-def method_wrappers(ev: EvaluatorBase, summary: Summary) -> list[tuple[Function, list[ClsV]]]:
+def method_wrappers(
+    ev: EvaluatorBase, summary: Summary, keep: Callable[[Function], bool] | None = None
+) -> list[tuple[Function, list[ClsV]]]:
     """The wrappers the module's decorators return, with the classes whose methods they
-    replace (a wrapper applied to plain functions only is left out)."""
+    replace (a wrapper applied to plain functions only is left out); `keep`: of the
+    functions it keeps only (None: every function)."""
     found: list[tuple[Function, list[ClsV]]] = []
     for statement in summary.walked_statements_with(b"def", own=1):  # its own `def`
-        if not isinstance(statement, FUNCTIONS):
+        if not isinstance(statement, FUNCTIONS) or keep is not None and not keep(statement):
             continue
         decorator = decorator_of(ev, summary, statement)
         if decorator is None:

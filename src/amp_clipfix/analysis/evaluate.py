@@ -233,6 +233,22 @@ class Evaluator(
             self.node_contexts[key] = known
         return known[1]
 
+    def note_contexts(self, summary: Summary, function: ast.AST, nodes: list[ast.AST]) -> None:
+        """ctx_of's answer noted for `nodes`, whose innermost function is `function` (a module:
+        its own code): the calls of a function read in run order (order.events), each asked
+        about at once, where ctx_of went down from the module's statement to each first. A
+        module's context is shared with its class bodies' (the first made keeps its class):
+        never made here, only one made already is noted."""
+        if isinstance(function, ast.Module):
+            known = self.contexts.get((id(summary), id(None)))
+            if known is None:
+                return
+            ctx = known
+        else:
+            ctx = self.ctx(summary, function, summary.enclosing(function)[1])
+        for node in nodes:
+            self.node_contexts.setdefault((id(summary), id(node)), (node, ctx))
+
     def force(self, items: Iterable[object]) -> list[object]:
         values: list[object] = []
         for item in items:

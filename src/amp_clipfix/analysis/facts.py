@@ -22,6 +22,7 @@ from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
+from amp_clipfix.analysis.word_scan import holds_any
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import field, record
@@ -193,13 +194,12 @@ class LazyFiles(Mapping[Path, FileFacts]):
         return sum(1 for _ in self)
 
     def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
-        """The files whose document text holds one of `words` and passes `where`, in path
-        order; the text is read (decoded, not parsed) first, so only those files are parsed."""
+        """The files whose text holds one of `words` and pass `where`, by path; only they parse."""
         self.noted.words(words)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)
-            if data is not None and any(word in data for word in words):
+            if data is not None and holds_any(data, words):  # word_scan.py: the same answer
                 found = self.get(path) if where is None or where(path, data) else None
                 if found is not None:
                     yield found

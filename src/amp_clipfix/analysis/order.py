@@ -143,6 +143,22 @@ def own_calls(statement: ast.stmt) -> list[ast.Call]:
     return sorted(found, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
 
 
+def callee_chain(call: ast.Call) -> list[ast.AST]:
+    """A call, its callee and the receivers under it down to a name (`self.state.to(x)`:
+    the call, `self.state.to`, `self.state`, `self`; through items and calls): the nodes a
+    classifier asks about, in the call's own code (never inside a lambda)."""
+    found: list[ast.AST] = [call]
+    node: ast.AST = call.func
+    while True:
+        found.append(node)
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return found
+
+
 def events(
     facts: ProjectFacts,
     file: FileFacts,
@@ -172,6 +188,11 @@ def events(
                 continue
             first = None
         listed.append((statement, calls_of(statement)))
+    evaluator = facts._evaluator  # made: each call's callee is asked about (not made here)
+    if evaluator is not None:
+        summary = evaluator.summary(file.path) or file.summary
+        chains = [node for _, calls in listed for call in calls for node in callee_chain(call)]
+        evaluator.note_contexts(summary, function, chains)
     quiet = tail and depth == 0 and until is None
     last = max((i for i, (_, calls) in enumerate(listed) if calls), default=-1)
     for index, (statement, calls) in enumerate(listed):

@@ -9,11 +9,13 @@ without a scale, and Lightning's unscale inside `optimizer.step()` fails (or, mi
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.decorators import method_wrappers
 from amp_clipfix.analysis.evaluate import first_param
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.summary import Summary, first_line
 from amp_clipfix.analysis.training import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
@@ -125,7 +127,8 @@ def wrapped(facts: ProjectFacts) -> Iterator[Found]:
         return
     for file in facts.with_words(b".backward("):
         summary = facts.evaluator.summary(file.path) or file.summary
-        for wrapper, classes in method_wrappers(facts.evaluator, summary):
+        writes = functools.partial(may_call_backward, summary)
+        for wrapper, classes in method_wrappers(facts.evaluator, summary, writes):
             modules = [c for c in classes if facts.is_lightning_module(c)]
             manual = [(c, facts.manual_optimization(c)) for c in modules]
             manual = [(c, state) for c, state in manual if state is not False]
@@ -142,6 +145,17 @@ def wrapped(facts: ProjectFacts) -> Iterator[Found]:
             if scaler is not False:
                 for call in calls:
                     yield found(file, call, self_name, state, scaler)
+
+
+def may_call_backward(summary: Summary, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function's lines (its decorators' too: `ast.walk` of a wrapper reads them,
+    and the functions inside it) can write a `.backward()` call: they write `backward`, or a
+    byte outside ASCII (a name spelled another way that Python reads as it, NFKC). A function
+    that cannot gives no finding, so it is not asked whether a decorator returns it; its body
+    is not read for it (analysis/bodies.py)."""
+    lines = summary.lines[first_line(function) - 1 : function.end_lineno]
+    text = b"\n".join(lines)
+    return b"backward" in text or not text.isascii()
 
 
 def found(
