@@ -126,7 +126,9 @@ def summary_loader(
                 text = adapter_for(path).load(path, contents[path]).text
             except (SourceError, KeyError):
                 return None
-            collection.summaries[path] = summarise(root, path, text, data=contents[path])
+            collection.summaries[path] = summarise(
+                root, path, text, data=contents[path], bodies=collection.bodies
+            )
         return collection.summaries[path]
 
     return load
@@ -225,11 +227,10 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     scopes a memo of the evaluator's parts keeps (reaching.declared_names: up to 64 whole
     trees, which would outlive the project). The trees stay with the summaries (a later round
     of `apply` reuses those of the files it did not change; release_analysis lets them go)."""
-    from amp_clipfix.analysis.bodies import forget
     from amp_clipfix.analysis.reaching import declared_names
     from amp_clipfix.sources.prefilter import nfkc_stable
 
-    forget()  # the list of unread bodies holds their trees
+    collection.bodies.forget()  # the list of unread bodies holds their trees
     collection.evaluator = None
     if facts is not None:
         facts.release()

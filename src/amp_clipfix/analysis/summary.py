@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amp_clipfix.analysis.bodies import note_unread
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies
 from amp_clipfix.analysis.nodes import (
     calls_in,
     child_nodes,
@@ -30,12 +30,15 @@ from amp_clipfix.models import EntryId, Span
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The statements that hold statements (blocks_of finds none in any other).
-COMPOUND = frozenset(
-    kind
-    for kind in vars(ast).values()
-    if isinstance(kind, type)
-    and issubclass(kind, ast.stmt)
-    and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
+COMPOUND = (
+    frozenset(
+        kind
+        for kind in vars(ast).values()
+        if isinstance(kind, type)
+        and issubclass(kind, ast.stmt)
+        and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
+    )
+    | UNREAD_KINDS
 )
 # Names asked of one module's `calls` (or `passing`) past which every call is indexed by name
 # in one walk, not looked for on the lines writing each name.
@@ -406,11 +409,17 @@ def shared_folders(path: Path, other: Path) -> int:
 
 
 def summarise(
-    root: Path, path: Path, text: str, tree: ast.Module | None = None, data: bytes | None = None
+    root: Path,
+    path: Path,
+    text: str,
+    tree: ast.Module | None = None,
+    data: bytes | None = None,
+    bodies: Bodies | None = None,
 ) -> Summary | None:
     """The summary of one module (from the tree its sites were read from, when there is one),
     or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
-    read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two)."""
+    read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two).
+    `bodies`: the run's unread function bodies, which a tree parsed here joins."""
     parsed = tree is None
     if tree is None:
         try:
@@ -420,8 +429,8 @@ def summarise(
     name, is_package = module_name(root, path)
     encoded = text.encode("utf-8")
     lines = TextLines(data if data is not None and data == encoded else encoded)
-    if parsed:  # no one holds a node of it yet (analysis/bodies.py)
-        note_unread(tree, lines)
+    if parsed and bodies is not None:  # no one holds a node of it yet (analysis/bodies.py)
+        bodies.note(tree, lines)
     pruned = tree.pruned if isinstance(tree, LargeModule) else {}
     summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:
