@@ -129,9 +129,9 @@ def test_the_names_are_those_of_the_statements(let_go: bool) -> None:
     store = bodies.Bodies()
     summary = summarise(Path("/p"), Path("/p/m.py"), SOURCE, bodies=store)
     assert summary is not None
+    methods = [m for m, _ in store.unread if first_param(m) is not None]
     if let_go:
         store.let_go()
-    methods = [m for m, _ in store.unread if first_param(m) is not None]
     names = {m.name: (self_assigned_names(m), list_stored_names(m)) for m in methods}
     assert all(type(m) in bodies.UNREAD_KINDS for m in methods)  # peeked, not read
     assert sorted(names["adds"][0]) == ["a", "ann", "b", "c"] and names["adds"][1] == ["plugins"]

@@ -142,9 +142,10 @@ def test_two_runs_share_nothing_and_the_ast_classes_are_untouched() -> None:
     """Each run's store lets go of its own bodies only; nothing is set on `ast`'s classes."""
     mine, theirs = bodies.Bodies(), bodies.Bodies()
     first, second = made(PROGRAM, mine), made(PROGRAM, theirs)
+    noted = [node for node, _ in mine.unread]
     assert mine.let_go() == 11
     assert all(type(node.__dict__["body"]) is list for node, _ in theirs.unread)
-    assert all(isinstance(node.__dict__["body"], bodies.Unread) for node, _ in mine.unread)
+    assert all(isinstance(node.__dict__["body"], bodies.Unread) for node in noted)
     assert "body" not in vars(ast.FunctionDef) and "body" not in vars(ast.AsyncFunctionDef)
     plain = ast.parse(PROGRAM)
     assert all(
@@ -351,3 +352,44 @@ def test_a_walk_for_a_keyword_finds_what_the_whole_walk_finds(
         ast.dump(node, include_attributes=True) for node in whole
     ]
     assert found  # each kind is there, also on a `def` line (`global X; X = 1`)
+
+
+CALLS = """\
+def counts():
+    plugins = []  # the word on lines with calls, none of them kept
+    return len(plugins)
+
+
+def makes(trainer_cls):
+    return trainer_cls(
+        plugins=[print("plugins")],
+    )
+
+
+class Holder:
+    def adds(self):
+        self.plugins.append(2)
+"""
+
+
+def gives_plugins(call: ast.Call) -> bool:
+    return any(keyword.arg == "plugins" for keyword in call.keywords)
+
+
+def test_calls_kept_read_only_the_bodies_of_the_calls_kept(store: bodies.Bodies) -> None:
+    """The calls on the lines writing a word are looked for in bodies not read for good; the
+    functions of the calls kept are read (the calls are their nodes), the others let go."""
+    summary = made(CALLS, store)
+    counts, makes = summary.top["counts"][0], summary.top["makes"][0]
+    adds = summary.top["Holder"][0].body[0]  # type: ignore[attr-defined]
+    assert store.let_go() == 3
+    kept = summary.calls_kept(gives_plugins, "plugins")
+    assert [ast.unparse(call.func) for call in kept] == ["trainer_cls"]
+    assert type(makes) is ast.FunctionDef and any(node is kept[0] for node in ast.walk(makes))
+    assert type(counts) is bodies.FunctionDef and type(adds) is bodies.FunctionDef
+    assert store.let_go() == 2  # parsed again to be looked at, let go again
+    plain = made(CALLS)
+    whole = [ast.dump(call) for call in plain.calls_writing("plugins")]
+    assert [ast.dump(call) for call in summary.calls_writing("plugins")] == whole
+    assert len(whole) == 4  # len, trainer_cls, print, append: every body read now
+    assert type(counts) is ast.FunctionDef and type(adds) is ast.FunctionDef

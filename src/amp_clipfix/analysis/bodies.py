@@ -43,12 +43,13 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class Unread:
-    """A body let go: the module's UTF-8 lines it is parsed again from."""
+    """A body let go: the module's UTF-8 lines it is parsed again from, and the run's bodies
+    (a body `peek` parses again joins them, to be let go again)."""
 
-    __slots__ = ("lines",)
+    __slots__ = ("lines", "bodies")
 
-    def __init__(self, lines: Sequence[bytes]) -> None:
-        self.lines = lines
+    def __init__(self, lines: Sequence[bytes], bodies: Bodies) -> None:
+        self.lines, self.bodies = lines, bodies
 
 
 def read_body(node: Function) -> list[ast.stmt]:
@@ -93,8 +94,8 @@ UNREAD_KINDS = frozenset(READ)
 
 
 class Bodies:
-    """One run's functions whose bodies nothing had read when last looked at, with the
-    module's UTF-8 lines of each."""
+    """One run's functions whose bodies are held and were unread when noted (since the last
+    `let_go`), with the module's UTF-8 lines of each."""
 
     __slots__ = ("unread",)
 
@@ -123,17 +124,15 @@ class Bodies:
                         todo.extend(handler.body)
 
     def let_go(self) -> int:
-        """Let go of every body still unread (and held); returns how many. The functions
-        still unread stay noted: a body `peek` parsed again is let go at the next stage."""
+        """Let go of every body noted that is still unread; returns how many. Wherever no
+        node of a body `peek` gave is held (each reader of one keeps none past its own
+        return): the run calls it before each rule and before it loads a module."""
         count = 0
-        kept: list[tuple[Function, Sequence[bytes]]] = []
         for node, lines in self.unread:
-            if type(node) in UNREAD_KINDS:
-                kept.append((node, lines))
-                if type(node.__dict__.get("body")) is list:
-                    node.__dict__["body"] = Unread(lines)
-                    count += 1
-        self.unread = kept
+            if type(node) in UNREAD_KINDS and type(node.__dict__.get("body")) is list:
+                node.__dict__["body"] = Unread(lines, self)
+                count += 1
+        self.unread = []
         return count
 
     def forget(self) -> None:
@@ -148,7 +147,10 @@ def peek(node: Function) -> list[ast.stmt]:
     if type(node) not in UNREAD_KINDS:
         return node.body
     body = node.__dict__["body"]
-    return parse_again(node, body.lines) if type(body) is Unread else body
+    if type(body) is not Unread:
+        return body
+    body.bodies.unread.append((node, body.lines))  # held again: let go again
+    return parse_again(node, body.lines)
 
 
 def parse_again(node: Function, lines: Sequence[bytes]) -> list[ast.stmt]:
