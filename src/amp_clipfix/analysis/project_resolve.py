@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
+from amp_clipfix.analysis.bodies import HELD_LINES
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
@@ -117,7 +118,7 @@ def summary_loader(
 
     def load(path: Path) -> Summary | None:
         if path not in collection.summaries:
-            collection.bodies.let_go()  # the bodies the modules loaded so far did not need
+            collection.bodies.let_go(HELD_LINES)  # what the modules loaded did not need
             read = collection.parsed.get(path)
             if read is not None and read.syntax is not None:
                 summary = summarise(root, path, read.document.text, read.syntax, contents.get(path))
