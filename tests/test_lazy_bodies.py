@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis import bodies, project_resolve
+from amp_clipfix.analysis import bodies
 from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
@@ -275,13 +275,13 @@ def report(folder: Path) -> str:
     )
 
 
-@pytest.mark.parametrize("held", [project_resolve.HELD_LINES, 0], ids=["rules", "every-load"])
+@pytest.mark.parametrize("held", [bodies.HELD_LINES, 0], ids=["rules", "every-load"])
 def test_a_run_reports_the_same_when_bodies_are_let_go(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: int
 ) -> None:
     """The rules read bodies the resolution let go (parsed again), and report what a run that
     keeps every body reports; also when they are let go before every module is loaded."""
-    monkeypatch.setattr(project_resolve, "HELD_LINES", held)
+    monkeypatch.setattr(bodies, "HELD_LINES", held)
     folder = tmp_path / "p"
     folder.mkdir()
     for name, text in {"factory.py": FACTORY, "model.py": MODEL, "loop.py": LOOP}.items():

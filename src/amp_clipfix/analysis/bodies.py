@@ -38,7 +38,7 @@ read through the attribute) and trees made any other way are never noted.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -165,6 +165,23 @@ def peek(node: Function) -> list[ast.stmt]:
         return body
     body.bodies.add(node, body.lines)  # held again: let go again
     return parse_again(node, body.lines)
+
+
+def kept_calls(
+    found: list[ast.Call], owners: list[ast.AST | None], keep: Callable[[ast.Call], bool]
+) -> list[ast.Call]:
+    """The calls of `found` that `keep` keeps, the bodies nodes.calls_in found them in
+    (`owners`, one for each call, or none at all) read for good; the others stay unread."""
+    kept = [index for index, call in enumerate(found) if keep(call)]
+    for owner in {id(owners[i]): owners[i] for i in kept if owners}.values():
+        if type(owner) in UNREAD_KINDS:
+            owner.body  # type: ignore[union-attr]  # noqa: B018 - the read is the point
+    return [found[index] for index in kept]
+
+
+def unread_body(node: ast.AST) -> list[ast.stmt] | None:
+    """`peek(node)` for a function nothing has read, else None (nodes.calls_in)."""
+    return peek(node) if type(node) in UNREAD_KINDS else None  # type: ignore[arg-type]
 
 
 def parse_again(node: Function, lines: Sequence[bytes]) -> list[ast.stmt]:

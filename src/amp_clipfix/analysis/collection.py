@@ -82,14 +82,9 @@ class Collection:
     # from (and whether the cache served it), kept by a round and given to the next, which
     # parses only the files whose bytes a fix changed; None: not kept (check).
     outcomes: dict[Path, tuple[bytes, object, bool]] | None = None
-    # The function bodies of this run's summaries that nothing has read (analysis/bodies.py).
-    bodies: Bodies = field(default_factory=lambda: new_bodies())
-
-
-def new_bodies() -> Bodies:
-    from amp_clipfix.analysis.bodies import Bodies
-
-    return Bodies()
+    # The function bodies of this run's summaries that nothing has read (analysis/bodies.py),
+    # made with the first summary its loader parses (start-up imports no `ast`).
+    bodies: Bodies | None = None
 
 
 def read_as_config(path: Path) -> bool:

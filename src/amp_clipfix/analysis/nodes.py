@@ -14,8 +14,6 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from amp_clipfix.analysis.bodies import UNREAD_KINDS, peek
-
 AST, CONTEXT = ast.AST, ast.expr_context
 # Names and constants, most of a tree's leaves, hold no node but their context: their fields
 # are not even looked at. `ctx` (always a context) is left out of every node type's fields.
@@ -59,7 +57,10 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def calls_in(
-    tree: ast.AST, lines: Sequence[int] | None = None, owners: list[ast.AST | None] | None = None
+    tree: ast.AST,
+    lines: Sequence[int] | None = None,
+    owners: list[ast.AST | None] | None = None,
+    unread: Callable[[ast.AST], list[ast.stmt] | None] | None = None,
 ) -> list[ast.Call]:
     """The calls of `[n for n in walk(tree) if isinstance(n, ast.Call)]`, in that order, from
     one loop (no generator, no list per node). With `lines` (sorted), those of them that lie
@@ -70,14 +71,15 @@ def calls_in(
     f-string (whose inner positions Python before 3.12 may misplace) is walked whole, never
     by its positions.
 
-    With `owners` (and `lines`), the body of a function nothing has read is looked at without
-    reading it for good (bodies.peek), and `owners` gets, for each call found, that function
-    (None for a call in no such body): the caller reads for good the functions of the calls
-    it keeps (`kept_calls`), and the others' bodies are still let go."""
+    With `owners` and `unread` (and `lines`), the body of a function nothing has read is
+    looked at without reading it for good (`unread`: bodies.unread_body), and `owners` gets,
+    for each call found, that function (None for a call in no such body): the caller reads
+    for good the functions of the calls it keeps (bodies.kept_calls), and the others' bodies
+    are still let go."""
     found: list[ast.Call] = []
     todo: list[tuple[ast.AST, bool, ast.AST | None]] = [(tree, lines is not None, None)]
     fields_of, call, leaves, joined = FIELDS.get, ast.Call, LEAVES, ast.JoinedStr
-    peeking = UNREAD_KINDS if owners is not None and lines is not None else frozenset()
+    peeking = owners is not None and lines is not None and unread is not None
     lines = lines or ()
     count = len(lines)
     for node, pruned, owner in todo:  # grows as it goes: breadth first
@@ -94,10 +96,11 @@ def calls_in(
         inner = pruned and kind is not joined
         for field in fields:
             inner_owner = owner
-            if kind in peeking and field == "body":
-                value: object = peek(node)  # type: ignore[arg-type]
-                inner_owner = node
-            else:
+            value: object = None
+            if peeking and field == "body":
+                value = unread(node)  # type: ignore[misc]
+                inner_owner = node if value is not None else owner
+            if value is None:
                 value = getattr(node, field, None)
             children = value if type(value) is list else (value,)
             for child in children:
@@ -115,18 +118,6 @@ def calls_in(
                             continue
                 todo.append((child, inner, inner_owner))
     return found
-
-
-def kept_calls(
-    found: list[ast.Call], owners: list[ast.AST | None], keep: Callable[[ast.Call], bool]
-) -> list[ast.Call]:
-    """The calls of `found` that `keep` keeps, the bodies `calls_in` found them in (`owners`,
-    one for each call, or none at all) read for good; the other bodies stay unread."""
-    kept = [index for index, call in enumerate(found) if keep(call)]
-    for owner in {id(owners[i]): owners[i] for i in kept if owners}.values():
-        if type(owner) in UNREAD_KINDS:
-            owner.body  # type: ignore[union-attr]  # noqa: B018 - the read is the point
-    return [found[index] for index in kept]
 
 
 def target_names(target: ast.expr) -> list[str]:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
-from amp_clipfix.analysis.bodies import HELD_LINES
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
@@ -114,11 +113,16 @@ def summary_loader(
     root: Path, contents: dict[Path, bytes], collection: Collection
 ) -> Callable[[Path], Summary | None]:
     """Summaries on first use, from the reader's tree when the file was read (parsed once)."""
+    from amp_clipfix.analysis.bodies import HELD_LINES, Bodies
     from amp_clipfix.analysis.summary import summarise
+
+    if collection.bodies is None:
+        collection.bodies = Bodies()
+    bodies = collection.bodies
 
     def load(path: Path) -> Summary | None:
         if path not in collection.summaries:
-            collection.bodies.let_go(HELD_LINES)  # what the modules loaded did not need
+            bodies.let_go(HELD_LINES)  # what the modules loaded so far did not need
             read = collection.parsed.get(path)
             if read is not None and read.syntax is not None:
                 summary = summarise(root, path, read.document.text, read.syntax, contents.get(path))
@@ -129,7 +133,7 @@ def summary_loader(
             except (SourceError, KeyError):
                 return None
             collection.summaries[path] = summarise(
-                root, path, text, data=contents[path], bodies=collection.bodies
+                root, path, text, data=contents[path], bodies=bodies
             )
         return collection.summaries[path]
 
@@ -232,7 +236,8 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     from amp_clipfix.analysis.reaching import declared_names
     from amp_clipfix.sources.prefilter import nfkc_stable
 
-    collection.bodies.forget()  # the list of unread bodies holds their trees
+    if collection.bodies is not None:
+        collection.bodies.forget()  # the list of unread bodies holds their trees
     collection.evaluator = None
     if facts is not None:
         facts.release()

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies
-from amp_clipfix.analysis.nodes import calls_in, child_nodes, kept_calls, node_fields, target_names
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies, kept_calls, unread_body
+from amp_clipfix.analysis.nodes import calls_in, child_nodes, node_fields, target_names
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
@@ -275,7 +275,7 @@ class Summary:
         for sign in set(signs):
             offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
         lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
-        return calls_in(self.tree, lines, owners) if lines else []
+        return calls_in(self.tree, lines, owners, unread_body) if lines else []
 
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth, in source order. A class is a
