@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from amp_clipfix.analysis.bodies import UNREAD_KINDS
 from amp_clipfix.analysis.class_members import assignments_to, self_assigned_names
 from amp_clipfix.analysis.descriptors import descriptor_values, is_descriptor
 from amp_clipfix.analysis.dispatch import receiver_of
@@ -115,7 +116,11 @@ class ClassModel(EvaluatorBase):
             found: dict[str, list[ast.stmt]] = {}
             for statement in cls.body:
                 if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    names = {statement.name, *self_assigned_names(statement)}
+                    if type(statement) in UNREAD_KINDS:  # looked at, not read for good
+                        assigned = self_assigned_names(statement)
+                    else:
+                        assigned = list(self.self_assignments(statement))
+                    names = {statement.name, *assigned}
                 elif isinstance(statement, (ast.AnnAssign, ast.Assign)):
                     names = set(bound_names(statement))
                 else:

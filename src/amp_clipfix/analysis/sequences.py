@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.bodies import Function
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, Function
 from amp_clipfix.analysis.class_members import list_receiver, list_stored_names, list_stores_to
 from amp_clipfix.analysis.dict_stores import Stores, item_stores
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
@@ -370,7 +370,11 @@ class Sequences(EvaluatorBase):
             found: dict[str, list[Function]] = {}
             for method in cls.body:
                 if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for name in list_stored_names(method):
+                    if type(method) in UNREAD_KINDS:  # looked at, not read for good
+                        names = list_stored_names(method)
+                    else:
+                        names = list(self.attribute_list_stores(method))
+                    for name in names:
                         found.setdefault(name, []).append(method)
             self.storing_cache[key] = (cls, found)
         return self.storing_cache[key][1]
