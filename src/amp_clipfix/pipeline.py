@@ -395,7 +395,7 @@ def guarded_findings(
 
     def compute() -> list[Finding]:
         with deep_stack():
-            linked = find_findings(files, target, chosen, facts=facts)
+            linked = find_findings(files, target, chosen, facts, collection.bodies)
             if facts is not None and facts.settle is not None:
                 facts.settle()  # the word-holding files no search parsed that do not parse
             return linked
@@ -406,7 +406,7 @@ def guarded_findings(
             from amp_clipfix.rules import findings_order
 
             def check(rule: Rule) -> list[Finding]:
-                return find_findings(files, target, [rule], facts=facts)
+                return find_findings(files, target, [rule], facts, collection.bodies)
 
             with deep_stack():  # one query per searching rule
                 found = rules_query(collection, files, target, chosen, facts, check)  # type: ignore[arg-type]

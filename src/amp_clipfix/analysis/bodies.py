@@ -1,28 +1,35 @@
 """Function bodies that nothing has read are let go, and parsed again when first read.
 
-The `ast` trees of the modules the evaluator loads are most of a run's memory (NeMo: 222 of
-350 MB at the end of the rules), and most of a tree is function bodies. A search reads a few
-functions of each module it loads; the rest of the module is never looked at, yet every
-summary keeps its whole tree to the end of the run (the evaluator's values and memos pin the
-trees, so a tree cannot be dropped and parsed again: a second parse gives new nodes, and the
-memos and values compare nodes by identity).
+The `ast` trees of the modules the evaluator loads are most of a run's memory, and most of a
+tree is function bodies. A search reads a few functions of each module it loads; the rest is
+never looked at, yet every summary keeps its whole tree to the end of the run (the
+evaluator's values and memos pin the trees, so a tree cannot be dropped and parsed again: a
+second parse gives new nodes, and the memos and values compare nodes by identity).
 
 A body nothing has read, though, has handed out no node: nothing can hold one of its nodes,
 so dropping it and parsing it again later gives nodes nobody can tell from the first ones
-(the same bytes give the same tree). So:
+(the same bytes give the same tree). So, per run (`Bodies`, held by the run's `Collection`;
+nothing is set on the `ast` classes and two runs share nothing):
 
-- `note_unread(tree, lines)`: the module-level and class-level functions of a tree the
-  summary parsed itself are noted as unread (`PENDING`, by node).
-- Reading a `FunctionDef`'s or `AsyncFunctionDef`'s `body` (a property on the two `ast`
-  classes: the attribute, `getattr`, `ast.walk`, `compile`) takes it off that list for good.
-- `let_go()`, at the points where a stage of the analysis begins (each rule), puts a
-  placeholder (`Unread`) in place of every body still on the list: the module's lines it
-  can be parsed again from. The node's attribute dict keeps its size (a key replaced, not
-  added).
+- `Bodies.note(tree, lines)`: the module-level and class-level functions of a tree the
+  summary parsed itself are noted as unread: each node's class becomes this module's
+  subclass of its `ast` class (`FunctionDef`, `AsyncFunctionDef`: the same name, fields and
+  layout; `isinstance` and every visitor by name see the `ast` class), whose `body` is a
+  property.
+- Reading the `body` of an unread function (the attribute, `getattr`, `ast.walk`,
+  `compile`) gives the node back its `ast` class: read for good, a plain attribute from then
+  on.
+- `Bodies.let_go()`, before each rule and before a module is loaded (once the bodies noted
+  since span `HELD_LINES`), puts a placeholder (`Unread`) in place of every body still
+  unread: the module's lines it can be parsed again from. The node's attribute dict keeps
+  its size (a key replaced, not added).
 - Reading a let-go body parses the function's own lines again (its decorators' first line
   to its last, under an `if 1:` when it is indented, at its own line numbers) and checks
   that the function found is the one noted (name and positions); else the whole module is
   parsed again and the function found by its position. The body then stays.
+- `peek(node)`: the body for a fact that hands out none of its nodes (names, say, or the
+  calls on some lines until one is kept: nodes.calls_in): an unread body stays unread
+  (parsed again when it was let go, let go again at the next let-go).
 
 Trees the collection's readers parsed (their sites hold nodes of bodies this process never
 read through the attribute) and trees made any other way are never noted.
@@ -31,87 +38,154 @@ read through the attribute) and trees made any other way are never noted.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-# The functions whose bodies nothing has read since their tree was parsed, by node id (the
-# node is held, so its id is its own), with the module's UTF-8 lines.
-PENDING: dict[int, tuple[Function, Sequence[bytes]]] = {}
+# The lines of the functions noted unread past which the bodies still unread are let go before a
+# module is loaded: a bound on the trees held that nothing read, without parsing again the
+# bodies read soon after their module is loaded (letting go before every load, NeMo parsed
+# again 42,600 lines, 0.17 s, mmengine 28,000; with this bound 20,000 and 30).
+HELD_LINES = 60_000
 
 
 class Unread:
-    """A body let go: the module's UTF-8 lines it is parsed again from."""
+    """A body let go: the module's UTF-8 lines it is parsed again from, and the run's bodies
+    (a body `peek` parses again joins them, to be let go again)."""
 
-    __slots__ = ("lines",)
+    __slots__ = ("lines", "bodies")
 
-    def __init__(self, lines: Sequence[bytes]) -> None:
-        self.lines = lines
+    def __init__(self, lines: Sequence[bytes], bodies: Bodies) -> None:
+        self.lines, self.bodies = lines, bodies
 
 
-def _get_body(node: Function) -> list[ast.stmt]:
+def read_body(node: Function) -> list[ast.stmt]:
+    """The `body` of a function nothing had read: the node is read for good."""
     try:
         body = node.__dict__["body"]
     except KeyError:
         raise AttributeError(f"'{type(node).__name__}' object has no attribute 'body'") from None
     if type(body) is Unread:
-        return parse_again(node, body.lines)
-    if PENDING:
-        PENDING.pop(id(node), None)
+        body = parse_again(node, body.lines)
+    node.__class__ = READ[type(node)]  # an `ast` node as any other from now on
     return body
 
 
-def _set_body(node: Function, body: list[ast.stmt]) -> None:
-    PENDING.pop(id(node), None)  # a body given by code is not the text's: never let go
-    node.__dict__["body"] = body
+def set_body(node: Function, body: list[ast.stmt]) -> None:
+    node.__dict__["body"] = body  # a body given by code is not the text's: never let go
+    node.__class__ = READ[type(node)]
 
 
-def _del_body(node: Function) -> None:
-    PENDING.pop(id(node), None)
+def delete_body(node: Function) -> None:
     del node.__dict__["body"]
+    node.__class__ = READ[type(node)]
 
 
-for _kind in FUNCTIONS:
-    _kind.body = property(_get_body, _set_body, _del_body)  # type: ignore[assignment]
+class FunctionDef(ast.FunctionDef):
+    """A `def` whose body nothing has read (the `ast` class's name, fields and layout)."""
+
+    __slots__ = ()
+    body = property(read_body, set_body, delete_body)
 
 
-def note_unread(tree: ast.Module, lines: Sequence[bytes]) -> None:
-    """Note the functions of `tree` (module level, in classes, in `if` / `try` blocks) as
-    unread. Only for a tree just parsed from `lines` whose nodes no one holds yet."""
-    todo: list[ast.stmt] = list(tree.body)
-    while todo:
-        statement = todo.pop()
-        if isinstance(statement, FUNCTIONS):
-            PENDING[id(statement)] = (statement, lines)
-        elif isinstance(statement, ast.ClassDef):
-            todo.extend(statement.body)
-        elif isinstance(statement, (ast.If, ast.Try)):
-            todo.extend(statement.body)
-            todo.extend(statement.orelse)
-            if isinstance(statement, ast.Try):
-                todo.extend(statement.finalbody)
-                for handler in statement.handlers:
-                    todo.extend(handler.body)
+class AsyncFunctionDef(ast.AsyncFunctionDef):
+    """An `async def` whose body nothing has read."""
+
+    __slots__ = ()
+    body = property(read_body, set_body, delete_body)
 
 
-def let_go() -> int:
-    """Let go of every body still unread; returns how many."""
-    count = len(PENDING)
-    for node, lines in PENDING.values():
-        node.__dict__["body"] = Unread(lines)
-    PENDING.clear()
-    return count
+UNREAD: dict[type, type] = {ast.FunctionDef: FunctionDef, ast.AsyncFunctionDef: AsyncFunctionDef}
+READ: dict[type, type] = {unread: read for read, unread in UNREAD.items()}
+UNREAD_KINDS = frozenset(READ)
 
 
-def forget() -> None:
-    """Keep the unread bodies as they are and let go of the list (and of its hold on the
-    trees): a project's analysis is over."""
-    PENDING.clear()
+class Bodies:
+    """One run's functions whose bodies are held and were unread when noted (since the last
+    `let_go`), with the module's UTF-8 lines of each."""
+
+    __slots__ = ("unread", "lines")
+
+    def __init__(self) -> None:
+        self.unread: list[tuple[Function, Sequence[bytes]]] = []
+        self.lines = 0  # the lines of the functions noted since the last let_go
+
+    def add(self, node: Function, lines: Sequence[bytes]) -> None:
+        self.unread.append((node, lines))
+        self.lines += (node.end_lineno or node.lineno) - node.lineno + 1
+
+    def note(self, tree: ast.Module, lines: Sequence[bytes]) -> None:
+        """Note the functions of `tree` (module level, in classes, in `if` / `try` blocks) as
+        unread. Only for a tree just parsed from `lines` whose nodes no one holds yet."""
+        todo: list[ast.stmt] = list(tree.body)
+        while todo:
+            statement = todo.pop()
+            kind = type(statement)
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                statement.__class__ = UNREAD[kind]
+                self.add(statement, lines)  # type: ignore[arg-type]
+            elif kind is ast.ClassDef:
+                todo.extend(statement.body)  # type: ignore[attr-defined]
+            elif kind is ast.If or kind is ast.Try:
+                todo.extend(statement.body)  # type: ignore[attr-defined]
+                todo.extend(statement.orelse)  # type: ignore[attr-defined]
+                if kind is ast.Try:
+                    todo.extend(statement.finalbody)  # type: ignore[attr-defined]
+                    for handler in statement.handlers:  # type: ignore[attr-defined]
+                        todo.extend(handler.body)
+
+    def let_go(self, held: int = 0) -> int:
+        """Let go of every body noted that is still unread, once they span more than `held`
+        lines; returns how many. Wherever no node of a body `peek` gave is held (each
+        reader of one keeps none past its own return): the run calls it before each rule and
+        before it loads a module (HELD_LINES)."""
+        if self.lines <= held:
+            return 0
+        count = 0
+        for node, lines in self.unread:
+            if type(node) in UNREAD_KINDS and type(node.__dict__.get("body")) is list:
+                node.__dict__["body"] = Unread(lines, self)
+                count += 1
+        self.unread, self.lines = [], 0
+        return count
+
+    def forget(self) -> None:
+        """Keep the unread bodies as they are and let go of the list (and of its hold on the
+        trees): a project's analysis is over."""
+        self.unread = []
+
+
+def peek(node: Function) -> list[ast.stmt]:
+    """The body of `node` for a fact that hands out none of its nodes (the names a method
+    assigns, say): an unread body stays unread, parsed again when it was let go."""
+    if type(node) not in UNREAD_KINDS:
+        return node.body
+    body = node.__dict__["body"]
+    if type(body) is not Unread:
+        return body
+    body.bodies.add(node, body.lines)  # held again: let go again
+    return parse_again(node, body.lines)
+
+
+def kept_calls(
+    found: list[ast.Call], owners: list[ast.AST | None], keep: Callable[[ast.Call], bool]
+) -> list[ast.Call]:
+    """The calls of `found` that `keep` keeps, the bodies nodes.calls_in found them in
+    (`owners`, one for each call, or none at all) read for good; the others stay unread."""
+    kept = [index for index, call in enumerate(found) if keep(call)]
+    for owner in {id(owners[i]): owners[i] for i in kept if owners}.values():
+        if type(owner) in UNREAD_KINDS:
+            owner.body  # type: ignore[union-attr]  # noqa: B018 - the read is the point
+    return [found[index] for index in kept]
+
+
+def unread_body(node: ast.AST) -> list[ast.stmt] | None:
+    """`peek(node)` for a function nothing has read, else None (nodes.calls_in)."""
+    return peek(node) if type(node) in UNREAD_KINDS else None  # type: ignore[arg-type]
 
 
 def parse_again(node: Function, lines: Sequence[bytes]) -> list[ast.stmt]:
-    """The body of `node` parsed again from the module's lines, kept from now on."""
+    """The body of `node` parsed again from the module's lines, and held by it again."""
     found = function_from_lines(node, lines) or function_from_module(node, lines)
     if found is None:  # the same bytes give the same tree: never, unless the lines changed
         raise RuntimeError(f"function {node.name!r} at line {node.lineno} not found again")
@@ -125,9 +199,10 @@ def first_line(node: Function) -> int:
 
 
 def same_function(node: Function, other: ast.AST) -> bool:
+    if type(other) is not READ.get(type(node), type(node)) or not isinstance(other, FUNCTIONS):
+        return False
     return (
-        type(other) is type(node)
-        and other.name == node.name
+        other.name == node.name
         and (other.lineno, other.col_offset) == (node.lineno, node.col_offset)
         and (other.end_lineno, other.end_col_offset) == (node.end_lineno, node.end_col_offset)
     )

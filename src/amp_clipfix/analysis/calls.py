@@ -53,17 +53,19 @@ def library_calls(
     wanted = frozenset(qualified)
     imports = file.summary.imports
     local = {name for name, imported in imports.items() if imported.startswith(prefixes)}
-    if keywords is None:
-        found_calls = file.summary.calls_writing(*sorted(shorts | local))
-    else:
-        found_calls = file.summary.calls_writing(*keywords.names, signs=(b"**",))
-    for node in found_calls:
+
+    def written(node: ast.Call) -> bool:  # the callee may name one, with the keywords read
         last, root = callee_words(node)
         by_name = last in shorts or imports.get(last) in wanted
         if not by_name and not imports.get(root, "").startswith(prefixes):
-            continue
-        if keywords is not None and not keywords.written(node):
-            continue
+            return False
+        return keywords is None or keywords.written(node)
+
+    if keywords is None:
+        found_calls = file.summary.calls_kept(written, *sorted(shorts | local))
+    else:
+        found_calls = file.summary.calls_kept(written, *keywords.names, signs=(b"**",))
+    for node in found_calls:
         found = facts.qualified_names(file, node.func) & wanted
         if found:
             yield node, found

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 
+from amp_clipfix.analysis.bodies import UNREAD_KINDS
+from amp_clipfix.analysis.class_members import assignments_to, self_assigned_names
 from amp_clipfix.analysis.descriptors import descriptor_values, is_descriptor
 from amp_clipfix.analysis.dispatch import receiver_of
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase
@@ -114,7 +116,11 @@ class ClassModel(EvaluatorBase):
             found: dict[str, list[ast.stmt]] = {}
             for statement in cls.body:
                 if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    names = {statement.name, *self.self_assignments(statement)}
+                    if type(statement) in UNREAD_KINDS:  # looked at, not read for good
+                        assigned = self_assigned_names(statement)
+                    else:
+                        assigned = list(self.self_assignments(statement))
+                    names = {statement.name, *assigned}
                 elif isinstance(statement, (ast.AnnAssign, ast.Assign)):
                     names = set(bound_names(statement))
                 else:
@@ -129,20 +135,8 @@ class ClassModel(EvaluatorBase):
         not one per attribute asked about (big model classes are asked about hundreds)."""
         key = id(method)
         if key not in self.assignments_cache:
-            self_name = first_param(method)
-            found: dict[str, list[ast.AST]] = {}
-            for node in self.statements(method):  # assignments are statements
-                if isinstance(node, ast.Assign):
-                    targets = node.targets
-                elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                    targets = [node.target]
-                else:
-                    continue
-                for target in targets:
-                    for element, _ in attribute_targets(target):
-                        if isinstance(element.value, ast.Name) and element.value.id == self_name:
-                            found.setdefault(element.attr, []).append(node)
-            self.assignments_cache[key] = found
+            statements = self.statements(method)  # assignments are statements
+            self.assignments_cache[key] = assignments_to(first_param(method), statements)
         return self.assignments_cache[key]
 
     def self_assignment(self, node: ast.AST, attr: str, method: ast.AST, ctx: Ctx) -> list[object]:

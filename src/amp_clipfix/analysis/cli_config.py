@@ -147,7 +147,9 @@ def defaulted(facts: ProjectFacts, key: str) -> bool:
     for file in facts.with_words(DEFAULTS_WORD):
         if CLI_WORD not in file.data:
             continue
-        for call in file.summary.calls_writing("trainer_defaults"):  # it writes the keyword
+        for call in file.summary.calls_kept(  # it writes the keyword
+            lambda c: keyword_value(c, "trainer_defaults") is not None, "trainer_defaults"
+        ):
             node = keyword_value(call, "trainer_defaults")
             if node is None or not may_hold(node, key):
                 continue
@@ -221,13 +223,16 @@ def config_documents(
         if file is None:
             continue
         # a mapping is written `{...}` or `dict(...)`: the calls on other lines have none
-        for call in file.summary.calls_writing("dict", signs=(b"{",)):
-            # A first argument with no mapping in it (a name, a loaded file) gives no setting
-            # and names no model (python_configs.walk): its callee is not evaluated.
-            if not call.args or next(python_configs.walk(call.args[0]), None) is None:
-                continue
+        # A first argument with no mapping in it (a name, a loaded file) gives no setting and
+        # names no model (python_configs.walk): its callee is not evaluated.
+        for call in file.summary.calls_kept(maps_first, "dict", signs=(b"{",)):
             if facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
                 yield file, call.args[0]
+
+
+def maps_first(call: ast.Call) -> bool:
+    """The call's first argument holds a mapping written in the code (config_documents)."""
+    return bool(call.args) and next(python_configs.walk(call.args[0]), None) is not None
 
 
 def document_settings(file: FileFacts, document: ast.expr, key: str) -> Iterator[Setting]:

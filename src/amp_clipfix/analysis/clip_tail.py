@@ -190,9 +190,8 @@ class ClipCapable:
             summary = self.summary(path)
             if summary is None:
                 continue
-            for call in summary.calls_writing(name):  # a call of `name` writes it
-                if called_name(call.func) != name:
-                    continue
+            # a call of `name` writes it
+            for call in summary.calls_kept(lambda c: called_name(c.func) == name, name):
                 function, cls = summary.enclosing(call)
                 if isinstance(function, FUNCTIONS):
                     owner = summary.enclosing(function)

@@ -13,6 +13,7 @@ from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language
 
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.bodies import Bodies
     from amp_clipfix.analysis.cache import Cache
     from amp_clipfix.analysis.config_sites import Settings
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -81,6 +82,9 @@ class Collection:
     # from (and whether the cache served it), kept by a round and given to the next, which
     # parses only the files whose bytes a fix changed; None: not kept (check).
     outcomes: dict[Path, tuple[bytes, object, bool]] | None = None
+    # The function bodies of this run's summaries that nothing has read (analysis/bodies.py),
+    # made with the first summary its loader parses (start-up imports no `ast`).
+    bodies: Bodies | None = None
 
 
 def read_as_config(path: Path) -> bool:

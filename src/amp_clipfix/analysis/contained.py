@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 # What a contained class's body may hold: methods, class attributes, its docstring.
 BODY = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Expr, ast.Pass)
 # Library methods whose call the evaluator reads as a store into their receiver
-# (sequences.ADDING, dict_stores.STORING_METHODS) or as a call of their argument
+# (class_members.ADDING, dict_stores.STORING_METHODS) or as a call of their argument
 # (passed.launch_call): an object passed to one of them may be read elsewhere.
 # Library callees of these kinds hand no argument back to the evaluator's values: a Trainer's,
 # a Fabric's or a LightningCLI's arguments are read by the rules only (library.call_external

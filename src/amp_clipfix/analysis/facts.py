@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
-from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, scope_fits, trainer_scope
+from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, is_fit, scope_fits, trainer_scope
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
@@ -386,7 +386,7 @@ class ProjectFacts:
             self._fits = []
             for file in self.with_words(FIT_WORD):
                 summary = self.evaluator.summary(file.path) or file.summary
-                for call in file.summary.calls_writing("fit"):  # a fit writes `fit`
+                for call in file.summary.calls_kept(is_fit, "fit"):  # a fit writes `fit`
                     self._fits += call_fits(self.evaluator, summary, call)
         return self._fits
 
@@ -411,7 +411,7 @@ class ProjectFacts:
             scope = trainer_scope(file.summary, call)
             if scope is not None:
                 summary = self.evaluator.summary(file.path) or file.summary
-                calls = file.summary.calls_writing("fit") if FIT_WORD in file.data else []
+                calls = file.summary.calls_kept(is_fit, "fit") if FIT_WORD in file.data else []
                 fits = scope_fits(self.evaluator, summary, calls, scope)
         classes: list[ClsV] = []
         unknown = False

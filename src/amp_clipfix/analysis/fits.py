@@ -56,12 +56,17 @@ class Fit:
         return self.joined()[1]
 
 
+def is_fit(call: ast.Call) -> bool:
+    """`<x>.fit(...)`: what `call_fits` reads further."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "fit"
+
+
 def call_fits(evaluator: Evaluator, summary: Summary, call: ast.Call) -> list[Fit]:
     """The fits a call is, when it is `<trainer>.fit(model, ...)` whose receiver may be a
     Trainer: one per context the call is read in (dispatch.py), its model read when asked."""
     from amp_clipfix.analysis.dispatch import runtime_contexts
 
-    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "fit"):
+    if not is_fit(call):
         return []
     model = call.args[0] if call.args else None
     for keyword in call.keywords:

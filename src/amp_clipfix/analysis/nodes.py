@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 AST, CONTEXT = ast.AST, ast.expr_context
 # Names and constants, most of a tree's leaves, hold no node but their context: their fields
@@ -56,7 +56,12 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield current
 
 
-def calls_in(tree: ast.AST, lines: Sequence[int] | None = None) -> list[ast.Call]:
+def calls_in(
+    tree: ast.AST,
+    lines: Sequence[int] | None = None,
+    owners: list[ast.AST | None] | None = None,
+    unread: Callable[[ast.AST], list[ast.stmt] | None] | None = None,
+) -> list[ast.Call]:
     """The calls of `[n for n in walk(tree) if isinstance(n, ast.Call)]`, in that order, from
     one loop (no generator, no list per node). With `lines` (sorted), those of them that lie
     on one of `lines` or in a node without a position: the walk goes only into the nodes
@@ -64,16 +69,25 @@ def calls_in(tree: ast.AST, lines: Sequence[int] | None = None) -> list[ast.Call
     them is among these, as every node around it spans that line too: a `def`'s or
     `class`'s decorators are counted from their own first line, and what is inside an
     f-string (whose inner positions Python before 3.12 may misplace) is walked whole, never
-    by its positions."""
+    by its positions.
+
+    With `owners` and `unread` (and `lines`), the body of a function nothing has read is
+    looked at without reading it for good (`unread`: bodies.unread_body), and `owners` gets,
+    for each call found, that function (None for a call in no such body): the caller reads
+    for good the functions of the calls it keeps (bodies.kept_calls), and the others' bodies
+    are still let go."""
     found: list[ast.Call] = []
-    todo: list[tuple[ast.AST, bool]] = [(tree, lines is not None)]
+    todo: list[tuple[ast.AST, bool, ast.AST | None]] = [(tree, lines is not None, None)]
     fields_of, call, leaves, joined = FIELDS.get, ast.Call, LEAVES, ast.JoinedStr
+    peeking = owners is not None and lines is not None and unread is not None
     lines = lines or ()
     count = len(lines)
-    for node, pruned in todo:  # grows as it goes: breadth first
+    for node, pruned, owner in todo:  # grows as it goes: breadth first
         kind = type(node)
         if kind is call:
             found.append(node)  # type: ignore[arg-type]
+            if owners is not None:
+                owners.append(owner)
         elif kind in leaves:
             continue
         fields = fields_of(kind)
@@ -81,7 +95,13 @@ def calls_in(tree: ast.AST, lines: Sequence[int] | None = None) -> list[ast.Call
             fields = node_fields(kind)
         inner = pruned and kind is not joined
         for field in fields:
-            value = getattr(node, field, None)
+            inner_owner = owner
+            value: object = None
+            if peeking and field == "body":
+                value = unread(node)  # type: ignore[misc]
+                inner_owner = node if value is not None else owner
+            if value is None:
+                value = getattr(node, field, None)
             children = value if type(value) is list else (value,)
             for child in children:
                 if not isinstance(child, AST) or isinstance(child, CONTEXT):
@@ -96,7 +116,7 @@ def calls_in(tree: ast.AST, lines: Sequence[int] | None = None) -> list[ast.Call
                         index = bisect_left(lines, start)
                         if index == count or lines[index] > end:
                             continue
-                todo.append((child, inner))
+                todo.append((child, inner, inner_owner))
     return found
 
 

@@ -51,7 +51,7 @@ def method_calls(facts: ProjectFacts, file: FileFacts, attr: str) -> Iterator[Me
     the method made in the file (in the order of the calls). Either call writes `attr` (the
     callee's name, the partial's first argument): the calls on the lines writing it are read."""
     partials: list[ast.Call] = []
-    for call in file.summary.calls_writing(attr):
+    for call in file.summary.calls_kept(lambda c: method_or_partial(c, attr), attr):
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == attr:
             yield MethodCall(call, func.value, list(call.args), keywords_of(call))
@@ -64,6 +64,13 @@ def method_calls(facts: ProjectFacts, file: FileFacts, attr: str) -> Iterator[Me
             partials.append(call)
     for partial in partials:
         yield from partial_runs(facts, file, partial)
+
+
+def method_or_partial(call: ast.Call, attr: str) -> bool:
+    """`<x>.<attr>(...)`, or a call whose first argument is `<x>.<attr>` (a partial of it)."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == attr:
+        return True
+    return bool(call.args) and isinstance(call.args[0], ast.Attribute) and call.args[0].attr == attr
 
 
 def is_partial(facts: ProjectFacts, file: FileFacts, func: ast.expr) -> bool:

@@ -113,10 +113,16 @@ def summary_loader(
     root: Path, contents: dict[Path, bytes], collection: Collection
 ) -> Callable[[Path], Summary | None]:
     """Summaries on first use, from the reader's tree when the file was read (parsed once)."""
+    from amp_clipfix.analysis.bodies import HELD_LINES, Bodies
     from amp_clipfix.analysis.summary import summarise
+
+    if collection.bodies is None:
+        collection.bodies = Bodies()
+    bodies = collection.bodies
 
     def load(path: Path) -> Summary | None:
         if path not in collection.summaries:
+            bodies.let_go(HELD_LINES)  # what the modules loaded so far did not need
             read = collection.parsed.get(path)
             if read is not None and read.syntax is not None:
                 summary = summarise(root, path, read.document.text, read.syntax, contents.get(path))
@@ -126,7 +132,9 @@ def summary_loader(
                 text = adapter_for(path).load(path, contents[path]).text
             except (SourceError, KeyError):
                 return None
-            collection.summaries[path] = summarise(root, path, text, data=contents[path])
+            collection.summaries[path] = summarise(
+                root, path, text, data=contents[path], bodies=bodies
+            )
         return collection.summaries[path]
 
     return load
@@ -225,11 +233,11 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     scopes a memo of the evaluator's parts keeps (reaching.declared_names: up to 64 whole
     trees, which would outlive the project). The trees stay with the summaries (a later round
     of `apply` reuses those of the files it did not change; release_analysis lets them go)."""
-    from amp_clipfix.analysis.bodies import forget
     from amp_clipfix.analysis.reaching import declared_names
     from amp_clipfix.sources.prefilter import nfkc_stable
 
-    forget()  # the list of unread bodies holds their trees
+    if collection.bodies is not None:
+        collection.bodies.forget()  # the list of unread bodies holds their trees
     collection.evaluator = None
     if facts is not None:
         facts.release()

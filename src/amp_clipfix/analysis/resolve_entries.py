@@ -250,7 +250,8 @@ class EntrySearch(RefineSites):
         passing = set(scan(self.contents, holds(b"plugins"), matches(PLUGINS)))
         among = {path for path, _ in free} | relevant_among(self.ev, passing)
         for summary in self.summaries_with(b"plugins", among=among & passing):
-            for call in summary.calls_writing("plugins"):  # the keyword's line is the call's
+            # the keyword's line is the call's; a call not given it is not read
+            for call in summary.calls_kept(gives_plugins, "plugins"):
                 plugins = next((k.value for k in call.keywords if k.arg == "plugins"), None)
                 if plugins is None:
                     continue
@@ -350,3 +351,7 @@ def entry_call(summary: Summary, entry: EntryId) -> ast.Call | None:
         if call.lineno == entry.line and summary.entry(call) == entry
     ]
     return min(calls, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0), default=None)
+
+
+def gives_plugins(call: ast.Call) -> bool:
+    return any(keyword.arg == "plugins" for keyword in call.keywords)

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, Function
+from amp_clipfix.analysis.class_members import list_receiver, list_stored_names, list_stores_to
 from amp_clipfix.analysis.dict_stores import Stores, item_stores
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
 from amp_clipfix.analysis.shapes import first_param
 from amp_clipfix.analysis.values import Absent, ClsV, DictV, Fn, Lit, Opaque, TupleV, constant_of
 
-# List methods that add elements to the list a name holds.
-ADDING = ("append", "extend", "insert")
 # Pairs of operand values past which `a + b` is one sequence of every element.
 MAX_PAIRS = 16
 
@@ -43,22 +43,6 @@ class SeqV:
     items: list[object] = field(default_factory=list)
     maybe: list[object] = field(default_factory=list)
     closed: bool = True
-
-
-def list_receiver(statement: ast.AST) -> ast.expr | None:
-    """What `statement` may add elements to: `x.append(...)`, `x.extend(...)`,
-    `x.insert(...)`, `x += ...` (a name or an attribute)."""
-    if isinstance(statement, ast.AugAssign):
-        return statement.target if isinstance(statement.op, ast.Add) else None
-    if isinstance(statement, ast.Expr):
-        call = statement.value
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr in ADDING
-        ):
-            return call.func.value
-    return None
 
 
 def list_receivers(statement: ast.AST) -> set[str]:
@@ -110,6 +94,7 @@ class Sequences(EvaluatorBase):
         super().__init__(*args, **kwargs)
         self.list_cache: dict[int, Stores] = {}  # list_statements, by scope
         self.attribute_stores: dict[int, dict[str, list[ast.stmt]]] = {}  # by method
+        self.storing_cache: dict[int, tuple[ast.ClassDef, dict[str, list[Function]]]] = {}
 
     def sequence_elements(self, values: Iterable[object]) -> Iterator[tuple[object, bool]]:
         """The values of the elements of the lists and tuples among `values`, each with
@@ -357,9 +342,7 @@ class Sequences(EvaluatorBase):
         if any(isinstance(v, Fn) for v in values):
             return values
         stores: list[tuple[ast.stmt, bool | None]] = []
-        for method in klass.node.body:
-            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
+        for method in self.storing_methods(klass.node).get(attr, ()):
             found = self.attribute_list_stores(method).get(attr, [])
             ctx = self.ctx(klass.summary, method, klass.node)
             for statement in found:
@@ -374,20 +357,27 @@ class Sequences(EvaluatorBase):
         """The statements of a method that add to a list `self.<attr>` holds, by attr."""
         key = id(method)
         if key not in self.attribute_stores:
-            self_name = first_param(method)
-            found: dict[str, list[ast.stmt]] = {}
-            for node in self.statements(method):  # both statements
-                if not isinstance(node, (ast.AugAssign, ast.Expr)):
-                    continue
-                receiver = list_receiver(node)
-                if (
-                    isinstance(receiver, ast.Attribute)
-                    and isinstance(receiver.value, ast.Name)
-                    and receiver.value.id == self_name
-                ):
-                    found.setdefault(receiver.attr, []).append(node)
+            found = list_stores_to(first_param(method), self.statements(method))
             self.attribute_stores[key] = found
         return self.attribute_stores[key]
+
+    def storing_methods(self, cls: ast.ClassDef) -> dict[str, list[Function]]:
+        """The methods of a class that add to a list `self.<attr>` holds, by attr, in their
+        order; once per class, from bodies not read for good (class_members.py): a method
+        that adds to none is not read for the class's attributes."""
+        key = id(cls)
+        if key not in self.storing_cache:
+            found: dict[str, list[Function]] = {}
+            for method in cls.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if type(method) in UNREAD_KINDS:  # looked at, not read for good
+                        names = list_stored_names(method)
+                    else:
+                        names = list(self.attribute_list_stores(method))
+                    for name in names:
+                        found.setdefault(name, []).append(method)
+            self.storing_cache[key] = (cls, found)
+        return self.storing_cache[key][1]
 
     def augmented(self, binding: ast.AugAssign, ctx: Ctx) -> list[object] | None:
         """`name += xs` of a list adds elements (with_item_assignments), no value of its own;

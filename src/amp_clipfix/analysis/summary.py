@@ -14,13 +14,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from amp_clipfix.analysis.bodies import note_unread
-from amp_clipfix.analysis.nodes import (
-    calls_in,
-    child_nodes,
-    node_fields,
-    target_names,
-)
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies, kept_calls, unread_body
+from amp_clipfix.analysis.nodes import calls_in, child_nodes, node_fields, target_names
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
@@ -31,12 +26,15 @@ from amp_clipfix.sources.prefilter import WORD_BYTES
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The statements that hold statements (blocks_of finds none in any other).
-COMPOUND = frozenset(
-    kind
-    for kind in vars(ast).values()
-    if isinstance(kind, type)
-    and issubclass(kind, ast.stmt)
-    and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
+COMPOUND = (
+    frozenset(
+        kind
+        for kind in vars(ast).values()
+        if isinstance(kind, type)
+        and issubclass(kind, ast.stmt)
+        and {"body", "orelse", "finalbody", "handlers", "cases"} & set(kind._fields)
+    )
+    | UNREAD_KINDS
 )
 # Names asked of one module's `calls` (or `passing`) past which every call is indexed by name
 # in one walk, not looked for on the lines writing each name.
@@ -189,11 +187,7 @@ class Summary:
         if found is None:
             if len(self._calls) >= INDEXED_NAMES:  # every call, by name, from one walk
                 return self.indexed(self._calls, last_name, lambda c: {called_name(c.func)}, True)
-            found = [
-                node
-                for node in self.calls_writing(last_name)
-                if called_name(node.func) == last_name
-            ]
+            found = self.calls_kept(lambda call: called_name(call.func) == last_name, last_name)
             found.sort(key=lambda call: (call.lineno, call.col_offset))
             self._calls[last_name] = found
         return found
@@ -206,12 +200,7 @@ class Summary:
         if found is None:
             if len(self._passing) >= INDEXED_NAMES:
                 return self.indexed(self._passing, name, argument_names, False)
-            found = [
-                node
-                for node in self.calls_writing(name)
-                if any(called_name(arg) == name for arg in node.args)
-                or any(called_name(keyword.value) == name for keyword in node.keywords)
-            ]
+            found = self.calls_kept(lambda call: name in argument_names(call), name)
             self._passing[name] = found
         return found
 
@@ -254,8 +243,21 @@ class Summary:
         outside ASCII (Python reads an identifier in its NFKC form: `ﬁt` is `fit`). Every call
         when they are listed already, or a word is not plain ASCII; a caller tests each call
         as it would test every call."""
+        return self.calls_kept(lambda _: True, *words, signs=signs)
+
+    def calls_kept(
+        self, keep: Callable[[ast.Call], bool], *words: str, signs: tuple[bytes, ...] = ()
+    ) -> list[ast.Call]:
+        """`[c for c in calls_writing(...) if keep(c)]`, reading for good only the bodies of
+        the calls kept (`keep` reads nothing but the call's own nodes: nodes.calls_in)."""
+        owners: list[ast.AST | None] = []
+        return kept_calls(self.calls_found(words, signs, owners), owners, keep)
+
+    def calls_found(
+        self, words: tuple[str, ...], signs: tuple[bytes, ...], owners: list[ast.AST | None]
+    ) -> list[ast.Call]:
         if self._walked_calls is not None or not isinstance(self.lines, TextLines):
-            return self.walked_calls()
+            return self.walked_calls()  # every body read: no owner to note
         if not all(word.isascii() and word.isidentifier() for word in words):
             return self.walked_calls()
         if not all(sign.isascii() and sign for sign in signs):
@@ -273,7 +275,7 @@ class Summary:
         for sign in set(signs):
             offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
         lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
-        return calls_in(self.tree, lines) if lines else []
+        return calls_in(self.tree, lines, owners, unread_body) if lines else []
 
     def classes(self) -> list[ast.ClassDef]:
         """Every class the module defines, at any depth, in source order. A class is a
@@ -406,11 +408,17 @@ def shared_folders(path: Path, other: Path) -> int:
 
 
 def summarise(
-    root: Path, path: Path, text: str, tree: ast.Module | None = None, data: bytes | None = None
+    root: Path,
+    path: Path,
+    text: str,
+    tree: ast.Module | None = None,
+    data: bytes | None = None,
+    bodies: Bodies | None = None,
 ) -> Summary | None:
     """The summary of one module (from the tree its sites were read from, when there is one),
     or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
-    read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two)."""
+    read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two).
+    `bodies`: the run's unread function bodies, which a tree parsed here joins."""
     parsed = tree is None
     if tree is None:
         try:
@@ -420,8 +428,8 @@ def summarise(
     name, is_package = module_name(root, path)
     encoded = text.encode("utf-8")
     lines = TextLines(data if data is not None and data == encoded else encoded)
-    if parsed:  # no one holds a node of it yet (analysis/bodies.py)
-        note_unread(tree, lines)
+    if parsed and bodies is not None:  # no one holds a node of it yet (analysis/bodies.py)
+        bodies.note(tree, lines)
     pruned = tree.pruned if isinstance(tree, LargeModule) else {}
     summary = Summary(path, name, is_package, tree, lines, top=Bindings(lines, pruned))
     for statement in tree.body:

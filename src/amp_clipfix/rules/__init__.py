@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.bodies import let_go
 from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.models import ALL_CODES, Confidence, FileSites, Finding, Fix, Site
 from amp_clipfix.project.version import Target
@@ -32,6 +31,7 @@ from amp_clipfix.rules.gate import Gate
 from amp_clipfix.rules.gates import GATES
 
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.bodies import Bodies
     from amp_clipfix.analysis.facts import ProjectFacts
 
 __all__ = [
@@ -110,15 +110,18 @@ def find_findings(
     target: Target,
     rules: Sequence[Rule] | None = None,
     facts: ProjectFacts | None = None,
+    bodies: Bodies | None = None,
 ) -> list[Finding]:
     """All findings of one project on its target Lightning release(s), in a deterministic order;
-    the rules that ask the project's facts run when the `facts` are given."""
+    the rules that ask the project's facts run when the `facts` are given. `bodies`: the run's
+    unread function bodies, let go before each rule (analysis/bodies.py)."""
     chosen = list(RULES.values() if rules is None else rules)
     queries = Queries(files, target, facts)
     findings: list[Finding] = []
     for rule in chosen:
         if rule.check is not None and (facts is not None or not rule.asks_facts):
-            let_go()  # the function bodies nothing read before this rule (analysis/bodies.py)
+            if bodies is not None:
+                bodies.let_go()  # the function bodies nothing read before this rule
             findings.extend(found_finding(rule, found) for found in rule.check(queries))
     return findings_order(findings)
 

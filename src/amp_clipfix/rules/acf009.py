@@ -123,13 +123,17 @@ def literal(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> Lit | None:
     return None
 
 
+def writes_clip_val(call: ast.Call) -> bool:
+    return any(keyword.arg == CLIP_VAL_ARGUMENT for keyword in call.keywords)
+
+
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     if not facts.may_optimize_manually():
         return  # no module optimizes by hand: no Trainer's fits need to be followed
     for file in facts.with_words(b"gradient_clip_val"):
         # a call given the keyword spans the line that writes it
-        for call in file.summary.calls_writing(CLIP_VAL_ARGUMENT):
+        for call in file.summary.calls_kept(writes_clip_val, CLIP_VAL_ARGUMENT):
             keywords = {
                 k.arg: k
                 for k in call.keywords

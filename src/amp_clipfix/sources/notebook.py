@@ -211,11 +211,12 @@ class ReadNotebooks:
     What is kept is what the JSON parse made (the code cells and the module), not the decoded
     file text: that is the whole JSON again, outputs and images included, as a `str` of up to
     four bytes a character (NeMo: 12 MB held to the end of the run for 6.7 MB of notebooks).
-    A notebook read again decodes its bytes again, which gives the same text."""
+    The notebook given holds its file as a `NotebookFile`, which does not hold that text
+    either (the documents of a run's searches hold their notebooks to the end of the run)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.kept: dict[Path, tuple[bytes, tuple[CodeCell, ...], str]] = {}
+        self.kept: dict[Path, tuple[bytes, Notebook]] = {}
         self.size = 0
 
     def read(self, path: Path, data: bytes) -> Notebook:
@@ -224,16 +225,28 @@ class ReadNotebooks:
             self.size -= len(known[0])
             if known[0] == data:
                 self.keep(path, known)  # the newest again
-                return Notebook(decode_source(path, data), known[1], known[2])
-        notebook = read_notebook(decode_source(path, data))
-        self.keep(path, (data, notebook.cells, notebook.module_text))
+                return known[1]
+        source = decode_source(path, data)
+        notebook = read_notebook(source)
+        held = NotebookFile(path, data, "", source.encoding, source.bom)
+        notebook = Notebook(held, notebook.cells, notebook.module_text)
+        self.keep(path, (data, notebook))
         return notebook
 
-    def keep(self, path: Path, read: tuple[bytes, tuple[CodeCell, ...], str]) -> None:
+    def keep(self, path: Path, read: tuple[bytes, Notebook]) -> None:
         self.kept[path] = read
         self.size += len(read[0])
         while self.size > self.limit and len(self.kept) > 1:
             self.size -= len(self.kept.pop(next(iter(self.kept)))[0])  # the oldest
+
+
+class NotebookFile(SourceFile):
+    """A notebook's file as read, its text (the whole JSON) decoded from its bytes each time
+    it is asked (a fix writing its cells back), not held."""
+
+    @property
+    def text(self) -> str:
+        return decode_source(self.path, self.data).text
 
 
 READ = ReadNotebooks(32 << 20)
