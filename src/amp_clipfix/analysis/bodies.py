@@ -171,12 +171,13 @@ def kept_calls(
     found: list[ast.Call], owners: list[ast.AST | None], keep: Callable[[ast.Call], bool]
 ) -> list[ast.Call]:
     """The calls of `found` that `keep` keeps, the bodies nodes.calls_in found them in
-    (`owners`, one for each call, or none at all) read for good; the others stay unread."""
+    (`owners`, one for each call, or none at all) read for good; the others stay unread.
+    All kept: `found` itself (a module's every call is listed once, never copied)."""
     kept = [index for index, call in enumerate(found) if keep(call)]
     for owner in {id(owners[i]): owners[i] for i in kept if owners}.values():
         if type(owner) in UNREAD_KINDS:
             owner.body  # type: ignore[union-attr]  # noqa: B018 - the read is the point
-    return [found[index] for index in kept]
+    return found if len(kept) == len(found) else [found[index] for index in kept]
 
 
 def unread_body(node: ast.AST) -> list[ast.stmt] | None:
