@@ -145,8 +145,11 @@ def project_evaluator_of(
         collection.evaluator = project_evaluator(root, python, loader)
         collection.evaluator.promise_load = collection.promised.add
         if collection.queries is not None:  # what the queries read is noted
+            from amp_clipfix.analysis.word_store import WordStore
+
             evaluator = collection.evaluator
             evaluator.contents = collection.queries.recording(evaluator.contents)
+            evaluator.word_index.store = WordStore(collection.queries.cache)
     return collection.evaluator
 
 
