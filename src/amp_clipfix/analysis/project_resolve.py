@@ -149,6 +149,7 @@ def project_evaluator_of(
 
             evaluator = collection.evaluator
             evaluator.contents = collection.queries.recording(evaluator.contents)
+            evaluator.contents.scanned = True
             evaluator.word_index.store = WordStore(collection.queries.cache)
     return collection.evaluator
 

@@ -131,7 +131,7 @@ class Queries:
         self.reused: list[str] = []  # the queries answered from the cache (for the tests)
         # The computations of the queries answered from the cache since the evaluator was last
         # as a cold run's, in order, that moved it: computed again before a query is computed.
-        self.behind: list[Callable[[], object]] = []
+        self.behind: list[tuple[Callable[[], object], Answer]] = []
         self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
         self.shared: dict[str, object] = {}  # the `Shared` entries loaded or written, by key
         self.wrote = False
@@ -179,7 +179,7 @@ class Queries:
             self.reused.append(name)
             if stored.touched:
                 self.moved = True
-                self.behind.append(compute if again is None else again)
+                self.behind.append((compute if again is None else again, stored))
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
             return stored.value  # type: ignore[return-value]
@@ -206,7 +206,8 @@ class Queries:
         if then is None or then.keys() != self.revision.keys():
             return None
         changed = [path for path, digest in self.revision.items() if then[path] != digest]
-        return Absent(stored.exists, {Path(p): self.searchable.get(Path(p)) for p in changed})
+        texts = {Path(p): self.searchable.get(Path(p)) for p in changed}
+        return Absent(stored.exists, texts, stored.scans)
 
     def today_relevant(self, stored: Answer) -> None:
         """Keep the relevance core a cold run computes today (`Reads.relevant`) when an entry
@@ -277,8 +278,17 @@ class Queries:
         """Bring the evaluator to where a cold run has it: compute again, in order, the reused
         queries that moved it (a cold run computed them; their answers are known)."""
         behind, self.behind = self.behind, []
-        for compute in behind:
-            compute()
+        for compute, stored in behind:
+            # its entry holds: each scan it made finds what it found (Absent.scanned); no
+            # other fact is taken, the evaluator is made as a cold run makes it
+            earlier = self.absent(stored)
+            self.reads.absent = (
+                None if earlier is None else Absent({}, earlier.changed, stored.scans)
+            )
+            try:
+                compute()
+            finally:
+                self.reads.absent = None
 
     def store(self, key: str, value: object, touched: bool, reads: Reads | None = None) -> None:
         reads = self.reads if reads is None else reads
