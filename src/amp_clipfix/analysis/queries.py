@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
 
 from amp_clipfix.analysis.recording import (
-    DERIVED,
     Absent,
     Reads,
     Recording,
@@ -81,7 +80,8 @@ class Shared:
     """A read field stored as an entry of its own, `reads-<sha256 of its pickle>`: the queries
     of a run share it where they read the same (what the rules read is cumulative: ACF004's
     files, tests and whole-project analyses again in every rule after it; on fairseq the
-    relevance alone is 0.2 MB and 900 paths an answer), so a run loads it once."""
+    relevance alone is 0.2 MB and 900 paths an answer), so a run loads it once. So is a large
+    `derived` answer: the fields holding it differ query by query, it does not."""
 
     key: str
 
@@ -137,6 +137,7 @@ class Queries:
         self.wrote = False
         self.moved = False  # some answer's computation moved the evaluator (reused or not)
         self.relevance_tried: set[str] = set()  # the revisions today_relevant started from
+        self.derived_known: dict[tuple[object, ...], tuple[object, bool]] = {}  # still_holds
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -311,6 +312,8 @@ class Queries:
             dict(reads.listed),
             {path: dict(tests) for path, tests in reads.tests.items()},
         )
+        derived = {name: self.share(answer) for name, answer in fields[3].items()}
+        fields = (*fields[:3], derived, *fields[4:])
         parts = tuple(self.share(field) for field in fields)
         self.cache.store(key, Entry(self.revision_key, parts, value, touched))
 
@@ -340,15 +343,14 @@ class Queries:
             return None
         fields: list[Any] = []
         for part, kind in zip(stored.reads, KINDS):
-            if isinstance(part, Shared):
-                if part.key not in self.shared:
-                    self.shared[part.key] = self.cache.load(part.key)
-                self.keys.add(part.key)
-                part = self.shared[part.key]
+            part = self.shared_part(part)
             if not isinstance(part, kind):
                 return None
             fields.append(part)
         files, scans, found, derived, words, members, listed, tests = fields
+        derived = {name: self.shared_part(answer) for name, answer in derived.items()}
+        if any(answer is None for answer in derived.values()):
+            return None  # a shared answer gone
         return Answer(
             stored.revision,
             files,
@@ -362,6 +364,15 @@ class Queries:
             stored.value,
             stored.touched,
         )
+
+    def shared_part(self, part: object) -> object:
+        """`part`, or what the `Shared` entry it is holds (loaded once a run; None: gone)."""
+        if isinstance(part, Shared):
+            if part.key not in self.shared:
+                self.shared[part.key] = self.cache.load(part.key)
+            self.keys.add(part.key)
+            return self.shared[part.key]
+        return part
 
     def stored_revision(self, key: str) -> dict[str, bytes] | None:
         if key not in self.revisions:
@@ -439,11 +450,11 @@ class Queries:
         if not self.candidates_hold(stored, texts):
             return False
         if stored.derived and changed:
-            import amp_clipfix.analysis.derived  # noqa: F401 - fills DERIVED
+            from amp_clipfix.analysis.derived import still_holds  # fills DERIVED
 
             edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():
-                if not DERIVED[str(key[0])](self.searchable, edited, answer, *key[1:]):
+                if not still_holds(self.derived_known, self.searchable, edited, key, answer):
                     return False
         return True
 
