@@ -4,9 +4,11 @@ progress.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from amp_clipfix.analysis.file_tests import file_tests
 from amp_clipfix.kinds import FileError
 from amp_clipfix.records import field, record
 from amp_clipfix.sources import adapter_for
@@ -97,5 +99,8 @@ def prefiltered(path: Path, data: bytes, stage: Stage, collection: Collection | 
     key = (path, stage, data)
     known = collection.prefilters.get(key)
     if known is None:
-        known = collection.prefilters[key] = adapter_for(path).prefilter(stage)(data)
+        test = functools.partial(adapter_for(path).prefilter(stage), data)
+        stored = file_tests(collection.cache, f"prefilter {stage.name}")  # by the file's bytes
+        known = test() if stored is None else stored.result(path, data, test)
+        collection.prefilters[key] = known
     return known

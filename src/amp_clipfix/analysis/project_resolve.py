@@ -5,6 +5,7 @@ evaluator, and the facts the rules with their own search read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
+from amp_clipfix.analysis.file_tests import file_tests
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
@@ -359,11 +361,19 @@ def project_facts(
 
     def python() -> list[Path]:
         """The Python files holding a word, scanned when a search first asks (a run whose
-        rules' queries are all reused never does: a quarter of such a run on diffusers)."""
+        rules' queries are all reused never does: a quarter of such a run on diffusers); a
+        file's result kept by its bytes (file_tests.py): only the changed files are tested."""
+        stored = file_tests(collection.cache, f"candidate {fewest!r}")
         return [
             path
             for path, data in searchable.items()
-            if not read_as_config(path) and not is_library(path) and holds_word(data)
+            if not read_as_config(path)
+            and not is_library(path)
+            and (
+                holds_word(data)
+                if stored is None
+                else stored.result(path, data, functools.partial(holds_word, data))
+            )
         ]
 
     asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))

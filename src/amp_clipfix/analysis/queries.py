@@ -384,6 +384,7 @@ class Queries:
     def prune(self) -> None:
         """Once the run is done: the query entries it neither read nor wrote go, but the
         newest few (another command's, the pre-commit hook's), when it wrote any."""
+        self.cache.save_tests()
         if self.wrote:
             self.cache.prune_queries(self.keys)
 
