@@ -35,7 +35,7 @@ def run(root: Path, contents: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch
     for path, data in contents.items():
         assert tests.result(path, data, lambda data=data: b"fused" in data) == (b"fused" in data)
     tested = tests.tested
-    cache.save_tests()
+    file_tests.save_tests(cache)
     return tested
 
 

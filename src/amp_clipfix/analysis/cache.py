@@ -38,7 +38,6 @@ from amp_clipfix.records import is_record, record_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from amp_clipfix.analysis.file_tests import FileTests
     from amp_clipfix.models import FileSites
 
 
@@ -49,7 +48,7 @@ class Cache:
         self.build = fingerprint()
         self.entries = Entries(root)
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
-        self.tests: dict[str, FileTests] = {}  # file_tests.py's, by test: saved by `save_tests`
+        self.tests: dict[str, object] = {}  # file_tests.FileTests, by test, saved at the end
 
     def digest(self, data: bytes) -> bytes:
         """sha256 of a file's bytes, once per run: the collection, the trial and the final
@@ -142,11 +141,6 @@ class Cache:
                     data = opened.read(name, len(SEAL) + TAG_BYTES + MAX_ENTRY_BYTES)
                     if data is not None and unseal(key, name, data) is not None:
                         opened.unlink(name)
-
-    def save_tests(self) -> None:
-        """Once the run is done: the file tests it made, stored (file_tests.FileTests.save)."""
-        for tests in self.tests.values():
-            tests.save()
 
     def store(self, key: str, value: object) -> None:
         try:

@@ -4,11 +4,9 @@ progress.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from amp_clipfix.analysis.file_tests import file_tests
 from amp_clipfix.kinds import FileError
 from amp_clipfix.records import field, record
 from amp_clipfix.sources import adapter_for
@@ -99,8 +97,13 @@ def prefiltered(path: Path, data: bytes, stage: Stage, collection: Collection | 
     key = (path, stage, data)
     known = collection.prefilters.get(key)
     if known is None:
-        test = functools.partial(adapter_for(path).prefilter(stage), data)
-        stored = file_tests(collection.cache, f"prefilter {stage.name}")  # by the file's bytes
-        known = test() if stored is None else stored.result(path, data, test)
+        test = adapter_for(path).prefilter(stage)
+        if collection.cache is None:
+            known = test(data)
+        else:  # by the file's bytes (a run without the cache imports no hashing)
+            from amp_clipfix.analysis.file_tests import file_tests
+
+            stored = file_tests(collection.cache, f"prefilter {stage.name}")
+            known = stored.result(path, data, lambda: test(data))  # type: ignore[union-attr]
         collection.prefilters[key] = known
     return known

@@ -18,7 +18,6 @@ raises is never stored: it raises as it would without the cache.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +32,8 @@ class FileTests:
     """One test's results over a project's files, as stored and as this run found them."""
 
     def __init__(self, cache: Cache, name: str) -> None:
+        import hashlib  # a run with the cache: hashlib is imported already
+
         self.cache = cache
         head = f"{cache.build}\0tests\0{cache.root}\0{name}".encode("utf-8", "surrogateescape")
         self.key = f"tests-{hashlib.sha256(head).hexdigest()}"
@@ -66,6 +67,13 @@ def file_tests(cache: Cache | None, name: str) -> FileTests | None:
     if cache is None:
         return None
     found = cache.tests.get(name)
-    if found is None:
+    if not isinstance(found, FileTests):
         found = cache.tests[name] = FileTests(cache, name)
     return found
+
+
+def save_tests(cache: Cache) -> None:
+    """Once the run is done: the file tests it made, stored (`FileTests.save`)."""
+    for tests in cache.tests.values():
+        if isinstance(tests, FileTests):
+            tests.save()

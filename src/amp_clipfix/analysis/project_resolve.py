@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
-from amp_clipfix.analysis.file_tests import file_tests
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
@@ -363,6 +362,8 @@ def project_facts(
         """The Python files holding a word, scanned when a search first asks (a run whose
         rules' queries are all reused never does: a quarter of such a run on diffusers); a
         file's result kept by its bytes (file_tests.py): only the changed files are tested."""
+        from amp_clipfix.analysis.file_tests import file_tests
+
         stored = file_tests(collection.cache, f"candidate {fewest!r}")
         return [
             path
