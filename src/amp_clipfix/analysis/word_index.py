@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE
+from amp_clipfix.analysis.relevance import index_of
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.word_store import WordStore
@@ -89,12 +89,4 @@ class WordIndex:
 
 def words_of(contents: Mapping[Path, bytes]) -> dict[bytes, list[Path]]:
     """Each word's files, in the order of `contents`."""
-    index: dict[bytes, list[Path]] = {}
-    for path, data in contents.items():
-        for word in set(data.translate(NOT_WORD_TO_SPACE).split()):
-            files = index.get(word)
-            if files is None:
-                index[word] = [path]
-            else:
-                files.append(path)
-    return index
+    return index_of(contents.items())

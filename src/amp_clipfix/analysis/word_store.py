@@ -25,9 +25,9 @@ import sys
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE
+from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE, index_of
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
@@ -80,15 +80,7 @@ def file_words(data: bytes) -> set[bytes]:
 
 def positions_of(contents: Mapping[Path, bytes]) -> dict[bytes, list[int]]:
     """Each word's files as positions in the order of `contents` (words_of's pass)."""
-    index: dict[bytes, list[int]] = {}
-    for position, data in enumerate(contents.values()):
-        for word in file_words(data):
-            files = index.get(word)
-            if files is None:
-                index[word] = [position]
-            else:
-                files.append(position)
-    return index
+    return index_of(enumerate(contents.values()))
 
 
 class WordStore:
@@ -130,7 +122,7 @@ class WordStore:
         names: tuple[str, ...],
         digests: tuple[bytes, ...],
         contents: Mapping[Path, bytes],
-    ) -> dict[bytes, bytes] | bool | None:
+    ) -> dict[bytes, bytes] | Literal[False] | None:
         """The stored index updated for the changed files; False when none changed (then in
         `self.stored`); None when it cannot be used (another list of files, too many changes,
         not an index this module stores)."""
