@@ -113,8 +113,8 @@ def test_warm_runs_test_the_changed_files_and_give_the_cold_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """From the command line: after a cold run, an edit tests only the edited file; edits
-    that make a file pass the Trainer stage's prefilter or hold a rule's word, and back, each
-    give a cold run's bytes."""
+    that make a file (a module, a config) pass the Trainer stage's prefilter or hold a rule's
+    word, and back, each give a cold run's bytes."""
     for i in range(12):
         write(project, f"pkg/other_{i}.py", f"def other_{i}(x):\n    return x\n")
     tested: dict[str, int] = {}
@@ -134,8 +134,14 @@ def test_warm_runs_test_the_changed_files_and_give_the_cold_bytes(
         "import torch\n\ndef clip(m):\n    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)\n",
         "def other_0(x):\n    return x\n",
     ]
-    for text in texts:
-        write(project, "pkg/other_0.py", text)
+    configs = [  # a config the rules' queries read when it holds one of their words
+        "trainer:\n  max_epochs: 1\n",
+        "trainer:\n  precision: 16\n  gradient_clip_val: 1.0\n",
+        "trainer:\n  max_epochs: 1\n",
+    ]
+    edits = [("pkg/other_0.py", text) for text in texts] + [("conf/train.yaml", c) for c in configs]
+    for name, text in edits:
+        write(project, name, text)
         tested.clear()
         warm = amp_clipfix(project, "check", entry=False)
         assert warm == amp_clipfix(project, "check", "--no-cache", entry=False)
