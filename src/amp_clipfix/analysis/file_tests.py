@@ -5,9 +5,9 @@ Some tests are asked of every file of a project in every run, whatever changed: 
 stage's prefilter (the trial's `trainer_candidates`, then the stage's `passing`) and the
 searching rules' candidates (project_resolve.project_facts: the configs and the Python files,
 no library code, that hold one of the rules' words). On fairseq (1,307 files) they cost about
-0.035 s of the pre-commit command after a one-line edit. Each is a function of the file's path and bytes
-alone (and of the tool's build, which is in the entry's name), so its result for a file whose
-sha256 is the one stored is the stored result.
+0.035 s of the pre-commit command after a one-line edit. Each is a function of the file's path
+and bytes alone (and of the tool's build, which is in the entry's name), so its result for a
+file whose sha256 is the one stored is the stored result.
 
 One entry per test, `tests-<sha256 of the build, the root and the test's name>`: each file's
 path with its sha256 and result. A file not in it, or with other bytes, is tested again. The
