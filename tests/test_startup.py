@@ -39,6 +39,7 @@ LIGHT_ANALYSIS = frozenset(
         # with the cache stores its answers there.
         "amp_clipfix.analysis.queries",
         "amp_clipfix.analysis.recording",
+        "amp_clipfix.analysis.file_tests",  # the prefilters' results by the files' bytes
     }
 )
 

@@ -48,6 +48,7 @@ class Cache:
         self.build = fingerprint()
         self.entries = Entries(root)
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
+        self.tests: dict[str, object] = {}  # file_tests.FileTests, by test, saved at the end
 
     def digest(self, data: bytes) -> bytes:
         """sha256 of a file's bytes, once per run: the collection, the trial and the final

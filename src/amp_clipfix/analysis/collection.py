@@ -101,5 +101,13 @@ def prefiltered(path: Path, data: bytes, stage: Stage, collection: Collection | 
     key = (path, stage, data)
     known = collection.prefilters.get(key)
     if known is None:
-        known = collection.prefilters[key] = adapter_for(path).prefilter(stage)(data)
+        test = adapter_for(path).prefilter(stage)
+        if collection.cache is None:
+            known = test(data)
+        else:  # by the file's bytes (a run without the cache imports no hashing)
+            from amp_clipfix.analysis.file_tests import file_tests
+
+            stored = file_tests(collection.cache, f"prefilter {stage.name}")
+            known = stored.result(path, data, lambda: test(data))  # type: ignore[union-attr]
+        collection.prefilters[key] = known
     return known

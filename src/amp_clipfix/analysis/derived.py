@@ -134,5 +134,23 @@ def _still_searched(
     return True
 
 
+def still_holds(
+    known: dict[tuple[object, ...], tuple[object, bool]],
+    texts: Mapping[Path, bytes],
+    edited: Mapping[Path, bytes],
+    key: tuple[object, ...],
+    answer: object,
+) -> bool:
+    """`DERIVED[key[0]]`: whether `answer` still holds with only `edited` files changed, asked
+    once a run (`known`, the run's) per answer and set of changed files: a large answer is one
+    object in every entry that holds it (queries.Shared), and the texts are the run's. On
+    fairseq, every entry but the first holds the same relevance core."""
+    asked = (key, id(answer), tuple(edited))
+    if asked not in known or known[asked][0] is not answer:
+        holds = DERIVED[str(key[0])](texts, edited, answer, *key[1:])
+        known[asked] = (answer, bool(holds))  # the answer kept with it: so is its id
+    return known[asked][1]
+
+
 DERIVED["relevant"] = _still_relevant
 DERIVED["text_search"] = _still_searched

@@ -5,6 +5,7 @@ evaluator, and the facts the rules with their own search read.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -153,8 +154,12 @@ def project_evaluator_of(
         collection.evaluator = project_evaluator(root, python, loader)
         collection.evaluator.promise_load = collection.promised.add
         if collection.queries is not None:  # what the queries read is noted
+            from amp_clipfix.analysis.word_store import WordStore
+
             evaluator = collection.evaluator
             evaluator.contents = collection.queries.recording(evaluator.contents)
+            evaluator.contents.scanned = True
+            evaluator.word_index.store = WordStore(collection.queries.cache)
     return collection.evaluator
 
 
@@ -356,18 +361,30 @@ def project_facts(
     # files, in fewer scans of the tree's text.
     unique = set(words)
     fewest = tuple(w for w in dict.fromkeys(words) if not any(o != w and o in w for o in unique))
-    holds_word = any_word(fewest)
+    holds_any = any_word(fewest)
+    stored = None
+    if collection.cache is not None:  # each file's answer kept by its bytes (file_tests.py)
+        from amp_clipfix.analysis.file_tests import file_tests
+
+        stored = file_tests(collection.cache, f"candidate {fewest!r}")
+
+    def holds_word(path: Path, data: bytes) -> bool:
+        if stored is None:
+            return holds_any(data)
+        return stored.result(path, data, functools.partial(holds_any, data))
+
     for path, data in searchable.items():  # the configs now: the rules' queries read them
-        if read_as_config(path) and not is_library(path) and holds_word(data):
+        if read_as_config(path) and not is_library(path) and holds_word(path, data):
             read(path)
 
     def python() -> list[Path]:
         """The Python files holding a word, scanned when a search first asks (a run whose
-        rules' queries are all reused never does: a quarter of such a run on diffusers)."""
+        rules' queries are all reused never does: a quarter of such a run on diffusers); only
+        the files changed since a run stored the answers are tested (file_tests.py)."""
         return [
             path
             for path, data in searchable.items()
-            if not read_as_config(path) and not is_library(path) and holds_word(data)
+            if not read_as_config(path) and not is_library(path) and holds_word(path, data)
         ]
 
     asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
 
 from amp_clipfix.analysis.recording import (
-    DERIVED,
     Absent,
     Reads,
     Recording,
@@ -81,7 +80,8 @@ class Shared:
     """A read field stored as an entry of its own, `reads-<sha256 of its pickle>`: the queries
     of a run share it where they read the same (what the rules read is cumulative: ACF004's
     files, tests and whole-project analyses again in every rule after it; on fairseq the
-    relevance alone is 0.2 MB and 900 paths an answer), so a run loads it once."""
+    relevance alone is 0.2 MB and 900 paths an answer), so a run loads it once. So is a large
+    `derived` answer: the fields holding it differ query by query, it does not."""
 
     key: str
 
@@ -131,12 +131,13 @@ class Queries:
         self.reused: list[str] = []  # the queries answered from the cache (for the tests)
         # The computations of the queries answered from the cache since the evaluator was last
         # as a cold run's, in order, that moved it: computed again before a query is computed.
-        self.behind: list[Callable[[], object]] = []
+        self.behind: list[tuple[Callable[[], object], Answer]] = []
         self.keys: set[str] = set()  # the entries this run read or wrote (pruning keeps them)
         self.shared: dict[str, object] = {}  # the `Shared` entries loaded or written, by key
         self.wrote = False
         self.moved = False  # some answer's computation moved the evaluator (reused or not)
         self.relevance_tried: set[str] = set()  # the revisions today_relevant started from
+        self.derived_known: dict[tuple[object, ...], tuple[object, bool]] = {}  # still_holds
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -179,7 +180,7 @@ class Queries:
             self.reused.append(name)
             if stored.touched:
                 self.moved = True
-                self.behind.append(compute if again is None else again)
+                self.behind.append((compute if again is None else again, stored))
             if replay is not None:
                 replay(stored.value)  # type: ignore[arg-type]
             return stored.value  # type: ignore[return-value]
@@ -206,7 +207,8 @@ class Queries:
         if then is None or then.keys() != self.revision.keys():
             return None
         changed = [path for path, digest in self.revision.items() if then[path] != digest]
-        return Absent(stored.exists, {Path(p): self.searchable.get(Path(p)) for p in changed})
+        texts = {Path(p): self.searchable.get(Path(p)) for p in changed}
+        return Absent(stored.exists, texts, stored.scans)
 
     def today_relevant(self, stored: Answer) -> None:
         """Keep the relevance core a cold run computes today (`Reads.relevant`) when an entry
@@ -277,8 +279,17 @@ class Queries:
         """Bring the evaluator to where a cold run has it: compute again, in order, the reused
         queries that moved it (a cold run computed them; their answers are known)."""
         behind, self.behind = self.behind, []
-        for compute in behind:
-            compute()
+        for compute, stored in behind:
+            # its entry holds: each scan it made finds what it found (Absent.scanned); no
+            # other fact is taken, the evaluator is made as a cold run makes it
+            earlier = self.absent(stored)
+            self.reads.absent = (
+                None if earlier is None else Absent({}, earlier.changed, stored.scans)
+            )
+            try:
+                compute()
+            finally:
+                self.reads.absent = None
 
     def store(self, key: str, value: object, touched: bool, reads: Reads | None = None) -> None:
         reads = self.reads if reads is None else reads
@@ -301,6 +312,8 @@ class Queries:
             dict(reads.listed),
             {path: dict(tests) for path, tests in reads.tests.items()},
         )
+        derived = {name: self.share(answer) for name, answer in fields[3].items()}
+        fields = (*fields[:3], derived, *fields[4:])
         parts = tuple(self.share(field) for field in fields)
         self.cache.store(key, Entry(self.revision_key, parts, value, touched))
 
@@ -330,15 +343,14 @@ class Queries:
             return None
         fields: list[Any] = []
         for part, kind in zip(stored.reads, KINDS):
-            if isinstance(part, Shared):
-                if part.key not in self.shared:
-                    self.shared[part.key] = self.cache.load(part.key)
-                self.keys.add(part.key)
-                part = self.shared[part.key]
+            part = self.shared_part(part)
             if not isinstance(part, kind):
                 return None
             fields.append(part)
         files, scans, found, derived, words, members, listed, tests = fields
+        derived = {name: self.shared_part(answer) for name, answer in derived.items()}
+        if any(answer is None for answer in derived.values()):
+            return None  # a shared answer gone
         return Answer(
             stored.revision,
             files,
@@ -353,6 +365,15 @@ class Queries:
             stored.touched,
         )
 
+    def shared_part(self, part: object) -> object:
+        """`part`, or what the `Shared` entry it is holds (loaded once a run; None: gone)."""
+        if isinstance(part, Shared):
+            if part.key not in self.shared:
+                self.shared[part.key] = self.cache.load(part.key)
+            self.keys.add(part.key)
+            return self.shared[part.key]
+        return part
+
     def stored_revision(self, key: str) -> dict[str, bytes] | None:
         if key not in self.revisions:
             value = self.cache.load(key)
@@ -363,6 +384,9 @@ class Queries:
     def prune(self) -> None:
         """Once the run is done: the query entries it neither read nor wrote go, but the
         newest few (another command's, the pre-commit hook's), when it wrote any."""
+        from amp_clipfix.analysis.file_tests import save_tests
+
+        save_tests(self.cache)
         if self.wrote:
             self.cache.prune_queries(self.keys)
 
@@ -429,11 +453,11 @@ class Queries:
         if not self.candidates_hold(stored, texts):
             return False
         if stored.derived and changed:
-            import amp_clipfix.analysis.derived  # noqa: F401 - fills DERIVED
+            from amp_clipfix.analysis.derived import still_holds  # fills DERIVED
 
             edited = {path: data for path, data in texts.items() if data is not None}
             for key, answer in stored.derived.items():
-                if not DERIVED[str(key[0])](self.searchable, edited, answer, *key[1:]):
+                if not still_holds(self.derived_known, self.searchable, edited, key, answer):
                     return False
         return True
 

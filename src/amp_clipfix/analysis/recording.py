@@ -97,6 +97,9 @@ class Recording(Mapping[Path, bytes]):
 
     def __init__(self, data: Mapping[Path, bytes], reads: Reads) -> None:
         self.data, self.reads = data, reads
+        # The evaluator's texts, the only ones `scan` and `noted` are asked of: a scan's noted
+        # answer may then be taken up again from an entry (`Absent.scanned`).
+        self.scanned = False
 
     def __getitem__(self, path: Path) -> bytes:
         found = self.data[path]
@@ -136,7 +139,11 @@ def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:
     """The files whose bytes pass every condition of `test`, in the project's order; noted
     with what they found."""
     texts = raw(contents)
-    found = [path for path, data in texts.items() if passes(test, data, path)]
+    found = None
+    if isinstance(contents, Recording) and contents.scanned and contents.reads.absent is not None:
+        found = contents.reads.absent.scanned(test, texts)
+    if found is None:
+        found = [path for path, data in texts.items() if passes(test, data, path)]
     return noted(contents, test, found)
 
 
@@ -164,9 +171,34 @@ class Absent:
     (`changed`: their texts, None when unread) passes. Each asked test is tested once, on the
     changed files only; a test that fails on one (a bug of ours) is no fact."""
 
-    def __init__(self, noted: Mapping[Test, str | None], changed: Mapping[Path, bytes | None]):
+    def __init__(
+        self,
+        noted: Mapping[Test, str | None],
+        changed: Mapping[Path, bytes | None],
+        scans: Mapping[Test, frozenset[str]] | None = None,
+    ):
         self.noted, self.changed = noted, changed
         self.known: dict[Test, bool] = {}
+        self.scans = scans or {}  # the entry's scans (`scanned`)
+
+    def scanned(self, test: Test, texts: Mapping[Path, bytes]) -> list[Path] | None:
+        """`scan`'s answer over `texts` from the entry's scan of the same test (the same list
+        of files, and every scan is over the evaluator's texts: `Recording.scanned`): the
+        files it found that did not change since, and the changed files that pass now, in the
+        project's order; None when it made no such scan. A file's bytes decide whether it
+        passes, so only the changed files are tested (a few instead of every file)."""
+        found = self.scans.get(test)
+        if found is None:
+            return None
+        changed = self.changed
+        try:
+            return [
+                path
+                for path, data in texts.items()
+                if (passes(test, data, path) if path in changed else str(path) in found)
+            ]
+        except Exception:  # noqa: BLE001 - no fact: every file is tested
+            return None
 
     def __call__(self, test: Test) -> bool:
         known = self.known.get(test)

@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 from amp_clipfix.sources.prefilter import WORD_BYTES
 
@@ -29,6 +32,20 @@ NOT_WORD_TO_SPACE = bytes(byte if byte in WORD_BYTES else 32 for byte in range(2
 # Names too common to tell anything (a file defining `main` does not make every `main` a user);
 # test functions (`test_*`) are called by the test runner, not by other code.
 COMMON_NAMES = frozenset({b"main", b"run", b"model", b"config", b"args", b"logger", b"log", b"_"})
+
+
+def index_of(texts: Iterable[tuple[T, bytes]]) -> dict[bytes, list[T]]:
+    """Each word's keys (a file's path, its position), in the order of `texts`: the word
+    index's pass (word_index.words_of, word_store.positions_of)."""
+    index: dict[bytes, list[T]] = {}
+    for key, data in texts:
+        for word in set(data.translate(NOT_WORD_TO_SPACE).split()):
+            files = index.get(word)
+            if files is None:
+                index[word] = [key]
+            else:
+                files.append(key)
+    return index
 
 
 def top_level_names(data: bytes) -> set[bytes]:

@@ -18,8 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE
+from amp_clipfix.analysis.relevance import index_of
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.word_store import WordStore
 
 ASCII_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # Names asked by scanning before the one pass over every text is made: the pass costs about as
@@ -35,7 +39,8 @@ class WordIndex:
         self.contents = contents
         self.position = {path: index for index, path in enumerate(contents)}
         self.scans = 0
-        self.files_by_word: dict[bytes, list[Path]] | None = None
+        self.files_by_word: Mapping[bytes, list[Path]] | None = None
+        self.store: WordStore | None = None  # the index kept in the cache (word_store.py)
         # A cold run has made the pass by now (the relevance did, and a warm run took the
         # relevance's answer from the cache instead): made when first asked, and asked as made.
         self.owed = False
@@ -54,14 +59,14 @@ class WordIndex:
             self.scans += 1
             if self.scans <= SCANS_BEFORE_INDEX and not self.owed:
                 return None
-            self.files_by_word = words_of(self.contents)
+            self.files_by_word = self.made()
         return self.files_by_word.get(name, [])
 
-    def files_by_words(self) -> dict[bytes, list[Path]]:
+    def files_by_words(self) -> Mapping[bytes, list[Path]]:
         """Every word's files, the pass made now if it was not yet: for a search that asks
         the names of whole files at once (relevance.relevant_core)."""
         if self.files_by_word is None:
-            self.files_by_word = words_of(self.contents)
+            self.files_by_word = self.made()
         return self.files_by_word
 
     def built(self, name: bytes) -> list[Path] | None:
@@ -70,20 +75,18 @@ class WordIndex:
         if ASCII_NAME.fullmatch(name) is None:
             return None
         if self.files_by_word is None and self.owed:
-            self.files_by_word = words_of(self.contents)
+            self.files_by_word = self.made()
         if self.files_by_word is None:
             return None
         return self.files_by_word.get(name, [])
 
+    def made(self) -> Mapping[bytes, list[Path]]:
+        """The pass over every text, or the cache's index brought up to today's texts."""
+        if self.store is not None:
+            return self.store.index(self.contents)
+        return words_of(self.contents)
+
 
 def words_of(contents: Mapping[Path, bytes]) -> dict[bytes, list[Path]]:
     """Each word's files, in the order of `contents`."""
-    index: dict[bytes, list[Path]] = {}
-    for path, data in contents.items():
-        for word in set(data.translate(NOT_WORD_TO_SPACE).split()):
-            files = index.get(word)
-            if files is None:
-                index[word] = [path]
-            else:
-                files.append(path)
-    return index
+    return index_of(contents.items())
