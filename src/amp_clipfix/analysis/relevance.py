@@ -17,9 +17,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-T = TypeVar("T")
-
 from amp_clipfix.sources.prefilter import WORD_BYTES
+
+T = TypeVar("T")
 
 # A line break, then a top-level definition or assignment: searched in b"\n" + the text, the
 # same matches as `^...` with re.MULTILINE, found three times faster (a literal to scan for).
