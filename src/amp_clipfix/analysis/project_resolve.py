@@ -381,10 +381,11 @@ def project_facts(
         """The Python files holding a word, scanned when a search first asks (a run whose
         rules' queries are all reused never does: a quarter of such a run on diffusers); only
         the files changed since a run stored the answers are tested (file_tests.py)."""
+        test = (stored is None and indexed_test(collection, fewest)) or holds_word
         return [
             path
             for path, data in searchable.items()
-            if not read_as_config(path) and not is_library(path) and holds_word(path, data)
+            if not read_as_config(path) and not is_library(path) and test(path, data)
         ]
 
     asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))
@@ -414,6 +415,22 @@ def same_bytes(text: str, data: bytes | None) -> bytes:
     ~4 MB on NeMo's)."""
     encoded = text.encode("utf-8", "replace")
     return data if data is not None and data == encoded else encoded
+
+
+def indexed_test(
+    collection: Collection, words: tuple[bytes, ...]
+) -> Callable[[Path, bytes], bool] | None:
+    """Whether a file's text holds one of `words`, the evaluator's word index telling which
+    words each text it was made from may hold, where that index is built
+    (word_scan.indexed_holds_any); None without one."""
+    from amp_clipfix.analysis.word_scan import indexed_holds_any
+
+    evaluator = collection.evaluator
+    index = None if evaluator is None else evaluator.word_index
+    if index is None or index.files_by_word is None:
+        return None
+    texts = recording.raw(index.contents)  # the texts the index was made from
+    return indexed_holds_any(words, texts, index.files_by_word, len(index.position) // 2)
 
 
 def may_parse(text: str) -> bool:
