@@ -41,12 +41,6 @@ def holds_any(data: bytes, words: Sequence[bytes]) -> bool:
     return any(word in data for word in words)
 
 
-# The texts' bytes under which indexed_holds_any does not pay: its bookkeeping per file costs
-# about what the scans it saves do on the Lightning tree (3.1 MB: 7.1 -> 8.7 ms), and it saves a
-# third on fairseq (6.9 MB: 26 -> 17 ms) and NeMo (27 MB: 147 -> 104 ms); bench/README.md, pl15.
-INDEXED_SCAN_BYTES = 5_000_000
-
-
 def bounded_runs(word: bytes) -> list[bytes]:
     """The runs of identifier bytes inside `word` with another byte on each side within it
     (`fit` of `.fit(`, `bf16` of `"bf16"`; none in `cuda.amp`): a text that holds `word` writes
@@ -64,38 +58,31 @@ def indexed_holds_any(
     texts: Mapping[Path, bytes],
     files_by_word: Mapping[bytes, Iterable[Path]],
     most: int,
-    least: int | None = None,
 ) -> Callable[[Path, bytes], bool] | None:
     """`any(word in data for word in words)`, the same answer for every text, with the word
     index `files_by_word` made from `texts`: a word with a bounded run (`bounded_runs`) is
-    looked for in a text of `texts` only when the text's index holds the run (its rarest), if
-    that is `most` files or fewer; the other words are scanned in every text, and every word in
-    any other text (one not the same bytes as `texts` holds under its path). None when no word
-    is taken from the index, or `texts` are fewer than `least` bytes (INDEXED_SCAN_BYTES)."""
-    if sum(map(len, texts.values())) < (INDEXED_SCAN_BYTES if least is None else least):
-        return None
+    looked for only in the texts whose index holds the run (its rarest), if that is `most`
+    files or fewer; the other words are scanned in every text, and every word in any other text
+    (one not the same bytes as `texts` holds under its path). None when no word is taken from
+    the index."""
     scanned: list[bytes] = []
-    plan: dict[Path, tuple[bytes, list[bytes]]] = {path: (data, []) for path, data in texts.items()}
+    found: set[Path] = set()  # the texts holding a word taken from the index
     indexed = False
     for word in dict.fromkeys(words):
         lists = [files_by_word.get(run, ()) for run in bounded_runs(word)]
-        files = min((list(found) for found in lists), key=len, default=None)
+        files = min((list(holders) for holders in lists), key=len, default=None)
         if files is None or len(files) > most:
             scanned.append(word)
             continue
         indexed = True
-        for path in files:
-            planned = plan.get(path)
-            if planned is not None and word not in planned[1]:
-                planned[1].append(word)
+        found.update(path for path in files if path not in found and word in texts[path])
     if not indexed:
         return None
     scan, scan_all = any_word(scanned), any_word(words)
 
     def test(path: Path, data: bytes) -> bool:
-        planned = plan.get(path)
-        if planned is None or planned[0] is not data:
+        if texts.get(path) is not data:
             return scan_all(data)
-        return scan(data) or any(word in data for word in planned[1])
+        return path in found or scan(data)
 
     return test
