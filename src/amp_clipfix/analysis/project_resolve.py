@@ -380,7 +380,8 @@ def project_facts(
     def python() -> list[Path]:
         """The Python files holding a word, scanned when a search first asks (a run whose
         rules' queries are all reused never does: a quarter of such a run on diffusers); only
-        the files changed since a run stored the answers are tested (file_tests.py)."""
+        the files changed since a run stored the answers are tested (file_tests.py); without a
+        cache, the word index tells which texts may hold the bounded words (indexed_test)."""
         test = (stored is None and indexed_test(collection, fewest)) or holds_word
         return [
             path
