@@ -24,6 +24,7 @@ from enum import Enum
 from pathlib import Path, PurePath
 from stat import S_IFDIR, S_IFREG
 
+from amp_clipfix import observed
 from amp_clipfix.cache_layout import (
     MAX_ENTRY_BYTES,
     SEAL,
@@ -47,15 +48,16 @@ class Cache:
         self.folder = Path(version_folder(root))
         self.build = fingerprint()
         self.entries = Entries(root)
-        self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its sha256)
+        self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its digest)
         self.tests: dict[str, object] = {}  # file_tests.FileTests, by test, saved at the end
 
     def digest(self, data: bytes) -> bytes:
-        """sha256 of a file's bytes, once per run: the collection, the trial and the final
-        resolution key the same files (a torch-sized tree is 50 MB)."""
+        """blake2b-256 of a file's bytes, once per run: the collection, the trial and the final
+        resolution key the same files (a torch-sized tree is 50 MB). The digest the replay's
+        notes made when the run read the file (`observed.content_digest`): one hash per file."""
         known = self.digests.get(id(data))
         if known is None:  # the entry keeps the bytes alive, so no other object gets their id
-            known = (data, hashlib.sha256(data).digest())
+            known = (data, observed.content_digest(data))
             self.digests[id(data)] = known
         return known[1]
 

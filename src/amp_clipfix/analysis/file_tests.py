@@ -1,4 +1,4 @@
-"""Tests of one file's text kept in the cache by the file's sha256 (issue 35: a warm run tests
+"""Tests of one file's text kept in the cache by the file's digest (issue 35: a warm run tests
 only the changed files).
 
 Some tests are asked of every file of a project in every run, whatever changed: the Trainer
@@ -7,10 +7,10 @@ searching rules' candidates (project_resolve.project_facts: the configs and the 
 no library code, that hold one of the rules' words). On fairseq (1,307 files) they cost about
 0.035 s of the pre-commit command after a one-line edit. Each is a function of the file's path
 and bytes alone (and of the tool's build, which is in the entry's name), so its result for a
-file whose sha256 is the one stored is the stored result.
+file whose digest is the one stored is the stored result.
 
 One entry per test, `tests-<sha256 of the build, the root and the test's name>`: each file's
-path with its sha256 and result. A file not in it, or with other bytes, is tested again. The
+path with its digest and result. A file not in it, or with other bytes, is tested again. The
 entry is written again at the end of a run that tested three files or more (a file or two
 changed since are tested again by each run, which costs less than writing it). A test that
 raises is never stored: it raises as it would without the cache.

@@ -4,7 +4,7 @@ A query is one project-level answer: the trial resolution (which Trainer files m
 project resolution, the searching rules' findings. Each is stored in the cache with what it
 read, and a later run reuses it when everything it read is as it was:
 
-- `files`: the files whose text it read (a summary, a document, the bytes), by sha256: a file
+- `files`: the files whose text it read (a summary, a document, the bytes), by digest: a file
   whose hash changed invalidates it;
 - `scans`: the text scans over every file (`scan`: which files hold a word, write it as a whole
   word, match a pattern), with the files they found: a scan is still right when every changed
@@ -57,7 +57,7 @@ T = TypeVar("T")
 class Answer:
     """A stored query: its answer and what it read (stored as an `Entry`)."""
 
-    revision: str  # the entry of every project file's sha256 when it was computed (shared)
+    revision: str  # the entry of every project file's digest when it was computed (shared)
     files: tuple[str, ...]
     scans: dict[Test, frozenset[str]]
     exists: dict[Test, str | None]

@@ -4,8 +4,8 @@
 files, 7 MB) 0.06 s, a tenth of the pre-commit command after a one-line edit, paid for the one
 file that changed. Here the index a run makes is stored in the project's cache as one entry,
 `words-<sha256 of the build and the root>`: the project's files in their order, each file's
-sha256, and each word's files as their positions (`array('I')` bytes, ascending). The next run
-takes it when its list of files is the same: a file whose sha256 is the stored one writes the
+digest, and each word's files as their positions (`array('I')` bytes, ascending). The next run
+takes it when its list of files is the same: a file whose digest is the stored one writes the
 words it wrote (a file's words are a function of its bytes, and the build is in the name), so
 only the changed files are split again, their old positions taken out of the words that held
 them and their new words put in. Any other list of files (a file added, removed or renamed),
