@@ -86,6 +86,12 @@ class Cache:
         self.store(key, value)
         return value
 
+    def project_entry(self, kind: str, detail: str) -> str:
+        """The name of one of the project's own entries (`kind`: the word index, a file test),
+        by the build, the root and `detail` (what else its value depends on)."""
+        head = f"{self.build}\0{kind}\0{self.root}\0{detail}"
+        return f"{kind}-{hashlib.sha256(head.encode('utf-8', 'surrogateescape')).hexdigest()}"
+
     def project_key(self, stage: str, inputs: dict[Path, bytes], sites: object) -> str:
         """A project resolution depends on the project's root (module names), every file's
         text and on the collected sites."""

@@ -32,11 +32,8 @@ class FileTests:
     """One test's results over a project's files, as stored and as this run found them."""
 
     def __init__(self, cache: Cache, name: str) -> None:
-        import hashlib  # a run with the cache: hashlib is imported already
-
         self.cache = cache
-        head = f"{cache.build}\0tests\0{cache.root}\0{name}".encode("utf-8", "surrogateescape")
-        self.key = f"tests-{hashlib.sha256(head).hexdigest()}"
+        self.key = cache.project_entry("tests", name)
         stored = cache.load(self.key)
         self.stored: dict[str, tuple[bytes, bool]] = stored if isinstance(stored, dict) else {}
         self.now: dict[str, tuple[bytes, bool]] = {}  # every file asked this run

@@ -20,7 +20,6 @@ of tens of thousands.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import sys
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
@@ -88,10 +87,7 @@ class WordStore:
 
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
-        head = f"{cache.build}\0words\0{cache.root}\0{sys.byteorder}".encode(
-            "utf-8", "surrogateescape"
-        )
-        self.key = f"words-{hashlib.sha256(head).hexdigest()}"
+        self.key = cache.project_entry("words", sys.byteorder)
         self.split = 0  # texts split into their words this run (for the tests)
         self.wrote = False  # the index was stored (for the tests)
         self.stored: dict[bytes, bytes] = {}  # the stored index, when no file changed
