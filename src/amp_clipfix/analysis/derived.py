@@ -14,6 +14,7 @@ from amp_clipfix.analysis.relevance import (
     NOT_WORD_TO_SPACE,
     class_lines,
     imported_modules,
+    text_words,
     top_level_names,
 )
 
@@ -36,7 +37,7 @@ def _still_relevant(
     an earlier round defines), so none leaves."""
     rounds, defined, modules = answer
     names = set().union(*defined.values())
-    words = {path: set(data.translate(NOT_WORD_TO_SPACE).split()) for path, data in changed.items()}
+    words = {path: text_words(data) for path, data in changed.items()}
     added: set[bytes] = set()
     for path in changed:
         if path in rounds:
@@ -88,11 +89,11 @@ def today_relevant(
     added = set().union(*(now[path] - defined[path] for path in changed if path in rounds))
     for path, data in texts.items():  # a name newly defined is written by that file alone
         if any(name in data for name in added):
-            words = set(data.translate(NOT_WORD_TO_SPACE).split()) & added
+            words = text_words(data) & added
             if not words <= now.get(path, frozenset()) - defined.get(path, frozenset()):
                 return None
     for path, data in changed.items():
-        words = set(data.translate(NOT_WORD_TO_SPACE).split())
+        words = text_words(data)
         if path not in rounds:
             if FUSED in data or not every.isdisjoint(words):
                 return None
@@ -125,7 +126,7 @@ def _still_searched(
     for path, data in changed.items():
         if path in deciding or path in found:
             return False
-        text = set(data.translate(NOT_WORD_TO_SPACE).split())
+        text = text_words(data)
         if kind == "subclasses":
             if any(bases & words for _, _, bases in class_lines({path: data}).get(path, ())):
                 return False

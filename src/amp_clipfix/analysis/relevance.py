@@ -34,12 +34,17 @@ NOT_WORD_TO_SPACE = bytes(byte if byte in WORD_BYTES else 32 for byte in range(2
 COMMON_NAMES = frozenset({b"main", b"run", b"model", b"config", b"args", b"logger", b"log", b"_"})
 
 
+def text_words(data: bytes) -> set[bytes]:
+    """The words of a text, as the word index holds them (WORD's matches)."""
+    return set(data.translate(NOT_WORD_TO_SPACE).split())
+
+
 def index_of(texts: Iterable[tuple[T, bytes]]) -> dict[bytes, list[T]]:
     """Each word's keys (a file's path, its position), in the order of `texts`: the word
     index's pass (word_index.words_of, word_store.positions_of)."""
     index: dict[bytes, list[T]] = {}
     for key, data in texts:
-        for word in set(data.translate(NOT_WORD_TO_SPACE).split()):
+        for word in text_words(data):
             files = index.get(word)
             if files is None:
                 index[word] = [key]

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE, index_of
+from amp_clipfix.analysis.relevance import index_of, text_words
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
@@ -70,11 +70,6 @@ def unpack(packed: bytes) -> array[int]:
     positions = array(POSITION)
     positions.frombytes(packed)
     return positions
-
-
-def file_words(data: bytes) -> set[bytes]:
-    """A text's words as `words_of` finds them."""
-    return set(data.translate(NOT_WORD_TO_SPACE).split())
 
 
 def positions_of(contents: Mapping[Path, bytes]) -> dict[bytes, list[int]]:
@@ -138,7 +133,7 @@ class WordStore:
         texts = list(contents.values())
         for position in changed:
             self.split += 1
-            now = file_words(texts[position])
+            now = text_words(texts[position])
             mark = array(POSITION, [position]).tobytes()
             before = {
                 word
