@@ -222,7 +222,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         _noted("read", path, "", error.errno)
         raise
     if _active is not None:
-        digest = blake2b(data, digest_size=32).digest()
+        digest = _raw_digest(data)
         _noted("read", path, "", digest.hex())
         _active.digests[id(data)] = (data, digest)
     return data
@@ -236,7 +236,7 @@ def content_digest(data: bytes) -> bytes:
         known = _active.digests.pop(id(data), None)
         if known is not None and known[0] is data:
             return known[1]
-    return blake2b(data, digest_size=32).digest()
+    return _raw_digest(data)
 
 
 class LeavesFolder(OSError):
@@ -352,7 +352,12 @@ _PLAIN: dict[str, Callable[[str | os.PathLike[str]], object]] = {
 
 def _digest(data: bytes) -> str:
     """The digest noted for an answer (only the runs that note or replay hash)."""
-    return blake2b(data, digest_size=32).hexdigest()
+    return _raw_digest(data).hex()
+
+
+def _raw_digest(data: bytes) -> bytes:
+    """blake2b-256 of `data`: what a read is noted by (in hex) and the cache keys a file by."""
+    return blake2b(data, digest_size=32).digest()
 
 
 def blake2b(data: bytes = b"", **parameters: Any) -> Blake2b:
