@@ -133,7 +133,7 @@ def _make(cls: type[T], frozen: bool, order: bool = False) -> type[T]:
     cls.__eq__ = _eq  # type: ignore[method-assign]
     setattr(cls, "__match_args__", table.names)  # noqa: B010 - a class mypy types as `type[T]`
     if order:
-        for name, compare in _ORDER.items():
+        for name, compare in _order_methods().items():
             if name in cls.__dict__:
                 raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
             setattr(cls, name, compare)
@@ -201,31 +201,27 @@ def _hash(self: object) -> int:
     return hash(getattr(type(self), RECORD_FIELDS).values(self))
 
 
-def _lt(self: object, other: object) -> bool:
-    if other.__class__ is self.__class__:
-        return _values(self) < _values(other)
-    return NotImplemented
+def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[object, object], bool]:
+    """`<`, `<=`, `>` or `>=` of two records of one class: `compare` of their compared fields'
+    values, as a tuple each (dataclasses' order)."""
+
+    def method(self: object, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return compare(_values(self), _values(other))
+        return NotImplemented
+
+    return method
 
 
-def _le(self: object, other: object) -> bool:
-    if other.__class__ is self.__class__:
-        return _values(self) <= _values(other)
-    return NotImplemented
+def _order_methods() -> dict[str, Callable[[object, object], bool]]:
+    import operator  # here: only a class with `order` needs it (start-up imports none)
 
-
-def _gt(self: object, other: object) -> bool:
-    if other.__class__ is self.__class__:
-        return _values(self) > _values(other)
-    return NotImplemented
-
-
-def _ge(self: object, other: object) -> bool:
-    if other.__class__ is self.__class__:
-        return _values(self) >= _values(other)
-    return NotImplemented
-
-
-_ORDER = {"__lt__": _lt, "__le__": _le, "__gt__": _gt, "__ge__": _ge}
+    return {
+        "__lt__": _ordering(operator.lt),
+        "__le__": _ordering(operator.le),
+        "__gt__": _ordering(operator.gt),
+        "__ge__": _ordering(operator.ge),
+    }
 
 
 def _frozen_setattr(self: object, name: str, value: object) -> None:
