@@ -384,9 +384,6 @@ class Queries:
     def prune(self) -> None:
         """Once the run is done: the query entries it neither read nor wrote go, but the
         newest few (another command's, the pre-commit hook's), when it wrote any."""
-        from amp_clipfix.analysis.file_tests import save_tests
-
-        save_tests(self.cache)
         if self.wrote:
             self.cache.prune_queries(self.keys)
 
