@@ -12,10 +12,12 @@ import bisect
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
+from amp_clipfix.analysis.contained_syntax import nodes_on
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
-from amp_clipfix.analysis.summary import module_name
-from amp_clipfix.analysis.values import DictV, Lit, Opaque
+from amp_clipfix.analysis.summary import Summary, TextLines, module_name
+from amp_clipfix.analysis.text_tests import whole_word
+from amp_clipfix.analysis.values import DictV, Ext, Lit, Opaque
 from amp_clipfix.models import Edit, Span
 from amp_clipfix.sources.prefilter import nfkc_holds
 from amp_clipfix.sources.text import line_starts
@@ -43,6 +45,8 @@ def library_calls(
     last name is one of theirs, or a name the module imports as one of them, or its root a
     name imported from under their modules. Only the calls on lines that write one of those
     names are walked (`Summary.calls_writing`: a call's callee is written on a line it spans).
+    A callee named by a name the module binds to one of them (`make = pl.Trainer`,
+    `alias_names`) counts only where its value is surely one of them (`surely_among`).
     With `keywords` (a search that reads only some keywords of a call), only the calls that
     write them all (or one, `any_of`) or a `**` spread, found on the lines writing one of them
     or `**`: a call
@@ -53,22 +57,86 @@ def library_calls(
     wanted = frozenset(qualified)
     imports = file.summary.imports
     local = {name for name, imported in imports.items() if imported.startswith(prefixes)}
+    aliases = alias_names(file.summary, shorts)
+
+    def named(node: ast.Call) -> bool:  # the callee writes one's name or an import of theirs
+        last, root = callee_words(node)
+        by_name = last in shorts or imports.get(last) in wanted
+        return by_name or imports.get(root, "").startswith(prefixes)
 
     def written(node: ast.Call) -> bool:  # the callee may name one, with the keywords read
         last, root = callee_words(node)
-        by_name = last in shorts or imports.get(last) in wanted
-        if not by_name and not imports.get(root, "").startswith(prefixes):
+        if not named(node) and last not in aliases and root not in aliases:
             return False
         return keywords is None or keywords.written(node)
 
     if keywords is None:
-        found_calls = file.summary.calls_kept(written, *sorted(shorts | local))
+        found_calls = file.summary.calls_kept(written, *sorted(shorts | local | aliases))
     else:
         found_calls = file.summary.calls_kept(written, *keywords.names, signs=(b"**",))
     for node in found_calls:
-        found = facts.qualified_names(file, node.func) & wanted
+        if named(node):
+            found = facts.qualified_names(file, node.func) & wanted
+        else:  # through an alias: only where it surely holds one of them (a fix rewrites it)
+            found = surely_among(facts.values(file, node.func), wanted)
         if found:
             yield node, found
+
+
+def surely_among(values: list[object], wanted: frozenset[str]) -> frozenset[str]:
+    """The qualified names of `values` when every one is a library object among `wanted`;
+    empty when one may be anything else (project code, a value known only at run time)."""
+    if not values or not all(isinstance(v, Ext) and v.qname in wanted for v in values):
+        return frozenset()
+    return frozenset(v.qname for v in values if isinstance(v, Ext))
+
+
+def alias_names(module: Summary, names: set[str]) -> set[str]:
+    """The names this module binds to a value written with one of `names` (the library's own,
+    `Trainer`) other than by calling it (`make = pl.Trainer`, `self.scaler_cls = GradScaler`,
+    `(T := Trainer)`): the last name of each target of an assignment whose value writes one
+    of them where it is not called. A call through such a name may call the library's (the
+    evaluator tells whether it surely does), though its callee never writes the library's
+    name. Only the statements on the lines writing one of them so are walked."""
+    lines_ = module.lines
+    if not isinstance(lines_, TextLines):
+        return set()
+    data, starts = lines_.data, lines_.starts
+    places = []  # (line, byte column) of each such mention
+    for name in names:
+        for match in whole_word(name.encode("ascii")).finditer(data):
+            if not data[match.end() :].lstrip(b" \t").startswith(b"("):
+                line = bisect.bisect_right(starts, match.start())
+                places.append((line, match.start() - starts[line - 1]))
+    if not places:
+        return set()
+    found: set[str] = set()
+    for node in nodes_on(module.tree, sorted({line for line, _ in places})):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        start = (value.lineno, value.col_offset)
+        end = (value.end_lineno or value.lineno, value.end_col_offset or 0)
+        if any(start <= place < end for place in places):
+            found.update(name for target in targets for name in bound_last_names(target))
+    return found
+
+
+def bound_last_names(target: ast.expr) -> list[str]:
+    """The last name of each place a target binds: `a` of `a`, `b` of `x.b`, both of `a, x.b`
+    (`x[k]` binds none by name)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Attribute):
+        return [target.attr]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for element in target.elts for name in bound_last_names(element)]
+    if isinstance(target, ast.Starred):
+        return bound_last_names(target.value)
+    return []
 
 
 class Keywords:
