@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from spied import check_counting_parses
 
 from amp_clipfix.analysis import shape_texts
 from amp_clipfix.analysis.shape_texts import CLIP_GRADIENTS, CLIP_VAL_KEYWORD, PLAIN_BACKWARD
 from amp_clipfix.cli import main
-from spied import check_counting_parses
 
 
 def plain_backward(tree: ast.AST) -> bool:
@@ -48,9 +48,7 @@ def clip_gradients(tree: ast.AST) -> bool:
 
 def clip_val_keyword(tree: ast.AST) -> bool:
     """ACF009's calls: a `gradient_clip_val=` keyword argument."""
-    return any(
-        isinstance(n, ast.keyword) and n.arg == "gradient_clip_val" for n in ast.walk(tree)
-    )
+    return any(isinstance(n, ast.keyword) and n.arg == "gradient_clip_val" for n in ast.walk(tree))
 
 
 SHAPES = {
@@ -186,7 +184,7 @@ PARTS = {
         "fabric.clip_gradients(model, optimizer, max_norm=1.0)",
         "_run_test_clip_gradients(fabric)",
     ),
-    "keyword": ("gradient_clip_val=0.5", "max_epochs=len(\"gradient_clip_val\")"),
+    "keyword": ("gradient_clip_val=0.5", 'max_epochs=len("gradient_clip_val")'),
 }
 
 
