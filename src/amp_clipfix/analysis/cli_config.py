@@ -144,9 +144,7 @@ def defaulted(facts: ProjectFacts, key: str) -> bool:
     keyword may hold it are evaluated: a file must write both `LightningCLI` and
     `trainer_defaults` (as `cli_calls` needs the one and `defaults` the other), and a dict
     written at the call whose keys are all strings other than `key` sets nothing."""
-    for file in facts.with_words(DEFAULTS_WORD):
-        if CLI_WORD not in file.data:
-            continue
+    for file in facts.with_words(DEFAULTS_WORD, where=writes_cli):  # the others not parsed
         for call in file.summary.calls_kept(  # it writes the keyword
             lambda c: keyword_value(c, "trainer_defaults") is not None, "trainer_defaults"
         ):
@@ -157,6 +155,11 @@ def defaulted(facts: ProjectFacts, key: str) -> bool:
             if any(is_cli(facts, value) for value in callee) and defaults(facts, file, call, key):
                 return True
     return False
+
+
+def writes_cli(path: Path | None, data: bytes) -> bool:
+    """The text writes LightningCLI (as `cli_calls` needs it), tested before the parse."""
+    return CLI_WORD in data
 
 
 def may_hold(node: ast.expr, key: str) -> bool:

@@ -411,8 +411,7 @@ class ProjectFacts:
             scope = trainer_scope(file.summary, call)
             if scope is not None:
                 summary = self.evaluator.summary(file.path) or file.summary
-                calls = file.summary.calls_kept(is_fit, "fit") if FIT_WORD in file.data else []
-                fits = scope_fits(self.evaluator, summary, calls, scope)
+                fits = scope_fits(self.evaluator, summary, scope) if FIT_WORD in file.data else []
         classes: list[ClsV] = []
         unknown = False
         seen = False

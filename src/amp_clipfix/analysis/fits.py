@@ -125,12 +125,14 @@ def trainer_scope(summary: Summary, call: ast.Call) -> ast.AST | None:
     return scope
 
 
-def scope_fits(
-    evaluator: Evaluator, summary: Summary, calls: list[ast.Call], scope: ast.AST
-) -> list[Fit]:
-    """The fits among `calls` (a module's, in its order) that sit in `scope`, as
-    `ProjectFacts.fits` lists them."""
-    inside = {id(node) for node in calls_in(scope)}
+def scope_fits(evaluator: Evaluator, summary: Summary, scope: ast.AST) -> list[Fit]:
+    """The fits of the `<x>.fit(...)` calls in `scope`, in the order `ProjectFacts.fits` lists
+    them: a breadth-first walk of the module meets a subtree's nodes in the order of a
+    breadth-first walk of the subtree (by depth, then left to right), so the scope's own walk
+    gives them without a read of the module's calls per Trainer asked about."""
     return [
-        fit for call in calls if id(call) in inside for fit in call_fits(evaluator, summary, call)
+        fit
+        for call in calls_in(scope)
+        if is_fit(call)
+        for fit in call_fits(evaluator, summary, call)
     ]

@@ -19,6 +19,7 @@ from amp_clipfix.analysis.manual import items_of
 from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind
 from amp_clipfix.analysis.partials import called_qnames
+from amp_clipfix.analysis.recording import TextTest
 from amp_clipfix.analysis.values import ClsV, Fn, Opt, is_off
 from amp_clipfix.models import Site, SiteKind
 
@@ -54,13 +55,14 @@ def steps_after(order: list[Event], index: int) -> list[Event]:
 
 
 def manual_modules(
-    facts: ProjectFacts, *words: bytes
+    facts: ProjectFacts, *words: bytes, where: TextTest | None = None
 ) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
-    """The LightningModule classes (in files holding one of `words`) that may optimize
-    manually, with their methods and whether they certainly do (None: decided at run time)."""
+    """The LightningModule classes (in files holding one of `words` and passing `where`) that
+    may optimize manually, with their methods and whether they certainly do (None: decided at
+    run time)."""
     if not facts.may_optimize_manually():
         return  # no class of the project can: its LightningModules are not looked for
-    for file in facts.with_words(*words):
+    for file in facts.with_words(*words, where=where):
         for cls_node in file.summary.walked_classes():
             methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
             cls = facts.class_of(file, methods[0]) if methods else None

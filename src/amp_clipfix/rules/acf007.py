@@ -14,6 +14,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts
 from amp_clipfix.analysis.names import FABRIC_ROOTS, FABRIC_UNSCALE_HELPER
 from amp_clipfix.analysis.partials import method_calls
+from amp_clipfix.analysis.shape_texts import CLIP_GRADIENTS
 from amp_clipfix.analysis.strategy_names import OWN_CLIP_SHARDS, registered_strategy
 from amp_clipfix.analysis.values import Ext, FabricV, Lit, Opaque, is_off, setting
 from amp_clipfix.models import Confidence, Edit, LightningPath, SiteKind, Span, Strategy
@@ -86,7 +87,8 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     if not facts.target.fabric_can_clip:
         return  # 1.x: Fabric has no clip_gradients
-    for file in facts.with_words(b"clip_gradients"):
+    # not parsed where `clip_gradients` is only part of a longer name (shape_texts.py)
+    for file in facts.with_words(b"clip_gradients", where=CLIP_GRADIENTS):
         # written calls, and calls of a `partial(fabric.clip_gradients, ...)` (merged)
         for run in method_calls(facts, file, "clip_gradients"):
             if not run.called:

@@ -24,6 +24,7 @@ from amp_clipfix.analysis.lightning_api import (
     TRAINER_CLIP_ARGUMENTS,
 )
 from amp_clipfix.analysis.names import TRAINER_CLASSES
+from amp_clipfix.analysis.shape_texts import CLIP_VAL_KEYWORD
 from amp_clipfix.analysis.training import has_hook, may_be_fused
 from amp_clipfix.analysis.values import ClsV, Lit
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
@@ -131,7 +132,8 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     if not facts.may_optimize_manually():
         return  # no module optimizes by hand: no Trainer's fits need to be followed
-    for file in facts.with_words(b"gradient_clip_val"):
+    # not parsed where no `gradient_clip_val=` keyword can be written (shape_texts.py)
+    for file in facts.with_words(b"gradient_clip_val", where=CLIP_VAL_KEYWORD):
         # a call given the keyword spans the line that writes it
         for call in file.summary.calls_kept(writes_clip_val, CLIP_VAL_ARGUMENT):
             keywords = {

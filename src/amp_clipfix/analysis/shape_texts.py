@@ -1,0 +1,73 @@
+"""Text tests of the call a rule's every finding is written as, made before a file is parsed.
+
+A rule's search parses each file holding one of its words (`ProjectFacts.with_words`), then
+looks in the tree for the one call shape its findings are made of. Where the text cannot
+write that shape, the tree holds no such call, so the file is not parsed for it (a `where`
+test of `with_words`). On the Lightning repository 17 of the rules' 95 parses were such files
+(`loss.backward(loss)`-only modules for ACF008, `_run_test_clip_gradients` for ACF007).
+
+Each pattern matches wherever Python may read the shape (an over-approximation: strings and
+comments count): the name as a whole word, then spaces, line breaks, backslash continuations
+or comments (`(loss.backward\n)()` too). A text that is not all ASCII is tested as Python reads
+its names (NFKC: `ｂackward` is `backward`). An edit to a file holding the search's words runs
+the search's query again whatever the test says (`Queries.candidates_hold`), so a file the
+test leaves out is looked at again once it may write the shape.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from amp_clipfix.sources.prefilter import python_text, word_start
+
+# What may stand between two tokens of a call: spaces, line breaks (inside brackets),
+# backslash continuations, comments (possessive: a gap is read once).
+_GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
+# A keyword argument's name (an identifier, maybe not ASCII once normalised) and its `=`.
+_KEYWORD = rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+" + _GAP + rb"=(?!=)"
+
+
+def whole_word(name: bytes) -> re.Pattern[bytes]:
+    """`name` written as a whole word (not inside a longer identifier)."""
+    return re.compile(word_start(name) + rb"(?![A-Za-z0-9_])")
+
+
+def keyword_argument(name: bytes) -> re.Pattern[bytes]:
+    """`name=` as a call's keyword argument may be written (`name = x`, not `name == x`)."""
+    return re.compile(word_start(name) + rb"(?![A-Za-z0-9_])" + _GAP + rb"=(?!=)")
+
+
+def called_without_positional(name: bytes) -> re.Pattern[bytes]:
+    """A call of `name` (`x.name(...)`, `(x.name)(...)`) passing no positional argument: the
+    `(` followed by `)`, a `**` spread or a keyword argument."""
+    return re.compile(
+        word_start(name)
+        + rb"(?![A-Za-z0-9_])(?:"
+        + _GAP
+        + rb"\))*+"
+        + _GAP
+        + rb"\("
+        + _GAP
+        + rb"(?:\)|\*\*|"
+        + _KEYWORD
+        + rb")"
+    )
+
+
+class MayWrite:
+    """A `with_words` test (recording.TextTest): the text, as Python reads it, matches."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern = pattern
+
+    def __call__(self, path: Path | None, data: bytes) -> bool:
+        return self.pattern.search(python_text(data)) is not None
+
+
+# ACF008: `<loss>.backward()` (keywords only: `fabric.backward(loss)` passes one).
+PLAIN_BACKWARD = MayWrite(called_without_positional(b"backward"))
+# ACF007: `<fabric>.clip_gradients(...)`, or a partial of that attribute.
+CLIP_GRADIENTS = MayWrite(whole_word(b"clip_gradients"))
+# ACF009: `Trainer(gradient_clip_val=...)`.
+CLIP_VAL_KEYWORD = MayWrite(keyword_argument(b"gradient_clip_val"))
