@@ -345,7 +345,10 @@ def today_relevant(contents: Mapping[Path, bytes]) -> RelevantCore | None:
 def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
     """Those of `paths` a fused value can reach. The text search over the whole project costs
     more than looking into a few files (a torch-sized tree with `fused` everywhere), so a few
-    are all kept: the search only ever saves work, it never decides a finding."""
+    are all kept: the search only ever saves work, it never decides a finding. No file asked:
+    none, and the search is not made for it."""
+    if not paths:
+        return set()
     if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
         return set(paths)
     return paths & relevant_files(evaluator)
