@@ -1,7 +1,9 @@
-"""When the project-wide text relevance (resolve_base.relevant_files) is made: the optimizer
-search of module classes asks it only once its own gate (no fused origin leaves its function,
-no holder builds an optimizer) leaves classes to read, and a question about no file never
-makes it. The sites are the same whether it is made or not."""
+"""When the project-wide text relevance (resolve_base.relevant_files) is made. When no fused
+optimizer can be built (no collected optimizer site, no fused origin leaves its function, and
+no function holding one builds an optimizer: OptimizerSearch.may_build_fused), the searches
+that ask which files a fused value reaches (module classes, Fabric clips, plugin calls) get
+none and the relevance is not made for them; a question about no file never makes it. A holder
+that is a plain function counts as a method does."""
 
 from __future__ import annotations
 
@@ -97,3 +99,51 @@ def test_a_question_about_no_file_is_answered_without_it(tmp_path: Path) -> None
     assert evaluator.relevant is None
     assert relevant_among(evaluator, {path}) == {path}
     assert evaluator.relevant is not None
+
+
+# A Trainer given a precision plugin built in another module: the plugin search reads the
+# call's module only when a fused value may reach it.
+PLUGIN = """
+    from lightning.pytorch.plugins import MixedPrecision
+
+
+    def make_plugin():
+        return MixedPrecision("16-mixed", "cuda")
+    """
+
+TRAIN = """
+    import lightning as L
+    from plugin import make_plugin
+
+
+    def main(model):
+        trainer = L.Trainer(plugins=[make_plugin()], gradient_clip_val=1.0)
+        trainer.fit(model)
+    """
+
+# A Fabric loop whose `fused` stays in the function that builds the optimizer (the optimizer
+# is passed nowhere): a holder that is no method, whose optimizer the Fabric search finds.
+FABRIC_LOOP = """
+    import torch
+    from lightning.fabric import Fabric
+
+
+    def train(model):
+        fabric = Fabric(precision="16-mixed")
+        optimizer = torch.optim.AdamW(model.parameters(), fused=True)
+        fabric.clip_gradients(model, None, max_norm=1.0)
+        optimizer.step()
+    """
+
+
+def test_no_fused_optimizer_so_no_plugin_call_is_read_for_it(tmp_path: Path) -> None:
+    files = {"opt.py": OPTIMIZER, "plugin.py": PLUGIN, "train.py": TRAIN}
+    found, made = resolved(tmp_path, files)
+    assert sites(found) == []
+    assert not made
+
+
+def test_a_holder_that_is_no_method_keeps_the_fabric_search(tmp_path: Path) -> None:
+    found, made = resolved(tmp_path, {"opt.py": OPTIMIZER, "loop.py": FABRIC_LOOP})
+    assert ("loop.py", 8, "torch.optim.AdamW(fused=True)") in sites(found)
+    assert made

@@ -96,6 +96,20 @@ class ResolutionBase:
         # dicts depend on the caller: resolve_refine.py `refine_fused_spread`).
         self.deferred: set[tuple[Path, Span, SiteKind]] = set()
 
+    # -- which files a fused value reaches ------------------------------------------------------
+
+    def may_build_fused(self) -> bool:
+        """Whether the project may build a fused optimizer at all (OptimizerSearch decides it
+        from the fused origins); here always."""
+        return True
+
+    def reached_among(self, paths: set[Path]) -> set[Path]:
+        """`relevant_among`, none when no fused optimizer can be built: a fused value then
+        reaches no optimizer, and no Trainer, Fabric or module class trains one."""
+        if not paths or not self.may_build_fused():
+            return set()
+        return relevant_among(self.ev, paths)
+
     # -- output --------------------------------------------------------------------------------
 
     def suppressions(self, path: Path) -> dict[int, frozenset[str]]:
