@@ -1,6 +1,7 @@
 """Where a fused optimizer can come from: the project's `fused` values, and whether any of them
 can leave the function that writes it. A fact of the index that gates the optimizer search of
-module classes (resolve_optimizers.py).
+module classes (resolve_optimizers.py) and, when no fused optimizer can be built at all, every
+search for the files a fused value reaches (resolve_base.reached_among).
 
 The search evaluates every call of every method of every module class and its bases, and makes
 a site only of an optimizer whose `fused` it follows to a value, or of one built at a call the

@@ -96,6 +96,20 @@ class ResolutionBase:
         # dicts depend on the caller: resolve_refine.py `refine_fused_spread`).
         self.deferred: set[tuple[Path, Span, SiteKind]] = set()
 
+    # -- which files a fused value reaches ------------------------------------------------------
+
+    def may_build_fused(self) -> bool:
+        """Whether the project may build a fused optimizer at all (OptimizerSearch decides it
+        from the fused origins); here always."""
+        return True
+
+    def reached_among(self, paths: set[Path]) -> set[Path]:
+        """`relevant_among`, none when no fused optimizer can be built: a fused value then
+        reaches no optimizer, and no Trainer, Fabric or module class trains one."""
+        if not paths or not self.may_build_fused():
+            return set()
+        return relevant_among(self.ev, paths)
+
     # -- output --------------------------------------------------------------------------------
 
     def suppressions(self, path: Path) -> dict[int, frozenset[str]]:
@@ -345,7 +359,10 @@ def today_relevant(contents: Mapping[Path, bytes]) -> RelevantCore | None:
 def relevant_among(evaluator: Evaluator, paths: set[Path]) -> set[Path]:
     """Those of `paths` a fused value can reach. The text search over the whole project costs
     more than looking into a few files (a torch-sized tree with `fused` everywhere), so a few
-    are all kept: the search only ever saves work, it never decides a finding."""
+    are all kept: the search only ever saves work, it never decides a finding. No file asked:
+    none, and the search is not made for it."""
+    if not paths:
+        return set()
     if len(paths) <= FEW_FILES and evaluator.size > BIG_PROJECT:
         return set(paths)
     return paths & relevant_files(evaluator)

@@ -22,7 +22,7 @@ from amp_clipfix.analysis.ast_syntax import is_guardable, namespace_argument
 from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.recording import holds, matches, scan
-from amp_clipfix.analysis.resolve_base import innermost_statement, relevant_among
+from amp_clipfix.analysis.resolve_base import innermost_statement
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import (
@@ -248,7 +248,7 @@ class EntrySearch(RefineSites):
         # The calls that can matter: in a file holding a free plugin, or one a fused value
         # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
         passing = set(scan(self.contents, holds(b"plugins"), matches(PLUGINS)))
-        among = {path for path, _ in free} | relevant_among(self.ev, passing)
+        among = {path for path, _ in free} | self.reached_among(passing)
         for summary in self.summaries_with(b"plugins", among=among & passing):
             # the keyword's line is the call's; a call not given it is not read
             for call in summary.calls_kept(gives_plugins, "plugins"):

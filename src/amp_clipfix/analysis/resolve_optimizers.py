@@ -57,6 +57,7 @@ class OptimizerSearch(ResolutionBase):
     ) -> None:
         super().__init__(evaluator, files, contents)
         self.fused_starts: dict[Path, FusedStarts] = {}
+        self.fused_possible: bool | None = None  # see may_build_fused
 
     origins = FusedOrigins(escapes=True)  # until module_optimizers asks: every method counts
 
@@ -64,15 +65,15 @@ class OptimizerSearch(ResolutionBase):
 
     def module_optimizers(self) -> None:
         """For every class that is (or may be fitted as) a module: the optimizers its methods
-        and those of its project bases build, wherever their `fused` is decided."""
+        and those of its project bases build, wherever their `fused` is decided. The origins'
+        gate comes before the text relevance: it costs a few files, the relevance a pass over
+        every text (NeMo: 0.75 s), and when it closes no class is read at all."""
         candidates = self.files_with(*CLASS_WORDS)
+        if not candidates or not self.may_build_fused():
+            return  # no function that may give a site builds an optimizer: no class is read
         among = relevant_among(self.ev, candidates)
         if not among:
             return
-        modules = project_modules(self.ev.by_module)
-        self.origins = fused_origins(self.files, self.ev.contents, self.ev.summary, modules)
-        if not self.origins.escapes and not self.holders_build():
-            return  # no method that may give a site builds an optimizer: no class is read
         # A module whose classes name no base holds no module class: its text says so, and
         # its tree is never made (kept to the run's end, NeMo's 555 such files were 50 MB).
         among = {path for path in among if self.may_hold_module_class(path)}
@@ -80,28 +81,40 @@ class OptimizerSearch(ResolutionBase):
             for node in summary.classes():
                 self.class_optimizers(ClsV(node, summary))
 
+    def may_build_fused(self) -> bool:
+        """Whether the project may build a fused optimizer: the collector holds an optimizer
+        site, a fused origin leaves its function, or a function that holds one builds an
+        optimizer (fused_origins.py). Asked once per resolution, by the first search that
+        needs it; when not, no search looks for the files a fused value reaches."""
+        if self.fused_possible is None:
+            modules = project_modules(self.ev.by_module)
+            self.origins = fused_origins(self.files, self.ev.contents, self.ev.summary, modules)
+            self.fused_possible = self.origins.escapes or self.holders_build()
+        return self.fused_possible
+
     def holders_build(self) -> bool:
-        """Whether a method that holds a fused origin builds an optimizer, when no origin
-        leaves its function (only those methods can give a site). `class_optimizers` reads
-        such a method's calls in the method's own module whichever class's MRO it is found in
+        """Whether a function that holds a fused origin builds an optimizer, when no origin
+        leaves its function (only those functions can build a fused one). `class_optimizers`
+        reads a method's calls in the method's own module whichever class's MRO it is found in
         (`optimizers_in` asks each call in its own place), so when none of them builds an
         optimizer, no class can gain a site and the classes need not be listed at all (NeMo:
         one holder, an optimizer's own `__init__`, against ~660 modules parsed to list their
-        classes)."""
-        for path, line, column in sorted(self.origins.holders, key=lambda p: (str(p[0]), p[1:])):
+        classes); nor can a Fabric's code, nor a Trainer train one."""
+        by_file: dict[Path, set[tuple[int, int]]] = {}
+        for path, line, column in self.origins.holders:
+            by_file.setdefault(path, set()).add((line, column))
+        for path in sorted(by_file, key=str):
             summary = self.ev.summary(path)
             if summary is None:
                 return True  # not read here: the search decides as before
-            for node in summary.classes():
-                for method in node.body:
-                    if (
-                        isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
-                        and method.lineno == line
-                        and method.col_offset == column
-                    ):
-                        ctx = self.ev.ctx(summary, method, node)
-                        if next(self.optimizers_in(method, ctx), None) is not None:
-                            return True
+            for function in walk(summary.tree):
+                if (
+                    isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and (function.lineno, function.col_offset) in by_file[path]
+                ):
+                    ctx = self.ev.ctx_of(summary, function)
+                    if next(self.optimizers_in(function, ctx), None) is not None:
+                        return True
         return False
 
     def may_hold_module_class(self, path: Path) -> bool:
@@ -262,7 +275,7 @@ class OptimizerSearch(ResolutionBase):
             for site in sites
             if site.kind is SiteKind.FABRIC_CLIP
         }
-        for path in sorted(relevant_among(self.ev, paths)):
+        for path in sorted(self.reached_among(paths)):
             summary = self.ev.summary(path)
             if summary is None:
                 continue
