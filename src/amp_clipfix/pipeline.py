@@ -23,13 +23,7 @@ from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
-from amp_clipfix.sources.prefilter import (
-    holds,
-    may_need_search,
-    nfkc_holds,
-    nfkc_stable,
-    nfkc_text,
-)
+from amp_clipfix.sources.prefilter import holds, may_need_search, nfkc_holds, nfkc_stable, nfkc_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
