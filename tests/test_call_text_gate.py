@@ -21,7 +21,7 @@ from amp_clipfix import pipeline
 from amp_clipfix.analysis import calls, project_resolve
 from amp_clipfix.analysis.collection import Collection
 from amp_clipfix.pipeline import may_import, searching_rules_of
-from amp_clipfix.sources.prefilter import nfkc_holds, nfkc_stable
+from amp_clipfix.sources.prefilter import nfkc_holds, nfkc_stable, nfkc_text
 
 PIN = '[project]\nname = "demo"\ndependencies = ["lightning>=2.1"]\n'
 TRAIN = "import lightning as L\n\ntrainer = L.Trainer(precision=16, max_epochs=1)\n"
@@ -165,8 +165,10 @@ def test_a_text_is_checked_for_normalisation_once_for_every_gate(
 ) -> None:
     """Three gates (names `Fabric` and `GradScaler`, imports of `lightning` and
     `lightning_fabric`) ask of four texts that are not all ASCII: each is checked once, and
-    only the one that NFKC changes is normalised, once per question."""
+    only the one that NFKC changes is normalised, once for all four questions (`nfkc_text`;
+    it was once per question before session 20's branch `fixed`)."""
     nfkc_stable.cache_clear()
+    nfkc_text.cache_clear()
     checks = counted(monkeypatch, unicodedata, "is_normalized")
     normalised = counted(monkeypatch, unicodedata, "normalize")
     prose = "# caf\u00e9 \u2014 \u00a9 \u4e2d\u6587\nprecision = 'bf16'\nclip_grad_norm_ = 1\n"
@@ -176,8 +178,9 @@ def test_a_text_is_checked_for_normalisation_once_for_every_gate(
     collection = Collection(root=tmp_path, contents=contents, searchable=contents)
     assert searching_rules_of(collection)[1] == {"ACF004", "ACF006", "ACF007"}
     assert len(checks) == 4
-    assert len(normalised) == 4  # odd.py: Fabric, GradScaler, lightning, lightning_fabric
+    assert len(normalised) == 1  # odd.py, for Fabric, GradScaler, lightning, lightning_fabric
     nfkc_stable.cache_clear()
+    nfkc_text.cache_clear()
 
 
 def test_nfkc_holds_reads_names_as_python_does() -> None:
@@ -197,6 +200,17 @@ def test_the_memo_is_let_go_with_the_project(
     assert check(root)[0] == 1
     assert checks  # train.py was asked about
     assert nfkc_stable.cache_info().currsize == 0  # and its text let go
+
+
+def test_the_normalised_texts_are_let_go_with_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write(tmp_path, {"train.py": "# \uff46used \u2026\n" + TRAIN})
+    nfkc_text.cache_clear()
+    normalised = counted(monkeypatch, unicodedata, "normalize")
+    assert check(root)[0] == 1
+    assert normalised  # train.py was normalised
+    assert nfkc_text.cache_info().currsize == 0  # and its normal form let go
 
 
 SETTLED_TRAIN = """\

@@ -23,7 +23,7 @@ from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
-from amp_clipfix.sources.prefilter import holds, may_need_search, nfkc_holds, nfkc_stable
+from amp_clipfix.sources.prefilter import holds, may_need_search, nfkc_holds, nfkc_stable, nfkc_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
@@ -479,11 +479,10 @@ def may_import(data: bytes, package: str) -> bool:
 def import_text(data: bytes) -> str:
     """The text import statements are looked for in: backslash continuations joined, a UTF-8
     byte order mark (which Python skips) gone."""
-    text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     if not data.isascii() and not nfkc_stable(data):
-        import unicodedata
-
-        text = unicodedata.normalize("NFKC", text)
+        text = nfkc_text(data).removeprefix("\ufeff")
+    else:
+        text = data.decode("utf-8", "replace").removeprefix("\ufeff")
     return re.sub(r"\\(?:\r\n|\r|\n)", " ", text)
 
 

@@ -181,14 +181,16 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
             continue
         subfolders: list[Path] = []
         for entry in entries:
-            entry_path = Path(entry.path)
-            if _is_excluded(entry_path, root, globs):
+            # a path is made only for what is kept (most entries of a tree are other files)
+            entry_path = Path(entry.path) if globs else None
+            if entry_path is not None and _is_excluded(entry_path, root, globs):
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name not in DEFAULT_EXCLUDES:
-                        subfolders.append(entry_path)
+                        subfolders.append(entry_path or Path(entry.path))
                 elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
+                    entry_path = entry_path or Path(entry.path)
                     is_link = entry.is_symlink()
                     if is_link and not observed.inside(entry_path, real_root):
                         continue
@@ -196,7 +198,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
                     found.append(_Found(path, root, is_link))
             except OSError as error:
                 message = f"cannot read: {os_error_reason(error)}"
-                errors.append(FileError(entry_path, message, ErrorKind.READ))
+                errors.append(FileError(entry_path or Path(entry.path), message, ErrorKind.READ))
         # Reversed so that popping from the end visits subfolders in sorted order.
         pending.extend(reversed(subfolders))
     return found

@@ -17,6 +17,7 @@ all). Outputs, execution counts, metadata, key order and indentation stay byte f
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -106,13 +107,17 @@ HELP_END = re.compile(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
 
 
 def escaped_command(line: str) -> str | None:
-    """What the module holds for a line that starts an IPython escape, else None."""
+    """What the module holds for a line that starts an IPython escape, else None. The patterns
+    are tried only on a line holding what each needs (`?`; `=` and `!` or `%`): most lines
+    hold neither, and the patterns backtrack over every line they are tried on."""
     stripped = line.lstrip()
-    if stripped.startswith(ESCAPES) or HELP_END.match(line):
+    if stripped.startswith(ESCAPES) or ("?" in line and HELP_END.match(line)):
         # In a block the escape may be the block's only statement (`if IN_COLAB:` over `!pip`
         # lines): there it stays a statement, as IPython's `get_ipython().system(...)` does.
         indent = line[: len(line) - len(stripped)]
         return f"{indent}pass" if indent else "#"
+    if "=" not in line or ("!" not in line and "%" not in line):
+        return None
     assigned = ASSIGNED_ESCAPE.match(line)
     if assigned is not None:
         return f"{assigned[1]} get_ipython()"
@@ -134,18 +139,26 @@ class LogicalLines:
         return self.quote is None and self.depth == 0 and not self.continued
 
     def feed(self, line: str) -> None:
+        """Read one more line. Only the characters that can change the state are visited
+        (found by a pattern, in C): outside a string a `#`, a quote or a bracket; inside one
+        a backslash or its closing quote; every other character is passed over as the
+        character-by-character reading passed it."""
         index, length, commented = 0, len(line), False
         while index < length:
-            char = line[index]
             if self.quote is not None:
-                if char == "\\":
-                    index += 2
-                elif line.startswith(self.quote, index):
-                    index += len(self.quote)
-                    self.quote = None
+                inside = stops(self.quote).search(line, index)
+                if inside is None:
+                    break
+                if inside.group() == "\\":
+                    index = inside.start() + 2  # the escaped character, whatever it is
                 else:
-                    index += 1
+                    index = inside.end()
+                    self.quote = None
                 continue
+            found = stops(None).search(line, index)
+            if found is None:
+                break
+            char, index = found.group(), found.start()
             if char == "#":
                 commented = True
                 break
@@ -155,7 +168,7 @@ class LogicalLines:
                 continue
             if char in "([{":
                 self.depth += 1
-            elif char in ")]}":
+            else:
                 self.depth = max(0, self.depth - 1)
             index += 1
         ends_in_backslash = line.endswith("\\") and not commented
@@ -165,6 +178,14 @@ class LogicalLines:
 
 
 TRIPLES = ("'''", '"""')
+
+
+@functools.cache
+def stops(quote: str | None) -> re.Pattern[str]:
+    """What LogicalLines.feed stops at: outside a string (`quote` None) a comment, a quote or
+    a bracket; inside one, a backslash or the quote that closes it. Compiled when a notebook
+    is first read (every run imports this module)."""
+    return re.compile(r"[#'\"()\[\]{}]" if quote is None else r"\\|" + quote)
 
 
 def read_notebook(source: SourceFile) -> Notebook:

@@ -152,13 +152,6 @@ def plain_json(text: str) -> bool:
 
 STRING_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 SCALAR_TOKEN = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
-# A bracket, or a string, or a whole array or object with none inside it (one token: the many
-# lines of an output are skipped in one match)
-NESTING = re.compile(
-    r'[\[{](?:[^"\[\]{}]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+[\]}]'
-    r'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]',
-    re.DOTALL,
-)
 
 
 def cell_sources(text: str) -> list[tuple[int, int]] | None:
@@ -214,24 +207,18 @@ def after_space(text: str, index: int) -> int:
 
 
 def value_end(text: str, start: int) -> int:
-    """The end of the JSON value that starts at `start` (plain JSON)."""
+    """The end of the JSON value that starts at `start` (plain JSON): a container's by the
+    standard parser's scanner (in C; an output's many lines and images are read in one call),
+    which on a plain text reads the whole value and stops at its end."""
     char = text[start]
     if char not in "[{":
         token = (STRING_TOKEN if char == '"' else SCALAR_TOKEN).match(text, start)
         assert token is not None  # plain JSON
         return token.end()
-    depth = 0
-    for match in NESTING.finditer(text, start):
-        if match.end() - match.start() > 1:  # a string, a container with none inside
-            if depth == 0:
-                return match.end()
-        elif text[match.start()] in "[{":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return match.end()
-    raise ValueError("unclosed JSON value")  # not plain JSON
+    return SCANNER.raw_decode(text, start)[1]
+
+
+SCANNER = json.JSONDecoder()
 
 
 @record(frozen=True)
