@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 
 from amp_clipfix.analysis.frame import Ctx
-from amp_clipfix.analysis.order import FUNCTIONS, calls_of, statements
+from amp_clipfix.analysis.order import FUNCTIONS, Event, EventKind, calls_of, statements
 
 
 def may_step_after(call: ast.Call, caller: Ctx) -> bool:
@@ -41,3 +41,36 @@ def may_step_after(call: ast.Call, caller: Ctx) -> bool:
         return True
     # A statement's own calls are events there; its blocks' statements are listed after it.
     return any(calls_of(statement) for statement in listed[places[id(node)] + 1 :])
+
+
+def closes_clips(order: list[Event], clips: set[int]) -> bool:
+    """A caller reading's own code settles every clip of the helper it meets (`clips`: the
+    ids of their calls), so no reading of its callers can report one through it (they are
+    not read: callables.caller_readings `follow`). Each such clip has a scaled backward
+    before it and a step of that scaler after it, with no backward between, both calls the
+    reading makes itself. A caller one or two levels up enters this function as a helper and
+    meets its events in the one statement calling it, the same calls in the same order (the
+    helper levels left to it include the function's own calls), its keys translated alike:
+    the backward it takes for such a clip is that one, and a step of the same scaler comes
+    in the clip's statement (rules/acf004.py `unscaled_clip`: no finding there)."""
+    met = False
+    for index, event in enumerate(order):
+        if event.kind is EventKind.CLIP and id(event.call) in clips:
+            met = True
+            if not settled(order, index):
+                return False
+    return met
+
+
+def settled(order: list[Event], index: int) -> bool:
+    """The clip at `index` has an own scaled backward before it (the last one) and an own
+    step of its scaler after it, with no backward between."""
+    backward = next((e for e in reversed(order[:index]) if e.kind is EventKind.BACKWARD), None)
+    if backward is None or backward.via:
+        return False
+    for event in order[index + 1 :]:
+        if event.kind is EventKind.BACKWARD:
+            return False
+        if event.kind is EventKind.STEP and not event.via and event.scaler == backward.scaler:
+            return True
+    return False
