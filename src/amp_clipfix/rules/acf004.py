@@ -28,7 +28,7 @@ from amp_clipfix.analysis.order import (
     statement_line_is_own,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after
+from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.analysis.written_events import any_scaled_backward
@@ -209,6 +209,8 @@ def in_callers(
     ):
         if capable is None:
             caller_order = events(facts, where, reading, classify, enters=enters, tail=True)
+        elif reports_none(facts, where, reading, call, classify, enters, capable, ids):
+            continue
         else:  # from where a clip can be (analysis/clip_tail.py)
             caller_order = tail_events(facts, where, reading, call, classify, enters, capable)
         if closes_clips(caller_order, ids):
