@@ -223,3 +223,43 @@ def test_what_follows_the_next_backward_is_not_asked_about(
     assert kept.replace("kept", "whole") == whole.replace("kept", "whole")
     assert asked(whole_counted, tmp_path / "whole" / "runner.py", "runner.model.fit")
     assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner.model.fit")
+
+
+RUNNER_LAST = """
+    import torch
+    from helpers import update
+
+
+    class Model:
+        def fit(self, model):
+            model.step(1)
+
+
+    class Loop:
+        def run(self, runner, model, optimizer, loss):
+            scaler = torch.amp.GradScaler("cuda")
+            scaler.step(optimizer)
+            update(runner.model.fit(model), scaler, loss)
+    """
+
+
+def test_a_call_ending_the_reading_is_not_entered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller whose last statement with calls is the helper's call, with no clip of its
+    own: a whole reading does not enter its helpers there (order.quiet_tail), and neither does
+    the statement-wise one: `runner.model.fit` is never evaluated."""
+    files = {"helpers.py": HELPERS, "runner.py": RUNNER_LAST}
+    files.update({f"script{i}.py": SCRIPT.format(index=i) for i in range(8)})
+    write(tmp_path / "kept", files)
+    write(tmp_path / "whole", files)
+    with monkeypatch.context() as patched:
+        kept_counted = Counted(patched)
+        kept = report(tmp_path / "kept")
+    with monkeypatch.context() as patched:
+        whole_readings(patched)
+        whole_counted = Counted(patched)
+        whole = report(tmp_path / "whole")
+    assert kept.replace("kept", "whole") == whole.replace("kept", "whole")
+    assert not asked(whole_counted, tmp_path / "whole" / "runner.py", "runner.model.fit")
+    assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner.model.fit")
