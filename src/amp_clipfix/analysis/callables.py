@@ -147,11 +147,14 @@ def caller_readings(
     depth: int = CALLER_DEPTH,
     holds: Holds = None,
     last: Keep | None = None,
+    follow: Callable[[ast.Call], bool] | None = None,
 ) -> Iterator[Reading]:
     """The functions (or modules) of the project that call `function`, each with its file and
     the call, then their callers in turn (`depth` levels): where a helper's clip meets the
     backward and the step its callers run. `last`: the calls of the last level worth reading
-    (the others are not asked whether they call the helper: CallerIndex.callers_kept)."""
+    (the others are not asked whether they call the helper: CallerIndex.callers_kept).
+    `follow`: asked once a reading is consumed, whether its function's callers are read
+    through that call (None: all are)."""
     seen: set[int] = set()
     frontier: list[tuple[FileFacts, ast.AST]] = [(file, function)]
     for level in range(depth):
@@ -163,7 +166,7 @@ def caller_readings(
                     continue
                 seen.add(id(call))
                 yield caller_file, reading, call
-                if isinstance(reading, FUNCTIONS):
+                if isinstance(reading, FUNCTIONS) and (follow is None or follow(call)):
                     following.append((caller_file, reading))
         frontier = following
 

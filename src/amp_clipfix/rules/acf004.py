@@ -28,7 +28,7 @@ from amp_clipfix.analysis.order import (
     statement_line_is_own,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.tail_callers import may_step_after
+from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.analysis.written_events import any_scaled_backward
@@ -196,14 +196,25 @@ def in_callers(
     found: list[tuple[FileFacts, list[Event], int]] = []
     enters = None if reach is None else reach.may_run_project
     holds = None if reach is None else reach.may_hold_instance
+    ids = {id(clip.call) for clip in clips}
+    closed: set[int] = set()  # calls whose reading settles every clip: not read through
     # the last level: only the calls after which the caller reads a call (analysis/tail_callers.py)
     for where, reading, call in caller_readings(
-        facts, file, function, holds=holds, last=may_step_after
+        facts,
+        file,
+        function,
+        holds=holds,
+        last=may_step_after,
+        follow=lambda call: id(call) not in closed,
     ):
         if capable is None:
             caller_order = events(facts, where, reading, classify, enters=enters, tail=True)
+        elif reports_none(facts, where, reading, call, classify, enters, capable, ids):
+            continue
         else:  # from where a clip can be (analysis/clip_tail.py)
             caller_order = tail_events(facts, where, reading, call, classify, enters, capable)
+        if closes_clips(caller_order, ids):
+            closed.add(id(call))
         for index, event in enumerate(caller_order):
             if any(event.call is clip.call for clip in clips) and call in event.via:
                 found.append((where, caller_order, index))
