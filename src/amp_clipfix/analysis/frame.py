@@ -194,6 +194,7 @@ class EvaluatorBase:
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
         self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
+        self.passes_cache: dict[tuple[int, str, bool], bool] = {}  # returns.only_passes
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members
         self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}
