@@ -70,3 +70,26 @@ def test_a_wrapper_passed_other_values_is_asked_again(
     only_false = source.replace("wrap3(model, True)", "wrap3(model, False)")
     _, found = findings_of(tmp_path / "b", only_false, monkeypatch)
     assert found == [("ACF007", "high")]
+
+
+def test_the_names_a_function_reads_are_those_ast_walk_finds() -> None:
+    """returns.names_in (read_params, reached_params) walks without the load/store contexts:
+    the same names as `ast.walk`, on every Python source of the package and its fixtures,
+    nested functions, lambdas, comprehensions and patterns included."""
+    import ast
+
+    from amp_clipfix.analysis.returns import names_in
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [*(root / "src").rglob("*.py"), *(root / "fixtures").rglob("*.py")]
+    assert len(sources) > 100
+    for path in sources:
+        try:
+            tree = ast.parse(path.read_bytes())
+        except (SyntaxError, ValueError):
+            continue  # a fixture that is not Python on purpose
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                body = node.body if isinstance(node.body, list) else [node.body]
+                walked = {n.id for part in body for n in ast.walk(part) if isinstance(n, ast.Name)}
+                assert names_in(*body) == walked, (path, node.lineno)

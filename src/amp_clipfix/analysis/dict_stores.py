@@ -154,10 +154,13 @@ class DictStores(EvaluatorBase):
         did not hold may stay absent, decided at run time); `kwargs.setdefault("fused", True)`
         adds one of its possible values. On a dict not known here (a `**kwargs` no caller
         fills) they make an open dict."""
+        stores = self.item_statements(scope, name)
+        if not stores:  # most names read: nothing to add, no dict made
+            return values
         added, joined, defaults = DictV(), DictV(), DictV()
         maybe: dict[str, ast.stmt] = {}  # keys set where the store may not run
         surely: set[str] = set()  # keys set (or defaulted) on every path
-        for statement, always in self.item_statements(scope, name):
+        for statement, always in stores:
             stored, defaulted = DictV(), DictV()  # what this statement sets
             if isinstance(statement, ast.Assign):
                 for target in statement.targets:

@@ -262,6 +262,9 @@ class Evaluator(
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
         key = (id(node), id(ctx))
+        known = self.memo.get(key)
+        if known is not None and ("ev", key) not in self.heads:
+            return known  # the run's value, no cycle's head: what recall gives, at once
         known = self.recall(self.memo, "ev", key)
         if known is not None:
             return known
@@ -466,8 +469,9 @@ class Evaluator(
             return self.call_external(callee.qname, call, ctx)
         if isinstance(callee, Fn):
             values = self.returns(callee, call, ctx)
-            lost = not any(isinstance(v, Opt) and v.fused for v in values)
-            if lost and forwards_kwargs(callee.node):
+            if forwards_kwargs(callee.node) and not any(  # the signature first: few have it
+                isinstance(v, Opt) and v.fused for v in values
+            ):
                 # `fused` handed to a function's **kwargs that the analysis loses inside (a
                 # filter such as litgpt's signature check, a registry): only fusable
                 # optimizers take it, so the optimizer the function builds takes it.

@@ -8,7 +8,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from amp_clipfix.analysis.recording import raw
 from amp_clipfix.analysis.relevance import ClassLines
@@ -35,10 +35,10 @@ Memo = dict[Any, list[object]]  # one of the evaluator's memos, by its own key
 NO_CYCLE = 1 << 30  # a frame's `low` when it met no running evaluation again
 
 
-@dataclass(frozen=True)
-class Entered:
+class Entered(NamedTuple):
     """An evaluation started: the hard cuts counted then, its place on the stack and serial,
-    and the cycle bookkeeping of the evaluation around it (restored when it ends)."""
+    and the cycle bookkeeping of the evaluation around it (restored when it ends). A named
+    tuple, made at every evaluation: a frozen dataclass's `__init__` cost twice as much."""
 
     cuts: int
     place: int
@@ -47,8 +47,7 @@ class Entered:
     members: set[tuple[str, object]]
 
 
-@dataclass(frozen=True)
-class Kept:
+class Kept(NamedTuple):
     """A question's cut value, and the running evaluation it met again (a cycle), if any."""
 
     values: list[object]
@@ -195,6 +194,7 @@ class EvaluatorBase:
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
         self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
+        self.passes_cache: dict[tuple[int, str, bool], bool] = {}  # returns.only_passes
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members
         self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}

@@ -14,6 +14,7 @@ from amp_clipfix.analysis.frame import (
     Thunk,
     argument_key,
 )
+from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.values import ClsV, DictV, Fn, Opaque, TupleV, constant_of
 
@@ -134,7 +135,7 @@ class CallReturns(EvaluatorBase):
         key = (id(function), id(expr))
         known = self.reach_cache.get(key)
         if known is None:
-            todo, seen = names_in(expr), set()
+            todo, seen = list(names_in(expr)), set()
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 bindings = self.local_bindings(function)
                 while todo:
@@ -163,21 +164,30 @@ class CallReturns(EvaluatorBase):
             return None
         if ctx.depth > MAX_DEPTH or len(ctx.bindings[name]) > MAX_VALUES:
             return None
+        key = (id(function), name, ctx.cls is not None)
+        passes = self.passes_cache.get(key)
+        if passes is None:  # a fact of the function's code: asked at every call followed
+            passes = self.passes_cache[key] = self.only_passes(function, name, ctx)
+        return ctx.bindings[name] if passes else None
+
+    def only_passes(self, function: ast.AST, name: str, ctx: Ctx) -> bool:
+        """Whether the parameter `name` of `function` holds just what a call passes: no
+        `self`, no binding or store of its own in the body."""
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             positional = [*function.args.posonlyargs, *function.args.args]
             if ctx.cls is not None and positional and positional[0].arg == name:
-                return None  # perhaps `self` (CallerIndex.parameter)
+                return False  # perhaps `self` (CallerIndex.parameter)
             if name in self.globals_declared(function) or name in self.local_bindings(
                 function, ctx.summary
             ):
-                return None
-            if self.item_statements(function, name) or self.list_statements(function, name):
-                return None  # stores into it: not just the items passed
-        elif not isinstance(function, ast.Lambda) or name in self.local_bindings(
+                return False
+            # a store into it: not just the items passed
+            return not (
+                self.item_statements(function, name) or self.list_statements(function, name)
+            )
+        return isinstance(function, ast.Lambda) and name not in self.local_bindings(
             function, ctx.summary
-        ):
-            return None
-        return ctx.bindings[name]
+        )
 
     def read_params(self, function: ast.AST) -> tuple[str, ...]:
         """The parameters a function's code reads by name (its nested code too), in order:
@@ -185,16 +195,21 @@ class CallReturns(EvaluatorBase):
         key = id(function)
         if key not in self.reads_cache:
             params = [p.arg for p in all_params(function.args)]  # type: ignore[attr-defined]
-            used = {
-                node.id
-                for statement in function.body  # type: ignore[attr-defined]
-                for node in ast.walk(statement)
-                if isinstance(node, ast.Name)
-            }
+            used = names_in(*function.body)  # type: ignore[attr-defined]
             self.reads_cache[key] = tuple(name for name in params if name in used)
         return self.reads_cache[key]
 
 
-def names_in(node: ast.AST) -> list[str]:
-    """The names a node reads or binds, nested code included."""
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+def names_in(*roots: ast.AST) -> set[str]:
+    """The names the nodes read or bind, nested code included: `ast.walk`'s names, from a
+    walk that steps over the load/store contexts (nodes.py; every function a call is
+    followed into is walked once)."""
+    found: set[str] = set()
+    todo = list(roots)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            found.add(node.id)  # a name holds no node but its context
+        else:
+            todo.extend(child_nodes(node))
+    return found
