@@ -21,7 +21,7 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError, Stage
-from amp_clipfix.sources.prefilter import any_word, nfkc_holds
+from amp_clipfix.sources.prefilter import any_word
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -30,14 +30,6 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
     from amp_clipfix.models import FileSites
 
-
-# The last parts of the qualified names of the precision plugin classes whose calls the collector
-# makes plugin sites of (names.PRECISION_PLUGINS; `MixedPrecision` is in `MixedPrecisionPlugin`
-# too): a file calling one writes one, as the call's attribute or in the import that binds the
-# name it calls (scopes.py). Here, not in names.py: a later run's query check asks the test
-# (queries.py) before the resolution's modules are imported.
-PLUGIN_CLASS_WORDS = (b"FSDPPrecision", b"MixedPrecision")
-CALLS_PLUGIN_CLASS = "may_call_plugin_class"
 
 DEEP_STACK = 20_000  # Python frames the resolution and the rules may use (the evaluator's bound)
 
@@ -501,12 +493,3 @@ def _candidate(path: Path, data: bytes) -> bool:
 
 
 recording.PREDICATES["candidate"] = _candidate
-
-
-def may_call_plugin_class(path: Path | None, data: bytes) -> bool:
-    """Whether a text may call a precision plugin class: it writes one's name as Python reads
-    it (in its bytes, or, in a text that is not all ASCII, after NFKC normalisation)."""
-    return any(word in data for word in PLUGIN_CLASS_WORDS) or nfkc_holds(data, PLUGIN_CLASS_WORDS)
-
-
-recording.PREDICATES[CALLS_PLUGIN_CLASS] = may_call_plugin_class
