@@ -20,6 +20,7 @@ from pathlib import Path
 from amp_clipfix.analysis import names, strategy_names
 from amp_clipfix.analysis.ast_syntax import is_guardable, namespace_argument
 from amp_clipfix.analysis.collect import collect_sites
+from amp_clipfix.analysis.collection import CALLS_PLUGIN_CLASS
 from amp_clipfix.analysis.evaluate import Ctx
 from amp_clipfix.analysis.recording import holds, matches, scan
 from amp_clipfix.analysis.resolve_base import innermost_statement
@@ -67,6 +68,8 @@ PLUGINS = re.compile(word_start(b"plugins") + rb"\s*=(?!=)")  # `\bplugins\s*=(?
 class EntrySearch(RefineSites):
     """Clip calls on Fabrics, the settings of the Fabrics they reach, and the calls precision
     plugins are given to."""
+
+    plugin_files: frozenset[Path] | None = None  # see plugin_holders
 
     def fabric_clip(
         self, summary: Summary, call: ast.Call, span: Span, ctx: Ctx, receiver: list[object]
@@ -245,6 +248,8 @@ class EntrySearch(RefineSites):
             if site.kind in PRECISIONS and site.entry is None and not site.in_config
         }
         self.drop_dead_plugins(free)
+        if not free and not self.plugin_holders():
+            return  # no list can hold a plugin the collector makes a site of: nothing to link
         # The calls that can matter: in a file holding a free plugin, or one a fused value
         # reaches (a Trainer or Fabric elsewhere trains nothing fused), written `plugins=`.
         passing = set(scan(self.contents, holds(b"plugins"), matches(PLUGINS)))
@@ -274,6 +279,17 @@ class EntrySearch(RefineSites):
                             self.maybe_plugins.add((site.path, site.span, site.kind))
                         self.link_plugin(site, made[0].entry, made[0].call, summary)
 
+    def plugin_holders(self) -> frozenset[Path]:
+        """The files the collection did not read that may call a precision plugin class (they
+        write one's name), once per resolution: only there can unread_sites find a free
+        plugin's site. One noted scan (a query reads which files hold the words)."""
+        if self.plugin_files is None:
+            found = scan(self.contents, ("fn", CALLS_PLUGIN_CLASS))
+            self.plugin_files = frozenset(
+                path for path in found if path not in self.read_paths and not is_library(path)
+            )
+        return self.plugin_files
+
     def plugin_test(self, free: dict[tuple[Path, Span], Site]) -> Callable[[object], bool]:
         """A test of a list's element: a precision plugin built outside an entry call (which
         one of several is for the rules: each is a site)."""
@@ -301,6 +317,8 @@ class EntrySearch(RefineSites):
         key = (value.summary.path, value.summary.span(value.node))
         if key in free:
             return free[key]
+        if key[0] not in self.plugin_holders():
+            return None  # the collector makes no plugin site there: not walked for one
         for site in self.unread_sites(key[0]):
             if (site.path, site.span) == key and site.kind in PRECISIONS and site.entry is None:
                 file = self.files.get(site.path, FileSites(site.path))
