@@ -102,9 +102,8 @@ def test_the_same_report_as_evaluating_every_call(
     ("name", "lines"),
     [
         ("one_or_both", [3, 4, 5]),
-        # `make = pl.Trainer; make(...)` (line 12) is found by neither search: library_calls'
-        # test by name does not follow an assigned alias (as on main 8ca2f40)
-        ("renamed", [8]),
+        # `make = pl.Trainer; make(...)` (line 12): through the alias (calls.alias_names)
+        ("renamed", [8, 12]),
         ("spread", [3, 5, 12]),
         ("lines", [5, 9, 10, 12]),
     ],
