@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from amp_clipfix.analysis.nodes import LEAVES, child_nodes, literal_text, target_names
+from amp_clipfix.analysis.nodes import LEAVES, child_nodes, literal_text, node_fields, target_names
 from amp_clipfix.analysis.summary import Summary
 
 
@@ -45,15 +45,37 @@ BLOCK_NODES = (ast.stmt, ast.ExceptHandler, ast.match_case, ast.withitem)
 def own_statements(function: ast.AST) -> list[ast.AST]:
     """The nodes of `function_body_nodes` that are statements, `except` clauses, `case`s or
     `with` items, in its order, walked without going into expressions (no statement is ever
-    inside one): the same walk, its expression subtrees left out."""
+    inside one): the same walk, its expression subtrees left out. Only the list fields that
+    can hold those are read (block_fields): no other child is listed, then dropped."""
     found: list[ast.AST] = []
-    stack = [child for child in child_nodes(function) if isinstance(child, BLOCK_NODES)]
+    stack = own_blocks(function)
     pop, append, extend = stack.pop, found.append, stack.extend
     while stack:
         node = pop()
         append(node)
         if not isinstance(node, SCOPES):
-            extend([child for child in child_nodes(node) if isinstance(child, BLOCK_NODES)])
+            extend(own_blocks(node))
+    return found
+
+
+# The fields that can hold a statement, an `except` clause, a `case` or a `with` item, always
+# as a list (an expression's `body` / `orelse` is a single node, or a list of expressions).
+BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "items"})
+FIELDS_OF_BLOCKS: dict[type, tuple[str, ...]] = {}
+
+
+def own_blocks(node: ast.AST) -> list[ast.AST]:
+    """`[c for c in child_nodes(node) if isinstance(c, BLOCK_NODES)]`, reading only the
+    fields that may hold them, in the fields' order."""
+    kind = type(node)
+    fields = FIELDS_OF_BLOCKS.get(kind)
+    if fields is None:
+        fields = FIELDS_OF_BLOCKS[kind] = tuple(f for f in node_fields(kind) if f in BLOCK_FIELDS)
+    found: list[ast.AST] = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, BLOCK_NODES))
     return found
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies, kept_calls, unread_body
-from amp_clipfix.analysis.nodes import calls_in, child_nodes, node_fields, target_names
+from amp_clipfix.analysis.nodes import DECORATED, calls_in, child_nodes, node_fields, target_names
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
@@ -157,9 +157,10 @@ class Summary:
         is a few nodes wide. Positions that mislead (an f-string's inside, before Python 3.12)
         only make it miss, and the caller then maps the whole statement."""
         assert self._parents is not None
-        parents = self._parents
+        parents, decorated = self._parents, DECORATED
         line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        end = (node.end_lineno or line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        end_line = node.end_lineno or line  # type: ignore[attr-defined]
+        end_column = node.end_col_offset or 0  # type: ignore[attr-defined]
         stack = [top]
         while stack:
             current = stack.pop()
@@ -171,12 +172,14 @@ class Summary:
                 if start is None:
                     stack.append(child)
                     continue
-                decorators = getattr(child, "decorator_list", None)
-                first = (min(start, *(d.lineno for d in decorators)), 0) if decorators else None
-                if (first or (start, child.col_offset)) <= (line, column) and end <= (  # type: ignore[attr-defined]
-                    child.end_lineno or start,  # type: ignore[attr-defined]
-                    child.end_col_offset or 0,  # type: ignore[attr-defined]
-                ):
+                if isinstance(child, decorated) and child.decorator_list:
+                    if min(start, *(d.lineno for d in child.decorator_list)) > line:
+                        continue  # from its first decorator's line, column 0
+                elif start > line or (start == line and child.col_offset > column):  # type: ignore[attr-defined]
+                    continue
+                last = child.end_lineno or start  # type: ignore[attr-defined]
+                last_column = child.end_col_offset or 0  # type: ignore[attr-defined]
+                if last > end_line or (last == end_line and last_column >= end_column):
                     stack.append(child)
         return False
 
