@@ -1,8 +1,9 @@
 """The walks over a parsed tree, made cheaper (session 20, branch `parse`), against their first
 spellings: a block's statements found on some lines by bisection (`nodes.block_on`), every call
 listed without looking at positions (`nodes.every_call`), a function's own statements read from
-the fields that hold them (`shapes.own_blocks`), and the way down to a node by positions
-(`Summary.find_down`). Each must give the same nodes in the same order.
+the fields that hold them (`shapes.own_blocks`), the way down to a node by positions
+(`Summary.find_down`), and a name's calls and the calls passing it from one walk of the lines
+writing it (`Summary.calls_and_passing`). Each must give the same nodes in the same order.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from amp_clipfix.analysis import summary as summary_module
 from amp_clipfix.analysis.nodes import (
     AST,
     CONTEXT,
@@ -26,7 +28,7 @@ from amp_clipfix.analysis.nodes import (
     walk,
 )
 from amp_clipfix.analysis.shapes import BLOCK_NODES, SCOPES, own_statements
-from amp_clipfix.analysis.summary import Summary, summarise
+from amp_clipfix.analysis.summary import Summary, called_name, summarise
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -167,3 +169,36 @@ def test_every_node_finds_its_parent() -> None:
     parents = {child: node for node in walk(summary.tree) for child in child_nodes(node)}
     for child, parent in parents.items():
         assert summary.parent(child) is parent
+
+
+def test_a_names_calls_and_passing_come_from_one_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    walks: list[object] = []
+
+    def counted(tree: ast.AST, *args: object, **kwargs: object) -> list[ast.Call]:
+        walks.append(tree)
+        return calls_in(tree, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(summary_module, "calls_in", counted)
+    summary = summary_of(BLOCKY)
+    every = [node for node in ast.walk(summary.tree) if isinstance(node, ast.Call)]
+    for name in ("top3", "m4", "fit", "use"):
+        walks.clear()
+        called = [call for call in every if called_name(call.func) == name]
+        assert summary.calls(name) == sorted(called, key=lambda c: (c.lineno, c.col_offset))
+        arguments = lambda c: [*c.args, *(k.value for k in c.keywords)]  # noqa: E731
+        passing = [c for c in every if name in {called_name(a) for a in arguments(c)}]
+        assert summary.passing(name) == passing
+        assert len(walks) == 1, name
+
+
+def test_a_listed_modules_calls_stay_in_walk_order() -> None:
+    """Once every call is listed, a name's calls come from an index of them by name, sorted
+    apart: the module's list keeps `ast.walk`'s order even when every call has that name."""
+    summary = summary_of("x = f(f(1))\nf(2)\n")
+    listed = summary.walked_calls()
+    order = [(call.lineno, call.col_offset) for call in listed]
+    assert order == [(1, 4), (2, 0), (1, 6)]
+    assert [(c.lineno, c.col_offset) for c in summary.calls("f")] == [(1, 4), (1, 6), (2, 0)]
+    assert summary.walked_calls() is listed
+    assert [(call.lineno, call.col_offset) for call in listed] == order
+    assert summary.passing("f") == [] and summary.calls("g") == []

@@ -188,11 +188,25 @@ class Summary:
         order; found once per name, walking only the lines that write it (calls_writing)."""
         found = self._calls.get(last_name)
         if found is None:
-            if len(self._calls) >= INDEXED_NAMES:  # every call, by name, from one walk
+            if self.indexing(self._calls):
                 return self.indexed(self._calls, last_name, lambda c: {called_name(c.func)}, True)
-            found = self.calls_kept(lambda call: called_name(call.func) == last_name, last_name)
-            found.sort(key=lambda call: (call.lineno, call.col_offset))
-            self._calls[last_name] = found
+            found = self.calls_and_passing(last_name)
+        return found
+
+    def calls_and_passing(self, name: str) -> list[ast.Call]:
+        """`calls(name)`, and `passing(name)` from the same walk of the lines writing `name`
+        when it is not known yet: a search for a function's callers asks both of each file
+        (callers.search_callers, passed.passed_calls), the calls first."""
+        owners: list[ast.AST | None] = []
+        walked = self.calls_found((name,), (), owners)
+        if walked is self._walked_calls:  # every call listed (not plain ASCII lines, a name)
+            return self.indexed(self._calls, name, lambda c: {called_name(c.func)}, True)
+        if name not in self._passing and not self.indexing(self._passing):
+            passing = kept_calls(walked, owners, lambda call: name in argument_names(call))
+            self._passing[name] = [*passing] if passing is walked else passing  # sorted below
+        found = kept_calls(walked, owners, lambda call: called_name(call.func) == name)
+        found.sort(key=lambda call: (call.lineno, call.col_offset))
+        self._calls[name] = found
         return found
 
     def passing(self, name: str) -> list[ast.Call]:
@@ -201,11 +215,17 @@ class Summary:
         of that name. Found once per name, as `calls`."""
         found = self._passing.get(name)
         if found is None:
-            if len(self._passing) >= INDEXED_NAMES:
+            if self.indexing(self._passing):
                 return self.indexed(self._passing, name, argument_names, False)
             found = self.calls_kept(lambda call: name in argument_names(call), name)
             self._passing[name] = found
         return found
+
+    def indexing(self, index: dict[str, list[ast.Call]]) -> bool:
+        """Whether a name's calls are taken from `index` of every call by name: once the
+        module's calls are listed (`walked_calls`: one pass over them serves every name, where
+        each name's own would pass over them all) or many names were asked."""
+        return self._walked_calls is not None or len(index) >= INDEXED_NAMES
 
     def non_ascii(self) -> list[int]:
         """Where the text's runs of bytes outside ASCII start (none in most modules)."""
