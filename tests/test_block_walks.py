@@ -202,3 +202,34 @@ def test_a_listed_modules_calls_stay_in_walk_order() -> None:
     assert summary.walked_calls() is listed
     assert [(call.lineno, call.col_offset) for call in listed] == order
     assert summary.passing("f") == [] and summary.calls("g") == []
+
+
+def test_the_statements_walk_is_ast_walks() -> None:
+    """Every statement in `ast.walk`'s order; with a word, the same less the statements of the
+    functions whose lines write it no more than allowed (the first spelling, every field)."""
+    for name, text in python_texts()[1::2]:
+        summary = summary_of(text)
+        every = [node for node in ast.walk(summary.tree) if isinstance(node, ast.stmt)]
+        assert same(summary.statements_walk(), every), name  # type: ignore[arg-type]
+        for word, own in ((b"class", 0), (b"return", 1)):
+            assert same(
+                summary.statements_walk(word, own),  # type: ignore[arg-type]
+                spelled_statements(summary, word, own),  # type: ignore[arg-type]
+            ), name
+
+
+def spelled_statements(summary: Summary, word: bytes, own: int) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+    todo: list[ast.AST] = [summary.tree]
+    for node in todo:
+        if isinstance(node, ast.stmt):
+            found.append(node)
+            functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(node, functions) and summary.count(word, node) <= own:
+                continue
+        for field in node_fields(type(node)):
+            value = getattr(node, field, None)
+            if type(value) is list:
+                kinds = (ast.stmt, ast.excepthandler, ast.match_case)
+                todo.extend(item for item in value if isinstance(item, kinds))
+    return found

@@ -22,11 +22,51 @@ FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def node_fields(kind: type) -> tuple[str, ...]:
-    """The fields of a node type that may hold child nodes, worked out once per type."""
+    """The fields of a node type that may hold child nodes, worked out once per type: not
+    `ctx`, nor a field `ast` declares a name, a string, a number or a constant."""
     fields = FIELDS.get(kind)
     if fields is None:
-        leaf = kind in LEAVES
-        fields = FIELDS[kind] = tuple(f for f in kind._fields if not leaf and f != "ctx")  # type: ignore[attr-defined]
+        leaf, plain = kind in LEAVES, plain_fields(kind)
+        fields = FIELDS[kind] = tuple(
+            f
+            for f in kind._fields  # type: ignore[attr-defined]
+            if not leaf and f != "ctx" and f not in plain
+        )
+    return fields
+
+
+# The types of `ast`'s signatures whose values are never nodes.
+PLAIN_TYPES = frozenset({"identifier", "string", "int", "constant"})
+
+
+def plain_fields(kind: type) -> set[str]:
+    """The fields whose `ast` signature (the docstring of the `ast` class a node type is or
+    derives from: `FunctionDef(identifier name, arguments args, ...)`) says they hold no node;
+    none when it cannot be read (such a field is then looked at, and holds no node)."""
+    ast_class = next((base for base in kind.__mro__ if base.__module__ == "ast"), None)
+    doc = (getattr(ast_class, "__doc__", None) or "").split("\n", 1)[0]
+    opened, closed = doc.find("("), doc.rfind(")")
+    plain: set[str] = set()
+    if 0 < opened < closed:
+        for declared in doc[opened + 1 : closed].split(","):
+            words = declared.split()
+            if len(words) == 2 and words[0].rstrip("?*") in PLAIN_TYPES:
+                plain.add(words[1])
+    return plain
+
+
+# The fields that can hold a statement, an `except` clause, a `case` or a `with` item, always
+# as a list (an expression's `body` / `orelse` is a single node, or a list of expressions).
+STATEMENT_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "items"})
+BLOCK_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def block_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold statements (or their clauses, or `with`
+    items), in `_fields`' order: a walk over statements reads no other."""
+    fields = BLOCK_FIELDS.get(kind)
+    if fields is None:
+        fields = BLOCK_FIELDS[kind] = tuple(f for f in node_fields(kind) if f in STATEMENT_FIELDS)
     return fields
 
 
@@ -198,6 +238,22 @@ def every_call(tree: ast.AST) -> list[ast.Call]:
             elif isinstance(value, AST) and not isinstance(value, context):
                 add(value)
     return found
+
+
+def inner_statements(statement: ast.stmt) -> list[ast.stmt]:
+    """The statements of a compound statement's blocks (`body`, `orelse`, handlers, cases)."""
+    return [inner for block in blocks_of(statement) for inner in block]
+
+
+def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
+    found = [
+        block
+        for field in ("body", "orelse", "finalbody")
+        if isinstance(block := getattr(statement, field, None), list) and block
+    ]
+    clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
+    return [*found, *(clause.body for clause in clauses)]
 
 
 def target_names(target: ast.expr) -> list[str]:

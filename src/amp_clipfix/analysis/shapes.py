@@ -7,7 +7,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from amp_clipfix.analysis.nodes import LEAVES, child_nodes, literal_text, node_fields, target_names
+from amp_clipfix.analysis.nodes import (
+    LEAVES,
+    block_fields,
+    child_nodes,
+    literal_text,
+    target_names,
+)
 from amp_clipfix.analysis.summary import Summary
 
 
@@ -58,21 +64,11 @@ def own_statements(function: ast.AST) -> list[ast.AST]:
     return found
 
 
-# The fields that can hold a statement, an `except` clause, a `case` or a `with` item, always
-# as a list (an expression's `body` / `orelse` is a single node, or a list of expressions).
-BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "items"})
-FIELDS_OF_BLOCKS: dict[type, tuple[str, ...]] = {}
-
-
 def own_blocks(node: ast.AST) -> list[ast.AST]:
     """`[c for c in child_nodes(node) if isinstance(c, BLOCK_NODES)]`, reading only the
     fields that may hold them, in the fields' order."""
-    kind = type(node)
-    fields = FIELDS_OF_BLOCKS.get(kind)
-    if fields is None:
-        fields = FIELDS_OF_BLOCKS[kind] = tuple(f for f in node_fields(kind) if f in BLOCK_FIELDS)
     found: list[ast.AST] = []
-    for field in fields:
+    for field in block_fields(type(node)):
         value = getattr(node, field, None)
         if type(value) is list:
             found.extend(item for item in value if isinstance(item, BLOCK_NODES))

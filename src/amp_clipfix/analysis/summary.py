@@ -15,7 +15,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies, kept_calls, unread_body
-from amp_clipfix.analysis.nodes import DECORATED, calls_in, child_nodes, node_fields, target_names
+from amp_clipfix.analysis.nodes import (
+    DECORATED,
+    block_fields,
+    calls_in,
+    child_nodes,
+    first_line,
+    inner_statements,
+    target_names,
+)
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
@@ -159,8 +167,7 @@ class Summary:
         assert self._parents is not None
         parents, decorated = self._parents, DECORATED
         line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        end_line = node.end_lineno or line  # type: ignore[attr-defined]
-        end_column = node.end_col_offset or 0  # type: ignore[attr-defined]
+        end_line, end_column = node.end_lineno or line, node.end_col_offset or 0  # type: ignore[attr-defined]
         stack = [top]
         while stack:
             current = stack.pop()
@@ -194,9 +201,8 @@ class Summary:
         return found
 
     def calls_and_passing(self, name: str) -> list[ast.Call]:
-        """`calls(name)`, and `passing(name)` from the same walk of the lines writing `name`
-        when it is not known yet: a search for a function's callers asks both of each file
-        (callers.search_callers, passed.passed_calls), the calls first."""
+        """`calls(name)`, and `passing(name)` from the same walk when it is not known yet: a
+        callers' search asks both of each file, the calls first (callers.search_callers)."""
         owners: list[ast.AST | None] = []
         walked = self.calls_found((name,), (), owners)
         if walked is self._walked_calls:  # every call listed (not plain ASCII lines, a name)
@@ -222,9 +228,8 @@ class Summary:
         return found
 
     def indexing(self, index: dict[str, list[ast.Call]]) -> bool:
-        """Whether a name's calls are taken from `index` of every call by name: once the
-        module's calls are listed (`walked_calls`: one pass over them serves every name, where
-        each name's own would pass over them all) or many names were asked."""
+        """Whether a name's calls come from `index` of every call by name: once every call is
+        listed (`walked_calls`: one pass serves all names) or many names were asked."""
         return self._walked_calls is not None or len(index) >= INDEXED_NAMES
 
     def non_ascii(self) -> list[int]:
@@ -349,7 +354,7 @@ class Summary:
                 found.append(node)
                 if word and isinstance(node, FUNCTIONS) and self.count(word, node) <= own:
                     continue
-            for name in node_fields(type(node)):
+            for name in block_fields(type(node)):
                 value = getattr(node, name, None)
                 if type(value) is list:
                     todo.extend(item for item in value if isinstance(item, STATEMENTS))
@@ -384,28 +389,6 @@ class Summary:
                 return function, current
             current = self.parent(current)
         return function, None
-
-
-def inner_statements(statement: ast.stmt) -> list[ast.stmt]:
-    """The statements of a compound statement's blocks (`body`, `orelse`, handlers, cases)."""
-    return [inner for block in blocks_of(statement) for inner in block]
-
-
-def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
-    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
-    found = [
-        block
-        for field in ("body", "orelse", "finalbody")
-        if isinstance(block := getattr(statement, field, None), list) and block
-    ]
-    clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
-    return [*found, *(clause.body for clause in clauses)]
-
-
-def first_line(statement: ast.stmt) -> int:
-    """A statement's first line, its decorators included."""
-    decorators = getattr(statement, "decorator_list", ())
-    return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
 def module_name(root: Path, path: Path) -> tuple[str, bool]:
