@@ -22,6 +22,7 @@ from amp_clipfix.analysis.nodes import (
     CONTEXT,
     SHORT_BLOCK,
     block_on,
+    blocks_of,
     calls_in,
     child_nodes,
     node_fields,
@@ -233,3 +234,16 @@ def spelled_statements(summary: Summary, word: bytes, own: int) -> list[ast.stmt
                 kinds = (ast.stmt, ast.excepthandler, ast.match_case)
                 todo.extend(item for item in value if isinstance(item, kinds))
     return found
+
+
+def test_the_blocks_of_every_statement_are_the_first_spellings() -> None:
+    for name, text in python_texts()[::2]:
+        for statement in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.stmt)):
+            found = [
+                block
+                for field in ("body", "orelse", "finalbody")
+                if isinstance(block := getattr(statement, field, None), list) and block
+            ]
+            clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
+            found += [clause.body for clause in clauses]
+            assert blocks_of(statement) == found, (name, statement.lineno)

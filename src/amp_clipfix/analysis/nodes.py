@@ -246,7 +246,10 @@ def inner_statements(statement: ast.stmt) -> list[ast.stmt]:
 
 
 def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
-    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
+    """The blocks of a compound statement: its bodies, `except` clauses and `case`s (none
+    for a statement of a type without such fields, most of them: no field is looked for)."""
+    if not block_fields(type(statement)):
+        return []
     found = [
         block
         for field in ("body", "orelse", "finalbody")
