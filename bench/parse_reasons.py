@@ -128,7 +128,7 @@ def patch() -> None:
             )
 
     def counted_summary(
-        root: Path, path: Path, text: str, tree: Any = None, data: Any = None
+        root: Path, path: Path, text: str, tree: Any = None, data: Any = None, bodies: Any = None
     ) -> Any:
         rule, reason = rule_and_reason()
         SUMMARIES.append(
@@ -142,7 +142,7 @@ def patch() -> None:
                 "text": text,
             }
         )
-        return summarise(root, path, text, tree, data)
+        return summarise(root, path, text, tree, data, bodies)
 
     def noted_facts(collection: Any, target: Any, words: tuple[bytes, ...]) -> Any:
         WORDS.extend(words)

@@ -8,8 +8,8 @@ import ast
 from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
+from amp_clipfix.analysis.nodes import blocks_of
 from amp_clipfix.analysis.shapes import all_params, bound_names
-from amp_clipfix.analysis.summary import blocks_of
 from amp_clipfix.analysis.values import Absent, DictV, string_of
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

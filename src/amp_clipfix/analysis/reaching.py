@@ -13,9 +13,8 @@ from __future__ import annotations
 import ast
 import functools
 
-from amp_clipfix.analysis.nodes import walk
+from amp_clipfix.analysis.nodes import inner_statements, walk
 from amp_clipfix.analysis.shapes import bound_names, contains
-from amp_clipfix.analysis.summary import inner_statements
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)

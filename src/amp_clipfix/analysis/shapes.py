@@ -7,7 +7,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from amp_clipfix.analysis.nodes import LEAVES, child_nodes, literal_text, target_names
+from amp_clipfix.analysis.nodes import (
+    LEAVES,
+    block_fields,
+    child_nodes,
+    literal_text,
+    target_names,
+)
 from amp_clipfix.analysis.summary import Summary
 
 
@@ -45,15 +51,27 @@ BLOCK_NODES = (ast.stmt, ast.ExceptHandler, ast.match_case, ast.withitem)
 def own_statements(function: ast.AST) -> list[ast.AST]:
     """The nodes of `function_body_nodes` that are statements, `except` clauses, `case`s or
     `with` items, in its order, walked without going into expressions (no statement is ever
-    inside one): the same walk, its expression subtrees left out."""
+    inside one): the same walk, its expression subtrees left out. Only the list fields that
+    can hold those are read (block_fields): no other child is listed, then dropped."""
     found: list[ast.AST] = []
-    stack = [child for child in child_nodes(function) if isinstance(child, BLOCK_NODES)]
+    stack = own_blocks(function)
     pop, append, extend = stack.pop, found.append, stack.extend
     while stack:
         node = pop()
         append(node)
         if not isinstance(node, SCOPES):
-            extend([child for child in child_nodes(node) if isinstance(child, BLOCK_NODES)])
+            extend(own_blocks(node))
+    return found
+
+
+def own_blocks(node: ast.AST) -> list[ast.AST]:
+    """`[c for c in child_nodes(node) if isinstance(c, BLOCK_NODES)]`, reading only the
+    fields that may hold them, in the fields' order."""
+    found: list[ast.AST] = []
+    for field in block_fields(type(node)):
+        value = getattr(node, field, None)
+        if type(value) is list:
+            found.extend(item for item in value if isinstance(item, BLOCK_NODES))
     return found
 
 

@@ -15,7 +15,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies, kept_calls, unread_body
-from amp_clipfix.analysis.nodes import calls_in, child_nodes, node_fields, target_names
+from amp_clipfix.analysis.nodes import (
+    DECORATED,
+    block_fields,
+    calls_in,
+    child_nodes,
+    first_line,
+    inner_statements,
+    target_names,
+)
 from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_statements
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
@@ -157,9 +165,9 @@ class Summary:
         is a few nodes wide. Positions that mislead (an f-string's inside, before Python 3.12)
         only make it miss, and the caller then maps the whole statement."""
         assert self._parents is not None
-        parents = self._parents
+        parents, decorated = self._parents, DECORATED
         line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
-        end = (node.end_lineno or line, node.end_col_offset or 0)  # type: ignore[attr-defined]
+        end_line, end_column = node.end_lineno or line, node.end_col_offset or 0  # type: ignore[attr-defined]
         stack = [top]
         while stack:
             current = stack.pop()
@@ -171,12 +179,14 @@ class Summary:
                 if start is None:
                     stack.append(child)
                     continue
-                decorators = getattr(child, "decorator_list", None)
-                first = (min(start, *(d.lineno for d in decorators)), 0) if decorators else None
-                if (first or (start, child.col_offset)) <= (line, column) and end <= (  # type: ignore[attr-defined]
-                    child.end_lineno or start,  # type: ignore[attr-defined]
-                    child.end_col_offset or 0,  # type: ignore[attr-defined]
-                ):
+                if isinstance(child, decorated) and child.decorator_list:
+                    if min(start, *(d.lineno for d in child.decorator_list)) > line:
+                        continue  # from its first decorator's line, column 0
+                elif start > line or (start == line and child.col_offset > column):  # type: ignore[attr-defined]
+                    continue
+                last = child.end_lineno or start  # type: ignore[attr-defined]
+                last_column = child.end_col_offset or 0  # type: ignore[attr-defined]
+                if last > end_line or (last == end_line and last_column >= end_column):
                     stack.append(child)
         return False
 
@@ -185,11 +195,24 @@ class Summary:
         order; found once per name, walking only the lines that write it (calls_writing)."""
         found = self._calls.get(last_name)
         if found is None:
-            if len(self._calls) >= INDEXED_NAMES:  # every call, by name, from one walk
+            if self.indexing(self._calls):
                 return self.indexed(self._calls, last_name, lambda c: {called_name(c.func)}, True)
-            found = self.calls_kept(lambda call: called_name(call.func) == last_name, last_name)
-            found.sort(key=lambda call: (call.lineno, call.col_offset))
-            self._calls[last_name] = found
+            found = self.calls_and_passing(last_name)
+        return found
+
+    def calls_and_passing(self, name: str) -> list[ast.Call]:
+        """`calls(name)`, and `passing(name)` from the same walk when it is not known yet: a
+        callers' search asks both of each file, the calls first (callers.search_callers)."""
+        owners: list[ast.AST | None] = []
+        walked = self.calls_found((name,), (), owners)
+        if walked is self._walked_calls:  # every call listed (not plain ASCII lines, a name)
+            return self.indexed(self._calls, name, lambda c: {called_name(c.func)}, True)
+        if name not in self._passing and not self.indexing(self._passing):
+            passing = kept_calls(walked, owners, lambda call: name in argument_names(call))
+            self._passing[name] = [*passing] if passing is walked else passing  # sorted below
+        found = kept_calls(walked, owners, lambda call: called_name(call.func) == name)
+        found.sort(key=lambda call: (call.lineno, call.col_offset))
+        self._calls[name] = found
         return found
 
     def passing(self, name: str) -> list[ast.Call]:
@@ -198,11 +221,16 @@ class Summary:
         of that name. Found once per name, as `calls`."""
         found = self._passing.get(name)
         if found is None:
-            if len(self._passing) >= INDEXED_NAMES:
+            if self.indexing(self._passing):
                 return self.indexed(self._passing, name, argument_names, False)
             found = self.calls_kept(lambda call: name in argument_names(call), name)
             self._passing[name] = found
         return found
+
+    def indexing(self, index: dict[str, list[ast.Call]]) -> bool:
+        """Whether a name's calls come from `index` of every call by name: once every call is
+        listed (`walked_calls`: one pass serves all names) or many names were asked."""
+        return self._walked_calls is not None or len(index) >= INDEXED_NAMES
 
     def non_ascii(self) -> list[int]:
         """Where the text's runs of bytes outside ASCII start (none in most modules)."""
@@ -326,7 +354,7 @@ class Summary:
                 found.append(node)
                 if word and isinstance(node, FUNCTIONS) and self.count(word, node) <= own:
                     continue
-            for name in node_fields(type(node)):
+            for name in block_fields(type(node)):
                 value = getattr(node, name, None)
                 if type(value) is list:
                     todo.extend(item for item in value if isinstance(item, STATEMENTS))
@@ -361,28 +389,6 @@ class Summary:
                 return function, current
             current = self.parent(current)
         return function, None
-
-
-def inner_statements(statement: ast.stmt) -> list[ast.stmt]:
-    """The statements of a compound statement's blocks (`body`, `orelse`, handlers, cases)."""
-    return [inner for block in blocks_of(statement) for inner in block]
-
-
-def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
-    """The blocks of a compound statement: its bodies, `except` clauses and `case`s."""
-    found = [
-        block
-        for field in ("body", "orelse", "finalbody")
-        if isinstance(block := getattr(statement, field, None), list) and block
-    ]
-    clauses = [*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())]
-    return [*found, *(clause.body for clause in clauses)]
-
-
-def first_line(statement: ast.stmt) -> int:
-    """A statement's first line, its decorators included."""
-    decorators = getattr(statement, "decorator_list", ())
-    return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
 def module_name(root: Path, path: Path) -> tuple[str, bool]:
