@@ -15,6 +15,7 @@ from pathlib import Path
 from amp_clipfix.analysis.contained_syntax import nodes_on
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
+from amp_clipfix.analysis.nodes import target_names
 from amp_clipfix.analysis.summary import Summary, TextLines, module_name
 from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import DictV, Ext, Lit, Opaque
@@ -121,22 +122,10 @@ def alias_names(module: Summary, names: set[str]) -> set[str]:
         start = (value.lineno, value.col_offset)
         end = (value.end_lineno or value.lineno, value.end_col_offset or 0)
         if any(start <= place < end for place in places):
-            found.update(name for target in targets for name in bound_last_names(target))
+            found.update(
+                name for target in targets for name in target_names(target, attributes=True)
+            )
     return found
-
-
-def bound_last_names(target: ast.expr) -> list[str]:
-    """The last name of each place a target binds: `a` of `a`, `b` of `x.b`, both of `a, x.b`
-    (`x[k]` binds none by name)."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Attribute):
-        return [target.attr]
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in bound_last_names(element)]
-    if isinstance(target, ast.Starred):
-        return bound_last_names(target.value)
-    return []
 
 
 class Keywords:

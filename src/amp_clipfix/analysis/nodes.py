@@ -259,14 +259,17 @@ def blocks_of(statement: ast.stmt) -> list[list[ast.stmt]]:
     return [*found, *(clause.body for clause in clauses)]
 
 
-def target_names(target: ast.expr) -> list[str]:
-    """The plain names a target binds (`a, *b = ...`); `x.y` and `x[k]` bind none."""
+def target_names(target: ast.expr, attributes: bool = False) -> list[str]:
+    """The plain names a target binds (`a, *b = ...`); `x.y` and `x[k]` bind none (with
+    `attributes`, `x.y` gives its last name, `y`)."""
     if isinstance(target, ast.Name):
         return [target.id]
+    if attributes and isinstance(target, ast.Attribute):
+        return [target.attr]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for element in target.elts for name in target_names(element)]
+        return [name for element in target.elts for name in target_names(element, attributes)]
     if isinstance(target, ast.Starred):
-        return target_names(target.value)
+        return target_names(target.value, attributes)
     return []
 
 
