@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
@@ -92,6 +93,9 @@ def surely_among(values: list[object], wanted: frozenset[str]) -> frozenset[str]
     return frozenset(v.qname for v in values if isinstance(v, Ext))
 
 
+CALLED = re.compile(rb"[ \t]*\(")  # what follows a name that is called on its own line
+
+
 def alias_names(module: Summary, names: set[str]) -> set[str]:
     """The names this module binds to a value written with one of `names` (the library's own,
     `Trainer`) other than by calling it (`make = pl.Trainer`, `self.scaler_cls = GradScaler`,
@@ -106,7 +110,7 @@ def alias_names(module: Summary, names: set[str]) -> set[str]:
     places = []  # (line, byte column) of each such mention
     for name in names:
         for match in whole_word(name.encode("ascii")).finditer(data):
-            if not data[match.end() :].lstrip(b" \t").startswith(b"("):
+            if not CALLED.match(data, match.end()):
                 line = bisect.bisect_right(starts, match.start())
                 places.append((line, match.start() - starts[line - 1]))
     if not places:
