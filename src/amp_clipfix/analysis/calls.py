@@ -21,7 +21,7 @@ from amp_clipfix.analysis.summary import Summary, TextLines, module_name
 from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import DictV, Ext, Lit, Opaque
 from amp_clipfix.models import Edit, Span
-from amp_clipfix.sources.prefilter import nfkc_holds
+from amp_clipfix.sources.prefilter import python_holds
 from amp_clipfix.sources.text import line_starts
 
 
@@ -178,7 +178,7 @@ class CallTest:
         self.words = tuple(sorted(word.encode("ascii") for word in {*lasts, *self.packages}))
 
     def __call__(self, path: Path, data: bytes) -> bool:
-        if any(word in data for word in self.words) or nfkc_holds(data, self.words):
+        if python_holds(data, self.words):
             return True
         name, _ = module_name(self.root, path)  # a relative import's package
         return any(package in name for package in self.packages)

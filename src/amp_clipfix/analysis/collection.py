@@ -12,7 +12,7 @@ from amp_clipfix.kinds import FileError
 from amp_clipfix.records import field, record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language
-from amp_clipfix.sources.prefilter import nfkc_holds
+from amp_clipfix.sources.prefilter import python_holds
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.bodies import Bodies
@@ -127,7 +127,7 @@ CALLS_PLUGIN_CLASS = "may_call_plugin_class"
 def may_call_plugin_class(path: Path | None, data: bytes) -> bool:
     """Whether a text may call a precision plugin class: it writes one's name as Python reads
     it (in its bytes, or, in a text that is not all ASCII, after NFKC normalisation)."""
-    return any(word in data for word in PLUGIN_CLASS_WORDS) or nfkc_holds(data, PLUGIN_CLASS_WORDS)
+    return python_holds(data, PLUGIN_CLASS_WORDS)
 
 
 recording.PREDICATES[CALLS_PLUGIN_CLASS] = may_call_plugin_class

@@ -288,6 +288,12 @@ def python_text(data: bytes) -> bytes:
     return nfkc_text(data).encode("utf-8", "replace")
 
 
+def python_holds(data: bytes, words: tuple[bytes, ...]) -> bool:
+    """Whether the text writes one of the ASCII `words` as Python reads it: in its bytes, or,
+    in a text that is not all ASCII, once NFKC-normalised (`nfkc_holds`)."""
+    return any(word in data for word in words) or nfkc_holds(data, words)
+
+
 def nfkc_holds(data: bytes, words: Iterable[bytes]) -> bool:
     """Whether a text that is not all ASCII holds one of the ASCII `words` once NFKC-normalised,
     as Python reads its identifiers (`ｌightning` is `lightning`, `ﬁt` is `fit`); False for a
