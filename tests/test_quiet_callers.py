@@ -12,9 +12,8 @@ import pytest
 import test_clip_tail
 import test_settled_callers
 import test_tail_callers
-from test_bounded import Counted
+from narrowed_search import asked, compare_searches
 from test_clip_tail import report, write
-from test_tail_callers import asked
 
 from amp_clipfix.analysis import tail_callers
 from amp_clipfix.rules import acf004
@@ -100,28 +99,17 @@ def whole_readings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(acf004, "reports_none", lambda *arguments: False)
 
 
-def same_findings(files: dict[str, str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    write(folder / "kept", files)
-    write(folder / "whole", files)
-    kept = report(folder / "kept")
-    with monkeypatch.context() as patched:
-        whole_readings(patched)
-        whole = report(folder / "whole")
-    assert kept.replace("kept", "whole") == whole.replace("kept", "whole")
-    return kept
-
-
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_same_findings_as_whole_readings(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    same_findings(PROGRAMS[name], tmp_path, monkeypatch)
+    compare_searches(PROGRAMS[name], tmp_path, monkeypatch, whole_readings)
 
 
 @pytest.mark.parametrize("name", sorted(CALLERS))
 def test_second_level_callers(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    kept = same_findings(CALLERS[name], tmp_path, monkeypatch)
-    assert ("ACF004" in kept) == (name in CALLERS_FOUND)
+    compared = compare_searches(CALLERS[name], tmp_path, monkeypatch, whole_readings)
+    assert ("ACF004" in compared.findings) == (name in CALLERS_FOUND)
 
 
 def closed_answers(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, bool]]:
@@ -210,18 +198,9 @@ def test_what_follows_the_next_backward_is_not_asked_about(
     never evaluated; a whole reading evaluates it. The findings are the same."""
     files = {"helpers.py": HELPERS, "runner.py": RUNNER}
     files.update({f"script{i}.py": SCRIPT.format(index=i) for i in range(8)})
-    write(tmp_path / "kept", files)
-    write(tmp_path / "whole", files)
-    with monkeypatch.context() as patched:
-        kept_counted = Counted(patched)
-        kept = report(tmp_path / "kept")
-    with monkeypatch.context() as patched:
-        whole_readings(patched)
-        whole_counted = Counted(patched)
-        whole = report(tmp_path / "whole")
-    assert kept.replace("kept", "whole") == whole.replace("kept", "whole")
-    assert asked(whole_counted, tmp_path / "whole" / "runner.py", "runner.model.fit")
-    assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner.model.fit")
+    compared = compare_searches(files, tmp_path, monkeypatch, whole_readings)
+    assert asked(compared.wider, tmp_path / "wider" / "runner.py", "runner.model.fit")
+    assert not asked(compared.kept, tmp_path / "kept" / "runner.py", "runner.model.fit")
 
 
 RUNNER_LAST = """
@@ -250,15 +229,6 @@ def test_a_call_ending_the_reading_is_not_entered(
     the statement-wise one: `runner.model.fit` is never evaluated."""
     files = {"helpers.py": HELPERS, "runner.py": RUNNER_LAST}
     files.update({f"script{i}.py": SCRIPT.format(index=i) for i in range(8)})
-    write(tmp_path / "kept", files)
-    write(tmp_path / "whole", files)
-    with monkeypatch.context() as patched:
-        kept_counted = Counted(patched)
-        kept = report(tmp_path / "kept")
-    with monkeypatch.context() as patched:
-        whole_readings(patched)
-        whole_counted = Counted(patched)
-        whole = report(tmp_path / "whole")
-    assert kept.replace("kept", "whole") == whole.replace("kept", "whole")
-    assert not asked(whole_counted, tmp_path / "whole" / "runner.py", "runner.model.fit")
-    assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner.model.fit")
+    compared = compare_searches(files, tmp_path, monkeypatch, whole_readings)
+    assert not asked(compared.wider, tmp_path / "wider" / "runner.py", "runner.model.fit")
+    assert not asked(compared.kept, tmp_path / "kept" / "runner.py", "runner.model.fit")

@@ -9,9 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_bounded import Counted
-from test_clip_tail import report, write
-from test_tail_callers import asked
+from narrowed_search import asked, compare_searches
 
 from amp_clipfix.analysis.order import Event, EventKind
 from amp_clipfix.analysis.tail_callers import closes_clips
@@ -115,14 +113,8 @@ def every_caller(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_same_findings_as_reading_every_caller(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path / "kept", PROGRAMS[name])
-    write(tmp_path / "every", PROGRAMS[name])
-    kept = report(tmp_path / "kept")
-    with monkeypatch.context() as patched:
-        every_caller(patched)
-        every = report(tmp_path / "every")
-    assert kept.replace("kept", "every") == every.replace("kept", "every")
-    assert ("ACF004" in kept) == (name in FOUND)
+    compared = compare_searches(PROGRAMS[name], tmp_path, monkeypatch, every_caller)
+    assert ("ACF004" in compared.findings) == (name in FOUND)
 
 
 def event(kind: EventKind, scaler: str | None = "s", via: int = 0, call: object = None) -> Event:
@@ -194,15 +186,6 @@ def test_the_callers_of_a_settling_caller_are_not_looked_for(
     )
     files = {**program(own, "outer.scale(loss).backward()"), "runner.py": RUNNER}
     files.update({f"script{i}.py": SCRIPT.format(index=i) for i in range(8)})
-    write(tmp_path / "kept", files)
-    write(tmp_path / "every", files)
-    with monkeypatch.context() as patched:
-        kept_counted = Counted(patched)
-        kept = report(tmp_path / "kept")
-    with monkeypatch.context() as patched:
-        every_caller(patched)
-        every_counted = Counted(patched)
-        every = report(tmp_path / "every")
-    assert kept.replace("kept", "every") == every.replace("kept", "every")
-    assert asked(every_counted, tmp_path / "every" / "runner.py", "runner.model.fit")
-    assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner.model.fit")
+    compared = compare_searches(files, tmp_path, monkeypatch, every_caller)
+    assert asked(compared.wider, tmp_path / "wider" / "runner.py", "runner.model.fit")
+    assert not asked(compared.kept, tmp_path / "kept" / "runner.py", "runner.model.fit")

@@ -5,13 +5,11 @@ evaluated."""
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from pathlib import Path
 
 import pytest
-from test_bounded import Counted
-from test_clip_tail import report, write
+from narrowed_search import asked, compare_searches
 
 from amp_clipfix.analysis import callables, tail_callers
 from amp_clipfix.rules import acf004
@@ -112,14 +110,8 @@ def every_call(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_same_findings_as_asking_every_call(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path / "kept", PROGRAMS[name])
-    write(tmp_path / "every", PROGRAMS[name])
-    kept = report(tmp_path / "kept")
-    with monkeypatch.context() as patched:
-        every_call(patched)
-        every = report(tmp_path / "every")
-    assert kept == every
-    assert ("ACF004" in kept) == (name in FOUND)
+    compared = compare_searches(PROGRAMS[name], tmp_path, monkeypatch, every_call)
+    assert ("ACF004" in compared.findings) == (name in FOUND)
 
 
 # The third level's caller is a method whose receiver is a parameter: asking whether
@@ -153,18 +145,6 @@ SCRIPT = """
     """
 
 
-def asked(counted: Counted, path: Path, code: str) -> bool:
-    """Some evaluator of the run evaluated the expression `code` of the file."""
-    for evaluator in counted.evaluators:
-        summary = evaluator.summaries.get(path)
-        if summary is None:
-            continue
-        nodes = {id(n) for n in ast.walk(summary.tree) if ast.unparse(n) == code}
-        if any(key[0] in nodes for key in evaluator.memo):
-            return True
-    return False
-
-
 def test_a_call_its_caller_ends_with_is_not_asked_about(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,16 +153,8 @@ def test_a_call_its_caller_ends_with_is_not_asked_about(
     to the scripts; asking every call does. The findings are the same (none)."""
     files = {**program("scaler.step(optimizer)"), "runner.py": RUNNER}  # a scaled backward
     files.update({f"script{i}.py": SCRIPT.format(index=i) for i in range(8)})
-    write(tmp_path / "kept", files)
-    write(tmp_path / "every", files)
-    with monkeypatch.context() as patched:
-        kept_counted = Counted(patched)
-        kept = report(tmp_path / "kept")
-    with monkeypatch.context() as patched:
-        every_call(patched)
-        every_counted = Counted(patched)
-        every = report(tmp_path / "every")
-    assert kept == every
-    assert asked(every_counted, tmp_path / "every" / "runner.py", "runner.model.train_step")
-    assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner.model.train_step")
-    assert not asked(kept_counted, tmp_path / "kept" / "runner.py", "runner")
+    compared = compare_searches(files, tmp_path, monkeypatch, every_call)
+    wider, kept = tmp_path / "wider" / "runner.py", tmp_path / "kept" / "runner.py"
+    assert asked(compared.wider, wider, "runner.model.train_step")
+    assert not asked(compared.kept, kept, "runner.model.train_step")
+    assert not asked(compared.kept, kept, "runner")
