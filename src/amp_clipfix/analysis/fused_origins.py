@@ -109,14 +109,20 @@ def file_origins(
     for node in outside_functions(summary.tree):
         if is_origin(node, inert) or is_field(node):
             return f"`fused` outside a function (line {getattr(node, 'lineno', '?')})"
-    for function, cls, outer in functions(summary.tree):
-        origins = [node for node in walk(function) if is_origin(node, inert)]
+    for function, cls in functions(summary.tree):
+        origins: list[ast.AST] = []
+        inner: list[FunctionNode] = []  # nested functions: their origins are this one's
+        for node in walk(function):  # one walk for both (most functions hold no origin)
+            if is_origin(node, inert):
+                origins.append(node)
+            elif node is not function and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner.append(node)
         if not origins:
             continue
         escape = leaves(function, cls, summary, origins, inert, is_project_module)
         if escape:
             return f"{escape} in {function.name}() (line {function.lineno})"
-        holders.update(place(path, f) for f in (*outer, function))
+        holders.update(place(path, f) for f in (*inner, function))
     return ""
 
 
@@ -136,31 +142,20 @@ def outside_functions(tree: ast.Module) -> Iterable[ast.AST]:
         todo.extend(ast.iter_child_nodes(current))
 
 
-def functions(
-    tree: ast.Module,
-) -> Iterable[tuple[FunctionNode, ast.ClassDef | None, list[FunctionNode]]]:
+def functions(tree: ast.Module) -> Iterable[tuple[FunctionNode, ast.ClassDef | None]]:
     """The outermost functions (what is nested in one belongs to it), each with the class it
-    is a method of; nested functions and methods are given too (with their outer functions),
-    so that each may be asked for, but their origins are judged with the outermost."""
+    is a method of; the functions nested in one are held with it (file_origins), so that each
+    may be asked for, but their origins are judged with the outermost."""
     todo: list[tuple[ast.AST, ast.ClassDef | None]] = [(tree, None)]
     while todo:
         current, cls = todo.pop()
         for child in ast.iter_child_nodes(current):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield child, cls, inner_functions(child)
+                yield child, cls
             elif isinstance(child, ast.ClassDef):
                 todo.append((child, child))
             elif not isinstance(child, ast.Lambda):
                 todo.append((child, cls))
-
-
-def inner_functions(function: FunctionNode) -> list[FunctionNode]:
-    """The functions nested in `function` (their origins are the outer function's)."""
-    return [
-        node
-        for node in walk(function)
-        if node is not function and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    ]
 
 
 def inert_nodes(tree: ast.Module) -> set[int]:
