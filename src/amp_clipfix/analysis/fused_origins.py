@@ -96,8 +96,25 @@ def fused_origins(
 
 
 def written_fused(contents: Mapping[Path, bytes]) -> Iterable[Path]:
+    """The files that may write an origin: the scan's, less those writing `fused` in comments
+    only (their texts read, as their parse would read them: an edit asks again)."""
     found = scan(contents, holds(FUSED.encode()), matches(MAY_WRITE_FUSED))
-    return [path for path in found if not is_library(path)]
+    return [path for path in found if not is_library(path) and writes_in_code(contents[path])]
+
+
+def writes_in_code(data: bytes) -> bool:
+    """Whether some MAY_WRITE_FUSED match of the text may be code: any but one after a `#` on
+    its line (which ends at a newline or a carriage return, as Python's do) with no quote and
+    no `{` between the line's start and the match. No string opens on that line before it, so
+    the `#` starts a comment; or a string open since an earlier line holds the `#` and the
+    match both, and its value, holding a `#`, is never "fused" (a `{` may open an f-string's
+    expression: counted)."""
+    for match in MAY_WRITE_FUSED.finditer(data):
+        at = match.start()
+        line = data[max(data.rfind(b"\n", 0, at), data.rfind(b"\r", 0, at)) + 1 : at]
+        if b"#" not in line or b'"' in line or b"'" in line or b"{" in line:
+            return True
+    return False
 
 
 def file_origins(
