@@ -96,8 +96,25 @@ def fused_origins(
 
 
 def written_fused(contents: Mapping[Path, bytes]) -> Iterable[Path]:
+    """The files that may write an origin: the scan's, less those writing `fused` in comments
+    only (their texts read, as their parse would read them: an edit asks again)."""
     found = scan(contents, holds(FUSED.encode()), matches(MAY_WRITE_FUSED))
-    return [path for path in found if not is_library(path)]
+    return [path for path in found if not is_library(path) and writes_in_code(contents[path])]
+
+
+def writes_in_code(data: bytes) -> bool:
+    """Whether some MAY_WRITE_FUSED match of the text may be code: any but one after a `#` on
+    its line (which ends at a newline or a carriage return, as Python's do) with no quote and
+    no `{` between the line's start and the match. No string opens on that line before it, so
+    the `#` starts a comment; or a string open since an earlier line holds the `#` and the
+    match both, and its value, holding a `#`, is never "fused" (a `{` may open an f-string's
+    expression: counted)."""
+    for match in MAY_WRITE_FUSED.finditer(data):
+        at = match.start()
+        line = data[max(data.rfind(b"\n", 0, at), data.rfind(b"\r", 0, at)) + 1 : at]
+        if b"#" not in line or b'"' in line or b"'" in line or b"{" in line:
+            return True
+    return False
 
 
 def file_origins(
@@ -109,14 +126,20 @@ def file_origins(
     for node in outside_functions(summary.tree):
         if is_origin(node, inert) or is_field(node):
             return f"`fused` outside a function (line {getattr(node, 'lineno', '?')})"
-    for function, cls, outer in functions(summary.tree):
-        origins = [node for node in walk(function) if is_origin(node, inert)]
+    for function, cls in functions(summary.tree):
+        origins: list[ast.AST] = []
+        inner: list[FunctionNode] = []  # nested functions: their origins are this one's
+        for node in walk(function):  # one walk for both (most functions hold no origin)
+            if is_origin(node, inert):
+                origins.append(node)
+            elif node is not function and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner.append(node)
         if not origins:
             continue
         escape = leaves(function, cls, summary, origins, inert, is_project_module)
         if escape:
             return f"{escape} in {function.name}() (line {function.lineno})"
-        holders.update(place(path, f) for f in (*outer, function))
+        holders.update(place(path, f) for f in (*inner, function))
     return ""
 
 
@@ -136,31 +159,20 @@ def outside_functions(tree: ast.Module) -> Iterable[ast.AST]:
         todo.extend(ast.iter_child_nodes(current))
 
 
-def functions(
-    tree: ast.Module,
-) -> Iterable[tuple[FunctionNode, ast.ClassDef | None, list[FunctionNode]]]:
+def functions(tree: ast.Module) -> Iterable[tuple[FunctionNode, ast.ClassDef | None]]:
     """The outermost functions (what is nested in one belongs to it), each with the class it
-    is a method of; nested functions and methods are given too (with their outer functions),
-    so that each may be asked for, but their origins are judged with the outermost."""
+    is a method of; the functions nested in one are held with it (file_origins), so that each
+    may be asked for, but their origins are judged with the outermost."""
     todo: list[tuple[ast.AST, ast.ClassDef | None]] = [(tree, None)]
     while todo:
         current, cls = todo.pop()
         for child in ast.iter_child_nodes(current):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield child, cls, inner_functions(child)
+                yield child, cls
             elif isinstance(child, ast.ClassDef):
                 todo.append((child, child))
             elif not isinstance(child, ast.Lambda):
                 todo.append((child, cls))
-
-
-def inner_functions(function: FunctionNode) -> list[FunctionNode]:
-    """The functions nested in `function` (their origins are the outer function's)."""
-    return [
-        node
-        for node in walk(function)
-        if node is not function and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    ]
 
 
 def inert_nodes(tree: ast.Module) -> set[int]:

@@ -25,7 +25,7 @@ from amp_clipfix.analysis.collect import collect_sites
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.resolve_base import Found
 from amp_clipfix.analysis.resolve_callees import CalleeSearch
-from amp_clipfix.analysis.resolve_optimizers import OptimizerSearch
+from amp_clipfix.analysis.resolve_optimizers import CLASS_WORDS, OptimizerSearch
 from amp_clipfix.analysis.resolve_trainers import TrainerSearch
 from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.analysis.values import ClsV
@@ -43,6 +43,9 @@ class Resolution(CalleeSearch, OptimizerSearch, TrainerSearch):
         """All searches; a trial (which only tells which Trainer files to read) needs the
         fused optimizers and the fits of their classes alone."""
         self.identify_callees()
+        if not self.may_find_fused():
+            self.keep_callee_sites()
+            return self.found
         self.settle_strategies()
         if not trial:
             self.plugin_entries()
@@ -59,6 +62,20 @@ class Resolution(CalleeSearch, OptimizerSearch, TrainerSearch):
             self.settle_plugins()
         self.keep_callee_sites()
         return self.found
+
+    def may_find_fused(self) -> bool:
+        """Whether the project may hold a fused optimizer's site: a file's own (the collector's,
+        a candidate's callee), or one the optimizer searches find, which find none where no
+        fused optimizer can be built (`may_build_fused`). Only ACF001 and ACF002 read the
+        resolution's sites, and each of their findings holds a fused optimizer: without one,
+        no plugin, precision, clip, Trainer or fit is followed. `may_build_fused` is asked
+        here only where the module class search would ask it anyway (a file writes a class
+        word): elsewhere learning it may cost more than the searches it spares."""
+        if self.any_fused():
+            return True
+        if self.fused_possible is None and not self.files_with(*CLASS_WORDS):
+            return True
+        return self.may_build_fused()
 
 
 def project_evaluator(

@@ -17,6 +17,7 @@ from amp_clipfix.analysis.derived import FUSED, TextReasons
 from amp_clipfix.analysis.derived import _still_relevant as _still_relevant  # tests
 from amp_clipfix.analysis.derived import _still_searched as _still_searched  # tests
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
+from amp_clipfix.analysis.facts import SOURCE_LINE, source_segment
 from amp_clipfix.analysis.frame import RelevantCore
 from amp_clipfix.analysis.recording import Recording, derive, raw
 from amp_clipfix.analysis.relevance import (
@@ -83,6 +84,7 @@ class ResolutionBase:
         self.calls_in: dict[int, list[ast.Call]] = {}  # see optimizers_in
         self.comments: dict[Path, dict[int, frozenset[str]]] = {}  # see suppressions
         self.sources: dict[Path, SourceText | None] = {}  # see source_text
+        self.source_lines: dict[Path, list[str]] = {}  # see segment
         # Files the collection did not read, read for the `Fabric(...)` calls a clip reaches and
         # the plugins an entry is given; the entries read so far; plugin sites given the entry
         # of the call they are passed to (resolve_entries.py).
@@ -317,9 +319,14 @@ def keyword_value(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def segment(summary: Summary, node: ast.AST) -> str:
+def segment(summary: Summary, node: ast.AST, lines: dict[Path, list[str]]) -> str:
+    """`ast.get_source_segment` of the node, over the module's lines split once per resolution
+    in `lines` (the stdlib splits the whole text, a character at a time, at every call: 22 ms
+    for litgpt's four optimizer labels)."""
+    if summary.path not in lines:
+        lines[summary.path] = SOURCE_LINE.findall(summary.source())
     try:
-        return ast.get_source_segment(summary.source(), node) or "..."
+        return source_segment(lines[summary.path], node) or "..."
     except (IndexError, ValueError):
         return "..."
 

@@ -223,7 +223,7 @@ class OptimizerSearch(ResolutionBase):
         decided = all(is_true(v) for v in opt.fused)
         for value in interesting:
             name = call_name(opt.call)
-            code = segment(value.summary, value.node)
+            code = segment(value.summary, value.node, self.source_lines)
             detail = f"{name}(fused={code})"
             found = self.site(SiteKind.FUSED_OPTIMIZER, value, detail, users=users)
             if found is not None:

@@ -92,7 +92,7 @@ class TrainerSearch(EntrySearch):
         receiver = self.ev.ev(call.func.value, ctx)  # type: ignore[attr-defined]
         if self.fabric_clip(summary, call, span, ctx, receiver) or ctx.cls is None:
             return
-        detail = f"{segment(summary, call.func)}(...)"
+        detail = f"{segment(summary, call.func, self.source_lines)}(...)"
         owner = ctx.cls.name
         if not self.ev.derives_from(ClsV(ctx.cls, summary), CALLBACK_CLASSES):
             return
