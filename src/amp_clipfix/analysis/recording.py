@@ -180,6 +180,10 @@ class Absent:
         self.noted, self.changed = noted, changed
         self.known: dict[Test, bool] = {}
         self.scans = scans or {}  # the entry's scans (`scanned`)
+        self.changed_names = frozenset(map(str, changed))
+        # the texts `scanned` last listed, with each file's name (a scan is over the
+        # evaluator's texts: the same mapping every time, named once, not once a scan)
+        self.named: tuple[Mapping[Path, bytes], int, list[tuple[str, Path]]] | None = None
 
     def scanned(self, test: Test, texts: Mapping[Path, bytes]) -> list[Path] | None:
         """`scan`'s answer over `texts` from the entry's scan of the same test (the same list
@@ -190,12 +194,14 @@ class Absent:
         found = self.scans.get(test)
         if found is None:
             return None
-        changed = self.changed
+        if self.named is None or self.named[0] is not texts or self.named[1] != len(texts):
+            self.named = (texts, len(texts), [(str(path), path) for path in texts])
+        changed = self.changed_names
         try:
             return [
                 path
-                for path, data in texts.items()
-                if (passes(test, data, path) if path in changed else str(path) in found)
+                for name, path in self.named[2]
+                if (passes(test, texts[path], path) if name in changed else name in found)
             ]
         except Exception:  # noqa: BLE001 - no fact: every file is tested
             return None
@@ -222,6 +228,20 @@ def known_absent(contents: Mapping[Path, bytes], test: Test) -> bool:
     if not isinstance(contents, Recording) or contents.reads.absent is None:
         return False
     return contents.reads.absent(test)
+
+
+def earlier_witness(
+    contents: Mapping[Path, bytes], test: Test
+) -> tuple[str, frozenset[str]] | None:
+    """The file the earlier entry of the query being computed again noted as the first that
+    passes `exists` test `test` (its witness), with the files changed since (their names);
+    None when there is no such entry or it noted no witness. A fact about that revision: every
+    file before the witness in the project's order that did not change since still fails
+    whatever the witness's test implies (the same list of files: `Queries.absent`)."""
+    if not isinstance(contents, Recording) or contents.reads.absent is None:
+        return None
+    witness = contents.reads.absent.noted.get(test)
+    return None if witness is None else (witness, contents.reads.absent.changed_names)
 
 
 def tested(contents: Mapping[Path, bytes], path: Path, test: Test, result: bool) -> bool:
