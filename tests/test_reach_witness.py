@@ -6,6 +6,7 @@ command line, a cold run's bytes."""
 
 from __future__ import annotations
 
+import ast
 import random
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ from test_incremental import same_as_cold, write
 from test_reach import ENGINE, OPS, TRAIN
 
 from amp_clipfix.analysis import reach
+from amp_clipfix.analysis.bound_names import attribute_targets
 from amp_clipfix.analysis.reach import (
     VALUE_BOUND,
     binds_attribute_value,
@@ -188,3 +190,38 @@ def test_warm_runs_after_edits_around_the_witness_give_the_cold_bytes(
         write(project, name, text)
         same_as_cold(project)
     assert any(found is not None for found in answers), answers
+
+
+STATEMENTS = """\
+self.name = f
+a.b.name = f
+name = f
+a, b.name = f
+[a.name, *b.name] = f
+x[0].name = f
+x[[c.name for c.name in y]] = f
+for self.name in f: pass
+with f() as (a, self.name): pass
+del self.name, a.b.name
+self.name += f
+self.name: T = f
+"""
+
+
+def test_the_attributes_a_statement_stores_are_those_a_whole_walk_finds() -> None:
+    """`attribute_targets` skips the walk below a plain name and below `name.attr`: the same
+    attribute names as a walk of every target's nodes (a comprehension's target included)."""
+    for statement in ast.parse(STATEMENTS).body:
+        targets = [
+            getattr(statement, "target", None),
+            *getattr(statement, "targets", ()),
+            *(i.optional_vars for i in getattr(statement, "items", ())),
+        ]
+        walked = [
+            node.attr
+            for target in targets
+            if target is not None
+            for node in ast.walk(target)
+            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
+        ]
+        assert list(attribute_targets(statement)) == walked, ast.unparse(statement)
