@@ -24,7 +24,7 @@ from amp_clipfix.analysis.reach import (
     stored_text,
     written_free,
 )
-from amp_clipfix.analysis.recording import Absent, Reads, Recording, holds
+from amp_clipfix.analysis.recording import Absent, Reads, Recording, exists, holds, passes
 
 
 def listed_free(name: str, data: bytes) -> bool:
@@ -225,3 +225,40 @@ def test_the_attributes_a_statement_stores_are_those_a_whole_walk_finds() -> Non
             if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)
         ]
         assert list(attribute_targets(statement)) == walked, ast.unparse(statement)
+
+
+def test_an_exists_witness_taken_from_an_entry_is_today_s_first(tmp_path: Path) -> None:
+    """Random texts, the first that passes noted, random edits: `Absent.first_passing` gives
+    today's first passing file wherever the witness did not change (None where it did), and
+    `exists` over the evaluator's texts answers and notes as a scan of every file does."""
+    generator = random.Random(37)
+    lines = [b"fused = True", b"x = 1", b"loss.backward()", b"def f(): pass"]
+    tests = [(holds(b"fused"),), (holds(b"backward"),), (holds(b"fused"), holds(b"x"))]
+    taken = 0
+    for _ in range(300):
+        paths = [tmp_path / f"m{i}.py" for i in range(7)]
+        then = {p: b"\n".join(generator.sample(lines, 2)) for p in paths}
+        today = dict(then)
+        for path in generator.sample(paths, generator.randrange(0, 3)):
+            today[path] = b"\n".join(generator.sample(lines, 2))
+        changed = {p: today[p] for p in paths if today[p] != then[p]}
+        first = {
+            test: next((str(p) for p, d in then.items() if passes(test, d, p)), None)
+            for test in tests
+        }
+        for test in tests:
+            today_first = next((p for p, d in today.items() if passes(test, d, p)), None)
+            found = Absent({}, changed, witnesses=first).first_passing(test, today)
+            if first[test] is not None and Path(first[test]) not in changed:
+                taken += 1
+                assert found == today_first
+            else:
+                assert found is None
+            reads = Reads()
+            reads.absent = Absent({}, changed, witnesses=first)
+            evaluator = Recording(today, reads)
+            evaluator.scanned = True
+            assert exists(evaluator, *test) == (today_first is not None)
+            noted = reads.exists[test]
+            assert noted == (None if today_first is None else str(today_first))
+    assert taken > 100, taken
