@@ -28,6 +28,19 @@ ATTRIBUTE_READS = frozenset({"getattr", "hasattr"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 LOGGERS = frozenset({"logger", "_logger", "LOGGER", "log"})
 DOC_KEYWORDS = frozenset({"help", "description", "epilog"})
+# The statements that may store an attribute (`attribute_targets`), and the arguments that may
+# write a string (`string_arguments`).
+TARGETING = (
+    ast.Assign,
+    ast.Delete,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.For,
+    ast.AsyncFor,
+    ast.With,
+    ast.AsyncWith,
+)
+STRINGS = (ast.Constant, ast.List, ast.Tuple, ast.Set)
 INERT_NODES = (
     ast.Constant,
     ast.List,
@@ -102,9 +115,11 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
                         values.add(node.name)
                     elif isinstance(node, ast.MatchMapping) and node.rest:
                         values.add(node.rest)
-        callable_value = not inert_assignment(statement)
-        if callable_value:
-            values.update(attribute_targets(statement))
+        callable_value = True
+        if isinstance(statement, TARGETING):  # the others store no attribute
+            callable_value = not inert_assignment(statement)
+            if callable_value:
+                values.update(attribute_targets(statement))
         scoped = id(statement) in module_level or id(statement) in class_level
         if scoped:
             names = stored_names(statement)
@@ -117,6 +132,10 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
         for keyword in call.keywords:
             if keyword.arg is not None and not inert(keyword.value):
                 values.add(keyword.arg)
+        if not any(isinstance(a, STRINGS) for a in call.args) and not any(
+            isinstance(k.value, STRINGS) for k in call.keywords
+        ):
+            continue  # no argument can write a string (`string_arguments`)
         for argument in named_arguments(call, own):
             for text in string_arguments(argument):
                 values.update(WORD.findall(text))  # `setattr(x, "name", v)`, a record's fields
@@ -215,6 +234,12 @@ def attribute_targets(statement: ast.stmt) -> Iterator[str]:
     elif isinstance(statement, (ast.With, ast.AsyncWith)):
         targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
     for target in targets:
+        if isinstance(target, ast.Name):
+            continue  # nothing below a plain name
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            if not isinstance(target.ctx, ast.Load):  # `self.name = ...`
+                yield target.attr
+            continue  # its receiver is a name read: nothing below it is stored
         for node in ast.walk(target):
             if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
                 yield node.attr

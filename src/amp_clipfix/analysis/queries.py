@@ -280,11 +280,14 @@ class Queries:
         queries that moved it (a cold run computed them; their answers are known)."""
         behind, self.behind = self.behind, []
         for compute, stored in behind:
-            # its entry holds: each scan it made finds what it found (Absent.scanned); no
-            # other fact is taken, the evaluator is made as a cold run makes it
+            # its entry holds: each scan it made finds what it found (Absent.scanned), each
+            # `exists` witness still passes (Absent.first_passing: text tests, not the
+            # evaluator's); no other fact is taken, the evaluator is made as a cold run makes it
             earlier = self.absent(stored)
             self.reads.absent = (
-                None if earlier is None else Absent({}, earlier.changed, stored.scans)
+                None
+                if earlier is None
+                else Absent({}, earlier.changed, stored.scans, witnesses=stored.exists)
             )
             try:
                 compute()

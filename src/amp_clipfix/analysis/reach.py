@@ -46,7 +46,16 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.name_uses import READ, RENAMED, STORED, STRING, WRITTEN, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
-from amp_clipfix.analysis.recording import PREDICATES, Recording, holds, known_absent, raw, read
+from amp_clipfix.analysis.recording import (
+    PREDICATES,
+    Recording,
+    Test,
+    earlier_witness,
+    holds,
+    known_absent,
+    raw,
+    read,
+)
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.sources.prefilter import word_start
@@ -100,7 +109,7 @@ def stored_text(name: str, data: bytes) -> bool:
     `a, name = v` (a tuple of local names), nor a value that may be inert (`x.name = None`,
     `f(name=[])`): the parse decides those. The word is looked for first (a literal is the
     quick search), then what stands before it."""
-    for match in re.finditer(re.escape(name.encode("ascii")) + rb"(\s*)=(?!=)", data):
+    for match in stores(name).finditer(data):
         before = match.start() - 1
         while before >= 0 and data[before] in b" \t\r\n":
             before -= 1
@@ -117,24 +126,57 @@ def defines(name: str, data: bytes) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
+def stores(name: str) -> re.Pattern[bytes]:
+    """`name` followed by `=` (not `==`), compiled once per name: asked of every file that
+    writes it (`re`'s own cache costs an escape and a lookup per file)."""
+    return re.compile(re.escape(name.encode("ascii")) + rb"(\s*)=(?!=)")
+
+
+@functools.lru_cache(maxsize=1024)
+def free_word(name: str) -> re.Pattern[bytes]:
+    """`name` as a whole word other than in `.name(`: not after `.` or not before `(`
+    (`\\w` is ASCII in a bytes pattern, as `isalnum` of a byte), compiled once per name. The
+    word comes first and the look-behinds after it: `re` then looks for the literal."""
+    word = re.escape(name.encode("ascii"))
+    return re.compile(word + rb"(?:(?<![\w.]" + word + rb")(?!\w)|(?<!\w" + word + rb")(?![\w(]))")
+
+
+@functools.lru_cache(maxsize=1024)
 def defining(name: str) -> re.Pattern[bytes]:
     """`\\bdef\\s+name\\b`, compiled once per name (fairseq asks 800 files about its names)."""
     return re.compile(word_start(b"def") + rb"\s+" + re.escape(name.encode("ascii")) + rb"\b")
 
 
+def still_first_store(
+    name: str, test: Test, naming: list[Path], contents: Mapping[Path, bytes]
+) -> Path | None:
+    """The first of `naming` whose text writes `name` freely and stores it (`written_free`,
+    `stored_text`: `value_files`' witness without a parse), known from the earlier entry of the
+    query computed again: its witness for `test` (`recording.earlier_witness`). Every file
+    before that one that did not change since still fails (`binds_attribute_value`, the
+    test's predicate, passes where both do), so only the changed files before it are tested,
+    and the witness itself when it did not change (it may have been a parse's witness). None:
+    not known so, `value_files` lists the files as a cold run does."""
+    earlier = earlier_witness(contents, test)
+    if earlier is None:
+        return None
+    witness, changed = earlier
+    texts = raw(contents)
+    for path in naming:
+        key = str(path)
+        if key in changed or key == witness:
+            data = texts[path]
+            if written_free(name, data) and stored_text(name, data):
+                return path
+            if key == witness:
+                return None  # unchanged and no store (a parse found it): not known
+    return None
+
+
 def written_free(name: str, data: bytes) -> bool:
     """The text may write `name` other than as a method call `.name(`: the word stands in it
-    once at least other than so (the literal is looked for first: a quick search)."""
-    word = name.encode("ascii")
-    if data.count(word) <= data.count(b"." + word + b"("):
-        return False
-    for match in re.finditer(re.escape(word) + rb"(?!\w)", data):
-        before = data[match.start() - 1 : match.start()]
-        if before.isalnum() or before == b"_":
-            continue  # the end of a longer name
-        if before != b"." or not data.startswith(b"(", match.end()):
-            return True
-    return False
+    once at least other than so (one search for the literal and what stands around it)."""
+    return free_word(name).search(data) is not None
 
 
 PREDICATES[VALUE_BOUND] = binds_attribute_value
@@ -218,11 +260,19 @@ class CallReach:
         budget, as the parse would have; read when asked), so the search goes on as a cold
         run's does."""
         texts = raw(self.contents)
-        writing = [path for path in self.files_naming(name) if written_free(name, texts[path])]
         test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
         absent = known_absent(self.contents, test)
-        # `x.name = v`, `f(name=v)`: a witness without a parse
-        found = None if absent else next((p for p in writing if stored_text(name, texts[p])), None)
+        naming = self.files_naming(name)
+        writing: list[Path] = []
+        found = None if absent else still_first_store(name, test, naming, self.contents)
+        for path in () if found is not None else naming:
+            if written_free(name, texts[path]):
+                writing.append(path)
+                # `x.name = v`, `f(name=v)`: a witness without a parse (the first one stops
+                # the listing: the files after it are not needed)
+                if not absent and stored_text(name, texts[path]):
+                    found = path
+                    break
         if found is None and self.over_budget(writing):
             return writing[0]  # may (not noted: the answer relies on no file)
         if absent:  # every file would be read and parsed, none giving a value

@@ -157,9 +157,14 @@ def noted(contents: Mapping[Path, bytes], test: Test, found: Iterable[Path]) -> 
 
 def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
     """Whether any file passes `test`; noted with the first that does (a later run looks again
-    only when that one or a file that did not pass changed: `Queries.still`)."""
+    only when that one or a file that did not pass changed: `Queries.still`). While a query
+    is computed again or caught up, from its entry's witness (`Absent.first_passing`)."""
     texts = raw(contents)
-    found = next((path for path, data in texts.items() if passes(test, data, path)), None)
+    found = None
+    if isinstance(contents, Recording) and contents.scanned and contents.reads.absent:
+        found = contents.reads.absent.first_passing(test, texts)  # the evaluator's texts
+    if found is None:
+        found = next((path for path, data in texts.items() if passes(test, data, path)), None)
     if isinstance(contents, Recording):
         contents.reads.exists[test] = None if found is None else str(found)
     return found is not None
@@ -176,10 +181,17 @@ class Absent:
         noted: Mapping[Test, str | None],
         changed: Mapping[Path, bytes | None],
         scans: Mapping[Test, frozenset[str]] | None = None,
+        witnesses: Mapping[Test, str | None] | None = None,
     ):
         self.noted, self.changed = noted, changed
+        # the entry's `exists` witnesses (`first_passing`): its `noted` unless given
+        self.witnesses = noted if witnesses is None else witnesses
         self.known: dict[Test, bool] = {}
         self.scans = scans or {}  # the entry's scans (`scanned`)
+        self.changed_names = frozenset(map(str, changed))
+        # the texts `scanned` last listed, with each file's name (a scan is over the
+        # evaluator's texts: the same mapping every time, named once, not once a scan)
+        self.named: tuple[Mapping[Path, bytes], int, list[tuple[str, Path]]] | None = None
 
     def scanned(self, test: Test, texts: Mapping[Path, bytes]) -> list[Path] | None:
         """`scan`'s answer over `texts` from the entry's scan of the same test (the same list
@@ -190,15 +202,41 @@ class Absent:
         found = self.scans.get(test)
         if found is None:
             return None
-        changed = self.changed
+        changed = self.changed_names
         try:
             return [
                 path
-                for path, data in texts.items()
-                if (passes(test, data, path) if path in changed else str(path) in found)
+                for name, path in self.listed(texts)
+                if (passes(test, texts[path], path) if name in changed else name in found)
             ]
         except Exception:  # noqa: BLE001 - no fact: every file is tested
             return None
+
+    def first_passing(self, test: Test, texts: Mapping[Path, bytes]) -> Path | None:
+        """`exists`' witness over `texts` (the evaluator's) from the entry's witness `W` of
+        the same test: the first changed file before `W` that passes, else `W` itself when it
+        did not change (its bytes passed then, so they pass now). Every file before `W` failed
+        then, so only the changed ones are tested. None when the entry noted no witness or
+        `W` changed: every file is tested."""
+        witness = self.witnesses.get(test)
+        if witness is None or witness in self.changed_names:
+            return None
+        changed = self.changed_names
+        try:
+            for name, path in self.listed(texts):
+                if name == witness:
+                    return path
+                if name in changed and passes(test, texts[path], path):
+                    return path
+        except Exception:  # noqa: BLE001 - no fact: every file is tested
+            return None
+        return None
+
+    def listed(self, texts: Mapping[Path, bytes]) -> list[tuple[str, Path]]:
+        """The files of `texts` with their names, made once for the same texts."""
+        if self.named is None or self.named[0] is not texts or self.named[1] != len(texts):
+            self.named = (texts, len(texts), [(str(path), path) for path in texts])
+        return self.named[2]
 
     def __call__(self, test: Test) -> bool:
         known = self.known.get(test)
@@ -222,6 +260,20 @@ def known_absent(contents: Mapping[Path, bytes], test: Test) -> bool:
     if not isinstance(contents, Recording) or contents.reads.absent is None:
         return False
     return contents.reads.absent(test)
+
+
+def earlier_witness(
+    contents: Mapping[Path, bytes], test: Test
+) -> tuple[str, frozenset[str]] | None:
+    """The file the earlier entry of the query being computed again noted as the first that
+    passes `exists` test `test` (its witness), with the files changed since (their names);
+    None when there is no such entry or it noted no witness. A fact about that revision: every
+    file before the witness in the project's order that did not change since still fails
+    whatever the witness's test implies (the same list of files: `Queries.absent`)."""
+    if not isinstance(contents, Recording) or contents.reads.absent is None:
+        return None
+    witness = contents.reads.absent.witnesses.get(test)
+    return None if witness is None else (witness, contents.reads.absent.changed_names)
 
 
 def tested(contents: Mapping[Path, bytes], path: Path, test: Test, result: bool) -> bool:
