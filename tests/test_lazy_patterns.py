@@ -38,6 +38,14 @@ LAZY_MODULES = (
     "amp_clipfix.project.pins",
     "amp_clipfix.project.install_readers",
     "amp_clipfix.output.diff",
+    "amp_clipfix.output.patches",
+    "amp_clipfix.analysis.bound_names",
+    "amp_clipfix.analysis.facts",
+    "amp_clipfix.analysis.calls",
+    "amp_clipfix.analysis.word_index",
+    "amp_clipfix.fixes.elide",
+    "amp_clipfix.reporting",
+    "amp_clipfix.noqa_writer",
 )
 
 # Imports the modules with `re.compile` counted by the module that called it.
