@@ -21,7 +21,7 @@ from typing import IO
 
 import click
 
-from amp_clipfix import __version__, running
+from amp_clipfix import __version__, run_notes, running
 from amp_clipfix.models import Strategy
 from amp_clipfix.options import FORMATS, STDIN, Settings, UsageProblem, settings_from
 from amp_clipfix.output.report import problem_line
@@ -261,7 +261,7 @@ def main() -> None:
     amp-clipfix rule ACF001             what a finding means and how each fix behaves
     """
     running.never_fail_to_encode()
-    running.few_garbage_collections()
+    run_notes.few_garbage_collections()
 
 
 @main.command()

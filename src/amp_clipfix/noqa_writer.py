@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import display_path
+from amp_clipfix.patterns import lazy
 
 if TYPE_CHECKING:
     from amp_clipfix.models import Finding
 
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
+NOQA = lazy(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.I)
 
 
 def add_noqa(findings: Sequence[Finding]) -> tuple[int, list[FileError], list[str]]:

@@ -217,12 +217,12 @@ def _run(raw: Raw) -> bool:
     """Run the command; False, before anything is printed, when click must take it."""
     import time
 
-    from amp_clipfix import running
+    from amp_clipfix import run_notes, running
     from amp_clipfix.options import UsageProblem, settings_from
     from amp_clipfix.reporting import OutputFileError
 
     running.never_fail_to_encode()  # what cli.py's group does before any command
-    running.few_garbage_collections()
+    run_notes.few_garbage_collections()
     try:
         started = time.perf_counter()
         options = _converted(raw)

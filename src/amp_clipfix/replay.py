@@ -310,6 +310,7 @@ def _end_now(end: SystemExit) -> None:
 
 
 def _main() -> None:
+    run_notes.few_garbage_collections()
     run_notes.reset()
     arguments = sys.argv[1:]
     if not replayable(arguments):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -26,6 +25,7 @@ from amp_clipfix.output.report import (
 )
 from amp_clipfix.output.safe_text import terminal_safe
 from amp_clipfix.paths import display_path
+from amp_clipfix.patterns import lazy
 from amp_clipfix.pipeline import RunResult
 from amp_clipfix.project.torch_release import DEFAULT_TORCH, INSTALLED_SOURCE
 from amp_clipfix.project.version import Target
@@ -51,7 +51,7 @@ class OutputFileError(Exception):
         echo(terminal_safe(problem_line("error", " ".join(self.hint.split()), shown)), err=True)
 
 
-ANSI_STYLE = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # click's `strip_ansi`
+ANSI_STYLE = lazy(r"\033\[[0-?]*[ -/]*[@-~]")  # click's `strip_ansi`
 
 
 def echo(

@@ -7,7 +7,6 @@ interactive or the output plain) is passed in by the caller rather than looked u
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import gc
@@ -162,18 +161,6 @@ def named_file_errors(paths: tuple[Path, ...]) -> list[FileError]:
 
 def read_stdin(settings: Settings) -> bytes | None:
     return sys.stdin.buffer.read() if settings.paths == (STDIN,) else None
-
-
-def few_garbage_collections() -> None:
-    """The syntax trees of a run are millions of objects that live to its end and hold no
-    cycles; with the default thresholds the collector walks them again and again (half the
-    time of a 5 MB module). A short-lived command collects seldom instead. At exit Python
-    collects once more, walking every object still alive (~0.8 s of CPU after the searches
-    on the Lightning repository); `gc.freeze` in an exit handler leaves them to the process's
-    end instead (exit handlers run before that collection; the streams are flushed after)."""
-    gc.set_threshold(100_000, 50, 1_000)
-    atexit.unregister(gc.freeze)  # registered once however many commands a process runs
-    atexit.register(gc.freeze)
 
 
 def never_fail_to_encode() -> None:

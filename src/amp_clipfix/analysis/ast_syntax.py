@@ -17,6 +17,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.summary import Summary, TextLines
 from amp_clipfix.models import Span
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.text import LINE_BREAK, line_starts
 
 BLANK = " \t\x0c"
@@ -176,8 +177,20 @@ def comment_start(line: str) -> int | None:
     return None
 
 
+# A literal quoted once (a prefix, one quote character on each side and none, nor a backslash
+# or a line break, between), inside as many parentheses as close it: one string token, told
+# without tokenize, whose first use compiles its pattern (~2 ms of a small project's run).
+ONE_STRING = lazy(
+    r"""(?P<open>(?:\([ \t\f\r\n]*)*)[rRbBuU]{0,2}(?:"[^"\\\r\n]*"|'[^'\\\r\n]*')"""
+    r"(?P<close>(?:[ \t\f\r\n]*\))*)"
+)
+
+
 def string_token_count(code: str) -> int:
     """How many string tokens make up a literal: more than one is an implicit concatenation."""
+    quoted = ONE_STRING.fullmatch(code)
+    if quoted and quoted["open"].count("(") == quoted["close"].count(")"):
+        return 1
     try:
         tokens = tokenize.generate_tokens(io.StringIO(code).readline)
         return sum(1 for token in tokens if token.type == tokenize.STRING)

@@ -11,13 +11,14 @@ from collections.abc import Iterator
 
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import field, record
 
 # Decorators that keep a method a plain function of the class (anything else may make its
 # name hold another callable: a property's value, a wrapper).
 PLAIN_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override"})
-WORD = re.compile(r"[^\W\d]\w*")
-WALRUS = re.compile(r"([^\W\d]\w*)\s*:=")
+WORD = lazy(r"[^\W\d]\w*")
+WALRUS = lazy(r"([^\W\d]\w*)\s*:=")
 # Builtins whose string arguments are messages; `getattr` / `hasattr` read an attribute.
 MESSAGE_BUILTINS = frozenset(
     name
@@ -55,7 +56,7 @@ INERT_NODES = (
 )
 # A dict value that is no callable whatever runs: an empty display, a number, a one-line
 # string, a constant, alone before the next key or the end of the display.
-INERT_VALUE = re.compile(
+INERT_VALUE = lazy(
     rb"\s*(?:\[\s*\]|\{\s*\}|\(\s*\)|-?[0-9][0-9_.eE+-]*|True|False|None"
     rb"|\"[^\"\\\n]*\"|'[^'\\\n]*')\s*(?:,|\}|$)"
 )

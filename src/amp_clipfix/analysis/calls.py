@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from amp_clipfix.analysis.summary import Summary, TextLines, module_name
 from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import DictV, Ext, Lit, Opaque
 from amp_clipfix.models import Edit, Span
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import python_holds
 from amp_clipfix.sources.text import line_starts
 
@@ -93,7 +93,7 @@ def surely_among(values: list[object], wanted: frozenset[str]) -> frozenset[str]
     return frozenset(v.qname for v in values if isinstance(v, Ext))
 
 
-CALLED = re.compile(rb"[ \t]*\(")  # what follows a name that is called on its own line
+CALLED = lazy(rb"[ \t]*\(")  # what follows a name that is called on its own line
 
 
 def alias_names(module: Summary, names: set[str]) -> set[str]:

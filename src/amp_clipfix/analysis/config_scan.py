@@ -9,6 +9,7 @@ import re
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.lightning_api import CLIP_VAL_ARGUMENT, PRECISION_ARGUMENT
+from amp_clipfix.patterns import lazy
 
 # LightningCLI (jsonargparse) and Hydra (OmegaConf) read YAML 1.1, where no/off are booleans.
 FALSE_WORDS = frozenset({"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
@@ -37,19 +38,19 @@ MODEL_KEY = "model"  # a `model:` mapping with a target is the class the config 
 TARGET_KEYS = ("class_path", "_target_")
 # `key: value`, alone on its line (after the indentation and a sequence's dashes): the key
 # plain or quoted, the value one word (plain or quoted, no `${`) or none, then at most a comment.
-KEY_LINE = re.compile(
+KEY_LINE = lazy(
     r"(?P<indent>[ ]*(?:-[ ]+)*)(?P<kq>['\"]?)(?P<key>\w+)(?P=kq)[ \t]*:"
     r"(?:[ \t]+(?P<vq>['\"]?)(?P<value>[A-Za-z0-9_.+-]+)(?P=vq))?[ \t]*(?:#[^\r\n]*)?\r?"
 )
 # Where a key may be spelled with an escape: a line with a double quote and a backslash (an
 # implicit key is one line), or an explicit key (`? "...`) that may span lines.
-ESCAPED_KEY = re.compile(r'^[^\n]*(?:"[^\n]*\\|\\[^\n]*")|^[ \t-]*\?(?:[ \t]|$)', re.MULTILINE)
+ESCAPED_KEY = lazy(r'^[^\n]*(?:"[^\n]*\\|\\[^\n]*")|^[ \t-]*\?(?:[ \t]|$)', re.MULTILINE)
 # A flow collection (`{`, `[`; not `${`): its plain values may go on at any indentation.
-FLOW = re.compile(r"(?<!\$)\{|\[")
-WORD_KEYS = re.compile("|".join(sorted({*VALUE_KEYS, *TARGET_KEYS})))
+FLOW = lazy(r"(?<!\$)\{|\[")
+WORD_KEYS = lazy("|".join(sorted({*VALUE_KEYS, *TARGET_KEYS})))
 # The line that starts a block scalar under a plain block key (`run: |`, `- script: >-  # x`, a
 # tag before the indicator; no anchor: an anchored scalar's text may be an alias's key).
-BLOCK_SCALAR_KEY = re.compile(
+BLOCK_SCALAR_KEY = lazy(
     r"(?P<indent>[ ]*(?:-[ ]+)*)(?P<kq>['\"]?)\w+(?P=kq)[ \t]*:[ \t]+"
     r"(?:![^ \t\r\n]*[ \t]+)?[|>][0-9+-]*[ \t]*(?:#[^\r\n]*)?\r?"
 )

@@ -9,7 +9,6 @@ per node and role, so an alias bomb costs as much as its text.
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Iterator
 from collections.abc import Mapping as AnyMapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from amp_clipfix.analysis.config_scan import FALSE_WORDS, NULL_WORDS, may_hold_s
 from amp_clipfix.analysis.lightning_api import CLIP_VAL_ARGUMENT, TRAINER_CLIP_ARGUMENTS
 from amp_clipfix.analysis.suppression import suppressed_codes
 from amp_clipfix.models import Certainty, ConfigModel, FileSites, FitCall, Site, SiteKind, Span
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 from amp_clipfix.sources.text import SourceError, line_starts
 from amp_clipfix.sources.yaml import TAG, Mapping, check_parses, compose_documents, shared_nodes
@@ -42,7 +42,7 @@ BOOL_TAGS = frozenset({"!!bool", f"!<{TAG}bool>"})
 NUMBER_TAGS = frozenset({f"{TAG}int", f"{TAG}float"})
 
 
-PROPERTY = re.compile(r"(?:[&!][^\s]*[ \t\r\n]*)+")
+PROPERTY = lazy(r"(?:[&!][^\s]*[ \t\r\n]*)+")
 
 
 SHARED = "shared through an anchor or merge key: fix it by hand"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -16,13 +15,14 @@ from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import TextLines
 from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import Ext, Opaque
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import word_start
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-STAR_IMPORT = re.compile(word_start(b"import") + rb"[ \t\\(\r\n]*\*")
+STAR_IMPORT = lazy(word_start(b"import") + rb"[ \t\\(\r\n]*\*")
 
 
 def word_lines(module: Summary, words: set[str]) -> list[int] | None:

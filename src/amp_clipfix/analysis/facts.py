@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +23,7 @@ from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.analysis.word_scan import holds_any
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
+from amp_clipfix.patterns import lazy
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import field, record
 from amp_clipfix.sources.base import Document, SourceError
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # a search of configs alone imports no site collector or eval
 MANUAL_WORD = b"automatic_optimization"
 # The lines as `ast.get_source_segment` splits them (at `\r\n`, `\r`, `\n` only, as Python's
 # parser does), each with its line ending.
-SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+SOURCE_LINE = lazy(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 
 
 def source_segment(lines: list[str], node: ast.AST) -> str | None:

@@ -18,6 +18,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase
 from amp_clipfix.analysis.recording import exists, matches
 from amp_clipfix.analysis.values import ClsV, Ext, Inst, Opaque
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import word_start
 
 # What a field's annotation may say that makes it no field of `__init__` (or none at all).
@@ -27,7 +28,7 @@ KW_ONLY = "KW_ONLY"
 # `self`), and the generic ones that may set any attribute.
 # No branch starts with `\b` (nor the store's pattern with a look behind): `re` then skips to
 # where one may start, ten times faster.
-GENERIC_STORES = re.compile(
+GENERIC_STORES = lazy(
     rb"setattr\(\s*(?!self\b)|__dict__|" + word_start(b"vars") + rb"\([^()]*\)\s*\.\s*update"
 )
 # `=` or an augmented assignment (`+=`, `//=`, ...), not a comparison.

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 from amp_clipfix.analysis.nodes import target_names, walk
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 from amp_clipfix.sources.text import line_starts
 
@@ -27,11 +28,11 @@ PIECE = 250_000  # characters per parse: the parser's transient memory is ~150x 
 # A line that starts a new top-level statement if the text before it parses: code in column 0
 # that is not a clause continuing a compound statement. A boundary inside a string or brackets
 # is never taken, since the piece before it then fails to parse and grows to the next one.
-STATEMENT_START = re.compile(r"^(?![ \t\f\r\n#)\]}]|(?:else|elif|except|finally)\b)", re.MULTILINE)
+STATEMENT_START = lazy(r"^(?![ \t\f\r\n#)\]}]|(?:else|elif|except|finally)\b)", re.MULTILINE)
 # Text that may hold a call, a lambda or an assignment expression (over-approximated: a
 # parenthesis in a string keeps the statement too, which is only safe).
-MAY_DO_SOMETHING = re.compile(r"\(|:=|\blambda\b")
-WORD = re.compile(r"[^\W\d]\w*")
+MAY_DO_SOMETHING = lazy(r"\(|:=|\blambda\b")
+WORD = lazy(r"[^\W\d]\w*")
 PLAIN_TARGET = (ast.Name, ast.Tuple, ast.List, ast.Starred)  # binds names, nothing else
 
 

@@ -17,15 +17,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import WORD_BYTES
 
 T = TypeVar("T")
 
 # A line break, then a top-level definition or assignment: searched in b"\n" + the text, the
 # same matches as `^...` with re.MULTILINE, found three times faster (a literal to scan for).
-TOP_LEVEL_NAME = re.compile(rb"\n(?:(?:async\s+def|def|class)\s+(\w+)|(\w+)\s*(?::[^=\n]*)?=(?!=))")
-IMPORTED_MODULE = re.compile(rb"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
-WORD = re.compile(rb"\w+")
+TOP_LEVEL_NAME = lazy(rb"\n(?:(?:async\s+def|def|class)\s+(\w+)|(\w+)\s*(?::[^=\n]*)?=(?!=))")
+IMPORTED_MODULE = lazy(rb"^\s*(?:from\s+(\.*[\w.]*)\s+import|import\s+([\w.]+))", re.M)
+WORD = lazy(rb"\w+")
 # The words of a text as WORD finds them (ASCII letters, digits, `_`), twice as fast: every
 # other byte becomes a space, and the text is split there.
 NOT_WORD_TO_SPACE = bytes(byte if byte in WORD_BYTES else 32 for byte in range(256))
@@ -159,8 +160,8 @@ def imported_modules(data: bytes) -> frozenset[str]:
     return frozenset(found)
 
 
-CLASS_WITH_BASES = re.compile(rb"^([ \t]*)class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)
-CLASS_KEYWORD = re.compile(rb"class\s+\w+\s*\(")  # where CLASS_WITH_BASES may match
+CLASS_WITH_BASES = lazy(rb"^([ \t]*)class\s+(\w+)\s*\(([^)]*)\)", re.MULTILINE)
+CLASS_KEYWORD = lazy(rb"class\s+\w+\s*\(")  # where CLASS_WITH_BASES may match
 
 
 ClassLines = dict[Path, list[tuple[re.Match[bytes], bytes, set[bytes]]]]
@@ -240,7 +241,7 @@ def class_text(data: bytes, match: re.Match[bytes]) -> bytes:
 
 
 # A line with code on it (not blank, not a comment, not closing a bracket): its indentation.
-NEXT_LINE = re.compile(rb"^([ \t]*)(?=[^\s#)\]}])", re.MULTILINE)
+NEXT_LINE = lazy(rb"^([ \t]*)(?=[^\s#)\]}])", re.MULTILINE)
 
 
 def may_define_subclass(data: bytes) -> bool:
@@ -266,8 +267,8 @@ def may_define_subclass(data: bytes) -> bool:
     return False
 
 
-CLASS_WORD = re.compile(rb"class")
-CLASS_WITHOUT_BASES = re.compile(rb"class[ \t\f]+[A-Za-z_][A-Za-z0-9_]*[ \t\f]*:")
+CLASS_WORD = lazy(rb"class")
+CLASS_WITHOUT_BASES = lazy(rb"class[ \t\f]+[A-Za-z_][A-Za-z0-9_]*[ \t\f]*:")
 # Bytes that continue a name (`\x80`-`\xff`: a letter outside ASCII in UTF-8).
 IDENTIFIER_BYTES = WORD_BYTES | frozenset(range(128, 256))
 

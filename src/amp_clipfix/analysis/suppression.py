@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from amp_clipfix.models import ALL_CODES
+from amp_clipfix.patterns import lazy
 
-SUPPRESSION = re.compile(
+SUPPRESSION = lazy(
     r"#\s*amp-clipfix:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?"
     r"|#\s*(?P<is_noqa>noqa)(?::\s*(?P<noqa>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,

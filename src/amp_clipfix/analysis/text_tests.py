@@ -19,24 +19,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis.recording import PREDICATES
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import word_start
 
-IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+IDENTIFIER = lazy(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 # What follows `import`: a parenthesized list up to its first parenthesis, or the rest of the line
 # (`from m import name`, also as one of several names or inside parentheses).
-IMPORT_CLAUSE = re.compile(word_start(b"import") + rb"\s+(\([^()]*|[^\n]*)")
+IMPORT_CLAUSE = lazy(word_start(b"import") + rb"\s+(\([^()]*|[^\n]*)")
 # `global` followed by what may end the keyword, searched before the start of its statement is
 # looked for (writes_global).
-GLOBAL_WORD = re.compile(rb"global[ \t\\]")
+GLOBAL_WORD = lazy(rb"global[ \t\\]")
 # What may stand between a callee's name and the `(` of its call: spaces and line breaks (in
 # brackets), comments, backslash continuations.
 CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
 # A `def` or `class` keyword right before a name (spaces and tabs between): its definition.
 # What may stand between a name and the `.` or quote around it (text_reference).
 GAPS = frozenset(b" \t\r\n\f\v\\")
-DEFINED = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
+DEFINED = lazy(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
 
 
 @functools.lru_cache(maxsize=256)

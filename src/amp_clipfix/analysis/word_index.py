@@ -15,17 +15,17 @@ bytes that the pass splits each text into.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.relevance import index_of
+from amp_clipfix.patterns import lazy
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.word_store import WordStore
 
-ASCII_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+ASCII_NAME = lazy(rb"[A-Za-z_][A-Za-z0-9_]*")
 # Names asked by scanning before the one pass over every text is made: the pass costs about as
 # much as forty scans of the project (both grow with its bytes; on a 2,579-file, 27 MB tree the
 # pass took 0.39 s of CPU and a scan 7-14 ms; bench/README.md, "Issue 35, cold runs").

@@ -17,19 +17,19 @@ After the fix each placeholder, found once and whole, is replaced by the run's o
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.parse import LargeModule, data_names, parse_module
+from amp_clipfix.patterns import lazy
 
 MIN_ELIDED_LINES = 50  # below this the module is fixed whole: nothing worth saving
 HELPER_WORDS = frozenset(
     {names.GUARD_HELPER, names.FABRIC_UNSCALE_HELPER, names.MODULE_UNSCALE_HELPER}
 )
-WORD = re.compile(r"[^\W\d]\w*")
-LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as `ast` counts them
+WORD = lazy(r"[^\W\d]\w*")
+LINE = lazy(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # lines as `ast` counts them
 MARK = "elided by amp-clipfix"
 
 
@@ -129,7 +129,7 @@ def literal_runs(
     return outermost
 
 
-TRAILING_COMMA = re.compile(r"\s*,\s*(?:#.*)?\Z")
+TRAILING_COMMA = lazy(r"\s*,\s*(?:#.*)?\Z")
 
 
 def element_runs(

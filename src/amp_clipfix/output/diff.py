@@ -8,8 +8,9 @@ library's sequence matcher is deliberately not used: it does not find a minimal 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from amp_clipfix.patterns import lazy
 
 __all__ = ["DiffLine", "Hunk", "diff_hunks", "format_patch", "split_lines"]
 
@@ -205,7 +206,7 @@ def _range(start: int, count: int) -> bytes:
 
 
 # Characters that make git write (and expect) a path in C-style double quotes.
-_NEEDS_QUOTING = re.compile(rb'[\x00-\x1f"\\\x7f]')
+_NEEDS_QUOTING = lazy(rb'[\x00-\x1f"\\\x7f]')
 _C_ESCAPES = {b"\t"[0]: b"\\t", b"\n"[0]: b"\\n", b'"'[0]: b'\\"', b"\\"[0]: b"\\\\"}
 
 

@@ -24,7 +24,6 @@ from amp_clipfix.output.machine import (
 )
 from amp_clipfix.output.report import sorted_findings
 from amp_clipfix.output.safe_text import json_safe, terminal_safe
-from amp_clipfix.output.sarif import to_sarif as to_sarif  # every format is asked for here
 from amp_clipfix.paths import display_path
 
 if TYPE_CHECKING:  # models.py (dataclasses, inspect) only once a finding is shown
@@ -204,6 +203,19 @@ def to_rdjson(findings: Sequence[Finding], edits: EditMap = None) -> str:
         "diagnostics": diagnostics,
     }
     return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
+
+
+def to_sarif(
+    findings: Sequence[Finding],
+    summary: Summary,
+    edits: EditMap = None,
+    errors: Sequence[FileError] = (),
+) -> str:
+    """output/sarif.py's log, asked for here as every format is; its module is imported only
+    by a run that writes one."""
+    from amp_clipfix.output import sarif
+
+    return sarif.to_sarif(findings, summary, edits, errors)
 
 
 GITLAB_SEVERITY = {"error": "major", "warning": "minor", "note": "info"}

@@ -10,7 +10,6 @@ repository too, and `patch -p1 -d PROJECT` reads them the same way.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING
 from amp_clipfix.output.diff import format_patch
 from amp_clipfix.output.report import site_prefix
 from amp_clipfix.paths import display_path
+from amp_clipfix.patterns import lazy
 
 if TYPE_CHECKING:  # only its type is named here
     from amp_clipfix.results import FileChange
 
-UNSAFE_TEXT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+UNSAFE_TEXT = lazy(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 # How a `--patch-dir` patch starts (writing.patch_header): what tells a patch amp-clipfix wrote,
 # which a later run may remove when its project has nothing to fix any more.
 PATCH_MARK = b"# amp-clipfix: the fixes of project "

@@ -36,5 +36,8 @@ _JSON_UNSAFE = "[\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 
 def json_safe(document: str) -> str:
     """A JSON text with those characters as `\\uXXXX` escapes: the same JSON value, safe to
-    print on a terminal (and to encode: a lone surrogate from a file name is no longer raw)."""
+    print on a terminal (and to encode: a lone surrogate from a file name is no longer raw).
+    An ASCII text without DEL has none, as most reports are: told without the pattern."""
+    if document.isascii() and "\x7f" not in document:
+        return document
     return re.sub(_JSON_UNSAFE, lambda match: f"\\u{ord(match.group()):04x}", document)

@@ -33,13 +33,13 @@ Files are read as bytes (a pattern test first) and parsed with `ast` only where 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.paths import display_path
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # parsed only where a pattern matched
@@ -62,7 +62,7 @@ ONLY_2X_PRECISIONS = frozenset(
 )
 # What a file must hold for `ast` to be asked (a parse costs ~10 ms a large file; the
 # patterns keep Lightning's own sources, which mention these names in strings, cheap).
-MAY_HOLD = re.compile(
+MAY_HOLD = lazy(
     rb"def\s+(?:training_step|optimizer_step|configure_gradient_clipping|backward"
     rb"|optimizer_zero_grad|toggle_optimizer)\s*\([^)]*\boptimizer_idx\b"
     rb"|def\s+(?:training|validation|test)_epoch_end\s*\("

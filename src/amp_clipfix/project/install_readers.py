@@ -12,6 +12,7 @@ from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.paths import excerpt
+from amp_clipfix.patterns import lazy
 from amp_clipfix.project.pin_readers import (
     Packages,
     Pin,
@@ -55,7 +56,7 @@ PIP_OPTIONS_WITH_VALUE = frozenset(
     }
 )
 INCLUDE_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint"})
-QUOTING = re.compile(r"[\\'\"]")  # what shlex may turn into other characters of a word
+QUOTING = lazy(r"[\\'\"]")  # what shlex may turn into other characters of a word
 # A word shlex reads (posix) is the line's own characters less the quotes around its parts and
 # the backslashes that escape one: with those deleted, the line holds every word's text.
 UNQUOTED = str.maketrans("", "", "\\'\"")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from amp_clipfix.paths import excerpt, has_too_many_digits, too_many_digits, unreadable_value
+from amp_clipfix.patterns import lazy
 from amp_clipfix.project.config import parsed_toml, toml_reader
 from amp_clipfix.records import record
 
@@ -137,10 +138,10 @@ def names_package(line: str, packages: Packages) -> bool:
     return name is not None and canonical_name(name[0]) in packages
 
 
-REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+REQUIREMENT_NAME = lazy(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _IDENTIFIER = REQUIREMENT_NAME.pattern
 _CLAUSE = r"(?:~=|===|==|!=|<=|>=|<|>)[ \t]*[A-Za-z0-9.*+!_-]+"
-SIMPLE_REQUIREMENT = re.compile(
+SIMPLE_REQUIREMENT = lazy(
     rf"(?P<name>{_IDENTIFIER})"
     rf"(?:\[[ \t]*{_IDENTIFIER}(?:[ \t]*,[ \t]*{_IDENTIFIER})*[ \t]*\])?"
     rf"[ \t]*(?P<specifier>(?:{_CLAUSE}(?:[ \t]*,[ \t]*{_CLAUSE})*)?)"
@@ -435,7 +436,7 @@ def literal_strings(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list
 CONDA_NAMES = {"pytorch": "torch"}  # conda's name for torch
 
 
-CONDA_ENTRY = re.compile(r"^(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$")
+CONDA_ENTRY = lazy(r"^(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$")
 
 
 def conda_pins(data: bytes, packages: Packages) -> list[Pin]:

@@ -59,6 +59,7 @@ from packaging.version import InvalidVersion, Version
 from amp_clipfix import observed
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import display_path, excerpt
+from amp_clipfix.patterns import lazy
 from amp_clipfix.project.config import ConfigError, load_config
 from amp_clipfix.project.evidence import code_evidence
 from amp_clipfix.project.install_readers import (
@@ -286,7 +287,7 @@ def requirement_files(root: Path, files: ProjectFiles | None = None) -> list[tup
     return ordered
 
 
-INCLUDE = re.compile(r"^\s*(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(\S+)")
+INCLUDE = lazy(r"^\s*(?:-r|-c|--requirement|--constraint)(?:\s*=\s*|\s+|(?=[^\s-]))(\S+)")
 
 
 def included_files(start: Path, root: Path, files: ProjectFiles | None) -> list[Path]:
@@ -372,7 +373,7 @@ def installed_target() -> Target | None:
     return None
 
 
-INSTALLED = re.compile(r"(?P<name>[^-]+)(?:-[^-]+)?\.(?:dist-info|egg-info)", re.IGNORECASE)
+INSTALLED = lazy(r"(?P<name>[^-]+)(?:-[^-]+)?\.(?:dist-info|egg-info)", re.IGNORECASE)
 
 
 def installed_version(package: str) -> str | None:

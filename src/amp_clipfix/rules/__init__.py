@@ -8,7 +8,6 @@ is first asked for: a run decides which rules search a project from their gates
 
 from __future__ import annotations
 
-import pkgutil
 import re
 from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING
@@ -52,7 +51,11 @@ __all__ = [
 
 
 def _rule_modules() -> list[str]:
-    """The rule modules of this package (`acf001`, ...), in code order."""
+    """The rule modules of this package (`acf001`, ...), in code order: what rules/gates.py is
+    written from (scripts/rule_gates.py). A run looks its rules up by code, so never lists
+    them (nor imports pkgutil)."""
+    import pkgutil
+
     return sorted(
         name for _, name, _ in pkgutil.iter_modules(__path__) if re.fullmatch(r"acf\d{3}", name)
     )

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.paths import unreadable_value
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
@@ -100,10 +101,10 @@ def module_lines(text: str) -> list[str]:
 
 
 ESCAPES = ("!", "%", "?", "/", ",", ";")  # IPython's ESCAPE_SINGLES (`!!`, `??` start so too)
-ASSIGNED_ESCAPE = re.compile(r"^(\s*[\w.,\s\[\]*'\"]+?\s*=)(?!=)\s*(?:!|%(?=[A-Za-z_]))")
+ASSIGNED_ESCAPE = lazy(r"^(\s*[\w.,\s\[\]*'\"]+?\s*=)(?!=)\s*(?:!|%(?=[A-Za-z_]))")
 # IPython's help at the end of a line (`obj?`, `%magic??`, `module.name?`): inputtransformer2's
 # `_help_end_re` over the whole logical line.
-HELP_END = re.compile(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
+HELP_END = lazy(r"^\s*%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*\?\??\s*$")
 
 
 def escaped_command(line: str) -> str | None:

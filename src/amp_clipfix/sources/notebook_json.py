@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import re
 
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 from amp_clipfix.sources.text import SourceError, aligned
 
-LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
+LINE = lazy(r"([^\r\n]*)(\r\n|\r|\n|$)")
 
 
 def split_lines(text: str) -> list[tuple[str, str]]:
@@ -73,7 +74,7 @@ def original_spellings(original_value: str, old_text: str) -> list[str] | None:
     return tokens if decoded == old_lines else None
 
 
-ESCAPE = re.compile(r"\\u[0-9a-fA-F]{4}|\\.|.", re.DOTALL)
+ESCAPE = lazy(r"\\u[0-9a-fA-F]{4}|\\.|.", re.DOTALL)
 
 
 BREAKS = {
@@ -150,8 +151,8 @@ def plain_json(text: str) -> bool:
     return True
 
 
-STRING_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-SCALAR_TOKEN = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
+STRING_TOKEN = lazy(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+SCALAR_TOKEN = lazy(r"-?[0-9][0-9.eE+-]*|true|false|null")
 
 
 def cell_sources(text: str) -> list[tuple[int, int]] | None:
@@ -233,8 +234,8 @@ class JsonNode:
 class PositionalJson:
     """A small JSON parser that keeps where each value starts and ends in the text."""
 
-    SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null")
-    STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+    SCALAR = lazy(r"-?[0-9][0-9.eE+-]*|true|false|null")
+    STRING = lazy(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
     def __init__(self, text: str) -> None:
         self.text = text

@@ -19,6 +19,8 @@ import functools
 import re
 from collections.abc import Callable, Iterable
 
+from amp_clipfix.patterns import lazy
+
 # The bytes of a word as `\w` in a bytes pattern reads it (ASCII letters, digits, `_`): the
 # characters `word_start`'s look-behind refuses before a word.
 WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -35,7 +37,7 @@ def word_start(word: bytes) -> bytes:
 
 
 FUSED_WORD = b"fused"
-FUSED_ARGUMENT = re.compile(word_start(FUSED_WORD) + rb"\s*=(?!=)|[\'\"]fused[\'\"]")
+FUSED_ARGUMENT = lazy(word_start(FUSED_WORD) + rb"\s*=(?!=)|[\'\"]fused[\'\"]")
 OPTIMIZER_WORDS = (b"Adam", b"SGD", b"Adagrad")
 OPTIMIZER_CALLS = frozenset({"Adam", "AdamW", "SGD", "Adagrad", "partial"})
 TRAINER_WORDS = (b"Trainer", b"MixedPrecision")
@@ -48,14 +50,14 @@ TRAINER_CALLS = frozenset(
         "from_argparse_args",  # pytorch-lightning 1.x: `Trainer.from_argparse_args(args)`
     }
 )
-CONFIG_FUSED = re.compile(word_start(FUSED_WORD) + rb"\s*:")  # `\bfused\s*:`
+CONFIG_FUSED = lazy(word_start(FUSED_WORD) + rb"\s*:")  # `\bfused\s*:`
 # A config document written in Python (`OmegaConf.create({...})`, `DictConfig({...})`): its
 # optimizer and trainer mappings are read as a YAML config's (analysis/python_configs.py).
 CONFIG_DOCUMENT_CALLS = frozenset({"create", "DictConfig"})
-IMPORT_ALIAS = re.compile(rb"\b(\w+)\s+as\s+(\w+)")
+IMPORT_ALIAS = lazy(rb"\b(\w+)\s+as\s+(\w+)")
 # `make = L.Trainer` / `trainer_cls: type = pl.Trainer` (also a class attribute): a line that
 # binds a name to a dotted name, which is then called by the name.
-ASSIGNED_ALIAS = re.compile(
+ASSIGNED_ALIAS = lazy(
     rb"[ \t]*(?:self\.)?(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?(\w+)[ \t\r]*(?:#[^\n]*)?"
 )
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
@@ -101,7 +103,7 @@ LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
 )
 # A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
 # `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
-SETTLED_PRECISION = re.compile(
+SETTLED_PRECISION = lazy(
     rb"precision[ \t]*:[ \t]*(['\"]?)[A-Za-z0-9_]+-[A-Za-z0-9_-]+\1[ \t]*"
     rb"(?:#[^\r\n]*)?(?=[\r\n]|\Z)"
 )
@@ -266,7 +268,7 @@ def may_configure_trainer_in_config(data: bytes) -> bool:
 
 # JSON may write any character as `\uXXXX`; a printable ASCII character so written (a letter,
 # a digit, `.`, `=`, a quote) is 0x20-0x7F.
-ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
+ESCAPED_ASCII = lazy(rb"\\u00[2-7][0-9a-fA-F]")
 
 
 def json_may_contain(data: bytes, word: bytes) -> bool:

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.paths import os_error_reason
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 
 # The PEP 263 patterns, as the tokenize module spells them; kept here so that a cookie line with
 # non-UTF-8 bytes (legal for Python itself) can still be read.
-_COOKIE_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
-_BLANK_RE = re.compile(rb"^[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
+_COOKIE_RE = lazy(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+_BLANK_RE = lazy(rb"^[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
 UTF8_ONLY_SUFFIXES = (".yaml", ".yml", ".ipynb")
 
 
@@ -92,7 +93,7 @@ def encode_text(source: SourceFile, text: str) -> bytes:
     return codecs.BOM_UTF8 + encoded if source.bom else encoded
 
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")  # the line breaks Python and YAML count
+LINE_BREAK = lazy(r"\r\n|\r|\n")  # the line breaks Python and YAML count
 
 
 def line_starts(text: str) -> list[int]:
@@ -100,7 +101,7 @@ def line_starts(text: str) -> list[int]:
     return [0, *(match.end() for match in LINE_BREAK.finditer(text))]
 
 
-LINE_WITH_ENDING = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+LINE_WITH_ENDING = lazy(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 DROPPABLE = frozenset(" \t\f")
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import record
 from amp_clipfix.sources import prefilter
 from amp_clipfix.sources.base import Document, Language, Rendered, Stage, VerifyError
@@ -59,7 +60,7 @@ def ruamel_documents(text: str) -> list[Any]:
 
 # Text that may nest deeper than ruamel's recursive composer goes (it then fails: "nested too
 # deeply"), where libyaml would not: checked by ruamel itself.
-DEEP = re.compile(r"^[ \t-]{64}|[\[{]{8}", re.MULTILINE)
+DEEP = lazy(r"^[ \t-]{64}|[\[{]{8}", re.MULTILINE)
 
 
 def check_parses(text: str) -> None:
