@@ -262,3 +262,41 @@ def test_an_exists_witness_taken_from_an_entry_is_today_s_first(tmp_path: Path) 
             noted = reads.exists[test]
             assert noted == (None if today_first is None else str(today_first))
     assert taken > 100, taken
+
+
+READS = "def peek(engine):\n    return engine.log_stats\n"  # the name other than `.log_stats(`
+
+
+def test_the_over_budget_answer_notes_each_file_s_free_writing_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its budget (FILES_READ, made 1 here) the value question answers "may" from how
+    many files write the name other than as `.log_stats(`: that count is noted as each naming
+    file's free-writing test with its result, so an edit that changes only that asks again
+    (a query entry whose noted tests give other results is not reused); warm runs around
+    such an edit give a cold run's bytes."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    monkeypatch.setattr(reach, "FILES_READ", 1)
+    root = tmp_path / "project"
+    for name, text in [("ops.py", OPS), ("engine.py", ENGINE), ("train.py", TRAIN)]:
+        write(root, name, text)
+    write(root, "a_reads.py", READS)
+    write(root, "b_reads.py", READS)
+    write(root, "c_calls.py", CALLS)
+    write(root, "pyproject.toml", '[project]\nname = "p"\ndependencies = ["torch>=2.0"]\n')
+    noted: dict[str, bool] = {}
+    tested = reach.tested
+
+    def spied(contents, path, test, result):  # type: ignore[no-untyped-def]
+        if test == (("fn", reach.WRITTEN_FREE, "log_stats"),):
+            noted[path.name] = result
+            assert passes(test, path.read_bytes(), path) == result
+        return tested(contents, path, test, result)
+
+    monkeypatch.setattr(reach, "tested", spied)
+    same_as_cold(root)
+    free = {"a_reads.py": True, "b_reads.py": True, "engine.py": True}  # `def log_stats`
+    assert noted == {**free, "c_calls.py": False, "train.py": False}
+    write(root, "b_reads.py", CALLS)  # still names log_stats, no longer freely
+    same_as_cold(root)

@@ -55,6 +55,7 @@ from amp_clipfix.analysis.recording import (
     known_absent,
     raw,
     read,
+    tested,
 )
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
@@ -76,6 +77,7 @@ FILES_READ = 64
 SEARCH_FILES_READ = 48
 SEARCH_SHARE = 8
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
+WRITTEN_FREE = "written_free"  # the over-budget answer's test of each file (value_files)
 DOT = ord(".")
 # The start of a value that may be no callable (stored_text leaves it to the parse).
 INERT_START = re.compile(rb"\s*(?:[-0-9\[{(\"'.]|None\b|True\b|False\b|[rbfuRBFU]+[\"'])")
@@ -180,6 +182,7 @@ def written_free(name: str, data: bytes) -> bool:
 
 
 PREDICATES[VALUE_BOUND] = binds_attribute_value
+PREDICATES[WRITTEN_FREE] = lambda path, data, name: written_free(name, data)
 
 
 class CallReach:
@@ -274,7 +277,11 @@ class CallReach:
                     found = path
                     break
         if found is None and self.over_budget(writing):
-            return writing[0]  # may (not noted: the answer relies on no file)
+            # may: the answer is how many files write the name freely, noted as each file's
+            # free-writing test (an edit that changes only that asks again)
+            for path in naming:
+                tested(self.contents, path, (("fn", WRITTEN_FREE, name),), path in writing)
+            return writing[0]
         if absent:  # every file would be read and parsed, none giving a value
             self.promise(writing)
         elif found is None:
