@@ -35,7 +35,7 @@ def check(root: Path, monkeypatch: pytest.MonkeyPatch, gate: bool) -> tuple[int,
         patched.setattr(acf011, "library_calls", counted)
         if not gate:
             patched.setattr(
-                acf011, "library_call_files", lambda facts, words, _: facts.with_words(*words)
+                acf011, "library_call_files", lambda facts, words, *_: facts.with_words(*words)
             )
         patched.chdir(root)
         arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]

@@ -16,12 +16,13 @@ from amp_clipfix.analysis.contained_syntax import nodes_on
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
 from amp_clipfix.analysis.nodes import target_names
+from amp_clipfix.analysis.shape_texts import keyword_argument
 from amp_clipfix.analysis.summary import Summary, TextLines, module_name
 from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.analysis.values import DictV, Ext, Lit, Opaque
 from amp_clipfix.models import Edit, Span
 from amp_clipfix.patterns import lazy
-from amp_clipfix.sources.prefilter import python_holds
+from amp_clipfix.sources.prefilter import python_holds, python_text
 from amp_clipfix.sources.text import line_starts
 
 
@@ -140,6 +141,7 @@ class Keywords:
     def __init__(self, *names: str, any_of: bool = False) -> None:
         self.names = names
         self.any_of = any_of
+        self.patterns: list[re.Pattern[bytes]] | None = None
 
     def written(self, call: ast.Call) -> bool:
         written = {k.arg for k in call.keywords}
@@ -147,15 +149,30 @@ class Keywords:
             return True
         return (any if self.any_of else all)(name in written for name in self.names)
 
+    def may_write(self, data: bytes) -> bool:
+        """Whether the text may write a call `written` keeps: a `**` spread, or each keyword
+        (one, `any_of`) as a keyword argument (`name=`, the name as Python reads it)."""
+        if b"**" in data:
+            return True
+        if self.patterns is None:  # compiled on first use: most runs never ask
+            self.patterns = [keyword_argument(name.encode("ascii")) for name in self.names]
+        text = python_text(data)
+        found = (pattern.search(text) is not None for pattern in self.patterns)
+        return any(found) if self.any_of else all(found)
+
 
 def library_call_files(
-    facts: ProjectFacts, words: Sequence[bytes], qualified: Collection[str]
+    facts: ProjectFacts,
+    words: Sequence[bytes],
+    qualified: Collection[str],
+    keywords: Keywords | None = None,
 ) -> Iterator[FileFacts]:
     """The files holding one of `words` in which `library_calls` may find a call of one of
     `qualified`, in path order: a file is parsed only when its text may write such a call
     (`CallTest`), so a file that holds a search's word (`"16"`, `'bf16'`) in a project that
-    never names a Trainer is tested, not parsed."""
-    return facts.with_words(*words, where=CallTest(facts.root, qualified))
+    never names a Trainer is tested, not parsed; with `keywords` (those `library_calls` is
+    given), only when it may write them too (`Keywords.may_write`)."""
+    return facts.with_words(*words, where=CallTest(facts.root, qualified, keywords))
 
 
 class CallTest:
@@ -169,15 +186,22 @@ class CallTest:
       `import lightning as L`): the import writes the package, or, for a relative import,
       the module's own dotted name (summary.module_name, from the path) starts with it.
     Python reads identifiers in their NFKC form, so a text that is not all ASCII is tested
-    normalised. A file that passes may still give no call (the tree decides)."""
+    normalised. With `keywords` (a search that reads only some keywords of a call), the text
+    must also write them or a `**` spread (`Keywords.may_write`). A file that passes may still
+    give no call (the tree decides)."""
 
-    def __init__(self, root: Path, qualified: Collection[str]) -> None:
+    def __init__(
+        self, root: Path, qualified: Collection[str], keywords: Keywords | None = None
+    ) -> None:
         self.root = root
+        self.keywords = keywords
         lasts = {name.rsplit(".", 1)[-1] for name in qualified}
         self.packages = sorted({name.split(".", 1)[0] for name in qualified})
         self.words = tuple(sorted(word.encode("ascii") for word in {*lasts, *self.packages}))
 
     def __call__(self, path: Path, data: bytes) -> bool:
+        if self.keywords is not None and not self.keywords.may_write(data):
+            return False
         if python_holds(data, self.words):
             return True
         name, _ = module_name(self.root, path)  # a relative import's package

@@ -31,12 +31,30 @@ from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 from amp_clipfix.records import field, record
-from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, word_start
+from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, python_text, word_start
 
 CLI_WORD = b"LightningCLI"
 DEFAULTS_WORD = b"trainer_defaults"
 # The keys a document names its model class with (python_configs.model_targets).
 TARGET_WORDS = (b"_target_", b"class_path")
+# What may stand between two tokens: spaces, line breaks, continuations, comments.
+_GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
+# A document's `model` key: the string literal `"model"`, or `model=` (of a `dict(...)` call).
+MODEL_KEY = re.compile(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + _GAP + rb"=(?!=))")
+DICT_CALL = re.compile(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + _GAP + rb"\(")
+# `_target_` / `class_path` given a string literal, as a dict's key (maybe in brackets) or as
+# `dict(...)`'s keyword (python_configs.target).
+TARGET_STRING = re.compile(
+    rb"(?:_target_|class_path)(?![A-Za-z0-9_])['\"]*"
+    + _GAP
+    + rb"(?:\)"
+    + _GAP
+    + rb")*[:=]"
+    + _GAP
+    + rb"(?:\("
+    + _GAP
+    + rb")*[rRuUbBfF]{0,2}['\"]"
+)
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
 # Each name searched for on its own, from its word (`word_start`: `re` skips to it).
 DOCUMENT_CALLS = tuple(
@@ -212,7 +230,9 @@ def config_documents(
     """The documents given to `OmegaConf.create(...)` / `DictConfig(...)` in the project: the
     files whose text calls one (a narrower test than the words, so a file that merely names
     OmegaConf is not read) and holds one of `words` (the keys a caller reads: a document's keys
-    are string literals, python_configs.mapping_items), then the call by its qualified name."""
+    are string literals, python_configs.mapping_items) where it may write a document that
+    gives the caller something (`may_give`); of their mappings, those that do (`gives`), then
+    the call by its qualified name."""
     from amp_clipfix.paths import is_library
 
     contents = facts.evaluator.contents
@@ -220,7 +240,7 @@ def config_documents(
         data = contents[path]
         if not (b"create" in data or b"DictConfig" in data) or is_library(path):
             continue  # the search below needs one of them: most files are ruled out at once
-        if not any(word in data for word in words) or not writes_document_call(data):
+        if not may_give(data, words) or not writes_document_call(data):
             continue
         file = facts.file(path)
         if file is None:
@@ -229,8 +249,42 @@ def config_documents(
         # A first argument with no mapping in it (a name, a loaded file) gives no setting and
         # names no model (python_configs.walk): its callee is not evaluated.
         for call in file.summary.calls_kept(maps_first, "dict", signs=(b"{",)):
+            if not gives(call.args[0], words):
+                continue
             if facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
                 yield file, call.args[0]
+
+
+def gives(document: ast.expr, words: tuple[bytes, ...]) -> bool:
+    """The mapping holds what a caller of `config_documents` reads of a document: a model
+    class named (`model: _target_: ...`, asked with TARGET_WORDS: `config_models`) or one of
+    the trainer keys among `words` (`document_settings`). Another gives its caller nothing, so
+    whether its call makes a config document is not asked (NeMo: 259 calls of 48 test files
+    whose `DictConfig({...})` name datasets' and modules' `_target_`, none a model)."""
+    if any(word in TARGET_WORDS for word in words) and python_configs.model_targets(document):
+        return True
+    keys = [word.decode("ascii") for word in words if word not in TARGET_WORDS]
+    return any(
+        key in mapping for mapping in python_configs.trainer_mappings(document) for key in keys
+    )
+
+
+def may_give(data: bytes, words: tuple[bytes, ...]) -> bool:
+    """Whether the text may write a document `gives` keeps: one of the trainer keys among
+    `words` (its word: a document's keys are string literals), or a model named, which takes a
+    `model` key (a string literal, or `model=` in a `dict(...)` call) and a `_target_` or
+    `class_path` whose value is a string literal (`"pkg.Model"`, `("pkg.Model")`), each spelled
+    as the words are (a key written in escapes or in pieces is not read). Names are tested as
+    Python reads them (NFKC)."""
+    if any(word in data for word in words if word not in TARGET_WORDS):
+        return True
+    if not any(word in data for word in words if word in TARGET_WORDS):
+        return False
+    text = python_text(data)
+    if TARGET_STRING.search(text) is None:
+        return False
+    keys = [match.group() for match in MODEL_KEY.finditer(text)]
+    return any(key.endswith((b"'", b'"')) for key in keys) or bool(keys and DICT_CALL.search(text))
 
 
 def maps_first(call: ast.Call) -> bool:

@@ -4,14 +4,16 @@ A rule's search parses each file holding one of its words (`ProjectFacts.with_wo
 looks in the tree for the one call shape its findings are made of. Where the text cannot
 write that shape, the tree holds no such call, so the file is not parsed for it (a `where`
 test of `with_words`). On the Lightning repository 17 of the rules' 95 parses were such files
-(`loss.backward(loss)`-only modules for ACF008, `_run_test_clip_gradients` for ACF007).
+(`loss.backward(loss)`-only modules for ACF008, `_run_test_clip_gradients` for ACF007), and
+2 more were ACF007's `"clip_gradients"` in a string or a docstring, not after a dot.
 
 Each pattern matches wherever Python may read the shape (an over-approximation: strings and
-comments count): the name as a whole word, then spaces, line breaks, backslash continuations
-or comments (`(loss.backward\n)()` too). A text that is not all ASCII is tested as Python reads
-its names (NFKC: `ｂackward` is `backward`). An edit to a file holding the search's words runs
-the search's query again whatever the test says (`Queries.candidates_hold`), so a file the
-test leaves out is looked at again once it may write the shape.
+comments count): the name as a whole word (after a dot, for an attribute), then spaces, line
+breaks, backslash continuations or comments (`(loss.backward\n)()` too). A text that is not all
+ASCII is tested as Python reads its names (NFKC: `ｂackward` is `backward`). An edit to a file
+holding the search's words runs the search's query again whatever the test says
+(`Queries.candidates_hold`), so a file the test leaves out is looked at again once it may write
+the shape.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ _GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 _KEYWORD = rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+" + _GAP + rb"=(?!=)"
 
 
-def whole_word(name: bytes) -> re.Pattern[bytes]:
-    """`name` written as a whole word (not inside a longer identifier)."""
-    return re.compile(word_start(name) + rb"(?![A-Za-z0-9_])")
+def attribute(name: bytes) -> re.Pattern[bytes]:
+    """`<x>.name` (an attribute: `x . name`, the dot maybe a gap before it), not the name
+    alone, inside a longer name, or in a string that is not also written after a dot."""
+    return re.compile(rb"\." + _GAP + re.escape(name) + rb"(?![A-Za-z0-9_])")
 
 
 def keyword_argument(name: bytes) -> re.Pattern[bytes]:
@@ -67,7 +70,8 @@ class MayWrite:
 
 # ACF008: `<loss>.backward()` (keywords only: `fabric.backward(loss)` passes one).
 PLAIN_BACKWARD = MayWrite(called_without_positional(b"backward"))
-# ACF007: `<fabric>.clip_gradients(...)`, or a partial of that attribute.
-CLIP_GRADIENTS = MayWrite(whole_word(b"clip_gradients"))
+# ACF007: `<fabric>.clip_gradients(...)`, or a partial of that attribute: either writes the
+# attribute (partials.method_calls reads nothing else), so a name or a string alone is not one.
+CLIP_GRADIENTS = MayWrite(attribute(b"clip_gradients"))
 # ACF009: `Trainer(gradient_clip_val=...)`.
 CLIP_VAL_KEYWORD = MayWrite(keyword_argument(b"gradient_clip_val"))

@@ -87,7 +87,8 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     if not facts.target.fabric_can_clip:
         return  # 1.x: Fabric has no clip_gradients
-    # not parsed where `clip_gradients` is only part of a longer name (shape_texts.py)
+    # not parsed where `clip_gradients` is never an attribute (a longer name, a string:
+    # shape_texts.py)
     for file in facts.with_words(b"clip_gradients", where=CLIP_GRADIENTS):
         # written calls, and calls of a `partial(fabric.clip_gradients, ...)` (merged)
         for run in method_calls(facts, file, "clip_gradients"):

@@ -85,7 +85,7 @@ def check(queries: Queries) -> Iterator[Found]:
     ):
         return
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several Trainers: one finding
-    for file in library_call_files(facts, WORDS, TRAINER_CLASSES):
+    for file in library_call_files(facts, WORDS, TRAINER_CLASSES, AMP):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES, AMP):
             found = amp_arguments(facts, file, call)
             if found is None:

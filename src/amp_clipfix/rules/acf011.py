@@ -77,7 +77,7 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # 1.x knows no other spelling
     fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
-    for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES):
+    for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION):
         calls = library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION)
         for call, names in calls:
             fabric = names <= FABRIC_CLASSES

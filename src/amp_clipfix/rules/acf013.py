@@ -62,7 +62,7 @@ trainer = L.Trainer(strategy="fsdp", precision="bf16-mixed", gradient_clip_val=1
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     always = any(r.version.release[:2] >= FIRST_ALWAYS for r in facts.target.releases)
-    for file in library_call_files(facts, WORDS, TRAINER_CLASSES):
+    for file in library_call_files(facts, WORDS, TRAINER_CLASSES, FSDP_CLIP):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES, FSDP_CLIP):
             found = fsdp_norm_clip(facts, file, call, always)
             spread = with_spread_keywords(facts, file, call) if found is None else None
