@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
