@@ -124,6 +124,9 @@ class EvaluatorBase:
         self.by_module: dict[str, list[Path]] = {}
         self.module_tails: dict[str, list[str]] = {}  # evaluate.module_key: tail -> names
         self.memo: dict[tuple[int, int], list[object]] = {}
+        # returns.shared_key: the run's values of expressions that read no parameter their
+        # bound context binds, by expression and what of the context they depend on
+        self.shared_memo: dict[tuple[int, ...], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
         self.node_contexts: dict[tuple[int, int], tuple[ast.AST, Ctx]] = {}  # evaluate.ctx_of
         self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
@@ -322,7 +325,14 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def force(self, items: Iterable[object]) -> list[object]:
-        raise NotImplementedError
+        """The values of `items`, each argument not evaluated yet (a Thunk) evaluated."""
+        values: list[object] = []
+        for item in items:
+            if isinstance(item, Thunk):
+                add_unique(values, self.ev(item.expr, item.ctx))
+            else:
+                add_unique(values, (item,))
+        return values
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
         raise NotImplementedError

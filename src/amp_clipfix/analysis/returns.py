@@ -128,6 +128,21 @@ class CallReturns(EvaluatorBase):
         where = (id(ctx.func), id(ctx.summary), id(ctx.cls), ctx.depth, id(runtime))
         return ("thunk", id(item.expr), where, bound)
 
+    def shared_key(self, node: ast.AST, ctx: Ctx) -> tuple[int, ...] | None:
+        """The key under which an expression's value in a bound context (one made for one
+        followed call) is shared with the other bound contexts of its function, class, module,
+        depth and run-time receiver: when it reaches none of the parameters the context
+        binds (reached_params), those are all its value depends on (a parameter is read only
+        by name; `self` and a parameter not bound are read without the bindings). None
+        otherwise, and for a context with no bindings (one object already)."""
+        bindings, function = ctx.bindings, ctx.func
+        if bindings is None or function is None:
+            return None
+        if any(name in bindings for name in self.reached_params(function, node)):  # type: ignore[arg-type]
+            return None
+        runtime = ctx.runtime.node if isinstance(ctx.runtime, ClsV) else None
+        return (id(node), id(function), id(ctx.summary), id(ctx.cls), ctx.depth, id(runtime))
+
     def reached_params(self, function: ast.AST | None, expr: ast.expr) -> tuple[str, ...]:
         """The parameters of `function` an expression's value may depend on: the names it
         reads and, through the local bindings of each and the stores into it (as flow-
