@@ -64,17 +64,18 @@ def test_other_depths_and_unbound_contexts_are_not_shared(tmp_path: Path) -> Non
 
 
 def factory_callers(mains: int, links: int) -> str:
-    """`build` reads `name` (each caller's own literal: a calling context of its own) and walks
-    `links` local names that read no parameter before the optimizer it returns."""
+    """`build` returns `name` (each caller's own literal: a calling context of its own, and an
+    answer of its own) and walks `links` local names that read no parameter before the
+    optimizer it returns with it."""
     lines = ["import lightning as L", "import torch", "", "FUSED = True", ""]
-    lines += ["def build(model, name):", "    print(name)", "    x0 = FUSED"]
+    lines += ["def build(model, name):", "    x0 = FUSED"]
     lines += [f"    x{index + 1} = x{index}" for index in range(links)]
-    lines += [f"    return torch.optim.AdamW(model.parameters(), fused=x{links})", ""]
+    lines += [f"    return torch.optim.AdamW(model.parameters(), fused=x{links}), name", ""]
     for index in range(mains):
         lines += [
             f"def main{index}(model):",
             '    fabric = L.Fabric(precision="16-mixed")',
-            f'    optimizer = build(model, "n{index}")',
+            f'    optimizer, _ = build(model, "n{index}")',
             "    fabric.clip_gradients(model, optimizer, max_norm=1.0)",
             "",
         ]
@@ -86,8 +87,8 @@ def test_a_factory_called_from_many_places_walks_its_own_names_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
 ) -> None:
     """Two callers and eight find the same (each Fabric clips a fused optimizer); the six more
-    callers cost a few evaluations each, not the forty names again (before: 125 -> 215 with
-    the names shared, 170 -> 530 without)."""
+    callers cost a few evaluations each, not the forty names again (116 -> 188 with the
+    names shared, 161 -> 503 without)."""
     if not shared:  # what it was: the same findings, each context walking the names again
         monkeypatch.setattr(returns.CallReturns, "shared_key", lambda self, node, ctx: None)
     small, small_found = findings_of(tmp_path / "a", factory_callers(2, 40), monkeypatch)
@@ -95,3 +96,72 @@ def test_a_factory_called_from_many_places_walks_its_own_names_once(
     assert small_found == [("ACF001", "high")] * 2 + [("ACF007", "high")] * 2
     assert large_found == [("ACF001", "high")] * 8 + [("ACF007", "high")] * 8
     assert (large - small <= 6 * 20) is shared
+
+
+ANSWERS = """\
+import torch
+
+OPTIMIZERS = {"adamw": torch.optim.AdamW([], fused=True)}
+
+
+def make(name):
+    key = name
+    chosen = OPTIMIZERS[key]
+    return chosen
+
+
+def pick(name):
+    return name
+
+
+def wrap(name):
+    return {"name": name}
+
+
+def a():
+    return make("a"), pick("a"), wrap("a")
+
+
+def b():
+    return make("b"), pick("b"), wrap("b")
+"""
+
+
+def calls_in(summary: object, name: str) -> tuple[ast.Call, ...]:
+    function = next(n for n in summary.tree.body if getattr(n, "name", None) == name)  # type: ignore[attr-defined]
+    return tuple(function.body[0].value.elts)
+
+
+def test_an_answer_is_read_by_calls_that_agree_on_what_it_read(tmp_path: Path) -> None:
+    """`make` writes `name` where the evaluator never reads it (a key decided at run time:
+    one of the dict's values): its answer for `make("a")` is `make("b")`'s, found once
+    (returns.read_answer); `pick` returns what it is given: each call its own answer."""
+    evaluator, summary = one_module(tmp_path, ANSWERS)
+    make_a, pick_a, _ = calls_in(summary, "a")
+    make_b, pick_b, _ = calls_in(summary, "b")
+    a_ctx, b_ctx = evaluator.ctx_of(summary, make_a), evaluator.ctx_of(summary, make_b)
+    first = evaluator.ev(make_a, a_ctx)
+    assert [type(v).__name__ for v in first] == ["Opt"]
+    spent = evaluator.budget
+    again = evaluator.ev(make_b, b_ctx)
+    assert again[0] is first[0]
+    assert spent - evaluator.budget <= 2  # the call and its callee's name, not `make`'s body
+    picked = [
+        evaluator.force(evaluator.ev(call, a_ctx if call is pick_a else b_ctx))
+        for call in (pick_a, pick_b)
+    ]
+    assert [[v.value for v in values] for values in picked] == [["a"], ["b"]]  # type: ignore[attr-defined]
+
+
+def test_an_answer_that_holds_its_call_context_is_not_read_by_other_calls(tmp_path: Path) -> None:
+    """`wrap` returns a dict whose entry is its parameter, not evaluated yet (a Thunk in the
+    call's context): what the entry holds is read later, from the call's bindings, so the
+    answer of `wrap("a")` cannot be `wrap("b")`'s (returns.holds_context)."""
+    evaluator, summary = one_module(tmp_path, ANSWERS)
+    wrapped = []
+    for name in "ab":
+        call = calls_in(summary, name)[2]
+        ctx = evaluator.ctx_of(summary, call)
+        (made,) = evaluator.ev(call, ctx)
+        wrapped.append([v.value for v in evaluator.force(made.entries["name"])])  # type: ignore[attr-defined]
+    assert wrapped == [["a"], ["b"]]

@@ -195,6 +195,15 @@ class EvaluatorBase:
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
+        # returns.py: the parameters each of the run's answers read (by its key), the answers
+        # by what they read, and the sets read by (function, class, receiver, depth); the
+        # parameters read so far of the calls' contexts being evaluated, by context; the
+        # parameters of bound contexts an argument's key looks at (argument_parts)
+        self.returns_reads: dict[tuple[object, ...], frozenset[str]] = {}
+        self.answers: dict[tuple[object, ...], tuple[list[object], frozenset[str]]] = {}
+        self.answer_reads: dict[tuple[object, ...], list[frozenset[str]]] = {}
+        self.param_reads: dict[int, set[str]] = {}
+        self.consulted: list[tuple[int, str]] | None = None
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
         self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
         self.passes_cache: dict[tuple[int, str, bool], bool] = {}  # returns.only_passes
@@ -353,6 +362,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def parameter(self, function: ast.AST, name: str, node: ast.AST, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def bound_values(self, ctx: Ctx, name: str, node: ast.AST) -> list[object]:
         raise NotImplementedError
 
     def local_bindings(
