@@ -69,9 +69,9 @@ class CallReturns(EvaluatorBase):
         if read is not None and run:  # the run's answer, no cycle's head
             self.returns_reads[key] = read
             self.answers[(shape, tuple(p for p in parts if p[0] in read))] = (values, read)
-            known = self.answer_reads.setdefault(shape, [])
-            if read not in known:
-                known.append(read)
+            read_sets = self.answer_reads.setdefault(shape, [])
+            if read not in read_sets:
+                read_sets.append(read)
         return values or [Opaque(call, ctx.summary)]
 
     def argument_parts(
