@@ -165,3 +165,29 @@ def test_an_answer_that_holds_its_call_context_is_not_read_by_other_calls(tmp_pa
         (made,) = evaluator.ev(call, ctx)
         wrapped.append([v.value for v in evaluator.force(made.entries["name"])])  # type: ignore[attr-defined]
     assert wrapped == [["a"], ["b"]]
+
+
+REACH = """\
+def f(a, b, c, items):
+    x = a
+    y = x + 1
+    d = {}
+    d["k"] = b
+    items.append(c)
+    z = y
+    return z, d, items, lambda: c
+"""
+
+
+def test_the_parameters_an_expression_reaches_through_local_names(tmp_path: Path) -> None:
+    """returns.reached_params, from each name's reach found once per function and name
+    (name_reach): through assignments, a dict's stores and a list's appends."""
+    evaluator, summary = one_module(tmp_path, REACH)
+    function = summary.tree.body[0]
+    z, d, items, closure = function.body[-1].value.elts  # type: ignore[attr-defined]
+    assert evaluator.reached_params(function, z) == ("a",)
+    assert evaluator.reached_params(function, d) == ("b",)
+    assert evaluator.reached_params(function, items) == ("c", "items")
+    assert evaluator.reached_params(function, closure) == ("c",)
+    assert evaluator.shared_key(z, Ctx(summary, function, None, {"b": []}, 1)) is not None
+    assert evaluator.shared_key(z, Ctx(summary, function, None, {"a": []}, 1)) is None

@@ -262,7 +262,8 @@ class Evaluator(
             return [Opaque(node, ctx.summary)]
         if self.cycle("ev", key):  # decided at run time (but while its cycle is settled)
             return cut_value(self, ("ev", key), [Opaque(node, ctx.summary)])
-        shared = self.shared_key(node, ctx)  # the value of other calls' contexts (returns.py)
+        # the value of the other calls' contexts (returns.py); most contexts bind nothing
+        shared = None if ctx.bindings is None else self.shared_key(node, ctx)
         if shared is not None and (known := self.shared_memo.get(shared)) is not None:
             return known
         if len(self.serials) >= MAX_NESTING:

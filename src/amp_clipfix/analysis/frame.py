@@ -206,6 +206,9 @@ class EvaluatorBase:
         self.consulted: list[tuple[int, str]] | None = None
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
         self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
+        # returns.name_reach / names_stored: by function and name
+        self.name_reach_cache: dict[tuple[int, str], frozenset[str]] = {}
+        self.stored_names: dict[tuple[int, str], set[str]] = {}
         self.passes_cache: dict[tuple[int, str, bool], bool] = {}  # returns.only_passes
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members

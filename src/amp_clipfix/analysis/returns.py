@@ -221,22 +221,46 @@ class CallReturns(EvaluatorBase):
         key = (id(function), id(expr))
         known = self.reach_cache.get(key)
         if known is None:
-            todo, seen = list(names_in(expr)), set()
+            names = names_in(expr)
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                bindings = self.local_bindings(function)
-                while todo:
-                    name = todo.pop()
-                    if name in seen:
-                        continue
-                    seen.add(name)
-                    stores = [s for s, _ in self.item_statements(function, name)]
-                    stores += [s for s, _ in self.list_statements(function, name)]
-                    for statement in [*bindings.get(name, []), *stores]:
-                        todo.extend(names_in(statement))
+                seen: set[str] = set()
+                for name in names:
+                    seen.update(self.name_reach(function, name))
             else:
-                seen.update(todo)  # a lambda binds nothing but its parameters
+                seen = names  # a lambda binds nothing but its parameters
             params = [] if function is None else all_params(function.args)  # type: ignore[attr-defined]
             known = self.reach_cache[key] = tuple(p.arg for p in params if p.arg in seen)
+        return known
+
+    def name_reach(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+    ) -> frozenset[str]:
+        """The parameters a name of `function` reaches (reached_params of that name), once per
+        function and name: a walk per expression from each of its names through the local
+        bindings cost mmengine and the Lightning tree a walk of a long function per node."""
+        key = (id(function), name)
+        known = self.name_reach_cache.get(key)
+        if known is None:
+            params = {p.arg for p in all_params(function.args)}
+            todo, seen = [name], set()
+            while todo:
+                read = todo.pop()
+                if read not in seen:
+                    seen.add(read)
+                    todo.extend(self.names_stored(function, read))
+            known = self.name_reach_cache[key] = frozenset(n for n in seen if n in params)
+        return known
+
+    def names_stored(self, function: ast.AST, name: str) -> set[str]:
+        """The names read by the local bindings of `name` and the stores into it (as flow-
+        insensitive `ev` reads them), nested code included."""
+        key = (id(function), name)
+        known = self.stored_names.get(key)
+        if known is None:
+            stores = [s for s, _ in self.item_statements(function, name)]
+            stores += [s for s, _ in self.list_statements(function, name)]
+            statements = [*self.local_bindings(function).get(name, []), *stores]
+            known = self.stored_names[key] = names_in(*statements)
         return known
 
     def passed_on(self, item: object) -> list[object] | None:
