@@ -65,7 +65,7 @@ class CallerIndex(PassedCalls):
                 return [SelfV(ctx.runtime)]  # the subclass instantiated (dispatch.py)
             return [SelfV(ClsV(ctx.cls, ctx.summary))]
         if ctx.bindings is not None and function is ctx.func:
-            return self.force(ctx.bindings.get(name, [Opaque(node, ctx.summary)]))
+            return self.bound_values(ctx, name, node)  # the call's argument (returns.py)
         if isinstance(function, ast.Lambda):
             return [Opaque(node, ctx.summary)]
         decorated = wrapper_self(self, function, name, ctx) or wrapped_functions(

@@ -12,7 +12,6 @@ work; what a bound or a cycle cut short is never memoised for other questions (f
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -249,15 +248,6 @@ class Evaluator(
         for node in nodes:
             self.node_contexts.setdefault((id(summary), id(node)), (node, ctx))
 
-    def force(self, items: Iterable[object]) -> list[object]:
-        values: list[object] = []
-        for item in items:
-            if isinstance(item, Thunk):
-                add_unique(values, self.ev(item.expr, item.ctx))
-            else:
-                add_unique(values, (item,))
-        return values
-
     # -- expressions ---------------------------------------------------------------------------
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
@@ -272,6 +262,10 @@ class Evaluator(
             return [Opaque(node, ctx.summary)]
         if self.cycle("ev", key):  # decided at run time (but while its cycle is settled)
             return cut_value(self, ("ev", key), [Opaque(node, ctx.summary)])
+        # the value of the other calls' contexts (returns.py); most contexts bind nothing
+        shared = None if ctx.bindings is None else self.shared_key(node, ctx)
+        if shared is not None and (known := self.shared_memo.get(shared)) is not None:
+            return known
         if len(self.serials) >= MAX_NESTING:
             self.cuts += 1  # a bound outside the key: never memoised
             return [Opaque(node, ctx.summary)]
@@ -288,6 +282,8 @@ class Evaluator(
             values = settled_ev(self, entered, unsettled, node, ctx)
         finally:
             self.leave(entered, self.memo, "ev", key, values)
+        if shared is not None and self.memo.get(key) is values and ("ev", key) not in self.heads:
+            self.shared_memo[shared] = values  # the run's value, no cycle's head
         return values
 
     def ev_node(self, node: ast.AST, ctx: Ctx) -> list[object]:  # noqa: C901 - a dispatch

@@ -124,6 +124,9 @@ class EvaluatorBase:
         self.by_module: dict[str, list[Path]] = {}
         self.module_tails: dict[str, list[str]] = {}  # evaluate.module_key: tail -> names
         self.memo: dict[tuple[int, int], list[object]] = {}
+        # returns.shared_key: the run's values of expressions that read no parameter their
+        # bound context binds, by expression and what of the context they depend on
+        self.shared_memo: dict[tuple[int, ...], list[object]] = {}
         self.contexts: dict[tuple[int, int], Ctx] = {}
         self.node_contexts: dict[tuple[int, int], tuple[ast.AST, Ctx]] = {}  # evaluate.ctx_of
         self.runtime_contexts: dict[tuple[int, int, int], Ctx] = {}  # dispatch.runtime_ctx
@@ -192,8 +195,20 @@ class EvaluatorBase:
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}
+        # returns.py: the parameters each of the run's answers read (by its key), the answers
+        # by what they read, and the sets read by (function, class, receiver, depth); the
+        # parameters read so far of the calls' contexts being evaluated, by context; the
+        # parameters of bound contexts an argument's key looks at (argument_parts)
+        self.returns_reads: dict[tuple[object, ...], frozenset[str]] = {}
+        self.answers: dict[tuple[object, ...], tuple[list[object], frozenset[str]]] = {}
+        self.answer_reads: dict[tuple[object, ...], list[frozenset[str]]] = {}
+        self.param_reads: dict[int, set[str]] = {}
+        self.consulted: list[tuple[int, str]] | None = None
         self.reads_cache: dict[int, tuple[str, ...]] = {}  # returns.read_params
         self.reach_cache: dict[tuple[int, int], tuple[str, ...]] = {}  # returns.reached_params
+        # returns.name_reach / names_stored: by function and name
+        self.name_reach_cache: dict[tuple[int, str], frozenset[str]] = {}
+        self.stored_names: dict[tuple[int, str], set[str]] = {}
         self.passes_cache: dict[tuple[int, str, bool], bool] = {}  # returns.only_passes
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members
@@ -322,7 +337,14 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def force(self, items: Iterable[object]) -> list[object]:
-        raise NotImplementedError
+        """The values of `items`, each argument not evaluated yet (a Thunk) evaluated."""
+        values: list[object] = []
+        for item in items:
+            if isinstance(item, Thunk):
+                add_unique(values, self.ev(item.expr, item.ctx))
+            else:
+                add_unique(values, (item,))
+        return values
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:
         raise NotImplementedError
@@ -343,6 +365,9 @@ class EvaluatorBase:
         raise NotImplementedError
 
     def parameter(self, function: ast.AST, name: str, node: ast.AST, ctx: Ctx) -> list[object]:
+        raise NotImplementedError
+
+    def bound_values(self, ctx: Ctx, name: str, node: ast.AST) -> list[object]:
         raise NotImplementedError
 
     def local_bindings(
