@@ -33,6 +33,7 @@ LAZY_MODULES = (
     "amp_clipfix.analysis.fused_origins",
     "amp_clipfix.analysis.fields",
     "amp_clipfix.analysis.contained_syntax",
+    "amp_clipfix.analysis.cli_config",
     "amp_clipfix.project.evidence",
     "amp_clipfix.project.pin_readers",
     "amp_clipfix.project.pins",

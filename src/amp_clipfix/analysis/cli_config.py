@@ -18,7 +18,6 @@ naming LightningCLI.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
+from amp_clipfix.patterns import lazy
 from amp_clipfix.records import field, record
 from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, python_text, word_start
 
@@ -40,11 +40,11 @@ TARGET_WORDS = (b"_target_", b"class_path")
 # What may stand between two tokens: spaces, line breaks, continuations, comments.
 _GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 # A document's `model` key: the string literal `"model"`, or `model=` (of a `dict(...)` call).
-MODEL_KEY = re.compile(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + _GAP + rb"=(?!=))")
-DICT_CALL = re.compile(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + _GAP + rb"\(")
+MODEL_KEY = lazy(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + _GAP + rb"=(?!=))")
+DICT_CALL = lazy(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + _GAP + rb"\(")
 # `_target_` / `class_path` given a string literal, as a dict's key (maybe in brackets) or as
 # `dict(...)`'s keyword (python_configs.target).
-TARGET_STRING = re.compile(
+TARGET_STRING = lazy(
     rb"(?:_target_|class_path)(?![A-Za-z0-9_])['\"]*"
     + _GAP
     + rb"(?:\)"
@@ -58,7 +58,7 @@ TARGET_STRING = re.compile(
 # A config document written in Python (analysis/python_configs.py), as its text calls it.
 # Each name searched for on its own, from its word (`word_start`: `re` skips to it).
 DOCUMENT_CALLS = tuple(
-    re.compile(word_start(name) + rb"\s*\(\s*(?:\{|dict\s*\()")
+    lazy(word_start(name) + rb"\s*\(\s*(?:\{|dict\s*\()")
     for name in sorted(call.encode("ascii") for call in CONFIG_DOCUMENT_CALLS)
 )
 
