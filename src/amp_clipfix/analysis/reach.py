@@ -279,8 +279,9 @@ class CallReach:
         if found is None and self.over_budget(writing):
             # may: the answer is how many files write the name freely, noted as each file's
             # free-writing test (an edit that changes only that asks again)
+            free = set(writing)
             for path in naming:
-                tested(self.contents, path, (("fn", WRITTEN_FREE, name),), path in writing)
+                tested(self.contents, path, (("fn", WRITTEN_FREE, name),), path in free)
             return writing[0]
         if absent:  # every file would be read and parsed, none giving a value
             self.promise(writing)
