@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -289,7 +291,7 @@ def test_the_over_budget_answer_notes_each_file_s_free_writing_test(
     tested = reach.tested
 
     def spied(contents, path, test, result):  # type: ignore[no-untyped-def]
-        if test == (("fn", reach.WRITTEN_FREE, "log_stats"),):
+        if test == (("fn", "written_free", "log_stats"),):
             noted[path.name] = result
             assert passes(test, path.read_bytes(), path) == result
         return tested(contents, path, test, result)
@@ -300,3 +302,18 @@ def test_the_over_budget_answer_notes_each_file_s_free_writing_test(
     assert noted == {**free, "c_calls.py": False, "train.py": False}
     write(root, "b_reads.py", CALLS)  # still names log_stats, no longer freely
     same_as_cold(root)
+
+
+def test_a_stored_free_writing_test_is_checked_without_the_reach_module() -> None:
+    """`Queries.still` checks an entry's noted tests after importing text_tests only: the
+    free-writing predicate is there (a missing one would make every such entry a miss)."""
+    code = (
+        "import sys\n"
+        "import amp_clipfix.analysis.text_tests\n"
+        "from amp_clipfix.analysis.recording import passes\n"
+        "test = (('fn', 'written_free', 'log_stats'),)\n"
+        "assert passes(test, b'x = engine.log_stats\\n')\n"
+        "assert not passes(test, b'engine.log_stats(loss)\\n')\n"
+        "assert 'amp_clipfix.analysis.reach' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

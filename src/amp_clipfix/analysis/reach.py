@@ -59,6 +59,7 @@ from amp_clipfix.analysis.recording import (
 )
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
+from amp_clipfix.analysis.text_tests import written_free
 from amp_clipfix.sources.prefilter import word_start
 
 # Method names a call of which may be an event itself (the classifier decides by value):
@@ -77,7 +78,6 @@ FILES_READ = 64
 SEARCH_FILES_READ = 48
 SEARCH_SHARE = 8
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
-WRITTEN_FREE = "written_free"  # the over-budget answer's test of each file (value_files)
 DOT = ord(".")
 # The start of a value that may be no callable (stored_text leaves it to the parse).
 INERT_START = re.compile(rb"\s*(?:[-0-9\[{(\"'.]|None\b|True\b|False\b|[rbfuRBFU]+[\"'])")
@@ -135,15 +135,6 @@ def stores(name: str) -> re.Pattern[bytes]:
 
 
 @functools.lru_cache(maxsize=1024)
-def free_word(name: str) -> re.Pattern[bytes]:
-    """`name` as a whole word other than in `.name(`: not after `.` or not before `(`
-    (`\\w` is ASCII in a bytes pattern, as `isalnum` of a byte), compiled once per name. The
-    word comes first and the look-behinds after it: `re` then looks for the literal."""
-    word = re.escape(name.encode("ascii"))
-    return re.compile(word + rb"(?:(?<![\w.]" + word + rb")(?!\w)|(?<!\w" + word + rb")(?![\w(]))")
-
-
-@functools.lru_cache(maxsize=1024)
 def defining(name: str) -> re.Pattern[bytes]:
     """`\\bdef\\s+name\\b`, compiled once per name (fairseq asks 800 files about its names)."""
     return re.compile(word_start(b"def") + rb"\s+" + re.escape(name.encode("ascii")) + rb"\b")
@@ -175,14 +166,7 @@ def still_first_store(
     return None
 
 
-def written_free(name: str, data: bytes) -> bool:
-    """The text may write `name` other than as a method call `.name(`: the word stands in it
-    once at least other than so (one search for the literal and what stands around it)."""
-    return free_word(name).search(data) is not None
-
-
 PREDICATES[VALUE_BOUND] = binds_attribute_value
-PREDICATES[WRITTEN_FREE] = lambda path, data, name: written_free(name, data)
 
 
 class CallReach:
@@ -281,7 +265,7 @@ class CallReach:
             # free-writing test (an edit that changes only that asks again)
             free = set(writing)
             for path in naming:
-                tested(self.contents, path, (("fn", WRITTEN_FREE, name),), path in free)
+                tested(self.contents, path, (("fn", "written_free", name),), path in free)
             return writing[0]
         if absent:  # every file would be read and parsed, none giving a value
             self.promise(writing)
