@@ -191,3 +191,20 @@ def test_the_parameters_an_expression_reaches_through_local_names(tmp_path: Path
     assert evaluator.reached_params(function, closure) == ("c",)
     assert evaluator.shared_key(z, Ctx(summary, function, None, {"b": []}, 1)) is not None
     assert evaluator.shared_key(z, Ctx(summary, function, None, {"a": []}, 1)) is None
+
+
+def test_a_context_is_found_wherever_a_value_holds_it() -> None:
+    """An answer holding its call's context in a set, or in the run-time receiver of an inner
+    call's context (an instance made in the call whose field is still an argument not
+    evaluated), may read its bindings later: it is never shared by what it read."""
+    from types import SimpleNamespace
+
+    from amp_clipfix.analysis.frame import Thunk
+
+    outer = Ctx(None, None, None, {"x": []})  # type: ignore[arg-type]
+    pending = Thunk(ast.Name("x"), outer)
+    receiver = SimpleNamespace(fields={"model": [pending]})
+    inner = Ctx(None, None, None, {}, runtime=receiver)  # type: ignore[arg-type]
+    assert returns.holds_context([inner], outer)
+    assert returns.holds_context([frozenset({pending})], outer)
+    assert not returns.holds_context([inner], Ctx(None, None, None, {}))  # type: ignore[arg-type]

@@ -342,14 +342,11 @@ def holds_context(values: list[object], ctx: Ctx) -> bool:
         if id(item) in seen or isinstance(item, LEAVES):
             continue
         seen.add(id(item))
-        if isinstance(item, (list, tuple)):
+        if isinstance(item, (list, tuple, set, frozenset)):
             todo.extend(item)
         elif isinstance(item, dict):
             todo.extend(item.values())
-        elif isinstance(item, Ctx):
-            if item.bindings:
-                todo.extend(item.bindings.values())
-        else:
+        else:  # a context too: its bindings and its run-time receiver may hold `ctx`'s
             slots = getattr(type(item), "__slots__", ())
             todo.extend(getattr(item, name, None) for name in slots)
             todo.extend(getattr(item, "__dict__", {}).values())
