@@ -25,6 +25,13 @@ def display_path(path: Path) -> str:
     return relative.replace(os.sep, "/")
 
 
+def index_name(path: str | os.PathLike[str]) -> str:
+    """How a file is named in git's index as --tracked-only keeps it (settings.git_tracked):
+    its absolute, normalised path in the platform's case, so that two names are equal when
+    their `Path`s are (exact on POSIX, case-blind on Windows), without making a `Path`."""
+    return os.path.normcase(os.path.abspath(path))
+
+
 def os_error_reason(error: OSError) -> str:
     """`Permission denied`, not `[Errno 13] Permission denied: '/x'` (the path is said apart)."""
     return error.strerror or str(error) or type(error).__name__

@@ -53,7 +53,7 @@ class Options:
     cache: bool = True  # per-file results cached on disk by content hash
     # --tracked-only: the files git's index holds in the project (a file a fix needs that the
     # index lacks is an error: the commit would go without it); None: not asked.
-    index: frozenset[Path] | None = None
+    index: frozenset[str] | None = None  # paths.index_name of each file
 
 
 def run(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
-from amp_clipfix.paths import display_path
+from amp_clipfix.paths import display_path, index_name
 from amp_clipfix.pipeline import Options
 from amp_clipfix.project.config import (
     Config,
@@ -347,7 +347,7 @@ class ProjectConfigurer:
             helper_module=config.helper_module,
         )
 
-    def _tracked(self, project: Project) -> tuple[Project, frozenset[Path] | None]:
+    def _tracked(self, project: Project) -> tuple[Project, frozenset[str] | None]:
         """The project's files git's index holds, and that index (None: git cannot say)."""
         tracked = git_tracked(project.root)
         if tracked is None:
@@ -356,7 +356,7 @@ class ProjectConfigurer:
                 "every file is read"
             )
             return project, None
-        kept = tuple(path for path in project.files if _absolute(path) in tracked)
+        kept = tuple(path for path in project.files if index_name(path) in tracked)
         only, held = self.command_line.scope.only or (), set(kept)  # a set: n paths, not n^2
         for path in project.files:
             if path not in held and path in only:
@@ -393,15 +393,15 @@ def selection_for(command_line: CommandLine, config: Config, root: Path | None =
     return Selection(select, command_line.ignore + config.ignore, per_file, base)
 
 
-def git_tracked(root: Path) -> set[Path] | None:
-    """Absolute paths of the files git tracks under `root` (None outside a checkout)."""
+def git_tracked(root: Path) -> set[str] | None:
+    """The files git tracks under `root`, by `index_name` (None outside a checkout). Names,
+    not `Path`s: a pre-commit run asks it of every file of the project, and a `Path` made and
+    hashed per file cost ~15 ms of such a run on a 1,300-file tree (of ~0.5 s)."""
     listing = observed.git(["ls-files", "-z", "--cached", "--", "."], root)
     if listing is None:
         return None
     return {
-        Path(os.path.normpath(os.path.join(root, os.fsdecode(name))))
-        for name in listing.split(b"\0")
-        if name
+        index_name(os.path.join(root, os.fsdecode(name))) for name in listing.split(b"\0") if name
     }
 
 

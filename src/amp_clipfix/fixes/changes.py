@@ -4,7 +4,6 @@ machine output's edits all come from them; and the helper module the fixed files
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.models import Edit, ErrorKind, FileError, Finding, Site, Strategy
-from amp_clipfix.paths import os_error_reason
+from amp_clipfix.paths import index_name, os_error_reason
 from amp_clipfix.project.config import ConfigError
 from amp_clipfix.project.style import DEFAULT_STYLE, Style, project_style
 from amp_clipfix.project.version import DEFAULT_TARGET, Target
@@ -284,7 +283,7 @@ def read_helper_module(path: Path, root: Path) -> SourceFile:
 
 
 def untracked_helper(
-    module: str, root: Path, index: frozenset[Path], changes: Sequence[FileChange]
+    module: str, root: Path, index: frozenset[str], changes: Sequence[FileChange]
 ) -> list[FileError]:
     """Under --tracked-only (a pre-commit hook), the helper module the fixed files import from
     must be in git's index, or the commit goes without it: an error naming the file to
@@ -298,7 +297,7 @@ def untracked_helper(
     except ConfigError:
         return []  # said already by the project's configuration
     created = any(change.created and change.source.path == path for change in changes)
-    if Path(os.path.abspath(path)) in index or not (created or observed.lexists(path)):
+    if index_name(path) in index or not (created or observed.lexists(path)):
         return []
     shown = display_path(path)
     message = (
