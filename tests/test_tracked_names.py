@@ -83,8 +83,9 @@ def test_names_are_equal_exactly_when_their_paths_are(
 def test_a_tracked_only_check_reads_the_tracked_files_alone(tmp_path: Path) -> None:
     root = checkout(tmp_path / "repo")
     command = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "--tracked-only"]
-    done = subprocess.run([*command, "--", "pkg/model.py"], cwd=root, capture_output=True)
+    named = ["--", "pkg/model.py"]
+    done = subprocess.run([*command, *named], cwd=root, capture_output=True)
     assert done.returncode == 0, done.stderr
     assert b"in 2 files checked" in done.stdout + done.stderr  # not scratch.py
-    everything = subprocess.run([*command[:-1], "--", "pkg/model.py"], cwd=root, capture_output=True)
+    everything = subprocess.run([*command[:-1], *named], cwd=root, capture_output=True)
     assert b"in 3 files checked" in everything.stdout + everything.stderr
