@@ -17,6 +17,7 @@ from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.descriptors import property_accessor
 from amp_clipfix.analysis.dispatch import dispatched_caller
 from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
+from amp_clipfix.analysis.name_texts import NameTexts
 from amp_clipfix.analysis.nested_calls import calling_scopes, seen_in
 from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.passon import Node, followed
@@ -32,7 +33,7 @@ from amp_clipfix.analysis.recording import (
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.text_tests import call_of, import_names, whole_word
+from amp_clipfix.analysis.text_tests import call_of, whole_word
 from amp_clipfix.analysis.text_tests import written as written_in
 from amp_clipfix.analysis.values import (
     ClsV,
@@ -52,7 +53,7 @@ Keep = Callable[[ast.Call, Ctx], bool]
 METHOD_CALLER_FILES = 100
 
 
-class CallerIndex(PassedCalls):
+class CallerIndex(PassedCalls, NameTexts):
     """A parameter's values from the calls of its function in the project, and the files that
     can hold those calls."""
 
@@ -317,10 +318,7 @@ class CallerIndex(PassedCalls):
                 path
                 for path in self.files_naming(word)
                 if path != own
-                and (
-                    (module_word and self.holds_word(path, module_word))
-                    or self.imports_name(path, word)
-                )
+                and (self.imports_name(path, word) or self.through_module(path, module_word, word))
             }
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]
@@ -402,19 +400,6 @@ class CallerIndex(PassedCalls):
             contents = raw(self.contents)
             indexed = [path for path in self.files_with(name) if word.search(contents[path])]
         return noted(self.contents, (holds(name), matches(word)), indexed)
-
-    def imports_name(self, path: Path, name: bytes) -> bool:
-        """Whether a file's `import` clauses write `name` (`from m import a, b`, also in
-        parentheses or after `import` on its line): where a module-level function can be
-        imported by name. Noted as a test of the file's text (text_tests.imports)."""
-        if path not in self.import_index:
-            self.import_index[path] = import_names(raw(self.contents)[path])
-        found = name in self.import_index[path]
-        return tested(self.contents, path, (("fn", "imports", name),), found)
-
-    def holds_word(self, path: Path, word: bytes) -> bool:
-        """Whether the file's bytes hold `word`, noted as that test of its text."""
-        return tested(self.contents, path, (holds(word),), word in raw(self.contents)[path])
 
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None

@@ -1,0 +1,45 @@
+"""Tests of one file's text that tell the caller search (callers.py) whether the file can name
+a project module's function or class at all, before it is parsed: each is noted with its result
+(`recording.tested`), not as a read of the file, so an edit that keeps every result keeps the
+answers that rest on them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
+from amp_clipfix.analysis.frame import EvaluatorBase
+from amp_clipfix.analysis.recording import holds, matches, raw, tested
+from amp_clipfix.analysis.text_tests import import_names, text_reference
+
+
+class NameTexts(EvaluatorBase):
+    """Whether a file's text imports a name, holds a word, or may reach a module's name."""
+
+    def imports_name(self, path: Path, name: bytes) -> bool:
+        """Whether a file's `import` clauses write `name` (`from m import a, b`, also in
+        parentheses or after `import` on its line): where a module-level function can be
+        imported by name. Noted as a test of the file's text (text_tests.imports)."""
+        if path not in self.import_index:
+            self.import_index[path] = import_names(raw(self.contents)[path])
+        found = name in self.import_index[path]
+        return tested(self.contents, path, (("fn", "imports", name),), found)
+
+    def holds_word(self, path: Path, word: bytes) -> bool:
+        """Whether the file's bytes hold `word`, noted as that test of its text."""
+        return tested(self.contents, path, (holds(word),), word in raw(self.contents)[path])
+
+    def through_module(self, path: Path, module_word: bytes, word: bytes) -> bool:
+        """Whether a file that does not import `word` by name may still reach the module-level
+        `word` of the module named `module_word`: it writes the module's name, and either
+        `word` as an attribute (`runner.Runner`) or in a string (`getattr(m, "Runner")`), or
+        an `import *` that can bring it in bare. A file naming it only in a comment or a
+        docstring (`runner (Runner): the runner`) cannot: it is not parsed."""
+        if not module_word or not self.holds_word(path, module_word):
+            return False
+        data = raw(self.contents)[path]
+        if tested(self.contents, path, (matches(STAR_IMPORT),), bool(STAR_IMPORT.search(data))):
+            return True
+        test = (("fn", "referenced", word),)  # text_tests.referenced
+        return tested(self.contents, path, test, text_reference(word, data))
