@@ -207,6 +207,8 @@ class CallerIndex(PassedCalls, NameTexts):
         if cls is not None and property_accessor(ctx.summary, cls, function):
             return []  # a property's setter: run by assignment, never by a call (no file read)
         init = cls is not None and name == "__init__"
+        # another file names a method only as an attribute or in a string (name_texts.py)
+        method = cls is not None and not init and ctx.summary.parent(function) is cls
         wanted = cls.name if cls is not None and init else name
         found = []
         scope = calling_scopes(ctx.summary, function)  # where a nested function's calls are
@@ -215,6 +217,8 @@ class CallerIndex(PassedCalls, NameTexts):
             # (a helper, `fabric.launch`, a Thread): not parsed. (`__init__`: `super()`.)
             if not self.may_pass(path, wanted) and not (init and self.may_call(path, name)):
                 continue
+            if method and path != ctx.summary.path and not self.referenced(path, name.encode()):
+                continue  # a method's name in a comment (`backward compatibility`): not parsed
             summary = self.summary(path)
             if summary is None:
                 continue

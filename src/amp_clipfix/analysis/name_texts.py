@@ -15,7 +15,8 @@ from amp_clipfix.analysis.text_tests import import_names, text_reference
 
 
 class NameTexts(EvaluatorBase):
-    """Whether a file's text imports a name, holds a word, or may reach a module's name."""
+    """Whether a file's text imports a name, holds a word, may reach a module's name or
+    names a method."""
 
     def imports_name(self, path: Path, name: bytes) -> bool:
         """Whether a file's `import` clauses write `name` (`from m import a, b`, also in
@@ -38,8 +39,16 @@ class NameTexts(EvaluatorBase):
         docstring (`runner (Runner): the runner`) cannot: it is not parsed."""
         if not module_word or not self.holds_word(path, module_word):
             return False
-        data = raw(self.contents)[path]
-        if tested(self.contents, path, (matches(STAR_IMPORT),), bool(STAR_IMPORT.search(data))):
+        star = STAR_IMPORT.search(raw(self.contents)[path]) is not None
+        if tested(self.contents, path, (matches(STAR_IMPORT),), star):
+            return True
+        return self.referenced(path, word)
+
+    def referenced(self, path: Path, word: bytes) -> bool:
+        """Whether the file's text writes `word` as an attribute (`x.word`) or at the end of a
+        string (`getattr(x, "word")`): the only ways another file can name a method. A name
+        the text may spell another way (not ASCII): parse to know."""
+        if not word.isascii():
             return True
         test = (("fn", "referenced", word),)  # text_tests.referenced
-        return tested(self.contents, path, test, text_reference(word, data))
+        return tested(self.contents, path, test, text_reference(word, raw(self.contents)[path]))
