@@ -6,11 +6,14 @@ the same; a warm run after an edit that makes the file a caller prints a cold ru
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 from test_incremental import same_as_cold
 from test_setter_callers import checked
+
+from amp_clipfix.analysis.text_tests import text_reference
 
 MODEL = """\
 import lightning as L
@@ -83,3 +86,22 @@ def test_a_comment_file_edited_to_call_the_method_is_read_again(
     assert same_as_cold(root) == before
     notes.write_text(NOTES + "\n\nModel().set_fused(True)\n")
     assert b"ACF002" in same_as_cold(root)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        (b"(model.  # why\n    cfg)(None)\n", True),  # a comment between the dot and the name
+        (b"(model.\\\n cfg)\n", True),
+        (b"x = 1  # a note\ncfg = 2\n", False),
+        (b"model.b  # see model.\ncfg\n", False),  # the comment's dot is no attribute's
+        (b"# backward cfg\n", False),
+    ],
+)
+def test_an_attribute_is_found_across_a_comment(text: bytes, named: bool) -> None:
+    """text_tests.text_reference, which lets the caller search skip a file, finds `.cfg`
+    wherever Python reads one: spaces, line breaks, backslashes and comments between."""
+    assert text_reference(b"cfg", text) is named
+    if named:
+        tree = ast.parse(text)
+        assert any(isinstance(n, ast.Attribute) and n.attr == "cfg" for n in ast.walk(tree))

@@ -71,8 +71,9 @@ trainer.fit(Model(True))
 REGISTRY_MODULE = (
     "class Registry:\n    def slot(self, name):\n        return name\n\n\nregistry = Registry()\n"
 )
-# Files that write `cfg` as a value passed to a call: where a caller's search must look.
-USER = "def show(cfg):\n    print(cfg)\n\n\nshow(cfg=None)\n"
+# Files that may call a method `cfg` (they write it as an attribute): where a caller's search
+# must look.
+USER = "def show(model):\n    print(model.cfg)\n\n\nshow(None)\n"
 USERS = ["user1.py", "user2.py", "user3.py"]
 # The finding: the setter's parameter, like any whose callers are none, is decided at run time.
 FOUND = "ACF002 torch.optim.AdamW(fused=self._cfg) RUNTIME"
@@ -119,7 +120,7 @@ def test_a_setter_of_anything_else_is_searched(
 ) -> None:
     found, made = checked(project(tmp_path / "p", members), monkeypatch)
     assert found == [FOUND]
-    assert made >= set(USERS)  # the files that pass `cfg` on were read for its callers
+    assert made >= set(USERS)  # the files that write `.cfg` were read for its callers
 
 
 DELETER = "\n    @cfg.deleter\n    def cfg(self):\n        pass\n"

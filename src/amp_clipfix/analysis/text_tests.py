@@ -84,10 +84,14 @@ def imports(path: Path | None, data: bytes, name: bytes) -> bool:
 def text_reference(word: bytes, data: bytes) -> bool:
     """The text writes `word` as an attribute (`.Name`) or at the end of a string (`"Name"`,
     `"pkg.Name"`, `"pkg:Name"`), as contained.py's module_keeps looks for them in the tree
-    (spaces, line breaks and backslashes between)."""
+    (spaces, line breaks, backslashes and comments between: `(x.  # why` then `Name)`)."""
     for match in whole_word(word).finditer(data):
         before = match.start() - 1
         while before >= 0 and data[before] in GAPS:
+            if data[before] in b"\r\n":  # a line ends here: a comment on it is a gap too
+                start = max(data.rfind(b"\n", 0, before), data.rfind(b"\r", 0, before)) + 1
+                comment = data.find(b"#", start, before)  # the first: the widest gap
+                before = comment if comment != -1 else before
             before -= 1
         after = match.end()
         while after < len(data) and data[after] in GAPS:
