@@ -31,28 +31,26 @@ from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, co
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
 from amp_clipfix.patterns import lazy
 from amp_clipfix.records import field, record
-from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, python_text, word_start
+from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, GAP, python_text, word_start
 
 CLI_WORD = b"LightningCLI"
 DEFAULTS_WORD = b"trainer_defaults"
 # The keys a document names its model class with (python_configs.model_targets).
 TARGET_WORDS = (b"_target_", b"class_path")
-# What may stand between two tokens: spaces, line breaks, continuations, comments.
-_GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 # A document's `model` key: the string literal `"model"`, or `model=` (of a `dict(...)` call).
-MODEL_KEY = lazy(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + _GAP + rb"=(?!=))")
-DICT_CALL = lazy(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + _GAP + rb"\(")
+MODEL_KEY = lazy(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + GAP + rb"=(?!=))")
+DICT_CALL = lazy(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + GAP + rb"\(")
 # `_target_` / `class_path` given a string literal, as a dict's key (maybe in brackets) or as
 # `dict(...)`'s keyword (python_configs.target).
 TARGET_STRING = lazy(
     rb"(?:_target_|class_path)(?![A-Za-z0-9_])['\"]*"
-    + _GAP
+    + GAP
     + rb"(?:\)"
-    + _GAP
+    + GAP
     + rb")*[:=]"
-    + _GAP
+    + GAP
     + rb"(?:\("
-    + _GAP
+    + GAP
     + rb")*[rRuUbBfF]{0,2}['\"]"
 )
 # A config document written in Python (analysis/python_configs.py), as its text calls it.

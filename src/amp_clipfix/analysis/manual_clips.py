@@ -41,7 +41,7 @@ from amp_clipfix.analysis.names import TORCH_CLIP_NAMES, TORCH_CLIPS
 from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import called_only
 from amp_clipfix.analysis.recording import PREDICATES, raw, scan
-from amp_clipfix.sources.prefilter import python_text
+from amp_clipfix.sources.prefilter import GAP, python_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -50,15 +50,14 @@ CLIP_NAMES = frozenset({MODULE_CLIP, *TORCH_CLIP_NAMES})
 WORDS = tuple(sorted(name.encode("ascii") for name in CLIP_NAMES))
 WRITES_CLIP_NAME = "writes_clip_name"  # the scan's predicate (recording.PREDICATES)
 # `.clip_gradients(` then something other than `)`: a call of it with an argument, maybe.
-_GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 MODULE_CLIP_CALL = re.compile(
     rb"\."
-    + _GAP
+    + GAP
     + MODULE_CLIP.encode("ascii")
     + rb"(?![A-Za-z0-9_])"
-    + _GAP
+    + GAP
     + rb"\("
-    + _GAP
+    + GAP
     + rb"[^)\s\\#]"
 )
 

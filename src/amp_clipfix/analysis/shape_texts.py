@@ -21,24 +21,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from amp_clipfix.sources.prefilter import python_text, word_start
+from amp_clipfix.sources.prefilter import GAP, python_text, word_start
 
-# What may stand between two tokens of a call: spaces, line breaks (inside brackets),
-# backslash continuations, comments (possessive: a gap is read once).
-_GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
 # A keyword argument's name (an identifier, maybe not ASCII once normalised) and its `=`.
-_KEYWORD = rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+" + _GAP + rb"=(?!=)"
+_KEYWORD = rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+" + GAP + rb"=(?!=)"
 
 
 def attribute(name: bytes) -> re.Pattern[bytes]:
     """`<x>.name` (an attribute: `x . name`, the dot maybe a gap before it), not the name
     alone, inside a longer name, or in a string that is not also written after a dot."""
-    return re.compile(rb"\." + _GAP + re.escape(name) + rb"(?![A-Za-z0-9_])")
+    return re.compile(rb"\." + GAP + re.escape(name) + rb"(?![A-Za-z0-9_])")
 
 
 def keyword_argument(name: bytes) -> re.Pattern[bytes]:
     """`name=` as a call's keyword argument may be written (`name = x`, not `name == x`)."""
-    return re.compile(word_start(name) + rb"(?![A-Za-z0-9_])" + _GAP + rb"=(?!=)")
+    return re.compile(word_start(name) + rb"(?![A-Za-z0-9_])" + GAP + rb"=(?!=)")
 
 
 def called_without_positional(name: bytes) -> re.Pattern[bytes]:
@@ -47,11 +44,11 @@ def called_without_positional(name: bytes) -> re.Pattern[bytes]:
     return re.compile(
         word_start(name)
         + rb"(?![A-Za-z0-9_])(?:"
-        + _GAP
+        + GAP
         + rb"\))*+"
-        + _GAP
+        + GAP
         + rb"\("
-        + _GAP
+        + GAP
         + rb"(?:\)|\*\*|"
         + _KEYWORD
         + rb")"

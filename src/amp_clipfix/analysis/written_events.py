@@ -36,7 +36,7 @@ from amp_clipfix.analysis.name_uses import ATTR_READ, ATTR_STORED, ATTR_WRITTEN,
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.recording import PREDICATES, exists, scan
 from amp_clipfix.analysis.values import FabricV
-from amp_clipfix.sources.prefilter import python_text
+from amp_clipfix.sources.prefilter import GAP, python_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -44,16 +44,15 @@ if TYPE_CHECKING:
 SCALED_BACKWARD = "writes_scaled_backward"  # the scan's predicate (recording.PREDICATES)
 # `)` then `.backward`, with only spaces, line breaks, continuations or comments between
 # (possessive: a gap is read once, never tried again in pieces).
-_GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
-AFTER_BRACKET = re.compile(rb"\)" + _GAP + rb"\." + _GAP + rb"backward(?![A-Za-z0-9_])")
+AFTER_BRACKET = re.compile(rb"\)" + GAP + rb"\." + GAP + rb"backward(?![A-Za-z0-9_])")
 BACKWARD_WITH_ARGUMENTS = "writes_backward_with_arguments"
 BACKWARD_HANDED_ON = "hands_backward_on"
 BACKWARD = frozenset(("backward",))
 # `.backward(` then something other than `)`: a call that passes an argument (a gap first).
-_ATTRIBUTE = rb"\." + _GAP + rb"backward(?![A-Za-z0-9_])"
-WITH_ARGUMENTS = re.compile(_ATTRIBUTE + _GAP + rb"\(" + _GAP + rb"[^)\s\\#]")
+_ATTRIBUTE = rb"\." + GAP + rb"backward(?![A-Za-z0-9_])"
+WITH_ARGUMENTS = re.compile(_ATTRIBUTE + GAP + rb"\(" + GAP + rb"[^)\s\\#]")
 # `.backward` not called where it is written: handed on as a value.
-NOT_CALLED = re.compile(_ATTRIBUTE + rb"(?!" + _GAP + rb"\()")
+NOT_CALLED = re.compile(_ATTRIBUTE + rb"(?!" + GAP + rb"\()")
 
 
 def writes_scaled_backward(path: Path | None, data: bytes) -> bool:

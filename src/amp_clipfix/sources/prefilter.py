@@ -25,6 +25,11 @@ from amp_clipfix.patterns import lazy
 # characters `word_start`'s look-behind refuses before a word.
 WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
+# What may stand between two tokens of a statement as a text test reads it: spaces, line breaks
+# (inside brackets), backslash continuations, comments (possessive: a gap is read once, never
+# tried again in pieces).
+GAP = rb"(?:\s|\\|#[^\r\n]*+)*+"
+
 
 def word_start(word: bytes) -> bytes:
     """A pattern's start for `word` at the start of a whole word, written with the word first
