@@ -26,7 +26,7 @@ from amp_clipfix.analysis.recording import (
     holds,
     matches,
     noted,
-    raw,
+    python_texts,
     scan,
     tested,
 )
@@ -284,7 +284,7 @@ class CallerIndex(PassedCalls, NameTexts):
             return True
         key = (pattern.__name__, name, path)
         if key not in self.written_texts:
-            data = raw(self.contents)[path]
+            data = python_texts(self.contents)[path]
             self.written_texts[key] = written_in(path, data, pattern.__name__, name)
         # a test of the text noted with its result, not a read of the file (text_tests.py)
         test = (("fn", "written", pattern.__name__, name),)
@@ -337,7 +337,7 @@ class CallerIndex(PassedCalls, NameTexts):
         argument, a return) when more than that many files write the name."""
         key = (f"{cls.name}.{word.decode()}@{cls.lineno}", own)
         if key not in self.caller_files_cache:
-            test, contents = whole_word(word), raw(self.contents)
+            test, contents = whole_word(word), python_texts(self.contents)
             writers = self.word_index.built(word)  # once the index is made: no text scanned
             if writers is not None:
                 many = len(writers) > METHOD_CALLER_FILES
@@ -401,7 +401,7 @@ class CallerIndex(PassedCalls, NameTexts):
         word = whole_word(name)
         indexed = self.word_index.naming(name)
         if indexed is None:
-            contents = raw(self.contents)
+            contents = python_texts(self.contents)
             indexed = [path for path in self.files_with(name) if word.search(contents[path])]
         return noted(self.contents, (holds(name), matches(word)), indexed)
 

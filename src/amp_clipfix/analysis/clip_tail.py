@@ -64,7 +64,7 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.recording import PREDICATES, matches, raw, read, tested
+from amp_clipfix.analysis.recording import PREDICATES, matches, python_texts, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.records import record
@@ -240,14 +240,14 @@ class ClipCapable:
 
     def imports_star(self, path: Path) -> bool:
         """The file's text may import `*` (`from m import *`): a noted test of its text."""
-        found = STAR_IMPORT.search(raw(self.reach.contents)[path]) is not None
+        found = STAR_IMPORT.search(python_texts(self.reach.contents)[path]) is not None
         return tested(self.reach.contents, path, (matches(STAR_IMPORT),), found)
 
     def writes_value(self, path: Path, word: bytes) -> bool:
         """The file's text writes the word other than right before a `(` (a call, a `def`):
         as a name or attribute read, an import clause, a string (the parse decides which). A
         noted test of its text, not a read."""
-        found = writes_value(path, raw(self.reach.contents)[path], word.decode("ascii"))
+        found = writes_value(path, python_texts(self.reach.contents)[path], word.decode("ascii"))
         return tested(
             self.reach.contents, path, (("fn", WRITES_VALUE, word.decode("ascii")),), found
         )

@@ -51,7 +51,7 @@ from amp_clipfix.analysis.contained_syntax import (
     reads_of,
     word_lines,
 )
-from amp_clipfix.analysis.recording import matches, raw, tested
+from amp_clipfix.analysis.recording import matches, python_texts, tested
 from amp_clipfix.analysis.text_tests import text_reference
 from amp_clipfix.analysis.values import ClsV, Ext
 
@@ -181,8 +181,10 @@ class Containment:
         """The module's text may read a family class: it imports one by name or imports `*`,
         or writes one as an attribute (`module.Name`) or in a string (`"pkg.Name"`). Else its
         words are another object's (its own class, a local, a comment): not parsed."""
-        contents = self.ev.contents  # each test noted with its result, not as a read of the
-        data = raw(contents)[path]  # file: an edit that keeps every result keeps the answer
+        # each test noted with its result, not as a read of the file: an edit that keeps every
+        # result keeps the answer
+        contents = self.ev.contents
+        data = python_texts(contents)[path]
         if tested(contents, path, (matches(STAR_IMPORT),), STAR_IMPORT.search(data) is not None):
             return True
         for name in self.names:

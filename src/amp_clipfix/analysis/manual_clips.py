@@ -40,7 +40,7 @@ from amp_clipfix.analysis.lightning_api import MODULE_CLIP
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES, TORCH_CLIPS
 from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import called_only
-from amp_clipfix.analysis.recording import PREDICATES, raw, scan
+from amp_clipfix.analysis.recording import PREDICATES, python_texts, scan
 from amp_clipfix.sources.prefilter import GAP, python_text
 
 if TYPE_CHECKING:
@@ -75,9 +75,9 @@ def any_manual_clip(evaluator: Evaluator) -> bool:
     docstring); the scan is noted, each file asked is read through the evaluator."""
     contents = evaluator.contents
     writing = scan(contents, ("fn", WRITES_CLIP_NAME))
-    texts = raw(contents)
+    texts = python_texts(contents)
     for path in writing:
-        if MODULE_CLIP_CALL.search(python_text(texts[path])):
+        if MODULE_CLIP_CALL.search(texts[path]):
             contents.get(path)  # the answer relies on the witness's file: noted as read
             return True
     for path in sorted(writing, key=lambda path: not evaluator.has_summary(path)):  # stable

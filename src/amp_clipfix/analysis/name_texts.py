@@ -10,7 +10,7 @@ from pathlib import Path
 
 from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
 from amp_clipfix.analysis.frame import EvaluatorBase
-from amp_clipfix.analysis.recording import holds, matches, raw, tested
+from amp_clipfix.analysis.recording import holds, matches, python_texts, tested
 from amp_clipfix.analysis.text_tests import import_names, text_reference
 
 
@@ -18,18 +18,22 @@ class NameTexts(EvaluatorBase):
     """Whether a file's text imports a name, holds a word, may reach a module's name or
     names a method."""
 
+    def name_text(self, path: Path) -> bytes:
+        """The file's text as its tests read it (recording.python_texts), not noted as a read."""
+        return python_texts(self.contents)[path]
+
     def imports_name(self, path: Path, name: bytes) -> bool:
         """Whether a file's `import` clauses write `name` (`from m import a, b`, also in
         parentheses or after `import` on its line): where a module-level function can be
         imported by name. Noted as a test of the file's text (text_tests.imports)."""
         if path not in self.import_index:
-            self.import_index[path] = import_names(raw(self.contents)[path])
+            self.import_index[path] = import_names(self.name_text(path))
         found = name in self.import_index[path]
         return tested(self.contents, path, (("fn", "imports", name),), found)
 
     def holds_word(self, path: Path, word: bytes) -> bool:
         """Whether the file's bytes hold `word`, noted as that test of its text."""
-        return tested(self.contents, path, (holds(word),), word in raw(self.contents)[path])
+        return tested(self.contents, path, (holds(word),), word in self.name_text(path))
 
     def through_module(self, path: Path, module_word: bytes, word: bytes) -> bool:
         """Whether a file that does not import `word` by name may still reach the module-level
@@ -39,7 +43,7 @@ class NameTexts(EvaluatorBase):
         docstring (`runner (Runner): the runner`) cannot: it is not parsed."""
         if not module_word or not self.holds_word(path, module_word):
             return False
-        star = STAR_IMPORT.search(raw(self.contents)[path]) is not None
+        star = STAR_IMPORT.search(self.name_text(path)) is not None
         if tested(self.contents, path, (matches(STAR_IMPORT),), star):
             return True
         return self.referenced(path, word)
@@ -51,4 +55,4 @@ class NameTexts(EvaluatorBase):
         if not word.isascii():
             return True
         test = (("fn", "referenced", word),)  # text_tests.referenced
-        return tested(self.contents, path, test, text_reference(word, raw(self.contents)[path]))
+        return tested(self.contents, path, test, text_reference(word, self.name_text(path)))

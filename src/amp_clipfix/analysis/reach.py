@@ -53,7 +53,7 @@ from amp_clipfix.analysis.recording import (
     earlier_witness,
     holds,
     known_absent,
-    raw,
+    python_texts,
     read,
     tested,
 )
@@ -154,7 +154,7 @@ def still_first_store(
     if earlier is None:
         return None
     witness, changed = earlier
-    texts = raw(contents)
+    texts = python_texts(contents)
     for path in naming:
         key = str(path)
         if key in changed or key == witness:
@@ -246,7 +246,7 @@ class CallReach:
         is promised instead (counted as read and parsed wherever that decides an order or a
         budget, as the parse would have; read when asked), so the search goes on as a cold
         run's does."""
-        texts = raw(self.contents)
+        texts = python_texts(self.contents)
         test = (holds(name.encode("ascii")), ("fn", VALUE_BOUND, name))
         absent = known_absent(self.contents, test)
         naming = self.files_naming(name)
@@ -319,7 +319,7 @@ class CallReach:
             return True
         if self.value_bound(name):
             return True
-        texts = raw(self.contents)
+        texts = python_texts(self.contents)
         defining = [path for path in self.files_naming(name) if defines(name, texts[path])]
         if self.over_budget(defining):
             return True

@@ -10,6 +10,8 @@ from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, Va
 from pathlib import Path
 from typing import TypeVar
 
+from amp_clipfix.sources.prefilter import python_text
+
 T = TypeVar("T")
 
 # A scan's test of one file's bytes: every condition holds. ("in", word): the bytes hold it;
@@ -24,6 +26,9 @@ TextTest = Callable[[Path, bytes], bool]
 
 
 def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
+    """Whether the text passes every condition, read as Python reads its names
+    (`python_text`: a word spelled in letters NFKC folds to it is that word)."""
+    data = python_text(data)
     for condition in test:
         if condition[0] == "in":
             if condition[1] not in data:  # type: ignore[operator]
@@ -133,6 +138,32 @@ class Recording(Mapping[Path, bytes]):
 def raw(contents: Mapping[Path, bytes]) -> Mapping[Path, bytes]:
     """The texts themselves, read without being noted (a scan notes what it found)."""
     return contents.data if isinstance(contents, Recording) else contents
+
+
+def python_texts(contents: Mapping[Path, bytes]) -> Mapping[Path, bytes]:
+    """The texts as a test of a file's text reads them before the file is parsed: unnoted,
+    as `raw`, and as Python reads their names (`python_text`), so that a test never refuses a
+    file whose name the parser would find (`ｃfg` is `cfg`), and gives what `passes` gives."""
+    return PythonNames(raw(contents))
+
+
+class PythonNames(Mapping[Path, bytes]):
+    """Texts by path, each as `python_text` gives it (the same bytes for nearly every text)."""
+
+    def __init__(self, data: Mapping[Path, bytes]) -> None:
+        self.data = data
+
+    def __getitem__(self, path: Path) -> bytes:
+        return python_text(self.data[path])
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.data
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
 
 
 def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from amp_clipfix.patterns import lazy
-from amp_clipfix.sources.prefilter import WORD_BYTES
+from amp_clipfix.sources.prefilter import WORD_BYTES, python_text
 
 T = TypeVar("T")
 
@@ -36,8 +36,9 @@ COMMON_NAMES = frozenset({b"main", b"run", b"model", b"config", b"args", b"logge
 
 
 def text_words(data: bytes) -> set[bytes]:
-    """The words of a text, as the word index holds them (WORD's matches)."""
-    return set(data.translate(NOT_WORD_TO_SPACE).split())
+    """The words of a text, as the word index holds them (WORD's matches), read as Python
+    reads its names (`python_text`: `ｃfg` is `cfg`)."""
+    return set(python_text(data).translate(NOT_WORD_TO_SPACE).split())
 
 
 def index_of(texts: Iterable[tuple[T, bytes]]) -> dict[bytes, list[T]]:

@@ -19,7 +19,7 @@ from amp_clipfix.analysis.derived import _still_searched as _still_searched  # t
 from amp_clipfix.analysis.evaluate import Ctx, Evaluator, is_method
 from amp_clipfix.analysis.facts import SOURCE_LINE, source_segment
 from amp_clipfix.analysis.frame import RelevantCore
-from amp_clipfix.analysis.recording import Recording, derive, raw
+from amp_clipfix.analysis.recording import Recording, derive, python_texts
 from amp_clipfix.analysis.relevance import (
     any_word,
     class_lines,
@@ -334,7 +334,7 @@ def segment(summary: Summary, node: ast.AST, lines: dict[Path, list[str]]) -> st
 def relevant_files(evaluator: Evaluator) -> set[Path]:
     """The files a fused value can reach (relevance.py), once per project."""
     if evaluator.relevant is None:
-        contents = raw(evaluator.contents)
+        contents = python_texts(evaluator.contents)
         known = today_relevant(evaluator.contents)
         if known is not None:  # a cold run's answer, from an entry and the files changed since
             rounds, defined, modules = known
@@ -406,7 +406,7 @@ def text_search(
     search need not look at the others)."""
     key = (kind, names, body.pattern if body is not None else within)
     if key not in evaluator.text_searches:
-        contents = raw(evaluator.contents)
+        contents = python_texts(evaluator.contents)
         if kind == "subclasses":
             if evaluator.class_lines is None:
                 evaluator.class_lines = class_lines(contents)
@@ -436,7 +436,7 @@ def search_reasons(
     one of the names), with the words that reach it (the derived class names, or those names
     and the top-level names of the files writing them)."""
     found = evaluator.text_searches[key]  # type: ignore[index]
-    contents = raw(evaluator.contents)
+    contents = python_texts(evaluator.contents)
     if kind == "subclasses":
         lines = evaluator.class_lines or {}  # made by the search
         wanted = {names[0].encode("utf-8")}  # the base and the classes deriving from it

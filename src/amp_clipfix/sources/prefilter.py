@@ -286,13 +286,13 @@ def json_may_contain(data: bytes, word: bytes) -> bool:
 
 
 def python_text(data: bytes) -> bytes:
-    """The text as Python reads its names: NFKC-normalised where it is not all ASCII (a text
-    normalised already, `nfkc_stable`, is only decoded and encoded again)."""
-    if data.isascii():
+    """The text as Python reads its names: the bytes themselves where it reads them as written
+    (all ASCII, or NFKC-normalised already: `nfkc_stable`), else the text NFKC-normalised
+    (`ｃfg` is `cfg`). What a text test reads before a file is parsed, so that a name written
+    in letters Python folds to it is found as the parser finds it."""
+    if data.isascii() or nfkc_stable(data):
         return data
-    if nfkc_stable(data):
-        return data.decode("utf-8", "replace").encode("utf-8", "replace")
-    return nfkc_text(data).encode("utf-8", "replace")
+    return nfkc_bytes(data)
 
 
 def python_holds(data: bytes, words: tuple[bytes, ...]) -> bool:
@@ -321,6 +321,12 @@ def nfkc_stable(data: bytes) -> bool:
     import unicodedata
 
     return unicodedata.is_normalized("NFKC", data.decode("utf-8", "replace"))
+
+
+@functools.lru_cache(maxsize=1024)
+def nfkc_bytes(data: bytes) -> bytes:
+    """`nfkc_text` encoded, once per text (python_text: every text test of the file reads it)."""
+    return nfkc_text(data).encode("utf-8", "replace")
 
 
 @functools.lru_cache(maxsize=1024)
