@@ -260,6 +260,9 @@ def run_limited(project: Path, size: int, *arguments: str) -> subprocess.Complet
         capture_output=True,
         timeout=300,
         check=False,
+        # no bytecode: under the size limit a first compile of the tool could leave a cut
+        # `.pyc` behind for every later run of the suite to fail on
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         preexec_fn=limited(size),  # noqa: PLW1509 - the child starts no thread before exec
     )
 
