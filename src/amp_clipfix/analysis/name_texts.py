@@ -10,8 +10,9 @@ from pathlib import Path
 
 from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
 from amp_clipfix.analysis.frame import EvaluatorBase
-from amp_clipfix.analysis.recording import holds, matches, python_texts, tested
+from amp_clipfix.analysis.recording import holds, matches, raw, tested
 from amp_clipfix.analysis.text_tests import import_names, text_reference
+from amp_clipfix.sources.prefilter import python_text
 
 
 class NameTexts(EvaluatorBase):
@@ -20,7 +21,7 @@ class NameTexts(EvaluatorBase):
 
     def name_text(self, path: Path) -> bytes:
         """The file's text as its tests read it (recording.python_texts), not noted as a read."""
-        return python_texts(self.contents)[path]
+        return python_text(raw(self.contents)[path])
 
     def imports_name(self, path: Path, name: bytes) -> bool:
         """Whether a file's `import` clauses write `name` (`from m import a, b`, also in
