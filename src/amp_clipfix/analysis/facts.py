@@ -17,6 +17,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, is_fit, scope_fits, trainer_scope
+from amp_clipfix.analysis.questions import Questions
 from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
@@ -162,6 +163,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
         self.noted = noted if noted is not None else Candidates({}, ())
         self.done: dict[Path, FileFacts | None] = {}
         self.loaded: dict[Path, FileFacts] = {}
+        self.questions = Questions()  # what `with_words` was asked (what the settle checks)
 
     candidates = functools.cached_property(lambda self: self.listing())
     known = functools.cached_property(lambda self: set(self.candidates))
@@ -177,8 +179,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
         return self.done[path]
 
     def __getitem__(self, path: Path) -> FileFacts:
-        found = self.get(path)
-        if found is None:
+        if (found := self.get(path)) is None:
             raise KeyError(path)
         return found
 
@@ -196,12 +197,14 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words` and pass `where`, by path; only they parse."""
         self.noted.words(words)
+        refused = self.questions.asked(words, where)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)
             if data is not None and holds_any(data, words):  # word_scan.py: the same answer
-                found = self.get(path) if where is None or where(path, data) else None
-                if found is not None:
+                if where is not None and not where(path, data):
+                    refused.add(path)
+                elif (found := self.get(path)) is not None:
                     yield found
 
 
@@ -220,19 +223,17 @@ class ProjectFacts:
     # Loads a project file no search word named (a module class defined elsewhere, say).
     loader: Callable[[Path], FileFacts | None] | None = field(default=None, repr=False)
 
-    # Called once the searches are done: reports the word-holding files no search read that
-    # Python cannot parse (project_resolve.project_facts), as an eager read would have.
-    settle: Callable[[], None] | None = field(default=None, repr=False)
+    # Once the searches are done: report the files a question asked needs that do not parse.
+    settle: Callable[[], None] | None = field(default=None, repr=False)  # questions.py
 
     def file(self, path: Path) -> FileFacts | None:
         """The parsed file at `path` (one of `files`, or loaded on first use)."""
-        if path not in self.files and self.loader is not None:
-            loaded = self.loader(path)
-            if loaded is not None:
-                if isinstance(self.files, LazyFiles):
-                    self.files.loaded[path] = loaded
-                else:
-                    self.files = {**self.files, path: loaded}
+        loaded = None if path in self.files or self.loader is None else self.loader(path)
+        if loaded is not None:
+            if isinstance(self.files, LazyFiles):
+                self.files.loaded[path] = loaded
+            else:
+                self.files = {**self.files, path: loaded}
         return self.files.get(path)
 
     # The project's YAML configs (LightningCLI, Hydra) that hold a searching rule's words, as

@@ -275,8 +275,9 @@ def project_facts(
     """The files and facts the rules with their own search read: the project's Python
     documents that hold one of their `words` (library code left out), each parsed once when a
     search first asks for it (the collection's tree when it has one), and the project's one
-    evaluator. `ProjectFacts.settle` then reports the word-holding files that do not parse,
-    read or not, as an eager read of them all would have, in the same order."""
+    evaluator. `ProjectFacts.settle` then reports the word files that do not parse which a
+    question asked would read (questions.py: why no other can matter), read or not, in the
+    project's order."""
     if collection.root is None or not words:
         return None
     from amp_clipfix.analysis.facts import FileFacts, LazyFiles, ProjectFacts
@@ -340,10 +341,13 @@ def project_facts(
         return any(error.path == path for error in (*collection.errors, *late))
 
     def settle() -> None:
-        asked.listed(lazy.candidates)
-        for path in lazy.candidates:
+        for words in lazy.questions.words():  # a file that (now) holds one is asked again
+            asked.words(words)
+        for path in lazy.candidates if lazy.questions or lazy.done else ():
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None
+            elif not lazy.questions.want(path, text_of):
+                continue  # no question asked would read it: its parse changes no answer
             elif path in collection.parses or parsed_whole(collection, path):
                 recording.read(noted, path)  # that it parses is read from its text
                 failed = False  # the collection or the evaluator parsed it whole in this run
