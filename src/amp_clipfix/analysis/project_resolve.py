@@ -239,7 +239,7 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     trees, which would outlive the project). The trees stay with the summaries (a later round
     of `apply` reuses those of the files it did not change; release_analysis lets them go)."""
     from amp_clipfix.analysis.reaching import declared_names
-    from amp_clipfix.sources.prefilter import nfkc_bytes, nfkc_stable, nfkc_text, python_text
+    from amp_clipfix.sources.prefilter import forget_texts
 
     if collection.bodies is not None:
         collection.bodies.forget()  # the list of unread bodies holds their trees
@@ -247,10 +247,7 @@ def end_analysis(collection: Collection, facts: ProjectFacts | None = None) -> N
     if facts is not None:
         facts.release()
     declared_names.cache_clear()
-    nfkc_stable.cache_clear()  # it holds the texts
-    nfkc_text.cache_clear()
-    nfkc_bytes.cache_clear()
-    python_text.cache_clear()
+    forget_texts()
 
 
 def release_analysis(collection: Collection) -> None:

@@ -341,3 +341,9 @@ def nfkc_text(data: bytes) -> str:
     import unicodedata
 
     return unicodedata.normalize("NFKC", data.decode("utf-8", "replace"))
+
+
+def forget_texts() -> None:
+    """Let go of the texts the memos above hold (a project's analysis is over)."""
+    for memo in (python_text, nfkc_stable, nfkc_bytes, nfkc_text):
+        memo.cache_clear()
