@@ -92,3 +92,36 @@ def test_a_docstring_file_edited_to_call_the_class_is_read_again(
     notes.write_text("import model\n\n" + NOTES + "\n\nmodel.Model(True)\n")
     after = same_as_cold(root)
     assert b"ACF002" in after
+
+
+# The module's word only inside a longer name, and the class's name as an attribute of another
+# module: no way in to `model.Model`.
+LONGER = """\
+import modelling
+
+KIND = modelling.Model
+"""
+
+
+def test_a_file_holding_the_module_word_inside_a_longer_name_is_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path / "p", TRAINERS["module"])
+    (root / "longer.py").write_text(LONGER)
+    found, made = checked(root, monkeypatch)
+    assert found == [KNOWN]
+    assert "longer.py" not in made
+
+
+def test_a_longer_name_file_edited_to_name_the_module_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole-word test is noted with its result: the edit that makes the file write
+    `model` itself (and call the class with a fused optimizer) is seen by a warm run."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    root = project(tmp_path / "p", ("import model", "model.Model(False)"))
+    (root / "longer.py").write_text(LONGER)
+    assert b"ACF002" not in same_as_cold(root)
+    (root / "longer.py").write_text(LONGER + "import model\n\nmodel.Model(True)\n")
+    assert b"ACF002" in same_as_cold(root)

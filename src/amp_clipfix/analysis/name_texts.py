@@ -11,7 +11,7 @@ from pathlib import Path
 from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
 from amp_clipfix.analysis.frame import EvaluatorBase
 from amp_clipfix.analysis.recording import holds, matches, raw, tested
-from amp_clipfix.analysis.text_tests import import_names, text_reference
+from amp_clipfix.analysis.text_tests import import_names, text_reference, whole_word
 from amp_clipfix.sources.prefilter import python_text
 
 
@@ -36,13 +36,24 @@ class NameTexts(EvaluatorBase):
         """Whether the file's bytes hold `word`, noted as that test of its text."""
         return tested(self.contents, path, (holds(word),), word in self.name_text(path))
 
+    def writes_word(self, path: Path, word: bytes) -> bool:
+        """Whether the file's text writes the ASCII `word` as a whole word (a byte that is not
+        ASCII next to it counts as a boundary: a superset of where Python reads the name),
+        noted as that test of its text."""
+        pattern = whole_word(word)
+        found = pattern.search(self.name_text(path)) is not None
+        return tested(self.contents, path, (matches(pattern),), found)
+
     def through_module(self, path: Path, module_word: bytes, word: bytes) -> bool:
         """Whether a file that does not import `word` by name may still reach the module-level
         `word` of the module named `module_word`: it writes the module's name, and either
         `word` as an attribute (`runner.Runner`) or in a string (`getattr(m, "Runner")`), or
         an `import *` that can bring it in bare. A file naming it only in a comment or a
-        docstring (`runner (Runner): the runner`) cannot: it is not parsed."""
+        docstring (`runner (Runner): the runner`), or inside a longer name (`pretrained` for the
+        module `pretrain`), cannot: it is not parsed."""
         if not module_word or not self.holds_word(path, module_word):
+            return False
+        if module_word.isascii() and not self.writes_word(path, module_word):
             return False
         star = STAR_IMPORT.search(self.name_text(path)) is not None
         if tested(self.contents, path, (matches(STAR_IMPORT),), star):
