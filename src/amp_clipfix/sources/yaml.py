@@ -106,14 +106,17 @@ def libyaml_documents(text: str) -> list[Any] | None:
         roots = [root for root in composed if root is not None]
     except Exception:  # noqa: BLE001 - ruamel composes it and says why
         return None
-    plain = plain_empty_values(roots, text if ended else text + "\n")
+    plain: set[int] | None = None  # made at the first empty value (a walk of every node)
     for node in each_node(roots):
         if type(node).__name__ == "ScalarNode":
             if node.style == ">" or (node.style == "|" and not ended):
                 return None  # ruamel marks each fold of a folded scalar (`\x07`); a literal
                 # one's value keeps the line break added here
-            if node.start_mark.index == node.end_mark.index and id(node) not in plain:
-                return None  # an empty value ruamel marks elsewhere (plain_empty_values)
+            if node.start_mark.index == node.end_mark.index:
+                if plain is None:
+                    plain = plain_empty_values(roots, text if ended else text + "\n")
+                if id(node) not in plain:
+                    return None  # an empty value ruamel marks elsewhere (plain_empty_values)
             if not node.style:
                 node.style = None  # plain, as ruamel says it
         if not ended:
