@@ -142,10 +142,11 @@ LIBYAML_TEXTS = [
     "f: yes\ng: 1_000\nh: '2'\ni: !!str 3\nj: |\n  literal\nk: \"q\\u00e9\"\nl: ~\n",
     "- precision: 16-mixed\n- [1, 2, {x: null}]\n---\nsecond: doc\n",
     "trainer:\r\n  precision: bf16  # crlf\r\n",
+    "a:\nb: 1\n",  # a block mapping's empty value: marked as ruamel marks it (plain_empty_values)
 ]
 RUAMEL_TEXTS = [
     "a: >-\n  folded\n",  # ruamel marks each fold
-    "a:\nb: 1\n",  # an empty value's marks
+    "a:  # c\nb: 1\n",  # an empty value after a comment: ruamel marks it at its `:`
     "%YAML 1.1\n---\na: yes\n",  # the tags of YAML 1.1
     "a: [1\n",  # libyaml's error: ruamel says why
 ]

@@ -106,18 +106,56 @@ def libyaml_documents(text: str) -> list[Any] | None:
         roots = [root for root in composed if root is not None]
     except Exception:  # noqa: BLE001 - ruamel composes it and says why
         return None
+    plain: set[int] | None = None  # made at the first empty value (a walk of every node)
     for node in each_node(roots):
         if type(node).__name__ == "ScalarNode":
             if node.style == ">" or (node.style == "|" and not ended):
                 return None  # ruamel marks each fold of a folded scalar (`\x07`); a literal
                 # one's value keeps the line break added here
             if node.start_mark.index == node.end_mark.index:
-                return None  # an empty value: ruamel marks it where the next token starts
+                if plain is None:
+                    plain = plain_empty_values(roots, text if ended else text + "\n")
+                if id(node) not in plain:
+                    return None  # an empty value ruamel marks elsewhere (plain_empty_values)
             if not node.style:
                 node.style = None  # plain, as ruamel says it
         if not ended:
             at_end(node, text)
     return roots
+
+
+# Between a block mapping's key and the token after its empty value (`initial_checkpoint_dir:`
+# alone on its line): the `:` ends its line (no comment after it), then blank and comment lines,
+# then the next token's indentation.
+EMPTY_VALUE_GAP = lazy(r"[ ]*:(?P<value>)[ ]*\r?\n(?:[ ]*(?:#[^\r\n]*)?\r?\n)*[ ]*")
+
+
+def plain_empty_values(roots: Sequence[Any], text: str) -> set[int]:
+    """The empty values of a block mapping whose `:` ends its line (EMPTY_VALUE_GAP), marked as
+    ruamel marks them: where the next token starts (libyaml marks them right after the `:`).
+    ruamel marks any other empty value (a sequence's, a flow collection's, one after a
+    comment, one before an explicit `?` or `:`) at an indicator: those are not in the set."""
+    from yaml.error import Mark
+
+    plain: set[int] = set()
+    for node in each_node(roots):
+        if type(node).__name__ != "MappingNode" or node.flow_style:
+            continue
+        for key, value in node.value:
+            mark = value.start_mark
+            if type(value).__name__ != "ScalarNode" or mark.index != value.end_mark.index:
+                continue
+            gap = EMPTY_VALUE_GAP.match(text, key.end_mark.index)
+            if gap is None or gap.start("value") != mark.index:
+                continue  # not libyaml's mark after a `:` that ends its line
+            index = gap.end()
+            if text[index : index + 1] in ("?", ":"):
+                continue
+            line = text.count("\n", 0, index)
+            column = index - (text.rfind("\n", 0, index) + 1)
+            value.start_mark = value.end_mark = Mark(mark.name, index, line, column, None, None)
+            plain.add(id(value))
+    return plain
 
 
 def at_end(node: Any, text: str) -> None:
