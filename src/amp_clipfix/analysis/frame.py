@@ -339,11 +339,13 @@ class EvaluatorBase:
     def force(self, items: Iterable[object]) -> list[object]:
         """The values of `items`, each argument not evaluated yet (a Thunk) evaluated."""
         values: list[object] = []
+        seen: set[tuple[int, int] | int] = set()  # add_unique's keys, kept across the items
         for item in items:
-            if isinstance(item, Thunk):
-                add_unique(values, self.ev(item.expr, item.ctx))
-            else:
-                add_unique(values, (item,))
+            for value in self.ev(item.expr, item.ctx) if isinstance(item, Thunk) else (item,):
+                key = value_key(value)
+                if key not in seen:
+                    seen.add(key)
+                    values.append(value)
         return values
 
     def ev(self, node: ast.AST, ctx: Ctx) -> list[object]:

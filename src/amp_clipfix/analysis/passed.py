@@ -82,6 +82,8 @@ class PassedCalls(EvaluatorBase):
         what the callee is comes first."""
         if accepted is None:
             accepted = frozenset({wanted_name(function, cls)})
+        if not self.may_pass_any(outer, accepted, caller):
+            return []  # no argument can be the function: the callee is not asked what it is
         found: list[tuple[ast.Call, Ctx]] = []
         launch = self.launch_call(outer, caller)
         if launch is not None and self.passes(launch.func, accepted, caller, function, cls):
@@ -141,6 +143,21 @@ class PassedCalls(EvaluatorBase):
                 found.extend(self.calls_through(outer, at, function, cls, depth, stored))
         return found
 
+    def may_pass_any(self, outer: ast.Call, accepted: frozenset[str], caller: Ctx) -> bool:
+        """Some argument of `outer` may be the function. Every way `outer` makes a call of it
+        (a launch, a starter's target, a helper's parameter, a partial) asks `passes` of one
+        of its arguments, so where none may pass, none is made, whatever the callee is: it is
+        not evaluated (`scalar_dict.setdefault("step", step)` with `step` a parameter, in
+        mmengine's visualizer: `scalar_dict` came from every caller of every `add_scalars`, the
+        hooks that call them and the runners behind those)."""
+        return any(self.may_be_passed(arg, accepted, caller) for arg in arguments(outer))
+
+    def may_be_passed(self, arg: ast.expr, accepted: frozenset[str], caller: Ctx) -> bool:
+        """`passes` short of evaluating the argument."""
+        return (called_name(arg) in accepted or isinstance(arg, ast.Call)) and not (
+            self.through_parameter(arg, caller)
+        )
+
     def passes(
         self,
         arg: ast.expr,
@@ -151,10 +168,8 @@ class PassedCalls(EvaluatorBase):
     ) -> bool:
         """Whether an argument is the function (by its value; the name only chooses which
         arguments to evaluate; a call, `partial(fn, a)`, is asked by its value alone)."""
-        return (
-            (called_name(arg) in accepted or isinstance(arg, ast.Call))
-            and not self.through_parameter(arg, caller)
-            and self.is_callable(self.ev(arg, caller), function, cls)
+        return self.may_be_passed(arg, accepted, caller) and self.is_callable(
+            self.ev(arg, caller), function, cls
         )
 
     def calls_in_helper(
