@@ -285,16 +285,22 @@ def json_may_contain(data: bytes, word: bytes) -> bool:
     return ESCAPED_ASCII.search(data) is not None
 
 
-@functools.lru_cache(maxsize=1 << 15)
 def python_text(data: bytes) -> bytes:
-    """The text as Python reads its names: the bytes themselves where it reads them as written
-    (all ASCII, or NFKC-normalised already: `nfkc_stable`), else the text NFKC-normalised
-    (`ｃfg` is `cfg`). What a text test reads before a file is parsed, so that a name written
-    in letters Python folds to it is found as the parser finds it. Once per text: every test
-    of every scan asks it (NeMo: 79,000 times), and a text's hash is kept by its bytes; let go
-    with the project, as `nfkc_stable`'s memo is."""
+    """The text as Python reads its names: the bytes themselves (the same object) where it
+    reads them as written (all ASCII, or NFKC-normalised already: `nfkc_stable`), else the text
+    NFKC-normalised (`ｃfg` is `cfg`). What a text test reads before a file is parsed, so that a
+    name written in letters Python folds to it is found as the parser finds it."""
+    folded = folded_text(data)
+    return data if folded is None else folded
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def folded_text(data: bytes) -> bytes | None:
+    """The text NFKC-normalised where that changes it, else None; once per text: every test of
+    every scan asks it (NeMo: 79,000 times), and a text's hash is kept by its bytes. Let go with
+    the project, as `nfkc_stable`'s memo is."""
     if data.isascii() or nfkc_stable(data):
-        return data
+        return None
     return nfkc_bytes(data)
 
 
@@ -345,5 +351,5 @@ def nfkc_text(data: bytes) -> str:
 
 def forget_texts() -> None:
     """Let go of the texts the memos above hold (a project's analysis is over)."""
-    for memo in (python_text, nfkc_stable, nfkc_bytes, nfkc_text):
+    for memo in (folded_text, nfkc_stable, nfkc_bytes, nfkc_text):
         memo.cache_clear()
