@@ -39,8 +39,8 @@ from amp_clipfix.records import record
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.query_checks import Answer  # imported once an entry is loaded
 
-from amp_clipfix.analysis.query_checks import Answer
 from amp_clipfix.analysis.recording import (
     Absent,
     Reads,
@@ -325,6 +325,8 @@ class Queries:
         stored = self.cache.load(key)
         if not isinstance(stored, Entry) or len(stored.reads) != len(READS):
             return None
+        from amp_clipfix.analysis.query_checks import Answer
+
         fields: list[Any] = []
         for part, kind in zip(stored.reads, KINDS):
             part = self.shared_part(part)
