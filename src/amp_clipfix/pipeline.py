@@ -76,14 +76,14 @@ def run(
     results = []
     summaries = []
     errors = list(discovery.errors)
-    for project in discovery.projects:
-        configured = options.configure(project, options) if options.configure else None
+    for found in discovery.projects:
+        configured = options.configure(found, options) if options.configure else None
         if isinstance(configured, FileError):  # its configuration is broken: skip it, go on
             errors.append(configured)
             if progress is not None:
-                progress.done(len(project.files))
+                progress.done(len(found.files))
             continue
-        project, project_options = configured or (project, options)
+        project, project_options = configured or (found, options)  # may be another object
         target, warnings, pin_errors = project_target(project.root, project_options, project.files)
         errors.extend(pin_errors)
         collection = collect_project(
@@ -119,7 +119,7 @@ def run(
             result = to_fixpoint(result, project.root, again)
         results.append(replace(result, notes=warnings, targets=((project.root, target),)))
         summaries.append(project_result(project.root, target, result, project_options.strategy))
-        if project is not discovery.projects[-1]:  # another comes: this one's analysis goes
+        if found is not discovery.projects[-1]:  # another comes: this one's analysis goes
             from amp_clipfix.analysis.project_resolve import release_analysis
 
             release_analysis(collection)

@@ -1,5 +1,5 @@
 """The checks that a whole-project text analysis of resolve_base.py still gives its answer
-after an edit (`recording.derive`; `queries.Queries.still` runs them on the changed files):
+after an edit (`recording.derive`; `query_checks.still` runs them on the changed files):
 kept apart from resolve_base, which imports the evaluator, so that a run whose queries are all
 reused checks them without importing it."""
 

@@ -39,35 +39,17 @@ from amp_clipfix.records import record
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.query_checks import Answer  # imported once an entry is loaded
 
 from amp_clipfix.analysis.recording import (
     Absent,
     Reads,
     Recording,
-    Test,
     exists,
-    passes,
     raw,
 )
 
 T = TypeVar("T")
-
-
-@record(frozen=True)
-class Answer:
-    """A stored query: its answer and what it read (stored as an `Entry`)."""
-
-    revision: str  # the entry of every project file's digest when it was computed (shared)
-    files: tuple[str, ...]
-    scans: dict[Test, frozenset[str]]
-    exists: dict[Test, str | None]
-    derived: dict[tuple[object, ...], object]
-    words: set[tuple[tuple[bytes, ...], Test]]
-    members: set[tuple[str, Test]]
-    listed: dict[Test, frozenset[str]]
-    tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
-    value: object
-    touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
 
 
 READS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
@@ -119,6 +101,7 @@ class Queries:
             listed.update(name.encode("utf-8", "surrogateescape") + b"\0" + digest)
         self.revision_key = f"revision-{listed.hexdigest()}"
         self.revisions: dict[str, dict[str, bytes] | None] = {}  # loaded, by key
+        self.changed: dict[str, list[str] | None] = {}  # changed_since, by revision
         head = hashlib.sha256(
             f"{cache.build}\0{cache.root}\0{salt}\0".encode("utf-8", "surrogateescape")
         )
@@ -203,10 +186,9 @@ class Queries:
         that no file passes today: none did when it was stored (no witness), and no file
         changed since passes one (`recording.Absent`). Only for the same list of files.
         Facts about today's files, not reads: the computation notes what it asks as always."""
-        then = self.stored_revision(stored.revision)
-        if then is None or then.keys() != self.revision.keys():
+        changed = self.changed_since(stored.revision)
+        if changed is None:
             return None
-        changed = [path for path, digest in self.revision.items() if then[path] != digest]
         texts = {Path(p): self.searchable.get(Path(p)) for p in changed}
         return Absent(stored.exists, texts, stored.scans)
 
@@ -219,11 +201,10 @@ class Queries:
         if answer is None or stored.revision in self.relevance_tried:
             return
         self.relevance_tried.add(stored.revision)
-        then = self.stored_revision(stored.revision)
-        if then is None or then.keys() != self.revision.keys():
+        changed = self.changed_since(stored.revision)
+        if changed is None:
             return
-        changed = [Path(path) for path, digest in self.revision.items() if then[path] != digest]
-        edited = {path: self.searchable.get(path) for path in changed}
+        edited = {Path(path): self.searchable.get(Path(path)) for path in changed}
         if any(data is None for data in edited.values()):
             return  # a file that cannot be read now leaves the core: searched again
         if edited:
@@ -344,6 +325,8 @@ class Queries:
         stored = self.cache.load(key)
         if not isinstance(stored, Entry) or len(stored.reads) != len(READS):
             return None
+        from amp_clipfix.analysis.query_checks import Answer
+
         fields: list[Any] = []
         for part, kind in zip(stored.reads, KINDS):
             part = self.shared_part(part)
@@ -377,6 +360,19 @@ class Queries:
             return self.shared[part.key]
         return part
 
+    def changed_since(self, key: str) -> list[str] | None:
+        """The files whose digest changed since revision `key`, in the project's order (once a
+        run per revision); None when it is gone or has another list of files."""
+        if key not in self.changed:
+            then = self.stored_revision(key)
+            same_files = then is not None and then.keys() == self.revision.keys()
+            self.changed[key] = (
+                [path for path, digest in self.revision.items() if then[path] != digest]  # type: ignore[index]
+                if same_files
+                else None
+            )
+        return self.changed[key]
+
     def stored_revision(self, key: str) -> dict[str, bytes] | None:
         if key not in self.revisions:
             value = self.cache.load(key)
@@ -390,76 +386,21 @@ class Queries:
         if self.wrote:
             self.cache.prune_queries(self.keys)
 
-    def candidates_hold(self, stored: Answer, texts: Mapping[Path, bytes | None]) -> bool:
-        """What the searches asked of the candidate files (`recording.Candidates`) holds for
-        every changed file: one that is a candidate now (its bytes pass the test, no library
-        file nor config) counts where the list was read, where it was asked for, and where it
-        holds words asked for (one read already is a changed read: `still` said no)."""
-        if not (stored.words or stored.members or stored.listed):
-            return True
-        for path, data in texts.items():
-            name = str(path)
-            tests = {test for _, test in stored.words} | {t for _, t in stored.members}
-            for test in {*tests, *stored.listed}:
-                now = data is not None and passes(test, data, path)
-                if test in stored.listed and now != (name in stored.listed[test]):
-                    return False
-                if not now:
-                    continue
-                if (name, test) in stored.members:
-                    return False
-                asked = tuple(word for words, of in stored.words if of == test for word in words)
-                if asked and document_holds(path, self.contents, asked):
-                    return False
-        return True
-
     def holds(self, stored: Answer) -> bool:
-        """`still`, and no when it fails: a stored entry never breaks a run."""
+        """`query_checks.still`, and no when it fails: a stored entry never breaks a run."""
+        from amp_clipfix.analysis.query_checks import still
+
         try:
-            return self.still(stored)
+            changed = self.changed_since(stored.revision)
+            then = self.stored_revision(stored.revision)
+            if changed is None or then is None:
+                return False
+            if any(then[path] != self.revision[path] for path in stored.files):
+                return False
+            texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
+            return still(stored, texts, self.contents, self.searchable, self.derived_known)
         except Exception:  # noqa: BLE001 - a miss, whatever fails: the query is computed
             return False
-
-    def still(self, stored: Answer) -> bool:
-        """Whether everything `stored` read is as it was."""
-        revision, then = self.revision, self.stored_revision(stored.revision)
-        if then is None or then.keys() != revision.keys():
-            return False
-        if any(then[path] != revision[path] for path in stored.files):
-            return False
-        changed = [path for path, digest in revision.items() if then[path] != digest]
-        texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
-
-        for test, found in stored.scans.items():
-            for path, data in texts.items():
-                passing = data is not None and passes(test, data, path)
-                if passing != (str(path) in found):
-                    return False
-        for test, witness in stored.exists.items():
-            if witness is None:
-                if any(data is not None and passes(test, data, p) for p, data in texts.items()):
-                    return False
-            elif witness in changed:
-                data = texts[Path(witness)]
-                if data is None or not passes(test, data, Path(witness)):
-                    return False  # another file may pass: asked again
-        if stored.tests and changed:
-            import amp_clipfix.analysis.text_tests  # noqa: F401 - fills PREDICATES
-
-            for path, data in texts.items():
-                for test, result in stored.tests.get(str(path), {}).items():
-                    if data is None or passes(test, data, path) != result:
-                        return False
-        if not self.candidates_hold(stored, texts):
-            return False
-        if stored.derived and changed:
-            from amp_clipfix.analysis.derived import still_holds  # fills DERIVED
-
-            edited = {path: data for path, data in texts.items() if data is not None}
-            for key, answer in stored.derived.items():
-                if not still_holds(self.derived_known, self.searchable, edited, key, answer):
-                    return False
-        return True
 
 
 def footprint(evaluator: object | None) -> tuple[int, ...] | None:
@@ -470,18 +411,6 @@ def footprint(evaluator: object | None) -> tuple[int, ...] | None:
     state = vars(evaluator)
     sizes = sum(len(v) for v in state.values() if isinstance(v, (dict, list, set)))
     return (state.get("serial", 0), state.get("cuts", 0), state.get("budget", 0), sizes)
-
-
-def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[bytes, ...]) -> bool:
-    """Whether the file's document text holds one of `words`, as `LazyFiles.with_words` asks."""
-    from amp_clipfix.sources import adapter_for
-    from amp_clipfix.sources.base import SourceError
-
-    try:
-        text = adapter_for(path).load(path, contents[path]).text.encode("utf-8", "replace")
-    except (SourceError, KeyError):
-        return False
-    return any(word in text for word in words)
 
 
 def found_in_files(

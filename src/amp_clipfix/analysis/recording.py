@@ -188,7 +188,7 @@ def noted(contents: Mapping[Path, bytes], test: Test, found: Iterable[Path]) -> 
 
 def exists(contents: Mapping[Path, bytes], *test: Condition) -> bool:
     """Whether any file passes `test`; noted with the first that does (a later run looks again
-    only when that one or a file that did not pass changed: `Queries.still`). While a query
+    only when that one or a file that did not pass changed: `query_checks.still`). While a query
     is computed again or caught up, from its entry's witness (`Absent.first_passing`)."""
     texts = raw(contents)
     found = None
@@ -325,7 +325,7 @@ def read(contents: Mapping[Path, bytes], path: Path) -> None:
 class Candidates:
     """What a search asks of the candidate files (`facts.LazyFiles`), noted: a file that holds
     one of `words` is read (its bytes, noted), one that does not only says so; a changed file
-    counts when it is (now) a candidate that holds one (`queries.Queries.still`)."""
+    counts when it is (now) a candidate that holds one (`query_checks.still`)."""
 
     def __init__(self, contents: Mapping[Path, bytes], test: Test) -> None:
         self.reads = contents.reads if isinstance(contents, Recording) else None

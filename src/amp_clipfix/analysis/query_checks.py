@@ -1,0 +1,111 @@
+"""Whether a stored query's answer still holds (queries.py): everything it read is as it was.
+
+Checked against the revision (every file's digest) it was computed at: the files it read have
+the same digest; each scan, `exists` witness, text test and whole-project analysis gives on the
+changed files the answer it gave; what the searches asked of the candidate files holds for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from amp_clipfix.analysis.recording import Test, passes
+from amp_clipfix.records import record
+
+
+@record(frozen=True)
+class Answer:
+    """A stored query: its answer and what it read (stored as an `Entry`)."""
+
+    revision: str  # the entry of every project file's digest when it was computed (shared)
+    files: tuple[str, ...]
+    scans: dict[Test, frozenset[str]]
+    exists: dict[Test, str | None]
+    derived: dict[tuple[object, ...], object]
+    words: set[tuple[tuple[bytes, ...], Test]]
+    members: set[tuple[str, Test]]
+    listed: dict[Test, frozenset[str]]
+    tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
+    value: object
+    touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
+
+
+def still(
+    stored: Answer,
+    texts: Mapping[Path, bytes | None],
+    contents: Mapping[Path, bytes],
+    searchable: Mapping[Path, bytes],
+    known: dict[tuple[object, ...], tuple[object, bool]],
+) -> bool:
+    """Whether everything `stored` read is as it was, given that the files it read did not
+    change: `texts`, the files changed since its revision (None: unreadable now)."""
+    changed = {str(path) for path in texts}
+    for test, found in stored.scans.items():
+        for path, data in texts.items():
+            passing = data is not None and passes(test, data, path)
+            if passing != (str(path) in found):
+                return False
+    for test, witness in stored.exists.items():
+        if witness is None:
+            if any(data is not None and passes(test, data, p) for p, data in texts.items()):
+                return False
+        elif witness in changed:
+            data = texts[Path(witness)]
+            if data is None or not passes(test, data, Path(witness)):
+                return False  # another file may pass: asked again
+    if stored.tests and changed:
+        import amp_clipfix.analysis.text_tests  # noqa: F401 - fills PREDICATES
+
+        for path, data in texts.items():
+            for test, result in stored.tests.get(str(path), {}).items():
+                if data is None or passes(test, data, path) != result:
+                    return False
+    if not candidates_hold(stored, texts, contents):
+        return False
+    if stored.derived and changed:
+        from amp_clipfix.analysis.derived import still_holds  # fills DERIVED
+
+        edited = {path: data for path, data in texts.items() if data is not None}
+        for key, answer in stored.derived.items():
+            if not still_holds(known, searchable, edited, key, answer):
+                return False
+    return True
+
+
+def candidates_hold(
+    stored: Answer, texts: Mapping[Path, bytes | None], contents: Mapping[Path, bytes]
+) -> bool:
+    """What the searches asked of the candidate files (`recording.Candidates`) holds for
+    every changed file: one that is a candidate now (its bytes pass the test, no library
+    file nor config) counts where the list was read, where it was asked for, and where it
+    holds words asked for (one read already is a changed read: `still` said no)."""
+    if not (stored.words or stored.members or stored.listed):
+        return True
+    for path, data in texts.items():
+        name = str(path)
+        tests = {test for _, test in stored.words} | {t for _, t in stored.members}
+        for test in {*tests, *stored.listed}:
+            now = data is not None and passes(test, data, path)
+            if test in stored.listed and now != (name in stored.listed[test]):
+                return False
+            if not now:
+                continue
+            if (name, test) in stored.members:
+                return False
+            asked = tuple(word for words, of in stored.words if of == test for word in words)
+            if asked and document_holds(path, contents, asked):
+                return False
+    return True
+
+
+def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[bytes, ...]) -> bool:
+    """Whether the file's document text holds one of `words`, as `LazyFiles.with_words` asks."""
+    from amp_clipfix.sources import adapter_for
+    from amp_clipfix.sources.base import SourceError
+
+    try:
+        text = adapter_for(path).load(path, contents[path]).text.encode("utf-8", "replace")
+    except (SourceError, KeyError):
+        return False
+    return any(word in text for word in words)
