@@ -95,13 +95,33 @@ class Reads:
         self.relevant: object | None = None
 
 
-class Recording(Mapping[Path, bytes]):
+class TextsView(Mapping[Path, bytes]):
+    """A view of a project's texts by path (`data`): its file list is the texts' own."""
+
+    def __init__(self, data: Mapping[Path, bytes]) -> None:
+        self.data = data
+
+    def __getitem__(self, path: Path) -> bytes:
+        return self.data[path]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.data
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class Recording(TextsView):
     """A project's texts that note which files are read: one file's bytes (`[]`, `get`) are a
     read of that file; the whole text iterated (`items`, `values`) is a read of everything.
     The file list (`in`, iterating the paths) is part of every query's key."""
 
     def __init__(self, data: Mapping[Path, bytes], reads: Reads) -> None:
-        self.data, self.reads = data, reads
+        super().__init__(data)
+        self.reads = reads
         # The evaluator's texts, the only ones `scan` and `noted` are asked of: a scan's noted
         # answer may then be taken up again from an entry (`Absent.scanned`).
         self.scanned = False
@@ -116,15 +136,6 @@ class Recording(Mapping[Path, bytes]):
             self.reads.files.add(str(path))
             return self.data[path]
         return default  # type: ignore[return-value]
-
-    def __contains__(self, path: object) -> bool:
-        return path in self.data
-
-    def __iter__(self) -> Iterator[Path]:
-        return iter(self.data)
-
-    def __len__(self) -> int:
-        return len(self.data)
 
     def items(self) -> ItemsView[Path, bytes]:
         self.reads.everything = True
@@ -147,23 +158,11 @@ def python_texts(contents: Mapping[Path, bytes]) -> Mapping[Path, bytes]:
     return PythonNames(raw(contents))
 
 
-class PythonNames(Mapping[Path, bytes]):
+class PythonNames(TextsView):
     """Texts by path, each as `python_text` gives it (the same bytes for nearly every text)."""
-
-    def __init__(self, data: Mapping[Path, bytes]) -> None:
-        self.data = data
 
     def __getitem__(self, path: Path) -> bytes:
         return python_text(self.data[path])
-
-    def __contains__(self, path: object) -> bool:
-        return path in self.data
-
-    def __iter__(self) -> Iterator[Path]:
-        return iter(self.data)
-
-    def __len__(self) -> int:
-        return len(self.data)
 
 
 def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:
