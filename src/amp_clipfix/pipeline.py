@@ -18,7 +18,7 @@ from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
-from amp_clipfix.project.pins import resolve_target, resolve_torch
+from amp_clipfix.project.pins import ProjectFiles, resolve_target, resolve_torch
 from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
@@ -138,8 +138,9 @@ def project_target(
     or configuration, else its own pins (project/pins.py), else what its code (`files`) runs
     on; the warnings about pin files that could not be read, and the errors of those past a
     reader's limit (one per file)."""
-    resolution = resolve_target(root, options.target, files)
-    torch = resolve_torch(root, options.torch)
+    pin_files = ProjectFiles(root)  # both searches ask the same files: read once
+    resolution = resolve_target(root, options.target, files, pin_files)
+    torch = resolve_torch(root, options.torch, pin_files)
     target = replace(resolution.target, torch=torch.target)
     errors = {error.path: error for error in resolution.errors}
     for error in torch.errors:

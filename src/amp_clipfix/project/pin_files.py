@@ -1,39 +1,53 @@
 """The project's pin files, each read once through the inside-the-project check and parsed once
-per reader; whatever a file holds, a reader gives pins or one PinError line (project/pins.py
-asks them in order)."""
+per reader and package list; whatever a file holds, a reader gives pins or one PinError line
+(project/pins.py asks them in order). One `ProjectFiles` serves both of a run's searches (the
+Lightning release's and torch's: pipeline.project_target), which ask the same files in the
+same order: the second reads, lists and resolves links of none of them again."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix import observed
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.pin_readers import Packages, Pin, PinError, Reader, value_error
 
+# The files to ask, in order, each with its reader and which of its pins count (pins.sources).
+Listed = list[tuple[Path, Reader, Callable[[Pin], bool]]]
+
 
 class ProjectFiles:
-    """The project's pin files, each read once (through the inside-the-project check) and
-    parsed once per reader."""
+    """The project's pin files: each read once (through the inside-the-project check), listed
+    once (`listed`, pins.sources' answer) and parsed once per reader and package list."""
 
-    def __init__(self, root: Path, packages: Packages) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.packages = tuple(packages)
-        self.parsed: dict[tuple[Path, Reader], list[Pin] | PinError] = {}
+        self.read: dict[Path, bytes | PinError] = {}
+        self.parsed: dict[tuple[Path, Reader, tuple[str, ...]], list[Pin] | PinError] = {}
+        self.listed: Listed | None = None
 
     def data(self, path: Path) -> bytes:
         """The file's bytes; PinError when it cannot be read or leads out of the project."""
-        try:
-            return observed.read_inside(path, self.root)
-        except observed.LeavesFolder as error:
-            raise PinError(str(error.strerror)) from None
-        except OSError as error:
-            raise PinError(f"cannot read: {os_error_reason(error)}") from None
+        found = self.read.get(path)
+        if found is None:
+            try:
+                found = observed.read_inside(path, self.root)
+            except observed.LeavesFolder as error:
+                found = PinError(str(error.strerror))
+            except OSError as error:
+                found = PinError(f"cannot read: {os_error_reason(error)}")
+            self.read[path] = found
+        if isinstance(found, PinError):
+            raise found
+        return found
 
-    def pins(self, path: Path, read: Reader) -> list[Pin]:
-        key = (path, read)
+    def pins(self, path: Path, read: Reader, packages: Packages) -> list[Pin]:
+        """The pins of `packages` the reader finds in the file."""
+        key = (path, read, tuple(packages))
         if key not in self.parsed:
             try:
-                self.parsed[key] = parse_pins(read, self.data(path), self.packages)
+                self.parsed[key] = parse_pins(read, self.data(path), key[2])
             except PinError as error:
                 self.parsed[key] = error
         found = self.parsed[key]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
@@ -364,6 +364,17 @@ def cfg_lines(values: list[str]) -> list[str]:
 def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
     """`install_requires` (first tier) and `extras_require` of a `setup(...)` call, read as
     literals, following module-level names (each once, so `REQS = REQS + [...]` ends)."""
+    return [
+        pin
+        for lines, optional in setup_py_requirements(data)
+        for pin in pins_of_lines(list(lines), packages, optional)
+    ]
+
+
+@lru_cache(maxsize=4)
+def setup_py_requirements(data: bytes) -> tuple[tuple[tuple[str, ...], bool], ...]:
+    """setup_py_pins' requirement lines of each keyword (and whether they are extras), the
+    same for every package: parsed once per text for a run's Lightning and torch searches."""
     import ast  # here: only a project with a setup.py parses one
 
     try:
@@ -384,15 +395,15 @@ def setup_py_pins(data: bytes, packages: Packages) -> list[Pin]:
                 target = target.value
             if isinstance(target, ast.Name) and value is not None:
                 assigned.setdefault(target.id, []).append(value)
-    pins: list[Pin] = []
+    found: list[tuple[tuple[str, ...], bool]] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and call_name(node.func).endswith("setup")):
             continue
         for keyword in node.keywords:
             if keyword.arg in ("install_requires", "extras_require"):
                 lines = literal_strings(keyword.value, assigned)
-                pins += pins_of_lines(lines, packages, keyword.arg == "extras_require")
-    return pins
+                found.append((tuple(lines), keyword.arg == "extras_require"))
+    return tuple(found)
 
 
 def call_name(func: ast.expr) -> str:

@@ -119,10 +119,14 @@ class Resolution:
 
 
 def resolve_target(
-    root: Path, requested: Target | None = None, files: Iterable[Path] = ()
+    root: Path,
+    requested: Target | None = None,
+    files: Iterable[Path] = (),
+    pin_files: ProjectFiles | None = None,
 ) -> Resolution:
     """The target of the project at `root`: `requested` (the command line) when given; `files`
-    (the project's source files) are read for code evidence when no pin decides."""
+    (the project's source files) are read for code evidence when no pin decides. `pin_files`:
+    the run's pin files, shared with its torch search (resolve_torch)."""
     if requested is not None:
         return Resolution(requested)
     warnings: list[str] = []
@@ -134,7 +138,7 @@ def resolve_target(
     else:
         if configured is not None:
             return Resolution(configured)
-    for pin, source in candidate_pins(root, LIGHTNING, warnings, errors=errors):
+    for pin, source in candidate_pins(root, LIGHTNING, warnings, errors=errors, files=pin_files):
         target = target_of(pin, display_path(source))
         if target is None:
             warnings.append(
@@ -199,19 +203,25 @@ def candidate_pins(
     warnings: list[str],
     purpose: str = LIGHTNING_PURPOSE,
     errors: list[FileError] | None = None,
+    files: ProjectFiles | None = None,
 ) -> Iterator[tuple[Pin, Path]]:
     """The pins of `packages` that may decide, best first, each with the file it came from:
     per source (sources()), the pin of the highest-priority package. Files that cannot be
     read add a warning (ending "; not used for PURPOSE") and are skipped; one past a reader's
-    limit (PastLimit) is an error in `errors` instead, once per file."""
-    files = ProjectFiles(root, packages)
-    listed = sources(root, files)
+    limit (PastLimit) is an error in `errors` instead, once per file. `files`: the project's
+    pin files as an earlier search of the run read and listed them (one for `root`)."""
+    if files is None:
+        files = ProjectFiles(root)
+    assert files.root == root, "one project's pin files"
+    if files.listed is None:
+        files.listed = sources(root, files)
+    listed = files.listed
     for optional in (False, True):
         for path, read, accept in listed:
             if not optional and read is requirements_reader(True):
                 continue  # a docs/test requirements file has no pin the project installs
             try:
-                pins = files.pins(path, read)
+                pins = files.pins(path, read, packages)
             except PinError as error:
                 line = f"{error}; not used for {purpose}"
                 if errors is None or not isinstance(error, PastLimit):
@@ -439,17 +449,20 @@ class TorchResolution:
     errors: tuple[FileError, ...] = ()
 
 
-def resolve_torch(root: Path, requested: TorchTarget | None = None) -> TorchResolution:
+def resolve_torch(
+    root: Path, requested: TorchTarget | None = None, pin_files: ProjectFiles | None = None
+) -> TorchResolution:
     """The torch of the project at `root`: `requested` (`--torch-version`) when given, else the
     first file that pins torch (candidate_pins' order), else the torch installed next to
     amp-clipfix, else the newest torch known (assumed). A file that cannot be read was
-    reported by resolve_target already: only unknown releases warn here."""
+    reported by resolve_target already: only unknown releases warn here. `pin_files`: the
+    files as the run's Lightning search read them (resolve_target)."""
     if requested is not None:
         return TorchResolution(requested)
     unreadable: list[str] = []
     warnings: list[str] = []
     errors: list[FileError] = []
-    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE, errors):
+    for pin, source in candidate_pins(root, TORCH, unreadable, TORCH_PURPOSE, errors, pin_files):
         if pin.exact is not None:
             return TorchResolution(
                 TorchTarget.exact(pin.exact, display_path(source)), once(warnings), tuple(errors)
