@@ -305,7 +305,7 @@ def test_the_over_budget_answer_notes_each_file_s_free_writing_test(
 
 
 def test_a_stored_free_writing_test_is_checked_without_the_reach_module() -> None:
-    """`Queries.still` checks an entry's noted tests after importing text_tests only: the
+    """`query_checks.still` checks an entry's noted tests after importing text_tests only: the
     free-writing predicate is there (a missing one would make every such entry a miss)."""
     code = (
         "import sys\n"

@@ -97,7 +97,7 @@ def binds_attribute_value(path: Path, data: bytes, name: str) -> bool:
 @functools.lru_cache(maxsize=4)
 def parsed_names(path: Path, data: bytes) -> FileNames | None:
     """The names the file binds, None when it does not parse: once per changed file for the
-    several names a query asked (`Queries.still`, `recording.Absent`)."""
+    several names a query asked (`query_checks.still`, `recording.Absent`)."""
     try:
         summary = summarise(path.parent, path, data.decode("utf-8", "replace"), data=data)
     except Exception:  # noqa: BLE001 - a file the summary cannot read: it may

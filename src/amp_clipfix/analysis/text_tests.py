@@ -1,7 +1,7 @@
 """Text tests of one file's bytes that the caller search makes before it parses a file, as
 `recording` predicates: a query notes each test and its result (`recording.tested`), not a read
 of the whole file, so an edit that leaves every result as it was keeps the answers that made
-them (`queries.Queries.still` runs the changed files' tests again).
+them (`query_checks.still` runs the changed files' tests again).
 
 - `written`: a name written as a whole word (or as a call), other than right after `def` or
   `class` (callers.CallerIndex.written);
@@ -124,7 +124,7 @@ def written_free(name: str, data: bytes) -> bool:
 PREDICATES["written"] = written
 PREDICATES["imports"] = imports
 PREDICATES["referenced"] = referenced
-# reach.value_files' over-budget answer (registered here: `Queries.still` imports this module)
+# reach.value_files' over-budget answer (registered here: `query_checks.still` imports this module)
 PREDICATES["written_free"] = lambda path, data, name: written_free(name, data)
 
 
