@@ -9,20 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_hostile_fs import git  # git with a fixed author, as that file's commits use
 
 from amp_clipfix.paths import index_name
 from amp_clipfix.settings import git_tracked
 
 CLEAN = "import torch\n"
-
-
-def git(root: Path, *arguments: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments],
-        cwd=root,
-        capture_output=True,
-        check=True,
-    )
 
 
 def checkout(root: Path) -> Path:
