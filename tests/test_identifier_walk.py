@@ -1,4 +1,4 @@
-"""clip_tail.written_as_identifier (a module object of that name may be made where a file
+"""module_objects.written_as_identifier (a module object of that name may be made where a file
 writes the name as an identifier) is name_uses' walk with every use of a Name or Attribute and
 the import clauses' dotted names as stops. It used to be an `ast.walk` of its own; the table
 pins its answers on the programs that tell the kinds of use apart (callees, stores, `del`,
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis.clip_tail import written_as_identifier, written_as_value
+from amp_clipfix.analysis.module_objects import written_as_identifier, written_as_value
 
 NAME = "module"
 

@@ -12,7 +12,14 @@ from collections.abc import Callable
 
 import pytest
 
-from amp_clipfix.analysis import clip_tail, contained_syntax, project_collect, reach, text_tests
+from amp_clipfix.analysis import (
+    clip_tail,
+    contained_syntax,
+    module_objects,
+    project_collect,
+    reach,
+    text_tests,
+)
 from amp_clipfix.analysis.resolve_entries import PLUGINS
 from amp_clipfix.sources import prefilter
 
@@ -37,8 +44,8 @@ PAIRS: list[tuple[str, re.Pattern[bytes], re.Pattern[bytes]]] = [
     ),
     ("prefilter.CONFIG_FUSED", prefilter.CONFIG_FUSED, re.compile(rb"\bfused\s*:")),
     (
-        "clip_tail.value_written(step)",
-        clip_tail.value_written(b"step"),
+        "module_objects.value_written(step)",
+        module_objects.value_written(b"step"),
         re.compile(rb"(?<![A-Za-z0-9_])step(?![A-Za-z0-9_])(?![ \t]*\()"),
     ),
 ]

@@ -1,6 +1,6 @@
 """One walk (analysis/name_uses.py) answers the four questions of where a module writes a name:
 reach.called_only (only called?), clip_values.stored_names (stored under which names?),
-clip_tail.written_as_value (written as a value?) and written_events.hands_backward_on (a
+module_objects.written_as_value (written as a value?) and written_events.hands_backward_on (a
 `backward` attribute handed on?). Each program pins all four answers, as each question gave
 them with a walk of its own (the table passes on main a24f160's separate walks too), so the
 fold keeps every answer on the programs that tell the questions apart: renamed imports,
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis.clip_tail import written_as_value
 from amp_clipfix.analysis.clip_values import stored_names
+from amp_clipfix.analysis.module_objects import written_as_value
 from amp_clipfix.analysis.reach import called_only
 from amp_clipfix.analysis.written_events import hands_backward_on
 

@@ -21,6 +21,7 @@ from amp_clipfix.analysis import (
     clip_tail,
     contained_syntax,
     fields,
+    module_objects,
     reach,
     resolve_entries,
     text_tests,
@@ -189,9 +190,9 @@ def test_an_outside_store_as_the_look_behind_first_finds_it() -> None:
 
 
 def test_a_value_written_as_the_look_behind_first_finds_it() -> None:
-    """clip_tail.value_written: the word, not inside a longer one, not called on its line."""
+    """module_objects.value_written: the word, not inside a longer one, not called on its line."""
     was = re.compile(rb"(?<![A-Za-z0-9_])w(?![A-Za-z0-9_])(?![ \t]*\()")
-    now = clip_tail.value_written(b"w")
+    now = module_objects.value_written(b"w")
     assert now.pattern.startswith(b"w")
     for text in texts():
         assert [m.span() for m in was.finditer(text)] == [m.span() for m in now.finditer(text)]

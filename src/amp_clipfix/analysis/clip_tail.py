@@ -23,31 +23,30 @@ value where its name is called, or where it is itself a value: written other tha
 from torch's clip calls up, by the names they are called with; if one of them may be a value,
 any call can run it and the index says "every statement" (`open`). A module-level function is
 called by its bare name only in its module and in files that import that name (or `*`), and
-as an attribute only where a module object of its module can be: some file writes the
-module's name as an identifier (an import, `pkg.module`; no module is made from a string).
+as an attribute only where a module object of its module can be: some import binds it or a
+package above it (analysis/module_objects.py; no module is made from a string).
+
+The statements before a reading's first clip are read for its scaled backward and `unscale_`
+calls only, and enter only the helpers that can make one (analysis/event_capable.py).
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.name_uses import (
-    ATTR_WRITTEN,
-    CALLED,
-    GLOBAL,
-    IMPORTED,
-    READ,
-    RENAMED,
-    STORED,
-    STRING,
-    WRITTEN,
-    name_uses,
+from amp_clipfix.analysis.module_objects import (
+    WRITES_VALUE,
+    binds_module,
+    last_module_name,
+    module_names,
+    writes_value,
+    written_as_identifier,
+    written_as_value,
 )
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import (
@@ -61,10 +60,11 @@ from amp_clipfix.analysis.order import (
     Seen,
     calls_of,
     events,
+    gated,
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.recording import PREDICATES, matches, python_texts, read, tested
+from amp_clipfix.analysis.recording import matches, python_texts, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.records import record
@@ -72,7 +72,6 @@ from amp_clipfix.sources.prefilter import word_start
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 STAR_IMPORT = re.compile(word_start(b"import") + rb"\s+\*")  # `\bimport\s+\*`, searched fast
-WRITES_VALUE = "writes_value"  # the value test of a file's text (recording.PREDICATES)
 # Files the index parses itself (the evaluator has not) before it opens.
 INDEX_PARSES = 24
 # Most functions the index follows up before it answers "every statement" (a web of helpers
@@ -104,6 +103,8 @@ class ClipCapable:
         self.parsed = 0  # files the index parsed itself
         self.public: dict[str, bool] = {}  # a module object of that name can be made
         self.exported: dict[int, set[str]] = {}
+        self.owners: dict[int, set[str]] = {}  # exported's modules and the packages above them
+        self.before: Enters = None  # Tail.before (set by the rule: event_capable.BeforeClip)
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -112,14 +113,12 @@ class ClipCapable:
             return
         self.built = True
         self.open = True  # until the index is whole: every statement may clip
-        if self.reach.clip_escapes():
+        if self.escaped():
             return
         found: dict[int, Found] = {}
         try:
-            for word in sorted(CLIP_NAMES):
-                for call, function, summary, method in self.calls_named(word):
-                    if isinstance(call.func, (ast.Name, ast.Attribute)):
-                        self.add(found, function, summary, method)
+            for _call, function, summary, method in self.root_calls():
+                self.add(found, function, summary, method)
             levels = [dict(found)]
             for _ in range(HELPER_DEPTH - 1):
                 for callee in list(found.values()):
@@ -133,6 +132,18 @@ class ClipCapable:
             return
         self.levels = levels
         self.open = False
+
+    def escaped(self) -> bool:
+        """The roots' own call may be made where its name is not written: torch's clip is
+        handed on as a value (reach.CallReach.clip_escapes)."""
+        return self.reach.clip_escapes()
+
+    def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """The calls the index starts from: torch's clip called by its name."""
+        for word in sorted(CLIP_NAMES):
+            for found in self.calls_named(word):
+                if isinstance(found[0].func, (ast.Name, ast.Attribute)):
+                    yield found
 
     def add(self, found: dict[int, Found], node: Function, summary: Summary, method: bool) -> None:
         """A function that can clip joins the index; one that may be a value, or one past
@@ -204,11 +215,13 @@ class ClipCapable:
         name = function.node.name
         if called_name(func) != name:
             return False
-        if function.method or summary is function.summary:
+        if function.method:
             return True
-        if isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Attribute):  # in its own module too: `x.f()` is no `f()`
             return self.attribute_reachable(function)
-        return self.imports_from(summary, name, self.exporters(function))
+        return summary is function.summary or self.imports_from(
+            summary, name, self.exporters(function)
+        )
 
     def exporters(self, function: Found) -> set[str]:
         """The names of the modules whose attribute the module-level function is: its own,
@@ -217,6 +230,7 @@ class ClipCapable:
         if key not in self.exported:
             name = function.node.name
             found = {last_module_name(function.summary.path)}
+            paths = [function.summary.path]
             word = name.encode("ascii")
             # a file whose import clauses do not write the name imports it from nowhere
             files = [
@@ -234,8 +248,11 @@ class ClipCapable:
                     summary = self.summary(path)
                     if summary is None or self.imports_from(summary, name, found):
                         found.add(own)
+                        paths.append(path)
                         grew = True
             self.exported[key] = found
+            root = self.facts.root
+            self.owners[key] = {part for path in paths for part in module_names(root, path)}
         return self.exported[key]
 
     def imports_star(self, path: Path) -> bool:
@@ -253,23 +270,29 @@ class ClipCapable:
         )
 
     def attribute_reachable(self, function: Found) -> bool:
-        """A module object whose attribute the module-level function is may be made: some file
-        writes one of those modules' names as an identifier (an import, `pkg.module`)."""
-        return any(self.module_public(name) for name in sorted(self.exporters(function)))
+        """A module object whose attribute the module-level function is may be made: an import
+        somewhere binds one of those modules or a package above one (module_objects.py)."""
+        self.exporters(function)
+        return any(self.module_public(name) for name in sorted(self.owners[id(function.node)]))
 
     def module_public(self, name: str) -> bool:
-        """Some file writes the module name as an identifier (an import, an attribute
-        `pkg.module`, a name): a module object of it may be made there."""
+        """Some file's import may bind a module object of that name, or a package's
+        `__init__.py` writes it as an identifier (its submodule, once imported anywhere)."""
         if name not in self.public:
             self.public[name] = not name.isidentifier() or any(
-                self.writes_identifier(path, name)
-                for path in self.evaluator.files_naming(name.encode("ascii"))
+                self.binds(path, name) for path in self.evaluator.files_naming(name.encode("ascii"))
             )
         return self.public[name]
 
-    def writes_identifier(self, path: Path, name: str) -> bool:
+    def binds(self, path: Path, name: str) -> bool:
+        package = path.stem == "__init__"
+        word = name.encode("ascii")
+        if not (package or self.evaluator.imports_name(path, word) or self.imports_star(path)):
+            return False  # noted tests of the text: no import clause writes the name, no `*`
         summary = self.summary(path)
-        return summary is None or written_as_identifier(summary.tree, name)
+        if summary is None:
+            return True
+        return written_as_identifier(summary.tree, name) if package else binds_module(summary, name)
 
     def imports_from(self, summary: Summary, name: str, modules: set[str]) -> bool:
         """The module imports `name` (or `*`) from one of `modules` (by the last name of the
@@ -354,6 +377,9 @@ class Tail:
 
     def __init__(self, capable: ClipCapable, classify: Classify) -> None:
         self.capable = capable
+        # which calls of the statements before the first that may clip may enter a helper
+        # (event_capable.BeforeClip: only a scaled backward or an `unscale_` matters there)
+        self.before: Enters = capable.before
         self.inner = classify
         self.clipped = False
         self.first: ast.stmt | None = None  # where the reading started
@@ -393,6 +419,7 @@ class Tail:
         when a helper's statements were left out of it)."""
         if self.cut:
             return events(facts, file, function, classify, enters=enters, tail=True)
+        enters = gated(self.before, enters)  # only where a backward or an unscale_ can be
         before = events(facts, file, function, classify, enters=enters, until=self.first)
         return before + order
 
@@ -401,52 +428,8 @@ class Open(Exception):
     """The index cannot tell: every statement may clip."""
 
 
-@functools.cache
-def value_written(word: bytes) -> re.Pattern[bytes]:
-    """The word as a whole word not followed by a `(` on its line (`f = g` then `(x)`: a value)."""
-    return re.compile(word_start(word) + rb"(?![A-Za-z0-9_])(?![ \t]*\()")
-
-
-def writes_value(path: Path | None, data: bytes, name: str) -> bool:
-    """The text writes the name other than right before a `(` (a call, a `def`) and other
-    than in a comment (after a `#` with no quote before it on its line): as a name or
-    attribute read, an import clause, a string (the parse decides which)."""
-    for match in value_written(name.encode("ascii")).finditer(data):
-        line = data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()]
-        comment = line.find(b"#")
-        if comment < 0 or b"'" in line[:comment] or b'"' in line[:comment]:
-            return True
-    return False
-
-
-PREDICATES[WRITES_VALUE] = writes_value
-
-
 # A statement no body holds: order.events reads no statement of a helper started there.
 NOTHING = ast.Pass()
-
-
-def last_module_name(path: Path) -> str:
-    """The last name of the module a file is (a package's `__init__.py`: the package's, the
-    root's own folder too), as `from ... import` names it; summary.module_name is the
-    whole dotted name under the root."""
-    return path.parent.name if path.stem == "__init__" else path.stem
-
-
-def written_as_value(tree: ast.Module, name: str) -> bool:
-    """The module writes `name` other than as a call's callee, the function's own `def` or a
-    plain name stored to: a name or attribute read as a value, an attribute stored to, a
-    renamed import, a string equal to it, a `global` naming it."""
-    stops = READ | STORED | ATTR_WRITTEN | RENAMED | STRING | GLOBAL
-    return name_uses(tree, frozenset((name,)), stops) is None
-
-
-def written_as_identifier(tree: ast.Module, name: str) -> bool:
-    """The module writes `name` as a Name or an Attribute (any use) or in an import clause's
-    dotted names (`import pkg.name`, `from pkg.name import x`, `... as name`); a string or a
-    `global` alone is no identifier a module object can be reached by."""
-    stops = READ | STORED | WRITTEN | CALLED | IMPORTED
-    return name_uses(tree, frozenset((name,)), stops) is None
 
 
 def step_after_clip(order: list[Event]) -> bool:

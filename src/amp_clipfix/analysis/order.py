@@ -84,6 +84,13 @@ def key(node: ast.AST | None) -> str | None:
 Body = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 
 
+def gated(gate: Enters, enters: Enters) -> Enters:
+    """`enters`, asked only of the calls `gate` lets through (None: every call)."""
+    if gate is None or enters is None:
+        return enters if gate is None else gate
+    return lambda file, function, call: gate(file, function, call) and enters(file, function, call)
+
+
 def functions(file: FileFacts) -> Iterator[Body]:
     """The module's own code, then every function and method of the file, outer before inner."""
     yield file.tree

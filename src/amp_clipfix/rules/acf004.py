@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
 from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, tail_events
+from amp_clipfix.analysis.event_capable import BeforeClip
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
@@ -138,6 +139,7 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # no file writes `<x>.scale(...).backward(...)`: no reading meets a backward
     reach = CallReach(facts)
     clips = ClipCapable(reach)
+    clips.before = BeforeClip(reach).may_enter
     enters = reach.may_run_project
     classify = classifier(facts, enters, reach.may_be_clip)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
