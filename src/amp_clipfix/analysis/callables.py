@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from amp_clipfix.analysis.frame import Ctx
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.values import ClsV, Fn, Inst, Opaque
+from amp_clipfix.analysis.values import ClsV, Fn, Inst, Opaque, SelfV
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -154,21 +154,80 @@ def caller_readings(
     backward and the step its callers run. `last`: the calls of the last level worth reading
     (the others are not asked whether they call the helper: CallerIndex.callers_kept).
     `follow`: asked once a reading is consumed, whether its function's callers are read
-    through that call (None: all are)."""
-    seen: set[int] = set()
-    frontier: list[tuple[FileFacts, ast.AST]] = [(file, function)]
+    through that call (None: all are).
+
+    A method of a base class reached from a subclass's method by dispatch (`self.fit_batch()`
+    in `Base._train` runs `Sub.fit_batch` when `self` is a `Sub`: analysis/dispatch.py) is
+    read for that subclass, and so is the method calling it on `self` in turn: their callers
+    are only the calls whose receiver may be an instance of it (`self_class`). A call on an
+    instance of another class runs the other class's method, never the helper (hundreds of
+    scripts each training their own subclass of one framework class)."""
+    yielded: set[int] = set()
+    followed: set[tuple[int, int]] = set()
+    frontier: list[tuple[FileFacts, ast.AST, ClsV | None]] = [(file, function, None)]
     for level in range(depth):
-        following: list[tuple[FileFacts, ast.AST]] = []
+        following: list[tuple[FileFacts, ast.AST, ClsV | None]] = []
         keep = last if level == depth - 1 else None
-        for where, helper in frontier:
-            for call, reading, caller_file in direct_callers(facts, where, helper, holds, keep):
-                if id(call) in seen:
-                    continue
-                seen.add(id(call))
-                yield caller_file, reading, call
+        for where, helper, runtime in frontier:
+            for call, reading, caller_file, ctx in direct_callers(
+                facts, where, helper, holds, keep, runtime
+            ):
+                if id(call) not in yielded:
+                    yielded.add(id(call))
+                    yield caller_file, reading, call
+                own = self_class(call, reading, ctx, runtime)
+                if (id(call), id(own)) in followed:
+                    continue  # followed already for that class
                 if isinstance(reading, FUNCTIONS) and (follow is None or follow(call)):
-                    following.append((caller_file, reading))
+                    followed.add((id(call), id(own)))
+                    following.append((caller_file, reading, own))
         frontier = following
+
+
+def self_class(call: ast.Call, reading: ast.AST, ctx: Ctx, runtime: ClsV | None) -> ClsV | None:
+    """The class the caller's `self` is an instance of wherever `call` runs the helper: the
+    subclass a dispatched call is read for, or the helper's own where the call is on the
+    caller's `self` (one object); None when any."""
+    if isinstance(ctx.runtime, ClsV):
+        return ctx.runtime
+    if runtime is None or ctx.cls is None or not isinstance(reading, FUNCTIONS):
+        return None
+    if any(
+        not isinstance(d, ast.Name) or d.id in ("staticmethod", "classmethod")
+        for d in reading.decorator_list
+    ):
+        return None
+    positional = [*reading.args.posonlyargs, *reading.args.args]
+    func = call.func
+    if (
+        positional
+        and isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == positional[0].arg
+    ):
+        return runtime
+    return None
+
+
+def may_be_instance(facts: ProjectFacts, call: ast.Call, ctx: Ctx, cls: ClsV) -> bool:
+    """The call's receiver may be an instance of `cls` or of a subclass: False only when every
+    value it may hold is an instance of a known class (made by a call, or `self` read for a
+    known subclass) that is not."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return True
+    evaluator = facts.evaluator
+    values = evaluator.force(evaluator.ev(func.value, ctx))
+    for value in values:
+        if isinstance(value, Inst):
+            klass = value.cls
+        elif isinstance(value, SelfV) and not value.is_super and isinstance(ctx.runtime, ClsV):
+            klass = ctx.runtime
+        else:
+            return True
+        if any(isinstance(c, ClsV) and c.node is cls.node for c in evaluator.mro(klass)):
+            return True
+    return not values
 
 
 def direct_callers(
@@ -177,9 +236,11 @@ def direct_callers(
     function: ast.AST,
     holds: Holds = None,
     keep: Keep | None = None,
-) -> Iterator[tuple[ast.Call, Body, FileFacts]]:
+    runtime: ClsV | None = None,
+) -> Iterator[tuple[ast.Call, Body, FileFacts, Ctx]]:
     """The project calls of `function` (any module, a bound method through its instances) and
-    the function or module that makes each (those `keep` keeps)."""
+    the function or module that makes each (those `keep` keeps; with `runtime`, those whose
+    receiver may be an instance of it: caller_readings)."""
     evaluator = facts.evaluator
     summary = evaluator.summary(file.path)
     body = getattr(function, "body", None)
@@ -196,8 +257,10 @@ def direct_callers(
         reading = caller.func if caller.func is not None else caller.summary.tree
         if where is None or where.tree is not caller.summary.tree:
             continue
+        if runtime is not None and not may_be_instance(facts, call, caller, runtime):
+            continue
         if isinstance(reading, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield call, reading, where
+            yield call, reading, where, caller
 
 
 def instance_calls(

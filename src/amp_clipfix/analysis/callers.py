@@ -16,7 +16,7 @@ from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.descriptors import property_accessor
 from amp_clipfix.analysis.dispatch import dispatched_caller
-from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, add_unique
+from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, UniqueAdds, add_unique
 from amp_clipfix.analysis.name_texts import NameTexts
 from amp_clipfix.analysis.nested_calls import calling_scopes, seen_in
 from amp_clipfix.analysis.passed import PassedCalls
@@ -437,15 +437,15 @@ class CallerIndex(PassedCalls, NameTexts):
         for keyword in call.keywords:
             if keyword.arg is None:
                 spread = self.ev(keyword.value, caller)
+                adds = UniqueAdds()
                 for value in spread:
                     if not isinstance(value, DictV):
                         continue
                     for key, items in value.entries.items():
                         if key in names_:
-                            add_unique(bound.setdefault(key, []), items)
+                            adds.add(bound.setdefault(key, []), items)
                         else:
-                            add_unique(extra.entries.setdefault(key, []), items)
-                self.merge_spread(DictV(), spread)
+                            adds.add(extra.entries.setdefault(key, []), items)
                 if not all(isinstance(value, DictV) and value.closed for value in spread):
                     extra.closed = False
             elif keyword.arg in names_:

@@ -27,7 +27,7 @@ from amp_clipfix.analysis.frame import (
     Ctx,
     Given,
     Thunk,
-    add_unique,
+    UniqueAdds,
 )
 from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryModel
 from amp_clipfix.analysis.own_names import OwnNames
@@ -328,10 +328,11 @@ class Evaluator(
         return result
 
     def merge_spread(self, into: DictV, values: list[object]) -> None:
+        adds = UniqueAdds()
         for value in values:
             if isinstance(value, DictV):
                 for key, items in value.entries.items():
-                    add_unique(into.entries.setdefault(key, []), items)
+                    adds.add(into.entries.setdefault(key, []), items)
                 into.closed = into.closed and value.closed
             else:
                 into.closed = False

@@ -455,6 +455,27 @@ def add_unique(target: list[object], items: Iterable[object]) -> None:
             target.append(item)
 
 
+class UniqueAdds:
+    """add_unique over many adds to the same lists, each list's keys kept between them: a
+    `**kwargs` spread of many dicts (every caller's) adds to one parameter's list once per
+    dict, and working its keys out again at each add made that quadratic. Valid while the
+    lists change by these adds only (one spread's merge)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[int, tuple[list[object], set[object]]] = {}
+
+    def add(self, target: list[object], items: Iterable[object]) -> None:
+        entry = self.keys.get(id(target))
+        if entry is None or entry[0] is not target:
+            entry = self.keys[id(target)] = (target, {value_key(value) for value in target})
+        seen = entry[1]
+        for item in items:
+            key = value_key(item)
+            if key not in seen:
+                seen.add(key)
+                target.append(item)
+
+
 def bounded(values: list[object], node: ast.AST, ctx: Ctx) -> list[object]:
     """At most MAX_VALUES values: the distinct known ones first (literals, optimizers, dicts,
     classes...), everything decided at run time as one Opaque at `node`."""
