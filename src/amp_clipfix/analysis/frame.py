@@ -210,6 +210,7 @@ class EvaluatorBase:
         self.name_reach_cache: dict[tuple[int, str], frozenset[str]] = {}
         self.stored_names: dict[tuple[int, str], set[str]] = {}
         self.passes_cache: dict[tuple[int, str, bool], bool] = {}  # returns.only_passes
+        self.thunk_keys: dict[tuple[int, int, int], tuple[object, ...]] = {}  # returns.thunk_key
         self.returns_nodes: dict[int, list[ast.expr]] = {}  # returns.returned_expressions
         # classes.class_members: by class, the class (kept: the key is its id) and its members
         self.members_cache: dict[int, tuple[ast.ClassDef, dict[str, list[ast.stmt]]]] = {}

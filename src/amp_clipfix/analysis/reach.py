@@ -46,6 +46,7 @@ from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.name_uses import READ, RENAMED, STORED, STRING, WRITTEN, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
+from amp_clipfix.analysis.receivers import follows_callers, from_call
 from amp_clipfix.analysis.recording import (
     PREDICATES,
     Recording,
@@ -186,6 +187,7 @@ class CallReach:
         self.functions: dict[tuple[int, int], bool] = {}
         self.values: dict[str, bool] = {}  # attribute name -> some file gives it a value
         self.calls: dict[int, bool] = {}  # id(call) -> may_run_project
+        self.only_called: dict[str, bool] = {}  # attribute name -> written only as `.name(`
         # the names a call of torch's clip may be spelled with (None: any call; clip_values.py)
         self.stored: frozenset[str] | None = None
         self.clips: frozenset[str] = CLIP_NAMES
@@ -207,7 +209,13 @@ class CallReach:
         func = call.func
         if (
             isinstance(func, ast.Attribute)
-            and follows_callers(file.summary, func.value, function)
+            and (
+                follows_callers(file.summary, func.value, function)
+                or (
+                    from_call(self.evaluator, file.summary, func.value, function)
+                    and self.method_calls_only(func.attr)
+                )
+            )
             and not self.clip_escapes()
             and not self.attribute_reaches(func.attr)
         ):
@@ -215,6 +223,22 @@ class CallReach:
             return False
         self.asked += 1
         return True
+
+    def method_calls_only(self, name: str) -> bool:
+        """No project file writes `name` other than as a method call `.name(`: no function is
+        defined under it and no value given it, so the index answers from the texts alone. A
+        call on a local a call gave is asked then too (`generated_ids[0].tolist()`, whose
+        receiver the evaluator follows through a model's whole `generate`)."""
+        known = self.only_called.get(name)
+        if known is None:
+            texts = python_texts(self.contents)
+            known = self.only_called[name] = (
+                name.isascii()
+                and name not in EVENT_METHODS
+                and name not in CLIP_NAMES
+                and not any(written_free(name, texts[path]) for path in self.files_naming(name))
+            )
+        return known
 
     def may_hold_instance(self, summary: Summary, call: ast.Call) -> bool:
         """The call's callee may hold a project instance (whose `__call__` it runs): anything
@@ -442,31 +466,6 @@ class CallReach:
             summary = self.summary_of(path)
             self.files[path] = FileNames() if summary is None else file_names(summary, data)
         return self.files[path]
-
-
-def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | None = None) -> bool:
-    """The receiver's value is looked for in other functions' code: it is (an attribute or
-    item of) a call's result, or a parameter of the function it is in other than a method's
-    `self` / `cls` (its callers' arguments). Only such calls are worth an index question: the
-    others are cheap for the evaluator, and asking would cost more than it saves. `function`:
-    the one the receiver is read in, when known (a module: no parameters)."""
-    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
-        receiver = receiver.value
-    if isinstance(receiver, ast.Call):
-        return True
-    if not isinstance(receiver, ast.Name):
-        return False
-    if function is None:
-        function, cls = summary.enclosing(receiver)
-    else:
-        cls = summary.enclosing(function)[1] if isinstance(function, FUNCTION_NODES) else None
-    if not isinstance(function, (*FUNCTION_NODES, ast.Lambda)):
-        return False
-    args: ast.arguments = function.args
-    positional = [*args.posonlyargs, *args.args]
-    if cls is not None and positional and positional[0].arg == receiver.id:
-        return False  # `self.x.name(...)`: the class's own attribute
-    return receiver.id in {a.arg for a in all_params(args)}
 
 
 def called_only(tree: ast.Module, names: frozenset[str]) -> list[ast.Call] | None:
