@@ -194,3 +194,43 @@ def test_the_caller_search_takes_a_name_s_files_from_the_entry(
         write(project, name, text)
         same_as_cold(project)
     assert taken
+
+
+def stored_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[object, ...]]:
+    """What each query entry a run stores read (its files, scans, witnesses, text tests)."""
+    from amp_clipfix.analysis import queries
+
+    stored: dict[str, tuple[object, ...]] = {}
+    store = queries.Queries.store
+
+    def spied(self, key, value, touched, reads=None):  # type: ignore[no-untyped-def]
+        noted = self.reads if reads is None else reads
+        stored[key] = (
+            sorted(noted.files),
+            dict(noted.scans),
+            dict(noted.exists),
+            {path: dict(tests) for path, tests in noted.tests.items()},
+        )
+        return store(self, key, value, touched, reads)
+
+    monkeypatch.setattr(queries.Queries, "store", spied)
+    return stored
+
+
+def test_an_entry_computed_again_notes_what_a_cold_run_notes(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entries a warm run computes again after an edit note the reads a run with an empty
+    cache notes on the same files: what is taken from the earlier entry is noted as the
+    scan or test it stands for."""
+    same_as_cold(project)
+    write(project, "train.py", TRAIN + "\n_edited = 1\n")
+    warm = stored_reads(monkeypatch)
+    amp_clipfix(project, "check", entry=False)
+    assert warm
+    for folder in project.glob(".amp_clipfix_cache"):
+        __import__("shutil").rmtree(folder)
+    cold = stored_reads(monkeypatch)
+    amp_clipfix(project, "check", entry=False)
+    for key, reads in warm.items():
+        assert reads == cold[key], key

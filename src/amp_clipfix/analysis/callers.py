@@ -407,10 +407,11 @@ class CallerIndex(PassedCalls, NameTexts):
         test = (holds(name), matches(word))
         indexed = self.word_index.naming(name)
         if indexed is None:
+            holding = self.files_with(name)  # noted as a cold run notes it (a scan, or taken)
             indexed = earlier_scan(self.contents, test)
-        if indexed is None:
-            contents = python_texts(self.contents)
-            indexed = [path for path in self.files_with(name) if word.search(contents[path])]
+            if indexed is None:
+                contents = python_texts(self.contents)
+                indexed = [path for path in holding if word.search(contents[path])]
         return noted(self.contents, test, indexed)
 
     def calls_function(
