@@ -91,8 +91,12 @@ LIBRARY_NAMES = LIBRARY_DIRS | LIBRARY_PACKAGES | {names[0] for names in LIGHTNI
 
 
 def is_library(path: Path) -> bool:
-    """Code under site-packages, or inside Lightning's own package, is never a user site."""
+    """Code under site-packages, or inside Lightning's own package, is never a user site.
+    A path with no folder name of LIBRARY_NAMES is neither (asked of every file of a run: one
+    set test, not the rules below)."""
     parts = path.parts
+    if LIBRARY_NAMES.isdisjoint(parts):
+        return False
     if LIBRARY_DIRS & set(parts):
         return True
     for package in LIGHTNING_PACKAGES:

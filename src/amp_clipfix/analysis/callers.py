@@ -23,6 +23,7 @@ from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.passon import Node, followed
 from amp_clipfix.analysis.recording import (
     Recording,
+    earlier_scan,
     holds,
     matches,
     noted,
@@ -339,6 +340,8 @@ class CallerIndex(PassedCalls, NameTexts):
         if key not in self.caller_files_cache:
             test, contents = whole_word(word), python_texts(self.contents)
             writers = self.word_index.built(word)  # once the index is made: no text scanned
+            if writers is None:  # a query computed again: its entry's listing of the writers
+                writers = earlier_scan(self.contents, (holds(word), matches(test)))
             if writers is not None:
                 many = len(writers) > METHOD_CALLER_FILES
             else:
@@ -397,13 +400,19 @@ class CallerIndex(PassedCalls, NameTexts):
         return self.name_files[name]
 
     def files_naming_all(self, name: bytes) -> list[Path]:
-        """files_naming of an ASCII name, noted as the scan it stands for."""
+        """files_naming of an ASCII name, noted as the scan it stands for: from the index, or
+        while a query is computed again from its earlier entry's scan (the changed files
+        tested), else from the files holding the name, each searched for it as a word."""
         word = whole_word(name)
+        test = (holds(name), matches(word))
         indexed = self.word_index.naming(name)
         if indexed is None:
-            contents = python_texts(self.contents)
-            indexed = [path for path in self.files_with(name) if word.search(contents[path])]
-        return noted(self.contents, (holds(name), matches(word)), indexed)
+            holding = self.files_with(name)  # noted as a cold run notes it (a scan, or taken)
+            indexed = earlier_scan(self.contents, test)
+            if indexed is None:
+                contents = python_texts(self.contents)
+                indexed = [path for path in holding if word.search(contents[path])]
+        return noted(self.contents, test, indexed)
 
     def calls_function(
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None

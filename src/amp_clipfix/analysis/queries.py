@@ -190,7 +190,7 @@ class Queries:
         if changed is None:
             return None
         texts = {Path(p): self.searchable.get(Path(p)) for p in changed}
-        return Absent(stored.exists, texts, stored.scans)
+        return Absent(stored.exists, texts, stored.scans, tests=stored.tests)
 
     def today_relevant(self, stored: Answer) -> None:
         """Keep the relevance core a cold run computes today (`Reads.relevant`) when an entry
@@ -268,7 +268,9 @@ class Queries:
             self.reads.absent = (
                 None
                 if earlier is None
-                else Absent({}, earlier.changed, stored.scans, witnesses=stored.exists)
+                else Absent(
+                    {}, earlier.changed, stored.scans, witnesses=stored.exists, tests=stored.tests
+                )
             )
             try:
                 compute()

@@ -51,6 +51,7 @@ from amp_clipfix.analysis.recording import (
     PREDICATES,
     Recording,
     Test,
+    earlier_result,
     earlier_witness,
     holds,
     known_absent,
@@ -79,6 +80,7 @@ FILES_READ = 64
 SEARCH_FILES_READ = 48
 SEARCH_SHARE = 8
 VALUE_BOUND = "binds_attribute_value"  # the scan's predicate (recording.PREDICATES)
+FREE = "written_free"  # the free-writing test noted of each file past the budget (text_tests.py)
 DOT = ord(".")
 # The start of a value that may be no callable (stored_text leaves it to the parse).
 INERT_START = re.compile(rb"\s*(?:[-0-9\[{(\"'.]|None\b|True\b|False\b|[rbfuRBFU]+[\"'])")
@@ -277,19 +279,24 @@ class CallReach:
         writing: list[Path] = []
         found = None if absent else still_first_store(name, test, naming, self.contents)
         for path in () if found is not None else naming:
-            if written_free(name, texts[path]):
-                writing.append(path)
-                # `x.name = v`, `f(name=v)`: a witness without a parse (the first one stops
-                # the listing: the files after it are not needed)
-                if not absent and stored_text(name, texts[path]):
-                    found = path
-                    break
+            earlier = earlier_result(self.contents, path, (("fn", FREE, name),))
+            if earlier is False or earlier is None and not written_free(name, texts[path]):
+                continue
+            writing.append(path)
+            # `x.name = v`, `f(name=v)`: a witness without a parse (the first one stops the
+            # listing: the files after it are not needed). Not a file whose free writing the
+            # earlier entry noted: it was noted below, after a listing that met no store (or
+            # while no file gave a value, which a free writing that stores would), and the
+            # file has the same bytes.
+            if not absent and earlier is None and stored_text(name, texts[path]):
+                found = path
+                break
         if found is None and self.over_budget(writing):
             # may: the answer is how many files write the name freely, noted as each file's
             # free-writing test (an edit that changes only that asks again)
             free = set(writing)
             for path in naming:
-                tested(self.contents, path, (("fn", "written_free", name),), path in free)
+                tested(self.contents, path, (("fn", FREE, name),), path in free)
             return writing[0]
         if absent:  # every file would be read and parsed, none giving a value
             self.promise(writing)

@@ -168,13 +168,19 @@ class PythonNames(TextsView):
 def scan(contents: Mapping[Path, bytes], *test: Condition) -> list[Path]:
     """The files whose bytes pass every condition of `test`, in the project's order; noted
     with what they found."""
-    texts = raw(contents)
-    found = None
-    if isinstance(contents, Recording) and contents.scanned and contents.reads.absent is not None:
-        found = contents.reads.absent.scanned(test, texts)
+    found = earlier_scan(contents, test)
     if found is None:
-        found = [path for path, data in texts.items() if passes(test, data, path)]
+        found = [path for path, data in raw(contents).items() if passes(test, data, path)]
     return noted(contents, test, found)
+
+
+def earlier_scan(contents: Mapping[Path, bytes], test: Test) -> list[Path] | None:
+    """`scan(contents, *test)`'s answer from the earlier entry's scan of the same test, while
+    a query is computed again (`Absent.scanned`: only the files changed since are tested);
+    None when not known so. Not noted: the caller notes what it found."""
+    if isinstance(contents, Recording) and contents.scanned and contents.reads.absent is not None:
+        return contents.reads.absent.scanned(test, contents.data)
+    return None
 
 
 def noted(contents: Mapping[Path, bytes], test: Test, found: Iterable[Path]) -> list[Path]:
@@ -212,61 +218,82 @@ class Absent:
         changed: Mapping[Path, bytes | None],
         scans: Mapping[Test, frozenset[str]] | None = None,
         witnesses: Mapping[Test, str | None] | None = None,
+        tests: Mapping[str, Mapping[Test, bool]] | None = None,
     ):
         self.noted, self.changed = noted, changed
         # the entry's `exists` witnesses (`first_passing`): its `noted` unless given
         self.witnesses = noted if witnesses is None else witnesses
         self.known: dict[Test, bool] = {}
         self.scans = scans or {}  # the entry's scans (`scanned`)
+        self.tests = tests or {}  # the entry's tests of one file's text (`earlier_result`)
         self.changed_names = frozenset(map(str, changed))
-        # the texts `scanned` last listed, with each file's name (a scan is over the
-        # evaluator's texts: the same mapping every time, named once, not once a scan)
-        self.named: tuple[Mapping[Path, bytes], int, list[tuple[str, Path]]] | None = None
+        # the texts `scanned` last placed: each file's name -> (its position, its path) (a scan
+        # is over the evaluator's texts: the same mapping every time, placed once, not once a
+        # scan)
+        self.placed: tuple[Mapping[Path, bytes], int, dict[str, tuple[int, Path]]] | None = None
 
     def scanned(self, test: Test, texts: Mapping[Path, bytes]) -> list[Path] | None:
         """`scan`'s answer over `texts` from the entry's scan of the same test (the same list
         of files, and every scan is over the evaluator's texts: `Recording.scanned`): the
         files it found that did not change since, and the changed files that pass now, in the
         project's order; None when it made no such scan. A file's bytes decide whether it
-        passes, so only the changed files are tested (a few instead of every file)."""
+        passes, so only the changed files are tested (a few instead of every file), and only
+        those and the files found are looked at (by their positions), not every file."""
         found = self.scans.get(test)
         if found is None:
             return None
         changed = self.changed_names
+        place = self.positions(texts)
         try:
-            return [
-                path
-                for name, path in self.listed(texts)
-                if (passes(test, texts[path], path) if name in changed else name in found)
+            kept = [place[name] for name in found if name not in changed and name in place]
+            kept += [
+                place[name]
+                for name in changed
+                if name in place and passes(test, texts[place[name][1]], place[name][1])
             ]
         except Exception:  # noqa: BLE001 - no fact: every file is tested
             return None
+        kept.sort()
+        return [path for _, path in kept]
 
     def first_passing(self, test: Test, texts: Mapping[Path, bytes]) -> Path | None:
         """`exists`' witness over `texts` (the evaluator's) from the entry's witness `W` of
         the same test: the first changed file before `W` that passes, else `W` itself when it
         did not change (its bytes passed then, so they pass now). Every file before `W` failed
         then, so only the changed ones are tested. None when the entry noted no witness or
-        `W` changed: every file is tested."""
+        `W` changed (or is no file of `texts`): every file is tested."""
         witness = self.witnesses.get(test)
         if witness is None or witness in self.changed_names:
             return None
-        changed = self.changed_names
+        place = self.positions(texts)
+        if witness not in place:
+            return None
+        last = place[witness][0]
+        before = sorted(
+            place[name] for name in self.changed_names if name in place and place[name][0] < last
+        )
         try:
-            for name, path in self.listed(texts):
-                if name == witness:
-                    return path
-                if name in changed and passes(test, texts[path], path):
+            for _, path in before:
+                if passes(test, texts[path], path):
                     return path
         except Exception:  # noqa: BLE001 - no fact: every file is tested
             return None
-        return None
+        return place[witness][1]
 
-    def listed(self, texts: Mapping[Path, bytes]) -> list[tuple[str, Path]]:
-        """The files of `texts` with their names, made once for the same texts."""
-        if self.named is None or self.named[0] is not texts or self.named[1] != len(texts):
-            self.named = (texts, len(texts), [(str(path), path) for path in texts])
-        return self.named[2]
+    def earlier_result(self, name: str, test: Test) -> bool | None:
+        """The result the entry noted for `test` of the file named `name` (`tested`) when the
+        file did not change since: its bytes decide the result. None when not known so."""
+        if name in self.changed_names:
+            return None
+        noted = self.tests.get(name)
+        return None if noted is None else noted.get(test)
+
+    def positions(self, texts: Mapping[Path, bytes]) -> dict[str, tuple[int, Path]]:
+        """Each file of `texts` by its name: its position and path, made once for the same
+        texts."""
+        if self.placed is None or self.placed[0] is not texts or self.placed[1] != len(texts):
+            self.placed = (texts, len(texts), {str(p): (i, p) for i, p in enumerate(texts)})
+        return self.placed[2]
 
     def __call__(self, test: Test) -> bool:
         known = self.known.get(test)
@@ -304,6 +331,15 @@ def earlier_witness(
         return None
     witness = contents.reads.absent.witnesses.get(test)
     return None if witness is None else (witness, contents.reads.absent.changed_names)
+
+
+def earlier_result(contents: Mapping[Path, bytes], path: Path, test: Test) -> bool | None:
+    """`tested`'s result for `test` of `path` as the earlier entry of the query being
+    computed again noted it, the file unchanged since (`Absent.earlier_result`); None when not
+    known so. Not noted: the caller notes what it asks as always."""
+    if not isinstance(contents, Recording) or contents.reads.absent is None:
+        return None
+    return contents.reads.absent.earlier_result(str(path), test)
 
 
 def tested(contents: Mapping[Path, bytes], path: Path, test: Test, result: bool) -> bool:
