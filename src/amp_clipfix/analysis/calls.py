@@ -354,10 +354,13 @@ def written_place(
     return where, item.expr, None
 
 
-def with_spread_keywords(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> ast.Call | None:
+def with_spread_keywords(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, keys: Collection[str]
+) -> ast.Call | None:
     """The call as if the entries of its `**cfg` were keywords: each entry of a closed dict the
     spread surely holds, written once in this file, becomes a keyword located where it is
-    written (so sites and code show that place). None when no entry is added."""
+    written (so sites and code show that place). Only the entries named by `keys` (those the
+    caller reads: where each is written is looked for). None when no entry is added."""
     from amp_clipfix.analysis.frame import Thunk  # the values asked for make the evaluator
 
     added: list[ast.keyword] = []
@@ -367,7 +370,9 @@ def with_spread_keywords(facts: ProjectFacts, file: FileFacts, call: ast.Call) -
         if len(values) != 1 or not isinstance(values[0], DictV) or not values[0].closed:
             continue
         for name, items in values[0].entries.items():
-            if name in names or len(items) != 1 or not isinstance(items[0], Thunk):
+            if name not in keys or name in names or len(items) != 1:
+                continue
+            if not isinstance(items[0], Thunk):
                 continue
             place = written_place(facts, items[0])
             if place is None or place[0].path != file.path:

@@ -62,11 +62,45 @@ class MayWrite:
         self.pattern = pattern
 
     def __call__(self, path: Path | None, data: bytes) -> bool:
-        return self.pattern.search(python_text(data)) is not None
+        return self.writes(python_text(data))
+
+    def writes(self, text: bytes) -> bool:
+        return self.pattern.search(text) is not None
 
 
-# ACF008: `<loss>.backward()` (keywords only: `fabric.backward(loss)` passes one).
+class InClass(MayWrite):
+    """The call written after a `class` keyword: where a method can hold it (ACF008's modules:
+    a class's methods lie inside its `class` statement)."""
+
+    def writes(self, text: bytes) -> bool:
+        first = CLASS_KEYWORD.search(text)
+        return first is not None and self.pattern.search(text, first.end()) is not None
+
+
+class InWrapper(MayWrite):
+    """The call written in a text where a function returns one it defines, by name: where a
+    decorator's wrapper can hold it (decorators.decorator_of: `def wrapper` inside the
+    decorator, `return wrapper`, maybe in brackets)."""
+
+    def writes(self, text: bytes) -> bool:
+        if self.pattern.search(text) is None:
+            return False
+        defined = {match.group(1) for match in DEF_NAME.finditer(text)}
+        return any(match.group(1) in defined for match in RETURN_NAME.finditer(text))
+
+
+_IDENTIFIER = rb"([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+)"
+CLASS_KEYWORD = re.compile(word_start(b"class") + rb"(?![A-Za-z0-9_])")
+DEF_NAME = re.compile(word_start(b"def") + rb"(?![A-Za-z0-9_])" + GAP + _IDENTIFIER)
+RETURN_NAME = re.compile(
+    word_start(b"return") + rb"(?![A-Za-z0-9_])" + GAP + rb"(?:\(" + GAP + rb")*+" + _IDENTIFIER
+)
+
+# ACF008: `<loss>.backward()` (keywords only: `fabric.backward(loss)` passes one), in a
+# module's method or in a decorator's wrapper (its two searches).
 PLAIN_BACKWARD = MayWrite(called_without_positional(b"backward"))
+PLAIN_BACKWARD_IN_CLASS = InClass(PLAIN_BACKWARD.pattern)
+PLAIN_BACKWARD_WRAPPER = InWrapper(PLAIN_BACKWARD.pattern)
 # ACF007: `<fabric>.clip_gradients(...)`, or a partial of that attribute: either writes the
 # attribute (partials.method_calls reads nothing else), so a name or a string alone is not one.
 CLIP_GRADIENTS = MayWrite(attribute(b"clip_gradients"))

@@ -117,14 +117,17 @@ def find_findings(
 ) -> list[Finding]:
     """All findings of one project on its target Lightning release(s), in a deterministic order;
     the rules that ask the project's facts run when the `facts` are given. `bodies`: the run's
-    unread function bodies, let go before each rule (analysis/bodies.py)."""
+    unread function bodies, let go before a rule once those noted since the last let-go span
+    `HELD_LINES` (analysis/bodies.py): a later rule often reads what an earlier one parsed."""
+    from amp_clipfix.analysis.bodies import HELD_LINES
+
     chosen = list(RULES.values() if rules is None else rules)
     queries = Queries(files, target, facts)
     findings: list[Finding] = []
     for rule in chosen:
         if rule.check is not None and (facts is not None or not rule.asks_facts):
             if bodies is not None:
-                bodies.let_go()  # the function bodies nothing read before this rule
+                bodies.let_go(HELD_LINES)  # the bodies nothing read, past the bound
             findings.extend(found_finding(rule, found) for found in rule.check(queries))
     return findings_order(findings)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from amp_clipfix.analysis.decorators import method_wrappers
 from amp_clipfix.analysis.evaluate import first_param
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.shape_texts import PLAIN_BACKWARD
+from amp_clipfix.analysis.shape_texts import PLAIN_BACKWARD_IN_CLASS, PLAIN_BACKWARD_WRAPPER
 from amp_clipfix.analysis.summary import Summary, first_line
 from amp_clipfix.analysis.training import manual_modules, runtime_review, trainers_scaler
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
@@ -103,8 +103,10 @@ def on_self(call: ast.Call, self_name: str | None) -> bool:
 
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
-    # a file whose text cannot write a plain backward call is not parsed (shape_texts.py)
-    for file, cls, methods, manual in manual_modules(facts, b".backward(", where=PLAIN_BACKWARD):
+    # a file whose text cannot write a plain backward call in a class is not parsed for it
+    # (shape_texts.py)
+    modules = manual_modules(facts, b".backward(", where=PLAIN_BACKWARD_IN_CLASS)
+    for file, cls, methods, manual in modules:
         for method in methods:
             self_name = first_param(method)
             calls = [
@@ -127,7 +129,8 @@ def wrapped(facts: ProjectFacts) -> Iterator[Found]:
     optimizing module's method (analysis/decorators.py): its first parameter is the module."""
     if not facts.may_optimize_manually():
         return
-    for file in facts.with_words(b".backward(", where=PLAIN_BACKWARD):
+    # nor, here, where no function returns one it defines by name (a wrapper: shape_texts.py)
+    for file in facts.with_words(b".backward(", where=PLAIN_BACKWARD_WRAPPER):
         summary = facts.evaluator.summary(file.path) or file.summary
         writes = functools.partial(may_call_backward, summary)
         for wrapper, classes in method_wrappers(facts.evaluator, summary, writes):

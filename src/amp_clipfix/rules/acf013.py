@@ -40,6 +40,8 @@ WORDS = (b"gradient_clip_val",)  # only a Trainer that clips can refuse
 FSDP_STRATEGIES = names.strategy_classes(Side.TRAINER, Shards.FSDP)
 # Only a call that writes both (or spreads `**`) can be reported (`fsdp_norm_clip`).
 FSDP_CLIP: Keywords | None = Keywords(STRATEGY_ARGUMENT, CLIP_VAL_ARGUMENT)
+# The keywords `fsdp_norm_clip` reads: only these are taken from a `**` spread.
+READ = (STRATEGY_ARGUMENT, CLIP_VAL_ARGUMENT, CLIP_ALGORITHM_ARGUMENT, PRECISION_ARGUMENT)
 FIRST_ALWAYS = (2, 1)  # FSDPPrecision for every precision (verified on 2.4.0 and 2.6.6)
 
 ERROR = (
@@ -65,7 +67,7 @@ def check(queries: Queries) -> Iterator[Found]:
     for file in library_call_files(facts, WORDS, TRAINER_CLASSES, FSDP_CLIP):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES, FSDP_CLIP):
             found = fsdp_norm_clip(facts, file, call, always)
-            spread = with_spread_keywords(facts, file, call) if found is None else None
+            spread = with_spread_keywords(facts, file, call, READ) if found is None else None
             if spread is not None:  # `Trainer(**cfg)`: the dict's entries, where written
                 found = fsdp_norm_clip(facts, file, spread, always)
             if found is not None:
