@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.relevance import index_of
+from amp_clipfix.analysis.relevance import WordFiles
 from amp_clipfix.patterns import lazy
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ class WordIndex:
         return words_of(self.contents)
 
 
-def words_of(contents: Mapping[Path, bytes]) -> dict[bytes, list[Path]]:
-    """Each word's files, in the order of `contents`."""
-    return index_of(contents.items())
+def words_of(contents: Mapping[Path, bytes]) -> Mapping[bytes, list[Path]]:
+    """Each word's files, in the order of `contents` (each word's found when first asked:
+    relevance.WordFiles)."""
+    return WordFiles(contents.items())
