@@ -3,9 +3,15 @@ times): per reading (a function `manual_reads` gives, read by `order.events` wit
 the evaluations made inside it, its events and whether it meets a clip (no clip: the reading
 cannot give a finding); then the calls whose classification cost most (`module_call`, the
 first question the classifier asks of every call: its callee's value, which helper entry then
-reuses from the evaluator's memo).
+reuses from the evaluator's memo); the readings by their class's standing (a LightningModule
+that may optimize by hand, a class the evaluator does not find to be one, no class) and ACF005's
+whole `check` CPU.
+
+`--read manual-modules` / `--read none` leave readings out (a measurement, not sound: a ceiling
+of what a gate on the readings could save; ACF005's parses and `manual_reads` stay).
 
     python bench/manual_readings.py /work/corpora/Lightning-AI+pytorch-lightning
+    python bench/manual_readings.py --read none /work/corpora/Lightning-AI+pytorch-lightning
 """
 
 from __future__ import annotations
@@ -25,9 +31,20 @@ from amp_clipfix.rules import acf005
 EVALS = [0]
 READINGS: list[tuple[int, float, int, bool, str]] = []
 CALLS: collections.Counter[str] = collections.Counter()
+STANDING: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0.0])
+CHECK = [0.0]
 
 
-def patch() -> None:
+def standing(facts: Any, file: Any, function: Any) -> str:
+    owner = None if isinstance(function, ast.Module) else facts.class_of(file, function)
+    if owner is None:
+        return "no class"
+    if facts.is_lightning_module(owner) and facts.manual_optimization(owner) is not False:
+        return "manual module"
+    return "other class"
+
+
+def patch(read_only: str) -> None:
     settled = evaluate.settled_ev
 
     def counted_ev(*args: Any, **kwargs: Any) -> Any:
@@ -42,10 +59,34 @@ def patch() -> None:
         order = events(facts, file, function, classify, *a, **k)
         clip = any(event.kind is EventKind.CLIP for event in order)
         label = f"{file.path.name}:{getattr(function, 'name', '<module>')}"
-        READINGS.append((EVALS[0] - before, time.process_time() - start, len(order), clip, label))
+        cpu = time.process_time() - start
+        READINGS.append((EVALS[0] - before, cpu, len(order), clip, label))
+        kind = STANDING[standing(facts, file, function)]
+        kind[0], kind[1], kind[2] = kind[0] + 1, kind[1] + EVALS[0] - before, kind[2] + cpu
         return order
 
     acf005.events = read  # type: ignore[attr-defined]
+    reads = acf005.manual_reads
+
+    def kept_reads(facts: Any, file: Any) -> Any:
+        for function, owner in reads(facts, file):
+            wanted = {"all": True, "none": False}.get(read_only)
+            if wanted is None:  # manual-modules
+                wanted = standing(facts, file, function) == "manual module"
+            if wanted:
+                yield function, owner
+
+    acf005.manual_reads = kept_reads  # type: ignore[attr-defined]
+    check = acf005.RULE.check
+
+    def timed(queries: Any) -> Any:
+        start = time.process_time()
+        try:
+            yield from check(queries)
+        finally:
+            CHECK[0] += time.process_time() - start
+
+    object.__setattr__(acf005.RULE, "check", timed)
     module_call = acf005.module_call
 
     def asked(facts: Any, file: Any, call: ast.Call, attr: str, owner: Any) -> Any:
@@ -63,9 +104,10 @@ def patch() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--read", choices=("all", "manual-modules", "none"), default="all")
     parser.add_argument("folder")
     arguments = parser.parse_args()
-    patch()
+    patch(arguments.read)
     check_quietly(arguments.folder)
     met = [r for r in READINGS if r[3]]
     print(
@@ -79,6 +121,10 @@ def main() -> None:
     print("costliest calls classified (evaluations of module_call)")
     for label, evals in CALLS.most_common(arguments.top):
         print(f"  {evals:5d}  {label}")
+    print("readings by their class: readings, evaluations, CPU s")
+    for kind, (count, evals, cpu) in sorted(STANDING.items()):
+        print(f"  {count:4.0f} {evals:5.0f} {cpu:6.3f}  {kind}")
+    print(f"ACF005 check CPU {CHECK[0]:.3f} s (readings: {arguments.read})")
 
 
 if __name__ == "__main__":
