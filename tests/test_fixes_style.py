@@ -3,8 +3,8 @@
 For every fixture file a fix rewrites: when `ruff format --check` accepts the input, it accepts
 the expected output; and ruff's E501 (lines longer than the project's line length) reports no more
 lines in the expected output than in the input. The line length and quote style are the
-project's own (`project/style.py` reads ruff, black and flake8 settings; else 88), and ruff runs
-`--isolated` with them so that this repository's settings do not leak in.
+project's own (`project/style.py` reads ruff, black, flake8 and yapf settings; else 88), and ruff
+runs `--isolated` with them so that this repository's settings do not leak in.
 """
 
 from __future__ import annotations
@@ -124,6 +124,26 @@ def test_the_fix_keeps_the_projects_format(
         ({"setup.cfg": "[flake8]\nmax-line-length = 110\n"}, Style(110, "double")),
         ({"tox.ini": "[flake8]\nmax-line-length = 79\n"}, Style(79, "double")),
         ({"pyproject.toml": "[tool.ruff\nbroken"}, Style(88, "double")),
+        ({".style.yapf": "[style]\nCOLUMN_LIMIT = 119\n"}, Style(119, "double")),
+        ({".style.yapf": "[style]\nbased_on_style = google\n"}, Style(80, "double")),
+        ({"setup.cfg": "[yapf]\nBASED_ON_STYLE = pep8\n"}, Style(79, "double")),
+        ({"pyproject.toml": "[tool.yapf]\ncolumn_limit = 100\n"}, Style(100, "double")),
+        (
+            {
+                "setup.cfg": "[flake8]\nmax-line-length = 110\n",
+                ".style.yapf": "[style]\ncolumn_limit = 119\n",
+            },
+            Style(110, "double"),
+        ),
+        (
+            {
+                ".style.yapf": "[style]\ncolumn_limit = 119\n",
+                "setup.cfg": "[yapf]\ncolumn_limit = 90\n",
+            },
+            Style(119, "double"),
+        ),
+        ({"setup.cfg": "[isort]\nline_length = 120\n"}, Style(88, "double")),
+        ({".style.yapf": "[style]\ncolumn_limit = wide\n"}, Style(88, "double")),
     ],
     ids=[
         "default",
@@ -134,6 +154,14 @@ def test_the_fix_keeps_the_projects_format(
         "setup.cfg",
         "tox",
         "bad",
+        "yapf",
+        "yapf-google",
+        "yapf-setup.cfg-pep8",
+        "yapf-pyproject",
+        "flake8-before-yapf",
+        "yapf-file-first",
+        "no-yapf-section",
+        "yapf-bad",
     ],
 )
 def test_the_project_style_is_read_from_its_settings(
@@ -192,6 +220,28 @@ def test_fixed_code_follows_the_line_length_and_quotes_of_the_project(
     helper_only = tmp_path / "helper.py"
     helper_only.write_text(wide.split("\n\n\nfabric = ")[0] + "\n", encoding="utf-8")
     assert subprocess.run([*check, str(helper_only)], capture_output=True).returncode == 0
+
+
+CALL = (  # 106 columns in the function: over 88, within 119
+    'L.Trainer(strategy="ddp_find_unused_parameters_true", max_epochs=1, precision=16, devices=1)'
+)
+TRAINER = (
+    f"import lightning as L\n\n\ndef test_simple(model):\n    trainer = {CALL}\n"
+    "    trainer.fit(model)\n"
+)
+
+
+def test_a_yapf_project_keeps_a_line_that_fits_its_column_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fix on a line longer than 88 but within yapf's column_limit leaves it one line (yapf
+    would join the split back); without the setting it is split at 88."""
+    wide = project(
+        tmp_path / "a", {"train.py": TRAINER, ".style.yapf": "[style]\nCOLUMN_LIMIT = 119\n"}
+    )
+    assert apply(wide, monkeypatch) == TRAINER.replace("precision=16", 'precision="16-mixed"')
+    split = apply(project(tmp_path / "b", {"train.py": TRAINER}), monkeypatch)
+    assert '        precision="16-mixed",\n' in split
 
 
 LONG = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, cccccccccccccccccc"

@@ -4,7 +4,10 @@ Read from the project's own formatter and linter settings, the first that sets i
 
 - line length: `ruff.toml` / `.ruff.toml` (`line-length`), pyproject.toml `[tool.ruff]
   line-length`, `[tool.black] line-length`, setup.cfg / tox.ini / .flake8 `[flake8]
-  max-line-length`; else 88 (ruff's and black's default);
+  max-line-length`, yapf's `column_limit` (`.style.yapf` `[style]`, setup.cfg `[yapf]`,
+  pyproject.toml `[tool.yapf]`, the first that has the section, as yapf looks; without the
+  key, the limit of its `based_on_style`: pep8 79, google / yapf / facebook 80); else 88
+  (ruff's and black's default);
 - quotes: ruff's `[format] quote-style` ("single" / "double"; "preserve" keeps double), else
   double (black's `skip-string-normalization` leaves any quotes alone: double is fine there).
 
@@ -62,6 +65,8 @@ def project_style(root: Path) -> Style:
             length = flake8_length(root / name, root)
             if length is not None:
                 break
+    if length is None:
+        length = yapf_column_limit(root)
     return Style(length or DEFAULT_LINE_LENGTH, quote or "double")
 
 
@@ -87,14 +92,49 @@ def quote_style(value: object) -> str | None:
 
 
 def flake8_length(path: Path, root: Path) -> int | None:
+    section = ini_section(path, root, "flake8")
+    text = section.get("max-line-length", "") if section is not None else ""
+    try:
+        return positive(int(text)) if text.strip() else None
+    except ValueError:
+        return None
+
+
+# yapf's own styles' column limits (yapf/yapflib/style.py); a config without `based_on_style`
+# is based on pep8.
+YAPF_STYLE_LIMITS = {"pep8": 79, "google": 80, "yapf": 80, "facebook": 80}
+
+
+def yapf_column_limit(root: Path) -> int | None:
+    """The column limit yapf formats the project with, from the first config yapf reads: a
+    project formatted by yapf fits its lines to it, not to 88."""
+    section = ini_section(root / ".style.yapf", root, "style")
+    if section is None:
+        section = ini_section(root / "setup.cfg", root, "yapf")
+    if section is None:
+        table = toml_table(root, "pyproject.toml", ("tool", "yapf"))
+        section = {str(k).lower(): str(v) for k, v in table.items()} if table is not None else None
+    if section is None:
+        return None
+    text = section.get("column_limit", "").strip()
+    if text:
+        try:
+            return positive(int(text))
+        except ValueError:
+            return None
+    based_on = section.get("based_on_style", "pep8").strip().strip("'\"").lower()
+    return YAPF_STYLE_LIMITS.get(based_on)
+
+
+def ini_section(path: Path, root: Path, name: str) -> dict[str, str] | None:
+    """The options of section `name` of an ini file (keys lowercased), None without it."""
     if not observed.is_file(path):
         return None
-    import configparser  # only a project with a setup.cfg, tox.ini or .flake8 file
+    import configparser  # only a project with such a file
 
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(observed.read_inside(path, root).decode("utf-8"))
-        text = parser.get("flake8", "max-line-length", fallback="")
-        return positive(int(text)) if text.strip() else None
+        return dict(parser.items(name)) if parser.has_section(name) else None
     except (OSError, ValueError, configparser.Error):
         return None
