@@ -21,6 +21,7 @@ from amp_clipfix.analysis.name_texts import NameTexts
 from amp_clipfix.analysis.nested_calls import calling_scopes, seen_in
 from amp_clipfix.analysis.passed import PassedCalls
 from amp_clipfix.analysis.passon import Node, followed
+from amp_clipfix.analysis.plain_binds import bound_once
 from amp_clipfix.analysis.recording import (
     Recording,
     earlier_scan,
@@ -135,7 +136,7 @@ class CallerIndex(PassedCalls, NameTexts):
         found = self.callers(function, ctx)
         for call, caller in found:
             method = is_method(ctx.summary, function)
-            bound = self.bind(function, call, caller, method, ctx.summary)
+            bound = bound_once(self, function, call, caller, method, ctx.summary)
             values.extend(self.force(bound.get(param.arg, [])))
         if values:
             return values

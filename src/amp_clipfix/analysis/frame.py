@@ -185,6 +185,7 @@ class EvaluatorBase:
         self.callers_cache: dict[tuple[int, str], list[object]] = {}
         # callers.callers: the calls of a function, by (function, class, module, depth)
         self.found_callers: dict[tuple[int, int, int, int], list[object]] = {}
+        self.plain_binds: dict[tuple[object, ...], tuple[Any, ...]] = {}  # plain_binds.py
         self.caller_files_cache: dict[tuple[str, Path], list[Path]] = {}
         self.contained_cache: dict[int, object] = {}  # contained.contained, by class
         self.name_files: dict[bytes, list[Path]] = {}  # callers.files_naming

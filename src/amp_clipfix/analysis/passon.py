@@ -50,6 +50,7 @@ from amp_clipfix.analysis.frame import (
     add_unique,
     bounded,
 )
+from amp_clipfix.analysis.plain_binds import bound_once
 from amp_clipfix.analysis.shapes import all_params, is_method
 from amp_clipfix.analysis.values import Opaque
 
@@ -305,7 +306,7 @@ def expand(chain: Chain, node: Node) -> None:
     node.found = bool(found)
     method = is_method(node.ctx.summary, node.function)
     for call, caller in found:
-        bound = ev.bind(node.function, call, caller, method, node.ctx.summary)
+        bound = bound_once(ev, node.function, call, caller, method, node.ctx.summary)
         node.calls.append([part(chain, item) for item in bound.get(node.param.arg, [])])
     if chain.broken:
         raise Unsettled
