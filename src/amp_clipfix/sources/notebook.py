@@ -195,10 +195,10 @@ def read_notebook(source: SourceFile) -> Notebook:
     parsed.)"""
     import json
 
-    from amp_clipfix.sources.notebook_json import source_value_offsets
+    from amp_clipfix.sources.notebook_json import loads_noting_constants, source_value_offsets
 
-    try:
-        document = json.loads(source.text)
+    try:  # plain or not (NaN, Infinity) from this parse: the skim needs no other
+        document, plain = loads_noting_constants(source.text)
     except json.JSONDecodeError as error:
         raise SourceError(f"not a valid notebook: invalid JSON at line {error.lineno}") from None
     except RecursionError:
@@ -210,7 +210,7 @@ def read_notebook(source: SourceFile) -> Notebook:
     cells = document.get("cells")
     if not isinstance(cells, list):
         raise SourceError("not a valid notebook: no cell list")
-    offsets = source_value_offsets(source.text)
+    offsets = source_value_offsets(source.text, plain)
     if len(offsets) != len(cells):
         raise SourceError("not a valid notebook: cannot locate every cell's source")
     code_cells: list[CodeCell] = []

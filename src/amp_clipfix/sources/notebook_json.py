@@ -109,13 +109,16 @@ def raw_line_pieces(raw: str) -> list[str]:
     return pieces
 
 
-def source_value_offsets(text: str) -> list[tuple[int, int]]:
+def source_value_offsets(text: str, plain: bool | None = None) -> list[tuple[int, int]]:
     """Offsets of every cell's `"source"` value ((-1, -1) for a cell without one). The standard
     JSON parser gives no positions, so the file is read once more: a text the standard parser
     reads (without NaN or Infinity) is skimmed (cell_sources: only the cells' members are
     looked at, the outputs skipped by their brackets), any other by the small positional
-    parser, which also says what is wrong."""
-    skimmed = cell_sources(text) if plain_json(text) else None
+    parser, which also says what is wrong. `plain`: plain_json's answer, when the caller's own
+    parse of the text knows it (loads_noting_constants), so the text is not parsed again."""
+    if plain is None:
+        plain = plain_json(text)
+    skimmed = cell_sources(text) if plain else None
     if skimmed is not None:
         return skimmed
     try:
@@ -149,6 +152,18 @@ def plain_json(text: str) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def loads_noting_constants(text: str) -> tuple[object, bool]:
+    """`json.loads(text)` and plain_json's answer from the same parse: whether no NaN or
+    Infinity was read (each is read as the standard parser reads it)."""
+    constants: list[str] = []
+
+    def noted(constant: str) -> float:
+        constants.append(constant)
+        return float(constant)
+
+    return json.loads(text, parse_constant=noted), not constants
 
 
 STRING_TOKEN = lazy(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)

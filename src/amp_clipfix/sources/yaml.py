@@ -10,7 +10,6 @@ indentation, quoting, key order and every other byte stay as they were.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,8 +58,13 @@ def ruamel_documents(text: str) -> list[Any]:
 
 
 # Text that may nest deeper than ruamel's recursive composer goes (it then fails: "nested too
-# deeply"), where libyaml would not: checked by ruamel itself.
-DEEP = lazy(r"^[ \t-]{64}|[\[{]{8}", re.MULTILINE)
+# deeply"), where libyaml would not: checked by ruamel itself. A line indented 64 deep (a
+# search for a line break with a literal first character; the text's first line apart), or
+# eight brackets in a row (found from each bracket: `too_deep` looks only when there are few).
+DEEP_LINE = lazy(r"[ \t-]{64}")
+DEEP_INDENT = lazy(r"\n[ \t-]{64}")
+MAX_BRACKETS = 256
+BRACKET_RUN = 8
 
 
 def check_parses(text: str) -> None:
@@ -69,16 +73,16 @@ def check_parses(text: str) -> None:
     composes (tests/test_yaml_scan.py checks this on every config of the test corpora and
     fixtures); on libyaml's error, or without it, ruamel composes it and says why."""
     try:
-        from yaml import CSafeLoader, YAMLError, parse
+        from yaml import YAMLError
+        from yaml.cyaml import CParser
     except ImportError:
         compose_documents(text)
         return
     if too_deep(text):
         compose_documents(text)
         return
-    try:
-        for _ in parse(text, Loader=CSafeLoader):
-            pass
+    try:  # libyaml's events are counted in C, never made Python objects (a third the time)
+        CParser(text).raw_parse()
     except (YAMLError, RecursionError, MemoryError):
         compose_documents(text)
 
@@ -183,7 +187,25 @@ def each_node(roots: Sequence[Any]) -> Iterator[Any]:
 
 
 def too_deep(text: str) -> bool:
-    return DEEP.search(text) is not None or text.count("[") + text.count("{") > 256
+    """Whether the text may nest deeper than ruamel composes: more than MAX_BRACKETS brackets,
+    BRACKET_RUN of them in a row, or a line indented 64 deep (spaces, tabs, dashes)."""
+    brackets = text.count("[") + text.count("{")
+    if brackets > MAX_BRACKETS:
+        return True
+    if DEEP_LINE.match(text) is not None or DEEP_INDENT.search(text) is not None:
+        return True
+    return brackets >= BRACKET_RUN and any(bracket_run(text, bracket) for bracket in ("[", "{"))
+
+
+def bracket_run(text: str, bracket: str) -> bool:
+    """Whether BRACKET_RUN brackets (`[`, `{`) follow one another from some `bracket`."""
+    start = text.find(bracket)
+    while start >= 0:
+        run = text[start : start + BRACKET_RUN]
+        if len(run) == BRACKET_RUN and not run.strip("[{"):
+            return True
+        start = text.find(bracket, start + 1)
+    return False
 
 
 MAX_TAGS = 65_536  # resolved scalars kept (libyaml_loader)
