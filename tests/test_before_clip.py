@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from narrowed_search import asked
 from test_bounded import Counted
 from test_clip_tail import report, write
 
@@ -211,18 +212,6 @@ SCRIPT = """
         data = build_data(cfg.data{index})
         return model, data
     """
-
-
-def asked(counted: Counted, path: Path, code: str) -> bool:
-    """Some evaluator of the run evaluated the expression `code` of the file."""
-    for evaluator in counted.evaluators:
-        summary = evaluator.summaries.get(path)
-        if summary is None:
-            continue
-        nodes = {id(n) for n in ast.walk(summary.tree) if ast.unparse(n) == code}
-        if any(key[0] in nodes for key in evaluator.memo):
-            return True
-    return False
 
 
 def test_helpers_that_make_no_backward_are_not_asked_about(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_before_clip import asked
+from narrowed_search import asked
 from test_bounded import Counted
 from test_clip_tail import report, write
 
