@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.frame import Ctx
-from amp_clipfix.analysis.shapes import all_params
+from amp_clipfix.analysis.shapes import all_params, first_param
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Fn, Inst, Opaque, SelfV
 
@@ -197,13 +197,11 @@ def self_class(call: ast.Call, reading: ast.AST, ctx: Ctx, runtime: ClsV | None)
         for d in reading.decorator_list
     ):
         return None
-    positional = [*reading.args.posonlyargs, *reading.args.args]
     func = call.func
     if (
-        positional
-        and isinstance(func, ast.Attribute)
+        isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Name)
-        and func.value.id == positional[0].arg
+        and func.value.id == first_param(reading)
     ):
         return runtime
     return None

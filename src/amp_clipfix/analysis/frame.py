@@ -449,12 +449,7 @@ def add_unique(target: list[object], items: Iterable[object]) -> None:
     """Extend `target` by the items it does not hold yet. The same argument reached along two
     paths (wrappers that each call the next in two branches, each passing `**kwargs` on) is
     one value: kept twice, the lists would double at every wrapper."""
-    seen = {value_key(value) for value in target}
-    for item in items:
-        key = value_key(item)
-        if key not in seen:
-            seen.add(key)
-            target.append(item)
+    UniqueAdds().add(target, items)
 
 
 class UniqueAdds:

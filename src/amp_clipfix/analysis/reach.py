@@ -68,7 +68,6 @@ from amp_clipfix.sources.prefilter import word_start
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
 EVENT_METHODS = frozenset({"backward", "unscale_", "step"})
 BUILTIN_NAMES = frozenset(dir(builtins))
-FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The helper levels below a called function that a reading still enters: a reading (depth 0)
 # enters helpers down to order.HELPER_DEPTH, so the callee of one of its calls has two more.
 LEVELS = HELPER_DEPTH - 1

@@ -17,14 +17,20 @@ if TYPE_CHECKING:
 FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def root_of(expr: ast.expr) -> ast.expr:
+    """What an expression's attributes and items are read from (`a` in `a.b[0].c`)."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr
+
+
 def follows_callers(summary: Summary, receiver: ast.expr, function: ast.AST | None = None) -> bool:
     """The receiver's value is looked for in other functions' code: it is (an attribute or
     item of) a call's result, or a parameter of the function it is in other than a method's
     `self` / `cls` (its callers' arguments). Only such calls are worth an index question: the
     others are cheap for the evaluator, and asking would cost more than it saves. `function`:
     the one the receiver is read in, when known (a module: no parameters)."""
-    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
-        receiver = receiver.value
+    receiver = root_of(receiver)
     if isinstance(receiver, ast.Call):
         return True
     if not isinstance(receiver, ast.Name):
@@ -48,15 +54,11 @@ def from_call(
     """The receiver is (an attribute or item of) a local of the function that an assignment
     gives a call's result (or an attribute or item of one): its value is followed into the
     code the call runs."""
-    while isinstance(receiver, (ast.Attribute, ast.Subscript)):
-        receiver = receiver.value
+    receiver = root_of(receiver)
     if not isinstance(receiver, ast.Name) or not isinstance(function, FUNCTION_NODES):
         return False
     for node in evaluator.local_bindings(function, summary).get(receiver.id, ()):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            value = node.value
-            while isinstance(value, (ast.Attribute, ast.Subscript)):
-                value = value.value
-            if isinstance(value, ast.Call):
-                return True
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if value is not None and isinstance(root_of(value), ast.Call):
+            return True
     return False
