@@ -162,8 +162,7 @@ def fix_project(
     if style is None:
         style = project_style(root) if root is not None else DEFAULT_STYLE
     if defer:
-        waiting = overlapping(findings)  # once: it reads every finding's edits
-        findings = [f for f in findings if f not in waiting]
+        findings = [f for f in findings if f not in overlapping(findings)]
     by_file = fix_targets_by_file(findings)
     edits = edits_by_file(findings)
     for path in sorted(set(by_file) | set(edits)):
