@@ -25,6 +25,7 @@ from amp_clipfix.analysis import names, python_configs
 from amp_clipfix.analysis.config_sites import SETTING_KEYS, Setting, config_settings, positive
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
+from amp_clipfix.analysis.recording import PREDICATES, scan
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
@@ -37,6 +38,7 @@ CLI_WORD = b"LightningCLI"
 DEFAULTS_WORD = b"trainer_defaults"
 # The keys a document names its model class with (python_configs.model_targets).
 TARGET_WORDS = (b"_target_", b"class_path")
+MAY_WRITE_DOCUMENT = "may_write_document"  # the test of `config_documents`' files
 # A document's `model` key: the string literal `"model"`, or `model=` (of a `dict(...)` call).
 MODEL_KEY = lazy(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + GAP + rb"=(?!=))")
 DICT_CALL = lazy(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + GAP + rb"\(")
@@ -231,15 +233,8 @@ def config_documents(
     are string literals, python_configs.mapping_items) where it may write a document that
     gives the caller something (`may_give`); of their mappings, those that do (`gives`), then
     the call by its qualified name."""
-    from amp_clipfix.paths import is_library
-
     contents = facts.evaluator.contents
-    for path in sorted(contents, key=str):
-        data = contents[path]
-        if not (b"create" in data or b"DictConfig" in data) or is_library(path):
-            continue  # the search below needs one of them: most files are ruled out at once
-        if not may_give(data, words) or not writes_document_call(data):
-            continue
+    for path in sorted(scan(contents, ("fn", MAY_WRITE_DOCUMENT, words)), key=str):
         file = facts.file(path)
         if file is None:
             continue
@@ -251,6 +246,20 @@ def config_documents(
                 continue
             if facts.qualified_names(file, call.func) & CONFIG_DOCUMENTS:
                 yield file, call.args[0]
+
+
+def may_write_document(path: Path, data: bytes, words: tuple[bytes, ...]) -> bool:
+    """Whether a project file's text may give `config_documents` a document: it writes a call
+    of `create` / `DictConfig` with a mapping, and `may_give`. A scan's test (recording.py), so
+    an edit asks the search again only where a file's answer changes, not for every file."""
+    from amp_clipfix.paths import is_library
+
+    if not (b"create" in data or b"DictConfig" in data) or is_library(path):
+        return False  # the search needs one of them: most files are ruled out at once
+    return may_give(data, words) and writes_document_call(data)
+
+
+PREDICATES[MAY_WRITE_DOCUMENT] = may_write_document
 
 
 def gives(document: ast.expr, words: tuple[bytes, ...]) -> bool:

@@ -68,44 +68,52 @@ def with_suppressions(site: Site, suppressions: dict[int, frozenset[str]]) -> Si
     return replace(site, suppressed_codes=codes) if codes else site
 
 
-def comment_suppressions(source: SourceText, tree: ast.Module) -> dict[int, frozenset[str]]:
-    """Line -> codes its comment silences. `ast` keeps no comments: a line is read only when
-    the text from its first `#` could silence something, and then from the first `#` that is
-    not inside a string literal."""
-    candidates: dict[int, str] = {}
-    for number in range(1, len(source.line_starts) + 1):
-        line = source.line(number)
+class Suppressions(dict[int, frozenset[str]]):
+    """Line -> codes its comment silences, each line read when a site first asks for it
+    (`with_suppressions`): a site's lines are a few of its file's. `ast` keeps no comments: a
+    line is read further only when the text from its first `#` could silence something, and
+    then from the first `#` that is not inside a string literal (the tree's strings are found
+    once, and only for a file where some line asked could silence)."""
+
+    def __init__(self, source: SourceText, tree: ast.Module) -> None:
+        super().__init__()
+        self.source, self.tree = source, tree
+        self.strings: list[Extent] | None = None
+
+    def __missing__(self, number: int) -> frozenset[str]:
+        codes: frozenset[str] = frozenset()
+        line = self.source.line(number) if 1 <= number <= len(self.source.line_starts) else ""
         first = line.find("#")
         if first >= 0 and suppressed_codes(line[first:]):
-            candidates[number] = line
-    if not candidates:
-        return {}
-    strings = string_extents(tree, set(candidates))
-    suppressions: dict[int, frozenset[str]] = {}
-    for number, line in candidates.items():
-        for column, char in enumerate(line):
-            if char == "#" and not in_string(strings, number, len(line[:column].encode())):
-                codes = suppressed_codes(line[column:])
-                if codes:
-                    suppressions[number] = codes
-                break
-    return suppressions
+            if self.strings is None:
+                self.strings = string_extents(self.tree)
+            for column, char in enumerate(line):
+                if char == "#" and not in_string(self.strings, number, len(line[:column].encode())):
+                    codes = suppressed_codes(line[column:])
+                    break
+        self[number] = codes
+        return codes
+
+    def get(self, number: int, default: object = None) -> frozenset[str]:
+        return self[number]
+
+
+def comment_suppressions(source: SourceText, tree: ast.Module) -> dict[int, frozenset[str]]:
+    """The file's `Suppressions`, read as its sites ask."""
+    return Suppressions(source, tree)
 
 
 Extent = tuple[tuple[int, int], tuple[int, int]]
 
 
-def string_extents(tree: ast.Module, lines: set[int]) -> list[Extent]:
+def string_extents(tree: ast.Module) -> list[Extent]:
     extents = []
     for node in walk(tree):
         if isinstance(node, ast.JoinedStr) or (
             isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
         ):
             end_line = node.end_lineno or node.lineno
-            if any(line in lines for line in range(node.lineno, end_line + 1)):
-                extents.append(
-                    ((node.lineno, node.col_offset), (end_line, node.end_col_offset or 0))
-                )
+            extents.append(((node.lineno, node.col_offset), (end_line, node.end_col_offset or 0)))
     return extents
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.nodes import target_names, walk
-from amp_clipfix.analysis.recording import holds, matches, scan
+from amp_clipfix.analysis.recording import PREDICATES, holds, matches, scan
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.models import FileSites, SiteKind
@@ -96,10 +96,10 @@ def fused_origins(
 
 
 def written_fused(contents: Mapping[Path, bytes]) -> Iterable[Path]:
-    """The files that may write an origin: the scan's, less those writing `fused` in comments
-    only (their texts read, as their parse would read them: an edit asks again)."""
-    found = scan(contents, holds(FUSED.encode()), matches(MAY_WRITE_FUSED))
-    return [path for path in found if not is_library(path) and writes_in_code(contents[path])]
+    """The files that may write an origin: those the scan finds writing `fused` in code (not in
+    comments only), library files left out. One scan, noted with its answer: an edit asks
+    again only where a file's answer changes."""
+    return scan(contents, holds(FUSED.encode()), matches(MAY_WRITE_FUSED), IN_PROJECT_CODE)
 
 
 def writes_in_code(data: bytes) -> bool:
@@ -115,6 +115,12 @@ def writes_in_code(data: bytes) -> bool:
         if b"#" not in line or b'"' in line or b"'" in line or b"{" in line:
             return True
     return False
+
+
+PREDICATES["fused_in_project_code"] = lambda path, data: (
+    not is_library(path) and writes_in_code(data)
+)
+IN_PROJECT_CODE = ("fn", "fused_in_project_code")
 
 
 def file_origins(

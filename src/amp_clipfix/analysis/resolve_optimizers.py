@@ -15,6 +15,7 @@ from amp_clipfix.analysis.evaluate import Ctx, Evaluator
 from amp_clipfix.analysis.fused_origins import FusedOrigins, fused_origins, project_modules
 from amp_clipfix.analysis.names import Kind
 from amp_clipfix.analysis.nodes import walk
+from amp_clipfix.analysis.recording import PREDICATES, passes, raw, tested
 from amp_clipfix.analysis.relevance import may_define_subclass
 from amp_clipfix.analysis.resolve_base import (
     ResolutionBase,
@@ -31,6 +32,10 @@ from amp_clipfix.records import record, replace
 # Files whose classes may be module classes: they name Lightning or build optimizers in the hook
 # (a module class deriving from a project base in a file with neither is found through its hook).
 CLASS_WORDS = (b"LightningModule", b"configure_optimizers", b"lightning")
+
+# `may_hold_module_class`'s test of a file's text, as a noted text test (recording.tested)
+DEFINES_SUBCLASS = (("fn", "may_define_subclass"),)
+PREDICATES["may_define_subclass"] = lambda path, data: may_define_subclass(data)
 
 
 def within(inner: Span, outer: Span) -> bool:
@@ -118,10 +123,15 @@ class OptimizerSearch(ResolutionBase):
         return False
 
     def may_hold_module_class(self, path: Path) -> bool:
-        """Whether a file may define a class that derives from anything (its bytes read, as its
-        summary would be); only a Python file's text is tested (a notebook's is JSON)."""
-        data = self.ev.contents.get(path)
-        return data is None or path.suffix != ".py" or may_define_subclass(data)
+        """Whether a file may define a class that derives from anything; only a Python file's
+        text is tested (a notebook's is JSON). Noted as a test of its text, not a read (an
+        edit that keeps its answer asks nothing again): the file is read when it says yes."""
+        data = raw(self.ev.contents).get(path)
+        if data is None or path.suffix != ".py":
+            return True
+        return tested(
+            self.ev.contents, path, DEFINES_SUBCLASS, passes(DEFINES_SUBCLASS, data, path)
+        )
 
     def class_optimizers(self, cls: ClsV) -> None:
         """A module class's optimizers (its mixins' and bases' methods included)."""

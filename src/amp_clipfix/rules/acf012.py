@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
 from amp_clipfix.analysis.calls import arguments, library_call_files, library_calls
@@ -246,14 +247,20 @@ def import_edits(
     removed from their import, `import torch` is added where needed. None when the imports
     cannot be tidied safely (a person rewrites the calls)."""
     nodes = list(ast.walk(file.tree))  # walked once: a test module can hold a million nodes
-    rewritten_roots = {id(node) for r in rewrites for node in callee_roots(file, r, nodes)}
+    lines = {r.site.span.line for r in rewrites}
+    named: dict[str, list[ast.Name]] = defaultdict(list)  # each a name's readers, once
+    calls: dict[int, list[ast.AST]] = defaultdict(list)  # the calls on the rewrites' lines
+    for node in nodes:
+        if isinstance(node, ast.Name):
+            named[node.id].append(node)
+        elif isinstance(node, ast.Call) and node.lineno in lines:
+            calls[node.lineno].append(node)
+    rewritten_roots = {
+        id(node) for r in rewrites for node in callee_roots(file, r, calls[r.site.span.line])
+    }
     unused = set()
     for binding in {r.binding for r in rewrites if r.binding}:
-        readers = [
-            node
-            for node in nodes
-            if isinstance(node, ast.Name) and node.id == binding and id(node) not in rewritten_roots
-        ]
+        readers = [node for node in named.get(binding, ()) if id(node) not in rewritten_roots]
         if not readers:
             unused.add(binding)
     statements: dict[int, tuple[ast.stmt, list[ast.alias]]] = {}
@@ -288,8 +295,8 @@ def import_edits(
 
 
 def callee_roots(file: FileFacts, rewrite: Rewrite, nodes: list[ast.AST]) -> list[ast.Name]:
-    """The Name nodes at the root of the rewritten call's old callee (`nodes`: the file's tree,
-    walked; a call's span starts on its first line, so only calls there are measured)."""
+    """The Name nodes at the root of the rewritten call's old callee (`nodes`: the calls that
+    start on its line; a call's span starts on its first line, so only calls there count)."""
     found = []
     line = rewrite.site.span.line
     for node in nodes:
