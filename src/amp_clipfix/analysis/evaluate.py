@@ -33,6 +33,7 @@ from amp_clipfix.analysis.library import BUILTINS, CALLBACK_CLASSES, LibraryMode
 from amp_clipfix.analysis.own_names import OwnNames
 from amp_clipfix.analysis.recording import read
 from amp_clipfix.analysis.returns import CallReturns
+from amp_clipfix.analysis.self_imports import imports_itself
 from amp_clipfix.analysis.shapes import (
     all_params,
     contains,
@@ -205,7 +206,10 @@ class Evaluator(
         if rebound:
             return rebound
         if name in summary.imports:
-            return self.resolve_qname(summary.imports[name], node, summary)
+            qname = summary.imports[name]
+            if imports_itself(self, summary, name, qname):  # what its cycle's cut gives
+                return [Ext(qname)]
+            return self.resolve_qname(qname, node, summary)
         if summary.is_package:
             sub = self.find_module(f"{summary.name}.{name}" if summary.name else name)
             if sub is not None:
