@@ -5,12 +5,14 @@ one-line edit, each against a cold `--no-cache` run of the same tree (bytes comp
     python bench/after_edit.py CORPUS FILE --pythonpath /tmp/base/src   # another checkout
 
 The corpus is copied to a scratch folder (the cache lives in the project's root) and committed
-to a new git repository there (the hook's `--tracked-only` reads what git tracks). Then, CPU
+to a new git repository there, or as it is to its own when it is a checkout (the hook's
+`--tracked-only` reads what git tracks). Then, CPU
 (user + system of the command and every process it reaped, `os.wait4`) of:
 
 1. a cold `check .` (fills the caches), then `check .` unchanged (the replay);
-2. per FILE: a line `_edited = 1` put before its first top-level `def` / `class` (every line
-   below moves; `--at-end`: at its end, no line moves), then `check .`;
+2. per FILE: a line `_edited = 1` put before its first top-level `def` / `class`, above its
+   decorators (every line below moves; `--at-end`: at its end, no line moves), then
+   `check .`;
 3. per FILE: one more such line, the file staged, then the hook's command
    `check --tracked-only --force-exclude -- FILE` (.pre-commit-hooks.yaml).
 
@@ -36,13 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchmark import child_environment, load_average  # noqa: E402
 from corpus import measure  # noqa: E402
 
-FIRST_DEFINITION = re.compile(r"^(?:async def|def|class) ", re.MULTILINE)
+FIRST_DEFINITION = re.compile(r"^(?:@|async def |def |class )", re.MULTILINE)
 GIT = ["git", "-c", "user.email=bench@example.invalid", "-c", "user.name=bench"]
 
 
 def edit(path: Path, at_end: bool = False) -> None:
-    """A line `_edited = 1` before the first top-level definition (else, or `at_end`, at the
-    end: no line of the file moves)."""
+    """A line `_edited = 1` before the first top-level definition, above its decorators (else,
+    or `at_end`, at the end: no line of the file moves)."""
     text = path.read_text(encoding="utf-8")
     found = None if at_end else FIRST_DEFINITION.search(text)
     at = found.start() if found else len(text)
@@ -79,7 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         tree = Path(scratch) / arguments.corpus.name
         shutil.copytree(arguments.corpus, tree, symlinks=True)
         shutil.rmtree(tree / ".amp_clipfix_cache", ignore_errors=True)
-        for step in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-qm", "corpus"]):
+        for step in (
+            ["init", "-q"],
+            ["add", "-A", "-f"],
+            ["commit", "-qm", "corpus", "--allow-empty"],
+        ):
             subprocess.run([*GIT, *step], cwd=tree, check=True, capture_output=True)
         command = [sys.executable, "-m", "amp_clipfix", "check", "."]
         cold = measure(command, tree, env)

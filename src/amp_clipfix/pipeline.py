@@ -388,7 +388,7 @@ def guarded_findings(
     collection: Collection,
     files: list[FileSites],
     target: Target,
-    chosen: Sequence[Rule],
+    chosen: Sequence[Rule | Gate],
     facts: ProjectFacts | None,
     root: Path | None,
 ) -> list[Finding]:
@@ -396,11 +396,11 @@ def guarded_findings(
     evaluator's own bounds): a rule that fails costs one error line naming the project, and
     the findings of the files' own sites (no search) still stand when they can be made."""
     from amp_clipfix.analysis.project_resolve import deep_stack, stage_error
-    from amp_clipfix.rules import find_findings
+    from amp_clipfix.rules import find_findings, ruled
 
     def compute() -> list[Finding]:
         with deep_stack():
-            linked = find_findings(files, target, chosen, facts, collection.bodies)
+            linked = find_findings(files, target, ruled(chosen), facts, collection.bodies)
             if facts is not None and facts.settle is not None:
                 facts.settle()  # the word-holding files no search parsed that do not parse
             return linked
@@ -410,8 +410,8 @@ def guarded_findings(
             from amp_clipfix.analysis.rules_query import rules_query
             from amp_clipfix.rules import findings_order
 
-            def check(rule: Rule) -> list[Finding]:
-                return find_findings(files, target, [rule], facts, collection.bodies)
+            def check(rule: Rule | Gate) -> list[Finding]:
+                return find_findings(files, target, ruled([rule]), facts, collection.bodies)
 
             with deep_stack():  # one query per searching rule
                 found = rules_query(collection, files, target, chosen, facts, check)  # type: ignore[arg-type]
@@ -421,7 +421,7 @@ def guarded_findings(
         collection.errors.append(stage_error("the rules", failure, root or collection.root))
     try:
         with deep_stack():
-            return find_findings(files, target, chosen)
+            return find_findings(files, target, ruled(chosen))
     except Exception:  # noqa: BLE001 - reported above
         return []
 

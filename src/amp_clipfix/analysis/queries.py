@@ -45,6 +45,7 @@ from amp_clipfix.analysis.recording import (
     Absent,
     Reads,
     Recording,
+    Test,
     exists,
     raw,
 )
@@ -121,6 +122,7 @@ class Queries:
         self.moved = False  # some answer's computation moved the evaluator (reused or not)
         self.relevance_tried: set[str] = set()  # the revisions today_relevant started from
         self.derived_known: dict[tuple[object, ...], tuple[object, bool]] = {}  # still_holds
+        self.tested: dict[tuple[Test, Path], bool] = {}  # a changed file's tests (`still`)
 
     def recording(self, data: Mapping[Path, bytes]) -> Recording:
         return Recording(raw(data), self.reads)
@@ -400,7 +402,9 @@ class Queries:
             if any(then[path] != self.revision[path] for path in stored.files):
                 return False
             texts = {Path(path): self.searchable.get(Path(path)) for path in changed}
-            return still(stored, texts, self.contents, self.searchable, self.derived_known)
+            return still(
+                stored, texts, self.contents, self.searchable, self.derived_known, self.tested
+            )
         except Exception:  # noqa: BLE001 - a miss, whatever fails: the query is computed
             return False
 

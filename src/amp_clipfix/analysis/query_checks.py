@@ -7,10 +7,11 @@ changed files the answer it gave; what the searches asked of the candidate files
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from amp_clipfix.analysis.recording import Test, passes
+from amp_clipfix.analysis.recording import Test
+from amp_clipfix.analysis.recording import passes as passes_now
 from amp_clipfix.records import record
 
 
@@ -37,10 +38,25 @@ def still(
     contents: Mapping[Path, bytes],
     searchable: Mapping[Path, bytes],
     known: dict[tuple[object, ...], tuple[object, bool]],
+    tested: dict[tuple[Test, Path], bool] | None = None,
 ) -> bool:
     """Whether everything `stored` read is as it was, given that the files it read did not
-    change: `texts`, the files changed since its revision (None: unreadable now)."""
+    change: `texts`, the files changed since its revision (None: unreadable now), the same
+    bytes for every check of a run. `tested`: the run's results of a test on a changed file,
+    by test and file (each query's entry holds the tests of the ones before it)."""
+    memo: dict[tuple[Test, Path], bool] = {} if tested is None else tested
+
+    def passes(test: Test, data: bytes, path: Path) -> bool:
+        found = memo.get((test, path))
+        if found is None:
+            found = memo[test, path] = passes_now(test, data, path)
+        return found
+
     changed = {str(path) for path in texts}
+    if changed:  # the modules that register the tests' predicates (recording.PREDICATES)
+        import amp_clipfix.analysis.text_tests  # noqa: F401
+        import amp_clipfix.analysis.written_events  # noqa: F401 - a rule's, not yet imported
+
     for test, found in stored.scans.items():
         for path, data in texts.items():
             passing = data is not None and passes(test, data, path)
@@ -55,13 +71,11 @@ def still(
             if data is None or not passes(test, data, Path(witness)):
                 return False  # another file may pass: asked again
     if stored.tests and changed:
-        import amp_clipfix.analysis.text_tests  # noqa: F401 - fills PREDICATES
-
         for path, data in texts.items():
             for test, result in stored.tests.get(str(path), {}).items():
                 if data is None or passes(test, data, path) != result:
                     return False
-    if not candidates_hold(stored, texts, contents):
+    if not candidates_hold(stored, texts, contents, passes):
         return False
     if stored.derived and changed:
         from amp_clipfix.analysis.derived import still_holds  # fills DERIVED
@@ -74,7 +88,10 @@ def still(
 
 
 def candidates_hold(
-    stored: Answer, texts: Mapping[Path, bytes | None], contents: Mapping[Path, bytes]
+    stored: Answer,
+    texts: Mapping[Path, bytes | None],
+    contents: Mapping[Path, bytes],
+    passes: Callable[[Test, bytes, Path], bool] = passes_now,
 ) -> bool:
     """What the searches asked of the candidate files (`recording.Candidates`) holds for
     every changed file: one that is a candidate now (its bytes pass the test, no library

@@ -69,8 +69,10 @@ def covered(fix: Fix, finding: Finding) -> tuple[Site, ...]:
 def choose_fix(finding: Finding, strategy: Strategy, target: Target) -> Finding:
     if finding.suppressed:
         return finding
+    if finding.offers:  # its rule's own fixes: its module need not be imported (a reused search)
+        return choose_offered(finding, strategy)
     rule = RULES.get(finding.code)
-    if finding.offers or (rule is not None and rule.writes_fixes):
+    if rule is not None and rule.writes_fixes:
         return choose_offered(finding, strategy)
     offered = RULES[finding.code].fix_safety if finding.code in RULES else None
     if strategy is Strategy.AUTO:

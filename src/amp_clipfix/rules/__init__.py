@@ -143,16 +143,23 @@ def searching_rules() -> list[Rule | Gate]:
     return [gate for gate in map(RULES.gate, RULES) if gate.asks_facts]
 
 
-def checking_rules(searching: Iterable[str]) -> list[Rule]:
+def checking_rules(searching: Iterable[str]) -> list[Rule | Gate]:
     """The rules a project's run asks, in code order: every rule with a check and no words
     (it reads the collected sites), and the rules with words in `searching` (their gates let
-    them search the project). Only these rules' modules are imported."""
+    them search the project). A searching rule is given as its gate, its module imported
+    only when its search runs (`ruled`): a warm run that reuses every search's answer imports
+    none of them (~20 ms of modules on fairseq)."""
     wanted = set(searching)
     return [
-        RULES[code]
+        gate if gate.asks_facts else RULES[code]
         for code, gate in zip(RULES, map(RULES.gate, RULES))
         if gate.checks and (not gate.asks_facts or code in wanted)
     ]
+
+
+def ruled(chosen: Iterable[Rule | Gate]) -> list[Rule]:
+    """The rules of `chosen` (checking_rules's), each gate's module imported."""
+    return [RULES[rule.code] if isinstance(rule, Gate) else rule for rule in chosen]
 
 
 def found_finding(rule: Rule, found: Found) -> Finding:
