@@ -53,10 +53,6 @@ def still(
         return found
 
     changed = {str(path) for path in texts}
-    if changed:  # the modules that register the tests' predicates (recording.PREDICATES)
-        import amp_clipfix.analysis.text_tests  # noqa: F401
-        import amp_clipfix.analysis.written_events  # noqa: F401 - a rule's, not yet imported
-
     for test, found in stored.scans.items():
         for path, data in texts.items():
             passing = data is not None and passes(test, data, path)

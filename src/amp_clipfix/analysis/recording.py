@@ -37,7 +37,7 @@ def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
             if not any(word in data for word in condition[1]):  # type: ignore[attr-defined]
                 return False
         elif condition[0] == "fn":
-            if not PREDICATES[str(condition[1])](path, data, *condition[2:]):
+            if not predicate(str(condition[1]))(path, data, *condition[2:]):
                 return False
         elif _compiled(condition).search(data) is None:
             return False
@@ -48,6 +48,36 @@ def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
 # stage that asks it (pipeline.py: may_name, may_import)
 PREDICATES: dict[str, Callable[..., bool]] = {}
 _patterns: dict[Condition, re.Pattern[bytes]] = {}
+# The modules that register PREDICATES. A warm run checks a stored test on a changed file
+# before the module that asks it may be imported (a rule's, imported when its search runs):
+# then these are imported, in order, until the test's predicate is registered.
+PREDICATE_MODULES = (
+    "amp_clipfix.analysis.text_tests",
+    "amp_clipfix.analysis.written_events",
+    "amp_clipfix.analysis.project_resolve",
+    "amp_clipfix.analysis.collection",
+    "amp_clipfix.pipeline",
+    "amp_clipfix.analysis.reach",
+    "amp_clipfix.analysis.module_objects",
+    "amp_clipfix.analysis.manual_clips",
+    "amp_clipfix.analysis.fused_origins",
+    "amp_clipfix.analysis.resolve_optimizers",
+    "amp_clipfix.analysis.cli_config",
+)
+
+
+def predicate(name: str) -> Callable[..., bool]:
+    """The registered test `name`, its module imported first when it is not yet."""
+    found = PREDICATES.get(name)
+    if found is None:
+        import importlib
+
+        for module in PREDICATE_MODULES:
+            importlib.import_module(module)
+            if name in PREDICATES:
+                break
+        found = PREDICATES[name]  # a KeyError: a test no module registers (the entry misses)
+    return found
 
 
 def _compiled(condition: Condition) -> re.Pattern[bytes]:
