@@ -48,6 +48,41 @@ def test_a_searched_project_evaluates_without_dataclasses(tmp_path: Path) -> Non
     assert HEAVY & modules == set()
 
 
+EVALUATOR = {
+    f"amp_clipfix.{name}"
+    for name in (
+        "analysis.frame",
+        "analysis.scopes",
+        "analysis.passon",
+        "analysis.sequences",
+        "analysis.namespaces",
+        "analysis.dataclass_calls",
+        "analysis.contained",
+        "output.diff",
+    )
+}
+
+
+def test_a_finding_with_its_edits_imports_no_dataclasses(tmp_path: Path) -> None:
+    """The evaluator's other classes are written by hand too, and the ones compared by value
+    (contained.Kept, diff's lines and hunks) are records: a run that evaluates and reports a
+    fix's edits (no libcst: a text fix) imports no dataclasses."""
+    root = project(tmp_path)
+    (root / "clip.py").write_text(
+        "import torch\n\n\ndef clip(model):\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    )
+    (root / "amp.py").write_text(
+        "import torch\n\nscaler = torch.cuda.amp.GradScaler()\n"
+        "with torch.cuda.amp.autocast():\n    pass\n"
+    )
+    modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert '"code": "ACF012"' in done.stdout and '"edits"' in done.stdout
+    assert modules >= EVALUATOR
+    assert HEAVY & modules == set()
+
+
 def made() -> list[values.Plain]:
     """One value of each class, by position and by keyword."""
     tree = ast.parse("def f(): pass\nclass C: pass\nfun(lambda: 0)\n")
