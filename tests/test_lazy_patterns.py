@@ -43,6 +43,7 @@ LAZY_MODULES = (
     "amp_clipfix.analysis.bound_names",
     "amp_clipfix.analysis.facts",
     "amp_clipfix.analysis.calls",
+    "amp_clipfix.analysis.shape_texts",
     "amp_clipfix.analysis.word_index",
     "amp_clipfix.fixes.elide",
     "amp_clipfix.reporting",

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,6 +53,7 @@ from amp_clipfix.analysis.contained_syntax import (
 from amp_clipfix.analysis.recording import matches, python_texts, tested
 from amp_clipfix.analysis.text_tests import text_reference
 from amp_clipfix.analysis.values import ClsV, Ext
+from amp_clipfix.records import field, record
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.passed import PassedCalls
@@ -80,7 +80,7 @@ CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
 STORING = frozenset({"append", "extend", "insert", "update", "setdefault", names.FABRIC_LAUNCH})
 
 
-@dataclass(slots=True)
+@record
 class Kept:
     """A class's answer: the modules its objects may be in (None: any), and the methods read
     there as values (whose callers may be anywhere)."""

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.fields import Layout
@@ -32,31 +31,33 @@ MAX_NESTED = 3
 RECORD_METHODS = ("_replace", "_asdict")
 
 
-@dataclass(eq=False)
 class Replaced:
-    """`replace(base, **changes)`: `base` with the fields `changes` holds set to its values."""
+    """`replace(base, **changes)`: `base` with the fields `changes` holds set to its values.
+    (This module's classes are written by hand, not made by `@dataclass`, which compiles their
+    methods at every import.)"""
 
-    base: object
-    changes: DictV
-    node: ast.Call
-    summary: Summary
+    def __init__(self, base: object, changes: DictV, node: ast.Call, summary: Summary) -> None:
+        self.base = base
+        self.changes = changes
+        self.node = node
+        self.summary = summary
 
 
-@dataclass(eq=False)
 class FieldV:
     """A `dataclasses.Field` of `fields(...)`: its `name` is a literal."""
 
-    cls: ClsV
-    name: str
-    statement: ast.AnnAssign
+    def __init__(self, cls: ClsV, name: str, statement: ast.AnnAssign) -> None:
+        self.cls = cls
+        self.name = name
+        self.statement = statement
 
 
-@dataclass(eq=False)
 class RecordMethod:
     """`x._replace` / `x._asdict` of a NamedTuple instance, not called yet."""
 
-    record: object
-    name: str
+    def __init__(self, record: object, name: str) -> None:
+        self.record = record
+        self.name = name
 
 
 class DataclassCalls(EvaluatorBase):

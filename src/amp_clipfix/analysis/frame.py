@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -56,12 +55,14 @@ class Kept(NamedTuple):
     serial: int
 
 
-@dataclass(eq=False)
 class Thunk:
-    """An argument not evaluated yet: the expression and the context it is written in."""
+    """An argument not evaluated yet: the expression and the context it is written in. (Made
+    by the thousand: written by hand, as `Ctx`, not by `@dataclass`, which compiles a class's
+    methods at every import.)"""
 
-    expr: ast.expr
-    ctx: Ctx
+    def __init__(self, expr: ast.expr, ctx: Ctx) -> None:
+        self.expr = expr
+        self.ctx = ctx
 
 
 class Given(ast.expr):
@@ -76,19 +77,27 @@ class Given(ast.expr):
         ast.copy_location(self, at)
 
 
-@dataclass(eq=False)
 class Ctx:
     """Where an expression is evaluated: its module, function, class and, when a particular
     call is followed, the values bound to the function's parameters."""
 
-    summary: Summary
-    func: ast.AST | None
-    cls: ast.ClassDef | None
-    bindings: dict[str, list[object]] | None = None
-    depth: int = 0
-    # `self` is an instance of this subclass of `cls` (a ClsV): a base's method read for the
-    # class actually instantiated (analysis/dispatch.py)
-    runtime: object = None
+    def __init__(
+        self,
+        summary: Summary,
+        func: ast.AST | None,
+        cls: ast.ClassDef | None,
+        bindings: dict[str, list[object]] | None = None,
+        depth: int = 0,
+        runtime: object = None,
+    ) -> None:
+        self.summary = summary
+        self.func = func
+        self.cls = cls
+        self.bindings = bindings
+        self.depth = depth
+        # `self` is an instance of this subclass of `cls` (a ClsV): a base's method read for
+        # the class actually instantiated (analysis/dispatch.py)
+        self.runtime = runtime
 
 
 # resolve_base.relevant_files: each core file's round, the names it defines, the modules it imports

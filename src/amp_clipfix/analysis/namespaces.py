@@ -11,7 +11,6 @@ time; an attribute it never sets raises AttributeError at run time and holds not
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk
@@ -19,14 +18,14 @@ from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import DictV, Opaque
 
 
-@dataclass(eq=False)
 class NamespaceV:
     """A `SimpleNamespace(**attributes)` made by `call`."""
 
-    attributes: DictV
-    node: ast.Call
-    summary: Summary
-    ctx: Ctx
+    def __init__(self, attributes: DictV, node: ast.Call, summary: Summary, ctx: Ctx) -> None:
+        self.attributes = attributes
+        self.node = node
+        self.summary = summary
+        self.ctx = ctx
 
 
 class Namespaces(EvaluatorBase):

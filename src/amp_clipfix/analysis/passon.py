@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from amp_clipfix.analysis.cycles import in_order, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
@@ -69,37 +68,39 @@ class Unsettled(Exception):  # noqa: N818 - the worklist gives way to the walk t
     """The chain is not only parameters passed on: walked as before."""
 
 
-@dataclass(eq=False)
 class Node:
     """A parameter of the chain, its calls' arguments (each call's list of parts: a read of
-    another parameter of the chain, or an argument evaluated as usual) and its values."""
+    another parameter of the chain, or an argument evaluated as usual) and its values. (This
+    module's classes are written by hand, not made by `@dataclass`, which compiles their
+    methods at every import.)"""
 
-    key: Key
-    function: ast.AST
-    param: ast.arg
-    ctx: Ctx
-    calls: list[list[object]] = field(default_factory=list)
-    found: bool = False
-    values: list[object] = field(default_factory=list)
+    def __init__(self, key: Key, function: ast.AST, param: ast.arg, ctx: Ctx) -> None:
+        self.key = key
+        self.function = function
+        self.param = param
+        self.ctx = ctx
+        self.calls: list[list[object]] = []
+        self.found = False
+        self.values: list[object] = []
 
 
-@dataclass(eq=False)
 class Read:
     """A name passed on as an argument, reading the parameter `node` of its own function."""
 
-    node: Node
-    name: ast.Name
-    ctx: Ctx
+    def __init__(self, node: Node, name: ast.Name, ctx: Ctx) -> None:
+        self.node = node
+        self.name = name
+        self.ctx = ctx
 
 
-@dataclass(eq=False)
 class Chain:
     """One root's worklist; `broken` when a member was asked other than by the worklist."""
 
-    ev: EvaluatorBase
-    root: Node
-    nodes: dict[Key, Node] = field(default_factory=dict)
-    broken: bool = False
+    def __init__(self, ev: EvaluatorBase, root: Node) -> None:
+        self.ev = ev
+        self.root = root
+        self.nodes: dict[Key, Node] = {}
+        self.broken = False
 
 
 def followed(ev: EvaluatorBase, param: Node, node: ast.AST) -> list[object]:

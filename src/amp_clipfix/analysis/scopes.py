@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from amp_clipfix.analysis.nodes import child_nodes
@@ -23,16 +22,23 @@ Position = tuple[int, int]  # (line, byte column) in ast's coordinates
 END_OF_FILE: Position = (1 << 62, 0)
 
 
-@dataclass(eq=False)
 class Binding:
     """One binding of a name: `ready` is where it becomes visible to its own scope. It says
     which qualified name the name stands for (an import, or a definition of this module), never
-    what an assignment holds: values are the project evaluator's."""
+    what an assignment holds: values are the project evaluator's. (This module's classes are
+    written by hand, not made by `@dataclass`, which compiles their methods at every import.)"""
 
-    name: str
-    scope: Scope
-    ready: Position
-    imported: ast.Import | ast.ImportFrom | None = None
+    def __init__(
+        self,
+        name: str,
+        scope: Scope,
+        ready: Position,
+        imported: ast.Import | ast.ImportFrom | None = None,
+    ) -> None:
+        self.name = name
+        self.scope = scope
+        self.ready = ready
+        self.imported = imported
 
     def qualified_names(self, full_name: str) -> set[str]:
         if self.imported is not None:
@@ -41,9 +47,9 @@ class Binding:
         return {f"{prefix}.{full_name}" if prefix else full_name}
 
 
-@dataclass(eq=False)
 class BuiltinBinding:
-    name: str
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def qualified_names(self, full_name: str) -> set[str]:
         return {f"builtins.{self.name}"}
@@ -52,24 +58,21 @@ class BuiltinBinding:
 AnyBinding = Binding | BuiltinBinding
 
 
-@dataclass(eq=False)
 class Scope:
-    kind: str  # "global", "class", "function", "comprehension"
-    parent: Scope | None
-    name: str | None = None
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    overwrites: dict[str, Scope] = field(default_factory=dict)  # `global x` / `nonlocal x`
-    prefix: str = ""
-
-    def __post_init__(self) -> None:
-        parent_prefix = self.parent.prefix if self.parent is not None else ""
+    def __init__(self, kind: str, parent: Scope | None, name: str | None = None) -> None:
+        self.kind = kind  # "global", "class", "function", "comprehension"
+        self.parent = parent
+        self.name = name
+        self.bindings: dict[str, list[Binding]] = {}
+        self.overwrites: dict[str, Scope] = {}  # `global x` / `nonlocal x`
+        parent_prefix: str = parent.prefix if parent is not None else ""
         parts: list[str | None] = {
             "global": [],
-            "class": [parent_prefix, self.name],
-            "function": [parent_prefix, self.name, "<locals>"],
+            "class": [parent_prefix, name],
+            "function": [parent_prefix, name, "<locals>"],
             "comprehension": [parent_prefix, "<comprehension>"],
-        }[self.kind]  # type: ignore[assignment]
-        self.prefix = ".".join(part for part in parts if part)
+        }[kind]  # type: ignore[assignment]
+        self.prefix: str = ".".join(part for part in parts if part)
 
     @property
     def globals(self) -> Scope:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from amp_clipfix.analysis import names
@@ -34,15 +33,16 @@ from amp_clipfix.analysis.values import Absent, ClsV, DictV, Fn, Lit, Opaque, Tu
 MAX_PAIRS = 16
 
 
-@dataclass(eq=False)
 class SeqV:
     """A list or tuple whose elements the code shows, but not their number or order: `items`
     are elements on every path, `maybe` elements only a store that may not run adds; `closed`
-    False when it may hold elements the code does not show."""
+    False when it may hold elements the code does not show. (Written by hand, not made by
+    `@dataclass`, which compiles a class's methods at every import.)"""
 
-    items: list[object] = field(default_factory=list)
-    maybe: list[object] = field(default_factory=list)
-    closed: bool = True
+    def __init__(self, items: list[object], maybe: list[object], closed: bool = True) -> None:
+        self.items = items
+        self.maybe = maybe
+        self.closed = closed
 
 
 def list_receivers(statement: ast.AST) -> set[str]:

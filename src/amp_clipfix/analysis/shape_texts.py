@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import GAP, python_text, word_start
 
 # A keyword argument's name (an identifier, maybe not ASCII once normalised) and its `=`.
@@ -30,18 +31,18 @@ _KEYWORD = rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+" + GAP + rb"=(?!=)"
 def attribute(name: bytes) -> re.Pattern[bytes]:
     """`<x>.name` (an attribute: `x . name`, the dot maybe a gap before it), not the name
     alone, inside a longer name, or in a string that is not also written after a dot."""
-    return re.compile(rb"\." + GAP + re.escape(name) + rb"(?![A-Za-z0-9_])")
+    return lazy(rb"\." + GAP + re.escape(name) + rb"(?![A-Za-z0-9_])")
 
 
 def keyword_argument(name: bytes) -> re.Pattern[bytes]:
     """`name=` as a call's keyword argument may be written (`name = x`, not `name == x`)."""
-    return re.compile(word_start(name) + rb"(?![A-Za-z0-9_])" + GAP + rb"=(?!=)")
+    return lazy(word_start(name) + rb"(?![A-Za-z0-9_])" + GAP + rb"=(?!=)")
 
 
 def called_without_positional(name: bytes) -> re.Pattern[bytes]:
     """A call of `name` (`x.name(...)`, `(x.name)(...)`) passing no positional argument: the
     `(` followed by `)`, a `**` spread or a keyword argument."""
-    return re.compile(
+    return lazy(
         word_start(name)
         + rb"(?![A-Za-z0-9_])(?:"
         + GAP
@@ -90,9 +91,9 @@ class InWrapper(MayWrite):
 
 
 _IDENTIFIER = rb"([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+)"
-CLASS_KEYWORD = re.compile(word_start(b"class") + rb"(?![A-Za-z0-9_])")
-DEF_NAME = re.compile(word_start(b"def") + rb"(?![A-Za-z0-9_])" + GAP + _IDENTIFIER)
-RETURN_NAME = re.compile(
+CLASS_KEYWORD = lazy(word_start(b"class") + rb"(?![A-Za-z0-9_])")
+DEF_NAME = lazy(word_start(b"def") + rb"(?![A-Za-z0-9_])" + GAP + _IDENTIFIER)
+RETURN_NAME = lazy(
     word_start(b"return") + rb"(?![A-Za-z0-9_])" + GAP + rb"(?:\(" + GAP + rb")*+" + _IDENTIFIER
 )
 

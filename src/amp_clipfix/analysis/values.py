@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
 from typing import TypeGuard
 
 from amp_clipfix.analysis.nodes import literal_text
@@ -44,14 +43,32 @@ def string_of(node: ast.AST) -> str | None:
     return constant if known and isinstance(constant, str) else None
 
 
-@dataclass(eq=False, slots=True)
-class Lit:
+class Plain:
+    """The values' common part: slotted, compared by identity, shown as a dataclass shows
+    itself (`Lit(value=..., node=..., summary=...)`). Written by hand, not `@dataclass`: a
+    dataclass compiles its `__init__` and `__repr__` from source each time its module is
+    imported (17 classes: about a tenth of a small project's run, with `dataclasses` and
+    `inspect` imported for them); these are compiled once, into the module's bytecode."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        kinds = reversed(type(self).__mro__)
+        names = [name for kind in kinds for name in kind.__dict__.get("__slots__", ())]
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{type(self).__qualname__}({shown})"
+
+
+class Lit(Plain):
     """A literal written in the code (`True`, `"16-mixed"`, `1.0`) and where it is written:
     `value` the constant itself (what flags and bounds are compared with)."""
 
-    value: object
-    node: ast.AST
-    summary: Summary
+    __slots__ = ("value", "node", "summary")
+
+    def __init__(self, value: object, node: ast.AST, summary: Summary) -> None:
+        self.value = value
+        self.node = node
+        self.summary = summary
 
     @property
     def text(self) -> str:
@@ -106,134 +123,188 @@ def clips(value: Lit) -> bool:
         return False
 
 
-@dataclass(eq=False, slots=True)
-class Opaque:
+class Opaque(Plain):
     """A value the code does not decide (arguments from outside, environment, arithmetic)."""
 
-    node: ast.AST
-    summary: Summary
+    __slots__ = ("node", "summary")
+
+    def __init__(self, node: ast.AST, summary: Summary) -> None:
+        self.node = node
+        self.summary = summary
 
 
-@dataclass(eq=False, slots=True)
 class Absent(Opaque):
     """A dict's key that only a store which may not run sets (`node`): whether the dict holds
     it is decided at run time; where it does not, the callee's default applies."""
 
-
-@dataclass(eq=False, slots=True)
-class DictV:
-    """A dict built in the code; `entries` map constant keys to their possible values."""
-
-    entries: dict[str, list[object]] = field(default_factory=dict)
-    closed: bool = True  # False: it may hold keys the code does not show
+    __slots__ = ()
 
 
-@dataclass(eq=False, slots=True)
-class TupleV:
-    items: list[list[object]]
+class DictV(Plain):
+    """A dict built in the code; `entries` map constant keys to their possible values
+    (a new dict when none is given); `closed`: False when it may hold keys the code does not
+    show."""
+
+    __slots__ = ("entries", "closed")
+
+    def __init__(self, entries: dict[str, list[object]] | None = None, closed: bool = True) -> None:
+        self.entries = {} if entries is None else entries
+        self.closed = closed
 
 
-@dataclass(eq=False, slots=True)
-class Ext:
+class TupleV(Plain):
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[list[object]]) -> None:
+        self.items = items
+
+
+class Ext(Plain):
     """A name from outside the project, by qualified name (`torch.optim.AdamW`)."""
 
-    qname: str
+    __slots__ = ("qname",)
+
+    def __init__(self, qname: str) -> None:
+        self.qname = qname
 
 
-@dataclass(eq=False, slots=True)
-class ModuleV:
-    summary: Summary
+class ModuleV(Plain):
+    __slots__ = ("summary",)
+
+    def __init__(self, summary: Summary) -> None:
+        self.summary = summary
 
 
-@dataclass(eq=False, slots=True)
-class Fn:
+class Fn(Plain):
     """A function or method of the project (`bound`: called on an instance, skip `self`;
     `receiver`: the instance's class when it is a subclass of `cls`, analysis/dispatch.py)."""
 
-    node: ast.FunctionDef | ast.AsyncFunctionDef
-    summary: Summary
-    cls: ast.ClassDef | None = None
-    bound: bool = False
-    receiver: ClsV | None = None
+    __slots__ = ("node", "summary", "cls", "bound", "receiver")
+
+    def __init__(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        summary: Summary,
+        cls: ast.ClassDef | None = None,
+        bound: bool = False,
+        receiver: ClsV | None = None,
+    ) -> None:
+        self.node = node
+        self.summary = summary
+        self.cls = cls
+        self.bound = bound
+        self.receiver = receiver
 
 
-@dataclass(eq=False, slots=True)
-class ClsV:
-    node: ast.ClassDef
-    summary: Summary
+class ClsV(Plain):
+    __slots__ = ("node", "summary")
+
+    def __init__(self, node: ast.ClassDef, summary: Summary) -> None:
+        self.node = node
+        self.summary = summary
 
     @property
     def key(self) -> UseId:
         return UseId(self.summary.path, self.node.name)
 
 
-@dataclass(eq=False, slots=True)
-class SelfV:
+class SelfV(Plain):
     """`self` inside a method of `cls` (or `super()` when `is_super`)."""
 
-    cls: ClsV
-    is_super: bool = False
+    __slots__ = ("cls", "is_super")
+
+    def __init__(self, cls: ClsV, is_super: bool = False) -> None:
+        self.cls = cls
+        self.is_super = is_super
 
 
-@dataclass(eq=False, slots=True)
-class Inst:
+class Inst(Plain):
     """An instance of a project class made by `call`, written in `ctx` (the evaluator's
     context, where the call's arguments are read: analysis/fields.py)."""
 
-    cls: ClsV
-    call: ast.Call | None = None
-    ctx: object = None
+    __slots__ = ("cls", "call", "ctx")
+
+    def __init__(self, cls: ClsV, call: ast.Call | None = None, ctx: object = None) -> None:
+        self.cls = cls
+        self.call = call
+        self.ctx = ctx
 
 
-@dataclass(eq=False, slots=True)
-class Part:
+class Part(Plain):
     """`functools.partial(func, *args, **keywords)`; `args` the values of the positional
     arguments it binds, one list per position (None: a `*x` makes them unknown)."""
 
-    funcs: list[object]
-    keywords: dict[str, list[object]]
-    node: ast.Call
-    summary: Summary
-    args: list[list[object]] | None = field(default_factory=list)
+    __slots__ = ("funcs", "keywords", "node", "summary", "args")
+
+    def __init__(
+        self,
+        funcs: list[object],
+        keywords: dict[str, list[object]],
+        node: ast.Call,
+        summary: Summary,
+        args: list[list[object]] | None,
+    ) -> None:
+        self.funcs = funcs
+        self.keywords = keywords
+        self.node = node
+        self.summary = summary
+        self.args = args
 
 
-@dataclass(eq=False, slots=True)
-class LambdaV:
-    node: ast.Lambda
-    ctx: object
+class LambdaV(Plain):
+    __slots__ = ("node", "ctx")
+
+    def __init__(self, node: ast.Lambda, ctx: object) -> None:
+        self.node = node
+        self.ctx = ctx
 
 
-@dataclass(eq=False, slots=True)
-class Opt:
+class Opt(Plain):
     """An optimizer built by `call`; `fused` the values its `fused` argument may take."""
 
-    call: ast.Call
-    summary: Summary
-    fused: list[object]
+    __slots__ = ("call", "summary", "fused")
+
+    def __init__(self, call: ast.Call, summary: Summary, fused: list[object]) -> None:
+        self.call = call
+        self.summary = summary
+        self.fused = fused
 
 
-@dataclass(eq=False, slots=True)
-class SchedulerV:
+class SchedulerV(Plain):
     """A torch learning-rate scheduler built by `call`: its `step()` is no optimizer's step."""
 
-    call: ast.Call
-    summary: Summary
+    __slots__ = ("call", "summary")
+
+    def __init__(self, call: ast.Call, summary: Summary) -> None:
+        self.call = call
+        self.summary = summary
 
 
-@dataclass(eq=False, slots=True)
-class TrainerV:
-    entry: EntryId
-    # The `Trainer(...)` call itself when it is one (not a subclass's), for the searches that
-    # read its arguments (analysis/facts.py).
-    call: ast.Call | None = None
-    summary: Summary | None = None
+class TrainerV(Plain):
+    """`call`: the `Trainer(...)` call itself when it is one (not a subclass's), for the
+    searches that read its arguments (analysis/facts.py)."""
+
+    __slots__ = ("entry", "call", "summary")
+
+    def __init__(
+        self, entry: EntryId, call: ast.Call | None = None, summary: Summary | None = None
+    ) -> None:
+        self.entry = entry
+        self.call = call
+        self.summary = summary
 
 
-@dataclass(eq=False, slots=True)
-class FabricV:
-    entry: EntryId | None
-    call: ast.Call | None = None  # the `Fabric(...)` call, as for TrainerV
-    summary: Summary | None = None
+class FabricV(Plain):
+    """`call`: the `Fabric(...)` call, as for TrainerV."""
+
+    __slots__ = ("entry", "call", "summary")
+
+    def __init__(
+        self, entry: EntryId | None, call: ast.Call | None = None, summary: Summary | None = None
+    ) -> None:
+        self.entry = entry
+        self.call = call
+        self.summary = summary
 
 
 def memo_key(value: object) -> Hashable:

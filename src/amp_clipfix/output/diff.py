@@ -8,16 +8,15 @@ library's sequence matcher is deliberately not used: it does not find a minimal 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from amp_clipfix.patterns import lazy
+from amp_clipfix.records import record
 
 __all__ = ["DiffLine", "Hunk", "diff_hunks", "format_patch", "split_lines"]
 
 _NO_NEWLINE = b"\\ No newline at end of file\n"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DiffLine:
     """One line of a hunk: `tag` is " " (context), "-" (removed) or "+" (added)."""
 
@@ -25,7 +24,7 @@ class DiffLine:
     text: bytes  # with its ending; only a file's unterminated last line has none
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Hunk:
     """A hunk with the numbers of its `@@` header.
 
