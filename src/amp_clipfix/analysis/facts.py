@@ -22,7 +22,6 @@ from amp_clipfix.analysis.read import in_cell
 from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
-from amp_clipfix.analysis.word_scan import holds_any
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
 from amp_clipfix.patterns import lazy
 from amp_clipfix.project.version import Target
@@ -201,7 +200,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)
             data = loaded.data if loaded is not None else self.text(path)
-            if data is not None and holds_any(data, words):  # word_scan.py: the same answer
+            # word_scan.py: the same answer; the file's text is its document's either way
+            if data is not None and self.questions.holds(path, data, words):
                 if where is not None and not where(path, data):
                     refused.add(path)
                 elif (found := self.get(path)) is not None:
