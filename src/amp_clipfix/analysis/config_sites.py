@@ -429,3 +429,20 @@ def trainer_mappings(root: Any) -> Iterator[Mapping]:
             pending.extend((value, name) for name, (_, value) in mapping.items.items())
         elif type(node).__name__ == "SequenceNode":
             pending.extend((child, key) for child in node.value)
+
+
+def precision_lines_beside(text: str, arguments: frozenset[str]) -> dict[int, str]:
+    """The lines of the `precision` values of trainer sections that also set one of
+    `arguments`, each with the first (by name) it sets: a section that passes an argument its
+    release lacks runs on another release. Composed only when the text names one of them;
+    raises SourceError when the config does not compose."""
+    if not any(argument in text for argument in arguments):
+        return {}
+    lines: dict[int, str] = {}
+    for root in compose_documents(text):
+        for mapping in trainer_mappings(root):
+            present = arguments.intersection(mapping.items)
+            if present and "precision" in mapping.items:
+                value = mapping.items["precision"][1]
+                lines[value.start_mark.line + 1] = min(present)
+    return lines
