@@ -253,8 +253,11 @@ def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
                 yield Found((site,), review=review)
                 continue
             if beside is None:
+                lines = {s.span.line for s in sites if s.kind is SiteKind.TRAINER_PRECISION}
                 try:
-                    beside = precision_lines_beside(document.text, TRAINER_ARGUMENTS_REMOVED_IN_2_0)
+                    beside = precision_lines_beside(
+                        document.text, TRAINER_ARGUMENTS_REMOVED_IN_2_0, lines
+                    )
                 except SourceError:
                     beside = {}
             if site.span.line in beside:
