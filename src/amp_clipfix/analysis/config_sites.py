@@ -429,3 +429,55 @@ def trainer_mappings(root: Any) -> Iterator[Mapping]:
             pending.extend((value, name) for name, (_, value) in mapping.items.items())
         elif type(node).__name__ == "SequenceNode":
             pending.extend((child, key) for child in node.value)
+
+
+def precision_lines_beside(text: str, arguments: frozenset[str], lines: set[int]) -> dict[int, str]:
+    """Of the `precision` values at `lines`, those of trainer sections that also set one of
+    `arguments`, each with the first (by name) it sets: a section that passes an argument its
+    release lacks runs on another release. Composed only when a block mapping's text shows
+    such a key beside one of them (a merged or flow-style one stays unseen, as before); raises
+    SourceError when the config does not compose."""
+    rows = text.splitlines()
+    if not any(arguments.intersection(block_keys(rows, line)) for line in lines):
+        return {}
+    found: dict[int, str] = {}
+    for root in compose_documents(text):
+        for mapping in trainer_mappings(root):
+            present = arguments.intersection(mapping.items)
+            if present and "precision" in mapping.items:
+                found[mapping.items["precision"][1].start_mark.line + 1] = min(present)
+    return found
+
+
+BLOCK_KEY = lazy(r"""(?:- +)*["']?([\w-]+)["']?[ \t]*:""")
+
+
+def block_keys(rows: list[str], line: int) -> set[str]:
+    """The keys written in the block mapping that holds the key of `line` (1-based), read by
+    indentation: the lines above and below it whose key starts at its key's column, up to a
+    line less indented."""
+    row = rows[line - 1].lstrip(" ") if 0 < line <= len(rows) else ""
+    match = BLOCK_KEY.match(row)
+    if match is None:
+        return set()
+    column = len(rows[line - 1]) - len(row.lstrip("- "))  # past a sequence item's dashes
+    keys = {match.group(1)}
+    # a sequence item's first line starts its mapping: nothing above it is of the block
+    for step in (1,) if row.startswith("-") else (-1, 1):
+        index = line - 1 + step
+        while 0 <= index < len(rows):
+            text = rows[index].lstrip(" ")
+            indent = len(rows[index]) - len(text)
+            index += step
+            if not text or text.startswith("#") or indent > column:
+                continue
+            key = BLOCK_KEY.match(text)
+            if indent < column:
+                # above: the first line of the sequence item this block is
+                opens = step < 0 and len(rows[index - step]) - len(text.lstrip("- ")) == column
+                if opens and key is not None:
+                    keys.add(key.group(1))
+                break
+            if key is not None:
+                keys.add(key.group(1))
+    return keys

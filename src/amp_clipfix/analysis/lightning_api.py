@@ -19,3 +19,24 @@ MODULE_BACKWARD = "manual_backward"
 MODULE_CLIP = "clip_gradients"
 MODULE_CLIP_BOUND = "gradient_clip_val"
 CLIP_HOOK = "on_before_optimizer_step"
+
+# The Trainer arguments Lightning 2.0 removed: in pytorch-lightning 1.9.5's `Trainer.__init__`,
+# in neither lightning 2.0.9.post0's nor 2.6.6's, whose Trainer raises TypeError on each. A call
+# (or a config's trainer section) that passes one runs on 1.x only, whatever the pins say.
+# `amp_backend` / `amp_level` are removed too, but ACF010 migrates those (its fix removes them).
+TRAINER_ARGUMENTS_REMOVED_IN_2_0 = frozenset(
+    {
+        "auto_lr_find",
+        "auto_scale_batch_size",
+        "auto_select_gpus",
+        "gpus",
+        "ipus",
+        "move_metrics_to_cpu",
+        "multiple_trainloader_mode",
+        "num_processes",
+        "replace_sampler_ddp",
+        "resume_from_checkpoint",
+        "tpu_cores",
+        "track_grad_norm",
+    }
+)

@@ -161,8 +161,9 @@ def fix_project(
     root = helper_module[1]
     if style is None:
         style = project_style(root) if root is not None else DEFAULT_STYLE
-    if defer:
-        findings = [f for f in findings if f not in overlapping(findings)]
+    if defer:  # asked once: each ask walks every finding's edits against those taken
+        waiting = overlapping(findings)
+        findings = [f for f in findings if f not in waiting]
     by_file = fix_targets_by_file(findings)
     edits = edits_by_file(findings)
     for path in sorted(set(by_file) | set(edits)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import (
@@ -23,7 +23,10 @@ from amp_clipfix.analysis.calls import (
     written_place,
 )
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.lightning_api import PRECISION_ARGUMENT
+from amp_clipfix.analysis.lightning_api import (
+    PRECISION_ARGUMENT,
+    TRAINER_ARGUMENTS_REMOVED_IN_2_0,
+)
 from amp_clipfix.analysis.names import FABRIC_CLASSES, TRAINER_CLASSES
 from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.values import DictV, Lit, settings
@@ -55,6 +58,10 @@ ASSUMED = (
     "--lightning-version"
 )
 ELSEWHERE = "no rewrite: the value is not written in the call; rewrite it where it is set"
+ONLY_1X_TRAINER = (
+    "no rewrite: this Trainer also takes `{}`, which Lightning 2.0 removed: it runs on "
+    'pytorch-lightning 1.x, which rejects "16-mixed" / "bf16-mixed"; migrate its arguments together'
+)
 
 FIX = (
     'writes `"16-mixed"` / `"bf16-mixed"`, the value Lightning 2.x converts the old '
@@ -112,6 +119,9 @@ def python_precision(
     written = isinstance(node, ast.Constant) and literal_text(node.value) in NEW_SPELLING
     if not fixable:
         return Found((site,), review=not_fixable(facts))
+    removed = None if fabric else removed_argument(k.arg for k in call.keywords)
+    if removed is not None:
+        return Found((site,), review=ONLY_1X_TRAINER.format(removed))
     if not (written and len(old) == 1):
         return Found((site,), review=ELSEWHERE)
     edit = file.replace(node, quoted(file.code(node), NEW_SPELLING[old[0]]))
@@ -146,8 +156,13 @@ def spread_precision(
                     value=old[0],
                     certainty=Certainty.KNOWN if certain else Certainty.RUNTIME,
                 )
+                removed = None
+                if not fabric:
+                    removed = removed_argument([*value.entries, *(k.arg for k in call.keywords)])
                 if not fixable:
                     yield Found((site,), review=not_fixable(facts))
+                elif removed is not None:
+                    yield Found((site,), review=ONLY_1X_TRAINER.format(removed))
                 elif not (
                     isinstance(written, ast.Constant)
                     and literal_text(written.value) in NEW_SPELLING
@@ -159,6 +174,12 @@ def spread_precision(
                     edit = where.replace(written, new)
                     fix = RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,))
                     yield Found((site,), fixes=(fix,))
+
+
+def removed_argument(arguments: Iterable[str | None]) -> str | None:
+    """The first (by name) Trainer argument Lightning 2.0 removed among `arguments`: a Trainer
+    given one runs on 1.x only, where the new spellings are refused."""
+    return min(TRAINER_ARGUMENTS_REMOVED_IN_2_0.intersection(arguments), default=None)
 
 
 def entry_place(
@@ -208,6 +229,7 @@ def quoted(written: str, value: str) -> str:
 def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
     """`trainer: precision: 16` in LightningCLI and Hydra configs: the token is rewritten in
     place (quotes kept); a value shared through an anchor is reported, never rewritten."""
+    from amp_clipfix.analysis.config_sites import precision_lines_beside
     from amp_clipfix.sources.text import SourceError
 
     for path in sorted(facts.configs, key=str):
@@ -218,6 +240,7 @@ def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
             sites = facts.sites_of_config(path).sites
         except SourceError:  # the collection reports a broken config
             continue
+        beside: dict[int, str] | None = None  # the sections that run on 1.x only, read once
         for site in sites:
             if not (
                 site.kind is SiteKind.TRAINER_PRECISION
@@ -228,6 +251,17 @@ def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
             if not (fixable and site.fixable):
                 review = not_fixable(facts) if not fixable else "no rewrite: the value is shared"
                 yield Found((site,), review=review)
+                continue
+            if beside is None:
+                lines = {s.span.line for s in sites if s.kind is SiteKind.TRAINER_PRECISION}
+                try:
+                    beside = precision_lines_beside(
+                        document.text, TRAINER_ARGUMENTS_REMOVED_IN_2_0, lines
+                    )
+                except SourceError:
+                    beside = {}
+            if site.span.line in beside:
+                yield Found((site,), review=ONLY_1X_TRAINER.format(beside[site.span.line]))
                 continue
             token = token_of(document.text, site)
             new = NEW_SPELLING[site.value]
@@ -257,7 +291,10 @@ RULE = Rule(
         "call is rewritten), and `precision: 16` / `bf16` in the trainer section of a "
         "LightningCLI or Hydra YAML config, on a project whose Lightning may be 2.x. The "
         "rewrite is offered only when every release the project's pins admit is 2.0 or newer: "
-        'pytorch-lightning 1.9 rejects `"16-mixed"`.'
+        'pytorch-lightning 1.9 rejects `"16-mixed"`. Nor is it offered for a Trainer (or a '
+        "config's trainer section) that also takes an argument Lightning 2.0 removed (`gpus`, "
+        "`auto_select_gpus`, `resume_from_checkpoint`, ...): that code runs on 1.x only, "
+        "whatever the pins say (an example folder with its own older pin)."
     ),
     why_title="Why Lightning warns",
     why=(
