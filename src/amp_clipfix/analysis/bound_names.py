@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.literal_words import PROSE_KEYWORDS, calls_may_name
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.patterns import lazy
 from amp_clipfix.records import field, record
+from amp_clipfix.sources.prefilter import python_text
 
 # Decorators that keep a method a plain function of the class (anything else may make its
 # name hold another callable: a property's value, a wrapper).
@@ -28,7 +32,7 @@ MESSAGE_BUILTINS = frozenset(
 ATTRIBUTE_READS = frozenset({"getattr", "hasattr"})
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical"})
 LOGGERS = frozenset({"logger", "_logger", "LOGGER", "log"})
-DOC_KEYWORDS = frozenset({"help", "description", "epilog"})
+DOC_KEYWORDS = frozenset(keyword.decode("ascii") for keyword in PROSE_KEYWORDS)
 # The statements that may store an attribute (`attribute_targets`), and the arguments that may
 # write a string (`string_arguments`).
 TARGETING = (
@@ -72,13 +76,22 @@ class FileNames:
     # bound at module level to a value (an assignment, a loop, a renamed import, a module)
     module_values: set[str] = field(default_factory=set)
     every: bool = False
+    # the module whose calls' keywords and string arguments are not read yet, and its text
+    # (`call_values`: read when a name asked may be among them, literal_words.calls_may_name)
+    unread: tuple[Summary, bytes] | None = field(default=None, compare=False, repr=False)
 
     def binds_value(self, name: str, data: bytes) -> bool:
         """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
         text: a namespace or record built from `**` of that dict has the attribute). A star
         import does not: it binds each name under its own name, to the object the other
         module binds (a value there, or a function)."""
-        return name in self.value_names or dict_key(name, data)
+        if name in self.value_names or dict_key(name, data):
+            return True
+        if self.unread is None or not calls_may_name(name, self.unread[1]):
+            return False
+        summary, self.unread = self.unread[0], None
+        self.value_names.update(call_values(summary, self))
+        return name in self.value_names
 
 
 def file_names(summary: Summary, data: bytes) -> FileNames:
@@ -128,6 +141,19 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
                 values.update(names)
             if id(statement) in module_level:
                 found.module_values.update(names)
+    values.update(walrus_names(data))
+    text = summary.lines.data if isinstance(summary.lines, TextLines) else None
+    if text is not None and python_text(text) is text:  # the text parsed, NFKC-stable
+        found.unread = (summary, text)
+    else:
+        values.update(call_values(summary, found))
+    return found
+
+
+def call_values(summary: Summary, found: FileNames) -> set[str]:
+    """The names the module's calls give a value (`file_names`): their keywords, the words of
+    their string arguments."""
+    values: set[str] = set()
     own = own_names(summary, found)
     for call in summary.walked_calls():
         for keyword in call.keywords:
@@ -141,9 +167,22 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
             for text in string_arguments(argument):
                 values.update(WORD.findall(text))  # `setattr(x, "name", v)`, a record's fields
                 values.add(text.lstrip("-").replace("-", "_"))  # an argparse `dest`
-    if b":=" in data:
-        values.update(WALRUS.findall(data.decode("utf-8", "replace")))
-    return found
+    return values
+
+
+def text_binds(name: str, data: bytes) -> bool:
+    """What `file_names` and `binds_value` read of `name` in the text, not the tree: a walrus
+    target (`name :=`, wherever it stands) or a dict key (`dict_key`)."""
+    return name in walrus_names(data) or dict_key(name, data)
+
+
+@functools.lru_cache(maxsize=64)
+def walrus_names(data: bytes) -> frozenset[str]:
+    """The names the text writes before `:=` (WALRUS), once per text: each name asked of a
+    file reads them (`text_binds`)."""
+    if b":=" not in data:
+        return frozenset()
+    return frozenset(WALRUS.findall(data.decode("utf-8", "replace")))
 
 
 def inert(value: ast.expr) -> bool:
@@ -302,6 +341,12 @@ def dict_key(name: str, data: bytes) -> bool:
     """The text writes `name` as a string followed by a colon (a dict literal's key) and a
     value that may be callable: not `[]`, `{}`, `()`, a number, a string, `True`, `False` or
     `None` alone (`{"name": [], ...}`: a namespace made of it has no method `name`)."""
+    return any(not INERT_VALUE.match(data, key.end()) for key in dict_keys(name).finditer(data))
+
+
+@functools.lru_cache(maxsize=1024)
+def dict_keys(name: str) -> re.Pattern[bytes]:
+    """`["']name["']\\s*:`, compiled once per name, the name first (`re` skips to the literal;
+    a leading class is tried at every byte) and its quote looked behind."""
     word = re.escape(name.encode("ascii"))
-    keys = re.finditer(rb"[\"']" + word + rb"[\"']\s*:", data)
-    return any(not INERT_VALUE.match(data, key.end()) for key in keys)
+    return re.compile(word + rb"(?<=[\"']" + word + rb")[\"']\s*:")

@@ -40,9 +40,10 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator
+from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator, text_binds
 from amp_clipfix.analysis.clip_values import clip_names, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.literal_words import read_as_written, written_only_in_prose
 from amp_clipfix.analysis.name_uses import READ, RENAMED, STORED, STRING, WRITTEN, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
@@ -56,6 +57,7 @@ from amp_clipfix.analysis.recording import (
     holds,
     known_absent,
     python_texts,
+    raw,
     read,
     tested,
 )
@@ -301,13 +303,26 @@ class CallReach:
             self.promise(writing)
         elif found is None:
             writing.sort(key=lambda path: not self.evaluator.has_summary(path))  # stable
-            found = next(
-                (p for p in writing if self.names_of(p, texts[p]).binds_value(name, texts[p])),
-                None,
-            )
+            found = next((p for p in writing if self.binds_value(p, name, texts[p])), None)
         if isinstance(self.contents, Recording):
             self.contents.reads.exists[test] = None if found is None else str(found)
         return found
+
+    def binds_value(self, path: Path, name: str, data: bytes) -> bool:
+        """The file gives `name` a value (`names_of`), its parse left out where the text shows
+        it cannot (`literal_words.written_only_in_prose`; a Python file read as written): it
+        is then promised as read, as the parse would leave it, but not as known to parse."""
+        if (
+            path not in self.files
+            and path.suffix == ".py"
+            and data is raw(self.contents)[path]  # NFKC-stable: Python reads it as written
+            and read_as_written(data)
+            and written_only_in_prose(name, data)
+            and not text_binds(name, data)
+        ):
+            self.promise([path], parsed=False)
+            return False
+        return self.names_of(path, data).binds_value(name, data)
 
     def clip_escapes(self) -> bool:
         """The project hands torch's clip on as a value (stores it under a name, imports it
@@ -455,16 +470,18 @@ class CallReach:
         most = max(SEARCH_FILES_READ, len(self.contents) // SEARCH_SHARE)
         return new > FILES_READ or len(self.files) + len(self.promised) + new > most
 
-    def promise(self, paths: list[Path]) -> None:
+    def promise(self, paths: list[Path], parsed: bool = True) -> None:
         """`paths` count as read (`names_of`) and parsed (the evaluator's `has_summary`), as
-        a cold run's `value_files` leaves them, without reading them now."""
+        a cold run's `value_files` leaves them, without reading them now; `parsed`: known to
+        parse (the loader's note: the collection then reports no syntax error of them)."""
         for path in paths:
             if path in self.files or path in self.promised:
                 continue  # read before: `names_of` gives the names it kept, parsing nothing
             self.promised.add(path)
             if path not in self.evaluator.summaries:
                 self.evaluator.promised.add(path)
-                self.evaluator.promise_load(path)  # the loader keeps what it makes too
+                if parsed:
+                    self.evaluator.promise_load(path)  # the loader keeps what it makes too
 
     def names_of(self, path: Path, data: bytes) -> FileNames:
         if path not in self.files:
