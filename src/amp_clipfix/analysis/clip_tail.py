@@ -20,14 +20,17 @@ levels down). torch's clip is called under its own name unless the project hands
 value where its name is called, or where it is itself a value: written other than as a callee
 (`fn = f`, `run(f)`, a renamed import), a string (`getattr`), a decorator's argument, a
 `__call__`. So the functions that can clip with `k` levels below them (`levels[k]`) are found
-from torch's clip calls up, by the names they are called with; if one of them may be a value,
-any call can run it and the index says "every statement" (`open`). A module-level function is
-called by its bare name only in its module and in files that import that name (or `*`), and
-as an attribute only where a module object of its module can be: some import binds it or a
-package above it (analysis/module_objects.py; no module is made from a string).
+from torch's clip calls up (a call spelled like it whose callee is not torch's clip by value,
+`accelerator.clip_grad_norm_(...)`, is none), by the names they are called with; if one of
+them may be a value, any call can run it and the index says "every statement" (`open`). A
+module-level function is called by its bare name only in its module and in files that import
+that name (or `*`), and as an attribute only where a module object of its module can be: some
+import binds it or a package above it (analysis/module_objects.py; no module is made from a
+string).
 
 The statements before a reading's first clip are read for its scaled backward and `unscale_`
-calls only, and enter only the helpers that can make one (analysis/event_capable.py).
+calls only, and enter only the helpers that can make one; every reading enters only the
+helpers that can make an event (analysis/event_capable.py).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from amp_clipfix.analysis.module_objects import (
     written_as_value,
 )
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
+from amp_clipfix.analysis.names import TORCH_CLIPS
 from amp_clipfix.analysis.order import (
     FUNCTIONS,
     HELPER_DEPTH,
@@ -63,6 +67,7 @@ from amp_clipfix.analysis.order import (
     gated,
     statements,
 )
+from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import matches, python_texts, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
@@ -101,6 +106,7 @@ class ClipCapable:
         # levels[k]: the functions that can clip with k helper levels entered below them
         self.levels: list[dict[int, Found]] = []
         self.parsed = 0  # files the index parsed itself
+        self.spent = False  # it opened past INDEX_PARSES (not for a function it holds)
         self.public: dict[str, bool] = {}  # a module object of that name can be made
         self.exported: dict[int, set[str]] = {}
         self.owners: dict[int, set[str]] = {}  # exported's modules and the packages above them
@@ -139,11 +145,24 @@ class ClipCapable:
         return self.reach.clip_escapes()
 
     def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
-        """The calls the index starts from: torch's clip called by its name."""
+        """The calls the index starts from: torch's clip called by its name, where the
+        classifier can say it is (its callee's value is torch's clip: training.is_torch_clip).
+        `accelerator.clip_grad_norm_(...)` is no clip of its own; a project method it may run
+        that clips is a root itself, and the call's function joins the index a level above it
+        (`calls_named`), as any caller of a clipping function does."""
         for word in sorted(CLIP_NAMES):
             for found in self.calls_named(word):
-                if isinstance(found[0].func, (ast.Name, ast.Attribute)):
+                if self.torch_clip(found[0], found[2]):
                     yield found
+
+    def torch_clip(self, call: ast.Call, summary: Summary) -> bool:
+        """The callee's value may be torch's clip (the classifier's question, asked as it asks
+        it: its answer is the evaluator's, kept for the reading that meets the call)."""
+        if not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return False  # a call of a call's result, of an item: a value (see `open`)
+        evaluator = self.evaluator
+        values = evaluator.force(evaluator.ev(call.func, evaluator.ctx_of(summary, call.func)))
+        return bool(library_callables(evaluator, values) & TORCH_CLIPS.keys())
 
     def add(self, found: dict[int, Found], node: Function, summary: Summary, method: bool) -> None:
         """A function that can clip joins the index; one that may be a value, or one past
@@ -161,6 +180,7 @@ class ClipCapable:
         if not self.evaluator.has_summary(path) and not self.levels:
             self.parsed += 1  # while the index is built (its answers after are kept)
             if self.parsed > INDEX_PARSES:
+                self.spent = True
                 raise Open
         read(self.reach.contents, path)
         return self.reach.summary_of(path)
@@ -170,6 +190,7 @@ class ClipCapable:
         index opens before it parses any)."""
         new = sum(1 for path in paths if not self.evaluator.has_summary(path))
         if not self.levels and self.parsed + new > INDEX_PARSES:
+            self.spent = True
             raise Open
         return paths
 

@@ -1,4 +1,5 @@
-"""Which calls ACF004's reading of the statements before a function's first clip may enter.
+"""Which calls ACF004's readings may enter: those of the statements before a function's first
+clip (`BeforeClip`), and those of every reading (`AnyEvent`).
 
 ACF004 reads a function's statements from the first one that can clip on (analysis/clip_tail.py)
 and reads the statements before it only when a step comes after a clip there (`Tail.whole`).
@@ -16,18 +17,43 @@ classifier makes these events of, which it knows by how they are written
 (`<x>.scale(...).backward(...)`, `<x>.unscale_(<optimizer>)`, whatever `x` holds), up through
 the names they are called by, HELPER_DEPTH levels; a function of the index that may be a value
 (a decorator's argument, `fn = f`, an instance's `__call__`) opens it: every call may enter.
+
+Every reading (`AnyEvent`): its events are the calls the classifier makes one of (torch's clip
+by value, a scaled backward, an `unscale_`, a step `<x>.step(<optimizer>)` whose receiver holds
+a GradScaler: training.is_scaler), so a helper that can make none, itself or in the helpers it
+enters, adds nothing to any reading, and its callee is not asked for. From its first clip on, a
+training loop asks what each of its calls runs (`lr_scheduler.step()`, a checkpoint helper):
+kohya's sd-scripts asked 13,724 such questions (3.3 s of 3.6), 28 with this index. Its roots are
+the clip index's and BeforeClip's, and the steps: the files whose text calls a `step` attribute
+with an argument, each call's receiver asked as the classifier asks it (a diffusion pipeline's
+`self.scheduler.step(noise, t, latents)` in its `__call__` is no root, so it does not open the
+index). It opens at once where the clip index opened for a function it holds, and before any
+question where a root's callers are past the parse budget (a `backward` or `step` method).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.clip_tail import ClipCapable, Function
+from amp_clipfix.analysis.clip_tail import MOST_FUNCTIONS, ClipCapable, Found, Function
+from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts
-from amp_clipfix.analysis.recording import scan
+from amp_clipfix.analysis.names import GRAD_SCALERS
+from amp_clipfix.analysis.reach import CallReach
+from amp_clipfix.analysis.recording import holds, matches, python_texts, scan, tested
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.written_events import SCALED_BACKWARD, is_scaled_backward
+from amp_clipfix.analysis.values import Ext, Opaque
+from amp_clipfix.analysis.written_events import AFTER_BRACKET, SCALED_BACKWARD, is_scaled_backward
+from amp_clipfix.sources.prefilter import GAP
+
+# `.step(` then something other than `)` (a gap first): a call of a `step` attribute with an
+# argument, the only step the classifier makes an event of (`<x>.step(<optimizer>)`).
+STEP_WITH_ARGUMENT = re.compile(
+    rb"\." + GAP + rb"step(?![A-Za-z0-9_])" + GAP + rb"\(" + GAP + rb"[^)\s\\#]"
+)
+STEPS = (matches(STEP_WITH_ARGUMENT),)
 
 
 class BeforeClip(ClipCapable):
@@ -55,3 +81,101 @@ class BeforeClip(ClipCapable):
         if self.open or summary is None or summary.tree is not file.tree:
             return True
         return self.call_clips(call, summary)
+
+
+class AnyEvent(BeforeClip):
+    """The project functions that can make any event of ACF004's readings within the helper
+    levels a reading enters: a clip (ClipCapable's roots), a scaled backward or an `unscale_`
+    (BeforeClip's), or a step of a GradScaler: `<x>.step(<optimizer>)` whose receiver the
+    classifier can say holds one (training.is_scaler). A helper that can make none adds no
+    event to any reading, so a call that can run none is not entered, and its callee is not
+    asked for (the question every call of a long training loop asks after its clip)."""
+
+    def __init__(self, reach: CallReach, clips: ClipCapable) -> None:
+        super().__init__(reach)
+        self.clips = clips
+
+    def build(self) -> None:
+        """Open at once where the clip index opened for a function it holds (a value, or one
+        past MOST_FUNCTIONS) or for torch's clip handed on: this index holds its functions
+        too, so it would open for the same one."""
+        if not self.built:
+            self.clips.build()
+            if self.clips.open and not self.clips.spent:
+                self.built = self.open = True
+        super().build()
+
+    def escaped(self) -> bool:
+        return ClipCapable.escaped(self)  # torch's clip handed on: any call may clip
+
+    def add(self, found: dict[int, Found], node: Function, summary: Summary, method: bool) -> None:
+        """A function of the clip index (built, closed) joins as it is there: it was asked
+        whether it may be a value."""
+        held = self.held(node)
+        if held is None or id(node) in found or len(found) >= MOST_FUNCTIONS:
+            super().add(found, node, summary, method)
+        else:
+            found[id(node)] = held
+
+    def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """ClipCapable's roots and BeforeClip's (known by how they are written), then the
+        steps (an evaluator question each). A root's callers are searched next (`build`): where
+        that search is past the parse budget the index opens before any question is asked."""
+        asked: set[int] = set()
+        for found in self.kinds():
+            _, function, summary, method = found
+            if id(function) not in asked and not self.held(function):
+                asked.add(id(function))
+                root = Found(function, summary, method)
+                seen = self.seen_from(root)
+                word = function.name.encode()
+                paths = self.evaluator.files_naming(word) if seen is None else seen
+                self.affordable([p for p in paths if self.evaluator.may_call(p, function.name)])
+            yield found
+
+    def kinds(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        yield from ClipCapable.root_calls(self)
+        contents = self.reach.contents
+        # BeforeClip's roots, from the files whose text may write a scaled backward (a noted
+        # scan, its text test only), those the evaluator read first: no file is parsed twice
+        written = scan(contents, holds(b"scale"), matches(AFTER_BRACKET))
+        written.sort(key=lambda path: not self.evaluator.has_summary(path))  # stable
+        for found in self.calls_named("backward", written):
+            if is_scaled_backward(found[0]):
+                yield found
+        for found in self.calls_named("unscale_"):
+            call = found[0]
+            if isinstance(call.func, ast.Attribute) and call.args:
+                yield found
+        texts = python_texts(contents)
+        written = [  # noted tests of the texts, as scans are
+            path
+            for path in self.evaluator.files_naming(b"step")
+            if tested(contents, path, STEPS, STEP_WITH_ARGUMENT.search(texts[path]) is not None)
+        ]
+        for found in self.calls_named("step", written):
+            call, _, summary, _ = found
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and call.args
+                and holds_scaler(self.evaluator, summary, func.value)
+            ):
+                yield found
+
+    def held(self, node: Function) -> Found | None:
+        """The clip index's entry of the function (built and closed: it was asked whether
+        its callers are within the parse budget and whether it may be a value)."""
+        return self.clips.levels[-1].get(id(node)) if self.clips.levels else None
+
+
+def holds_scaler(evaluator: Evaluator, summary: Summary, node: ast.expr) -> bool:
+    """The classifier's question of a step's receiver (training.is_scaler: a value a library
+    `GradScaler(...)` call made), asked of the module's summary as the evaluator reads it."""
+    for value in evaluator.force(evaluator.ev(node, evaluator.ctx_of(summary, node))):
+        if isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
+            callee, made_in = value.node.func, value.summary
+            made = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(made_in, callee)))
+            if any(isinstance(v, Ext) and v.qname in GRAD_SCALERS for v in made):
+                return True
+    return False

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
 from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, tail_events
-from amp_clipfix.analysis.event_capable import BeforeClip
+from amp_clipfix.analysis.event_capable import AnyEvent, BeforeClip
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
@@ -26,6 +26,7 @@ from amp_clipfix.analysis.order import (
     Seen,
     events,
     functions,
+    gated,
     statement_line_is_own,
 )
 from amp_clipfix.analysis.reach import CallReach
@@ -140,8 +141,9 @@ def check(queries: Queries) -> Iterator[Found]:
     reach = CallReach(facts)
     clips = ClipCapable(reach)
     clips.before = BeforeClip(reach).may_enter
-    enters = reach.may_run_project
-    classify = classifier(facts, enters, reach.may_be_clip)
+    classify = classifier(facts, reach.may_run_project, reach.may_be_clip)
+    # a call is entered only where it may run a helper that makes an event (event_capable.py)
+    enters = gated(AnyEvent(reach, clips).may_enter, reach.may_run_project)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         for function in functions(file):
@@ -158,7 +160,7 @@ def check(queries: Queries) -> Iterator[Found]:
             callers = []
             if isinstance(function, FUNCTIONS):
                 # a clip of its own that meets no step here: read where it is called
-                callers = in_callers(facts, file, function, order, classify, reach, clips)
+                callers = in_callers(facts, file, function, order, classify, reach, clips, enters)
             if step_after_clip(order):  # then the whole function: the backward before
                 order = tail.whole(order, facts, file, function, classify, enters)
             else:
@@ -181,11 +183,13 @@ def in_callers(
     classify: Classify,
     reach: CallReach | None = None,
     capable: ClipCapable | None = None,
+    gate: Enters = None,
 ) -> list[tuple[FileFacts, list[Event], int]]:
     """The clips `function` makes itself with no step of their scaler after them there, read
     in the function's callers (any module; callables.caller_readings): a clip helper imported
     from another module, a wrapper class's `clip` method, a helper that runs the backward and
-    the clip and leaves the step to its caller."""
+    the clip and leaves the step to its caller. `gate`: the calls the readings may enter
+    (else every call `reach` says may run project code)."""
     clips = [
         e
         for i, e in enumerate(order)
@@ -196,7 +200,7 @@ def in_callers(
     if not clips:
         return []
     found: list[tuple[FileFacts, list[Event], int]] = []
-    enters = None if reach is None else reach.may_run_project
+    enters = gate if gate is not None or reach is None else reach.may_run_project
     holds = None if reach is None else reach.may_hold_instance
     ids = {id(clip.call) for clip in clips}
     closed: set[int] = set()  # calls whose reading settles every clip: not read through
