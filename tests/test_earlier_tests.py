@@ -15,9 +15,14 @@ import pytest
 from piped import amp_clipfix
 from test_incremental import same_as_cold, write
 from test_reach import ENGINE, OPS, TRAIN
-from test_reach_witness import CALLS, READS, STORES
+from test_reach_witness import (
+    CALLS,
+    READS,
+    STORES,
+    reach_alone,  # noqa: F401 - autouse here too
+)
 
-from amp_clipfix.analysis import callers, event_capable, reach, recording
+from amp_clipfix.analysis import callers, reach, recording
 from amp_clipfix.analysis.recording import Absent, Reads, Recording, holds, passes
 
 LINES = [b"fused = True", b"x = 1", b"loss.backward()", b"def f(): pass", b"log_stats(x)"]
@@ -88,17 +93,6 @@ def test_an_earlier_result_is_known_only_for_an_unchanged_file(tmp_path: Path) -
     assert recording.earlier_result(contents, same, test) is True
     assert recording.earlier_result(contents, edited, test) is None
     assert recording.earlier_result(contents, same, (holds(b"x"),)) is None
-
-
-@pytest.fixture(autouse=True)
-def reach_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """reach's index alone decides which calls are asked: event_capable.AnyEvent, here opened,
-    would leave these programs' calls unasked (no helper in them can make an event)."""
-
-    def opened(index: event_capable.AnyEvent) -> None:
-        index.built = index.open = True
-
-    monkeypatch.setattr(event_capable.AnyEvent, "build", opened)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_incremental import same_as_cold, write
+from test_local_receivers import every_helper
 from test_reach import ENGINE, OPS, TRAIN
 
 from amp_clipfix.analysis import event_capable, reach
@@ -147,11 +148,7 @@ CALLS = "def show(engine, loss):\n    engine.log_stats(loss)\n"
 def reach_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """reach's index alone decides which calls are asked: event_capable.AnyEvent, here opened,
     would leave these programs' calls unasked (no helper in them can make an event)."""
-
-    def opened(index: event_capable.AnyEvent) -> None:
-        index.built = index.open = True
-
-    monkeypatch.setattr(event_capable.AnyEvent, "build", opened)
+    monkeypatch.setattr(event_capable.AnyEvent, "build", every_helper)
 
 
 @pytest.fixture

@@ -13,43 +13,15 @@ from pathlib import Path
 
 import pytest
 from piped import amp_clipfix
+from test_incremental import FACTORY, SCALED, TRAIN
+from test_incremental import MODULE as MODULE_OF
 
 from amp_clipfix.analysis import query_checks
 from amp_clipfix.analysis.recording import Test
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-FACTORY = """import torch
-
-
-def make_optimizer(params, fused):
-    return torch.optim.AdamW(params, lr=1e-3, fused=fused)
-"""
-MODULE = """import lightning as L
-from pkg.factory import make_optimizer
-
-
-class Module(L.LightningModule):
-    def configure_optimizers(self):
-        return make_optimizer(self.parameters(), fused=True)
-"""
-TRAIN = """import lightning as L
-from pkg.module import Module
-
-trainer = L.Trainer(precision="16-mixed", gradient_clip_val=1.0)
-trainer.fit(Module())
-"""
-SCALED = """import torch
-
-scaler = torch.cuda.amp.GradScaler()
-
-
-def step(model, optimizer, loss):
-    scaler.scale(loss).backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    scaler.step(optimizer)
-    scaler.update()
-"""
+MODULE = MODULE_OF.format(fused="True")
 HELPER = "def helper_{i}(x):\n    return x + {i}\n"
 PYPROJECT = """[project]
 name = "demo"

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from amp_clipfix.analysis.clip_tail import MOST_FUNCTIONS, ClipCapable, Found, Function
 from amp_clipfix.analysis.evaluate import Evaluator
@@ -65,7 +66,13 @@ class BeforeClip(ClipCapable):
 
     def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
         # the files whose text may write a scaled backward (a noted scan)
-        written = scan(self.reach.contents, ("fn", SCALED_BACKWARD))
+        yield from self.backward_roots(scan(self.reach.contents, ("fn", SCALED_BACKWARD)))
+
+    def backward_roots(
+        self, written: list[Path]
+    ) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """The scaled backwards in `written` (files that may write one), then every
+        `<x>.unscale_(<arg>)`."""
         for found in self.calls_named("backward", written):
             if is_scaled_backward(found[0]):
                 yield found
@@ -140,13 +147,7 @@ class AnyEvent(BeforeClip):
         # scan, its text test only), those the evaluator read first: no file is parsed twice
         written = scan(contents, holds(b"scale"), matches(AFTER_BRACKET))
         written.sort(key=lambda path: not self.evaluator.has_summary(path))  # stable
-        for found in self.calls_named("backward", written):
-            if is_scaled_backward(found[0]):
-                yield found
-        for found in self.calls_named("unscale_"):
-            call = found[0]
-            if isinstance(call.func, ast.Attribute) and call.args:
-                yield found
+        yield from self.backward_roots(written)
         texts = python_texts(contents)
         written = [  # noted tests of the texts, as scans are
             path
