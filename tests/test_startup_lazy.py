@@ -8,6 +8,7 @@ the memoised queries' module but hashes nothing. Read from `python -X importtime
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,15 +40,20 @@ def test_an_empty_report_imports_no_models_hashes_or_style(
         assert done.stdout.startswith("[]" if output_format == "gitlab" else "{")
 
 
-def test_a_searched_project_without_the_cache_hashes_nothing(tmp_path: Path) -> None:
+def searched_project(tmp_path: Path) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules a `check --no-cache --format json` run imports, and the run, on a project
+    whose text holds `clip_grad_norm_`: a word the rules with a search of their own look for
+    (no scaler, no manual optimization: nothing to find)."""
     root = project(tmp_path)
-    # `clip_grad_norm_` is a word the rules with a search of their own look for (no scaler,
-    # no manual optimization: nothing to find)
     (root / "clip.py").write_text(
         "import torch\n\n\ndef clip(model):\n"
         "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
     )
-    modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
+    return imported_modules(root, "check", "--no-cache", "--format", "json", ".")
+
+
+def test_a_searched_project_without_the_cache_hashes_nothing(tmp_path: Path) -> None:
+    modules, done = searched_project(tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"findings": []' in done.stdout
     assert {"amp_clipfix.analysis.queries", "amp_clipfix.rules"} <= modules

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_startup import SRC, imported_modules, project
+from test_startup_lazy import searched_project
 
 from amp_clipfix.analysis import values
 from amp_clipfix.analysis.summary import Summary
@@ -37,12 +38,7 @@ def test_importing_the_values_imports_no_dataclasses() -> None:
 
 
 def test_a_searched_project_evaluates_without_dataclasses(tmp_path: Path) -> None:
-    root = project(tmp_path)
-    (root / "clip.py").write_text(
-        "import torch\n\n\ndef clip(model):\n"
-        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-    )
-    modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
+    modules, done = searched_project(tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "amp_clipfix.analysis.values" in modules
     assert HEAVY & modules == set()
