@@ -74,16 +74,10 @@ def rules_query(
         return computed
 
     def replay(stored: Answer) -> None:
-        from amp_clipfix.analysis.read import ReadFile
-        from amp_clipfix.models import FileSites
-        from amp_clipfix.sources import adapter_for
-
         _, added, searched = stored
         collection.errors.extend(added)
-        for path in searched:
-            if path not in collection.searched:
-                document = adapter_for(path).load(path, collection.contents[path])
-                collection.searched[path] = ReadFile(document, FileSites(path))
+        for path in searched:  # its document loaded when a fix asks (collection.ReadFiles)
+            collection.searched.setdefault(path, None)
 
     def asked(name: str, compute: Callable[[], list[Finding]]) -> list[Finding]:
         nonlocal inputs
