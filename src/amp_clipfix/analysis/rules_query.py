@@ -8,7 +8,8 @@ what it asks of the candidate files (those holding a searching rule's word:
 `recording.Candidates`), so an edit runs again the rule that read the file and those after it
 (they may reuse what the evaluator learnt for it), and reuses the rules before. Each answer:
 the rule's findings, the errors its search added (files that do not parse), and the documents
-it read (a fix may change them), which a reuse puts back as the search left them.
+it read (a fix may change them), which a reuse notes in the search's order; each is loaded
+when a fix asks for it (collection.ReadFiles).
 """
 
 from __future__ import annotations
