@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
-from amp_clipfix.analysis.collection import Collection, Progress, read_as_config
+from amp_clipfix.analysis.collection import Collection, Progress, ReadFiles, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
 from amp_clipfix.project.discover import Excludes, Project, discover, find_project_root
@@ -348,7 +348,7 @@ def process(
     if options.fix or options.with_edits:
         helpers = options.helper_module if root is not None else None
         changes, fix_errors = fix_project(
-            {**collection.searched, **collection.parsed},
+            ReadFiles(collection),
             findings,
             linked_inside,
             target,

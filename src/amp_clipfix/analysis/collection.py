@@ -4,6 +4,7 @@ progress.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -67,11 +68,12 @@ class Collection:
     promised: set[Path] = field(default_factory=set)
     evaluator: Evaluator | None = None
     # The project's files as read, for the rules with their own search (their facts), and the
-    # documents those searches read that have no collected sites (a fix may change them).
+    # documents those searches read that have no collected sites (a fix may change them); None:
+    # read by a search whose answer was reused, its document loaded when a fix asks (`ReadFiles`).
     root: Path | None = None
     contents: dict[Path, bytes] = field(default_factory=dict)
     searchable: dict[Path, bytes] = field(default_factory=dict)
-    searched: dict[Path, ReadFile] = field(default_factory=dict)
+    searched: dict[Path, ReadFile | None] = field(default_factory=dict)
     # Each YAML config's sites as its read gave them (None: it does not compose), before any
     # resolution: a rule that reads a config's sites takes them here instead of composing the
     # file again (ruamel's composer is most of the cost of a tree of Hydra configs).
@@ -131,3 +133,33 @@ def may_call_plugin_class(path: Path | None, data: bytes) -> bool:
 
 
 recording.PREDICATES[CALLS_PLUGIN_CLASS] = may_call_plugin_class
+
+
+class ReadFiles(Mapping[Path, "ReadFile"]):
+    """The documents a fix may change: the collected files' and those the searches read, as
+    `{**searched, **parsed}`. A document a reused search read (`searched[path]` is None) is
+    loaded from the same bytes on first use: a warm run loads only those holding a finding,
+    not every document every reused search read (on NeMo, 16 notebooks a run)."""
+
+    def __init__(self, collection: Collection) -> None:
+        self.collection = collection
+
+    def __getitem__(self, path: Path) -> ReadFile:
+        collection = self.collection
+        parsed = collection.parsed.get(path)
+        if parsed is not None:
+            return parsed
+        read = collection.searched[path]
+        if read is None:
+            from amp_clipfix.analysis.read import ReadFile
+            from amp_clipfix.models import FileSites
+
+            document = adapter_for(path).load(path, collection.contents[path])
+            read = collection.searched[path] = ReadFile(document, FileSites(path))
+        return read
+
+    def __iter__(self) -> Iterator[Path]:
+        return iter({**self.collection.searched, **self.collection.parsed})
+
+    def __len__(self) -> int:
+        return len({**self.collection.searched, **self.collection.parsed})

@@ -8,7 +8,8 @@ what it asks of the candidate files (those holding a searching rule's word:
 `recording.Candidates`), so an edit runs again the rule that read the file and those after it
 (they may reuse what the evaluator learnt for it), and reuses the rules before. Each answer:
 the rule's findings, the errors its search added (files that do not parse), and the documents
-it read (a fix may change them), which a reuse puts back as the search left them.
+it read (a fix may change them), which a reuse notes in the search's order; each is loaded
+when a fix asks for it (collection.ReadFiles).
 """
 
 from __future__ import annotations
@@ -74,16 +75,10 @@ def rules_query(
         return computed
 
     def replay(stored: Answer) -> None:
-        from amp_clipfix.analysis.read import ReadFile
-        from amp_clipfix.models import FileSites
-        from amp_clipfix.sources import adapter_for
-
         _, added, searched = stored
         collection.errors.extend(added)
-        for path in searched:
-            if path not in collection.searched:
-                document = adapter_for(path).load(path, collection.contents[path])
-                collection.searched[path] = ReadFile(document, FileSites(path))
+        for path in searched:  # its document loaded when a fix asks (collection.ReadFiles)
+            collection.searched.setdefault(path, None)
 
     def asked(name: str, compute: Callable[[], list[Finding]]) -> list[Finding]:
         nonlocal inputs

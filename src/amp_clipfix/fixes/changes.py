@@ -144,7 +144,7 @@ def verified_render(
 
 
 def fix_project(
-    parsed: dict[Path, ReadFile],
+    parsed: Mapping[Path, ReadFile],
     findings: Sequence[Finding],
     linked_inside: frozenset[Path] = frozenset(),
     target: Target = DEFAULT_TARGET,
