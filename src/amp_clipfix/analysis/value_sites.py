@@ -1,0 +1,216 @@
+"""Where a project function's value can go, told from how a module writes its name: the question
+the clip index asks of each function before it takes it in (clip_tail.ClipCapable).
+
+A reading enters a call only where the evaluator says its callee is a project function
+(callables.callees: a callee's `Fn`, an instance's `__call__`). So a function the index holds
+matters to a call that does not call it by name only where the evaluator can follow its value
+there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
+`return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
+`call_getattr`: the evaluator makes no attribute from a string held elsewhere), a renamed
+import, a `global`. Those open the index, as they always did.
+
+Two writings give the value to library code only, and the evaluator never follows it back:
+
+- an argument of a library call whose result is dropped (`mp.spawn(run, nprocs=2)`,
+  `app.run(main)`, a statement of its own): the library may call the function, in that call or
+  later, but a library call is never entered (its callee is no `Fn`), and nothing the project
+  holds is made from the function;
+- a library decorator (`@pytest.mark.parametrize(...)`, `@torch.no_grad()`): the name is bound
+  to what it returns, and the project reaches that only through the name, which the index
+  follows as it follows any call spelled with it.
+
+The first kind's calls are kept (`Found.sites`): a call that may run the function, as a call
+spelled with its name is (a step's closure is read where it is handed on). A string equal to
+the name that no call gets as a positional argument (a dict key, a compared string, a
+keyword's value, `mode="train"`) makes no attribute: it opens nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.module_objects import last_module_name, value_written
+from amp_clipfix.analysis.nodes import child_nodes, first_line
+from amp_clipfix.analysis.order import FUNCTIONS
+from amp_clipfix.analysis.text_lines import TextLines
+from amp_clipfix.analysis.values import Ext
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.clip_tail import ClipCapable, Found
+    from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.summary import Summary
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+# the calls a function is handed to, or None where its value may reach project code
+Sites = tuple[ast.Call, ...] | None
+Library = Callable[[ast.expr], bool]  # whether a callee expression is library code only
+
+
+class WrittenValues:
+    """How one module writes names as values, from one walk (breadth first: a statement and a
+    call are met before their parts): the names written as a value the evaluator may follow
+    (`escaped`), and for each other name written as a value, the dropped calls that get it as
+    an argument (`handed`). A call's callee, a plain name stored to, a `def`, a parameter and
+    an import that keeps the name are no value."""
+
+    __slots__ = ("escaped", "handed")
+
+    def __init__(self, nodes: Iterable[ast.AST]) -> None:
+        self.escaped: set[str] = set()
+        self.handed: dict[str, list[ast.Call]] = {}
+        callees: set[int] = set()
+        given: dict[int, ast.Call] = {}  # an argument node -> the dropped call it is given to
+        for node in nodes:
+            kind = type(node)
+            if kind is ast.Name or kind is ast.Attribute:
+                if id(node) in callees:
+                    continue
+                name = spelled(node)
+                if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+                    call = given.get(id(node))
+                    if call is None:
+                        self.escaped.add(name)  # a value the evaluator may follow
+                    elif call not in (calls := self.handed.setdefault(name, [])):
+                        calls.append(call)
+                elif kind is ast.Attribute:
+                    self.escaped.add(name)  # `obj.name = ...`: another value under the name
+            elif kind is ast.Call:
+                callees.add(id(node.func))  # type: ignore[attr-defined]
+                for argument in node.args:  # type: ignore[attr-defined]
+                    if type(argument) is ast.Constant and type(argument.value) is str:
+                        self.escaped.add(argument.value)  # `getattr(x, "name")`
+            elif kind is ast.Expr:
+                call = node.value  # type: ignore[attr-defined]
+                if type(call) is ast.Call:
+                    for argument in (*call.args, *(k.value for k in call.keywords if k.arg)):
+                        if type(argument) is ast.Name or type(argument) is ast.Attribute:
+                            given[id(argument)] = call
+            elif kind is ast.alias:
+                if node.asname is not None:  # type: ignore[attr-defined]
+                    self.escaped.add(node.name.rsplit(".", 1)[-1])  # type: ignore[attr-defined]
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                self.escaped.update(node.names)  # type: ignore[attr-defined]
+
+    def sites(self, name: str, library: Library) -> Sites:
+        """The dropped library calls that get `name` as an argument, in walk order; None where
+        the module writes it as a value any other way (see the module's docstring)."""
+        if name in self.escaped:
+            return None
+        calls = self.handed.get(name, ())
+        if not all(library(call.func) for call in calls):
+            return None  # handed to project code, or to what the evaluator does not know
+        return tuple(calls)
+
+
+def lines_writing(summary: Summary, word: bytes) -> list[int] | None:
+    """The lines of the module that write the word other than right before a `(` (a value, a
+    string, an import clause: module_objects.value_written), and those with a byte outside
+    ASCII (a name Python reads NFKC-folded); None: every line (no text kept)."""
+    text = summary.lines
+    if not isinstance(text, TextLines):
+        return None
+    offsets = [*summary.non_ascii()]
+    offsets += [match.start() for match in value_written(word).finditer(text.data)]
+    return sorted({bisect_right(text.starts, offset) for offset in offsets})
+
+
+def walk_on(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
+    """`nodes.walk(tree)` (breadth first) left to the nodes whose lines, a definition's
+    decorators included, hold one of `lines` (sorted; None: all), and those without a
+    position; an f-string is walked whole (Python before 3.12 may misplace what is in it)."""
+    count = len(lines or ())
+    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
+    while todo:
+        node, pruned = todo.popleft()
+        yield node
+        inner = pruned and type(node) is not ast.JoinedStr
+        for child in child_nodes(node):
+            if inner and lines is not None and hasattr(child, "end_lineno"):
+                end = child.end_lineno
+                index = bisect_left(lines, first_line(child))
+                if end is not None and (index == count or lines[index] > end):
+                    continue
+            todo.append((child, inner))
+
+
+def spelled(node: ast.AST) -> str:
+    return node.id if type(node) is ast.Name else node.attr  # type: ignore[attr-defined]
+
+
+def kept_by_decorators(decorators: list[ast.expr], library: Library) -> bool:
+    """Every decorator keeps the name the project's way to the function: a plain one
+    (`staticmethod`), or library code (`@torch.no_grad()`, `@pytest.mark.parametrize(...)`:
+    its callee is, see the module's docstring)."""
+    for decorator in decorators:
+        if plain_decorator(decorator):
+            continue
+        callee = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not library(callee):
+            return False
+    return True
+
+
+def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
+    """Whether a callee expression of the module is library code by value: its values all
+    `Ext` (no project function or class, nothing unknown)."""
+
+    def library(callee: ast.expr) -> bool:
+        if not isinstance(callee, (ast.Name, ast.Attribute)):
+            return False
+        values = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
+        return bool(values) and all(isinstance(value, Ext) for value in values)
+
+    return library
+
+
+def enclosing_function(call: ast.Call, summary: Summary) -> Iterator[tuple[Function, bool]]:
+    """The function that makes the call, if a function does (a call in a lambda, a class body
+    or a module's own code is no helper's), and whether it is a method."""
+    function, cls = summary.enclosing(call)
+    if isinstance(function, FUNCTIONS):
+        owner = summary.enclosing(function)
+        yield function, owner[0] is None and owner[1] is not None and cls is not None
+
+
+def handed_sites(
+    index: ClipCapable, function: Found
+) -> tuple[tuple[ast.Call, Summary], ...] | None:
+    """The library calls the clip index's function is handed to, with their modules; None
+    where it may be a value the evaluator follows: an instance's `__call__`, a decorator of
+    the project's, or a file that can see it writes its name as one (a name, an attribute, a
+    renamed import, a string `getattr` gets)."""
+    node = function.node
+    if node.name == "__call__" or not kept_by_decorators(
+        node.decorator_list, library_callee(index.evaluator, function.summary)
+    ):
+        return None
+    name = node.name
+    public = function.method or index.attribute_reachable(function)
+    exporters = set() if public else index.exporters(function)
+    word = name.encode("ascii")
+    candidates = []
+    for path in index.evaluator.files_naming(word):
+        if not (public or last_module_name(path) in exporters):
+            continue  # no module object, no import of it: the file cannot see it
+        if index.writes_value(path, word):
+            candidates.append(path)  # else every time it is written it is called
+    found: list[tuple[ast.Call, Summary]] = []
+    for path in index.affordable(candidates):
+        summary = index.summary(path)
+        if summary is None:
+            return None
+        key = (id(summary.tree), name)
+        if key not in index.written:  # the tree kept with its values: no id reused
+            written = WrittenValues(walk_on(summary.tree, lines_writing(summary, word)))
+            index.written[key] = (summary.tree, written)
+        sites = index.written[key][1].sites(name, library_callee(index.evaluator, summary))
+        if sites is None:
+            return None
+        found += ((call, summary) for call in sites)
+    return tuple(found)
