@@ -60,6 +60,18 @@ PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
         program('flags = {"clip_all": 1}\nsame = "clip_all" == model'),
         True,
     ),
+    "another module's name spelled like it": (
+        {**program(), "other.py": "import helpers\n\nclip_all = None\nflag = clip_all\n"},
+        True,
+    ),
+    "another object's attribute spelled like it": (
+        program("copy = model.clip_all\nmp.spawn(copy.clip_all)"),
+        True,
+    ),
+    "an attribute of its module, imported as one": (
+        {**program(), "other.py": "import helpers\n\nflag = helpers.clip_all\n"},
+        False,
+    ),
     "a library call's result kept": (program("done = mp.spawn(clip_all)"), False),
     "handed to a project function": (
         program("call(clip_all, model)", imports="from tools import call"),
@@ -136,15 +148,42 @@ SNIPPETS = {
 }
 
 
+EVERY_WAY = (True, True, None)  # the bare name and any attribute may be it, and any import
+
+
+def sites(source: str, seen: tuple[bool, bool, set[str] | None] = EVERY_WAY) -> int | None:
+    found = WrittenValues(walk_on(ast.parse(source), None)).sites("run", lambda _: True, seen)
+    return None if found is None else len(found)
+
+
 @pytest.mark.parametrize("source", sorted(SNIPPETS))
 def test_how_a_module_writes_the_name(source: str) -> None:
-    sites = WrittenValues(walk_on(ast.parse(source), None)).sites("run", lambda _: True)
-    assert (None if sites is None else len(sites)) == SNIPPETS[source]
+    assert sites(source) == SNIPPETS[source]
 
 
 def test_a_call_of_project_code_it_is_handed_to_is_no_site() -> None:
     written = WrittenValues(walk_on(ast.parse("spawn(run)\n"), None))
-    assert written.sites("run", lambda _: False) is None
+    assert written.sites("run", lambda _: False, EVERY_WAY) is None
+
+
+OTHER_MODULE = (False, False, {"train"})  # a module-level `run` of train.py, never public
+
+
+def test_another_module_s_bare_name_is_not_the_function() -> None:
+    """Only its own module, an importer of the name and a `*` import see the function by its
+    bare name; no module object holds it where its module is never imported as one."""
+    assert sites("x = run\nspawn(obj.run)\nobj.run = 1\n", OTHER_MODULE) == 0
+    assert sites("from train import run\nx = run\n", OTHER_MODULE) is None
+    assert sites("x = run\n", (True, False, {"train"})) is None
+    assert sites("spawn(obj.run)\n", (False, True, {"train"})) == 1
+    assert sites("x = obj.run\n", (False, True, {"train"})) is None
+
+
+def test_a_renamed_import_of_another_module_s_name_is_not_the_function() -> None:
+    assert sites("from val import run as validate\n", OTHER_MODULE) == 0
+    assert sites("from pkg.train import run as r\n", OTHER_MODULE) is None
+    assert sites("from . import run as r\n", OTHER_MODULE) is None
+    assert sites("from val import run as validate\n", EVERY_WAY) is None  # a method: any
 
 
 @pytest.mark.parametrize("source", sorted(SNIPPETS))
@@ -153,6 +192,6 @@ def test_the_lines_writing_the_name_say_what_the_whole_module_says(source: str) 
     tree = ast.parse(padded)
     first = padded.count("\n", 0, padded.index(source)) + 1
     lines = list(range(first, padded.count("\n") + 1))
-    whole = WrittenValues(walk_on(tree, None)).sites("run", lambda _: True)
-    on_lines = WrittenValues(walk_on(tree, lines)).sites("run", lambda _: True)
+    whole = WrittenValues(walk_on(tree, None)).sites("run", lambda _: True, EVERY_WAY)
+    on_lines = WrittenValues(walk_on(tree, lines)).sites("run", lambda _: True, EVERY_WAY)
     assert on_lines == whole

@@ -50,20 +50,29 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 # the calls a function is handed to, or None where its value may reach project code
 Sites = tuple[ast.Call, ...] | None
 Library = Callable[[ast.expr], bool]  # whether a callee expression is library code only
+# whether a module's bare name may be the function (its own module's, a `*` import), whether
+# an attribute of that name may, and the modules a renamed import of it may come from
+Seen = tuple[bool, bool, set[str] | None]
 
 
 class WrittenValues:
-    """How one module writes names as values, from one walk (breadth first: a statement and a
-    call are met before their parts): the names written as a value the evaluator may follow
-    (`escaped`), and for each other name written as a value, the dropped calls that get it as
-    an argument (`handed`). A call's callee, a plain name stored to, a `def`, a parameter and
-    an import that keeps the name are no value."""
+    """How one module writes names, from one walk (breadth first: a statement and a call are
+    met before their parts): as a value the evaluator may follow, by name (`names`) or as an
+    attribute (`x.name`, and `x.name = ...`: `attributes`); as a string a call gets as a
+    positional argument, or in a `global` (`strings`); handed to a dropped call, with the call
+    and whether it is an attribute there (`handed`); imported under another name, from which
+    module (`renamed`, None for `from . import`), or under its own (`imported`). A call's
+    callee, a plain name stored to, a `def` and a parameter are no value."""
 
-    __slots__ = ("escaped", "handed")
+    __slots__ = ("names", "attributes", "strings", "handed", "renamed", "imported")
 
     def __init__(self, nodes: Iterable[ast.AST]) -> None:
-        self.escaped: set[str] = set()
-        self.handed: dict[str, list[ast.Call]] = {}
+        self.names: set[str] = set()
+        self.attributes: set[str] = set()
+        self.strings: set[str] = set()
+        self.handed: dict[str, list[tuple[ast.Call, bool]]] = {}
+        self.renamed: dict[str, list[str | None]] = {}
+        self.imported: set[str] = set()
         callees: set[int] = set()
         given: dict[int, ast.Call] = {}  # an argument node -> the dropped call it is given to
         for node in nodes:
@@ -71,38 +80,55 @@ class WrittenValues:
             if kind is ast.Name or kind is ast.Attribute:
                 if id(node) in callees:
                     continue
-                name = spelled(node)
+                name, attribute = spelled(node), kind is ast.Attribute
                 if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
                     call = given.get(id(node))
-                    if call is None:
-                        self.escaped.add(name)  # a value the evaluator may follow
-                    elif call not in (calls := self.handed.setdefault(name, [])):
-                        calls.append(call)
-                elif kind is ast.Attribute:
-                    self.escaped.add(name)  # `obj.name = ...`: another value under the name
+                    if call is not None:
+                        self.handed.setdefault(name, []).append((call, attribute))
+                    else:
+                        (self.attributes if attribute else self.names).add(name)
+                elif attribute:
+                    self.attributes.add(name)  # `obj.name = ...`: another value under the name
             elif kind is ast.Call:
                 callees.add(id(node.func))  # type: ignore[attr-defined]
                 for argument in node.args:  # type: ignore[attr-defined]
                     if type(argument) is ast.Constant and type(argument.value) is str:
-                        self.escaped.add(argument.value)  # `getattr(x, "name")`
+                        self.strings.add(argument.value)  # `getattr(x, "name")`
             elif kind is ast.Expr:
                 call = node.value  # type: ignore[attr-defined]
                 if type(call) is ast.Call:
                     for argument in (*call.args, *(k.value for k in call.keywords if k.arg)):
                         if type(argument) is ast.Name or type(argument) is ast.Attribute:
                             given[id(argument)] = call
-            elif kind is ast.alias:
-                if node.asname is not None:  # type: ignore[attr-defined]
-                    self.escaped.add(node.name.rsplit(".", 1)[-1])  # type: ignore[attr-defined]
+            elif kind is ast.ImportFrom:
+                relative = node.level and not node.module  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    if alias.asname is None:
+                        self.imported.add(alias.name)
+                    else:
+                        module = None if relative else node.module  # type: ignore[attr-defined]
+                        self.renamed.setdefault(alias.name, []).append(module)
             elif kind is ast.Global or kind is ast.Nonlocal:
-                self.escaped.update(node.names)  # type: ignore[attr-defined]
+                self.strings.update(node.names)  # type: ignore[attr-defined]
 
-    def sites(self, name: str, library: Library) -> Sites:
-        """The dropped library calls that get `name` as an argument, in walk order; None where
-        the module writes it as a value any other way (see the module's docstring)."""
-        if name in self.escaped:
+    def sites(self, name: str, library: Library, seen: Seen) -> Sites:
+        """The dropped library calls that get the function named `name` as an argument, in
+        walk order; None where the module writes it as a value any other way (see the module's
+        docstring). `seen`: whether the module's bare name may be the function, and an
+        attribute of that name; the modules a renamed import of it may come from (None: any)."""
+        names, attributes, modules = seen
+        names = names or name in self.imported
+        if name in self.strings or names and name in self.names:
             return None
-        calls = self.handed.get(name, ())
+        if attributes and name in self.attributes:
+            return None
+        for module in self.renamed.get(name, ()):
+            if module is None or modules is None or module.rsplit(".", 1)[-1] in modules:
+                return None  # `from m import name as other`: a call of `other` may run it
+        calls: list[ast.Call] = []
+        for call, attribute in self.handed.get(name, ()):
+            if (attributes if attribute else names) and call not in calls:
+                calls.append(call)
         if not all(library(call.func) for call in calls):
             return None  # handed to project code, or to what the evaluator does not know
         return tuple(calls)
@@ -192,7 +218,7 @@ def handed_sites(
         return None
     name = node.name
     public = function.method or index.attribute_reachable(function)
-    exporters = set() if public else index.exporters(function)
+    exporters = index.exporters(function) if not function.method else set()
     word = name.encode("ascii")
     candidates = []
     for path in index.evaluator.files_naming(word):
@@ -200,6 +226,9 @@ def handed_sites(
             continue  # no module object, no import of it: the file cannot see it
         if index.writes_value(path, word):
             candidates.append(path)  # else every time it is written it is called
+    # a module object that may hold a module-level function: its own module's, a package's
+    # above it, an importer's under its name (clip_tail.ClipCapable.exporters)
+    modules = None if function.method else exporters | index.owners[id(node)]
     found: list[tuple[ast.Call, Summary]] = []
     for path in index.affordable(candidates):
         summary = index.summary(path)
@@ -209,7 +238,9 @@ def handed_sites(
         if key not in index.written:  # the tree kept with its values: no id reused
             written = WrittenValues(walk_on(summary.tree, lines_writing(summary, word)))
             index.written[key] = (summary.tree, written)
-        sites = index.written[key][1].sites(name, library_callee(index.evaluator, summary))
+        own = path == function.summary.path or index.imports_star(path)
+        seen = (own, public, modules)  # a method's name is a bare name in its module only
+        sites = index.written[key][1].sites(name, library_callee(index.evaluator, summary), seen)
         if sites is None:
             return None
         found += ((call, summary) for call in sites)
