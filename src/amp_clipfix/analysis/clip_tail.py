@@ -21,8 +21,10 @@ value where its name is called, or where it is itself a value: written other tha
 (`fn = f`, `run(f)`, a renamed import), a string (`getattr`), a decorator's argument, a
 `__call__`. So the functions that can clip with `k` levels below them (`levels[k]`) are found
 from torch's clip calls up (a call spelled like it whose callee is not torch's clip by value,
-`accelerator.clip_grad_norm_(...)`, is none), by the names they are called with; if one of
-them may be a value, any call can run it and the index says "every statement" (`open`). A
+`accelerator.clip_grad_norm_(...)`, is none), by the names they are called with and the
+library calls they are handed to (`mp.spawn(run)`: analysis/value_sites.py); if one of them
+may be a value the evaluator follows, any call can run it: the index says "every statement"
+(`open`). A
 module-level function is called by its bare name only in its module and in files that import
 that name (or `*`), and as an attribute only where a module object of its module can be: some
 import binds it or a package above it (analysis/module_objects.py; no module is made from a
@@ -40,7 +42,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.module_objects import (
     WRITES_VALUE,
@@ -49,7 +50,6 @@ from amp_clipfix.analysis.module_objects import (
     module_names,
     writes_value,
     written_as_identifier,
-    written_as_value,
 )
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.names import TORCH_CLIPS
@@ -71,6 +71,7 @@ from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import matches, python_texts, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.value_sites import WrittenValues, enclosing_function, handed_sites
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.records import record
 from amp_clipfix.sources.prefilter import word_start
@@ -86,11 +87,13 @@ MOST_FUNCTIONS = 200
 
 @record(frozen=True)
 class Found:
-    """One function of the index: its node, file and whether it is a method."""
+    """One function of the index: its node, file and whether it is a method; `sites`: the
+    library calls it is handed to (value_sites.py), which may run it as a call of it does."""
 
     node: Function
     summary: Summary
     method: bool
+    sites: tuple[tuple[ast.Call, Summary], ...] = ()
 
 
 class ClipCapable:
@@ -111,6 +114,8 @@ class ClipCapable:
         self.exported: dict[int, set[str]] = {}
         self.owners: dict[int, set[str]] = {}  # exported's modules and the packages above them
         self.before: Enters = None  # Tail.before (set by the rule: event_capable.BeforeClip)
+        self.handed: set[int] = set()  # the index's library calls it is handed to (`sites`)
+        self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -133,10 +138,14 @@ class ClipCapable:
                     ):
                         if self.may_call(call, summary, callee):
                             self.add(found, function, summary, method)
+                    for site, summary in callee.sites:
+                        for function, method in enclosing_function(site, summary):
+                            self.add(found, function, summary, method)
                 levels.append(dict(found))
         except Open:
             return
         self.levels = levels
+        self.handed = {id(call) for f in levels[-1].values() for call, _ in f.sites}
         self.open = False
 
     def escaped(self) -> bool:
@@ -170,9 +179,10 @@ class ClipCapable:
         if id(node) in found:
             return
         function = Found(node, summary, method)
-        if len(found) >= MOST_FUNCTIONS or self.escapes(function):
+        sites = None if len(found) >= MOST_FUNCTIONS else handed_sites(self, function)
+        if sites is None:
             raise Open
-        found[id(node)] = function
+        found[id(node)] = Found(node, summary, method, sites) if sites else function
 
     def summary(self, path: Path) -> Summary | None:
         """The file's summary as the evaluator reads it; past INDEX_PARSES files the index
@@ -224,11 +234,8 @@ class ClipCapable:
                 continue
             # a call of `name` writes it
             for call in summary.calls_kept(lambda c: called_name(c.func) == name, name):
-                function, cls = summary.enclosing(call)
-                if isinstance(function, FUNCTIONS):
-                    owner = summary.enclosing(function)
-                    method = owner[0] is None and owner[1] is not None
-                    yield call, function, summary, method and cls is not None
+                for function, method in enclosing_function(call, summary):
+                    yield call, function, summary, method
 
     def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool:
         """The call (in `summary`'s module) may run `function` by its name."""
@@ -329,29 +336,8 @@ class ClipCapable:
         return False
 
     def escapes(self, function: Found) -> bool:
-        """The function may be a value somewhere: a non-plain decorator gets it, it is an
-        instance's `__call__`, or a file that can see it writes its name other than as a
-        callee (a name, an attribute, a renamed import, a string)."""
-        node = function.node
-        if node.name == "__call__" or not all(plain_decorator(d) for d in node.decorator_list):
-            return True
-        name = node.name
-        public = function.method or self.attribute_reachable(function)
-        exporters = set() if public else self.exporters(function)
-        word = name.encode("ascii")
-        candidates = []
-        for path in self.evaluator.files_naming(word):
-            if not (public or last_module_name(path) in exporters):
-                continue  # no module object, no import of it: the file cannot see it
-            if self.writes_value(path, word):
-                candidates.append(path)  # else every time it is written it is called
-        for path in self.affordable(candidates):
-            summary = self.summary(path)
-            if summary is None:
-                return True
-            if written_as_value(summary.tree, name):
-                return True
-        return False
+        """The function may be a value somewhere, a library's included (value_sites.py)."""
+        return handed_sites(self, function) != ()
 
     # -- readings ----------------------------------------------------------------------------
 
@@ -375,6 +361,8 @@ class ClipCapable:
         return None, None
 
     def call_clips(self, call: ast.Call, summary: Summary) -> bool:
+        if id(call) in self.handed:
+            return True  # a library call an index function is handed to
         name = called_name(call.func)
         if name is None:
             return False  # a call of a call's result, an item: a value (see `open`)

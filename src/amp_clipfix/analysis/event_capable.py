@@ -101,6 +101,7 @@ class AnyEvent(BeforeClip):
     def __init__(self, reach: CallReach, clips: ClipCapable) -> None:
         super().__init__(reach)
         self.clips = clips
+        self.written = clips.written  # how modules write names as values: the same answers
 
     def build(self) -> None:
         """Open at once where the clip index opened for a function it holds (a value, or one

@@ -19,6 +19,7 @@ import functools
 import re
 from pathlib import Path
 
+from amp_clipfix.analysis.literal_words import literals_of, strings_name
 from amp_clipfix.analysis.name_uses import (
     ATTR_WRITTEN,
     CALLED,
@@ -97,10 +98,21 @@ def value_written(word: bytes) -> re.Pattern[bytes]:
 
 
 def writes_value(path: Path | None, data: bytes, name: str) -> bool:
-    """The text writes the name other than right before a `(` (a call, a `def`) and other
-    than in a comment (after a `#` with no quote before it on its line): as a name or
-    attribute read, an import clause, a string (the parse decides which)."""
-    for match in value_written(name.encode("ascii")).finditer(data):
+    """The text may write the name as a value (clip_tail's question, value_sites.py): other
+    than right before a `(` (a call, a `def`), in code (a name or attribute read, an import
+    clause) or in a string a call may get as an argument (`getattr(m, "name")`:
+    literal_words.strings_name); not in a comment, nor in prose (a docstring, a message, a
+    dict's key). Where the lexer cannot tell (a text not plain ASCII, a field it cannot read),
+    any writing before a line's `#` counts; the parse decides."""
+    found = list(value_written(name.encode("ascii")).finditer(data))
+    if not found:
+        return False
+    if data.isascii():
+        literals = literals_of(data)
+        if literals.readable:
+            in_code = any(literals.at(match.start()) < 0 for match in found)
+            return in_code or strings_name(name, data, literals)
+    for match in found:
         line = data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()]
         comment = line.find(b"#")
         if comment < 0 or b"'" in line[:comment] or b'"' in line[:comment]:

@@ -1,0 +1,247 @@
+"""Where a project function's value can go, told from how a module writes its name: the question
+the clip index asks of each function before it takes it in (clip_tail.ClipCapable).
+
+A reading enters a call only where the evaluator says its callee is a project function
+(callables.callees: a callee's `Fn`, an instance's `__call__`). So a function the index holds
+matters to a call that does not call it by name only where the evaluator can follow its value
+there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
+`return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
+`call_getattr`: the evaluator makes no attribute from a string held elsewhere), a renamed
+import, a `global`. Those open the index, as they always did.
+
+Two writings give the value to library code only, and the evaluator never follows it back:
+
+- an argument of a library call whose result is dropped (`mp.spawn(run, nprocs=2)`,
+  `app.run(main)`, a statement of its own): the library may call the function, in that call or
+  later, but a library call is never entered (its callee is no `Fn`), and nothing the project
+  holds is made from the function;
+- a library decorator (`@pytest.mark.parametrize(...)`, `@torch.no_grad()`): the name is bound
+  to what it returns, and the project reaches that only through the name, which the index
+  follows as it follows any call spelled with it.
+
+The first kind's calls are kept (`Found.sites`): a call that may run the function, as a call
+spelled with its name is (a step's closure is read where it is handed on). A string equal to
+the name that no call gets as a positional argument (a dict key, a compared string, a
+keyword's value, `mode="train"`) makes no attribute: it opens nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.module_objects import last_module_name, value_written
+from amp_clipfix.analysis.nodes import child_nodes, first_line
+from amp_clipfix.analysis.order import FUNCTIONS
+from amp_clipfix.analysis.text_lines import TextLines
+from amp_clipfix.analysis.values import Ext
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.clip_tail import ClipCapable, Found
+    from amp_clipfix.analysis.evaluate import Evaluator
+    from amp_clipfix.analysis.summary import Summary
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+# the calls a function is handed to, or None where its value may reach project code
+Sites = tuple[ast.Call, ...] | None
+Library = Callable[[ast.expr], bool]  # whether a callee expression is library code only
+# whether a module's bare name may be the function (its own module's, a `*` import), whether
+# an attribute of that name may, and the modules a renamed import of it may come from
+Seen = tuple[bool, bool, set[str] | None]
+
+
+class WrittenValues:
+    """How one module writes names, from one walk (breadth first: a statement and a call are
+    met before their parts): as a value the evaluator may follow, by name (`names`) or as an
+    attribute (`x.name`, and `x.name = ...`: `attributes`); as a string a call gets as a
+    positional argument, or in a `global` (`strings`); handed to a dropped call, with the call
+    and whether it is an attribute there (`handed`); imported under another name, from which
+    module (`renamed`, None for `from . import`), or under its own (`imported`). A call's
+    callee, a plain name stored to, a `def` and a parameter are no value."""
+
+    __slots__ = ("names", "attributes", "strings", "handed", "renamed", "imported")
+
+    def __init__(self, nodes: Iterable[ast.AST]) -> None:
+        self.names: set[str] = set()
+        self.attributes: set[str] = set()
+        self.strings: set[str] = set()
+        self.handed: dict[str, list[tuple[ast.Call, bool]]] = {}
+        self.renamed: dict[str, list[str | None]] = {}
+        self.imported: set[str] = set()
+        callees: set[int] = set()
+        given: dict[int, ast.Call] = {}  # an argument node -> the dropped call it is given to
+        for node in nodes:
+            kind = type(node)
+            if kind is ast.Name or kind is ast.Attribute:
+                if id(node) in callees:
+                    continue
+                name, attribute = spelled(node), kind is ast.Attribute
+                if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+                    call = given.get(id(node))
+                    if call is not None:
+                        self.handed.setdefault(name, []).append((call, attribute))
+                    else:
+                        (self.attributes if attribute else self.names).add(name)
+                elif attribute:
+                    self.attributes.add(name)  # `obj.name = ...`: another value under the name
+            elif kind is ast.Call:
+                callees.add(id(node.func))  # type: ignore[attr-defined]
+                for argument in node.args:  # type: ignore[attr-defined]
+                    if type(argument) is ast.Constant and type(argument.value) is str:
+                        self.strings.add(argument.value)  # `getattr(x, "name")`
+            elif kind is ast.Expr:
+                call = node.value  # type: ignore[attr-defined]
+                if type(call) is ast.Call:
+                    for argument in (*call.args, *(k.value for k in call.keywords if k.arg)):
+                        if type(argument) is ast.Name or type(argument) is ast.Attribute:
+                            given[id(argument)] = call
+            elif kind is ast.ImportFrom:
+                relative = node.level and not node.module  # type: ignore[attr-defined]
+                for alias in node.names:  # type: ignore[attr-defined]
+                    if alias.asname is None:
+                        self.imported.add(alias.name)
+                    else:
+                        module = None if relative else node.module  # type: ignore[attr-defined]
+                        self.renamed.setdefault(alias.name, []).append(module)
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                self.strings.update(node.names)  # type: ignore[attr-defined]
+
+    def sites(self, name: str, library: Library, seen: Seen) -> Sites:
+        """The dropped library calls that get the function named `name` as an argument, in
+        walk order; None where the module writes it as a value any other way (see the module's
+        docstring). `seen`: whether the module's bare name may be the function, and an
+        attribute of that name; the modules a renamed import of it may come from (None: any)."""
+        names, attributes, modules = seen
+        names = names or name in self.imported
+        if name in self.strings or names and name in self.names:
+            return None
+        if attributes and name in self.attributes:
+            return None
+        for module in self.renamed.get(name, ()):
+            if module is None or modules is None or module.rsplit(".", 1)[-1] in modules:
+                return None  # `from m import name as other`: a call of `other` may run it
+        calls: list[ast.Call] = []
+        for call, attribute in self.handed.get(name, ()):
+            if (attributes if attribute else names) and call not in calls:
+                calls.append(call)
+        if not all(library(call.func) for call in calls):
+            return None  # handed to project code, or to what the evaluator does not know
+        return tuple(calls)
+
+
+def lines_writing(summary: Summary, word: bytes) -> list[int] | None:
+    """The lines of the module that write the word other than right before a `(` (a value, a
+    string, an import clause: module_objects.value_written), and those with a byte outside
+    ASCII (a name Python reads NFKC-folded); None: every line (no text kept)."""
+    text = summary.lines
+    if not isinstance(text, TextLines):
+        return None
+    offsets = [*summary.non_ascii()]
+    offsets += [match.start() for match in value_written(word).finditer(text.data)]
+    return sorted({bisect_right(text.starts, offset) for offset in offsets})
+
+
+def walk_on(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
+    """`nodes.walk(tree)` (breadth first) left to the nodes whose lines, a definition's
+    decorators included, hold one of `lines` (sorted; None: all), and those without a
+    position; an f-string is walked whole (Python before 3.12 may misplace what is in it)."""
+    count = len(lines or ())
+    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
+    while todo:
+        node, pruned = todo.popleft()
+        yield node
+        inner = pruned and type(node) is not ast.JoinedStr
+        for child in child_nodes(node):
+            if inner and lines is not None and hasattr(child, "end_lineno"):
+                end = child.end_lineno
+                index = bisect_left(lines, first_line(child))
+                if end is not None and (index == count or lines[index] > end):
+                    continue
+            todo.append((child, inner))
+
+
+def spelled(node: ast.AST) -> str:
+    return node.id if type(node) is ast.Name else node.attr  # type: ignore[attr-defined]
+
+
+def kept_by_decorators(decorators: list[ast.expr], library: Library) -> bool:
+    """Every decorator keeps the name the project's way to the function: a plain one
+    (`staticmethod`), or library code (`@torch.no_grad()`, `@pytest.mark.parametrize(...)`:
+    its callee is, see the module's docstring)."""
+    for decorator in decorators:
+        if plain_decorator(decorator):
+            continue
+        callee = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if not library(callee):
+            return False
+    return True
+
+
+def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
+    """Whether a callee expression of the module is library code by value: its values all
+    `Ext` (no project function or class, nothing unknown)."""
+
+    def library(callee: ast.expr) -> bool:
+        if not isinstance(callee, (ast.Name, ast.Attribute)):
+            return False
+        values = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
+        return bool(values) and all(isinstance(value, Ext) for value in values)
+
+    return library
+
+
+def enclosing_function(call: ast.Call, summary: Summary) -> Iterator[tuple[Function, bool]]:
+    """The function that makes the call, if a function does (a call in a lambda, a class body
+    or a module's own code is no helper's), and whether it is a method."""
+    function, cls = summary.enclosing(call)
+    if isinstance(function, FUNCTIONS):
+        owner = summary.enclosing(function)
+        yield function, owner[0] is None and owner[1] is not None and cls is not None
+
+
+def handed_sites(
+    index: ClipCapable, function: Found
+) -> tuple[tuple[ast.Call, Summary], ...] | None:
+    """The library calls the clip index's function is handed to, with their modules; None
+    where it may be a value the evaluator follows: an instance's `__call__`, a decorator of
+    the project's, or a file that can see it writes its name as one (a name, an attribute, a
+    renamed import, a string `getattr` gets)."""
+    node = function.node
+    if node.name == "__call__" or not kept_by_decorators(
+        node.decorator_list, library_callee(index.evaluator, function.summary)
+    ):
+        return None
+    name = node.name
+    public = function.method or index.attribute_reachable(function)
+    exporters = index.exporters(function) if not function.method else set()
+    word = name.encode("ascii")
+    candidates = []
+    for path in index.evaluator.files_naming(word):
+        if not (public or last_module_name(path) in exporters):
+            continue  # no module object, no import of it: the file cannot see it
+        if index.writes_value(path, word):
+            candidates.append(path)  # else every time it is written it is called
+    # a module object that may hold a module-level function: its own module's, a package's
+    # above it, an importer's under its name (clip_tail.ClipCapable.exporters)
+    modules = None if function.method else exporters | index.owners[id(node)]
+    found: list[tuple[ast.Call, Summary]] = []
+    for path in index.affordable(candidates):
+        summary = index.summary(path)
+        if summary is None:
+            return None
+        key = (id(summary.tree), name)
+        if key not in index.written:  # the tree kept with its values: no id reused
+            written = WrittenValues(walk_on(summary.tree, lines_writing(summary, word)))
+            index.written[key] = (summary.tree, written)
+        own = path == function.summary.path or index.imports_star(path)
+        seen = (own, public, modules)  # a method's name is a bare name in its module only
+        sites = index.written[key][1].sites(name, library_callee(index.evaluator, summary), seen)
+        if sites is None:
+            return None
+        found += ((call, summary) for call in sites)
+    return tuple(found)

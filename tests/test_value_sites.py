@@ -1,0 +1,197 @@
+"""A function ACF004's clip index holds opens it only where the evaluator can follow its value
+(analysis/value_sites.py): handed to a library call whose result is dropped (`mp.spawn(run)`),
+under a library decorator, or next to a string no `getattr` gets, the index stays closed, and
+the library call it is handed to is one that may clip. The same findings as the whole search
+on programs where the helper is handed on each way, and the index closed where it may be."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_any_event import built
+from test_clip_tail import loop, report, whole_search, write
+
+from amp_clipfix.analysis import clip_tail
+from amp_clipfix.analysis.value_sites import WrittenValues, walk_on
+
+HELPERS = """
+    import torch
+    import torch.multiprocessing as mp
+    {imports}
+
+
+    {decorator}
+    def clip_all(model):
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+
+
+    def launch(model):
+        {hand}
+    """
+
+
+def helpers(hand: str = "pass", decorator: str = "", imports: str = "") -> str:
+    hand = hand.replace("\n", "\n        ")  # the lines of `launch`'s body
+    text = HELPERS.format(hand=hand, decorator=decorator, imports=imports)
+    return textwrap.dedent(text).replace("\n\n\n\ndef clip_all", "\n\n\ndef clip_all").lstrip()
+
+
+def program(hand: str = "pass", decorator: str = "", imports: str = "") -> dict[str, str]:
+    """ACF004's loop clips through the helper; `launch` hands the helper on (`hand`)."""
+    return {
+        "train.py": loop("from helpers import clip_all", "clip_all(model)"),
+        "helpers.py": helpers(hand, decorator, imports),
+    }
+
+
+# name -> the program, and whether the clip index stays closed
+PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
+    "handed to a library call": (program("mp.spawn(clip_all, args=(model,))"), True),
+    "handed to a library call by keyword": (program("mp.spawn(fn=clip_all, nprocs=1)"), True),
+    "handed to a library call through its module": (
+        program("import helpers\nmp.spawn(helpers.clip_all)"),
+        True,
+    ),
+    "under a library decorator": (program(decorator="@torch.no_grad()"), True),
+    "its name a dict key and a compared string": (
+        program('flags = {"clip_all": 1}\nsame = "clip_all" == model'),
+        True,
+    ),
+    "another module's name spelled like it": (
+        {**program(), "other.py": "import helpers\n\nclip_all = None\nflag = clip_all\n"},
+        True,
+    ),
+    "another object's attribute spelled like it": (
+        program("copy = model.clip_all\nmp.spawn(copy.clip_all)"),
+        True,
+    ),
+    "an attribute of its module, imported as one": (
+        {**program(), "other.py": "import helpers\n\nflag = helpers.clip_all\n"},
+        False,
+    ),
+    "a library call's result kept": (program("done = mp.spawn(clip_all)"), False),
+    "handed to a project function": (
+        program("call(clip_all, model)", imports="from tools import call"),
+        False,
+    ),
+    "handed to an unknown callee": (program("model.apply(clip_all)"), False),
+    "stored": (program("fn = clip_all"), False),
+    "named by a string getattr gets": (
+        program('import helpers\ngetattr(helpers, "clip_all")(model)'),
+        False,
+    ),
+    "under a decorator of the project": (
+        program(decorator="@keep", imports="from tools import keep"),
+        False,
+    ),
+}
+TOOLS = "def call(fn, *args):\n    fn(*args)\n\n\ndef keep(fn):\n    return fn\n"
+
+
+def files(name: str) -> dict[str, str]:
+    return {**PROGRAMS[name][0], "tools.py": TOOLS}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_same_findings_as_the_whole_search(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "tail", files(name))
+    write(tmp_path / "whole", files(name))
+    tail = report(tmp_path / "tail")
+    with monkeypatch.context() as patched:
+        whole_search(patched)
+        whole = report(tmp_path / "whole")
+    assert tail == whole
+    assert "ACF004" in tail
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_index_opens_only_where_the_value_may_be_followed(name: str, tmp_path: Path) -> None:
+    index = built(tmp_path, files(name), clip_tail.ClipCapable)
+    assert index.open is not PROGRAMS[name][1]
+    if not index.open:
+        held = {f.node.name for f in index.levels[-1].values()}
+        assert "clip_all" in held
+
+
+def test_the_library_call_it_is_handed_to_may_clip(tmp_path: Path) -> None:
+    """`launch`, which hands the helper to `mp.spawn`, is in the index a level above it, and
+    the spawn call is one that may clip."""
+    index = built(tmp_path, files("handed to a library call"), clip_tail.ClipCapable)
+    found = {f.node.name: f for f in index.levels[-1].values()}
+    assert set(found) >= {"clip_all", "launch"}
+    (site, summary), *_ = found["clip_all"].sites
+    assert ast.unparse(site) == "mp.spawn(clip_all, args=(model,))"
+    assert index.call_clips(site, summary)
+
+
+SNIPPETS = {
+    # source -> the sites' number, None where the name is a value the evaluator may follow
+    "spawn(run, nprocs=2)\n": 1,
+    "spawn(run)\nspawn(run)\nx.start(target=run)\n": 3,
+    "x = spawn(run)\n": None,
+    "f(g(run))\n": None,
+    "fn = run\n": None,
+    "getattr(m, 'run')\n": None,
+    "d = {'run': 1}\nif mode == 'run':\n    pass\nf(mode='run')\n": 0,
+    "from m import run as r\n": None,
+    "from m import run\nimport m.run\n": 0,
+    "global run\n": None,
+    "obj.run = 1\n": None,
+    "run = 1\ndel run\nrun(1)\nm.run(2)\n": 0,
+    "spawn(m.run)\n": 1,
+    "spawn(run.__call__)\n": None,
+}
+
+
+EVERY_WAY = (True, True, None)  # the bare name and any attribute may be it, and any import
+
+
+def sites(source: str, seen: tuple[bool, bool, set[str] | None] = EVERY_WAY) -> int | None:
+    found = WrittenValues(walk_on(ast.parse(source), None)).sites("run", lambda _: True, seen)
+    return None if found is None else len(found)
+
+
+@pytest.mark.parametrize("source", sorted(SNIPPETS))
+def test_how_a_module_writes_the_name(source: str) -> None:
+    assert sites(source) == SNIPPETS[source]
+
+
+def test_a_call_of_project_code_it_is_handed_to_is_no_site() -> None:
+    written = WrittenValues(walk_on(ast.parse("spawn(run)\n"), None))
+    assert written.sites("run", lambda _: False, EVERY_WAY) is None
+
+
+OTHER_MODULE = (False, False, {"train"})  # a module-level `run` of train.py, never public
+
+
+def test_another_module_s_bare_name_is_not_the_function() -> None:
+    """Only its own module, an importer of the name and a `*` import see the function by its
+    bare name; no module object holds it where its module is never imported as one."""
+    assert sites("x = run\nspawn(obj.run)\nobj.run = 1\n", OTHER_MODULE) == 0
+    assert sites("from train import run\nx = run\n", OTHER_MODULE) is None
+    assert sites("x = run\n", (True, False, {"train"})) is None
+    assert sites("spawn(obj.run)\n", (False, True, {"train"})) == 1
+    assert sites("x = obj.run\n", (False, True, {"train"})) is None
+
+
+def test_a_renamed_import_of_another_module_s_name_is_not_the_function() -> None:
+    assert sites("from val import run as validate\n", OTHER_MODULE) == 0
+    assert sites("from pkg.train import run as r\n", OTHER_MODULE) is None
+    assert sites("from . import run as r\n", OTHER_MODULE) is None
+    assert sites("from val import run as validate\n", EVERY_WAY) is None  # a method: any
+
+
+@pytest.mark.parametrize("source", sorted(SNIPPETS))
+def test_the_lines_writing_the_name_say_what_the_whole_module_says(source: str) -> None:
+    padded = "import os\n\n\ndef other():\n    return os.sep\n\n\n" + source
+    tree = ast.parse(padded)
+    first = padded.count("\n", 0, padded.index(source)) + 1
+    lines = list(range(first, padded.count("\n") + 1))
+    whole = WrittenValues(walk_on(tree, None)).sites("run", lambda _: True, EVERY_WAY)
+    on_lines = WrittenValues(walk_on(tree, lines)).sites("run", lambda _: True, EVERY_WAY)
+    assert on_lines == whole
