@@ -14,7 +14,7 @@ import pytest
 from test_any_event import built
 from test_clip_tail import loop, report, whole_search, write
 
-from amp_clipfix.analysis import clip_tail
+from amp_clipfix.analysis import clip_tail, event_capable
 from amp_clipfix.analysis.value_sites import WrittenValues, walk_on
 
 HELPERS = """
@@ -195,3 +195,33 @@ def test_the_lines_writing_the_name_say_what_the_whole_module_says(source: str) 
     whole = WrittenValues(walk_on(tree, None)).sites("run", lambda _: True, EVERY_WAY)
     on_lines = WrittenValues(walk_on(tree, lines)).sites("run", lambda _: True, EVERY_WAY)
     assert on_lines == whole
+
+
+def test_a_value_the_clip_index_spent_its_parses_on_opens_every_event_index_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clip index parses the three modules that clip, then cannot afford the two that may
+    write `clip_all` as a value; AnyEvent asks that question first, within its own parses, and
+    opens without looking for its roots (it holds `clip_all` too, so it would open for it)."""
+    clips = {
+        f"clips{n}.py": f"import torch\n\n\ndef clip{n}(model):\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+        for n in range(3)
+    }
+    values = {f"uses{n}.py": "import helpers\n\nkept = helpers.clip_all\n" for n in range(2)}
+    monkeypatch.setattr(clip_tail, "INDEX_PARSES", 4)
+    rooted: list[str] = []
+    original = event_capable.AnyEvent.kinds
+
+    def kinds(self: event_capable.AnyEvent):  # type: ignore[no-untyped-def]
+        rooted.append("asked")
+        return original(self)
+
+    monkeypatch.setattr(event_capable.AnyEvent, "kinds", kinds)
+    files = {**program(), **clips, **values}
+    index = built(tmp_path, files, event_capable.AnyEvent)
+    assert index.open
+    assert rooted == []
+    clip_index = built(tmp_path / "again", files, clip_tail.ClipCapable)
+    assert clip_index.spent
+    assert clip_index.asked is not None and clip_index.asked.node.name == "clip_all"

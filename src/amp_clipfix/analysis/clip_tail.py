@@ -116,6 +116,7 @@ class ClipCapable:
         self.before: Enters = None  # Tail.before (set by the rule: event_capable.BeforeClip)
         self.handed: set[int] = set()  # the index's library calls it is handed to (`sites`)
         self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
+        self.asked: Found | None = None  # the function whose value question opened the index
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -179,9 +180,13 @@ class ClipCapable:
         if id(node) in found:
             return
         function = Found(node, summary, method)
-        sites = None if len(found) >= MOST_FUNCTIONS else handed_sites(self, function)
+        if len(found) >= MOST_FUNCTIONS:
+            raise Open
+        self.asked = function  # kept where the question opens the index
+        sites = handed_sites(self, function)
         if sites is None:
             raise Open
+        self.asked = None
         found[id(node)] = Found(node, summary, method, sites) if sites else function
 
     def summary(self, path: Path) -> Summary | None:

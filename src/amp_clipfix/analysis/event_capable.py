@@ -38,13 +38,14 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from amp_clipfix.analysis.clip_tail import MOST_FUNCTIONS, ClipCapable, Found, Function
+from amp_clipfix.analysis.clip_tail import MOST_FUNCTIONS, ClipCapable, Found, Function, Open
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import holds, matches, python_texts, scan, tested
 from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.value_sites import handed_sites
 from amp_clipfix.analysis.values import Ext, Opaque
 from amp_clipfix.analysis.written_events import AFTER_BRACKET, SCALED_BACKWARD, is_scaled_backward
 from amp_clipfix.sources.prefilter import GAP
@@ -106,12 +107,25 @@ class AnyEvent(BeforeClip):
     def build(self) -> None:
         """Open at once where the clip index opened for a function it holds (a value, or one
         past MOST_FUNCTIONS) or for torch's clip handed on: this index holds its functions
-        too, so it would open for the same one."""
+        too, so it would open for the same one. Where the clip index spent its parses on the
+        question whether a function is a value, that question is asked first, within this
+        index's own parses: a value opens this one too."""
         if not self.built:
-            self.clips.build()
-            if self.clips.open and not self.clips.spent:
+            clips = self.clips
+            clips.build()
+            asked = clips.asked
+            if clips.open and (not clips.spent or asked is not None and self.a_value(asked)):
                 self.built = self.open = True
         super().build()
+
+    def a_value(self, function: Found) -> bool:
+        """The function may be a value (value_sites.py); False where the question is past this
+        index's parses (the index then builds as it would have)."""
+        try:
+            return handed_sites(self, function) is None
+        except Open:
+            self.spent = False
+            return False
 
     def escaped(self) -> bool:
         return ClipCapable.escaped(self)  # torch's clip handed on: any call may clip
