@@ -13,13 +13,16 @@ string constant equal to `"fused"` is either written so (the word again) or made
 literal's escapes or by pieces joined: an escape that makes one of its letters (`\\x66`,
 `\\146`, `\\u0066`, `\\U00000066`, `\\N{...}`: `LETTER_ESCAPE`), or a piece whose first letters
 `f`, `fu`, `fus` or `fuse` end at a quote or a backslash (an implicit concatenation `"fu"
-"sed"`, a line continuation inside the literal: `SPLIT`, its opening quote checked after).
+"sed"`, a line continuation inside the literal: `SPLIT`, the piece opened by a quote).
 
 A file passes (`may_write_fused_key`) where one of those is found, unless the file is Python
-read as written (ASCII, `.py`: the lexer pairs its quotes as the tokenizer does) and each
-finding is in a comment, or in a string literal whose value (with the literals joined to it)
-is not `"fused"`. Any file passing keeps every spread evaluated: the run asks `exists` of the
-test once, noted as any `exists` is (an edit that makes a file pass asks again).
+read as written (`.py`, UTF-8 or ASCII: the lexer pairs its quotes as the tokenizer does) and
+each finding is in a comment; in a string literal whose value (with the literals joined to
+it) is not `"fused"` (nor `"--fused"`, an option naming it); in a formatted string's text
+outside its fields; or, the word in code, a name no key is made of (`x = fused`, a statement
+`fused = x`; not `f(fused=x)`, `fused: bool`, `a, fused =`, `x.fused =`). Any file passing
+keeps every spread evaluated: the run asks `exists` of the test once, noted as any `exists`
+is (an edit that makes a file pass asks again).
 """
 
 from __future__ import annotations
@@ -52,10 +55,9 @@ WORD = lazy(rb"fused(?<![A-Za-z0-9_]fused)(?![A-Za-z0-9_])")  # the literal firs
 LETTER_ESCAPE = lazy(
     rb"\\(?:x(?:6[456]|7[35])|u00(?:6[456]|7[35])|U000000(?:6[456]|7[35])|N\{|1(?:4[456]|6[35]))"
 )
-# The first letters of `fused` ending at a quote or a backslash; the byte before must be a
-# quote or a line break (`starts_piece`): the piece of a split literal that starts the value.
-SPLIT = lazy(rb"f(?:u(?:se?)?)?[\"'\\]")
-PIECE_STARTS = frozenset(b"\"'\n")
+# The first letters of `fused` ending at a quote or a backslash, after a quote or a line break:
+# the piece of a split literal that starts the value (the `f` first: `re` skips to it).
+SPLIT = lazy(rb"f(?<=[\"'\n]f)(?:u(?:se?)?)?[\"'\\]")
 OPEN, CLOSE = ord("{"), ord("}")
 BRACES = (OPEN, CLOSE)
 QUOTES = (ord("'"), ord('"'))
@@ -63,12 +65,14 @@ QUOTES = (ord("'"), ord('"'))
 
 def may_write_fused_key(path: Path | None, stored: bytes) -> bool:
     """The text may write a `fused` key (the module's docstring); `stored`: its bytes."""
+    if b"fused" not in stored and not LETTER_ESCAPE.search(stored) and not SPLIT.search(stored):
+        return python_text(stored) is not stored and b"fused" in python_text(stored)
     data = python_text(stored)  # its names as Python reads them
-    if b"fused" in data and count(data) != count(stored):
+    if data is not stored and count(data) != count(stored):
         return True  # a name NFKC folds to `fused`
-    words = [m.start() for m in WORD.finditer(stored)] if b"fused" in stored else []
+    words = [m.start() for m in WORD.finditer(stored)]
     made = [m.start() for m in LETTER_ESCAPE.finditer(stored)]
-    made += [m.start() for m in SPLIT.finditer(stored) if starts_piece(stored, m.start())]
+    made += [m.start() for m in SPLIT.finditer(stored)]
     if not words and not made:
         return False
     if path is None or path.suffix != ".py" or not read_as_written(stored):
@@ -149,10 +153,6 @@ def key_of(value: object) -> object:
 
 def count(data: bytes) -> int:
     return sum(1 for _ in WORD.finditer(data))
-
-
-def starts_piece(data: bytes, position: int) -> bool:
-    return position > 0 and data[position - 1] in PIECE_STARTS
 
 
 def joined_value(literals: Literals, index: int) -> object:
