@@ -12,7 +12,7 @@ import pytest
 
 from amp_clipfix.analysis import fused_keys
 from amp_clipfix.analysis.evaluate import Evaluator
-from amp_clipfix.analysis.recording import Reads, Recording
+from amp_clipfix.analysis.recording import Reads, Recording, passes
 from amp_clipfix.analysis.resolve import project_evaluator
 from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.values import Opt
@@ -174,3 +174,65 @@ def test_a_notebook_with_the_word_may() -> None:
     data = b'{"cells": [{"source": ["# fused kernels"]}]}'
     assert fused_keys.may_write_fused_key(Path("n.ipynb"), data)
     assert not fused_keys.may_write_fused_key(Path("n.ipynb"), b'{"cells": []}')
+
+
+# A Lightning module whose optimizer a library call builds from a `**spread` (the evaluator
+# cannot follow `somelib.Builder`): fused only where the spread holds a `fused` key.
+SPREAD_FACTORY = """import somelib
+
+
+def make_optimizer(params, **options):
+    return somelib.Builder(params, **options)
+"""
+SPREAD_MODULE = """import lightning as L
+from pkg.factory import make_optimizer
+
+OPTIONS = {"lr": 0.1}  # fused later
+
+
+class Module(L.LightningModule):
+    def configure_optimizers(self):
+        return make_optimizer(self.parameters(), **OPTIONS)
+"""
+SPREAD_EDITS = (
+    ("the key written", "pkg/module.py", '{"lr": 0.1}', '{"lr": 0.1, "fused": True}'),
+    ("the key renamed", "pkg/module.py", '"fused": True', '"unfused": True'),
+    # no word `fused` written (a query that read a spread would be asked again: below)
+    ("a key in a file no query reads", "pkg/other.py", "{}", '{"fus\\x65d": 1}'),
+    ("a key spelled in pieces", "pkg/module.py", '"unfused": True', '"fu" "sed": True'),
+)
+
+
+def test_warm_runs_after_edits_that_write_or_drop_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edit after edit the warm run prints the cold run's bytes; the finding comes and goes
+    with the key."""
+    from test_incremental import base_project, edit_line, same_as_cold
+    from test_incremental import write as write_file
+
+    root = base_project(tmp_path, monkeypatch, "False")
+    write_file(root, "pkg/factory.py", SPREAD_FACTORY)
+    write_file(root, "pkg/module.py", SPREAD_MODULE)
+    write_file(root, "pkg/other.py", "UNRELATED = {}\n")
+    reports = [same_as_cold(root, "--format", "json")]
+    for _, path, old, new in SPREAD_EDITS:
+        edit_line(path, old, new)(root)
+        reports.append(same_as_cold(root, "--format", "json"))
+    assert b"ACF002" not in reports[0]
+    assert b"ACF002" in reports[1]  # through the spread
+    assert b"ACF002" not in reports[2]
+
+
+def test_the_noted_test_fails_on_an_edit_that_writes_a_key(tmp_path: Path) -> None:
+    """A query's stored `exists` (no file passed) is checked again on each changed file
+    (query_checks.still: `passes` of the noted test): a key written any way makes it fail, so
+    the queries that read a spread are asked again; a comment does not."""
+    contents = {tmp_path / "a.py": b"x = 1  # fused\n"}
+    recording = Recording(contents, Reads())
+    assert not fused_keys.may_hold_fused(recording)
+    test = next(iter(recording.reads.exists))
+    assert recording.reads.exists[test] is None
+    for edited in (b'd = {"fus\\x65d": 1}\n', b"f(fused=1)\n", b'd["fu" "sed"] = 1\n'):
+        assert passes(test, edited, tmp_path / "other.py")
+    assert not passes(test, b"y = 2  # fused\n", tmp_path / "other.py")
