@@ -124,6 +124,7 @@ class EvaluatorBase:
         self.contents = contents  # the project's Python files, searched as text before parsing
         self.word_index = WordIndex(raw(contents))  # which files write a name, and their order
         self.relevant: set[Path] | None = None  # the files a fused value can reach (resolve.py)
+        self.fused_keys: bool | None = None  # some dict may hold `fused` (library.py)
         # and what it is made of (resolve_base.relevant_files: rounds, names defined, imports)
         self.relevant_core: RelevantCore | None = None
         # (kind, names, body pattern) -> files: see resolve.text_search

@@ -8,6 +8,7 @@ import ast
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.frame import Ctx, EvaluatorBase, Thunk, add_unique
+from amp_clipfix.analysis.fused_keys import may_hold_fused, noted_again
 from amp_clipfix.analysis.names import Kind
 from amp_clipfix.analysis.shapes import literal_of, super_init_call
 from amp_clipfix.analysis.values import (
@@ -115,16 +116,26 @@ class LibraryModel(EvaluatorBase):
         return values
 
     def fused_of(self, call: ast.Call, ctx: Ctx) -> list[object]:
-        """The values the call's `fused` argument may take (also through `**` spreads)."""
+        """The values the call's `fused` argument may take (also through `**` spreads, where
+        some text of the project may write a `fused` key: fused_keys.py)."""
         values: list[object] = []
         for keyword in call.keywords:
             if keyword.arg == "fused":
                 values.extend(self.ev(keyword.value, ctx))
-            elif keyword.arg is None:
+            elif keyword.arg is None and self.spreads_may_hold_fused():
                 for spread in self.ev(keyword.value, ctx):
                     if isinstance(spread, DictV) and "fused" in spread.entries:
                         values.extend(self.force(spread.entries["fused"]))
         return values
+
+    def spreads_may_hold_fused(self) -> bool:
+        """Some dict may hold the key `fused`: tested once per run, noted at each use as the
+        `exists` test it is (fused_keys.py)."""
+        if self.fused_keys is None:
+            self.fused_keys = may_hold_fused(self.contents)
+        else:
+            noted_again(self.contents)
+        return self.fused_keys
 
     def trainer_entry(self, cls: ClsV) -> EntryId | None:
         """A Trainer subclass is configured where its `__init__` calls `super().__init__`."""

@@ -16,7 +16,8 @@ T = TypeVar("T")
 
 # A scan's test of one file's bytes: every condition holds. ("in", word): the bytes hold it;
 # ("any", words): they hold one of them; ("re", pattern, flags): the pattern is found;
-# ("fn", name, *args): `PREDICATES[name](path, bytes, *args)` says yes.
+# ("fn", name, *args): `PREDICATES[name](path, bytes, *args)` says yes; ("raw", name, *args):
+# the same of the bytes as stored (a test that reads them as Python's tokenizer does).
 Condition = tuple[object, ...]
 Test = tuple[Condition, ...]
 # A search's own test of a file's path and text, made before it parses the file
@@ -28,7 +29,7 @@ TextTest = Callable[[Path, bytes], bool]
 def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
     """Whether the text passes every condition, read as Python reads its names
     (`python_text`: a word spelled in letters NFKC folds to it is that word)."""
-    data = python_text(data)
+    stored, data = data, python_text(data)
     for condition in test:
         if condition[0] == "in":
             if condition[1] not in data:  # type: ignore[operator]
@@ -36,8 +37,9 @@ def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
         elif condition[0] == "any":
             if not any(word in data for word in condition[1]):  # type: ignore[attr-defined]
                 return False
-        elif condition[0] == "fn":
-            if not predicate(str(condition[1]))(path, data, *condition[2:]):
+        elif condition[0] in ("fn", "raw"):
+            text = data if condition[0] == "fn" else stored
+            if not predicate(str(condition[1]))(path, text, *condition[2:]):
                 return False
         elif _compiled(condition).search(data) is None:
             return False
@@ -63,6 +65,7 @@ PREDICATE_MODULES = (
     "amp_clipfix.analysis.fused_origins",
     "amp_clipfix.analysis.resolve_optimizers",
     "amp_clipfix.analysis.cli_config",
+    "amp_clipfix.analysis.fused_keys",
 )
 
 
