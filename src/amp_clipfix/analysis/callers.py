@@ -323,8 +323,7 @@ class CallerIndex(PassedCalls, NameTexts):
             naming = {  # its own file is one (not searched: a scan per name of one module)
                 path
                 for path in self.files_naming(word)
-                if path != own
-                and (self.imports_name(path, word) or self.through_module(path, module_word, word))
+                if path != own and self.may_name_from(path, module_word, word)
             }
             self.caller_files_cache[key] = self.word_index.in_order({own, *naming})
         return self.caller_files_cache[key]

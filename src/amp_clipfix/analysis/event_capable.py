@@ -38,16 +38,37 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from amp_clipfix.analysis.clip_tail import MOST_FUNCTIONS, ClipCapable, Found, Function, Open
+from amp_clipfix.analysis.clip_tail import (
+    INDEX_PARSES,
+    MOST_FUNCTIONS,
+    ClipCapable,
+    Found,
+    Function,
+    Open,
+)
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.recording import holds, matches, python_texts, scan, tested
+from amp_clipfix.analysis.recording import (
+    earlier_result,
+    holds,
+    matches,
+    python_texts,
+    raw,
+    scan,
+    tested,
+)
 from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.value_sites import handed_sites
 from amp_clipfix.analysis.values import Ext, Opaque
-from amp_clipfix.analysis.written_events import AFTER_BRACKET, SCALED_BACKWARD, is_scaled_backward
+from amp_clipfix.analysis.written_events import (
+    AFTER_BRACKET,
+    SCALED_BACKWARD,
+    is_scaled_backward,
+    writes_scaled_backward,
+)
 from amp_clipfix.sources.prefilter import GAP
 
 # `.step(` then something other than `)` (a gap first): a call of a `step` attribute with an
@@ -56,6 +77,7 @@ STEP_WITH_ARGUMENT = re.compile(
     rb"\." + GAP + rb"step(?![A-Za-z0-9_])" + GAP + rb"\(" + GAP + rb"[^)\s\\#]"
 )
 STEPS = (matches(STEP_WITH_ARGUMENT),)
+SCALED = (("fn", SCALED_BACKWARD),)  # the scan's test of one file (written_events.py)
 
 
 class BeforeClip(ClipCapable):
@@ -66,8 +88,40 @@ class BeforeClip(ClipCapable):
         return False  # the events are known by how their call is written, never by a value
 
     def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
-        # the files whose text may write a scaled backward (a noted scan)
-        yield from self.backward_roots(scan(self.reach.contents, ("fn", SCALED_BACKWARD)))
+        yield from self.backward_roots(self.scaled_backward_files())
+
+    def scaled_backward_files(self) -> list[Path]:
+        """The files that may write a scaled backward (`scan(contents, ("fn",
+        SCALED_BACKWARD))`), as far as the index can use them: the text test is a noted scan,
+        then each file passing it is asked in turn (noted as that test of its text). Once more
+        of them than INDEX_PARSES allows are files the index would parse itself, it opens
+        before it parses any (`affordable`, in `calls_named`): the rest are not asked."""
+        contents = self.reach.contents
+        texts = raw(contents)
+        found: list[Path] = []
+        parses = self.parsed
+        for path in scan(contents, holds(b"scale"), matches(AFTER_BRACKET)):
+            if not tested(contents, path, SCALED, self.writes_scaled_backward(path, texts[path])):
+                continue
+            found.append(path)
+            if not self.evaluator.has_summary(path) and self.evaluator.may_call(path, "backward"):
+                parses += 1
+                if parses > INDEX_PARSES:
+                    break  # these alone open it
+        return found
+
+    def writes_scaled_backward(self, path: Path, data: bytes) -> bool:
+        """written_events.writes_scaled_backward's answer, from the tree the evaluator made of
+        the same text when it made one (a second parse of a long module costs as much as the
+        first), else from the predicate's own parse (or the earlier entry's note, the file
+        unchanged since)."""
+        earlier = earlier_result(self.reach.contents, path, SCALED)
+        if earlier is not None:
+            return earlier
+        summary = self.evaluator.summaries.get(path)
+        if summary is not None and same_source(summary, data):
+            return bool(summary.calls_kept(is_scaled_backward, "backward"))
+        return writes_scaled_backward(path, data)
 
     def backward_roots(
         self, written: list[Path]
@@ -183,6 +237,17 @@ class AnyEvent(BeforeClip):
         """The clip index's entry of the function (built and closed: it was asked whether
         its callers are within the parse budget and whether it may be a value)."""
         return self.clips.levels[-1].get(id(node)) if self.clips.levels else None
+
+
+def same_source(summary: Summary, data: bytes) -> bool:
+    """The summary's tree is `ast.parse(data)`'s, as the scan's predicate parses it: its text
+    is these bytes, all ASCII (`python_text` leaves them as they are), with no coding cookie
+    (its first two lines do not write `coding`: bytes and text are read alike). A large
+    module's tree leaves out only statements that call nothing (analysis/parse.py)."""
+    lines = summary.lines
+    if not (data.isascii() and isinstance(lines, TextLines) and lines.data == data):
+        return False
+    return b"coding" not in b"\n".join(data.split(b"\n", 2)[:2])
 
 
 def holds_scaler(evaluator: Evaluator, summary: Summary, node: ast.expr) -> bool:

@@ -202,6 +202,7 @@ class EvaluatorBase:
         # per file, its `class Name(bases):` lines as (name, words of the bases)
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
+        self.module_reach: dict[tuple[Path, bytes, bytes], bool] = {}  # name_texts.py
         self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads

@@ -32,6 +32,21 @@ class NameTexts(EvaluatorBase):
         found = name in self.import_index[path]
         return tested(self.contents, path, (("fn", "imports", name),), found)
 
+    def may_name_from(self, path: Path, module_word: bytes, word: bytes) -> bool:
+        """Whether the file can name the module-level `word` of a module named `module_word`:
+        it imports `word` by name or reaches it through the module (`through_module`). Its
+        text tests are made once per file, module name and word, whatever module of that name
+        asks: many modules of one name defining one function (a hundred `train.py` each with
+        its `compute_loss`) each ask it of every file naming the word. The answer rests on the
+        file's text alone, noted when first made (what a query noted counts for the later ones:
+        queries.py)."""
+        key = (path, module_word, word)
+        found = self.module_reach.get(key)
+        if found is None:
+            found = self.imports_name(path, word) or self.through_module(path, module_word, word)
+            self.module_reach[key] = found
+        return found
+
     def holds_word(self, path: Path, word: bytes) -> bool:
         """Whether the file's bytes hold `word`, noted as that test of its text."""
         return tested(self.contents, path, (holds(word),), word in self.name_text(path))

@@ -143,6 +143,18 @@ def verified_render(
     return rendered, None if tree is None else (text, tree)
 
 
+def findings_by_file(findings: Sequence[Finding]) -> dict[Path, list[Finding]]:
+    """The findings whose fix targets or edits each file, in the findings' order: found in one
+    pass (asked per changed file, it walked every finding's fix once per file)."""
+    found: dict[Path, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        if finding.fix is not None:
+            paths = [s.path for s in finding.fix.targets] + [e.path for e in finding.fix.edits]
+            for path in dict.fromkeys(paths):
+                found[path].append(finding)
+    return found
+
+
 def fix_project(
     parsed: Mapping[Path, ReadFile],
     findings: Sequence[Finding],
@@ -166,6 +178,7 @@ def fix_project(
         findings = [f for f in findings if f not in waiting]
     by_file = fix_targets_by_file(findings)
     edits = edits_by_file(findings)
+    fixing_by_file = findings_by_file(findings)
     for path in sorted(set(by_file) | set(edits)):
         file, targets = parsed[path], by_file.get(path, {})
         try:
@@ -179,15 +192,7 @@ def fix_project(
             continue
         source = file.document.source
         if rendered.data != source.data:
-            fixing = tuple(
-                finding
-                for finding in findings
-                if finding.fix is not None
-                and (
-                    any(s.path == path for s in finding.fix.targets)
-                    or any(e.path == path for e in finding.fix.edits)
-                )
-            )
+            fixing = tuple(fixing_by_file.get(path, ()))
             keep_links = path in linked_inside
             changes.append(FileChange(source, rendered.data, fixing, rendered.cells, keep_links))
     if helpers is not None and helpers.imported:

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from amp_clipfix.analysis.calls import arguments, library_call_files, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import LIBRARY, Kind
+from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.records import record
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
@@ -246,7 +247,8 @@ def import_edits(
     """The import edits every rewrite of the file shares: bindings nothing reads any more are
     removed from their import, `import torch` is added where needed. None when the imports
     cannot be tidied safely (a person rewrites the calls)."""
-    nodes = list(ast.walk(file.tree))  # walked once: a test module can hold a million nodes
+    # walked once (nodes.walk: ast.walk's nodes less the contexts): a module can hold millions
+    nodes = list(walk(file.tree))
     lines = {r.site.span.line for r in rewrites}
     named: dict[str, list[ast.Name]] = defaultdict(list)  # each a name's readers, once
     calls: dict[int, list[ast.AST]] = defaultdict(list)  # the calls on the rewrites' lines
