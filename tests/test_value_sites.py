@@ -15,6 +15,7 @@ from test_any_event import built
 from test_clip_tail import loop, report, whole_search, write
 
 from amp_clipfix.analysis import clip_tail, event_capable
+from amp_clipfix.analysis.module_objects import writes_value
 from amp_clipfix.analysis.value_sites import WrittenValues, walk_on
 
 HELPERS = """
@@ -225,3 +226,29 @@ def test_a_value_the_clip_index_spent_its_parses_on_opens_every_event_index_at_o
     clip_index = built(tmp_path / "again", files, clip_tail.ClipCapable)
     assert clip_index.spent
     assert clip_index.asked is not None and clip_index.asked.node.name == "clip_all"
+
+
+TEXTS = {
+    # text -> whether it may write `run` as a value (module_objects.writes_value)
+    b"x = run\n": True,
+    b"from m import run\n": True,
+    b'f("run")\n': True,  # a whole string: `getattr(m, "run")` may be it
+    b'f("run\\\n")\n': True,  # a line continuation is no character of the value
+    b'd = {"run": 1}\n': True,  # the parse tells a key from an argument
+    b"run(1)\nm.run(2)\n": False,  # called
+    b"# run it\nx = 1  # then run\n": False,
+    b'"""Run the thing: run it."""\n': False,
+    b'print("to run: %s" % x)\n': False,
+    b'print("x" "run it")\n': False,  # joined, the value only grows
+}
+
+
+@pytest.mark.parametrize("text", sorted(TEXTS))
+def test_the_text_test_leaves_out_prose_and_comments(text: bytes) -> None:
+    assert writes_value(None, text, "run") is TEXTS[text]
+
+
+def test_a_text_the_lexer_may_misread_is_read_line_by_line() -> None:
+    """Not plain ASCII: any writing before a line's `#` counts, a docstring's too."""
+    assert writes_value(None, '"""é run it"""\n'.encode(), "run")
+    assert not writes_value(None, "x = 'é'\ny = 1  # run\n".encode(), "run")

@@ -19,7 +19,7 @@ import functools
 import re
 from pathlib import Path
 
-from amp_clipfix.analysis.literal_words import literals_of, strings_name
+from amp_clipfix.analysis.literal_words import COMMENT, literals_of
 from amp_clipfix.analysis.name_uses import (
     ATTR_WRITTEN,
     CALLED,
@@ -100,24 +100,36 @@ def value_written(word: bytes) -> re.Pattern[bytes]:
 def writes_value(path: Path | None, data: bytes, name: str) -> bool:
     """The text may write the name as a value (clip_tail's question, value_sites.py): other
     than right before a `(` (a call, a `def`), in code (a name or attribute read, an import
-    clause) or in a string a call may get as an argument (`getattr(m, "name")`:
-    literal_words.strings_name); not in a comment, nor in prose (a docstring, a message, a
-    dict's key). Where the lexer cannot tell (a text not plain ASCII, a field it cannot read),
-    any writing before a line's `#` counts; the parse decides."""
-    found = list(value_written(name.encode("ascii")).finditer(data))
+    clause) or as a whole string literal (`getattr(m, "name")`; a line continuation in it is
+    no character of its value); not in a comment, nor as a word of a longer string (a
+    docstring, a message: concatenated to others, its value only grows). Where the lexer
+    cannot tell (a text not plain ASCII, a field it cannot read), any writing before a line's
+    `#` counts; the parse decides."""
+    word = name.encode("ascii")
+    found = list(value_written(word).finditer(data))
     if not found:
         return False
     if data.isascii():
-        literals = literals_of(data)
+        literals = literals_of(data)  # lexed only as far as the writings asked about
         if literals.readable:
-            in_code = any(literals.at(match.start()) < 0 for match in found)
-            return in_code or strings_name(name, data, literals)
+            for match in found:
+                index = literals.at(match.start())
+                if index < 0:
+                    return True  # in code
+                if literals.kind(index) != COMMENT and string_value(literals.text(index)) == word:
+                    return True
+            return False
     for match in found:
         line = data[data.rfind(b"\n", 0, match.start()) + 1 : match.start()]
         comment = line.find(b"#")
         if comment < 0 or b"'" in line[:comment] or b'"' in line[:comment]:
             return True
     return False
+
+
+def string_value(text: bytes) -> bytes:
+    """A literal's text without its line continuations (backslash, line break)."""
+    return text.replace(b"\\\r\n", b"").replace(b"\\\n", b"")
 
 
 PREDICATES[WRITES_VALUE] = writes_value
