@@ -11,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
+from amp_clipfix.analysis.arguments import CallArguments, binds_nothing
 from amp_clipfix.analysis.contained import method_files
 from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.descriptors import property_accessor
 from amp_clipfix.analysis.dispatch import dispatched_caller
-from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx, Thunk, UniqueAdds, add_unique
+from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx
 from amp_clipfix.analysis.name_texts import NameTexts
 from amp_clipfix.analysis.nested_calls import calling_scopes, seen_in
 from amp_clipfix.analysis.passed import PassedCalls
@@ -44,7 +45,6 @@ from amp_clipfix.analysis.values import (
     FabricV,
     Opaque,
     SelfV,
-    TupleV,
 )
 
 # (a call found where the function's name is written, its caller's context) -> whether the
@@ -55,7 +55,7 @@ Keep = Callable[[ast.Call, Ctx], bool]
 METHOD_CALLER_FILES = 100
 
 
-class CallerIndex(PassedCalls, NameTexts):
+class CallerIndex(PassedCalls, NameTexts, CallArguments):
     """A parameter's values from the calls of its function in the project, and the files that
     can hold those calls."""
 
@@ -161,16 +161,6 @@ class CallerIndex(PassedCalls, NameTexts):
             return [DictV(closed=False)]
         return [Opaque(param, ctx.summary)]
 
-    def default_of(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> ast.expr | None:
-        args: ast.arguments = function.args  # type: ignore[attr-defined]
-        positional = [*args.posonlyargs, *args.args]
-        if param in positional:
-            index = positional.index(param) - (len(positional) - len(args.defaults))
-            return args.defaults[index] if index >= 0 else None
-        if param in args.kwonlyargs:
-            return args.kw_defaults[args.kwonlyargs.index(param)]
-        return None
-
     def callers(self, function: ast.AST, ctx: Ctx) -> list[tuple[ast.Call, Ctx]]:
         """The calls of `function` in the project (a class's `__init__`: its instantiations),
         found once per function, class and depth: each of its parameters asks for them, and
@@ -231,6 +221,8 @@ class CallerIndex(PassedCalls, NameTexts):
                     continue
                 if (keep is not None and not keep(call, caller)) or not seen_in(scope, caller):
                     continue  # not asked: it cannot matter, or cannot be it (nested_calls.py)
+                if binds_nothing(call, function):
+                    continue  # it raises before the body runs (arguments.py)
                 if self.calls_function(call, caller, function, cls):
                     found.extend(self.through_partial(call, caller, function, cls))
                 elif cls is not None and not init:  # `self.<name>(...)` in a base's method
@@ -418,81 +410,3 @@ class CallerIndex(PassedCalls, NameTexts):
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
     ) -> bool:
         return self.is_callable(self.ev(call.func, caller), function, cls)
-
-    def bind(
-        self, function: ast.AST, call: ast.Call, caller: Ctx, is_method: bool, owner: Summary
-    ) -> dict[str, list[object]]:
-        """The values a call gives the parameters of `function` (defaults for the rest)."""
-        args: ast.arguments = function.args  # type: ignore[attr-defined]
-        positional = [*args.posonlyargs, *args.args]
-        if is_method and positional:
-            positional = positional[1:]
-        names_ = {p.arg for p in (*positional, *args.kwonlyargs)}
-        bound: dict[str, list[object]] = {}
-        extra = DictV()
-        rest: list[list[object]] | None = []  # what `*args` collects; None: not known here
-        positions = self.positional_items(call, caller)
-        if positions is None:  # a `*x` of no known length: its parameters decided at run time
-            starred = next(i for i, a in enumerate(call.args) if isinstance(a, ast.Starred))
-            positions = [[Thunk(arg, caller)] for arg in call.args[:starred]]
-            for param in positional[starred:]:
-                bound[param.arg] = [Opaque(call.args[starred], caller.summary)]
-            rest = None
-        for index, item in enumerate(positions):
-            if index < len(positional):
-                bound[positional[index].arg] = item
-            elif rest is not None:
-                rest.append(item)
-        for keyword in call.keywords:
-            if keyword.arg is None:
-                spread = self.ev(keyword.value, caller)
-                adds = UniqueAdds()
-                for value in spread:
-                    if not isinstance(value, DictV):
-                        continue
-                    for key, items in value.entries.items():
-                        if key in names_:
-                            adds.add(bound.setdefault(key, []), items)
-                        else:
-                            adds.add(extra.entries.setdefault(key, []), items)
-                if not all(isinstance(value, DictV) and value.closed for value in spread):
-                    extra.closed = False
-            elif keyword.arg in names_:
-                bound[keyword.arg] = [Thunk(keyword.value, caller)]
-            else:
-                extra.entries[keyword.arg] = [Thunk(keyword.value, caller)]
-        for param in (*positional, *args.kwonlyargs):
-            if param.arg not in bound:
-                default = self.default_of(function, param, caller)
-                if default is not None:
-                    defining = self.ctx_of(owner, function)
-                    bound[param.arg] = [Thunk(default, defining)]
-                elif not extra.closed:
-                    bound[param.arg] = [Opaque(call, caller.summary)]
-        if args.kwarg is not None:
-            bound[args.kwarg.arg] = [extra]
-        if args.vararg is not None:
-            unknown = Opaque(call, caller.summary)
-            bound[args.vararg.arg] = [unknown if rest is None else TupleV(rest)]
-        return bound
-
-    def positional_items(self, call: ast.Call, caller: Ctx) -> list[list[object]] | None:
-        """The values of a call's positional arguments, one list per position: a `*x` spreads
-        a tuple or list of known length (`fn(*args)` where `args` holds `(model, loader)`);
-        None when one spreads something else."""
-        items: list[list[object]] = []
-        for arg in call.args:
-            if not isinstance(arg, ast.Starred):
-                items.append([Thunk(arg, caller)])
-                continue
-            values = self.ev(arg.value, caller)
-            tuples = [value for value in values if isinstance(value, TupleV)]
-            lengths = {len(value.items) for value in tuples}
-            if not values or len(tuples) < len(values) or len(lengths) != 1:
-                return None
-            spread: list[list[object]] = [[] for _ in range(lengths.pop())]
-            for value in tuples:
-                for position, item in enumerate(value.items):
-                    add_unique(spread[position], item)
-            items.extend(spread)
-        return items

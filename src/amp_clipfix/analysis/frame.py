@@ -203,7 +203,7 @@ class EvaluatorBase:
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.module_reach: dict[tuple[Path, bytes, bytes], bool] = {}  # name_texts.py
-        self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written
+        self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written, name_texts
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads
         self.returns_cache: dict[tuple[object, ...], list[object]] = {}

@@ -6,6 +6,7 @@ answers that rest on them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
@@ -49,14 +50,15 @@ class NameTexts(EvaluatorBase):
 
     def holds_word(self, path: Path, word: bytes) -> bool:
         """Whether the file's bytes hold `word`, noted as that test of its text."""
-        return tested(self.contents, path, (holds(word),), word in self.name_text(path))
+        found = self.text_answer("holds word", word, path, lambda text: word in text)
+        return tested(self.contents, path, (holds(word),), found)
 
     def writes_word(self, path: Path, word: bytes) -> bool:
         """Whether the file's text writes the ASCII `word` as a whole word (a byte that is not
         ASCII next to it counts as a boundary: a superset of where Python reads the name),
         noted as that test of its text."""
         pattern = whole_word(word)
-        found = pattern.search(self.name_text(path)) is not None
+        found = self.text_answer("writes word", word, path, lambda t: pattern.search(t) is not None)
         return tested(self.contents, path, (matches(pattern),), found)
 
     def through_module(self, path: Path, module_word: bytes, word: bytes) -> bool:
@@ -70,7 +72,7 @@ class NameTexts(EvaluatorBase):
             return False
         if module_word.isascii() and not self.writes_word(path, module_word):
             return False
-        star = STAR_IMPORT.search(self.name_text(path)) is not None
+        star = self.text_answer("import *", b"", path, lambda t: STAR_IMPORT.search(t) is not None)
         if tested(self.contents, path, (matches(STAR_IMPORT),), star):
             return True
         return self.referenced(path, word)
@@ -82,4 +84,19 @@ class NameTexts(EvaluatorBase):
         if not word.isascii():
             return True
         test = (("fn", "referenced", word),)  # text_tests.referenced
-        return tested(self.contents, path, test, text_reference(word, self.name_text(path)))
+        found = self.text_answer(
+            "references word", word, path, lambda text: text_reference(word, text)
+        )
+        return tested(self.contents, path, test, found)
+
+    def text_answer(
+        self, kind: str, word: bytes, path: Path, answer: Callable[[bytes], bool]
+    ) -> bool:
+        """A test of the file's text, computed once per file and word: the caller search asks
+        the same of a file for every function of a name defined in many modules (icefall's
+        hundred `train.py`), each answer noted by the caller as its test (`tested`)."""
+        key = (kind, word.decode("ascii", "surrogateescape"), path)
+        known = self.written_texts.get(key)
+        if known is None:
+            known = self.written_texts[key] = answer(self.name_text(path))
+        return known
