@@ -82,6 +82,8 @@ class FileNames:
     # the module whose calls' keywords and string arguments are not read yet, and its text
     # (`call_values`: read when a name asked may be among them, literal_words.calls_may_name)
     unread: tuple[Summary, bytes] | None = field(default=None, compare=False, repr=False)
+    # the names its classes and imports bind (`own_names`), found in the same walk
+    bound: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def binds_value(self, name: str, data: bytes) -> bool:
         """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
@@ -117,6 +119,10 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
         id(s) for c in walked if isinstance(c, ast.ClassDef) for s in statements_of(c.body)
     }
     for statement in walked:
+        if isinstance(statement, ast.ClassDef):
+            found.bound.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found.bound.update((a.asname or a.name).split(".")[0] for a in statement.names)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.functions.setdefault(statement.name, []).append(statement)
             if statement.name == "__init__":
@@ -234,13 +240,7 @@ def inert_assignment(statement: ast.stmt) -> bool:
 def own_names(summary: Summary, found: FileNames) -> set[str]:
     """The names the module binds itself (functions, classes, values, imports under their own
     name): a builtin so named may be the module's own."""
-    names = set(found.functions) | found.module_values
-    for statement in peeked_statements(summary):
-        if isinstance(statement, ast.ClassDef):
-            names.add(statement.name)
-        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in statement.names)
-    return names
+    return set(found.functions) | found.module_values | found.bound
 
 
 def named_arguments(call: ast.Call, own: set[str]) -> Iterator[ast.expr]:
