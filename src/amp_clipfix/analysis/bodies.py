@@ -19,10 +19,12 @@ nothing is set on the `ast` classes and two runs share nothing):
 - Reading the `body` of an unread function (the attribute, `getattr`, `ast.walk`,
   `compile`) gives the node back its `ast` class: read for good, a plain attribute from then
   on.
-- `Bodies.let_go()`, before each rule and before a module is loaded, once the bodies noted
-  since the last let-go span `HELD_LINES`, puts a placeholder (`Unread`) in place of every
-  body still unread: the module's lines it can be parsed again from. The node's attribute
-  dict keeps its size (a key replaced, not added).
+- `Bodies.let_go()`, before each rule once the bodies noted since the last let-go span
+  `HELD_LINES`, puts a placeholder (`Unread`) in place of every body still unread: the
+  module's lines it can be parsed again from. The node's attribute dict keeps its size (a
+  key replaced, not added). Before a module is loaded, `let_go_older` lets go of the bodies
+  of the generation before (noted before the last turn) once the newer span `HELD_LINES`:
+  a body noted just before the bound is crossed is not let go at the next load.
 - Reading a let-go body parses the function's own lines again (its decorators' first line
   to its last, under an `if 1:` when it is indented, at its own line numbers) and checks
   that the function found is the one noted (name and positions); else the whole module is
@@ -43,12 +45,16 @@ from collections.abc import Callable, Sequence
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The lines of the functions noted unread past which the bodies still unread are let go before a
-# module is loaded or a rule runs: a bound on the trees held that nothing read, without parsing
-# again the bodies read soon after their module is loaded (letting go before every load, NeMo
-# parsed again 42,600 lines, 0.17 s, mmengine 28,000; with this bound 20,000 and 30) or by a
-# later rule (letting go before every rule whatever the bound, the Lightning tree parsed 34
-# bodies again and let go of 641: 0.02 s of its rules' 0.4 s; NeMo peaked at 138 MB, 165 held).
-HELD_LINES = 60_000
+# module is loaded (those of the generation before) or a rule runs: a bound on the trees held
+# that nothing read, without parsing again the bodies read soon after their module is loaded
+# (letting go before every load, NeMo parsed again 42,600 lines, 0.17 s, mmengine 28,000) or by
+# a later rule (letting go before every rule whatever the bound, the Lightning tree parsed 34
+# bodies again and let go of 641: 0.02 s of its rules' 0.4 s). Session 25 (`mem`): letting go
+# of all past 60,000 lines, DeepLearningExamples parsed again 33,800 lines and peaked at 296 MB
+# (with the word index's fix); of the generation before past 20,000 lines, 35,400 and 282 MB
+# (10,000: 270 MB, but mmengine parsed again 5,400 lines, 4% of its run; ColossalAI 16,700 ->
+# 12,300 lines at 20,000).
+HELD_LINES = 20_000
 
 
 class Unread:
@@ -104,13 +110,16 @@ UNREAD_KINDS = frozenset(READ)
 
 class Bodies:
     """One run's functions whose bodies are held and were unread when noted (since the last
-    `let_go`), with the module's UTF-8 lines of each."""
+    `let_go`), with the module's UTF-8 lines of each: those noted since the last turn
+    (`unread`) and before it (`older`, let_go_older)."""
 
-    __slots__ = ("unread", "lines")
+    __slots__ = ("unread", "lines", "older", "older_lines")
 
     def __init__(self) -> None:
         self.unread: list[tuple[Function, Sequence[bytes]]] = []
         self.lines = 0  # the lines of the functions noted since the last let_go
+        self.older: list[tuple[Function, Sequence[bytes]]] = []  # noted before the last turn
+        self.older_lines = 0
 
     def add(self, node: Function, lines: Sequence[bytes]) -> None:
         self.unread.append((node, lines))
@@ -137,24 +146,41 @@ class Bodies:
                         todo.extend(handler.body)
 
     def let_go(self, held: int = 0) -> int:
-        """Let go of every body noted that is still unread, once they span more than `held`
-        lines; returns how many. Wherever no node of a body `peek` gave is held (each
-        reader of one keeps none past its own return): the run calls it before each rule and
-        before it loads a module (HELD_LINES)."""
+        """Let go of every body noted that is still unread (both generations), once they span
+        more than `held` lines; returns how many. Wherever
+        no node of a body `peek` gave is held (each reader of one keeps none past its own
+        return): the run calls it before each rule (HELD_LINES)."""
+        if self.lines + self.older_lines <= held:
+            return 0
+        count = self.release(self.older) + self.release(self.unread)
+        self.older, self.unread, self.lines, self.older_lines = [], [], 0, 0
+        return count
+
+    def let_go_older(self, held: int) -> int:
+        """Once the bodies noted since the last turn span more than `held` lines: let go of
+        those noted before it that are still unread, and turn (the newer become the older).
+        A body is so held for at least `held` lines of later loads: a module is loaded for a
+        search that often reads it soon after (`let_go` may let go of one just loaded). The
+        run calls it before it loads a module (project_resolve.summary_loader)."""
         if self.lines <= held:
             return 0
+        count = self.release(self.older)
+        self.older, self.unread = self.unread, []
+        self.older_lines, self.lines = self.lines, 0
+        return count
+
+    def release(self, noted: list[tuple[Function, Sequence[bytes]]]) -> int:
         count = 0
-        for node, lines in self.unread:
+        for node, lines in noted:
             if type(node) in UNREAD_KINDS and type(node.__dict__.get("body")) is list:
                 node.__dict__["body"] = Unread(lines, self)
                 count += 1
-        self.unread, self.lines = [], 0
         return count
 
     def forget(self) -> None:
         """Keep the unread bodies as they are and let go of the list (and of its hold on the
         trees): a project's analysis is over."""
-        self.unread = []
+        self.unread, self.older, self.older_lines = [], [], 0
 
 
 def peek(node: Function) -> list[ast.stmt]:

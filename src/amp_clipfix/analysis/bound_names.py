@@ -8,11 +8,14 @@ import ast
 import builtins
 import functools
 import re
+from collections import deque
 from collections.abc import Iterator
 
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, peek
 from amp_clipfix.analysis.literal_words import PROSE_KEYWORDS, calls_may_name
+from amp_clipfix.analysis.nodes import block_fields
 from amp_clipfix.analysis.shapes import all_params
-from amp_clipfix.analysis.summary import Summary, called_name
+from amp_clipfix.analysis.summary import STATEMENTS, Summary, called_name
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.patterns import lazy
 from amp_clipfix.records import field, record
@@ -79,6 +82,8 @@ class FileNames:
     # the module whose calls' keywords and string arguments are not read yet, and its text
     # (`call_values`: read when a name asked may be among them, literal_words.calls_may_name)
     unread: tuple[Summary, bytes] | None = field(default=None, compare=False, repr=False)
+    # the names its classes and imports bind (`own_names`), found in the same walk
+    bound: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def binds_value(self, name: str, data: bytes) -> bool:
         """The file gives `name` a value (a dict's string key, `{"name": v}`, read from the
@@ -109,8 +114,15 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
     values = found.value_names
     tree = summary.tree
     module_level = {id(s) for s in statements_of(tree.body)}
-    class_level = {id(s) for c in summary.classes() for s in statements_of(c.body)}
-    for statement in summary.walked_statements():
+    walked = peeked_statements(summary)
+    class_level = {
+        id(s) for c in walked if isinstance(c, ast.ClassDef) for s in statements_of(c.body)
+    }
+    for statement in walked:
+        if isinstance(statement, ast.ClassDef):
+            found.bound.add(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            found.bound.update((a.asname or a.name).split(".")[0] for a in statement.names)
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.functions.setdefault(statement.name, []).append(statement)
             if statement.name == "__init__":
@@ -147,6 +159,25 @@ def file_names(summary: Summary, data: bytes) -> FileNames:
         found.unread = (summary, text)
     else:
         values.update(call_values(summary, found))
+    return found
+
+
+def peeked_statements(summary: Summary) -> list[ast.stmt]:
+    """`summary.walked_statements()`, in its order, for facts that keep no statement of a
+    function nothing has read but its nested `def`s (names, say): such a body is looked at
+    with `bodies.peek` and stays unread (a reach index's question read every body of each
+    file it asked of, then held to the end of the run: 16 MB of DeepLearningExamples' peak)."""
+    found: list[ast.stmt] = []
+    todo: deque[ast.AST] = deque([summary.tree])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, ast.stmt):
+            found.append(node)
+        body = peek(node) if type(node) in UNREAD_KINDS else None  # type: ignore[arg-type]
+        for name in block_fields(type(node)):
+            value = body if name == "body" and body is not None else getattr(node, name, None)
+            if type(value) is list:
+                todo.extend(item for item in value if isinstance(item, STATEMENTS))
     return found
 
 
@@ -209,13 +240,7 @@ def inert_assignment(statement: ast.stmt) -> bool:
 def own_names(summary: Summary, found: FileNames) -> set[str]:
     """The names the module binds itself (functions, classes, values, imports under their own
     name): a builtin so named may be the module's own."""
-    names = set(found.functions) | found.module_values
-    for statement in summary.walked_statements():
-        if isinstance(statement, ast.ClassDef):
-            names.add(statement.name)
-        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in statement.names)
-    return names
+    return set(found.functions) | found.module_values | found.bound
 
 
 def named_arguments(call: ast.Call, own: set[str]) -> Iterator[ast.expr]:

@@ -123,7 +123,7 @@ def summary_loader(
 
     def load(path: Path) -> Summary | None:
         if path not in collection.summaries:
-            bodies.let_go(HELD_LINES)  # what the modules loaded so far did not need
+            bodies.let_go_older(HELD_LINES)  # what the modules loaded so far did not need
             read = collection.parsed.get(path)
             if read is not None and read.syntax is not None:
                 summary = summarise(root, path, read.document.text, read.syntax, contents.get(path))

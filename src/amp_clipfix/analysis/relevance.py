@@ -12,6 +12,7 @@ test functions) are left out, so a factory named `main` imported by a module cla
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -55,21 +56,29 @@ class WordFiles(Mapping[bytes, list[T]]):
     INVERTED_AFTER sets per word a text holds: then the whole index is made (about what those
     tests cost), and the sets let go. The sets hold ~80 bytes a word of each text, the whole
     index ~10 (the Lightning tree's 83,641: a peak 5 MB higher), so an index of more than
-    LAZY_MOST words in all is made whole at once: the run holds at most ~12 MB more."""
+    LAZY_MOST words in all is made whole at once, the sets of the texts past that bound each
+    put into the index as it is made: all held at once, they raised the heap by their size for
+    the rest of the run (DeepLearningExamples' notebooks' outputs: 33 MB)."""
 
     INVERTED_AFTER = 4  # a set tested: ~35 ns; a text's word put in the index: ~130 ns
     LAZY_MOST = 150_000
 
     def __init__(self, texts: Iterable[tuple[T, bytes]]) -> None:
-        self.texts: list[tuple[T, set[bytes]]] | None = [
-            (key, text_words(data)) for key, data in texts
-        ]
-        self.size = sum(len(words) for _, words in self.texts)
+        self.texts: list[tuple[T, set[bytes]]] | None = []
+        self.size = 0
         self.tested = 0  # sets tested by the lookups so far
         self.asked: dict[bytes, list[T]] = {}
         self.whole: dict[bytes, list[T]] | None = None
-        if self.size > self.LAZY_MOST:
-            self.inverted()
+        rest = iter(texts)
+        for key, data in rest:
+            words = text_words(data)
+            self.texts.append((key, words))
+            self.size += len(words)
+            if self.size > self.LAZY_MOST:  # the rest's sets go into the index one by one
+                more = ((key, text_words(data)) for key, data in rest)
+                self.whole = inverted(itertools.chain(self.texts, more))
+                self.texts = None
+                break
 
     def get(self, word: bytes, default: object = None) -> list[T] | None:  # type: ignore[override]
         found = self.lookup(word)
