@@ -71,9 +71,8 @@ from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import matches, python_texts, read, tested
 from amp_clipfix.analysis.summary import Summary, called_name
-from amp_clipfix.analysis.value_sites import WrittenValues, enclosing_function, handed_sites
+from amp_clipfix.analysis.value_sites import Found, WrittenValues, enclosing_function, handed_sites
 from amp_clipfix.analysis.values import Fn
-from amp_clipfix.records import record
 from amp_clipfix.sources.prefilter import word_start
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -83,17 +82,6 @@ INDEX_PARSES = 24
 # Most functions the index follows up before it answers "every statement" (a web of helpers
 # that large costs more to index than to read).
 MOST_FUNCTIONS = 200
-
-
-@record(frozen=True)
-class Found:
-    """One function of the index: its node, file and whether it is a method; `sites`: the
-    library calls it is handed to (value_sites.py), which may run it as a call of it does."""
-
-    node: Function
-    summary: Summary
-    method: bool
-    sites: tuple[tuple[ast.Call, Summary], ...] = ()
 
 
 class ClipCapable:

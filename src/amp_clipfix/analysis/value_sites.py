@@ -31,7 +31,7 @@ import ast
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
@@ -39,13 +39,42 @@ from amp_clipfix.analysis.nodes import child_nodes, first_line
 from amp_clipfix.analysis.order import FUNCTIONS
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import Ext
+from amp_clipfix.records import record
 
 if TYPE_CHECKING:
-    from amp_clipfix.analysis.clip_tail import ClipCapable, Found
+    from pathlib import Path
+
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.summary import Summary
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@record(frozen=True)
+class Found:
+    """One function of the clip index (clip_tail.py): its node, file and whether it is a
+    method; `sites`: the library calls it is handed to, which may run it as a call of it does."""
+
+    node: Function
+    summary: Summary
+    method: bool
+    sites: tuple[tuple[ast.Call, Summary], ...] = ()
+
+
+class Index(Protocol):
+    """What the value question asks of the clip index (clip_tail.ClipCapable)."""
+
+    evaluator: Evaluator
+    owners: dict[int, set[str]]
+    written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]]
+
+    def attribute_reachable(self, function: Found) -> bool: ...
+    def exporters(self, function: Found) -> set[str]: ...
+    def writes_value(self, path: Path, word: bytes) -> bool: ...
+    def affordable(self, paths: list[Path]) -> list[Path]: ...
+    def summary(self, path: Path) -> Summary | None: ...
+    def imports_star(self, path: Path) -> bool: ...
+
 
 # the calls a function is handed to, or None where its value may reach project code
 Sites = tuple[ast.Call, ...] | None
@@ -204,9 +233,7 @@ def enclosing_function(call: ast.Call, summary: Summary) -> Iterator[tuple[Funct
         yield function, owner[0] is None and owner[1] is not None and cls is not None
 
 
-def handed_sites(
-    index: ClipCapable, function: Found
-) -> tuple[tuple[ast.Call, Summary], ...] | None:
+def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary], ...] | None:
     """The library calls the clip index's function is handed to, with their modules; None
     where it may be a value the evaluator follows: an instance's `__call__`, a decorator of
     the project's, or a file that can see it writes its name as one (a name, an attribute, a
