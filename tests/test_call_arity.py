@@ -10,22 +10,11 @@ import ast
 from pathlib import Path
 
 import pytest
+from test_method_callers import MODEL
 from test_setter_callers import checked
 
 from amp_clipfix.analysis import arguments, callers
 
-MODEL = """\
-import lightning as L
-import torch
-
-
-class Model(L.LightningModule):
-    def set_fused(self, fused):
-        self._fused = fused
-
-    def configure_optimizers(self):
-        return torch.optim.AdamW(self.parameters(), fused=self._fused)
-"""
 TRAIN = """\
 import lightning as L
 

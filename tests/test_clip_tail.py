@@ -202,16 +202,24 @@ def report(folder: Path) -> str:
     return repr(result.findings).replace(str(folder), "<project>")
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_the_same_findings_as_the_whole_search(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    write(tmp_path / "tail", PROGRAMS[name])
-    write(tmp_path / "whole", PROGRAMS[name])
+def tail_and_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
+) -> tuple[str, str]:
+    """The report of a run as it is, and of the whole search, on two copies of the files."""
+    write(tmp_path / "tail", files)
+    write(tmp_path / "whole", files)
     tail = report(tmp_path / "tail")
     with monkeypatch.context() as patched:
         whole_search(patched)
         whole = report(tmp_path / "whole")
+    return tail, whole
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_same_findings_as_the_whole_search(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tail, whole = tail_and_whole(tmp_path, monkeypatch, PROGRAMS[name])
     assert tail == whole
 
 

@@ -5,16 +5,14 @@ parse."""
 from __future__ import annotations
 
 import ast
-import textwrap
 from pathlib import Path
 
 import pytest
+from test_self_imports import project
 
 from amp_clipfix.analysis import fused_keys
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.recording import Reads, Recording, passes
-from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.values import Opt
 
 # A factory handing its keywords to a library call the evaluator cannot follow: only a `fused`
@@ -41,15 +39,6 @@ WRITERS = {
     "escaped": 'from builder import build\n\nother = build(**{"fus\\x65d": True})\n',
     "continued": 'from builder import build\n\nother = build(**{"fu\\\nsed": True})\n',
 }
-
-
-def project(tmp_path: Path, files: dict[str, str]) -> Evaluator:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    contents = {tmp_path / name: (tmp_path / name).read_bytes() for name in files}
-    return project_evaluator(tmp_path, contents, lambda p: summarise(tmp_path, p, p.read_text()))
 
 
 def made(evaluator: Evaluator, path: Path) -> list[object]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_any_event import built
-from test_clip_tail import loop, report, whole_search, write
+from test_clip_tail import loop, tail_and_whole
 
 from amp_clipfix.analysis import clip_tail, event_capable
 from amp_clipfix.analysis.module_objects import writes_value
@@ -100,12 +100,7 @@ def files(name: str) -> dict[str, str]:
 def test_the_same_findings_as_the_whole_search(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path / "tail", files(name))
-    write(tmp_path / "whole", files(name))
-    tail = report(tmp_path / "tail")
-    with monkeypatch.context() as patched:
-        whole_search(patched)
-        whole = report(tmp_path / "whole")
+    tail, whole = tail_and_whole(tmp_path, monkeypatch, files(name))
     assert tail == whole
     assert "ACF004" in tail
 
