@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from test_any_event import built
 from test_clip_tail import loop, tail_and_whole
+from test_self_imports import project
 
 from amp_clipfix.analysis import clip_tail, event_capable
 from amp_clipfix.analysis.module_objects import writes_value
-from amp_clipfix.analysis.value_sites import WrittenValues, walk_on
+from amp_clipfix.analysis.value_sites import WrittenValues, names_project_module, walk_on
 
 HELPERS = """
     import torch
@@ -247,3 +248,15 @@ def test_a_text_the_lexer_may_misread_is_read_line_by_line() -> None:
     """Not plain ASCII: any writing before a line's `#` counts, a docstring's too."""
     assert writes_value(None, '"""é run it"""\n'.encode(), "run")
     assert not writes_value(None, "x = 'é'\ny = 1  # run\n".encode(), "run")
+
+
+def test_a_library_name_is_none_of_the_project_s_modules(tmp_path: Path) -> None:
+    """An `Ext` the evaluator makes of project code where it cuts an import cycle
+    (evaluate.resolve_qname) is no library callee: its name starts with a project module."""
+    files = {"pkg/__init__.py": "", "pkg/launch.py": "def go(fn):\n    fn()\n"}
+    evaluator = project(tmp_path, files)
+    assert names_project_module(evaluator, "pkg.launch.go")
+    assert names_project_module(evaluator, "src.pkg.launch.go") is False
+    assert names_project_module(evaluator, "launch.go")  # a tail of pkg.launch, as imported
+    assert not names_project_module(evaluator, "torch.multiprocessing.spawn")
+    assert not names_project_module(evaluator, "absl.app.run")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
+from amp_clipfix.analysis.names import EXTERNAL_ROOTS
 from amp_clipfix.analysis.nodes import child_nodes, first_line
 from amp_clipfix.analysis.order import FUNCTIONS
 from amp_clipfix.analysis.text_lines import TextLines
@@ -219,9 +220,26 @@ def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
         if not isinstance(callee, (ast.Name, ast.Attribute)):
             return False
         values = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(summary, callee)))
-        return bool(values) and all(isinstance(value, Ext) for value in values)
+        return bool(values) and all(
+            isinstance(value, Ext) and not names_project_module(evaluator, value.qname)
+            for value in values
+        )
 
     return library
+
+
+def names_project_module(evaluator: Evaluator, qname: str) -> bool:
+    """The qualified name starts with a module of the project's (as find_module matches one,
+    without loading it): an `Ext` the evaluator made of project code where it cut an import
+    cycle (evaluate.resolve_qname) is none of a library's."""
+    parts = qname.split(".")
+    if parts[0] in EXTERNAL_ROOTS:
+        return False
+    for cut in range(len(parts), 0, -1):
+        dotted = ".".join(parts[:cut])
+        if evaluator.by_module.get(dotted) or evaluator.module_tails.get("." + dotted):
+            return True
+    return False
 
 
 def enclosing_function(call: ast.Call, summary: Summary) -> Iterator[tuple[Function, bool]]:
