@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
+from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.names import EXTERNAL_ROOTS
 from amp_clipfix.analysis.nodes import child_nodes, first_line
 from amp_clipfix.analysis.order import FUNCTIONS
@@ -110,7 +111,7 @@ class WrittenValues:
             if kind is ast.Name or kind is ast.Attribute:
                 if id(node) in callees:
                     continue
-                name, attribute = spelled(node), kind is ast.Attribute
+                name, attribute = spelling(node) or "", kind is ast.Attribute  # type: ignore[arg-type]
                 if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
                     call = given.get(id(node))
                     if call is not None:
@@ -193,10 +194,6 @@ def walk_on(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
                 if end is not None and (index == count or lines[index] > end):
                     continue
             todo.append((child, inner))
-
-
-def spelled(node: ast.AST) -> str:
-    return node.id if type(node) is ast.Name else node.attr  # type: ignore[attr-defined]
 
 
 def kept_by_decorators(decorators: list[ast.expr], library: Library) -> bool:
