@@ -32,9 +32,9 @@ from amp_clipfix.analysis.frame import (
     Entered,
     EvaluatorBase,
     Kept,
-    bounded,
     value_key,
 )
+from amp_clipfix.analysis.values import Opaque
 
 # Walks of a cycle before its values are taken as they were (a value made anew by every walk,
 # an optimizer built inside the cycle, never settles; a ring of pass-ons settles in two).
@@ -180,3 +180,16 @@ def place(value: object) -> tuple[object, ...]:
     column = getattr(node, "col_offset", 0)
     end = (getattr(node, "end_lineno", None) or line, getattr(node, "end_col_offset", None) or 0)
     return (0, str(summary.path), line, column, *end, type(value).__name__)
+
+
+def bounded(values: list[object], node: ast.AST, ctx: Ctx) -> list[object]:
+    """At most MAX_VALUES values: the distinct known ones first (literals, optimizers, dicts,
+    classes...), everything decided at run time as one Opaque at `node`."""
+    kept: list[object] = []
+    seen: set[int] = set()
+    for value in values:
+        if isinstance(value, Opaque) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        kept.append(value)
+    return [*kept[: MAX_VALUES - 1], Opaque(node, ctx.summary)]

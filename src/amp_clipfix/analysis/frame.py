@@ -181,6 +181,9 @@ class EvaluatorBase:
         self.members: set[tuple[str, object]] = set()  # frames of the current cycle, done
         self.heads: dict[tuple[str, object], frozenset[tuple[str, object]]] = {}
         self.question_cache: dict[tuple[str, object], Kept] = {}
+        # a question its own budget cut, by (kind, key): asked again as a question of its own,
+        # it is answered as it was first (a budget more would give more: a changed answer)
+        self.past_budget: dict[tuple[str, object], list[object]] = {}
         # cycles.py: the evaluations this question cut as cycles, the values cut members of a
         # cycle being settled read, and cuts that leave a cycle as it is (counted)
         self.cut_frames: set[tuple[str, object]] = set()
@@ -248,8 +251,8 @@ class EvaluatorBase:
             if members is None or self.active.keys().isdisjoint(members):
                 return cache[key]
             return None
-        if not self.serials:
-            return None  # a new question: the cut values kept are the last question's
+        if not self.serials:  # a new question: the cut values kept are the last question's
+            return self.past_budget.get((kind, key))
         kept = self.question_cache.get((kind, key))
         if kept is None:
             return None
@@ -292,7 +295,8 @@ class EvaluatorBase:
         """End an evaluation with its value (None: it raised). A value nothing cut below it,
         or a cycle's head (every cycle it met closed at it), is the run's; any other is kept for
         its question only (asked again there it is read, not searched again: a cycle in a chain
-        would cost a search per path) and searched again by a later question."""
+        would cost a search per path) and searched again by a later question; but a question
+        its own budget cut is answered again as it was (`past_budget`), not with a budget more."""
         del self.active[(kind, key)]
         self.serials.pop()
         low, members = self.low, self.members
@@ -312,6 +316,8 @@ class EvaluatorBase:
             serial = self.serials[low] if low < entered.place else 0
             hard = self.cuts != entered.cuts
             self.question_cache[(kind, key)] = Kept(values, hard, place, serial)
+            if hard and not self.serials and self.question_budget <= 0:
+                self.past_budget[(kind, key)] = values
 
     # -- what the parts ask of each other (each defined by the part that owns it) --------------
 
@@ -482,16 +488,3 @@ class UniqueAdds:
             if key not in seen:
                 seen.add(key)
                 target.append(item)
-
-
-def bounded(values: list[object], node: ast.AST, ctx: Ctx) -> list[object]:
-    """At most MAX_VALUES values: the distinct known ones first (literals, optimizers, dicts,
-    classes...), everything decided at run time as one Opaque at `node`."""
-    kept: list[object] = []
-    seen: set[int] = set()
-    for value in values:
-        if isinstance(value, Opaque) or id(value) in seen:
-            continue
-        seen.add(id(value))
-        kept.append(value)
-    return [*kept[: MAX_VALUES - 1], Opaque(node, ctx.summary)]

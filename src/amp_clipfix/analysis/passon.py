@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.cycles import in_order, settle
+from amp_clipfix.analysis.cycles import bounded, in_order, settle
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.frame import (
     MAX_DEPTH,
@@ -47,7 +47,6 @@ from amp_clipfix.analysis.frame import (
     Memo,
     Thunk,
     add_unique,
-    bounded,
 )
 from amp_clipfix.analysis.plain_binds import bound_once
 from amp_clipfix.analysis.shapes import all_params, is_method
