@@ -17,7 +17,7 @@ from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
 from amp_clipfix.analysis.descriptors import property_accessor
 from amp_clipfix.analysis.dispatch import dispatched_caller
-from amp_clipfix.analysis.frame import MAX_DEPTH, Ctx
+from amp_clipfix.analysis.frame import MAX_DEPTH, MAX_VALUES, Ctx
 from amp_clipfix.analysis.name_texts import NameTexts
 from amp_clipfix.analysis.nested_calls import calling_scopes, seen_in
 from amp_clipfix.analysis.passed import PassedCalls
@@ -131,13 +131,29 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
 
     def parameter_from_callers(self, function: ast.AST, param: ast.arg, ctx: Ctx) -> list[object]:
         """Every value the project's calls of `function` give `param` (the default when no
-        call is found; decided at run time when there is no default either)."""
+        call is found; decided at run time when there is no default either), as far as a read
+        can see them. Every read bounds a value (cycles.py `bounded`: its first MAX_VALUES - 1
+        distinct known values, the rest one run-time value), so once more than MAX_VALUES are
+        known the later calls cannot change what is read. They are left unasked where the read
+        makes nothing of each value (no item or list stores into the parameter) and no cycle
+        round it can be settled any more (cycles.py `settle` puts a settled cycle's values in
+        the order of where each is written): a cycle it cannot settle or a hard cut met since
+        it began rules that out for it and for every evaluation around it."""
         values: list[object] = []
+        known: set[int] = set()  # bounded's count: distinct values not decided at run time
+        plain = not self.item_statements(function, param.arg)
+        plain = plain and not self.list_statements(function, param.arg)
+        unsettled, cuts = self.unsettled, self.cuts
         found = self.callers(function, ctx)
         for call, caller in found:
             method = is_method(ctx.summary, function)
             bound = bound_once(self, function, call, caller, method, ctx.summary)
-            values.extend(self.force(bound.get(param.arg, [])))
+            added = self.force(bound.get(param.arg, []))
+            values.extend(added)
+            if plain:
+                known.update(id(value) for value in added if not isinstance(value, Opaque))
+                if len(known) > MAX_VALUES and (self.unsettled != unsettled or self.cuts != cuts):
+                    break
         if values:
             return values
         if found and self.low < len(self.serials) - 1:
