@@ -28,16 +28,16 @@ keyword's value, `mode="train"`) makes no attribute: it opens nothing.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left, bisect_right
-from collections import deque
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.instance_flow import InstanceFlow
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
 from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.names import EXTERNAL_ROOTS
-from amp_clipfix.analysis.nodes import child_nodes, first_line
+from amp_clipfix.analysis.nodes import walk_on
 from amp_clipfix.analysis.order import FUNCTIONS
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import Ext
@@ -177,25 +177,6 @@ def lines_writing(summary: Summary, word: bytes) -> list[int] | None:
     return sorted({bisect_right(text.starts, offset) for offset in offsets})
 
 
-def walk_on(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
-    """`nodes.walk(tree)` (breadth first) left to the nodes whose lines, a definition's
-    decorators included, hold one of `lines` (sorted; None: all), and those without a
-    position; an f-string is walked whole (Python before 3.12 may misplace what is in it)."""
-    count = len(lines or ())
-    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
-    while todo:
-        node, pruned = todo.popleft()
-        yield node
-        inner = pruned and type(node) is not ast.JoinedStr
-        for child in child_nodes(node):
-            if inner and lines is not None and hasattr(child, "end_lineno"):
-                end = child.end_lineno
-                index = bisect_left(lines, first_line(child))
-                if end is not None and (index == count or lines[index] > end):
-                    continue
-            todo.append((child, inner))
-
-
 def kept_by_decorators(decorators: list[ast.expr], library: Library) -> bool:
     """Every decorator keeps the name the project's way to the function: a plain one
     (`staticmethod`), or library code (`@torch.no_grad()`, `@pytest.mark.parametrize(...)`:
@@ -223,6 +204,11 @@ def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
         )
 
     return library
+
+
+def library_of(evaluator: Evaluator) -> Callable[[Summary], Library]:
+    """`library_callee` of each module asked."""
+    return lambda summary: library_callee(evaluator, summary)
 
 
 def names_project_module(evaluator: Evaluator, qname: str) -> bool:
@@ -254,10 +240,18 @@ def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary
     the project's, or a file that can see it writes its name as one (a name, an attribute, a
     renamed import, a string `getattr` gets)."""
     node = function.node
-    if node.name == "__call__" or not kept_by_decorators(
-        node.decorator_list, library_callee(index.evaluator, function.summary)
-    ):
+    library = library_callee(index.evaluator, function.summary)
+    if not kept_by_decorators(node.decorator_list, library):
         return None
+    instances: tuple[tuple[ast.Call, Summary], ...] = ()
+    if node.name == "__call__":
+        cls = function.summary.enclosing(node)[1]
+        if not function.method or cls is None:
+            return None
+        calls = InstanceFlow(index, cls, function.summary, library_of(index.evaluator)).calls()
+        if calls is None:
+            return None  # an instance may be called where the flow does not follow it
+        instances = calls
     name = node.name
     public = function.method or index.attribute_reachable(function)
     exporters = index.exporters(function) if not function.method else set()
@@ -286,4 +280,4 @@ def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary
         if sites is None:
             return None
         found += ((call, summary) for call in sites)
-    return tuple(found)
+    return (*found, *instances)

@@ -1,0 +1,201 @@
+"""An instance's `__call__` that clips opens ACF004's clip index only where the instance may be
+called somewhere its flow is not followed (analysis/instance_flow.py): made by a call of its
+class (or a subclass, or a renamed import), held by locals and by parameters of the project
+functions it is given to, the index stays closed and each call of it is one that may clip. The
+same findings as the whole search on programs where the instance goes each way."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+from test_any_event import built
+from test_clip_tail import tail_and_whole
+
+from amp_clipfix.analysis import clip_tail
+
+CLIPPER = """
+    import torch
+
+
+    class Clipper:
+        def __init__(self, norm):
+            self.norm = norm
+
+        def __call__(self, model):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), self.norm)
+
+        def state(self):
+            return {{"norm": self.norm}}
+    {more}
+    """
+
+TRAIN = """
+    import torch
+    {imports}
+
+
+    def train(model, optimizer, loader, clipper):
+        scaler = torch.amp.GradScaler("cuda")
+        for batch in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = model(batch).mean()
+            scaler.scale(loss).backward()
+            {clip}
+            scaler.step(optimizer)
+            scaler.update()
+
+
+    def main(model, optimizer, loader):
+        {make}
+    """
+
+
+def program(
+    make: str,
+    clip: str = "clipper(model)",
+    imports: str = "from helpers import Clipper",
+    more: str = "",
+) -> dict[str, str]:
+    """`main` makes the instance (`make`), the training loop calls it (`clip`)."""
+    make = make.replace("\n", "\n    ")  # the lines of `main`'s body
+    return {
+        "train.py": textwrap.dedent(TRAIN).format(imports=imports, clip=clip, make=make),
+        "helpers.py": textwrap.dedent(CLIPPER).format(more=more),
+    }
+
+
+HANDED = "clipper = Clipper(1.0)\ntrain(model, optimizer, loader, clipper)"
+# name -> the program, and whether the clip index stays closed
+PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
+    "made and handed to the loop": (program(HANDED), True),
+    "handed by keyword": (
+        program("clipper = Clipper(1.0)\ntrain(model, optimizer, loader, clipper=clipper)"),
+        True,
+    ),
+    "made in the call": (program("train(model, optimizer, loader, Clipper(1.0))"), True),
+    "read, tested, printed, compared": (
+        program(
+            HANDED + '\nif clipper:\n    print(f"{clipper}", clipper.state(), clipper is None)'
+        ),
+        True,
+    ),
+    "handed to a library call": (program(HANDED + "\ntorch.save(clipper, 'c.pt')"), True),
+    "made by a renamed import": (
+        program(
+            "clipper = Clip(1.0)\ntrain(model, optimizer, loader, clipper)",
+            imports="from helpers import Clipper as Clip",
+        ),
+        True,
+    ),
+    "made through its module": (
+        program(
+            "clipper = helpers.Clipper(1.0)\ntrain(model, optimizer, loader, clipper)",
+            imports="import helpers",
+        ),
+        True,
+    ),
+    "a subclass's instance": (
+        program(
+            "clipper = Mine(1.0)\ntrain(model, optimizer, loader, clipper)",
+            imports="from helpers import Mine",
+            more="\n\nclass Mine(Clipper):\n    pass\n",
+        ),
+        True,
+    ),
+    "called in the loop that makes it": (
+        program("train(model, optimizer, loader, None)", clip="c = Clipper(1.0)\n        c(model)"),
+        True,
+    ),
+    "stored on an object": (
+        program("model.clipper = Clipper(1.0)", clip="model.clipper(model)"),
+        False,
+    ),
+    "a module's global": (
+        program(
+            "train(model, optimizer, loader, CLIP)",
+            imports="from helpers import Clipper\n\nCLIP = Clipper(1.0)",
+        ),
+        False,
+    ),
+    "returned by a factory": (
+        program(
+            "train(model, optimizer, loader, make())",
+            more="\n\ndef make():\n    return Clipper(1.0)\n",
+            imports="from helpers import make",
+        ),
+        False,
+    ),
+    "the class as a value": (
+        program("kind = Clipper\ntrain(model, optimizer, loader, kind(1.0))"),
+        False,
+    ),
+    "in a container": (
+        program("clippers = [Clipper(1.0)]\ntrain(model, optimizer, loader, clippers[0])"),
+        False,
+    ),
+    "a method gives the instance back": (
+        program(
+            "train(model, optimizer, loader, Clipper(1.0).me())",
+            more="\n    def me(self):\n        return self\n",
+        ),
+        False,
+    ),
+    "handed to *args": (
+        program(
+            "clipper = Clipper(1.0)\nrun(clipper)",
+            more="\n\ndef run(*args):\n    args[0](None)\n",
+            imports="from helpers import Clipper, run",
+        ),
+        False,
+    ),
+    "its bound __call__ as a value": (
+        program("clipper = Clipper(1.0)\ntrain(model, optimizer, loader, clipper.__call__)"),
+        False,
+    ),
+}
+
+
+# the programs whose clip the whole search reports (its readings follow the instance there; a
+# subclass's instance is read in the files naming the class: callables.instance_calls)
+FOUND = {name for name, (_, closed) in PROGRAMS.items() if closed} - {"a subclass's instance"}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_same_findings_as_the_whole_search(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tail, whole = tail_and_whole(tmp_path, monkeypatch, PROGRAMS[name][0])
+    assert tail == whole
+    if name in FOUND:
+        assert "ACF004" in tail
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_index_opens_only_where_the_instance_may_go_unfollowed(
+    name: str, tmp_path: Path
+) -> None:
+    index = built(tmp_path, PROGRAMS[name][0], clip_tail.ClipCapable)
+    assert index.open is not PROGRAMS[name][1]
+    if not index.open:
+        held = {f.node.name for f in index.levels[-1].values()}
+        assert "__call__" in held
+
+
+def test_the_instance_s_calls_may_clip_and_their_functions_join_the_index(tmp_path: Path) -> None:
+    """`clipper(model)` in `train` is a call that may clip, `train` is in the index a level
+    above `__call__`, and `main`, which calls `train`, a level above that."""
+    index = built(tmp_path, PROGRAMS["made and handed to the loop"][0], clip_tail.ClipCapable)
+    assert not index.open
+    levels = [{f.node.name for f in level.values()} for level in index.levels]
+    assert levels[0] == {"__call__"}
+    assert "train" in levels[1]
+    assert "main" in levels[2]
+    train = next(f for f in index.levels[1].values() if f.node.name == "train")
+    calls = [n for n in ast.walk(train.node) if isinstance(n, ast.Call)]
+    instance = next(c for c in calls if isinstance(c.func, ast.Name) and c.func.id == "clipper")
+    assert index.call_clips(instance, train.summary)
+    scaler = next(c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "update")
+    assert not index.call_clips(scaler, train.summary)
