@@ -357,10 +357,11 @@ def test_a_step_of_a_scaler_in_a_callable_object_is_followed_to_its_instance_s_c
 def test_a_step_of_a_scaler_in_a_callable_object_that_may_go_anywhere_opens_the_index(
     tmp_path: Path,
 ) -> None:
-    returned = SCALED_PIPELINE.replace(
-        "return Pipeline(scheduler)(model.latents, model.noise)", "return Pipeline(scheduler)"
+    stored = SCALED_PIPELINE.replace(
+        "return Pipeline(scheduler)(model.latents, model.noise)",
+        "model.pipeline = Pipeline(scheduler)",
     )
-    index = built(tmp_path, loop_files(returned), event_capable.AnyEvent)
+    index = built(tmp_path, loop_files(stored), event_capable.AnyEvent)
     assert index.open
 
 

@@ -1,8 +1,9 @@
-"""An instance's `__call__` that clips opens ACF004's clip index only where the instance may be
-called somewhere its flow is not followed (analysis/instance_flow.py): made by a call of its
-class (or a subclass, or a renamed import), held by locals and by parameters of the project
-functions it is given to, the index stays closed and each call of it is one that may clip. The
-same findings as the whole search on programs where the instance goes each way."""
+"""An instance's `__call__`, or a closure, that clips opens ACF004's clip index only where the
+value may be called somewhere its flow is not followed (analysis/instance_flow.py): made by a
+call of its class (or a subclass, or a renamed import) or read in the function that defines
+it, held by locals, by parameters of the project functions it is given to and by the calls of
+a function that returns it, the index stays closed and each call of it is one that may clip.
+The same findings as the whole search on programs where the value goes each way."""
 
 from __future__ import annotations
 
@@ -67,6 +68,19 @@ def program(
     }
 
 
+# A factory of a closure that clips: the function is a value, returned to the factory's calls.
+CLOSURE = """
+
+def make_step(norm, optimizer):
+    scaler = torch.amp.GradScaler("cuda")
+
+    def step(loss, model):
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), norm)
+        scaler.step(optimizer)
+
+    return step
+"""
 HANDED = "clipper = Clipper(1.0)\ntrain(model, optimizer, loader, clipper)"
 # name -> the program, and whether the clip index stays closed
 PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
@@ -122,9 +136,53 @@ PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
     ),
     "returned by a factory": (
         program(
-            "train(model, optimizer, loader, make())",
+            "clipper = make()\ntrain(model, optimizer, loader, clipper)",
             more="\n\ndef make():\n    return Clipper(1.0)\n",
             imports="from helpers import make",
+        ),
+        True,
+    ),
+    "returned by a factory that is a value": (
+        program(
+            "build = make\ntrain(model, optimizer, loader, build())",
+            more="\n\ndef make():\n    return Clipper(1.0)\n",
+            imports="from helpers import make",
+        ),
+        False,
+    ),
+    "a closure returned, stored and handed on": (
+        program(
+            "step = make_step(1.0, optimizer)\ntrain(model, optimizer, loader, step)",
+            clip="clipper(loss, model)",
+            more=CLOSURE,
+            imports="from helpers import make_step",
+        ),
+        True,
+    ),
+    "a closure called where it is made": (
+        program(
+            "train(model, optimizer, loader, None)",
+            clip="step = make_step(1.0, optimizer)\n        step(loss, model)",
+            more=CLOSURE,
+            imports="from helpers import make_step",
+        ),
+        True,
+    ),
+    "a closure stored on an object": (
+        program(
+            "model.step = make_step(1.0, optimizer)",
+            clip="model.step(loss, model)",
+            more=CLOSURE,
+            imports="from helpers import make_step",
+        ),
+        False,
+    ),
+    "a closure kept in a container": (
+        program(
+            "train(model, optimizer, loader, None)",
+            clip="steps = [make_step(1.0, optimizer)]\n        steps[0](loss, model)",
+            more=CLOSURE,
+            imports="from helpers import make_step",
         ),
         False,
     ),
@@ -158,9 +216,12 @@ PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
 }
 
 
-# the programs whose clip the whole search reports (its readings follow the instance there; a
-# subclass's instance is read in the files naming the class: callables.instance_calls)
-FOUND = {name for name, (_, closed) in PROGRAMS.items() if closed} - {"a subclass's instance"}
+# the programs whose clip the whole search reports (its caller readings look for an instance's
+# calls in the files naming its class: callables.instance_calls)
+FOUND = {name for name, (_, closed) in PROGRAMS.items() if closed} - {
+    "a subclass's instance",
+    "returned by a factory",
+}
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
@@ -181,7 +242,7 @@ def test_the_index_opens_only_where_the_instance_may_go_unfollowed(
     assert index.open is not PROGRAMS[name][1]
     if not index.open:
         held = {f.node.name for f in index.levels[-1].values()}
-        assert "__call__" in held
+        assert held & {"__call__", "step"}
 
 
 def test_the_instance_s_calls_may_clip_and_their_functions_join_the_index(tmp_path: Path) -> None:

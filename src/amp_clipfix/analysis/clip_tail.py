@@ -19,8 +19,9 @@ levels down). torch's clip is called under its own name unless the project hands
 (reach.CallReach.clip_escapes: then every statement can). A project function is a callee's
 value where its name is called, or where it is itself a value: written other than as a callee
 (`fn = f`, `run(f)`, a renamed import), a string (`getattr`), a decorator's argument, a
-`__call__`. So the functions that can clip with `k` levels below them (`levels[k]`) are found
-from torch's clip calls up (a call spelled like it whose callee is not torch's clip by value,
+`__call__` (an instance's, and a closure, followed where the evaluator can: instance_flow.py).
+So the functions that can clip with `k` levels below them (`levels[k]`) are found from
+torch's clip calls up (a call spelled like it whose callee is not torch's clip by value,
 `accelerator.clip_grad_norm_(...)`, is none), by the names they are called with and the
 library calls they are handed to (`mp.spawn(run)`: analysis/value_sites.py); if one of them
 may be a value the evaluator follows, any call can run it: the index says "every statement"

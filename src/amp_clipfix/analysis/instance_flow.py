@@ -1,30 +1,36 @@
-"""The calls that may run a project class's `__call__`: an instance's calls, followed from where
-the instance is made, as the evaluator follows it (the clip index's question of a `__call__`,
+"""The calls that may run a value the clip index holds without its name being called: an
+instance's `__call__` (`ValueFlow.instance_calls`), a closure (`closure_calls`), followed from
+where the value is made, as the evaluator follows it (the clip index's question,
 analysis/value_sites.py).
 
-A reading enters `x(...)` for the `__call__` of the instance `x` holds (callables.callees: an
-`Inst` among the callee's values). The evaluator makes an `Inst` only at a call of a value
-that is the class (evaluate.call_value), and it has the class only where its name is written:
-a name bound by `class C`, an import of it (under any name), an attribute of its module. Its
-evaluation is the same wherever it is asked (a context of its own per module: a parameter's
-value is every caller's argument), so the instance is where these writings put it:
+A reading enters `x(...)` for the project function `x` holds, or the `__call__` of the
+instance it holds (callables.callees). The evaluator makes an instance (`Inst`) only at a call
+of a value that is the class (evaluate.call_value), and it has the class only where its name
+is written: a name bound by `class C`, an import of it (under any name), an attribute of its
+module. A closure's name is seen only in the function that defines it. The evaluation is the
+same wherever it is asked (one context per module: a parameter's value is every caller's
+argument), so the value is where these writings put it:
 
-- `C(...)` (or `m.C(...)`, a renamed import's name, a subclass's name) makes one; the name as
-  a base makes a subclass, whose name is followed in turn; `C.attr` reads the class;
-- the value of such a call, or a read of a name that holds it, is held by what it is written
-  in: a call of it (a site: that call may run `__call__`), a local name it is assigned to (each
-  read of it in that function, closures included, is followed), a parameter of the project
-  function a call of which it is given (the evaluator's callers are the calls whose callee is
-  that function), a library call the registry does not model (its value is run time; nothing
-  the project holds comes back: library.call_external), a statement of its own, a comparison,
-  a test, a formatted string, an attribute read of it;
+- `C(...)` (or `m.C(...)`, a renamed import's name, a subclass's name) makes an instance; the
+  name as a base makes a subclass, whose name is followed in turn; `C.attr` reads the class; a
+  closure's name read in its function, other than called, is its value;
+- the value, or a read of a name that holds it, is held by what it is written in: a call of it
+  (a site: that call may run it), a local name it is assigned to (each read of it in that
+  function, closures included, is followed), a parameter of the project function a call of
+  which it is given (the evaluator's callers are the calls whose callee is that function), a
+  `return` (the calls of that function hold it: those spelled with its name, where it is no
+  value the evaluator follows, value_sites.value_calls), a library call the registry does not
+  model (its value is run time, nothing the project holds comes back: library.call_external;
+  the call is a site, as it may run what it is given: a step's closure), a statement of its
+  own, a comparison, a test, a formatted string, an attribute read of it;
 - the class's methods, and its bases' in the project, write `self` only as an attribute's
   receiver (`self.x`): no method gives the instance back as its value or stores it anywhere.
 
-Anything else (a return, a container, an attribute or a module-level name stored to, a class
-written as a value, a decorator of the project's on the class, a `*args` it may fall in, a
-dispatch of `self.m(x)` to a subclass's method, a callee the evaluator cannot say is project
-functions or library code, too many names followed): the instance may be anywhere (None).
+Anything else (a container, an attribute or a module-level name stored to, a class written as
+a value, a decorator of the project's on the class, a `*args` it may fall in, a dispatch of
+`self.m(x)` to a subclass's method, a callee the evaluator cannot say is project functions or
+library code, a `__call__`'s return, too many names followed): the value may be anywhere
+(None), and the index opens as before.
 """
 
 from __future__ import annotations
@@ -50,6 +56,10 @@ if TYPE_CHECKING:
 
     # whether a callee expression of the module is library code by value (value_sites.py)
     Library = Callable[[Summary], Callable[[ast.expr], bool]]
+    # the calls whose value is what a function returns (value_sites.value_calls; None: any)
+    Returns = Callable[
+        [ast.FunctionDef | ast.AsyncFunctionDef, Summary], list[tuple[ast.Call, Summary]] | None
+    ]
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -71,27 +81,27 @@ class Index(Protocol):
 
 
 class Anywhere(Exception):
-    """The instance may be where the flow does not follow it."""
+    """The value may be where the flow does not follow it."""
 
 
-class InstanceFlow:
-    """One `__call__`'s question: the calls of its class's instances (see the module's
-    docstring)."""
+class ValueFlow:
+    """One function's question: the calls that may run it through its values (see the
+    module's docstring)."""
 
-    def __init__(self, index: Index, cls: ast.ClassDef, summary: Summary, library: Library) -> None:
+    def __init__(self, index: Index, library: Library, returns: Returns) -> None:
         self.index = index
         self.evaluator: Evaluator = index.evaluator
         self.library = library
-        self.cls = cls
-        self.summary = summary
+        self.returns = returns
         self.names: list[str] = []  # the names the class and its subclasses are written with
         self.classes: list[tuple[ast.ClassDef, Summary]] = []
         self.holders: set[tuple[int, str]] = set()  # (function, name) followed
         self.sites: list[tuple[ast.Call, Summary]] = []
 
-    def calls(self) -> Sites | None:
+    def instance_calls(self, cls: ast.ClassDef, summary: Summary) -> Sites | None:
+        """The calls of the class's instances (None: anywhere)."""
         try:
-            self.add_class(self.cls, self.summary)
+            self.add_class(cls, summary)
             done = 0
             while done < len(self.names):
                 self.name_written(self.names[done])
@@ -99,6 +109,30 @@ class InstanceFlow:
             self.methods_keep_self()
         except Anywhere:
             return None
+        return self.found()
+
+    def closure_calls(self, function: Function, outer: Function, summary: Summary) -> Sites | None:
+        """The calls of a function defined in `outer`, whose name nothing else sees, through
+        its values: each read of the name in `outer` that is no call of it (None: anywhere)."""
+        name = function.name
+        try:
+            self.index.summary(summary.path)  # noted as read
+            for node in walk(outer):
+                kind = type(node)
+                if (kind is ast.Global or kind is ast.Nonlocal) and name in node.names:  # type: ignore[attr-defined]
+                    raise Anywhere
+                if (
+                    kind is ast.Name
+                    and node.id == name  # type: ignore[attr-defined]
+                    and type(node.ctx) is ast.Load  # type: ignore[attr-defined]
+                    and not is_callee(node, summary)  # type: ignore[arg-type]
+                ):
+                    self.held(node, summary)  # type: ignore[arg-type]
+        except Anywhere:
+            return None
+        return self.found()
+
+    def found(self) -> Sites:
         return tuple({id(call): (call, summary) for call, summary in self.sites}.values())
 
     # -- the class -----------------------------------------------------------------------------
@@ -215,11 +249,32 @@ class InstanceFlow:
                     raise Anywhere  # stored in an object, a container, taken apart
                 self.local(parent, target.id, summary)
             return
+        elif isinstance(parent, ast.Return):
+            self.returned(parent, summary)
+            return
         elif isinstance(parent, INERT) or (
             isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
         ):
             return  # a statement of its own, a test, a comparison, a formatted string
         raise Anywhere
+
+    def returned(self, statement: ast.Return, summary: Summary) -> None:
+        """The value is what the function around the `return` gives its calls: each call of it,
+        where it is no value the evaluator follows (its calls are spelled with its name)."""
+        function, _ = summary.enclosing(statement)
+        if not isinstance(function, FUNCTIONS) or function.name == "__call__":
+            raise Anywhere  # a lambda's; an instance's calls give a `__call__`'s value
+        key = (id(function), "")
+        if key in self.holders:
+            return
+        if len(self.names) + len(self.holders) >= MOST_HOLDERS:
+            raise Anywhere
+        self.holders.add(key)
+        calls = self.returns(function, summary)
+        if calls is None:
+            raise Anywhere
+        for call, where in calls:
+            self.held(call, where)
 
     def local(self, node: ast.AST, name: str, summary: Summary) -> None:
         """The name the function around `node` binds holds the instance."""
@@ -260,7 +315,10 @@ class InstanceFlow:
             raise Anywhere
         if all(isinstance(v, Ext) and names.entry_of(v.qname) is None for v in values):
             if self.library(summary)(func):
-                return  # its value is run time (library.call_external), the instance its own
+                # its value is run time (library.call_external); the call may run the value it
+                # is given (a step's closure is read where it is handed on): a site
+                self.sites.append((call, summary))
+                return
             raise Anywhere
         own = summary.enclosing(call)[0]
         if (

@@ -7,7 +7,9 @@ matters to a call that does not call it by name only where the evaluator can fol
 there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
 `return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
 `call_getattr`: the evaluator makes no attribute from a string held elsewhere), a renamed
-import, a `global`. Those open the index, as they always did.
+import, a `global`. Those open the index, as they always did, but for an instance's `__call__`
+and a closure, whose values are followed from where they are made (analysis/instance_flow.py:
+the calls that may run them are kept as sites, as below).
 
 Two writings give the value to library code only, and the evaluator never follows it back:
 
@@ -33,12 +35,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
-from amp_clipfix.analysis.instance_flow import InstanceFlow
+from amp_clipfix.analysis.instance_flow import ValueFlow
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
 from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.names import EXTERNAL_ROOTS
 from amp_clipfix.analysis.nodes import walk_on
 from amp_clipfix.analysis.order import FUNCTIONS
+from amp_clipfix.analysis.summary import called_name
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import Ext
 from amp_clipfix.records import record
@@ -76,6 +79,8 @@ class Index(Protocol):
     def affordable(self, paths: list[Path]) -> list[Path]: ...
     def summary(self, path: Path) -> Summary | None: ...
     def imports_star(self, path: Path) -> bool: ...
+    def seen_from(self, function: Found) -> list[Path] | None: ...
+    def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool: ...
 
 
 # the calls a function is handed to, or None where its value may reach project code
@@ -206,6 +211,32 @@ def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
     return library
 
 
+def value_calls(
+    index: Index, node: Function, summary: Summary
+) -> list[tuple[ast.Call, Summary]] | None:
+    """The calls whose value is what the function returns: those spelled with its name that
+    may run it, where it is no value the evaluator follows (None: it may be; its value is
+    then what any call may give)."""
+    owner = summary.enclosing(node)
+    function = Found(node, summary, owner[0] is None and owner[1] is not None)
+    sites = handed_sites(index, function)  # calls through its values, library calls given it
+    if sites is None:
+        return None
+    name = node.name
+    paths = index.seen_from(function)
+    if paths is None:
+        paths = index.evaluator.files_naming(name.encode("ascii"))
+    found = list(sites)
+    for path in index.affordable([p for p in paths if index.evaluator.may_call(p, name)]):
+        where = index.summary(path)
+        if where is None:
+            return None
+        for call in where.calls_kept(lambda c: called_name(c.func) == name, name):
+            if index.may_call(call, where, function):
+                found.append((call, where))
+    return found
+
+
 def library_of(evaluator: Evaluator) -> Callable[[Summary], Library]:
     """`library_callee` of each module asked."""
     return lambda summary: library_callee(evaluator, summary)
@@ -235,20 +266,24 @@ def enclosing_function(call: ast.Call, summary: Summary) -> Iterator[tuple[Funct
 
 
 def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary], ...] | None:
-    """The library calls the clip index's function is handed to, with their modules; None
-    where it may be a value the evaluator follows: an instance's `__call__`, a decorator of
-    the project's, or a file that can see it writes its name as one (a name, an attribute, a
-    renamed import, a string `getattr` gets)."""
+    """The library calls the clip index's function is handed to, with their modules (and the
+    calls of an instance's `__call__` or of a closure through their values: instance_flow.py);
+    None where it may be a value the evaluator follows: a decorator of the project's, a file
+    that can see it writes its name as one (a name, an attribute, a renamed import, a string
+    `getattr` gets), an instance or closure the flow does not follow."""
     node = function.node
     library = library_callee(index.evaluator, function.summary)
     if not kept_by_decorators(node.decorator_list, library):
         return None
+    flow = ValueFlow(index, library_of(index.evaluator), lambda f, s: value_calls(index, f, s))
+    outer, cls = function.summary.enclosing(node)
+    if isinstance(outer, FUNCTIONS):  # a closure: only its function sees its name
+        return flow.closure_calls(node, outer, function.summary)
     instances: tuple[tuple[ast.Call, Summary], ...] = ()
     if node.name == "__call__":
-        cls = function.summary.enclosing(node)[1]
         if not function.method or cls is None:
             return None
-        calls = InstanceFlow(index, cls, function.summary, library_of(index.evaluator)).calls()
+        calls = flow.instance_calls(cls, function.summary)
         if calls is None:
             return None  # an instance may be called where the flow does not follow it
         instances = calls
