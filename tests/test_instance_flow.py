@@ -16,6 +16,8 @@ from test_any_event import built
 from test_clip_tail import tail_and_whole
 
 from amp_clipfix.analysis import clip_tail
+from amp_clipfix.analysis.module_objects import binds_module
+from amp_clipfix.analysis.summary import summarise
 
 CLIPPER = """
     import torch
@@ -260,3 +262,42 @@ def test_the_instance_s_calls_may_clip_and_their_functions_join_the_index(tmp_pa
     assert index.call_clips(instance, train.summary)
     scaler = next(c for c in calls if isinstance(c.func, ast.Attribute) and c.func.attr == "update")
     assert not index.call_clips(scaler, train.summary)
+
+
+IMPORTS = [
+    "import helpers as h\n",
+    "import helpers\n",
+    "if True:\n    import helpers, os\n",
+    "import helpers  # the helpers\n",
+    "import helpers; import os\n",
+    "import helpers.sub\n",
+    "import helpers2\n",
+    "from helpers import clip\n",
+    "from pkg import helpers\n",
+    'text = """\nimport helpers\n"""\n',
+]
+
+
+@pytest.mark.parametrize("text", IMPORTS)
+def test_a_plain_import_line_binds_the_module_where_the_parse_finds_it(
+    text: str, tmp_path: Path
+) -> None:
+    """The text test says "binds" only of `import helpers [as h]` lines; the parse agrees, but
+    in a string, where the text's "may" only widens the index's search."""
+    path = tmp_path / "other.py"
+    path.write_text(text)
+    summary = summarise(tmp_path, path, text)
+    assert summary is not None
+    said = clip_tail.plain_import("helpers").search(text.encode()) is not None
+    assert not said or binds_module(summary, "helpers") or '"""' in text
+    if text.startswith(("import helpers\n", "import helpers as")):
+        assert said
+
+
+def test_a_plain_import_binds_the_module_without_a_parse(tmp_path: Path) -> None:
+    files = {**PROGRAMS["made and handed to the loop"][0], "other.py": "import helpers as h\n"}
+    index = built(tmp_path, files, clip_tail.ClipCapable)
+    other = tmp_path / "other.py"
+    assert not index.evaluator.has_summary(other)
+    assert index.binds(other, "helpers")
+    assert not index.evaluator.has_summary(other)

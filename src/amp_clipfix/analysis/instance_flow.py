@@ -36,6 +36,7 @@ library code, a `__call__`'s return, too many names followed): the value may be 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Protocol
@@ -43,12 +44,12 @@ from typing import TYPE_CHECKING, Protocol
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.name_uses import spelling
-from amp_clipfix.analysis.nodes import walk, walk_on
+from amp_clipfix.analysis.nodes import walk_on
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import ClsV, Ext, Fn
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from pathlib import Path
 
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -97,6 +98,7 @@ class ValueFlow:
         self.classes: list[tuple[ast.ClassDef, Summary]] = []
         self.holders: set[tuple[int, str]] = set()  # (function, name) followed
         self.sites: list[tuple[ast.Call, Summary]] = []
+        self.lines: dict[tuple[int, bytes], list[int] | None] = {}  # (tree, word) -> lines_of
 
     def instance_calls(self, cls: ast.ClassDef, summary: Summary) -> Sites | None:
         """The calls of the class's instances (None: anywhere)."""
@@ -117,7 +119,7 @@ class ValueFlow:
         name = function.name
         try:
             self.index.summary(summary.path)  # noted as read
-            for node in walk(outer):
+            for node in walk_on(outer, self.lines_of(summary, name)):
                 kind = type(node)
                 if (kind is ast.Global or kind is ast.Nonlocal) and name in node.names:  # type: ignore[attr-defined]
                     raise Anywhere
@@ -176,7 +178,7 @@ class ValueFlow:
             if not positional:
                 continue
             own = positional[0].arg
-            for node in walk(statement):
+            for node in walk_on(statement, self.lines_of(summary, own)):
                 if type(node) is ast.Name and node.id == own and type(node.ctx) is ast.Load:
                     parent = summary.parent(node)
                     if not (isinstance(parent, ast.Attribute) and parent.value is node):
@@ -189,7 +191,7 @@ class ValueFlow:
             summary = self.index.summary(path)
             if summary is None:
                 raise Anywhere
-            for node in nodes_on(summary, word):
+            for node in walk_on(summary.tree, self.lines_of(summary, name)):
                 self.written(node, name, summary)
 
     def written(self, node: ast.AST, name: str, summary: Summary) -> None:
@@ -217,6 +219,12 @@ class ValueFlow:
             return  # `C.attr`: the class read (`C.__call__` is the name's own question)
         else:
             raise Anywhere  # the class as a value
+
+    def lines_of(self, summary: Summary, name: str) -> list[int] | None:
+        key = (id(summary.tree), name.encode("ascii"))  # the trees are held: no id reused
+        if key not in self.lines:
+            self.lines[key] = lines_of(summary, key[1])
+        return self.lines[key]
 
     # -- the instance --------------------------------------------------------------------------
 
@@ -292,7 +300,7 @@ class ValueFlow:
         self.holders.add(key)
         self.index.summary(summary.path)  # noted as read
         reads: list[ast.Name] = []
-        for node in walk(function):
+        for node in walk_on(function, self.lines_of(summary, name)):
             kind = type(node)
             if (kind is ast.Global or kind is ast.Nonlocal) and name in node.names:  # type: ignore[attr-defined]
                 raise Anywhere
@@ -356,17 +364,18 @@ def is_callee(node: ast.expr, summary: Summary) -> bool:
     return isinstance(parent, ast.Call) and parent.func is node
 
 
-def nodes_on(summary: Summary, word: bytes) -> Iterator[ast.AST]:
-    """The nodes of the module on the lines that write the word (every node where the text is
-    not kept, or a line holds a byte outside ASCII: a name Python reads NFKC-folded)."""
+def lines_of(summary: Summary, word: bytes) -> list[int] | None:
+    """The lines of the module that write the word, and those with a byte outside ASCII (a
+    name Python reads NFKC-folded); None: every line (no text kept)."""
     text = summary.lines
-    lines: list[int] | None = None
-    if isinstance(text, TextLines):
-        offsets = [*summary.non_ascii()]
-        offsets += [m.start() for m in written_word(word).finditer(text.data)]
-        lines = sorted({bisect_right(text.starts, offset) for offset in offsets})
-    return walk_on(summary.tree, lines)
+    if not isinstance(text, TextLines):
+        return None
+    offsets = [*summary.non_ascii()]
+    offsets += [m.start() for m in written_word(word).finditer(text.data)]
+    return sorted({bisect_right(text.starts, offset) for offset in offsets})
 
 
+@functools.lru_cache(maxsize=256)
 def written_word(word: bytes) -> re.Pattern[bytes]:
+    """`word` as a whole word, compiled once per name."""
     return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(word) + rb"(?![A-Za-z0-9_])")
