@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from test_any_event import built
-from test_clip_tail import tail_and_whole
+from test_clip_tail import report, tail_and_whole, write
 
-from amp_clipfix.analysis import clip_tail
+from amp_clipfix.analysis import clip_tail, instance_flow
 from amp_clipfix.analysis.module_objects import binds_module
 from amp_clipfix.analysis.summary import summarise
 
@@ -301,3 +301,44 @@ def test_a_plain_import_binds_the_module_without_a_parse(tmp_path: Path) -> None
     assert not index.evaluator.has_summary(other)
     assert index.binds(other, "helpers")
     assert not index.evaluator.has_summary(other)
+
+
+SCALING = """import torch
+
+
+class Clipper:
+    def __init__(self, norm):
+        self.norm = norm
+        self.scaler = torch.amp.GradScaler("cuda")
+
+    def __call__(self, model, loss, optimizer):
+        self.scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), self.norm)
+        self.scaler.step(optimizer)
+"""
+
+
+def test_a_search_follows_a_value_once_for_every_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clip index and BeforeClip both hold the `__call__` (it scales, clips and steps: its
+    reading is read whole, so BeforeClip is built): the flow is asked once
+    (value_sites.FLOWS)."""
+    asked: list[str] = []
+    original = instance_flow.ValueFlow.instance_calls
+
+    def instance_calls(self: instance_flow.ValueFlow, cls: ast.ClassDef, summary: object) -> object:
+        asked.append(type(self.index).__name__)
+        return original(self, cls, summary)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(instance_flow.ValueFlow, "instance_calls", instance_calls)
+    program = PROGRAMS["made and handed to the loop"][0]
+    files = {
+        "train.py": program["train.py"].replace(
+            "clipper(model)", "clipper(model, loss, optimizer)"
+        ),
+        "helpers.py": SCALING,
+    }
+    write(tmp_path, files)
+    report(tmp_path)
+    assert asked == ["ClipCapable"]

@@ -30,11 +30,13 @@ keyword's value, `mode="train"`) makes no attribute: it opens nothing.
 from __future__ import annotations
 
 import ast
+import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.instance_flow import Sites as CallSites
 from amp_clipfix.analysis.instance_flow import ValueFlow
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
 from amp_clipfix.analysis.name_uses import spelling
@@ -79,6 +81,10 @@ class Index(Protocol):
     def affordable(self, paths: list[Path]) -> list[Path]: ...
     def summary(self, path: Path) -> Summary | None: ...
     def imports_star(self, path: Path) -> bool: ...
+
+    @property
+    def reach(self) -> object: ...  # the search the index serves (FLOWS)
+
     def seen_from(self, function: Found) -> list[Path] | None: ...
     def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool: ...
 
@@ -211,6 +217,24 @@ def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
     return library
 
 
+# The flows' answers per search (one CallReach, one recording of what it read): the clip index
+# and BeforeClip ask the same question of a function both hold.
+FLOWS: weakref.WeakKeyDictionary[object, dict[int, tuple[Function, CallSites | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def followed(
+    index: Index, node: Function, ask: Callable[[ValueFlow], CallSites | None]
+) -> CallSites | None:
+    """`ask`'s answer of a new flow, once per search and function."""
+    known = FLOWS.setdefault(index.reach, {})
+    if id(node) not in known:  # the node kept with its answer: no id reused
+        flow = ValueFlow(index, library_of(index.evaluator), lambda f, s: value_calls(index, f, s))
+        known[id(node)] = (node, ask(flow))
+    return known[id(node)][1]
+
+
 def value_calls(
     index: Index, node: Function, summary: Summary
 ) -> list[tuple[ast.Call, Summary]] | None:
@@ -275,15 +299,14 @@ def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary
     library = library_callee(index.evaluator, function.summary)
     if not kept_by_decorators(node.decorator_list, library):
         return None
-    flow = ValueFlow(index, library_of(index.evaluator), lambda f, s: value_calls(index, f, s))
     outer, cls = function.summary.enclosing(node)
     if isinstance(outer, FUNCTIONS):  # a closure: only its function sees its name
-        return flow.closure_calls(node, outer, function.summary)
+        return followed(index, node, lambda flow: flow.closure_calls(node, outer, function.summary))
     instances: tuple[tuple[ast.Call, Summary], ...] = ()
     if node.name == "__call__":
         if not function.method or cls is None:
             return None
-        calls = flow.instance_calls(cls, function.summary)
+        calls = followed(index, node, lambda flow: flow.instance_calls(cls, function.summary))
         if calls is None:
             return None  # an instance may be called where the flow does not follow it
         instances = calls
