@@ -339,11 +339,29 @@ def test_a_step_of_no_scaler_is_no_root(tmp_path: Path) -> None:
     assert {f.node.name for f in index.levels[-1].values()} == {"main"}  # its own step
 
 
-def test_a_step_of_a_scaler_in_a_callable_object_opens_the_index(tmp_path: Path) -> None:
-    scaled = PIPELINE.replace(
-        "self.scheduler = scheduler", 'self.scheduler = torch.amp.GradScaler("cuda")'
-    ).replace("self.scheduler.step(noise, t, latents)", "self.scheduler.step(latents)")
-    index = built(tmp_path, loop_files(scaled), event_capable.AnyEvent)
+SCALED_PIPELINE = PIPELINE.replace(
+    "self.scheduler = scheduler", 'self.scheduler = torch.amp.GradScaler("cuda")'
+).replace("self.scheduler.step(noise, t, latents)", "self.scheduler.step(latents)")
+
+
+def test_a_step_of_a_scaler_in_a_callable_object_is_followed_to_its_instance_s_calls(
+    tmp_path: Path,
+) -> None:
+    """The instance is made and called at once (`Pipeline(scheduler)(...)`): the index holds
+    its `__call__` and the function that calls the instance (analysis/instance_flow.py)."""
+    index = built(tmp_path, loop_files(SCALED_PIPELINE), event_capable.AnyEvent)
+    assert not index.open
+    assert {"__call__", "sample"} <= {f.node.name for f in index.levels[-1].values()}
+
+
+def test_a_step_of_a_scaler_in_a_callable_object_that_may_go_anywhere_opens_the_index(
+    tmp_path: Path,
+) -> None:
+    stored = SCALED_PIPELINE.replace(
+        "return Pipeline(scheduler)(model.latents, model.noise)",
+        "model.pipeline = Pipeline(scheduler)",
+    )
+    index = built(tmp_path, loop_files(stored), event_capable.AnyEvent)
     assert index.open
 
 

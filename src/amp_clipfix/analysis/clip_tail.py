@@ -19,8 +19,9 @@ levels down). torch's clip is called under its own name unless the project hands
 (reach.CallReach.clip_escapes: then every statement can). A project function is a callee's
 value where its name is called, or where it is itself a value: written other than as a callee
 (`fn = f`, `run(f)`, a renamed import), a string (`getattr`), a decorator's argument, a
-`__call__`. So the functions that can clip with `k` levels below them (`levels[k]`) are found
-from torch's clip calls up (a call spelled like it whose callee is not torch's clip by value,
+`__call__` (an instance's, and a closure, followed where the evaluator can: instance_flow.py).
+So the functions that can clip with `k` levels below them (`levels[k]`) are found from
+torch's clip calls up (a call spelled like it whose callee is not torch's clip by value,
 `accelerator.clip_grad_norm_(...)`, is none), by the names they are called with and the
 library calls they are handed to (`mp.spawn(run)`: analysis/value_sites.py); if one of them
 may be a value the evaluator follows, any call can run it: the index says "every statement"
@@ -38,6 +39,7 @@ helpers that can make an event (analysis/event_capable.py).
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -310,6 +312,10 @@ class ClipCapable:
         word = name.encode("ascii")
         if not (package or self.evaluator.imports_name(path, word) or self.imports_star(path)):
             return False  # noted tests of the text: no import clause writes the name, no `*`
+        # `import name [as x]` binds it, known without a parse (in a string: "may", still sound)
+        found = plain_import(name).search(python_texts(self.reach.contents)[path]) is not None
+        if not package and tested(self.reach.contents, path, (matches(plain_import(name)),), found):
+            return True
         summary = self.summary(path)
         if summary is None:
             return True
@@ -424,6 +430,14 @@ class Tail:
         enters = gated(self.before, enters)  # only where a backward or an unscale_ can be
         before = events(facts, file, function, classify, enters=enters, until=self.first)
         return before + order
+
+
+@functools.lru_cache(maxsize=256)
+def plain_import(name: str) -> re.Pattern[bytes]:
+    """A line `import name` or `import name as x` (module_objects.binds_module: it binds a
+    module object of that name), compiled once per name."""
+    word = re.escape(name.encode("ascii"))
+    return re.compile(rb"^[ \t]*import[ \t]+" + word + rb"[ \t]*(?:as[ \t]|,|;|#|\r?$)", re.M)
 
 
 class Open(Exception):

@@ -284,3 +284,22 @@ def literal_text(value: object) -> str:
         except ValueError:
             return hex(value)
     return str(value)
+
+
+def walk_on(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
+    """`nodes.walk(tree)` (breadth first) left to the nodes whose lines, a definition's
+    decorators included, hold one of `lines` (sorted; None: all), and those without a
+    position; an f-string is walked whole (Python before 3.12 may misplace what is in it)."""
+    count = len(lines or ())
+    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
+    while todo:
+        node, pruned = todo.popleft()
+        yield node
+        inner = pruned and type(node) is not ast.JoinedStr
+        for child in child_nodes(node):
+            if inner and lines is not None and hasattr(child, "end_lineno"):
+                end = child.end_lineno
+                index = bisect_left(lines, first_line(child))
+                if end is not None and (index == count or lines[index] > end):
+                    continue
+            todo.append((child, inner))

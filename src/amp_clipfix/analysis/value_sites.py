@@ -7,7 +7,9 @@ matters to a call that does not call it by name only where the evaluator can fol
 there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
 `return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
 `call_getattr`: the evaluator makes no attribute from a string held elsewhere), a renamed
-import, a `global`. Those open the index, as they always did.
+import, a `global`. Those open the index, as they always did, but for an instance's `__call__`
+and a closure, whose values are followed from where they are made (analysis/instance_flow.py:
+the calls that may run them are kept as sites, as below).
 
 Two writings give the value to library code only, and the evaluator never follows it back:
 
@@ -28,17 +30,20 @@ keyword's value, `mode="train"`) makes no attribute: it opens nothing.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left, bisect_right
-from collections import deque
+import weakref
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.instance_flow import Sites as CallSites
+from amp_clipfix.analysis.instance_flow import ValueFlow
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
 from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.names import EXTERNAL_ROOTS
-from amp_clipfix.analysis.nodes import child_nodes, first_line
+from amp_clipfix.analysis.nodes import walk_on
 from amp_clipfix.analysis.order import FUNCTIONS
+from amp_clipfix.analysis.summary import called_name
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import Ext
 from amp_clipfix.records import record
@@ -76,6 +81,12 @@ class Index(Protocol):
     def affordable(self, paths: list[Path]) -> list[Path]: ...
     def summary(self, path: Path) -> Summary | None: ...
     def imports_star(self, path: Path) -> bool: ...
+
+    @property
+    def reach(self) -> object: ...  # the search the index serves (FLOWS)
+
+    def seen_from(self, function: Found) -> list[Path] | None: ...
+    def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool: ...
 
 
 # the calls a function is handed to, or None where its value may reach project code
@@ -177,25 +188,6 @@ def lines_writing(summary: Summary, word: bytes) -> list[int] | None:
     return sorted({bisect_right(text.starts, offset) for offset in offsets})
 
 
-def walk_on(tree: ast.AST, lines: list[int] | None) -> Iterator[ast.AST]:
-    """`nodes.walk(tree)` (breadth first) left to the nodes whose lines, a definition's
-    decorators included, hold one of `lines` (sorted; None: all), and those without a
-    position; an f-string is walked whole (Python before 3.12 may misplace what is in it)."""
-    count = len(lines or ())
-    todo: deque[tuple[ast.AST, bool]] = deque([(tree, lines is not None)])
-    while todo:
-        node, pruned = todo.popleft()
-        yield node
-        inner = pruned and type(node) is not ast.JoinedStr
-        for child in child_nodes(node):
-            if inner and lines is not None and hasattr(child, "end_lineno"):
-                end = child.end_lineno
-                index = bisect_left(lines, first_line(child))
-                if end is not None and (index == count or lines[index] > end):
-                    continue
-            todo.append((child, inner))
-
-
 def kept_by_decorators(decorators: list[ast.expr], library: Library) -> bool:
     """Every decorator keeps the name the project's way to the function: a plain one
     (`staticmethod`), or library code (`@torch.no_grad()`, `@pytest.mark.parametrize(...)`:
@@ -225,6 +217,55 @@ def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
     return library
 
 
+# The flows' answers per search (one CallReach, one recording of what it read): the clip index
+# and BeforeClip ask the same question of a function both hold.
+FLOWS: weakref.WeakKeyDictionary[object, dict[int, tuple[Function, CallSites | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def followed(
+    index: Index, node: Function, ask: Callable[[ValueFlow], CallSites | None]
+) -> CallSites | None:
+    """`ask`'s answer of a new flow, once per search and function."""
+    known = FLOWS.setdefault(index.reach, {})
+    if id(node) not in known:  # the node kept with its answer: no id reused
+        flow = ValueFlow(index, library_of(index.evaluator), lambda f, s: value_calls(index, f, s))
+        known[id(node)] = (node, ask(flow))
+    return known[id(node)][1]
+
+
+def value_calls(
+    index: Index, node: Function, summary: Summary
+) -> list[tuple[ast.Call, Summary]] | None:
+    """The calls whose value is what the function returns: those spelled with its name that
+    may run it, where it is no value the evaluator follows (None: it may be; its value is
+    then what any call may give)."""
+    owner = summary.enclosing(node)
+    function = Found(node, summary, owner[0] is None and owner[1] is not None)
+    sites = handed_sites(index, function)  # calls through its values, library calls given it
+    if sites is None:
+        return None
+    name = node.name
+    paths = index.seen_from(function)
+    if paths is None:
+        paths = index.evaluator.files_naming(name.encode("ascii"))
+    found = list(sites)
+    for path in index.affordable([p for p in paths if index.evaluator.may_call(p, name)]):
+        where = index.summary(path)
+        if where is None:
+            return None
+        for call in where.calls_kept(lambda c: called_name(c.func) == name, name):
+            if index.may_call(call, where, function):
+                found.append((call, where))
+    return found
+
+
+def library_of(evaluator: Evaluator) -> Callable[[Summary], Library]:
+    """`library_callee` of each module asked."""
+    return lambda summary: library_callee(evaluator, summary)
+
+
 def names_project_module(evaluator: Evaluator, qname: str) -> bool:
     """The qualified name starts with a module of the project's (as find_module matches one,
     without loading it): an `Ext` the evaluator made of project code where it cut an import
@@ -249,15 +290,26 @@ def enclosing_function(call: ast.Call, summary: Summary) -> Iterator[tuple[Funct
 
 
 def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary], ...] | None:
-    """The library calls the clip index's function is handed to, with their modules; None
-    where it may be a value the evaluator follows: an instance's `__call__`, a decorator of
-    the project's, or a file that can see it writes its name as one (a name, an attribute, a
-    renamed import, a string `getattr` gets)."""
+    """The library calls the clip index's function is handed to, with their modules (and the
+    calls of an instance's `__call__` or of a closure through their values: instance_flow.py);
+    None where it may be a value the evaluator follows: a decorator of the project's, a file
+    that can see it writes its name as one (a name, an attribute, a renamed import, a string
+    `getattr` gets), an instance or closure the flow does not follow."""
     node = function.node
-    if node.name == "__call__" or not kept_by_decorators(
-        node.decorator_list, library_callee(index.evaluator, function.summary)
-    ):
+    library = library_callee(index.evaluator, function.summary)
+    if not kept_by_decorators(node.decorator_list, library):
         return None
+    outer, cls = function.summary.enclosing(node)
+    if isinstance(outer, FUNCTIONS):  # a closure: only its function sees its name
+        return followed(index, node, lambda flow: flow.closure_calls(node, outer, function.summary))
+    instances: tuple[tuple[ast.Call, Summary], ...] = ()
+    if node.name == "__call__":
+        if not function.method or cls is None:
+            return None
+        calls = followed(index, node, lambda flow: flow.instance_calls(cls, function.summary))
+        if calls is None:
+            return None  # an instance may be called where the flow does not follow it
+        instances = calls
     name = node.name
     public = function.method or index.attribute_reachable(function)
     exporters = index.exporters(function) if not function.method else set()
@@ -286,4 +338,4 @@ def handed_sites(index: Index, function: Found) -> tuple[tuple[ast.Call, Summary
         if sites is None:
             return None
         found += ((call, summary) for call in sites)
-    return tuple(found)
+    return (*found, *instances)
