@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from amp_clipfix.analysis.contained_syntax import nodes_on
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
 from amp_clipfix.analysis.nodes import target_names
+from amp_clipfix.analysis.recording import PREDICATES, Condition
 from amp_clipfix.analysis.shape_texts import keyword_argument
 from amp_clipfix.analysis.summary import Summary, TextLines, module_name
 from amp_clipfix.analysis.text_tests import whole_word
@@ -195,6 +197,7 @@ class CallTest:
         self, root: Path, qualified: Collection[str], keywords: Keywords | None = None
     ) -> None:
         self.root = root
+        self.qualified = tuple(sorted(qualified))
         self.keywords = keywords
         lasts = {name.rsplit(".", 1)[-1] for name in qualified}
         self.packages = sorted({name.split(".", 1)[0] for name in qualified})
@@ -207,6 +210,29 @@ class CallTest:
             return True
         name, _ = module_name(self.root, path)  # a relative import's package
         return any(package in name for package in self.packages)
+
+    @property
+    def condition(self) -> Condition:
+        """The test as a query notes it (recording.Candidates.words): a function of the path
+        and text alone, so a later run asks it again of a changed file (`call_test`)."""
+        keywords = None if self.keywords is None else self.keywords.names
+        any_of = self.keywords is not None and self.keywords.any_of
+        return ("fn", CALL_TEST, str(self.root), self.qualified, keywords, any_of)
+
+
+CALL_TEST = "call_test"  # CallTest's predicate (recording.PREDICATES)
+
+
+@functools.lru_cache(maxsize=64)
+def call_test(
+    root: str, qualified: tuple[str, ...], keywords: tuple[str, ...] | None, any_of: bool
+) -> CallTest:
+    return CallTest(
+        Path(root), qualified, None if keywords is None else Keywords(*keywords, any_of=any_of)
+    )
+
+
+PREDICATES[CALL_TEST] = lambda path, data, *arguments: call_test(*arguments)(path, data)
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:

@@ -195,7 +195,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
 
     def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words` and pass `where`, by path; only they parse."""
-        self.noted.words(words)
+        self.noted.words(words, where)
         refused = self.questions.asked(words, where)
         for path in sorted({*self.candidates, *self.loaded}, key=str):
             loaded = self.loaded.get(path)

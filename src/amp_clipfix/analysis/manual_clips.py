@@ -41,6 +41,7 @@ from amp_clipfix.analysis.names import TORCH_CLIP_NAMES, TORCH_CLIPS
 from amp_clipfix.analysis.partials import library_callables
 from amp_clipfix.analysis.reach import called_only
 from amp_clipfix.analysis.recording import PREDICATES, python_texts, scan
+from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.sources.prefilter import GAP, python_text
 
 if TYPE_CHECKING:
@@ -63,11 +64,12 @@ MODULE_CLIP_CALL = re.compile(
 
 
 def writes_clip_name(path: Path | None, data: bytes) -> bool:
-    """The text may write a clip's name (in the text Python reads: NFKC-normalised)."""
-    if data.isascii():
-        return any(word in data for word in WORDS)
-    text = python_text(data)
-    return any(word in text for word in WORDS)
+    """The text may write a clip's name (in the text Python reads: NFKC-normalised) as a whole
+    word: `clip_calls` reads a name, an attribute's last name, an import or a string equal to
+    one, and Python reads an identifier whole, so `clip_grad_norm_fp32` (a helper's name)
+    writes none."""
+    text = data if data.isascii() else python_text(data)
+    return any(word in text and whole_word(word).search(text) for word in WORDS)
 
 
 def any_manual_clip(evaluator: Evaluator) -> bool:

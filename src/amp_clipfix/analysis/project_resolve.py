@@ -338,8 +338,8 @@ def project_facts(
         return any(error.path == path for error in (*collection.errors, *late))
 
     def settle() -> None:
-        for words in lazy.questions.words():  # a file that (now) holds one is asked again
-            asked.words(words)
+        for words, where in lazy.questions:  # a file that (now) holds one and passes is asked
+            asked.words(words, where)
         for path in lazy.candidates if lazy.questions or lazy.done else ():
             if path in lazy.done:
                 failed = lazy.done[path] is None and document_of(path) is not None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from amp_clipfix.analysis.recording import Test
+from amp_clipfix.analysis.recording import Condition, Test, predicate
 from amp_clipfix.analysis.recording import passes as passes_now
 from amp_clipfix.records import record
 
@@ -24,7 +24,7 @@ class Answer:
     scans: dict[Test, frozenset[str]]
     exists: dict[Test, str | None]
     derived: dict[tuple[object, ...], object]
-    words: set[tuple[tuple[bytes, ...], Test]]
+    words: set[tuple[tuple[bytes, ...], Test, Condition | None]]
     members: set[tuple[str, Test]]
     listed: dict[Test, frozenset[str]]
     tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
@@ -92,12 +92,15 @@ def candidates_hold(
     """What the searches asked of the candidate files (`recording.Candidates`) holds for
     every changed file: one that is a candidate now (its bytes pass the test, no library
     file nor config) counts where the list was read, where it was asked for, and where it
-    holds words asked for (one read already is a changed read: `still` said no)."""
+    holds words asked for and passes the text test they were asked with (one read already is
+    a changed read: `still` said no). A file the test refused was not read, and one it still
+    refuses gives that search nothing."""
     if not (stored.words or stored.members or stored.listed):
         return True
+    tests = {test for _, test, _ in stored.words} | {t for _, t in stored.members}
     for path, data in texts.items():
         name = str(path)
-        tests = {test for _, test in stored.words} | {t for _, t in stored.members}
+        document: list[bytes | None] = []  # its document's text, loaded once when asked
         for test in {*tests, *stored.listed}:
             now = data is not None and passes(test, data, path)
             if test in stored.listed and now != (name in stored.listed[test]):
@@ -106,19 +109,34 @@ def candidates_hold(
                 continue
             if (name, test) in stored.members:
                 return False
-            asked = tuple(word for words, of in stored.words if of == test for word in words)
-            if asked and document_holds(path, contents, asked):
-                return False
+            for words, of, where in stored.words:
+                if of != test:
+                    continue
+                if not document:
+                    document.append(document_text(path, contents))
+                text = document[0]
+                holds = text is not None and any(word in text for word in words)
+                if holds and (where is None or asked_again(where, path, text)):  # type: ignore[arg-type]
+                    return False
     return True
 
 
-def document_holds(path: Path, contents: Mapping[Path, bytes], words: tuple[bytes, ...]) -> bool:
-    """Whether the file's document text holds one of `words`, as `LazyFiles.with_words` asks."""
+def asked_again(where: Condition, path: Path, text: bytes) -> bool:
+    """The noted text test (`("fn", name, *arguments)`) of the document's text now; yes when
+    it cannot say (the search is computed again)."""
+    try:
+        return bool(predicate(str(where[1]))(path, text, *where[2:]))
+    except Exception:  # noqa: BLE001 - no answer: counted
+        return True
+
+
+def document_text(path: Path, contents: Mapping[Path, bytes]) -> bytes | None:
+    """The file's document text as `LazyFiles.with_words` tests it (project_resolve's
+    `text_of`: UTF-8, an unpaired surrogate replaced; None: no document)."""
     from amp_clipfix.sources import adapter_for
     from amp_clipfix.sources.base import SourceError
 
     try:
-        text = adapter_for(path).load(path, contents[path]).text.encode("utf-8", "replace")
+        return adapter_for(path).load(path, contents[path]).text.encode("utf-8", "replace")
     except (SourceError, KeyError):
-        return False
-    return any(word in text for word in words)
+        return None

@@ -41,8 +41,9 @@ class Questions:
     def __bool__(self) -> bool:
         return bool(self.refused)
 
-    def words(self) -> Iterator[tuple[bytes, ...]]:
-        return iter(dict.fromkeys(words for words, _ in self.refused))
+    def __iter__(self) -> Iterator[Question]:
+        """The questions asked (their words and text tests), in order."""
+        return iter(self.refused)
 
     def want(self, path: Path, text: Callable[[Path], bytes | None]) -> bool:
         """Whether a question asked would read the file (`text`: its document's text as

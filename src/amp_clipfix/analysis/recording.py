@@ -66,6 +66,8 @@ PREDICATE_MODULES = (
     "amp_clipfix.analysis.resolve_optimizers",
     "amp_clipfix.analysis.cli_config",
     "amp_clipfix.analysis.fused_keys",
+    "amp_clipfix.analysis.shape_texts",
+    "amp_clipfix.analysis.calls",
 )
 
 
@@ -111,9 +113,10 @@ class Reads:
         self.exists: dict[Test, str | None] = {}
         self.derived: dict[tuple[object, ...], object] = {}
         # The searching rules' candidate files (those whose bytes pass the test, no library
-        # file nor config) as `Candidates` notes them: the words whose holders were asked, the
-        # files asked for that were no candidate, and the whole list where it was read.
-        self.words: set[tuple[tuple[bytes, ...], Test]] = set()
+        # file nor config) as `Candidates` notes them: the words whose holders were asked (with
+        # the noted form of the search's own text test, when it has one), the files asked for
+        # that were no candidate, and the whole list where it was read.
+        self.words: set[tuple[tuple[bytes, ...], Test, Condition | None]] = set()
         self.members: set[tuple[str, Test]] = set()
         self.listed: dict[Test, frozenset[str]] = {}
         # Tests of one file's text made instead of reading it (`tested`), with their results,
@@ -399,10 +402,14 @@ class Candidates:
         self.reads = contents.reads if isinstance(contents, Recording) else None
         self.test = test
 
-    def words(self, words: tuple[bytes, ...]) -> None:
-        """The candidates whose document text holds one of `words` were asked for."""
+    def words(self, words: tuple[bytes, ...], where: object = None) -> None:
+        """The candidates whose document text holds one of `words` and passes the search's own
+        text test `where` were asked for. A test noted by its `condition` (a registered
+        predicate of the path and text alone: shape_texts.MayWrite, calls.CallTest) is asked
+        again of a changed file; any other (or none) counts every holder of the words."""
         if self.reads is not None:
-            self.reads.words.add((words, self.test))
+            condition = getattr(where, "condition", None)
+            self.reads.words.add((words, self.test, condition))
 
     def member(self, path: Path) -> None:
         """`path`, no candidate, was asked for."""

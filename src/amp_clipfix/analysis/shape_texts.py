@@ -11,9 +11,9 @@ Each pattern matches wherever Python may read the shape (an over-approximation: 
 comments count): the name as a whole word (after a dot, for an attribute), then spaces, line
 breaks, backslash continuations or comments (`(loss.backward\n)()` too). A text that is not all
 ASCII is tested as Python reads its names (NFKC: `ｂackward` is `backward`). An edit to a file
-holding the search's words runs the search's query again whatever the test says
-(`Queries.candidates_hold`), so a file the test leaves out is looked at again once it may write
-the shape.
+holding the search's words runs the search's query again where the test now passes (its
+`condition`, noted with the words: `query_checks.candidates_hold`), so a file the test leaves
+out is looked at again once it may write the shape.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from amp_clipfix.analysis.recording import PREDICATES, Condition
 from amp_clipfix.patterns import lazy
 from amp_clipfix.sources.prefilter import GAP, python_text, word_start
 
@@ -65,6 +66,12 @@ class MayWrite:
     def __call__(self, path: Path | None, data: bytes) -> bool:
         return self.writes(python_text(data))
 
+    @property
+    def condition(self) -> Condition:
+        """The test as a query notes it (recording.Candidates.words): a function of the text
+        alone, so a later run asks it again of a changed file (`may_write`)."""
+        return ("fn", MAY_WRITE, type(self).__name__, self.pattern.pattern, self.pattern.flags)
+
     def writes(self, text: bytes) -> bool:
         return self.pattern.search(text) is not None
 
@@ -107,3 +114,14 @@ PLAIN_BACKWARD_WRAPPER = InWrapper(PLAIN_BACKWARD.pattern)
 CLIP_GRADIENTS = MayWrite(attribute(b"clip_gradients"))
 # ACF009: `Trainer(gradient_clip_val=...)`.
 CLIP_VAL_KEYWORD = MayWrite(keyword_argument(b"gradient_clip_val"))
+
+MAY_WRITE = "may_write"  # the tests' predicate (recording.PREDICATES)
+
+
+def may_write(path: Path | None, data: bytes, kind: str, pattern: bytes, flags: int) -> bool:
+    """What `MayWrite.condition` notes: that test of the text (`re` keeps the compiled)."""
+    tests = {"MayWrite": MayWrite, "InClass": InClass, "InWrapper": InWrapper}
+    return tests[kind](re.compile(pattern, flags))(path, data)
+
+
+PREDICATES[MAY_WRITE] = may_write
