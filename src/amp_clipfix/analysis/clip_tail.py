@@ -26,9 +26,10 @@ library calls they are handed to (`mp.spawn(run)`: analysis/value_sites.py); if 
 may be a value the evaluator follows, any call can run it: the index says "every statement"
 (`open`). A
 module-level function is called by its bare name only in its module and in files that import
-that name (or `*`), and as an attribute only where a module object of its module can be: some
-import binds it or a package above it (analysis/module_objects.py; no module is made from a
-string).
+that name (or `*`), and as an attribute only where a module object of its module (or of one
+importing it by name) can be made: an import binds one of its name, or its package's object
+can be made and some text writes its name as an attribute (analysis/module_holders.py; no
+module is made from a string).
 
 The statements before a reading's first clip are read for its scaled backward and `unscale_`
 calls only, and enter only the helpers that can make one; every reading enters only the

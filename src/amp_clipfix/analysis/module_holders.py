@@ -58,7 +58,6 @@ class ModuleHolders:
     def __init__(self) -> None:
         self.public: dict[str, bool] = {}  # an import may bind a module object of that name
         self.attributed: dict[str, bool] = {}  # some text writes the name as an attribute
-        self.made: dict[tuple[str, ...], bool] = {}  # a module object of that path may be made
         self.exported: dict[int, set[str]] = {}
         self.owners: dict[int, set[str]] = {}  # exported's modules and the packages above them
         self.holders: dict[int, list[tuple[str, ...]]] = {}  # exported's modules by their path
@@ -118,20 +117,24 @@ class ModuleHolders:
 
     def attribute_reachable(self, function: Found) -> bool:
         """A module object whose attribute the module-level function is may be made (see the
-        module's docstring)."""
+        module's docstring): an import may bind one of the names `binding_names` gives, asked
+        in `public_cost`'s order (fewer files to parse first; every order gives one answer)."""
         self.exporters(function)
-        return any(self.object_made(names) for names in self.holders[id(function.node)])
+        names = {
+            name for path in self.holders[id(function.node)] for name in self.binding_names(path)
+        }
+        return any(self.module_public(name) for name in sorted(names, key=self.public_cost))
 
-    def object_made(self, names: tuple[str, ...]) -> bool:
-        """A module object of the module `names` (its path from the top package) may be made:
-        an import may bind one of its name, or its package's may be made and some text writes
-        its name as an attribute (or a string's end: `getattr`)."""
-        if names not in self.made:
-            name = names[-1]
-            self.made[names] = (
-                len(names) > 1 and self.attribute_named(name) and self.object_made(names[:-1])
-            ) or self.module_public(name)
-        return self.made[names]
+    def binding_names(self, names: tuple[str, ...]) -> list[str]:
+        """The names an import may bind to make an object of the module `names` (its path from
+        the top package) reachable: its own, and its package's (in turn, up) while some text
+        writes the name below it as an attribute or a string's end (`pkg.mod`, `getattr`)."""
+        found = [names[-1]]
+        for index in range(len(names) - 1, 0, -1):
+            if not self.attribute_named(names[index]):
+                break
+            found.append(names[index - 1])
+        return found
 
     def attribute_named(self, name: str) -> bool:
         """Some file's text writes the name as an attribute (`x.name`, not `from pkg.name
@@ -167,16 +170,24 @@ class ModuleHolders:
             elif not name.isascii():
                 self.public[name] = True  # spelled another way (NFKC): not looked for
             else:
-                self.public[name] = any(
-                    self.binds(path, name)
-                    for path in self.evaluator.files_naming(name.encode("ascii"))
+                # the files the evaluator has parsed first: fewer parses before a binding
+                paths = sorted(
+                    self.evaluator.files_naming(name.encode("ascii")),
+                    key=lambda path: not self.evaluator.has_summary(path),
                 )
+                self.public[name] = any(self.binds(path, name) for path in paths)
         return self.public[name]
 
+    def public_cost(self, name: str) -> tuple[int, int, str]:
+        """Known answers first, then names fewer files write (fewer of them to parse)."""
+        if name in self.public or not name.isidentifier() or not name.isascii():
+            return 0, 0, name
+        return 1, len(self.evaluator.files_naming(name.encode("ascii"))), name
+
     def binds(self, path: Path, name: str) -> bool:
-        """The file's import may bind a module object named `name`, or it is the `__init__.py`
-        of a package with a submodule of that name (evaluate.module_bindings: its bare name
-        there is the submodule)."""
+        """The file binds a module object named `name` in an import, or it is the
+        `__init__.py` of a package with a submodule of that name and writes it
+        (evaluate.module_bindings: its bare name there is the submodule)."""
         package = path.stem == "__init__" and self.has_submodule(path, name)
         word = name.encode("ascii")
         if not (package or self.evaluator.imports_name(path, word) or self.imports_star(path)):
