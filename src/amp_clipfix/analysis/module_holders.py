@@ -118,12 +118,16 @@ class ModuleHolders:
     def attribute_reachable(self, function: Found) -> bool:
         """A module object whose attribute the module-level function is may be made (see the
         module's docstring): an import may bind one of the names `binding_names` gives, asked
-        in `public_cost`'s order (fewer files to parse first; every order gives one answer)."""
+        of the files already parsed first, then in `public_cost`'s order (fewer files to
+        parse first; every order gives one answer)."""
         self.exporters(function)
         names = {
             name for path in self.holders[id(function.node)] for name in self.binding_names(path)
         }
-        return any(self.module_public(name) for name in sorted(names, key=self.public_cost))
+        ordered = sorted(names, key=self.public_cost)
+        return any(self.module_public(name, parse=False) for name in ordered) or any(
+            self.module_public(name) for name in ordered
+        )
 
     def binding_names(self, names: tuple[str, ...]) -> list[str]:
         """The names an import may bind to make an object of the module `names` (its path from
@@ -160,22 +164,27 @@ class ModuleHolders:
         )
         return tested(self.reach.contents, path, (("fn", "attribute_written", word),), found)
 
-    def module_public(self, name: str) -> bool:
+    def module_public(self, name: str, parse: bool = True) -> bool:
         """Some file's import may bind a module object of that name, or a package's
         `__init__.py` writes it as an identifier (its submodule, once imported anywhere). A
-        name that is no identifier no import writes."""
+        name that is no identifier no import writes. `parse` False: only the files the
+        evaluator has parsed are asked (a False then is no answer, and is not kept)."""
         if name not in self.public:
             if not name.isidentifier():
                 self.public[name] = False
             elif not name.isascii():
                 self.public[name] = True  # spelled another way (NFKC): not looked for
             else:
-                # the files the evaluator has parsed first: fewer parses before a binding
-                paths = sorted(
-                    self.evaluator.files_naming(name.encode("ascii")),
-                    key=lambda path: not self.evaluator.has_summary(path),
-                )
-                self.public[name] = any(self.binds(path, name) for path in paths)
+                has_summary = self.evaluator.has_summary
+                paths = self.evaluator.files_naming(name.encode("ascii"))
+                if any(self.binds(path, name) for path in paths if has_summary(path)):
+                    self.public[name] = True
+                elif not parse:
+                    return False
+                else:
+                    self.public[name] = any(
+                        self.binds(path, name) for path in paths if not has_summary(path)
+                    )
         return self.public[name]
 
     def public_cost(self, name: str) -> tuple[int, int, str]:
