@@ -27,9 +27,10 @@ library calls they are handed to (`mp.spawn(run)`: analysis/value_sites.py); if 
 may be a value the evaluator follows, any call can run it: the index says "every statement"
 (`open`). A
 module-level function is called by its bare name only in its module and in files that import
-that name (or `*`), and as an attribute only where a module object of its module can be: some
-import binds it or a package above it (analysis/module_objects.py; no module is made from a
-string).
+that name (or `*`), and as an attribute only where a module object of its module (or of one
+importing it by name) can be made: an import binds one of its name, or its package's object
+can be made and some text writes its name as an attribute (analysis/module_holders.py; no
+module is made from a string).
 
 The statements before a reading's first clip are read for its scaled backward and `unscale_`
 calls only, and enter only the helpers that can make one; every reading enters only the
@@ -39,20 +40,13 @@ helpers that can make an event (analysis/event_capable.py).
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.module_objects import (
-    WRITES_VALUE,
-    binds_module,
-    last_module_name,
-    module_names,
-    writes_value,
-    written_as_identifier,
-)
+from amp_clipfix.analysis.module_holders import ModuleHolders
+from amp_clipfix.analysis.module_objects import WRITES_VALUE, writes_value
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.names import TORCH_CLIPS
 from amp_clipfix.analysis.order import (
@@ -86,11 +80,12 @@ INDEX_PARSES = 24
 MOST_FUNCTIONS = 200
 
 
-class ClipCapable:
+class ClipCapable(ModuleHolders):
     """The project functions that can clip within the helper levels a reading enters, found
     once per run (see the module's docstring)."""
 
     def __init__(self, reach: CallReach) -> None:
+        super().__init__()
         self.reach = reach
         self.facts = reach.facts
         self.evaluator = reach.evaluator
@@ -100,9 +95,6 @@ class ClipCapable:
         self.levels: list[dict[int, Found]] = []
         self.parsed = 0  # files the index parsed itself
         self.spent = False  # it opened past INDEX_PARSES (not for a function it holds)
-        self.public: dict[str, bool] = {}  # a module object of that name can be made
-        self.exported: dict[int, set[str]] = {}
-        self.owners: dict[int, set[str]] = {}  # exported's modules and the packages above them
         self.before: Enters = None  # Tail.before (set by the rule: event_capable.BeforeClip)
         self.handed: set[int] = set()  # the index's library calls it is handed to (`sites`)
         self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
@@ -246,38 +238,6 @@ class ClipCapable:
             summary, name, self.exporters(function)
         )
 
-    def exporters(self, function: Found) -> set[str]:
-        """The names of the modules whose attribute the module-level function is: its own,
-        and every module that imports it under its name (`from m import f`), in turn."""
-        key = id(function.node)
-        if key not in self.exported:
-            name = function.node.name
-            found = {last_module_name(function.summary.path)}
-            paths = [function.summary.path]
-            word = name.encode("ascii")
-            # a file whose import clauses do not write the name imports it from nowhere
-            files = [
-                path
-                for path in self.evaluator.files_naming(word)
-                if self.evaluator.imports_name(path, word) or self.imports_star(path)
-            ]
-            grew = True
-            while grew:
-                grew = False
-                for path in files:
-                    own = last_module_name(path)
-                    if own in found:
-                        continue
-                    summary = self.summary(path)
-                    if summary is None or self.imports_from(summary, name, found):
-                        found.add(own)
-                        paths.append(path)
-                        grew = True
-            self.exported[key] = found
-            root = self.facts.root
-            self.owners[key] = {part for path in paths for part in module_names(root, path)}
-        return self.exported[key]
-
     def imports_star(self, path: Path) -> bool:
         """The file's text may import `*` (`from m import *`): a noted test of its text."""
         found = STAR_IMPORT.search(python_texts(self.reach.contents)[path]) is not None
@@ -291,48 +251,6 @@ class ClipCapable:
         return tested(
             self.reach.contents, path, (("fn", WRITES_VALUE, word.decode("ascii")),), found
         )
-
-    def attribute_reachable(self, function: Found) -> bool:
-        """A module object whose attribute the module-level function is may be made: an import
-        somewhere binds one of those modules or a package above one (module_objects.py)."""
-        self.exporters(function)
-        return any(self.module_public(name) for name in sorted(self.owners[id(function.node)]))
-
-    def module_public(self, name: str) -> bool:
-        """Some file's import may bind a module object of that name, or a package's
-        `__init__.py` writes it as an identifier (its submodule, once imported anywhere)."""
-        if name not in self.public:
-            self.public[name] = not name.isidentifier() or any(
-                self.binds(path, name) for path in self.evaluator.files_naming(name.encode("ascii"))
-            )
-        return self.public[name]
-
-    def binds(self, path: Path, name: str) -> bool:
-        package = path.stem == "__init__"
-        word = name.encode("ascii")
-        if not (package or self.evaluator.imports_name(path, word) or self.imports_star(path)):
-            return False  # noted tests of the text: no import clause writes the name, no `*`
-        # `import name [as x]` binds it, known without a parse (in a string: "may", still sound)
-        found = plain_import(name).search(python_texts(self.reach.contents)[path]) is not None
-        if not package and tested(self.reach.contents, path, (matches(plain_import(name)),), found):
-            return True
-        summary = self.summary(path)
-        if summary is None:
-            return True
-        return written_as_identifier(summary.tree, name) if package else binds_module(summary, name)
-
-    def imports_from(self, summary: Summary, name: str, modules: set[str]) -> bool:
-        """The module imports `name` (or `*`) from one of `modules` (by the last name of the
-        module path), or from a package relative to it (`from . import name`)."""
-        read(self.reach.contents, summary.path)
-        for node in summary.walked_statements():
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            if not any(a.name in ("*", name) for a in node.names):
-                continue
-            if node.module is None or node.module.split(".")[-1] in modules:
-                return True
-        return False
 
     def escapes(self, function: Found) -> bool:
         """The function may be a value somewhere, a library's included (value_sites.py)."""
@@ -430,14 +348,6 @@ class Tail:
         enters = gated(self.before, enters)  # only where a backward or an unscale_ can be
         before = events(facts, file, function, classify, enters=enters, until=self.first)
         return before + order
-
-
-@functools.lru_cache(maxsize=256)
-def plain_import(name: str) -> re.Pattern[bytes]:
-    """A line `import name` or `import name as x` (module_objects.binds_module: it binds a
-    module object of that name), compiled once per name."""
-    word = re.escape(name.encode("ascii"))
-    return re.compile(rb"^[ \t]*import[ \t]+" + word + rb"[ \t]*(?:as[ \t]|,|;|#|\r?$)", re.M)
 
 
 class Open(Exception):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis.literal_words import COMMENT, literals_of
@@ -33,7 +34,7 @@ from amp_clipfix.analysis.name_uses import (
     name_uses,
 )
 from amp_clipfix.analysis.recording import PREDICATES
-from amp_clipfix.analysis.summary import Summary, module_name
+from amp_clipfix.analysis.summary import Summary, import_base, module_name
 from amp_clipfix.sources.prefilter import word_start
 
 WRITES_VALUE = "writes_value"  # the value test of a file's text (recording.PREDICATES)
@@ -47,11 +48,13 @@ def module_names(root: Path, path: Path) -> set[str]:
     return {last_module_name(path), *(part for part in dotted.split(".") if part)}
 
 
-def binds_module(summary: Summary, name: str) -> bool:
+def binds_module(
+    summary: Summary, name: str, module_like: Callable[[str], bool] | None = None
+) -> bool:
     """The module's import statements may bind a module object whose last name is `name`:
     `import a.b` binds `a`, `import a.b as c` binds `b`, `from a import b [as c]` binds `b`
-    where it is a submodule, `from a import *` what `a` holds (a relative `from . import *`:
-    anything)."""
+    where it is a submodule (`module_like(dotted)`, of its qualified name; none given: it may
+    be), `from a import *` what `a` holds (a relative `from . import *`: anything)."""
     for node in summary.walked_statements_with(b"import"):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -64,7 +67,9 @@ def binds_module(summary: Summary, name: str) -> bool:
                     if node.module is None or node.module.split(".")[-1] == name:
                         return True
                 elif alias.name == name:
-                    return True
+                    base = import_base(summary, node)
+                    if module_like is None or module_like(f"{base}.{name}".lstrip(".")):
+                        return True
     return False
 
 

@@ -37,6 +37,8 @@ CALL_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*)*\("
 # A `def` or `class` keyword right before a name (spaces and tabs between): its definition.
 # What may stand between a name and the `.` or quote around it (text_reference).
 GAPS = frozenset(b" \t\r\n\f\v\\")
+# From a line's start: `from` or `import`, then dotted names only (text_reference's `imports`).
+IMPORT_PREFIX = lazy(rb"[ \t]*(?:from|import)[ \t][A-Za-z0-9_. \t,]*\Z")
 DEFINED = lazy(rb"(?<![A-Za-z0-9_])(?:def|class)[ \t\f]+\Z")
 
 
@@ -81,10 +83,12 @@ def imports(path: Path | None, data: bytes, name: bytes) -> bool:
     return name in import_names(data)
 
 
-def text_reference(word: bytes, data: bytes) -> bool:
+def text_reference(word: bytes, data: bytes, imports: bool = True) -> bool:
     """The text writes `word` as an attribute (`.Name`) or at the end of a string (`"Name"`,
     `"pkg.Name"`, `"pkg:Name"`), as contained.py's module_keeps looks for them in the tree
-    (spaces, line breaks, backslashes and comments between: `(x.  # why` then `Name)`)."""
+    (spaces, line breaks, backslashes and comments between: `(x.  # why` then `Name)`).
+    `imports` False: a dotted name of an import statement's own line (`from pkg.Name import
+    f`, `import pkg.Name`) is no attribute."""
     for match in whole_word(word).finditer(data):
         before = match.start() - 1
         while before >= 0 and data[before] in GAPS:
@@ -97,9 +101,22 @@ def text_reference(word: bytes, data: bytes) -> bool:
         while after < len(data) and data[after] in GAPS:
             after += 1
         sign = data[before : before + 1] if before >= 0 else b""
+        if sign == b"." and not imports and import_line(data, before):
+            continue
         if sign == b"." or (sign in (b":", b"'", b'"') and data[after : after + 1] in (b"'", b'"')):
             return True
     return False
+
+
+def import_line(data: bytes, offset: int) -> bool:
+    """The line holding `offset` starts an import statement and holds only its dotted names up
+    to there (no `;`, no bracket, no other statement)."""
+    start = max(data.rfind(b"\n", 0, offset), data.rfind(b"\r", 0, offset)) + 1
+    return IMPORT_PREFIX.match(data, start, offset) is not None
+
+
+def attribute_written(path: Path | None, data: bytes, name: bytes) -> bool:
+    return text_reference(name, data, imports=False)
 
 
 def referenced(path: Path | None, data: bytes, name: bytes) -> bool:
@@ -124,6 +141,7 @@ def written_free(name: str, data: bytes) -> bool:
 PREDICATES["written"] = written
 PREDICATES["imports"] = imports
 PREDICATES["referenced"] = referenced
+PREDICATES["attribute_written"] = attribute_written  # module_holders.ModuleHolders
 # reach.value_files' over-budget answer (registered here: `query_checks.still` imports this module)
 PREDICATES["written_free"] = lambda path, data, name: written_free(name, data)
 
