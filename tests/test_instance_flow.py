@@ -15,7 +15,7 @@ import pytest
 from test_any_event import built
 from test_clip_tail import report, tail_and_whole, write
 
-from amp_clipfix.analysis import clip_tail, instance_flow
+from amp_clipfix.analysis import clip_tail, instance_flow, module_holders
 from amp_clipfix.analysis.module_objects import binds_module
 from amp_clipfix.analysis.summary import summarise
 
@@ -288,7 +288,7 @@ def test_a_plain_import_line_binds_the_module_where_the_parse_finds_it(
     path.write_text(text)
     summary = summarise(tmp_path, path, text)
     assert summary is not None
-    said = clip_tail.plain_import("helpers").search(text.encode()) is not None
+    said = module_holders.plain_import("helpers").search(text.encode()) is not None
     assert not said or binds_module(summary, "helpers") or '"""' in text
     if text.startswith(("import helpers\n", "import helpers as")):
         assert said
