@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import io
-import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -191,6 +190,8 @@ def string_token_count(code: str) -> int:
     quoted = ONE_STRING.fullmatch(code)
     if quoted and quoted["open"].count("(") == quoted["close"].count(")"):
         return 1
+    import tokenize  # here: a run whose literals are all quoted once never imports it
+
     try:
         tokens = tokenize.generate_tokens(io.StringIO(code).readline)
         return sum(1 for token in tokens if token.type == tokenize.STRING)
