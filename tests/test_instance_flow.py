@@ -15,8 +15,8 @@ import pytest
 from test_any_event import built
 from test_clip_tail import report, tail_and_whole, write
 
-from amp_clipfix.analysis import clip_tail, instance_flow, module_holders
-from amp_clipfix.analysis.module_objects import binds_module
+from amp_clipfix.analysis import clip_tail, instance_flow
+from amp_clipfix.analysis.module_objects import binds_module, imports_plainly
 from amp_clipfix.analysis.summary import summarise
 
 CLIPPER = """
@@ -275,6 +275,8 @@ IMPORTS = [
     "from helpers import clip\n",
     "from pkg import helpers\n",
     'text = """\nimport helpers\n"""\n',
+    '"""Usage:\n    import helpers\n    helpers.run()\n"""\n',
+    "# import helpers\n",
 ]
 
 
@@ -282,16 +284,18 @@ IMPORTS = [
 def test_a_plain_import_line_binds_the_module_where_the_parse_finds_it(
     text: str, tmp_path: Path
 ) -> None:
-    """The text test says "binds" only of `import helpers [as h]` lines; the parse agrees, but
-    in a string, where the text's "may" only widens the index's search."""
+    """The text test says "binds" only of `import helpers [as h]` lines in code, and the parse
+    agrees; a usage in a docstring or a comment binds nothing."""
     path = tmp_path / "other.py"
     path.write_text(text)
     summary = summarise(tmp_path, path, text)
     assert summary is not None
-    said = module_holders.plain_import("helpers").search(text.encode()) is not None
-    assert not said or binds_module(summary, "helpers") or '"""' in text
+    said = imports_plainly(path, text.encode(), "helpers")
+    assert not said or binds_module(summary, "helpers")
     if text.startswith(("import helpers\n", "import helpers as")):
         assert said
+    if '"""' in text or text.startswith("#"):
+        assert not said
 
 
 def test_a_plain_import_binds_the_module_without_a_parse(tmp_path: Path) -> None:

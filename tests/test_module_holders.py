@@ -62,6 +62,14 @@ PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
         script({"tools/__init__.py": "def get():\n    return hpo\n"}),
         False,
     ),
+    "a module only a docstring's usage imports": (
+        script({"user.py": '"""Usage:\n    import hpo\n    hpo.clip_all(model)\n"""\n'}),
+        True,
+    ),
+    "a module imported plainly inside a function": (
+        script({"user.py": "def kept():\n    import hpo\n\n    return hpo\n"}),
+        False,
+    ),
     "another package's __init__ writing the name, with no such submodule": (
         script({"more/__init__.py": "def get():\n    return hpo\n"}),
         True,

@@ -18,18 +18,18 @@ its functions for no `x.name` anywhere, however many libraries' `x.name` the pro
 from __future__ import annotations
 
 import ast
-import functools
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.module_objects import (
+    IMPORTS_PLAINLY,
     binds_module,
+    imports_plainly,
     last_module_name,
     module_names,
     written_as_identifier,
 )
-from amp_clipfix.analysis.recording import matches, python_texts, read, tested
+from amp_clipfix.analysis.recording import python_texts, read, tested
 from amp_clipfix.analysis.summary import module_name
 from amp_clipfix.analysis.text_tests import attribute_written
 
@@ -203,10 +203,10 @@ class ModuleHolders:
         word = name.encode("ascii")
         if not (package or self.evaluator.imports_name(path, word) or self.imports_star(path)):
             return False  # noted tests of the text: no import clause writes the name, no `*`
-        # `import name [as x]` binds it, known without a parse (in a string: "may", still sound)
-        found = plain_import(name).search(python_texts(self.reach.contents)[path]) is not None
-        if not package and tested(self.reach.contents, path, (matches(plain_import(name)),), found):
-            return True
+        if not package:  # `import name [as x]` in code binds it, known without a parse
+            found = imports_plainly(path, python_texts(self.reach.contents)[path], name)
+            if tested(self.reach.contents, path, (("fn", IMPORTS_PLAINLY, name),), found):
+                return True
         summary = self.summary(path)
         if summary is None:
             return True
@@ -236,11 +236,3 @@ class ModuleHolders:
         dotted = f"{package}.{name}" if package else name
         evaluator = self.evaluator
         return bool(evaluator.by_module.get(dotted) or evaluator.module_tails.get("." + dotted))
-
-
-@functools.lru_cache(maxsize=256)
-def plain_import(name: str) -> re.Pattern[bytes]:
-    """A line `import name` or `import name as x` (module_objects.binds_module: it binds a
-    module object of that name), compiled once per name."""
-    word = re.escape(name.encode("ascii"))
-    return re.compile(rb"^[ \t]*import[ \t]+" + word + rb"[ \t]*(?:as[ \t]|,|;|#|\r?$)", re.M)

@@ -138,3 +138,27 @@ def string_value(text: bytes) -> bytes:
 
 
 PREDICATES[WRITES_VALUE] = writes_value
+
+IMPORTS_PLAINLY = "imports_plainly"  # recording.PREDICATES
+
+
+@functools.lru_cache(maxsize=256)
+def plain_import(name: str) -> re.Pattern[bytes]:
+    """A line `import name`, `import name as x` or `import name, other` (binds_module: it binds
+    a module object of that name), compiled once per name."""
+    word = re.escape(name.encode("ascii"))
+    return re.compile(rb"^[ \t]*import[ \t]+" + word + rb"[ \t]*(?:as[ \t]|,|;|#|\r?$)", re.M)
+
+
+def imports_plainly(path: Path | None, data: bytes, name: str) -> bool:
+    """The text binds a module object named `name`, known without a parse: such a line in
+    code. One in a string or a comment (a docstring's usage: `import train`) is none, and
+    where the lexer cannot tell (a text not plain ASCII) the parse decides."""
+    found = list(plain_import(name).finditer(data))
+    if not found or not data.isascii():
+        return False
+    literals = literals_of(data)
+    return literals.readable and any(literals.at(match.start()) < 0 for match in found)
+
+
+PREDICATES[IMPORTS_PLAINLY] = imports_plainly
