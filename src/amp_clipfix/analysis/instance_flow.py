@@ -367,11 +367,17 @@ def is_callee(node: ast.expr, summary: Summary) -> bool:
 def lines_of(summary: Summary, word: bytes) -> list[int] | None:
     """The lines of the module that write the word, and those with a byte outside ASCII (a
     name Python reads NFKC-folded); None: every line (no text kept)."""
+    return lines_matching(summary, written_word(word))
+
+
+def lines_matching(summary: Summary, pattern: re.Pattern[bytes]) -> list[int] | None:
+    """The lines of the module where `pattern` matches, and those with a byte outside ASCII
+    (a name Python reads NFKC-folded); None: every line (no text kept)."""
     text = summary.lines
     if not isinstance(text, TextLines):
         return None
     offsets = [*summary.non_ascii()]
-    offsets += [m.start() for m in written_word(word).finditer(text.data)]
+    offsets += [match.start() for match in pattern.finditer(text.data)]
     return sorted({bisect_right(text.starts, offset) for offset in offsets})
 
 

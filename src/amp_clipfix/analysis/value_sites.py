@@ -31,20 +31,18 @@ from __future__ import annotations
 
 import ast
 import weakref
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.instance_flow import Sites as CallSites
-from amp_clipfix.analysis.instance_flow import ValueFlow
+from amp_clipfix.analysis.instance_flow import ValueFlow, lines_matching
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
 from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.names import EXTERNAL_ROOTS
 from amp_clipfix.analysis.nodes import walk_on
 from amp_clipfix.analysis.order import FUNCTIONS
 from amp_clipfix.analysis.summary import called_name
-from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import Ext
 from amp_clipfix.records import record
 
@@ -179,13 +177,8 @@ class WrittenValues:
 def lines_writing(summary: Summary, word: bytes) -> list[int] | None:
     """The lines of the module that write the word other than right before a `(` (a value, a
     string, an import clause: module_objects.value_written), and those with a byte outside
-    ASCII (a name Python reads NFKC-folded); None: every line (no text kept)."""
-    text = summary.lines
-    if not isinstance(text, TextLines):
-        return None
-    offsets = [*summary.non_ascii()]
-    offsets += [match.start() for match in value_written(word).finditer(text.data)]
-    return sorted({bisect_right(text.starts, offset) for offset in offsets})
+    ASCII; None: every line (no text kept)."""
+    return lines_matching(summary, value_written(word))
 
 
 def kept_by_decorators(decorators: list[ast.expr], library: Library) -> bool:
