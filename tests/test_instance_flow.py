@@ -327,7 +327,7 @@ def test_a_search_follows_a_value_once_for_every_index(
 ) -> None:
     """The clip index and BeforeClip both hold the `__call__` (it scales, clips and steps: its
     reading is read whole, so BeforeClip is built): the flow is asked once
-    (value_sites.FLOWS)."""
+    (reach.CallReach.flows)."""
     asked: list[str] = []
     original = instance_flow.ValueFlow.instance_calls
 

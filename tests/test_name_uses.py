@@ -1,5 +1,5 @@
 """One walk (analysis/name_uses.py) answers the four questions of where a module writes a name:
-reach.called_only (only called?), clip_values.stored_names (stored under which names?),
+name_uses.called_only (only called?), clip_values.stored_names (stored under which names?),
 module_objects.written_as_value (written as a value?) and written_events.hands_backward_on (a
 `backward` attribute handed on?). Each program pins all four answers, as each question gave
 them with a walk of its own (the table passes on main a24f160's separate walks too), so the
@@ -15,7 +15,7 @@ import pytest
 
 from amp_clipfix.analysis.clip_values import stored_names
 from amp_clipfix.analysis.module_objects import written_as_value
-from amp_clipfix.analysis.reach import called_only
+from amp_clipfix.analysis.name_uses import called_only
 from amp_clipfix.analysis.written_events import hands_backward_on
 
 CLIP = frozenset({"clip_grad_norm_", "clip_grad_value_"})

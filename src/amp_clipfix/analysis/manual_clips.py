@@ -12,7 +12,7 @@ The classifier makes a clip of a call in only two ways:
   name as its callee (`clip_grad_norm_(...)`, `nn_utils.clip_grad_value_(...)`) unless the
   project hands the function on (`clip = torch.nn.utils.clip_grad_norm_`, `partial(
   clip_grad_norm_, ...)`, an import under another name, `getattr(utils, "clip_grad_norm_")`:
-  reach.called_only's forms).
+  name_uses.called_only's forms).
 
 So the project may clip only where a file writes one of those names (NFKC-normalised), and
 a file that does writes one only as the callee of its calls, imported under its own name,
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.lightning_api import MODULE_CLIP
+from amp_clipfix.analysis.name_uses import called_only
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES, TORCH_CLIPS
 from amp_clipfix.analysis.partials import library_callables
-from amp_clipfix.analysis.reach import called_only
 from amp_clipfix.analysis.recording import PREDICATES, python_texts, scan
 from amp_clipfix.analysis.text_tests import whole_word
 from amp_clipfix.sources.prefilter import GAP, python_text
@@ -98,7 +98,7 @@ def any_manual_clip(evaluator: Evaluator) -> bool:
 
 def clip_calls(tree: ast.Module) -> list[ast.Call] | None:
     """The calls whose callee is written with a torch clip's name; None when the module writes
-    a clip's name otherwise: handed on (reach.called_only) or the module's `clip_gradients`
+    a clip's name otherwise: handed on (name_uses.called_only) or the module's `clip_gradients`
     called with an argument."""
     found = called_only(tree, CLIP_NAMES)
     if found is None:

@@ -134,3 +134,11 @@ def assigned_names(statement: ast.Assign | ast.AnnAssign) -> list[str] | None:
         else:
             return None  # a tuple, an item, a starred target: taken apart or stored elsewhere
     return names
+
+
+def called_only(tree: ast.Module, names: frozenset[str]) -> list[ast.Call] | None:
+    """The calls whose callee is written with one of `names` (a name, or an attribute's last
+    name); None when the module writes one otherwise: not as a callee, imported under another
+    name, or as a string."""
+    uses = name_uses(tree, names, READ | STORED | WRITTEN | RENAMED | STRING)
+    return None if uses is None else uses.calls

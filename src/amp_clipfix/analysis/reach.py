@@ -39,12 +39,12 @@ import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator, text_binds
 from amp_clipfix.analysis.clip_values import clip_names, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.literal_words import read_as_written, written_only_in_prose
-from amp_clipfix.analysis.name_uses import READ, RENAMED, STORED, STRING, WRITTEN, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.receivers import follows_callers, from_call
@@ -65,6 +65,9 @@ from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.analysis.text_tests import written_free
 from amp_clipfix.sources.prefilter import word_start
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.instance_flow import Function, Sites
 
 # Method names a call of which may be an event itself (the classifier decides by value):
 # `scaler.scale(loss).backward()`, `scaler.unscale_(opt)`, `scaler.step(opt)`.
@@ -195,6 +198,8 @@ class CallReach:
         self.stored: frozenset[str] | None = None
         self.clips: frozenset[str] = CLIP_NAMES
         self.escapes: bool | None = None
+        # value_sites.followed's answers: the clip index and BeforeClip ask the same flow
+        self.flows: dict[int, tuple[Function, Sites | None]] = {}
         self.skipped = 0  # calls not asked about
         self.asked = 0  # calls asked about
 
@@ -489,11 +494,3 @@ class CallReach:
             summary = self.summary_of(path)
             self.files[path] = FileNames() if summary is None else file_names(summary, data)
         return self.files[path]
-
-
-def called_only(tree: ast.Module, names: frozenset[str]) -> list[ast.Call] | None:
-    """The calls whose callee is written with one of `names` (a name, or an attribute's last
-    name); None when the module writes one otherwise: not as a callee, imported under another
-    name, or as a string."""
-    uses = name_uses(tree, names, READ | STORED | WRITTEN | RENAMED | STRING)
-    return None if uses is None else uses.calls

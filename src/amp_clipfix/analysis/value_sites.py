@@ -30,7 +30,6 @@ keyword's value, `mode="train"`) makes no attribute: it opens nothing.
 from __future__ import annotations
 
 import ast
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
@@ -66,6 +65,12 @@ class Found:
     sites: tuple[tuple[ast.Call, Summary], ...] = ()
 
 
+class Flows(Protocol):
+    """The search's answers of `followed`, kept for every index that serves it."""
+
+    flows: dict[int, tuple[Function, CallSites | None]]
+
+
 class Index(Protocol):
     """What the value question asks of the clip index (clip_tail.ClipCapable)."""
 
@@ -81,7 +86,7 @@ class Index(Protocol):
     def imports_star(self, path: Path) -> bool: ...
 
     @property
-    def reach(self) -> object: ...  # the search the index serves (FLOWS)
+    def reach(self) -> Flows: ...  # the search the index serves
 
     def seen_from(self, function: Found) -> list[Path] | None: ...
     def may_call(self, call: ast.Call, summary: Summary, function: Found) -> bool: ...
@@ -210,18 +215,11 @@ def library_callee(evaluator: Evaluator, summary: Summary) -> Library:
     return library
 
 
-# The flows' answers per search (one CallReach, one recording of what it read): the clip index
-# and BeforeClip ask the same question of a function both hold.
-FLOWS: weakref.WeakKeyDictionary[object, dict[int, tuple[Function, CallSites | None]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def followed(
     index: Index, node: Function, ask: Callable[[ValueFlow], CallSites | None]
 ) -> CallSites | None:
     """`ask`'s answer of a new flow, once per search and function."""
-    known = FLOWS.setdefault(index.reach, {})
+    known = index.reach.flows
     if id(node) not in known:  # the node kept with its answer: no id reused
         flow = ValueFlow(index, library_of(index.evaluator), lambda f, s: value_calls(index, f, s))
         known[id(node)] = (node, ask(flow))

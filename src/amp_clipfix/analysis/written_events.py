@@ -98,7 +98,7 @@ def writes_backward_with_arguments(path: Path | None, data: bytes) -> bool:
 def hands_backward_on(path: Path | None, data: bytes) -> bool:
     """The file may write a `backward` attribute other than as a call's callee (`f =
     fabric.backward`, `partial(fabric.backward)`): only such code hands the method on (as
-    reach.called_only says of torch's clip). The text first (a docstring's `.backward`
+    name_uses.called_only says of torch's clip). The text first (a docstring's `.backward`
     passes it), then the tree; a file that does not parse may."""
     if b"backward" not in data and data.isascii():
         return False
