@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.instance_flow import Function
 from amp_clipfix.analysis.module_holders import ModuleHolders
 from amp_clipfix.analysis.module_objects import WRITES_VALUE, writes_value
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
@@ -71,7 +72,6 @@ from amp_clipfix.analysis.value_sites import Found, WrittenValues, enclosing_fun
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.sources.prefilter import word_start
 
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 STAR_IMPORT = re.compile(word_start(b"import") + rb"\s+\*")  # `\bimport\s+\*`, searched fast
 # Files the index parses itself (the evaluator has not) before it opens.
 INDEX_PARSES = 24

@@ -45,6 +45,7 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.bound_names import plain_decorator
 from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.nodes import walk_on
+from amp_clipfix.analysis.summary import FUNCTIONS
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.values import ClsV, Ext, Fn
 
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
     ]
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Sites = tuple[tuple[ast.Call, "Summary"], ...]
 # Names (class names, locals, parameters) followed before the answer is "anywhere".
 MOST_HOLDERS = 64

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from amp_clipfix.analysis.bound_names import plain_decorator
+from amp_clipfix.analysis.instance_flow import Function, ValueFlow, lines_matching
 from amp_clipfix.analysis.instance_flow import Sites as CallSites
-from amp_clipfix.analysis.instance_flow import ValueFlow, lines_matching
 from amp_clipfix.analysis.module_objects import last_module_name, value_written
 from amp_clipfix.analysis.name_uses import spelling
 from amp_clipfix.analysis.names import EXTERNAL_ROOTS
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.summary import Summary
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @record(frozen=True)
