@@ -49,6 +49,7 @@ from amp_clipfix.analysis.clip_tail import (
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
+from amp_clipfix.analysis.order import Body
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import (
     earlier_result,
@@ -88,7 +89,26 @@ class BeforeClip(ClipCapable):
         return False  # the events are known by how their call is written, never by a value
 
     def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """The roots (`kinds`); a root's callers are searched next (`build`): where that
+        search is past the parse budget the index opens before any question is asked."""
+        asked: set[int] = set()
+        for found in self.kinds():
+            _, function, summary, method = found
+            if id(function) not in asked and not self.held(function):
+                asked.add(id(function))
+                root = Found(function, summary, method)
+                seen = self.seen_from(root)
+                word = function.name.encode()
+                paths = self.evaluator.files_naming(word) if seen is None else seen
+                self.affordable([p for p in paths if self.evaluator.may_call(p, function.name)])
+            yield found
+
+    def kinds(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
         yield from self.backward_roots(self.scaled_backward_files())
+
+    def held(self, node: Function) -> Found | None:
+        """Another index's entry of the function, taken as it is there (none here)."""
+        return None
 
     def scaled_backward_files(self) -> list[Path]:
         """The files that may write a scaled backward (`scan(contents, ("fn",
@@ -144,6 +164,33 @@ class BeforeClip(ClipCapable):
             return True
         return self.call_clips(call, summary)
 
+    def may_meet_backward(self, file: FileFacts, function: Body) -> bool:
+        """A reading of `function` (its own or a caller reading) may meet a scaled backward:
+        a call it makes itself is written as one, or may run a function of the index (a call
+        spelled with its name, or a library call it is handed to: a step's closure). A
+        backward is an event only of a call so written, in the reading or in a helper it
+        enters (HELPER_DEPTH levels, which the index holds), so where none may, the reading
+        has no backward before any clip and reports nothing (rules/acf004.py
+        `unscaled_clip`). Only the calls spelled with those names are looked at (the
+        summary's index of calls by name), each kept where it is the function's own: no
+        function, lambda or class between them (order.calls_of's, and a `match` case's)."""
+        self.build()
+        summary = self.reach.summary_of(file.path)
+        if self.open or summary is None or summary.tree is not file.tree:
+            return True
+        top = list(self.levels[-1].values()) if self.levels else []
+        candidates = [
+            *(call for call in summary.calls("backward") if is_scaled_backward(call)),
+            *(call for found in top for call, held in found.sites if held.tree is summary.tree),
+        ]
+        for name in sorted({found.node.name for found in top}):
+            candidates += (
+                call
+                for call in summary.calls(name)
+                if any(self.may_call(call, summary, found) for found in top)
+            )
+        return any(made_by(summary, function, call) for call in candidates)
+
 
 class AnyEvent(BeforeClip):
     """The project functions that can make any event of ACF004's readings within the helper
@@ -193,23 +240,9 @@ class AnyEvent(BeforeClip):
         else:
             found[id(node)] = held
 
-    def root_calls(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
-        """ClipCapable's roots and BeforeClip's (known by how they are written), then the
-        steps (an evaluator question each). A root's callers are searched next (`build`): where
-        that search is past the parse budget the index opens before any question is asked."""
-        asked: set[int] = set()
-        for found in self.kinds():
-            _, function, summary, method = found
-            if id(function) not in asked and not self.held(function):
-                asked.add(id(function))
-                root = Found(function, summary, method)
-                seen = self.seen_from(root)
-                word = function.name.encode()
-                paths = self.evaluator.files_naming(word) if seen is None else seen
-                self.affordable([p for p in paths if self.evaluator.may_call(p, function.name)])
-            yield found
-
     def kinds(self) -> Iterator[tuple[ast.Call, Function, Summary, bool]]:
+        """ClipCapable's roots and BeforeClip's (known by how they are written), then the
+        steps (an evaluator question each)."""
         yield from ClipCapable.root_calls(self)
         contents = self.reach.contents
         # BeforeClip's roots, from the files whose text may write a scaled backward (a noted
@@ -260,3 +293,13 @@ def holds_scaler(evaluator: Evaluator, summary: Summary, node: ast.expr) -> bool
             if any(isinstance(v, Ext) and v.qname in GRAD_SCALERS for v in made):
                 return True
     return False
+
+
+def made_by(summary: Summary, function: Body, call: ast.Call) -> bool:
+    """The call is `function`'s own (no function, lambda or class between them)."""
+    node = summary.parent(call)
+    while node is not None and node is not function:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        node = summary.parent(node)
+    return node is function

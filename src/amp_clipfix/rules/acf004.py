@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import Step, caller_readings, free_code, shared_level
 from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, tail_events
-from amp_clipfix.analysis.event_capable import AnyEvent, BeforeClip
+from amp_clipfix.analysis.clip_values import spelled
+from amp_clipfix.analysis.event_capable import AnyEvent, BeforeClip, made_by
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
@@ -24,10 +25,12 @@ from amp_clipfix.analysis.order import (
     Event,
     EventKind,
     Seen,
+    calls_of,
     events,
     functions,
     gated,
     statement_line_is_own,
+    statements,
 )
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
@@ -140,7 +143,8 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # no file writes `<x>.scale(...).backward(...)`: no reading meets a backward
     reach = CallReach(facts)
     clips = ClipCapable(reach)
-    clips.before = BeforeClip(reach).may_enter
+    before = BeforeClip(reach)
+    clips.before = before.may_enter
     classify = classifier(facts, reach.may_run_project, reach.may_be_clip)
     # a call is entered only where it may run a helper that makes an event (event_capable.py)
     enters = gated(AnyEvent(reach, clips).may_enter, reach.may_run_project)
@@ -155,6 +159,10 @@ def check(queries: Queries) -> Iterator[Found]:
             first = clips.first_clip(file, function)
             if first is None:
                 continue  # no statement can clip, itself or in a helper (analysis/clip_tail.py)
+            if not before.may_meet_backward(file, function) and not own_clips(
+                file, function, classify, reach
+            ):
+                continue  # no backward in its reading, no clip of its own for its callers
             tail = Tail(clips, classify)
             order = tail.events(facts, file, function, first, enters)
             callers = []
@@ -173,6 +181,27 @@ def check(queries: Queries) -> Iterator[Found]:
                     if found is not None and (id(clip.call), id(clip.statement)) not in seen:
                         seen.add((id(clip.call), id(clip.statement)))
                         yield found
+
+
+def own_clips(file: FileFacts, function: Body, classify: Classify, reach: CallReach) -> bool:
+    """Some call `function` makes itself is torch's clip, as the classifier says: only those
+    are read in its callers (`in_callers`). Asked only of the calls spelled as one (the
+    summary's index of calls by name), unless the clip is handed on (then of every call)."""
+    if reach.clip_escapes() and reach.stored is None:
+        calls = [call for statement in statements(function.body) for call in calls_of(statement)]
+    else:
+        summary = file.summary
+        calls = [
+            call
+            for name in sorted(reach.clips)
+            for call in summary.calls(name)
+            if spelled(call, reach.clips) and made_by(summary, function, call)
+        ]
+    for call in calls:
+        seen = classify(file, call)
+        if seen is not None and seen.kind is EventKind.CLIP:
+            return True
+    return False
 
 
 def in_callers(
