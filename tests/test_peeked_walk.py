@@ -2,7 +2,9 @@
 keep no node past their spans, so they walk it with `bodies.peeked_walk`: the same nodes in
 the same order as `nodes.walk`, the bodies nothing else read looked at with `peek` and left
 unread, to be let go (the hundred `train.py` of icefall held every body to the end of the
-run: 35 MB of its peak). The edits are those of a walk that reads every body."""
+run: 35 MB of its peak). The edits are those of a walk that reads every body. Its search's
+alias names (`calls.alias_names`: `make = GradScaler`) keep names only, and look at the
+bodies on their lines the same way (7 MB more)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis import bodies, nodes
+from amp_clipfix.analysis import bodies, calls, nodes
 from amp_clipfix.analysis.facts import FileFacts
 from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.models import SiteKind
@@ -160,3 +162,40 @@ def test_the_import_edits_read_no_other_body_and_are_a_whole_walk_s(
     whole_rewrite = scaler_rewrite(whole_file, whole_functions[2])
     whole = acf012.import_edits(whole_file, [whole_rewrite], "torch")
     assert peeked == whole
+
+
+ALIASES = """\
+from torch.cuda.amp import GradScaler
+
+
+def build(kind=GradScaler):
+    make = GradScaler
+    return make()
+
+
+class Holder:
+    def __init__(self):
+        self.scaler_cls = GradScaler
+
+    def other(self):
+        return 1
+
+
+def unrelated():
+    return GradScaler()
+"""
+
+
+@pytest.mark.parametrize("let_go", [False, True], ids=["held", "let-go"])
+def test_a_module_s_alias_names_read_no_body_and_are_a_whole_read_s(let_go: bool) -> None:
+    store = bodies.Bodies()
+    summary = summary_of(store, ALIASES)
+    functions = noted_functions(summary)
+    assert [f.name for f in functions] == ["build", "unrelated", "__init__", "other"]
+    if let_go:
+        store.let_go()
+    found = calls.alias_names(summary, {"GradScaler"})
+    assert all(type(f) in bodies.UNREAD_KINDS for f in functions)  # none read for good
+    whole = summarise(Path("/p"), Path("/p/m.py"), ALIASES)
+    assert whole is not None
+    assert found == calls.alias_names(whole, {"GradScaler"}) == {"make", "scaler_cls"}

@@ -207,9 +207,14 @@ def peeked_walk(tree: ast.AST) -> Iterator[ast.AST]:
     todo: deque[ast.AST] = deque([tree])
     while todo:
         current = todo.popleft()
-        unread = type(current) in UNREAD_KINDS
-        todo.extend(peeked_children(current) if unread else child_nodes(current))
+        todo.extend(peeked_child_nodes(current))
         yield current
+
+
+def peeked_child_nodes(node: ast.AST) -> list[ast.AST]:
+    """`nodes.child_nodes(node)`, the body of a function nothing has read looked at by `peek`
+    (for a walk that keeps no node: the body stays unread)."""
+    return peeked_children(node) if type(node) in UNREAD_KINDS else child_nodes(node)
 
 
 def peeked_children(node: ast.AST) -> list[ast.AST]:
