@@ -4,7 +4,8 @@ the same order as `nodes.walk`, the bodies nothing else read looked at with `pee
 unread, to be let go (the hundred `train.py` of icefall held every body to the end of the
 run: 35 MB of its peak). The edits are those of a walk that reads every body. Its search's
 alias names (`calls.alias_names`: `make = GradScaler`) keep names only, and look at the
-bodies on their lines the same way (7 MB more)."""
+bodies on their lines the same way (7 MB more); so do the reach index's names a module's calls
+give (`bound_names.call_values`: keywords and string arguments)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix.analysis import bodies, calls, nodes
+from amp_clipfix.analysis import bodies, bound_names, calls, nodes
 from amp_clipfix.analysis.facts import FileFacts
 from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.models import SiteKind
@@ -199,3 +200,51 @@ def test_a_module_s_alias_names_read_no_body_and_are_a_whole_read_s(let_go: bool
     whole = summarise(Path("/p"), Path("/p/m.py"), ALIASES)
     assert whole is not None
     assert found == calls.alias_names(whole, {"GradScaler"}) == {"make", "scaler_cls"}
+
+
+VALUES = """\
+import argparse
+
+
+def options():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use-fp16", dest="fp16_on", type=bool)
+    return parser
+
+
+class Model:
+    def configure(self, make):
+        setattr(self, "scaler_kind", make(fused=True, name="adam w"))
+
+    def other(self):
+        return dict(clip=1.0)
+"""
+
+
+@pytest.mark.parametrize("let_go", [False, True], ids=["held", "let-go"])
+def test_the_names_a_module_s_calls_give_read_no_body_and_are_a_whole_read_s(
+    let_go: bool,
+) -> None:
+    store = bodies.Bodies()
+    summary = summary_of(store, VALUES)
+    functions = noted_functions(summary)
+    assert [f.name for f in functions] == ["options", "configure", "other"]
+    if let_go:
+        store.let_go()
+    found = bound_names.call_values(summary, bound_names.file_names(summary, VALUES.encode()))
+    assert all(type(f) in bodies.UNREAD_KINDS for f in functions)  # none read for good
+    whole = summarise(Path("/p"), Path("/p/m.py"), VALUES)
+    assert whole is not None
+    assert found == bound_names.call_values(whole, bound_names.file_names(whole, VALUES.encode()))
+    # keywords given a value that is not a constant, the words of string arguments
+    assert sorted(found) == [
+        "adam",
+        "adam w",
+        "fp16",
+        "fp16_on",
+        "scaler_kind",
+        "type",
+        "use",
+        "use_fp16",
+        "w",
+    ]
