@@ -11,7 +11,7 @@ import re
 from collections import deque
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.bodies import UNREAD_KINDS, peek
+from amp_clipfix.analysis.bodies import UNREAD_KINDS, peek, peeked_walk
 from amp_clipfix.analysis.literal_words import PROSE_KEYWORDS, calls_may_name
 from amp_clipfix.analysis.nodes import block_fields
 from amp_clipfix.analysis.shapes import all_params
@@ -186,7 +186,8 @@ def call_values(summary: Summary, found: FileNames) -> set[str]:
     their string arguments."""
     values: set[str] = set()
     own = own_names(summary, found)
-    for call in summary.walked_calls():
+    # names and strings only are kept: a body nothing else read is looked at and stays unread
+    for call in (node for node in peeked_walk(summary.tree) if type(node) is ast.Call):
         for keyword in call.keywords:
             if keyword.arg is not None and not inert(keyword.value):
                 values.add(keyword.arg)

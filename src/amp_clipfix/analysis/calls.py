@@ -14,6 +14,7 @@ import re
 from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
+from amp_clipfix.analysis.bodies import peeked_child_nodes
 from amp_clipfix.analysis.contained_syntax import nodes_on
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import DICT_CONSTRUCTORS
@@ -120,7 +121,8 @@ def alias_names(module: Summary, names: set[str]) -> set[str]:
     if not places:
         return set()
     found: set[str] = set()
-    for node in nodes_on(module.tree, sorted({line for line, _ in places})):
+    # names only are kept: a body nothing else read is looked at and stays unread
+    for node in nodes_on(module.tree, sorted({line for line, _ in places}), peeked_child_nodes):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:

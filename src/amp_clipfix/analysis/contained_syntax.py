@@ -44,11 +44,16 @@ def nodes_writing(module: Summary, words: set[str]) -> list[ast.AST]:
     return nodes_on(module.tree, word_lines(module, words))
 
 
-def nodes_on(root: ast.AST, lines: list[int] | None) -> list[ast.AST]:
+def nodes_on(
+    root: ast.AST,
+    lines: list[int] | None,
+    children: Callable[[ast.AST], list[ast.AST]] = child_nodes,
+) -> list[ast.AST]:
     """The nodes under `root` (itself included) whose lines hold one of `lines` (all: None),
     found by walking only into the nodes around those lines (a `def` or `class` from its
     decorators; an f-string whole, as Summary.calls_writing does). The expression contexts
-    (`Load`, `Store`) are no nodes here, as in nodes.walk: a reader looks at `name.ctx`."""
+    (`Load`, `Store`) are no nodes here, as in nodes.walk: a reader looks at `name.ctx`.
+    `children`: each node's (bodies.peeked_child_nodes for a reader that keeps no node)."""
     if lines is None:
         return list(walk(root))
     found: list[ast.AST] = []
@@ -59,7 +64,7 @@ def nodes_on(root: ast.AST, lines: list[int] | None) -> list[ast.AST]:
         if isinstance(node, ast.JoinedStr):
             found.extend(n for n in walk(node) if n is not node)
             continue
-        for child in child_nodes(node):
+        for child in children(node):
             start, end = getattr(child, "lineno", None), getattr(child, "end_lineno", None)
             if start is not None and end is not None:
                 decorators = getattr(child, "decorator_list", None)

@@ -16,10 +16,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
+from amp_clipfix.analysis.bodies import peeked_walk, unread_body
 from amp_clipfix.analysis.calls import arguments, library_call_files, library_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.names import LIBRARY, Kind
-from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.models import ALL_CODES, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.records import record
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
@@ -247,8 +247,9 @@ def import_edits(
     """The import edits every rewrite of the file shares: bindings nothing reads any more are
     removed from their import, `import torch` is added where needed. None when the imports
     cannot be tidied safely (a person rewrites the calls)."""
-    # walked once (nodes.walk: ast.walk's nodes less the contexts): a module can hold millions
-    nodes = list(walk(file.tree))
+    # walked once (ast.walk's nodes less the contexts): a module can hold millions; no node is
+    # kept past the edits (spans), so the bodies nothing else read stay unread, to be let go
+    nodes = list(peeked_walk(file.tree))
     lines = {r.site.span.line for r in rewrites}
     named: dict[str, list[ast.Name]] = defaultdict(list)  # each a name's readers, once
     calls: dict[int, list[ast.AST]] = defaultdict(list)  # the calls on the rewrites' lines
@@ -338,9 +339,11 @@ def binding_statements(nodes: list[ast.AST], name: str) -> list[tuple[ast.stmt, 
 
 def first_in_block(nodes: list[ast.AST], statement: ast.stmt) -> bool:
     """The statement is the first of a function's, class's or compound statement's body (its
-    removal would leave a blank line right under the header; `nodes`: the module, walked)."""
+    removal would leave a blank line right under the header; `nodes`: the module, walked by
+    `peeked_walk`: a body nothing has read is looked at as the walk did, and stays unread)."""
     return any(
-        isinstance(node, ast.stmt) and statement in (getattr(node, "body", None) or [])[:1]
+        isinstance(node, ast.stmt)
+        and statement in (unread_body(node) or getattr(node, "body", None) or [])[:1]
         for node in nodes
     )
 
