@@ -58,7 +58,7 @@ PREDICATE_MODULES = (
     "amp_clipfix.analysis.written_events",
     "amp_clipfix.analysis.project_resolve",
     "amp_clipfix.analysis.collection",
-    "amp_clipfix.pipeline",
+    "amp_clipfix.analysis.gate_texts",
     "amp_clipfix.analysis.reach",
     "amp_clipfix.analysis.module_objects",
     "amp_clipfix.analysis.manual_clips",
