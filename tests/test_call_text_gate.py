@@ -1,7 +1,7 @@
 """The rules that look for library calls by name (ACF010 - ACF013, `calls.library_calls`) parse
 only the word-holding files whose text may write such a call (`calls.CallTest`): diffusers holds
 ACF011's `"16"` / `'bf16'` in 151 files and names a Trainer in none, and they were all parsed and
-walked for nothing. The gates' text tests (`pipeline.may_import`, `may_name`) look for the name
+walked for nothing. The gates' text tests (`gate_texts.may_import`, `may_name`) look for the name
 before a pattern over the whole text, and a text that is not all ASCII is checked for NFKC
 normalisation once (`prefilter.nfkc_stable`), not once per gate. The output stays what the
 ungated search gives, and an edit that writes a call in such a file asks the search again."""
@@ -17,10 +17,10 @@ import pytest
 from piped import amp_clipfix
 from test_incremental import edit_line, same_as_cold
 
-from amp_clipfix import pipeline
-from amp_clipfix.analysis import calls, project_resolve
+from amp_clipfix.analysis import calls, gate_texts, project_resolve
 from amp_clipfix.analysis.collection import Collection
-from amp_clipfix.pipeline import may_import, searching_rules_of
+from amp_clipfix.analysis.gate_texts import may_import
+from amp_clipfix.pipeline import searching_rules_of
 from amp_clipfix.sources.prefilter import nfkc_holds, nfkc_stable, nfkc_text
 
 PIN = '[project]\nname = "demo"\ndependencies = ["lightning>=2.1"]\n'
@@ -149,7 +149,7 @@ def counted(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[obje
 def test_the_import_pattern_is_searched_only_where_the_package_is_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    searched = counted(monkeypatch, pipeline, "import_text")
+    searched = counted(monkeypatch, gate_texts, "import_text")
     assert not may_import(
         "# caf\u00e9 \u2014 a lightning\u2026\nx = 1\n".encode(), "lightning_fabric"
     )

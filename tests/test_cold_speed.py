@@ -14,8 +14,9 @@ import pytest
 from piped import amp_clipfix
 
 from amp_clipfix.analysis.collection import Collection
+from amp_clipfix.analysis.gate_texts import may_import
 from amp_clipfix.analysis.word_index import SCANS_BEFORE_INDEX
-from amp_clipfix.pipeline import may_import, searching_rules_of
+from amp_clipfix.pipeline import searching_rules_of
 from amp_clipfix.rules.acf006 import BEFORE
 from amp_clipfix.run_notes import is_the_command
 

@@ -40,6 +40,7 @@ LIGHT_ANALYSIS = frozenset(
         "amp_clipfix.analysis.queries",
         "amp_clipfix.analysis.recording",
         "amp_clipfix.analysis.file_tests",  # the prefilters' results by the files' bytes
+        "amp_clipfix.analysis.gate_texts",  # the searching rules' gates' text tests
     }
 )
 

@@ -50,9 +50,9 @@ def test_a_text_without_the_shared_part_is_not_scanned_word_by_word() -> None:
     class Counted(bytes):
         scans = 0
 
-        def __contains__(self, part: object) -> bool:
+        def find(self, part: bytes, *where: int) -> int:  # type: ignore[override]
             Counted.scans += 1
-            return super().__contains__(part)  # type: ignore[operator]
+            return super().find(part, *where)
 
     words = (b"precision=16", b"precision = 16", b'"16"', b"'16'")
     assert not holds_any(Counted(b"precision=32 and bf32"), words)

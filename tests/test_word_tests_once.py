@@ -21,6 +21,10 @@ class Counted(bytes):
         Counted.tests += 1
         return bytes.__contains__(self, part)  # type: ignore[operator]
 
+    def find(self, part: bytes, *where: int) -> int:  # type: ignore[override]
+        Counted.tests += 1
+        return bytes.find(self, part, *where)
+
 
 def lazy_files(texts: dict[Path, bytes]) -> LazyFiles:
     def parse(path: Path) -> FileFacts | None:

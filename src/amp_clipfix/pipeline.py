@@ -8,12 +8,11 @@ and make them (fixes/) -> a RunResult (results.py). Showing, confirming and writ
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis import recording
+from amp_clipfix.analysis import gate_texts  # noqa: F401 - registers the gates' text tests
 from amp_clipfix.analysis.collection import Collection, Progress, ReadFiles, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
@@ -23,7 +22,7 @@ from amp_clipfix.project.torch_release import TorchTarget
 from amp_clipfix.project.version import Target
 from amp_clipfix.records import record, replace
 from amp_clipfix.results import FileChange, RunResult, merge, project_result
-from amp_clipfix.sources.prefilter import holds, may_need_search, nfkc_holds, nfkc_stable, nfkc_text
+from amp_clipfix.sources.prefilter import holds, may_need_search
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
@@ -323,8 +322,6 @@ def process(
     if not files and facts is None:  # nothing read has a site and no rule searches: no finding
         read_errors = tuple(collection.errors)
         return RunResult((), (), read_errors, files_seen, collection.files_parsed, projects=1)
-    from amp_clipfix.fixes.changes import fix_project
-    from amp_clipfix.fixes.choose import choose_fixes
     from amp_clipfix.rules import checking_rules
 
     chosen = checking_rules(rule.code for rule in searching)  # only these rules are imported
@@ -335,8 +332,12 @@ def process(
         end_analysis(collection, facts)  # the analysis is over
     if options.keep is not None:
         linked = [finding for finding in linked if options.keep(finding)]
+    findings: list[Finding] = []
     try:
-        findings = choose_fixes(linked, options.strategy, target)
+        if linked:  # else no module of fixes/ is imported (nor the project's style read)
+            from amp_clipfix.fixes.choose import choose_fixes
+
+            findings = choose_fixes(linked, options.strategy, target)
     except Exception as failure:  # noqa: BLE001 - reported without fixes, exit 2
         from amp_clipfix.analysis.project_resolve import stage_error
 
@@ -347,18 +348,21 @@ def process(
     edits: dict[Finding, tuple[Edit, ...]] = {}
     if options.fix or options.with_edits:
         helpers = options.helper_module if root is not None else None
-        changes, fix_errors = fix_project(
-            ReadFiles(collection),
-            findings,
-            linked_inside,
-            target,
-            (helpers, root),
-            # an edit that overlaps another waits for the next round (check's machine output
-            # shows the first round's edits only)
-            defer=True,
-            style=style,
-        )
-        errors.extend(fix_errors)
+        if findings:  # without one, fix_project makes no change and no error
+            from amp_clipfix.fixes.changes import fix_project
+
+            changes, fix_errors = fix_project(
+                ReadFiles(collection),
+                findings,
+                linked_inside,
+                target,
+                (helpers, root),
+                # an edit that overlaps another waits for the next round (check's machine
+                # output shows the first round's edits only)
+                defer=True,
+                style=style,
+            )
+            errors.extend(fix_errors)
         if options.fix and options.index is not None and helpers and root is not None:
             from amp_clipfix.fixes.changes import untracked_helper
 
@@ -450,51 +454,3 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule | Gate], set[s
     words = {word for rule in kept for word in rule.needed_words}  # after an edit: its files
     held = found_in_files(collection.queries, collection.searchable, "may_hold", words)
     return [rule for rule in kept if not held.isdisjoint(rule.needed_words)], left_out
-
-
-# An import statement of a package or one of its modules (`import a, pkg.m as x`, `from pkg.m
-# import y`), at a line's start or after `;` or `:` (`try: import pkg`), with backslash
-# continuations joined first (import_text). `%s`: the package's name.
-IMPORT_STATEMENT = (
-    r"(?:^|[;:\r])[ \t\f]*(?:from[ \t\f]+|import[ \t\f]+(?:[\w.]+(?:[ \t\f]+as[ \t\f]+\w+)?"
-    r"[ \t\f]*,[ \t\f]*)*)%s(?![\w])"
-)
-
-
-def may_import(data: bytes, package: str) -> bool:
-    """Whether a file's text (Python's, a notebook's code) may import `package` (or one of its
-    modules) by an import statement: the only way a name of the package's reaches the project's
-    values (the evaluator follows imports, never `importlib` or `__import__`). Looked for as
-    Python reads it: backslash continuations joined, a text that is not all ASCII after NFKC
-    normalisation (`from ｌightning import Fabric`). Wider than Python where that is simpler (a
-    `:` or `;` inside a string may start a match); never narrower."""
-    word = package.encode("ascii")
-    # The pattern, searched in the whole text, is slow: it needs the package's name, which
-    # joining continuations or dropping a byte order mark (import_text) never makes.
-    if word not in data and not nfkc_holds(data, (word,)):
-        return False
-    text = import_text(data)
-    return re.search(IMPORT_STATEMENT % re.escape(package), text, re.MULTILINE) is not None
-
-
-def import_text(data: bytes) -> str:
-    """The text import statements are looked for in: backslash continuations joined, a UTF-8
-    byte order mark (which Python skips) gone."""
-    if not data.isascii() and not nfkc_stable(data):
-        text = nfkc_text(data).removeprefix("\ufeff")
-    else:
-        text = data.decode("utf-8", "replace").removeprefix("\ufeff")
-    return re.sub(r"\\(?:\r\n|\r|\n)", " ", text)
-
-
-def may_name(path: Path, data: bytes, word: bytes) -> bool:
-    """Whether a file may write the ASCII identifier `word`: as its bytes (a notebook: also
-    through a JSON escape), or spelled with other characters that Python reads as it (NFKC:
-    `Fabrⅰc` is `Fabric`), looked for only in a text that is not all ASCII."""
-    from amp_clipfix.sources import adapter_for
-
-    return adapter_for(path).may_mention(data, word) or nfkc_holds(data, (word,))
-
-
-recording.PREDICATES.update(may_name=may_name, may_import=lambda _, data, p: may_import(data, p))
-recording.PREDICATES.update(may_hold=lambda _, data, word: word in data)

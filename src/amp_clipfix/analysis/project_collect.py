@@ -248,7 +248,7 @@ def read_project(
         try:
             if path in broken:
                 raise broken[path]
-            if b"\x00" in contents[path]:  # free to check for every file, unlike parsing
+            if contents[path].find(b"\x00") >= 0:  # free for every file, unlike parsing
                 raise SourceError("binary file (contains NUL bytes)")
             if searched and path not in library:
                 searchable[path] = searchable_of(collection, path, contents[path])

@@ -36,9 +36,9 @@ def common_part(words: tuple[bytes, ...]) -> bytes:
 def holds_any(data: bytes, words: Sequence[bytes]) -> bool:
     """`any(word in data for word in words)`, with one scan for what the words share first."""
     common = common_part(tuple(words))
-    if common and common not in data:
+    if common and data.find(common) < 0:  # find, not `in`: see prefilter.holds
         return False
-    return any(word in data for word in words)
+    return any(data.find(word) >= 0 for word in words)
 
 
 def bounded_runs(word: bytes) -> list[bytes]:
@@ -75,7 +75,7 @@ def indexed_holds_any(
             scanned.append(word)
             continue
         indexed = True
-        found.update(path for path in files if path not in found and word in texts[path])
+        found.update(p for p in files if p not in found and texts[p].find(word) >= 0)
     if not indexed:
         return None
     scan, scan_all = any_word(scanned), any_word(words)

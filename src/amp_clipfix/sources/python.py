@@ -33,7 +33,7 @@ class PythonSource:
         return data
 
     def may_mention(self, data: bytes, word: bytes) -> bool:
-        return word in data  # the prefilter reads the bytes themselves
+        return data.find(word) >= 0  # the prefilter reads the bytes themselves (find: holds)
 
     def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
         return PYTHON_PREFILTER[stage]
