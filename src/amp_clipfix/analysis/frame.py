@@ -143,6 +143,7 @@ class EvaluatorBase:
         self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
         self.returned: dict[int, list[Any]] = {}  # decorators.returned_functions, by function
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
+        self.entered: dict[tuple[object, ...], tuple[Ctx, object, ast.Call, Ctx]] = {}  # entered.py
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         # own_names.py: a function's own statements and parameter names, by function; whether a
