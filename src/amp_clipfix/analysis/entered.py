@@ -11,8 +11,9 @@ runs the helper only through its own call: the values that call gives are the on
 runs with there. So a helper entered through a call is read in a context that binds its
 parameters to that call's arguments (evaluated where the call is written: the reading's own
 context, or the context its own helper was entered with), as the evaluator follows a call for
-its return values (returns.py); `self`, a parameter the call leaves to its default, the
-module's and the class's names read as in the helper's own context.
+its return values (returns.py); `self` is the class the call's receiver holds where the
+evaluator knows it (the `Fn`'s receiver: a subclass's override is met), a parameter the call
+leaves to its default, the module's and the class's names read as in the helper's own context.
 
 One context per (helper, call, caller's context), kept for the run: each reading that enters
 the helper through that call shares its answers (a tail reading and the whole one, the callers'
