@@ -4,10 +4,10 @@ instance of the subclass, so the callers of that method (and of the methods call
 `self` in turn) are only the calls whose receiver may be one. Scripts each training their own
 subclass are not read for the clip of another's; a receiver that may be one (either of two
 classes, a subclass of the clipping class) still is. The findings are the same as reading
-every caller (none here: a reading enters `brain.fit` as a helper with `self` the base, so the
-subclass's clip is met only in the dispatched caller's own reading, a limitation of the helper
-readings, not of this filter). Also: a `**kwargs` spread of many dicts merges in linear time
-(frame.UniqueAdds)."""
+every caller. A script whose brain may be the clipping subclass reports its clip: its reading
+enters `brain.fit` with `self` the class the call's receiver holds (analysis/entered.py; before
+it, `self` was the base there and the subclass's clip was never met, no finding). Also: a
+`**kwargs` spread of many dicts merges in linear time (frame.UniqueAdds)."""
 
 from __future__ import annotations
 
@@ -166,7 +166,8 @@ def test_a_receiver_that_may_be_one_is_read(
         readings = read_callers(patched)
         found = report(tmp_path)
     assert read in readings
-    assert found == "()"  # its reading enters `fit` without the subclass (see the docstring)
+    # its reading enters `fit` with the subclass it calls it on (see the docstring)
+    assert "code='ACF004'" in found and "clip_brain.py'), span=Span(line=8," in found, found
 
 
 def test_a_spread_of_many_dicts_merges_in_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:

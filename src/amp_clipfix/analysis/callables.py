@@ -34,11 +34,20 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 CALLER_DEPTH = 3
 
 
-def callees(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> list[Fn]:
+def callees(
+    facts: ProjectFacts, file: FileFacts, call: ast.Call, ctx: Ctx | None = None
+) -> list[Fn]:
     """The project functions a call may run: its callee's `Fn` values, and the `__call__` of a
-    project instance it may hold (bound to the instance)."""
+    project instance it may hold (bound to the instance). `ctx`: the context the call is
+    evaluated in (a helper entered through a call: analysis/entered.py), else its own."""
     found: list[Fn] = []
-    for value in facts.values(file, call.func):
+    evaluator = facts.evaluator
+    values = (
+        facts.values(file, call.func)
+        if ctx is None
+        else evaluator.force(evaluator.ev(call.func, ctx))
+    )
+    for value in values:
         if isinstance(value, Fn):
             found.append(value)
         elif isinstance(value, Inst):

@@ -143,6 +143,7 @@ class EvaluatorBase:
         self.decorations: dict[int, list[Any]] = {}  # decorators.applications, by decorator
         self.returned: dict[int, list[Any]] = {}  # decorators.returned_functions, by function
         self.keep: list[object] = []  # contexts made for calls live as long as their memo
+        self.entered: dict[tuple[object, ...], tuple[Ctx, object, ast.Call, Ctx]] = {}  # entered.py
         self.locals_cache: dict[int, dict[str, list[ast.AST]]] = {}
         self.body_cache: dict[int, list[ast.AST]] = {}  # function_body_nodes, by function
         # own_names.py: a function's own statements and parameter names, by function; whether a
@@ -206,6 +207,7 @@ class EvaluatorBase:
         self.class_index: dict[Path, list[tuple[bytes, set[bytes]]]] = {}
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.module_reach: dict[tuple[Path, bytes, bytes], bool] = {}  # name_texts.py
+        self.made_modules: dict[bytes, bool] = {}  # name_texts.module_made, by module name
         self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written, name_texts
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads

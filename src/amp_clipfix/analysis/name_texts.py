@@ -6,6 +6,8 @@ answers that rest on them.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +15,19 @@ from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
 from amp_clipfix.analysis.frame import EvaluatorBase
 from amp_clipfix.analysis.recording import holds, matches, raw, tested
 from amp_clipfix.analysis.text_tests import import_names, text_reference, whole_word
-from amp_clipfix.sources.prefilter import python_text
+from amp_clipfix.sources.prefilter import python_text, word_start
+
+
+@functools.lru_cache(maxsize=256)
+def star_from(word: bytes) -> re.Pattern[bytes]:
+    """`from word import *` (also `from word.sub import *`) as a statement writes it: spaces,
+    tabs and continuations between its words."""
+    gap = rb"(?:[ \t\f]|\\(?:\r\n|\r|\n))+"
+    rest = rb"(?:[^\r\n\\]|\\(?:\r\n|\r|\n|.))*?"  # to the `import` of that statement
+    star = rb"(?<![A-Za-z0-9_])import[ \t\f\\(\r\n]*\*"
+    return re.compile(
+        word_start(b"from") + gap + re.escape(word) + rb"(?![A-Za-z0-9_])" + rest + star
+    )
 
 
 class NameTexts(EvaluatorBase):
@@ -72,10 +86,59 @@ class NameTexts(EvaluatorBase):
             return False
         if module_word.isascii() and not self.writes_word(path, module_word):
             return False
-        star = self.text_answer("import *", b"", path, lambda t: STAR_IMPORT.search(t) is not None)
-        if tested(self.contents, path, (matches(STAR_IMPORT),), star):
+        if not self.module_made(module_word):
+            return False  # no text anywhere can make the module's object, nor import it bare
+        if self.imports_star(path):
             return True
         return self.referenced(path, word)
+
+    def imports_star(self, path: Path) -> bool:
+        """Whether the file's text writes an `import *`, noted as that test of its text."""
+        star = self.text_answer("import *", b"", path, lambda t: STAR_IMPORT.search(t) is not None)
+        return tested(self.contents, path, (matches(STAR_IMPORT),), star)
+
+    def imports_all_from(self, path: Path, module_word: bytes) -> bool:
+        """Whether the file's text writes `from <module_word> import *` (star_from), noted as
+        that test of its text."""
+        pattern = star_from(module_word)
+        found = self.text_answer("star from", module_word, path, lambda t: bool(pattern.search(t)))
+        return tested(self.contents, path, (matches(pattern),), found)
+
+    def package_of(self, path: Path, module_word: bytes) -> bool:
+        """Whether the file is the `__init__.py` of a package holding a module or package of
+        that name (where its bare name is the submodule: evaluate.module_bindings), from the
+        project's file list (a query's key holds it)."""
+        if path.name != "__init__.py":
+            return False
+        inner = path.parent / module_word.decode("ascii")
+        files = raw(self.contents)
+        return inner.with_name(inner.name + ".py") in files or any(
+            inner in other.parents for other in files
+        )
+
+    def module_made(self, module_word: bytes) -> bool:
+        """Whether an object of a module named `module_word` may be made anywhere in the
+        project, or its names imported bare. The evaluator makes a module object only from an
+        import (module_holders.py): an import clause writing the name (`import pkg.name`,
+        `from pkg import name`), a package's attribute or a string (`pkg.name`,
+        `getattr(pkg, "name")`, `from .name import *`), the bare name in the `__init__.py` of
+        a package holding it; `from name import *` brings its names in bare. A file that writes the
+        name in none of these ways (`def main():` for a module `main.py`) makes none; where no
+        file does, no `x.f` and no star anywhere reaches its function `f`: only the files
+        importing `f` by name can call it (ColossalAI's `examples/.../mnist/main.py`, whose
+        `train` every script calling `model.train()` and defining `main` was asked about). A
+        name not all ASCII (spelled another way): may."""
+        known = self.made_modules.get(module_word)
+        if known is None:
+            known = not module_word.isascii() or any(
+                self.package_of(path, module_word)
+                or self.imports_name(path, module_word)
+                or self.imports_all_from(path, module_word)
+                or self.referenced(path, module_word)
+                for path in self.files_naming(module_word)
+            )
+            self.made_modules[module_word] = known
+        return known
 
     def referenced(self, path: Path, word: bytes) -> bool:
         """Whether the file's text writes `word` as an attribute (`x.word`) or at the end of a

@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 from enum import Enum
 
 from amp_clipfix.analysis.callables import callees, step_closure, written_at
+from amp_clipfix.analysis.entered import calling_context, entered_context
 from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.frame import Ctx
 from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.records import record, replace
@@ -177,6 +179,7 @@ def events(
     starts: Starts = None,
     until: ast.stmt | None = None,
     tail: bool = False,
+    ctx: Ctx | None = None,
 ) -> list[Event]:
     """The events of `function` in run order (source order; loops are read once). `enters`
     says which calls may run project code: the others are not asked what they run. `first`:
@@ -184,7 +187,8 @@ def events(
     `starts`: the same for a helper entered through a call; `until`: the statement to stop
     before. `tail` (a reading to the function's end, depth 0): the helpers of the last
     statement that makes calls are not entered when no clip comes before it and it makes
-    none itself (`quiet_tail`)."""
+    none itself (`quiet_tail`). `ctx`: the context a helper is read in (its arguments bound
+    to those of the call entering it: analysis/entered.py); None: the function's own."""
     found: list[Event] = []
     listed: list[tuple[ast.stmt, list[ast.Call]]] = []
     for statement in statements(function.body):
@@ -220,7 +224,7 @@ def events(
                 continue
             if depth < HELPER_DEPTH and runs:
                 entered = helper_events(
-                    facts, file, call, classify, depth, function, enters, starts
+                    facts, file, call, classify, depth, function, enters, starts, ctx
                 )
                 for inner in entered:
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
@@ -272,18 +276,27 @@ def helper_events(
     reading: ast.AST | None = None,
     enters: Enters = None,
     starts: Starts = None,
+    ctx: Ctx | None = None,
 ) -> list[Event]:
     """The events of the project functions `call` may run (a function, a bound method, a
     closure, an instance's `__call__`: callables.callees), in the caller's keys: an expression
-    of the helper is keyed and written as it reads at the call (callables.written_at)."""
+    of the helper is keyed and written as it reads at the call (callables.written_at). `ctx`:
+    the context the function read was entered with (None: its own); each helper is read with
+    the call's arguments bound (analysis/entered.py)."""
     found: list[Event] = []
-    for value in callees(facts, file, call):
+    evaluator = facts.evaluator
+    summary = evaluator.summary(file.path) or file.summary
+    caller = calling_context(evaluator, summary, reading, call, ctx)
+    for value in callees(facts, file, call, caller if caller is ctx else None):
         if value.summary.path not in facts.files:
             continue
         helper = facts.files[value.summary.path]
         names = parameter_keys(value, call)
         first = None if starts is None else starts(call, value)
-        inner_events = events(facts, helper, value.node, classify, depth + 1, enters, first, starts)
+        inner = entered_context(evaluator, value, call, caller)
+        inner_events = events(
+            facts, helper, value.node, classify, depth + 1, enters, first, starts, ctx=inner
+        )
         for event in inner_events:
             scaler = names.get(event.scaler or "")
             optimizer = names.get(event.optimizer or "")
