@@ -179,10 +179,11 @@ def test_calls_are_read_only_where_the_text_may_name_the_name_there() -> None:
     summary = summarise(path.parent, path, source)
     assert summary is not None
     names = file_names(summary, data)
+    assert names.unread is not None  # the calls wait for a name they may hold
     assert not names.binds_value("count", data)  # a comment, an operand
-    assert summary._walked_calls is None  # no call read for it
+    assert names.unread is not None  # no call read for it
     assert names.binds_value("key", data)  # a keyword
-    assert summary._walked_calls is not None
+    assert names.unread is None  # read now, once
 
 
 def bound_names_of(data: bytes) -> bound_names.FileNames | None:
