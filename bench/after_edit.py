@@ -42,15 +42,15 @@ FIRST_DEFINITION = re.compile(r"^(?:@|async def |def |class )", re.MULTILINE)
 GIT = ["git", "-c", "user.email=bench@example.invalid", "-c", "user.name=bench"]
 
 
-def edit(path: Path, at_end: bool = False) -> None:
-    """A line `_edited = 1` before the first top-level definition, above its decorators (else,
+def edit(path: Path, at_end: bool = False, name: str = "_edited") -> None:
+    """A line `<name> = 1` before the first top-level definition, above its decorators (else,
     or `at_end`, at the end: no line of the file moves)."""
     text = path.read_text(encoding="utf-8")
     found = None if at_end else FIRST_DEFINITION.search(text)
     at = found.start() if found else len(text)
     if at == len(text) and text and not text.endswith("\n"):
         text, at = text + "\n", at + 1
-    path.write_text(f"{text[:at]}_edited = 1\n{text[at:]}", encoding="utf-8")
+    path.write_text(f"{text[:at]}{name} = 1\n{text[at:]}", encoding="utf-8")
 
 
 def timed(tree: Path, env: dict[str, str], *arguments: str) -> tuple[float, str]:

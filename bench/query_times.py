@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FIRST_DEFINITION = re.compile(r"^(?:@|async def |def |class )", re.MULTILINE)
+from after_edit import edit  # bench/ is the script's folder
 
 
 def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> None:
@@ -109,15 +108,6 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
     report.write_text(json.dumps(found), encoding="utf-8")
 
 
-def edit(path: Path, serial: int, at_end: bool) -> None:
-    text = path.read_text(encoding="utf-8")
-    found = None if at_end else FIRST_DEFINITION.search(text)
-    at = found.start() if found else len(text)
-    if at == len(text) and text and not text.endswith("\n"):
-        text, at = text + "\n", at + 1
-    path.write_text(f"{text[:at]}_edited_{serial} = 1\n{text[at:]}", encoding="utf-8")
-
-
 def measured(
     tree: Path, env: dict[str, str], flags: Sequence[str], no_catch_up: bool, scratch: Path
 ) -> dict[str, Any]:
@@ -177,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(cache)
             shutil.copytree(scratch / "cold-cache", cache, symlinks=True)
             original = (tree / name).read_bytes()
-            edit(tree / name, serial, arguments.at_end)
+            edit(tree / name, arguments.at_end, f"_edited_{serial}")
             warm = measured(tree, env, flags, arguments.no_catch_up, scratch)
             same = (warm["output"], warm["exit"]) == cold_output(tree, env, flags)
             different |= not same

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from narrowed_search import asked
+from narrowed_search import asked, compare_searches
 from test_bounded import Counted
 from test_clip_tail import report, write
 
@@ -226,13 +226,7 @@ def every_helper(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_same_findings_as_entering_every_helper(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path / "gated", PROGRAMS[name])
-    write(tmp_path / "every", PROGRAMS[name])
-    gated = report(tmp_path / "gated")
-    with monkeypatch.context() as patched:
-        every_helper(patched)
-        every = report(tmp_path / "every")
-    assert gated == every
+    compare_searches(PROGRAMS[name], tmp_path, monkeypatch, every_helper)
 
 
 # read the same either way, but no finding: the helper's backward comes between the clip and

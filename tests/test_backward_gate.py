@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from narrowed_search import compare_searches
 from test_any_event import built
 from test_clip_tail import report, write
 
@@ -175,13 +176,7 @@ def read_every_function(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_same_findings_as_reading_every_function(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write(tmp_path / "gated", PROGRAMS[name])
-    write(tmp_path / "every", PROGRAMS[name])
-    gated = report(tmp_path / "gated")
-    with monkeypatch.context() as patched:
-        read_every_function(patched)
-        every = report(tmp_path / "every")
-    assert gated == every
+    compare_searches(PROGRAMS[name], tmp_path, monkeypatch, read_every_function)
 
 
 @pytest.mark.parametrize("name", FOUND)

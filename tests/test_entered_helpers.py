@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from evaluated import one_module
 from test_incremental import write
 
 from amp_clipfix.analysis.entered import entered_context
-from amp_clipfix.analysis.evaluate import Evaluator
-from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.summary import Summary, summarise
 from amp_clipfix.analysis.values import Fn, Inst
 from amp_clipfix.cli import main
 
@@ -108,22 +106,11 @@ def test_each_loop_meets_the_wrapper_its_own_call_passes(name: str, tmp_path: Pa
     assert findings(tmp_path) == [("ACF004", scaled_clip)]
 
 
-def evaluator_of(tmp_path: Path, source: str) -> tuple[Evaluator, Summary]:
-    path = tmp_path / "train.py"
-    path.write_text(source)
-    evaluator = project_evaluator(
-        tmp_path, {path: source.encode()}, lambda p: summarise(tmp_path, p, p.read_text())
-    )
-    summary = evaluator.summary(path)
-    assert summary is not None
-    return evaluator, summary
-
-
 def test_a_helper_entered_again_through_one_call_shares_its_context(tmp_path: Path) -> None:
     """One context per helper, call and caller's context: a second reading entering it there
     reads the answers of the first; another call gets its own, binding its own arguments."""
     source = program(*HELPERS["a function"])
-    evaluator, summary = evaluator_of(tmp_path, source)
+    evaluator, summary = one_module(tmp_path, source)
     helper = next(
         n for n in summary.tree.body if isinstance(n, ast.FunctionDef) and n.name == "backward"
     )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_held_memory import noted
 
 from amp_clipfix.analysis import bodies, bound_names, calls, nodes
 from amp_clipfix.analysis.facts import FileFacts
@@ -54,19 +55,6 @@ def train(model, loss):
 """
 
 
-def noted_functions(summary: Summary) -> list[bodies.Function]:
-    """The module's and its classes' functions, found without reading a body."""
-    found: list[bodies.Function] = []
-    todo: list[ast.stmt] = list(summary.tree.body)
-    while todo:
-        statement = todo.pop(0)
-        if isinstance(statement, bodies.FUNCTIONS):
-            found.append(statement)
-        elif isinstance(statement, ast.ClassDef):
-            todo.extend(statement.body)
-    return found
-
-
 def shape(walked: Sequence[ast.AST]) -> list[tuple[str, int | None, int | None]]:
     """Each node's `ast` class name and position: what tells two walks' nodes apart."""
     return [
@@ -89,7 +77,7 @@ def summary_of(store: bodies.Bodies, text: str = MODULE) -> Summary:
 def test_the_walk_gives_nodes_walk_s_nodes_and_reads_no_body(let_go: bool) -> None:
     store = bodies.Bodies()
     summary = summary_of(store)
-    functions = noted_functions(summary)
+    functions = noted(summary)
     assert [f.name for f in functions] == ["unrelated", "fetch", "train", "__init__", "step"]
     if let_go:
         assert store.let_go() == 5
@@ -104,7 +92,7 @@ def test_the_walk_gives_nodes_walk_s_nodes_and_reads_no_body(let_go: bool) -> No
 def test_a_body_read_before_is_walked_as_it_is() -> None:
     store = bodies.Bodies()
     summary = summary_of(store)
-    train = noted_functions(summary)[2]
+    train = noted(summary)[2]
     body = train.body  # read for good
     walked = list(bodies.peeked_walk(summary.tree))
     assert all(any(node is statement for node in walked) for statement in body)
@@ -120,7 +108,7 @@ def facts_of(text: str, let_go: bool = False) -> tuple[FileFacts, list[bodies.Fu
     if let_go:
         store.let_go()
     document = adapter_for(path).load(path, text.encode())
-    return FileFacts(document, summary), noted_functions(summary)
+    return FileFacts(document, summary), noted(summary)
 
 
 def scaler_rewrite(file: FileFacts, train: bodies.Function) -> acf012.Rewrite:
@@ -191,7 +179,7 @@ def unrelated():
 def test_a_module_s_alias_names_read_no_body_and_are_a_whole_read_s(let_go: bool) -> None:
     store = bodies.Bodies()
     summary = summary_of(store, ALIASES)
-    functions = noted_functions(summary)
+    functions = noted(summary)
     assert [f.name for f in functions] == ["build", "unrelated", "__init__", "other"]
     if let_go:
         store.let_go()
@@ -227,7 +215,7 @@ def test_the_names_a_module_s_calls_give_read_no_body_and_are_a_whole_read_s(
 ) -> None:
     store = bodies.Bodies()
     summary = summary_of(store, VALUES)
-    functions = noted_functions(summary)
+    functions = noted(summary)
     assert [f.name for f in functions] == ["options", "configure", "other"]
     if let_go:
         store.let_go()
