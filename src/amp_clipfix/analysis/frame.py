@@ -208,6 +208,7 @@ class EvaluatorBase:
         self.import_index: dict[Path, frozenset[bytes]] = {}
         self.module_reach: dict[tuple[Path, bytes, bytes], bool] = {}  # name_texts.py
         self.made_modules: dict[bytes, bool] = {}  # name_texts.module_made, by module name
+        self.project_folders: set[Path] | None = None  # every file's folders: package_of
         self.written_texts: dict[tuple[str, str, Path], bool] = {}  # callers.written, name_texts
         self.attr_cache: dict[tuple[int, str], list[object]] = {}
         # evaluate.returns: a function's return values by the values of the parameters it reads

@@ -112,9 +112,9 @@ class NameTexts(EvaluatorBase):
             return False
         inner = path.parent / module_word.decode("ascii")
         files = raw(self.contents)
-        return inner.with_name(inner.name + ".py") in files or any(
-            inner in other.parents for other in files
-        )
+        if self.project_folders is None:  # once per run, not a scan of every file per name
+            self.project_folders = {folder for file in files for folder in file.parents}
+        return inner.with_name(inner.name + ".py") in files or inner in self.project_folders
 
     def module_made(self, module_word: bytes) -> bool:
         """Whether an object of a module named `module_word` may be made anywhere in the
