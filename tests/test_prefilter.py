@@ -171,7 +171,9 @@ SEARCH_GATE_CASES = [
     ([(b"trainer:\n  precision: 'bf16-mixed'  # fast\r\n", True)], False),
     ([(b"trainer:\n  precision: 16\n", True)], True),
     ([(b"trainer:\n  precision: bf16\n", True)], True),
-    ([(b"trainer: {precision: 16-mixed}\n", True)], True),  # not one value on its line: parsed
+    # not one value on its line, but no `16` / `bf16` token: ACF011 would not compose it
+    ([(b"trainer: {precision: 16-mixed}\n", True)], False),
+    ([(b"trainer: {precision: 16}\n", True)], True),
     ([(b'p: &p "16"\ntrainer:\n  precision: *p\n', True)], True),  # an alias
     # ACF011 reads only files holding its words (`16` unquoted is not one of them)
     ([(b"p: &p 16\ntrainer:\n  precision: *p\n", True)], False),
@@ -188,15 +190,21 @@ def test_the_search_gate_starts_a_search_only_where_an_old_spelling_may_be(
 ) -> None:
     """`precision` alone (set to `16-mixed` in configs and code) imports no rule; an old
     spelling, an alias or an escaped key in a config, or another rule's word does."""
-    assert may_need_search((data, config, holds) for data, config in files) is expected
+    named = (
+        (Path(f"/p/f{n}.{'yaml' if config else 'py'}"), data)
+        for n, (data, config) in enumerate(files)
+    )
+    searched = ((path, data, path.suffix == ".yaml", holds) for path, data in named)
+    assert may_need_search(searched, Path("/p")) is expected
 
 
 def test_a_notebook_gives_the_gate_its_raw_bytes() -> None:
     """A notebook's `"16"` is `\\"16\\"` in its JSON: its raw bytes still count as holding it."""
     notebook = json.dumps({"cells": [{"source": ['L.Trainer(precision="16")']}]}).encode()
-    assert may_need_search([(notebook, False, json_may_contain)])
+    path = Path("/p/a.ipynb")
+    assert may_need_search([(path, notebook, False, json_may_contain)], path.parent)
     settled = notebook.replace(b'16\\"', b'16-mixed\\"')
-    assert not may_need_search([(settled, False, json_may_contain)])
+    assert not may_need_search([(path, settled, False, json_may_contain)], path.parent)
 
 
 def test_a_dashed_precision_everywhere_gives_the_same_result_without_the_search(

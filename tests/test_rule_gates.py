@@ -39,6 +39,9 @@ DRAWING = ("libcst", "rich", "ruamel")
 # A Hydra trainer config whose only legacy precision is a comment (as lightning-hydra-template's
 # configs/trainer/default.yaml): ACF011 reads it, nothing else searches, nothing is found.
 COMMENTED = "trainer:\n  max_epochs: 3\n  # mixed precision\n  # precision: 16\n"
+# A module that may call a Trainer with an old spelling (its text names both): ACF011's gate lets
+# its search run, and the search finds no Trainer call in it.
+DEFAULTS = 'DEFAULTS = {"precision": 16}  # the Trainer is given these\n'
 SCALED = """\
 import torch
 
@@ -93,10 +96,11 @@ def test_a_project_only_one_rule_searches_imports_that_rule_and_no_evaluator(
     root = project(tmp_path)
     (root / "configs").mkdir()
     (root / "configs" / "trainer.yaml").write_text(COMMENTED)
+    (root / "defaults.py").write_text(DEFAULTS)
     modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"findings": []' in done.stdout
-    assert "amp_clipfix.rules.acf011" in modules  # its search read the config's text
+    assert "amp_clipfix.rules.acf011" in modules  # its search read the module's text
     assert "yaml" not in modules  # its only `16` is in a comment: it is not composed
     # the rules of the collected sites, and ACF011: no other rule's search, no evaluator
     assert RULE_MODULES & modules == {f"amp_clipfix.rules.acf00{n}" for n in (1, 2)} | {

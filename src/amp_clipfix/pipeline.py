@@ -437,7 +437,8 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule | Gate], set[s
     later stage than the analysis, so the pipeline asks them; when no file holds a word any
     searching rule looks for, none is imported."""
     if collection.root is None or not may_need_search(
-        (data, read_as_config(path), holds) for path, data in collection.searchable.items()
+        ((path, data, read_as_config(path), holds) for path, data in collection.searchable.items()),
+        collection.root,
     ):
         return [], set()
     from amp_clipfix.analysis.queries import found_in_files  # an edit tests the changed files

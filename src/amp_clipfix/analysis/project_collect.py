@@ -236,8 +236,11 @@ def read_project(
         not prefilter
         or any(mentions(path, data, FUSED_WORD) for path, data in own.items())
         or may_need_search(
-            (data, read_as_config(path), functools.partial(mentions, path))
-            for path, data in own.items()
+            (
+                (path, data, read_as_config(path), functools.partial(mentions, path))
+                for path, data in own.items()
+            ),
+            project.root,
         )
     )
     for path in project.files:

@@ -10,7 +10,6 @@ offered only where every release the project may run accepts them.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from amp_clipfix.analysis.nodes import literal_text
 from amp_clipfix.analysis.values import DictV, Lit, settings
 from amp_clipfix.models import Certainty, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix, safety
-from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS
+from amp_clipfix.sources.prefilter import LEGACY_PRECISION_WORDS, may_spell_old_value
 
 CODE = "ACF011"
 # The old values as they are written (a bare `precision` would make most Lightning files
@@ -199,25 +198,6 @@ def entry_place(
         where = facts.file(item.summary.path)
         return None if where is None else (where, item.node, item.node, [item])
     return None
-
-
-# `16` / `bf16` as a whole scalar token: not inside a longer one (`16-mixed`, `bf16-true`,
-# `x16`, `16.0`, `-16`), whatever quotes, tag or anchor come before it.
-OLD_VALUE_TOKEN = re.compile(r"(?<![\w.+-])(?:bf)?16(?![\w.+-])")
-
-
-def may_spell_old_value(text: str) -> bool:
-    """Whether a config's scalars can hold `16` or `bf16` (NEW_SPELLING's keys), from its
-    text: a plain or quoted token writes them as they are, only a double-quoted escape
-    (`"\\x31\\x36"`) can hide them. A line whose first character after blanks is `#` holds
-    none: it is a comment (`# precision: 16`, a setting turned off), or the text of a block
-    or quoted scalar, which then holds the `#` too."""
-    if "\\" in text:
-        return True
-    if OLD_VALUE_TOKEN.search(text) is None:
-        return False
-    lines = text.splitlines()
-    return any(OLD_VALUE_TOKEN.search(line) for line in lines if line.lstrip(" \t")[:1] != "#")
 
 
 def quoted(written: str, value: str) -> str:

@@ -15,9 +15,11 @@ results with and without this prefilter are identical.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from amp_clipfix.patterns import lazy
 
@@ -208,28 +210,99 @@ def held_at_piece(data: bytes, piece: bytes, shared: tuple[tuple[bytes, int], ..
     return False
 
 
-def may_need_search(files: Iterable[tuple[bytes, bool, Mentions]]) -> bool:
+SearchFile = tuple[Path, bytes, bool, Mentions]  # (path, data, is_config, mentions)
+
+
+def may_need_search(files: Iterable[SearchFile], root: Path) -> bool:
     """Whether a rule with its own search may find something in a project, from the text of its
-    files (`(data, is_config, mentions)`) alone, before any rule or analysis module is imported:
-    some file holds a searching word other than `precision`; or `precision` is there and some
-    Python file holds one of ACF011's words, or some config holds one and may set an old
+    files (`(path, data, is_config, mentions)`, `root` the project's) alone, before any rule or
+    analysis module is imported: some file holds a searching word other than `precision`; or
+    `precision` is there and some Python file holds one of ACF011's words and may call a
+    Trainer or a Fabric (`may_call_for_precision`), or some config holds one and may set an old
     spelling (a `precision:` that is not a settled dashed value, or an escape that may spell a
-    key). `mentions(data, word)`: whether the text may hold the word (`holds` for decoded text;
-    a notebook's raw bytes: `json_may_contain`)."""
+    key, on a line that is not a comment: `may_spell_old_value`). `mentions(data, word)`:
+    whether the text may hold the word (`holds` for decoded text; a notebook's raw bytes:
+    `json_may_contain`)."""
     files = list(files)
     others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
-    if any(mentions(data, word) for data, _, mentions in files for word in others):
+    if any(mentions(data, word) for _, data, _, mentions in files for word in others):
         return True
-    if not any(mentions(data, PRECISION_WORD) for data, _, mentions in files):
+    if not any(mentions(data, PRECISION_WORD) for _, data, _, mentions in files):
         return False
-    for data, is_config, mentions in files:
+    for path, data, is_config, mentions in files:
         if not any(mentions(data, word) for word in LEGACY_PRECISION_WORDS):
             continue  # ACF011's search never reads it
-        if not is_config or b"\\" in data:
-            return True
-        if data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data)):
+        if not is_config:
+            if may_call_for_precision(path, data, root):
+                return True
+            continue  # ACF011's search tests it and never parses it (calls.library_call_files)
+        if (
+            b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
+        ) and config_may_spell_old_value(data):
             return True
     return False
+
+
+# What ACF011's search asks of a Python file holding an old spelling before parsing it
+# (analysis/calls.CallTest of `Trainer(...)` and `Fabric(...)`): the text writes the callee's
+# last name (`Trainer`, `Fabric`, `from_argparse_args`), or imports it from a Lightning package
+# (whose names all hold `lightning`), or the module is in one (its path holds `lightning`).
+# tests/test_precision_gate.py checks that each word and package CallTest looks for holds one
+# of these.
+PRECISION_CALL_WORDS = (b"Trainer", b"Fabric", b"from_argparse_args", b"lightning")
+
+
+def may_call_for_precision(path: Path, data: bytes, root: Path) -> bool:
+    """Whether ACF011's search may parse this Python file (`data`: its bytes as read, or a
+    notebook's code): its path below `root` or its text as Python reads it (decoded by its own
+    encoding, names NFKC-normalised) holds one of PRECISION_CALL_WORDS. A file of another kind
+    than `.py` (a notebook) and one that cannot be decoded count as calling."""
+    if path.suffix != ".py":
+        return True
+    try:
+        module = path.relative_to(root).as_posix()
+    except ValueError:
+        module = path.as_posix()
+    if any(word.decode("ascii") in module for word in PRECISION_CALL_WORDS):
+        return True
+    if python_holds(data, PRECISION_CALL_WORDS):
+        return True
+    from amp_clipfix.sources.text import SourceError, decode_source
+
+    try:  # a declared encoding other than UTF-8 may write the words in other bytes
+        text = decode_source(path, data).text.encode("utf-8")
+    except SourceError:
+        return True
+    return python_holds(text, PRECISION_CALL_WORDS)
+
+
+# `16` / `bf16` as a whole scalar token: not inside a longer one (`16-mixed`, `bf16-true`,
+# `x16`, `16.0`, `-16`), whatever quotes, tag or anchor come before it.
+OLD_VALUE_TOKEN = lazy(r"(?<![\w.+-])(?:bf)?16(?![\w.+-])")
+
+
+def may_spell_old_value(text: str) -> bool:
+    """Whether a config's scalars can hold `16` or `bf16` (rules/acf011.NEW_SPELLING's keys),
+    from its text: a plain or quoted token writes them as they are, only a double-quoted escape
+    (`"\\x31\\x36"`) can hide them. A line whose first character after blanks is `#` holds
+    none: it is a comment (`# precision: 16`, a setting turned off), or the text of a block
+    or quoted scalar, which then holds the `#` too."""
+    if "\\" in text:
+        return True
+    if OLD_VALUE_TOKEN.search(text) is None:
+        return False
+    lines = text.splitlines()
+    return any(OLD_VALUE_TOKEN.search(line) for line in lines if line.lstrip(" \t")[:1] != "#")
+
+
+def config_may_spell_old_value(data: bytes) -> bool:
+    """`may_spell_old_value` of a YAML config's bytes, decoded as its reader decodes them
+    (UTF-8, a BOM left out); one that does not decode counts as holding one."""
+    try:
+        text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return may_spell_old_value(text)
 
 
 def may_have_fused_optimizer(data: bytes) -> bool:
