@@ -8,6 +8,7 @@ imports no analysis or rule module, and its output is the searched run's."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +163,31 @@ def test_an_old_spelling_in_a_trainer_call_is_still_found(tmp_path: Path) -> Non
     assert isinstance(findings, list)
     assert [finding["code"] for finding in findings] == ["ACF011"]
     assert {"amp_clipfix.analysis.facts", "amp_clipfix.rules.acf011"} <= imported
+
+
+def cli_check(folder: Path, *options: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "amp_clipfix", "check", "--format", "json", *options, "."],
+        cwd=folder,
+        env={k: v for k, v in os.environ.items() if k != "AMP_CLIPFIX_NO_CACHE"},  # conftest's
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def test_an_edit_that_lets_acf011_read_a_file_is_seen_by_the_warm_run(tmp_path: Path) -> None:
+    """The gate is asked again of the edited project: a warm run after a test starts to build
+    a Trainer with an old spelling reports what a cold run reports."""
+    folder = write(tmp_path / "edited", PROJECT)
+    before = cli_check(folder)
+    assert json.loads(before)["findings"] == []
+    assert cli_check(folder) == before  # the replay
+    assert (folder / ".amp_clipfix_cache").is_dir()  # the warm runs below read it
+    test = folder / "tests" / "test_train.py"
+    test.write_text("import lightning as L\n\n" + SETTING.decode() + "L.Trainer(precision=16)\n")
+    warm = cli_check(folder)
+    assert warm == cli_check(folder, "--no-cache")
+    assert [finding["code"] for finding in json.loads(warm)["findings"]] == ["ACF011"]
