@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amp_clipfix import pipeline
 from amp_clipfix.analysis.calls import CallTest
@@ -41,6 +43,33 @@ def test_the_call_words_hold_every_word_and_package_acf011s_call_test_reads() ->
     assert all(any(call in word.decode("ascii") for call in calls) for word in test.words)
     assert all(any(call in package for call in calls) for package in test.packages)
     assert acf011.WORDS is acf011.LEGACY_PRECISION_WORDS
+
+
+PIECES = [
+    "precision=16",
+    "**cfg",
+    "Trainer",
+    "Ｔｒａｉｎｅｒ",
+    "Fabric",
+    "from_argparse_args",
+    "lightning",
+    "ｌightning",
+    "from . import T",
+    "import x as T",
+    "T(",
+    " ",
+    "\n",
+    "é",
+]
+NAMES = ["t.py", "lightning/t.py", "pkg/pytorch_lightning/m.py", "lightning_fabric.py", "a/b.py"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=8), st.sampled_from(NAMES))
+def test_the_gate_passes_every_file_acf011s_call_test_passes(pieces: list[str], name: str) -> None:
+    data = "".join(pieces).encode("utf-8")
+    test = CallTest(ROOT, TRAINER_CLASSES | FABRIC_CLASSES, acf011.PRECISION)
+    if test(ROOT / name, data):
+        assert may_call_for_precision(ROOT / name, data, ROOT)
 
 
 def gate(*files: tuple[str, bytes]) -> bool:
