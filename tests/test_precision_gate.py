@@ -158,6 +158,22 @@ def test_a_gated_project_gives_what_the_search_gives(
     assert gated.files_seen == searched.files_seen == 4  # the Python files and the config
 
 
+def test_the_collection_reads_the_texts_it_read_before_and_reports_their_errors(
+    tmp_path: Path,
+) -> None:
+    """The collection decides which texts it reads (a notebook's JSON parsed for its code) by
+    the words alone, as before the gate asked what ACF011 can read: a notebook that is no JSON
+    is reported where a test's `precision = 16` makes the project's texts read, though no rule
+    searches."""
+    folder = write(tmp_path, {"tests/test_train.py": SETTING.decode(), "bad.ipynb": "{no json"})
+    result = run([folder], Options(Strategy.AUTO, DEFAULT_TARGET))
+    assert [(error.path.name, error.kind.value) for error in result.errors] == [
+        ("bad.ipynb", "read")
+    ]
+    assert may_need_search([(folder / "t.py", SETTING, False, holds)])  # the collection's
+    assert not may_need_search([(folder / "t.py", SETTING, False, holds)], folder)  # the rules'
+
+
 # `check --no-cache --format json FOLDER` in a new interpreter; the analysis and rule modules it
 # imported on stderr.
 RUN = """

@@ -235,12 +235,9 @@ def read_project(
     searched = (
         not prefilter
         or any(mentions(path, data, FUSED_WORD) for path, data in own.items())
-        or may_need_search(
-            (
-                (path, data, read_as_config(path), functools.partial(mentions, path))
-                for path, data in own.items()
-            ),
-            project.root,
+        or may_need_search(  # no root: ACF011's reading is asked by the pipeline alone
+            (path, data, read_as_config(path), functools.partial(mentions, path))
+            for path, data in own.items()
         )
     )
     for path in project.files:

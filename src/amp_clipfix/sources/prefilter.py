@@ -213,16 +213,19 @@ def held_at_piece(data: bytes, piece: bytes, shared: tuple[tuple[bytes, int], ..
 SearchFile = tuple[Path, bytes, bool, Mentions]  # (path, data, is_config, mentions)
 
 
-def may_need_search(files: Iterable[SearchFile], root: Path) -> bool:
+def may_need_search(files: Iterable[SearchFile], root: Path | None = None) -> bool:
     """Whether a rule with its own search may find something in a project, from the text of its
-    files (`(path, data, is_config, mentions)`, `root` the project's) alone, before any rule or
-    analysis module is imported: some file holds a searching word other than `precision`; or
-    `precision` is there and some Python file holds one of ACF011's words and may call a
-    Trainer or a Fabric (`may_call_for_precision`), or some config holds one and may set an old
-    spelling (a `precision:` that is not a settled dashed value, or an escape that may spell a
-    key, on a line that is not a comment: `may_spell_old_value`). `mentions(data, word)`:
-    whether the text may hold the word (`holds` for decoded text; a notebook's raw bytes:
-    `json_may_contain`)."""
+    files (`(path, data, is_config, mentions)`) alone, before any rule or analysis module is
+    imported: some file holds a searching word other than `precision`; or `precision` is there
+    and some Python file holds one of ACF011's words, or some config holds one and may set an
+    old spelling (a `precision:` that is not a settled dashed value, or an escape that may
+    spell a key). With the project's `root` (the pipeline, deciding which rules to import), a
+    file holding one of ACF011's words counts only where that search could read it: a Python
+    file that may call a Trainer or a Fabric (`may_call_for_precision`), a config with `16` /
+    `bf16` off comment lines (`may_spell_old_value`). Without it (the collection, deciding
+    which texts it reads, and so which of their read errors it reports), as before that test.
+    `mentions(data, word)`: whether the text may hold the word (`holds` for decoded text; a
+    notebook's raw bytes: `json_may_contain`)."""
     files = list(files)
     others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
     if any(mentions(data, word) for _, data, _, mentions in files for word in others):
@@ -233,12 +236,12 @@ def may_need_search(files: Iterable[SearchFile], root: Path) -> bool:
         if not any(mentions(data, word) for word in LEGACY_PRECISION_WORDS):
             continue  # ACF011's search never reads it
         if not is_config:
-            if may_call_for_precision(path, data, root):
+            if root is None or may_call_for_precision(path, data, root):
                 return True
             continue  # ACF011's search tests it and never parses it (calls.library_call_files)
         if (
             b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
-        ) and config_may_spell_old_value(data):
+        ) and (root is None or config_may_spell_old_value(data)):
             return True
     return False
 
