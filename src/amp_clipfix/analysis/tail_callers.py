@@ -30,7 +30,12 @@ Two more cuts, at every level, from the same facts:
   function's own name, the function no value anywhere; one level: any helper, so it is read
   whole). timm's `train_one_epoch`: the clips of `_backward` meet the backward of the next
   `_backward` call first; what follows in the loop (EMA updates, logging, checkpoints) is not
-  asked about.
+  asked about. A clip with no scaled backward before it in that statement can take one only
+  from the statements before it (read as the whole reading reads them, clip_tail.Tail.whole);
+  they are read once a step follows the clip (with no step after it to the end, it reports
+  nothing), and where they make none, the clip reports nothing either. ColossalAI's tests call
+  `run_fn(...)` whose `optimizer.clip_grad_by_norm` clips and `optimizer.step()` steps with no
+  scaled backward anywhere before: the rest of each caller is not read.
 - A caller whose own code settles every clip of the helper it meets, with its own scaled
   backward before each and its own step of that scaler after, with no backward between
   (`closes_clips`), is not followed to its callers (callables.caller_readings `follow`): a
@@ -44,6 +49,7 @@ Two more cuts, at every level, from the same facts:
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from amp_clipfix.analysis.clip_tail import NOTHING, ClipCapable, Found, Open, Tail, statement_of
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -59,6 +65,7 @@ from amp_clipfix.analysis.order import (
     EventKind,
     calls_of,
     events,
+    gated,
     statements,
 )
 from amp_clipfix.analysis.summary import called_name
@@ -143,6 +150,16 @@ def reports_none(
     tail = Tail(capable, classify)
     tail.first = first
     order: list[Event] = []
+    before: list[list[Event]] = []  # the events before the call's statement, once asked
+
+    def backed() -> bool:
+        """A scaled backward comes before the call's statement in the whole reading (its
+        statements before it, read as clip_tail.Tail.whole reads them)."""
+        if not before:
+            gate = gated(capable.before, enters)
+            before.append(events(facts, file, function, classify, enters=gate, until=first))
+        return any(event.kind is EventKind.BACKWARD for event in before[0])
+
     for index in range(start, len(listed)):
         until = listed[index + 1] if index + 1 < len(listed) else NOTHING  # never quiet
         order += events(
@@ -154,7 +171,7 @@ def reports_none(
                 return True  # no clip of the helper through the call (nor through itself)
             if tail.cut or not closed_to_itself(capable, file, function, min(levels)):
                 return False  # a helper read from its first clip: a backward may be left out
-        verdict = quiet_clips(order, first, call, clips)
+        verdict = quiet_clips(order, first, call, clips, backed)
         if verdict is not None:
             return verdict
     return True
@@ -186,16 +203,26 @@ def closed_to_itself(capable: ClipCapable, file: FileFacts, function: Body, leve
 
 
 def quiet_clips(
-    order: list[Event], first: ast.stmt, call: ast.Call, clips: set[int]
+    order: list[Event],
+    first: ast.stmt,
+    call: ast.Call,
+    clips: set[int],
+    backed: Callable[[], bool],
 ) -> bool | None:
     """True when no helper clip met through `call` can be reported, False when one may, None
-    while the statements read so far do not tell."""
+    while the statements read so far do not tell. `backed`: whether a scaled backward comes
+    before the call's statement (asked only of a clip with none before it in the statements
+    read and a step after it)."""
     for index, event in enumerate(order):
         if event.kind is not EventKind.CLIP or id(event.call) not in clips or call not in event.via:
             continue
         backward = next((e for e in reversed(order[:index]) if e.kind is EventKind.BACKWARD), None)
         if backward is None:
-            return False  # its backward comes before the call's statement: read it whole
+            if not any(later.kind is EventKind.STEP for later in order[index + 1 :]):
+                return None  # no step after it yet (none to the end: it reports nothing)
+            if backed():
+                return False  # its backward comes before the call's statement: read it whole
+            continue  # no backward anywhere before it: it reports nothing
         for later in order[index + 1 :]:
             if later.kind is EventKind.BACKWARD and later.scaler == backward.scaler:
                 break
