@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from piped import amp_clipfix
 from test_clip_tail import report, write
+from test_incremental import computed, spied_queries
 
 from amp_clipfix.analysis import evaluate, scaler_calls
 from amp_clipfix.analysis.resolve import project_evaluator
@@ -194,6 +195,34 @@ def test_an_edit_that_hands_the_class_on_gives_a_cold_runs_bytes(
     cold = amp_clipfix(root, "check", "--no-cache", entry=False)
     assert warm == cold
     assert "ACF004" in warm.text
+
+
+def test_an_edit_that_hands_the_class_on_asks_the_search_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files writing the class's name are read for the answer (noted): a line handing the
+    class on, added to a module nothing else reads, asks ACF004's search again (the answer it
+    kept, "called only where written", is no longer true)."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    root = tmp_path / "project"
+    direct = "import torch\n\nscaler = torch.amp.GradScaler('cuda')\n"
+    files = {
+        "train.py": loop("factory('cuda')", parameters=", factory"),
+        "main.py": MAIN.format(factory="make_scaler").replace(
+            "import torch", "from somelib import make_scaler"
+        ),
+        "other.py": direct,
+    }
+    write(root, files)
+    asked = spied_queries(monkeypatch)
+    names = next(asked)
+    assert amp_clipfix(root, "check", entry=False).code == 0
+    (root / "other.py").write_text(direct + "kind = torch.amp.GradScaler\n")
+    names.clear()
+    warm = amp_clipfix(root, "check", entry=False)
+    assert "rule ACF004" in computed(names)
+    assert warm == amp_clipfix(root, "check", "--no-cache", entry=False)
 
 
 WRITINGS_CALLED = [
