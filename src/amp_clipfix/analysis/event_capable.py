@@ -48,7 +48,6 @@ from amp_clipfix.analysis.clip_tail import (
 )
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.facts import FileFacts
-from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import Body
 from amp_clipfix.analysis.reach import CallReach
 from amp_clipfix.analysis.recording import (
@@ -60,10 +59,10 @@ from amp_clipfix.analysis.recording import (
     scan,
     tested,
 )
+from amp_clipfix.analysis.scaler_calls import ScalerCalls, made_scaler
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.analysis.value_sites import handed_sites
-from amp_clipfix.analysis.values import Ext, Opaque
 from amp_clipfix.analysis.written_events import (
     AFTER_BRACKET,
     SCALED_BACKWARD,
@@ -200,9 +199,12 @@ class AnyEvent(BeforeClip):
     event to any reading, so a call that can run none is not entered, and its callee is not
     asked for (the question every call of a long training loop asks after its clip)."""
 
-    def __init__(self, reach: CallReach, clips: ClipCapable) -> None:
+    def __init__(
+        self, reach: CallReach, clips: ClipCapable, scalers: ScalerCalls | None = None
+    ) -> None:
         super().__init__(reach)
         self.clips = clips
+        self.scalers = scalers  # the calls that may make a GradScaler (the classifier's)
         self.written = clips.written  # how modules write names as values: the same answers
 
     def build(self) -> None:
@@ -262,7 +264,7 @@ class AnyEvent(BeforeClip):
             if (
                 isinstance(func, ast.Attribute)
                 and call.args
-                and holds_scaler(self.evaluator, summary, func.value)
+                and holds_scaler(self.evaluator, summary, func.value, self.scalers)
             ):
                 yield found
 
@@ -283,16 +285,14 @@ def same_source(summary: Summary, data: bytes) -> bool:
     return b"coding" not in b"\n".join(data.split(b"\n", 2)[:2])
 
 
-def holds_scaler(evaluator: Evaluator, summary: Summary, node: ast.expr) -> bool:
+def holds_scaler(
+    evaluator: Evaluator, summary: Summary, node: ast.expr, calls: ScalerCalls | None = None
+) -> bool:
     """The classifier's question of a step's receiver (training.is_scaler: a value a library
-    `GradScaler(...)` call made), asked of the module's summary as the evaluator reads it."""
-    for value in evaluator.force(evaluator.ev(node, evaluator.ctx_of(summary, node))):
-        if isinstance(value, Opaque) and isinstance(value.node, ast.Call) and value.summary:
-            callee, made_in = value.node.func, value.summary
-            made = evaluator.force(evaluator.ev(callee, evaluator.ctx_of(made_in, callee)))
-            if any(isinstance(v, Ext) and v.qname in GRAD_SCALERS for v in made):
-                return True
-    return False
+    `GradScaler(...)` call made), asked of the module's summary as the evaluator reads it;
+    `calls`: the calls that may make one (analysis/scaler_calls.py; None: any call)."""
+    values = evaluator.force(evaluator.ev(node, evaluator.ctx_of(summary, node)))
+    return made_scaler(evaluator, values, calls)
 
 
 def made_by(summary: Summary, function: Body, call: ast.Call) -> bool:

@@ -20,13 +20,19 @@ from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind
 from amp_clipfix.analysis.partials import called_qnames
 from amp_clipfix.analysis.recording import TextTest
+from amp_clipfix.analysis.scaler_calls import ScalerCalls, made_scaler
 from amp_clipfix.analysis.values import ClsV, Fn, Opt, is_off
 from amp_clipfix.models import Site, SiteKind
 
 
-def is_scaler(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> bool:
-    """The expression may hold a GradScaler made by the library (any spelling)."""
-    return bool(facts.made_by(file, node) & GRAD_SCALERS)
+def is_scaler(
+    facts: ProjectFacts, file: FileFacts, node: ast.expr, calls: ScalerCalls | None = None
+) -> bool:
+    """The expression may hold a GradScaler made by the library (any spelling); `calls`: the
+    calls that may make one (analysis/scaler_calls.py; None: any call)."""
+    if calls is None:
+        return bool(facts.made_by(file, node) & GRAD_SCALERS)
+    return made_scaler(facts.evaluator, facts.values(file, node), calls)
 
 
 def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:

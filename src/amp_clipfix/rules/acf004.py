@@ -33,6 +33,7 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
+from amp_clipfix.analysis.scaler_calls import ScalerCalls
 from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
@@ -103,11 +104,15 @@ def made_once(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> ast.Call 
 
 
 def classifier(  # noqa: ANN201 - an order.Classify
-    facts: ProjectFacts, enters: Enters = None, clips: Callable[[ast.Call], bool] | None = None
+    facts: ProjectFacts,
+    enters: Enters = None,
+    clips: Callable[[ast.Call], bool] | None = None,
+    scalers: ScalerCalls | None = None,
 ):
     """Scaled backward, unscale_, step of a GradScaler, and torch's clip calls (asked only of
     a call that `clips` says may be torch's clip and `enters` says may run project code or
-    torch's clip: analysis/reach.py, clip_values.py)."""
+    torch's clip: analysis/reach.py, clip_values.py; a scaler only of the calls `scalers`
+    says may make one: analysis/scaler_calls.py)."""
 
     def classify(file: FileFacts, call: ast.Call) -> Seen | None:
         func = call.func
@@ -118,11 +123,15 @@ def classifier(  # noqa: ANN201 - an order.Classify
                 and isinstance(receiver, ast.Call)
                 and isinstance(receiver.func, ast.Attribute)
                 and receiver.func.attr == "scale"
-                and is_scaler(facts, file, receiver.func.value)
+                and is_scaler(facts, file, receiver.func.value, scalers)
             ):
                 made = made_once(facts, file, receiver.func.value)
                 return Seen(EventKind.BACKWARD, scaler=receiver.func.value, detail=made)
-            if func.attr in ("unscale_", "step") and call.args and is_scaler(facts, file, receiver):
+            if (
+                func.attr in ("unscale_", "step")
+                and call.args
+                and is_scaler(facts, file, receiver, scalers)
+            ):
                 kind = EventKind.UNSCALE if func.attr == "unscale_" else EventKind.STEP
                 made = made_once(facts, file, receiver)
                 return Seen(kind, scaler=receiver, optimizer=call.args[0], detail=made)
@@ -145,9 +154,10 @@ def check(queries: Queries) -> Iterator[Found]:
     clips = ClipCapable(reach)
     before = BeforeClip(reach)
     clips.before = before.may_enter
-    classify = classifier(facts, reach.may_run_project, reach.may_be_clip)
+    scalers = ScalerCalls(facts.evaluator)
+    classify = classifier(facts, reach.may_run_project, reach.may_be_clip, scalers)
     # a call is entered only where it may run a helper that makes an event (event_capable.py)
-    enters = gated(AnyEvent(reach, clips).may_enter, reach.may_run_project)
+    enters = gated(AnyEvent(reach, clips, scalers).may_enter, reach.may_run_project)
     seen: set[tuple[int, int]] = set()  # (clip call, statement fixed) already reported
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         for function in functions(file):
