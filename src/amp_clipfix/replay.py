@@ -183,7 +183,7 @@ def save(
     checkout tracks. `key`: the run's key, or how to work it out (a run that began with no
     cache folder to replay from, and may have made one)."""
     caches = _cache_folders()
-    if not run_notes.may_note() or not caches:
+    if not run_notes.may_note(code) or not caches:
         return
     if not isinstance(key, str):
         key = key()
@@ -337,7 +337,7 @@ def _main() -> None:
         try:
             _command_line()
         except SystemExit as end:
-            if end.code in (0, 1, None):
+            if end.code in (0, 1, 2, None):
                 captured.flush()
                 if not (captured.failed or seen.changed):
                     save(key, seen.answers, captured.output, int(end.code or 0))
