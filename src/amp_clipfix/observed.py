@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -39,6 +40,16 @@ class Recording:
         self.digests: dict[int, tuple[bytes, bytes]] = {}
         self.changed = False
         self.previous: Recording | None = None
+        self.started = time.time_ns()  # before any question: what `settled` compares with
+        # a read file's path -> its status when read, when settled (None: not, or two)
+        self.statuses: dict[str, Status | None] = {}
+
+    def settled(self, path: str, status: os.stat_result) -> None:
+        """Note the status `path` had when its bytes were read, when no later write can leave
+        that status as it was (`is_settled`); a path read twice with two statuses gets none."""
+        noted = signature(status) if is_settled(status, self.started) else None
+        if self.statuses.setdefault(path, noted) != noted:
+            self.statuses[path] = None
 
     def __enter__(self) -> Recording:
         global _active
@@ -51,6 +62,26 @@ class Recording:
 
 
 _active: Recording | None = None
+
+Status = tuple[int, int, int, int, int]  # device, inode, size, mtime and ctime in ns
+
+# How much older than a run's start a file's last change must be for its status to stand for
+# its bytes (git's "racily clean" entries, Mercurial's ambiguous mtimes): a write after the
+# read gets a later ctime, unless it falls in the same tick of the file system's clock (a
+# jiffy; 1-2 s on FAT, HFS+, ext3) or that clock runs behind this one (a network share).
+SETTLE_NS = 5_000_000_000
+
+
+def signature(status: os.stat_result) -> Status:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def is_settled(status: os.stat_result, started: int) -> bool:
+    """Whether the file's last change (its ctime, which every write sets to the clock and no
+    call sets back; its mtime too) is SETTLE_NS older than `started`: then the same status
+    later means the same bytes. Never on Windows, whose st_ctime is the creation time."""
+    changed = max(status.st_mtime_ns, status.st_ctime_ns)
+    return os.name != "nt" and changed < started - SETTLE_NS
 
 
 def _noted(kind: str, path: str | os.PathLike[str], extra: str, answer: object) -> None:
@@ -200,6 +231,11 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     Read to its end with `os.read`, the size `fstat` gives at once (a buffered file object
     per file cost a third of the reading: ~2 ms over a 700-file tree). Not noted (read_bytes
     is the run's question); the writer re-reads a file with it. Raises OSError."""
+    return _read_with_status(path)[0]
+
+
+def _read_with_status(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
+    """read_file's bytes, and the file's status taken before they were read."""
     handle = os.open(path, READ_FLAGS)
     try:
         status = os.fstat(handle)
@@ -208,7 +244,7 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
         parts = []
         while part := os.read(handle, max(status.st_size + 1, READ_CHUNK)):
             parts.append(part)  # until the end: the file may have grown since `fstat`
-        return b"".join(parts)
+        return b"".join(parts), status
     finally:
         os.close(handle)
 
@@ -217,7 +253,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The file's bytes (their digest is the answer noted); a name that is no regular file is
     never read (read_file). Raises OSError."""
     try:
-        data = read_file(path)
+        data, status = _read_with_status(path)
     except OSError as error:
         _noted("read", path, "", error.errno)
         raise
@@ -225,6 +261,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         digest = _raw_digest(data)
         _noted("read", path, "", digest.hex())
         _active.digests[id(data)] = (data, digest)
+        _active.settled(os.fspath(path), status)
     return data
 
 
@@ -307,9 +344,28 @@ def _run_git(arguments: list[str], folder: str | os.PathLike[str]) -> bytes | No
     return printed if os.waitstatus_to_exitcode(status) == 0 else None
 
 
-def still_answers(answers: dict[Question, object]) -> bool:
-    """Whether every question gets the answer it got when it was noted."""
-    return all(_answer(*question) == answer for question, answer in answers.items())
+def still_answers(
+    answers: dict[Question, object], statuses: dict[str, Status] | None = None
+) -> bool:
+    """Whether every question gets the answer it got when it was noted. A file read with a
+    settled status (`statuses`, Recording.statuses) that still has that status holds the
+    bytes it held: it is not read and hashed again (a stat instead of the whole tree's bytes)."""
+    known = statuses or {}
+    return all(
+        _same_status(question, known) or _answer(*question) == answer
+        for question, answer in answers.items()
+    )
+
+
+def _same_status(question: Question, statuses: dict[str, Status]) -> bool:
+    kind, path, _ = question
+    noted = statuses.get(path) if kind == "read" else None
+    if noted is None:
+        return False
+    try:
+        return signature(os.stat(path)) == noted
+    except OSError:
+        return False
 
 
 def _answer(kind: str, path: str, extra: str) -> object:
