@@ -45,8 +45,10 @@ def check(project: Path, *arguments: str, **variables: str) -> subprocess.Comple
 
 
 def records(project: Path) -> list[Path]:
+    """The noted runs (replay.STATUSES, the table of settled reads, is none)."""
     folder = Path(version_folder(project)) / "replay"
-    return sorted(folder.iterdir()) if folder.is_dir() else []
+    found = folder.iterdir() if folder.is_dir() else []
+    return sorted(path for path in found if replay._is_record_name(path.name))
 
 
 def mark_records(project: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_clipfix import run_notes
+from amp_clipfix import replay, run_notes
 from amp_clipfix.cache_layout import seal, secret, unseal, version_folder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -35,8 +35,10 @@ def check(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 def records(project: Path) -> list[Path]:
+    """The noted runs (replay.STATUSES, the table of settled reads, is none)."""
     folder = Path(version_folder(project)) / "replay"
-    return sorted(folder.iterdir()) if folder.is_dir() else []
+    found = folder.iterdir() if folder.is_dir() else []
+    return sorted(path for path in found if replay._is_record_name(path.name))
 
 
 def mark_records(project: Path) -> None:

@@ -43,6 +43,27 @@ class Recording:
         self.started = time.time_ns()  # before any question: what `settled` compares with
         # a read file's path -> its status when read, when settled (None: not, or two)
         self.statuses: dict[str, Status | None] = {}
+        # path -> (settled status, digest) of an earlier run's reads (replay.py's `known`):
+        # a file read with that status before and after gets that digest, unhashed
+        self.known: dict[str, object] = {}
+        self.digested: dict[str, bytes] = {}  # this run's reads with a settled status
+
+    def known_status(self, path: str) -> tuple[Status, bytes] | None:
+        """The settled status and digest an earlier run read `path` with, when well formed."""
+        entry = self.known.get(path)
+        if type(entry) is tuple and len(entry) == 2 and type(entry[1]) is bytes:
+            status, digest = entry
+            if type(status) is tuple and len(status) == 5 and len(digest) == DIGEST_BYTES:
+                return status, digest
+        return None
+
+    def table(self) -> dict[str, tuple[Status, bytes]]:
+        """This run's settled reads with their digests: the next run's `known`."""
+        return {
+            path: (status, self.digested[path])
+            for path, status in self.statuses.items()
+            if status is not None and path in self.digested
+        }
 
     def settled(self, path: str, status: os.stat_result) -> None:
         """Note the status `path` had when its bytes were read, when no later write can leave
@@ -234,8 +255,11 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     return _read_with_status(path)[0]
 
 
-def _read_with_status(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_result]:
-    """read_file's bytes, and the file's status taken before they were read."""
+def _read_with_status(
+    path: str | os.PathLike[str], expected: Status | None = None
+) -> tuple[bytes, os.stat_result, bool]:
+    """read_file's bytes, the file's status taken before they were read, and whether the
+    status was `expected` both before and after they were read (no write in between)."""
     handle = os.open(path, READ_FLAGS)
     try:
         status = os.fstat(handle)
@@ -244,7 +268,8 @@ def _read_with_status(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_resu
         parts = []
         while part := os.read(handle, max(status.st_size + 1, READ_CHUNK)):
             parts.append(part)  # until the end: the file may have grown since `fstat`
-        return b"".join(parts), status
+        kept = signature(status) == expected and signature(os.fstat(handle)) == expected
+        return b"".join(parts), status, kept
     finally:
         os.close(handle)
 
@@ -252,16 +277,21 @@ def _read_with_status(path: str | os.PathLike[str]) -> tuple[bytes, os.stat_resu
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The file's bytes (their digest is the answer noted); a name that is no regular file is
     never read (read_file). Raises OSError."""
+    name = os.fspath(path)
+    known = None if _active is None else _active.known_status(name)
     try:
-        data, status = _read_with_status(path)
+        data, status, kept = _read_with_status(path, None if known is None else known[0])
     except OSError as error:
         _noted("read", path, "", error.errno)
         raise
     if _active is not None:
-        digest = _raw_digest(data)
+        # A settled status an earlier run read these bytes with, kept through this read: the
+        # same bytes (is_settled says why), so their digest, not hashed again.
+        digest = known[1] if known is not None and kept else _raw_digest(data)
         _noted("read", path, "", digest.hex())
         _active.digests[id(data)] = (data, digest)
-        _active.settled(os.fspath(path), status)
+        _active.settled(name, status)
+        _active.digested.setdefault(name, digest)
     return data
 
 
@@ -411,9 +441,12 @@ def _digest(data: bytes) -> str:
     return _raw_digest(data).hex()
 
 
+DIGEST_BYTES = 32
+
+
 def _raw_digest(data: bytes) -> bytes:
     """blake2b-256 of `data`: what a read is noted by (in hex) and the cache keys a file by."""
-    return blake2b(data, digest_size=32).digest()
+    return blake2b(data, digest_size=DIGEST_BYTES).digest()
 
 
 def blake2b(data: bytes = b"", **parameters: Any) -> Blake2b:

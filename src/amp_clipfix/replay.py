@@ -49,6 +49,11 @@ EXIT_BROKEN_PIPE = 1
 
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
 
+# The entry of a cache's replay folder that holds the settled reads of the last noted run, each
+# with its digest (observed.Recording.known): a run that is not replayed hashes only the files
+# whose status changed. A record's name is 64 hex digits, so pruning never takes it.
+STATUSES = "statuses"
+
 
 def replayable(arguments: list[str]) -> bool:
     """A `check` reporting to no terminal, with the cache on."""
@@ -202,6 +207,24 @@ def save(
     entries = Entries(_project_root(caches[0]))
     if entries.write(folder, key, record):
         entries.prune(folder, KEPT_RECORDS, _is_record_name)
+    table = seen.table()
+    if table and table != seen.known:
+        entries.write(folder, STATUSES, marshal.dumps(table))
+
+
+def known_reads() -> dict[str, object]:
+    """The settled reads the last noted run left in the nearest cache (STATUSES), or none."""
+    from amp_clipfix.cache_layout import Entries
+
+    caches = _cache_folders()
+    if not caches:
+        return {}
+    data = Entries(_project_root(caches[0])).read(os.path.join(caches[0], "replay"), STATUSES)
+    try:
+        table = marshal.loads(data) if data is not None else {}
+    except Exception:  # noqa: BLE001 - a table that fails to load is no table
+        return {}
+    return table if type(table) is dict else {}
 
 
 def _is_record_name(name: str) -> bool:
@@ -339,6 +362,7 @@ def _main() -> None:
         if code is not None:
             sys.exit(code)
     with observed.Recording() as seen, Captured() as captured:
+        seen.known = known_reads()
         try:
             _command_line()
         except SystemExit as end:
