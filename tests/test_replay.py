@@ -45,8 +45,10 @@ def check(project: Path, *arguments: str, **variables: str) -> subprocess.Comple
 
 
 def records(project: Path) -> list[Path]:
+    """The noted runs (replay.STATUSES, the table of settled reads, is none)."""
     folder = Path(version_folder(project)) / "replay"
-    return sorted(folder.iterdir()) if folder.is_dir() else []
+    found = folder.iterdir() if folder.is_dir() else []
+    return sorted(path for path in found if replay._is_record_name(path.name))
 
 
 def mark_records(project: Path) -> None:
@@ -57,8 +59,8 @@ def mark_records(project: Path) -> None:
     for record in records(project):
         value = unseal(key, record.name, record.read_bytes())
         assert value is not None
-        answers, _, code = marshal.loads(value)
-        marked = marshal.dumps((answers, [(1, b"replayed\n")], code))
+        answers, _, code, statuses = marshal.loads(value)
+        marked = marshal.dumps((answers, [(1, b"replayed\n")], code, statuses))
         record.write_bytes(seal(key, record.name, marked))
 
 
@@ -410,8 +412,8 @@ def test_a_replay_into_a_reader_that_stopped_exits_as_the_run_does(project: Path
     for record in records(project):  # stderr first, so the replay shows itself, then stdout
         value = unseal(key, record.name, record.read_bytes())
         assert value is not None
-        answers, output, code = marshal.loads(value)
-        marked = marshal.dumps((answers, [(2, b"replayed\n"), *output], code))
+        answers, output, code, statuses = marshal.loads(value)
+        marked = marshal.dumps((answers, [(2, b"replayed\n"), *output], code, statuses))
         record.write_bytes(seal(key, record.name, marked))
 
     code, stderr = into_a_closed_pipe()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 
 TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
 if TYPE_CHECKING:
@@ -39,6 +40,37 @@ class Recording:
         self.digests: dict[int, tuple[bytes, bytes]] = {}
         self.changed = False
         self.previous: Recording | None = None
+        self.started = time.time_ns()  # before any question: what `settled` compares with
+        # a read file's path -> its status when read, when settled (None: not, or two)
+        self.statuses: dict[str, Status | None] = {}
+        # path -> (settled status, digest) of an earlier run's reads (replay.py's `known`):
+        # a file read with that status before and after gets that digest, unhashed
+        self.known: dict[str, object] = {}
+        self.digested: dict[str, bytes] = {}  # this run's reads with a settled status
+
+    def known_status(self, path: str) -> tuple[Status, bytes] | None:
+        """The settled status and digest an earlier run read `path` with, when well formed."""
+        entry = self.known.get(path)
+        if type(entry) is tuple and len(entry) == 2 and type(entry[1]) is bytes:
+            status, digest = entry
+            if type(status) is tuple and len(status) == 5 and len(digest) == DIGEST_BYTES:
+                return status, digest
+        return None
+
+    def table(self) -> dict[str, tuple[Status, bytes]]:
+        """This run's settled reads with their digests: the next run's `known`."""
+        return {
+            path: (status, self.digested[path])
+            for path, status in self.statuses.items()
+            if status is not None and path in self.digested
+        }
+
+    def settled(self, path: str, status: os.stat_result) -> None:
+        """Note the status `path` had when its bytes were read, when no later write can leave
+        that status as it was (`is_settled`); a path read twice with two statuses gets none."""
+        noted = signature(status) if is_settled(status, self.started) else None
+        if self.statuses.setdefault(path, noted) != noted:
+            self.statuses[path] = None
 
     def __enter__(self) -> Recording:
         global _active
@@ -51,6 +83,26 @@ class Recording:
 
 
 _active: Recording | None = None
+
+Status = tuple[int, int, int, int, int]  # device, inode, size, mtime and ctime in ns
+
+# How much older than a run's start a file's last change must be for its status to stand for
+# its bytes (git's "racily clean" entries, Mercurial's ambiguous mtimes): a write after the
+# read gets a later ctime, unless it falls in the same tick of the file system's clock (a
+# jiffy; 1-2 s on FAT, HFS+, ext3) or that clock runs behind this one (a network share).
+SETTLE_NS = 5_000_000_000
+
+
+def signature(status: os.stat_result) -> Status:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def is_settled(status: os.stat_result, started: int) -> bool:
+    """Whether the file's last change (its ctime, which every write sets to the clock and no
+    call sets back; its mtime too) is SETTLE_NS older than `started`: then the same status
+    later means the same bytes. Never on Windows, whose st_ctime is the creation time."""
+    changed = max(status.st_mtime_ns, status.st_ctime_ns)
+    return os.name != "nt" and changed < started - SETTLE_NS
 
 
 def _noted(kind: str, path: str | os.PathLike[str], extra: str, answer: object) -> None:
@@ -200,6 +252,14 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     Read to its end with `os.read`, the size `fstat` gives at once (a buffered file object
     per file cost a third of the reading: ~2 ms over a 700-file tree). Not noted (read_bytes
     is the run's question); the writer re-reads a file with it. Raises OSError."""
+    return _read_with_status(path)[0]
+
+
+def _read_with_status(
+    path: str | os.PathLike[str], expected: Status | None = None
+) -> tuple[bytes, os.stat_result, bool]:
+    """read_file's bytes, the file's status taken before they were read, and whether the
+    status was `expected` both before and after they were read (no write in between)."""
     handle = os.open(path, READ_FLAGS)
     try:
         status = os.fstat(handle)
@@ -208,7 +268,8 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
         parts = []
         while part := os.read(handle, max(status.st_size + 1, READ_CHUNK)):
             parts.append(part)  # until the end: the file may have grown since `fstat`
-        return b"".join(parts)
+        kept = signature(status) == expected and signature(os.fstat(handle)) == expected
+        return b"".join(parts), status, kept
     finally:
         os.close(handle)
 
@@ -216,15 +277,21 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The file's bytes (their digest is the answer noted); a name that is no regular file is
     never read (read_file). Raises OSError."""
+    name = os.fspath(path)
+    known = None if _active is None else _active.known_status(name)
     try:
-        data = read_file(path)
+        data, status, kept = _read_with_status(path, None if known is None else known[0])
     except OSError as error:
         _noted("read", path, "", error.errno)
         raise
     if _active is not None:
-        digest = _raw_digest(data)
+        # A settled status an earlier run read these bytes with, kept through this read: the
+        # same bytes (is_settled says why), so their digest, not hashed again.
+        digest = known[1] if known is not None and kept else _raw_digest(data)
         _noted("read", path, "", digest.hex())
         _active.digests[id(data)] = (data, digest)
+        _active.settled(name, status)
+        _active.digested.setdefault(name, digest)
     return data
 
 
@@ -307,9 +374,28 @@ def _run_git(arguments: list[str], folder: str | os.PathLike[str]) -> bytes | No
     return printed if os.waitstatus_to_exitcode(status) == 0 else None
 
 
-def still_answers(answers: dict[Question, object]) -> bool:
-    """Whether every question gets the answer it got when it was noted."""
-    return all(_answer(*question) == answer for question, answer in answers.items())
+def still_answers(
+    answers: dict[Question, object], statuses: dict[str, Status] | None = None
+) -> bool:
+    """Whether every question gets the answer it got when it was noted. A file read with a
+    settled status (`statuses`, Recording.statuses) that still has that status holds the
+    bytes it held: it is not read and hashed again (a stat instead of the whole tree's bytes)."""
+    known = statuses or {}
+    return all(
+        _same_status(question, known) or _answer(*question) == answer
+        for question, answer in answers.items()
+    )
+
+
+def _same_status(question: Question, statuses: dict[str, Status]) -> bool:
+    kind, path, _ = question
+    noted = statuses.get(path) if kind == "read" else None
+    if noted is None:
+        return False
+    try:
+        return signature(os.stat(path)) == noted
+    except OSError:
+        return False
 
 
 def _answer(kind: str, path: str, extra: str) -> object:
@@ -355,9 +441,12 @@ def _digest(data: bytes) -> str:
     return _raw_digest(data).hex()
 
 
+DIGEST_BYTES = 32
+
+
 def _raw_digest(data: bytes) -> bytes:
     """blake2b-256 of `data`: what a read is noted by (in hex) and the cache keys a file by."""
-    return blake2b(data, digest_size=32).digest()
+    return blake2b(data, digest_size=DIGEST_BYTES).digest()
 
 
 def blake2b(data: bytes = b"", **parameters: Any) -> Blake2b:

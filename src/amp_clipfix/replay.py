@@ -6,8 +6,9 @@ what git lists) and, when it ends with 0 or 1, its output and exit code, in the 
 folder at or above the current folder. The same command line, from the same folder, with the
 same environment, interpreter, packages and amp-clipfix build, asks those questions again before
 anything else is imported; when every answer is the same, so would the whole run be, and the
-noted output is written instead. The analysis itself stays cached by content hash
-(analysis/cache.py); this only saves starting it.
+noted output is written instead. A file read with a settled status (observed.is_settled) that
+still has it is not read again: the replay of an unchanged tree stats its files. The analysis
+itself stays cached by content hash (analysis/cache.py); this only saves starting it.
 
 A record is trusted as the cache's entries are (cache_layout.py): sealed with this user's
 secret under its key, or a miss. Not noted: a run that saw an input change under it (a question
@@ -47,6 +48,11 @@ KEPT_RECORDS = 32
 EXIT_BROKEN_PIPE = 1
 
 Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order written
+
+# The entry of a cache's replay folder that holds the settled reads of the last noted run, each
+# with its digest (observed.Recording.known): a run that is not replayed hashes only the files
+# whose status changed. A record's name is 64 hex digits, so pruning never takes it.
+STATUSES = "statuses"
 
 
 def replayable(arguments: list[str]) -> bool:
@@ -143,10 +149,12 @@ def _record(key: str) -> tuple[Output, int] | None:
         if data is None:
             return None
         try:
-            answers, output, exit_code = marshal.loads(data)
+            answers, output, exit_code, statuses = marshal.loads(data)
             if not (_is_output(output) and type(exit_code) is int and type(answers) is dict):
                 return None
-            return (output, exit_code) if observed.still_answers(answers) else None
+            if type(statuses) is not dict:
+                return None
+            return (output, exit_code) if observed.still_answers(answers, statuses) else None
         except Exception:  # noqa: BLE001 - a record that fails to load is a miss
             return None
     return None
@@ -173,30 +181,50 @@ def _is_output(output: object) -> bool:
 
 def save(
     key: str | Callable[[], str],
-    answers: dict[observed.Question, object],
+    seen: observed.Recording,
     output: Output,
     code: int,
 ) -> None:
-    """Note the run in the nearest cache at or above the current folder (the run made one when
-    the current folder is in a project), when the command allowed it and nothing refused it.
+    """Note the run (`seen`: its questions and answers, and the settled statuses of the files
+    it read) in the nearest cache at or above the current folder (the run made one when the
+    current folder is in a project), when the command allowed it and nothing refused it.
     Sealed with this user's secret; written whole or not at all; never into a cache folder the
     checkout tracks. `key`: the run's key, or how to work it out (a run that began with no
     cache folder to replay from, and may have made one)."""
     caches = _cache_folders()
-    if not run_notes.may_note() or not caches:
+    if not run_notes.may_note(code) or not caches:
         return
     if not isinstance(key, str):
         key = key()
     from amp_clipfix.cache_layout import Entries
 
     folder = os.path.join(caches[0], "replay")
+    statuses = {path: status for path, status in seen.statuses.items() if status is not None}
     try:
-        record = marshal.dumps((answers, output, code))
+        record = marshal.dumps((seen.answers, output, code, statuses))
     except ValueError:  # marshal refused a value
         return
     entries = Entries(_project_root(caches[0]))
     if entries.write(folder, key, record):
         entries.prune(folder, KEPT_RECORDS, _is_record_name)
+    table = seen.table()
+    if table and table != seen.known:
+        entries.write(folder, STATUSES, marshal.dumps(table))
+
+
+def known_reads() -> dict[str, object]:
+    """The settled reads the last noted run left in the nearest cache (STATUSES), or none."""
+    from amp_clipfix.cache_layout import Entries
+
+    caches = _cache_folders()
+    if not caches:
+        return {}
+    data = Entries(_project_root(caches[0])).read(os.path.join(caches[0], "replay"), STATUSES)
+    try:
+        table = marshal.loads(data) if data is not None else {}
+    except Exception:  # noqa: BLE001 - a table that fails to load is no table
+        return {}
+    return table if type(table) is dict else {}
 
 
 def _is_record_name(name: str) -> bool:
@@ -334,13 +362,14 @@ def _main() -> None:
         if code is not None:
             sys.exit(code)
     with observed.Recording() as seen, Captured() as captured:
+        seen.known = known_reads()
         try:
             _command_line()
         except SystemExit as end:
-            if end.code in (0, 1, None):
+            if end.code in (0, 1, 2, None):
                 captured.flush()
                 if not (captured.failed or seen.changed):
-                    save(key, seen.answers, captured.output, int(end.code or 0))
+                    save(key, seen, captured.output, int(end.code or 0))
             raise
 
 

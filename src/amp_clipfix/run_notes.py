@@ -12,6 +12,7 @@ import sys
 
 _allowed = False
 _refused = False
+_lasting_errors = False
 
 
 def few_garbage_collections() -> None:
@@ -30,14 +31,16 @@ def few_garbage_collections() -> None:
 
 def reset() -> None:
     """A new run (the entry point runs one per process; tests run several in one)."""
-    global _allowed, _refused
-    _allowed = _refused = False
+    global _allowed, _refused, _lasting_errors
+    _allowed = _refused = _lasting_errors = False
 
 
-def allow() -> None:
-    """The command says its run may be replayed (a cached `check` reporting to stdout)."""
-    global _allowed
-    _allowed = True
+def allow(lasting_errors: bool = False) -> None:
+    """The command says its run may be replayed (a cached `check` reporting to stdout).
+    `lasting_errors`: every error it reported is one the same noted answers give again (a
+    file that does not parse), so its exit 2 may be replayed too."""
+    global _allowed, _lasting_errors
+    _allowed, _lasting_errors = True, lasting_errors
 
 
 def refuse() -> None:
@@ -47,9 +50,10 @@ def refuse() -> None:
     _refused = True
 
 
-def may_note() -> bool:
-    """Allowed, and nothing refused it."""
-    return _allowed and not _refused
+def may_note(code: int) -> bool:
+    """Allowed, nothing refused it, and it ended with 0 or 1, or with 2 on lasting errors only
+    (another exit 2 may come from what no question notes: a parsing process that died)."""
+    return _allowed and not _refused and (code in (0, 1) or code == 2 and _lasting_errors)
 
 
 def is_the_command() -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from amp_clipfix import observed, run_notes
+from amp_clipfix.analysis.project_collect import is_lasting
 from amp_clipfix.kinds import ErrorKind, FileError, active_findings
 from amp_clipfix.options import EDIT_FORMATS, STDIN, Settings
 from amp_clipfix.output.report import plural, problem_line
@@ -234,8 +235,8 @@ def check(settings: Settings, started: float, walk: Walk = run) -> NoReturn:
         emit_report(result, settings, stream)
     finish(settings, result, started)
     noted = settings.output_file is None and stdin_data is None
-    if settings.cache and noted:
-        run_notes.allow()  # all it printed follows from what it read, unless refused above
+    if settings.cache and noted:  # all it printed follows from what it read, unless refused
+        run_notes.allow(lasting_errors=all(map(is_lasting, result.errors)))
     sys.exit(exit_code(settings, result, findings_left=bool(active_findings(result.findings))))
 
 
