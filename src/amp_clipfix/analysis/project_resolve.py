@@ -340,9 +340,11 @@ def project_facts(
     def settle() -> None:
         for words, where in lazy.questions:  # a file that (now) holds one and passes is asked
             asked.words(words, where)
-        for path in lazy.candidates if lazy.questions or lazy.done else ():
-            if path in lazy.done:
-                failed = lazy.done[path] is None and document_of(path) is not None
+        before = collection.parsed_before  # read by searches the run did not compute again
+        for path in lazy.candidates if lazy.questions or lazy.done or before else ():
+            if path in lazy.done or path in before:
+                parsed = lazy.done[path] is not None if path in lazy.done else before[path]
+                failed = not parsed and document_of(path) is not None
             elif not lazy.questions.want(path, text_of):
                 continue  # no question asked would read it: its parse changes no answer
             elif path in collection.parses or parsed_whole(collection, path):
