@@ -24,7 +24,8 @@ The evaluator the queries share keeps its memos and spends one budget: a cut ans
 spent, a bound met) depends on the work done before it. So every answer is computed on the
 evaluator a cold run would have at that point: a query answered from the cache whose
 computation moved the evaluator (`Answer.touched`) is computed again, its answer dropped, before
-the first query of the run that is computed (`Queries.catch_up`). Every computed answer is then
+the first query of the run that is computed (`Queries.catch_up`), unless every such computation
+was clean, whose memos it need not make again (certificate.py). Every computed answer is then
 the cold run's, cut or not, and is stored. A cache is never a source of truth: an answer is
 reused only when all of this holds, else it is computed as a cold run computes it.
 """
