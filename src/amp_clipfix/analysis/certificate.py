@@ -78,7 +78,7 @@ class Watch:
             {} if lazy is None else dict(lazy.done),
             {} if lazy is None else dict.fromkeys(lazy.questions.refused),
             self.facts is not None and self.facts._fits is not None,
-            {p for p, s in collection.summaries.items() if s is None},
+            len(collection.late),
         )
 
     def left(self, before: tuple[Any, ...]) -> Left:
@@ -87,8 +87,8 @@ class Watch:
         asked = [question for question in after[7] if question not in before[7]]
         questions = tuple((words, form(where)) for words, where in asked)
         # a file that does not parse, read for the rules but no candidate of theirs: its error
-        # waits for the settle (project_resolve's `late`), which a put-back would not repeat
-        strays = self.facts is not None and any(p not in after[6] for p in after[9] - before[9])
+        # waits for the settle (`Collection.late`), which a put-back would not repeat
+        strays = after[9] != before[9]
         clean = (
             after[0] == before[0]
             and after[1] == before[1]

@@ -69,6 +69,9 @@ class Collection:
     # candidates a search read in the reused queries whose catch-up a run skipped, and whether
     # they parsed (certificate.py): the settle counts them as read (`LazyFiles.done`)
     parsed_before: dict[Path, bool] = field(default_factory=dict)
+    # files no searching rule's word named, read for a rule, that do not parse: reported by the
+    # settle, after the rest (project_resolve.project_facts)
+    late: list[FileError] = field(default_factory=list)
     certify: bool = False  # the queries may skip the catch-up where it is certain (queries.py)
     evaluator: Evaluator | None = None
     # The project's files as read, for the rules with their own search (their facts), and the

@@ -288,7 +288,7 @@ def project_facts(
     configs: dict[Path, Document] = {}
     documents: dict[Path, Document | None] = {}
     texts: dict[Path, bytes | None] = {}  # as FileFacts.data: what `with_words` tests
-    late: list[FileError] = []  # files no word named that do not parse, reported after the rest
+    late = collection.late  # files no word named that do not parse, reported after the rest
 
     def document_of(path: Path) -> Document | None:
         recording.read(noted, path)
