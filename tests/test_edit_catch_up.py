@@ -21,9 +21,22 @@ from test_incremental import (
 )
 from test_text_tests import LOOP, SCALING
 
-from amp_clipfix.analysis import frame, queries
+from amp_clipfix.analysis import certificate, frame, queries
 
 asked = pytest.fixture(name="asked")(spied_queries)
+
+
+@pytest.fixture(autouse=True)
+def always_caught_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These edits test the catch-up itself (the certificate's fallback: where it is skipped,
+    tests/test_catch_up_certificate.py): a run never skips it here."""
+    made = certificate.Watch.__init__
+
+    def never_certain(self: certificate.Watch, collection: object, make: object, _: bool) -> None:
+        made(self, collection, make, False)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(certificate.Watch, "__init__", never_certain)
+
 
 # loop.py: the clip between the scaled backward and the step, `scaler` from the callers;
 # caller.py calls it with a GradScaler (the finding in loop.py) and is parsed by ACF004 alone.

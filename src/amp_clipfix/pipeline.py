@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import gate_texts  # noqa: F401 - registers the gates' text tests
+from amp_clipfix.analysis.certificate import Uncertified
 from amp_clipfix.analysis.collection import Collection, Progress, ReadFiles, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
@@ -85,28 +86,17 @@ def run(
         project, project_options = configured or (found, options)  # may be another object
         target, warnings, pin_errors = project_target(project.root, project_options, project.files)
         errors.extend(pin_errors)
-        collection = collect_project(
-            project,
-            options.jobs,
-            options.prefilter,
-            progress,
-            cache=options.cache,
-            keep_outcomes=project_options.fix,
-        )
-        style = None
-        if options.fix:  # once per project; a check never reads the style (nor configparser)
-            from amp_clipfix.project.style import project_style
+        try:  # the queries may skip the catch-up where it is certain (certificate.py)
+            collection, result, style = analysed_project(
+                project, options, project_options, target, progress, certify=True
+            )
+        except Uncertified:  # it was not: analysed again, every query caught up
+            import gc
 
-            style = project_style(project.root)
-        result = process(
-            collection,
-            project_options,
-            target,
-            len(project.files),
-            project.linked_inside,
-            project.root,
-            style,
-        )
+            gc.collect()  # the attempt's analysis (cycles: the run's collector is off)
+            collection, result, style = analysed_project(
+                project, options, project_options, target, None, certify=False
+            )
         if collection.queries is not None:
             collection.queries.prune()  # the query entries this run did not use
         if collection.cache is not None:  # each file's text tests this run made (file_tests.py)
@@ -128,6 +118,43 @@ def run(
         notes=discovery.notes + merged.notes,
         per_project=tuple(summaries),
     )
+
+
+def analysed_project(
+    project: Project,
+    options: Options,
+    project_options: Options,
+    target: Target,
+    progress: Progress | None,
+    certify: bool,
+) -> tuple[Collection, RunResult, Style | None]:
+    """One project collected and processed (`certify`: its queries may skip the catch-up where
+    it is certain, certificate.py), and its style when it is fixed."""
+    collection = collect_project(
+        project,
+        options.jobs,
+        options.prefilter,
+        progress,
+        cache=options.cache,
+        keep_outcomes=project_options.fix,
+        certify=certify,
+        restore=certify,  # a second attempt takes no collection the first one stored
+    )
+    style = None
+    if options.fix:  # once per project; a check never reads the style (nor configparser)
+        from amp_clipfix.project.style import project_style
+
+        style = project_style(project.root)
+    result = process(
+        collection,
+        project_options,
+        target,
+        len(project.files),
+        project.linked_inside,
+        project.root,
+        style,
+    )
+    return collection, result, style
 
 
 def project_target(

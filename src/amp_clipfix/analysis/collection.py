@@ -66,6 +66,13 @@ class Collection:
     # files whose summary a cold run would have in `summaries` by now, not made yet (each
     # known to parse: reach.py `value_files`); made when the loader is asked
     promised: set[Path] = field(default_factory=set)
+    # candidates a search read in the reused queries whose catch-up a run skipped, and whether
+    # they parsed (certificate.py): the settle counts them as read (`LazyFiles.done`)
+    parsed_before: dict[Path, bool] = field(default_factory=dict)
+    # files no searching rule's word named, read for a rule, that do not parse: reported by the
+    # settle, after the rest (project_resolve.project_facts)
+    late: list[FileError] = field(default_factory=list)
+    certify: bool = False  # the queries may skip the catch-up where it is certain (queries.py)
     evaluator: Evaluator | None = None
     # The project's files as read, for the rules with their own search (their facts), and the
     # documents those searches read that have no collected sites (a fix may change them); None:

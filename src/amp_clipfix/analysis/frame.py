@@ -175,6 +175,7 @@ class EvaluatorBase:
         # evaluations running (ev, parameter, attribute, mro) by (kind, key) with their place on
         # the stack, and the cut values kept for the current question only.
         self.cuts = 0
+        self.unclean = 0  # values that may depend on the work before them (certificate.py)
         self.active: dict[tuple[str, object], int] = {}
         self.serials: list[int] = []  # by place on the stack, the running frame's serial
         self.serial = 0
@@ -276,6 +277,7 @@ class EvaluatorBase:
         self.cut_frames.add((kind, key))
         if kind not in ("callers", "ev"):
             self.unsettled += 1  # cycles.py: asked anew, or cut to a value of its own
+        self.unclean += 1
         return True
 
     def enter(self, kind: str, key: object) -> Entered:
@@ -308,6 +310,8 @@ class EvaluatorBase:
             self.low = min(self.low, low)
             self.members.update(members)
             self.members.add((kind, key))
+        if values is None or members or self.cuts != entered.cuts or low < entered.place:
+            self.unclean += 1  # raised, a cycle's head, or cut: not its key's value alone
         if values is None:
             return
         if self.cuts == entered.cuts and low >= entered.place:

@@ -63,6 +63,8 @@ def collect_project(
     fixed: Mapping[Path, bytes] | None = None,
     previous: Collection | None = None,
     keep_outcomes: bool = False,
+    certify: bool = False,
+    restore: bool = True,
 ) -> Collection:
     """Parse and collect the files of a project that can matter, in up to two stages.
 
@@ -72,9 +74,11 @@ def collect_project(
     `fixed`: the bytes a previous round of fixes gave some files (pipeline.py's fixpoint), read
     in place of the files' own; `previous`: that round's collection, whose bytes stand for
     the other files (not read again) and whose parses and summaries of them are taken as
-    they are (`keep_outcomes` on the first round keeps the parses).
+    they are (`keep_outcomes` on the first round keeps the parses). `certify`: the queries
+    may skip the catch-up where it is certain (certificate.py); not `restore`: a stored
+    collection is not taken (a second attempt: the first stored it before its rules ran).
     """
-    collection = Collection(progress=progress or NoProgress(), root=project.root)
+    collection = Collection(progress=progress or NoProgress(), root=project.root, certify=certify)
     if previous is not None:
         collection.outcomes = previous.outcomes
         fixed = {**previous.contents, **(fixed or {})}
@@ -90,7 +94,7 @@ def collect_project(
         )
     elif keep_outcomes:
         collection.outcomes = {}
-    collect_project_files(project, jobs, prefilter, collection, cache, fixed or {})
+    collect_project_files(project, jobs, prefilter, collection, cache, fixed or {}, restore)
     # every file has been looked at now, parsed or not
     collection.progress.done(max(len(project.files) - collection.files_done, 0))
     return collection
@@ -121,6 +125,7 @@ def collect_project_files(
     collection: Collection,
     cache: bool,
     fixed: Mapping[Path, bytes] | None = None,
+    restore: bool = True,
 ) -> None:
     """collect_project's work: from the cache when the project is unchanged, else the stages."""
     if cache:
@@ -132,9 +137,15 @@ def collect_project_files(
     key = ""
     if collection.cache is not None:
         key = collection.cache.project_key("collection", contents, prefilter)
-        if restore_collection(collection, contents, collection.cache.load(key)):
+        if restore and restore_collection(collection, contents, collection.cache.load(key)):
             return
+        from amp_clipfix.analysis.certificate import Watch
         from amp_clipfix.analysis.queries import Queries
+
+        def evaluator() -> object:
+            from amp_clipfix.analysis.project_resolve import project_evaluator_of
+
+            return project_evaluator_of(project.root, contents, searchable, collection)
 
         collection.queries = Queries(
             collection.cache,
@@ -142,6 +153,7 @@ def collect_project_files(
             searchable,
             f"prefilter={prefilter}",
             lambda: collection.evaluator,
+            Watch(collection, evaluator, collection.certify),
         )
     read_errors = len(collection.errors)
     collect_stages(project.root, contents, searchable, jobs, prefilter, collection)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
+from amp_clipfix.analysis.parse_depth import frame_depth, may_parse, parse_at_depth
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
@@ -288,7 +288,7 @@ def project_facts(
     configs: dict[Path, Document] = {}
     documents: dict[Path, Document | None] = {}
     texts: dict[Path, bytes | None] = {}  # as FileFacts.data: what `with_words` tests
-    late: list[FileError] = []  # files no word named that do not parse, reported after the rest
+    late = collection.late  # files no word named that do not parse, reported after the rest
 
     def document_of(path: Path) -> Document | None:
         recording.read(noted, path)
@@ -340,9 +340,11 @@ def project_facts(
     def settle() -> None:
         for words, where in lazy.questions:  # a file that (now) holds one and passes is asked
             asked.words(words, where)
-        for path in lazy.candidates if lazy.questions or lazy.done else ():
-            if path in lazy.done:
-                failed = lazy.done[path] is None and document_of(path) is not None
+        before = collection.parsed_before  # read by searches the run did not compute again
+        for path in lazy.candidates if lazy.questions or lazy.done or before else ():
+            if path in lazy.done or path in before:
+                parsed = lazy.done[path] is not None if path in lazy.done else before[path]
+                failed = not parsed and document_of(path) is not None
             elif not lazy.questions.want(path, text_of):
                 continue  # no question asked would read it: its parse changes no answer
             elif path in collection.parses or parsed_whole(collection, path):
@@ -436,59 +438,6 @@ def indexed_test(
         return None
     texts = recording.raw(index.contents)  # the texts the index was made from
     return indexed_holds_any(words, texts, index.files_by_word, len(index.position) // 2)
-
-
-def may_parse(text: str) -> bool:
-    """Whether Python surely parses `text`, from its symbol table (`symtable`): the parser runs,
-    but no `ast` objects are made (a quarter of `ast.parse`'s time). The symbol table refuses
-    more than the parser does (`nonlocal` at module level), so False only means "parse it to
-    know". It runs a hundred frames below the recursion limit: code nested to within a few
-    levels of the limit (where `ast.parse` gives up a level or two before the symbol table)
-    is parsed to know as well. Large modules are parsed in pieces (analysis/parse.py) and never
-    judged here."""
-    import symtable
-
-    from amp_clipfix.analysis.parse import LARGE_MODULE
-
-    if len(text) >= LARGE_MODULE:
-        return False
-    limit = sys.getrecursionlimit()
-    try:
-        sys.setrecursionlimit(max(limit - 100, 200))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            symtable.symtable(text, "<amp-clipfix>", "exec")
-    except Exception:  # noqa: BLE001 - any refusal (a RecursionError too): parse it to know
-        return False
-    finally:
-        sys.setrecursionlimit(limit)
-    return True
-
-
-def frame_depth() -> int:
-    """How many Python frames are running (what the parser's recursion limit counts)."""
-    depth, frame = 0, sys._getframe(1)
-    while frame is not None:
-        depth, frame = depth + 1, frame.f_back  # type: ignore[assignment]
-    return depth
-
-
-def parse_at_depth(load: Callable[[], Summary | None], depth: int) -> Summary | None:
-    """`load()` with the recursion limit moved by how much deeper than `depth` it is called:
-    `ast.parse` gives up at a nesting that depends on the frames already running, and a file
-    read when a search first asks for it must parse exactly when it would have parsed at the
-    start of the searches."""
-    limit = sys.getrecursionlimit()
-    # `depth` is how deep `read` ran then, and it called the loader directly; now `read` is
-    # this frame's caller (`frame_depth() - 1`) and calls it through this frame and a lambda.
-    moved = limit + (frame_depth() - 1) + 2 - depth
-    if moved == limit:
-        return load()
-    sys.setrecursionlimit(moved)
-    try:
-        return load()
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 def _candidate(path: Path, data: bytes) -> bool:

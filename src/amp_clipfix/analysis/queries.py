@@ -24,7 +24,8 @@ The evaluator the queries share keeps its memos and spends one budget: a cut ans
 spent, a bound met) depends on the work done before it. So every answer is computed on the
 evaluator a cold run would have at that point: a query answered from the cache whose
 computation moved the evaluator (`Answer.touched`) is computed again, its answer dropped, before
-the first query of the run that is computed (`Queries.catch_up`). Every computed answer is then
+the first query of the run that is computed (`Queries.catch_up`), unless every such computation
+was clean, whose memos it need not make again (certificate.py). Every computed answer is then
 the cold run's, cut or not, and is stored. A cache is never a source of truth: an answer is
 reused only when all of this holds, else it is computed as a cold run computes it.
 """
@@ -39,6 +40,7 @@ from amp_clipfix.records import record
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
+    from amp_clipfix.analysis.certificate import Watch
     from amp_clipfix.analysis.query_checks import Answer  # imported once an entry is loaded
 
 from amp_clipfix.analysis.recording import (
@@ -78,6 +80,7 @@ class Entry:
     reads: tuple[object, ...]
     value: object
     touched: bool
+    left: object  # what its computation left (certificate.Left)
 
 
 class Queries:
@@ -90,9 +93,13 @@ class Queries:
         searchable: Mapping[Path, bytes],
         salt: str,
         evaluator: Callable[[], object | None],
+        watch: Watch | None = None,
     ) -> None:
         self.cache, self.contents, self.searchable = cache, contents, searchable
         self.evaluator = evaluator  # the run's evaluator, None until one is made
+        # what each computation leaves (certificate.py); with it, a run may skip the catch-up
+        self.watch = watch
+        self.certifying = False  # computing on an evaluator the catch-up was skipped for
         import hashlib  # here: a run without the cache imports this module, never hashes
 
         self.reads = Reads()
@@ -171,17 +178,45 @@ class Queries:
             return stored.value  # type: ignore[return-value]
         if pure:
             return self.computed_pure(key, compute)
-        self.catch_up()
+        self.ready(stored)
         before = footprint(self.evaluator())
+        state = None if self.watch is None else self.watch.state()
         self.reads.absent = None if stored is None else self.absent(stored)
         try:
             value = compute()
         finally:
             self.reads.absent = None
+        left = None if self.watch is None or state is None else self.watch.left(state)
+        if self.certifying and (left is None or not left.clean):
+            from amp_clipfix.analysis.certificate import Uncertified
+
+            raise Uncertified  # its answer may not be the caught-up evaluator's
         touched = stateful or footprint(self.evaluator()) != before
         self.moved = self.moved or touched
-        self.store(key, value, touched)
+        self.store(key, value, touched, left=left)
         return value
+
+    def ready(self, stored: Answer | None) -> None:
+        """Before a query is computed: catch the evaluator up (`catch_up`), or, where every
+        reused query behind it left a clean computation (and its own earlier one was clean,
+        else it would likely not be now), put back what they left instead and compute on the
+        evaluator as it is, each computation from here on watched (certificate.py)."""
+        from amp_clipfix.analysis.certificate import Left, Uncertified
+
+        if not self.behind:
+            return
+        lefts = [answer.left for _, answer in self.behind]
+        clean = all(isinstance(left, Left) and left.clean and not left.fits for left in lefts) and (
+            stored is None or isinstance(stored.left, Left) and stored.left.clean
+        )
+        if self.watch is not None and clean and self.watch.certify:
+            self.behind = []
+            self.watch.put_back(lefts)  # type: ignore[arg-type]
+            self.certifying = True
+        elif self.certifying:
+            raise Uncertified  # this evaluator lacks what a catch-up would compute
+        else:
+            self.catch_up()
 
     def absent(self, stored: Answer) -> Absent | None:
         """The `exists` tests of an entry that no longer holds (its query is computed again)
@@ -279,7 +314,14 @@ class Queries:
             finally:
                 self.reads.absent = None
 
-    def store(self, key: str, value: object, touched: bool, reads: Reads | None = None) -> None:
+    def store(
+        self,
+        key: str,
+        value: object,
+        touched: bool,
+        reads: Reads | None = None,
+        left: object = None,
+    ) -> None:
         reads = self.reads if reads is None else reads
         if reads.everything:
             return
@@ -303,7 +345,7 @@ class Queries:
         derived = {name: self.share(answer) for name, answer in fields[3].items()}
         fields = (*fields[:3], derived, *fields[4:])
         parts = tuple(self.share(field) for field in fields)
-        self.cache.store(key, Entry(self.revision_key, parts, value, touched))
+        self.cache.store(key, Entry(self.revision_key, parts, value, touched, left))
 
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
@@ -353,6 +395,7 @@ class Queries:
             tests,
             stored.value,
             stored.touched,
+            stored.left,
         )
 
     def shared_part(self, part: object) -> object:

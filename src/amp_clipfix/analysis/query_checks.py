@@ -30,6 +30,7 @@ class Answer:
     tests: dict[str, dict[Test, bool]]  # by file: its text's tests and their results
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
+    left: object  # what its computation left besides its memos (certificate.Left, or None)
 
 
 def still(

@@ -46,6 +46,8 @@ def rules_query(
     alone), then the settling of the facts; each search's answer stored or computed."""
     queries = collection.queries
     assert queries is not None
+    if queries.watch is not None:  # what each search leaves in the facts (certificate.py)
+        queries.watch.facts = facts
     inputs: object = (
         sorted(files, key=lambda f: str(f.path)),
         target,

@@ -1,0 +1,186 @@
+"""The catch-up's certificate (issue 35): when a warm run may compute a query on an evaluator
+the reused queries before it did not move, and what they left that must be put back.
+
+`Queries.catch_up` computes the reused queries again before the first computed one so that it
+runs on the evaluator a cold run has. That is needed only where an answer depends on the work
+done before it: a value the evaluator cut (a budget, a bound) or met in a cycle (where a cycle
+is entered decides its head's value). Every other memo is a function of its key and the files
+it read (frame.py `recall`). So each computed query notes what it `Left`: whether it was
+`clean` (no value of its computation was cut, met a cycle or raised: `EvaluatorBase.unclean`
+did not move, nor `cuts`), whether it listed the fits, the evaluations it spent, the summaries
+it made, and what the rules' facts gained (files loaded, candidates parsed, questions). When
+every reused query behind the first computed one left a clean computation, a run skips their
+catch-up: it puts back what they left (the budget they spent, their summaries as promised,
+their loaded files, their parsed candidates and questions for the settle) and computes on the
+evaluator as it is. A clean computation there meets the values the caught-up evaluator holds
+(each its key's) or computes them as their queries did, so it gives the caught-up answer: it
+spends no less, nests no less deep and meets every cycle the caught-up one would meet. Any
+computation there that is not clean throws the whole attempt away (`Uncertified`: the project
+is analysed again with the catch-up, pipeline.py): no answer comes from it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from amp_clipfix.records import record
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.facts import ProjectFacts
+
+BUDGET = 400_000  # frame.BUDGET (frame.py imports ast and the evaluator's values)
+
+
+class Uncertified(BaseException):  # noqa: N818 - not an error: the run starts again
+    """A computation on an evaluator not caught up was not clean: the project is analysed
+    again with the catch-up. A BaseException: the stages' guards (`except Exception`) turn a
+    failure into an error line, this must pass them."""
+
+
+@record(frozen=True)
+class Left:
+    """What a query's computation left for the later ones besides its memos (its entry's)."""
+
+    clean: bool  # no value cut, met in a cycle or raised; its questions storable
+    fits: bool  # it listed the project's fits (`ProjectFacts.fits`: kept, not put back)
+    spent: int  # evaluations of the project's budget
+    summaries: frozenset[str]  # the evaluator's `has_summary` files it added
+    whole: frozenset[str]  # files it parsed whole (the settle's `parsed_whole`)
+    loaded: tuple[str, ...]  # files the rules' facts loaded (`LazyFiles.loaded`), in order
+    parsed: tuple[tuple[str, bool], ...]  # candidates it read (`LazyFiles.done`), parsed or not
+    questions: tuple[tuple[tuple[bytes, ...], tuple[object, ...]], ...]  # words, `form`
+
+
+class Watch:
+    """One project's view of what a query's computation leaves (the run's collection, and
+    the rules' facts once they are made)."""
+
+    def __init__(self, collection: Any, make: Callable[[], Any], certify: bool) -> None:
+        self.collection = collection  # collection.Collection (which imports the queries)
+        self.make = make  # the project's evaluator, made as a cold run's first query makes it
+        self.certify = certify  # a computation may skip the catch-up (not once it failed)
+        self.facts: ProjectFacts | None = None
+
+    def state(self) -> tuple[Any, ...]:
+        """What `left` compares: counters, and the sets it takes differences of."""
+        evaluator, collection = self.collection.evaluator, self.collection
+        lazy = self.lazy()
+        return (
+            0 if evaluator is None else evaluator.unclean,
+            0 if evaluator is None else evaluator.cuts,
+            BUDGET if evaluator is None else evaluator.budget,
+            set() if evaluator is None else {*evaluator.summaries, *evaluator.promised},
+            {p for p, s in collection.summaries.items() if s is not None} | collection.promised,
+            {} if lazy is None else dict.fromkeys(lazy.loaded),
+            {} if lazy is None else dict(lazy.done),
+            {} if lazy is None else dict.fromkeys(lazy.questions.refused),
+            self.facts is not None and self.facts._fits is not None,
+            len(collection.late),
+        )
+
+    def left(self, before: tuple[Any, ...]) -> Left:
+        """What the computation since `before` (a `state()`) left."""
+        after = self.state()
+        asked = [question for question in after[7] if question not in before[7]]
+        questions = tuple((words, form(where)) for words, where in asked)
+        # a file that does not parse, read for the rules but no candidate of theirs: its error
+        # waits for the settle (`Collection.late`), which a put-back would not repeat
+        strays = after[9] != before[9]
+        clean = (
+            after[0] == before[0]
+            and after[1] == before[1]
+            and not strays
+            and all(shape != UNSTORED for _, shape in questions)
+        )
+        return Left(
+            clean,
+            after[8] != before[8],
+            before[2] - after[2],
+            frozenset(map(str, after[3] - before[3])),
+            frozenset(map(str, after[4] - before[4])),
+            tuple(str(path) for path in after[5] if path not in before[5]),
+            tuple((str(p), f is not None) for p, f in after[6].items() if p not in before[6]),
+            questions,
+        )
+
+    def lazy(self) -> Any:
+        from amp_clipfix.analysis.facts import LazyFiles
+
+        files = None if self.facts is None else self.facts.files
+        return files if isinstance(files, LazyFiles) else None
+
+    def put_back(self, lefts: Iterable[Left]) -> None:
+        """Leave the project's evaluator and facts as the catch-up of these computations would
+        leave them, but for their memos (which a clean computation makes again as they were)."""
+        lefts = list(lefts)
+        evaluator, collection, lazy = self.make(), self.collection, self.lazy()
+        for left in lefts:
+            evaluator.budget -= left.spent
+            evaluator.promised.update(
+                Path(p) for p in left.summaries if Path(p) not in evaluator.summaries
+            )
+            collection.promised.update(map(Path, left.whole))
+            collection.parsed_before.update((Path(p), parsed) for p, parsed in left.parsed)
+            if lazy is not None:
+                for words, shape in left.questions:
+                    lazy.questions.asked(words, test_of(shape))
+            if self.facts is not None:
+                for path in left.loaded:  # loaded again in order, as the catch-up loads them
+                    self.facts.file(Path(path))
+
+
+UNSTORED: tuple[object, ...] = ("unstored",)
+
+
+def form(where: object) -> tuple[object, ...]:
+    """A question's text test as an entry stores it: none, its noted `condition` (a registered
+    predicate of the path and text), a test that lets no file through (`never`), or a function
+    of ours by name; UNSTORED for any other (its query is then not clean)."""
+    if where is None:
+        return ("none",)
+    condition = getattr(where, "condition", None)
+    if condition is not None:
+        return ("condition", condition)
+    if getattr(where, "never", False):
+        return ("never",)
+    module, name = getattr(where, "__module__", ""), getattr(where, "__qualname__", "")
+    ours = module.startswith("amp_clipfix.") and "<" not in name
+    if ours and getattr(importlib.import_module(module), name, None) is where:
+        return ("function", module, name)
+    return UNSTORED
+
+
+def test_of(shape: tuple[object, ...]) -> Any:
+    """The text test a stored `form` names (what the settle asks of a file)."""
+    kind = shape[0]
+    if kind == "none":
+        return None
+    if kind == "never":
+        return never
+    if kind == "function":
+        return getattr(importlib.import_module(str(shape[1])), str(shape[2]))
+    return Noted(shape[1])  # type: ignore[arg-type]
+
+
+def never(path: Path | None, data: bytes) -> bool:
+    """A question's test that lets no file through (cli_config.names_cli's)."""
+    return False
+
+
+never.never = True  # type: ignore[attr-defined]
+
+
+class Noted:
+    """A text test by its noted condition (`("fn", name, *arguments)`), as a query's check
+    asks it again of a changed file (query_checks.asked_again)."""
+
+    def __init__(self, condition: tuple[object, ...]) -> None:
+        self.condition = condition
+
+    def __call__(self, path: Path | None, data: bytes) -> bool:
+        from amp_clipfix.analysis.recording import predicate
+
+        return bool(predicate(str(self.condition[1]))(path, data, *self.condition[2:]))
