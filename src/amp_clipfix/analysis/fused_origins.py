@@ -6,12 +6,13 @@ search for the files a fused value reaches (resolve_base.reached_among).
 The search evaluates every call of every method of every module class and its bases, and makes
 a site only of an optimizer whose `fused` it follows to a value, or of one built at a call the
 collector holds a site in. Such a value is written as `fused` (the origins): a `fused=` keyword,
-a `"fused"` key or string that may become one, a field or attribute set under that name, a
-module's `hparams` read by that name. When the collector holds no optimizer site and every
-origin stays in its own function (it is not returned, stored outside, or passed to project
-code: only to the standard library or another library, `super().__init__(params, defaults)` of
-a library base), no fused value reaches any other function: only the methods that hold an
-origin can give the search a site, and the others are not evaluated. Otherwise every method is.
+a `"fused"` key or string that may become one (not a dict's key set to the constant False or
+None: inert_nodes), a field or attribute set under that name, a module's `hparams` read by that
+name. When the collector holds no optimizer site and every origin stays in its own function (it
+is not returned, stored outside, or passed to project code: only to the standard library or
+another library, `super().__init__(params, defaults)` of a library base), no fused value reaches
+any other function: only the methods that hold an origin can give the search a site, and the
+others are not evaluated. Otherwise every method is.
 
 The origins are found in the files whose text may write one (MAY_WRITE_FUSED, a scan the queries
 note), each parsed once (the evaluator's summaries). Library code is never an origin: what it
@@ -30,6 +31,7 @@ from amp_clipfix.analysis.nodes import target_names, walk
 from amp_clipfix.analysis.recording import PREDICATES, holds, matches, scan
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.summary import Summary
+from amp_clipfix.analysis.tested_params import tested_only
 from amp_clipfix.models import FileSites, SiteKind
 from amp_clipfix.paths import is_library
 from amp_clipfix.patterns import lazy
@@ -184,9 +186,20 @@ def functions(tree: ast.Module) -> Iterable[tuple[FunctionNode, ast.ClassDef | N
 def inert_nodes(tree: ast.Module) -> set[int]:
     """The `"fused"` strings that set no key: a value stored or passed by another keyword, held
     as a dict's value, compared, a docstring, or a key read (`group["fused"]`, but not a
-    module's `hparams["fused"]`, which reads its constructor's parameter of that name)."""
+    module's `hparams["fused"]`, which reads its constructor's parameter of that name). Nor a
+    dict display's key whose value is the constant False or None (`{"fused": False}`): it
+    writes a value that makes no optimizer fused (torch's `fused=None/False` is not; the
+    search makes a site only of a true or unknown value), and whatever may later make that
+    key true (`d["fused"] = x`, `d.update(fused=x)`, `dict(d, fused=x)`, `{**d, "fused": x}`)
+    is an origin of its own. A `fused=False` keyword stays one (not proven here). Nor a
+    `fused=` keyword of a call of a function of the module whose `fused` is only tested
+    (tested_params.py)."""
     inert: set[int] = set()
+    testers = tested_only(tree, FUSED)
     for node in walk(tree):
+        called = node.func if isinstance(node, ast.Call) else None
+        if isinstance(node, ast.Call) and isinstance(called, ast.Name) and called.id in testers:
+            inert.update(id(k) for k in node.keywords if k.arg == FUSED)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if all(isinstance(t, (ast.Subscript, ast.Attribute)) for t in targets):
@@ -195,6 +208,9 @@ def inert_nodes(tree: ast.Module) -> set[int]:
             inert.add(id(node.value))
         elif isinstance(node, ast.Dict):
             inert.update(id(value) for value in node.values)
+            inert.update(
+                id(key) for key, value in zip(node.keys, node.values) if never_on(key, value)
+            )
         elif isinstance(node, ast.Compare):
             inert.update(id(part) for part in (node.left, *node.comparators))
         elif isinstance(node, ast.Expr):
@@ -206,9 +222,20 @@ def inert_nodes(tree: ast.Module) -> set[int]:
     return inert
 
 
+def never_on(key: ast.expr | None, value: ast.expr) -> bool:
+    """A dict display's `"fused": False` or `"fused": None`: these constants only (as the
+    search reads them), not any other falsy one."""
+    return (
+        isinstance(key, ast.Constant)
+        and key.value == FUSED
+        and isinstance(value, ast.Constant)
+        and (value.value is False or value.value is None)
+    )
+
+
 def is_origin(node: ast.AST, inert: set[int]) -> bool:
     if isinstance(node, ast.keyword):
-        return node.arg == FUSED
+        return node.arg == FUSED and id(node) not in inert
     if isinstance(node, ast.Constant):
         return node.value == FUSED and id(node) not in inert
     if isinstance(node, ast.Attribute) and node.attr == FUSED:
