@@ -208,7 +208,7 @@ def stored_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[object, ...
     stored: dict[str, tuple[object, ...]] = {}
     store = queries.Queries.store
 
-    def spied(self, key, value, touched, reads=None):  # type: ignore[no-untyped-def]
+    def spied(self, key, value, touched, reads=None, **rest):  # type: ignore[no-untyped-def]
         noted = self.reads if reads is None else reads
         stored[key] = (
             sorted(noted.files),
@@ -216,7 +216,7 @@ def stored_reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[object, ...
             dict(noted.exists),
             {path: dict(tests) for path, tests in noted.tests.items()},
         )
-        return store(self, key, value, touched, reads)
+        return store(self, key, value, touched, reads, **rest)  # `left`: certificate.py
 
     monkeypatch.setattr(queries.Queries, "store", spied)
     return stored

@@ -41,6 +41,9 @@ LIGHT_ANALYSIS = frozenset(
         "amp_clipfix.analysis.recording",
         "amp_clipfix.analysis.file_tests",  # the prefilters' results by the files' bytes
         "amp_clipfix.analysis.gate_texts",  # the searching rules' gates' text tests
+        # What a query's computation leaves, and the exception that analyses a project again
+        # with the catch-up (records only): the pipeline catches it around every project.
+        "amp_clipfix.analysis.certificate",
     }
 )
 
