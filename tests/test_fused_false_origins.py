@@ -8,12 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from amp_clipfix.analysis import resolve_optimizers
-from amp_clipfix.analysis.fused_origins import fused_origins, project_modules
-from amp_clipfix.analysis.summary import module_name, summarise
-from amp_clipfix.cli import main
+import test_fused_origins as fused_origins_tests
+from test_fused_origins import FUSED_FACTORY, PLAIN_FACTORY, check, origins_of
 
 # The shape of ColossalAI's `GeminiOptimizer.get_param_groups_for_saving`.
 SAVING = """\
@@ -32,48 +28,7 @@ class Saver:
         return param_groups
 """
 
-MODULE = """\
-import lightning as L
-import torch
-
-from factory import make
-
-
-class Model(L.LightningModule):
-    def training_step(self, batch, batch_idx):
-        return self.layer(batch).sum()
-
-    def configure_optimizers(self):
-        return make(self.parameters())
-
-
-L.Trainer(precision="16-mixed", gradient_clip_val=1.0).fit(Model())
-"""
-
-PLAIN_FACTORY = """\
-import torch
-
-
-def make(params):
-    return torch.optim.AdamW(params)
-"""
-
-FUSED_FACTORY = """\
-import torch
-
-
-def make(params):
-    return torch.optim.AdamW(params, fused=True)
-"""
-
-
-def origins_of(sources: dict[str, str]) -> tuple[bool, str, int]:
-    root = Path("/project")
-    contents = {root / name: text.encode() for name, text in sources.items()}
-    summaries = {path: summarise(root, path, data.decode()) for path, data in contents.items()}
-    modules = project_modules(module_name(root, path)[0] for path in contents)
-    found = fused_origins({}, contents, summaries.get, modules)
-    return found.escapes, found.reason, len(found.holders)
+MODULE = fused_origins_tests.MODULE.format(factory="factory")
 
 
 def test_a_returned_dict_whose_fused_is_false_is_no_origin() -> None:
@@ -120,22 +75,6 @@ def test_a_write_that_may_make_it_true_still_leaves(body: str, reason: str) -> N
 
 # `fused` in a comment only: no origin, but the text relevance keeps the file.
 NO_ORIGIN = "# fused: kernels are not used in this project\n"
-
-
-def check(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, list[str]]:
-    """`check` over a project; what it prints, and the methods the optimizer search evaluated."""
-    evaluated: list[str] = []
-    search = resolve_optimizers.OptimizerSearch.optimizers_in
-
-    def noted(self: object, function: object, ctx: object):  # type: ignore[no-untyped-def]
-        evaluated.append(getattr(function, "name", "?"))
-        return search(self, function, ctx)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(resolve_optimizers.OptimizerSearch, "optimizers_in", noted)
-    monkeypatch.chdir(project)
-    arguments = ["check", "--no-cache", "--lightning-version", "2.6.6", "--jobs", "1", "."]
-    result = CliRunner().invoke(main, arguments)
-    return result.exit_code, result.output, evaluated
 
 
 def test_the_module_class_is_not_read_for_a_false_dict(

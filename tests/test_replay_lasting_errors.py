@@ -5,7 +5,6 @@ read as text, a parsing process that died) still runs the check again."""
 
 from __future__ import annotations
 
-import marshal
 import os
 import shutil
 import subprocess
@@ -13,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_replay import mark_records, records
 
-from amp_clipfix import replay, run_notes
-from amp_clipfix.cache_layout import seal, secret, unseal, version_folder
+from amp_clipfix import run_notes
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BROKEN = "import torch\n\nopt = torch.optim.AdamW(params, fused=True\n"  # no `)`
@@ -32,25 +31,6 @@ def check(project: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
         timeout=300,
         check=False,
     )
-
-
-def records(project: Path) -> list[Path]:
-    """The noted runs (replay.STATUSES, the table of settled reads, is none)."""
-    folder = Path(version_folder(project)) / "replay"
-    found = folder.iterdir() if folder.is_dir() else []
-    return sorted(path for path in found if replay._is_record_name(path.name))
-
-
-def mark_records(project: Path) -> None:
-    """Every noted run prints `replayed` instead (sealed as the run sealed it)."""
-    key = secret(project)
-    assert key is not None
-    for record in records(project):
-        value = unseal(key, record.name, record.read_bytes())
-        assert value is not None
-        answers, _, code, statuses = marshal.loads(value)
-        marked = marshal.dumps((answers, [(1, b"replayed\n")], code, statuses))
-        record.write_bytes(seal(key, record.name, marked))
 
 
 @pytest.fixture
