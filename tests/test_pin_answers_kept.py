@@ -94,6 +94,7 @@ def test_without_the_cache_nothing_is_kept(tmp_path: Path, monkeypatch: pytest.M
         ("pins", [("lightning", "==9.9", "x", False)]),
         ("other", "a line"),
         ("error", 3),
+        (["error"], "a line"),
         None,
     ],
 )

@@ -107,6 +107,8 @@ def _restored(kept: object) -> list[Pin] | PinError | None:
     if type(kept) is not tuple or len(kept) != 2:
         return None
     kind, value = kept
+    if type(kind) is not str:
+        return None
     if kind in ERRORS and type(value) is str:
         return ERRORS[kind](value)
     if kind != "pins" or type(value) is not tuple:
