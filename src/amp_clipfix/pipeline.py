@@ -164,9 +164,17 @@ def project_target(
     or configuration, else its own pins (project/pins.py), else what its code (`files`) runs
     on; the warnings about pin files that could not be read, and the errors of those past a
     reader's limit (one per file)."""
-    pin_files = ProjectFiles(root)  # both searches ask the same files: read once
+    memo = None
+    if options.cache:  # each pin file's readers' answers, by its bytes (pin_answers.py)
+        from amp_clipfix.analysis.cache import Cache
+        from amp_clipfix.project.pin_answers import PinMemo
+
+        memo = PinMemo(Cache(root))
+    pin_files = ProjectFiles(root, memo)  # both searches ask the same files: read once
     resolution = resolve_target(root, options.target, files, pin_files)
     torch = resolve_torch(root, options.torch, pin_files)
+    if memo is not None:
+        memo.save()
     target = replace(resolution.target, torch=torch.target)
     errors = {error.path: error for error in resolution.errors}
     for error in torch.errors:

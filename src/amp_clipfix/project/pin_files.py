@@ -2,7 +2,9 @@
 per reader and package list; whatever a file holds, a reader gives pins or one PinError line
 (project/pins.py asks them in order). One `ProjectFiles` serves both of a run's searches (the
 Lightning release's and torch's: pipeline.project_target), which ask the same files in the
-same order: the second reads, lists and resolves links of none of them again."""
+same order: the second reads, lists and resolves links of none of them again. With a `memo`
+(pin_answers.py, the analysis cache), a file whose bytes a reader parsed in an earlier run is not
+parsed again."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from amp_clipfix import observed
 from amp_clipfix.paths import os_error_reason
 from amp_clipfix.project.pin_readers import Packages, Pin, PinError, Reader, value_error
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from amp_clipfix.project.pin_answers import PinMemo
+
 # The files to ask, in order, each with its reader and which of its pins count (pins.sources).
 Listed = list[tuple[Path, Reader, Callable[[Pin], bool]]]
 
@@ -21,8 +27,9 @@ class ProjectFiles:
     """The project's pin files: each read once (through the inside-the-project check), listed
     once (`listed`, pins.sources' answer) and parsed once per reader and package list."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, memo: PinMemo | None = None) -> None:
         self.root = root
+        self.memo = memo
         self.read: dict[Path, bytes | PinError] = {}
         self.parsed: dict[tuple[Path, Reader, tuple[str, ...]], list[Pin] | PinError] = {}
         self.listed: Listed | None = None
@@ -47,7 +54,11 @@ class ProjectFiles:
         key = (path, read, tuple(packages))
         if key not in self.parsed:
             try:
-                self.parsed[key] = parse_pins(read, self.data(path), key[2])
+                data = self.data(path)
+                if self.memo is None:
+                    self.parsed[key] = parse_pins(read, data, key[2])
+                else:
+                    self.parsed[key] = self.memo.pins(read, data, key[2], parse_pins)
             except PinError as error:
                 self.parsed[key] = error
         found = self.parsed[key]

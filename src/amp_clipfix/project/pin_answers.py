@@ -1,0 +1,131 @@
+"""What each pin file's reader gave, kept in the analysis cache by the file's bytes (issue 35).
+
+A reader is a pure function of a file's bytes and the package names (`Reader(data, packages)`:
+no path, so it reads nothing else), so its answer is kept as the per-file cache keeps a file's
+sites: by the tool's build (the entry's name, `Cache.project_entry`) and the digest of the
+bytes the run read. The run still reads every pin file (the replay notes those reads); only the
+parsing is spared: NeMo's 66 requirement files are parsed once, not at every hook run.
+
+One entry per project holds the answers the run asked for (what an earlier run asked and this
+one did not is dropped), written only when they differ from the ones loaded. A pin is kept as
+its package, the text of its specifier (`SpecifierSet`'s own, which it parses back to an equal
+set), its text and its tier; a reader's error as its kind and its line. A reader without a
+stable name (not amp-clipfix's own) is never kept. A cache is never a source of truth: an
+entry that fails to load, or holds anything but these shapes, is no entry.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from amp_clipfix.project.pin_readers import Packages, PastLimit, Pin, PinError, Reader
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Protocol
+
+    Parse = Callable[[Reader, bytes, Packages], list[Pin]]
+
+    class Cache(Protocol):
+        """What the memo asks of the analysis cache (analysis/cache.py's `Cache`)."""
+
+        def project_entry(self, kind: str, detail: str) -> str: ...
+        def load(self, key: str) -> object | None: ...
+        def store(self, key: str, value: object) -> None: ...
+        def digest(self, data: bytes) -> bytes: ...
+
+
+KIND = "pins"
+ERRORS: dict[str, type[PinError]] = {"error": PinError, "limit": PastLimit}
+Kept = tuple[str, tuple[tuple[str, str, str, bool], ...] | str]
+
+
+def reader_name(read: Reader) -> str | None:
+    """`module.function` of one of amp-clipfix's readers (with a partial's bound arguments);
+    None for any other reader."""
+    function, bound = read, ""
+    if isinstance(read, partial):
+        function, bound = read.func, repr((read.args, sorted(read.keywords.items())))
+    module = getattr(function, "__module__", None) or ""
+    name = getattr(function, "__qualname__", None) or "<"
+    if not module.startswith("amp_clipfix.") or "<" in name:
+        return None
+    return f"{module}.{name}{bound}"
+
+
+class PinMemo:
+    """The readers' answers of one project's pin files, loaded from and saved to its cache."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.name = cache.project_entry(KIND, "")
+        loaded = cache.load(self.name)
+        self.loaded: dict[tuple[str, tuple[str, ...], bytes], Kept] = (
+            loaded if type(loaded) is dict else {}
+        )
+        self.used: dict[tuple[str, tuple[str, ...], bytes], Kept] = {}
+
+    def pins(self, read: Reader, data: bytes, packages: Packages, parse: Parse) -> list[Pin]:
+        """`parse(read, data, packages)`, or what it gave for these bytes before."""
+        name = reader_name(read)
+        if name is None:
+            return parse(read, data, packages)
+        key = (name, tuple(packages), self.cache.digest(data))
+        kept = self.loaded.get(key)
+        found = None if kept is None else _restored(kept)
+        if kept is None or found is None:
+            try:
+                pins = parse(read, data, packages)
+            except PinError as error:
+                kept = (_error_kind(error), str(error))
+                found = error
+            else:
+                kept = (
+                    "pins",
+                    tuple((p.package, str(p.specifier), p.text, p.optional) for p in pins),
+                )
+                found = pins
+        if kept[0] != "?":  # an error of another kind is raised again, never kept
+            self.used[key] = kept
+        if isinstance(found, PinError):
+            raise found
+        return found
+
+    def save(self) -> None:
+        """The answers this run asked for, when they are not the ones loaded."""
+        if self.used and self.used != self.loaded:
+            self.cache.store(self.name, self.used)
+
+
+def _error_kind(error: PinError) -> str:
+    return "limit" if type(error) is PastLimit else "error" if type(error) is PinError else "?"
+
+
+def _restored(kept: object) -> list[Pin] | PinError | None:
+    """The answer `kept` holds, or None when it is not one of the shapes `pins` keeps."""
+    if type(kept) is not tuple or len(kept) != 2:
+        return None
+    kind, value = kept
+    if type(kind) is not str:
+        return None
+    if kind in ERRORS and type(value) is str:
+        return ERRORS[kind](value)
+    if kind != "pins" or type(value) is not tuple:
+        return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    pins = []
+    for item in value:
+        if type(item) is not tuple or len(item) != 4:
+            return None
+        package, specifier, text, optional = item
+        if not (type(package) is str and type(specifier) is str and type(text) is str):
+            return None
+        if type(optional) is not bool:
+            return None
+        try:
+            pins.append(Pin(package, SpecifierSet(specifier), text, optional))
+        except InvalidSpecifier:
+            return None
+    return pins
