@@ -16,7 +16,7 @@ from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
 from amp_clipfix.analysis.lightning_api import CLIP_HOOK
 from amp_clipfix.analysis.manual import items_of
-from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
+from amp_clipfix.analysis.names import TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind
 from amp_clipfix.analysis.partials import called_qnames
 from amp_clipfix.analysis.recording import TextTest
@@ -30,8 +30,6 @@ def is_scaler(
 ) -> bool:
     """The expression may hold a GradScaler made by the library (any spelling); `calls`: the
     calls that may make one (analysis/scaler_calls.py; None: any call)."""
-    if calls is None:
-        return bool(facts.made_by(file, node) & GRAD_SCALERS)
     return made_scaler(facts.evaluator, facts.values(file, node), calls)
 
 
