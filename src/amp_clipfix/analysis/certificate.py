@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from amp_clipfix.function_names import stored_name
 from amp_clipfix.records import record
 
 if TYPE_CHECKING:
@@ -146,11 +147,8 @@ def form(where: object) -> tuple[object, ...]:
         return ("condition", condition)
     if getattr(where, "never", False):
         return ("never",)
-    module, name = getattr(where, "__module__", ""), getattr(where, "__qualname__", "")
-    ours = module.startswith("amp_clipfix.") and "<" not in name
-    if ours and getattr(importlib.import_module(module), name, None) is where:
-        return ("function", module, name)
-    return UNSTORED
+    named = stored_name(where)
+    return UNSTORED if named is None else ("function", *named)
 
 
 def test_of(shape: tuple[object, ...]) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from amp_clipfix.function_names import stored_name
 from amp_clipfix.project.pin_readers import Packages, PastLimit, Pin, PinError, Reader
 
 TYPE_CHECKING = False
@@ -47,11 +48,8 @@ def reader_name(read: Reader) -> str | None:
     function, bound = read, ""
     if isinstance(read, partial):
         function, bound = read.func, repr((read.args, sorted(read.keywords.items())))
-    module = getattr(function, "__module__", None) or ""
-    name = getattr(function, "__qualname__", None) or "<"
-    if not module.startswith("amp_clipfix.") or "<" in name:
-        return None
-    return f"{module}.{name}{bound}"
+    named = stored_name(function)
+    return None if named is None else f"{named[0]}.{named[1]}{bound}"
 
 
 class PinMemo:
