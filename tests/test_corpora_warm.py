@@ -62,7 +62,9 @@ def sweep(corpora_root: Path, monkeypatch: pytest.MonkeyPatch, *flags: str):
     corpora = load_corpora()
     recorder = Recorder()
     monkeypatch.setattr(corpora, "measure", recorder)
-    arguments = corpora.parse_arguments(["--root", str(corpora_root), "--ruff-runs", "1", *flags])
+    arguments = corpora.parse_arguments(
+        ["--root", str(corpora_root), "--ruff-runs", "1", "--small-runs", "0", *flags]
+    )
     return corpora.sweep(arguments, {}), recorder
 
 
@@ -105,7 +107,8 @@ def test_ruff_is_the_median_of_its_runs(tmp_path: Path, monkeypatch: pytest.Monk
     corpora = load_corpora()
     recorder = RuffTicks()
     monkeypatch.setattr(corpora, "measure", recorder)
-    rows = corpora.sweep(corpora.parse_arguments(["--root", str(tmp_path)]), {})
+    arguments = corpora.parse_arguments(["--root", str(tmp_path), "--small-runs", "0"])
+    rows = corpora.sweep(arguments, {})
     assert [tool for _, tool in recorder.runs] == ["amp", "amp", *["ruff"] * 5]
     assert rows[0].ruff.cpu_seconds == 0.05
     assert rows[0].ratio == pytest.approx(WARM / 0.05)

@@ -1,7 +1,8 @@
 """What a `check` of a small project with nothing to find leaves unimported, in every format
 whose empty report needs no rule (test_startup.py pins the text report and the analysis):
 models.py and what its dataclasses import (dataclasses, inspect, ast), hashlib (OpenSSL) and the
-project's style (project/style.py with configparser, read only when `apply` fixes). A project
+project's style (project/style.py with configparser, read only when `apply` fixes), and where a
+finding lies in a notebook's JSON (output/locations.py, asked only of a finding). A project
 whose files hold the words the rules search for, checked without the cache, collects and asks
 the memoised queries' module but hashes nothing. Read from `python -X importtime`, as there.
 """
@@ -23,6 +24,7 @@ LAZY = {
     "_hashlib",
     "configparser",
     "amp_clipfix.project.style",
+    "amp_clipfix.output.locations",  # a finding's place in a notebook's JSON
 }
 
 

@@ -13,7 +13,6 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from amp_clipfix import __version__
-from amp_clipfix.output.locations import file_span
 from amp_clipfix.output.machine import (
     EditMap,
     Summary,
@@ -229,6 +228,7 @@ def to_gitlab(findings: Sequence[Finding]) -> str:
         return json_safe(json.dumps([], indent=2, ensure_ascii=False)) + "\n"
     import hashlib
 
+    from amp_clipfix.output.locations import file_span  # a notebook cell's JSON: only if shown
     from amp_clipfix.rules import level_of
 
     prints = fingerprints(findings)

@@ -8,7 +8,7 @@ parsed again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from amp_clipfix import observed
@@ -19,8 +19,34 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from amp_clipfix.project.pin_answers import PinMemo
 
-# The files to ask, in order, each with its reader and which of its pins count (pins.sources).
-Listed = list[tuple[Path, Reader, Callable[[Pin], bool]]]
+# A file to ask, with its reader and which of its pins count (pins.sources).
+Source = tuple[Path, Reader, Callable[[Pin], bool]]
+Listed = list[Source]
+
+
+class Listing:
+    """The files to ask, in order, listed only as far as a search reads them (pins.sources
+    lists a Dockerfile's or a CI workflow's included requirement files by reading it: a search
+    that an earlier file decides need not). Each entry is listed once however many searches
+    (or passes of one) iterate, and each iteration yields all of them in the same order."""
+
+    def __init__(self, stream: Iterator[Source]) -> None:
+        self._stream: Iterator[Source] | None = stream
+        self._listed: Listed = []
+
+    def __iter__(self) -> Iterator[Source]:
+        index = 0
+        while True:
+            if index < len(self._listed):
+                yield self._listed[index]
+                index += 1
+            elif self._stream is None:
+                return
+            else:
+                try:
+                    self._listed.append(next(self._stream))
+                except StopIteration:
+                    self._stream = None
 
 
 class ProjectFiles:
@@ -32,7 +58,7 @@ class ProjectFiles:
         self.memo = memo
         self.read: dict[Path, bytes | PinError] = {}
         self.parsed: dict[tuple[Path, Reader, tuple[str, ...]], list[Pin] | PinError] = {}
-        self.listed: Listed | None = None
+        self.listed: Listing | None = None
 
     def data(self, path: Path) -> bytes:
         """The file's bytes; PinError when it cannot be read or leads out of the project."""

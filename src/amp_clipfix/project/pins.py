@@ -70,7 +70,7 @@ from amp_clipfix.project.install_readers import (
     shell_includes,
     test_environments,
 )
-from amp_clipfix.project.pin_files import ProjectFiles
+from amp_clipfix.project.pin_files import Listing, ProjectFiles
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
     Packages,
@@ -214,7 +214,7 @@ def candidate_pins(
         files = ProjectFiles(root)
     assert files.root == root, "one project's pin files"
     if files.listed is None:
-        files.listed = sources(root, files)
+        files.listed = Listing(sources(root, files))
     listed = files.listed
     for optional in (False, True):
         for path, read, accept in listed:
@@ -234,34 +234,33 @@ def candidate_pins(
                 yield pin, path
 
 
-def sources(root: Path, files: ProjectFiles) -> list[tuple[Path, Reader, Accept]]:
-    """The files to ask, in order, with their reader and which of their pins count there."""
-    listed: list[tuple[Path, Reader, Accept]] = []
+def sources(root: Path, files: ProjectFiles) -> Iterator[tuple[Path, Reader, Accept]]:
+    """The files to ask, in order, with their reader and which of their pins count there;
+    each listed only when a search asks past the one before it (pin_files.Listing)."""
     for name in LOCK_FILES:
         if observed.is_file(root / name):
-            listed.append((root / name, LOCK_READERS[name], _any))
+            yield root / name, LOCK_READERS[name], _any
     requirements = requirement_files(root, files)
     for path, optional in requirements:
-        listed.append((path, requirements_reader(optional), _exact))
+        yield path, requirements_reader(optional), _exact
     for name, read in (
         ("pyproject.toml", pyproject_pins),
         ("setup.cfg", setup_cfg_pins),
         ("setup.py", setup_py_pins),
     ):
         if observed.is_file(root / name):
-            listed.append((root / name, read, _any))
+            yield root / name, read, _any
     for path, optional in requirements:
-        listed.append((path, requirements_reader(optional), _range))
+        yield path, requirements_reader(optional), _range
     for name in CONDA_FILES:
         if observed.is_file(root / name):
-            listed.append((root / name, conda_pins, _any))
+            yield root / name, conda_pins, _any
     for path in dockerfiles(root):
-        listed.append((path, dockerfile_pins, _any))
-        listed.extend(included_requirements(path, root, files.data, shell_includes, False))
+        yield path, dockerfile_pins, _any
+        yield from included_requirements(path, root, files.data, shell_includes, False)
     for path, reader, includes in test_environments(root):
-        listed.append((path, reader, _any))
-        listed.extend(included_requirements(path, root, files.data, includes, True))
-    return listed
+        yield path, reader, _any
+        yield from included_requirements(path, root, files.data, includes, True)
 
 
 # Words in a requirement file's name that say it is not what the project installs.
