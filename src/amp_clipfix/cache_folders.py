@@ -9,6 +9,10 @@ import errno
 import os
 import stat
 
+TYPE_CHECKING = False  # importing typing would cost a replay ~10 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def read_file(path: str | os.PathLike[str], limit: int, dir_fd: int | None = None) -> bytes | None:
     """A regular file of this user's with at most `limit` bytes: its bytes; None otherwise.
@@ -187,10 +191,11 @@ class HeldFolder(Folder):
     def __exit__(self, *exception: object) -> None:
         """Held: closed when dropped, not after each use."""
 
-    def __del__(self) -> None:
+    def __del__(self, close: Callable[[int], None] = os.close) -> None:
+        """`close` bound at definition: at interpreter exit this module's names may be gone."""
         if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+            fd, self.fd = self.fd, None
+            close(fd)
 
     def child(self, name: str) -> Folder | None:
         """The plain folder `name` of this one (one name, never `..`), opened; None when it
