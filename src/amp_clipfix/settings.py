@@ -177,12 +177,32 @@ class Scope:
     def touches(self, finding: Finding) -> bool:
         """A site in a named file or under a named folder; links count as what they name (a
         named link and its target found by the walk are one file)."""
+        return Touching(self.only)(finding)
+
+
+class Touching:
+    """`Scope.touches` for the findings of one run: each named path's and each site's file's
+    real path asked once, not once per finding and site (NeMo's hook command: 410 `realpath`s
+    for 118 findings, ~0.02 s). Within a run a path has one real path (the replay notes the
+    answer; a second, different one would only mark the run as not replayable)."""
+
+    def __init__(self, only: tuple[Path, ...] | None) -> None:
+        self.only = only
+        self.named: set[Path] | None = None
+        self.places: dict[Path, set[Path]] = {}  # a site's file: it and its real path
+
+    def __call__(self, finding: Finding) -> bool:
         if self.only is None:
             return True
-        named = {*self.only, *(Path(observed.realpath(path)) for path in self.only)}
+        if self.named is None:
+            self.named = {*self.only, *(Path(observed.realpath(path)) for path in self.only)}
         for site in finding.sites:
-            for path in {_absolute(site.path), Path(observed.realpath(site.path))}:
-                if path in named or any(folder in named for folder in path.parents):
+            places = self.places.get(site.path)
+            if places is None:
+                real = Path(observed.realpath(site.path))
+                places = self.places[site.path] = {_absolute(site.path), real}
+            for path in places:
+                if path in self.named or any(folder in self.named for folder in path.parents):
                     return True
         return False
 
@@ -242,11 +262,13 @@ class CommandLine:
 
 
 def project_keep(selection: Selection, scope: Scope):  # noqa: ANN201 - a closure
+    touches = Touching(scope.only)
+
     def keep(finding: Finding) -> bool:
         from amp_clipfix.rules import codes_of  # a finding exists: the registry is imported
 
         path = finding.primary.path if selection.per_file else None
-        return selection.allows(codes_of(finding), path) and scope.touches(finding)
+        return selection.allows(codes_of(finding), path) and touches(finding)
 
     return keep
 

@@ -181,16 +181,19 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
             continue
         subfolders: list[Path] = []
         for entry in entries:
-            # a path is made only for what is kept (most entries of a tree are other files)
-            entry_path = Path(entry.path) if globs else None
+            # A path is made only for what is kept (most entries of a tree are other files),
+            # by joining the name to the folder's: parsing the whole `entry.path` again cost
+            # twice as much (~0.012 s of NeMo's 3,000 files). The same `Path`: a name holds no
+            # separator.
+            entry_path = folder / entry.name if globs else None
             if entry_path is not None and _is_excluded(entry_path, root, globs):
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name not in DEFAULT_EXCLUDES:
-                        subfolders.append(entry_path or Path(entry.path))
+                        subfolders.append(entry_path or folder / entry.name)
                 elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
-                    entry_path = entry_path or Path(entry.path)
+                    entry_path = entry_path or folder / entry.name
                     is_link = entry.is_symlink()
                     if is_link and not observed.inside(entry_path, real_root):
                         continue
@@ -198,7 +201,7 @@ def _walk(top: Path, root: Path, globs: tuple[str, ...], errors: list[FileError]
                     found.append(_Found(path, root, is_link))
             except OSError as error:
                 message = f"cannot read: {os_error_reason(error)}"
-                errors.append(FileError(entry_path or Path(entry.path), message, ErrorKind.READ))
+                errors.append(FileError(entry_path or folder / entry.name, message, ErrorKind.READ))
         # Reversed so that popping from the end visits subfolders in sorted order.
         pending.extend(reversed(subfolders))
     return found
