@@ -30,6 +30,7 @@ search whole, as before.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -88,43 +89,60 @@ def answers_by_file(
 
 
 def snapshot(reads: Reads) -> Fields:
+    """Where each read field of `reads` stands: a copy of each set, the length of each dict
+    (of each file's tests too)."""
     return (
         set(reads.files),
-        dict(reads.scans),
-        dict(reads.exists),
-        dict(reads.derived),
+        len(reads.scans),
+        len(reads.exists),
+        len(reads.derived),
         set(reads.words),
         set(reads.members),
-        dict(reads.listed),
-        {path: dict(tests) for path, tests in reads.tests.items()},
+        len(reads.listed),
+        {path: len(tests) for path, tests in reads.tests.items()},
     )
 
 
-def since(before: Fields, reads: Reads) -> Fields | None:
-    """What `reads` gained since `before` (a `snapshot`); None when it holds an entry of
-    `before` with another value (then `before` is not what the later reads extend)."""
-    now = snapshot(reads)
-    gained: list[object] = [frozenset(new - old) for old, new in zip(before[:1], now[:1])]
-    for old, new in zip(before[1:], now[1:]):
+def since(before: Fields, reads: Reads) -> Fields:
+    """What `reads` gained since `before` (a `snapshot`). A read's key is a function of
+    today's texts (asked again, it notes the same value), so a field only grows, and a dict
+    keeps its keys' order: what it gained follows the keys it had."""
+    fields: tuple[Any, ...] = (
+        reads.files,
+        reads.scans,
+        reads.exists,
+        reads.derived,
+        reads.words,
+        reads.members,
+        reads.listed,
+    )
+    gained: list[object] = []
+    for old, new in zip(before, fields):
         if isinstance(new, set):
             gained.append(frozenset(new - old))
-            continue
-        added = {key: value for key, value in new.items() if key not in old}
-        if isinstance(new, dict) and new is now[7]:  # the tests, by file: each file's own
-            for key, value in new.items():
-                if key in old and value != old[key]:
-                    if any(old[key].get(t, r) != r for t, r in value.items()):
-                        return None
-                    added[key] = {t: r for t, r in value.items() if t not in old[key]}
-        elif any(old[key] is not new[key] and old[key] != new[key] for key in old if key in new):
-            return None
-        gained.append(added)
+        else:
+            gained.append(dict(islice(new.items(), old, None)))
+    counts, tests = before[7], reads.tests
+    added = {path: dict(results) for path, results in islice(tests.items(), len(counts), None)}
+    for path, results in islice(tests.items(), len(counts)):
+        if len(results) != counts[path]:
+            added[path] = dict(islice(results.items(), counts[path], None))
+    gained.append(added)
     return tuple(gained)
 
 
-def normal(fields: Fields) -> Fields:
-    """A snapshot as stored and compared: its sets frozen."""
-    return tuple(frozenset(f) if isinstance(f, set) else f for f in fields)
+def fields_of(reads: Reads) -> Fields:
+    """All that `reads` holds, its sets frozen (the reads at a search's start)."""
+    return (
+        frozenset(reads.files),
+        dict(reads.scans),
+        dict(reads.exists),
+        dict(reads.derived),
+        frozenset(reads.words),
+        frozenset(reads.members),
+        dict(reads.listed),
+        {path: dict(tests) for path, tests in reads.tests.items()},
+    )
 
 
 def note(reads: Reads, fields: Fields) -> None:
@@ -162,16 +180,14 @@ class Session:
         queries, watch = self.queries, self.queries.watch
         assert watch is not None  # a session is made only with the watch (Queries.session)
         reads = queries.reads
-        base = normal(snapshot(reads))
+        base, start = fields_of(reads), snapshot(reads)
         kept = self.earlier.parts if self.earlier is not None else None
         reusable = self.reusable(kept, base) if isinstance(kept, Kept) else 0
         parts: list[Part] = []
         head: Fields | None = None
-        whole = True  # every part's reads extend the ones before
         for index, path in enumerate(holders(lazy, words, where)):
             if head is None:
-                gained = since(base, reads)
-                head = () if gained is None else gained
+                head = since(start, reads)
                 if not isinstance(kept, Kept) or head != kept.head:
                     reusable = 0
             if index < reusable and isinstance(kept, Kept):
@@ -186,17 +202,15 @@ class Session:
                 yield from part.answer  # type: ignore[misc]
                 continue
             before, state, collection = snapshot(reads), watch.state(), watch.collection
-            errors, searched = len(collection.errors), set(collection.searched)
+            errors, searched = len(collection.errors), len(collection.searched)
             file = lazy.get(path)
             answer = () if file is None else tuple(answer_of(file))
             gained = since(before, reads)
-            whole = whole and gained is not None
-            if whole and gained is not None:
-                added = tuple(p for p in collection.searched if p not in searched)
-                made = tuple(collection.errors[errors:])
-                parts.append(Part(str(path), answer, gained, watch.left(state), made, added))
+            added = tuple(islice(collection.searched, searched, None))  # a dict: keys in order
+            made = tuple(collection.errors[errors:])
+            parts.append(Part(str(path), answer, gained, watch.left(state), made, added))
             yield from answer
-        if whole and head:
+        if head:
             shared = tuple(queries.share(field) for field in base)
             self.made = Kept(shared, head, tuple(parts))
 
