@@ -181,7 +181,8 @@ class Session:
         assert watch is not None  # a session is made only with the watch (Queries.session)
         reads = queries.reads
         base, start = fields_of(reads), snapshot(reads)
-        kept = self.earlier.parts if self.earlier is not None else None
+        # an entry of its own (queries.Shared), loaded only by a computation that may use it
+        kept = None if self.earlier is None else queries.shared_part(self.earlier.parts)
         reusable = self.reusable(kept, base) if isinstance(kept, Kept) else 0
         parts: list[Part] = []
         head: Fields | None = None

@@ -171,6 +171,8 @@ class Queries:
             else:
                 self.note(stored)
             self.reused.append(name)
+            if isinstance(stored.parts, Shared):  # kept unloaded (candidate_answers.py)
+                self.keys.add(stored.parts.key)
             if stored.touched:
                 self.moved = True
                 self.behind.append((compute if again is None else again, stored))
@@ -195,7 +197,8 @@ class Queries:
             raise Uncertified  # its answer may not be the caught-up evaluator's
         touched = stateful or footprint(self.evaluator()) != before
         self.moved = self.moved or touched
-        self.store(key, value, touched, left=left, parts=None if session is None else session.made)
+        parts = None if session is None or session.made is None else self.share(session.made)
+        self.store(key, value, touched, left=left, parts=parts)
         return value
 
     def session(self, stored: Answer | None) -> Any:
