@@ -80,6 +80,7 @@ class Watch:
             {} if lazy is None else dict.fromkeys(lazy.questions.refused),
             self.facts is not None and self.facts._fits is not None,
             len(collection.late),
+            dict(collection.parsed_before),  # put back by a reused part (candidate_answers.py)
         )
 
     def left(self, before: tuple[Any, ...]) -> Left:
@@ -103,7 +104,14 @@ class Watch:
             frozenset(map(str, after[3] - before[3])),
             frozenset(map(str, after[4] - before[4])),
             tuple(str(path) for path in after[5] if path not in before[5]),
-            tuple((str(p), f is not None) for p, f in after[6].items() if p not in before[6]),
+            tuple(
+                (str(p), f is not None) for p, f in after[6].items() if p not in before[6]
+            )  # a part's put back as it was parsed (parsed_before), after the parsed ones
+            + tuple(
+                (str(p), parsed)
+                for p, parsed in after[10].items()
+                if p not in before[10] and p not in after[6]
+            ),
             questions,
         )
 

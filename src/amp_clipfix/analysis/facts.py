@@ -195,17 +195,11 @@ class LazyFiles(Mapping[Path, FileFacts]):
 
     def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
         """The files whose text holds one of `words` and pass `where`, by path; only they parse."""
-        self.noted.words(words, where)
-        refused = self.questions.asked(words, where)
-        for path in sorted({*self.candidates, *self.loaded}, key=str):
-            loaded = self.loaded.get(path)
-            data = loaded.data if loaded is not None else self.text(path)
-            # word_scan.py: the same answer; the file's text is its document's either way
-            if data is not None and self.questions.holds(path, data, words):
-                if where is not None and not where(path, data):
-                    refused.add(path)
-                elif (found := self.get(path)) is not None:
-                    yield found
+        from amp_clipfix.analysis.word_holders import holders
+
+        for path in holders(self, words, where):
+            if (found := self.get(path)) is not None:
+                yield found
 
 
 @record

@@ -81,6 +81,7 @@ class Entry:
     value: object
     touched: bool
     left: object  # what its computation left (certificate.Left)
+    parts: object  # its search's answers per candidate file (candidate_answers.Kept)
 
 
 class Queries:
@@ -170,6 +171,8 @@ class Queries:
             else:
                 self.note(stored)
             self.reused.append(name)
+            if isinstance(stored.parts, Shared):  # kept unloaded (candidate_answers.py)
+                self.keys.add(stored.parts.key)
             if stored.touched:
                 self.moved = True
                 self.behind.append((compute if again is None else again, stored))
@@ -182,10 +185,11 @@ class Queries:
         before = footprint(self.evaluator())
         state = None if self.watch is None else self.watch.state()
         self.reads.absent = None if stored is None else self.absent(stored)
+        self.reads.parts = session = self.session(stored)
         try:
             value = compute()
         finally:
-            self.reads.absent = None
+            self.reads.absent = self.reads.parts = None
         left = None if self.watch is None or state is None else self.watch.left(state)
         if self.certifying and (left is None or not left.clean):
             from amp_clipfix.analysis.certificate import Uncertified
@@ -193,8 +197,18 @@ class Queries:
             raise Uncertified  # its answer may not be the caught-up evaluator's
         touched = stateful or footprint(self.evaluator()) != before
         self.moved = self.moved or touched
-        self.store(key, value, touched, left=left)
+        parts = None if session is None or session.made is None else self.share(session.made)
+        self.store(key, value, touched, left=left, parts=parts)
         return value
+
+    def session(self, stored: Answer | None) -> Any:
+        """What a computation keeps per candidate file, reusing the earlier entry's parts where
+        certain (candidate_answers.py); none without the certificate's watch."""
+        if self.watch is None:
+            return None
+        from amp_clipfix.analysis.candidate_answers import Session
+
+        return Session(self, stored)
 
     def ready(self, stored: Answer | None) -> None:
         """Before a query is computed: catch the evaluator up (`catch_up`), or, where every
@@ -321,6 +335,7 @@ class Queries:
         touched: bool,
         reads: Reads | None = None,
         left: object = None,
+        parts: object = None,
     ) -> None:
         reads = self.reads if reads is None else reads
         if reads.everything:
@@ -344,8 +359,8 @@ class Queries:
         )
         derived = {name: self.share(answer) for name, answer in fields[3].items()}
         fields = (*fields[:3], derived, *fields[4:])
-        parts = tuple(self.share(field) for field in fields)
-        self.cache.store(key, Entry(self.revision_key, parts, value, touched, left))
+        shares = tuple(self.share(field) for field in fields)
+        self.cache.store(key, Entry(self.revision_key, shares, value, touched, left, parts))
 
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
@@ -396,6 +411,7 @@ class Queries:
             stored.value,
             stored.touched,
             stored.left,
+            stored.parts,
         )
 
     def shared_part(self, part: object) -> object:

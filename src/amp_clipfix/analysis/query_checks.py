@@ -31,6 +31,7 @@ class Answer:
     value: object
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
     left: object  # what its computation left besides its memos (certificate.Left, or None)
+    parts: object  # its search's answers per candidate file (candidate_answers.Kept, or None)
 
 
 def still(

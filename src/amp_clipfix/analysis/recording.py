@@ -129,6 +129,8 @@ class Reads:
         # Not a read either: the relevance core a cold run computes today, as a reused entry's
         # noted one and the files changed since give it (derived.today_relevant), when known.
         self.relevant: object | None = None
+        # Not a read: the computing query's answers per candidate file (candidate_answers.py).
+        self.parts: object | None = None
 
 
 class TextsView(Mapping[Path, bytes]):

@@ -14,13 +14,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import (
+    CallTest,
     Keywords,
     keyword,
-    library_call_files,
     library_calls,
     literals,
     written_place,
 )
+from amp_clipfix.analysis.candidate_answers import answers_by_file
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import (
     PRECISION_ARGUMENT,
@@ -83,19 +84,32 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # 1.x knows no other spelling
     fixable = not any(release.is_1x for release in releases) and not facts.target.assumed
     seen: set[tuple[Path, Span]] = set()  # a dict spread into several calls: one finding
-    for file in library_call_files(facts, WORDS, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION):
-        calls = library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION)
-        for call, names in calls:
-            fabric = names <= FABRIC_CLASSES
-            found = python_precision(facts, file, call, fabric, fixable)
-            if found is not None:
-                yield found
-                continue
-            for found in spread_precision(facts, file, call, fabric, fixable):
-                if (found.sites[0].path, found.sites[0].span) not in seen:
-                    seen.add((found.sites[0].path, found.sites[0].span))
-                    yield found
+    test = CallTest(facts.root, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION)
+    # each candidate's answer kept with what it read (candidate_answers.py)
+    each = answers_by_file(facts, WORDS, test, lambda file: call_findings(facts, file, fixable))
+    for found, spread in each:
+        if spread and (found.sites[0].path, found.sites[0].span) in seen:
+            continue
+        if spread:
+            seen.add((found.sites[0].path, found.sites[0].span))
+        yield found
     yield from yaml_precision(facts, fixable)
+
+
+def call_findings(facts: ProjectFacts, file: FileFacts, fixable: bool) -> list[tuple[Found, bool]]:
+    """The findings of the Trainer / Fabric calls of one file, each with whether a `**` spread
+    gave it (one dict spread into several calls is one finding: `check` keeps the first)."""
+    findings: list[tuple[Found, bool]] = []
+    for call, names in library_calls(facts, file, TRAINER_CLASSES | FABRIC_CLASSES, PRECISION):
+        fabric = names <= FABRIC_CLASSES
+        found = python_precision(facts, file, call, fabric, fixable)
+        if found is not None:
+            findings.append((found, False))
+            continue
+        findings.extend(
+            (found, True) for found in spread_precision(facts, file, call, fabric, fixable)
+        )
+    return findings
 
 
 def not_fixable(facts: ProjectFacts) -> str:

@@ -1,0 +1,183 @@
+"""ACF011's answer per candidate file, kept with what the search read up to that file
+(analysis/candidate_answers.py): after an edit the candidates before the first one whose reads
+it touched are answered from the earlier entry, unparsed, and the output is a cold run's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_catch_up_certificate import Events, events
+from test_incremental import same_as_cold, write
+
+from amp_clipfix.analysis import candidate_answers
+from amp_clipfix.rules import acf011
+
+__all__ = ["events"]  # the fixture, shared
+
+FIRST = """import lightning as L
+
+trainer = L.Trainer(precision=16)
+"""
+# its `**` spread is followed into settings.py (no candidate: it names no Trainer)
+SPREAD = """import lightning as L
+
+from settings import CONFIG
+
+# the old spelling "16" is one of settings.py's
+trainer = L.Trainer(**CONFIG)
+"""
+SETTINGS = """CONFIG = {"precision": "bf16", "max_epochs": 1}
+"""
+LAST = """import lightning as L
+
+trainer = L.Trainer(precision="16", devices=1)
+"""
+PYPROJECT = """[project]
+name = "demo"
+version = "0"
+dependencies = ["lightning>=2.0"]
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    root = tmp_path / "project"
+    write(root, "a_first.py", FIRST)
+    write(root, "b_spread.py", SPREAD)
+    write(root, "settings.py", SETTINGS)
+    write(root, "c_last.py", LAST)
+    write(root, "pyproject.toml", PYPROJECT)
+    return root
+
+
+@pytest.fixture
+def answered(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The candidate files ACF011 computed an answer for, run after run (by file name): each
+    `same_as_cold` runs the warm command, then a `--no-cache` one (EVERY)."""
+    names: list[str] = []
+    findings = acf011.call_findings
+
+    def spied(facts: object, file: acf011.FileFacts, fixable: bool) -> object:
+        names.append(file.path.name)
+        return findings(facts, file, fixable)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(acf011, "call_findings", spied)
+    yield names
+
+
+@pytest.fixture
+def reused(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The candidate files answered from the earlier entry, run after run (by file name)."""
+    names: list[str] = []
+    put_back = candidate_answers.Session.put_back
+
+    def spied(self: candidate_answers.Session, part: candidate_answers.Part) -> None:
+        names.append(Path(part.path).name)
+        put_back(self, part)
+
+    monkeypatch.setattr(candidate_answers.Session, "put_back", spied)
+    yield names
+
+
+def edit(root: Path, name: str, old: str, new: str) -> None:
+    path = root / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+EVERY = ["a_first.py", "b_spread.py", "c_last.py"]  # a cold run computes each, in path order
+
+
+def cold_then(project: Path, answered: list[str], reused: list[str]) -> bytes:
+    """The first run (its cache empty), then the `--no-cache` one."""
+    first = same_as_cold(project)
+    assert answered == [*EVERY, *EVERY]
+    assert reused == []
+    answered.clear()
+    return first
+
+
+def test_the_last_candidate_edited_reuses_the_ones_before_it(
+    project: Path, answered: list[str], reused: list[str]
+) -> None:
+    first = cold_then(project, answered, reused)
+    assert b"ACF011" in first and b"c_last.py:3" in first
+    edit(project, "c_last.py", '"16", devices=1)', '"32", devices=1)\nOLD = "16"')
+    warm = same_as_cold(project)
+    assert b"c_last.py:3" not in warm and b"a_first.py:3" in warm
+    assert reused == ["a_first.py", "b_spread.py"]
+    assert answered == ["c_last.py", *EVERY]
+
+
+def test_the_module_a_spread_is_followed_into_edited(
+    project: Path, answered: list[str], reused: list[str]
+) -> None:
+    first = cold_then(project, answered, reused)
+    assert b"settings.py:1" in first
+    edit(project, "settings.py", '"bf16"', '"32-true"')
+    warm = same_as_cold(project)
+    assert b"settings.py:1" not in warm and b"c_last.py:3" in warm
+    assert reused == ["a_first.py"]
+    assert answered == ["b_spread.py", "c_last.py", *EVERY]
+
+
+def test_the_first_candidate_edited_computes_every_one(
+    project: Path, answered: list[str], reused: list[str]
+) -> None:
+    cold_then(project, answered, reused)
+    edit(project, "a_first.py", "precision=16", 'precision="bf16"')
+    warm = same_as_cold(project)
+    assert b"a_first.py:3" in warm
+    assert reused == []
+    assert answered == [*EVERY, *EVERY]
+
+
+def test_a_file_that_joins_the_list_computes_the_candidates_from_it(
+    project: Path, answered: list[str], reused: list[str]
+) -> None:
+    """A file that becomes a candidate between two others: the ones before it are reused,
+    the list from there on is the cold run's."""
+    write(project, "b_tools.py", "VALUE = 1\n")
+    cold_then(project, answered, reused)
+    edit(project, "b_tools.py", "VALUE = 1", "import lightning as L\n\nL.Trainer(precision=16)")
+    warm = same_as_cold(project)
+    assert b"b_tools.py:3" in warm
+    assert reused == ["a_first.py", "b_spread.py"]
+    every = ["a_first.py", "b_spread.py", "b_tools.py", "c_last.py"]
+    assert answered == ["b_tools.py", "c_last.py", *every]
+
+
+# `build` passes `config` on to itself: following the spread's value to its callers meets
+# the evaluation of that very parameter again (a cycle: not a clean computation)
+CYCLIC = """import lightning as L
+
+
+def build(config, depth=2):
+    if depth:
+        return build(config, depth - 1)
+    return L.Trainer(**config, devices=1)
+
+
+build({"precision": "16"})
+"""
+
+
+def test_an_unclean_candidate_falls_back_to_the_whole_search(
+    project: Path, answered: list[str], reused: list[str], events: Events
+) -> None:
+    """The last candidate now meets a cycle while the ones before it were reused: the attempt
+    is thrown away and the project analysed again with the catch-up, every candidate computed;
+    the output is a cold run's."""
+    cold_then(project, answered, reused)
+    events.clear()
+    write(project, "c_last.py", CYCLIC)
+    warm = same_as_cold(project)
+    assert b"c_last.py" in warm
+    assert reused == ["a_first.py", "b_spread.py"]  # the first attempt
+    assert events.attempts[:2] == [True, False]
+    assert answered == ["c_last.py", *EVERY, *EVERY]  # the first attempt, the second, cold
