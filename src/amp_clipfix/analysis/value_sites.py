@@ -6,7 +6,8 @@ A reading enters a call only where the evaluator says its callee is a project fu
 matters to a call that does not call it by name only where the evaluator can follow its value
 there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
 `return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
-`call_getattr`: the evaluator makes no attribute from a string held elsewhere), a renamed
+`call_getattr`; dataclass_calls also reads a name the code decides, from a string held
+elsewhere, which is not looked for here: a known gap, bench/README.md session 29), a renamed
 import, a `global`. Those open the index, as they always did, but for an instance's `__call__`
 and a closure, whose values are followed from where they are made (analysis/instance_flow.py:
 the calls that may run them are kept as sites, as below).
