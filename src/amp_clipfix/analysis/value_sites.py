@@ -6,7 +6,8 @@ A reading enters a call only where the evaluator says its callee is a project fu
 matters to a call that does not call it by name only where the evaluator can follow its value
 there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
 `return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
-`call_getattr`: the evaluator makes no attribute from a string held elsewhere), a renamed
+`call_getattr`; dataclass_calls also reads a name the code decides, from a string held
+elsewhere, which is not looked for here: a known gap, bench/README.md session 29), a renamed
 import, a `global`. Those open the index, as they always did, but for an instance's `__call__`
 and a closure, whose values are followed from where they are made (analysis/instance_flow.py:
 the calls that may run them are kept as sites, as below).
@@ -24,7 +25,12 @@ Two writings give the value to library code only, and the evaluator never follow
 The first kind's calls are kept (`Found.sites`): a call that may run the function, as a call
 spelled with its name is (a step's closure is read where it is handed on). A string equal to
 the name that no call gets as a positional argument (a dict key, a compared string, a
-keyword's value, `mode="train"`) makes no attribute: it opens nothing.
+keyword's value, `mode="train"`) makes no attribute: it opens nothing. One a call gets opens
+the index only where an attribute of that name may be the function (a method, a function of a
+module an object of which may be made): the evaluator reads `getattr(x, "f")` as `x.f`
+(`attribute_of`, for a name written at the call and one the code decides alike), so it gives a
+module-level function only where `x` may be its module's object. A `global` or `nonlocal` of
+the name rebinds the function's own name: it always opens.
 """
 
 from __future__ import annotations
@@ -102,17 +108,19 @@ class WrittenValues:
     """How one module writes names, from one walk (breadth first: a statement and a call are
     met before their parts): as a value the evaluator may follow, by name (`names`) or as an
     attribute (`x.name`, and `x.name = ...`: `attributes`); as a string a call gets as a
-    positional argument, or in a `global` (`strings`); handed to a dropped call, with the call
-    and whether it is an attribute there (`handed`); imported under another name, from which
+    positional argument (`strings`: an attribute's name for `getattr`), or in a `global` or
+    `nonlocal` (`declared`); handed to a dropped call, with the call and whether it is an
+    attribute there (`handed`); imported under another name, from which
     module (`renamed`, None for `from . import`), or under its own (`imported`). A call's
     callee, a plain name stored to, a `def` and a parameter are no value."""
 
-    __slots__ = ("names", "attributes", "strings", "handed", "renamed", "imported")
+    __slots__ = ("names", "attributes", "strings", "declared", "handed", "renamed", "imported")
 
     def __init__(self, nodes: Iterable[ast.AST]) -> None:
         self.names: set[str] = set()
         self.attributes: set[str] = set()
         self.strings: set[str] = set()
+        self.declared: set[str] = set()  # the names of a `global` or `nonlocal`
         self.handed: dict[str, list[tuple[ast.Call, bool]]] = {}
         self.renamed: dict[str, list[str | None]] = {}
         self.imported: set[str] = set()
@@ -152,7 +160,7 @@ class WrittenValues:
                         module = None if relative else node.module  # type: ignore[attr-defined]
                         self.renamed.setdefault(alias.name, []).append(module)
             elif kind is ast.Global or kind is ast.Nonlocal:
-                self.strings.update(node.names)  # type: ignore[attr-defined]
+                self.declared.update(node.names)  # type: ignore[attr-defined]
 
     def sites(self, name: str, library: Library, seen: Seen) -> Sites:
         """The dropped library calls that get the function named `name` as an argument, in
@@ -161,10 +169,10 @@ class WrittenValues:
         attribute of that name; the modules a renamed import of it may come from (None: any)."""
         names, attributes, modules = seen
         names = names or name in self.imported
-        if name in self.strings or names and name in self.names:
+        if name in self.declared or names and name in self.names:
             return None
-        if attributes and name in self.attributes:
-            return None
+        if attributes and (name in self.attributes or name in self.strings):
+            return None  # `getattr(x, "name")` is an attribute read, as `x.name` is
         for module in self.renamed.get(name, ()):
             if module is None or modules is None or module.rsplit(".", 1)[-1] in modules:
                 return None  # `from m import name as other`: a call of `other` may run it
