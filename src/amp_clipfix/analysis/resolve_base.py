@@ -12,7 +12,11 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
-from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.collect import (
+    LineSuppressions,
+    comment_suppressions,
+    with_suppressions,
+)
 from amp_clipfix.analysis.derived import FUSED, TextReasons
 from amp_clipfix.analysis.derived import _still_relevant as _still_relevant  # tests
 from amp_clipfix.analysis.derived import _still_searched as _still_searched  # tests
@@ -116,14 +120,18 @@ class ResolutionBase:
 
     def suppressions(self, path: Path) -> dict[int, frozenset[str]]:
         """Line -> codes its comment silences, read as the collector reads them (a `#` inside
-        a string is no comment)."""
+        a string is no comment); the module's text made only for a line holding a `#`."""
         if path not in self.comments:
-            source = self.source_text(path)
+            summary = self.ev.summary(path)
             found: dict[int, frozenset[str]] = {}
-            if source is not None:
-                found = comment_suppressions(source, source.summary.tree)
+            if summary is not None:
+                found = LineSuppressions(summary.lines, lambda: self.comments_of(path))
             self.comments[path] = found
         return self.comments[path]
+
+    def comments_of(self, path: Path) -> dict[int, frozenset[str]]:
+        source = self.source_text(path)
+        return {} if source is None else comment_suppressions(source, source.summary.tree)
 
     def source_text(self, path: Path) -> SourceText | None:
         """The module's text, to give positions and code in libcst's terms as the collector
