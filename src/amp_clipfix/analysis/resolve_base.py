@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -124,14 +125,10 @@ class ResolutionBase:
         if path not in self.comments:
             summary = self.ev.summary(path)
             found: dict[int, frozenset[str]] = {}
-            if summary is not None:
-                found = LineSuppressions(summary.lines, lambda: self.comments_of(path))
+            if summary is not None:  # (no bound method: the resolution is let go at its end)
+                found = LineSuppressions(summary.lines, partial(module_suppressions, summary))
             self.comments[path] = found
         return self.comments[path]
-
-    def comments_of(self, path: Path) -> dict[int, frozenset[str]]:
-        source = self.source_text(path)
-        return {} if source is None else comment_suppressions(source, source.summary.tree)
 
     def source_text(self, path: Path) -> SourceText | None:
         """The module's text, to give positions and code in libcst's terms as the collector
@@ -465,3 +462,9 @@ def search_reasons(
     direct = {path for path, data in contents.items() if pattern and pattern.search(data)}
     words = asked.union(*(top_level_names(contents[path]) for path in direct))
     return frozenset(found), frozenset(direct), frozenset(words)
+
+
+def module_suppressions(summary: Summary) -> dict[int, frozenset[str]]:
+    """The module's suppressions from its text, as `source_text` makes it."""
+    source = SourceText(summary.source(), summary.tree)
+    return comment_suppressions(source, source.summary.tree)
