@@ -76,10 +76,11 @@ class _Table:
     """A record class's fields: names in order, defaults, and which take part in eq / repr;
     `values`: the compared fields' values of an instance, as a tuple."""
 
-    __slots__ = ("names", "defaults", "factories", "compared", "shown", "values")
+    __slots__ = ("names", "members", "defaults", "factories", "compared", "shown", "values")
 
     def __init__(self, fields: list[Field]) -> None:
         self.names = tuple(f.name for f in fields)
+        self.members = frozenset(self.names)
         self.defaults = {f.name: f.default for f in fields if f.default is not MISSING}
         self.factories: dict[str, Callable[[], object]] = {
             f.name: f.default_factory for f in fields if not isinstance(f.default_factory, _Missing)
@@ -149,6 +150,11 @@ def _make(cls: type[T], frozen: bool, order: bool = False) -> type[T]:
 def _init(self: object, *args: object, **kwargs: object) -> None:
     table: _Table = getattr(type(self), RECORD_FIELDS)
     names = table.names
+    if not args and len(kwargs) == len(names) and kwargs.keys() == table.members:
+        state = self.__dict__  # every field by keyword (`replace`): nothing to check
+        for name in names:
+            state[name] = kwargs[name]
+        return
     if len(args) > len(names):
         raise TypeError(
             f"{type(self).__qualname__}.__init__() takes {len(names) + 1} positional "
@@ -156,7 +162,7 @@ def _init(self: object, *args: object, **kwargs: object) -> None:
         )
     values = dict(zip(names, args))
     for name, value in kwargs.items():
-        if name not in names:
+        if name not in table.members:
             raise TypeError(
                 f"{type(self).__qualname__}.__init__() got an unexpected keyword argument {name!r}"
             )

@@ -28,6 +28,7 @@ from amp_clipfix.analysis.recording import (
     earlier_scan,
     holds,
     matches,
+    matches_text,
     noted,
     python_texts,
     scan,
@@ -36,7 +37,7 @@ from amp_clipfix.analysis.recording import (
 from amp_clipfix.analysis.relevance import WORD, class_matches
 from amp_clipfix.analysis.shapes import all_params, is_method, is_module_level, is_super_call
 from amp_clipfix.analysis.summary import Summary
-from amp_clipfix.analysis.text_tests import call_of, whole_word
+from amp_clipfix.analysis.text_tests import call_of, whole_word, whole_word_text
 from amp_clipfix.analysis.text_tests import written as written_in
 from amp_clipfix.analysis.values import (
     ClsV,
@@ -411,14 +412,14 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
         """files_naming of an ASCII name, noted as the scan it stands for: from the index, or
         while a query is computed again from its earlier entry's scan (the changed files
         tested), else from the files holding the name, each searched for it as a word."""
-        word = whole_word(name)
-        test = (holds(name), matches(word))
+        # noted by the pattern's text: from the index, no pattern is compiled per name asked
+        test = (holds(name), matches_text(whole_word_text(name)))
         indexed = self.word_index.naming(name)
         if indexed is None:
             holding = self.files_with(name)  # noted as a cold run notes it (a scan, or taken)
             indexed = earlier_scan(self.contents, test)
             if indexed is None:
-                contents = python_texts(self.contents)
+                contents, word = python_texts(self.contents), whole_word(name)
                 indexed = [path for path in holding if word.search(contents[path])]
         return noted(self.contents, test, indexed)
 

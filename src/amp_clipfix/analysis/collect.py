@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis import names
@@ -91,6 +92,32 @@ class Suppressions(dict[int, frozenset[str]]):
                 if char == "#" and not in_string(self.strings, number, len(line[:column].encode())):
                     codes = suppressed_codes(line[column:])
                     break
+        self[number] = codes
+        return codes
+
+    def get(self, number: int, default: object = None) -> frozenset[str]:
+        return self[number]
+
+
+class LineSuppressions(dict[int, frozenset[str]]):
+    """`Suppressions` of a module whose text (`SourceText`, `made`) is made only when a line
+    asked holds a `#`: a line without one silences nothing (`Suppressions.__missing__`), and
+    most sites' lines hold none. `lines`: the module's UTF-8 lines as the summary keeps them
+    (the same lines, a `#` byte being a `#` character in UTF-8)."""
+
+    def __init__(
+        self, lines: Sequence[bytes], made: Callable[[], dict[int, frozenset[str]]]
+    ) -> None:
+        super().__init__()
+        self.lines, self.made = lines, made
+        self.whole: dict[int, frozenset[str]] | None = None
+
+    def __missing__(self, number: int) -> frozenset[str]:
+        codes: frozenset[str] = frozenset()
+        if 1 <= number <= len(self.lines) and b"#" in self.lines[number - 1]:
+            if self.whole is None:
+                self.whole = self.made()
+            codes = self.whole.get(number, frozenset())
         self[number] = codes
         return codes
 

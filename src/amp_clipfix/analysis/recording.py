@@ -104,6 +104,11 @@ def matches(pattern: re.Pattern[bytes]) -> Condition:
     return ("re", pattern.pattern, pattern.flags)
 
 
+def matches_text(pattern: bytes) -> Condition:
+    """matches(re.compile(pattern)), without compiling it (a bytes pattern has no flags)."""
+    return ("re", pattern, 0)
+
+
 class Reads:
     """What the queries of one run read so far."""
 

@@ -8,11 +8,16 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from pathlib import Path
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
-from amp_clipfix.analysis.collect import comment_suppressions, with_suppressions
+from amp_clipfix.analysis.collect import (
+    LineSuppressions,
+    comment_suppressions,
+    with_suppressions,
+)
 from amp_clipfix.analysis.derived import FUSED, TextReasons
 from amp_clipfix.analysis.derived import _still_relevant as _still_relevant  # tests
 from amp_clipfix.analysis.derived import _still_searched as _still_searched  # tests
@@ -116,12 +121,12 @@ class ResolutionBase:
 
     def suppressions(self, path: Path) -> dict[int, frozenset[str]]:
         """Line -> codes its comment silences, read as the collector reads them (a `#` inside
-        a string is no comment)."""
+        a string is no comment); the module's text made only for a line holding a `#`."""
         if path not in self.comments:
-            source = self.source_text(path)
+            summary = self.ev.summary(path)
             found: dict[int, frozenset[str]] = {}
-            if source is not None:
-                found = comment_suppressions(source, source.summary.tree)
+            if summary is not None:  # (no bound method: the resolution is let go at its end)
+                found = LineSuppressions(summary.lines, partial(module_suppressions, summary))
             self.comments[path] = found
         return self.comments[path]
 
@@ -457,3 +462,9 @@ def search_reasons(
     direct = {path for path, data in contents.items() if pattern and pattern.search(data)}
     words = asked.union(*(top_level_names(contents[path]) for path in direct))
     return frozenset(found), frozenset(direct), frozenset(words)
+
+
+def module_suppressions(summary: Summary) -> dict[int, frozenset[str]]:
+    """The module's suppressions from its text, as `source_text` makes it."""
+    source = SourceText(summary.source(), summary.tree)
+    return comment_suppressions(source, source.summary.tree)

@@ -194,13 +194,15 @@ def expression_at(summary: Summary, line: int, column: int) -> ast.AST | None:
     while queue:
         node = queue.popleft()  # breadth first: an outer expression before the inner ones
         if getattr(node, "lineno", line) <= line <= (getattr(node, "end_lineno", None) or line):
-            if isinstance(node, ast.keyword) and node.arg is None:
-                span = summary.span(node)
-                if (span.line, span.column) == (line, column):
-                    return node.value
-            elif isinstance(node, ast.expr) and node.lineno == line:
-                span = summary.span(node)
-                if (span.line, span.column) == (line, column):
-                    return node
+            spread = isinstance(node, ast.keyword) and node.arg is None
+            if (spread or isinstance(node, ast.expr)) and starts_at(summary, node, line, column):
+                return node.value if spread else node  # type: ignore[attr-defined]
             queue.extend(child_nodes(node))
     return None
+
+
+def starts_at(summary: Summary, node: ast.AST, line: int, column: int) -> bool:
+    """Whether `summary.span(node)` starts at (line, character column), without the span's
+    end made (asked of every expression on a site's line)."""
+    lineno: int = node.lineno  # type: ignore[attr-defined]
+    return lineno == line and summary.column(line, node.col_offset) == column  # type: ignore[attr-defined]

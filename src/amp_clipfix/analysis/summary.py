@@ -28,7 +28,7 @@ from amp_clipfix.analysis.parse import LargeModule, Lines, parse_module, pruned_
 from amp_clipfix.analysis.text_lines import TextLines
 from amp_clipfix.models import EntryId, Span
 from amp_clipfix.records import field, record
-from amp_clipfix.sources.prefilter import WORD_BYTES
+from amp_clipfix.sources.prefilter import literal_starts, whole_word_starts
 
 # What holds statements, and what a statement sits in: statements, `except` clauses, `case`s.
 STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
@@ -292,16 +292,10 @@ class Summary:
             return self.walked_calls()
         data, starts = self.lines.data, self.lines.starts
         offsets = [*self.non_ascii()]
-        for word in set(words):
-            # a literal is found by a fast scan; its neighbours are tested here
-            for match in re.finditer(re.escape(word.encode("ascii")), data):
-                start, end = match.span()
-                if (start == 0 or data[start - 1] not in WORD_BYTES) and (
-                    end == len(data) or data[end] not in WORD_BYTES
-                ):
-                    offsets.append(start)
+        for word in set(words):  # found by a plain text search: no pattern per name
+            offsets += whole_word_starts(data, word.encode("ascii"))
         for sign in set(signs):
-            offsets += [match.start() for match in re.finditer(re.escape(sign), data)]
+            offsets += literal_starts(data, sign)
         lines = sorted({bisect.bisect_right(starts, offset) for offset in offsets})
         return calls_in(self.tree, lines, owners, unread_body) if lines else []
 

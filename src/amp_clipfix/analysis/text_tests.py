@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from amp_clipfix.analysis.recording import PREDICATES
 from amp_clipfix.patterns import lazy
-from amp_clipfix.sources.prefilter import word_start
+from amp_clipfix.sources.prefilter import whole_word_starts, word_start
 
 IDENTIFIER = lazy(rb"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -54,8 +54,13 @@ def whole_word(name: bytes) -> re.Pattern[bytes]:
     """`name` written as a whole word (not inside a longer identifier). The pattern starts with
     the name, so `re` skips to its occurrences as a plain text search does, and looks behind
     it after: the same matches as a leading `(?<![A-Za-z0-9_])`, twenty times faster."""
+    return re.compile(whole_word_text(name))
+
+
+def whole_word_text(name: bytes) -> bytes:
+    """whole_word's pattern, not compiled (a query notes a scan by its pattern's text)."""
     escaped = re.escape(name)
-    return re.compile(escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")(?![A-Za-z0-9_])")
+    return escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")(?![A-Za-z0-9_])"
 
 
 PATTERNS: dict[str, Callable[[bytes], re.Pattern[bytes]]] = {
@@ -65,11 +70,15 @@ PATTERNS: dict[str, Callable[[bytes], re.Pattern[bytes]]] = {
 
 
 def written(path: Path | None, data: bytes, pattern: str, name: str) -> bool:
-    """Whether `PATTERNS[pattern](name)` matches `data` other than right after `def`/`class`."""
-    return any(
-        not DEFINED.search(data, max(0, match.start() - 16), match.start())
-        for match in PATTERNS[pattern](name.encode("ascii")).finditer(data)
-    )
+    """Whether `PATTERNS[pattern](name)` matches `data` other than right after `def`/`class`.
+    A whole word is found by a plain text search (whole_word_starts: the same starts) rather
+    than by a pattern compiled for each name asked."""
+    word = name.encode("ascii")
+    if pattern == "whole_word" and IDENTIFIER.fullmatch(word):
+        starts: Iterable[int] = whole_word_starts(data, word)
+    else:
+        starts = (match.start() for match in PATTERNS[pattern](word).finditer(data))
+    return any(not DEFINED.search(data, max(0, start - 16), start) for start in starts)
 
 
 def import_names(data: bytes) -> frozenset[bytes]:

@@ -43,6 +43,32 @@ def word_start(word: bytes) -> bytes:
     return escaped + rb"(?<![A-Za-z0-9_]" + escaped + rb")"
 
 
+def literal_starts(data: bytes, literal: bytes) -> list[int]:
+    """Where `literal` (not empty) starts in `data`, left to right and not overlapping: the
+    starts `re.finditer(re.escape(literal), data)` gives, without compiling a pattern per
+    literal (a project of thousands of factories asks thousands of names, each once)."""
+    starts, at = [], data.find(literal)
+    while at != -1:
+        starts.append(at)
+        at = data.find(literal, at + len(literal))
+    return starts
+
+
+def whole_word_starts(data: bytes, name: bytes) -> list[int]:
+    """Where the ASCII identifier `name` is written as a whole word (no ASCII letter, digit or
+    `_` right before or after it): the starts of `text_tests.whole_word(name)`'s matches.
+    Matches of an identifier passing that test never overlap, so each occurrence is tested."""
+    found, size, at = [], len(name), data.find(name)
+    while at != -1:
+        end = at + size
+        if (at == 0 or data[at - 1] not in WORD_BYTES) and (
+            end == len(data) or data[end] not in WORD_BYTES
+        ):
+            found.append(at)
+        at = data.find(name, at + 1)
+    return found
+
+
 FUSED_WORD = b"fused"
 FUSED_ARGUMENT = lazy(word_start(FUSED_WORD) + rb"\s*=(?!=)|[\'\"]fused[\'\"]")
 OPTIMIZER_WORDS = (b"Adam", b"SGD", b"Adagrad")
