@@ -22,7 +22,7 @@ from amp_clipfix.analysis.collect import LineSuppressions, comment_suppressions
 from amp_clipfix.analysis.recording import matches, matches_text
 from amp_clipfix.analysis.resolve_refine import expression_at
 from amp_clipfix.analysis.summary import Summary, summarise
-from amp_clipfix.analysis.text_tests import whole_word, whole_word_text, written
+from amp_clipfix.analysis.text_tests import call_of, whole_word, whole_word_text, written
 from amp_clipfix.analysis.word_index import SCANS_BEFORE_INDEX
 from amp_clipfix.sources.prefilter import literal_starts, whole_word_starts
 from bench.factory_project import write_project
@@ -48,6 +48,9 @@ def test_a_run_over_factories_compiles_no_pattern_naming_a_factory(
             compiled.append(pattern)
         return original(pattern, flags)  # type: ignore[no-any-return]
 
+    re.purge()  # patterns an earlier test of this process compiled, kept by re and by ours
+    whole_word.cache_clear()
+    call_of.cache_clear()
     monkeypatch.setattr(re, "_compile", spy)
     run = amp_clipfix(tmp_path, "check", "--no-cache", "-j", "1", "--format", "json", entry=False)
     monkeypatch.undo()  # the patterns below are the test's own

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_pin_files_shared import counted_reads
 from test_startup import imported_modules
 
-from amp_clipfix import observed
 from amp_clipfix.kinds import Strategy
 from amp_clipfix.pipeline import Options, project_target
 from amp_clipfix.project import pins
@@ -49,18 +49,6 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def reads_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    reads: list[str] = []
-    real = observed.read_inside
-
-    def read_inside(path: str | Path, folder: str | Path) -> bytes:
-        reads.append(Path(path).name)
-        return real(path, folder)
-
-    monkeypatch.setattr(observed, "read_inside", read_inside)
-    return reads
-
-
 def listed_first(root: Path) -> ProjectFiles:
     """Pin files whose sources were all listed before any search asked (as 7dbd3fb did)."""
     files = ProjectFiles(root)
@@ -73,7 +61,7 @@ def test_requirements_that_decide_leave_the_dockerfile_and_workflow_unread(
 ) -> None:
     root = write(tmp_path, DECIDED)
     monkeypatch.chdir(root)
-    reads = reads_of(monkeypatch)
+    reads = counted_reads(monkeypatch)
     target, warnings, errors = project_target(root, Options(Strategy.AUTO))
     assert (target.source, target.pin) == ("requirements.txt", "lightning>=2.1,<2.3")
     assert (target.torch.source, target.torch.pin) == ("requirements.txt", "torch>=2.1,<2.3")
