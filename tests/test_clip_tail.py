@@ -70,6 +70,10 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "train.py": loop("from helpers import clip_all as clip", "clip(model)"),
         "helpers.py": HELPERS,
     },
+    "helper named by a string held in a constant": {
+        "train.py": loop('import helpers; NAME = "clip_all"', "getattr(helpers, NAME)(model)"),
+        "helpers.py": HELPERS,
+    },
     "helper passed as a value": {
         "train.py": loop("from helpers import clip_all, call", "call(clip_all, model)"),
         "helpers.py": HELPERS + "\n\ndef call(fn, model):\n    fn(model)\n",
@@ -228,6 +232,7 @@ FOUND = {
     "callable object",
     "helper imported under another name",
     "helper named by a string",
+    "helper named by a string held in a constant",
     "backward, clip and step in one helper",
     "clip in the loop",
     "decorated helper",

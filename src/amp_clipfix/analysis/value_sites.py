@@ -6,8 +6,8 @@ A reading enters a call only where the evaluator says its callee is a project fu
 matters to a call that does not call it by name only where the evaluator can follow its value
 there: through project code (`fn = f`, `run(f)` of a project function, `self.f = f`, a
 `return f`, a container), a `getattr(x, "f")` whose name is written at the call (library.py
-`call_getattr`; dataclass_calls also reads a name the code decides, from a string held
-elsewhere, which is not looked for here: a known gap, bench/README.md session 29), a renamed
+`call_getattr`) or decided by the code from a string held elsewhere (dataclass_calls:
+`NAME = "f"`, then `getattr(x, NAME)`; so every string the module writes counts), a renamed
 import, a `global`. Those open the index, as they always did, but for an instance's `__call__`
 and a closure, whose values are followed from where they are made (analysis/instance_flow.py:
 the calls that may run them are kept as sites, as below).
@@ -24,13 +24,11 @@ Two writings give the value to library code only, and the evaluator never follow
 
 The first kind's calls are kept (`Found.sites`): a call that may run the function, as a call
 spelled with its name is (a step's closure is read where it is handed on). A string equal to
-the name that no call gets as a positional argument (a dict key, a compared string, a
-keyword's value, `mode="train"`) makes no attribute: it opens nothing. One a call gets opens
-the index only where an attribute of that name may be the function (a method, a function of a
-module an object of which may be made): the evaluator reads `getattr(x, "f")` as `x.f`
-(`attribute_of`, for a name written at the call and one the code decides alike), so it gives a
-module-level function only where `x` may be its module's object. A `global` or `nonlocal` of
-the name rebinds the function's own name: it always opens.
+the name opens the index only where an attribute of that name may be the function (a method,
+a function of a module an object of which may be made): the evaluator reads `getattr(x, "f")`
+as `x.f` (`attribute_of`, for a name written at the call and one the code decides alike), so
+it gives a module-level function only where `x` may be its module's object. A `global` or
+`nonlocal` of the name rebinds the function's own name: it always opens.
 """
 
 from __future__ import annotations
@@ -107,11 +105,11 @@ Seen = tuple[bool, bool, set[str] | None]
 class WrittenValues:
     """How one module writes names, from one walk (breadth first: a statement and a call are
     met before their parts): as a value the evaluator may follow, by name (`names`) or as an
-    attribute (`x.name`, and `x.name = ...`: `attributes`); as a string a call gets as a
-    positional argument (`strings`: an attribute's name for `getattr`), or in a `global` or
-    `nonlocal` (`declared`); handed to a dropped call, with the call and whether it is an
-    attribute there (`handed`); imported under another name, from which
-    module (`renamed`, None for `from . import`), or under its own (`imported`). A call's
+    attribute (`x.name`, and `x.name = ...`: `attributes`); as a string (`strings`: an
+    attribute's name `getattr` may get, written at the call or held in a name first), or in a
+    `global` or `nonlocal` (`declared`); handed to a dropped call, with the call and whether
+    it is an attribute there (`handed`); imported under another name, from which module
+    (`renamed`, None for `from . import`), or under its own (`imported`). A call's
     callee, a plain name stored to, a `def` and a parameter are no value."""
 
     __slots__ = ("names", "attributes", "strings", "declared", "handed", "renamed", "imported")
@@ -140,11 +138,10 @@ class WrittenValues:
                         (self.attributes if attribute else self.names).add(name)
                 elif attribute:
                     self.attributes.add(name)  # `obj.name = ...`: another value under the name
+            elif kind is ast.Constant and type(node.value) is str:  # type: ignore[attr-defined]
+                self.strings.add(node.value)  # type: ignore[attr-defined]
             elif kind is ast.Call:
                 callees.add(id(node.func))  # type: ignore[attr-defined]
-                for argument in node.args:  # type: ignore[attr-defined]
-                    if type(argument) is ast.Constant and type(argument.value) is str:
-                        self.strings.add(argument.value)  # `getattr(x, "name")`
             elif kind is ast.Expr:
                 call = node.value  # type: ignore[attr-defined]
                 if type(call) is ast.Call:
