@@ -134,7 +134,9 @@ SNIPPETS = {
     "f(g(run))\n": None,
     "fn = run\n": None,
     "getattr(m, 'run')\n": None,
-    "d = {'run': 1}\nif mode == 'run':\n    pass\nf(mode='run')\n": 0,
+    # a string held anywhere may reach `getattr(x, name)` (a keyword's value through a
+    # parameter, a name): an attribute of that name may be read (dataclass_calls)
+    "d = {'run': 1}\nif mode == 'run':\n    pass\nf(mode='run')\n": None,
     "from m import run as r\n": None,
     "from m import run\nimport m.run\n": 0,
     "global run\n": None,
@@ -170,6 +172,7 @@ def test_another_module_s_bare_name_is_not_the_function() -> None:
     """Only its own module, an importer of the name and a `*` import see the function by its
     bare name; no module object holds it where its module is never imported as one."""
     assert sites("x = run\nspawn(obj.run)\nobj.run = 1\n", OTHER_MODULE) == 0
+    assert sites("d = {'run': 1}\nf(mode='run')\ngetattr(m, 'run')\n", OTHER_MODULE) == 0
     assert sites("from train import run\nx = run\n", OTHER_MODULE) is None
     assert sites("x = run\n", (True, False, {"train"})) is None
     assert sites("spawn(obj.run)\n", (False, True, {"train"})) == 1
