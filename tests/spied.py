@@ -1,9 +1,11 @@
-"""`check` run in this process with the files the analysis parses with `ast` counted (at
-`summary.summarise`): the big-tree tests assert which files a finding costs."""
+"""Spies on the run: `check` in this process with the files the analysis parses with `ast`
+counted (at `summary.summarise`; the big-tree tests assert which files a finding costs), and
+the arguments a function of the tool is called with."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -28,3 +30,17 @@ def check_counting_parses(
     monkeypatch.chdir(project)
     result = CliRunner().invoke(main, ["check", "--no-cache", "-j", "1", "."])
     return result.exit_code, result.output, sorted(set(parsed))
+
+
+def first_arguments(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[Any]:
+    """The first argument of every call of `owner.name` from now on; each call goes through
+    to the real function, so the run's output is what it would be unwatched."""
+    seen: list[Any] = []
+    real = getattr(owner, name)
+
+    def spy(first: Any, *arguments: Any, **options: Any) -> Any:
+        seen.append(first)
+        return real(first, *arguments, **options)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen

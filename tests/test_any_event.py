@@ -393,3 +393,14 @@ def test_the_sources_are_what_the_tests_say() -> None:
     for files in PROGRAMS.values():
         for text in files.values():
             ast.parse(textwrap.dedent(text))
+
+
+def assert_index_closed_as(
+    tmp_path: Path, files: dict[str, str], closed: bool, holding: set[str]
+) -> None:
+    """The clip index a run over the files builds stays closed exactly when `closed`, and
+    then its last level holds one of the functions named in `holding`."""
+    index = built(tmp_path, files, clip_tail.ClipCapable)
+    assert index.open is not closed
+    if closed:
+        assert {found.node.name for found in index.levels[-1].values()} & holding

@@ -9,6 +9,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+from spied import first_arguments
 
 from amp_clipfix.analysis import cache as cache_module
 from amp_clipfix.analysis.cache import Cache
@@ -19,15 +20,7 @@ from amp_clipfix.kinds import ErrorKind
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[type]:
     """The classes whose kind was checked (`_is_cached_type`), from an empty memo."""
     monkeypatch.setattr(cache_module, "_FOUND", {})
-    asked: list[type] = []
-    real = cache_module._is_cached_type
-
-    def spy(found: type) -> bool:
-        asked.append(found)
-        return real(found)
-
-    monkeypatch.setattr(cache_module, "_is_cached_type", spy)
-    return asked
+    return first_arguments(monkeypatch, cache_module, "_is_cached_type")
 
 
 def key(number: int) -> str:

@@ -12,8 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_any_event import built
-from test_clip_tail import report, tail_and_whole, write
+from test_any_event import assert_index_closed_as, built
+from test_clip_tail import report, same_as_the_whole_search, write
 
 from amp_clipfix.analysis import clip_tail, instance_flow
 from amp_clipfix.analysis.module_objects import binds_module, imports_plainly
@@ -230,8 +230,7 @@ FOUND = {name for name, (_, closed) in PROGRAMS.items() if closed} - {
 def test_the_same_findings_as_the_whole_search(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tail, whole = tail_and_whole(tmp_path, monkeypatch, PROGRAMS[name][0])
-    assert tail == whole
+    tail = same_as_the_whole_search(tmp_path, monkeypatch, PROGRAMS[name][0])
     if name in FOUND:
         assert "ACF004" in tail
 
@@ -240,11 +239,7 @@ def test_the_same_findings_as_the_whole_search(
 def test_the_index_opens_only_where_the_instance_may_go_unfollowed(
     name: str, tmp_path: Path
 ) -> None:
-    index = built(tmp_path, PROGRAMS[name][0], clip_tail.ClipCapable)
-    assert index.open is not PROGRAMS[name][1]
-    if not index.open:
-        held = {f.node.name for f in index.levels[-1].values()}
-        assert held & {"__call__", "step"}
+    assert_index_closed_as(tmp_path, PROGRAMS[name][0], PROGRAMS[name][1], {"__call__", "step"})
 
 
 def test_the_instance_s_calls_may_clip_and_their_functions_join_the_index(tmp_path: Path) -> None:

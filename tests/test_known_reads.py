@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from spied import first_arguments
 
 from amp_clipfix import observed, replay
 
@@ -22,15 +23,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 @pytest.fixture
 def hashed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Every text the run hashes as a file's bytes (and the build's, the seals' ...)."""
-    seen: list[bytes] = []
-    real = observed._raw_digest
-
-    def spy(data: bytes) -> bytes:
-        seen.append(data)
-        return real(data)
-
-    monkeypatch.setattr(observed, "_raw_digest", spy)
-    return seen
+    return first_arguments(monkeypatch, observed, "_raw_digest")
 
 
 def reading(files: list[Path], known: dict[str, object] | None = None) -> observed.Recording:

@@ -12,11 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_any_event import built
-from test_clip_tail import HELPERS, loop, tail_and_whole
+from test_any_event import assert_index_closed_as
+from test_clip_tail import HELPERS, loop, same_as_the_whole_search
 from test_incremental import same_as_cold
 
-from amp_clipfix.analysis import clip_tail
 from amp_clipfix.analysis.module_objects import binds_module
 from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.text_tests import attribute_written
@@ -104,18 +103,14 @@ PROGRAMS: dict[str, tuple[dict[str, str], bool]] = {
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_index_opens_only_where_a_module_object_may_be_made(name: str, tmp_path: Path) -> None:
-    index = built(tmp_path, PROGRAMS[name][0], clip_tail.ClipCapable)
-    assert index.open is not PROGRAMS[name][1]
-    if not index.open:
-        assert "clip_all" in {f.node.name for f in index.levels[-1].values()}
+    assert_index_closed_as(tmp_path, PROGRAMS[name][0], PROGRAMS[name][1], {"clip_all"})
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_same_findings_as_the_whole_search(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tail, whole = tail_and_whole(tmp_path, monkeypatch, PROGRAMS[name][0])
-    assert tail == whole
+    tail = same_as_the_whole_search(tmp_path, monkeypatch, PROGRAMS[name][0])
     assert "ACF004" in tail
 
 
@@ -131,8 +126,7 @@ def test_a_call_through_a_module_made_elsewhere_clips(
         "tools/hpo.py": HELPERS,
         "other.py": SPELLED,
     }
-    tail, whole = tail_and_whole(tmp_path, monkeypatch, files)
-    assert tail == whole
+    tail = same_as_the_whole_search(tmp_path, monkeypatch, files)
     assert "ACF004" in tail
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_pin_files_shared import counted_reads
+from test_pins import project
 from test_startup import imported_modules
 
 from amp_clipfix.kinds import Strategy
@@ -42,13 +43,6 @@ def nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pins, "installed_version", lambda name: None)
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    return root
-
-
 def listed_first(root: Path) -> ProjectFiles:
     """Pin files whose sources were all listed before any search asked (as 7dbd3fb did)."""
     files = ProjectFiles(root)
@@ -59,7 +53,7 @@ def listed_first(root: Path) -> ProjectFiles:
 def test_requirements_that_decide_leave_the_dockerfile_and_workflow_unread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = write(tmp_path, DECIDED)
+    root = project(tmp_path, DECIDED)
     monkeypatch.chdir(root)
     reads = counted_reads(monkeypatch)
     target, warnings, errors = project_target(root, Options(Strategy.AUTO))
@@ -73,7 +67,7 @@ def test_requirements_that_decide_leave_the_dockerfile_and_workflow_unread(
 def test_both_searches_answer_as_with_every_source_listed_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]
 ) -> None:
-    root = write(tmp_path, files)
+    root = project(tmp_path, files)
     monkeypatch.chdir(root)
     lazy = ProjectFiles(root)
     answers = (pins.resolve_target(root, None, (), lazy), pins.resolve_torch(root, None, lazy))
@@ -86,7 +80,7 @@ def test_both_searches_answer_as_with_every_source_listed_first(
 
 
 def test_an_undecided_search_lists_every_source(tmp_path: Path) -> None:
-    root = write(tmp_path, UNDECIDED)
+    root = project(tmp_path, UNDECIDED)
     files = ProjectFiles(root)
     pins.resolve_target(root, None, (), files)
     assert files.listed is not None
@@ -116,7 +110,7 @@ def test_a_listing_lists_each_entry_once_for_every_iteration() -> None:
 
 
 def test_a_check_whose_requirements_decide_imports_no_shlex(tmp_path: Path) -> None:
-    root = write(tmp_path, {**DECIDED, "train.py": "print('hello')\n"})
+    root = project(tmp_path, {**DECIDED, "train.py": "print('hello')\n"})
     modules, done = imported_modules(root, "check", "--no-cache", "--format", "json", ".")
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"source": "requirements.txt"' in done.stdout

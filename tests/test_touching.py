@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from spied import first_arguments
 
 from amp_clipfix import observed
 from amp_clipfix.settings import Touching
@@ -42,19 +43,14 @@ def tree(tmp_path: Path) -> Path:
 def test_each_path_is_resolved_once_over_many_findings(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    asked: list[str] = []
-    real = observed.realpath
-
-    def spy(path: str | os.PathLike[str]) -> str:
-        asked.append(os.fspath(path))
-        return real(path)
-
-    monkeypatch.setattr(observed, "realpath", spy)
+    asked = first_arguments(monkeypatch, observed, "realpath")
     a, b, d = tree / "pkg" / "a.py", tree / "pkg" / "b.py", tree / "d.py"
     touches = Touching((a,))
     answers = [touches(finding(b, a if n % 2 else d)) for n in range(50)]
     assert answers == [n % 2 == 1 for n in range(50)]
-    assert sorted(asked) == sorted(map(str, (a, b, d, a)))  # named once; each site's file once
+    assert sorted(map(os.fspath, asked)) == sorted(
+        map(str, (a, b, d, a))
+    )  # named once; each site's file once
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_any_event import built
-from test_clip_tail import loop, tail_and_whole
+from test_any_event import assert_index_closed_as, built
+from test_clip_tail import loop, same_as_the_whole_search
 from test_self_imports import project
 
 from amp_clipfix.analysis import clip_tail, event_capable
@@ -101,18 +101,13 @@ def files(name: str) -> dict[str, str]:
 def test_the_same_findings_as_the_whole_search(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tail, whole = tail_and_whole(tmp_path, monkeypatch, files(name))
-    assert tail == whole
+    tail = same_as_the_whole_search(tmp_path, monkeypatch, files(name))
     assert "ACF004" in tail
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_index_opens_only_where_the_value_may_be_followed(name: str, tmp_path: Path) -> None:
-    index = built(tmp_path, files(name), clip_tail.ClipCapable)
-    assert index.open is not PROGRAMS[name][1]
-    if not index.open:
-        held = {f.node.name for f in index.levels[-1].values()}
-        assert "clip_all" in held
+    assert_index_closed_as(tmp_path, files(name), PROGRAMS[name][1], {"clip_all"})
 
 
 def test_the_library_call_it_is_handed_to_may_clip(tmp_path: Path) -> None:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_any_event import built
-from test_clip_tail import tail_and_whole
+from test_any_event import assert_index_closed_as
+from test_clip_tail import same_as_the_whole_search
 from test_value_sites import TOOLS, program, sites
-
-from amp_clipfix.analysis import clip_tail
 
 OWN_MODULE = (True, False, {"helpers"})  # the function's own module; no module object of it
 ATTRIBUTE = (True, True, None)  # a method, or a function of a module an object of may be made
@@ -67,16 +65,12 @@ def files(name: str) -> dict[str, str]:
 def test_the_index_stays_closed_where_no_attribute_can_be_the_function(
     name: str, tmp_path: Path
 ) -> None:
-    index = built(tmp_path, files(name), clip_tail.ClipCapable)
-    assert index.open is not PROGRAMS[name][1]
-    if not index.open:
-        assert "clip_all" in {f.node.name for f in index.levels[-1].values()}
+    assert_index_closed_as(tmp_path, files(name), PROGRAMS[name][1], {"clip_all"})
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_the_same_findings_as_the_whole_search(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tail, whole = tail_and_whole(tmp_path, monkeypatch, files(name))
-    assert tail == whole
+    tail = same_as_the_whole_search(tmp_path, monkeypatch, files(name))
     assert "ACF004" in tail

@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from spied import first_arguments
 
 import amp_clipfix.output.write as write_module
 from amp_clipfix.output.write import WriteError, write_atomic
@@ -179,14 +180,7 @@ def test_temp_file_is_created_in_the_same_folder(
 ) -> None:
     path = make_file(tmp_path)
     source = read_source(path)
-    seen: list[str] = []
-    real_replace = os.replace
-
-    def spy(source_name: str, target: object) -> None:
-        seen.append(source_name)
-        real_replace(source_name, target)
-
-    monkeypatch.setattr(write_module.os, "replace", spy)
+    seen = first_arguments(monkeypatch, write_module.os, "replace")
 
     write_atomic(source, EDITED)
 
