@@ -10,7 +10,7 @@ than one rule asks lives here, and the library's names in the registry (names.py
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from amp_clipfix.analysis.decorators import replaced
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
@@ -59,22 +59,16 @@ def steps_after(order: list[Event], index: int) -> list[Event]:
 
 
 def manual_modules(
-    facts: ProjectFacts,
-    *words: bytes,
-    where: TextTest | None = None,
-    keep: Callable[[FileFacts, list[ast.FunctionDef]], bool] | None = None,
+    facts: ProjectFacts, *words: bytes, where: TextTest | None = None
 ) -> Iterator[tuple[FileFacts, ClsV, list[ast.FunctionDef], bool | None]]:
     """The LightningModule classes (in files holding one of `words` and passing `where`) that
     may optimize manually, with their methods and whether they certainly do (None: decided at
-    run time). `keep`: a test of a class's file and methods, made before the class is asked
-    about (its bases followed): a class it refuses holds nothing the caller reads."""
+    run time)."""
     if not facts.may_optimize_manually():
         return  # no class of the project can: its LightningModules are not looked for
     for file in facts.with_words(*words, where=where):
         for cls_node in file.summary.walked_classes():
             methods = [n for n in cls_node.body if isinstance(n, ast.FunctionDef)]
-            if keep is not None and not keep(file, methods):
-                continue
             cls = facts.class_of(file, methods[0]) if methods else None
             if cls is None or not facts.is_lightning_module(cls):
                 continue

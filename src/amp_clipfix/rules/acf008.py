@@ -94,28 +94,6 @@ def plain_backward(call: ast.AST) -> bool:
     )
 
 
-def plain_backward_calls(method: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
-    """The plain backward calls of a method (or a wrapper put in place of one), their
-    receiver other than its first parameter, the module."""
-    self_name = first_param(method)
-    return [
-        n
-        for n in ast.walk(method)
-        if isinstance(n, ast.Call) and plain_backward(n) and not on_self(n, self_name)
-    ]
-
-
-def any_plain_backward(file: FileFacts, methods: list[ast.FunctionDef]) -> bool:
-    """Some method of a class makes a plain backward call: only such a class can hold a
-    finding, so no other is asked whether it is a module that optimizes by hand (its bases
-    followed, their modules parsed). A method whose lines cannot write the call is not read
-    (its body stays unread: analysis/bodies.py)."""
-    return any(
-        may_call_backward(file.summary, method) and plain_backward_calls(method)
-        for method in methods
-    )
-
-
 def on_self(call: ast.Call, self_name: str | None) -> bool:
     func = call.func
     return isinstance(func, ast.Attribute) and (
@@ -127,13 +105,15 @@ def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     # a file whose text cannot write a plain backward call in a class is not parsed for it
     # (shape_texts.py)
-    modules = manual_modules(
-        facts, b".backward(", where=PLAIN_BACKWARD_IN_CLASS, keep=any_plain_backward
-    )
+    modules = manual_modules(facts, b".backward(", where=PLAIN_BACKWARD_IN_CLASS)
     for file, cls, methods, manual in modules:
         for method in methods:
             self_name = first_param(method)
-            calls = plain_backward_calls(method)
+            calls = [
+                n
+                for n in ast.walk(method)
+                if isinstance(n, ast.Call) and plain_backward(n) and not on_self(n, self_name)
+            ]
             if not calls:
                 continue
             state = trainers_scaler(facts, cls)
@@ -154,15 +134,17 @@ def wrapped(facts: ProjectFacts) -> Iterator[Found]:
         summary = facts.evaluator.summary(file.path) or file.summary
         writes = functools.partial(may_call_backward, summary)
         for wrapper, classes in method_wrappers(facts.evaluator, summary, writes):
-            calls = plain_backward_calls(wrapper)
-            if not calls:
-                continue  # no finding whatever the classes are: they are not asked about
             modules = [c for c in classes if facts.is_lightning_module(c)]
             manual = [(c, facts.manual_optimization(c)) for c in modules]
             manual = [(c, state) for c, state in manual if state is not False]
-            if not manual:
-                continue
             self_name = first_param(wrapper)
+            calls = [
+                n
+                for n in ast.walk(wrapper)
+                if isinstance(n, ast.Call) and plain_backward(n) and not on_self(n, self_name)
+            ]
+            if not manual or not calls:
+                continue
             cls, state = manual[0]
             scaler = trainers_scaler(facts, cls)
             if scaler is not False:
