@@ -36,13 +36,15 @@ import os
 import re
 import shutil
 import sys
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cases import CASES_DIR, ROOT, CaseBase, case_specs
+from cases import CASES_DIR, CaseBase, case_specs
+from piped import amp_clipfix as piped
 from programs import EXPECT_CLIPPING, PROGRAMS, REPORT, Proc, run
 from pytest import FixtureRequest, TempPathFactory
 
@@ -109,11 +111,19 @@ def run_program(
     return PROGRAMS.run(case.python, [case.entry], cwd=project, env=env)
 
 
+# tests/piped.py swaps sys.argv, sys.stdout, sys.stderr and the current folder: one CLI run at a
+# time, while the programs of the other threads run in processes of their own.
+IN_PROCESS = threading.Lock()
+
+
 def amp_clipfix(*args: str, cwd: Path) -> Proc:
-    """Run the CLI with the interpreter under test; src/ first so a plain checkout works."""
-    paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
-    env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-    return run([sys.executable, "-m", "amp_clipfix", *args], cwd=cwd, env=env)
+    """`amp-clipfix ARGS` from `cwd`, run in this process as its console entry point runs it
+    (tests/piped.py; the CLI's own process is tested in tests/test_cli.py and tests/test_exit.py):
+    what it finds and writes is the subject here, and the programs it fixes run on their own."""
+    with IN_PROCESS:
+        done = piped(cwd, *args)
+    output = (stream.decode("utf-8", "replace") for stream in (done.stdout, done.stderr))
+    return Proc(f"amp-clipfix {' '.join(args)} (in-process)", done.code, *output)
 
 
 @dataclass(frozen=True)
