@@ -8,10 +8,11 @@ import importlib.util
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from packaging.requirements import Requirement
+from programs import PROGRAMS
 
 import noxfile
 
@@ -95,3 +96,10 @@ def real_libraries() -> None:
             "(or `pip install -e . --group test`).",
             pytrace=False,
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_servers() -> Iterator[None]:
+    """The fork servers the runtime modules share (programs.py) end with the session."""
+    yield
+    PROGRAMS.close()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from cases import ROOT, CaseBase, case_specs
+from programs import PROGRAMS
 
 METER = Path(__file__).resolve().parent / "groupmeter.py"
 PREFIX = "amp-clipfix groupmeter: "
@@ -79,7 +80,7 @@ def test_trains_right_after_the_fixes_compose(case: Case, tmp_path: Path) -> Non
     shutil.copytree(case.project, project)
     shutil.copy(METER, project / METER.name)
 
-    written = run([case.python, case.entry], project)
+    written = PROGRAMS.run(case.python, [case.entry], project, {})
     if case.error is not None:
         assert written.returncode != 0 and case.error in written.stderr, written.stderr[-3000:]
     else:
@@ -94,7 +95,7 @@ def test_trains_right_after_the_fixes_compose(case: Case, tmp_path: Path) -> Non
     checked = tool("check", "--no-cache", ".", cwd=project)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    fixed = run([case.python, case.entry], project)
+    fixed = PROGRAMS.run(case.python, [case.entry], project, {})
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     report = measured(fixed.stdout)
     limit = report["max_norm"]

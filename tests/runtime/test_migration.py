@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from cases import CaseBase, case_specs
+from programs import PROGRAMS, Proc
 
 TIMEOUT = 300
 
@@ -54,16 +55,18 @@ def load_cases() -> list[Case]:
 CASES = load_cases()
 
 
-def run_program(case: Case, project: Path, flags: tuple[str, ...]) -> subprocess.CompletedProcess:
+def run_program(case: Case, project: Path, flags: tuple[str, ...]) -> Proc:
+    """`python FLAGS ENTRY` without PYTHONWARNINGS: forked (programs.py) where the case takes no
+    warning options, else in a fresh interpreter, each run of the case alike (a fork server set
+    its warning filters when it started)."""
+    if not case.flags and "PYTHONWARNINGS" not in os.environ:
+        return PROGRAMS.run(case.python, [case.entry], project, {})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    return subprocess.run(
-        [case.python, *flags, case.entry],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=env,
+    command = [case.python, *flags, case.entry]
+    done = subprocess.run(
+        command, cwd=project, capture_output=True, text=True, timeout=TIMEOUT, env=env
     )
+    return Proc(" ".join(command), done.returncode, done.stdout, done.stderr)
 
 
 def apply(project: Path) -> subprocess.CompletedProcess:

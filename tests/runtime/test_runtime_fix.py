@@ -35,31 +35,26 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import threading
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cases import CASES_DIR, ROOT, CaseBase, case_specs
+from cases import CASES_DIR, CaseBase, case_specs
+from piped import amp_clipfix as piped
+from programs import EXPECT_CLIPPING, PROGRAMS, REPORT, Proc, run
 from pytest import FixtureRequest, TempPathFactory
 
-FORKSERVER = Path(__file__).with_name("forkserver.py")
 STRATEGIES = ("bf16", "unfuse", "guard", "unscale", "auto")
 SAFE = ("unfuse", "unscale", "auto")  # keep numerics: compared with the fused=False reference
 KEEP_FUSED = ("unscale", "auto")  # auto picks unscale wherever it applies
-EXPECT_CLIPPING = "AMP_CLIPFIX_EXPECT_CLIPPING"
-REPORT = "AMP_CLIPFIX_REPORT"
 PARAM_TOLERANCE = 1e-6
 SKIP_WARNING = "amp-clipfix: gradient clipping skipped"
 CLIP = 1.0  # every program clips at 1.0
 STEPPED_NORM = re.compile(r"max grad norm at optimizer step: (\S+)")
-TIMEOUT = 300
 
 
 @dataclass(frozen=True)
@@ -99,130 +94,6 @@ FIX_PAIRS = [
 ]
 
 
-@dataclass(frozen=True)
-class Proc:
-    """What a child process did; str() is a readable summary for assertion messages."""
-
-    command: str
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def __str__(self) -> str:
-        return (
-            f"$ {self.command}\nexit code {self.returncode}\n"
-            f"--- stdout (tail) ---\n{self.stdout[-3000:]}\n"
-            f"--- stderr (tail) ---\n{self.stderr[-3000:]}"
-        )
-
-    def __repr__(self) -> str:
-        return f"Proc({self.command!r}, exit {self.returncode})"
-
-
-def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """A clean, predictable environment for a child Python."""
-    child_env = {k: v for k, v in os.environ.items() if k not in (EXPECT_CLIPPING, REPORT)}
-    child_env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONIOENCODING="utf-8", NO_COLOR="1")
-    child_env.update(env or {})
-    return child_env
-
-
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Proc:
-    """Run a child Python with a clean, predictable environment and capture its output."""
-    completed = subprocess.run(
-        args,
-        cwd=cwd,
-        env=child_env(env),
-        capture_output=True,
-        encoding="utf-8",
-        errors="replace",
-        timeout=TIMEOUT,
-        check=False,
-    )
-    return Proc(" ".join(args), completed.returncode, completed.stdout, completed.stderr)
-
-
-class ForkServer:
-    """tests/runtime/forkserver.py under one interpreter: torch and Lightning imported once, a
-    forked child per program (importing them took about nine tenths of each program's time)."""
-
-    def __init__(self, python: str) -> None:
-        self.python = python
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
-        self._process = subprocess.Popen(
-            [python, str(FORKSERVER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=child_env(),
-            encoding="utf-8",
-        )
-        self._reply()
-
-    def _reply(self) -> dict:
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline()
-        if not line:
-            self._log.seek(0)
-            log = self._log.read().decode(errors="replace")[-3000:]
-            raise RuntimeError(f"the fork server of {self.python} exited:\n{log}")
-        return json.loads(line)
-
-    def run(self, args: list[str], cwd: Path, env: dict[str, str]) -> Proc:
-        """`python *args` in `cwd` with `child_env(env)`, as `run` would, but forked."""
-        assert self._process.stdin is not None
-        stdout, stderr = (cwd.parent / f"{cwd.name}.{n}.{uuid.uuid4().hex}" for n in (1, 2))
-        request = {"argv": args, "cwd": str(cwd), "env": child_env(env), "timeout": TIMEOUT}
-        request.update(stdout=str(stdout), stderr=str(stderr))
-        self._process.stdin.write(json.dumps(request) + "\n")
-        self._process.stdin.flush()
-        returncode = self._reply()["returncode"]
-        read = {"encoding": "utf-8", "errors": "replace"}
-        output = stdout.read_text(**read), stderr.read_text(**read)
-        return Proc(f"{self.python} {' '.join(args)} (forked)", returncode, *output)
-
-    def close(self) -> None:
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        try:
-            self._process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._log.close()
-
-
-class ForkServers:
-    """Idle fork servers per interpreter; one per program running at the same time."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: dict[str, list[ForkServer]] = {}
-        self._all: list[ForkServer] = []
-
-    def run(self, python: str, args: list[str], cwd: Path, env: dict[str, str]) -> Proc:
-        with self._lock:
-            idle = self._idle.setdefault(python, [])
-            server = idle.pop() if idle else None
-        if server is None:
-            server = ForkServer(python)
-            with self._lock:
-                self._all.append(server)
-        proc = server.run(args, cwd, env)  # a server that failed is not used again
-        with self._lock:
-            idle.append(server)
-        return proc
-
-    def close(self) -> None:
-        with self._lock:
-            servers, self._all, self._idle = self._all, [], {}
-        for server in servers:
-            server.close()
-
-
-PROGRAMS = ForkServers()
-
-
 def copy_project(case: Case, workdir: Path) -> Path:
     """A private copy of the case's project: apply rewrites files in place."""
     target = workdir / "project"
@@ -240,11 +111,19 @@ def run_program(
     return PROGRAMS.run(case.python, [case.entry], cwd=project, env=env)
 
 
+# tests/piped.py swaps sys.argv, sys.stdout, sys.stderr and the current folder: one CLI run at a
+# time, while the programs of the other threads run in processes of their own.
+IN_PROCESS = threading.Lock()
+
+
 def amp_clipfix(*args: str, cwd: Path) -> Proc:
-    """Run the CLI with the interpreter under test; src/ first so a plain checkout works."""
-    paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
-    env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
-    return run([sys.executable, "-m", "amp_clipfix", *args], cwd=cwd, env=env)
+    """`amp-clipfix ARGS` from `cwd`, run in this process as its console entry point runs it
+    (tests/piped.py; the CLI's own process is tested in tests/test_cli.py and tests/test_exit.py):
+    what it finds and writes is the subject here, and the programs it fixes run on their own."""
+    with IN_PROCESS:
+        done = piped(cwd, *args)
+    output = (stream.decode("utf-8", "replace") for stream in (done.stdout, done.stderr))
+    return Proc(f"amp-clipfix {' '.join(args)} (in-process)", done.code, *output)
 
 
 @dataclass(frozen=True)
@@ -386,7 +265,6 @@ def runs(request: FixtureRequest, tmp_path_factory: TempPathFactory) -> Iterator
                 runs.reference(params["case"])
     yield runs
     runs.close()
-    PROGRAMS.close()
 
 
 def test_cases_are_well_formed() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from cases import ROOT
-from test_silent_clipping import METER, finish, run, wrong_then_right
+from test_silent_clipping import METER, finish, program, run, wrong_then_right
 
 CASES = sorted((ROOT / "fixtures" / "shapes_runtime").glob("callables_*/case.json"))
 
@@ -34,7 +34,7 @@ def test_callables_shape_trains_wrong_as_written_and_right_after_apply(
     for project in (before, after):
         shutil.copytree(spec.parent / "project", project)
         shutil.copy(METER, project / METER.name)
-    written = run([sys.executable, case["entry"]], cwd=before)
+    written = program(sys.executable, case["entry"], cwd=before)
     paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     code, out, err = finish(
@@ -46,5 +46,5 @@ def test_callables_shape_trains_wrong_as_written_and_right_after_apply(
         (after / p.relative_to(spec.parent / "project")).read_bytes() != p.read_bytes()
         for p in (spec.parent / "project").rglob("*.py")
     ), "apply changed nothing"
-    fixed = run([sys.executable, case["entry"]], cwd=after)
+    fixed = program(sys.executable, case["entry"], cwd=after)
     wrong_then_right(written, fixed, case.get("error"))

@@ -40,7 +40,7 @@ def test_refused_as_written_and_clipped_after_apply(name: str, tmp_path: Path) -
     for project in (before, after):
         shutil.copytree(PROJECTS / name / "project", project)
         shutil.copy(silent.METER, project / silent.METER.name)
-    written = silent.run([sys.executable, "train.py"], cwd=before)
+    written = silent.program(sys.executable, "train.py", cwd=before)
     paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     code, out, err = silent.finish(
@@ -52,12 +52,12 @@ def test_refused_as_written_and_clipped_after_apply(name: str, tmp_path: Path) -
     )
     assert code == 0, f"apply failed:\n{out}\n{err}"
     assert " ACF009 " in out + err, f"no ACF009 finding:\n{out}\n{err}"
-    fixed = silent.run([sys.executable, "train.py"], cwd=after)
+    fixed = silent.program(sys.executable, "train.py", cwd=after)
 
-    code, out, err = silent.finish(written)
+    code, out, err = silent.ran(written)
     assert code != 0 and ERROR in err, f"expected {ERROR!r}:\n{err[-3000:]}"
 
-    code, out, err = silent.finish(fixed)
+    code, out, err = silent.ran(fixed)
     assert code == 0, f"the fixed program failed:\n{err[-3000:]}"
     report = silent.measured(out)
     assert report["steps"], "no optimizer step was taken"

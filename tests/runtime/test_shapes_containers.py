@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from programs import EXPECT_CLIPPING, PROGRAMS
 
 pytestmark = pytest.mark.runtime
 
@@ -71,16 +72,7 @@ def test_the_replace_literal_is_the_certain_fused_piece(tmp_path: Path) -> None:
 def test_the_near_miss_trains_and_gets_no_finding_and_no_edit(tmp_path: Path) -> None:
     project = near_miss(tmp_path)
     before = (project / "train.py").read_bytes()
-    env = {**os.environ, "AMP_CLIPFIX_EXPECT_CLIPPING": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    ran = subprocess.run(
-        [sys.executable, "train.py"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    ran = PROGRAMS.run(sys.executable, ["train.py"], project, {EXPECT_CLIPPING: "1"})
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
     assert "TRAINED OK" in ran.stdout
     checked = amp_clipfix("check", "--lightning-version", "2.6.6", cwd=project)

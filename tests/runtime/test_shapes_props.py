@@ -44,7 +44,7 @@ def test_found_fixed_and_trains_right(case: Path, tmp_path: Path) -> None:
     for project in (before, after):
         shutil.copytree(case / "project", project)
         shutil.copy(silent.METER, project / silent.METER.name)
-    written = silent.run([sys.executable, spec["entry"]], cwd=before)
+    written = silent.program(sys.executable, spec["entry"], cwd=before)
     paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     tool = [sys.executable, "-m", "amp_clipfix"]
@@ -53,16 +53,16 @@ def test_found_fixed_and_trains_right(case: Path, tmp_path: Path) -> None:
     assert f" {spec['hazard']} " in out and "review:" not in out, out
     code, out, err = silent.finish(silent.run([*tool, "apply", "--yes", str(after)], tmp_path, env))
     assert code == 0, f"apply failed:\n{out}\n{err}"
-    fixed = silent.run([sys.executable, spec["entry"]], cwd=after)
+    fixed = silent.program(sys.executable, spec["entry"], cwd=after)
 
-    code, out, err = silent.finish(written)
+    code, out, err = silent.ran(written)
     if "error" in spec:
         assert code != 0 and spec["error"] in err, f"expected {spec['error']!r}:\n{err[-3000:]}"
     else:
         assert code == 0, err[-3000:]
         assert silent.wrong_steps(silent.measured(out)), "as written, every step was right"
 
-    code, out, err = silent.finish(fixed)
+    code, out, err = silent.ran(fixed)
     assert code == 0, f"the fixed program failed:\n{err[-3000:]}"
     report = silent.measured(out)
     assert report["steps"], "no optimizer step was taken"

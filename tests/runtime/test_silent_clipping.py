@@ -24,11 +24,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from cases import ROOT, CaseBase, case_specs
+from programs import PROGRAMS, Proc
 
 METER = Path(__file__).resolve().parent / "gradmeter.py"
 PREFIX = "amp-clipfix gradmeter: "
@@ -55,7 +57,20 @@ def load_cases() -> list[Case]:
     ]
 
 
+def program(python: str, entry: str, cwd: Path) -> Future[Proc]:
+    """`python ENTRY` in `cwd`, started now and forked from a server that imported torch and
+    Lightning already (programs.py)."""
+    return PROGRAMS.start(python, [entry], cwd, {})
+
+
+def ran(started: Future[Proc]) -> tuple[int, str, str]:
+    """The exit code, stdout and stderr of a program `program` started."""
+    done = started.result(timeout=TIMEOUT)
+    return done.returncode, done.stdout, done.stderr
+
+
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """amp-clipfix in a process of its own, started now."""
     child_env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1", **(env or {}))
     return subprocess.Popen(
         args, cwd=cwd, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -92,7 +107,7 @@ def test_trains_wrong_as_written_and_right_after_apply(
     for project in (before, after):
         shutil.copytree(case.project, project)
         shutil.copy(METER, project / METER.name)
-    written = run([case.python, case.entry], cwd=before)
+    written = program(case.python, case.entry, cwd=before)
     paths = [str(ROOT / "src"), os.environ.get("PYTHONPATH")]
     env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     code, out, err = finish(
@@ -105,21 +120,21 @@ def test_trains_wrong_as_written_and_right_after_apply(
     )
     assert code == 0, f"apply failed:\n{out}\n{err}"
     assert f" {case.hazard} " in out + err, f"no {case.hazard} finding:\n{out}\n{err}"
-    fixed = run([case.python, case.entry], cwd=after)
+    fixed = program(case.python, case.entry, cwd=after)
     wrong_then_right(written, fixed, case.error)
 
 
-def wrong_then_right(written: subprocess.Popen, fixed: subprocess.Popen, error: str | None) -> None:
+def wrong_then_right(written: Future[Proc], fixed: Future[Proc], error: str | None) -> None:
     """As written the program fails with `error` (or, without one, some step's applied norm is
     off); fixed it trains right at every step, with an overflow step skipped and a clip."""
-    code, out, err = finish(written)
+    code, out, err = ran(written)
     if error is not None:
         assert code != 0 and error in err, f"expected {error!r}:\n{err[-3000:]}"
     else:
         assert code == 0, err[-3000:]
         assert wrong_steps(measured(out)), "as written, every step was already right"
 
-    code, out, err = finish(fixed)
+    code, out, err = ran(fixed)
     assert code == 0, f"the fixed program failed:\n{err[-3000:]}"
     report = measured(out)
     assert report["steps"], "no optimizer step was taken"
