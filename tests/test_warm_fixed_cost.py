@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -85,18 +86,28 @@ def test_a_prefilter_asked_of_other_bytes_or_another_stage_is_tested_again(
     assert adapter.tested == [first, second, second]
 
 
+class ObservedOs:
+    """`os` as observed.py sees it, with another `read`: the process's own `os.read` (pytest's,
+    a worker's pipes) is left alone."""
+
+    def __init__(self, read: Callable[[int, int], bytes]) -> None:
+        self.read = read
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+
 @pytest.fixture
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size each `os.read` of a run returns."""
+    """The size each `os.read` of observed.py returns."""
     seen: list[int] = []
-    real = os.read
 
     def spy(handle: int, size: int) -> bytes:
-        data = real(handle, size)
+        data = os.read(handle, size)
         seen.append(len(data))
         return data
 
-    monkeypatch.setattr(observed.os, "read", spy)
+    monkeypatch.setattr(observed, "os", ObservedOs(spy))
     return seen
 
 
@@ -157,8 +168,7 @@ def test_a_short_first_read_of_a_settled_file_reads_on_to_its_end(
     path = tmp_path / "a.py"
     path.write_bytes(b"x = 1\n" * 100)
     known = noted(path)
-    real = os.read
-    monkeypatch.setattr(observed.os, "read", lambda handle, size: real(handle, 7))
+    monkeypatch.setattr(observed, "os", ObservedOs(lambda handle, size: os.read(handle, 7)))
     data, seen = read_again(path, known)
     assert data == b"x = 1\n" * 100
     assert seen.answers[("read", str(path), "")] == observed._digest(data)
