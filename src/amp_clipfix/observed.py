@@ -65,10 +65,13 @@ class Recording:
             if status is not None and path in self.digested
         }
 
-    def settled(self, path: str, status: os.stat_result) -> None:
-        """Note the status `path` had when its bytes were read, when no later write can leave
-        that status as it was (`is_settled`); a path read twice with two statuses gets none."""
-        noted = signature(status) if is_settled(status, self.started) else None
+    def settled(self, path: str, status: os.stat_result, size: int) -> None:
+        """Note the status `path` had when its `size` bytes were read, when no later write can
+        leave that status as it was (`is_settled`) and they are the size it says (a later
+        run takes a read of that size for the whole file: `_read_with_status`); a path read
+        twice with two statuses gets none."""
+        whole = size == status.st_size
+        noted = signature(status) if whole and is_settled(status, self.started) else None
         if self.statuses.setdefault(path, noted) != noted:
             self.statuses[path] = None
 
@@ -259,16 +262,27 @@ def _read_with_status(
     path: str | os.PathLike[str], expected: Status | None = None
 ) -> tuple[bytes, os.stat_result, bool]:
     """read_file's bytes, the file's status taken before they were read, and whether the
-    status was `expected` both before and after they were read (no write in between)."""
+    status was `expected` both before and after they were read (no write in between).
+
+    A file read whole at once (`size` bytes, as its status says) with the `expected` status
+    before and after is not read again to see its end: an earlier run read that status with
+    `size` bytes and nothing more (`Recording.settled` notes no other), and the status holds
+    (is_settled says why), so the file holds those bytes and no more. Any other read goes
+    on to the end (the file may have grown since `fstat`): one `read` less per settled file
+    of a warm run (3,000 on NeMo)."""
     handle = os.open(path, READ_FLAGS)
     try:
         status = os.fstat(handle)
         if not stat.S_ISREG(status.st_mode):
             raise NotRegular
-        parts = []
-        while part := os.read(handle, max(status.st_size + 1, READ_CHUNK)):
-            parts.append(part)  # until the end: the file may have grown since `fstat`
-        kept = signature(status) == expected and signature(os.fstat(handle)) == expected
+        known = expected is not None and signature(status) == expected
+        first = os.read(handle, max(status.st_size + 1, READ_CHUNK))
+        if known and len(first) == status.st_size and signature(os.fstat(handle)) == expected:
+            return first, status, True
+        parts = [first]
+        while first and (part := os.read(handle, max(status.st_size + 1, READ_CHUNK))):
+            parts.append(part)
+        kept = known and signature(os.fstat(handle)) == expected
         return b"".join(parts), status, kept
     finally:
         os.close(handle)
@@ -290,7 +304,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         digest = known[1] if known is not None and kept else _raw_digest(data)
         _noted("read", path, "", digest.hex())
         _active.digests[id(data)] = (data, digest)
-        _active.settled(name, status)
+        _active.settled(name, status, len(data))
         _active.digested.setdefault(name, digest)
     return data
 

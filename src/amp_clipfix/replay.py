@@ -51,8 +51,11 @@ Output = list[tuple[int, bytes]]  # (1 stdout or 2 stderr, bytes) in the order w
 
 # The entry of a cache's replay folder that holds the settled reads of the last noted run, each
 # with its digest (observed.Recording.known): a run that is not replayed hashes only the files
-# whose status changed. A record's name is 64 hex digits, so pruning never takes it.
-STATUSES = "statuses"
+# whose status changed. A record's name is 64 hex digits, so pruning never takes it. Named
+# apart from the `statuses` table of earlier builds, which noted a status whatever number of
+# bytes the read gave: a read of as many bytes as a noted status says is now taken for the
+# whole file (observed._read_with_status).
+STATUSES = "whole-statuses"
 
 
 def replayable(arguments: list[str]) -> bool:

@@ -10,7 +10,9 @@ One entry per project holds the answers the run asked for (what an earlier run a
 one did not is dropped), written only when they differ from the ones loaded. A pin is kept as
 its package, the text of its specifier (`SpecifierSet`'s own, which it parses back to an equal
 set), its text and its tier; a reader's error as its kind and its line. A reader without a
-stable name (not amp-clipfix's own) is never kept. A cache is never a source of truth: an
+stable name (not amp-clipfix's own) is never kept. The requirement files a Dockerfile, a CI
+workflow or a noxfile installs (`pip install -r FILE`, install_readers' `Includes`: pure
+functions of the bytes too) are kept the same way. A cache is never a source of truth: an
 entry that fails to load, or holds anything but these shapes, is no entry.
 """
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     Parse = Callable[[Reader, bytes, Packages], list[Pin]]
+    Includes = Callable[[bytes], list[str]]
 
     class Cache(Protocol):
         """What the memo asks of the analysis cache (analysis/cache.py's `Cache`)."""
@@ -38,8 +41,13 @@ if TYPE_CHECKING:
 
 
 KIND = "pins"
+# The package list of an `includes` answer's key: a function that lists the requirement files a
+# shell text installs (install_readers.shell_includes) is no reader, so its name never meets
+# a reader's.
+INCLUDES = ("<includes>",)
 ERRORS: dict[str, type[PinError]] = {"error": PinError, "limit": PastLimit}
-Kept = tuple[str, tuple[tuple[str, str, str, bool], ...] | str]
+# A reader's pins or error, or the file names `includes` listed.
+Kept = tuple[str, tuple[tuple[str, str, str, bool], ...] | tuple[str, ...] | str]
 
 
 def reader_name(read: Reader) -> str | None:
@@ -90,10 +98,36 @@ class PinMemo:
             raise found
         return found
 
+    def includes(self, includes: Includes, data: bytes) -> list[str]:
+        """`includes(data)`, the requirement files a Dockerfile's, a workflow's or a
+        noxfile's installs name, or what it gave for these bytes before: listing them is a
+        pure-Python shell (or `ast`) pass over the file, at every run that lists the pin
+        files (NeMo's Dockerfiles and workflows: ~2% of the hook's command after an edit)."""
+        named = stored_name(includes)
+        if named is None:
+            return includes(data)
+        key = (f"{named[0]}.{named[1]}", INCLUDES, self.cache.digest(data))
+        names = _included(self.loaded.get(key))
+        if names is None:
+            names = tuple(includes(data))  # raises as it would: nothing kept
+        self.used[key] = ("includes", names)
+        return list(names)
+
     def save(self) -> None:
         """The answers this run asked for, when they are not the ones loaded."""
         if self.used and self.used != self.loaded:
             self.cache.store(self.name, self.used)
+
+
+def _included(kept: object) -> tuple[str, ...] | None:
+    """The names an `includes` answer kept (`PinMemo.includes`), or None when `kept` is not
+    one."""
+    if type(kept) is not tuple or len(kept) != 2 or kept[0] != "includes":
+        return None
+    names = kept[1]
+    if type(names) is not tuple or not all(type(name) is str for name in names):
+        return None
+    return names
 
 
 def _error_kind(error: PinError) -> str:

@@ -75,6 +75,15 @@ class ProjectFiles:
             raise found
         return found
 
+    def includes(self, includes: Callable[[bytes], list[str]]) -> Callable[[bytes], list[str]]:
+        """`includes` (install_readers.Includes), its answer for a file's bytes kept by the
+        memo when there is one (pin_answers.py)."""
+        if self.memo is None:
+            return includes
+        from functools import partial
+
+        return partial(self.memo.includes, includes)
+
     def pins(self, path: Path, read: Reader, packages: Packages) -> list[Pin]:
         """The pins of `packages` the reader finds in the file."""
         key = (path, read, tuple(packages))

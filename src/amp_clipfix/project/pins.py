@@ -257,10 +257,12 @@ def sources(root: Path, files: ProjectFiles) -> Iterator[tuple[Path, Reader, Acc
             yield root / name, conda_pins, _any
     for path in dockerfiles(root):
         yield path, dockerfile_pins, _any
-        yield from included_requirements(path, root, files.data, shell_includes, False)
+        yield from included_requirements(
+            path, root, files.data, files.includes(shell_includes), False
+        )
     for path, reader, includes in test_environments(root):
         yield path, reader, _any
-        yield from included_requirements(path, root, files.data, includes, True)
+        yield from included_requirements(path, root, files.data, files.includes(includes), True)
 
 
 # Words in a requirement file's name that say it is not what the project installs.
