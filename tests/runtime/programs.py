@@ -4,8 +4,9 @@ tenths of each program's time), or, where a test compares the two, as a fresh `p
 
 Every runtime module that runs programs shares these servers: a worker keeps idle ones for the
 interpreter it last used only (the tests run release by release), and all are closed at the end
-of the session (tests/runtime/conftest.py). The CLI under test always runs in a process of its
-own; only the training programs are forked.
+of the session (tests/runtime/conftest.py). Only the training programs are forked: the CLI under
+test runs in the test's process in test_runtime_fix.py (tests/piped.py) and in a process of its
+own elsewhere (docs/proof.md).
 """
 
 from __future__ import annotations
