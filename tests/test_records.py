@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import sys
 
 import pytest
 
@@ -185,6 +186,8 @@ def test_replace_copies_every_field_in_order_and_refuses_what_the_class_refuses(
     twin = replace(FrozenRecordTwin("a", 2, ("t",), ["n"], 3), tags=("u",), hidden=4)
     assert list(vars(changed).items()) == list(vars(twin).items())
     assert type(changed) is FrozenRecord and changed.notes is made.notes
+    made_again = FrozenRecord("a", 2, ("u",), made.notes, hidden=4)
+    assert sys.getsizeof(vars(changed)) == sys.getsizeof(vars(made_again))  # keys shared
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         replace(made, bogus=1)
     mutable = MutableRecord("a")

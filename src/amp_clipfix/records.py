@@ -268,12 +268,9 @@ def replace(value: T, /, **changes: Any) -> T:
         and changes.keys() <= table.members
     ):
         made = object.__new__(kind)  # what `_init` makes of every field by keyword, unchecked
-        made.__dict__.update(
-            {
-                name: changes[name] if name in changes else getattr(value, name)
-                for name in table.names
-            }
-        )
+        state = made.__dict__  # set one at a time: `update` would unshare the keys (+72 bytes)
+        for name in table.names:
+            state[name] = changes[name] if name in changes else getattr(value, name)
         return made
     for name in table.names:
         if name not in changes:
