@@ -229,3 +229,43 @@ def test_line_suppressions_make_no_text_without_a_comment() -> None:
 
     lazy = LineSuppressions(summary.lines, text)
     assert [lazy.get(n) for n in (1, 2, 3)] == [frozenset()] * 3
+
+
+def decoded_column(summary: Summary, line: int, byte_column: int) -> int:
+    """Summary.column as a5367223 wrote it: the line's bytes up to the column, decoded."""
+    if 0 < line <= len(summary.lines):
+        return len(summary.lines[line - 1][:byte_column].decode("utf-8", "replace"))
+    return byte_column
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def f(p, fused=True):\n    return torch.optim.AdamW(p, fused=fused)\n\r\nx = 1\r\n",
+        'é = "ü"; q = fn(à, g(h)(k), **{"fused": ü})\nclass C:\n    z = C.d(é, **é)\n',
+    ],
+)
+def test_a_column_is_the_decoded_lines_length(text: str) -> None:
+    summary = summarise(Path("."), Path("m.py"), text)
+    for line in range(-1, len(summary.lines) + 2):
+        for byte_column in range(0, 60):
+            answer = decoded_column(summary, line, byte_column)
+            assert summary.column(line, byte_column) == answer, (line, byte_column)
+
+
+def test_a_column_of_an_ascii_module_reads_no_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every byte of an ASCII text is one character: a column is the byte column, up to the
+    line's end, with no line sliced and decoded (a5367223 did both for each of the ~30 columns
+    a factory's resolution asks)."""
+    text = "def make(p, fused=True):\n    return torch.optim.AdamW(p, fused=fused)\n"
+    summary = summarise(Path("."), Path("m.py"), text)
+    read: list[object] = []
+    original = type(summary.lines).__getitem__
+    monkeypatch.setattr(
+        type(summary.lines), "__getitem__", lambda self, i: read.append(i) or original(self, i)
+    )
+    call = next(node for node in ast.walk(summary.tree) if isinstance(node, ast.Call))
+    span = summary.span(call)
+    assert (span.line, span.column, span.end_line, span.end_column) == (2, 11, 2, 44)
+    assert summary.column(1, 500) == len("def make(p, fused=True):")
+    assert read == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import sys
 
 import pytest
 
@@ -134,3 +135,62 @@ def test_a_field_without_a_default_after_one_with_a_default_is_refused() -> None
         class Broken:
             first: int = 0
             second: int
+
+
+@pytest.mark.parametrize(
+    ("arguments", "keywords"),
+    [
+        (("a", 1, ("t",), ["n"], 7), {}),  # every field by position
+        (("a", 1), {"hidden": 2}),  # some by position, a later one by keyword
+        ((), {"count": 3, "name": "b"}),  # keywords out of field order, defaults for the rest
+        (("a",), {"notes": ["x"], "tags": ("y",)}),
+    ],
+)
+def test_each_way_of_giving_the_fields_sets_them_in_field_order_as_a_dataclass_does(
+    arguments: tuple, keywords: dict
+) -> None:
+    made, twin = FrozenRecord(*arguments, **keywords), FrozenRecordTwin(*arguments, **keywords)
+    assert list(vars(made).items()) == list(vars(twin).items())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "keywords", "message"),
+    [
+        (("a", 1, (), [], None, "extra"), {}, "takes 6 positional arguments but 7 were given"),
+        (("a",), {"x": 1, "name": "b"}, "got an unexpected keyword argument 'x'"),
+        (("a",), {"count": 1, "name": "b"}, "got multiple values for argument 'name'"),
+        ((), {"count": 1}, "missing 1 required positional argument: 'name'"),
+        ((), {"count": 1, "y": 2}, "got an unexpected keyword argument 'y'"),
+    ],
+)
+def test_wrong_arguments_say_what_a_dataclass_says(
+    arguments: tuple, keywords: dict, message: str
+) -> None:
+    with pytest.raises(TypeError) as twin_error:
+        FrozenRecordTwin(*arguments, **keywords)
+    with pytest.raises(TypeError) as error:
+        FrozenRecord(*arguments, **keywords)
+    assert str(error.value) == f"FrozenRecord.__init__() {message}"
+    if "positional arguments but" not in message:  # dataclasses says "from 2 to 6" there
+        assert str(twin_error.value).endswith(message)
+
+
+class WithOwnInit(MutableRecord):  # a record's subclass: the fields are its base's
+    def __init__(self, name: str, items: dict[str, int] | None = None) -> None:
+        super().__init__(name.upper(), items or {})
+
+
+def test_replace_copies_every_field_in_order_and_refuses_what_the_class_refuses() -> None:
+    made = FrozenRecord("a", 2, ("t",), ["n"], hidden=3)
+    changed = replace(made, tags=("u",), hidden=4)
+    twin = replace(FrozenRecordTwin("a", 2, ("t",), ["n"], 3), tags=("u",), hidden=4)
+    assert list(vars(changed).items()) == list(vars(twin).items())
+    assert type(changed) is FrozenRecord and changed.notes is made.notes
+    made_again = FrozenRecord("a", 2, ("u",), made.notes, hidden=4)
+    assert sys.getsizeof(vars(changed)) == sys.getsizeof(vars(made_again))  # keys shared
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        replace(made, bogus=1)
+    mutable = MutableRecord("a")
+    mutable.extra = 1  # type: ignore[attr-defined]  # not a field: not copied
+    assert vars(replace(mutable, name="b")) == {"name": "b", "items": {}}
+    assert replace(WithOwnInit("a"), name="b").name == "B"  # a class's own __init__ still runs

@@ -92,9 +92,13 @@ class Summary:
     # -- positions -----------------------------------------------------------------------------
 
     def column(self, line: int, byte_column: int) -> int:
-        """libcst counts columns in characters, ast in UTF-8 bytes."""
-        if 0 < line <= len(self.lines):
-            return len(self.lines[line - 1][:byte_column].decode("utf-8", "replace"))
+        """libcst counts columns in characters, ast in UTF-8 bytes: the same where the text is
+        all ASCII (asked of every expression on a site's line, and twice per span)."""
+        lines = self.lines
+        if 0 < line <= len(lines):
+            if byte_column >= 0 and isinstance(lines, TextLines) and not self.non_ascii():
+                return min(byte_column, lines.ends[line - 1] - lines.starts[line - 1])
+            return len(lines[line - 1][:byte_column].decode("utf-8", "replace"))
         return byte_column
 
     def source(self) -> str:
