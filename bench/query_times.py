@@ -9,7 +9,8 @@ edited file.
 The tree is copied to a scratch folder. A cold `check .` (`--json`: `check --format json .`)
 fills its cache; each query's CPU, `ast.parse` calls (load-independent) and own whole-file
 reads are noted there (the files a query reads while it runs, not the cumulative ones its entry
-stores). Then, per FILE, from a copy of that cold cache: the line
+stores), and per run the notebooks whose JSON is parsed (`read_notebook`, load-independent too).
+Then, per FILE, from a copy of that cold cache: the line
 `_edited_N = 1` before the file's first top-level definition (as bench/after_edit.py: every line
 below moves; `--at-end`: at its end), the warm run timed in process (`time.process_time`, so
 the figures include no start-up: bench/after_edit.py gives the whole command's), and its output
@@ -57,6 +58,16 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
         return parse(*args, **kwargs)
 
     ast.parse = counted_parse
+    from amp_clipfix.sources import notebook
+
+    notebooks: list[int] = [0]  # notebooks' JSON parsed (`read_notebook`: a document made)
+    read_notebook = notebook.read_notebook
+
+    def counted_notebook(*args: Any, **kwargs: Any) -> Any:
+        notebooks[0] += 1
+        return read_notebook(*args, **kwargs)
+
+    notebook.read_notebook = counted_notebook  # type: ignore[assignment]
 
     def timed_run(self: queries.Queries, name: str, *args: object, **kwargs: object) -> object:
         before, reused = set(self.reads.files), len(self.reused)
@@ -104,7 +115,13 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
         finally:
             sys.stdout = stdout
     total = time.process_time() - started
-    found = {"rows": rows, "total": total, "exit": code, "parses": parses[0]}
+    found = {
+        "rows": rows,
+        "total": total,
+        "exit": code,
+        "parses": parses[0],
+        "notebooks": notebooks[0],
+    }
     report.write_text(json.dumps(found), encoding="utf-8")
 
 
@@ -153,7 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(cache, ignore_errors=True)
         cold = measured(tree, env, flags, False, scratch)
         shutil.copytree(cache, scratch / "cold-cache", symlinks=True)
-        print(f"cold run: {cold['total']:.2f} s CPU in process, {cold['parses']} parses")
+        print(
+            f"cold run: {cold['total']:.2f} s CPU in process, {cold['parses']} parses, "
+            f"{cold['notebooks']} notebooks' JSON parsed"
+        )
         print("| query | cold CPU s | parses | its own whole-file reads | of them edited here |")
         print("|---|---:|---:|---:|---|")
         for row in cold["rows"]:
@@ -175,7 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             reused = sum(r["cpu"] for r in warm["rows"] if r.get("reused", False))
             print(
                 f"\n{name}: warm run {warm['total']:.2f} s CPU in process, {warm['parses']} "
-                f"parses, reused queries {reused:.3f} s, {'same' if same else 'DIFFERENT'}"
+                f"parses, {warm['notebooks']} notebooks' JSON parsed, reused queries "
+                f"{reused:.3f} s, {'same' if same else 'DIFFERENT'}"
             )
             for row in computed:
                 print(f"  {row['query']:16s} {row['cpu']:.3f} s, {row['parses']} parses")

@@ -181,3 +181,30 @@ def test_an_unclean_candidate_falls_back_to_the_whole_search(
     assert reused == ["a_first.py", "b_spread.py"]  # the first attempt
     assert events.attempts[:2] == [True, False]
     assert answered == ["c_last.py", *EVERY, *EVERY]  # the first attempt, the second, cold
+
+
+# an earlier search reads settings.py (the optimizer's `fused`) before ACF011's: the spread's
+# part meets its summary again, loaded, and notes no read of it
+OPTIMIZER = """import torch
+
+from settings import FUSED
+
+optimizer = torch.optim.AdamW([], fused=FUSED)
+"""
+
+
+def test_a_module_read_before_the_search_edited_reuses_no_candidate(
+    project: Path, answered: list[str], reused: list[str]
+) -> None:
+    """A file the reads at the search's start hold changed: the state the search starts from
+    may differ where no part noted it, so no part is reused (a5367223 reused all three and
+    kept the spread's finding the edit removed)."""
+    write(project, "settings.py", SETTINGS + "FUSED = True\n")
+    write(project, "d_optimizer.py", OPTIMIZER)
+    first = cold_then(project, answered, reused)
+    assert b"settings.py:1" in first
+    edit(project, "settings.py", '"bf16"', '"32-true"')
+    warm = same_as_cold(project)
+    assert b"settings.py:1" not in warm and b"c_last.py:3" in warm
+    assert reused == []
+    assert answered == [*EVERY, *EVERY]

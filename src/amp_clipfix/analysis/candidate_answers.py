@@ -11,7 +11,9 @@ tests, candidate lists of `recording.Reads`) on a cold run's evaluator: the quer
 premise. The search's answer for candidate i is a function of everything read up to its end:
 the reads at the search's start (`base`), what the list of candidates read (`head`, its words)
 and the parts 0..i. So a part is reused only when the earlier `base` is today's (the same
-reads: everything before the search is as it was), each part up to it still holds
+reads, and no file they read changed: everything before the search is as it was; a module the
+search follows a spread into, loaded before it, is in `base`, not in the part that meets it
+again), each part up to it still holds
 (`Queries.holds`), and no changed file that sorts before it is a candidate holding the words
 now (the list up to it is the same: `candidates_hold` on those files alone). Those are prefix
 reads, not a candidate's own: a memo hit notes nothing of what its value read, and the
@@ -229,8 +231,8 @@ class Session:
         if stored != base:
             return 0
         changed = queries.changed_since(earlier.revision)
-        if changed is None:
-            return 0
+        if changed is None or not base[0].isdisjoint(changed):
+            return 0  # a file read before the search changed (its parts may meet it unnoted)
         texts = {Path(p): queries.searchable.get(Path(p)) for p in changed}
 
         def answer(fields: Fields) -> Answer:
