@@ -216,3 +216,12 @@ def sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(Path(__file__).resolve().parent.parent / "examples" / "sample_project", project)
     monkeypatch.chdir(tmp_path)
     return project
+
+
+@pytest.fixture
+def cached_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder for a project the test writes, checked with the cache on (the suite turns
+    it off), its secret in a user cache folder of this test's own."""
+    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    return tmp_path / "project"

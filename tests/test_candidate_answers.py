@@ -42,10 +42,8 @@ dependencies = ["lightning>=2.0"]
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    root = tmp_path / "project"
+def project(cached_root: Path) -> Path:
+    root = cached_root
     write(root, "a_first.py", FIRST)
     write(root, "b_spread.py", SPREAD)
     write(root, "settings.py", SETTINGS)

@@ -10,24 +10,16 @@ from pathlib import Path
 
 import pytest
 from piped import amp_clipfix
+from test_candidate_answers import FIRST, PYPROJECT
 from test_incremental import same_as_cold, write
 
 from amp_clipfix.sources.notebook import NotebookSource
 
-FIRST = """import lightning as L
-
-trainer = L.Trainer(precision=16)
-"""
 # ACF012 searches: its words make candidates
 AMP = """import torch
 
 with torch.cuda.amp.autocast():
     pass
-"""
-PYPROJECT = """[project]
-name = "demo"
-version = "0"
-dependencies = ["lightning>=2.0"]
 """
 
 
@@ -44,10 +36,8 @@ FOUND = notebook("import lightning as L\n", "%matplotlib inline\nL.Trainer(preci
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    root = tmp_path / "project"
+def project(cached_root: Path) -> Path:
+    root = cached_root
     write(root, "a_first.py", FIRST)
     write(root, "b_refused.ipynb", REFUSED)
     write(root, "c_found.ipynb", FOUND)

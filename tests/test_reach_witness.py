@@ -152,12 +152,10 @@ def reach_alone(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(cached_root: Path) -> Path:
     """test_reach's chain across files (`engine.log_stats(loss)` asks whether some file gives
     `log_stats` a value), with files that store it, call it and write it; the cache on."""
-    monkeypatch.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    root = tmp_path / "project"
+    root = cached_root
     write(root, "ops.py", OPS)
     write(root, "engine.py", ENGINE)
     write(root, "train.py", TRAIN)
