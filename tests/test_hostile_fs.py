@@ -187,6 +187,10 @@ def test_the_cache_still_works_where_every_folder_is_plain(project: Path) -> Non
 REWRITE = """
 import os, signal, sys
 import amp_clipfix.output.write as write
+
+# Ctrl-C as a terminal's shell leaves it: a suite run as a background job without job control
+# starts every child with SIGINT ignored, which the rewrite rightly keeps ignored after it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from amp_clipfix.sources.text import read_source
 
 real_open, sent = open, []

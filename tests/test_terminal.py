@@ -258,9 +258,12 @@ def test_ctrl_c_at_the_prompt_exits_130_with_nothing_written(work: Path) -> None
 # made, and it presses once the question is on the screen and the prompt's own code (not the
 # echo's write) is that caller.
 AT_THE_INSTANT = f"""
-import _thread, os, sys, threading
+import _thread, os, signal, sys, threading
 from amp_clipfix import writing
 
+# Ctrl-C as a terminal's shell leaves it: a suite run as a background job without job control
+# starts every child with SIGINT ignored, and interrupt_main() then does nothing
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.setswitchinterval(1e6)
 leader, follower = os.openpty()
 sys.stdin = open(follower, "r", closefd=False)
