@@ -50,9 +50,9 @@ ERRORS: dict[str, type[PinError]] = {"error": PinError, "limit": PastLimit}
 Kept = tuple[str, tuple[tuple[str, str, str, bool], ...] | tuple[str, ...] | str]
 
 
-def reader_name(read: Reader) -> str | None:
-    """`module.function` of one of amp-clipfix's readers (with a partial's bound arguments);
-    None for any other reader."""
+def reader_name(read: Reader | Includes) -> str | None:
+    """`module.function` of one of amp-clipfix's readers or include listers (with a partial's
+    bound arguments); None for any other function."""
     function, bound = read, ""
     if isinstance(read, partial):
         function, bound = read.func, repr((read.args, sorted(read.keywords.items())))
@@ -103,10 +103,10 @@ class PinMemo:
         noxfile's installs name, or what it gave for these bytes before: listing them is a
         pure-Python shell (or `ast`) pass over the file, at every run that lists the pin
         files (NeMo's Dockerfiles and workflows: ~2% of the hook's command after an edit)."""
-        named = stored_name(includes)
-        if named is None:
+        name = reader_name(includes)
+        if name is None:
             return includes(data)
-        key = (f"{named[0]}.{named[1]}", INCLUDES, self.cache.digest(data))
+        key = (name, INCLUDES, self.cache.digest(data))
         names = _included(self.loaded.get(key))
         if names is None:
             names = tuple(includes(data))  # raises as it would: nothing kept
