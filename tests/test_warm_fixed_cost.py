@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from piped import amp_clipfix
+from spied import first_arguments
 
 from amp_clipfix import observed
 from amp_clipfix.analysis import collection as collection_module
@@ -210,11 +211,7 @@ def test_the_files_an_install_command_includes_are_listed_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = docker_project(tmp_path)
-    parsed: list[str] = []
-    real = install_readers._arguments
-    monkeypatch.setattr(
-        install_readers, "_arguments", lambda text: parsed.append(text) or real(text)
-    )
+    parsed = first_arguments(monkeypatch, install_readers, "_arguments")
     options = Options(strategy=Strategy.AUTO)
     files = (project / "train.py",)
     install_readers._install_arguments.cache_clear()
