@@ -21,7 +21,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, PositionProvider
 
 from amp_clipfix.fixes.codemods.base import FixContext, Position, SiteFix
-from amp_clipfix.fixes.codemods.insert import has_helper, insert_helper
+from amp_clipfix.fixes.codemods.insert import has_helper, insert_helper, parsed_statement
 from amp_clipfix.fixes.codemods.unscale_helper import (
     FABRIC_HELPER,
     HELPER_SOURCES,
@@ -173,9 +173,8 @@ class UnscaleFix(SiteFix):
             return updated_node  # an existing override: its calls are rewritten instead
         if is_manual_optimization(body):
             return updated_node  # Lightning never calls the hook; its clip calls are rewritten
-        override = cst.parse_statement(
-            override_source(self.optimizer_idx),
-            config=self.module_config,
+        override = parsed_statement(
+            override_source(self.optimizer_idx), self.module_config
         ).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         self.used.add(MODULE_HELPER)
         return updated_node.with_changes(body=body.with_changes(body=[*body.body, override]))
