@@ -27,6 +27,10 @@ its errors and documents), and every computation from there on is watched
 (`Queries.certifying`): one that is not clean throws the attempt away, and the project is
 analysed again with the catch-up and no part reused. Any other condition failing computes the
 search whole, as before.
+
+A file whose answer is a function of its bytes alone (ACF011's YAML configs) is kept by their
+digest instead (`answers_by_text`): reused wherever those bytes and the answer's other inputs
+(`detail`) are as they were, whatever else changed.
 """
 
 from __future__ import annotations
@@ -199,7 +203,6 @@ class Session:
         self.texts: dict[str, Text] = {}  # the answers kept by bytes this computation made
         self.by_name: dict[str, Text] | None = None  # the earlier entry's, by path
         self.reused = 0  # the candidates answered from the earlier entry (for the tests)
-        self.reused_texts = 0  # the files answered by their bytes from it (for the tests)
 
     @property
     def made(self) -> Kept | None:
@@ -231,7 +234,6 @@ class Session:
         earlier = self.by_name.get(str(path))
         if earlier is not None and earlier[1] == digest and earlier[2] == detail:
             self.texts[str(path)] = earlier
-            self.reused_texts += 1
             return earlier[3]  # type: ignore[return-value]
         answer = tuple(answer_of(path))
         self.texts[str(path)] = (str(path), digest, detail, answer)
