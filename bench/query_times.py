@@ -9,7 +9,9 @@ edited file.
 The tree is copied to a scratch folder. A cold `check .` (`--json`: `check --format json .`)
 fills its cache; each query's CPU, `ast.parse` calls (load-independent) and own whole-file
 reads are noted there (the files a query reads while it runs, not the cumulative ones its entry
-stores), and per run the notebooks whose JSON is parsed (`read_notebook`, load-independent too).
+stores), and per run the notebooks whose JSON is parsed (`read_notebook`, load-independent too),
+the configs ACF011 scans for an old spelling and the YAML texts composed in its process (ACF011 and
+config_sites are imported before the clock starts).
 Then, per FILE, from a copy of that cold cache: the line
 `_edited_N = 1` before the file's first top-level definition (as bench/after_edit.py: every line
 below moves; `--at-end`: at its end), the warm run timed in process (`time.process_time`, so
@@ -68,6 +70,23 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
         return read_notebook(*args, **kwargs)
 
     notebook.read_notebook = counted_notebook  # type: ignore[assignment]
+    from amp_clipfix.analysis import config_sites
+    from amp_clipfix.rules import acf011
+
+    # ACF011's configs scanned for an old spelling, and YAML texts composed (load-independent)
+    configs: list[int] = [0, 0]
+    scan, compose = acf011.may_spell_old_value, config_sites.compose_documents
+
+    def counted_scan(text: str) -> bool:
+        configs[0] += 1
+        return scan(text)
+
+    def counted_compose(*args: Any, **kwargs: Any) -> Any:
+        configs[1] += 1
+        return compose(*args, **kwargs)
+
+    acf011.may_spell_old_value = counted_scan  # type: ignore[assignment]
+    config_sites.compose_documents = counted_compose  # type: ignore[assignment]
 
     def timed_run(self: queries.Queries, name: str, *args: object, **kwargs: object) -> object:
         before, reused = set(self.reads.files), len(self.reused)
@@ -121,6 +140,7 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
         "exit": code,
         "parses": parses[0],
         "notebooks": notebooks[0],
+        "configs": configs,
     }
     report.write_text(json.dumps(found), encoding="utf-8")
 
@@ -137,6 +157,11 @@ def measured(
     found = json.loads(report.read_text(encoding="utf-8"))
     found["output"] = report.with_suffix(".out").read_text(encoding="utf-8")
     return found
+
+
+def configs(report: dict[str, Any]) -> str:
+    scanned, composed = report["configs"]
+    return f"{scanned} configs scanned by ACF011, {composed} YAML texts composed in process"
 
 
 def cold_output(tree: Path, env: dict[str, str], flags: Sequence[str]) -> tuple[str, int]:
@@ -172,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.copytree(cache, scratch / "cold-cache", symlinks=True)
         print(
             f"cold run: {cold['total']:.2f} s CPU in process, {cold['parses']} parses, "
-            f"{cold['notebooks']} notebooks' JSON parsed"
+            f"{cold['notebooks']} notebooks' JSON parsed, {configs(cold)}"
         )
         print("| query | cold CPU s | parses | its own whole-file reads | of them edited here |")
         print("|---|---:|---:|---:|---|")
@@ -196,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"\n{name}: warm run {warm['total']:.2f} s CPU in process, {warm['parses']} "
                 f"parses, {warm['notebooks']} notebooks' JSON parsed, reused queries "
-                f"{reused:.3f} s, {'same' if same else 'DIFFERENT'}"
+                f"{reused:.3f} s, {configs(warm)}, {'same' if same else 'DIFFERENT'}"
             )
             for row in computed:
                 print(f"  {row['query']:16s} {row['cpu']:.3f} s, {row['parses']} parses")

@@ -27,6 +27,10 @@ its errors and documents), and every computation from there on is watched
 (`Queries.certifying`): one that is not clean throws the attempt away, and the project is
 analysed again with the catch-up and no part reused. Any other condition failing computes the
 search whole, as before.
+
+A file whose answer is a function of its bytes alone (ACF011's YAML configs) is kept by their
+digest instead (`answers_by_text`): reused wherever those bytes and the answer's other inputs
+(`detail`) are as they were, whatever else changed.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 Fields = tuple[Any, ...]  # the read fields of `Reads`, in queries.READS order
+# a file's answer by its bytes: its path, their digest, what else it depends on, the answer
+Text = tuple[str, bytes, object, tuple[object, ...]]
 
 
 @record(frozen=True)
@@ -66,8 +72,10 @@ class Kept:
     reads, and each candidate's part in path order."""
 
     base: tuple[object, ...]  # each field, or the `queries.Shared` entry that holds it
-    head: Fields
+    head: Fields | None  # None: the search listed no candidate
     parts: tuple[Part, ...]
+    # per file answered by its bytes alone (`answers_by_text`)
+    texts: tuple[Text, ...] = ()
 
 
 def answers_by_file(
@@ -88,6 +96,27 @@ def answers_by_file(
             yield from answer_of(file)
         return
     yield from session.answers(lazy, words, where, answer_of)  # type: ignore[arg-type]
+
+
+def answers_by_text(
+    facts: ProjectFacts,
+    paths: Iterable[Path],
+    detail: object,
+    answer_of: Callable[[Path], Iterable[T]],
+) -> Iterator[T]:
+    """`answer_of` each of `paths`, a function of that file's bytes and `detail` alone (it
+    reads no other file, no evaluator): within a memoised query, an answer the earlier entry
+    kept for the same bytes (their digest) and an equal `detail` is reused, uncomputed."""
+    from amp_clipfix.analysis.facts import LazyFiles
+
+    lazy = facts.files
+    reads = lazy.noted.reads if isinstance(lazy, LazyFiles) else None
+    session = None if reads is None else reads.parts
+    for path in paths:
+        if isinstance(session, Session):
+            yield from session.text_answer(path, detail, answer_of)
+        else:
+            yield from answer_of(path)
 
 
 def snapshot(reads: Reads) -> Fields:
@@ -168,8 +197,47 @@ class Session:
     def __init__(self, queries: Any, earlier: Answer | None) -> None:  # queries.Queries
         self.queries, self.earlier = queries, earlier
         self.started = False  # one search a query (a second one computes whole, unkept)
-        self.made: Kept | None = None
+        self.searched: Kept | None = None  # what the search by candidate made
+        self.kept: object = None  # the earlier entry's `Kept`, loaded once (`earlier_kept`)
+        self.loaded = False
+        self.texts: dict[str, Text] = {}  # the answers kept by bytes this computation made
+        self.by_name: dict[str, Text] | None = None  # the earlier entry's, by path
         self.reused = 0  # the candidates answered from the earlier entry (for the tests)
+
+    @property
+    def made(self) -> Kept | None:
+        """What the entry keeps: the search's parts and the answers kept by bytes."""
+        texts = tuple(self.texts.values())
+        if self.searched is None:
+            return Kept((), None, (), texts) if texts else None
+        return Kept(self.searched.base, self.searched.head, self.searched.parts, texts)
+
+    def earlier_kept(self) -> object:
+        """The earlier entry's `Kept` (an entry of its own, `queries.Shared`: loaded only by
+        a computation that may use it), or None."""
+        if not self.loaded and self.earlier is not None:
+            self.kept = self.queries.shared_part(self.earlier.parts)
+        self.loaded = True
+        return self.kept
+
+    def text_answer(
+        self, path: Path, detail: object, answer_of: Callable[[Path], Iterable[T]]
+    ) -> tuple[T, ...]:
+        """`answer_of(path)`, or the earlier entry's answer for the same bytes and `detail`."""
+        digest = self.queries.revision.get(str(path))
+        if digest is None:  # bytes this run did not read: never kept
+            return tuple(answer_of(path))
+        if self.by_name is None:
+            kept = self.earlier_kept()
+            texts = kept.texts if isinstance(kept, Kept) else ()
+            self.by_name = {text[0]: text for text in texts}
+        earlier = self.by_name.get(str(path))
+        if earlier is not None and earlier[1] == digest and earlier[2] == detail:
+            self.texts[str(path)] = earlier
+            return earlier[3]  # type: ignore[return-value]
+        answer = tuple(answer_of(path))
+        self.texts[str(path)] = (str(path), digest, detail, answer)
+        return answer
 
     def answers(
         self,
@@ -183,8 +251,7 @@ class Session:
         assert watch is not None  # a session is made only with the watch (Queries.session)
         reads = queries.reads
         base, start = fields_of(reads), snapshot(reads)
-        # an entry of its own (queries.Shared), loaded only by a computation that may use it
-        kept = None if self.earlier is None else queries.shared_part(self.earlier.parts)
+        kept = self.earlier_kept()
         reusable = self.reusable(kept, base) if isinstance(kept, Kept) else 0
         parts: list[Part] = []
         head: Fields | None = None
@@ -215,7 +282,7 @@ class Session:
             yield from answer
         if head:
             shared = tuple(queries.share(field) for field in base)
-            self.made = Kept(shared, head, tuple(parts))
+            self.searched = Kept(shared, head, tuple(parts))
 
     def reusable(self, kept: Kept, base: Fields) -> int:
         """How many of `kept`'s parts, from the first, hold today (the module's doc)."""
@@ -225,6 +292,8 @@ class Session:
         queries, earlier = self.queries, self.earlier
         if earlier is None or queries.watch is None or not queries.watch.certify:
             return 0
+        if kept.head is None:
+            return 0  # it listed no candidate
         if queries.reads.everything or any(kept.head[i] for i in (0, 1, 2, 3, 5, 6, 7)):
             return 0  # the list of candidates reads its words alone
         stored = tuple(queries.shared_part(field) for field in kept.base)

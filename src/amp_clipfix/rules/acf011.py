@@ -21,7 +21,7 @@ from amp_clipfix.analysis.calls import (
     literals,
     written_place,
 )
-from amp_clipfix.analysis.candidate_answers import answers_by_file
+from amp_clipfix.analysis.candidate_answers import answers_by_file, answers_by_text
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import (
     PRECISION_ARGUMENT,
@@ -222,45 +222,55 @@ def quoted(written: str, value: str) -> str:
 
 def yaml_precision(facts: ProjectFacts, fixable: bool) -> Iterator[Found]:
     """`trainer: precision: 16` in LightningCLI and Hydra configs: the token is rewritten in
-    place (quotes kept); a value shared through an anchor is reported, never rewritten."""
+    place (quotes kept); a value shared through an anchor is reported, never rewritten. Each
+    config's findings are a function of its bytes, `fixable` and whether the release is
+    assumed: kept by them (`answers_by_text`)."""
+    paths = sorted(facts.configs, key=str)
+    detail = (fixable, facts.target.assumed)
+    yield from answers_by_text(
+        facts, paths, detail, lambda path: config_findings(facts, path, fixable)
+    )
+
+
+def config_findings(facts: ProjectFacts, path: Path, fixable: bool) -> Iterator[Found]:
+    """The findings of one config (its text, its sites, `fixable`, `not_fixable`)."""
     from amp_clipfix.analysis.config_sites import precision_lines_beside
     from amp_clipfix.sources.text import SourceError
 
-    for path in sorted(facts.configs, key=str):
-        document = facts.configs[path]
-        if not may_spell_old_value(document.text):
-            continue  # composing it (ruamel) is most of a big tree's cost, for no site
-        try:
-            sites = facts.sites_of_config(path).sites
-        except SourceError:  # the collection reports a broken config
+    document = facts.configs[path]
+    if not may_spell_old_value(document.text):
+        return  # composing it (ruamel) is most of a big tree's cost, for no site
+    try:
+        sites = facts.sites_of_config(path).sites
+    except SourceError:  # the collection reports a broken config
+        return
+    beside: dict[int, str] | None = None  # the sections that run on 1.x only, read once
+    for site in sites:
+        if not (
+            site.kind is SiteKind.TRAINER_PRECISION
+            and site.certainty is Certainty.KNOWN
+            and site.value in NEW_SPELLING
+        ):
             continue
-        beside: dict[int, str] | None = None  # the sections that run on 1.x only, read once
-        for site in sites:
-            if not (
-                site.kind is SiteKind.TRAINER_PRECISION
-                and site.certainty is Certainty.KNOWN
-                and site.value in NEW_SPELLING
-            ):
-                continue
-            if not (fixable and site.fixable):
-                review = not_fixable(facts) if not fixable else "no rewrite: the value is shared"
-                yield Found((site,), review=review)
-                continue
-            if beside is None:
-                lines = {s.span.line for s in sites if s.kind is SiteKind.TRAINER_PRECISION}
-                try:
-                    beside = precision_lines_beside(
-                        document.text, TRAINER_ARGUMENTS_REMOVED_IN_2_0, lines
-                    )
-                except SourceError:
-                    beside = {}
-            if site.span.line in beside:
-                yield Found((site,), review=ONLY_1X_TRAINER.format(beside[site.span.line]))
-                continue
-            token = token_of(document.text, site)
-            new = NEW_SPELLING[site.value]
-            edit = Edit(path, site.span, quoted(token, new) if token[-1:] in "'\"" else new)
-            yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
+        if not (fixable and site.fixable):
+            review = not_fixable(facts) if not fixable else "no rewrite: the value is shared"
+            yield Found((site,), review=review)
+            continue
+        if beside is None:
+            lines = {s.span.line for s in sites if s.kind is SiteKind.TRAINER_PRECISION}
+            try:
+                beside = precision_lines_beside(
+                    document.text, TRAINER_ARGUMENTS_REMOVED_IN_2_0, lines
+                )
+            except SourceError:
+                beside = {}
+        if site.span.line in beside:
+            yield Found((site,), review=ONLY_1X_TRAINER.format(beside[site.span.line]))
+            continue
+        token = token_of(document.text, site)
+        new = NEW_SPELLING[site.value]
+        edit = Edit(path, site.span, quoted(token, new) if token[-1:] in "'\"" else new)
+        yield Found((site,), fixes=(RuleFix(Strategy.MIGRATE, (edit,), True, FIX, (site,)),))
 
 
 def token_of(text: str, site: Site) -> str:
