@@ -1,7 +1,8 @@
 """The names `--tracked-only` compares (paths.index_names, paths.path_index_name, branch
 `unread8`): git's listing and the project's files named as `index_name` names them, without
-normalising again a name that is plain already (no empty, `.` or `..` part). Random names,
-roots and `Path`s give `index_name`'s answer; plain ones never call it."""
+normalising again a name that is plain already (no empty, `.` or `..` part), as discover takes
+git's listing (paths.is_plain). Random names, roots and `Path`s give `index_name`'s answer;
+plain ones never call it."""
 
 from __future__ import annotations
 
@@ -56,3 +57,15 @@ def test_plain_names_are_not_normalised_again(monkeypatch: pytest.MonkeyPatch) -
     assert list(paths.index_names("/tmp/r", ["a/../b.py"])) == ["/tmp/r/b.py"]
     assert paths.path_index_name(Path("/tmp/r/../b.py")) == "/tmp/b.py"
     assert called == ["/tmp/r", "/tmp/r", "/tmp/r/a/../b.py", "/tmp/r/../b.py"]
+
+
+def test_a_plain_name_is_left_as_it_is_by_normpath() -> None:
+    """What discover's git listing takes as it is (`is_plain`) normpath would not change."""
+    generator = random.Random(35)
+    plain = 0
+    for _ in range(5000):
+        name = random_name(generator) + ("/" if generator.random() < 0.05 else "")
+        if paths.is_plain(name):
+            plain += 1
+            assert os.path.normpath(name) == name, name
+    assert plain > 500 or not paths.PLAIN_NAMES

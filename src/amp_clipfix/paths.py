@@ -43,16 +43,19 @@ def index_names(folder: str, names: Iterable[str]) -> Iterable[str]:
     name's parts are left as they are (~6 us a name, 3,000 in NeMo's hook command)."""
     top = index_name(folder)
     for name in names:
-        if PLAIN_NAMES and name[:1] != "/" and "//" not in name and not _dotted(name):
+        if is_plain(name):
             yield os.path.join(top, name)
         else:
             yield index_name(os.path.join(folder, name))
 
 
-def _dotted(name: str) -> bool:
-    """`name` is empty, a part of it is `.` or `..`, or it ends with `/`."""
+def is_plain(name: str) -> bool:
+    """A relative name that `os.path.normpath` leaves as it is: on POSIX, parts that are not
+    empty, `.` or `..` (what git's index and listings hold, but a nested repository's `x/`)."""
+    if not PLAIN_NAMES or not name or name[:1] == "/" or name[-1:] == "/" or "//" in name:
+        return False
     text = f"/{name}/"
-    return not name or "/./" in text or "/../" in text or name.endswith("/")
+    return "/./" not in text and "/../" not in text
 
 
 def path_index_name(path: Path) -> str:
