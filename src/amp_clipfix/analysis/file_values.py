@@ -20,10 +20,21 @@ it), so a file no longer asked (removed, renamed, no longer passing) drops out t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from amp_clipfix.analysis.cache import Cache
+    from typing import Protocol
+
+    class Cache(Protocol):
+        """What the values ask of the analysis cache (analysis/cache.py's `Cache`, which asks
+        them: a protocol, not an import of that module)."""
+
+        tests: dict[str, object]
+
+        def project_entry(self, kind: str, detail: str) -> str: ...
+        def load(self, key: str) -> object | None: ...
+        def store(self, key: str, value: object) -> None: ...
+
 
 STORED_AFTER = 3  # values taken from elsewhere in a run before the entry is written again
 
