@@ -1,7 +1,7 @@
 """Which findings a partial run (`check FILE`, the pre-commit hook's command) keeps: those with
 a site in a named file or under a named folder, links counted as what they name
-(settings.Touching). Each named path's and each site file's real path is asked once a run,
-not once per finding and site."""
+(settings.Touching). Each named path's real path is asked once a run, each site's file decided
+once; a site's file is not resolved when every named path is another file."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ def tree(tmp_path: Path) -> Path:
         (tmp_path / name).write_text("x = 1\n")
     (tmp_path / "link.py").symlink_to(tmp_path / "pkg" / "a.py")
     (tmp_path / "folder_link").symlink_to(tmp_path / "pkg" / "sub", target_is_directory=True)
+    os.link(tmp_path / "pkg" / "a.py", tmp_path / "hard.py")
     return tmp_path
 
 
@@ -48,9 +49,25 @@ def test_each_path_is_resolved_once_over_many_findings(
     touches = Touching((a,))
     answers = [touches(finding(b, a if n % 2 else d)) for n in range(50)]
     assert answers == [n % 2 == 1 for n in range(50)]
-    assert sorted(map(os.fspath, asked)) == sorted(
-        map(str, (a, b, d, a))
-    )  # named once; each site's file once
+    # named once; the named file itself is found by its name: no site's file is resolved
+    assert sorted(map(os.fspath, asked)) == [str(a)]
+
+
+def test_a_file_other_than_every_named_file_is_not_resolved(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When every named path is a file, a site's file with another device and inode cannot
+    have a named real path: its real path is not asked (a `stat` instead of a `lstat` per part
+    of the path). A link to the named file (the same inode) is still resolved."""
+    asked = first_arguments(monkeypatch, observed, "realpath")
+    a, b, c = tree / "pkg" / "a.py", tree / "pkg" / "b.py", tree / "pkg" / "sub" / "c.py"
+    touches = Touching((a,))
+    assert [touches(finding(path)) for path in (b, c, tree / "d.py")] == [False] * 3
+    assert touches(finding(tree / "link.py")) is True
+    assert sorted(map(os.fspath, asked)) == sorted(map(str, (a, tree / "link.py")))
+    folder = Touching((tree / "pkg",))  # a folder: every site's file is resolved
+    assert folder(finding(b)) is True and folder(finding(tree / "d.py")) is False
+    assert {os.fspath(path) for path in asked} >= {str(tree / "d.py")}
 
 
 @pytest.mark.parametrize(
@@ -66,6 +83,12 @@ def test_each_path_is_resolved_once_over_many_findings(
         (("pkg/sub/c.py",), ("folder_link/c.py",), True),
         (("d.py", "pkg/b.py"), ("pkg/sub/c.py", "pkg/b.py"), True),
         (("d.py",), (), False),
+        (("pkg/a.py",), ("hard.py",), False),  # a hard link: the same inode, another path
+        (("hard.py",), ("pkg/a.py", "link.py"), False),
+        (("pkg/a.py", "pkg"), ("pkg/sub/c.py",), True),  # a file and a folder named
+        (("pkg/a.py", "gone.py"), ("pkg/b.py",), False),  # a named path that is no file
+        (("pkg/a.py",), ("gone.py",), False),  # a site's file that is gone
+        (("folder_link/c.py",), ("pkg/sub/c.py",), True),
     ],
 )
 def test_the_findings_kept_are_those_a_fresh_answer_keeps(

@@ -32,6 +32,42 @@ def index_name(path: str | os.PathLike[str]) -> str:
     return os.path.normcase(os.path.abspath(path))
 
 
+# On POSIX a name's case is its own (normcase changes nothing) and `/` is the one separator.
+PLAIN_NAMES = os.sep == "/" and os.altsep is None and os.path.normcase("A") == "A"
+
+
+def index_names(folder: str, names: Iterable[str]) -> Iterable[str]:
+    """`index_name(os.path.join(folder, name))` of each name relative to `folder`, a plain name
+    (no empty, `.` or `..` part: what git's index holds) joined to `folder`'s own index name
+    without being normalised again: the normalisation is the same part by part, and a plain
+    name's parts are left as they are (~6 us a name, 3,000 in NeMo's hook command)."""
+    top = index_name(folder)
+    for name in names:
+        if is_plain(name):
+            yield os.path.join(top, name)
+        else:
+            yield index_name(os.path.join(folder, name))
+
+
+def is_plain(name: str) -> bool:
+    """A relative name that `os.path.normpath` leaves as it is: on POSIX, parts that are not
+    empty, `.` or `..` (what git's index and listings hold, but a nested repository's `x/`)."""
+    if not PLAIN_NAMES or not name or name[:1] == "/" or name[-1:] == "/" or "//" in name:
+        return False
+    text = f"/{name}/"
+    return "/./" not in text and "/../" not in text
+
+
+def path_index_name(path: Path) -> str:
+    """index_name of a `Path`: on POSIX the text of an absolute `Path` without a `..` part
+    (nor a leading `//`) is its index name already (a `Path` drops `.` parts, repeated and
+    trailing slashes)."""
+    text = str(path)
+    if PLAIN_NAMES and text[:1] == "/" and text[1:2] != "/" and "/.." not in text:
+        return text
+    return index_name(text)
+
+
 def os_error_reason(error: OSError) -> str:
     """`Permission denied`, not `[Errno 13] Permission denied: '/x'` (the path is said apart)."""
     return error.strerror or str(error) or type(error).__name__

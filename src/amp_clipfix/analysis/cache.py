@@ -49,7 +49,8 @@ class Cache:
         self.build = fingerprint()
         self.entries = Entries(root)
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its digest)
-        self.tests: dict[str, object] = {}  # file_tests.FileTests, by test, saved at the end
+        # file_tests.FileTests by test, file_values.FileValues by kind: saved at the end
+        self.tests: dict[str, object] = {}
 
     def digest(self, data: bytes) -> bytes:
         """blake2b-256 of a file's bytes, once per run: the collection, the trial and the final
@@ -68,22 +69,40 @@ class Cache:
         return digest.hexdigest()
 
     def get(self, path: Path, data: bytes) -> FileSites | None:
+        from amp_clipfix.analysis.file_values import file_values
         from amp_clipfix.models import FileSites  # a file to parse: the analysis is imported
 
+        together, digest = file_values(self, "sites"), self.digest(data)
+        value = together.get(path, digest)  # the project's entry first (file_values.py)
+        if isinstance(value, FileSites) and value.path == path:
+            return value
         value = self.load(self.key(path, data))
-        return value if isinstance(value, FileSites) and value.path == path else None
+        if not (isinstance(value, FileSites) and value.path == path):
+            return None
+        together.put(path, digest, value)
+        return value
 
     def put(self, path: Path, data: bytes, sites: FileSites) -> None:
+        from amp_clipfix.analysis.file_values import file_values
+
         self.store(self.key(path, data), sites)
+        file_values(self, "sites").put(path, self.digest(data), sites)
 
     def text(self, kind: str, path: Path, data: bytes, compute: Callable[[], bytes]) -> bytes:
-        """`compute()`, a text made from the file's bytes alone (a notebook's code), by its key."""
-        key = f"{kind}-{self.key(path, data)}"
-        value = self.load(key)
+        """`compute()`, a text made from the file's bytes alone (a notebook's code), by its key
+        (the project's entry of such texts first: file_values.py)."""
+        from amp_clipfix.analysis.file_values import file_values
+
+        together, digest = file_values(self, kind), self.digest(data)
+        value = together.get(path, digest)
         if isinstance(value, bytes):
             return value
-        value = compute()  # raises as it would without the cache: nothing is stored
-        self.store(key, value)
+        key = f"{kind}-{self.key(path, data)}"
+        value = self.load(key)
+        if not isinstance(value, bytes):
+            value = compute()  # raises as it would without the cache: nothing is stored
+            self.store(key, value)
+        together.put(path, digest, value)
         return value
 
     def project_entry(self, kind: str, detail: str) -> str:

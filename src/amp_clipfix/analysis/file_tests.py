@@ -70,7 +70,13 @@ def file_tests(cache: Cache | None, name: str) -> FileTests | None:
 
 
 def save_tests(cache: Cache) -> None:
-    """Once the run is done: the file tests it made, stored (`FileTests.save`)."""
+    """Once the run is done: the file tests it made, stored (`FileTests.save`), and the
+    per-file values it asked (file_values.py)."""
     for tests in cache.tests.values():
         if isinstance(tests, FileTests):
+            tests.save()
+            continue
+        from amp_clipfix.analysis.file_values import FileValues  # imported: it made `tests`
+
+        if isinstance(tests, FileValues):
             tests.save()

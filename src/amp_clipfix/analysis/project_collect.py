@@ -24,6 +24,7 @@ from amp_clipfix.project.discover import Project
 from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
+from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for's module
 from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search, word_start
 
 if TYPE_CHECKING:
@@ -276,8 +277,6 @@ def read_project(
 
 def searchable_of(collection: Collection, path: Path, data: bytes) -> bytes:
     """What the prefilter reads of a file; a notebook's code (its JSON parsed) from the cache."""
-    from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for already
-
     adapter = adapter_for(path)
     if collection.cache is None or not isinstance(adapter, NotebookSource):
         return adapter.searchable(path, data)

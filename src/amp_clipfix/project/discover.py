@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from amp_clipfix import observed
 from amp_clipfix.kinds import ErrorKind, FileError
-from amp_clipfix.paths import os_error_reason
+from amp_clipfix.paths import is_plain, os_error_reason
 from amp_clipfix.records import record
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -309,7 +309,8 @@ def _git_listing(repository: Path, folders: list[Path]) -> set[str] | None:
     listing = observed.git([*command, "--exclude-standard", "--", *specs], repository)
     if listing is None:
         return None
-    return {os.path.normpath(os.fsdecode(name)) for name in listing.split(b"\0") if name}
+    names = (os.fsdecode(name) for name in listing.split(b"\0") if name)
+    return {name if is_plain(name) else os.path.normpath(name) for name in names}
 
 
 class GitIgnoreFiles:
