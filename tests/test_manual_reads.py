@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from test_incremental import write
 
-from amp_clipfix.analysis import backward_reach, manual
+from amp_clipfix.analysis import manual
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.order import Body, functions
 from amp_clipfix.analysis.values import ClsV
@@ -153,8 +153,6 @@ def run(
     with monkeypatch.context() as patched:
         patched.setattr(acf005, "events", counted)
         patched.setattr(manual, "replaced", asking)
-        # the readings manual_reads yields, each made (the gate per reading: test_backward_reach)
-        patched.setattr(backward_reach.BackwardReach, "may_meet", lambda *arguments: True)
         if reads is not None:
             patched.setattr(acf005, "manual_reads", reads)
         patched.chdir(root)

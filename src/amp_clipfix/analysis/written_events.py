@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis.lightning_api import MODULE_BACKWARD
 from amp_clipfix.analysis.name_uses import ATTR_READ, ATTR_STORED, ATTR_WRITTEN, name_uses
 from amp_clipfix.analysis.nodes import walk
 from amp_clipfix.analysis.recording import PREDICATES, exists, scan
@@ -54,11 +53,6 @@ _ATTRIBUTE = rb"\." + GAP + rb"backward(?![A-Za-z0-9_])"
 WITH_ARGUMENTS = re.compile(_ATTRIBUTE + GAP + rb"\(" + GAP + rb"[^)\s\\#]")
 # `.backward` not called where it is written: handed on as a value.
 NOT_CALLED = re.compile(_ATTRIBUTE + rb"(?!" + GAP + rb"\()")
-MANUAL_BACKWARD = frozenset((MODULE_BACKWARD,))
-MANUAL_HANDED_ON = "hands_manual_backward_on"
-MANUAL_NOT_CALLED = re.compile(
-    rb"\." + GAP + MODULE_BACKWARD.encode() + rb"(?![A-Za-z0-9_])(?!" + GAP + rb"\()"
-)
 
 
 def writes_scaled_backward(path: Path | None, data: bytes) -> bool:
@@ -106,38 +100,16 @@ def hands_backward_on(path: Path | None, data: bytes) -> bool:
     fabric.backward`, `partial(fabric.backward)`): only such code hands the method on (as
     name_uses.called_only says of torch's clip). The text first (a docstring's `.backward`
     passes it), then the tree; a file that does not parse may."""
-    return hands_on(data, BACKWARD, NOT_CALLED)
-
-
-def hands_manual_backward_on(path: Path | None, data: bytes) -> bool:
-    """hands_backward_on's test of a `manual_backward` attribute (`self.manual_backward`
-    handed to a helper): ACF005's backward as a value."""
-    return hands_on(data, MANUAL_BACKWARD, MANUAL_NOT_CALLED)
-
-
-def hands_on(data: bytes, names: frozenset[str], not_called: re.Pattern[bytes]) -> bool:
-    """The text writes the one attribute of `names` other than as a callee (see above)."""
-    (word,) = names
-    if word.encode() not in data and data.isascii():
+    if b"backward" not in data and data.isascii():
         return False
     text = python_text(data)
-    if not_called.search(text) is None:
+    if NOT_CALLED.search(text) is None:
         return False
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return True
-    return name_uses(tree, names, ATTR_READ | ATTR_STORED | ATTR_WRITTEN) is None
-
-
-def manual_backward_call(call: ast.Call) -> bool:
-    """ACF005's backward as it is written: a call of a `manual_backward` attribute."""
-    return isinstance(call.func, ast.Attribute) and call.func.attr == MODULE_BACKWARD
-
-
-def backward_with_arguments(call: ast.Call) -> bool:
-    """ACF006's backward as it is written: a `backward` attribute called with an argument."""
-    return isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and bool(call.args)
+    return name_uses(tree, BACKWARD, ATTR_READ | ATTR_STORED | ATTR_WRITTEN) is None
 
 
 def any_fabric_backward(evaluator: Evaluator) -> bool:
@@ -169,4 +141,3 @@ def any_fabric_backward(evaluator: Evaluator) -> bool:
 PREDICATES[SCALED_BACKWARD] = writes_scaled_backward
 PREDICATES[BACKWARD_WITH_ARGUMENTS] = writes_backward_with_arguments
 PREDICATES[BACKWARD_HANDED_ON] = hands_backward_on
-PREDICATES[MANUAL_HANDED_ON] = hands_manual_backward_on

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.backward_reach import BackwardReach, backward_of
 from amp_clipfix.analysis.callables_manual import helper_clip
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import (
@@ -39,11 +38,6 @@ from amp_clipfix.analysis.training import (
     trainers_scaler,
 )
 from amp_clipfix.analysis.values import ClsV, Fn
-from amp_clipfix.analysis.written_events import (
-    MANUAL_BACKWARD,
-    MANUAL_HANDED_ON,
-    manual_backward_call,
-)
 from amp_clipfix.models import Confidence, Edit, LightningPath, Site, SiteKind, Span, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 from amp_clipfix.rules.scaled_limit import SCALE_OF, is_scaled, limit_of, scale_binding
@@ -201,19 +195,14 @@ def check(queries: Queries) -> Iterator[Found]:
     the project helpers it calls; a clip reached several ways is reported once, from the read
     nearest to it. Nothing is read where no call of the project can be a clip
     (analysis/manual_clips.py), or no module can optimize by hand (a finding's module must:
-    `scaled_clip`); a function whose reading can meet no backward is not read
-    (analysis/backward_reach.py)."""
+    `scaled_clip`)."""
     facts = queries.facts
     if not facts.may_optimize_manually() or not any_manual_clip(facts.evaluator):
         return
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
-    reach = BackwardReach(facts, MANUAL_BACKWARD, MANUAL_HANDED_ON, manual_backward_call)
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
-            classify = classifier(facts, owner)
-            if not reach.may_meet(file, function, backward_of(classify, file)):
-                continue  # no backward in its reading: no clip after one (backward_reach.py)
-            order = events(facts, file, function, classify)
+            order = events(facts, file, function, classifier(facts, owner))
             for index, clip in enumerate(order):
                 if clip.kind is EventKind.CLIP:
                     one = scaled_clip(facts, file, owner, function, order, index)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from amp_clipfix.analysis.backward_reach import BackwardReach, backward_of
 from amp_clipfix.analysis.callables import bound_receivers, caller_readings, calls_instance
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.link import sort_key
@@ -32,12 +31,7 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.training import call_site, is_torch_clip, steps_after
 from amp_clipfix.analysis.values import Fn
-from amp_clipfix.analysis.written_events import (
-    BACKWARD,
-    BACKWARD_HANDED_ON,
-    any_fabric_backward,
-    backward_with_arguments,
-)
+from amp_clipfix.analysis.written_events import any_fabric_backward
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.records import replace
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
@@ -177,7 +171,6 @@ def check(queries: Queries) -> Iterator[Found]:
     if not any_fabric_backward(facts.evaluator):
         return  # no reading can meet a Fabric's backward (analysis/written_events.py)
     classify = classifier(facts)
-    reach = BackwardReach(facts, BACKWARD, BACKWARD_HANDED_ON, backward_with_arguments)
     reported: set[int] = set()
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
         if b"backward" not in file.document.text.encode():
@@ -189,8 +182,6 @@ def check(queries: Queries) -> Iterator[Found]:
                     yield found
             continue
         for function in functions(file):
-            if not reach.may_meet(file, function, backward_of(classify, file)):
-                continue  # no backward in its reading: no clip after one (backward_reach.py)
             order = events(facts, file, function, classify)
             for index, clip in enumerate(order):
                 if clip.kind is not EventKind.CLIP or id(clip.call) in reported:
