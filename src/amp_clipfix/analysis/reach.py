@@ -297,7 +297,7 @@ class CallReach:
             if not absent and earlier is None and stored_text(name, texts[path]):
                 found = path
                 break
-        if found is None and self.over_budget(writing):
+        if found is None and writing and self.over_budget(writing):
             # may: the answer is how many files write the name freely, noted as each file's
             # free-writing test (an edit that changes only that asks again)
             free = set(writing)
