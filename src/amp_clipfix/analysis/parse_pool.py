@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.collection import Collection, read_as_config
 from amp_clipfix.kinds import ErrorKind, FileError
+from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError
 from amp_clipfix.sources.python import ignore_compile_warnings
@@ -72,18 +73,19 @@ Outcome = tuple["ReadFile | None", "FileError | None"]
 
 def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]:
     """Outcomes in input order. A worker that dies (a crash in native code, the OOM killer)
-    costs only the file that killed it: the files left unfinished are parsed again one by one,
-    each in a process of its own, so that only the killer is reported."""
+    costs only the file that killed it: the files of the batches left unfinished are parsed
+    again one by one, each in a process of its own, so that only the killer is reported."""
     from concurrent.futures import ProcessPoolExecutor  # a run that needs no pool never
     from concurrent.futures.process import BrokenProcessPool  # pays for multiprocessing
 
     outcomes: list[Outcome | None] = [None] * len(work)
     with ProcessPoolExecutor(max_workers=workers, initializer=leave_interrupts_to_parent) as pool:
-        futures = [pool.submit(parse_and_collect, path, data) for path, data in work]
+        tasks = [(start, pool.submit(parse_batch, batch)) for start, batch in batches(work)]
         try:
-            for index, future in enumerate(futures):
-                with contextlib.suppress(BrokenProcessPool):
-                    outcomes[index] = future.result()
+            for start, future in tasks:
+                with contextlib.suppress(BrokenProcessPool):  # the batch is parsed again
+                    done = future.result()
+                    outcomes[start : start + len(done)] = done
         except BaseException:  # Ctrl-C: the files not started are not parsed any more
             pool.shutdown(wait=False, cancel_futures=True)
             raise
@@ -91,6 +93,42 @@ def parse_in_pool(work: list[tuple[Path, bytes]], workers: int) -> list[Outcome]
         outcome if outcome is not None else parse_isolated(*work[index])
         for index, outcome in enumerate(outcomes)
     ]
+
+
+# A worker's task: a run of files, up to this many or this much source (at least one file).
+# One round trip per batch, not per file: a task's own cost (its future, the pickled call and
+# result, the queues' threads) was more than a small file's parse. A batch whose worker dies is
+# parsed again file by file, each in a process of its own, so it stays small.
+BATCH_FILES = 32
+BATCH_BYTES = 64 * 1024
+
+
+def batches(work: list[tuple[Path, bytes]]) -> list[tuple[int, list[tuple[Path, bytes]]]]:
+    """`work` cut in runs of consecutive files, each with the index of its first file."""
+    runs: list[tuple[int, list[tuple[Path, bytes]]]] = []
+    size = 0
+    for index, item in enumerate(work):
+        if not runs or len(runs[-1][1]) == BATCH_FILES or size + len(item[1]) > BATCH_BYTES:
+            runs.append((index, []))
+            size = 0
+        runs[-1][1].append(item)
+        size += len(item[1])
+    return runs
+
+
+def parse_batch(batch: list[tuple[Path, bytes]]) -> list[Outcome]:
+    """A worker's task: each file's outcome, in order, without the `ast` tree its sites were
+    read from: the parent parses a module again when it needs its summary (as for a file whose
+    sites come from the cache), which costs less than pickling the tree here and unpickling it
+    there (node by node)."""
+    return [without_tree(parse_and_collect(path, data)) for path, data in batch]
+
+
+def without_tree(outcome: Outcome) -> Outcome:
+    read, error = outcome
+    if read is None or read.syntax is None:
+        return outcome
+    return replace(read, syntax=None), error
 
 
 WORKER_DIED = "cannot parse: the parsing process died on this file"
