@@ -135,6 +135,7 @@ def test_a_small_project_decided_by_its_requirements_leaves_the_rest_undone(
     assert "amp_clipfix.project.pin_readers" in modules  # the pins were read
     assert "amp_clipfix.sources.prefilter" in modules  # and the files prefiltered
     assert modules & LEFT_OUT_MODULES == set()
+    assert modules & {"torch", "lightning", "pytorch_lightning", "lightning_fabric"} == set()
     assert set(noted["patterns"]) & LEFT_OUT_PATTERNS == set()
 
 
