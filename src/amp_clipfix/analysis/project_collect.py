@@ -240,13 +240,13 @@ def read_project(
     def mentions_of(path: Path) -> Mentions:
         """The file's `may_mention`, its adapter looked up at the first word only: the
         prefilter asks ~20 words of each file."""
-        adapter: list[Mentions] = []
+        looked_up: list[Mentions] = []  # the adapter's may_mention, once asked
 
         def mentions(data: bytes, word: bytes) -> bool:
             try:
-                if not adapter:
-                    adapter.append(adapter_for(path).may_mention)
-                return adapter[0](data, word)
+                if not looked_up:
+                    looked_up.append(adapter_for(path).may_mention)
+                return looked_up[0](data, word)
             except Exception as error:  # noqa: BLE001
                 broken.setdefault(path, error)
                 return False
