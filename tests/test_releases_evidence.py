@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from test_pins import project
 
 from amp_clipfix.cli import main
-from amp_clipfix.project import pins
+from amp_clipfix.project import evidence, pins
 from amp_clipfix.project.pins import is_pin_file, resolve_target, resolve_torch
 
 
@@ -169,7 +169,7 @@ def test_a_pin_and_an_installed_lightning_beat_code_evidence(
     assert assumed(tmp_path, files) == "pytorch-lightning 1.7.7 from requirements.txt"
     (tmp_path / "requirements.txt").unlink()
     monkeypatch.setattr(pins, "installed_version", {"lightning": "2.6.6"}.get)
-    monkeypatch.setattr(pins, "code_evidence", lambda files, root: pytest.fail("read"))
+    monkeypatch.setattr(evidence, "code_evidence", lambda files, root: pytest.fail("read"))
     assert assumed(tmp_path, files) == "lightning 2.6.6 from installed distribution"
 
 

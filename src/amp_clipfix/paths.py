@@ -94,7 +94,9 @@ def has_too_many_digits(text: str) -> bool:
     import sys
 
     limit = sys.get_int_max_str_digits()
-    return bool(limit) and any(len(run) > limit for run in re.findall(r"[0-9]+", text))
+    if not limit or len(text) <= limit:  # no run of digits longer than the text: no pattern
+        return False
+    return any(len(run) > limit for run in re.findall(r"[0-9]+", text))
 
 
 EXCERPT_CHARS = 60

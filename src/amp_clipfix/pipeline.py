@@ -12,8 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amp_clipfix.analysis import gate_texts  # noqa: F401 - registers the gates' text tests
-from amp_clipfix.analysis.certificate import Uncertified
 from amp_clipfix.analysis.collection import Collection, Progress, ReadFiles, read_as_config
 from amp_clipfix.analysis.project_collect import collect_project, collect_source
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
@@ -90,7 +88,7 @@ def run(
             collection, result, style = analysed_project(
                 project, options, project_options, target, progress, certify=True
             )
-        except Uncertified:  # it was not: analysed again, every query caught up
+        except uncertified():  # it was not: analysed again, every query caught up
             import gc
 
             gc.collect()  # the attempt's analysis (cycles: the run's collector is off)
@@ -118,6 +116,14 @@ def run(
         notes=discovery.notes + merged.notes,
         per_project=tuple(summaries),
     )
+
+
+def uncertified() -> type[BaseException]:
+    """certificate.Uncertified, imported when an exception reaches the handler that names it:
+    only an analysis raises it, and a project with nothing to analyse imports none."""
+    from amp_clipfix.analysis.certificate import Uncertified
+
+    return Uncertified
 
 
 def analysed_project(
@@ -476,6 +482,7 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule | Gate], set[s
         collection.root,
     ):
         return [], set()
+    from amp_clipfix.analysis import gate_texts  # noqa: F401 - registers the gates' text tests
     from amp_clipfix.analysis.queries import found_in_files  # an edit tests the changed files
     from amp_clipfix.rules import searching_rules
 

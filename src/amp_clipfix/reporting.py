@@ -76,7 +76,7 @@ def echo(
         terminal = stream.isatty()
     except Exception:  # noqa: BLE001 - as click's `isatty`: a stream that cannot tell is none
         terminal = False
-    if not terminal:
+    if not terminal and "\033" in out:  # every style starts with ESC
         out = ANSI_STYLE.sub("", out)
     stream.write(out)
     stream.flush()

@@ -4,7 +4,6 @@ resolve; an unchanged project comes back from the cache whole.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search,
 
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites
+    from amp_clipfix.sources.prefilter import Mentions
 
 # A finding needs Lightning: some file imports it (on any line, the first one after a UTF-8 BOM
 # too), or is a config naming its classes. Compiled (~3 ms) by `re` when first searched, only in
@@ -238,19 +238,28 @@ def read_project(
     library = library_files(project.root, project.files)
     own = {path: data for path, data in contents.items() if path not in library}
 
-    def mentions(path: Path, data: bytes, word: bytes) -> bool:
-        try:
-            return adapter_for(path).may_mention(data, word)
-        except Exception as error:  # noqa: BLE001
-            broken.setdefault(path, error)
-            return False
+    def mentions_of(path: Path) -> Mentions:
+        """The file's `may_mention`, its adapter looked up at the first word only: the
+        prefilter asks ~20 words of each file."""
+        looked_up: list[Mentions] = []  # the adapter's may_mention, once asked
 
+        def mentions(data: bytes, word: bytes) -> bool:
+            try:
+                if not looked_up:
+                    looked_up.append(adapter_for(path).may_mention)
+                return looked_up[0](data, word)
+            except Exception as error:  # noqa: BLE001
+                broken.setdefault(path, error)
+                return False
+
+        return mentions
+
+    texts = [(path, data, mentions_of(path)) for path, data in own.items()]
     searched = (
         not prefilter
-        or any(mentions(path, data, FUSED_WORD) for path, data in own.items())
+        or any(mentions(data, FUSED_WORD) for _, data, mentions in texts)
         or may_need_search(  # no root: ACF011's reading is asked by the pipeline alone
-            (path, data, read_as_config(path), functools.partial(mentions, path))
-            for path, data in own.items()
+            (path, data, read_as_config(path), mentions) for path, data, mentions in texts
         )
     )
     for path in project.files:

@@ -106,8 +106,13 @@ def requirement_pin(line: str, packages: Packages, optional: bool = False) -> Pi
     name, specifier = parsed
     shown = f"{canonical_name(name)}{specifier}"
     written = line.split(";")[0].strip()
-    text = re.sub(r"\[[^\]]*\]", "", re.sub(r"\s+", "", written)) if written else shown
+    text = _without_extras("".join(written.split())) if written else shown
     return make_pin(name, specifier, packages, text, optional)
+
+
+def _without_extras(text: str) -> str:
+    """`text` without its `[...]` extras (a pattern compiled only for a text that has one)."""
+    return re.sub(r"\[[^\]]*\]", "", text) if "[" in text else text
 
 
 def simple_requirement(line: str) -> tuple[str, str] | None:

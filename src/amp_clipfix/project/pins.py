@@ -47,7 +47,6 @@ installed next to amp-clipfix, else the newest torch amp-clipfix knows (2.13.0),
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import sys
@@ -61,15 +60,6 @@ from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import display_path, excerpt
 from amp_clipfix.patterns import lazy
 from amp_clipfix.project.config import ConfigError, load_config
-from amp_clipfix.project.evidence import code_evidence
-from amp_clipfix.project.install_readers import (
-    dockerfile_pins,
-    dockerfiles,
-    included_requirements,
-    is_dockerfile,
-    shell_includes,
-    test_environments,
-)
 from amp_clipfix.project.pin_files import Listing, ProjectFiles
 from amp_clipfix.project.pin_readers import (
     LOCK_READERS,
@@ -150,7 +140,9 @@ def resolve_target(
     installed = installed_target()
     if installed is not None:
         return Resolution(installed, once(warnings), tuple(errors))
-    only_1x, only_2x = code_evidence(files, root)  # read only when nothing else decides
+    from amp_clipfix.project.evidence import code_evidence  # only when nothing else decides
+
+    only_1x, only_2x = code_evidence(files, root)
     if only_1x is not None and only_2x is not None:
         warnings.append(
             f"the code holds pytorch-lightning 1.x-only ({only_1x.describe()}) and Lightning "
@@ -255,14 +247,19 @@ def sources(root: Path, files: ProjectFiles) -> Iterator[tuple[Path, Reader, Acc
     for name in CONDA_FILES:
         if observed.is_file(root / name):
             yield root / name, conda_pins, _any
-    for path in dockerfiles(root):
-        yield path, dockerfile_pins, _any
-        yield from included_requirements(
-            path, root, files.data, files.includes(shell_includes), False
+    # Imported when the listing gets this far: most projects decide before it.
+    from amp_clipfix.project import install_readers as shells
+
+    for path in shells.dockerfiles(root):
+        yield path, shells.dockerfile_pins, _any
+        yield from shells.included_requirements(
+            path, root, files.data, files.includes(shells.shell_includes), False
         )
-    for path, reader, includes in test_environments(root):
+    for path, reader, includes in shells.test_environments(root):
         yield path, reader, _any
-        yield from included_requirements(path, root, files.data, files.includes(includes), True)
+        yield from shells.included_requirements(
+            path, root, files.data, files.includes(includes), True
+        )
 
 
 # Words in a requirement file's name that say it is not what the project installs.
@@ -282,10 +279,16 @@ def is_auxiliary(path: Path, root: Path) -> bool:
     return any(word in AUXILIARY_WORDS for word in words)
 
 
+def is_requirements_name(name: str) -> bool:
+    """`fnmatch.fnmatchcase(name, "requirements*.txt")`, without the pattern fnmatch would
+    compile for it: the name begins with `requirements` and ends with `.txt`, apart."""
+    return name.startswith("requirements") and name.endswith(".txt") and len(name) >= 16
+
+
 def requirement_files(root: Path, files: ProjectFiles | None = None) -> list[tuple[Path, bool]]:
     """(path, second tier) of the requirement files: `requirements.txt` and what it includes,
     then `requirements*.txt` at the root and `requirements/*.txt`, install files first."""
-    found = [root / name for name in _names(root) if fnmatch.fnmatchcase(name, "requirements*.txt")]
+    found = [root / name for name in _names(root) if is_requirements_name(name)]
     folder = root / "requirements"
     found += [folder / name for name in _names(folder) if name.endswith(".txt")]
     found = [path for path in found if observed.is_file(path)]
@@ -318,6 +321,8 @@ def included_files(start: Path, root: Path, files: ProjectFiles | None) -> list[
         except PinError:
             continue
         for line in text.splitlines():
+            if not line.lstrip().startswith("-"):
+                continue  # an include line starts with its option: INCLUDE compiled for one
             match = INCLUDE.match(line)
             if match is None:
                 continue
@@ -334,13 +339,16 @@ def is_pin_file(path: Path) -> bool:
     """A file of a kind `sources` reads for a project's pins (by its name, wherever it lies):
     a commit that changes only it can change the findings of its project (pre-commit)."""
     name = path.name
-    return (
+    if (
         name in (*LOCK_FILES, *DECLARATION_FILES, *CONDA_FILES, "tox.ini", "noxfile.py")
-        or fnmatch.fnmatchcase(name, "requirements*.txt")
+        or is_requirements_name(name)
         or (path.parent.name == "requirements" and name.endswith(".txt"))
-        or is_dockerfile(name)
         or (path.parent.name == "workflows" and name.endswith((".yml", ".yaml")))
-    )
+    ):
+        return True
+    from amp_clipfix.project.install_readers import is_dockerfile
+
+    return is_dockerfile(name)
 
 
 def _names(folder: Path) -> list[str]:
