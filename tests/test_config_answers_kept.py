@@ -111,3 +111,26 @@ def test_a_pin_that_admits_1x_answers_every_config_again(
     warm = same_as_cold(project)
     assert b"(0 fixable with --strategy auto)" in warm and b"configs/a.yaml:2" in warm
     assert composed == ["a.yaml", "b.yaml", "a.yaml", "b.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "shows"),
+    [
+        ("configs/a.yaml", "precision: 16", "precision: 32", b"configs/a.yaml:2"),
+        ("configs/b.yaml", "precision: 16-mixed", "precision: bf16", b"configs/b.yaml:2"),
+    ],
+    ids=["a-reused-config-loses-its-finding", "a-reused-config-gains-one"],
+)
+def test_a_config_edited_alone_after_a_run_that_reused_it(
+    project: Path, composed: list[str], name: str, old: str, new: str, shows: bytes
+) -> None:
+    """The run that reused both configs' answers still notes their bytes: an edit to one of
+    them alone, next, is seen by the warm run as by a cold one."""
+    first = cold_then(project, composed)
+    edit(project, "train.py", "precision=16", 'precision="bf16"')
+    same_as_cold(project)
+    assert composed == ["a.yaml", "b.yaml"]  # the `--no-cache` run alone
+    composed.clear()
+    edit(project, name, old, new)
+    warm = same_as_cold(project)
+    assert (shows in warm) != (shows in first)
