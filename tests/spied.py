@@ -35,12 +35,20 @@ def check_counting_parses(
 def first_arguments(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[Any]:
     """The first argument of every call of `owner.name` from now on; each call goes through
     to the real function, so the run's output is what it would be unwatched."""
+    return arguments_at(monkeypatch, owner, name, 0)
+
+
+def arguments_at(
+    monkeypatch: pytest.MonkeyPatch, owner: object, name: str, index: int
+) -> list[Any]:
+    """The positional argument `index` of every call of `owner.name` from now on (1: the
+    first after `self`, for a method patched on its class), each call going through."""
     seen: list[Any] = []
     real = getattr(owner, name)
 
-    def spy(first: Any, *arguments: Any, **options: Any) -> Any:
-        seen.append(first)
-        return real(first, *arguments, **options)
+    def spy(*arguments: Any, **options: Any) -> Any:
+        seen.append(arguments[index])
+        return real(*arguments, **options)
 
     monkeypatch.setattr(owner, name, spy)
     return seen

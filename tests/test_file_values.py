@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import pytest
+from spied import arguments_at
 from test_incremental import EDITS, MODULE, project, same_as_cold, write  # noqa: F401 - a fixture
 
 from amp_clipfix.analysis import file_values
@@ -94,14 +95,7 @@ def test_a_warm_run_loads_the_project_entry_instead_of_each_files(
     root = tmp_path / "project"
     contents = {root / f"m{i}.py": f"x = {i}\n".encode() for i in range(20)}
     run(root, contents, monkeypatch)
-    loaded: list[str] = []
-    load = Cache.load
-
-    def spied(self: Cache, key: str) -> object:
-        loaded.append(key)
-        return load(self, key)
-
-    monkeypatch.setattr(Cache, "load", spied)
+    loaded: list[str] = arguments_at(monkeypatch, Cache, "load", 1)
     contents[root / "m3.py"] = b"x = 'edited'\n"
     assert run(root, contents, monkeypatch) == 1
     cache = cache_of(root, monkeypatch)
@@ -210,19 +204,11 @@ def test_every_kind_of_change_gives_a_cold_runs_bytes_with_the_values_together(
     for name in ("nb", "nb_1", "nb_2"):  # three: the cold run stores their texts together
         write(project, f"{name}.ipynb", notebook(NOTEBOOK_CELLS))
     seen = {same_as_cold(project)}
-    loaded: list[str] = []
-    load = Cache.load
-
-    def spied(self: Cache, key: str) -> object:
-        loaded.append(key)
-        return load(self, key)
-
-    monkeypatch.setattr(Cache, "load", spied)
+    loaded: list[str] = arguments_at(monkeypatch, Cache, "load", 1)
     write(project, "pkg/helper_0.py", "def helper_0(x):\n    return x - 1\n")
     seen.add(same_as_cold(project))
     own = [key for key in loaded if len(key) == 64 or key.startswith("searchable-")]
     assert own == [] and any(key.startswith("values-") for key in loaded), loaded
-    monkeypatch.setattr(Cache, "load", load)
     for edit in EDITS.values():
         edit(project)
         seen.add(same_as_cold(project))

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from piped import amp_clipfix
 
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
 from amp_clipfix.fixes.codemods import insert
-from tests.piped import amp_clipfix
 
 MODULE = """import lightning as L
 import torch
