@@ -7,6 +7,7 @@ changed file pass or fail a test give a cold run's bytes."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,39 @@ def run(root: Path, contents: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch
     return tested
 
 
+def edited(
+    generator: random.Random,
+    contents: dict[Path, bytes],
+    rounds: int,
+    kinds: list[str],
+    texts: list[bytes] = TEXTS,
+) -> Iterator[dict[Path, bytes]]:
+    """The project's files after each of `rounds` random changes of `kinds` (an edit of one to
+    four files, a revert to an earlier state, a rename, a file added, a file removed), the
+    files' bytes made of `texts`."""
+    root = next(iter(contents)).parent
+    history = [dict(contents)]
+    for _ in range(rounds):
+        kind = generator.choice(kinds)
+        paths = list(contents)
+        if kind == "edit":
+            for path in generator.sample(paths, generator.randrange(1, 5)):
+                contents[path] = generator.choice(texts) + b" " + generator.choice(texts)
+        elif kind == "revert":
+            earlier = generator.choice(history)
+            contents = {path: earlier.get(path, data) for path, data in contents.items()}
+        elif kind == "rename":
+            old = generator.choice(paths)
+            new = old.with_name(f"r{generator.randrange(10**6)}.py")
+            contents = {new if path == old else path: data for path, data in contents.items()}
+        elif kind == "removed" and len(contents) > 2:
+            del contents[generator.choice(paths)]
+        else:
+            contents[root / f"a{generator.randrange(10**6)}.py"] = generator.choice(texts)
+        history.append(dict(contents))
+        yield contents
+
+
 def test_random_edits_test_only_the_files_not_stored_with_their_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -50,27 +84,11 @@ def test_random_edits_test_only_the_files_not_stored_with_their_bytes(
     contents = {root / f"m{i}.py": generator.choice(TEXTS) for i in range(12)}
     assert run(root, contents, monkeypatch) == 12
     stored = dict(contents)
-    history = [dict(contents)]
-    for _ in range(150):
-        kind = generator.choice(["edit", "revert", "rename", "added"])
-        paths = list(contents)
-        if kind == "edit":
-            for path in generator.sample(paths, generator.randrange(1, 5)):
-                contents[path] = generator.choice(TEXTS) + b" " + generator.choice(TEXTS)
-        elif kind == "revert":
-            earlier = generator.choice(history)
-            contents = {path: earlier.get(path, data) for path, data in contents.items()}
-        elif kind == "rename":
-            old = generator.choice(paths)
-            new = old.with_name(f"r{generator.randrange(10**6)}.py")
-            contents = {new if path == old else path: data for path, data in contents.items()}
-        else:
-            contents[root / f"a{generator.randrange(10**6)}.py"] = generator.choice(TEXTS)
-        history.append(dict(contents))
-        expected = sum(stored.get(path) != data for path, data in contents.items())
-        assert run(root, contents, monkeypatch) == expected
+    for now in edited(generator, contents, 150, ["edit", "revert", "rename", "added"]):
+        expected = sum(stored.get(path) != data for path, data in now.items())
+        assert run(root, now, monkeypatch) == expected
         if expected >= file_tests.STORED_AFTER:
-            stored.update(contents)
+            stored.update(now)
 
 
 def test_a_test_that_raises_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

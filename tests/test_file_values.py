@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from spied import arguments_at
+from test_file_tests import edited
 from test_incremental import EDITS, MODULE, project, same_as_cold, write  # noqa: F401 - a fixture
 
 from amp_clipfix.analysis import file_values
@@ -64,29 +65,12 @@ def test_random_changes_take_from_elsewhere_only_the_files_not_stored_with_their
     contents = {root / f"m{i}.py": generator.choice(TEXTS) for i in range(12)}
     assert run(root, contents, monkeypatch) == 12
     stored = dict(contents)
-    history = [dict(contents)]
-    for _ in range(120):
-        kind = generator.choice(["edit", "revert", "rename", "added", "removed"])
-        paths = list(contents)
-        if kind == "edit":
-            for path in generator.sample(paths, generator.randrange(1, 5)):
-                contents[path] = generator.choice(TEXTS) + b" " + generator.choice(TEXTS)
-        elif kind == "revert":
-            earlier = generator.choice(history)
-            contents = {path: earlier.get(path, data) for path, data in contents.items()}
-        elif kind == "rename":
-            old = generator.choice(paths)
-            new = old.with_name(f"r{generator.randrange(10**6)}.py")
-            contents = {new if path == old else path: data for path, data in contents.items()}
-        elif kind == "removed" and len(contents) > 2:
-            del contents[generator.choice(paths)]
-        else:
-            contents[root / f"a{generator.randrange(10**6)}.py"] = generator.choice(TEXTS)
-        history.append(dict(contents))
-        expected = sum(stored.get(path) != data for path, data in contents.items())
-        assert run(root, contents, monkeypatch) == expected
+    kinds = ["edit", "revert", "rename", "added", "removed"]
+    for now in edited(generator, contents, 120, kinds, TEXTS):
+        expected = sum(stored.get(path) != data for path, data in now.items())
+        assert run(root, now, monkeypatch) == expected
         if expected >= file_values.STORED_AFTER:
-            stored = dict(contents)  # the files this run asked: the others dropped out
+            stored = dict(now)  # the files this run asked: the others dropped out
 
 
 def test_a_warm_run_loads_the_project_entry_instead_of_each_files(
