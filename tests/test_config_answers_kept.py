@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_candidate_answers import edit
 from test_incremental import same_as_cold, write
 
 from amp_clipfix.rules import acf011
@@ -55,13 +56,6 @@ def composed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     monkeypatch.setattr(acf011, "config_findings", spied)
     yield names
-
-
-def edit(root: Path, name: str, old: str, new: str) -> None:
-    path = root / name
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
 def cold_then(project: Path, composed: list[str]) -> bytes:
