@@ -20,13 +20,12 @@ from amp_clipfix.analysis.entered import calling_context, entered_context
 from amp_clipfix.analysis.evaluate import all_params
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.frame import Ctx
-from amp_clipfix.analysis.nodes import AST, CONTEXT, FIELDS, LEAVES, node_fields
+from amp_clipfix.analysis.nodes import child_nodes
 from amp_clipfix.analysis.values import Fn
 from amp_clipfix.records import record, replace
 
 HELPER_DEPTH = 3
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-UNREAD_NODES = (ast.Lambda, *FUNCTIONS, ast.ClassDef)  # own_calls does not go into these
 
 
 class EventKind(str, Enum):
@@ -136,38 +135,20 @@ def calls_of(statement: ast.stmt) -> list[ast.Call]:
 
 
 def own_calls(statement: ast.stmt) -> list[ast.Call]:
-    """calls_of's answer: one loop over the statement's own nodes (child_nodes' fields read
-    in place, no list per node; a name or a constant holds no call), in child_nodes' stack
-    order, sorted by where each call ends."""
     found: list[ast.Call] = []
+    stack: list[ast.AST] = [statement]
     own = {
         id(s)
         for f in ("body", "orelse", "finalbody", "handlers", "cases")
         for s in getattr(statement, f, None) or ()
     }
-    stack: list[ast.AST] = [statement]
-    pop, push, append = stack.pop, stack.append, found.append
-    fields_of, skipped, leaves, context = FIELDS.get, UNREAD_NODES, LEAVES, CONTEXT
     while stack:
-        node = pop()
-        kind = type(node)
-        if kind in leaves:
+        node = stack.pop()
+        if id(node) in own or isinstance(node, (ast.Lambda, *FUNCTIONS, ast.ClassDef)):
             continue
-        if id(node) in own or isinstance(node, skipped):
-            continue
-        if kind is ast.Call:
-            append(node)  # type: ignore[arg-type]
-        fields = fields_of(kind)
-        if fields is None:
-            fields = node_fields(kind)
-        for field in fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, AST):
-                        push(item)
-            elif isinstance(value, AST) and not isinstance(value, context):
-                push(value)
+        if isinstance(node, ast.Call):
+            found.append(node)
+        stack.extend(child_nodes(node))  # ast.iter_child_nodes without the contexts
     return sorted(found, key=lambda c: (c.end_lineno or 0, c.end_col_offset or 0))
 
 
