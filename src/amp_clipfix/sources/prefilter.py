@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from amp_clipfix.patterns import lazy
+from amp_clipfix.sources.call_texts import calls_any
 
 # The bytes of a word as `\w` in a bytes pattern reads it (ASCII letters, digits, `_`): the
 # characters `word_start`'s look-behind refuses before a word.
@@ -87,12 +88,6 @@ CONFIG_FUSED = lazy(word_start(FUSED_WORD) + rb"\s*:")  # `\bfused\s*:`
 # A config document written in Python (`OmegaConf.create({...})`, `DictConfig({...})`): its
 # optimizer and trainer mappings are read as a YAML config's (analysis/python_configs.py).
 CONFIG_DOCUMENT_CALLS = frozenset({"create", "DictConfig"})
-IMPORT_ALIAS = lazy(rb"\b(\w+)\s+as\s+(\w+)")
-# `make = L.Trainer` / `trainer_cls: type = pl.Trainer` (also a class attribute): a line that
-# binds a name to a dotted name, which is then called by the name.
-ASSIGNED_ALIAS = lazy(
-    rb"[ \t]*(?:self\.)?(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:[\w.]+\.)?(\w+)[ \t\r]*(?:#[^\n]*)?"
-)
 CONFIG_WORDS = (b"precision", b"gradient_clip_val")
 # The words one of which a project must hold for a rule with its own search to look at it (each
 # rule names them in its own module, `Rule.needed_words`), kept here as well so that a run knows
@@ -355,41 +350,6 @@ def may_configure_trainer(data: bytes) -> bool:
         any(word in data for word in CONFIG_WORDS)
         and calls_any(data, CONFIG_DOCUMENT_CALLS, with_arguments=True)
     )
-
-
-def calls_any(data: bytes, wanted: frozenset[str], with_arguments: bool = False) -> bool:
-    """Whether the text calls one of `wanted` or an alias of one: imported (`X as Y` ... `Y(`)
-    or bound to it (`Y = m.X` ... `Y(`, `self.Y(`).
-
-    Read as text, not parsed: the reader parses each file that passes once, so parsing here
-    too would double the cost of every file that matters; a look-alike only costs a parse."""
-    names = set(wanted)
-    for match in IMPORT_ALIAS.finditer(data):
-        if match.group(1).decode("ascii", "replace") in wanted:
-            names.add(match.group(2).decode("ascii", "replace"))
-    names.update(assigned_aliases(data, wanted))
-    alternatives = "|".join(re.escape(name) for name in sorted(names))
-    arguments = r"\s*[^)\s]" if with_arguments else ""
-    call = re.compile(rf"\b(?:{alternatives})\s*\({arguments}".encode("ascii"))
-    return call.search(data) is not None
-
-
-def assigned_aliases(data: bytes, wanted: frozenset[str]) -> set[str]:
-    """The names lines bind to one of `wanted` (ASSIGNED_ALIAS), looking only at the lines
-    that hold one (a 5 MB module is not matched line by line)."""
-    found: set[str] = set()
-    for word in sorted(wanted):
-        encoded = word.encode("ascii")
-        start = data.find(encoded)
-        while start != -1:
-            line = data.rfind(b"\n", 0, start) + 1
-            end = data.find(b"\n", start)
-            end = len(data) if end == -1 else end
-            match = ASSIGNED_ALIAS.fullmatch(data, line, end)
-            if match is not None and match.group(2) == encoded:
-                found.add(match.group(1).decode("ascii", "replace"))
-            start = data.find(encoded, end)
-    return found
 
 
 def may_clip(data: bytes) -> bool:
