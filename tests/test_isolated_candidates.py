@@ -121,3 +121,39 @@ def test_candidates_the_budget_cuts_are_answered_as_a_cold_run_cuts_them(
     assert warm != first
     assert reused == ["a_spreads.py", "c_spreads.py"]
     assert answered == ["b_own.py", *EVERY]
+
+
+# Two candidates each define a `build` whose spread's values come from its callers: the second
+# one's caller search finds the files naming `build` in the answer the first one's made (the
+# text scan is a function of the texts, shared), and must note that scan as its own read.
+BUILD = """import lightning as L
+
+
+def build(config):
+    # the old spelling "16" may be passed as its precision
+    return L.Trainer(**config)
+"""
+CALLER = """from z_build import build
+
+build({"precision": "bf16"})
+"""
+
+
+def test_a_file_that_starts_calling_the_second_candidates_function(
+    cached_root: Path, answered: list[str], reused: list[str]
+) -> None:
+    """y_caller.py starts calling z_build.build: z_build.py reads that only through the scan of
+    the files naming `build` that a_build.py's search made first, noted as its own read too,
+    so both are computed again (with the scan unnoted, z_build.py was reused, its finding lost)."""
+    write(cached_root, "a_build.py", BUILD)
+    write(cached_root, "z_build.py", BUILD)
+    write(cached_root, "y_caller.py", "VALUE = 1\n")
+    write(cached_root, "pyproject.toml", PYPROJECT)
+    first = same_as_cold(cached_root)
+    assert answered == ["a_build.py", "z_build.py"] * 2
+    answered.clear()
+    write(cached_root, "y_caller.py", CALLER)
+    warm = same_as_cold(cached_root)
+    assert b"y_caller.py:3" in warm and b"y_caller.py" not in first
+    assert reused == []
+    assert answered == ["a_build.py", "z_build.py"] * 2
