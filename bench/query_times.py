@@ -10,8 +10,10 @@ The tree is copied to a scratch folder. A cold `check .` (`--json`: `check --for
 fills its cache; each query's CPU, `ast.parse` calls (load-independent) and own whole-file
 reads are noted there (the files a query reads while it runs, not the cumulative ones its entry
 stores), and per run the notebooks whose JSON is parsed (`read_notebook`, load-independent too),
-the configs ACF011 scans for an old spelling and the YAML texts composed in its process (ACF011 and
-config_sites are imported before the clock starts).
+the configs ACF011 scans for an old spelling and the YAML texts composed in its process, and
+ACF011's Python candidates computed (`call_findings`) and answered from the earlier entry
+(`candidate_answers.Session.put_back`) (ACF011 and config_sites are imported before the clock
+starts).
 Then, per FILE, from a copy of that cold cache: the line
 `_edited_N = 1` before the file's first top-level definition (as bench/after_edit.py: every line
 below moves; `--at-end`: at its end), the warm run timed in process (`time.process_time`, so
@@ -87,6 +89,22 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
 
     acf011.may_spell_old_value = counted_scan  # type: ignore[assignment]
     config_sites.compose_documents = counted_compose  # type: ignore[assignment]
+    from amp_clipfix.analysis import candidate_answers
+
+    # ACF011's Python candidates computed and answered from the earlier entry (load-independent)
+    candidates: list[int] = [0, 0]
+    findings, put_back = acf011.call_findings, candidate_answers.Session.put_back
+
+    def counted_findings(*args: Any, **kwargs: Any) -> Any:
+        candidates[0] += 1
+        return findings(*args, **kwargs)
+
+    def counted_put_back(*args: Any, **kwargs: Any) -> Any:
+        candidates[1] += 1
+        return put_back(*args, **kwargs)
+
+    acf011.call_findings = counted_findings  # type: ignore[assignment]
+    candidate_answers.Session.put_back = counted_put_back  # type: ignore[method-assign]
 
     def timed_run(self: queries.Queries, name: str, *args: object, **kwargs: object) -> object:
         before, reused = set(self.reads.files), len(self.reused)
@@ -141,6 +159,7 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
         "parses": parses[0],
         "notebooks": notebooks[0],
         "configs": configs,
+        "candidates": candidates,
     }
     report.write_text(json.dumps(found), encoding="utf-8")
 
@@ -161,7 +180,11 @@ def measured(
 
 def configs(report: dict[str, Any]) -> str:
     scanned, composed = report["configs"]
-    return f"{scanned} configs scanned by ACF011, {composed} YAML texts composed in process"
+    computed, reused = report["candidates"]
+    return (
+        f"{scanned} configs scanned by ACF011, {composed} YAML texts composed in process, "
+        f"ACF011's candidates {computed} computed / {reused} reused"
+    )
 
 
 def cold_output(tree: Path, env: dict[str, str], flags: Sequence[str]) -> tuple[str, int]:

@@ -1,6 +1,6 @@
-"""ACF011's answer per candidate file, kept with what the search read up to that file
-(analysis/candidate_answers.py): after an edit the candidates before the first one whose reads
-it touched are answered from the earlier entry, unparsed, and the output is a cold run's."""
+"""ACF011's answer per candidate file, each computed on its own and kept with its own reads
+(analysis/candidate_answers.py): after an edit every candidate whose own reads hold is answered
+from the earlier entry, unparsed, wherever it stands, and the output is a cold run's."""
 
 from __future__ import annotations
 
@@ -73,9 +73,11 @@ def reused(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     names: list[str] = []
     put_back = candidate_answers.Session.put_back
 
-    def spied(self: candidate_answers.Session, part: candidate_answers.Part) -> None:
+    def spied(self: candidate_answers.Session, *arguments: object) -> None:
+        part = arguments[-1]  # (facts, part); before session 32: (part)
+        assert isinstance(part, candidate_answers.Part)
         names.append(Path(part.path).name)
-        put_back(self, part)
+        put_back(self, *arguments)  # type: ignore[arg-type]
 
     monkeypatch.setattr(candidate_answers.Session, "put_back", spied)
     yield names
@@ -120,34 +122,34 @@ def test_the_module_a_spread_is_followed_into_edited(
     edit(project, "settings.py", '"bf16"', '"32-true"')
     warm = same_as_cold(project)
     assert b"settings.py:1" not in warm and b"c_last.py:3" in warm
-    assert reused == ["a_first.py"]
-    assert answered == ["b_spread.py", "c_last.py", *EVERY]
+    assert reused == ["a_first.py", "c_last.py"]
+    assert answered == ["b_spread.py", *EVERY]
 
 
-def test_the_first_candidate_edited_computes_every_one(
+def test_the_first_candidate_edited_reuses_the_ones_after_it(
     project: Path, answered: list[str], reused: list[str]
 ) -> None:
     cold_then(project, answered, reused)
     edit(project, "a_first.py", "precision=16", 'precision="bf16"')
     warm = same_as_cold(project)
     assert b"a_first.py:3" in warm
-    assert reused == []
-    assert answered == [*EVERY, *EVERY]
+    assert reused == ["b_spread.py", "c_last.py"]
+    assert answered == ["a_first.py", *EVERY]
 
 
-def test_a_file_that_joins_the_list_computes_the_candidates_from_it(
+def test_a_file_that_joins_the_list_is_computed_alone(
     project: Path, answered: list[str], reused: list[str]
 ) -> None:
-    """A file that becomes a candidate between two others: the ones before it are reused,
-    the list from there on is the cold run's."""
+    """A file that becomes a candidate between two others: it is computed, every other one
+    reused, and the list is the cold run's."""
     write(project, "b_tools.py", "VALUE = 1\n")
     cold_then(project, answered, reused)
     edit(project, "b_tools.py", "VALUE = 1", "import lightning as L\n\nL.Trainer(precision=16)")
     warm = same_as_cold(project)
     assert b"b_tools.py:3" in warm
-    assert reused == ["a_first.py", "b_spread.py"]
+    assert reused == ["a_first.py", "b_spread.py", "c_last.py"]
     every = ["a_first.py", "b_spread.py", "b_tools.py", "c_last.py"]
-    assert answered == ["b_tools.py", "c_last.py", *every]
+    assert answered == ["b_tools.py", *every]
 
 
 # `build` passes `config` on to itself: following the spread's value to its callers meets
@@ -165,20 +167,25 @@ build({"precision": "16"})
 """
 
 
-def test_an_unclean_candidate_falls_back_to_the_whole_search(
+def test_a_candidate_meeting_a_cycle_is_computed_on_its_own(
     project: Path, answered: list[str], reused: list[str], events: Events
 ) -> None:
-    """The last candidate now meets a cycle while the ones before it were reused: the attempt
-    is thrown away and the project analysed again with the catch-up, every candidate computed;
-    the output is a cold run's."""
+    """The last candidate now meets a cycle while the ones before it were reused: its cycle is
+    its own evaluator's, so the attempt stands (no second analysis with the catch-up); the
+    output is a cold run's, and the next edit reuses it, cycle and all."""
     cold_then(project, answered, reused)
     events.clear()
     write(project, "c_last.py", CYCLIC)
     warm = same_as_cold(project)
     assert b"c_last.py" in warm
-    assert reused == ["a_first.py", "b_spread.py"]  # the first attempt
-    assert events.attempts[:2] == [True, False]
-    assert answered == ["c_last.py", *EVERY, *EVERY]  # the first attempt, the second, cold
+    assert reused == ["a_first.py", "b_spread.py"]
+    assert events.attempts == [True, True]  # the warm run's and the cold run's, each once
+    assert answered == ["c_last.py", *EVERY]
+    reused.clear(), answered.clear()
+    edit(project, "a_first.py", "precision=16", 'precision="bf16"')
+    assert same_as_cold(project) != warm
+    assert reused == ["b_spread.py", "c_last.py"]
+    assert answered == ["a_first.py", *EVERY]
 
 
 # an earlier search reads settings.py (the optimizer's `fused`) before ACF011's: the spread's
@@ -191,12 +198,12 @@ optimizer = torch.optim.AdamW([], fused=FUSED)
 """
 
 
-def test_a_module_read_before_the_search_edited_reuses_no_candidate(
+def test_a_module_read_before_the_search_edited_computes_the_candidate_reading_it(
     project: Path, answered: list[str], reused: list[str]
 ) -> None:
-    """A file the reads at the search's start hold changed: the state the search starts from
-    may differ where no part noted it, so no part is reused (a5367223 reused all three and
-    kept the spread's finding the edit removed)."""
+    """A module an earlier search loaded changed: the candidate whose spread is followed into
+    it reads it on its own evaluator (noted), so it alone is computed (a5367223 reused all
+    three and kept the spread's finding the edit removed)."""
     write(project, "settings.py", SETTINGS + "FUSED = True\n")
     write(project, "d_optimizer.py", OPTIMIZER)
     first = cold_then(project, answered, reused)
@@ -204,5 +211,5 @@ def test_a_module_read_before_the_search_edited_reuses_no_candidate(
     edit(project, "settings.py", '"bf16"', '"32-true"')
     warm = same_as_cold(project)
     assert b"settings.py:1" not in warm and b"c_last.py:3" in warm
-    assert reused == []
-    assert answered == [*EVERY, *EVERY]
+    assert reused == ["a_first.py", "c_last.py"]
+    assert answered == ["b_spread.py", *EVERY]

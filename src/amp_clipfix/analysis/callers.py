@@ -30,6 +30,7 @@ from amp_clipfix.analysis.recording import (
     matches,
     matches_text,
     noted,
+    noted_again,
     python_texts,
     scan,
     tested,
@@ -304,7 +305,8 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
     def files_with(self, word: bytes) -> list[Path]:
         if word not in self.word_files:
             self.word_files[word] = scan(self.contents, holds(word))
-        return self.word_files[word]
+            return self.word_files[word]
+        return noted_again(self.contents, (holds(word),), self.word_files[word])
 
     def caller_files(self, function: ast.AST, wanted: str, ctx: Ctx) -> list[Path]:
         """Files that can call `wanted`, found in their text before any is parsed: a function
@@ -406,7 +408,9 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
             return self.files_with(name)
         if name not in self.name_files:
             self.name_files[name] = self.files_naming_all(name)
-        return self.name_files[name]
+            return self.name_files[name]
+        test = (holds(name), matches_text(whole_word_text(name)))
+        return noted_again(self.contents, test, self.name_files[name])
 
     def files_naming_all(self, name: bytes) -> list[Path]:
         """files_naming of an ASCII name, noted as the scan it stands for: from the index, or

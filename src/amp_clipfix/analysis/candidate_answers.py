@@ -1,32 +1,24 @@
-"""A search's answer per candidate file, kept with what it read up to that file (issue 35).
+"""A search's answer per candidate file, each computed on its own and kept with its own
+reads (issue 35).
 
 A search that reads its candidate files one by one in path order (ACF011's calls) is a query
-(queries.py): one edited file it read computes it again whole, every candidate parsed again.
-Its entry now also keeps, per candidate, that candidate's answer and what the search read and
-left while it answered it (`Part`). When the query is computed again, the candidates before
-the first one whose reads an edit touched are answered from the earlier entry, unparsed.
+(queries.py): one edited file it read computes it again. Each candidate is computed on an
+evaluator of its own (`own_evaluator`: `ProjectFacts.isolated_of`), cold or warm, cached or
+not: no memo another computation made, its own budget, its own cycles. It shares with the rest
+of the run only what is a function of the files' bytes and list (the summaries' loader, the
+module names, the word index, the text answers of callers.py), and every use of those notes
+what it stands for, hits included (`LazyFiles.own`, `recording.noted_again`). So a candidate's
+answer is a function of its own reads (`Part.reads`, noted into fields of their own while it
+runs), whatever the candidates and queries before it did.
 
-Why it is sound. What a computation gives is a function of what it read (the files, scans,
-tests, candidate lists of `recording.Reads`) on a cold run's evaluator: the queries' own
-premise. The search's answer for candidate i is a function of everything read up to its end:
-the reads at the search's start (`base`), what the list of candidates read (`head`, its words)
-and the parts 0..i. So a part is reused only when the earlier `base` is today's (the same
-reads, and no file they read changed: everything before the search is as it was; a module the
-search follows a spread into, loaded before it, is in `base`, not in the part that meets it
-again), each part up to it still holds
-(`Queries.holds`), and no changed file that sorts before it is a candidate holding the words
-now (the list up to it is the same: `candidates_hold` on those files alone). Those are prefix
-reads, not a candidate's own: a memo hit notes nothing of what its value read, and the
-evaluator's budget and cycles depend on the work before, so a later candidate's own reads
-alone would not do.
-
-The candidates reused are not computed, so the later ones run on an evaluator without their
-memos: the catch-up's certificate (certificate.py) decides that, as for a reused query. Each
-part reused must have left a clean computation; what it left is put back (`Watch.put_back`,
-its errors and documents), and every computation from there on is watched
-(`Queries.certifying`): one that is not clean throws the attempt away, and the project is
-analysed again with the catch-up and no part reused. Any other condition failing computes the
-search whole, as before.
+The query's entry keeps each candidate's `Part`: its answer, its own reads, what it left
+(certificate.Left), and the files it asked for (`lazy_files.Own`). When the query is computed
+again, a candidate of today's list whose earlier part's own reads hold (`Queries.holds`) is
+answered from it, unparsed, wherever it stands in the list, when its computation was clean for
+the rest of the run: no file reported late, no question asked, no fits listed, no error, no
+list of the candidates read (the files loaded before join a list). What it left is put back as
+computing it would leave it (`put_back`: its reads, the files it parsed and loaded, in its
+order, its documents); the project's evaluator is not one of them (it never touched it).
 
 A file whose answer is a function of its bytes alone (ACF011's YAML configs) is kept by their
 digest instead (`answers_by_text`): reused wherever those bytes and the answer's other inputs
@@ -36,7 +28,7 @@ digest instead (`answers_by_text`): reused wherever those bytes and the answer's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,6 +36,7 @@ from amp_clipfix.analysis.word_holders import holders
 from amp_clipfix.records import record
 
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import FileFacts, LazyFiles, ProjectFacts
     from amp_clipfix.analysis.query_checks import Answer
     from amp_clipfix.analysis.recording import Reads
@@ -56,26 +49,26 @@ Text = tuple[str, bytes, object, tuple[object, ...]]
 
 @record(frozen=True)
 class Part:
-    """One candidate's answer and what the search read and left while it answered it."""
+    """One candidate's answer, computed on its own: what it read, what it left, and the files
+    it asked for (lazy_files.Own)."""
 
     path: str
     answer: tuple[object, ...]
-    reads: Fields  # read since the candidate was listed (`since`)
-    left: object  # certificate.Left
+    reads: Fields  # its own reads, hits included
+    left: object  # certificate.Left, on the project's state
     errors: tuple[object, ...]  # the errors it reported (files that do not parse)
-    searched: tuple[Path, ...]  # the documents it read (`Collection.searched`)
+    searched: tuple[Path, ...]  # the documents it read (`Collection.searched`), as first asked
+    parsed: tuple[tuple[str, bool], ...]  # the candidates it asked for, and whether each parses
+    loads: tuple[str, ...]  # the other files it loaded or tried (`ProjectFacts.file`), in order
+    whole: frozenset[str]  # the files whose summary it made or met
 
 
 @record(frozen=True)
 class Kept:
-    """An entry's answers per candidate: the reads at the search's start, the list's own
-    reads, and each candidate's part in path order."""
+    """An entry's answers per candidate, in path order, and per file answered by its bytes."""
 
-    base: tuple[object, ...]  # each field, or the `queries.Shared` entry that holds it
-    head: Fields | None  # None: the search listed no candidate
     parts: tuple[Part, ...]
-    # per file answered by its bytes alone (`answers_by_text`)
-    texts: tuple[Text, ...] = ()
+    texts: tuple[Text, ...] = ()  # `answers_by_text`
 
 
 def answers_by_file(
@@ -84,8 +77,9 @@ def answers_by_file(
     where: Any,
     answer_of: Callable[[FileFacts], Iterable[T]],
 ) -> Iterator[T]:
-    """`answer_of` each file `facts.with_words(*words, where=where)` gives, in order; within a
-    memoised query, kept per file and reused where it is certain (`Session`)."""
+    """`answer_of` each file `facts.with_words(*words, where=where)` gives, in order, each on an
+    evaluator of its own; within a memoised query, kept per file and reused where its own reads
+    hold (`Session`)."""
     from amp_clipfix.analysis.facts import LazyFiles
 
     lazy = facts.files
@@ -93,9 +87,25 @@ def answers_by_file(
     session = None if reads is None else reads.parts
     if not isinstance(session, Session) or session.started:
         for file in facts.with_words(*words, where=where):
-            yield from answer_of(file)
+            with own_evaluator(facts):
+                answer = tuple(answer_of(file))
+            yield from answer
         return
-    yield from session.answers(lazy, words, where, answer_of)  # type: ignore[arg-type]
+    yield from session.answers(facts, lazy, words, where, answer_of)  # type: ignore[arg-type]
+
+
+@contextmanager
+def own_evaluator(facts: ProjectFacts) -> Iterator[Evaluator | None]:
+    """Within it, `facts.evaluator` is a new one (`ProjectFacts.isolated_of`), yielded."""
+    make = facts.isolated_of
+    if make is None:
+        yield None
+        return
+    shared, facts._evaluator = facts._evaluator, make()
+    try:
+        yield facts._evaluator
+    finally:
+        facts._evaluator = shared
 
 
 def answers_by_text(
@@ -117,49 +127,6 @@ def answers_by_text(
             yield from session.text_answer(path, detail, answer_of)
         else:
             yield from answer_of(path)
-
-
-def snapshot(reads: Reads) -> Fields:
-    """Where each read field of `reads` stands: a copy of each set, the length of each dict
-    (of each file's tests too)."""
-    return (
-        set(reads.files),
-        len(reads.scans),
-        len(reads.exists),
-        len(reads.derived),
-        set(reads.words),
-        set(reads.members),
-        len(reads.listed),
-        {path: len(tests) for path, tests in reads.tests.items()},
-    )
-
-
-def since(before: Fields, reads: Reads) -> Fields:
-    """What `reads` gained since `before` (a `snapshot`). A read's key is a function of
-    today's texts (asked again, it notes the same value), so a field only grows, and a dict
-    keeps its keys' order: what it gained follows the keys it had."""
-    fields: tuple[Any, ...] = (
-        reads.files,
-        reads.scans,
-        reads.exists,
-        reads.derived,
-        reads.words,
-        reads.members,
-        reads.listed,
-    )
-    gained: list[object] = []
-    for old, new in zip(before, fields):
-        if isinstance(new, set):
-            gained.append(frozenset(new - old))
-        else:
-            gained.append(dict(islice(new.items(), old, None)))
-    counts, tests = before[7], reads.tests
-    added = {path: dict(results) for path, results in islice(tests.items(), len(counts), None)}
-    for path, results in islice(tests.items(), len(counts)):
-        if len(results) != counts[path]:
-            added[path] = dict(islice(results.items(), counts[path], None))
-    gained.append(added)
-    return tuple(gained)
 
 
 def fields_of(reads: Reads) -> Fields:
@@ -190,6 +157,30 @@ def note(reads: Reads, fields: Fields) -> None:
         reads.tests.setdefault(path, {}).update(results)
 
 
+def own_reads(reads: Reads) -> tuple[Any, ...]:
+    """Empty the read fields of `reads` (a computation of its own notes into them); what they
+    held, to `merge` back."""
+    held = (*(getattr(reads, name) for name in READ_FIELDS), reads.everything)
+    for name, kind in zip(READ_FIELDS, (set, dict, dict, dict, set, set, dict, dict)):
+        setattr(reads, name, kind())
+    reads.everything = False
+    return held
+
+
+def merge(reads: Reads, held: tuple[Any, ...]) -> tuple[Fields, bool]:
+    """Put back what `own_reads` emptied, with what the computation read added; its own reads
+    (and whether it read everything)."""
+    own, everything = fields_of(reads), reads.everything
+    for name, value in zip(READ_FIELDS, held):
+        setattr(reads, name, value)
+    reads.everything = held[-1] or everything
+    note(reads, own)
+    return own, everything
+
+
+READ_FIELDS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
+
+
 class Session:
     """One computation of a query: the earlier entry's parts it may reuse, and the parts it
     makes (stored with its entry when it ends)."""
@@ -197,7 +188,7 @@ class Session:
     def __init__(self, queries: Any, earlier: Answer | None) -> None:  # queries.Queries
         self.queries, self.earlier = queries, earlier
         self.started = False  # one search a query (a second one computes whole, unkept)
-        self.searched: Kept | None = None  # what the search by candidate made
+        self.searched: tuple[Part, ...] | None = None  # what the search by candidate made
         self.kept: object = None  # the earlier entry's `Kept`, loaded once (`earlier_kept`)
         self.loaded = False
         self.texts: dict[str, Text] = {}  # the answers kept by bytes this computation made
@@ -208,9 +199,9 @@ class Session:
     def made(self) -> Kept | None:
         """What the entry keeps: the search's parts and the answers kept by bytes."""
         texts = tuple(self.texts.values())
-        if self.searched is None:
-            return Kept((), None, (), texts) if texts else None
-        return Kept(self.searched.base, self.searched.head, self.searched.parts, texts)
+        if not self.searched and not texts:
+            return None
+        return Kept(self.searched or (), texts)
 
     def earlier_kept(self) -> object:
         """The earlier entry's `Kept` (an entry of its own, `queries.Shared`: loaded only by
@@ -241,98 +232,98 @@ class Session:
 
     def answers(
         self,
+        facts: ProjectFacts,
         lazy: LazyFiles,
         words: tuple[bytes, ...],
         where: Any,
         answer_of: Callable[[FileFacts], Iterable[T]],
     ) -> Iterator[T]:
         self.started = True
-        queries, watch = self.queries, self.queries.watch
-        assert watch is not None  # a session is made only with the watch (Queries.session)
-        reads = queries.reads
-        base, start = fields_of(reads), snapshot(reads)
-        kept = self.earlier_kept()
-        reusable = self.reusable(kept, base) if isinstance(kept, Kept) else 0
+        kept = self.earlier_kept() if self.queries.watch is not None else None
+        earlier = {part.path: part for part in kept.parts} if isinstance(kept, Kept) else {}
         parts: list[Part] = []
-        head: Fields | None = None
-        for index, path in enumerate(holders(lazy, words, where)):
-            if head is None:
-                head = since(start, reads)
-                if not isinstance(kept, Kept) or head != kept.head:
-                    reusable = 0
-            if index < reusable and isinstance(kept, Kept):
-                part = kept.parts[index]
-                if part.path != str(path):  # the checks say it cannot: computed whole again
-                    from amp_clipfix.analysis.certificate import Uncertified
-
-                    raise Uncertified
-                self.put_back(part)
-                parts.append(part)
+        for path in holders(lazy, words, where):
+            part = earlier.get(str(path))
+            if part is not None and self.holds(part):
+                self.put_back(facts, part)
                 self.reused += 1
-                yield from part.answer  # type: ignore[misc]
-                continue
-            before, state, collection = snapshot(reads), watch.state(), watch.collection
-            errors, searched = len(collection.errors), len(collection.searched)
-            file = lazy.get(path)
-            answer = () if file is None else tuple(answer_of(file))
-            gained = since(before, reads)
-            added = tuple(islice(collection.searched, searched, None))  # a dict: keys in order
-            made = tuple(collection.errors[errors:])
-            parts.append(Part(str(path), answer, gained, watch.left(state), made, added))
-            yield from answer
-        if head:
-            shared = tuple(queries.share(field) for field in base)
-            self.searched = Kept(shared, head, tuple(parts))
+            else:
+                part = self.computed(facts, lazy, path, answer_of)
+            parts.append(part)
+            yield from part.answer  # type: ignore[misc]
+        self.searched = tuple(parts)
 
-    def reusable(self, kept: Kept, base: Fields) -> int:
-        """How many of `kept`'s parts, from the first, hold today (the module's doc)."""
+    def computed(
+        self,
+        facts: ProjectFacts,
+        lazy: LazyFiles,
+        path: Path,
+        answer_of: Callable[[FileFacts], Iterable[T]],
+    ) -> Part:
+        """The candidate's answer, computed on an evaluator of its own with reads of its own."""
+        from amp_clipfix.analysis.lazy_files import Own
+
+        watch, reads = self.queries.watch, self.queries.reads
+        assert watch is not None  # a session is made only with the watch (Queries.session)
+        collection = watch.collection
+        state, errors = watch.state(), len(collection.errors)
+        held, own = own_reads(reads), Own()
+        lazy.own = own
+        try:
+            with own_evaluator(facts) as evaluator:
+                file = lazy.get(path)
+                answer = () if file is None else tuple(answer_of(file))
+        finally:
+            lazy.own = None
+            fields, everything = merge(reads, held)
+        whole = {p for p, parses in own.parsed.items() if parses}
+        whole.update(p for p in own.loads if p in lazy.loaded)
+        if evaluator is not None:
+            whole.update(evaluator.summaries, evaluator.promised)
+        return Part(
+            str(path),
+            answer,
+            () if everything else fields,  # (): it read every text, never reused
+            watch.left(state),
+            tuple(collection.errors[errors:]),
+            tuple(p for p in own.order if p in collection.searched),
+            tuple((str(p), parses) for p, parses in own.parsed.items()),
+            tuple(map(str, own.loads)),
+            frozenset(map(str, whole)),
+        )
+
+    def holds(self, part: Part) -> bool:
+        """The part may be reused: its own reads hold today, and computing it left nothing
+        but what `put_back` puts back (the module's doc)."""
         from amp_clipfix.analysis.certificate import Left
-        from amp_clipfix.analysis.query_checks import Answer, candidates_hold
+        from amp_clipfix.analysis.query_checks import Answer
 
-        queries, earlier = self.queries, self.earlier
-        if earlier is None or queries.watch is None or not queries.watch.certify:
-            return 0
-        if kept.head is None:
-            return 0  # it listed no candidate
-        if queries.reads.everything or any(kept.head[i] for i in (0, 1, 2, 3, 5, 6, 7)):
-            return 0  # the list of candidates reads its words alone
-        stored = tuple(queries.shared_part(field) for field in kept.base)
-        if stored != base:
-            return 0
-        changed = queries.changed_since(earlier.revision)
-        if changed is None or not base[0].isdisjoint(changed):
-            return 0  # a file read before the search changed (its parts may meet it unnoted)
-        texts = {Path(p): queries.searchable.get(Path(p)) for p in changed}
+        left, earlier = part.left, self.earlier
+        if earlier is None or part.errors or len(part.reads) != len(READ_FIELDS):
+            return False
+        if not (isinstance(left, Left) and left.clean and not left.fits and not left.questions):
+            return False
+        files, scans, found, derived, words, members, listed, tests = part.reads
+        if words or listed:
+            return False  # it read a list of the candidates, which the files loaded before join
+        answer = Answer(
+            earlier.revision, tuple(files), scans, found, derived, words, members, listed,
+            tests, None, False, None, None,
+        )  # fmt: skip
+        return bool(self.queries.holds(answer))
 
-        def answer(fields: Fields) -> Answer:
-            files, scans, found, derived, words, members, listed, tests = fields
-            return Answer(
-                earlier.revision, tuple(files), scans, found, derived, words, members, listed,
-                tests, None, False, None, None,
-            )  # fmt: skip
-
-        listing = answer(kept.head)
-        count = 0
-        for part in kept.parts:
-            left = part.left
-            if not (isinstance(left, Left) and left.clean and not left.fits):
-                break
-            if not queries.holds(answer(part.reads)):
-                break
-            earlier_texts = {p: t for p, t in texts.items() if str(p) <= part.path}
-            if earlier_texts and not candidates_hold(listing, earlier_texts, queries.contents):
-                break
-            count += 1
-        return count
-
-    def put_back(self, part: Part) -> None:
-        """What the part's computation left, as computing it would leave it but for the
-        memos; every computation after it is watched (certificate.py)."""
+    def put_back(self, facts: ProjectFacts, part: Part) -> None:
+        """What the part's computation left, as computing it now would leave it: its reads,
+        the files it asked for (parsed as they were: the settle's `parsed_before`; the others
+        loaded again, in order, as they join later lists), its summaries as promised, its
+        documents. The project's evaluator it never touched."""
         queries, watch = self.queries, self.queries.watch
         assert watch is not None
         note(queries.reads, part.reads)
-        watch.put_back([part.left])
-        watch.collection.errors.extend(part.errors)
-        for path in part.searched:
-            watch.collection.searched.setdefault(path, None)
-        queries.certifying = True
+        collection = watch.collection
+        collection.promised.update(map(Path, part.whole))
+        collection.parsed_before.update((Path(p), parses) for p, parses in part.parsed)
+        for path in part.loads:
+            facts.file(Path(path))
+        for document in part.searched:
+            collection.searched.setdefault(document, None)

@@ -8,7 +8,6 @@ with suppressions and notebook cells set; no display text is read back.
 from __future__ import annotations
 
 import ast
-import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,9 +16,9 @@ from amp_clipfix.analysis import names
 from amp_clipfix.analysis.ast_syntax import SourceText
 from amp_clipfix.analysis.config_sites import Settings
 from amp_clipfix.analysis.fits import FIT_WORD, Fit, call_fits, is_fit, scope_fits, trainer_scope
-from amp_clipfix.analysis.questions import Questions
+from amp_clipfix.analysis.lazy_files import LazyFiles
 from amp_clipfix.analysis.read import in_cell
-from amp_clipfix.analysis.recording import Candidates, TextTest, exists, holds
+from amp_clipfix.analysis.recording import TextTest, exists, holds
 from amp_clipfix.analysis.summary import Summary
 from amp_clipfix.analysis.values import ClsV, Ext, FabricV, Fn, Lit, Opaque, TrainerV, setting
 from amp_clipfix.models import Certainty, Edit, FileSites, Site, SiteKind, Span
@@ -143,65 +142,6 @@ class FileFacts:
         return Edit(self.path, self.span(node), code)
 
 
-class LazyFiles(Mapping[Path, FileFacts]):
-    """The project's files that hold a searching rule's word (`candidates`, in the project's
-    order, listed when first asked: a run whose queries are all reused lists nothing), each
-    parsed when a search first asks for it. `loaded` are the files read for another reason
-    (`ProjectFacts.file`), in read order; together they are what an eager read would hold."""
-
-    def __init__(
-        self,
-        candidates: list[Path] | Callable[[], list[Path]],
-        text: Callable[[Path], bytes | None],
-        read: Callable[[Path], FileFacts | None],
-        noted: Candidates | None = None,
-    ) -> None:
-        self.text, self.read = text, read
-        self.listing = candidates if callable(candidates) else lambda: candidates
-        # what a memoised query asks of the list (queries.py); noted nowhere without one
-        self.noted = noted if noted is not None else Candidates({}, ())
-        self.done: dict[Path, FileFacts | None] = {}
-        self.loaded: dict[Path, FileFacts] = {}
-        self.questions = Questions()  # what `with_words` was asked (what the settle checks)
-
-    candidates = functools.cached_property(lambda self: self.listing())
-    known = functools.cached_property(lambda self: set(self.candidates))
-
-    def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
-        if path in self.loaded:
-            return self.loaded[path]
-        if path not in self.known:
-            self.noted.member(path)
-            return None
-        if path not in self.done:
-            self.done[path] = self.read(path)
-        return self.done[path]
-
-    def __getitem__(self, path: Path) -> FileFacts:
-        if (found := self.get(path)) is None:
-            raise KeyError(path)
-        return found
-
-    def __contains__(self, path: object) -> bool:
-        return isinstance(path, Path) and self.get(path) is not None
-
-    def __iter__(self) -> Iterator[Path]:
-        self.noted.listed(self.candidates)
-        yield from (path for path in self.candidates if self.get(path) is not None)
-        yield from (path for path in self.loaded if path not in self.known)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
-        """The files whose text holds one of `words` and pass `where`, by path; only they parse."""
-        from amp_clipfix.analysis.word_holders import holders
-
-        for path in holders(self, words, where):
-            if (found := self.get(path)) is not None:
-                yield found
-
-
 @record
 class ProjectFacts:
     """The parsed files of one project that a search's words may be in, its target release
@@ -214,6 +154,8 @@ class ProjectFacts:
     _evaluator: Evaluator | None = None
     _fits: list[Fit] | None = None
     _manual_word: bool | None = None  # may_optimize_manually
+    # A new evaluator for a computation of its own (candidate_answers.py; None: the project's).
+    isolated_of: Callable[[], Evaluator] | None = field(default=None, repr=False)
     # Loads a project file no search word named (a module class defined elsewhere, say).
     loader: Callable[[Path], FileFacts | None] | None = field(default=None, repr=False)
 
@@ -223,11 +165,14 @@ class ProjectFacts:
     def file(self, path: Path) -> FileFacts | None:
         """The parsed file at `path` (one of `files`, or loaded on first use)."""
         loaded = None if path in self.files or self.loader is None else self.loader(path)
+        files = self.files
         if loaded is not None:
-            if isinstance(self.files, LazyFiles):
-                self.files.loaded[path] = loaded
+            if isinstance(files, LazyFiles):
+                files.loaded[path] = loaded
             else:
-                self.files = {**self.files, path: loaded}
+                self.files = {**files, path: loaded}
+        if isinstance(files, LazyFiles) and files.own is not None and path not in files.known:
+            files.own.loads[path] = files.own.order[path] = None  # loaded, or tried
         return self.files.get(path)
 
     # The project's YAML configs (LightningCLI, Hydra) that hold a searching rule's words, as

@@ -163,6 +163,26 @@ def project_evaluator_of(
     return collection.evaluator
 
 
+def isolated_evaluator_of(
+    root: Path, contents: dict[Path, bytes], searchable: dict[Path, bytes], collection: Collection
+) -> Evaluator:
+    """A new evaluator for one computation of its own (candidate_answers.py): no memo, budget
+    or cycle of another. It shares with the project's only what is a function of the files'
+    bytes and list, each use noted where it is made: the summaries' loader (its cache by path),
+    the module names, the word index and the noted texts."""
+    from amp_clipfix.analysis.evaluate import Evaluator
+
+    shared = project_evaluator_of(root, contents, searchable, collection)
+    fresh = Evaluator({}, shared.load, {})
+    fresh.contents, fresh.size = shared.contents, shared.size
+    fresh.by_module, fresh.module_tails = shared.by_module, shared.module_tails
+    fresh.word_index, fresh.promise_load = shared.word_index, shared.promise_load
+    # text answers, each noted again at every use (callers.py)
+    fresh.word_files, fresh.name_files = shared.word_files, shared.name_files
+    fresh.written_texts, fresh.import_index = shared.written_texts, shared.import_index
+    return fresh
+
+
 def resolve_collection(
     root: Path,
     contents: dict[Path, bytes],
@@ -400,12 +420,13 @@ def project_facts(
         ]
 
     asked = recording.Candidates(noted, (recording.holds_any(fewest), ("fn", "candidate")))
-    lazy = LazyFiles(python, text_of, read, asked)
+    lazy = LazyFiles(python, text_of, read, asked, functools.partial(recording.read, noted))
     return ProjectFacts(
         root,
         target,
         lazy,
         lambda: project_evaluator_of(root, contents, searchable, collection),
+        isolated_of=lambda: isolated_evaluator_of(root, contents, searchable, collection),
         loader=read,
         configs=configs,
         config_sites=collection.config_sites,

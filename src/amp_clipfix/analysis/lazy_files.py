@@ -1,0 +1,98 @@
+"""The project's candidate files, each parsed when a search first asks for it, and what one
+computation of its own asked of them (`Own`: candidate_answers.py)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from amp_clipfix.analysis.questions import Questions
+from amp_clipfix.analysis.recording import Candidates, TextTest
+
+FileFacts = TypeVar("FileFacts")  # facts.FileFacts (which imports this module)
+
+
+class Own:
+    """The files one computation of its own asked for, hits included, in the order it asked:
+    the candidates (`parsed`: whether each parses) and the other files `ProjectFacts.file`
+    loaded or tried (`loads`). A computation reused puts them back as computing it would have
+    left them, whatever the computations before it left."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[Path, bool] = {}
+        self.loads: dict[Path, None] = {}
+        self.order: dict[Path, None] = {}  # both, as first asked
+
+
+class LazyFiles(Mapping[Path, FileFacts]):
+    """The project's files that hold a searching rule's word (`candidates`, in the project's
+    order, listed when first asked: a run whose queries are all reused lists nothing), each
+    parsed when a search first asks for it. `loaded` are the files read for another reason
+    (`ProjectFacts.file`), in read order; together they are what an eager read would hold."""
+
+    def __init__(
+        self,
+        candidates: list[Path] | Callable[[], list[Path]],
+        text: Callable[[Path], bytes | None],
+        read: Callable[[Path], FileFacts | None],
+        noted: Candidates | None = None,
+        note: Callable[[Path], None] = lambda path: None,
+    ) -> None:
+        self.text, self.read = text, read
+        self.listing = candidates if callable(candidates) else lambda: candidates
+        # what a memoised query asks of the list (queries.py); noted nowhere without one
+        self.noted = noted if noted is not None else Candidates({}, ())
+        self.note = note  # a read of a file's bytes, noted as `read` notes it
+        self.done: dict[Path, FileFacts | None] = {}
+        self.loaded: dict[Path, FileFacts] = {}
+        self.questions = Questions()  # what `with_words` was asked (what the settle checks)
+        # a computation of its own running: a file met again is read again (noted) and kept
+        self.own: Own | None = None
+
+    candidates = functools.cached_property(lambda self: self.listing())
+    known = functools.cached_property(lambda self: set(self.candidates))
+
+    def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
+        own = self.own
+        if path in self.loaded:
+            if own is not None:
+                self.note(path)
+                own.loads[path] = own.order[path] = None
+            return self.loaded[path]
+        if path not in self.known:
+            self.noted.member(path)
+            return None
+        if path not in self.done:
+            self.done[path] = self.read(path)
+        elif own is not None:
+            self.note(path)
+        if own is not None:
+            own.parsed[path] = self.done[path] is not None
+            own.order[path] = None
+        return self.done[path]
+
+    def __getitem__(self, path: Path) -> FileFacts:
+        if (found := self.get(path)) is None:
+            raise KeyError(path)
+        return found
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, Path) and self.get(path) is not None
+
+    def __iter__(self) -> Iterator[Path]:
+        self.noted.listed(self.candidates)
+        yield from (path for path in self.candidates if self.get(path) is not None)
+        yield from (path for path in self.loaded if path not in self.known)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def with_words(self, words: tuple[bytes, ...], where: TextTest | None) -> Iterator[FileFacts]:
+        """The files whose text holds one of `words` and pass `where`, by path; only they parse."""
+        from amp_clipfix.analysis.word_holders import holders
+
+        for path in holders(self, words, where):
+            if (found := self.get(path)) is not None:
+                yield found
