@@ -14,7 +14,7 @@ import pytest
 from piped import amp_clipfix
 from test_incremental import MODULE, project, same_as_cold, write  # noqa: F401 - a fixture
 
-from amp_clipfix.analysis import file_tests
+from amp_clipfix.analysis import file_tests, per_file_entry
 from amp_clipfix.analysis.cache import Cache
 from amp_clipfix.analysis.file_tests import FileTests
 
@@ -35,8 +35,8 @@ def run(root: Path, contents: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch
     assert tests is not None
     for path, data in contents.items():
         assert tests.result(path, data, lambda data=data: b"fused" in data) == (b"fused" in data)
-    tested = tests.tested
-    file_tests.save_tests(cache)
+    tested = tests.misses
+    cache.save_per_file()
     return tested
 
 
@@ -87,7 +87,7 @@ def test_random_edits_test_only_the_files_not_stored_with_their_bytes(
     for now in edited(generator, contents, 150, ["edit", "revert", "rename", "added"]):
         expected = sum(stored.get(path) != data for path, data in now.items())
         assert run(root, now, monkeypatch) == expected
-        if expected >= file_tests.STORED_AFTER:
+        if expected >= per_file_entry.STORED_AFTER:
             stored.update(now)
 
 
@@ -101,7 +101,7 @@ def test_a_test_that_raises_is_not_stored(tmp_path: Path, monkeypatch: pytest.Mo
 
     with pytest.raises(ValueError):
         tests.result(root / "a.py", b"x", boom)
-    assert tests.now == {} and tests.tested == 0
+    assert tests.now == {} and tests.misses == 0
 
 
 @pytest.mark.parametrize("stored", [["not", "a dict"], {"a": "not a result"}, None])
@@ -139,7 +139,7 @@ def test_warm_runs_test_the_changed_files_and_give_the_cold_bytes(
     save = FileTests.save
 
     def spied(self: FileTests) -> None:
-        tested[self.key] = tested.get(self.key, 0) + self.tested
+        tested[self.key] = tested.get(self.key, 0) + self.misses
         save(self)
 
     monkeypatch.setattr(FileTests, "save", spied)

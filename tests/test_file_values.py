@@ -17,10 +17,8 @@ from spied import arguments_at
 from test_file_tests import edited
 from test_incremental import EDITS, MODULE, project, same_as_cold, write  # noqa: F401 - a fixture
 
-from amp_clipfix.analysis import file_values
+from amp_clipfix.analysis import per_file_entry
 from amp_clipfix.analysis.cache import Cache
-from amp_clipfix.analysis.file_tests import save_tests
-from amp_clipfix.analysis.file_values import FileValues
 from amp_clipfix.models import FileSites
 
 TEXTS = [b"a", b"b", b"fused", b"", b"x = 1\n"]
@@ -48,9 +46,8 @@ def run(root: Path, contents: dict[Path, bytes], monkeypatch: pytest.MonkeyPatch
             found = value_of(path, data)
             cache.put(path, data, found)
         assert found == value_of(path, data)
-    together = file_values.file_values(cache, "sites")
-    elsewhere = together.elsewhere
-    save_tests(cache)
+    elsewhere = cache.values("sites").misses
+    cache.save_per_file()
     return elsewhere
 
 
@@ -69,7 +66,7 @@ def test_random_changes_take_from_elsewhere_only_the_files_not_stored_with_their
     for now in edited(generator, contents, 120, kinds, TEXTS):
         expected = sum(stored.get(path) != data for path, data in now.items())
         assert run(root, now, monkeypatch) == expected
-        if expected >= file_values.STORED_AFTER:
+        if expected >= per_file_entry.STORED_AFTER:
             stored = dict(now)  # the files this run asked: the others dropped out
 
 
@@ -100,7 +97,7 @@ def test_an_entry_that_does_not_hold_the_value_is_not_used(
     contents = {root / f"{name}.py": name.encode() for name in "abcd"}
     run(root, contents, monkeypatch)
     cache = cache_of(root, monkeypatch)
-    key = FileValues(cache, "sites").key
+    key = cache.values("sites").key
     digest = cache.digest
     stored: object = {
         "a list": [1, 2],
@@ -130,21 +127,21 @@ def test_a_text_is_taken_from_the_project_entry_and_computed_when_it_raises(
     assert cache.text("searchable", path, b"{}", lambda: b"code") == b"code"
     for name in "bcd":
         cache.text("searchable", root / f"{name}.ipynb", b"{}", lambda: b"more")
-    save_tests(cache)
+    cache.save_per_file()
     again = cache_of(root, monkeypatch)
 
     def never() -> bytes:
         raise AssertionError("computed again")
 
     assert again.text("searchable", path, b"{}", never) == b"code"
-    assert file_values.file_values(again, "searchable").elsewhere == 0
+    assert again.values("searchable").misses == 0
 
     def boom() -> bytes:
         raise ValueError("a bug of ours")
 
     with pytest.raises(ValueError):
         again.text("searchable", path, b"{ }", boom)
-    kept = file_values.file_values(again, "searchable").now[str(path)]
+    kept = again.values("searchable").now[str(path)]
     assert kept == (again.digest(b"{}"), b"code")  # nothing noted for the bytes that raised
 
 

@@ -27,17 +27,16 @@ def run(folder: Path, monkeypatch: pytest.MonkeyPatch, hashed: list[str]) -> tup
     """`amp-clipfix check --format json .` in process, from `folder`, its output piped; each
     hash of the build noted in `hashed`."""
     stdout, stderr = io.TextIOWrapper(io.BytesIO()), io.TextIOWrapper(io.BytesIO())
-    hash_sources = cache_layout._hash_sources
+    sources_digest = cache_layout.sources_digest
 
-    def noted(folder: str, relative: str, digest: object) -> None:
-        if not relative:
-            hashed.append(folder)
-        hash_sources(folder, relative, digest)  # type: ignore[arg-type]
+    def noted(package: str, started: int) -> str:
+        hashed.append(package)
+        return sources_digest(package, started)
 
     with monkeypatch.context() as patched:
         patched.chdir(folder)
         patched.delenv("AMP_CLIPFIX_NO_CACHE", raising=False)
-        patched.setattr(cache_layout, "_hash_sources", noted)
+        patched.setattr(cache_layout, "sources_digest", noted)
         patched.setattr(cache_layout, "_fingerprints", {})
         patched.setattr(sys, "argv", ["amp-clipfix", "check", "--format", "json", "."])
         patched.setattr(sys, "stdout", stdout)

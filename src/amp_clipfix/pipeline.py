@@ -97,10 +97,8 @@ def run(
             )
         if collection.queries is not None:
             collection.queries.prune()  # the query entries this run did not use
-        if collection.cache is not None:  # each file's text tests this run made (file_tests.py)
-            from amp_clipfix.analysis.file_tests import save_tests
-
-            save_tests(collection.cache)
+        if collection.cache is not None:  # the per-file answers it made (per_file_entry.py)
+            collection.cache.save_per_file()
         if project_options.fix and result.changes:
             again = rounds_of(project, project_options, target, collection, style)
             result = to_fixpoint(result, project.root, again)

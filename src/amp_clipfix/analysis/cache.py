@@ -39,6 +39,8 @@ from amp_clipfix.records import is_record, record_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from amp_clipfix.analysis.file_values import FileValues
+    from amp_clipfix.analysis.per_file_entry import PerFileEntry
     from amp_clipfix.models import FileSites
 
 
@@ -50,7 +52,7 @@ class Cache:
         self.entries = Entries(root)
         self.digests: dict[int, tuple[bytes, bytes]] = {}  # id(data) -> (data, its digest)
         # file_tests.FileTests by test, file_values.FileValues by kind: saved at the end
-        self.tests: dict[str, object] = {}
+        self.per_file: dict[str, PerFileEntry] = {}
 
     def digest(self, data: bytes) -> bytes:
         """blake2b-256 of a file's bytes, once per run: the collection, the trial and the final
@@ -69,10 +71,9 @@ class Cache:
         return digest.hexdigest()
 
     def get(self, path: Path, data: bytes) -> FileSites | None:
-        from amp_clipfix.analysis.file_values import file_values
         from amp_clipfix.models import FileSites  # a file to parse: the analysis is imported
 
-        together, digest = file_values(self, "sites"), self.digest(data)
+        together, digest = self.values("sites"), self.digest(data)
         value = together.get(path, digest)  # the project's entry first (file_values.py)
         if isinstance(value, FileSites) and value.path == path:
             return value
@@ -83,17 +84,13 @@ class Cache:
         return value
 
     def put(self, path: Path, data: bytes, sites: FileSites) -> None:
-        from amp_clipfix.analysis.file_values import file_values
-
         self.store(self.key(path, data), sites)
-        file_values(self, "sites").put(path, self.digest(data), sites)
+        self.values("sites").put(path, self.digest(data), sites)
 
     def text(self, kind: str, path: Path, data: bytes, compute: Callable[[], bytes]) -> bytes:
         """`compute()`, a text made from the file's bytes alone (a notebook's code), by its key
         (the project's entry of such texts first: file_values.py)."""
-        from amp_clipfix.analysis.file_values import file_values
-
-        together, digest = file_values(self, kind), self.digest(data)
+        together, digest = self.values(kind), self.digest(data)
         value = together.get(path, digest)
         if isinstance(value, bytes):
             return value
@@ -104,6 +101,24 @@ class Cache:
             self.store(key, value)
         together.put(path, digest, value)
         return value
+
+    def values(self, kind: str) -> FileValues:
+        """The run's per-file values of `kind` kept in one project entry (file_values.py): one
+        object a run, loaded when first asked."""
+        from amp_clipfix.analysis.file_values import FileValues
+
+        found = self.per_file.get(f"values {kind}")
+        if not isinstance(found, FileValues):
+            key = self.project_entry("values", kind)
+            found = FileValues(key, self.load(key), self.store)
+            self.per_file[f"values {kind}"] = found
+        return found
+
+    def save_per_file(self) -> None:
+        """Once the run is done: the per-file entries it answered enough files of elsewhere,
+        written again (per_file_entry.py)."""
+        for entry in self.per_file.values():
+            entry.save()
 
     def project_entry(self, kind: str, detail: str) -> str:
         """The name of one of the project's own entries (`kind`: the word index, a file test),

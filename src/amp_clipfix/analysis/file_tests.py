@@ -22,61 +22,39 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis.per_file_entry import PerFileEntry
+
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
 
-STORED_AFTER = 3  # files tested in a run before the entry is written again
 
-
-class FileTests:
-    """One test's results over a project's files, as stored and as this run found them."""
+class FileTests(PerFileEntry):
+    """One test's results over a project's files (a result is kept for a file this run did not
+    ask: a later run may ask it again)."""
 
     def __init__(self, cache: Cache, name: str) -> None:
-        self.cache = cache
-        self.key = cache.project_entry("tests", name)
-        stored = cache.load(self.key)
-        self.stored: dict[str, tuple[bytes, bool]] = stored if isinstance(stored, dict) else {}
-        self.now: dict[str, tuple[bytes, bool]] = {}  # every file asked this run
-        self.tested = 0  # files tested this run (for the tests and `save`)
+        key = cache.project_entry("tests", name)
+        super().__init__(key, cache.load(key), cache.store, keeps_unasked=True)
+        self.digest = cache.digest
 
     def result(self, path: Path, data: bytes, test: Callable[[], bool]) -> bool:
         """`test()`, the test of this file's `data`: the stored result when the file has the
         bytes it had, else tested (and noted)."""
-        name, digest = str(path), self.cache.digest(data)
-        known = self.stored.get(name)
-        if isinstance(known, tuple) and len(known) == 2 and known[0] == digest:
-            found = known[1] is True
-        else:
-            found = bool(test())  # raises as it would without the cache: nothing noted
-            self.tested += 1
-        self.now[name] = (digest, found)
+        name, digest = str(path), self.digest(data)
+        known = self.known(name, digest)
+        if known is not None and type(known[1]) is bool:
+            return known[1]
+        found = bool(test())  # raises as it would without the cache: nothing noted
+        self.missed(name, digest, found)
         return found
-
-    def save(self) -> None:
-        """Write what this run asked and found, when it tested enough files to pay for it."""
-        if self.tested >= STORED_AFTER:
-            self.cache.store(self.key, {**self.stored, **self.now})
-            self.stored, self.tested = {**self.stored, **self.now}, 0
 
 
 def file_tests(cache: Cache | None, name: str) -> FileTests | None:
     """The run's stored results of test `name` (None without a cache): one object a run."""
     if cache is None:
         return None
-    found = cache.tests.get(name)
+    found = cache.per_file.get(name)
     if not isinstance(found, FileTests):
-        found = cache.tests[name] = FileTests(cache, name)
+        found = FileTests(cache, name)
+        cache.per_file[name] = found
     return found
-
-
-def save_tests(cache: Cache) -> None:
-    """Once the run is done: the file tests it made, stored (`FileTests.save`), and the
-    per-file values it asked (file_values.py)."""
-    for tests in cache.tests.values():
-        if isinstance(tests, FileTests):
-            tests.save()
-            continue
-        from amp_clipfix.analysis.file_values import FileValues  # imported: it made `tests`
-
-        if isinstance(tests, FileValues):
-            tests.save()

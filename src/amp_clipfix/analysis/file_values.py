@@ -14,66 +14,30 @@ value is a function of the file's path and bytes (and of the build, in both name
 file goes to its own entry as before (and is computed when that misses). The project entry is
 written again, with the values this run asked, at the end of a run that took three or more
 from elsewhere (a file or two changed since cost a few entries each run, less than writing
-it), so a file no longer asked (removed, renamed, no longer passing) drops out then.
+it), so a file no longer asked (removed, renamed, no longer passing) drops out then
+(per_file_entry.py, which file_tests.py builds on too).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Protocol
-
-    class Cache(Protocol):
-        """What the values ask of the analysis cache (analysis/cache.py's `Cache`, which asks
-        them: a protocol, not an import of that module)."""
-
-        tests: dict[str, object]
-
-        def project_entry(self, kind: str, detail: str) -> str: ...
-        def load(self, key: str) -> object | None: ...
-        def store(self, key: str, value: object) -> None: ...
+from amp_clipfix.analysis.per_file_entry import PerFileEntry
 
 
-STORED_AFTER = 3  # values taken from elsewhere in a run before the entry is written again
+class FileValues(PerFileEntry):
+    """One kind's values over a project's files (a file this run did not ask drops out when the
+    entry is written again). Made by the cache (`Cache.values`), which asks them."""
 
-
-class FileValues:
-    """One kind's values over a project's files, as stored and as this run asked them."""
-
-    def __init__(self, cache: Cache, kind: str) -> None:
-        self.cache = cache
-        self.key = cache.project_entry("values", kind)
-        stored = cache.load(self.key)
-        self.stored: dict[str, tuple[bytes, object]] = stored if isinstance(stored, dict) else {}
-        self.now: dict[str, tuple[bytes, object]] = {}  # every file asked this run, with its value
-        self.elsewhere = 0  # values this run took from a file's own entry or computed
+    def __init__(self, key: str, stored: object, store: Callable[[str, object], None]) -> None:
+        super().__init__(key, stored, store, keeps_unasked=False)
 
     def get(self, path: Path, digest: bytes) -> object | None:
         """The value stored for `path` with these bytes (`digest`), else None."""
-        name = str(path)
-        known = self.stored.get(name)
-        if type(known) is tuple and len(known) == 2 and known[0] == digest:
-            self.now[name] = known
-            return known[1]
-        return None
+        known = self.known(str(path), digest)
+        return None if known is None else known[1]
 
     def put(self, path: Path, digest: bytes, value: object) -> None:
         """The value of `path` with these bytes, found elsewhere this run."""
-        self.now[str(path)] = (digest, value)
-        self.elsewhere += 1
-
-    def save(self) -> None:
-        """Write what this run asked, when it found enough elsewhere to pay for it."""
-        if self.elsewhere >= STORED_AFTER:
-            self.cache.store(self.key, self.now)
-            self.stored, self.elsewhere = dict(self.now), 0
-
-
-def file_values(cache: Cache, kind: str) -> FileValues:
-    """The run's values of `kind` (one object a run and project, loaded when first asked)."""
-    found = cache.tests.get(f"values {kind}")
-    if not isinstance(found, FileValues):
-        found = cache.tests[f"values {kind}"] = FileValues(cache, kind)
-    return found
+        self.missed(str(path), digest, value)
