@@ -25,9 +25,10 @@ from amp_clipfix.analysis.manual import (
     optimizer_of,
     rest_is_comment,
 )
+from amp_clipfix.analysis.manual_callers import open_backward, read_callers
 from amp_clipfix.analysis.manual_clips import any_manual_clip
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
-from amp_clipfix.analysis.order import Event, EventKind, Seen, events
+from amp_clipfix.analysis.order import Body, Event, EventKind, Seen, anywhere, events
 from amp_clipfix.analysis.training import (
     call_site,
     has_hook,
@@ -200,16 +201,27 @@ def check(queries: Queries) -> Iterator[Found]:
     if not facts.may_optimize_manually() or not any_manual_clip(facts.evaluator):
         return
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
+
+    def read(file: FileFacts, function: Body, owner: ClsV | None) -> list[Event]:
+        order = events(facts, file, function, classifier(facts, owner), outside=anywhere)
+        for index, clip in enumerate(order):
+            if clip.kind is EventKind.CLIP:
+                one = scaled_clip(facts, file, owner, function, order, index)
+                if one is not None:
+                    calls = tuple(id(site_call) for site_call in one[0])
+                    if calls not in found or len(clip.via) < found[calls][0]:
+                        found[calls] = (len(clip.via), one[1])
+        return order
+
+    known: dict[int, bool] = {}  # id(function read) -> its backward is left to its callers
+    helpers: list[tuple[FileFacts, Body]] = []
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
-            order = events(facts, file, function, classifier(facts, owner))
-            for index, clip in enumerate(order):
-                if clip.kind is EventKind.CLIP:
-                    one = scaled_clip(facts, file, owner, function, order, index)
-                    if one is not None:
-                        calls = tuple(id(site_call) for site_call in one[0])
-                        if calls not in found or len(clip.via) < found[calls][0]:
-                            found[calls] = (len(clip.via), one[1])
+            known[id(function)] = open_backward(file, function, read(file, function, owner))
+            if known[id(function)]:
+                helpers.append((file, function))
+    # the callers of a backward left open, in any module (analysis/manual_callers.py)
+    read_callers(facts, helpers, lambda f, r: read(f, r, facts.class_of(f, r)), known)
     for _, finding in found.values():
         yield finding
 
