@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from amp_clipfix.analysis.callables import caller_readings
+from amp_clipfix.analysis.callables import bindings, callees, caller_readings
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lightning_api import MODULE_BACKWARD
 from amp_clipfix.analysis.order import (
@@ -34,6 +34,7 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.shapes import all_params, is_method
+from amp_clipfix.analysis.values import Fn
 
 # Reads a function as the search reads it (its class given) and returns its events.
 Read = Callable[[FileFacts, Body], list[Event]]
@@ -100,3 +101,31 @@ def read_callers(
             if id(reading) not in known:
                 known[id(reading)] = open_backward(where, reading, read(where, reading))
             opened[id(call)] = known[id(reading)]
+
+
+def receiver_at_reading(facts: ProjectFacts, file: FileFacts, backward: Event) -> ast.expr | None:
+    """The receiver of a backward reached through helpers, as the function read (in `file`)
+    passes it (`backward_of(self, loss)` with `module.manual_backward(loss)` in the helper:
+    `self`): each call binds the helper's parameter that is the receiver as a whole to one of
+    its arguments (callables.bindings). None where a level does not (an attribute of a
+    parameter, a local, a free name) or its call may run several helpers."""
+    func = backward.call.func
+    if not backward.via or not isinstance(func, ast.Attribute):
+        return None
+    helpers: list[Fn] = []
+    where: FileFacts | None = file
+    for index, call in enumerate(backward.via):
+        inner = backward.via[index + 1] if index + 1 < len(backward.via) else backward.call
+        fns = [] if where is None else callees(facts, where, call)
+        fns = [fn for fn in fns if fn.summary.enclosing(inner)[0] is fn.node]
+        if len(fns) != 1:
+            return None
+        helpers.append(fns[0])
+        where = facts.file(fns[0].summary.path)
+    node: ast.expr = func.value
+    for fn, call in zip(reversed(helpers), reversed(backward.via)):
+        bound = bindings(fn, call)
+        if not isinstance(node, ast.Name) or node.id not in bound:
+            return None
+        node = bound[node.id]
+    return node

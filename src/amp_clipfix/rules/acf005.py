@@ -20,12 +20,13 @@ from amp_clipfix.analysis.lightning_api import (
 from amp_clipfix.analysis.manual import (
     manual_reads,
     module_call,
+    module_classes,
     module_code,
     moved_code,
     optimizer_of,
     rest_is_comment,
 )
-from amp_clipfix.analysis.manual_callers import open_backward, read_callers
+from amp_clipfix.analysis.manual_callers import open_backward, read_callers, receiver_at_reading
 from amp_clipfix.analysis.manual_clips import any_manual_clip
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
 from amp_clipfix.analysis.order import Body, Event, EventKind, Seen, anywhere, events
@@ -241,6 +242,10 @@ def scaled_clip(
         return None
     made_for = backwards[-1].detail  # the module classes (analysis/manual.py)
     assert isinstance(made_for, tuple)
+    passed = receiver_at_reading(facts, file, backwards[-1])
+    if passed is not None:  # a helper's backward: the module this reading gives it, if known
+        summary = facts.evaluator.summary(file.path) or file.summary
+        made_for = tuple(module_classes(facts, summary, passed, owner)) or made_for
     modules = [m for m in made_for if facts.manual_optimization(m) is not False]
     if not modules:
         return None  # the module the gradients are made for optimizes automatically
