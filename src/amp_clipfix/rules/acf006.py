@@ -400,7 +400,8 @@ RULE = Rule(
     imports=FABRIC_ROOTS,  # ... from a Lightning package some file imports
     short="Fabric under fp16 clips with torch's clip before the gradients are unscaled.",
     full=(
-        "In a function (and the project helpers it calls, in run order): "
+        "In a function (and the project helpers it calls, in run order: in a module that "
+        "holds a word the searches read, or one that may call a `backward` with an argument): "
         "`fabric.backward(loss)` on a Fabric (by value: `Fabric(...)` followed through "
         "assignments, attributes and parameters), then `torch.nn.utils.clip_grad_norm_(...)` "
         "or `clip_grad_value_(...)`, then `optimizer.step()`; where a helper runs the backward "
