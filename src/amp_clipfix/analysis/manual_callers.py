@@ -40,10 +40,10 @@ from amp_clipfix.analysis.values import Fn
 Read = Callable[[FileFacts, Body], list[Event]]
 
 
-def open_backward(file: FileFacts, function: Body, order: list[Event]) -> bool:
+def open_backward(facts: ProjectFacts, file: FileFacts, function: Body, order: list[Event]) -> bool:
     """Whether `function`'s reading (`order`) leaves a backward for its callers: a backward
-    event, or a call written `<parameter>.manual_backward(...)` (not on a method's own
-    object), with no step after the last of them."""
+    event, or a call written `<parameter>.manual_backward(...)` (a method's own object only
+    in a mixin: `mixin_self`), with no step after the last of them."""
     if not isinstance(function, FUNCTIONS):
         return False
     body = list(statements(function.body))
@@ -53,6 +53,7 @@ def open_backward(file: FileFacts, function: Body, order: list[Event]) -> bool:
         default=-1,
     )
     params = parameters(file, function)
+    params |= mixin_self(facts, file, function)
     for index, statement in enumerate(body):
         if index > last and any(on_parameter(call, params) for call in calls_of(statement)):
             last = index
@@ -61,6 +62,21 @@ def open_backward(file: FileFacts, function: Body, order: list[Event]) -> bool:
     return not any(
         e.kind is EventKind.STEP and position.get(id(e.statement), -1) >= last for e in order
     )
+
+
+def mixin_self(
+    facts: ProjectFacts, file: FileFacts, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> set[str]:
+    """A method's own object where its class is a mixin, a class with no base: `self` is then
+    a module only as an instance of a class that adds one (`class Model(BackwardMixin,
+    L.LightningModule)`), which its callers' readings know. (A class with a base that is no
+    LightningModule by value, a library's, is not followed: on Lightning's own tree every
+    test module is one.)"""
+    owner = facts.class_of(file, function)
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if owner is None or owner.node.bases or owner.node.keywords or not positional:
+        return set()
+    return {positional[0].arg} if is_method(file.summary, function) else set()
 
 
 def parameters(file: FileFacts, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -99,7 +115,8 @@ def read_callers(
             facts, file, helper, HELPER_DEPTH, follow=follow
         ):
             if id(reading) not in known:
-                known[id(reading)] = open_backward(where, reading, read(where, reading))
+                order = read(where, reading)
+                known[id(reading)] = open_backward(facts, where, reading, order)
             opened[id(call)] = known[id(reading)]
 
 

@@ -218,7 +218,8 @@ def check(queries: Queries) -> Iterator[Found]:
     helpers: list[tuple[FileFacts, Body]] = []
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
-            known[id(function)] = open_backward(file, function, read(file, function, owner))
+            order = read(file, function, owner)
+            known[id(function)] = open_backward(facts, file, function, order)
             if known[id(function)]:
                 helpers.append((file, function))
     # the callers of a backward left open, in any module (analysis/manual_callers.py)
