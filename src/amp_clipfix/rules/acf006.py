@@ -8,7 +8,7 @@ clips through Fabric, which unscales first.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import bound_receivers, caller_readings, calls_instance
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -160,20 +160,27 @@ def check(queries: Queries) -> Iterator[Found]:
     reported: set[int] = set()
     outside = fabric_backward_module(facts)
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
+        orders: dict[int, list[Event]] = {}  # each function read once here
+
+        def order_of(function: Body, file: FileFacts = file, orders: dict = orders) -> list[Event]:
+            if id(function) not in orders:
+                orders[id(function)] = events(facts, file, function, classify, outside=outside)
+            return orders[id(function)]
+
         readings = functions(file)
         if b"backward" not in file.document.text.encode():
             # a clip helper: read where it is called (callables.caller_readings)
-            for where, order, index in clips_in_callers(facts, file, classify, outside):
+            for where, order, index in clips_in_callers(facts, file, classify, outside, order_of):
                 found = scaled_clip(facts, where, order, index)
                 if found is not None and id(order[index].call) not in reported:
                     reported.add(id(order[index].call))
                     yield found
             # and where a helper of another module runs the backward: read here too
             readings = (
-                f for f in functions(file) if backward_in_helper(facts, file, f, classify, outside)
+                f for f in functions(file) if any(e.kind is EventKind.BACKWARD for e in order_of(f))
             )
         for function in readings:
-            order = events(facts, file, function, classify, outside=outside)
+            order = order_of(function)
             for index, clip in enumerate(order):
                 if clip.kind is not EventKind.CLIP or id(clip.call) in reported:
                     continue
@@ -193,30 +200,20 @@ def fabric_backward_module(facts: ProjectFacts) -> Outside:
     return lambda path: writes_backward_with_arguments(path, contents[path])
 
 
-def backward_in_helper(
-    facts: ProjectFacts, file: FileFacts, function: Body, classify: Classify, outside: Outside
-) -> bool:
-    """A reading of `function` (in a module that writes no `backward`) meets a backward,
-    which only a helper of another module can run."""
-    return any(
-        e.kind is EventKind.BACKWARD
-        for e in events(facts, file, function, classify, outside=outside)
-    )
-
-
 def clips_in_callers(
-    facts: ProjectFacts, file: FileFacts, classify: Classify, outside: Outside = None
+    facts: ProjectFacts,
+    file: FileFacts,
+    classify: Classify,
+    outside: Outside,
+    order_of: Callable[[Body], list[Event]],
 ) -> Iterator[tuple[FileFacts, list[Event], int]]:
     """The clips of a file that runs no backward, read in the callers of the function each is
-    written in (any module, a few levels up): a clip helper imported from another module."""
+    written in (any module, a few levels up): a clip helper imported from another module.
+    `order_of`: a function's own reading."""
     for function in functions(file):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        own = [
-            e.call
-            for e in events(facts, file, function, classify, outside=outside)
-            if e.kind is EventKind.CLIP and not e.via
-        ]
+        own = [e.call for e in order_of(function) if e.kind is EventKind.CLIP and not e.via]
         if not own:
             continue
         for where, reading, call in caller_readings(facts, file, function):
