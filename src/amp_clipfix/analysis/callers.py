@@ -232,7 +232,7 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
             summary = self.summary(path)
             if summary is None:
                 continue
-            for call in summary.calls(wanted):
+            for call in calls_named(summary, wanted):
                 caller = self.ctx_of(summary, call)
                 if caller.depth + ctx.depth > MAX_DEPTH:
                     self.cuts += 1  # not the key's depth (a function and a name)
@@ -317,7 +317,9 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
         own = ctx.summary.path
         definition = function if wanted == getattr(function, "name", None) else ctx.cls
         if definition is None or not is_module_level(ctx.summary, definition):
-            if definition is not None and not is_method(ctx.summary, definition):
+            if definition is not None and not isinstance(
+                ctx.summary.parent(definition), ast.ClassDef
+            ):  # a staticmethod is its class's: other files may call it
                 return [own]  # nested in a function: no other file can name it
             owner = ctx.summary.parent(definition) if definition is function else None
             if isinstance(owner, ast.ClassDef) and word.isascii():
@@ -431,3 +433,19 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
         self, call: ast.Call, caller: Ctx, function: ast.AST, cls: ast.ClassDef | None
     ) -> bool:
         return self.is_callable(self.ev(call.func, caller), function, cls)
+
+
+def calls_named(summary: Summary, wanted: str) -> list[ast.Call]:
+    """The calls of `summary` whose callee may be `wanted` by its name: written with it
+    (Summary.calls), or with a name the module imports it as (`from m import f as g`: `g(...)`),
+    in source order. What each call runs is the evaluator's to say (`calls_function`)."""
+    found = summary.calls(wanted)
+    aliases = [
+        local
+        for local, qualified in summary.imports.items()
+        if local != wanted and qualified.rsplit(".", 1)[-1] == wanted
+    ]
+    if not aliases:
+        return found
+    more = [call for alias in aliases for call in summary.calls(alias)]
+    return sorted([*found, *more], key=lambda call: (call.lineno, call.col_offset))

@@ -14,6 +14,7 @@ import ast
 import weakref
 from collections.abc import Callable, Iterator
 from enum import Enum
+from pathlib import Path
 
 from amp_clipfix.analysis.callables import callees, step_closure, written_at
 from amp_clipfix.analysis.entered import calling_context, entered_context
@@ -76,6 +77,14 @@ Classify = Callable[[FileFacts, ast.Call], "Seen | None"]
 Enters = Callable[[FileFacts, ast.AST | None, ast.Call], bool] | None
 # (call, helper entered through it) -> the helper's statement to start reading at (None: all)
 Starts = Callable[[ast.Call, Fn], "ast.stmt | None"] | None
+# (path of a helper's module that holds none of the searches' words) -> whether the helper is
+# entered; None: never. A rule whose events such a module may make says which (`anywhere`).
+Outside = Callable[[Path], bool] | None
+
+
+def anywhere(path: Path) -> bool:
+    """Every project module's helpers are entered (an `Outside`)."""
+    return True
 
 
 def key(node: ast.AST | None) -> str | None:
@@ -180,6 +189,7 @@ def events(
     until: ast.stmt | None = None,
     tail: bool = False,
     ctx: Ctx | None = None,
+    outside: Outside = None,
 ) -> list[Event]:
     """The events of `function` in run order (source order; loops are read once). `enters`
     says which calls may run project code: the others are not asked what they run. `first`:
@@ -188,7 +198,8 @@ def events(
     before. `tail` (a reading to the function's end, depth 0): the helpers of the last
     statement that makes calls are not entered when no clip comes before it and it makes
     none itself (`quiet_tail`). `ctx`: the context a helper is read in (its arguments bound
-    to those of the call entering it: analysis/entered.py); None: the function's own."""
+    to those of the call entering it: analysis/entered.py); None: the function's own.
+    `outside`: which helpers in files holding no search word are entered (None: none)."""
     found: list[Event] = []
     listed: list[tuple[ast.stmt, list[ast.Call]]] = []
     for statement in statements(function.body):
@@ -218,13 +229,14 @@ def events(
             if seen is not None:
                 if seen.kind is EventKind.STEP and depth < HELPER_DEPTH:
                     # `optimizer.step(closure)` runs the closure first (callables.step_closure)
-                    for inner in closure_events(facts, file, call, classify, depth, enters):
+                    closure = closure_events(facts, file, call, classify, depth, enters, outside)
+                    for inner in closure:
                         found.append(replace(inner, statement=statement, via=(call, *inner.via)))
                 found.append(own_event(file, statement, call, seen))
                 continue
             if depth < HELPER_DEPTH and runs:
                 entered = helper_events(
-                    facts, file, call, classify, depth, function, enters, starts, ctx
+                    facts, file, call, classify, depth, function, enters, starts, ctx, outside
                 )
                 for inner in entered:
                     found.append(replace(inner, statement=statement, via=(call, *inner.via)))
@@ -277,6 +289,7 @@ def helper_events(
     enters: Enters = None,
     starts: Starts = None,
     ctx: Ctx | None = None,
+    outside: Outside = None,
 ) -> list[Event]:
     """The events of the project functions `call` may run (a function, a bound method, a
     closure, an instance's `__call__`: callables.callees), in the caller's keys: an expression
@@ -288,14 +301,23 @@ def helper_events(
     summary = evaluator.summary(file.path) or file.summary
     caller = calling_context(evaluator, summary, reading, call, ctx)
     for value in callees(facts, file, call, caller if caller is ctx else None):
-        if value.summary.path not in facts.files:
+        helper = helper_file(facts, value.summary.path, outside)
+        if helper is None:
             continue
-        helper = facts.files[value.summary.path]
         names = parameter_keys(value, call)
         first = None if starts is None else starts(call, value)
         inner = entered_context(evaluator, value, call, caller)
         inner_events = events(
-            facts, helper, value.node, classify, depth + 1, enters, first, starts, ctx=inner
+            facts,
+            helper,
+            value.node,
+            classify,
+            depth + 1,
+            enters,
+            first,
+            starts,
+            ctx=inner,
+            outside=outside,
         )
         for event in inner_events:
             scaler = names.get(event.scaler or "")
@@ -322,18 +344,25 @@ def closure_events(
     classify: Classify,
     depth: int,
     enters: Enters = None,
+    outside: Outside = None,
 ) -> list[Event]:
     """The events of the project function a step is given as its closure, which it runs before
     it steps (keys and codes as a closure's: its free names are the caller's)."""
     found: list[Event] = []
     for fn in step_closure(facts, file, call):
-        if fn.summary.path in facts.files:
-            helper = facts.files[fn.summary.path]
-            found += [
-                replace(e, inner=e)
-                for e in events(facts, helper, fn.node, classify, depth + 1, enters)
-            ]
+        helper = helper_file(facts, fn.summary.path, outside)
+        if helper is not None:
+            inner = events(facts, helper, fn.node, classify, depth + 1, enters, outside=outside)
+            found += [replace(e, inner=e) for e in inner]
     return found
+
+
+def helper_file(facts: ProjectFacts, path: Path, outside: Outside) -> FileFacts | None:
+    """The file of a helper a reading enters: one that holds a search's word (what the rules
+    read), or any other project module `outside` lets in (loaded then)."""
+    if path in facts.files:
+        return facts.files[path]
+    return facts.file(path) if outside is not None and outside(path) else None
 
 
 def translated(

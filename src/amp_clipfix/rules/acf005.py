@@ -20,14 +20,16 @@ from amp_clipfix.analysis.lightning_api import (
 from amp_clipfix.analysis.manual import (
     manual_reads,
     module_call,
+    module_classes,
     module_code,
     moved_code,
     optimizer_of,
     rest_is_comment,
 )
+from amp_clipfix.analysis.manual_callers import open_backward, read_callers, receiver_at_reading
 from amp_clipfix.analysis.manual_clips import any_manual_clip
 from amp_clipfix.analysis.names import MODULE_UNSCALE_HELPER
-from amp_clipfix.analysis.order import Event, EventKind, Seen, events
+from amp_clipfix.analysis.order import Body, Event, EventKind, Seen, anywhere, events
 from amp_clipfix.analysis.training import (
     call_site,
     has_hook,
@@ -200,16 +202,28 @@ def check(queries: Queries) -> Iterator[Found]:
     if not facts.may_optimize_manually() or not any_manual_clip(facts.evaluator):
         return
     found: dict[tuple[int, ...], tuple[int, Found]] = {}
+
+    def read(file: FileFacts, function: Body, owner: ClsV | None) -> list[Event]:
+        order = events(facts, file, function, classifier(facts, owner), outside=anywhere)
+        for index, clip in enumerate(order):
+            if clip.kind is EventKind.CLIP:
+                one = scaled_clip(facts, file, owner, function, order, index)
+                if one is not None:
+                    calls = tuple(id(site_call) for site_call in one[0])
+                    if calls not in found or len(clip.via) < found[calls][0]:
+                        found[calls] = (len(clip.via), one[1])
+        return order
+
+    known: dict[int, bool] = {}  # id(function read) -> its backward is left to its callers
+    helpers: list[tuple[FileFacts, Body]] = []
     for file in facts.with_words(b"manual_backward"):
         for function, owner in manual_reads(facts, file):
-            order = events(facts, file, function, classifier(facts, owner))
-            for index, clip in enumerate(order):
-                if clip.kind is EventKind.CLIP:
-                    one = scaled_clip(facts, file, owner, function, order, index)
-                    if one is not None:
-                        calls = tuple(id(site_call) for site_call in one[0])
-                        if calls not in found or len(clip.via) < found[calls][0]:
-                            found[calls] = (len(clip.via), one[1])
+            order = read(file, function, owner)
+            known[id(function)] = open_backward(facts, file, function, order)
+            if known[id(function)]:
+                helpers.append((file, function))
+    # the callers of a backward left open, in any module (analysis/manual_callers.py)
+    read_callers(facts, helpers, lambda f, r: read(f, r, facts.class_of(f, r)), known)
     for _, finding in found.values():
         yield finding
 
@@ -229,6 +243,10 @@ def scaled_clip(
         return None
     made_for = backwards[-1].detail  # the module classes (analysis/manual.py)
     assert isinstance(made_for, tuple)
+    passed = receiver_at_reading(facts, file, backwards[-1])
+    if passed is not None:  # a helper's backward: the module this reading gives it, if known
+        summary = facts.evaluator.summary(file.path) or file.summary
+        made_for = tuple(module_classes(facts, summary, passed, owner)) or made_for
     modules = [m for m in made_for if facts.manual_optimization(m) is not False]
     if not modules:
         return None  # the module the gradients are made for optimizes automatically
@@ -379,9 +397,14 @@ RULE = Rule(
         "`clip_grad_value_`, or `self.clip_gradients(opt, ...)`) after "
         "`self.manual_backward(loss)` and before `opt.step()` on an optimizer of the module, in "
         "a method or the project helpers it calls (a few calls deep: methods, mixins, functions "
-        "given the module). The receiver of `manual_backward` and `clip_gradients` is a "
+        "given the module, in any module of the project). A function that runs the backward "
+        "and leaves the step to its callers (`backward_of(module, loss)`) is also read in "
+        "the functions that call it, whatever the import spelling (an alias, a module "
+        "attribute, a package that re-exports it, a staticmethod), a few callers up. The "
+        "receiver of `manual_backward` and `clip_gradients` is a "
         "module by its value, whatever its name: `self`, a function's parameter given "
-        "`self`, or `self.model` of a task object that holds the module. Certain when a "
+        "`self` (the module the call passes), or `self.model` of a task object that holds "
+        "the module. Certain when a "
         "Trainer whose `fit` is given "
         "the module runs with a GradScaler (`16-mixed`, `16`, or a `MixedPrecision` plugin "
         "with one); a review finding when no followed `fit` names the module or its precision "

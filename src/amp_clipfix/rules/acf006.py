@@ -8,7 +8,7 @@ clips through Fabric, which unscales first.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from amp_clipfix.analysis.callables import bound_receivers, caller_readings, calls_instance
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
@@ -16,12 +16,13 @@ from amp_clipfix.analysis.link import sort_key
 from amp_clipfix.analysis.names import (
     FABRIC_ROOTS,
     FABRIC_UNSCALE_HELPER,
-    TORCH_CLIPS,
 )
 from amp_clipfix.analysis.order import (
+    Body,
     Classify,
     Event,
     EventKind,
+    Outside,
     Seen,
     events,
     functions,
@@ -31,14 +32,16 @@ from amp_clipfix.analysis.order import (
 from amp_clipfix.analysis.shapes import all_params
 from amp_clipfix.analysis.training import call_site, is_torch_clip, steps_after
 from amp_clipfix.analysis.values import Fn
-from amp_clipfix.analysis.written_events import any_fabric_backward
+from amp_clipfix.analysis.written_events import (
+    any_fabric_backward,
+    writes_backward_with_arguments,
+)
 from amp_clipfix.models import Confidence, LightningPath, Site, SiteKind, Strategy
 from amp_clipfix.records import replace
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
-from amp_clipfix.rules.fabric_edits import helper_insertion, unused_import
+from amp_clipfix.rules.fabric_edits import FIX, FIX_FUSED, through_fabric
 from amp_clipfix.rules.fabric_steps import (
     fabric_values,
-    optimizer_may_be_fused,
     scaler_state,
     steps_optimizer,
 )
@@ -49,23 +52,6 @@ MESSAGE = (
     "Fabric under fp16 clips with torch's clip after `fabric.backward(loss)`: the gradients are "
     "still scaled there, so the clip bounds the scaled gradients and the step sees "
     "max_norm / scale"
-)
-
-FIX = (
-    "rewrites the clip to `fabric.clip_gradients(model, optimizer, max_norm=..., "
-    "error_if_nonfinite=False)` (`clip_val=` for `clip_grad_value_`): Fabric unscales the "
-    "optimizer's gradients with the run's GradScaler before clipping, and an overflow step the "
-    "scaler skips does not raise"
-)
-
-FIX_FUSED = (
-    f"rewrites the clip to `{FABRIC_UNSCALE_HELPER}(fabric, model, optimizer, max_norm=..., "
-    "error_if_nonfinite=False)` (`clip_val=` for `clip_grad_value_`), a helper inserted once "
-    "per module, because the optimizer may be fused and `fabric.clip_gradients` refuses a fused "
-    "one: the helper unscales a fused optimizer with the run's GradScaler and clips it with "
-    "torch (the scaler's step then passes no scale to the fused kernel and skips an overflow "
-    "step), and hands any other optimizer to `fabric.clip_gradients`; an overflow step does "
-    "not raise"
 )
 
 UNFIXED = (
@@ -172,45 +158,66 @@ def check(queries: Queries) -> Iterator[Found]:
         return  # no reading can meet a Fabric's backward (analysis/written_events.py)
     classify = classifier(facts)
     reported: set[int] = set()
+    outside = fabric_backward_module(facts)
     for file in facts.with_words(b"clip_grad_norm_", b"clip_grad_value_"):
+        orders: dict[int, list[Event]] = {}  # each function read once here
+
+        def order_of(function: Body, file: FileFacts = file, orders: dict = orders) -> list[Event]:
+            if id(function) not in orders:
+                orders[id(function)] = events(facts, file, function, classify, outside=outside)
+            return orders[id(function)]
+
+        readings = functions(file)
         if b"backward" not in file.document.text.encode():
             # a clip helper: read where it is called (callables.caller_readings)
-            for where, order, index in clips_in_callers(facts, file, classify):
+            for where, order, index in clips_in_callers(facts, file, classify, outside, order_of):
                 found = scaled_clip(facts, where, order, index)
                 if found is not None and id(order[index].call) not in reported:
                     reported.add(id(order[index].call))
                     yield found
-            continue
-        for function in functions(file):
-            order = events(facts, file, function, classify)
+            # and where a helper of another module runs the backward: read here too
+            readings = (
+                f for f in functions(file) if any(e.kind is EventKind.BACKWARD for e in order_of(f))
+            )
+        for function in readings:
+            order = order_of(function)
             for index, clip in enumerate(order):
                 if clip.kind is not EventKind.CLIP or id(clip.call) in reported:
                     continue
                 found = scaled_clip(facts, file, order, index)
                 if found is None and steps_in_callers(order, index, function):
-                    found = through_callers(facts, file, function, clip, classify)
+                    found = through_callers(facts, file, function, clip, classify, outside)
                 if found is not None:
                     reported.add(id(clip.call))
                     yield found
 
 
+def fabric_backward_module(facts: ProjectFacts) -> Outside:
+    """Which modules holding no search word a reading enters helpers of: those whose text
+    may call a `backward` with an argument (written_events.py: a Fabric's backward is only
+    such a call, or a bound one handed on, which a module with the clip's words holds)."""
+    contents = facts.evaluator.contents
+    return lambda path: writes_backward_with_arguments(path, contents[path])
+
+
 def clips_in_callers(
-    facts: ProjectFacts, file: FileFacts, classify: Classify
+    facts: ProjectFacts,
+    file: FileFacts,
+    classify: Classify,
+    outside: Outside,
+    order_of: Callable[[Body], list[Event]],
 ) -> Iterator[tuple[FileFacts, list[Event], int]]:
     """The clips of a file that runs no backward, read in the callers of the function each is
-    written in (any module, a few levels up): a clip helper imported from another module."""
+    written in (any module, a few levels up): a clip helper imported from another module.
+    `order_of`: a function's own reading."""
     for function in functions(file):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        own = [
-            e.call
-            for e in events(facts, file, function, classify)
-            if e.kind is EventKind.CLIP and not e.via
-        ]
+        own = [e.call for e in order_of(function) if e.kind is EventKind.CLIP and not e.via]
         if not own:
             continue
         for where, reading, call in caller_readings(facts, file, function):
-            order = events(facts, where, reading, classify)
+            order = events(facts, where, reading, classify, outside=outside)
             for index, event in enumerate(order):
                 if event.kind is EventKind.CLIP and event.call in own and call in event.via:
                     yield where, order, index
@@ -228,7 +235,12 @@ def steps_in_callers(order: list[Event], index: int, function: ast.AST) -> bool:
 
 
 def through_callers(
-    facts: ProjectFacts, file: FileFacts, function: ast.AST, clip: Event, classify: Classify
+    facts: ProjectFacts,
+    file: FileFacts,
+    function: ast.AST,
+    clip: Event,
+    classify: Classify,
+    outside: Outside = None,
 ) -> Found | None:
     """A helper that runs the backward and the clip and leaves the step to its callers (a
     scheduler may be the only step it makes): each project call of the helper is read in run
@@ -248,7 +260,7 @@ def through_callers(
             continue
         if not isinstance(reading, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        order = events(facts, where, reading, classify)
+        order = events(facts, where, reading, classify, outside=outside)
         for index, event in enumerate(order):
             if event.call is clip.call and event.via and event.via[0] is call:
                 made = scaled_clip(facts, where, order, index, in_helper=True)
@@ -372,75 +384,6 @@ def scaled_clip(
     return Found(sites, fixes=fixes, unfixed=unfixed)
 
 
-def through_fabric(
-    facts: ProjectFacts,
-    file: FileFacts,
-    clip: Event,
-    backward: Event,
-    steps: list[Event],
-    target: Site,
-) -> tuple[RuleFix, ...]:
-    """`fabric.clip_gradients(model, optimizer, max_norm=...)` in place of torch's clip, when
-    the clip is written where the backward and the step are, on `model.parameters()`, one
-    optimizer steps and it is not fused."""
-    call = clip.call
-    if clip.via or backward.via or len({s.optimizer for s in steps}) != 1 or steps[0].via:
-        return ()
-    if backward.scaler_code is None or steps[0].optimizer_code is None:
-        return ()
-    params = call.args[0] if call.args else None
-    for keyword in call.keywords:
-        if keyword.arg == "parameters":
-            params = keyword.value
-    if not (
-        isinstance(params, ast.Call)
-        and isinstance(params.func, ast.Attribute)
-        and params.func.attr == "parameters"
-        and not params.args
-    ):
-        return ()
-    fused = False
-    for step in steps:  # one optimizer; in a helper's callers, the one each caller steps
-        assert isinstance(step.call.func, ast.Attribute)
-        fused = fused or optimizer_may_be_fused(facts, step.file, step.call.func.value)
-    if fused and (not isinstance(backward.call.func, ast.Attribute) or backward.via):
-        return ()
-    qualified = facts.qualified_names(file, call.func) & TORCH_CLIPS.keys()
-    if not qualified:
-        return ()  # a partial of the clip: its arguments are not all written here
-    bound = TORCH_CLIPS[sorted(qualified)[0]]
-    limit = call.args[1] if len(call.args) > 1 else None
-    norm_type = call.args[2] if len(call.args) > 2 else None
-    for keyword in call.keywords:
-        if keyword.arg == bound:
-            limit = keyword.value
-        elif keyword.arg == "norm_type":
-            norm_type = keyword.value
-        elif keyword.arg not in ("parameters", "error_if_nonfinite", "foreach"):
-            return ()
-    if limit is None or any(isinstance(a, ast.Starred) for a in call.args):
-        return ()
-    model = file.code(params.func.value)
-    arguments = [model, steps[0].optimizer_code]
-    if bound == "max_norm":
-        arguments.append(f"max_norm={file.code(limit)}")
-        if norm_type is not None:
-            arguments.append(f"norm_type={file.code(norm_type)}")
-        arguments.append("error_if_nonfinite=False")
-    else:
-        arguments.append(f"clip_val={file.code(limit)}")
-    if fused:
-        inserted = helper_insertion(file)
-        if inserted is None:
-            return ()
-        code = f"{FABRIC_UNSCALE_HELPER}({', '.join([backward.scaler_code, *arguments])})"
-        edits = (file.replace(call, code), *inserted, *unused_import(file, call.func))
-        return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX_FUSED, targets=(target,)),)
-    code = f"{backward.scaler_code}.clip_gradients({', '.join(arguments)})"
-    edits = (file.replace(call, code), *unused_import(file, call.func))
-    return (RuleFix(Strategy.UNSCALE, edits, safe=True, safety=FIX, targets=(target,)),)
-
-
 RULE = Rule(
     lines=("pytorch-lightning 1.9", "lightning 2.0", "lightning 2.1 - 2.6"),
     code=CODE,
@@ -454,7 +397,8 @@ RULE = Rule(
     imports=FABRIC_ROOTS,  # ... from a Lightning package some file imports
     short="Fabric under fp16 clips with torch's clip before the gradients are unscaled.",
     full=(
-        "In a function (and the project helpers it calls, in run order): "
+        "In a function (and the project helpers it calls, in run order: in a module that "
+        "holds a word the searches read, or one that may call a `backward` with an argument): "
         "`fabric.backward(loss)` on a Fabric (by value: `Fabric(...)` followed through "
         "assignments, attributes and parameters), then `torch.nn.utils.clip_grad_norm_(...)` "
         "or `clip_grad_value_(...)`, then `optimizer.step()`; where a helper runs the backward "
