@@ -6,14 +6,11 @@ ACF004's finding is a clip between a scaled backward and the scaler's step; its 
 (the receiver a call of a `scale` attribute) whose `x` may hold a value a library GradScaler
 call made (training.is_scaler: asked of `x` in its own function's context, whichever reading
 meets the call). Such a call is a node of some project file: where none holds one, or no
-such call's `x` may hold a GradScaler (each asked as the classifier asks it, before the
-search: `any_scaler_backward`), no reading of any function (its helpers and callers included)
-meets a backward, and the search (every call of the clips' functions asked what it runs, the
-`self.cfg.get(...)` kind of question that follows a value through every caller) is left out.
-NeMo and the Lightning repository make GradScalers and clip, but write no scaled backward;
-ColossalAI writes one, on its own copy of torch's GradScaler class (a project class): 435
-parses and 22,600 evaluations for no finding. An answer that a budget or a bound cut may
-hold more when asked later, in the search: it counts as one that may.
+such call's `x` may hold a GradScaler (analysis/scaler_backwards.py), no reading of any
+function (its helpers and callers included) meets a backward, and the search (every call of
+the clips' functions asked what it runs, the `self.cfg.get(...)` kind of question that
+follows a value through every caller) is left out. NeMo and the Lightning repository make
+GradScalers and clip, but write no scaled backward.
 
 ACF006's finding is a clip after a Fabric's backward; its classifier (rules/acf006.py) makes a
 backward of a call written `<x>.backward(<arguments>)` whose receiver holds a Fabric, or of a
@@ -25,8 +22,8 @@ A file is looked at in its text first, then parsed: it must hold `scale` and a `
 attribute written after a closing bracket (`).backward`, with any spaces, line breaks,
 continuations or comments between), in the text Python reads: a file not all ASCII is read
 after NFKC normalisation (`ｂackward` is `backward` to Python). A file that holds them but does
-not parse counts as writing one. The scan is noted (recording.py) and the files it found are
-read, so an edit that adds such a call, or changes what its `x` holds, runs the search again.
+not parse counts as writing one. The scan is noted (recording.py), so an edit that adds such a
+call runs the search again.
 """
 
 from __future__ import annotations
@@ -44,7 +41,6 @@ from amp_clipfix.sources.prefilter import GAP, python_text
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
-    from amp_clipfix.analysis.scaler_calls import ScalerCalls
 
 SCALED_BACKWARD = "writes_scaled_backward"  # the scan's predicate (recording.PREDICATES)
 # `)` then `.backward`, with only spaces, line breaks, continuations or comments between
@@ -92,31 +88,6 @@ def scaler_written(node: ast.AST) -> ast.expr | None:
     ):
         return receiver.func.value
     return None
-
-
-def any_scaler_backward(evaluator: Evaluator, calls: ScalerCalls | None) -> bool:
-    """Some project Python file (the evaluator's texts, library code included) may make a
-    scaled backward as ACF004's classifier makes one: a call `<x>.scale(...).backward(...)`
-    whose `x` may hold a value a library GradScaler call made, asked as the classifier asks
-    it (`x` in its function's own context, `calls` its ScalerCalls). An answer a budget or a
-    bound cut (the evaluator's `cuts` moved: asked later, it may hold more) and a file not
-    read as Python here count as one that may. The scan is noted; the files it found are read
-    (their summaries), and the evaluator's reads are its own."""
-    from amp_clipfix.analysis.scaler_calls import made_scaler
-
-    for path in scan(evaluator.contents, ("fn", SCALED_BACKWARD)):
-        summary = evaluator.summary(path)
-        if summary is None:
-            return True  # not read as Python here: it may
-        for call in summary.calls("backward"):
-            receiver = scaler_written(call)
-            if receiver is None:
-                continue
-            cuts = evaluator.cuts
-            found = evaluator.force(evaluator.ev(receiver, evaluator.ctx_of(summary, receiver)))
-            if made_scaler(evaluator, found, calls) or evaluator.cuts != cuts:
-                return True
-    return False
 
 
 def writes_backward_with_arguments(path: Path | None, data: bytes) -> bool:
