@@ -21,9 +21,11 @@ from evaluated import one_module
 from test_incremental import edit_line, same_as_cold, write
 from test_written_events import searched
 
+from amp_clipfix.analysis import written_events
 from amp_clipfix.analysis.clip_tail import INDEX_PARSES
+from amp_clipfix.analysis.recording import holds, matches, passes
 from amp_clipfix.analysis.resolve import project_evaluator
-from amp_clipfix.analysis.scaler_backwards import any_scaler_backward
+from amp_clipfix.analysis.scaler_backwards import SCALE_CALL, any_scaler_backward
 from amp_clipfix.analysis.scaler_calls import ScalerCalls
 from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.rules import acf004
@@ -265,3 +267,31 @@ def asked_of(root: Path) -> tuple[bool, int]:
     evaluator = project_evaluator(root, contents, lambda p: summarise(root, p, p.read_text()))
     answer = any_scaler_backward(evaluator, ScalerCalls(evaluator))
     return answer, sum(1 for path in evaluator.summaries if path.name.startswith("wrapper_"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "scaler.scale(loss).backward()\n",
+        "scaler . scale ( loss ) . backward ( )\n",
+        "scaler.\\\n    scale(loss).backward()\n",
+        "(scaler.  # the scaler\n    scale\n    (loss)).backward()\n",
+        "(scaler.scale(loss)  # scaled\n .backward())\n",
+        "scaler.ｓcale(loss).backward()\n",  # NFKC: Python reads `scale`
+        "run = lambda s, l: s.scale(l).backward()\n",
+    ],
+)
+def test_every_text_writing_a_scaled_backward_passes_the_text_test(source: str) -> None:
+    """The gate's text test (`.scale(` and `).backward`, as Python reads the text) refuses no
+    file whose tree holds the call: each of these parses to one."""
+    data = source.encode()
+    assert written_events.writes_scaled_backward(Path("m.py"), data)
+    test = (holds(b"scale"), matches(written_events.AFTER_BRACKET), matches(SCALE_CALL))
+    assert passes(test, data, Path("m.py"))
+
+
+@pytest.mark.parametrize(
+    "source", ["scaler.rescale(loss).backward()\n", "x.scale_factor(loss).backward()\n"]
+)
+def test_other_calls_spelled_near_it_do_not(source: str) -> None:
+    assert not SCALE_CALL.search(source.encode())
