@@ -9,7 +9,10 @@ meets a backward and the search can find nothing. ColossalAI writes one scaled b
 its own copy of torch's GradScaler class (a project class): its search made 435 parses and
 22,643 evaluations for no finding.
 
-The question is the classifier's own, with its `ScalerCalls`. Two answers count as "may"
+The question is the classifier's own, with its `ScalerCalls`, and must stay so: were the
+classifier to ask `x` in the context a reading entered its helper with, this would have to
+ask every such context (a helper handed on as a value, `run = scaled; run(scaler, loss)`, has
+its `scaler` from no caller in its own context: neither reports it). Two answers count as "may"
 without being asked to their end: one the evaluator cut (its `cuts` moved: a budget or a bound
 outside the question's key, so the same question asked later, in the search, may hold more),
 and a file that is not read as Python here. The files whose summary the evaluator already
