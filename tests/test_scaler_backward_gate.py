@@ -295,3 +295,23 @@ def test_every_text_writing_a_scaled_backward_passes_the_text_test(source: str) 
 )
 def test_other_calls_spelled_near_it_do_not(source: str) -> None:
     assert not SCALE_CALL.search(source.encode())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "scaler.scale(loss).backward()",
+        "(scaler.scale(loss)  # scaled\n        .backward())",
+        "scaler.scale(\n        loss\n    ).backward()",
+        "scaler.\\\n        scale(loss).backward()",
+        "[scaler.scale(x).backward() for x in loss]",
+    ],
+)
+def test_the_gate_finds_the_call_however_it_is_spelled(call: str, tmp_path: Path) -> None:
+    """Its tree's call, over lines, in brackets, behind a continuation, in a comprehension: the
+    GradScaler is seen; the project's own class, written the same way, is not."""
+    source = "import torch\n\n\ndef f(loss):\n    scaler = {made}\n    {call}\n"
+    for made, may in (('torch.amp.GradScaler("cuda")', True), ("Copy()", False)):
+        own = "class Copy:\n    def scale(self, loss):\n        return loss\n\n\n"
+        evaluator, _ = one_module(tmp_path, own + source.format(made=made, call=call))
+        assert any_scaler_backward(evaluator, ScalerCalls(evaluator)) is may
