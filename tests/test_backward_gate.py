@@ -39,6 +39,9 @@ CLIPPED = "\n\ndef clipped(model):\n    " + TORCH_CLIP + "\n"
 SCALED = (
     "import torch\n\n\ndef scaled(scaler, loss):\n    scaler.scale(loss).backward()\n" + CLIPPED
 )
+# Also called with a GradScaler where it is written: its `scaler` may hold one as the classifier
+# reads it (else no reading meets a backward and the search is not run: scaler_backwards.py).
+CALLED_TOO = SCALED + '\n\ndef warm_up(loss):\n    scaled(torch.amp.GradScaler("cuda"), loss)\n'
 TWICE = SCALED + "\n\ndef once(scaler, loss):\n    scaled(scaler, loss)\n"
 CLIP_HELPER = "import torch\n\n\ndef clip(model):\n    " + TORCH_CLIP + "\n"
 
@@ -121,7 +124,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "train.py": loop(
             "from helpers import scaled", "run = scaled\n            run(scaler, loss)"
         ),
-        "helpers.py": SCALED,
+        "helpers.py": CALLED_TOO,
     },
     "backward in the caller of a clip helper": {
         "train.py": loop(

@@ -15,7 +15,8 @@ from amp_clipfix.rules import acf004
 
 # `update` clips through `clip_all` after a plain backward (no scaler) and leaves the step to
 # its callers: `Loop.run` is the second level of clip_all's callers. clip_all is also a value,
-# so any call may clip (clip_tail's index is open). A scaled backward is written elsewhere.
+# so any call may clip (clip_tail's index is open). A scaled backward is written elsewhere (on
+# a GradScaler: else the search is not run at all, analysis/scaler_backwards.py).
 HELPERS = """
     import torch
 
@@ -32,8 +33,8 @@ HELPERS = """
         clip_all(model)
 
 
-    def backward(scaler, loss):
-        scaler.scale(loss).backward()
+    def backward(loss):
+        torch.amp.GradScaler("cuda").scale(loss).backward()
     """
 
 RUNNER = """

@@ -15,6 +15,7 @@ from test_incremental import base_project, edit_line, same_as_cold
 from test_reach import ENGINE, OPS, TRAIN
 
 from amp_clipfix.analysis import written_events
+from amp_clipfix.analysis.recording import scan
 from amp_clipfix.analysis.written_events import writes_scaled_backward
 from amp_clipfix.cli import main
 from amp_clipfix.rules import acf004, acf006
@@ -83,9 +84,9 @@ def searched(
 
 
 def check(project: Path, monkeypatch: pytest.MonkeyPatch, gate: bool) -> tuple[int, str, int]:
-    """ACF004's search (its CallReach), gated or not (`any_scaled_backward`)."""
+    """ACF004's search (its CallReach), gated or not (`any_scaler_backward`)."""
     return searched(
-        project, monkeypatch, acf004, "CallReach", None if gate else "any_scaled_backward"
+        project, monkeypatch, acf004, "CallReach", None if gate else "any_scaler_backward"
     )
 
 
@@ -135,7 +136,7 @@ def test_the_scan_reads_no_file_twice_and_parses_only_candidates(
         Path("b.py"): b"scale = 2\nmodel(x).backward()\n",
         Path("c.py"): b"import torch\n",
     }
-    assert not written_events.any_scaled_backward(contents)
+    assert not scan(contents, ("fn", written_events.SCALED_BACKWARD))
     assert parsed == [b"scale = 2\nmodel(x).backward()\n"]
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from amp_clipfix.analysis.clip_tail import (
@@ -130,17 +130,7 @@ class BeforeClip(ClipCapable):
         return found
 
     def writes_scaled_backward(self, path: Path, data: bytes) -> bool:
-        """written_events.writes_scaled_backward's answer, from the tree the evaluator made of
-        the same text when it made one (a second parse of a long module costs as much as the
-        first), else from the predicate's own parse (or the earlier entry's note, the file
-        unchanged since)."""
-        earlier = earlier_result(self.reach.contents, path, SCALED)
-        if earlier is not None:
-            return earlier
-        summary = self.evaluator.summaries.get(path)
-        if summary is not None and same_source(summary, data):
-            return bool(summary.calls_kept(is_scaled_backward, "backward"))
-        return writes_scaled_backward(path, data)
+        return scaled_backward_in(self.evaluator, self.reach.contents, path, data)
 
     def backward_roots(
         self, written: list[Path]
@@ -272,6 +262,22 @@ class AnyEvent(BeforeClip):
         """The clip index's entry of the function (built and closed: it was asked whether
         its callers are within the parse budget and whether it may be a value)."""
         return self.clips.levels[-1].get(id(node)) if self.clips.levels else None
+
+
+def scaled_backward_in(
+    evaluator: Evaluator, contents: Mapping[Path, bytes], path: Path, data: bytes
+) -> bool:
+    """written_events.writes_scaled_backward's answer, from the tree the evaluator made of the
+    same text when it made one (a second parse of a long module costs as much as the first),
+    else from the predicate's own parse (or the earlier entry's note, the file unchanged
+    since). Not noted: the caller notes it (`tested`)."""
+    earlier = earlier_result(contents, path, SCALED)
+    if earlier is not None:
+        return earlier
+    summary = evaluator.summaries.get(path)
+    if summary is not None and same_source(summary, data):
+        return bool(summary.calls_kept(is_scaled_backward, "backward"))
+    return writes_scaled_backward(path, data)
 
 
 def same_source(summary: Summary, data: bytes) -> bool:

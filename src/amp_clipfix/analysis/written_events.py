@@ -3,12 +3,14 @@ search: where no file writes it, the search cannot find anything and is not run.
 
 ACF004's finding is a clip between a scaled backward and the scaler's step; its classifier
 (rules/acf004.py) makes a scaled backward only of a call written `<x>.scale(...).backward(...)`
-(the receiver a call of a `scale` attribute), whatever values it holds. Such a call is a node
-of some project file: where none holds one, no reading of any function (its helpers and
-callers included) meets a backward, and the search (every call of the clips' functions asked
-what it runs, the `self.cfg.get(...)` kind of question that follows a value through every
-caller) is left out. NeMo and the Lightning repository make GradScalers and clip, but write no
-scaled backward.
+(the receiver a call of a `scale` attribute) whose `x` may hold a value a library GradScaler
+call made (training.is_scaler: asked of `x` in its own function's context, whichever reading
+meets the call). Such a call is a node of some project file: where none holds one, or no
+such call's `x` may hold a GradScaler (analysis/scaler_backwards.py), no reading of any
+function (its helpers and callers included) meets a backward, and the search (every call of
+the clips' functions asked what it runs, the `self.cfg.get(...)` kind of question that
+follows a value through every caller) is left out. NeMo and the Lightning repository make
+GradScalers and clip, but write no scaled backward.
 
 ACF006's finding is a clip after a Fabric's backward; its classifier (rules/acf006.py) makes a
 backward of a call written `<x>.backward(<arguments>)` whose receiver holds a Fabric, or of a
@@ -20,15 +22,14 @@ A file is looked at in its text first, then parsed: it must hold `scale` and a `
 attribute written after a closing bracket (`).backward`, with any spaces, line breaks,
 continuations or comments between), in the text Python reads: a file not all ASCII is read
 after NFKC normalisation (`ｂackward` is `backward` to Python). A file that holds them but does
-not parse counts as writing one. The scan is noted as the query's `exists` question
-(recording.py), so an edit that adds such a call runs the search again.
+not parse counts as writing one. The scan is noted (recording.py), so an edit that adds such a
+call runs the search again.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -71,21 +72,22 @@ def writes_scaled_backward(path: Path | None, data: bytes) -> bool:
 
 def is_scaled_backward(node: ast.AST) -> bool:
     """The call shape ACF004's classifier makes a scaled backward of."""
+    return scaler_written(node) is not None
+
+
+def scaler_written(node: ast.AST) -> ast.expr | None:
+    """`x` of a call written `<x>.scale(...).backward(...)`; None for any other node."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-        return False
+        return None
     receiver = node.func.value
-    return (
+    if (
         node.func.attr == "backward"
         and isinstance(receiver, ast.Call)
         and isinstance(receiver.func, ast.Attribute)
         and receiver.func.attr == "scale"
-    )
-
-
-def any_scaled_backward(contents: Mapping[Path, bytes]) -> bool:
-    """Some project Python file (the evaluator's texts, library code included) may write a
-    scaled backward; noted with the first that does."""
-    return exists(contents, ("fn", SCALED_BACKWARD))
+    ):
+        return receiver.func.value
+    return None
 
 
 def writes_backward_with_arguments(path: Path | None, data: bytes) -> bool:

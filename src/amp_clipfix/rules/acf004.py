@@ -33,11 +33,11 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
+from amp_clipfix.analysis.scaler_backwards import any_scaler_backward
 from amp_clipfix.analysis.scaler_calls import ScalerCalls
 from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
-from amp_clipfix.analysis.written_events import any_scaled_backward
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
@@ -148,13 +148,13 @@ def classifier(  # noqa: ANN201 - an order.Classify
 
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
-    if not any_scaled_backward(facts.evaluator.contents):
-        return  # no file writes `<x>.scale(...).backward(...)`: no reading meets a backward
+    scalers = ScalerCalls(facts.evaluator)
+    if not any_scaler_backward(facts.evaluator, scalers):
+        return  # no `<x>.scale(...).backward(...)` whose x may be a GradScaler (scaler_backwards)
     reach = CallReach(facts)
     clips = ClipCapable(reach)
     before = BeforeClip(reach)
     clips.before = before.may_enter
-    scalers = ScalerCalls(facts.evaluator)
     classify = classifier(facts, reach.may_run_project, reach.may_be_clip, scalers)
     # a call is entered only where it may run a helper that makes an event (event_capable.py)
     enters = gated(AnyEvent(reach, clips, scalers).may_enter, reach.may_run_project)
