@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_candidate_answers import PYPROJECT, answered, edit, reused
+from test_candidate_answers import PYPROJECT, answered, cold_then, edit, reused
 from test_incremental import same_as_cold, write
 
 from amp_clipfix.analysis import frame
@@ -50,21 +50,12 @@ def project(cached_root: Path) -> Path:
 EVERY = ["a_spreads.py", "b_own.py", "c_spreads.py"]
 
 
-def cold_then(project: Path, answered: list[str], reused: list[str]) -> bytes:
-    """The first run (its cache empty), then the `--no-cache` one."""
-    first = same_as_cold(project)
-    assert answered == [*EVERY, *EVERY]
-    assert reused == []
-    answered.clear()
-    return first
-
-
 def test_a_module_two_candidates_reach_through_a_third_edited(
     project: Path, answered: list[str], reused: list[str]
 ) -> None:
     """base.py edited: both spreading candidates read it on their own, so both are computed
     (sharing the first one's memo, the second one was reused and kept the finding)."""
-    first = cold_then(project, answered, reused)
+    first = cold_then(project, answered, reused, EVERY)
     assert b"helpers.py:3" in first
     edit(project, "base.py", '"16"', '"32-true"')
     warm = same_as_cold(project)
@@ -90,7 +81,7 @@ def test_an_edited_candidate_is_computed_alone(
     new: str,
     computed: str,
 ) -> None:
-    cold_then(project, answered, reused)
+    cold_then(project, answered, reused, EVERY)
     edit(project, name, old, new)
     same_as_cold(project)
     assert reused == [other for other in EVERY if other != computed]
@@ -101,7 +92,7 @@ def test_a_candidate_edited_out_of_the_list_reuses_the_others(
     project: Path, answered: list[str], reused: list[str]
 ) -> None:
     """b_own.py no longer names a Trainer (no candidate): the others are reused."""
-    cold_then(project, answered, reused)
+    cold_then(project, answered, reused, EVERY)
     write(project, "b_own.py", 'PRECISION = "bf16"\n')
     warm = same_as_cold(project)
     assert b"b_own.py" not in warm and b"helpers.py:3" in warm
@@ -115,7 +106,7 @@ def test_candidates_the_budget_cuts_are_answered_as_a_cold_run_cuts_them(
     """With a budget too small for the spreads, each candidate is cut by its own budget alone:
     a reused one is cut as computing it again would cut it, whatever ran before it."""
     monkeypatch.setattr(frame, "BUDGET", 6)
-    first = cold_then(project, answered, reused)
+    first = cold_then(project, answered, reused, EVERY)
     edit(project, "b_own.py", '"bf16"', '"16"')
     warm = same_as_cold(project)
     assert warm != first
