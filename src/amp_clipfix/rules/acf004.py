@@ -38,6 +38,7 @@ from amp_clipfix.analysis.scaler_calls import ScalerCalls
 from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
 from amp_clipfix.analysis.values import Lit
+from amp_clipfix.analysis.written_events import scaler_written
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
 from amp_clipfix.rules.base import Found, Queries, Rule, RuleFix
 
@@ -118,15 +119,11 @@ def classifier(  # noqa: ANN201 - an order.Classify
         func = call.func
         if isinstance(func, ast.Attribute):
             receiver = func.value
-            if (
-                func.attr == "backward"
-                and isinstance(receiver, ast.Call)
-                and isinstance(receiver.func, ast.Attribute)
-                and receiver.func.attr == "scale"
-                and is_scaler(facts, file, receiver.func.value, scalers)
-            ):
-                made = made_once(facts, file, receiver.func.value)
-                return Seen(EventKind.BACKWARD, scaler=receiver.func.value, detail=made)
+            # `<x>.scale(...).backward(...)`: the shape the gate asks of (scaler_backwards.py)
+            scaled = scaler_written(call)
+            if scaled is not None and is_scaler(facts, file, scaled, scalers):
+                made = made_once(facts, file, scaled)
+                return Seen(EventKind.BACKWARD, scaler=scaled, detail=made)
             if (
                 func.attr in ("unscale_", "step")
                 and call.args
