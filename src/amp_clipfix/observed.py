@@ -47,6 +47,7 @@ class Recording:
         # a file read with that status before and after gets that digest, unhashed
         self.known: dict[str, object] = {}
         self.digested: dict[str, bytes] = {}  # this run's reads with a settled status
+        self.gits: dict[tuple[str, tuple[str, ...]], bytes | None] = {}  # git's answers (`git`)
 
     def known_status(self, path: str) -> tuple[Status, bytes] | None:
         """The settled status and digest an earlier run read `path` with, when well formed."""
@@ -351,8 +352,16 @@ def read_text(path: str | os.PathLike[str], errors: str = "strict") -> str:
 def git(arguments: list[str], folder: str | os.PathLike[str], note: bool = True) -> bytes | None:
     """What `git ARGUMENTS` prints in `folder`; None when git cannot be asked (not installed,
     not a checkout, a checkout it refuses). `note=False`: a question whose answer never reaches
-    the output (whether the cache may write), which a replay need not ask again."""
-    answer = _run_git(arguments, folder)
+    the output (whether the cache may write), which a replay need not ask again. Asked once
+    a run (the hook's command asks its index twice and the cache's folder up to three times:
+    ~4 ms of git's CPU each): a question has one answer in a run, as `_noted` takes it."""
+    asked = (os.fspath(folder), tuple(arguments))
+    if _active is not None and asked in _active.gits:
+        answer = _active.gits[asked]
+    else:
+        answer = _run_git(arguments, folder)
+        if _active is not None:
+            _active.gits[asked] = answer
     if _active is not None and note:
         digest = None if answer is None else _digest(answer)
         _noted("git", folder, "\0".join(arguments), digest)

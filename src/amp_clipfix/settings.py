@@ -457,7 +457,8 @@ def git_tracked(root: Path) -> set[str] | None:
     """The files git tracks under `root`, by `index_name` (None outside a checkout). Names,
     not `Path`s: a pre-commit run asks it of every file of the project, and a `Path` made and
     hashed per file cost ~15 ms of such a run on a 1,300-file tree (of ~0.5 s)."""
-    listing = observed.git(["ls-files", "-z", "--cached", "--", "."], root)
+    # discovery's question of an implied root under --tracked-only: git is asked once
+    listing = observed.git(["--literal-pathspecs", "ls-files", "-z", "--cached", "--", "."], root)
     if listing is None:
         return None
     return set(index_names(str(root), [os.fsdecode(name) for name in listing.split(b"\0") if name]))
