@@ -61,9 +61,10 @@ def run(
     progress: Progress | None = None,
     force_exclude: bool = False,
     implied: frozenset[Path] = frozenset(),
+    tracked_only: bool = False,  # each project's configure keeps what git's index holds
 ) -> RunResult:
     try:
-        discovery = discover(paths, exclude, force_exclude, implied)
+        discovery = discover(paths, exclude, force_exclude, implied, tracked_only)
     except Exception as failure:  # noqa: BLE001 - one line per path given, exit 2
         from amp_clipfix.analysis.project_resolve import stage_error
 

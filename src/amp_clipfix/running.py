@@ -105,7 +105,10 @@ def execute_run(
     targets = tuple(target for target in line.scope.targets if target not in bad)
     excludes = settings.configurer.excludes
     walk = functools.partial(
-        walk_with, force_exclude=settings.force_exclude, implied=line.scope.implied
+        walk_with,
+        force_exclude=settings.force_exclude,
+        implied=line.scope.implied,
+        tracked_only=line.tracked_only,
     )
     if settings.verbosity < 0 or not stderr_is_terminal():
         result = walk(targets, options, excludes)
@@ -361,7 +364,11 @@ def show_files(settings: Settings) -> NoReturn:
 
     line = settings.command_line
     discovery = discover(
-        line.scope.targets, settings.configurer.excludes, settings.force_exclude, line.scope.implied
+        line.scope.targets,
+        settings.configurer.excludes,
+        settings.force_exclude,
+        line.scope.implied,
+        line.tracked_only,
     )
     options = Options(strategy=settings.strategy)
     errors = list(discovery.errors)

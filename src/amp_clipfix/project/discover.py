@@ -95,6 +95,7 @@ def discover(
     exclude: Excludes = (),
     force_exclude: bool = False,
     implied: Collection[Path] = (),
+    tracked_only: bool = False,
 ) -> Discovery:
     """Collect the Python files under `paths`, grouped by project; bad paths become error lines.
 
@@ -103,6 +104,8 @@ def discover(
     `--force-exclude`, what pre-commit hooks need): then an excluded named path is skipped with a
     note that says so. A file reached twice is listed once. Projects that end up with no files
     are left out. `implied` paths (the project roots a partial run adds) get no notes.
+    `tracked_only`: the run keeps only the files git's index holds (settings.py), so git need
+    not list the untracked files of an implied root (_index_listed).
     """
     globs_of = _globs_of(exclude)
     found: list[_Found] = []
@@ -136,7 +139,13 @@ def discover(
             else:
                 is_link = observed.is_symlink(absolute)
                 found.append(_Found(_linked_file(absolute, root), root, is_link))
-    kept = _not_git_ignored([(absolute, walked) for _, absolute, walked, _ in folders])
+    pairs = [(absolute, walked) for _, absolute, walked, _ in folders]
+    index_only = frozenset(a for g, a, _, _ in folders if tracked_only and g in implied)
+    kept = _not_git_ignored(pairs, index_only)
+    chosen, linked_inside, several = _dedupe([*found, *(item for left in kept for item in left)])
+    if index_only and not _index_listed(several, pairs, kept):
+        kept = _not_git_ignored(pairs)
+        chosen, linked_inside, _ = _dedupe([*found, *(item for left in kept for item in left)])
     for (given, _, walked, reason), left in zip(folders, kept):
         if given in implied:
             pass
@@ -146,10 +155,8 @@ def discover(
             notes.append(f"{given}: excluded ({reason}); nothing read")
         elif not left:
             notes.append(f"{given}: no Python files, notebooks or configs found")
-        found.extend(left)
 
     files_by_root: dict[Path, list[Path]] = {}
-    chosen, linked_inside = _dedupe(found)
     for item in chosen:
         files_by_root.setdefault(item.root, []).append(item.path)
     projects = tuple(
@@ -257,11 +264,28 @@ def glob_matches(relative: str, name: str, glob: str) -> bool:
     return fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(name, glob)
 
 
-def _not_git_ignored(folders: list[tuple[Path, list[_Found]]]) -> list[list[_Found]]:
+def _index_listed(
+    several: bool, folders: list[tuple[Path, list[_Found]]], kept: list[list[_Found]]
+) -> bool:
+    """Whether files listed from git's index alone (`index_only` folders) give the projects,
+    files and links that the full listing (untracked files too) gives once `--tracked-only`
+    drops what the index lacks (ProjectConfigurer._tracked). A file the index lacks is
+    dropped there anyway; before that it can only change which name of a file `_dedupe`
+    keeps, and whether a project exists. So the index's listing is taken when no file found
+    has several hard links (an untracked one and a tracked one would share an inode) and no
+    walked folder kept nothing (its project might otherwise exist with no file)."""
+    return not several and all(left or not walked for (_, walked), left in zip(folders, kept))
+
+
+def _not_git_ignored(
+    folders: list[tuple[Path, list[_Found]]], index_only: Collection[Path] = ()
+) -> list[list[_Found]]:
     """Inside a git checkout, drop what git ignores (every `.gitignore`, nested ones too, and
     the repository's exclude files): git itself answers, so its rules hold exactly, once per
     repository for all the folders given in it. Outside a checkout, without git, or inside a
-    nested repository git does not list, files stay."""
+    nested repository git does not list, files stay. A repository whose folders are all
+    `index_only` is listed from its index alone: git then walks no folder for untracked
+    files (NeMo: ~4 ms of git's CPU instead of ~21 ms)."""
     kept = [walked for _, walked in folders]
     by_repository: dict[Path, list[int]] = {}
     for index, (folder, walked) in enumerate(folders):
@@ -269,7 +293,8 @@ def _not_git_ignored(folders: list[tuple[Path, list[_Found]]]) -> list[list[_Fou
         if walked and repository is not None:
             by_repository.setdefault(repository, []).append(index)
     for repository, indexes in by_repository.items():
-        listed = _git_listing(repository, [folders[index][0] for index in indexes])
+        untracked = not all(folders[index][0] in index_only for index in indexes)
+        listed = _git_listing(repository, [folders[index][0] for index in indexes], untracked)
         for index in indexes:
             folder, walked = folders[index]
             if listed is None:
@@ -301,12 +326,14 @@ def _checkout_of(folder: Path) -> Path | None:
     return next((p for p in (folder, *folder.parents) if observed.exists(p / ".git")), None)
 
 
-def _git_listing(repository: Path, folders: list[Path]) -> set[str] | None:
-    """What git lists (tracked, or untracked and not ignored) under `folders`, relative to
-    `repository`; None when git cannot be asked."""
+def _git_listing(repository: Path, folders: list[Path], untracked: bool = True) -> set[str] | None:
+    """What git lists (tracked, or with `untracked` untracked and not ignored) under `folders`,
+    relative to `repository`; None when git cannot be asked."""
     specs = [os.path.relpath(folder, repository) for folder in folders]
-    command = ["--literal-pathspecs", "ls-files", "-z", "--cached", "--others"]
-    listing = observed.git([*command, "--exclude-standard", "--", *specs], repository)
+    command = ["--literal-pathspecs", "ls-files", "-z", "--cached"]
+    if untracked:
+        command += ["--others", "--exclude-standard"]
+    listing = observed.git([*command, "--", *specs], repository)
     if listing is None:
         return None
     names = (os.fsdecode(name) for name in listing.split(b"\0") if name)
@@ -372,9 +399,10 @@ def _listed_or_nested(path: Path, folder: Path, listed: set[str], prefix: str) -
     )
 
 
-def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
+def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path], bool]:
     """One entry per real file (symlinks and hard links alike): the first plain path to it,
-    else the first link to it; and the chosen paths whose hard links were all found."""
+    else the first link to it; the chosen paths whose hard links were all found; whether any
+    file found has several hard links."""
     chosen: dict[tuple[int, int] | str, _Found] = {}
     names: dict[tuple[int, int] | str, set[str]] = {}
     links: dict[tuple[int, int] | str, int] = {}
@@ -395,7 +423,8 @@ def _dedupe(found: list[_Found]) -> tuple[list[_Found], frozenset[Path]]:
         for key, count in links.items()
         if count > 1 and len(names.get(key, ())) == count
     )
-    return list(chosen.values()), linked_inside
+    several = any(count > 1 for count in links.values())
+    return list(chosen.values()), linked_inside, several
 
 
 def _leaves_project(path: Path) -> bool:
