@@ -50,25 +50,34 @@ def passes(test: Test, data: bytes, path: Path | None = None) -> bool:
 # stage that asks it (gate_texts.py: may_name, may_import)
 PREDICATES: dict[str, Callable[..., bool]] = {}
 _patterns: dict[Condition, re.Pattern[bytes]] = {}
-# The modules that register PREDICATES. A warm run checks a stored test on a changed file
-# before the module that asks it may be imported (a rule's, imported when its search runs):
-# then these are imported, in order, until the test's predicate is registered.
-PREDICATE_MODULES = (
-    "amp_clipfix.analysis.text_tests",
-    "amp_clipfix.analysis.written_events",
-    "amp_clipfix.analysis.project_resolve",
-    "amp_clipfix.analysis.collection",
-    "amp_clipfix.analysis.gate_texts",
-    "amp_clipfix.analysis.reach",
-    "amp_clipfix.analysis.module_objects",
-    "amp_clipfix.analysis.manual_clips",
-    "amp_clipfix.analysis.fused_origins",
-    "amp_clipfix.analysis.resolve_optimizers",
-    "amp_clipfix.analysis.cli_config",
-    "amp_clipfix.analysis.fused_keys",
-    "amp_clipfix.analysis.shape_texts",
-    "amp_clipfix.analysis.calls",
-)
+# Each predicate's name -> the module that registers it. A warm run checks a stored test on a
+# changed file before the module that asks it may be imported (a rule's, imported when its
+# search runs): then that module alone is imported. Importing the others in turn until the
+# name was registered imported the evaluator (~20 ms) for a text test of manual_clips or
+# fused_keys (tests/test_predicate_modules.py checks the table against the modules).
+PREDICATE_HOMES = {
+    **dict.fromkeys(
+        ("written", "imports", "referenced", "attribute_written", "written_free"),
+        "amp_clipfix.analysis.text_tests",
+    ),
+    **dict.fromkeys(
+        ("writes_scaled_backward", "writes_backward_with_arguments", "hands_backward_on"),
+        "amp_clipfix.analysis.written_events",
+    ),
+    "candidate": "amp_clipfix.analysis.project_resolve",
+    "may_call_plugin_class": "amp_clipfix.analysis.collection",
+    **dict.fromkeys(("may_name", "may_import", "may_hold"), "amp_clipfix.analysis.gate_texts"),
+    "binds_attribute_value": "amp_clipfix.analysis.reach",
+    **dict.fromkeys(("writes_value", "imports_plainly"), "amp_clipfix.analysis.module_objects"),
+    "writes_clip_name": "amp_clipfix.analysis.manual_clips",
+    "fused_in_project_code": "amp_clipfix.analysis.fused_origins",
+    "may_define_subclass": "amp_clipfix.analysis.resolve_optimizers",
+    "may_write_document": "amp_clipfix.analysis.cli_config",
+    "may_write_fused_key": "amp_clipfix.analysis.fused_keys",
+    "may_write": "amp_clipfix.analysis.shape_texts",
+    "call_test": "amp_clipfix.analysis.calls",
+}
+PREDICATE_MODULES = tuple(dict.fromkeys(PREDICATE_HOMES.values()))  # the registering modules
 
 
 def predicate(name: str) -> Callable[..., bool]:
@@ -77,10 +86,8 @@ def predicate(name: str) -> Callable[..., bool]:
     if found is None:
         import importlib
 
-        for module in PREDICATE_MODULES:
-            importlib.import_module(module)
-            if name in PREDICATES:
-                break
+        if name in PREDICATE_HOMES:
+            importlib.import_module(PREDICATE_HOMES[name])
         found = PREDICATES[name]  # a KeyError: a test no module registers (the entry misses)
     return found
 
