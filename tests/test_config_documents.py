@@ -18,8 +18,8 @@ from test_config_trainer_gate import NAMED, TRAIN, YAML
 from test_incremental import write
 from test_manual_gate import MODULE
 
-from amp_clipfix.analysis import cli_config, python_configs
-from amp_clipfix.analysis.cli_config import TARGET_WORDS, may_give
+from amp_clipfix.analysis import cli_config, document_texts, python_configs
+from amp_clipfix.analysis.document_texts import TARGET_WORDS, may_give
 from amp_clipfix.analysis.facts import ProjectFacts
 
 GAPS = ["", " ", "\n    ", "  # a note: {'model': 1}\n    ", " \\\n    ", "\t"]
@@ -141,7 +141,7 @@ def test_a_document_that_names_no_model_is_not_parsed_and_the_report_is_the_same
         patched.setattr(ProjectFacts, "qualified_names", counted)
         code, output, parsed = check_counting_parses(root, patched)
     with monkeypatch.context() as patched:
-        patched.setattr(cli_config, "may_give", lambda data, words: True)
+        patched.setattr(document_texts, "may_give", lambda data, words: True)
         patched.setattr(cli_config, "gives", lambda document, words: True)
         every = check_counting_parses(root, patched)
 

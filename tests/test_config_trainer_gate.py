@@ -21,7 +21,7 @@ from test_incremental import PYPROJECT, edit_line, same_as_cold, write
 from test_manual_gate import MODULE
 
 from amp_clipfix.analysis import cli_config
-from amp_clipfix.analysis.cli_config import writes_document_call
+from amp_clipfix.analysis.document_texts import writes_document_call
 from amp_clipfix.cli import main
 from amp_clipfix.rules import acf009
 

@@ -35,11 +35,11 @@ def test_every_module_that_registers_a_predicate_is_listed() -> None:
 def test_a_predicate_not_registered_yet_is_found_through_its_module(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from amp_clipfix.analysis import cli_config
+    from amp_clipfix.analysis import document_texts
 
-    monkeypatch.delitem(recording.PREDICATES, cli_config.MAY_WRITE_DOCUMENT)
-    monkeypatch.delitem(sys.modules, "amp_clipfix.analysis.cli_config")
-    test = (("fn", cli_config.MAY_WRITE_DOCUMENT, (b"gradient_clip_val",)),)
+    monkeypatch.delitem(recording.PREDICATES, document_texts.MAY_WRITE_DOCUMENT)
+    monkeypatch.delitem(sys.modules, "amp_clipfix.analysis.document_texts")
+    test = (("fn", document_texts.MAY_WRITE_DOCUMENT, (b"gradient_clip_val",)),)
     text = b"from omegaconf import OmegaConf\n" + (
         b'c = OmegaConf.create({"trainer": {"gradient_clip_val": 1}})\n'
     )
@@ -75,10 +75,13 @@ def test_every_registered_predicate_has_its_module_in_the_table() -> None:
     assert set(printed.split()) == set(recording.PREDICATE_HOMES)
 
 
-@pytest.mark.parametrize("name", ["writes_clip_name", "may_write_fused_key", "written"])
+@pytest.mark.parametrize(
+    "name", ["writes_clip_name", "may_write_fused_key", "may_write_document", "written"]
+)
 def test_a_light_module_s_text_test_is_found_without_the_evaluator(name: str) -> None:
     """Only the registering module is imported: asking each module in turn imported the
-    evaluator (reach.py's imports) before manual_clips.py or fused_keys.py was reached."""
+    evaluator (reach.py's imports) before manual_clips.py or fused_keys.py was reached, and
+    cli_config.py, which registered may_write_document, imports it too."""
     printed = fresh(
         "import sys\nfrom amp_clipfix.analysis import recording\n"
         f"recording.predicate({name!r})\n"

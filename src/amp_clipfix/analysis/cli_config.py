@@ -23,50 +23,18 @@ from pathlib import Path
 
 from amp_clipfix.analysis import names, python_configs
 from amp_clipfix.analysis.config_sites import SETTING_KEYS, Setting, config_settings, positive
+from amp_clipfix.analysis.document_texts import MAY_WRITE_DOCUMENT, TARGET_WORDS  # its files' test
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.python_configs import CONFIG_DOCUMENTS
-from amp_clipfix.analysis.recording import PREDICATES, scan
+from amp_clipfix.analysis.recording import scan
 from amp_clipfix.analysis.resolve_base import keyword_value
 from amp_clipfix.analysis.shapes import literal_of
 from amp_clipfix.analysis.values import ClsV, DictV, Ext, Lit, Opaque, clips, constant_of
 from amp_clipfix.models import Certainty, ConfigModel, SiteKind
-from amp_clipfix.patterns import lazy
 from amp_clipfix.records import field, record
-from amp_clipfix.sources.prefilter import CONFIG_DOCUMENT_CALLS, GAP, python_text, word_start
 
 CLI_WORD = b"LightningCLI"
 DEFAULTS_WORD = b"trainer_defaults"
-# The keys a document names its model class with (python_configs.model_targets).
-TARGET_WORDS = (b"_target_", b"class_path")
-MAY_WRITE_DOCUMENT = "may_write_document"  # the test of `config_documents`' files
-# A document's `model` key: the string literal `"model"`, or `model=` (of a `dict(...)` call).
-MODEL_KEY = lazy(word_start(b"model") + rb"(?![A-Za-z0-9_])(?:['\"]|" + GAP + rb"=(?!=))")
-DICT_CALL = lazy(word_start(b"dict") + rb"(?![A-Za-z0-9_])" + GAP + rb"\(")
-# `_target_` / `class_path` given a string literal, as a dict's key (maybe in brackets) or as
-# `dict(...)`'s keyword (python_configs.target).
-TARGET_STRING = lazy(
-    rb"(?:_target_|class_path)(?![A-Za-z0-9_])['\"]*"
-    + GAP
-    + rb"(?:\)"
-    + GAP
-    + rb")*[:=]"
-    + GAP
-    + rb"(?:\("
-    + GAP
-    + rb")*[rRuUbBfF]{0,2}['\"]"
-)
-# A config document written in Python (analysis/python_configs.py), as its text calls it.
-# Each name searched for on its own, from its word (`word_start`: `re` skips to it).
-DOCUMENT_CALLS = tuple(
-    lazy(word_start(name) + rb"\s*\(\s*(?:\{|dict\s*\()")
-    for name in sorted(call.encode("ascii") for call in CONFIG_DOCUMENT_CALLS)
-)
-
-
-def writes_document_call(data: bytes) -> bool:
-    """Whether the text calls `create` / `DictConfig` with a mapping written in the call, as
-    the word-bounded pattern of both names finds it."""
-    return any(pattern.search(data) is not None for pattern in DOCUMENT_CALLS)
 
 
 @record
@@ -232,8 +200,8 @@ def config_documents(
     files whose text calls one (a narrower test than the words, so a file that merely names
     OmegaConf is not read) and holds one of `words` (the keys a caller reads: a document's keys
     are string literals, python_configs.mapping_items) where it may write a document that
-    gives the caller something (`may_give`); of their mappings, those that do (`gives`), then
-    the call by its qualified name."""
+    gives the caller something (`document_texts.may_give`); of their mappings, those that do
+    (`gives`), then the call by its qualified name."""
     contents = facts.evaluator.contents
     for path in sorted(scan(contents, ("fn", MAY_WRITE_DOCUMENT, words)), key=str):
         file = facts.file(path)
@@ -249,20 +217,6 @@ def config_documents(
                 yield file, call.args[0]
 
 
-def may_write_document(path: Path, data: bytes, words: tuple[bytes, ...]) -> bool:
-    """Whether a project file's text may give `config_documents` a document: it writes a call
-    of `create` / `DictConfig` with a mapping, and `may_give`. A scan's test (recording.py), so
-    an edit asks the search again only where a file's answer changes, not for every file."""
-    from amp_clipfix.paths import is_library
-
-    if not (b"create" in data or b"DictConfig" in data) or is_library(path):
-        return False  # the search needs one of them: most files are ruled out at once
-    return may_give(data, words) and writes_document_call(data)
-
-
-PREDICATES[MAY_WRITE_DOCUMENT] = may_write_document
-
-
 def gives(document: ast.expr, words: tuple[bytes, ...]) -> bool:
     """The mapping holds what a caller of `config_documents` reads of a document: a model
     class named (`model: _target_: ...`, asked with TARGET_WORDS: `config_models`) or one of
@@ -275,24 +229,6 @@ def gives(document: ast.expr, words: tuple[bytes, ...]) -> bool:
     return any(
         key in mapping for mapping in python_configs.trainer_mappings(document) for key in keys
     )
-
-
-def may_give(data: bytes, words: tuple[bytes, ...]) -> bool:
-    """Whether the text may write a document `gives` keeps: one of the trainer keys among
-    `words` (its word: a document's keys are string literals), or a model named, which takes a
-    `model` key (a string literal, or `model=` in a `dict(...)` call) and a `_target_` or
-    `class_path` whose value is a string literal (`"pkg.Model"`, `("pkg.Model")`), each spelled
-    as the words are (a key written in escapes or in pieces is not read). Names are tested as
-    Python reads them (NFKC)."""
-    if any(word in data for word in words if word not in TARGET_WORDS):
-        return True
-    if not any(word in data for word in words if word in TARGET_WORDS):
-        return False
-    text = python_text(data)
-    if TARGET_STRING.search(text) is None:
-        return False
-    keys = [match.group() for match in MODEL_KEY.finditer(text)]
-    return any(key.endswith((b"'", b'"')) for key in keys) or bool(keys and DICT_CALL.search(text))
 
 
 def maps_first(call: ast.Call) -> bool:

@@ -54,7 +54,7 @@ _patterns: dict[Condition, re.Pattern[bytes]] = {}
 # changed file before the module that asks it may be imported (a rule's, imported when its
 # search runs): then that module alone is imported. Importing the others in turn until the
 # name was registered imported the evaluator (~20 ms) for a text test of manual_clips or
-# fused_keys (tests/test_predicate_modules.py checks the table against the modules).
+# fused_keys, or of document_texts (tests/test_predicate_modules.py checks the table).
 PREDICATE_HOMES = {
     **dict.fromkeys(
         ("written", "imports", "referenced", "attribute_written", "written_free"),
@@ -72,7 +72,7 @@ PREDICATE_HOMES = {
     "writes_clip_name": "amp_clipfix.analysis.manual_clips",
     "fused_in_project_code": "amp_clipfix.analysis.fused_origins",
     "may_define_subclass": "amp_clipfix.analysis.resolve_optimizers",
-    "may_write_document": "amp_clipfix.analysis.cli_config",
+    "may_write_document": "amp_clipfix.analysis.document_texts",
     "may_write_fused_key": "amp_clipfix.analysis.fused_keys",
     "may_write": "amp_clipfix.analysis.shape_texts",
     "call_test": "amp_clipfix.analysis.calls",
