@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import child_environment, load_average  # noqa: E402
+from benchmark import amp_clipfix_command, child_environment, load_average  # noqa: E402
 from corpus import measure  # noqa: E402
 
 FIRST_DEFINITION = re.compile(r"^(?:@|async def |def |class )", re.MULTILINE)
@@ -55,9 +55,9 @@ def edit(path: Path, at_end: bool = False, name: str = "_edited") -> None:
 
 def timed(tree: Path, env: dict[str, str], *arguments: str) -> tuple[float, str]:
     """CPU seconds of `check ARGUMENTS`, and whether its output equals a `--no-cache` run's."""
-    command = [sys.executable, "-m", "amp_clipfix", "check", *arguments]
-    warm = measure(command, tree, env)
-    cold = measure([*command[:4], "--no-cache", *command[4:]], tree, env)
+    command = [*amp_clipfix_command(), "check"]
+    warm = measure([*command, *arguments], tree, env)
+    cold = measure([*command, "--no-cache", *arguments], tree, env)
     same = (warm.stdout, warm.returncode) == (cold.stdout, cold.returncode)
     return warm.cpu_seconds, "same" if same else "DIFFERENT"
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ["commit", "-qm", "corpus", "--allow-empty"],
         ):
             subprocess.run([*GIT, *step], cwd=tree, check=True, capture_output=True)
-        command = [sys.executable, "-m", "amp_clipfix", "check", "."]
+        command = [*amp_clipfix_command(), "check", "."]
         cold = measure(command, tree, env)
         unchanged = measure(command, tree, env)
         print(f"cold `check .`: {cold.cpu_seconds:.2f} s; unchanged: {unchanged.cpu_seconds:.2f} s")

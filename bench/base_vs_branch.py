@@ -17,7 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-COMMAND = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "--format", "json", "."]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmark import amp_clipfix_command  # noqa: E402
+
+# The console script, as users run it (benchmark.amp_clipfix_command); PYTHONPATH picks the tree.
+COMMAND = [*amp_clipfix_command(), "check", "--no-cache", "--format", "json", "."]
 
 
 def run(folder: Path, env: dict[str, str]) -> tuple[float, bytes]:

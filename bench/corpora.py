@@ -11,11 +11,13 @@ Run it with the interpreter that has amp-clipfix and ruff installed:
 Each corpus is a folder of `--root` (a repository's HEAD checked out, never committed here; the
 `baseline` folder and the `--save` / `--compare` folder are skipped). Per corpus, in this order:
 
-- `python -m amp_clipfix check --no-cache --format json <corpus>` once, not measured (`--cold`
-  skips it): the bytecode cache is a fresh folder of the sweep's (PYTHONPYCACHEPREFIX, which
+- `amp-clipfix check --no-cache --format json <corpus>` once, not measured (`--cold` skips
+  it): the bytecode cache is a fresh folder of the sweep's (PYTHONPYCACHEPREFIX, which
   Python also reads the standard library's and dependencies' bytecode from), and an installed
   tool has its bytecode; without this run the first corpus paid for compiling every module
-  the tool imports (gpt-neox, first by name: 0.46 s against 0.15 s warm),
+  the tool imports (gpt-neox, first by name: 0.46 s against 0.15 s warm). `amp-clipfix` is
+  the console script run by this interpreter (`benchmark.amp_clipfix_command`), what users
+  and the pre-commit hook run: `python -m amp_clipfix` pays for runpy besides,
 - the same command again, measured (exit 0 or 1),
 - `ruff check --no-cache --isolated --select E9 <corpus>`, `--ruff-runs` times (5), its figure
   the run of median CPU: on the small corpora ruff takes 20-70 ms, a few clock ticks, and one
@@ -49,7 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import child_environment, entry_point, load_average  # noqa: E402
+from benchmark import amp_clipfix_command, child_environment, entry_point, load_average  # noqa: E402
 from corpus import Measurement, command_cpu, measure  # noqa: E402
 
 RUFF = ["check", "--no-cache", "--isolated", "--select", "E9"]
@@ -108,7 +110,7 @@ def compare(report: str, name: str, folder: Path | None) -> str:
 
 def sweep(arguments: argparse.Namespace, env: dict[str, str]) -> list[Row]:
     rows: list[Row] = []
-    amp = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "--format", "json"]
+    amp = [*amp_clipfix_command(), "check", "--no-cache", "--format", "json"]
     for folder in corpora(arguments.root, arguments.only, (arguments.save, arguments.compare)):
         print(f"corpus {folder.name} ...", file=sys.stderr, flush=True)
         if not arguments.cold:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchmark import child_environment  # noqa: E402
+from benchmark import amp_clipfix_command, child_environment  # noqa: E402
 from corpora import RUFF, ruff_binary  # noqa: E402
 from corpus import measure  # noqa: E402
 from factory_project import write_project  # noqa: E402
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for size in arguments.sizes:
             root = Path(scratch) / f"p{size}"
             write_project(root, size)
-            amp = [sys.executable, "-m", "amp_clipfix", "check", "--no-cache", "."]
+            amp = [*amp_clipfix_command(), "check", "--no-cache", "."]
             run = measure(amp, root, env, timeout=arguments.timeout)
             ruff = measure([ruff_binary(), *RUFF, "."], root, env)
             timed_out = " (timed out)" if run.timed_out else ""

@@ -302,21 +302,23 @@ def collect_stages(
 ) -> None:
     """The stages of collect_project, then the project resolution (its module is imported
     once a file may take part: a project with nothing to find needs none)."""
-    from amp_clipfix.analysis.parse_pool import collect_files
-
     if not prefilter:
+        from amp_clipfix.analysis.parse_pool import collect_files
         from amp_clipfix.analysis.project_resolve import resolve_collection
 
         collect_files(contents, list(searchable), jobs, collection)  # library code: never
         resolve_collection(root, contents, searchable, collection)
         return
-    collect_files(
-        contents, passing(searchable, Stage.FUSED_OPTIMIZER, collection), jobs, collection
-    )
+    fused = passing(searchable, Stage.FUSED_OPTIMIZER, collection)
+    if fused:  # else nothing to parse, and parse_pool is not imported
+        from amp_clipfix.analysis.parse_pool import collect_files
+
+        collect_files(contents, fused, jobs, collection)
     if not any(FUSED_WORD in data for data in searchable.values()) or not any(
         uses_lightning(data) for data in searchable.values()
     ):
         return  # no optimizer of the project is fused, or nothing uses Lightning
+    from amp_clipfix.analysis.parse_pool import collect_files
     from amp_clipfix.analysis.project_resolve import (
         project_evaluator_of,
         resolve_collection,
