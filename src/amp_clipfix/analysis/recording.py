@@ -68,6 +68,7 @@ PREDICATE_MODULES = (
     "amp_clipfix.analysis.fused_keys",
     "amp_clipfix.analysis.shape_texts",
     "amp_clipfix.analysis.calls",
+    "amp_clipfix.analysis.decoration_texts",
 )
 
 
