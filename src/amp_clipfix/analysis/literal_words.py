@@ -1,7 +1,8 @@
 """Whether a module's text writes a name only where it gives no attribute a value: in comments,
-and in string literals that no call reads as a name (a docstring, `x = "..."`, `"a" + x`, a
-`help=` text), told by a lexer of comments and string literals (one regular expression, in C)
-instead of a parse.
+in string literals that no call reads as a name (a docstring, `x = "..."`, `"a" + x`, a
+`help=` text), and in code where it is imported under its own name or called (`name(...)`,
+accelerate's `PartialState()` in 27 files), told by a lexer of comments and string literals
+(one regular expression, in C) instead of a parse.
 
 reach.py's `value_files` asks which files give an attribute name a value, and parsed every file
 that writes the name other than as `.name(`: a common method name (`eval`, `parameters`, `get`)
