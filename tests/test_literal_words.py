@@ -14,7 +14,7 @@ from test_reach import check, write
 
 from amp_clipfix.analysis import bound_names, literal_words, reach
 from amp_clipfix.analysis.bound_names import call_values, file_names, text_binds
-from amp_clipfix.analysis.literal_words import calls_may_name, written_only_in_prose
+from amp_clipfix.analysis.literal_words import calls_may_name, written_binding_nothing
 from amp_clipfix.analysis.summary import summarise
 from amp_clipfix.analysis.text_tests import written_free
 
@@ -67,20 +67,30 @@ PROSE = [
     ("from eval import y; eval = 1\n", False),
     ("eval: int = 1\n", False),
     ("def f(eval=1):\n    pass\n", False),
+    # a call of the name reads it (written_binding_nothing's `called_there`)
+    ("x = eval(1)\neval(2)\nfoo(eval(3), k=eval(4))\n", True),
+    ("def f():\n    return not eval(1)\n", True),
+    ("@eval(1)\ndef f():\n    pass\n", True),
+    ("x = eval (1)\n", False),  # something between: asked of the parse
+    ("x = \\\n    eval(1)\n", False),  # after a continuation (it may follow `def`)
+    ("def eval(x):\n    pass\n", False),  # a definition: asked of the parse
+    ("class eval(A):\n    pass\n", False),
+    ("isinstance(x, eval)\n", False),
+    ("lambda eval: eval(1)\n", False),
 ]
 
 
 @pytest.mark.parametrize(("source", "prose"), PROSE)
-def test_a_name_written_only_in_prose(source: str, prose: bool) -> None:
+def test_a_name_written_binding_nothing(source: str, prose: bool) -> None:
     data = source.encode()
-    assert written_only_in_prose("eval", data) is prose
+    assert written_binding_nothing("eval", data) is prose
     if prose:  # and then the parse finds no value either
         assert not bound_names_of(data).binds_value("eval", data)
 
 
 def test_a_dashed_argument_names_the_underscored_name() -> None:
     data = b'# set_epoch\nparser.add_argument("--set-epoch")\n'
-    assert not written_only_in_prose("set_epoch", data)
+    assert not written_binding_nothing("set_epoch", data)
     assert bound_names_of(data).binds_value("set_epoch", data)
 
 
@@ -88,11 +98,11 @@ def test_a_formatted_field_is_not_lexed_from_3_12(monkeypatch: pytest.MonkeyPatc
     """PEP 701: a field may hold its own quotes, so a text with one is left to the parse; a
     formatted string without a field lexes as any string."""
     data = b'# eval\nx = f"{a}"\n'
-    assert written_only_in_prose("eval", data)
+    assert written_binding_nothing("eval", data)
     monkeypatch.setattr(literal_words, "FIELDS_LEXED", True)
     literal_words.literals_of.cache_clear()
-    assert not written_only_in_prose("eval", data)
-    assert written_only_in_prose("eval", b'# eval\nx = f"{{a}}"\n')
+    assert not written_binding_nothing("eval", data)
+    assert written_binding_nothing("eval", b'# eval\nx = f"{{a}}"\n')
     assert calls_may_name("eval", data)
 
 
@@ -140,6 +150,12 @@ PIECES = [
     "class ",
     "global ",
     ":=",
+    "@",
+    "return ",
+    "not ",
+    "\\\n",
+    "\r\n",
+    "\t",
 ]
 
 
@@ -168,7 +184,7 @@ def test_random_texts_answer_as_the_parse() -> None:
                 name in eager or bound_names.dict_key(name, data)
             ), (name, data)
             prose = written_free(name, data) and not text_binds(name, data)
-            if prose and written_only_in_prose(name, data):
+            if prose and written_binding_nothing(name, data):
                 assert name not in eager, (name, data)
 
 
@@ -206,14 +222,26 @@ def helper_{index}(x):
 '''
 
 
+# accelerate's `PartialState`: imported by name and called, in 27 files parsed to learn that
+CALLING = """\
+from tools import item
+
+
+def helper_{index}(x):
+    return item(x) + item(x[0])
+"""
+
+
+@pytest.mark.parametrize("helper", [DOCUMENTED, CALLING], ids=["prose", "calls"])
 def test_the_value_question_parses_no_file_that_writes_the_name_only_in_prose(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str
 ) -> None:
     """`summary(loss).item()` is asked of the index: `item` is written freely in eight modules'
-    docstrings and comments only, none of which is parsed for it; the finding is the same."""
+    docstrings and comments only, or where they import it and call it, none of which is
+    parsed for it; the finding is the same."""
     from test_reach import ENGINE, OPS, TRAIN
 
-    helpers = {f"helpers_{index}.py": DOCUMENTED.format(index=index) for index in range(8)}
+    helpers = {f"helpers_{index}.py": helper.format(index=index) for index in range(8)}
     write(tmp_path, {"ops.py": OPS, "engine.py": ENGINE, "train.py": TRAIN, **helpers})
     loaded: list[str] = []
     names_of = reach.CallReach.names_of
@@ -230,7 +258,7 @@ def test_the_value_question_parses_no_file_that_writes_the_name_only_in_prose(
     assert not any(name.startswith("helpers_") for name in loaded)
     monkeypatch.undo()
 
-    monkeypatch.setattr(reach, "written_only_in_prose", lambda name, data: False)
+    monkeypatch.setattr(reach, "written_binding_nothing", lambda name, data: False)
     loaded.clear()
     monkeypatch.setattr(reach.CallReach, "names_of", noted)
     without = check(tmp_path, monkeypatch)

@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from amp_clipfix.analysis.decoration_texts import may_decorate_with
+from amp_clipfix.analysis.recording import raw, tested
 from amp_clipfix.analysis.values import ClsV, Fn, SelfV
 
 if TYPE_CHECKING:
@@ -101,8 +104,11 @@ def applications(ev: EvaluatorBase, summary: Summary, decorator: Function) -> li
     ev.decorations[key] = []  # a decoration read while its own applications are looked for
     found: list[Applied] = []
     wanted = names_applying(ev, summary, decorator)
-    paths = {p for name in wanted for p in ev.files_naming(name.encode("utf-8"))}
+    words = sorted(name.encode("utf-8") for name in wanted)
+    paths = {p for word in words for p in ev.files_naming(word)}
     for path in sorted(paths):
+        if not may_decorate(ev, path, words):
+            continue  # no decoration of the file writes one of the names (decoration_texts.py)
         other = ev.summary(path)
         if other is None:
             continue
@@ -110,9 +116,7 @@ def applications(ev: EvaluatorBase, summary: Summary, decorator: Function) -> li
             if not isinstance(statement, FUNCTIONS) or not statement.decorator_list:
                 continue
             for decoration in statement.decorator_list:
-                if not wanted & {n.id for n in ast.walk(decoration) if isinstance(n, ast.Name)} | {
-                    n.attr for n in ast.walk(decoration) if isinstance(n, ast.Attribute)
-                }:
+                if not wanted & written_names(decoration):
                     continue
                 values = ev.ev(decoration, ev.ctx_of(other, decoration))
                 if any(isinstance(v, Fn) and v.node is decorator for v in values):
@@ -121,6 +125,22 @@ def applications(ev: EvaluatorBase, summary: Summary, decorator: Function) -> li
                     found.append((statement, other, cls))
     ev.decorations[key] = found
     return found
+
+
+def written_names(decoration: ast.expr) -> set[str]:
+    """The names a decoration writes: its names and the attributes it reads (`@thunder.jit`)."""
+    return {
+        n.id if isinstance(n, ast.Name) else n.attr
+        for n in ast.walk(decoration)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    }
+
+
+def may_decorate(ev: EvaluatorBase, path: Path, words: list[bytes]) -> bool:
+    """Whether the file's text may write one of `words` in a decoration, noted as that test of
+    its text (a later run asks it again of a changed file), not as a read of it."""
+    found = may_decorate_with(path, raw(ev.contents)[path], *words)
+    return tested(ev.contents, path, (("raw", "may_decorate_with", *words),), found)
 
 
 def wrapper_self(ev: EvaluatorBase, function: ast.AST, name: str, ctx: Ctx) -> list[object] | None:

@@ -1,7 +1,8 @@
 """Whether a module's text writes a name only where it gives no attribute a value: in comments,
-and in string literals that no call reads as a name (a docstring, `x = "..."`, `"a" + x`, a
-`help=` text), told by a lexer of comments and string literals (one regular expression, in C)
-instead of a parse.
+in string literals that no call reads as a name (a docstring, `x = "..."`, `"a" + x`, a
+`help=` text), and in code where it is imported under its own name or called (`name(...)`,
+accelerate's `PartialState()` in 27 files), told by a lexer of comments and string literals
+(one regular expression, in C) instead of a parse.
 
 reach.py's `value_files` asks which files give an attribute name a value, and parsed every file
 that writes the name other than as `.name(`: a common method name (`eval`, `parameters`, `get`)
@@ -52,6 +53,11 @@ OPENERS = (b"(", b"[", b"{", b",")
 CLOSERS = (b",", b")", b"]", b"}")
 OPERATOR_BYTES = frozenset(b"=<>!:+-*/%&|^@")  # before `=`: a comparison, not a keyword
 CALLED_BYTES = NAME_BYTES | frozenset(b")]'\"")  # before a call's `(`: what it calls
+# Keywords after which an expression goes on: a call of a name there reads it.
+EXPRESSION_KEYWORDS = frozenset(
+    {b"return", b"await", b"not", b"in", b"and", b"or", b"yield", b"else", b"if", b"elif"}
+    | {b"is", b"assert", b"raise", b"while", b"with"}
+)
 # a keyword whose string with a space is prose, not a name (bound_names.DOC_KEYWORDS)
 PROSE_KEYWORDS = frozenset({b"help", b"description", b"epilog"})
 
@@ -146,18 +152,21 @@ def literals_of(data: bytes) -> Literals:
     return Literals(data)
 
 
-def written_only_in_prose(name: str, data: bytes) -> bool:
+def written_binding_nothing(name: str, data: bytes) -> bool:
     """Every writing of `name` other than `.name(` (text_tests.free_word) is in a comment or
-    a string literal, and no string that may be a call's argument spells it (`strings_name`).
-    False where the lexer cannot tell (the module's docstring). Meant for a text Python reads
-    as it is written: UTF-8 or ASCII, NFKC-stable (reach.py checks)."""
+    a string literal, or in code where it binds no value (`imported_otherwise`,
+    `called_there`), and no string that may be a call's argument spells it
+    (`strings_name`). False where the lexer cannot tell (the module's docstring). Meant for a
+    text Python reads as it is written: UTF-8 or ASCII, NFKC-stable (reach.py checks)."""
     free = [match.start() for match in free_word(name).finditer(data)]
     if not free:
         return True
     literals = literals_of(data)
     for position in free:
-        if literals.at(position) < 0 and not imported_otherwise(name, data, literals, position):
-            return False  # written in code
+        if literals.at(position) < 0 and not (
+            imported_otherwise(name, data, literals, position) or called_there(name, data, position)
+        ):
+            return False  # written in code where it may bind a value
     return literals.readable and not strings_name(name, data, literals)
 
 
@@ -187,6 +196,34 @@ def imported_otherwise(name: str, data: bytes, literals: Literals, position: int
             from_import = statement.start(1) >= 0
             return from_import or item.group(2) is not None or position != item.start()
     return False
+
+
+def called_there(name: str, data: bytes, position: int) -> bool:
+    """The name written in code at `position` binds no value there: it is called right there
+    (`name(`: read) where an expression starts or goes on: a line's start, after an operator,
+    a bracket or a keyword an expression follows (`return`, `not`, `in`...). Never after
+    `def` or `class` (a definition), `.`, a line continuation (it may follow `def`), nor with
+    anything between it and its `(`."""
+    end = position + len(name)
+    if data[end : end + 1] != b"(":
+        return False
+    before = position
+    while before > 0 and data[before - 1] in b" \t\f":
+        before -= 1
+    if before == 0:
+        return True  # the text's first statement
+    mark = data[before - 1 : before]
+    if mark in (b"\r", b"\n"):  # the line starts with it: a statement or an argument
+        line_break = (
+            before - 2 if before >= 2 and data[before - 2 : before] == b"\r\n" else before - 1
+        )
+        return line_break == 0 or data[line_break - 1 : line_break] != b"\\"
+    keyword_start = before
+    while keyword_start > 0 and data[keyword_start - 1] in NAME_BYTES:
+        keyword_start -= 1
+    if keyword_start < before:
+        return data[keyword_start:before] in EXPRESSION_KEYWORDS
+    return mark not in (b".", b"\\")
 
 
 def calls_may_name(name: str, data: bytes) -> bool:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator, text_binds
 from amp_clipfix.analysis.clip_values import clip_names, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.literal_words import read_as_written, written_only_in_prose
+from amp_clipfix.analysis.literal_words import read_as_written, written_binding_nothing
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
 from amp_clipfix.analysis.order import HELPER_DEPTH, calls_of, statements
 from amp_clipfix.analysis.receivers import follows_callers, from_call
@@ -315,14 +315,14 @@ class CallReach:
 
     def binds_value(self, path: Path, name: str, data: bytes) -> bool:
         """The file gives `name` a value (`names_of`), its parse left out where the text shows
-        it cannot (`literal_words.written_only_in_prose`; a Python file read as written): it
+        it cannot (`literal_words.written_binding_nothing`; a Python file read as written): it
         is then promised as read, as the parse would leave it, but not as known to parse."""
         if (
             path not in self.files
             and path.suffix == ".py"
             and data is raw(self.contents)[path]  # NFKC-stable: Python reads it as written
             and read_as_written(data)
-            and written_only_in_prose(name, data)
+            and written_binding_nothing(name, data)
             and not text_binds(name, data)
         ):
             self.promise([path], parsed=False)
