@@ -27,7 +27,7 @@ class Alone:
     def __call__(
         self, command: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None
     ) -> float:
-        tool = "amp" if "amp_clipfix" in command else "ruff"
+        tool = "amp" if any(Path(part).name == "amp-clipfix" for part in command) else "ruff"
         self.order.append(tool)
         figures = AMP_CPU if tool == "amp" else RUFF_CPU
         return figures[(self.order.count(tool) - 1) % len(figures)]

@@ -41,7 +41,7 @@ class Recorder:
         *,
         timeout: float | None = None,
     ) -> Measurement:
-        tool = "amp" if "amp_clipfix" in command else "ruff"
+        tool = "amp" if any(Path(part).name == "amp-clipfix" for part in command) else "ruff"
         first = (cwd.name, tool) not in self.runs
         self.runs.append((cwd.name, tool))
         cpu = COLD if first else WARM
@@ -96,7 +96,7 @@ class RuffTicks(Recorder):
 
     def __call__(self, command, cwd, env=None, *, timeout=None):  # type: ignore[no-untyped-def]
         measured = super().__call__(command, cwd, env, timeout=timeout)
-        if "amp_clipfix" in command:
+        if self.runs[-1][1] == "amp":
             return measured
         cpu = self.CPU[sum(1 for _, tool in self.runs if tool == "ruff") - 1]
         return Measurement(tuple(command), 0, "", "", cpu, 1 << 20, cpu_seconds=cpu)
