@@ -32,7 +32,7 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.scaler_backwards import any_scaler_backward
+from amp_clipfix.analysis.scaler_backwards import any_scaler_backward, scaled_backward_modules
 from amp_clipfix.analysis.scaler_calls import ScalerCalls
 from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
 from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip, scaler_makers
@@ -151,6 +151,7 @@ def check(queries: Queries) -> Iterator[Found]:
     clips = ClipCapable(reach)
     before = BeforeClip(reach)
     clips.before = before.may_enter
+    clips.outside = scaled_backward_modules(facts.evaluator)  # helper modules with no word
     classify = classifier(facts, reach.may_run_project, reach.may_be_clip, scalers)
     # a call is entered only where it may run a helper that makes an event (event_capable.py)
     enters = gated(AnyEvent(reach, clips, scalers).may_enter, reach.may_run_project)
