@@ -41,11 +41,7 @@ from amp_clipfix.analysis.event_capable import SCALED, scaled_backward_in
 from amp_clipfix.analysis.order import Outside
 from amp_clipfix.analysis.recording import holds, matches, raw, scan, tested
 from amp_clipfix.analysis.scaler_calls import ScalerCalls, made_scaler
-from amp_clipfix.analysis.written_events import (
-    AFTER_BRACKET,
-    scaler_written,
-    writes_scaled_backward,
-)
+from amp_clipfix.analysis.written_events import AFTER_BRACKET, scaler_written
 from amp_clipfix.sources.prefilter import GAP
 
 # `.scale(`, with only spaces, line breaks, continuations or comments between: where a text
@@ -88,13 +84,15 @@ def scaled_backward_modules(evaluator: Evaluator) -> Outside:
     makes a backward of). A training loop's `backward_of(scaler, loss)` of such a module is
     then read as it runs; a module writing none holds no backward a reading could meet
     (an `unscale_` or a step there, or a helper entered only on the way to such a module, is
-    not looked for: session 33, bench/README.md). Each module's text is read once."""
+    not looked for: session 33, bench/README.md). Each module's text is read once (a read the
+    query notes), its answer from the evaluator's tree of it where it has one (the helper's
+    callee was found there), else from the predicate's parse (scaled_backward_in)."""
     contents = evaluator.contents
     known: dict[Path, bool] = {}
 
     def writes(path: Path) -> bool:
         if path not in known:
-            known[path] = writes_scaled_backward(path, contents[path])
+            known[path] = scaled_backward_in(evaluator, contents, path, contents[path])
         return known[path]
 
     return writes
