@@ -58,6 +58,7 @@ from amp_clipfix.analysis.order import (
     Enters,
     Event,
     EventKind,
+    Outside,
     Seen,
     calls_of,
     events,
@@ -96,6 +97,8 @@ class ClipCapable(ModuleHolders):
         self.parsed = 0  # files the index parsed itself
         self.spent = False  # it opened past INDEX_PARSES (not for a function it holds)
         self.before: Enters = None  # Tail.before (set by the rule: event_capable.BeforeClip)
+        # the modules holding no search word whose helpers a reading enters (set by the rule)
+        self.outside: Outside = None
         self.handed: set[int] = set()  # the index's library calls it is handed to (`sites`)
         self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
         self.asked: Found | None = None  # the function whose value question opened the index
@@ -330,7 +333,19 @@ class Tail:
     ) -> list[Event]:
         """The events of `function` from `first` on, helpers as `start` says."""
         self.first = first
-        return events(facts, file, function, self.classify, 0, enters, first, self.start, tail=True)
+        outside = self.capable.outside
+        return events(
+            facts,
+            file,
+            function,
+            self.classify,
+            0,
+            enters,
+            first,
+            self.start,
+            tail=True,
+            outside=outside,
+        )
 
     def whole(
         self,
@@ -343,10 +358,15 @@ class Tail:
     ) -> list[Event]:
         """The reading whole: the statements before the first read, then `order` (read anew
         when a helper's statements were left out of it)."""
+        outside = self.capable.outside
         if self.cut:
-            return events(facts, file, function, classify, enters=enters, tail=True)
+            return events(
+                facts, file, function, classify, enters=enters, tail=True, outside=outside
+            )
         enters = gated(self.before, enters)  # only where a backward or an unscale_ can be
-        before = events(facts, file, function, classify, enters=enters, until=self.first)
+        before = events(
+            facts, file, function, classify, enters=enters, until=self.first, outside=outside
+        )
         return before + order
 
 
@@ -396,7 +416,9 @@ def tail_events(
     when a step comes after a clip there (a clip with no step after it is reported nowhere)."""
     first = statement_of(file, function, call)
     if first is None:
-        return events(facts, file, function, classify, enters=enters, tail=True)
+        return events(
+            facts, file, function, classify, enters=enters, tail=True, outside=clips.outside
+        )
     tail = Tail(clips, classify)
     order = tail.events(facts, file, function, first, enters)
     if not step_after_clip(order):

@@ -14,7 +14,7 @@ from pathlib import Path
 from amp_clipfix.analysis.contained_syntax import STAR_IMPORT
 from amp_clipfix.analysis.frame import EvaluatorBase
 from amp_clipfix.analysis.recording import holds, matches, raw, tested
-from amp_clipfix.analysis.text_tests import import_names, text_reference, whole_word
+from amp_clipfix.analysis.text_tests import import_names, text_reference, written_free
 from amp_clipfix.sources.prefilter import python_text, word_start
 
 
@@ -67,24 +67,30 @@ class NameTexts(EvaluatorBase):
         found = self.text_answer("holds word", word, path, lambda text: word in text)
         return tested(self.contents, path, (holds(word),), found)
 
-    def writes_word(self, path: Path, word: bytes) -> bool:
-        """Whether the file's text writes the ASCII `word` as a whole word (a byte that is not
-        ASCII next to it counts as a boundary: a superset of where Python reads the name),
-        noted as that test of its text."""
-        pattern = whole_word(word)
-        found = self.text_answer("writes word", word, path, lambda t: pattern.search(t) is not None)
-        return tested(self.contents, path, (matches(pattern),), found)
+    def names_module(self, path: Path, module_word: bytes) -> bool:
+        """Whether the file's text writes the ASCII module name `module_word` other than as a
+        method call `.name(` (text_tests.written_free: a byte that is not ASCII next to it
+        counts as a boundary), noted as that test of its text. A module object is never
+        called, so `x.main(...)` holds no module `main` (it calls an attribute of `x`; `x`,
+        were it the module, is written before the dot): a module whose function has its own
+        name (`main.py`'s `main`, `train.py`'s `train`) is not named by every file calling
+        `tf.test.main()` or `model.train()`. Spaces between the dot, the name and the bracket,
+        a comment or a docstring count as a writing (a superset of where Python reads it)."""
+        name = module_word.decode("ascii")
+        found = self.text_answer("free word", module_word, path, lambda t: written_free(name, t))
+        return tested(self.contents, path, (("fn", "written_free", name),), found)
 
     def through_module(self, path: Path, module_word: bytes, word: bytes) -> bool:
         """Whether a file that does not import `word` by name may still reach the module-level
         `word` of the module named `module_word`: it writes the module's name, and either
         `word` as an attribute (`runner.Runner`) or in a string (`getattr(m, "Runner")`), or
         an `import *` that can bring it in bare. A file naming it only in a comment or a
-        docstring (`runner (Runner): the runner`), or inside a longer name (`pretrained` for the
-        module `pretrain`), cannot: it is not parsed."""
+        docstring (`runner (Runner): the runner`), inside a longer name (`pretrained` for the
+        module `pretrain`) or only as a method call (`names_module`), cannot: it is not
+        parsed."""
         if not module_word or not self.holds_word(path, module_word):
             return False
-        if module_word.isascii() and not self.writes_word(path, module_word):
+        if module_word.isascii() and not self.names_module(path, module_word):
             return False
         if not self.module_made(module_word):
             return False  # no text anywhere can make the module's object, nor import it bare

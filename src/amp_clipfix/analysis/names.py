@@ -305,6 +305,14 @@ register(
     Entry(Kind.GRAD_SCALER, shards=Shards.FSDP),
     "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
 )
+# The methods torch's GradScaler runs to scale a loss, unscale an optimizer's gradients once and
+# step it (torch/amp/grad_scaler.py: `unscale_` runs `_unscale_grads_`; `step` unscales only an
+# optimizer not unscaled yet, then `_maybe_opt_step` skips a step whose gradients overflowed), and
+# the hook that would intercept every one of them. A project subclass that defines none of them
+# scales, unscales and steps as the library class does (scaler_calls.scaler_base).
+GRAD_SCALER_METHODS = frozenset(
+    {"scale", "unscale_", "_unscale_grads_", "step", "_maybe_opt_step", "__getattribute__"}
+)
 
 
 def register_clips() -> None:

@@ -33,10 +33,12 @@ its `x` may hold, runs the search again.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from amp_clipfix.analysis.clip_tail import INDEX_PARSES
 from amp_clipfix.analysis.evaluate import Evaluator
 from amp_clipfix.analysis.event_capable import SCALED, scaled_backward_in
+from amp_clipfix.analysis.order import Outside
 from amp_clipfix.analysis.recording import holds, matches, raw, scan, tested
 from amp_clipfix.analysis.scaler_calls import ScalerCalls, made_scaler
 from amp_clipfix.analysis.written_events import AFTER_BRACKET, scaler_written
@@ -73,3 +75,24 @@ def any_scaler_backward(evaluator: Evaluator, calls: ScalerCalls | None) -> bool
             if made_scaler(evaluator, found, calls) or evaluator.cuts != cuts:
                 return True
     return False
+
+
+def scaled_backward_modules(evaluator: Evaluator) -> Outside:
+    """The modules holding none of the searches' words whose helpers ACF004's readings enter
+    (order.events `outside`): those whose text may write a scaled backward
+    (written_events.writes_scaled_backward, the gate's own shape: the only call the classifier
+    makes a backward of). A training loop's `backward_of(scaler, loss)` of such a module is
+    then read as it runs; a module writing none holds no backward a reading could meet
+    (an `unscale_` or a step there, or a helper entered only on the way to such a module, is
+    not looked for: session 33, bench/README.md). Each module's text is read once (a read the
+    query notes), its answer from the evaluator's tree of it where it has one (the helper's
+    callee was found there), else from the predicate's parse (scaled_backward_in)."""
+    contents = evaluator.contents
+    known: dict[Path, bool] = {}
+
+    def writes(path: Path) -> bool:
+        if path not in known:
+            known[path] = scaled_backward_in(evaluator, contents, path, contents[path])
+        return known[path]
+
+    return writes

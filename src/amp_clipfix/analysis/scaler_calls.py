@@ -23,6 +23,11 @@ statements, a non-Python file) hands it on, and every callee is asked as before.
 
 The answer reads the files that write the name (a noted scan, then their summaries: a read of
 each), so an edit there asks it again in a warm run.
+
+An instance of a project class is a GradScaler where the class scales, unscales and steps as a
+library one (`scaler_base`): a library GradScaler class is among its bases by value, and
+neither it nor a project class among its bases defines a method torch's class runs for that
+(names.GRAD_SCALER_METHODS). The project's own class of that name derives from none.
 """
 
 from __future__ import annotations
@@ -32,10 +37,10 @@ from pathlib import Path
 
 from amp_clipfix.analysis.bodies import peeked_child_nodes
 from amp_clipfix.analysis.evaluate import Evaluator
-from amp_clipfix.analysis.names import GRAD_SCALERS
+from amp_clipfix.analysis.names import GRAD_SCALER_METHODS, GRAD_SCALERS
 from amp_clipfix.analysis.parse import LargeModule
 from amp_clipfix.analysis.recording import scan
-from amp_clipfix.analysis.values import Ext, Opaque
+from amp_clipfix.analysis.values import ClsV, Ext, Inst, Opaque
 
 # The names the library's GradScaler classes are written with (`GradScaler`, `ShardedGradScaler`).
 SCALER_WORDS = frozenset(qname.rsplit(".", 1)[1] for qname in GRAD_SCALERS)
@@ -77,8 +82,11 @@ class ScalerCalls:
 def made_scaler(evaluator: Evaluator, values: list[object], calls: ScalerCalls | None) -> bool:
     """Some value was made by a library GradScaler call: an `Opaque` of a call whose callee is
     a GRAD_SCALERS class, each callee evaluated where `calls` says it may be one (None: every
-    callee)."""
+    callee), or an instance of a project subclass that scales, unscales and steps as one
+    (`scaler_base`)."""
     for value in values:
+        if isinstance(value, Inst) and scaler_base(evaluator, value.cls) is not None:
+            return True
         if (
             isinstance(value, Opaque)
             and isinstance(value.node, ast.Call)
@@ -90,6 +98,66 @@ def made_scaler(evaluator: Evaluator, values: list[object], calls: ScalerCalls |
             if any(isinstance(v, Ext) and v.qname in GRAD_SCALERS for v in made):
                 return True
     return False
+
+
+def scaler_base(evaluator: Evaluator, cls: ClsV) -> str | None:
+    """The library GradScaler class a project class scales, unscales and steps as (the first
+    by name): one of its bases by value (`class Scaler(torch.amp.GradScaler)`, through an
+    alias, another module or a project class between), where neither it nor any project class
+    among its bases defines a method torch's class runs for that (names.GRAD_SCALER_METHODS)
+    and every other base is such a project class or `object`. A project class of its own
+    (ColossalAI's copy of torch's class) derives from none: None."""
+    found = library_bases(evaluator, cls, set())
+    return min(found) if found else None
+
+
+def library_bases(evaluator: Evaluator, cls: ClsV, seen: set[int]) -> set[str] | None:
+    """The GRAD_SCALERS classes among the class's bases, through project classes that define
+    none of GRAD_SCALER_METHODS; None where a class may define one (a decorator, a metaclass,
+    a statement of the body that may bind a name other than as a method or an assignment) or
+    a base is anything else (a library class of another kind, a value not known)."""
+    node = cls.node
+    if id(node) in seen or node.decorator_list or node.keywords or may_define(evaluator, node):
+        return None
+    seen.add(id(node))  # the classes being read: a class among its own bases is refused
+    try:
+        found: set[str] = set()
+        ctx = evaluator.ctx_of(cls.summary, node)
+        for base in node.bases:
+            for value in evaluator.force(evaluator.ev(base, ctx)):
+                if isinstance(value, Ext) and value.qname in GRAD_SCALERS:
+                    found.add(value.qname)
+                elif isinstance(value, ClsV):
+                    inner = library_bases(evaluator, value, seen)
+                    if inner is None:
+                        return None
+                    found |= inner
+                elif not is_object(base, value):
+                    return None
+        return found
+    finally:
+        seen.discard(id(node))
+
+
+def is_object(base: ast.expr, value: object) -> bool:
+    """The base is Python's `object`: the name `object` bound nowhere in its module (the
+    evaluator's value of a name it finds no binding of is an `Opaque` of the name itself)."""
+    return (
+        isinstance(base, ast.Name)
+        and base.id == "object"
+        and isinstance(value, Opaque)
+        and value.node is base
+    )
+
+
+def may_define(evaluator: Evaluator, node: ast.ClassDef) -> bool:
+    """The class body may give the class one of GRAD_SCALER_METHODS (a method, an assignment,
+    a method's `self.<name> = ...`: classes.class_members), or binds names in statements it
+    does not read (an `if`, a `try`, a loop)."""
+    if GRAD_SCALER_METHODS & evaluator.class_members(node).keys():
+        return True
+    plain = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign, ast.Expr, ast.Pass)
+    return not all(isinstance(statement, plain) for statement in node.body)
 
 
 def spelled(func: ast.expr) -> bool:

@@ -157,13 +157,32 @@ def reports_none(
         statements before it, read as clip_tail.Tail.whole reads them)."""
         if not before:
             gate = gated(capable.before, enters)
-            before.append(events(facts, file, function, classify, enters=gate, until=first))
+            before.append(
+                events(
+                    facts,
+                    file,
+                    function,
+                    classify,
+                    enters=gate,
+                    until=first,
+                    outside=capable.outside,
+                )
+            )
         return any(event.kind is EventKind.BACKWARD for event in before[0])
 
     for index in range(start, len(listed)):
         until = listed[index + 1] if index + 1 < len(listed) else NOTHING  # never quiet
         order += events(
-            facts, file, function, tail.classify, 0, enters, listed[index], tail.start, until
+            facts,
+            file,
+            function,
+            tail.classify,
+            0,
+            enters,
+            listed[index],
+            tail.start,
+            until,
+            outside=capable.outside,
         )
         if index == start:
             levels = [len(e.via) for e in order if id(e.call) in clips and call in e.via]

@@ -13,15 +13,15 @@ import ast
 from collections.abc import Iterator
 
 from amp_clipfix.analysis.decorators import replaced
-from amp_clipfix.analysis.facts import FileFacts, ProjectFacts, any_scaler
+from amp_clipfix.analysis.facts import FileFacts, Made, ProjectFacts, any_scaler
 from amp_clipfix.analysis.lightning_api import CLIP_HOOK
 from amp_clipfix.analysis.manual import items_of
-from amp_clipfix.analysis.names import TORCH_CLIPS
+from amp_clipfix.analysis.names import GRAD_SCALERS, TORCH_CLIPS
 from amp_clipfix.analysis.order import Event, EventKind
 from amp_clipfix.analysis.partials import called_qnames
 from amp_clipfix.analysis.recording import TextTest
-from amp_clipfix.analysis.scaler_calls import ScalerCalls, made_scaler
-from amp_clipfix.analysis.values import ClsV, Fn, Opt, is_off
+from amp_clipfix.analysis.scaler_calls import ScalerCalls, made_scaler, scaler_base
+from amp_clipfix.analysis.values import ClsV, Fn, Inst, Opt, is_off
 from amp_clipfix.models import Site, SiteKind
 
 
@@ -31,6 +31,31 @@ def is_scaler(
     """The expression may hold a GradScaler made by the library (any spelling); `calls`: the
     calls that may make one (analysis/scaler_calls.py; None: any call)."""
     return made_scaler(facts.evaluator, facts.values(file, node), calls)
+
+
+def scaler_makers(
+    facts: ProjectFacts, file: FileFacts, node: ast.expr
+) -> list[tuple[ast.Call, Made | None]]:
+    """The calls that may have made the GradScaler the expression holds: a library GradScaler
+    call, with its `Made`, and a call of a project subclass that scales, unscales and steps as
+    one (scaler_calls.scaler_base), with a `Made` of its library class where no project class
+    of it defines `__init__` (the call's arguments are then the library class's), else None."""
+    found: list[tuple[ast.Call, Made | None]] = [
+        (m.call, m) for m in facts.constructions(file, node) if m.qname in GRAD_SCALERS
+    ]
+    evaluator = facts.evaluator
+    for value in facts.values(file, node):
+        if not isinstance(value, Inst) or value.call is None or value.ctx is None:
+            continue
+        base = scaler_base(evaluator, value.cls)
+        if base is not None:
+            own = any(
+                isinstance(cls, ClsV) and "__init__" in evaluator.class_members(cls.node)
+                for cls in evaluator.mro(value.cls)
+            )
+            summary = value.ctx.summary  # type: ignore[attr-defined]
+            found.append((value.call, None if own else Made(base, value.call, summary)))
+    return found
 
 
 def is_torch_clip(facts: ProjectFacts, file: FileFacts, call: ast.Call) -> bool:

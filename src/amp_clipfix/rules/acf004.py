@@ -16,7 +16,6 @@ from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, t
 from amp_clipfix.analysis.clip_values import spelled
 from amp_clipfix.analysis.event_capable import AnyEvent, BeforeClip, made_by
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
-from amp_clipfix.analysis.names import GRAD_SCALERS
 from amp_clipfix.analysis.order import (
     FUNCTIONS,
     Body,
@@ -33,10 +32,10 @@ from amp_clipfix.analysis.order import (
     statements,
 )
 from amp_clipfix.analysis.reach import CallReach
-from amp_clipfix.analysis.scaler_backwards import any_scaler_backward
+from amp_clipfix.analysis.scaler_backwards import any_scaler_backward, scaled_backward_modules
 from amp_clipfix.analysis.scaler_calls import ScalerCalls
 from amp_clipfix.analysis.tail_callers import closes_clips, may_step_after, reports_none
-from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip
+from amp_clipfix.analysis.training import call_site, is_scaler, is_torch_clip, scaler_makers
 from amp_clipfix.analysis.values import Lit
 from amp_clipfix.analysis.written_events import scaler_written
 from amp_clipfix.models import Confidence, LightningPath, SiteKind, Strategy
@@ -100,7 +99,7 @@ def made_once(facts: ProjectFacts, file: FileFacts, node: ast.expr) -> ast.Call 
     """The one `GradScaler(...)` call the scaler expression holds the value of, when there is
     one: the same scaler however it is reached (`scaler` and `wrapper.scaler`, given it at its
     construction), where that call runs once for the function read (same_scaler)."""
-    made = {id(m.call): m.call for m in facts.constructions(file, node) if m.qname in GRAD_SCALERS}
+    made = {id(call): call for call, _ in scaler_makers(facts, file, node)}
     return next(iter(made.values())) if len(made) == 1 else None
 
 
@@ -152,6 +151,7 @@ def check(queries: Queries) -> Iterator[Found]:
     clips = ClipCapable(reach)
     before = BeforeClip(reach)
     clips.before = before.may_enter
+    clips.outside = scaled_backward_modules(facts.evaluator)  # helper modules with no word
     classify = classifier(facts, reach.may_run_project, reach.may_be_clip, scalers)
     # a call is entered only where it may run a helper that makes an event (event_capable.py)
     enters = gated(AnyEvent(reach, clips, scalers).may_enter, reach.may_run_project)
@@ -402,8 +402,9 @@ def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> boo
     receiver = call.value.func
     assert isinstance(receiver, ast.Attribute)
     states: set[bool | None] = set()
-    for made in facts.constructions(backward.file, receiver.value):
-        if made.qname not in GRAD_SCALERS:
+    for _, made in scaler_makers(facts, backward.file, receiver.value):
+        if made is None:  # a subclass's own `__init__` takes the arguments
+            states.add(None)
             continue
         values = facts.argument(made, "enabled", 4)
         if not values:
@@ -435,7 +436,9 @@ RULE = Rule(
         "`torch.nn.utils.clip_grad_norm_(...)` or `clip_grad_value_(...)`, then "
         "`scaler.step(optimizer)`, with no `scaler.unscale_(optimizer)` between the backward and "
         "the clip. The scaler is known by the call that made it (`torch.amp.GradScaler`, "
-        "`torch.cuda.amp.GradScaler`, ...), the clip by its qualified name. A scaler enabled "
+        "`torch.cuda.amp.GradScaler`, ..., or a project subclass of one that defines none of "
+        "the methods torch's class scales, unscales and steps with), the clip by its "
+        "qualified name. A scaler enabled "
         "at run time (`enabled=args.amp`) makes it a review finding; the fix is right either "
         "way (`unscale_` of a disabled scaler does nothing)."
     ),
