@@ -161,7 +161,7 @@ def own_reads(reads: Reads) -> tuple[Any, ...]:
     """Empty the read fields of `reads` (a computation of its own notes into them); what they
     held, to `merge` back."""
     held = (*(getattr(reads, name) for name in READ_FIELDS), reads.everything)
-    for name, kind in zip(READ_FIELDS, (set, dict, dict, dict, set, set, dict, dict)):
+    for name, kind in zip(READ_FIELDS, READ_KINDS):
         setattr(reads, name, kind())
     reads.everything = False
     return held
@@ -179,6 +179,15 @@ def merge(reads: Reads, held: tuple[Any, ...]) -> tuple[Fields, bool]:
 
 
 READ_FIELDS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
+READ_KINDS = (set, dict, dict, dict, set, set, dict, dict)
+
+
+def restore(reads: Reads, fields: Fields) -> None:
+    """Set the read fields of `reads` to `fields` (`fields_of` taken before a computation
+    whose reads the later ones do not count: queries.py `detach`)."""
+    for name, kind, value in zip(READ_FIELDS, READ_KINDS, fields):
+        setattr(reads, name, kind(value))
+    reads.tests = {path: dict(tests) for path, tests in fields[7].items()}
 
 
 class Session:

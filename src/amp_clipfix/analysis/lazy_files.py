@@ -30,7 +30,9 @@ class LazyFiles(Mapping[Path, FileFacts]):
     """The project's files that hold a searching rule's word (`candidates`, in the project's
     order, listed when first asked: a run whose queries are all reused lists nothing), each
     parsed when a search first asks for it. `loaded` are the files read for another reason
-    (`ProjectFacts.file`), in read order; together they are what an eager read would hold."""
+    (`ProjectFacts.file`), in read order; together they are what an eager read would hold.
+    A file met again is noted as read, whoever parsed it: a query after one whose reads it
+    does not count (queries.py `detach`) reads it then."""
 
     def __init__(
         self,
@@ -57,8 +59,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
         own = self.own
         if path in self.loaded:
+            self.note(path)  # a hit: another computation may have loaded it (queries.py `detach`)
             if own is not None:
-                self.note(path)
                 own.loads[path] = own.order[path] = None
             return self.loaded[path]
         if path not in self.known:
@@ -66,7 +68,7 @@ class LazyFiles(Mapping[Path, FileFacts]):
             return None
         if path not in self.done:
             self.done[path] = self.read(path)
-        elif own is not None:
+        else:
             self.note(path)
         if own is not None:
             own.parsed[path] = self.done[path] is not None
