@@ -174,8 +174,13 @@ class Watch:
             if lazy is not None:
                 for words, shape in left.questions:
                     lazy.questions.asked(words, test_of(shape))
-            if self.facts is not None:
-                for path in left.loaded:  # loaded again in order, as the catch-up loads them
+                # loaded again in order, as the catch-up loads them, each read when asked for
+                for loaded in map(Path, left.loaded):
+                    lazy.promise(loaded)
+                    if loaded not in collection.parsed:  # its document (`read` makes it then)
+                        collection.searched.setdefault(loaded, None)
+            elif self.facts is not None:
+                for path in left.loaded:
                     self.facts.file(Path(path))
 
 

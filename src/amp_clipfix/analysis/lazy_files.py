@@ -48,7 +48,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
         self.noted = noted if noted is not None else Candidates({}, ())
         self.note = note  # a read of a file's bytes, noted as `read` notes it
         self.done: dict[Path, FileFacts | None] = {}
-        self.loaded: dict[Path, FileFacts] = {}
+        # None: promised (`promise`), read on first `get` where it stands in the order
+        self.loaded: dict[Path, FileFacts | None] = {}
         self.questions = Questions()  # what `with_words` was asked (what the settle checks)
         # a computation of its own running: a file met again is read again (noted) and kept
         self.own: Own | None = None
@@ -59,10 +60,18 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
         own = self.own
         if path in self.loaded:
-            self.note(path)  # a hit: another computation may have loaded it (queries.py `detach`)
+            found = self.loaded[path]
+            if found is None:  # promised: read now, where a cold run's load put it
+                found = self.read(path)
+                if found is None:  # it no longer parses: no hit (never so for a promise)
+                    del self.loaded[path]
+                    return self.get(path)
+                self.loaded[path] = found
+            else:
+                self.note(path)  # a hit: another computation may have loaded it (`detach`)
             if own is not None:
                 own.loads[path] = own.order[path] = None
-            return self.loaded[path]
+            return found
         if path not in self.known:
             self.noted.member(path)
             return None
@@ -74,6 +83,13 @@ class LazyFiles(Mapping[Path, FileFacts]):
             own.parsed[path] = self.done[path] is not None
             own.order[path] = None
         return self.done[path]
+
+    def promise(self, path: Path) -> None:
+        """`path` loaded as a computation put back loaded it (certificate.Watch.put_back),
+        read only when a search asks for it: a file a cold run loaded there and nothing after
+        reads is not parsed. Its place in `loaded` is the load's."""
+        if path not in self.loaded and path not in self.known:
+            self.loaded[path] = None
 
     def __getitem__(self, path: Path) -> FileFacts:
         if (found := self.get(path)) is None:
