@@ -90,8 +90,15 @@ class Watch:
             self.facts is not None and self.facts._fits is not None,
             len(collection.late),
             dict(collection.parsed_before),  # put back by a reused part (candidate_answers.py)
-            own_footprint(evaluator),  # what moves in the project's evaluator (`effects`)
-            None if self.facts is None else (self.facts._manual_word, len(self.facts.configs)),
+        )
+
+    def marks(self) -> tuple[Any, ...]:
+        """What `effects` compares besides a `state()`: what moves in the project's evaluator,
+        the facts' manual word and configs, the errors and documents so far."""
+        facts, collection = self.facts, self.collection
+        return (
+            own_footprint(collection.evaluator),
+            None if facts is None else (facts._manual_word, len(facts.configs)),
             len(collection.errors),
             len(collection.searched),
         )
@@ -128,10 +135,11 @@ class Watch:
             questions,
         )
 
-    def effects(self, before: tuple[Any, ...], left: Left) -> object:
-        """What the computation since `before` (its `left`) left that a later query sees, as a
-        value (queries.py `detach`): the files it loaded, in order, the candidates it read and
-        whether each parses (read now or put back as read: `parsed_before`), the files whose
+    def effects(self, before: tuple[Any, ...], marks: tuple[Any, ...], left: Left) -> object:
+        """What the computation since `before` and `marks` (its `left`) left that a later
+        query sees, as a value (queries.py `detach`): the files it loaded, in order, the
+        candidates it read and whether each parses (read now or put back as read:
+        `parsed_before`), the files whose
         summary it made or promised, the questions it asked and the documents it read. None
         when it left more: it moved the project's evaluator (its memos, budget, cuts, from
         where it was or was made: only the fields an evaluator of its own shares, functions of
@@ -139,12 +147,11 @@ class Watch:
         word, read a config, reported an error or was not clean."""
         if not left.clean or left.fits or self.facts is None:
             return None
-        after = self.state()
-        made = before[11] if before[11] is not None else self.collection.queries.made
-        if (made, *before[12:14]) != after[11:14]:
+        made = marks[0] if marks[0] is not None else self.collection.queries.made
+        if (made, *marks[1:3]) != self.marks()[:3]:
             return None
-        was, now = known(before), known(after)
-        searched = itertools.islice(self.collection.searched, before[14], None)
+        was, now = known(before), known(self.state())
+        searched = itertools.islice(self.collection.searched, marks[3], None)
         return (
             left.loaded,
             tuple(sorted((str(p), parses) for p, parses in now.items() if p not in was)),

@@ -165,6 +165,7 @@ class Queries:
         self.reads.absent = None if stored is None else self.absent(stored)
         self.reads.parts = session = self.session(stored)
         held = fields_of(self.reads) if detach and state is not None else None
+        marks = None if held is None or self.watch is None else self.watch.marks()
         try:
             value = compute()
         finally:
@@ -177,14 +178,14 @@ class Queries:
         touched = stateful or footprint(self.evaluator()) != before
         self.moved = self.moved or touched
         parts = None if session is None or session.made is None else self.share(session.made)
-        chained = self.detached(held, state, left)
+        chained = self.detached(held, state, marks, left)
         self.store(key, value, touched, left=left, parts=parts, chained=chained)
         if chained is not None and held is not None:  # the later ones count what it left
             restore(self.reads, held)
             self.chain_answer(chained)
         return value
 
-    def detached(self, held: Any, before: Any, left: Any) -> object:
+    def detached(self, held: Any, before: Any, marks: Any, left: Any) -> object:
         """What a `detach` computation left, as a value the later queries chain instead of
         counting its reads (None: they count them). Sound as a pure query's answer is: the
         project's evaluator it did not move, and every later use of a file it parsed, loaded
@@ -193,7 +194,7 @@ class Queries:
         this value (certificate.Watch.effects)."""
         if held is None or self.reads.everything or self.watch is None:
             return None
-        return self.watch.effects(before, left)
+        return self.watch.effects(before, marks, left)
 
     def session(self, stored: Answer | None) -> Any:
         """What a computation keeps per candidate file, reusing the earlier entry's parts where
