@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from amp_clipfix.analysis.recording import READ_FIELDS, READ_KINDS, fields_of
 from amp_clipfix.analysis.word_holders import holders
 from amp_clipfix.records import record
 
@@ -129,20 +130,6 @@ def answers_by_text(
             yield from answer_of(path)
 
 
-def fields_of(reads: Reads) -> Fields:
-    """All that `reads` holds, its sets frozen (the reads at a search's start)."""
-    return (
-        frozenset(reads.files),
-        dict(reads.scans),
-        dict(reads.exists),
-        dict(reads.derived),
-        frozenset(reads.words),
-        frozenset(reads.members),
-        dict(reads.listed),
-        {path: dict(tests) for path, tests in reads.tests.items()},
-    )
-
-
 def note(reads: Reads, fields: Fields) -> None:
     """Add what a reused part read to the query's reads."""
     files, scans, found, derived, words, members, listed, tests = fields
@@ -176,18 +163,6 @@ def merge(reads: Reads, held: tuple[Any, ...]) -> tuple[Fields, bool]:
     reads.everything = held[-1] or everything
     note(reads, own)
     return own, everything
-
-
-READ_FIELDS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
-READ_KINDS = (set, dict, dict, dict, set, set, dict, dict)
-
-
-def restore(reads: Reads, fields: Fields) -> None:
-    """Set the read fields of `reads` to `fields` (`fields_of` taken before a computation
-    whose reads the later ones do not count: queries.py `detach`)."""
-    for name, kind, value in zip(READ_FIELDS, READ_KINDS, fields):
-        setattr(reads, name, kind(value))
-    reads.tests = {path: dict(tests) for path, tests in fields[7].items()}
 
 
 class Session:

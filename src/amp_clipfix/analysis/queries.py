@@ -43,14 +43,15 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.certificate import Watch
     from amp_clipfix.analysis.query_checks import Answer  # imported once an entry is loaded
 
-from amp_clipfix.analysis.candidate_answers import fields_of, restore
 from amp_clipfix.analysis.recording import (
     Absent,
     Reads,
     Recording,
     Test,
     exists,
+    fields_of,
     raw,
+    restore,
 )
 
 T = TypeVar("T")
