@@ -115,8 +115,8 @@ def test_a_later_rule_computed_after_a_reused_acf011_counts_none_of_its_reads(
     project: Path, asked: list[tuple[str, bool]]
 ) -> None:
     """settings.py no candidate (it holds no old spelling): ACF011 loads it. ACF012 computed
-    after ACF011 was reused, what ACF011 left put back (settings.py loaded again, a read):
-    ACF012's new entry does not count that read, so an edit only ACF011 reads still reuses it."""
+    after ACF011 was reused, what ACF011 left put back (settings.py promised, or loaded again,
+    a read): ACF012's new entry does not count it, so an edit only ACF011 reads reuses it."""
     write(project, "settings.py", 'CONFIG = {"precision": "bf16-mixed", "max_epochs": 1}\n')
     same_as_cold(project)
     edit(project, "b_amp.py", "scaler =", "first = torch.cuda.amp.GradScaler()\nscaler =")
