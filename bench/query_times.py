@@ -106,8 +106,20 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
     acf011.call_findings = counted_findings  # type: ignore[assignment]
     candidate_answers.Session.put_back = counted_put_back  # type: ignore[method-assign]
 
+    # the files a detached query read (queries.py `detach`: its reads are put back to what
+    # they were before it, and the later queries count what it left instead)
+    dropped: list[set[str]] = [set()]
+    restore = queries.restore
+
+    def kept_restore(reads: Any, held: Any) -> None:
+        dropped[0] |= set(reads.files)
+        restore(reads, held)
+
+    queries.restore = kept_restore  # type: ignore[assignment]
+
     def timed_run(self: queries.Queries, name: str, *args: object, **kwargs: object) -> object:
         before, reused = set(self.reads.files), len(self.reused)
+        dropped[0] = set()
         started, catching, parsed = time.process_time(), caught[0], parses[0]
         catching_parses = caught_parses[0]
         try:
@@ -118,7 +130,7 @@ def child(tree: Path, flags: Sequence[str], no_catch_up: bool, report: Path) -> 
                     "query": name,
                     "reused": len(self.reused) > reused,
                     "cpu": time.process_time() - started - (caught[0] - catching),
-                    "reads": sorted(set(self.reads.files) - before),
+                    "reads": sorted((set(self.reads.files) | dropped[0]) - before),
                     "parses": parses[0] - parsed - (caught_parses[0] - catching_parses),
                 }
             )

@@ -38,6 +38,7 @@ LIGHT_ANALYSIS = frozenset(
         # The memoised queries' store and what it records (hashes, no analysis): a first run
         # with the cache stores its answers there.
         "amp_clipfix.analysis.queries",
+        "amp_clipfix.analysis.query_entries",  # its entries' records
         "amp_clipfix.analysis.recording",
         "amp_clipfix.analysis.file_tests",  # the prefilters' results by the files' bytes
         "amp_clipfix.analysis.gate_texts",  # the searching rules' gates' text tests

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from amp_clipfix.analysis.recording import READ_FIELDS, READ_KINDS, fields_of
 from amp_clipfix.analysis.word_holders import holders
 from amp_clipfix.records import record
 
@@ -129,20 +130,6 @@ def answers_by_text(
             yield from answer_of(path)
 
 
-def fields_of(reads: Reads) -> Fields:
-    """All that `reads` holds, its sets frozen (the reads at a search's start)."""
-    return (
-        frozenset(reads.files),
-        dict(reads.scans),
-        dict(reads.exists),
-        dict(reads.derived),
-        frozenset(reads.words),
-        frozenset(reads.members),
-        dict(reads.listed),
-        {path: dict(tests) for path, tests in reads.tests.items()},
-    )
-
-
 def note(reads: Reads, fields: Fields) -> None:
     """Add what a reused part read to the query's reads."""
     files, scans, found, derived, words, members, listed, tests = fields
@@ -161,7 +148,7 @@ def own_reads(reads: Reads) -> tuple[Any, ...]:
     """Empty the read fields of `reads` (a computation of its own notes into them); what they
     held, to `merge` back."""
     held = (*(getattr(reads, name) for name in READ_FIELDS), reads.everything)
-    for name, kind in zip(READ_FIELDS, (set, dict, dict, dict, set, set, dict, dict)):
+    for name, kind in zip(READ_FIELDS, READ_KINDS):
         setattr(reads, name, kind())
     reads.everything = False
     return held
@@ -176,9 +163,6 @@ def merge(reads: Reads, held: tuple[Any, ...]) -> tuple[Fields, bool]:
     reads.everything = held[-1] or everything
     note(reads, own)
     return own, everything
-
-
-READ_FIELDS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
 
 
 class Session:

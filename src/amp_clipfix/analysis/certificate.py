@@ -22,6 +22,7 @@ is analysed again with the catch-up, pipeline.py): no answer comes from it.
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,14 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.facts import ProjectFacts
 
 BUDGET = 400_000  # frame.BUDGET (frame.py imports ast and the evaluator's values)
+# What an evaluator of its own shares with the project's (project_resolve.isolated_evaluator_of):
+# functions of the files' bytes and list, each use noted where it is made (the module names, the
+# word index, the texts noted, the loader's note of a promise, and the text answers of
+# callers.py, each noted again at every use).
+SHARED_FIELDS = (
+    "contents", "size", "by_module", "module_tails", "word_index", "promise_load",
+    "word_files", "name_files", "written_texts", "import_index",
+)  # fmt: skip
 
 
 class Uncertified(BaseException):  # noqa: N818 - not an error: the run starts again
@@ -83,6 +92,17 @@ class Watch:
             dict(collection.parsed_before),  # put back by a reused part (candidate_answers.py)
         )
 
+    def marks(self) -> tuple[Any, ...]:
+        """What `effects` compares besides a `state()`: what moves in the project's evaluator,
+        the facts' manual word and configs, the errors and documents so far."""
+        facts, collection = self.facts, self.collection
+        return (
+            own_footprint(collection.evaluator),
+            None if facts is None else (facts._manual_word, len(facts.configs)),
+            len(collection.errors),
+            len(collection.searched),
+        )
+
     def left(self, before: tuple[Any, ...]) -> Left:
         """What the computation since `before` (a `state()`) left."""
         after = self.state()
@@ -115,6 +135,31 @@ class Watch:
             questions,
         )
 
+    def effects(self, before: tuple[Any, ...], marks: tuple[Any, ...], left: Left) -> object:
+        """What the computation since `before` and `marks` (its `left`) left that a later
+        query sees, as a value (queries.py `detach`): the files it loaded, in order, the
+        candidates it read and whether each parses (read now or put back as read:
+        `parsed_before`), the files whose
+        summary it made or promised, the questions it asked and the documents it read. None
+        when it left more: it moved the project's evaluator (its memos, budget, cuts, from
+        where it was or was made: only the fields an evaluator of its own shares, functions of
+        the files' bytes noted at each use, may grow), listed the fits, asked for the manual
+        word, read a config, reported an error or was not clean."""
+        if not left.clean or left.fits or self.facts is None:
+            return None
+        made = marks[0] if marks[0] is not None else self.collection.queries.made
+        if (made, *marks[1:3]) != self.marks()[:3]:
+            return None
+        was, now = known(before), known(self.state())
+        searched = itertools.islice(self.collection.searched, marks[3], None)
+        return (
+            left.loaded,
+            tuple(sorted((str(p), parses) for p, parses in now.items() if p not in was)),
+            tuple(sorted(left.whole)),
+            left.questions,
+            tuple(sorted(map(str, searched))),
+        )
+
     def lazy(self) -> Any:
         from amp_clipfix.analysis.facts import LazyFiles
 
@@ -136,9 +181,35 @@ class Watch:
             if lazy is not None:
                 for words, shape in left.questions:
                     lazy.questions.asked(words, test_of(shape))
-            if self.facts is not None:
-                for path in left.loaded:  # loaded again in order, as the catch-up loads them
+                # loaded again in order, as the catch-up loads them, each read when asked for
+                for loaded in map(Path, left.loaded):
+                    lazy.promise(loaded)
+                    if loaded not in collection.parsed:  # its document (`read` makes it then)
+                        collection.searched.setdefault(loaded, None)
+            elif self.facts is not None:
+                for path in left.loaded:
                     self.facts.file(Path(path))
+
+
+def known(state: tuple[Any, ...]) -> dict[Path, bool]:
+    """The candidates read by a `Watch.state()`, parsed or put back as parsed, and whether
+    each parses."""
+    return {**state[10], **{path: read is not None for path, read in state[6].items()}}
+
+
+def own_footprint(evaluator: object | None) -> tuple[int, ...] | None:
+    """queries.footprint of the project's evaluator without the fields an evaluator of its
+    own shares with it (SHARED_FIELDS: they grow with what any computation asked, each entry
+    a function of the files' bytes, noted again at every use)."""
+    if evaluator is None:
+        return None
+    state = vars(evaluator)
+    sizes = sum(
+        len(value)
+        for name, value in state.items()
+        if isinstance(value, (dict, list, set)) and name not in SHARED_FIELDS
+    )
+    return (state.get("serial", 0), state.get("cuts", 0), state.get("budget", 0), sizes)
 
 
 UNSTORED: tuple[object, ...] = ("unstored",)

@@ -30,7 +30,9 @@ class LazyFiles(Mapping[Path, FileFacts]):
     """The project's files that hold a searching rule's word (`candidates`, in the project's
     order, listed when first asked: a run whose queries are all reused lists nothing), each
     parsed when a search first asks for it. `loaded` are the files read for another reason
-    (`ProjectFacts.file`), in read order; together they are what an eager read would hold."""
+    (`ProjectFacts.file`), in read order; together they are what an eager read would hold.
+    A file met again is noted as read, whoever parsed it: a query after one whose reads it
+    does not count (queries.py `detach`) reads it then."""
 
     def __init__(
         self,
@@ -46,7 +48,8 @@ class LazyFiles(Mapping[Path, FileFacts]):
         self.noted = noted if noted is not None else Candidates({}, ())
         self.note = note  # a read of a file's bytes, noted as `read` notes it
         self.done: dict[Path, FileFacts | None] = {}
-        self.loaded: dict[Path, FileFacts] = {}
+        # None: promised (`promise`), read on first `get` where it stands in the order
+        self.loaded: dict[Path, FileFacts | None] = {}
         self.questions = Questions()  # what `with_words` was asked (what the settle checks)
         # a computation of its own running: a file met again is read again (noted) and kept
         self.own: Own | None = None
@@ -57,21 +60,36 @@ class LazyFiles(Mapping[Path, FileFacts]):
     def get(self, path: Path, default: object = None) -> FileFacts | None:  # type: ignore[override]
         own = self.own
         if path in self.loaded:
+            found = self.loaded[path]
+            if found is None:  # promised: read now, where a cold run's load put it
+                found = self.read(path)
+                if found is None:  # it no longer parses: no hit (never so for a promise)
+                    del self.loaded[path]
+                    return self.get(path)
+                self.loaded[path] = found
+            else:
+                self.note(path)  # a hit: another computation may have loaded it (`detach`)
             if own is not None:
-                self.note(path)
                 own.loads[path] = own.order[path] = None
-            return self.loaded[path]
+            return found
         if path not in self.known:
             self.noted.member(path)
             return None
         if path not in self.done:
             self.done[path] = self.read(path)
-        elif own is not None:
+        else:
             self.note(path)
         if own is not None:
             own.parsed[path] = self.done[path] is not None
             own.order[path] = None
         return self.done[path]
+
+    def promise(self, path: Path) -> None:
+        """`path` loaded as a computation put back loaded it (certificate.Watch.put_back),
+        read only when a search asks for it: a file a cold run loaded there and nothing after
+        reads is not parsed. Its place in `loaded` is the load's."""
+        if path not in self.loaded and path not in self.known:
+            self.loaded[path] = None
 
     def __getitem__(self, path: Path) -> FileFacts:
         if (found := self.get(path)) is None:

@@ -160,6 +160,9 @@ def project_evaluator_of(
             evaluator.contents = collection.queries.recording(evaluator.contents)
             evaluator.contents.scanned = True
             evaluator.word_index.store = WordStore(collection.queries.cache)
+            from amp_clipfix.analysis.certificate import own_footprint
+
+            collection.queries.made = own_footprint(evaluator)  # as made (`Watch.effects`)
     return collection.evaluator
 
 
@@ -170,16 +173,13 @@ def isolated_evaluator_of(
     or cycle of another. It shares with the project's only what is a function of the files'
     bytes and list, each use noted where it is made: the summaries' loader (its cache by path),
     the module names, the word index and the noted texts."""
+    from amp_clipfix.analysis.certificate import SHARED_FIELDS
     from amp_clipfix.analysis.evaluate import Evaluator
 
     shared = project_evaluator_of(root, contents, searchable, collection)
     fresh = Evaluator({}, shared.load, {})
-    fresh.contents, fresh.size = shared.contents, shared.size
-    fresh.by_module, fresh.module_tails = shared.by_module, shared.module_tails
-    fresh.word_index, fresh.promise_load = shared.word_index, shared.promise_load
-    # text answers, each noted again at every use (callers.py)
-    fresh.word_files, fresh.name_files = shared.word_files, shared.name_files
-    fresh.written_texts, fresh.import_index = shared.written_texts, shared.import_index
+    for name in SHARED_FIELDS:
+        setattr(fresh, name, getattr(shared, name))
     return fresh
 
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from amp_clipfix.records import record
+from amp_clipfix.analysis.query_entries import KINDS, READS, SHARED_BYTES, Entry, Shared
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
@@ -49,39 +49,12 @@ from amp_clipfix.analysis.recording import (
     Recording,
     Test,
     exists,
+    fields_of,
     raw,
+    restore,
 )
 
 T = TypeVar("T")
-
-
-READS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
-KINDS = (tuple, dict, dict, dict, set, set, dict, dict)  # each read field's type
-SHARED_BYTES = 4096  # a read field this large (pickled) is stored as an entry of its own
-
-
-@record(frozen=True)
-class Shared:
-    """A read field stored as an entry of its own, `reads-<sha256 of its pickle>`: the queries
-    of a run share it where they read the same (what the rules read is cumulative: ACF004's
-    files, tests and whole-project analyses again in every rule after it; on fairseq the
-    relevance alone is 0.2 MB and 900 paths an answer), so a run loads it once. So is a large
-    `derived` answer: the fields holding it differ query by query, it does not."""
-
-    key: str
-
-
-@record(frozen=True)
-class Entry:
-    """A query's cache entry: an `Answer` whose read fields (READS, in order) are each its
-    value or the `Shared` entry that holds it."""
-
-    revision: str
-    reads: tuple[object, ...]
-    value: object
-    touched: bool
-    left: object  # what its computation left (certificate.Left)
-    parts: object  # its search's answers per candidate file (candidate_answers.Kept)
 
 
 class Queries:
@@ -98,6 +71,7 @@ class Queries:
     ) -> None:
         self.cache, self.contents, self.searchable = cache, contents, searchable
         self.evaluator = evaluator  # the run's evaluator, None until one is made
+        self.made: tuple[int, ...] | None = None  # certificate.own_footprint of it, as made
         # what each computation leaves (certificate.py); with it, a run may skip the catch-up
         self.watch = watch
         self.certifying = False  # computing on an evaluator the catch-up was skipped for
@@ -144,6 +118,7 @@ class Queries:
         again: Callable[[], object] | None = None,
         stateful: bool = False,
         pure: bool = False,
+        detach: bool = False,
     ) -> T:
         """The answer of query `name` on `inputs` (and the project's files): stored when every
         file it read is as it was, else computed (and stored when the reads were all noted).
@@ -152,7 +127,9 @@ class Queries:
         also leaves state the later queries read that `replay` does not put back (the files a
         search loaded): then it is computed again before a later query whether or not it moved
         the evaluator. `pure`: it reads only through a `recording` it makes and never the
-        evaluator (`computed_pure`)."""
+        evaluator (`computed_pure`). `detach`: where its computation left nothing but what
+        `Watch.effects` says (no move of the project's evaluator), the later queries count that
+        value, chained into their keys, and not what it read (`detached`)."""
         import hashlib
 
         from amp_clipfix.analysis.cache import canonical
@@ -168,6 +145,8 @@ class Queries:
         if stored is not None and self.holds(stored):
             if pure:  # its answer, not what it read, is what the later queries depend on
                 self.chain_answer(stored.value)
+            elif stored.chained is not None:  # what it left, not what it read (`detached`)
+                self.chain_answer(stored.chained)
             else:
                 self.note(stored)
             self.reused.append(name)
@@ -186,6 +165,8 @@ class Queries:
         state = None if self.watch is None else self.watch.state()
         self.reads.absent = None if stored is None else self.absent(stored)
         self.reads.parts = session = self.session(stored)
+        held = fields_of(self.reads) if detach and state is not None else None
+        marks = None if held is None or self.watch is None else self.watch.marks()
         try:
             value = compute()
         finally:
@@ -198,8 +179,23 @@ class Queries:
         touched = stateful or footprint(self.evaluator()) != before
         self.moved = self.moved or touched
         parts = None if session is None or session.made is None else self.share(session.made)
-        self.store(key, value, touched, left=left, parts=parts)
+        chained = self.detached(held, state, marks, left)
+        self.store(key, value, touched, left=left, parts=parts, chained=chained)
+        if chained is not None and held is not None:  # the later ones count what it left
+            restore(self.reads, held)
+            self.chain_answer(chained)
         return value
+
+    def detached(self, held: Any, before: Any, marks: Any, left: Any) -> object:
+        """What a `detach` computation left, as a value the later queries chain instead of
+        counting its reads (None: they count them). Sound as a pure query's answer is: the
+        project's evaluator it did not move, and every later use of a file it parsed, loaded
+        or summarised notes that file (LazyFiles, `Evaluator.summary`, callers.py's texts),
+        so a later query's answer is a function of its own reads, those before this one and
+        this value (certificate.Watch.effects)."""
+        if held is None or self.reads.everything or self.watch is None:
+            return None
+        return self.watch.effects(before, marks, left)
 
     def session(self, stored: Answer | None) -> Any:
         """What a computation keeps per candidate file, reusing the earlier entry's parts where
@@ -224,8 +220,12 @@ class Queries:
             stored is None or isinstance(stored.left, Left) and stored.left.clean
         )
         if self.watch is not None and clean and self.watch.certify:
+            detached = any(answer.chained is not None for _, answer in self.behind)
+            held = fields_of(self.reads) if detached else None
             self.behind = []
             self.watch.put_back(lefts)  # type: ignore[arg-type]
+            if held is not None:  # the files it loads: read by queries whose reads count
+                restore(self.reads, held)  # already, or by one whose reads do not (`detached`)
             self.certifying = True
         elif self.certifying:
             raise Uncertified  # this evaluator lacks what a catch-up would compute
@@ -323,10 +323,13 @@ class Queries:
                     {}, earlier.changed, stored.scans, witnesses=stored.exists, tests=stored.tests
                 )
             )
+            held = None if stored.chained is None else fields_of(self.reads)  # not counted
             try:
                 compute()
             finally:
                 self.reads.absent = None
+            if held is not None:
+                restore(self.reads, held)
 
     def store(
         self,
@@ -336,6 +339,7 @@ class Queries:
         reads: Reads | None = None,
         left: object = None,
         parts: object = None,
+        chained: object = None,
     ) -> None:
         reads = self.reads if reads is None else reads
         if reads.everything:
@@ -360,7 +364,8 @@ class Queries:
         derived = {name: self.share(answer) for name, answer in fields[3].items()}
         fields = (*fields[:3], derived, *fields[4:])
         shares = tuple(self.share(field) for field in fields)
-        self.cache.store(key, Entry(self.revision_key, shares, value, touched, left, parts))
+        entry = Entry(self.revision_key, shares, value, touched, left, parts, chained)
+        self.cache.store(key, entry)
 
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
@@ -412,6 +417,7 @@ class Queries:
             stored.touched,
             stored.left,
             stored.parts,
+            stored.chained,
         )
 
     def shared_part(self, part: object) -> object:

@@ -32,6 +32,7 @@ class Answer:
     touched: bool  # its computation moved the evaluator (a cold run's next query sees that)
     left: object  # what its computation left besides its memos (certificate.Left, or None)
     parts: object  # its search's answers per candidate file (candidate_answers.Kept, or None)
+    chained: object = None  # what it left, chained into the later keys for its reads (`detach`)
 
 
 def still(

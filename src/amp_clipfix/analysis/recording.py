@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from amp_clipfix.sources.prefilter import python_text
 
@@ -455,3 +455,29 @@ def derive(contents: Mapping[Path, bytes], key: tuple[object, ...], answer: obje
 # -> whether the answer still holds on today's files (a changed file the analysis does not read,
 # a config, may only make it say no)
 DERIVED: dict[str, Callable[..., object]] = {}
+
+
+READ_FIELDS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
+READ_KINDS = (set, dict, dict, dict, set, set, dict, dict)
+
+
+def restore(reads: Reads, fields: tuple[Any, ...]) -> None:
+    """Set the read fields of `reads` to `fields` (`fields_of` taken before a computation
+    whose reads the later ones do not count: queries.py `detach`)."""
+    for name, kind, value in zip(READ_FIELDS, READ_KINDS, fields):
+        setattr(reads, name, kind(value))
+    reads.tests = {path: dict(tests) for path, tests in fields[7].items()}
+
+
+def fields_of(reads: Reads) -> tuple[Any, ...]:
+    """All that `reads` holds, its sets frozen (the reads at a search's start)."""
+    return (
+        frozenset(reads.files),
+        dict(reads.scans),
+        dict(reads.exists),
+        dict(reads.derived),
+        frozenset(reads.words),
+        frozenset(reads.members),
+        dict(reads.listed),
+        {path: dict(tests) for path, tests in reads.tests.items()},
+    )

@@ -85,8 +85,11 @@ def rules_query(
     def asked(name: str, compute: Callable[[], list[Finding]]) -> list[Finding]:
         nonlocal inputs
         stated, inputs = inputs, ()  # the later queries chain the first one's inputs
-        # a search leaves the files it loaded for the later ones (facts.LazyFiles.loaded)
-        found = queries.run(name, stated, answer(compute), replay, again(compute), stateful=True)
+        # a search leaves the files it loaded for the later ones (facts.LazyFiles.loaded); one
+        # that leaves the project's evaluator as it was leaves them that alone (`detach`)
+        found = queries.run(
+            name, stated, answer(compute), replay, again(compute), stateful=True, detach=True
+        )
         return list(found[0])
 
     findings: list[Finding] = []
