@@ -23,6 +23,7 @@ from test_incremental_rules import query_entries
 
 from amp_clipfix.analysis import derived, queries
 from amp_clipfix.analysis.cache import Cache
+from amp_clipfix.analysis.recording import READ_FIELDS
 
 asked = pytest.fixture(name="asked")(spied_queries)
 
@@ -36,7 +37,7 @@ def relevance_holders(root: Path) -> dict[str, str]:
         entry = cache.load(name)
         if not isinstance(entry, queries.Entry):
             continue
-        field = entry.reads[queries.READS.index("derived")]
+        field = entry.reads[READ_FIELDS.index("derived")]
         key = field.key if isinstance(field, queries.Shared) else ""
         values = cache.load(key) if key else field
         assert isinstance(values, dict)

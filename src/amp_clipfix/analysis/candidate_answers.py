@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.recording import Reads
 
 T = TypeVar("T")
-Fields = tuple[Any, ...]  # the read fields of `Reads`, in queries.READS order
+Fields = tuple[Any, ...]  # the read fields of `Reads`, in recording.READ_FIELDS order
 # a file's answer by its bytes: its path, their digest, what else it depends on, the answer
 Text = tuple[str, bytes, object, tuple[object, ...]]
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from amp_clipfix.analysis.query_entries import KINDS, READS, SHARED_BYTES, Entry, Shared
+from amp_clipfix.analysis.query_entries import KINDS, SHARED_BYTES, Entry, Shared
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.cache import Cache
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from amp_clipfix.analysis.query_checks import Answer  # imported once an entry is loaded
 
 from amp_clipfix.analysis.recording import (
+    READ_FIELDS,
     Absent,
     Reads,
     Recording,
@@ -389,7 +390,7 @@ class Queries:
         """The stored answer of `key`, its shared read fields loaded (once a run each); None
         when there is none, or a part is gone or not what the field holds."""
         stored = self.cache.load(key)
-        if not isinstance(stored, Entry) or len(stored.reads) != len(READS):
+        if not isinstance(stored, Entry) or len(stored.reads) != len(READ_FIELDS):
             return None
         from amp_clipfix.analysis.query_checks import Answer
 

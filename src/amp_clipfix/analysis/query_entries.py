@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from amp_clipfix.records import record
 
-READS = ("files", "scans", "exists", "derived", "words", "members", "listed", "tests")
-KINDS = (tuple, dict, dict, dict, set, set, dict, dict)  # each read field's type
+KINDS = (tuple, dict, dict, dict, set, set, dict, dict)  # each stored read field's type
 SHARED_BYTES = 4096  # a read field this large (pickled) is stored as an entry of its own
 
 
@@ -23,8 +22,8 @@ class Shared:
 
 @record(frozen=True)
 class Entry:
-    """A query's cache entry: an `Answer` whose read fields (READS, in order) are each its
-    value or the `Shared` entry that holds it."""
+    """A query's cache entry: an `Answer` whose read fields (recording.READ_FIELDS, in order)
+    are each its value or the `Shared` entry that holds it."""
 
     revision: str
     reads: tuple[object, ...]
