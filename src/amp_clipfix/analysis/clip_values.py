@@ -22,8 +22,12 @@ spelled otherwise only through what the read gives it to:
 
 Anything else (an argument, a default, a return, a container, a lambda, a partial, a string
 naming one of the names) hands the clip on where any call may hold it: `clip_names` then says
-None and every call is asked, as before. So a call whose callee is not a name or attribute
-spelled with one of the names cannot be torch's clip, and need not be asked.
+None and every call is asked, as before. Not a read whose every value is a function of the
+project (the evaluator's answer, asked only of a module that reads a name otherwise: apex's own
+`clip_grad_norm_`, imported and passed to `assertRaises`): that hands on the project's function,
+not torch's (a project function that clips, handed on, is clip_tail.ClipCapable's question). So
+a call whose callee is not a name or attribute spelled with one of the names cannot be torch's
+clip, and need not be asked.
 
 The closure is read from the files that write the names (a scan per round, noted), each file
 noted as read: an edit that hands the clip on anew asks again. Past MAX_NAMES names or
@@ -33,12 +37,19 @@ MAX_FILES files it gives up (None).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.name_uses import READ, STRING, name_uses
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES
 from amp_clipfix.analysis.recording import holds_any, read, scan
+from amp_clipfix.analysis.values import Fn
+
+if TYPE_CHECKING:
+    from amp_clipfix.analysis.frame import EvaluatorBase
+    from amp_clipfix.analysis.summary import Summary
 
 # The most names the clip may be stored under, and files read for them (beyond those writing
 # torch's own names, read as before), before the answer is "anywhere" (None): a name stored
@@ -47,12 +58,18 @@ MAX_NAMES = 16
 MAX_FILES = 64
 
 Trees = Callable[[Path], "ast.Module | None"]
+# Whether every value a read (a Name or Attribute of the file's tree) may hold is a function of
+# the project (the evaluator's answer; False where it cannot tell).
+Projects = Callable[[Path, "ast.Name | ast.Attribute"], bool]
 
 
-def clip_names(contents: Mapping[Path, bytes], tree_of: Trees) -> frozenset[str] | None:
+def clip_names(
+    contents: Mapping[Path, bytes], tree_of: Trees, project: Projects | None = None
+) -> frozenset[str] | None:
     """The names (of functions, variables and attributes) a call of torch's clip may be spelled
     with, or None when the project hands the clip on otherwise (see the module docstring).
-    `tree_of` gives a file's tree (None: it does not parse, and it may hand the clip on)."""
+    `tree_of` gives a file's tree (None: it does not parse, and it may hand the clip on);
+    `project`: whether a read holds only project functions (None: no read is asked)."""
     names: set[str] = set(TORCH_CLIP_NAMES)
     new = sorted(names)
     walked: set[Path] = set()  # read for the names the clip is stored under
@@ -69,7 +86,8 @@ def clip_names(contents: Mapping[Path, bytes], tree_of: Trees) -> frozenset[str]
                     return None
             read(contents, path)
             tree = tree_of(path)
-            stored = None if tree is None else stored_names(tree, frozenset(names))
+            own = None if project is None else functools.partial(project, path)
+            stored = None if tree is None else stored_names(tree, frozenset(names), own)
             if stored is None or (tree is not None and declared(tree, names - TORCH_CLIP_NAMES)):
                 return None
             found |= stored - names
@@ -80,11 +98,37 @@ def clip_names(contents: Mapping[Path, bytes], tree_of: Trees) -> frozenset[str]
     return frozenset(names)
 
 
-def stored_names(tree: ast.Module, names: frozenset[str]) -> set[str] | None:
+def project_functions(
+    evaluator: EvaluatorBase, summary_of: Callable[[Path], Summary | None], tree_of: Trees
+) -> Projects:
+    """`clip_names`' question of a read: every value it may hold is a function of the project,
+    by the evaluator's answer asked to its end (no cut), in the tree `tree_of` gave."""
+
+    def holds(path: Path, node: ast.Name | ast.Attribute) -> bool:
+        summary = summary_of(path)
+        if summary is None or summary.tree is not tree_of(path):
+            return False
+        cuts = evaluator.cuts
+        values = evaluator.force(evaluator.ev(node, evaluator.ctx_of(summary, node)))
+        return bool(values) and evaluator.cuts == cuts and all(isinstance(v, Fn) for v in values)
+
+    return holds
+
+
+def stored_names(
+    tree: ast.Module,
+    names: frozenset[str],
+    project: Callable[[ast.Name | ast.Attribute], bool] | None = None,
+) -> set[str] | None:
     """The names the module stores a read of one of `names` under (a whole assignment's value,
     a renamed import), or None when it reads one otherwise than as a call's callee or such a
-    value, or writes one as a string."""
+    value, or writes one as a string. `project`: a read it says holds only project functions
+    hands no clip on (asked of the module's reads only where one is met: a second walk)."""
     uses = name_uses(tree, names, READ | STRING)
+    if uses is None and project is not None:
+        uses = name_uses(tree, names, STRING, READ)
+        if uses is not None and not all(project(node) for node in uses.reads):
+            return None
     return None if uses is None else uses.stored
 
 

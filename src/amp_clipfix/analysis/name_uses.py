@@ -40,20 +40,22 @@ IMPORT_FROM = ast.ImportFrom
 
 class Uses:
     """What a walk that no stop ended found: the calls whose callee is spelled with one of
-    the names (in the walk's order), and the names a whole value or a renaming import
-    stores one under."""
+    the names (in the walk's order), the names a whole value or a renaming import stores one
+    under, and the Names and Attributes of the kinds the walk was asked to list (`reads`)."""
 
-    __slots__ = ("calls", "stored")
+    __slots__ = ("calls", "stored", "reads")
 
     def __init__(self) -> None:
         self.calls: list[ast.Call] = []
         self.stored: set[str] = set()
+        self.reads: list[ast.Name | ast.Attribute] = []
 
 
-def name_uses(tree: ast.AST, names: frozenset[str], stops: int) -> Uses | None:
+def name_uses(tree: ast.AST, names: frozenset[str], stops: int, lists: int = 0) -> Uses | None:
     """The module's calls of `names` and the names it stores them under; None at the first
-    use of a kind in `stops`. One loop over a list that grows as it goes (breadth first, in
-    `ast.walk`'s order without the expression contexts: nodes.child_nodes)."""
+    use of a kind in `stops`; the uses of a kind in `lists` (and not in `stops`) listed. One
+    loop over a list that grows as it goes (breadth first, in `ast.walk`'s order without the
+    expression contexts: nodes.child_nodes)."""
     uses = Uses()
     callees: set[int] = set()
     values: dict[int, list[str]] = {}
@@ -73,6 +75,8 @@ def name_uses(tree: ast.AST, names: frozenset[str], stops: int) -> Uses | None:
                     use = ATTR_READ if attribute else NAME_READ
                 if use & stops:
                     return None
+                if use & lists:
+                    uses.reads.append(node)  # type: ignore[arg-type]
             if kind is NAME:
                 continue
         elif kind is CALL:

@@ -114,6 +114,7 @@ class Entry:
     device: str | None = None  # a `torch.cuda.amp` / `torch.cpu.amp` class: its device
     torch_amp: bool = False  # the `torch.amp` spelling that takes the device as an argument
     bound: str | None = None  # clip functions: the argument that bounds the gradients
+    enabled: Parameter | None = None  # GradScalers: where `enabled` is passed
     algorithm: str | None = None  # a GradClipAlgorithmType member: the string it stands for
     # Thread / Process: the parameters holding the callable it calls, its `*args`, its `**kwargs`
     starts: tuple[Parameter, Parameter, Parameter] | None = None
@@ -273,8 +274,11 @@ register(Entry(Kind.ANY_OPTIMIZER), UNKNOWN_OPTIMIZER)
 
 # torch's loss scalers (`scale(loss)` multiplies, `unscale_(opt)` divides the optimizer's
 # grads) and autocast: the `torch.amp` spellings, and the device-bound ones torch 2.4 deprecates.
+# `enabled` as torch 2.13 takes it: after the device where the class takes one, else fifth.
+AMP_ENABLED = Parameter("enabled", 5)  # (device, init_scale, growth_factor, ..., enabled)
+DEVICE_ENABLED = Parameter("enabled", 4)  # (init_scale, growth_factor, ..., enabled)
 register(
-    Entry(Kind.GRAD_SCALER, torch_amp=True),
+    Entry(Kind.GRAD_SCALER, torch_amp=True, enabled=AMP_ENABLED),
     "torch.GradScaler",
     "torch.amp.GradScaler",
     "torch.amp.grad_scaler.GradScaler",
@@ -290,7 +294,7 @@ register(
 def register_device_amp() -> None:
     for device in ("cuda", "cpu"):
         register(
-            Entry(Kind.GRAD_SCALER, device=device),
+            Entry(Kind.GRAD_SCALER, device=device, enabled=DEVICE_ENABLED),
             *under(("torch",), f"{device}.amp.GradScaler", f"{device}.amp.grad_scaler.GradScaler"),
         )
         register(
@@ -302,7 +306,7 @@ def register_device_amp() -> None:
 register_device_amp()
 
 register(
-    Entry(Kind.GRAD_SCALER, shards=Shards.FSDP),
+    Entry(Kind.GRAD_SCALER, shards=Shards.FSDP, enabled=AMP_ENABLED),
     "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
 )
 # The methods torch's GradScaler runs to scale a loss, unscale an optimizer's gradients once and

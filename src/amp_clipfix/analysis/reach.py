@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis.bound_names import FileNames, file_names, plain_decorator, text_binds
-from amp_clipfix.analysis.clip_values import clip_names, spelled
+from amp_clipfix.analysis.clip_values import clip_names, project_functions, spelled
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.literal_words import read_as_written, written_binding_nothing
 from amp_clipfix.analysis.names import TORCH_CLIP_NAMES as CLIP_NAMES
@@ -337,7 +337,8 @@ class CallReach:
         (`may_be_clip`), but the names a function reaches an event through are many more
         than those, and indexing them cost more than it saved (bench/README `mme2`)."""
         if self.escapes is None:
-            self.stored = clip_names(self.contents, self.tree_of)
+            project = project_functions(self.evaluator, self.summary_of, self.tree_of)
+            self.stored = clip_names(self.contents, self.tree_of, project)
             self.clips = CLIP_NAMES if self.stored is None else self.stored
             self.escapes = self.stored != CLIP_NAMES
         return self.escapes

@@ -16,6 +16,7 @@ from amp_clipfix.analysis.clip_tail import ClipCapable, Tail, step_after_clip, t
 from amp_clipfix.analysis.clip_values import spelled
 from amp_clipfix.analysis.event_capable import AnyEvent, BeforeClip, made_by
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.names import entry_of
 from amp_clipfix.analysis.order import (
     FUNCTIONS,
     Body,
@@ -406,7 +407,11 @@ def scaler_enabled(facts: ProjectFacts, file: FileFacts, backward: Event) -> boo
         if made is None:  # a subclass's own `__init__` takes the arguments
             states.add(None)
             continue
-        values = facts.argument(made, "enabled", 4)
+        entry = entry_of(made.qname)  # the position is the class's (library model)
+        if entry is None or entry.enabled is None:
+            states.add(None)
+            continue
+        values = facts.argument(made, entry.enabled)
         if not values:
             states.add(True)
         for value in values:
