@@ -22,6 +22,8 @@ from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError, Stage
 from amp_clipfix.sources.prefilter import any_word
+from amp_clipfix.sources.python import PythonSource
+from amp_clipfix.sources.text import decodes_to_itself
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
@@ -331,8 +333,16 @@ def project_facts(
             if code is not None:  # its document's text, unread (a warm run's listing)
                 texts[path] = code
                 return code
+            data = contents.get(path)
+            if (
+                data is not None
+                and isinstance(adapter_for(path), PythonSource)
+                and decodes_to_itself(data)
+            ):
+                texts[path] = data  # its document's text in UTF-8, not decoded for the test
+                return data
             read = document(path)  # whether it holds a word is noted (LazyFiles.with_words)
-            texts[path] = None if read is None else same_bytes(read.text, contents.get(path))
+            texts[path] = None if read is None else same_bytes(read.text, data)
         return texts[path]
 
     def read(path: Path) -> FileFacts | None:

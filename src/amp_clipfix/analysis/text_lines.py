@@ -18,13 +18,18 @@ class TextLines(Sequence[bytes]):
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        lines = data.splitlines(keepends=True)
         # where each line starts and its text ends (before its line break): 4 bytes under 2 GB
         kind = "i" if len(data) < 2**31 else "q"
-        self.starts = array(kind, accumulate(map(len, lines), initial=0))
-        self.ends = array(
-            kind, map(add, self.starts, map(len, map(bytes.rstrip, lines, repeat(b"\r\n"))))
-        )
+        if b"\r" in data:  # a break may be `\r\n` or `\r` alone: each line's own length
+            lines = data.splitlines(keepends=True)
+            self.starts = array(kind, accumulate(map(len, lines), initial=0))
+            self.ends = array(
+                kind, map(add, self.starts, map(len, map(bytes.rstrip, lines, repeat(b"\r\n"))))
+            )
+        else:  # every break is one `\n`: a line starts one byte after the text before it ends
+            lengths = list(map(len, data.splitlines()))
+            self.starts = array(kind, accumulate(map((1).__add__, lengths), initial=0))
+            self.ends = array(kind, map(add, self.starts, lengths))
         self.starts.pop()  # the end of the text
 
     def __len__(self) -> int:

@@ -74,6 +74,18 @@ def decode_source(path: Path, data: bytes) -> SourceFile:
     return SourceFile(path=Path(path), data=data, text=text, encoding=encoding, bom=bom)
 
 
+def decodes_to_itself(data: bytes) -> bool:
+    """Whether `decode_source` gives a text whose UTF-8 is `data` itself, told without
+    decoding: ASCII bytes (so no BOM) without NUL, in whose first two lines no coding cookie
+    can be read (the codec is then utf-8, as `_declared_encoding` says; ASCII decodes to
+    itself and encodes back the same)."""
+    return (
+        data.isascii()
+        and b"\x00" not in data
+        and not any(b"coding" in line for line in first_two_lines(data))
+    )
+
+
 def takes_coding_cookie(path: Path) -> bool:
     """Only Python files declare their encoding (PEP 263). YAML and notebook JSON are UTF-8 by
     their specs, so `# video coding: h264` in a config is just a comment."""
