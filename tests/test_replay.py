@@ -59,8 +59,8 @@ def mark_records(project: Path) -> None:
     for record in records(project):
         value = unseal(key, record.name, record.read_bytes())
         assert value is not None
-        answers, _, code, statuses = marshal.loads(value)
-        marked = marshal.dumps((answers, [(1, b"replayed\n")], code, statuses))
+        answers, _, code, statuses = replay.unpacked(value)
+        marked = replay.packed(answers, [(1, b"replayed\n")], code, statuses)
         record.write_bytes(seal(key, record.name, marked))
 
 
@@ -412,8 +412,8 @@ def test_a_replay_into_a_reader_that_stopped_exits_as_the_run_does(project: Path
     for record in records(project):  # stderr first, so the replay shows itself, then stdout
         value = unseal(key, record.name, record.read_bytes())
         assert value is not None
-        answers, output, code, statuses = marshal.loads(value)
-        marked = marshal.dumps((answers, [(2, b"replayed\n"), *output], code, statuses))
+        answers, output, code, statuses = replay.unpacked(value)
+        marked = replay.packed(answers, [(2, b"replayed\n"), *output], code, statuses)
         record.write_bytes(seal(key, record.name, marked))
 
     code, stderr = into_a_closed_pipe()

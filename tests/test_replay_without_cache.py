@@ -6,7 +6,6 @@ run looks for."""
 from __future__ import annotations
 
 import io
-import marshal
 import sys
 from pathlib import Path
 
@@ -92,7 +91,7 @@ def test_the_first_run_in_a_project_notes_its_record_under_the_next_runs_key(
     assert secret_key is not None
     value = unseal(secret_key, key, records[0].read_bytes())
     assert value is not None
-    answers, _, code, statuses = marshal.loads(value)
-    marked = marshal.dumps((answers, [(1, b"replayed")], 1, statuses))
+    answers, _, code, statuses = replay.unpacked(value)
+    marked = replay.packed(answers, [(1, b"replayed")], 1, statuses)
     records[0].write_bytes(seal(secret_key, key, marked))
     assert run(project, monkeypatch, again) == (1, "replayed")

@@ -193,7 +193,8 @@ class Cache:
 
     def store_pickled(self, key: str, data: bytes) -> None:
         """Store what `load` gives as the value `data` is the pickle of."""
-        self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
+        # HMAC-SHA256: a run with the analysis cache has loaded OpenSSL (hashlib) anyway
+        self.entries.write(os.path.join(self.folder, key[-2:]), key, data, openssl=True)
 
 
 # Query entries kept beyond the ones a run used: another command's on the same project (the
