@@ -55,7 +55,6 @@ FORMAT = "5"  # bump when the cached data's shape (or what a run computes from i
 
 SECRET_BYTES = 32
 SEAL = b"acfc4"  # a sealed entry starts with it, then the 32-byte tag, then the value
-SEAL_HMAC = b"acfh1"  # the same with an HMAC-SHA256 tag (`seal`'s `openssl`)
 TAG_BYTES = 32
 MAX_ENTRY_BYTES = 256 * 1024 * 1024  # larger values are never written, so never read either
 
@@ -311,56 +310,22 @@ def _tag(key: bytes, name: str, value: bytes) -> bytes:
     return digest.digest()
 
 
-def _hmac_tag(key: bytes, name: str, value: bytes) -> bytes:
-    from _hashlib import hmac_new  # OpenSSL's: where a run has loaded it anyway (`seal`)
-
-    digest = hmac_new(
-        key, b"amp-clipfix\0" + name.encode("utf-8", "surrogateescape") + b"\0", "sha256"
-    )
-    digest.update(value)
-    return digest.digest()
-
-
-def seal(key: bytes, name: str, value: bytes, openssl: bool = False) -> bytes:
-    """What an entry named `name` holding `value` is stored as. `openssl`: tagged with
-    OpenSSL's HMAC-SHA256 where the run has loaded it (hashlib), 2.7x as fast here as the
-    interpreter's own blake2b (the analysis cache's entries: a hook run on NeMo seals or
-    checks ~6 MB of them, ~10 ms with blake2b); else with blake2b, which needs no OpenSSL
-    loaded (~3.6 ms): what a replay reads (its record, the build's table) before anything
-    else is imported."""
-    if openssl and "_hashlib" in sys.modules:  # never loaded for a seal
-        return SEAL_HMAC + _hmac_tag(key, name, value) + value
+def seal(key: bytes, name: str, value: bytes) -> bytes:
+    """What an entry named `name` holding `value` is stored as."""
     return SEAL + _tag(key, name, value) + value
 
 
-def _has_openssl() -> bool:
-    """Whether OpenSSL's hashes can be loaded (an entry it sealed is read by a run that loaded
-    it already: the analysis cache imports hashlib)."""
-    try:
-        import _hashlib  # noqa: F401
-    except ImportError:  # an interpreter built without OpenSSL: blake2b's seal
-        return False
-    return True
-
-
 def unseal(key: bytes, name: str, data: bytes) -> bytes | None:
-    """The value of a stored entry named `name`; None unless this key sealed it under that name
-    (with either tag: a seal says which)."""
+    """The value of a stored entry named `name`; None unless this key sealed it under that name."""
     # hmac.compare_digest where hmac finds no OpenSSL (importing hmac imports hashlib): the
     # time taken says nothing of the tag
     from _operator import _compare_digest as compare_digest
 
     head = len(SEAL) + TAG_BYTES
-    if len(data) < head:
-        return None
-    if data.startswith(SEAL):
-        tag = _tag
-    elif data.startswith(SEAL_HMAC) and _has_openssl():
-        tag = _hmac_tag
-    else:
+    if len(data) < head or not data.startswith(SEAL):
         return None
     value = data[head:]
-    return value if compare_digest(data[len(SEAL) : head], tag(key, name, value)) else None
+    return value if compare_digest(data[len(SEAL) : head], _tag(key, name, value)) else None
 
 
 GITIGNORE = b"# Created by amp-clipfix automatically.\n*\n"
@@ -427,9 +392,8 @@ class Entries:
         held = self.held.get(parent)
         return self.folder(folder) if held is None else held.child(name)
 
-    def write(self, folder: str, name: str, value: bytes, openssl: bool = False) -> bool:
-        """Store `value` as entry `folder/name`, whole or not at all; False when not written.
-        `openssl`: sealed with HMAC-SHA256 (`seal`)."""
+    def write(self, folder: str, name: str, value: bytes) -> bool:
+        """Store `value` as entry `folder/name`, whole or not at all; False when not written."""
         if len(value) > MAX_ENTRY_BYTES or not self.may_write():
             return False
         self.held = {parent: held for parent, held in self.held.items() if held is not None}
@@ -442,7 +406,7 @@ class Entries:
             if opened is None:
                 return False
             with opened:
-                opened.write(name, seal(self.key, name, value, openssl))
+                opened.write(name, seal(self.key, name, value))
         except OSError:
             return False
         return True

@@ -193,8 +193,7 @@ class Cache:
 
     def store_pickled(self, key: str, data: bytes) -> None:
         """Store what `load` gives as the value `data` is the pickle of."""
-        # HMAC-SHA256: a run with the analysis cache has loaded OpenSSL (hashlib) anyway
-        self.entries.write(os.path.join(self.folder, key[-2:]), key, data, openssl=True)
+        self.entries.write(os.path.join(self.folder, key[-2:]), key, data)
 
 
 # Query entries kept beyond the ones a run used: another command's on the same project (the
