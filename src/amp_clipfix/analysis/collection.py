@@ -80,6 +80,9 @@ class Collection:
     root: Path | None = None
     contents: dict[Path, bytes] = field(default_factory=dict)
     searchable: dict[Path, bytes] = field(default_factory=dict)
+    # The files whose read bytes hold no searching word but `precision` (prefilter.search_need):
+    # the pipeline does not ask their searchable texts for the other words again.
+    cleared: frozenset[Path] = frozenset()
     searched: dict[Path, ReadFile | None] = field(default_factory=dict)
     # Each YAML config's sites as its read gave them (None: it does not compose), before any
     # resolution: a rule that reads a config's sites takes them here instead of composing the

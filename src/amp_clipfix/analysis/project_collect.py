@@ -24,7 +24,7 @@ from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
 from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for's module
-from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search, word_start
+from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, search_need, word_start
 
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites
@@ -255,13 +255,11 @@ def read_project(
         return mentions
 
     texts = [(path, data, mentions_of(path)) for path, data in own.items()]
-    searched = (
-        not prefilter
-        or any(mentions(data, FUSED_WORD) for _, data, mentions in texts)
-        or may_need_search(  # no root: ACF011's reading is asked by the pipeline alone
+    searched = not prefilter or any(mentions(data, FUSED_WORD) for _, data, mentions in texts)
+    if not searched:  # no root: ACF011's reading is asked by the pipeline (of files not cleared)
+        searched, collection.cleared = search_need(
             (path, data, read_as_config(path), mentions) for path, data, mentions in texts
         )
-    )
     for path in project.files:
         if path in failed:
             message = f"cannot read: {os_error_reason(failed[path])}"

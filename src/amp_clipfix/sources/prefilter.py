@@ -129,6 +129,7 @@ LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
     b'"precision"] = 16',
     b"'precision'] = 16",
 )
+LEGACY_PIECE = b"16"  # in each of LEGACY_PRECISION_WORDS (tests/test_search_need.py)
 # A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
 # `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
 SETTLED_PRECISION = lazy(
@@ -232,9 +233,12 @@ def held_at_piece(data: bytes, piece: bytes, shared: tuple[tuple[bytes, int], ..
 
 
 SearchFile = tuple[Path, bytes, bool, Mentions]  # (path, data, is_config, mentions)
+OTHER_SEARCH_WORDS = tuple(word for word in SEARCH_WORDS if word != PRECISION_WORD)
 
 
-def may_need_search(files: Iterable[SearchFile], root: Path | None = None) -> bool:
+def may_need_search(
+    files: Iterable[SearchFile], root: Path | None = None, cleared: frozenset[Path] = frozenset()
+) -> bool:
     """Whether a rule with its own search may find something in a project, from the text of its
     files (`(path, data, is_config, mentions)`) alone, before any rule or analysis module is
     imported: some file holds a searching word other than `precision`; or `precision` is there
@@ -246,25 +250,59 @@ def may_need_search(files: Iterable[SearchFile], root: Path | None = None) -> bo
     `bf16` off comment lines (`may_spell_old_value`). Without it (the collection, deciding
     which texts it reads, and so which of their read errors it reports), as before that test.
     `mentions(data, word)`: whether the text may hold the word (`holds` for decoded text; a
-    notebook's raw bytes: `json_may_contain`)."""
+    notebook's raw bytes: `json_may_contain`). `cleared`: files known to hold no searching word
+    but `precision` (search_need's answer), asked only whether they hold `precision`."""
     files = list(files)
-    others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
-    if any(mentions(data, word) for _, data, _, mentions in files for word in others):
+    kept = [file for file in files if file[0] not in cleared] if cleared else files
+    if holds_any(kept, OTHER_SEARCH_WORDS):
         return True
-    if not any(mentions(data, PRECISION_WORD) for _, data, _, mentions in files):
+    if not holds_any(files, (PRECISION_WORD,)):
         return False
-    for path, data, is_config, mentions in files:
-        if not any(mentions(data, word) for word in LEGACY_PRECISION_WORDS):
-            continue  # ACF011's search never reads it
-        if not is_config:
-            if root is None or may_call_for_precision(path, data, root):
-                return True
-            continue  # ACF011's search tests it and never parses it (calls.library_call_files)
-        if (
-            b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
-        ) and (root is None or config_may_spell_old_value(data)):
-            return True
-    return False
+    return any(may_read_old_spelling(file, root) for file in kept if holds_legacy_word(file))
+
+
+def search_need(files: Iterable[SearchFile]) -> tuple[bool, frozenset[Path]]:
+    """`may_need_search` without a root (the collection's question, of each file's raw bytes),
+    and the files then found to hold no searching word but `precision`, which the pipeline's
+    question (with the root, of the searchable texts) need not ask again: `mentions` may only
+    say a word is absent from the raw bytes where the searchable text cannot hold it. Where
+    some file may hold another word no file is cleared (the answer is known at that word)."""
+    files = list(files)
+    if holds_any(files, OTHER_SEARCH_WORDS):
+        return True, frozenset()
+    if not holds_any(files, (PRECISION_WORD,)):
+        return False, frozenset()
+    legacy = [file for file in files if holds_legacy_word(file)]
+    cleared = frozenset(file[0] for file in files) - {file[0] for file in legacy}
+    return any(may_read_old_spelling(file, None) for file in legacy), cleared
+
+
+def holds_any(files: list[SearchFile], words: tuple[bytes, ...]) -> bool:
+    """Whether some file's text may hold one of the words."""
+    return any(mentions(data, word) for _, data, _, mentions in files for word in words)
+
+
+def holds_legacy_word(file: SearchFile) -> bool:
+    """Whether the file's text may hold one of ACF011's words (LEGACY_PRECISION_WORDS), each of
+    which holds LEGACY_PIECE: a text that cannot hold the piece is asked for no word (a
+    `mentions` that may say a text holds a word says it may hold each piece of it)."""
+    _, data, _, mentions = file
+    return mentions(data, LEGACY_PIECE) and any(
+        mentions(data, word) for word in LEGACY_PRECISION_WORDS
+    )
+
+
+def may_read_old_spelling(file: SearchFile, root: Path | None) -> bool:
+    """Whether ACF011's search may read an old spelling in this file, which holds one of its
+    words (may_need_search)."""
+    path, data, is_config, _ = file
+    if not is_config:
+        # without the root, any; with it, ACF011's search tests the file and never parses
+        # it where it cannot call for precision (calls.library_call_files)
+        return root is None or may_call_for_precision(path, data, root)
+    return (
+        b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
+    ) and (root is None or config_may_spell_old_value(data))
 
 
 # What ACF011's search asks of a Python file holding an old spelling before parsing it
