@@ -279,7 +279,41 @@ def search_need(files: Iterable[SearchFile]) -> tuple[bool, frozenset[Path]]:
 
 def holds_any(files: list[SearchFile], words: tuple[bytes, ...]) -> bool:
     """Whether some file's text may hold one of the words."""
-    return any(mentions(data, word) for _, data, _, mentions in files for word in words)
+    return texts_hold_any(((data, mentions) for _, data, _, mentions in files), words)
+
+
+# How many bytes of texts `texts_hold_any` joins for one scan per word: a few scans of a small
+# project's texts instead of one call per word and text (each a few hundred instructions more
+# than the scan of a short text), and a scan of a big tree's ends not far past a text that holds
+# the word.
+JOINED_BYTES = 1 << 16
+
+
+def texts_hold_any(texts: Iterable[tuple[bytes, Mentions]], words: tuple[bytes, ...]) -> bool:
+    """Whether some text (with its `mentions`) may hold one of the words (none holding a line
+    break): the texts whose `mentions` is `holds` are joined by line breaks, up to
+    JOINED_BYTES, and each word is looked for in the joined text, where it is exactly when it
+    is in one of them; a text of another `mentions` is asked after the texts before it, in
+    order, as `any` over the texts asks it."""
+    joined: list[bytes] = []
+    size = 0
+    for data, mentions in texts:
+        if mentions is holds:
+            joined.append(data)
+            size += len(data)
+            if size < JOINED_BYTES:
+                continue
+        if joined and _joined_hold_any(joined, words):
+            return True
+        joined, size = [], 0
+        if mentions is not holds and any(mentions(data, word) for word in words):
+            return True
+    return bool(joined) and _joined_hold_any(joined, words)
+
+
+def _joined_hold_any(texts: list[bytes], words: tuple[bytes, ...]) -> bool:
+    text = texts[0] if len(texts) == 1 else b"\n".join(texts)
+    return any(text.find(word) >= 0 for word in words)  # find: see holds
 
 
 def holds_legacy_word(file: SearchFile) -> bool:
