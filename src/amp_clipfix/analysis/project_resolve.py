@@ -21,7 +21,7 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError, Stage
-from amp_clipfix.sources.prefilter import any_word
+from amp_clipfix.sources.shared_pieces import any_word
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.evaluate import Evaluator
