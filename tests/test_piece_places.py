@@ -1,4 +1,4 @@
-"""`prefilter.any_word` reads a text that holds a shared piece only where the piece is
+"""`shared_pieces.any_word` reads a text that holds a shared piece only where the piece is
 (`held_at_piece`), and looks for the words in the rest of the text past PIECE_PLACES places:
 whatever the words and the text, it says what `any(word in text ...)` says."""
 
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from amp_clipfix.sources import prefilter
-from amp_clipfix.sources.prefilter import any_word, held_at_piece
+from amp_clipfix.sources import shared_pieces
+from amp_clipfix.sources.shared_pieces import any_word, held_at_piece
 
 # ACF011's spellings and the clip and autocast words: pieces shared at different offsets.
 WORDS = (
@@ -43,9 +43,9 @@ def texts(seed: int, count: int) -> list[bytes]:
     ]
 
 
-@pytest.mark.parametrize("places", [1, 2, 3, prefilter.PIECE_PLACES])
+@pytest.mark.parametrize("places", [1, 2, 3, shared_pieces.PIECE_PLACES])
 def test_any_word_says_what_any_says(monkeypatch: pytest.MonkeyPatch, places: int) -> None:
-    monkeypatch.setattr(prefilter, "PIECE_PLACES", places)
+    monkeypatch.setattr(shared_pieces, "PIECE_PLACES", places)
     test = any_word(WORDS)
     for text in texts(places, 20_000):
         assert test(text) == any(word in text for word in WORDS), text
@@ -62,7 +62,7 @@ def test_a_word_is_compared_only_where_its_piece_is() -> None:
 def test_past_the_places_read_the_words_are_looked_for_in_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(prefilter, "PIECE_PLACES", 2)
+    monkeypatch.setattr(shared_pieces, "PIECE_PLACES", 2)
     shared = ((b"xprecision=16", 1),)
     text = b"precision precision precision xprecision=16"
     assert held_at_piece(text, b"precision", shared)

@@ -1,7 +1,7 @@
 """The resolution links precision plugins built outside a `Trainer(...)` / `Fabric(...)` call
 (resolve_entries.py `plugin_entries`) only where the collector can find such a plugin's site: a
 file the collection read that holds one, or a file it did not read that writes a plugin class's
-name (collection.may_call_plugin_class). Elsewhere no `plugins=` list is evaluated and no
+name (plugin_texts.may_call_plugin_class). Elsewhere no `plugins=` list is evaluated and no
 unread file is walked for a site; the test is a noted scan, so a warm run after an edit that
 writes a plugin into an unread module finds it as a cold run does."""
 
@@ -14,7 +14,7 @@ from piped import amp_clipfix
 
 from amp_clipfix.analysis import names
 from amp_clipfix.analysis.collect import collect_sites
-from amp_clipfix.analysis.collection import PLUGIN_CLASS_WORDS, may_call_plugin_class
+from amp_clipfix.analysis.plugin_texts import PLUGIN_CLASS_WORDS, may_call_plugin_class
 from amp_clipfix.models import SiteKind
 
 

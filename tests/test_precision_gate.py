@@ -152,7 +152,7 @@ def test_a_gated_project_gives_what_the_search_gives(
     folder = write(tmp_path, PROJECT)
     options = Options(Strategy.AUTO, DEFAULT_TARGET)
     gated = run([folder], options)
-    monkeypatch.setattr(pipeline, "may_need_search", lambda files, root: True)
+    monkeypatch.setattr(pipeline, "may_need_search", lambda files, root, cleared: True)
     searched = run([folder], options)
     assert (gated.findings, gated.errors) == (searched.findings, searched.errors)
     assert gated.files_seen == searched.files_seen == 4  # the Python files and the config

@@ -13,12 +13,12 @@ from amp_clipfix.models import Strategy
 from amp_clipfix.pipeline import Options, run
 from amp_clipfix.project.version import DEFAULT_TARGET
 from amp_clipfix.sources.prefilter import (
-    any_word,
     holds,
     json_may_contain,
     may_configure_trainer,
     may_need_search,
 )
+from amp_clipfix.sources.shared_pieces import any_word
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = sorted(

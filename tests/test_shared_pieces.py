@@ -1,4 +1,4 @@
-"""`prefilter.shared_pieces` counts how many words hold each piece from each word's set of
+"""`shared_pieces.shared_pieces` counts how many words hold each piece from each word's set of
 pieces: the same singles and groups, in the same order, as testing every piece against every
 word (the first spelling, kept here as the reference)."""
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amp_clipfix.rules import searching_rules
-from amp_clipfix.sources.prefilter import SHARED_PIECE, any_word, shared_pieces
+from amp_clipfix.sources.shared_pieces import SHARED_PIECE, any_word, shared_pieces
 
 
 def reference(

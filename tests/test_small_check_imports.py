@@ -1,7 +1,8 @@
 """What a cold `check` of a small project imports (issue 35: a 25-file project at most 6x
 ruff): a project in which no file may build a fused optimizer has nothing to parse, so the
 parsing module (analysis/parse_pool.py: the process pool, the per-file collection) is not
-imported; a project with such a file still parses it and reports its finding.
+imported; a project with such a file still parses it and reports its finding. Nor does
+it import the stored text tests (analysis/recording.py), which no resolution asks there.
 """
 
 from __future__ import annotations
@@ -36,3 +37,25 @@ def test_a_project_with_a_fused_optimizer_still_parses_it(tmp_path: Path) -> Non
     assert isinstance(findings, list)
     assert [finding["code"] for finding in findings] == ["ACF002"]
     assert PARSING_MODULE in noted["modules"]
+
+
+RECORDING_MODULE = "amp_clipfix.analysis.recording"
+
+
+def test_a_project_with_nothing_to_parse_does_not_import_the_stored_text_tests(
+    tmp_path: Path,
+) -> None:
+    """The collection registers no text test of its own: the plugin class test lives in
+    analysis/plugin_texts.py, imported by the resolution and by a later run's query check."""
+    noted, _ = run(small_project(tmp_path / "project"), tmp_path)
+    assert "amp_clipfix.analysis.collection" in noted["modules"]
+    assert RECORDING_MODULE not in noted["modules"]
+    assert "amp_clipfix.analysis.plugin_texts" not in noted["modules"]
+
+
+def test_the_plugin_class_test_is_registered_where_its_home_is_imported() -> None:
+    from amp_clipfix.analysis import recording
+
+    test = recording.predicate("may_call_plugin_class")
+    assert test(None, b"from lightning.pytorch.plugins import MixedPrecision\n")
+    assert not test(None, b"from lightning.pytorch import Trainer\n")

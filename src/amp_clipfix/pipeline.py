@@ -479,6 +479,7 @@ def searching_rules_of(collection: Collection) -> tuple[list[Rule | Gate], set[s
     if collection.root is None or not may_need_search(
         ((path, data, read_as_config(path), holds) for path, data in collection.searchable.items()),
         collection.root,
+        collection.cleared,
     ):
         return [], set()
     from amp_clipfix.analysis import gate_texts  # noqa: F401 - registers the gates' text tests

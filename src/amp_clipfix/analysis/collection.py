@@ -8,12 +8,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from amp_clipfix.analysis import recording
 from amp_clipfix.kinds import FileError
 from amp_clipfix.records import field, record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Language
-from amp_clipfix.sources.prefilter import python_holds
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.bodies import Bodies
@@ -80,6 +78,9 @@ class Collection:
     root: Path | None = None
     contents: dict[Path, bytes] = field(default_factory=dict)
     searchable: dict[Path, bytes] = field(default_factory=dict)
+    # The files whose read bytes hold no searching word but `precision` (prefilter.search_need):
+    # the pipeline does not ask their searchable texts for the other words again.
+    cleared: frozenset[Path] = frozenset()
     searched: dict[Path, ReadFile | None] = field(default_factory=dict)
     # Each YAML config's sites as its read gave them (None: it does not compose), before any
     # resolution: a rule that reads a config's sites takes them here instead of composing the
@@ -127,24 +128,6 @@ def prefiltered(path: Path, data: bytes, stage: Stage, collection: Collection | 
         known = stored.result(path, data, lambda: test(data))  # type: ignore[union-attr]
     collection.prefilters[key] = (data, known)
     return known
-
-
-# The last parts of the qualified names of the precision plugin classes whose calls the collector
-# makes plugin sites of (names.PRECISION_PLUGINS; `MixedPrecision` is in `MixedPrecisionPlugin`
-# too): a file calling one writes one, as the call's attribute or in the import that binds the
-# name it calls (scopes.py). Here, not in names.py: a later run's query check asks the test
-# (queries.py) before the resolution's modules are imported.
-PLUGIN_CLASS_WORDS = (b"FSDPPrecision", b"MixedPrecision")
-CALLS_PLUGIN_CLASS = "may_call_plugin_class"
-
-
-def may_call_plugin_class(path: Path | None, data: bytes) -> bool:
-    """Whether a text may call a precision plugin class: it writes one's name as Python reads
-    it (in its bytes, or, in a text that is not all ASCII, after NFKC normalisation)."""
-    return python_holds(data, PLUGIN_CLASS_WORDS)
-
-
-recording.PREDICATES[CALLS_PLUGIN_CLASS] = may_call_plugin_class
 
 
 class ReadFiles(Mapping[Path, "ReadFile"]):

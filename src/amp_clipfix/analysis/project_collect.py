@@ -24,7 +24,14 @@ from amp_clipfix.records import record
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import SourceError, Stage
 from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for's module
-from amp_clipfix.sources.prefilter import FUSED_WORD, may_clip, may_need_search, word_start
+from amp_clipfix.sources.prefilter import (
+    FUSED_WORD,
+    holds,
+    may_clip,
+    search_need,
+    texts_hold_any,
+    word_start,
+)
 
 if TYPE_CHECKING:
     from amp_clipfix.models import FileSites
@@ -239,8 +246,14 @@ def read_project(
     own = {path: data for path, data in contents.items() if path not in library}
 
     def mentions_of(path: Path) -> Mentions:
-        """The file's `may_mention`, its adapter looked up at the first word only: the
-        prefilter asks ~20 words of each file."""
+        """The file's `may_mention`, its adapter looked up once: the prefilter asks ~20 words
+        of each file. `holds` itself where it is that (it raises nothing; the prefilter asks
+        such texts joined), else a test that keeps what it raises as the file's error."""
+        try:
+            if adapter_for(path).may_mention is holds:
+                return holds
+        except Exception:  # noqa: BLE001 - raised again, and kept, when a word is asked
+            pass
         looked_up: list[Mentions] = []  # the adapter's may_mention, once asked
 
         def mentions(data: bytes, word: bytes) -> bool:
@@ -255,13 +268,11 @@ def read_project(
         return mentions
 
     texts = [(path, data, mentions_of(path)) for path, data in own.items()]
-    searched = (
-        not prefilter
-        or any(mentions(data, FUSED_WORD) for _, data, mentions in texts)
-        or may_need_search(  # no root: ACF011's reading is asked by the pipeline alone
+    searched = not prefilter or texts_hold_any(((d, m) for _, d, m in texts), (FUSED_WORD,))
+    if not searched:  # no root: ACF011's reading is asked by the pipeline (of files not cleared)
+        searched, collection.cleared = search_need(
             (path, data, read_as_config(path), mentions) for path, data, mentions in texts
         )
-    )
     for path in project.files:
         if path in failed:
             message = f"cannot read: {os_error_reason(failed[path])}"

@@ -21,8 +21,8 @@ from amp_clipfix.project.version import Target
 from amp_clipfix.records import replace
 from amp_clipfix.sources import adapter_for
 from amp_clipfix.sources.base import Document, SourceError, Stage
-from amp_clipfix.sources.prefilter import any_word
 from amp_clipfix.sources.python import PythonSource
+from amp_clipfix.sources.shared_pieces import any_word
 from amp_clipfix.sources.text import decodes_to_itself
 
 if TYPE_CHECKING:

@@ -65,7 +65,7 @@ PREDICATE_HOMES = {
         "amp_clipfix.analysis.written_events",
     ),
     "candidate": "amp_clipfix.analysis.project_resolve",
-    "may_call_plugin_class": "amp_clipfix.analysis.collection",
+    "may_call_plugin_class": "amp_clipfix.analysis.plugin_texts",
     **dict.fromkeys(("may_name", "may_import", "may_hold"), "amp_clipfix.analysis.gate_texts"),
     "binds_attribute_value": "amp_clipfix.analysis.reach",
     **dict.fromkeys(("writes_value", "imports_plainly"), "amp_clipfix.analysis.module_objects"),

@@ -20,8 +20,8 @@ from pathlib import Path
 from amp_clipfix.analysis import names, strategy_names
 from amp_clipfix.analysis.ast_syntax import is_guardable, namespace_argument
 from amp_clipfix.analysis.collect import collect_sites
-from amp_clipfix.analysis.collection import CALLS_PLUGIN_CLASS
 from amp_clipfix.analysis.evaluate import Ctx
+from amp_clipfix.analysis.plugin_texts import CALLS_PLUGIN_CLASS
 from amp_clipfix.analysis.recording import holds, matches, scan
 from amp_clipfix.analysis.resolve_base import innermost_statement
 from amp_clipfix.analysis.resolve_refine import RefineSites, expression_at

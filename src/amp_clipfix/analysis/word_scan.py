@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.relevance import NOT_WORD_TO_SPACE
-from amp_clipfix.sources.prefilter import WORD_BYTES, any_word
+from amp_clipfix.sources.prefilter import WORD_BYTES
+from amp_clipfix.sources.shared_pieces import any_word
 
 
 @functools.lru_cache(maxsize=256)

@@ -129,6 +129,7 @@ LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
     b'"precision"] = 16',
     b"'precision'] = 16",
 )
+LEGACY_PIECE = b"16"  # in each of LEGACY_PRECISION_WORDS (tests/test_search_need.py)
 # A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
 # `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
 SETTLED_PRECISION = lazy(
@@ -147,94 +148,13 @@ def holds(data: bytes, word: bytes) -> bool:
     return data.find(word) >= 0
 
 
-# The shortest piece several words share that is looked for before them (shorter pieces, such as
-# `amp` of `amp_level` and `cuda.amp`, are in most files of a big tree: no text is skipped). 4,
-# not 5, since a text holding the piece is read only where it is (held_at_piece): `.amp` of
-# `cuda.amp` and `cpu.amp`, `16"` of `"16"` and `"bf16"` save a scan of most texts.
-SHARED_PIECE = 4
-
-
-@functools.lru_cache(maxsize=8)
-def shared_pieces(
-    words: tuple[bytes, ...],
-) -> tuple[tuple[bytes, ...], tuple[tuple[bytes, tuple[bytes, ...]], ...]]:
-    """The words no piece groups, and each piece with the words it is in: the piece in the
-    most words first (the longest, then the greatest, among equals), until none is in two.
-    A piece is in a word exactly when it is one of the word's pieces, so how many words hold
-    each piece is counted from each word's set of pieces (made once), not by testing every
-    piece against every word (6 ms for the 26 words of the Lightning tree's rules)."""
-    left = list(words)
-    groups: list[tuple[bytes, tuple[bytes, ...]]] = []
-    pieces = {
-        word: {
-            word[start:end]
-            for start in range(len(word))
-            for end in range(start + SHARED_PIECE, len(word) + 1)
-        }
-        for word in left
-    }
-    while True:
-        sharing: dict[bytes, int] = {}
-        for word in left:
-            for piece in pieces[word]:
-                sharing[piece] = sharing.get(piece, 0) + 1
-        best = max(((n, len(p), p) for p, n in sharing.items() if n > 1), default=None)
-        if best is None:
-            return tuple(left), tuple(groups)
-        piece = best[2]
-        groups.append((piece, tuple(word for word in left if piece in word)))
-        left = [word for word in left if piece not in word]
-
-
-def any_word(words: Iterable[bytes]) -> Callable[[bytes], bool]:
-    """`lambda data: any(word in data for word in words)`, with fewer scans of the texts that
-    hold none (most of a big tree): words that share a piece of SHARED_PIECE bytes or more
-    (`precision` of ACF011's eight spellings, `clip_` of `clip_grad_norm_` and
-    `gradient_clip_val`) are looked for only in the texts that hold the piece. Each text holds
-    a word exactly when `any` says it does; on torch + lightning, 13 scans of a text that holds
-    none instead of 25."""
-    singles, groups = shared_pieces(tuple(dict.fromkeys(words)))
-    placed = tuple(
-        (piece, tuple((word, word.find(piece)) for word in shared)) for piece, shared in groups
-    )
-
-    def test(data: bytes) -> bool:
-        return any(data.find(word) >= 0 for word in singles) or any(  # find: see holds
-            held_at_piece(data, piece, shared) for piece, shared in placed
-        )
-
-    return test
-
-
-# The places of a piece a text is read at for the words holding it (held_at_piece) before the
-# words are looked for in the whole text instead: each place costs a few comparisons, a word's
-# scan of the text a pass over it.
-PIECE_PLACES = 16
-
-
-def held_at_piece(data: bytes, piece: bytes, shared: tuple[tuple[bytes, int], ...]) -> bool:
-    """Whether the text holds one of the words that hold `piece` (each with where the piece
-    first starts in it): a word in the text has the piece at that offset, so only where the
-    piece is is a word compared (one scan of the text, not one per word: `precision` is in
-    every config of a tree, ACF011's eight spellings in few). Past PIECE_PLACES places of the
-    piece, each word is looked for in the text after the places read."""
-    start = data.find(piece)
-    places = 0
-    while start >= 0:
-        for word, offset in shared:
-            if start >= offset and data.startswith(word, start - offset):
-                return True
-        places += 1
-        if places == PIECE_PLACES:
-            return any(data.find(word, max(0, start - offset + 1)) >= 0 for word, offset in shared)
-        start = data.find(piece, start + 1)
-    return False
-
-
 SearchFile = tuple[Path, bytes, bool, Mentions]  # (path, data, is_config, mentions)
+OTHER_SEARCH_WORDS = tuple(word for word in SEARCH_WORDS if word != PRECISION_WORD)
 
 
-def may_need_search(files: Iterable[SearchFile], root: Path | None = None) -> bool:
+def may_need_search(
+    files: Iterable[SearchFile], root: Path | None = None, cleared: frozenset[Path] = frozenset()
+) -> bool:
     """Whether a rule with its own search may find something in a project, from the text of its
     files (`(path, data, is_config, mentions)`) alone, before any rule or analysis module is
     imported: some file holds a searching word other than `precision`; or `precision` is there
@@ -246,25 +166,93 @@ def may_need_search(files: Iterable[SearchFile], root: Path | None = None) -> bo
     `bf16` off comment lines (`may_spell_old_value`). Without it (the collection, deciding
     which texts it reads, and so which of their read errors it reports), as before that test.
     `mentions(data, word)`: whether the text may hold the word (`holds` for decoded text; a
-    notebook's raw bytes: `json_may_contain`)."""
+    notebook's raw bytes: `json_may_contain`). `cleared`: files known to hold no searching word
+    but `precision` (search_need's answer), asked only whether they hold `precision`."""
     files = list(files)
-    others = [word for word in SEARCH_WORDS if word != PRECISION_WORD]
-    if any(mentions(data, word) for _, data, _, mentions in files for word in others):
+    kept = [file for file in files if file[0] not in cleared] if cleared else files
+    if holds_any(kept, OTHER_SEARCH_WORDS):
         return True
-    if not any(mentions(data, PRECISION_WORD) for _, data, _, mentions in files):
+    if not holds_any(files, (PRECISION_WORD,)):
         return False
-    for path, data, is_config, mentions in files:
-        if not any(mentions(data, word) for word in LEGACY_PRECISION_WORDS):
-            continue  # ACF011's search never reads it
-        if not is_config:
-            if root is None or may_call_for_precision(path, data, root):
-                return True
-            continue  # ACF011's search tests it and never parses it (calls.library_call_files)
-        if (
-            b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
-        ) and (root is None or config_may_spell_old_value(data)):
+    return any(may_read_old_spelling(file, root) for file in kept if holds_legacy_word(file))
+
+
+def search_need(files: Iterable[SearchFile]) -> tuple[bool, frozenset[Path]]:
+    """`may_need_search` without a root (the collection's question, of each file's raw bytes),
+    and the files then found to hold no searching word but `precision`, which the pipeline's
+    question (with the root, of the searchable texts) need not ask again: `mentions` may only
+    say a word is absent from the raw bytes where the searchable text cannot hold it. Where
+    some file may hold another word no file is cleared (the answer is known at that word)."""
+    files = list(files)
+    if holds_any(files, OTHER_SEARCH_WORDS):
+        return True, frozenset()
+    if not holds_any(files, (PRECISION_WORD,)):
+        return False, frozenset()
+    legacy = [file for file in files if holds_legacy_word(file)]
+    cleared = frozenset(file[0] for file in files) - {file[0] for file in legacy}
+    return any(may_read_old_spelling(file, None) for file in legacy), cleared
+
+
+def holds_any(files: list[SearchFile], words: tuple[bytes, ...]) -> bool:
+    """Whether some file's text may hold one of the words."""
+    return texts_hold_any(((data, mentions) for _, data, _, mentions in files), words)
+
+
+# How many bytes of texts `texts_hold_any` joins for one scan per word: a few scans of a small
+# project's texts instead of one call per word and text (each a few hundred instructions more
+# than the scan of a short text), and a scan of a big tree's ends not far past a text that holds
+# the word.
+JOINED_BYTES = 1 << 16
+
+
+def texts_hold_any(texts: Iterable[tuple[bytes, Mentions]], words: tuple[bytes, ...]) -> bool:
+    """Whether some text (with its `mentions`) may hold one of the words (none holding a line
+    break): the texts whose `mentions` is `holds` are joined by line breaks, up to
+    JOINED_BYTES, and each word is looked for in the joined text, where it is exactly when it
+    is in one of them; a text of another `mentions` is asked after the texts before it, in
+    order, as `any` over the texts asks it."""
+    joined: list[bytes] = []
+    size = 0
+    for data, mentions in texts:
+        if mentions is holds:
+            joined.append(data)
+            size += len(data)
+            if size < JOINED_BYTES:
+                continue
+        if joined and _joined_hold_any(joined, words):
             return True
-    return False
+        joined, size = [], 0
+        if mentions is not holds and any(mentions(data, word) for word in words):
+            return True
+    return bool(joined) and _joined_hold_any(joined, words)
+
+
+def _joined_hold_any(texts: list[bytes], words: tuple[bytes, ...]) -> bool:
+    text = texts[0] if len(texts) == 1 else b"\n".join(texts)
+    return any(text.find(word) >= 0 for word in words)  # find: see holds
+
+
+def holds_legacy_word(file: SearchFile) -> bool:
+    """Whether the file's text may hold one of ACF011's words (LEGACY_PRECISION_WORDS), each of
+    which holds LEGACY_PIECE: a text that cannot hold the piece is asked for no word (a
+    `mentions` that may say a text holds a word says it may hold each piece of it)."""
+    _, data, _, mentions = file
+    return mentions(data, LEGACY_PIECE) and any(
+        mentions(data, word) for word in LEGACY_PRECISION_WORDS
+    )
+
+
+def may_read_old_spelling(file: SearchFile, root: Path | None) -> bool:
+    """Whether ACF011's search may read an old spelling in this file, which holds one of its
+    words (may_need_search)."""
+    path, data, is_config, _ = file
+    if not is_config:
+        # without the root, any; with it, ACF011's search tests the file and never parses
+        # it where it cannot call for precision (calls.library_call_files)
+        return root is None or may_call_for_precision(path, data, root)
+    return (
+        b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
+    ) and (root is None or config_may_spell_old_value(data))
 
 
 # What ACF011's search asks of a Python file holding an old spelling before parsing it

@@ -32,8 +32,9 @@ class PythonSource:
     def searchable(self, path: Path, data: bytes) -> bytes:
         return data
 
-    def may_mention(self, data: bytes, word: bytes) -> bool:
-        return data.find(word) >= 0  # the prefilter reads the bytes themselves (find: holds)
+    # the prefilter reads the bytes themselves: `holds` itself, which it may ask of many
+    # texts joined (prefilter.holds_any)
+    may_mention = staticmethod(prefilter.holds)
 
     def prefilter(self, stage: Stage) -> Callable[[bytes], bool]:
         return PYTHON_PREFILTER[stage]
