@@ -20,14 +20,13 @@ parse here passes: the search reads the file and reports it as it did.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.calls import CallTest, Keywords, written_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lazy_files import LazyFiles
-from amp_clipfix.analysis.parse_depth import frame_depth
+from amp_clipfix.analysis.parse_depth import with_frames
 from amp_clipfix.analysis.recording import PREDICATES, Condition
 from amp_clipfix.analysis.summary import Summary, summarise
 
@@ -76,14 +75,10 @@ def fresh_summary(root: Path, path: Path, data: bytes) -> Summary | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(frame_depth() + PARSE_FRAMES)
     try:
-        return summarise(root, path, text)
+        return with_frames(PARSE_FRAMES, lambda: summarise(root, path, text))
     except RecursionError:
         return None
-    finally:
-        sys.setrecursionlimit(limit)
 
 
 @functools.lru_cache(maxsize=64)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from amp_clipfix.analysis.summary import Summary
+
+T = TypeVar("T")
 
 
 def may_parse(text: str) -> bool:
@@ -39,6 +41,17 @@ def may_parse(text: str) -> bool:
     finally:
         sys.setrecursionlimit(limit)
     return True
+
+
+def with_frames(frames: int, call: Callable[[], T]) -> T:
+    """`call()` with `frames` Python frames left above this one, whatever runs below: a text
+    test that parses (kept_call_test.py, questions.py) gives the same answer at any depth."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(frame_depth() + frames)
+    try:
+        return call()
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def frame_depth() -> int:

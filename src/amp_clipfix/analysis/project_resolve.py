@@ -15,6 +15,7 @@ from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
 from amp_clipfix.analysis.parse_depth import frame_depth, may_parse, parse_at_depth
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
+from amp_clipfix.analysis.questions import Unparsed
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
 from amp_clipfix.project.version import Target
@@ -362,8 +363,8 @@ def project_facts(
         return any(error.path == path for error in (*collection.errors, *late))
 
     def settle() -> None:
-        for words, where in lazy.questions:  # a file that (now) holds one and passes is asked
-            asked.words(words, where)
+        for words, where in lazy.questions:  # a file that (now) holds one, passes, may fail
+            asked.words(words, Unparsed(where))
         before = collection.parsed_before  # read by searches the run did not compute again
         for path in lazy.candidates if lazy.questions or lazy.done or before else ():
             if path in lazy.done or path in before:
