@@ -19,6 +19,7 @@ parse here passes: the search reads the file and reports it as it did.
 
 from __future__ import annotations
 
+import ast
 import functools
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
@@ -26,18 +27,19 @@ from pathlib import Path
 from amp_clipfix.analysis.calls import CallTest, Keywords, written_calls
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
 from amp_clipfix.analysis.lazy_files import LazyFiles
-from amp_clipfix.analysis.parse_depth import with_frames
+from amp_clipfix.analysis.parse_depth import TEST_FRAMES, with_frames
 from amp_clipfix.analysis.recording import PREDICATES, Condition
 from amp_clipfix.analysis.summary import Summary, summarise
 
 KEPT_CALL_TEST = "kept_call_test"  # KeptCallTest's predicate (recording.PREDICATES)
-# The frames a test's own parse may use above its caller's: the same answer at any depth.
-PARSE_FRAMES = 1000
+PARSE_FRAMES = TEST_FRAMES  # the frames a test's own parse has above its caller's
 
 
 class KeptCallTest(CallTest):
     """`CallTest`, and a parse of the file keeps a call `library_calls` would evaluate.
-    `parsed(path)`: the run's summary of the file where it parsed already (None: parse here)."""
+    `parsed(path)`: the run's summary of the file where it parsed already (None: parse here).
+    `tested`: where the tree parsed here of a file let through is handed to the file's read
+    with the text parsed (LazyFiles.tested: the search reads it next; no second parse)."""
 
     def __init__(
         self,
@@ -45,22 +47,27 @@ class KeptCallTest(CallTest):
         qualified: Collection[str],
         keywords: Keywords | None = None,
         parsed: Callable[[Path], Summary | None] = lambda path: None,
+        tested: dict[Path, tuple[str, ast.Module]] | None = None,
     ) -> None:
         super().__init__(root, qualified, keywords)
-        self.parsed = parsed
+        self.parsed, self.tested = parsed, tested
 
     def __call__(self, path: Path, data: bytes) -> bool:
         if not super().__call__(path, data):
             return False
         module = self.parsed(path)
+        fresh = module is None
         if module is None:
             module = fresh_summary(self.root, path, data)
         if module is None:
             return True  # it does not parse here: read it, as the search always did
         try:
-            return bool(written_calls(module, self.qualified, self.keywords))
+            passes = bool(written_calls(module, self.qualified, self.keywords))
         except RecursionError:
             return True
+        if passes and fresh and self.tested is not None:  # no node of it is held past here
+            self.tested[path] = (data.decode("utf-8"), module.tree)
+        return passes
 
     @property
     def condition(self) -> Condition:
@@ -98,7 +105,8 @@ def kept_call_files(
 ) -> Iterator[FileFacts]:
     """`calls.library_call_files`, each file tested by `KeptCallTest`: only the files where
     `library_calls` may find a call are parsed (and read)."""
-    test = KeptCallTest(facts.root, qualified, keywords, parsed(facts))
+    tested = facts.files.tested if isinstance(facts.files, LazyFiles) else None
+    test = KeptCallTest(facts.root, qualified, keywords, parsed(facts), tested)
     return facts.with_words(*words, where=test)
 
 
