@@ -59,12 +59,28 @@ def library_calls(
     or `**`: a call
     spans the lines of its keywords, and one without them gives that search nothing,
     whatever it calls, so its callee is not evaluated."""
+    wanted = frozenset(qualified)
+    for node, named in written_calls(file.summary, qualified, keywords):
+        if named:
+            found = facts.qualified_names(file, node.func) & wanted
+        else:  # through an alias: only where it surely holds one of them (a fix rewrites it)
+            found = surely_among(facts.values(file, node.func), wanted)
+        if found:
+            yield node, found
+
+
+def written_calls(
+    module: Summary, qualified: Collection[str], keywords: Keywords | None = None
+) -> list[tuple[ast.Call, bool]]:
+    """The calls `library_calls` evaluates, from the module's syntax alone, each with whether
+    its callee writes one's name or an import of theirs (else it is called through an alias):
+    no call here, no answer of `library_calls` (kept_call_test.py tests a file by this)."""
     shorts = {name.rsplit(".", 1)[-1] for name in qualified}
     prefixes = tuple({name.rsplit(".", 1)[0] for name in qualified})
     wanted = frozenset(qualified)
-    imports = file.summary.imports
+    imports = module.imports
     local = {name for name, imported in imports.items() if imported.startswith(prefixes)}
-    aliases = alias_names(file.summary, shorts)
+    aliases = alias_names(module, shorts)
 
     def named(node: ast.Call) -> bool:  # the callee writes one's name or an import of theirs
         last, root = callee_words(node)
@@ -78,16 +94,10 @@ def library_calls(
         return keywords is None or keywords.written(node)
 
     if keywords is None:
-        found_calls = file.summary.calls_kept(written, *sorted(shorts | local | aliases))
+        found_calls = module.calls_kept(written, *sorted(shorts | local | aliases))
     else:
-        found_calls = file.summary.calls_kept(written, *keywords.names, signs=(b"**",))
-    for node in found_calls:
-        if named(node):
-            found = facts.qualified_names(file, node.func) & wanted
-        else:  # through an alias: only where it surely holds one of them (a fix rewrites it)
-            found = surely_among(facts.values(file, node.func), wanted)
-        if found:
-            yield node, found
+        found_calls = module.calls_kept(written, *keywords.names, signs=(b"**",))
+    return [(node, named(node)) for node in found_calls]
 
 
 def surely_among(values: list[object], wanted: frozenset[str]) -> frozenset[str]:

@@ -3,6 +3,7 @@ computation of its own asked of them (`Own`: candidate_answers.py)."""
 
 from __future__ import annotations
 
+import ast
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -53,6 +54,9 @@ class LazyFiles(Mapping[Path, FileFacts]):
         self.questions = Questions()  # what `with_words` was asked (what the settle checks)
         # a computation of its own running: a file met again is read again (noted) and kept
         self.own: Own | None = None
+        # the tree a search's test parsed of a file it let through, with the text parsed:
+        # handed to the file's read when it parses that same text (kept_call_test.py)
+        self.tested: dict[Path, tuple[str, ast.Module]] = {}
 
     candidates = functools.cached_property(lambda self: self.listing())
     known = functools.cached_property(lambda self: set(self.candidates))

@@ -8,10 +8,17 @@ from __future__ import annotations
 import sys
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    import ast
+
     from amp_clipfix.analysis.summary import Summary
+
+T = TypeVar("T")
+# The frames a text test's own parse has above its caller (kept_call_test.py): the same answer
+# at any depth.
+TEST_FRAMES = 1000
 
 
 def may_parse(text: str) -> bool:
@@ -41,6 +48,17 @@ def may_parse(text: str) -> bool:
     return True
 
 
+def with_frames(frames: int, call: Callable[[], T]) -> T:
+    """`call()` with `frames` Python frames left above this one, whatever runs below: a text
+    test that parses (kept_call_test.py, questions.py) gives the same answer at any depth."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(frame_depth() + frames)
+    try:
+        return call()
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def frame_depth() -> int:
     """How many Python frames are running (what the parser's recursion limit counts)."""
     depth, frame = 0, sys._getframe(1)
@@ -65,3 +83,14 @@ def parse_at_depth(load: Callable[[], Summary | None], depth: int) -> Summary | 
         return load()
     finally:
         sys.setrecursionlimit(limit)
+
+
+def handed_tree(text: str, tested: tuple[str, ast.Module] | None) -> ast.Module | None:
+    """The tree a text test parsed of `text` with `TEST_FRAMES` frames (kept_call_test.py), for
+    a parse of the same text that has at least as many frames: `ast.parse` is deterministic,
+    so that parse would give an equal tree (a parse with fewer frames may fail: parse it)."""
+    if tested is None or tested[0] != text:
+        return None
+    if sys.getrecursionlimit() - frame_depth() < TEST_FRAMES:
+        return None
+    return tested[1]

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix.analysis import recording
 from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_config
-from amp_clipfix.analysis.parse_depth import frame_depth, may_parse, parse_at_depth
+from amp_clipfix.analysis.parse_depth import frame_depth, handed_tree, may_parse, parse_at_depth
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
+from amp_clipfix.analysis.questions import Unparsed
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
 from amp_clipfix.project.version import Target
@@ -26,6 +27,8 @@ from amp_clipfix.sources.shared_pieces import any_word
 from amp_clipfix.sources.text import decodes_to_itself
 
 if TYPE_CHECKING:
+    import ast
+
     from amp_clipfix.analysis.evaluate import Evaluator
     from amp_clipfix.analysis.facts import ProjectFacts
     from amp_clipfix.analysis.read import ReadFile
@@ -114,7 +117,7 @@ def trial_trainer_files(
 
 def summary_loader(
     root: Path, contents: dict[Path, bytes], collection: Collection
-) -> Callable[[Path], Summary | None]:
+) -> Callable[..., Summary | None]:
     """Summaries on first use, from the reader's tree when the file was read (parsed once)."""
     from amp_clipfix.analysis.bodies import HELD_LINES, Bodies
     from amp_clipfix.analysis.summary import summarise
@@ -123,7 +126,9 @@ def summary_loader(
         collection.bodies = Bodies()
     bodies = collection.bodies
 
-    def load(path: Path) -> Summary | None:
+    def load(path: Path, tested: tuple[str, ast.Module] | None = None) -> Summary | None:
+        """`tested`: a text and the tree a test parsed of it (kept_call_test.py), used in
+        place of a parse of the same text where the parse would have as many frames."""
         if path not in collection.summaries:
             bodies.let_go_older(HELD_LINES)  # what the modules loaded so far did not need
             read = collection.parsed.get(path)
@@ -135,8 +140,9 @@ def summary_loader(
                 text = adapter_for(path).load(path, contents[path]).text
             except (SourceError, KeyError):
                 return None
+            tree = handed_tree(text, tested)
             collection.summaries[path] = summarise(
-                root, path, text, data=contents[path], bodies=bodies
+                root, path, text, tree, contents[path], bodies, unheld=tree is not None
             )
         return collection.summaries[path]
 
@@ -359,7 +365,8 @@ def project_facts(
             return None
         if document is None:
             return None
-        summary = parse_at_depth(lambda: load(path), start)
+        tested = lazy.tested.pop(path, None)
+        summary = parse_at_depth(lambda: load(path, tested), start)
         if summary is None:
             if path not in lazy.known and not reported(path):
                 late.append(parse_error(path, contents[path]))
@@ -372,8 +379,8 @@ def project_facts(
         return any(error.path == path for error in (*collection.errors, *late))
 
     def settle() -> None:
-        for words, where in lazy.questions:  # a file that (now) holds one and passes is asked
-            asked.words(words, where)
+        for words, where in lazy.questions:  # a file that (now) holds one, passes, may fail
+            asked.words(words, Unparsed(where))
         before = collection.parsed_before  # read by searches the run did not compute again
         for path in lazy.candidates if lazy.questions or lazy.done or before else ():
             if path in lazy.done or path in before:

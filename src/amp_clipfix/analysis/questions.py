@@ -17,10 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from amp_clipfix.analysis.recording import TextTest
+from amp_clipfix.analysis.recording import PREDICATES, Condition, TextTest, predicate
 from amp_clipfix.analysis.word_scan import holds_any
 
 Question = tuple[tuple[bytes, ...], TextTest | None]
+MAY_FAIL = "may_fail_to_parse"  # Unparsed's predicate (recording.PREDICATES)
+# The frames the symbol table may use above its caller (parse_depth.with_frames): fewer than
+# a search's parse has, so a text it surely parses parses there too.
+PARSE_FRAMES = 1000
 
 
 class Questions:
@@ -69,3 +73,41 @@ class Questions:
         if found is None:
             found = answers[path] = holds_any(data, words)
         return found
+
+
+class Unparsed:
+    """A question as the settle notes it: a file that holds its words and passes its test
+    changes the settle's answer only when it may not parse (project_resolve's settle reports
+    such files; one that parses it passes over). Whether each file a search read parses, the
+    settle's key holds already: their bytes (the searches whose reads it counts) or what a
+    detached search left (queries.py `detach`: the candidates it read, and whether each
+    parses). So an edit to a word file that still parses surely keeps the settle's answer."""
+
+    def __init__(self, where: TextTest | None) -> None:
+        self.where = where
+
+    @property
+    def condition(self) -> Condition | None:
+        """Noted as `("fn", MAY_FAIL, the test's condition)`; None (every holder of the words
+        counts) for a test without a noted form."""
+        inner = None if self.where is None else getattr(self.where, "condition", None)
+        if self.where is not None and (inner is None or inner[0] != "fn"):
+            return None
+        return ("fn", MAY_FAIL, inner)
+
+
+def may_fail_to_parse(path: Path, data: bytes, inner: Condition | None) -> bool:
+    """The text passes the question's noted test `inner` and may not parse: the symbol table
+    (parse_depth.may_parse) refuses it within `PARSE_FRAMES` frames."""
+    from amp_clipfix.analysis.parse_depth import may_parse, with_frames
+
+    if inner is not None and not predicate(str(inner[1]))(path, data, *inner[2:]):
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return not with_frames(PARSE_FRAMES + 100, lambda: may_parse(text))  # it keeps 100 back
+
+
+PREDICATES[MAY_FAIL] = may_fail_to_parse

@@ -76,6 +76,8 @@ PREDICATE_HOMES = {
     "may_write_fused_key": "amp_clipfix.analysis.fused_keys",
     "may_write": "amp_clipfix.analysis.shape_texts",
     "call_test": "amp_clipfix.analysis.calls",
+    "kept_call_test": "amp_clipfix.analysis.kept_call_test",
+    "may_fail_to_parse": "amp_clipfix.analysis.questions",
     "may_decorate_with": "amp_clipfix.analysis.decoration_texts",
 }
 PREDICATE_MODULES = tuple(dict.fromkeys(PREDICATE_HOMES.values()))  # the registering modules

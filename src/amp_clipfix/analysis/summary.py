@@ -418,12 +418,14 @@ def summarise(
     tree: ast.Module | None = None,
     data: bytes | None = None,
     bodies: Bodies | None = None,
+    unheld: bool = False,
 ) -> Summary | None:
     """The summary of one module (from the tree its sites were read from, when there is one),
     or None when Python cannot parse it (the reader reports it). `data`: the file's bytes as
     read, kept as the summary's lines when they are the text's UTF-8 (one copy, not two).
-    `bodies`: the run's unread function bodies, which a tree parsed here joins."""
-    parsed = tree is None
+    `bodies`: the run's unread function bodies, which a tree parsed here joins, as does a
+    `tree` given `unheld` (parsed from `text` by the caller, no node of it held by anyone)."""
+    parsed = tree is None or unheld
     if tree is None:
         try:
             tree = parse_module(text)

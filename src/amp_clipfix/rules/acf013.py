@@ -17,12 +17,12 @@ from amp_clipfix.analysis import names, strategy_names
 from amp_clipfix.analysis.calls import (
     Keywords,
     keyword,
-    library_call_files,
     library_calls,
     literals,
     with_spread_keywords,
 )
 from amp_clipfix.analysis.facts import FileFacts, ProjectFacts
+from amp_clipfix.analysis.kept_call_test import kept_call_files
 from amp_clipfix.analysis.lightning_api import (
     CLIP_ALGORITHM_ARGUMENT,
     CLIP_VAL_ARGUMENT,
@@ -64,7 +64,7 @@ trainer = L.Trainer(strategy="fsdp", precision="bf16-mixed", gradient_clip_val=1
 def check(queries: Queries) -> Iterator[Found]:
     facts = queries.facts
     always = any(r.version.release[:2] >= FIRST_ALWAYS for r in facts.target.releases)
-    for file in library_call_files(facts, WORDS, TRAINER_CLASSES, FSDP_CLIP):
+    for file in kept_call_files(facts, WORDS, TRAINER_CLASSES, FSDP_CLIP):
         for call, _ in library_calls(facts, file, TRAINER_CLASSES, FSDP_CLIP):
             found = fsdp_norm_clip(facts, file, call, always)
             spread = with_spread_keywords(facts, file, call, READ) if found is None else None
