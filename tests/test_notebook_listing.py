@@ -1,5 +1,5 @@
 """A search's list of candidates tests a notebook's code as its searchable text holds it
-(project_resolve.notebook_code): a warm run, whose searchable texts come from the cache, does
+(search_texts.notebook_code): a warm run, whose searchable texts come from the cache, does
 not parse a notebook's JSON again to list it, and its output is a cold run's."""
 
 from __future__ import annotations

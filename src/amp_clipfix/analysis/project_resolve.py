@@ -16,6 +16,7 @@ from amp_clipfix.analysis.collection import Collection, prefiltered, read_as_con
 from amp_clipfix.analysis.parse_depth import frame_depth, handed_tree, may_parse, parse_at_depth
 from amp_clipfix.analysis.parse_pool import parse_and_collect, parse_error
 from amp_clipfix.analysis.questions import Unparsed
+from amp_clipfix.analysis.search_texts import indexed_test, notebook_code, same_bytes
 from amp_clipfix.kinds import ErrorKind, FileError
 from amp_clipfix.paths import excerpt, is_library
 from amp_clipfix.project.version import Target
@@ -456,43 +457,6 @@ def parsed_whole(collection: Collection, path: Path) -> bool:
     """The file was parsed in this run (or a round before), or a cold run's would have been
     by now (a summary promised: known to parse, reach.py `value_files`)."""
     return path in collection.promised or collection.summaries.get(path) is not None
-
-
-def same_bytes(text: str, data: bytes | None) -> bytes:
-    """`text` in UTF-8 (an unpaired surrogate replaced), as the file's own bytes `data` when
-    they are that (most files: a copy of each word file's text held to the run's end is
-    ~4 MB on NeMo's)."""
-    encoded = text.encode("utf-8", "replace")
-    return data if data is not None and data == encoded else encoded
-
-
-def notebook_code(path: Path, searchable: Mapping[Path, bytes]) -> bytes | None:
-    """A notebook's document text in UTF-8 as its searchable text holds it (the same bytes:
-    `NotebookSource.searchable` encodes the module text `load` gives its document, made from
-    the same file bytes, kept by them in the cache), so a search's list tests it without its
-    JSON parsed again (a warm run's searchable comes from the cache: NeMo's rules' list
-    parsed 34 notebooks for it); None for any other file."""
-    from amp_clipfix.sources.notebook import NotebookSource  # imported by adapter_for already
-
-    if not isinstance(adapter_for(path), NotebookSource):
-        return None
-    return searchable.get(path)
-
-
-def indexed_test(
-    collection: Collection, words: tuple[bytes, ...]
-) -> Callable[[Path, bytes], bool] | None:
-    """Whether a file's text holds one of `words`, the evaluator's word index telling which
-    words each text it was made from may hold, where that index is built
-    (word_scan.indexed_holds_any); None without one."""
-    from amp_clipfix.analysis.word_scan import indexed_holds_any
-
-    evaluator = collection.evaluator
-    index = None if evaluator is None else evaluator.word_index
-    if index is None or index.files_by_word is None:
-        return None
-    texts = recording.raw(index.contents)  # the texts the index was made from
-    return indexed_holds_any(words, texts, index.files_by_word, len(index.position) // 2)
 
 
 def _candidate(path: Path, data: bytes) -> bool:
