@@ -457,6 +457,9 @@ _PLAIN: dict[str, Callable[[str | os.PathLike[str]], object]] = {
     "is_symlink": os.path.islink,
     "realpath": os.path.realpath,
 }
+# Every kind of question asked of a path alone (not git's, which names a command): a replay's
+# probe asks these of the paths a command line names first (replay.probed).
+PATH_KINDS = ("read", "identity", *_PLAIN, "scandir", "listdir", "distributions")
 
 
 def _digest(data: bytes) -> str:

@@ -62,21 +62,8 @@ STATUSES = "whole-statuses"
 TABLE_SLACK = 16
 
 # The files read unsettled besides the named ones whose questions a record's probe holds
-# (`probe_paths`), and what is asked of each (observed.py's questions of a path alone).
+# (`probe_paths`); what is asked of each: observed.PATH_KINDS.
 PROBED_READS = 16
-PROBED_KINDS = (
-    "read",
-    "identity",
-    "exists",
-    "lexists",
-    "is_file",
-    "is_dir",
-    "is_symlink",
-    "realpath",
-    "scandir",
-    "listdir",
-    "distributions",
-)
 
 
 def replayable(arguments: list[str]) -> bool:
@@ -294,7 +281,7 @@ def probed(
     return {
         question: answers[question]
         for path in paths
-        for kind in PROBED_KINDS
+        for kind in observed.PATH_KINDS
         if (question := (kind, path, "")) in answers
     }
 

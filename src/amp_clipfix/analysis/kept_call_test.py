@@ -32,7 +32,6 @@ from amp_clipfix.analysis.recording import PREDICATES, Condition
 from amp_clipfix.analysis.summary import Summary, summarise
 
 KEPT_CALL_TEST = "kept_call_test"  # KeptCallTest's predicate (recording.PREDICATES)
-PARSE_FRAMES = TEST_FRAMES  # the frames a test's own parse has above its caller's
 
 
 class KeptCallTest(CallTest):
@@ -77,13 +76,13 @@ class KeptCallTest(CallTest):
 
 def fresh_summary(root: Path, path: Path, data: bytes) -> Summary | None:
     """The module's summary from its text (its document's, as UTF-8), parsed with
-    `PARSE_FRAMES` frames above this one; None when it does not parse so."""
+    `TEST_FRAMES` frames above this one; None when it does not parse so."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
     try:
-        return with_frames(PARSE_FRAMES, lambda: summarise(root, path, text))
+        return with_frames(TEST_FRAMES, lambda: summarise(root, path, text))
     except RecursionError:
         return None
 

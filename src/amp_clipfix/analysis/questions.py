@@ -22,9 +22,6 @@ from amp_clipfix.analysis.word_scan import holds_any
 
 Question = tuple[tuple[bytes, ...], TextTest | None]
 MAY_FAIL = "may_fail_to_parse"  # Unparsed's predicate (recording.PREDICATES)
-# The frames the symbol table may use above its caller (parse_depth.with_frames): fewer than
-# a search's parse has, so a text it surely parses parses there too.
-PARSE_FRAMES = 1000
 
 
 class Questions:
@@ -98,8 +95,9 @@ class Unparsed:
 
 def may_fail_to_parse(path: Path, data: bytes, inner: Condition | None) -> bool:
     """The text passes the question's noted test `inner` and may not parse: the symbol table
-    (parse_depth.may_parse) refuses it within `PARSE_FRAMES` frames."""
-    from amp_clipfix.analysis.parse_depth import may_parse, with_frames
+    (parse_depth.may_parse) refuses it within a text test's frames (parse_depth.TEST_FRAMES:
+    fewer than a search's parse has, so a text it surely parses parses there too)."""
+    from amp_clipfix.analysis.parse_depth import TEST_FRAMES, may_parse, with_frames
 
     if inner is not None and not predicate(str(inner[1]))(path, data, *inner[2:]):
         return False
@@ -107,7 +105,7 @@ def may_fail_to_parse(path: Path, data: bytes, inner: Condition | None) -> bool:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return True
-    return not with_frames(PARSE_FRAMES + 100, lambda: may_parse(text))  # it keeps 100 back
+    return not with_frames(TEST_FRAMES + 100, lambda: may_parse(text))  # it keeps 100 back
 
 
 PREDICATES[MAY_FAIL] = may_fail_to_parse
