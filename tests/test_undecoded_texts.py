@@ -163,3 +163,31 @@ def test_a_file_with_a_cookie_is_decoded_and_still_found(
     assert counts["train.py"] >= 1
     assert '"ACF009"' in run.text
     assert '"path": "train.py"' in run.text
+
+
+def test_a_file_a_search_parses_is_decoded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ACF009's search reads `train.py` (its document) and parses it (its summary) from one
+    decoded text: it was decoded for each (the Lightning tree: 117 decodes of 69 files, 70
+    now)."""
+    counts = decoded(monkeypatch)
+    run = amp_clipfix(project(tmp_path), "check", "--no-cache", "--format", "json", entry=False)
+    assert '"ACF009"' in run.text
+    assert counts["train.py"] == 1
+
+
+def test_a_file_with_a_cookie_is_parsed_from_its_decoded_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary a search parses is made of the document's text, the file's decoded one:
+    a latin-1 file's finding lies where it does when each is decoded on its own."""
+    root = project(tmp_path)
+    (root / "train.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nNOTE = 'caf\xe9 \xe0 la cr\xe8me'\n" + TRAIN.encode("ascii")
+    )
+    counts = decoded(monkeypatch)
+    run = amp_clipfix(root, "check", "--no-cache", "--format", "json", entry=False)
+    assert counts["train.py"] == 1
+    assert '"path": "train.py"' in run.text
+    assert '"line": 7' in run.text

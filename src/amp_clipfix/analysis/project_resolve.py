@@ -127,9 +127,13 @@ def summary_loader(
         collection.bodies = Bodies()
     bodies = collection.bodies
 
-    def load(path: Path, tested: tuple[str, ast.Module] | None = None) -> Summary | None:
+    def load(
+        path: Path, tested: tuple[str, ast.Module] | None = None, text: str | None = None
+    ) -> Summary | None:
         """`tested`: a text and the tree a test parsed of it (kept_call_test.py), used in
-        place of a parse of the same text where the parse would have as many frames."""
+        place of a parse of the same text where the parse would have as many frames. `text`:
+        the file's text when the caller has decoded it already (its document's), not decoded
+        again."""
         if path not in collection.summaries:
             bodies.let_go_older(HELD_LINES)  # what the modules loaded so far did not need
             read = collection.parsed.get(path)
@@ -137,10 +141,11 @@ def summary_loader(
                 summary = summarise(root, path, read.document.text, read.syntax, contents.get(path))
                 collection.summaries[path] = summary
                 return summary
-            try:
-                text = adapter_for(path).load(path, contents[path]).text
-            except (SourceError, KeyError):
-                return None
+            if text is None:
+                try:
+                    text = adapter_for(path).load(path, contents[path]).text
+                except (SourceError, KeyError):
+                    return None
             tree = handed_tree(text, tested)
             collection.summaries[path] = summarise(
                 root, path, text, tree, contents[path], bodies, unheld=tree is not None
@@ -367,7 +372,8 @@ def project_facts(
         if document is None:
             return None
         tested = lazy.tested.pop(path, None)
-        summary = parse_at_depth(lambda: load(path, tested), start)
+        text = document.text  # decoded once: its summary is parsed from it
+        summary = parse_at_depth(lambda: load(path, tested, text), start)
         if summary is None:
             if path not in lazy.known and not reported(path):
                 late.append(parse_error(path, contents[path]))
