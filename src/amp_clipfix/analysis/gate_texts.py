@@ -33,8 +33,24 @@ def may_import(data: bytes, package: str) -> bool:
     # joining continuations or dropping a byte order mark (import_text) never makes.
     if not holds(data, word) and not nfkc_holds(data, (word,)):
         return False
-    text = import_text(data)
-    return re.search(IMPORT_STATEMENT % re.escape(package), text, re.MULTILINE) is not None
+    statement = re.compile(IMPORT_STATEMENT % re.escape(package), re.MULTILINE)
+    return any(statement.search(line) for line in lines_naming(import_text(data), package))
+
+
+def lines_naming(text: str, name: str) -> list[str]:
+    """The lines of `text` (split at line feeds alone, after which a MULTILINE `^` matches)
+    that hold `name`, each once: an import statement's match lies on one line (no part of
+    the pattern reads a line feed) and ends with the name, so it is on one of these, where
+    the pattern is tried at each position of those lines only, not of the whole text (it
+    has no literal start for `re` to skip to)."""
+    lines: list[str] = []
+    found = text.find(name)
+    while found >= 0:
+        end = text.find("\n", found)
+        end = len(text) if end < 0 else end
+        lines.append(text[text.rfind("\n", 0, found) + 1 : end])
+        found = text.find(name, end)
+    return lines
 
 
 def import_text(data: bytes) -> str:
