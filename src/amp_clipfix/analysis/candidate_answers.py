@@ -66,10 +66,18 @@ class Part:
 
 @record(frozen=True)
 class Kept:
-    """An entry's answers per candidate, in path order, and per file answered by its bytes."""
+    """An entry's answers per candidate, in path order, and per file answered by its bytes;
+    what the listing of the candidates found of each file, with the words and the test's
+    condition it was asked with (`Listing`)."""
 
     parts: tuple[Part, ...]
     texts: tuple[Text, ...] = ()  # `answers_by_text`
+    listing: Listing | None = None
+
+
+# The words and the text test's noted condition a listing was asked with, and what it found of
+# each file (word_holders: NO_WORD, REFUSED, PASSES), by path
+Listing = tuple[tuple[bytes, ...], object, tuple[tuple[str, int], ...]]
 
 
 def answers_by_file(
@@ -176,6 +184,7 @@ class Session:
         self.kept: object = None  # the earlier entry's `Kept`, loaded once (`earlier_kept`)
         self.loaded = False
         self.texts: dict[str, Text] = {}  # the answers kept by bytes this computation made
+        self.listing: Listing | None = None  # what its listing of the candidates found
         self.by_name: dict[str, Text] | None = None  # the earlier entry's, by path
         self.reused = 0  # the candidates answered from the earlier entry (for the tests)
 
@@ -185,7 +194,7 @@ class Session:
         texts = tuple(self.texts.values())
         if not self.searched and not texts:
             return None
-        return Kept(self.searched or (), texts)
+        return Kept(self.searched or (), texts, self.listing)
 
     def earlier_kept(self) -> object:
         """The earlier entry's `Kept` (an entry of its own, `queries.Shared`: loaded only by
@@ -226,7 +235,9 @@ class Session:
         kept = self.earlier_kept() if self.queries.watch is not None else None
         earlier = {part.path: part for part in kept.parts} if isinstance(kept, Kept) else {}
         parts: list[Part] = []
-        for path in holders(lazy, words, where):
+        condition = getattr(where, "condition", None) if where is not None else ()
+        seen: dict[str, int] = {}
+        for path in holders(lazy, words, where, self.known(kept, words, condition), seen):
             part = earlier.get(str(path))
             if part is not None and self.holds(part):
                 self.put_back(facts, part)
@@ -236,6 +247,25 @@ class Session:
             parts.append(part)
             yield from part.answer  # type: ignore[misc]
         self.searched = tuple(parts)
+        if condition is not None:
+            self.listing = (words, condition, tuple(seen.items()))
+
+    def known(self, kept: object, words: tuple[bytes, ...], condition: object) -> dict[str, int]:
+        """What the earlier entry's listing found of each file whose bytes are as they were
+        (`Queries.changed_since` its revision: their digests), where it was asked the same
+        words with the same noted test: that answer is a function of the path and text, so
+        a cold run's listing finds the same. Nothing where the files are another list."""
+        listing = kept.listing if isinstance(kept, Kept) else None
+        earlier = self.earlier
+        if listing is None or earlier is None or condition is None:
+            return {}
+        if listing[0] != words or listing[1] != condition:
+            return {}
+        changed = self.queries.changed_since(earlier.revision)
+        if changed is None:
+            return {}
+        gone = set(changed)
+        return {path: found for path, found in listing[2] if path not in gone}
 
     def computed(
         self,

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from amp_clipfix.analysis.recording import Condition, Test, predicate
+from amp_clipfix.analysis.recording import GUARDED, Condition, Test, predicate
 from amp_clipfix.analysis.recording import passes as passes_now
 from amp_clipfix.records import record
+
+AGAIN = "asked again"  # `asked_again`'s answers, kept beside `still`'s tests in one memo
 
 
 @record(frozen=True)
@@ -46,7 +48,8 @@ def still(
     """Whether everything `stored` read is as it was, given that the files it read did not
     change: `texts`, the files changed since its revision (None: unreadable now), the same
     bytes for every check of a run. `tested`: the run's results of a test on a changed file,
-    by test and file (each query's entry holds the tests of the ones before it)."""
+    by test and file (each query's entry holds the tests of the ones before it), and of a
+    search's noted test of its document's text (`asked_again`)."""
     memo: dict[tuple[Test, Path], bool] = {} if tested is None else tested
 
     def passes(test: Test, data: bytes, path: Path) -> bool:
@@ -74,7 +77,7 @@ def still(
             for test, result in stored.tests.get(str(path), {}).items():
                 if data is None or passes(test, data, path) != result:
                     return False
-    if not candidates_hold(stored, texts, contents, passes):
+    if not candidates_hold(stored, texts, contents, passes, memo):
         return False
     if stored.derived and changed:
         from amp_clipfix.analysis.derived import still_holds  # fills DERIVED
@@ -91,13 +94,14 @@ def candidates_hold(
     texts: Mapping[Path, bytes | None],
     contents: Mapping[Path, bytes],
     passes: Callable[[Test, bytes, Path], bool] = passes_now,
+    asked: dict[tuple[Test, Path], bool] | None = None,
 ) -> bool:
     """What the searches asked of the candidate files (`recording.Candidates`) holds for
     every changed file: one that is a candidate now (its bytes pass the test, no library
     file nor config) counts where the list was read, where it was asked for, and where it
     holds words asked for and passes the text test they were asked with (one read already is
     a changed read: `still` said no). A file the test refused was not read, and one it still
-    refuses gives that search nothing."""
+    refuses gives that search nothing. `asked`: the noted tests' answers so far (`still`)."""
     if not (stored.words or stored.members or stored.listed):
         return True
     tests = {test for _, test, _ in stored.words} | {t for _, t in stored.members}
@@ -119,18 +123,52 @@ def candidates_hold(
                     document.append(document_text(path, contents))
                 text = document[0]
                 holds = text is not None and any(word in text for word in words)
-                if holds and (where is None or asked_again(where, path, text)):  # type: ignore[arg-type]
+                if holds and (where is None or asked_again(where, path, text, asked)):  # type: ignore[arg-type]
                     return False
     return True
 
 
-def asked_again(where: Condition, path: Path, text: bytes) -> bool:
+def asked_again(
+    where: Condition,
+    path: Path,
+    text: bytes,
+    asked: dict[tuple[Test, Path], bool] | None = None,
+) -> bool:
     """The noted text test (`("fn", name, *arguments)`) of the document's text now; yes when
-    it cannot say (the search is computed again)."""
+    it cannot say (the search is computed again). `asked`: the answers so far by test and file
+    (a file's document text is the same for every check of a run): each test is asked once,
+    and a guarded one's inner test apart (`recording.GUARDED`), so the settle's test of a file
+    takes ACF013's answer, which parsed it (one parse of an edited word file, not three)."""
+    found = answered(where, path, text, asked)
+    return True if found is None else found
+
+
+def answered(
+    where: Condition, path: Path, text: bytes, asked: dict[tuple[Test, Path], bool] | None
+) -> bool | None:
+    """`asked_again`'s answer; None where the test (or its inner one) cannot say."""
+    key = ((AGAIN, where),), path  # no test `still` passes has such a condition
+    found = None if asked is None else asked.get(key)
+    if found is not None:
+        return found
+    inner = where[2] if where[1] in GUARDED and len(where) == 3 else None
+    if isinstance(inner, tuple):  # `p(path, text, inner)` is `inner` and `p(path, text, None)`
+        found = answered(inner, path, text, asked)
+        if found:
+            found = answer_now((*where[:2], None), path, text)
+    else:
+        found = answer_now(where, path, text)
+    if asked is not None and found is not None:
+        asked[key] = found
+    return found
+
+
+def answer_now(where: Condition, path: Path, text: bytes) -> bool | None:
+    """The noted test's answer, computed; None when it cannot say."""
     try:
         return bool(predicate(str(where[1]))(path, text, *where[2:]))
     except Exception:  # noqa: BLE001 - no answer: counted
-        return True
+        return None
 
 
 def document_text(path: Path, contents: Mapping[Path, bytes]) -> bytes | None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from amp_clipfix.analysis.bodies import UNREAD_KINDS, Bodies, kept_calls, unread_body
+from amp_clipfix.analysis.module_names import module_name
 from amp_clipfix.analysis.nodes import (
     DECORATED,
     block_fields,
@@ -387,17 +388,6 @@ class Summary:
                 return function, current
             current = self.parent(current)
         return function, None
-
-
-def module_name(root: Path, path: Path) -> tuple[str, bool]:
-    try:
-        parts = list(path.relative_to(root).with_suffix("").parts)
-    except ValueError:
-        parts = [path.stem]
-    is_package = bool(parts) and parts[-1] == "__init__"
-    if is_package:
-        parts.pop()
-    return ".".join(parts), is_package
 
 
 def shared_folders(path: Path, other: Path) -> int:
