@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from amp_clipfix.patterns import lazy
-from amp_clipfix.sources.call_texts import calls_any
 
 # The bytes of a word as `\w` in a bytes pattern reads it (ASCII letters, digits, `_`): the
 # characters `word_start`'s look-behind refuses before a word.
@@ -370,6 +369,8 @@ def may_have_fused_optimizer(data: bytes) -> bool:
         and FUSED_ARGUMENT.search(data) is not None
     ):
         return False
+    from amp_clipfix.sources.call_texts import calls_any  # where a text passes the words
+
     return calls_any(data, OPTIMIZER_CALLS) or calls_any(data, CONFIG_DOCUMENT_CALLS)
 
 
@@ -378,6 +379,8 @@ def may_configure_trainer(data: bytes) -> bool:
     checked later)."""
     if not any(word in data for word in TRAINER_WORDS):
         return False
+    from amp_clipfix.sources.call_texts import calls_any
+
     return calls_any(data, TRAINER_CALLS, with_arguments=True) or (
         any(word in data for word in CONFIG_WORDS)
         and calls_any(data, CONFIG_DOCUMENT_CALLS, with_arguments=True)
