@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from amp_clipfix import pipeline
@@ -30,6 +31,7 @@ from amp_clipfix.sources.prefilter import (
     holds,
     may_call_for_precision,
     may_need_search,
+    unsettled_precision,
 )
 
 ROOT = Path("/p")
@@ -236,3 +238,29 @@ def test_an_edit_that_lets_acf011_read_a_file_is_seen_by_the_warm_run(tmp_path: 
     warm = cli_check(folder)
     assert warm == cli_check(folder, "--no-cache")
     assert [finding["code"] for finding in json.loads(warm)["findings"]] == ["ACF011"]
+
+
+# The pattern `unsettled_precision` replaces (the oracle here; the run compiles it no more:
+# tests/test_small_check_costs.py): a config's settled `precision:` value.
+SETTLED_PRECISION = (
+    rb"precision[ \t]*:[ \t]*(['\"]?)[A-Za-z0-9_]+-[A-Za-z0-9_-]+\1[ \t]*"
+    rb"(?:#[^\r\n]*)?(?=[\r\n]|\Z)"
+)
+CONFIG_PIECES = [b"precision", b"precision:", b":", b" ", b"\t", b"'", b'"', b"16", b"bf16"]
+CONFIG_PIECES += [b"-", b"mixed", b"_", b"#", b"\n", b"\r", b"\r\n", b"x", b"\xc3\xa9", b"."]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(CONFIG_PIECES), max_size=16).map(b"".join))
+@example(b"precision: 16-mixed\n")
+@example(b"precision: '16-mixed'  # x\r\nprecision:bf16-true")
+@example(b"precision: '16-mixed\"\n")
+@example(b"precision: 16-mixed # precision\n")
+@example(b"precision: precision-x\n")
+@example(b"precision : 16-\n")
+@example(b"# precision: 16\n")
+@example(b"precision: 16-mixed # precision: 16-mixed\n")  # in the comment of the one before
+@example(b"precision: 16-mixed #x\rprecision: bf16-mixed\n")  # a comment ends at a carriage return
+def test_an_unsettled_precision_is_what_the_pattern_left(data: bytes) -> None:
+    settled = len(re.findall(SETTLED_PRECISION, data))
+    assert unsettled_precision(data) == (data.count(b"precision") != settled)

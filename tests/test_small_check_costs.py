@@ -5,8 +5,9 @@ answers where a project needs it. Left out there: the readers of Dockerfiles and
 the file that decides; the certificate and the gates' text tests, needed only once an analysis
 or a rule's search runs; the patterns of a requirement file's includes, of the
 `requirements*.txt` glob, of whitespace and extras in a pin's text, of digit runs longer than
-the text and of ANSI styles in an output that holds none. The prefilter asks each file's
-adapter once, not once per word.
+the text and of ANSI styles in an output that holds none; a requirement line's plain shape,
+its name and its canonical name, and a config's settled precision, are read with string
+methods. The prefilter asks each file's adapter once, not once per word.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_precision_gate import SETTLED_PRECISION
+from test_requirement_lines import CANONICAL_RUN, NAME, SIMPLE_REQUIREMENT
 
 from amp_clipfix import reporting
 from amp_clipfix.analysis import project_collect
@@ -68,6 +71,10 @@ LEFT_OUT_MODULES = {
     "amp_clipfix.analysis.gate_texts",
 }
 LEFT_OUT_PATTERNS = {
+    SIMPLE_REQUIREMENT,  # a requirement line's plain shape and its name: string methods now
+    NAME,
+    CANONICAL_RUN,
+    SETTLED_PRECISION.decode("latin-1"),  # a config's `# precision: 16`: string methods
     INCLUDE.pattern,  # a requirement file's `-r` / `-c` lines
     reporting.ANSI_STYLE.pattern,
     fnmatch.translate("requirements*.txt"),

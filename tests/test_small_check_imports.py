@@ -2,7 +2,8 @@
 ruff): a project in which no file may build a fused optimizer has nothing to parse, so the
 parsing module (analysis/parse_pool.py: the process pool, the per-file collection) is not
 imported; a project with such a file still parses it and reports its finding. Nor does
-it import the stored text tests (analysis/recording.py), which no resolution asks there.
+it import the stored text tests (analysis/recording.py), which no resolution asks there, or
+the prefilter's call tests (sources/call_texts.py), which no text there holds the words for.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from test_small_check_costs import run, small_project
 
 PARSING_MODULE = "amp_clipfix.analysis.parse_pool"
+CALL_TEXTS_MODULE = "amp_clipfix.sources.call_texts"  # the prefilter's call tests
 
 
 def test_a_project_with_nothing_to_parse_does_not_import_the_parser(tmp_path: Path) -> None:
@@ -21,6 +23,7 @@ def test_a_project_with_nothing_to_parse_does_not_import_the_parser(tmp_path: Pa
     assert (summary["files"], summary["findings"], summary["errors"]) == (4, 0, 0)
     assert "amp_clipfix.analysis.project_collect" in noted["modules"]  # the files were read
     assert PARSING_MODULE not in noted["modules"]
+    assert CALL_TEXTS_MODULE not in noted["modules"]  # no text passed a call test's words
 
 
 def test_a_project_with_a_fused_optimizer_still_parses_it(tmp_path: Path) -> None:
@@ -37,6 +40,7 @@ def test_a_project_with_a_fused_optimizer_still_parses_it(tmp_path: Path) -> Non
     assert isinstance(findings, list)
     assert [finding["code"] for finding in findings] == ["ACF002"]
     assert PARSING_MODULE in noted["modules"]
+    assert CALL_TEXTS_MODULE in noted["modules"]
 
 
 RECORDING_MODULE = "amp_clipfix.analysis.recording"

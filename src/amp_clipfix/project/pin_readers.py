@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 from amp_clipfix.paths import excerpt, has_too_many_digits, too_many_digits, unreadable_value
 from amp_clipfix.patterns import lazy
 from amp_clipfix.project.config import parsed_toml, toml_reader
+from amp_clipfix.project.requirement_lines import canonical_name, plain_parts, requirement_name
 from amp_clipfix.records import record
 
 if TYPE_CHECKING:  # constraints are parsed only when a pin file names Lightning
@@ -63,11 +64,6 @@ class Pin:
 
 
 Reader = Callable[[bytes, Packages], list[Pin]]  # a file's bytes -> its pins; raises PinError
-
-
-def canonical_name(name: str) -> str:
-    """A distribution's name as PEP 503 compares it (`Pytorch_Lightning` -> pytorch-lightning)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def make_pin(
@@ -123,34 +119,25 @@ def simple_requirement(line: str) -> tuple[str, str] | None:
     more than the rest of a small project's pins (~20 ms). None for any other line, and
     for a specifier `SpecifierSet` refuses or a number past Python's limit: `Requirement`
     reads those, and says what is wrong."""
-    match = SIMPLE_REQUIREMENT.fullmatch(line)
-    if match is None or has_too_many_digits(line):
+    parts = plain_parts(line)
+    if parts is None or has_too_many_digits(line):
         return None
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+    name, written = parts
     try:
-        specifier = SpecifierSet(match["specifier"])
+        specifier = SpecifierSet(written)
     except InvalidSpecifier:
         return None
-    return match["name"], str(specifier)
+    return name, str(specifier)
 
 
 def names_package(line: str, packages: Packages) -> bool:
     """The requirement's name is one of `packages` (`lightning[extra]>=2`, `Lightning_Fabric`,
     not `lightning-utilities`): only such a line can be a pin, or a malformed one worth a
     warning."""
-    name = REQUIREMENT_NAME.match(line)
-    return name is not None and canonical_name(name[0]) in packages
-
-
-REQUIREMENT_NAME = lazy(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-_IDENTIFIER = REQUIREMENT_NAME.pattern
-_CLAUSE = r"(?:~=|===|==|!=|<=|>=|<|>)[ \t]*[A-Za-z0-9.*+!_-]+"
-SIMPLE_REQUIREMENT = lazy(
-    rf"(?P<name>{_IDENTIFIER})"
-    rf"(?:\[[ \t]*{_IDENTIFIER}(?:[ \t]*,[ \t]*{_IDENTIFIER})*[ \t]*\])?"
-    rf"[ \t]*(?P<specifier>(?:{_CLAUSE}(?:[ \t]*,[ \t]*{_CLAUSE})*)?)"
-)
+    name = requirement_name(line)
+    return name is not None and canonical_name(name) in packages
 
 
 def pins_of_lines(lines: list[str], packages: Packages, optional: bool = False) -> list[Pin]:

@@ -68,13 +68,13 @@ from amp_clipfix.project.pin_readers import (
     Pin,
     PinError,
     Reader,
-    canonical_name,
     conda_pins,
     pyproject_pins,
     requirements_reader,
     setup_cfg_pins,
     setup_py_pins,
 )
+from amp_clipfix.project.requirement_lines import canonical_name
 from amp_clipfix.project.torch_release import (
     ASSUMED_TORCH,
     INSTALLED_SOURCE,

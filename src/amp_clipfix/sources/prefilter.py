@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from amp_clipfix.patterns import lazy
-from amp_clipfix.sources.call_texts import calls_any
 
 # The bytes of a word as `\w` in a bytes pattern reads it (ASCII letters, digits, `_`): the
 # characters `word_start`'s look-behind refuses before a word.
 WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+VALUE_BYTES = WORD_BYTES | {ord("-")}  # a settled precision value's (`16-mixed`)
+BLANK_BYTES = frozenset(b" \t")
 
 # What may stand between two tokens of a statement as a text test reads it: spaces, line breaks
 # (inside brackets), backslash continuations, comments (possessive: a gap is read once, never
@@ -130,12 +131,6 @@ LEGACY_PRECISION_WORDS: tuple[bytes, ...] = (
     b"'precision'] = 16",
 )
 LEGACY_PIECE = b"16"  # in each of LEGACY_PRECISION_WORDS (tests/test_search_need.py)
-# A config's `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
-# `"bf16-true"`), alone on its line: never a legacy spelling (`16`, `bf16`), whatever YAML does.
-SETTLED_PRECISION = lazy(
-    rb"precision[ \t]*:[ \t]*(['\"]?)[A-Za-z0-9_]+-[A-Za-z0-9_-]+\1[ \t]*"
-    rb"(?:#[^\r\n]*)?(?=[\r\n]|\Z)"
-)
 
 
 Mentions = Callable[[bytes, bytes], bool]  # whether a file's text may hold a word
@@ -250,9 +245,57 @@ def may_read_old_spelling(file: SearchFile, root: Path | None) -> bool:
         # without the root, any; with it, ACF011's search tests the file and never parses
         # it where it cannot call for precision (calls.library_call_files)
         return root is None or may_call_for_precision(path, data, root)
-    return (
-        b"\\" in data or data.count(PRECISION_WORD) != len(SETTLED_PRECISION.findall(data))
-    ) and (root is None or config_may_spell_old_value(data))
+    return (b"\\" in data or unsettled_precision(data)) and (
+        root is None or config_may_spell_old_value(data)
+    )
+
+
+def unsettled_precision(data: bytes) -> bool:
+    """Whether some `precision` in a config's bytes is not the key of a settled value: a
+    `precision:` whose value is one plain or quoted word with a dash (`16-mixed`,
+    `"bf16-true"`), alone on its line but for a comment, which is never a legacy spelling
+    (`16`, `bf16`) whatever YAML does. Read with string methods: the pattern it was cost ~1 M
+    instructions to compile, 0.5% of a small project's `check` (a comment `# precision: 16`)."""
+    end, start = 0, data.find(PRECISION_WORD)
+    while start != -1:
+        if start < end:  # in the value or the comment of the one before
+            return True
+        end = _settled_end(data, start + len(PRECISION_WORD))
+        if end == -1:
+            return True
+        start = data.find(PRECISION_WORD, start + len(PRECISION_WORD))
+    return False
+
+
+def _settled_end(data: bytes, at: int) -> int:
+    """Where the settled value after a key ending at `at` ends (a line break or the text's
+    end), or -1: blanks, `:`, blanks, a quote or none, word bytes, `-`, word bytes or `-`, the
+    same quote, blanks, a comment or none."""
+    at = _past(data, at, BLANK_BYTES)
+    if data[at : at + 1] != b":":
+        return -1
+    at = _past(data, at + 1, BLANK_BYTES)
+    quote = data[at : at + 1] if data[at : at + 1] in (b"'", b'"') else b""
+    word = _past(data, at + len(quote), WORD_BYTES)
+    if word == at + len(quote) or data[word : word + 1] != b"-":
+        return -1
+    at = _past(data, word + 1, VALUE_BYTES)
+    if at == word + 1 or data[at : at + len(quote)] != quote:
+        return -1
+    at = _past(data, at + len(quote), BLANK_BYTES)
+    if data[at : at + 1] == b"#":
+        line_end = data.find(b"\n", at)
+        line_end = len(data) if line_end == -1 else line_end
+        carriage = data.find(b"\r", at, line_end)
+        at = line_end if carriage == -1 else carriage
+    return at if at == len(data) or data[at] in b"\r\n" else -1
+
+
+def _past(data: bytes, at: int, allowed: frozenset[int]) -> int:
+    """The first position from `at` whose byte is not in `allowed` (or the text's end)."""
+    while at < len(data) and data[at] in allowed:
+        at += 1
+    return at
 
 
 # What ACF011's search asks of a Python file holding an old spelling before parsing it
@@ -326,6 +369,8 @@ def may_have_fused_optimizer(data: bytes) -> bool:
         and FUSED_ARGUMENT.search(data) is not None
     ):
         return False
+    from amp_clipfix.sources.call_texts import calls_any  # where a text passes the words
+
     return calls_any(data, OPTIMIZER_CALLS) or calls_any(data, CONFIG_DOCUMENT_CALLS)
 
 
@@ -334,6 +379,8 @@ def may_configure_trainer(data: bytes) -> bool:
     checked later)."""
     if not any(word in data for word in TRAINER_WORDS):
         return False
+    from amp_clipfix.sources.call_texts import calls_any
+
     return calls_any(data, TRAINER_CALLS, with_arguments=True) or (
         any(word in data for word in CONFIG_WORDS)
         and calls_any(data, CONFIG_DOCUMENT_CALLS, with_arguments=True)
