@@ -33,7 +33,8 @@ def test_each_class_is_checked_once_over_many_entries(tmp_path: Path, checked: l
     for number, value in enumerate(values):
         cache.store(key(number), value)
     assert [Cache(tmp_path).load(key(number)) for number in range(5)] == values
-    assert sorted(kind.__name__ for kind in checked) == ["ErrorKind", type(Path()).__name__]
+    # a path is held as its text (cache.pickled): no class to find
+    assert [kind.__name__ for kind in checked] == ["ErrorKind"]
 
 
 @pytest.mark.parametrize(
@@ -71,5 +72,5 @@ def test_a_class_found_once_gives_the_same_values_as_a_first_load(
     first = Cache(tmp_path).load(key(1))
     again = Cache(tmp_path).load(key(1))
     assert first == again == {"path": Path("x.py"), "kind": ErrorKind.READ}
-    assert len(checked) == 2
-    assert set(cache_module._FOUND.values()) == {type(Path()), ErrorKind}
+    assert len(checked) == 1
+    assert set(cache_module._FOUND.values()) == {ErrorKind}

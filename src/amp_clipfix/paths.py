@@ -173,10 +173,12 @@ def library_files(root: Path, files: Iterable[Path]) -> set[Path]:
 def library_folder(folder: str, roots: tuple[str, ...], packages: set[str]) -> bool:
     """Whether the modules of `folder` are library code (library_files): `roots` the import
     roots, the innermost first; `packages` the folders holding an `__init__.py`."""
-    path = Path(folder)
-    if LIBRARY_NAMES.isdisjoint(path.parts):
+    # The folder's names without a Path (a folder's text holds no empty name nor `/` of its
+    # own; its root's part, `/` or a drive, names no library): ~600 Paths a NeMo run, each
+    # parsed, hashed and shown once (pathlib finds its text and hash by raising at first).
+    if LIBRARY_NAMES.isdisjoint(folder.split(os.sep)):
         return False  # no folder on the way is named like a library: the common case, free
-    if is_library(path / "__init__.py"):  # a module of the folder, by the path rule
+    if is_library(Path(folder, "__init__.py")):  # a module of the folder, by the path rule
         return True
     for root in roots:
         relative = os.path.relpath(folder, root)

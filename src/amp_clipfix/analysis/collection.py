@@ -122,9 +122,12 @@ def prefiltered(path: Path, data: bytes, stage: Stage, collection: Collection | 
     if collection.cache is None:
         known = test(data)
     else:  # by the file's bytes (a run without the cache imports no hashing)
-        from amp_clipfix.analysis.file_tests import file_tests
+        name = f"prefilter {stage.name}"
+        stored = collection.cache.per_file.get(name)
+        if stored is None:  # the run's first ask: an import statement run per file cost ~4 K
+            from amp_clipfix.analysis.file_tests import file_tests  # instructions (3,300 NeMo)
 
-        stored = file_tests(collection.cache, f"prefilter {stage.name}")
+            stored = file_tests(collection.cache, name)
         known = stored.result(path, data, lambda: test(data))  # type: ignore[union-attr]
     collection.prefilters[key] = (data, known)
     return known

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from amp_clipfix.analysis.cache import pickled
 from amp_clipfix.analysis.query_entries import KINDS, SHARED_BYTES, Entry, Shared
 
 if TYPE_CHECKING:
@@ -371,10 +372,9 @@ class Queries:
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
         import hashlib
-        import pickle
 
         try:
-            data = pickle.dumps(field, protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickled(field)
         except Exception:  # noqa: BLE001 - Cache.store leaves out what cannot be pickled
             return field
         if len(data) < SHARED_BYTES:

@@ -71,7 +71,7 @@ def decode_source(path: Path, data: bytes) -> SourceFile:
     # file could only be damaged by an edit, so it is refused up front.
     if _encode_or_none(text, encoding) != body:
         raise SourceError(f"encoding {encoding} does not round-trip; not editable")
-    return SourceFile(path=Path(path), data=data, text=text, encoding=encoding, bom=bom)
+    return SourceFile(path=as_path(path), data=data, text=text, encoding=encoding, bom=bom)
 
 
 def decodes_to_itself(data: bytes) -> bool:
@@ -89,7 +89,13 @@ def decodes_to_itself(data: bytes) -> bool:
 def takes_coding_cookie(path: Path) -> bool:
     """Only Python files declare their encoding (PEP 263). YAML and notebook JSON are UTF-8 by
     their specs, so `# video coding: h264` in a config is just a comment."""
-    return Path(path).suffix not in UTF8_ONLY_SUFFIXES
+    return as_path(path).suffix not in UTF8_ONLY_SUFFIXES
+
+
+def as_path(path: str | Path) -> Path:
+    """`path` as a Path: itself when it is one (`Path(path)` parses a Path's parts again, and
+    the new one finds its text and hash again: each raises an AttributeError once)."""
+    return path if isinstance(path, Path) else Path(path)
 
 
 def encode_text(source: SourceFile, text: str) -> bytes:
