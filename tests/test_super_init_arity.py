@@ -87,7 +87,7 @@ def test_without_the_test_the_refused_call_gives_its_value(
 ) -> None:
     """The mechanism is what decides: with the test off, the refused call's `False` joins the
     values and `Other`'s base is asked for (its module parsed)."""
-    monkeypatch.setattr(callers, "super_init_binds_nothing", lambda call, function: False)
+    monkeypatch.setattr(callers, "super_init_binds_nothing", lambda *arguments: False)
     found, made = checked(project(tmp_path / "p", "False, extra=1"), monkeypatch)
     assert found != [DECIDED]
     assert "remote.py" in made
@@ -140,10 +140,50 @@ def decorated(self, a): pass
     ],
 )
 def test_which_super_inits_bind_nothing(call: str, name: str, refused: bool) -> None:
-    tree = ast.parse(FUNCTIONS)
-    function = next(
-        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == name
-    )
+    function = defined(FUNCTIONS, name)
     written = ast.parse(call, mode="eval").body
     assert isinstance(written, ast.Call)
-    assert arguments.super_init_binds_nothing(written, function) is refused
+    assert arguments.super_init_binds_nothing(written, function, defined(METHODS, "a")) is refused
+
+
+def defined(text: str, name: str) -> ast.FunctionDef:
+    return next(
+        node
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    )
+
+
+# Where `super()` is written: only an undecorated instance method gives the base `self`.
+METHODS = """\
+def a(self): pass
+@classmethod
+def b(cls): pass
+def __new__(cls): pass
+def __init_subclass__(cls): pass
+@decorated
+def c(self): pass
+def d(*args): pass
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "refused"),
+    [
+        ("super().__init__(1, 2)", "a", True),  # `self` from super(): one positional too many
+        ("super(C, self).__init__(1, 2)", "a", True),
+        ("super(C, obj).__init__(1, 2)", "a", False),  # another object: may be a class
+        ("super(C).__init__(1, 2)", "a", False),  # an unbound super object
+        ("super().__init__(1, 2)", "b", False),  # a classmethod: `self` may be written
+        ("super().__init__(1, 2)", "__new__", False),
+        ("super().__init__(1, 2)", "__init_subclass__", False),
+        ("super().__init__(1, 2)", "c", False),
+        ("super().__init__(1, 2)", "d", False),  # no first parameter
+    ],
+)
+def test_where_super_gives_self(call: str, method: str, refused: bool) -> None:
+    written = ast.parse(call, mode="eval").body
+    assert isinstance(written, ast.Call)
+    init = defined("def __init__(self, a): pass", "__init__")
+    assert arguments.super_init_binds_nothing(written, init, defined(METHODS, method)) is refused
+    assert arguments.super_init_binds_nothing(written, init, None) is False  # not a method

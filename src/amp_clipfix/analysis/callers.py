@@ -268,10 +268,15 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
         (other modules, parsed to know them) are not asked for."""
         found = []
         for call in summary.calls("__init__"):
-            if not is_super_call(call.func) or super_init_binds_nothing(call, init):
+            if not is_super_call(call.func):
                 continue
             caller = self.ctx_of(summary, call)
             if caller.cls is None or caller.cls is cls:
+                continue
+            method = caller.func
+            if method is not None and summary.parent(method) is not caller.cls:
+                method = None  # a nested function's `super()`: not the class's method
+            if super_init_binds_nothing(call, init, method):
                 continue
             if caller.depth + ctx.depth > MAX_DEPTH:
                 self.cuts += 1
