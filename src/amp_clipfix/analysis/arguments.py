@@ -1,6 +1,6 @@
 """A call's arguments against a function's parameters: what the call binds to each (`bind`,
 for the caller search and the return values of a call), and whether it can bind them at all
-(`binds_nothing`).
+(`binds_nothing`; `super_init_binds_nothing` for a base's `__init__` run by `super()`).
 
 A caller search (callers.py) finds the calls written with a function's name and asks the
 evaluator whether each one's callee may be the function; a method's name is often shared with
@@ -47,6 +47,60 @@ def binds_nothing(call: ast.Call, function: ast.AST) -> bool:
         if given > len(args.posonlyargs) + len(args.args):
             return True
     return False
+
+
+def super_init_binds_nothing(call: ast.Call, function: ast.AST, method: ast.AST | None) -> bool:
+    """`super().__init__(...)` written in `method`, an instance method of the class, runs a
+    base's `__init__` (`function`) with exactly the arguments it writes and `self` from
+    `super()`: no metaclass, `__new__` or partial stands between them. A keyword `function`
+    has no parameter for (and no `**`), more positional arguments than it takes (and no `*`),
+    or a parameter without a default that the call leaves unfilled (spreading nothing) raises
+    `TypeError` before its body runs: not a call of it. (A plain call is not tested for a
+    missing argument: `functools.partial` may add it, passed.py.)"""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if not binds_self(call, method):
+        return False  # `self` may be among the written arguments: nothing is refused
+    if function.decorator_list:
+        return False  # the decorator's wrapper takes the call's arguments, and may take any
+    args = function.args
+    written = {k.arg for k in call.keywords if k.arg is not None}
+    if args.kwarg is None and written - {a.arg for a in (*args.args, *args.kwonlyargs)}:
+        return True
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return False  # a spread of unknown length may fill any parameter
+    if any(k.arg is None for k in call.keywords):
+        return False  # so may a `**` spread
+    given = len(call.args)
+    positional = [*args.posonlyargs, *args.args]  # the first is `self`, given by super()
+    if args.vararg is None and given > len(positional) - 1:
+        return True
+    first_default = len(positional) - len(args.defaults)
+    required = [p for i, p in enumerate(positional) if 1 + given <= i < first_default]
+    required += [a for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None]
+    return any(param.arg not in written for param in required)
+
+
+# Methods Python makes class or static methods by their name: `super()` there gives no `self`.
+IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
+
+
+def binds_self(call: ast.Call, method: ast.AST | None) -> bool:
+    """Whether `super()` in the call's callee gives the base's method `self` (an instance):
+    `super()` or `super(C, self)` in an undecorated instance method (in a classmethod, a
+    `__new__` or with another object, the method may be unbound and `self` written)."""
+    if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if method.decorator_list or method.name in IMPLICIT_CLASS_METHODS:
+        return False
+    positional = [*method.args.posonlyargs, *method.args.args]
+    made = call.func.value  # type: ignore[attr-defined]
+    if not positional or not isinstance(made, ast.Call) or made.keywords:
+        return False
+    if not made.args:
+        return True
+    second = made.args[1] if len(made.args) == 2 else None
+    return isinstance(second, ast.Name) and second.id == positional[0].arg
 
 
 class CallArguments(EvaluatorBase):

@@ -11,7 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from amp_clipfix.analysis import names
-from amp_clipfix.analysis.arguments import CallArguments, binds_nothing
+from amp_clipfix.analysis.arguments import (
+    CallArguments,
+    binds_nothing,
+    super_init_binds_nothing,
+)
 from amp_clipfix.analysis.contained import method_files
 from amp_clipfix.analysis.cycles import cut_value
 from amp_clipfix.analysis.decorators import wrapped_functions, wrapper_self
@@ -251,21 +255,28 @@ class CallerIndex(PassedCalls, NameTexts, CallArguments):
             # passed as a value to what calls it: a helper, `fabric.launch`, a Thread
             more = self.passed_calls(function, cls, summary, ctx)
             if cls is not None and init:
-                more.extend(self.super_inits_of(cls, summary, ctx))
+                more.extend(self.super_inits_of(cls, function, summary, ctx))
             found.extend(m for m in more if keep is None or keep(*m))
         return found
 
     def super_inits_of(
-        self, cls: ast.ClassDef, summary: Summary, ctx: Ctx
+        self, cls: ast.ClassDef, init: ast.AST, summary: Summary, ctx: Ctx
     ) -> list[tuple[ast.Call, Ctx]]:
-        """`super().__init__(...)` in a subclass's method calls the base's `__init__` with
-        those arguments (a subclass passes its config on to the base that uses it)."""
+        """`super().__init__(...)` in a subclass's method calls the base's `__init__` (`init`)
+        with those arguments (a subclass passes its config on to the base that uses it). One
+        whose arguments `init` refuses is none, whatever class it is in: its class's bases
+        (other modules, parsed to know them) are not asked for."""
         found = []
         for call in summary.calls("__init__"):
             if not is_super_call(call.func):
                 continue
             caller = self.ctx_of(summary, call)
             if caller.cls is None or caller.cls is cls:
+                continue
+            method = caller.func
+            if method is not None and summary.parent(method) is not caller.cls:
+                method = None  # a nested function's `super()`: not the class's method
+            if super_init_binds_nothing(call, init, method):
                 continue
             if caller.depth + ctx.depth > MAX_DEPTH:
                 self.cuts += 1
