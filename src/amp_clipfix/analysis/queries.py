@@ -36,7 +36,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from amp_clipfix.analysis.cache import pickled
 from amp_clipfix.analysis.query_entries import KINDS, SHARED_BYTES, Entry, Shared
 
 if TYPE_CHECKING:
@@ -371,7 +370,7 @@ class Queries:
 
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
-        import hashlib
+        from amp_clipfix.analysis.cache import hashlib, pickled  # a --no-cache run: neither
 
         try:
             data = pickled(field)
