@@ -6,19 +6,20 @@ bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from test_candidate_answers import PYPROJECT, edit
 from test_incremental import computed, reused, same_as_cold, spied_queries, write
+from test_kept_call_tree_handed import parses as model_parses
 
-from amp_clipfix.analysis import query_checks, recording, summary
+from amp_clipfix.analysis import query_checks, recording
 from amp_clipfix.analysis.calls import CallTest
 from amp_clipfix.analysis.names import TRAINER_CLASSES
 from amp_clipfix.analysis.questions import MAY_FAIL, Unparsed
 
 asked = pytest.fixture(name="asked")(spied_queries)  # the queries asked, and whether stored
+parses = model_parses  # the texts of model.py a summary parsed (both models hold its MARK)
 
 FSDP = """import lightning as L
 
@@ -38,7 +39,6 @@ class Model(L.LightningModule):
         value = self.trainer.gradient_clip_val
         return super().configure_gradient_clipping(*args, **kwargs)
 """
-MARK = "def options("
 
 
 @pytest.fixture
@@ -47,21 +47,6 @@ def project(cached_root: Path) -> Path:
     write(cached_root, "model.py", MODEL)
     write(cached_root, "pyproject.toml", PYPROJECT)
     return cached_root
-
-
-@pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The texts of model.py a summary parsed."""
-    texts: list[str] = []
-    real = summary.parse_module
-
-    def counted(text: str, *rest: int) -> object:
-        if MARK in text:
-            texts.append(text)
-        return real(text, *rest)
-
-    monkeypatch.setattr(summary, "parse_module", counted)
-    yield texts
 
 
 @pytest.mark.parametrize(
