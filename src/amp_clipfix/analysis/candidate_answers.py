@@ -224,7 +224,7 @@ class Session:
         texts = tuple(self.texts.values())
         if not self.searched and not texts:
             return None
-        return Kept(shared_reads(self.searched or ()), texts, self.listing)
+        return Kept(self.searched or (), texts, self.listing)
 
     def earlier_kept(self) -> object:
         """The earlier entry's `Kept` (an entry of its own, `queries.Shared`: loaded only by
@@ -276,7 +276,7 @@ class Session:
                 part = self.computed(facts, lazy, path, answer_of)
             parts.append(part)
             yield from part.answer  # type: ignore[misc]
-        self.searched = tuple(parts)
+        self.searched = shared_reads(tuple(parts))  # once: `made` is asked twice
         if condition is not None:
             self.listing = (words, condition, tuple(seen.items()))
 
