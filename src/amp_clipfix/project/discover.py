@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from amp_clipfix import observed
 from amp_clipfix.kinds import ErrorKind, FileError
-from amp_clipfix.paths import is_plain, os_error_reason
+from amp_clipfix.paths import all_plain, is_plain, listing_names, os_error_reason
 from amp_clipfix.records import record
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -336,7 +336,9 @@ def _git_listing(repository: Path, folders: list[Path], untracked: bool = True) 
     listing = observed.git([*command, "--", *specs], repository)
     if listing is None:
         return None
-    names = (os.fsdecode(name) for name in listing.split(b"\0") if name)
+    names = listing_names(listing)
+    if all_plain(names):  # what normpath leaves as they are, asked of all at once
+        return set(names)
     return {name if is_plain(name) else os.path.normpath(name) for name in names}
 
 
