@@ -36,17 +36,55 @@ def index_name(path: str | os.PathLike[str]) -> str:
 PLAIN_NAMES = os.sep == "/" and os.altsep is None and os.path.normcase("A") == "A"
 
 
-def index_names(folder: str, names: Iterable[str]) -> Iterable[str]:
+def index_names(folder: str, names: list[str]) -> list[str]:
     """`index_name(os.path.join(folder, name))` of each name relative to `folder`, a plain name
     (no empty, `.` or `..` part: what git's index holds) joined to `folder`'s own index name
     without being normalised again: the normalisation is the same part by part, and a plain
-    name's parts are left as they are (~6 us a name, 3,000 in NeMo's hook command)."""
+    name's parts are left as they are (~6 us a name, 3,000 in NeMo's hook command). When every
+    name is plain (`all_plain`), each is the top's text and a separator before the name, as
+    `os.path.join` makes it (~0.1 us a name instead of ~1 us)."""
     top = index_name(folder)
-    for name in names:
-        if is_plain(name):
-            yield os.path.join(top, name)
-        else:
-            yield index_name(os.path.join(folder, name))
+    if all_plain(names):
+        head = top if top.endswith(os.sep) else top + os.sep
+        return [head + name for name in names]
+    return [
+        os.path.join(top, name) if is_plain(name) else index_name(os.path.join(folder, name))
+        for name in names
+    ]
+
+
+def listing_names(listing: bytes) -> list[str]:
+    """The names of a `git ... -z` listing (NUL-separated), decoded at once: `os.fsdecode` of
+    each name cost ~1 us, and the hook's command on NeMo decodes 3,900 names twice. The same
+    names: a file system encoding is ASCII-compatible (UTF-8, or a legacy code page whose
+    multi-byte characters never hold a NUL byte), so a NUL byte decodes alone and splits the
+    text where it split the bytes."""
+    return [name for name in os.fsdecode(listing).split("\0") if name]
+
+
+def all_plain(names: list[str]) -> bool:
+    """Whether `is_plain` holds of every name, asked of their text joined by NULs at once (a
+    name holds no NUL): a name that is not plain (empty, starting or ending with `/`, a `//`,
+    or a part `.` or `..`) shows one of `_EMPTY_PART` or `_DOT_PART` there, and none shows
+    where all are. A part `.` or `..` ends with a dot before a separator, rare in names: the
+    pieces that find one (each a scan of the whole text) are looked for only where that shows.
+    NeMo's 3,900 names: ~7 M instructions, against ~14 M asked name by name."""
+    if not PLAIN_NAMES or not names:
+        return PLAIN_NAMES
+    joined = "\0".join(names)
+    text = f"\0{joined}\0"
+    if text.count("\0") != len(names) + 1:  # a name holds a NUL: asked name by name
+        return all(map(is_plain, names))
+    if any(piece in text for piece in _EMPTY_PART):
+        return False
+    return not (("./" in text or ".\0" in text) and any(piece in text for piece in _DOT_PART))
+
+
+_EMPTY_PART = ("\0\0", "\0/", "/\0", "//")  # an empty name, a leading or trailing `/`, a `//`
+_DOT_PART = (  # a part `.` or `..`: the whole name, its first, its last or a middle part
+    *("\0.\0", "\0./", "/.\0", "/./"),
+    *("\0..\0", "\0../", "/..\0", "/../"),
+)
 
 
 def is_plain(name: str) -> bool:

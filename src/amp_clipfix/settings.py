@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from amp_clipfix import observed
 from amp_clipfix.kinds import ErrorKind, FileError, Strategy
-from amp_clipfix.paths import display_path, index_names, path_index_name
+from amp_clipfix.paths import display_path, index_names, listing_names, path_index_name
 from amp_clipfix.pipeline import Options
 from amp_clipfix.project.config import (
     Config,
@@ -461,7 +461,7 @@ def git_tracked(root: Path) -> set[str] | None:
     listing = observed.git(["--literal-pathspecs", "ls-files", "-z", "--cached", "--", "."], root)
     if listing is None:
         return None
-    return set(index_names(str(root), [os.fsdecode(name) for name in listing.split(b"\0") if name]))
+    return set(index_names(str(root), listing_names(listing)))
 
 
 def suppression_warnings(findings: Sequence[Finding]) -> list[str]:
