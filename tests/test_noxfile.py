@@ -110,3 +110,31 @@ def test_find_links_come_from_pips_configuration_when_the_environment_has_none()
     kept = {"PIP_FIND_LINKS": "/mine"}
     assert noxfile.with_find_links(kept, lambda: "/opt/wheels") == kept
     assert noxfile.with_find_links({}, lambda: "") == {}
+
+
+class RecordedSession:
+    """What a release session asks of nox, without running it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def install(self, *arguments: str, env: dict[str, str]) -> None:
+        self.calls.append(("install", arguments))
+
+    def run(self, *arguments: str, **options: object) -> str:
+        self.calls.append(("run", arguments))
+        return "/env/lib/python3.11/site-packages\n"
+
+
+def test_a_release_environment_is_compiled_after_its_installs() -> None:
+    """uv installs no bytecode and the runtime programs run with PYTHONDONTWRITEBYTECODE=1: the
+    session compiles the environment's site-packages itself, after every install, each time it
+    runs (a reused environment made before it too)."""
+    for name in noxfile.releases():
+        session = RecordedSession()
+        nox.registry.get()[name].func(session)
+        kinds = [kind for kind, _ in session.calls]
+        assert kinds[:2] == ["install", "install"], session.calls
+        compiled = session.calls[-1][1]
+        assert kinds[-1] == "run" and compiled[:3] == ("python", "-m", "compileall"), compiled
+        assert compiled[-1] == "/env/lib/python3.11/site-packages", compiled
