@@ -100,6 +100,9 @@ class ClipCapable(ModuleHolders):
         # the modules holding no search word whose helpers a reading enters (set by the rule)
         self.outside: Outside = None
         self.handed: set[int] = set()  # the index's library calls it is handed to (`sites`)
+        # the top level's functions by name, in the level's order: `may_call` answers no for
+        # a call not spelled with the function's name before it asks anything
+        self.named: dict[str, list[Found]] = {}
         self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
         self.asked: Found | None = None  # the function whose value question opened the index
 
@@ -132,6 +135,8 @@ class ClipCapable(ModuleHolders):
             return
         self.levels = levels
         self.handed = {id(call) for f in levels[-1].values() for call, _ in f.sites}
+        for function in levels[-1].values():
+            self.named.setdefault(function.node.name, []).append(function)
         self.open = False
 
     def escaped(self) -> bool:
@@ -288,8 +293,7 @@ class ClipCapable(ModuleHolders):
             return False  # a call of a call's result, an item: a value (see `open`)
         if name in CLIP_NAMES:
             return True
-        top = self.levels[-1].values() if self.levels else ()
-        return any(self.may_call(call, summary, f) for f in top)
+        return any(self.may_call(call, summary, f) for f in self.named.get(name, ()))
 
     def first_helper_clip(self, helper: Fn) -> ast.stmt:
         """The first statement of a project function entered as a helper that may clip

@@ -172,11 +172,12 @@ class BeforeClip(ClipCapable):
             *(call for call in summary.calls("backward") if is_scaled_backward(call)),
             *(call for found in top for call, held in found.sites if held.tree is summary.tree),
         ]
-        for name in sorted({found.node.name for found in top}):
+        for name in sorted(self.named):
+            named = self.named[name]
             candidates += (
                 call
                 for call in summary.calls(name)
-                if any(self.may_call(call, summary, found) for found in top)
+                if any(self.may_call(call, summary, found) for found in named)
             )
         return any(made_by(summary, function, call) for call in candidates)
 
