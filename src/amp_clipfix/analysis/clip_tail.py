@@ -104,6 +104,7 @@ class ClipCapable(ModuleHolders):
         # a call not spelled with the function's name before it asks anything
         self.named: dict[str, list[Found]] = {}
         self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
+        self.stars: dict[Path, bool] = {}  # `imports_star`'s answers (a file's text is fixed)
         self.asked: Found | None = None  # the function whose value question opened the index
 
     # -- the index ---------------------------------------------------------------------------
@@ -247,8 +248,12 @@ class ClipCapable(ModuleHolders):
         )
 
     def imports_star(self, path: Path) -> bool:
-        """The file's text may import `*` (`from m import *`): a noted test of its text."""
-        found = STAR_IMPORT.search(python_texts(self.reach.contents)[path]) is not None
+        """The file's text may import `*` (`from m import *`): a noted test of its text (the
+        text searched once a run: every function's `seen_from` asks of the files naming it)."""
+        found = self.stars.get(path)
+        if found is None:
+            found = STAR_IMPORT.search(python_texts(self.reach.contents)[path]) is not None
+            self.stars[path] = found
         return tested(self.reach.contents, path, (matches(STAR_IMPORT),), found)
 
     def writes_value(self, path: Path, word: bytes) -> bool:

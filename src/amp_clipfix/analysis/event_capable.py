@@ -197,6 +197,7 @@ class AnyEvent(BeforeClip):
         self.clips = clips
         self.scalers = scalers  # the calls that may make a GradScaler (the classifier's)
         self.written = clips.written  # how modules write names as values: the same answers
+        self.stars = clips.stars  # which texts import `*`: the same answers
 
     def build(self) -> None:
         """Open at once where the clip index opened for a function it holds (a value, or one
