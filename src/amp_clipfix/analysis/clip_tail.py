@@ -136,8 +136,8 @@ class ClipCapable(ModuleHolders):
             return
         self.levels = levels
         self.handed = {id(call) for f in levels[-1].values() for call, _ in f.sites}
-        for function in levels[-1].values():
-            self.named.setdefault(function.node.name, []).append(function)
+        for top in levels[-1].values():
+            self.named.setdefault(top.node.name, []).append(top)
         self.open = False
 
     def escaped(self) -> bool:
