@@ -2,20 +2,23 @@
 analysis/event_capable.py): a call is asked whether it may run an index function only of the
 functions its name names (`may_call` answers no for any other before it asks anything), and a
 file's text is searched for `import *` once per index however many of its functions' names
-the file writes (yolov5: 30,138 `may_call`s and 1,359 searches of 52 texts before). The same
+the file writes (yolov5: 30,138 `may_call`s and 1,359 searches of 52 texts before), and a
+module's `from` imports are listed once per index (yolov5: 253 walks of a module's statements
+before). The same
 findings as before either way (test_clip_tail, test_any_event)."""
 
 from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
 from test_clip_tail import loop, report, write
 
-from amp_clipfix.analysis import clip_tail
-from amp_clipfix.analysis.summary import called_name
+from amp_clipfix.analysis import clip_tail, module_holders
+from amp_clipfix.analysis.summary import Summary, called_name
 
 # clip_a clips; clip_b and clip_c reach it one and two levels up: all three join the index
 CHAIN = """
@@ -89,3 +92,33 @@ def test_a_text_is_searched_for_a_star_import_once_per_index(
     # the clip index (whose answers the event index shares) and the index of what comes
     # before a clip: once each at most, for the three names notes.py writes
     assert 1 <= searched <= 2, counted.searched
+
+
+def test_a_module_s_import_statements_are_listed_once_per_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`imports_from` is asked of train.py for each reading that meets `clip_c(model)`; the
+    module's statements are walked for its `from` imports once per index that asks."""
+    asked: list[str] = []
+    listed: list[str] = []
+    original_asked = module_holders.ModuleHolders.imports_from
+    original_listed = Summary.walked_statements
+
+    def imports_from(
+        self: module_holders.ModuleHolders, summary: Summary, name: str, modules: set[str]
+    ) -> bool:
+        asked.append(summary.path.name)
+        return original_asked(self, summary, name, modules)
+
+    def walked_statements(self: Summary) -> list[ast.stmt]:
+        if sys._getframe(1).f_code.co_filename == module_holders.__file__:
+            listed.append(self.path.name)
+        return original_listed(self)
+
+    monkeypatch.setattr(module_holders.ModuleHolders, "imports_from", imports_from)
+    monkeypatch.setattr(Summary, "walked_statements", walked_statements)
+    write(tmp_path, FILES)
+    assert "ACF004" in report(tmp_path)
+    indexes = 3  # the clip index, the event index, the index of what comes before a clip
+    assert asked.count("train.py") > indexes, asked
+    assert listed.count("train.py") <= indexes, listed
