@@ -100,7 +100,11 @@ class ClipCapable(ModuleHolders):
         # the modules holding no search word whose helpers a reading enters (set by the rule)
         self.outside: Outside = None
         self.handed: set[int] = set()  # the index's library calls it is handed to (`sites`)
+        # the top level's functions by name, in the level's order: `may_call` answers no for
+        # a call not spelled with the function's name before it asks anything
+        self.named: dict[str, list[Found]] = {}
         self.written: dict[tuple[int, str], tuple[ast.Module, WrittenValues]] = {}
+        self.stars: dict[Path, bool] = {}  # `imports_star`'s answers (a file's text is fixed)
         self.asked: Found | None = None  # the function whose value question opened the index
 
     # -- the index ---------------------------------------------------------------------------
@@ -132,6 +136,8 @@ class ClipCapable(ModuleHolders):
             return
         self.levels = levels
         self.handed = {id(call) for f in levels[-1].values() for call, _ in f.sites}
+        for top in levels[-1].values():
+            self.named.setdefault(top.node.name, []).append(top)
         self.open = False
 
     def escaped(self) -> bool:
@@ -242,8 +248,12 @@ class ClipCapable(ModuleHolders):
         )
 
     def imports_star(self, path: Path) -> bool:
-        """The file's text may import `*` (`from m import *`): a noted test of its text."""
-        found = STAR_IMPORT.search(python_texts(self.reach.contents)[path]) is not None
+        """The file's text may import `*` (`from m import *`): a noted test of its text (the
+        text searched once a run: every function's `seen_from` asks of the files naming it)."""
+        found = self.stars.get(path)
+        if found is None:
+            found = STAR_IMPORT.search(python_texts(self.reach.contents)[path]) is not None
+            self.stars[path] = found
         return tested(self.reach.contents, path, (matches(STAR_IMPORT),), found)
 
     def writes_value(self, path: Path, word: bytes) -> bool:
@@ -288,8 +298,7 @@ class ClipCapable(ModuleHolders):
             return False  # a call of a call's result, an item: a value (see `open`)
         if name in CLIP_NAMES:
             return True
-        top = self.levels[-1].values() if self.levels else ()
-        return any(self.may_call(call, summary, f) for f in top)
+        return any(self.may_call(call, summary, f) for f in self.named.get(name, ()))
 
     def first_helper_clip(self, helper: Fn) -> ast.stmt:
         """The first statement of a project function entered as a helper that may clip

@@ -172,11 +172,12 @@ class BeforeClip(ClipCapable):
             *(call for call in summary.calls("backward") if is_scaled_backward(call)),
             *(call for found in top for call, held in found.sites if held.tree is summary.tree),
         ]
-        for name in sorted({found.node.name for found in top}):
+        for name in sorted(self.named):
+            named = self.named[name]
             candidates += (
                 call
                 for call in summary.calls(name)
-                if any(self.may_call(call, summary, found) for found in top)
+                if any(self.may_call(call, summary, found) for found in named)
             )
         return any(made_by(summary, function, call) for call in candidates)
 
@@ -196,6 +197,7 @@ class AnyEvent(BeforeClip):
         self.clips = clips
         self.scalers = scalers  # the calls that may make a GradScaler (the classifier's)
         self.written = clips.written  # how modules write names as values: the same answers
+        self.stars = clips.stars  # which texts import `*`: the same answers
 
     def build(self) -> None:
         """Open at once where the clip index opened for a function it holds (a value, or one

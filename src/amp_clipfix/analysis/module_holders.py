@@ -64,6 +64,7 @@ class ModuleHolders:
         self.owners: dict[int, set[str]] = {}  # exported's modules and the packages above them
         self.holders: dict[int, list[tuple[str, ...]]] = {}  # exported's modules by their path
         self.packages: dict[str, bool] = {}  # module_like's answers
+        self.froms: dict[Path, tuple[Summary, list[ast.ImportFrom]]] = {}  # `import_froms`
 
     def summary(self, path: Path) -> Summary | None:
         raise NotImplementedError
@@ -108,14 +109,21 @@ class ModuleHolders:
         """The module imports `name` (or `*`) from one of `modules` (by the last name of the
         module path), or from a package relative to it (`from . import name`)."""
         read(self.reach.contents, summary.path)
-        for node in summary.walked_statements():
-            if not isinstance(node, ast.ImportFrom):
-                continue
+        for node in self.import_froms(summary):
             if not any(a.name in ("*", name) for a in node.names):
                 continue
             if node.module is None or node.module.split(".")[-1] in modules:
                 return True
         return False
+
+    def import_froms(self, summary: Summary) -> list[ast.ImportFrom]:
+        """The module's `from ... import` statements in `walked_statements`' order, listed once
+        a run: `imports_from` is asked of a module once per function and set of modules."""
+        kept = self.froms.get(summary.path)
+        if kept is None or kept[0] is not summary:
+            nodes = [n for n in summary.walked_statements() if isinstance(n, ast.ImportFrom)]
+            kept = self.froms[summary.path] = (summary, nodes)
+        return kept[1]
 
     def attribute_reachable(self, function: Found) -> bool:
         """A module object whose attribute the module-level function is may be made (see the

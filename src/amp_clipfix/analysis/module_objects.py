@@ -144,21 +144,35 @@ IMPORTS_PLAINLY = "imports_plainly"  # recording.PREDICATES
 
 @functools.lru_cache(maxsize=256)
 def plain_import(name: str) -> re.Pattern[bytes]:
-    """A line `import name`, `import name as x` or `import name, other` (binds_module: it binds
-    a module object of that name), compiled once per name."""
+    """`import name`, `import name as x` or `import name, other` to its line's end, compiled
+    once per name: a line holding only blanks before it (`plain_import_lines`) binds a module
+    object of that name (binds_module). The pattern starts with its literal, which `re`
+    looks for fast; one starting `^[ \t]*` (re.M) was tried at every position of the text."""
     word = re.escape(name.encode("ascii"))
-    return re.compile(rb"^[ \t]*import[ \t]+" + word + rb"[ \t]*(?:as[ \t]|,|;|#|\r?$)", re.M)
+    return re.compile(rb"import[ \t]+" + word + rb"[ \t]*(?:as[ \t]|,|;|#|\r?$)", re.M)
+
+
+def plain_import_lines(data: bytes, name: str) -> list[int]:
+    """Where each line `[ \t]*import name...` (as `plain_import`) starts, in order: what the
+    pattern `^[ \t]*import[ \t]+name...` (re.M) finds. Its matches lie on one line each, so
+    one is found at its `import` whatever comes before it."""
+    starts = []
+    for match in plain_import(name).finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        if not data[start : match.start()].strip(b" \t"):
+            starts.append(start)
+    return starts
 
 
 def imports_plainly(path: Path | None, data: bytes, name: str) -> bool:
     """The text binds a module object named `name`, known without a parse: such a line in
     code. One in a string or a comment (a docstring's usage: `import train`) is none, and
     where the lexer cannot tell (a text not plain ASCII) the parse decides."""
-    found = list(plain_import(name).finditer(data))
+    found = plain_import_lines(data, name)
     if not found or not data.isascii():
         return False
     literals = literals_of(data)
-    return literals.readable and any(literals.at(match.start()) < 0 for match in found)
+    return literals.readable and any(literals.at(start) < 0 for start in found)
 
 
 PREDICATES[IMPORTS_PLAINLY] = imports_plainly
