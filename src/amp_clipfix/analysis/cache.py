@@ -213,6 +213,12 @@ def is_query_name(name: str) -> bool:
     return kind in ("query", "revision", "reads") and len(digest) == 64 and _HEX.issuperset(digest)
 
 
+def shared_key(data: bytes) -> str:
+    """The name of the entry that holds a large read field's pickled `data` (queries.py
+    `share`): one entry for equal fields, whichever query wrote them."""
+    return f"reads-{hashlib.sha256(data).hexdigest()}"
+
+
 def pickled(value: object) -> bytes:
     """The bytes an entry holds for `value`: pickle's, but a path of this system's class as
     its text (`path_of`). pickle's own form names the path's parts, parsed again one by one

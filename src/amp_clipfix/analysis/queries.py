@@ -370,7 +370,7 @@ class Queries:
 
     def share(self, field: object) -> object:
         """`field`, or the `Shared` entry that holds it when it is large (written once)."""
-        from amp_clipfix.analysis.cache import hashlib, pickled  # a --no-cache run: neither
+        from amp_clipfix.analysis.cache import pickled, shared_key  # a --no-cache run: neither
 
         try:
             data = pickled(field)
@@ -378,7 +378,7 @@ class Queries:
             return field
         if len(data) < SHARED_BYTES:
             return field
-        key = f"reads-{hashlib.sha256(data).hexdigest()}"
+        key = shared_key(data)
         if key not in self.shared:
             self.cache.store_pickled(key, data)
             self.shared[key] = field
